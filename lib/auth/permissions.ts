@@ -1,0 +1,44 @@
+/**
+ * Roles and permissions of the Admin API (the contract's "Roles and permissions" table). Every HTTP route
+ * declares its permission where it is registered: `handler: authorize('connectors.write', createConnector)`.
+ */
+export const ROLES = ['Admin', 'Operator', 'Viewer'] as const;
+export type Role = (typeof ROLES)[number];
+
+export const PERMISSIONS = {
+  'connectors.read': ['Viewer', 'Operator', 'Admin'],
+  'rules.read': ['Viewer', 'Operator', 'Admin'],
+  'runs.read': ['Viewer', 'Operator', 'Admin'],
+  'instances.read': ['Viewer', 'Operator', 'Admin'],
+  'mesh.read': ['Viewer', 'Operator', 'Admin'],
+  'runs.trigger': ['Operator', 'Admin'],
+  'instances.operate': ['Operator', 'Admin'],
+  'connectors.write': ['Admin'],
+  'rules.write': ['Admin'],
+  'instances.write': ['Admin'],
+  'license.read': ['Admin'],
+  'audit.read': ['Admin'],
+  /** Operator surfaces of the runtime itself, such as the Durable Functions HTTP API. */
+  'runtime.admin': ['Admin'],
+} as const satisfies Record<string, readonly Role[]>;
+
+export type Permission = keyof typeof PERMISSIONS;
+
+export function roleHasPermission(role: Role, permission: Permission): boolean {
+  return (PERMISSIONS[permission] as readonly Role[]).includes(role);
+}
+
+export type AuthScheme = 'Bearer' | 'Negotiate';
+
+/** The authenticated caller, as the handlers and the audit log see it. */
+export interface Caller {
+  scheme: AuthScheme;
+  /** The identity name used for rate limiting: `preferred_username` (tokens) or the Kerberos principal. */
+  name: string;
+  /** Audit identity (spec 5.4): `upn`, else `preferred_username`; for Windows callers the principal name. */
+  upn: string | null;
+  /** Audit identity (spec 5.4): `oid` for token callers; the SID for Windows callers where known. */
+  sid: string | null;
+  /** Resolved built-in roles; a caller with no mapped role is a Viewer. */
+  roles: Role[];
+}

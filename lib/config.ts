@@ -1,0 +1,119 @@
+/**
+ * Configuration, read the way the Functions host hands it to a worker: app settings arrive as environment
+ * variables (the host copies `local.settings.json` `Values` into the environment; a variable already set in
+ * the environment wins). A hierarchical key `Authentication:Jwt:Enabled` is spelled `Authentication__Jwt__Enabled`
+ * in the environment; both spellings are accepted.
+ *
+ * Every setting is read through a `SettingsReader`, so a bad value fails at start with a message naming the
+ * exact setting. Each area of the service owns its section (see `lib/auth/authConfig.ts` and friends);
+ * `loadConfig()` composes them once.
+ */
+
+export class ConfigError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(`Configuration error in setting '${setting}': ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export type Environment = 'Development' | 'Staging' | 'Production' | string;
+
+export class SettingsReader {
+  constructor(private readonly env: NodeJS.ProcessEnv = process.env) {}
+
+  /** The raw value of a setting named `A:B:C` (or `A__B__C`), or undefined when unset or empty. */
+  raw(name: string): string | undefined {
+    const underscored = name.replace(/:/g, '__');
+    for (const key of [underscored, name]) {
+      const v = this.env[key];
+      if (v !== undefined && v !== '') return v;
+    }
+    // Environment variable names are case-insensitive on Windows and in the Functions host.
+    const lower = underscored.toLowerCase();
+    for (const [k, v] of Object.entries(this.env)) {
+      if (k.toLowerCase() === lower && v !== undefined && v !== '') return v;
+    }
+    return undefined;
+  }
+
+  string(name: string, fallback: string): string;
+  string(name: string): string | undefined;
+  string(name: string, fallback?: string): string | undefined {
+    return this.raw(name) ?? fallback;
+  }
+
+  requiredString(name: string, why: string): string {
+    const v = this.raw(name);
+    if (v === undefined) throw new ConfigError(name, `is required ${why}.`);
+    return v;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (/^(true|1|yes)$/i.test(v)) return true;
+    if (/^(false|0|no)$/i.test(v)) return false;
+    throw new ConfigError(name, `must be true or false, not '${v}'.`);
+  }
+
+  int(name: string, fallback: number, range: { min?: number; max?: number } = {}): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    if (!/^-?\d+$/.test(v.trim())) throw new ConfigError(name, `must be a whole number, not '${v}'.`);
+    const n = Number(v);
+    if (range.min !== undefined && n < range.min) throw new ConfigError(name, `must be at least ${range.min}, not ${n}.`);
+    if (range.max !== undefined && n > range.max) throw new ConfigError(name, `must be at most ${range.max}, not ${n}.`);
+    return n;
+  }
+
+  oneOf<T extends string>(name: string, values: readonly T[], fallback: T): T {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const hit = values.find((x) => x.toLowerCase() === v.toLowerCase());
+    if (!hit) throw new ConfigError(name, `must be one of ${values.join(', ')}, not '${v}'.`);
+    return hit;
+  }
+
+  url(name: string): URL | undefined {
+    const v = this.raw(name);
+    if (v === undefined) return undefined;
+    try {
+      return new URL(v);
+    } catch {
+      throw new ConfigError(name, `must be an absolute URL, not '${v}'.`);
+    }
+  }
+
+  /** Every setting whose name starts with `prefix:` as a flat map of the remaining key to value. */
+  section(prefix: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    const p = prefix.replace(/:/g, '__').toLowerCase() + '__';
+    for (const [k, v] of Object.entries(this.env)) {
+      const key = k.replace(/:/g, '__');
+      if (v !== undefined && v !== '' && key.toLowerCase().startsWith(p)) out[key.slice(p.length)] = v;
+    }
+    return out;
+  }
+}
+
+export interface CoreConfig {
+  environment: Environment;
+  isDevelopment: boolean;
+  /** `AzureWebJobsStorage`: a connection string, or `UseDevelopmentStorage=true` for Azurite. */
+  storageConnectionString: string;
+  /** Where the service keeps local files (the Development secrets key, Azurite's data). */
+  dataDir: string;
+}
+
+export function readCoreConfig(settings = new SettingsReader()): CoreConfig {
+  const environment = settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production');
+  return {
+    environment,
+    isDevelopment: environment.toLowerCase() === 'development',
+    storageConnectionString: settings.requiredString('AzureWebJobsStorage', 'to reach Azure Table Storage (use UseDevelopmentStorage=true for Azurite)'),
+    dataDir: settings.string('Service:DataDir', '.data'),
+  };
+}

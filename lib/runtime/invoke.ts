@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import type { CoreInvocationContext, RpcInvocationRequest, RpcInvocationResponse, RpcLogCategory, RpcLogLevel } from './coreTypes';
+import type { FunctionRegistry, RegisteredFunction } from './registry';
+
+export interface InvocationLog {
+  (level: RpcLogLevel, category: RpcLogCategory, message: string, invocationId: string, functionName: string): void;
+}
+
+export interface InvocationOutcome {
+  invocationId: string;
+  response: RpcInvocationResponse;
+  /** Set when the handler (or a hook) threw: the response then carries `result.status = 'failure'`. */
+  error?: unknown;
+  durationMs: number;
+}
+
+export interface InvokeOptions {
+  invocationId?: string;
+  log: InvocationLog;
+}
+
+/**
+ * Run one invocation exactly as the Node worker does: the programming model builds the arguments from the
+ * RPC request, preInvocation hooks run, the handler runs through the model's `invokeFunction`, postInvocation
+ * hooks run, and the model converts the result into an RPC response.
+ */
+export async function invokeFunction(
+  registry: FunctionRegistry,
+  fn: RegisteredFunction,
+  request: RpcInvocationRequest,
+  options: InvokeOptions,
+): Promise<InvocationOutcome> {
+  const model = registry.programmingModel;
+  if (!model) throw new Error('The app did not set a programming model (is @azure/functions v4 loaded?).');
+  const invocationId = options.invocationId ?? request.invocationId ?? randomUUID();
+  const started = process.hrtime.bigint();
+  const coreCtx: CoreInvocationContext = {
+    invocationId,
+    request: { ...request, invocationId, functionId: fn.metadata.functionId },
+    metadata: { ...fn.metadata },
+    state: undefined,
+    log: (level, category, message) => options.log(level, category, message, invocationId, fn.metadata.name),
+  };
+  const invocationModel = model.getInvocationModel(coreCtx);
+  const hookData: Record<string, unknown> = {};
+  const appHookData = registry.appHookData;
+  let error: unknown;
+  let response: RpcInvocationResponse = { invocationId };
+  try {
+    const { context, inputs } = await invocationModel.getArguments();
+    const pre = { hookData, appHookData, invocationContext: context, inputs, functionCallback: fn.callback };
+    coreCtx.state = 'preInvocationHooks';
+    for (const hook of registry.hooks.get('preInvocation') ?? []) await hook(pre);
+    coreCtx.state = 'invocation';
+    let result: unknown;
+    let handlerError: unknown;
+    try {
+      result = await invocationModel.invokeFunction(context, pre.inputs, pre.functionCallback);
+    } catch (err) {
+      handlerError = err;
+    }
+    const post = { hookData, appHookData, invocationContext: context, inputs: pre.inputs, result, error: handlerError };
+    coreCtx.state = 'postInvocationHooks';
+    for (const hook of registry.hooks.get('postInvocation') ?? []) await hook(post);
+    if (post.error !== undefined && post.error !== null) throw post.error;
+    response = await invocationModel.getResponse(context, post.result);
+    response.result = { status: 'success' };
+  } catch (err) {
+    error = err;
+    const e = err instanceof Error ? err : new Error(String(err));
+    response = {
+      invocationId,
+      result: { status: 'failure', exception: { message: e.message, stackTrace: e.stack ?? null, source: e.name } },
+    };
+  }
+  const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+  return { invocationId, response, error, durationMs };
+}
