@@ -1,0 +1,11 @@
+import { app } from '@azure/functions';
+import { startService, stopService } from '../lib/service';
+
+// A failure here stops the start: the runtime prints the message (which names the setting at fault) and exits.
+app.hook.appStart(async () => {
+  await startService();
+});
+
+app.hook.appTerminate(async () => {
+  await stopService();
+});
