@@ -1,0 +1,85 @@
+import { RestError, TableClient, TableServiceClient } from '@azure/data-tables';
+import { AppError } from '../errors';
+
+/**
+ * Table clients for the service's own tables, on the account named by `AzureWebJobsStorage` (the local
+ * runtime resolves `UseDevelopmentStorage=true` to the Azurite it started). Tables are created on first use,
+ * once per process. `Storage:TablePrefix` (default empty) prefixes every table name, so several services
+ * (or test suites) can share one account.
+ */
+const clients = new Map<string, Promise<TableClient>>();
+
+const AZURITE_DEFAULT =
+  'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1';
+
+export function storageConnectionString(): string {
+  const cs = process.env.AzureWebJobsStorage ?? process.env.AzureWebJobsStorage__connectionString;
+  if (!cs) throw new Error("Setting 'AzureWebJobsStorage' is not set.");
+  return /^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(cs) ? AZURITE_DEFAULT : cs;
+}
+
+function tablePrefix(): string {
+  return process.env.Storage__TablePrefix ?? process.env['Storage:TablePrefix'] ?? '';
+}
+
+function isLoopbackHttp(cs: string): boolean {
+  return /TableEndpoint=http:\/\/(127\.0\.0\.1|localhost|\[::1\])/i.test(cs) || /UseDevelopmentStorage=true/i.test(cs);
+}
+
+/** The client for table `name` (prefix applied), created if it does not exist yet. */
+export function table(name: string): Promise<TableClient> {
+  const full = tablePrefix() + name;
+  let p = clients.get(full);
+  if (!p) {
+    p = (async () => {
+      const cs = storageConnectionString();
+      const client = TableClient.fromConnectionString(cs, full, { allowInsecureConnection: isLoopbackHttp(cs) });
+      try {
+        await client.createTable();
+      } catch (err) {
+        if (!(err instanceof RestError && err.statusCode === 409)) throw err;
+      }
+      return client;
+    })();
+    p.catch(() => clients.delete(full));
+    clients.set(full, p);
+  }
+  return p;
+}
+
+export function tableService(): TableServiceClient {
+  const cs = storageConnectionString();
+  return TableServiceClient.fromConnectionString(cs, { allowInsecureConnection: isLoopbackHttp(cs) });
+}
+
+/** Forget cached clients (tests that switch accounts or prefixes). */
+export function resetTableClients(): void {
+  clients.clear();
+}
+
+export function isStatus(err: unknown, status: number): boolean {
+  return err instanceof RestError && err.statusCode === status;
+}
+
+/** Map an ETag mismatch (412) or an insert of an existing key (409) to the API's 409 Conflict. */
+export function concurrencyConflict(err: unknown, detail: string): never {
+  if (isStatus(err, 412) || isStatus(err, 409)) throw new AppError('conflict', detail);
+  throw err;
+}
+
+/**
+ * RowKeys and PartitionKeys may not contain / \ # ? or control characters. Encode arbitrary text
+ * (names, anchors) reversibly and keep the sort order of plain ASCII text.
+ */
+export function encodeKey(value: string): string {
+  return value.replace(/[%/\\#?\u0000-\u001f\u007f]/g, (c) => '%' + c.charCodeAt(0).toString(16).padStart(2, '0'));
+}
+
+export function decodeKey(value: string): string {
+  return value.replace(/%([0-9a-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+}
+
+/** OData string literal for a filter (single quotes doubled). */
+export function odata(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
