@@ -27,7 +27,7 @@ export class SettingsReader {
   /** The raw value of a setting named `A:B:C` (or `A__B__C`), or undefined when unset or empty. */
   raw(name: string): string | undefined {
     const underscored = name.replace(/:/g, '__');
-    for (const key of [underscored, name]) {
+    for (const key of [underscored, underscored.replace(/__/g, ':')]) {
       const v = this.env[key];
       if (v !== undefined && v !== '') return v;
     }

@@ -1,0 +1,38 @@
+import { ConfigError, SettingsReader } from '../../lib/config';
+
+describe('SettingsReader', () => {
+  const env = {
+    Authentication__Jwt__Enabled: 'true',
+    'Service:Roles:Admin': 'Service.Admin',
+    engine__heartbeatseconds: '15',
+    Empty: '',
+    Bad__Int: '12x',
+  };
+  const s = new SettingsReader(env);
+
+  it('reads colon and double-underscore spellings, case-insensitively', () => {
+    expect(s.bool('Authentication:Jwt:Enabled', false)).toBe(true);
+    expect(s.string('Service__Roles__Admin')).toBe('Service.Admin');
+    expect(s.int('Engine:HeartbeatSeconds', 30)).toBe(15);
+  });
+
+  it('treats empty values as unset and applies defaults', () => {
+    expect(s.string('Empty', 'fallback')).toBe('fallback');
+    expect(s.raw('Missing:Key')).toBeUndefined();
+  });
+
+  it('names the exact setting in errors', () => {
+    expect(() => s.int('Bad:Int', 1)).toThrow(ConfigError);
+    expect(() => s.int('Bad:Int', 1)).toThrow("Configuration error in setting 'Bad:Int': must be a whole number, not '12x'.");
+    expect(() => s.requiredString('Authentication:Jwt:Authority', 'when Authentication:Jwt:Enabled is true')).toThrow(/'Authentication:Jwt:Authority'/);
+    expect(() => new SettingsReader({ X: 'maybe' }).bool('X', false)).toThrow(/must be true or false/);
+    expect(() => new SettingsReader({ X: '5' }).int('X', 1, { max: 3 })).toThrow(/at most 3/);
+  });
+
+  it('lists a section', () => {
+    expect(new SettingsReader({ License__Edition: 'Enterprise', License__LicensedTo: 'Contoso', Other: 'x' }).section('License')).toEqual({
+      Edition: 'Enterprise',
+      LicensedTo: 'Contoso',
+    });
+  });
+});
