@@ -1,0 +1,107 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Static, TSchema } from '@sinclair/typebox';
+import { AppError, type FieldError } from '../errors';
+
+/**
+ * The one Ajv instance of the service. Every request schema is a TypeBox schema with an `$id`, added here
+ * once at load (`defineSchema`) and compiled once; the OpenAPI document (lib/openapi.ts) is generated from
+ * the same registered schemas, so validation and documentation cannot drift.
+ *
+ * - `allErrors`: a 400 lists every offending field, not only the first.
+ * - `useDefaults`: documented defaults (`priority: 100`, `isEnabled: true`...) are filled in by validation.
+ * - `coerceTypes: false`: `"5"` is not a number; wrong types are a 400.
+ * - `strict`: an unknown keyword in one of our schemas is a programming error caught at load.
+ */
+export const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: false, strict: true, allowUnionTypes: true });
+addFormats(ajv);
+
+/** Marks a configuration field whose value is a secret: encrypted at rest, never returned (lib/secrets). */
+ajv.addKeyword({ keyword: 'x-secret', schemaType: 'boolean' });
+/** OpenAPI annotations carried by schemas; Ajv ignores them. */
+ajv.addKeyword({ keyword: 'x-summary', schemaType: 'string' });
+
+const registered = new Map<string, TSchema>();
+const compiled = new Map<string, ValidateFunction>();
+
+/** Register a schema (it must have an `$id`) with the one Ajv instance and compile it now. Returns the schema. */
+export function defineSchema<T extends TSchema>(schema: T): T {
+  const id = schema.$id;
+  if (!id) throw new Error('defineSchema: the schema needs an $id.');
+  if (registered.has(id)) {
+    if (registered.get(id) !== schema) throw new Error(`defineSchema: a different schema already has $id '${id}'.`);
+    return schema;
+  }
+  ajv.addSchema(schema);
+  registered.set(id, schema);
+  compiled.set(id, ajv.getSchema(id)!);
+  return schema;
+}
+
+/** Every schema registered so far, by `$id` (the OpenAPI generator reads these). */
+export function registeredSchemas(): ReadonlyMap<string, TSchema> {
+  return registered;
+}
+
+/** The registered schema with this `$id`, or undefined. */
+export function schemaById(id: string): TSchema | undefined {
+  return registered.get(id);
+}
+
+/**
+ * Validate `data` against a registered schema (defaults are applied in place) and return it typed.
+ * Throws a 400 `validation_failed` AppError listing `errors: [{ path, message }]`; `pathPrefix` is prepended
+ * to every path (a connector's config is validated on its own and reported under `/config`).
+ */
+export function validate<T extends TSchema>(schema: T, data: unknown, options: { pathPrefix?: string; detail?: string } = {}): Static<T> {
+  const fn = compiled.get(schema.$id ?? '') ?? defineAndGet(schema);
+  if (fn(data)) return data as Static<T>;
+  const errors = toFieldErrors(fn.errors ?? [], options.pathPrefix ?? '');
+  throw new AppError('validation_failed', options.detail ?? 'The request is not valid. See errors for each field.', { errors });
+}
+
+function defineAndGet(schema: TSchema): ValidateFunction {
+  defineSchema(schema);
+  return compiled.get(schema.$id!)!;
+}
+
+/**
+ * Ajv errors as the API's `{ path, message }`: `path` is a JSON pointer of the offending field (for a missing
+ * or unknown property, the property itself). Errors that only say "a subschema failed" (if/then, anyOf
+ * wrappers) are dropped when a more specific error is present.
+ */
+export function toFieldErrors(errors: ErrorObject[], pathPrefix = ''): FieldError[] {
+  const out: FieldError[] = [];
+  const seen = new Set<string>();
+  const wrappers = new Set(['if', 'anyOf', 'oneOf', 'allOf', 'not']);
+  const specific = errors.filter((e) => !wrappers.has(e.keyword));
+  for (const e of specific.length ? specific : errors) {
+    let path = e.instancePath;
+    let message = e.message ?? 'is not valid';
+    const params = e.params as Record<string, unknown>;
+    if (e.keyword === 'required') {
+      path += '/' + escapePointer(String(params.missingProperty));
+      message = 'is required';
+    } else if (e.keyword === 'additionalProperties') {
+      path += '/' + escapePointer(String(params.additionalProperty));
+      message = 'is not a known property';
+    } else if (e.keyword === 'false schema') {
+      message = 'is not allowed here';
+    } else if (e.keyword === 'enum') {
+      message = `must be one of: ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    } else if (e.keyword === 'dependentRequired' || e.keyword === 'dependencies') {
+      path += '/' + escapePointer(String(params.missingProperty));
+      message = `is required when ${String(params.property)} is set`;
+    }
+    const full = pathPrefix + path || '/';
+    const key = `${full}\u0000${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ path: full, message });
+  }
+  return out.slice(0, 50);
+}
+
+function escapePointer(segment: string): string {
+  return segment.replace(/~/g, '~0').replace(/\//g, '~1');
+}

@@ -1,0 +1,40 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+/**
+ * Building blocks shared by the resource schemas. None of these has an `$id`: they are embedded, and only
+ * the top-level request/response schemas are registered (an embedded `$id` would be registered twice).
+ */
+
+/** A server-made id: a GUID, lower-case with dashes. */
+export const Guid = (options: Record<string, unknown> = {}) =>
+  Type.String({ pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$', ...options });
+
+/** ISO 8601 UTC with milliseconds and `Z`. */
+export const Timestamp = (options: Record<string, unknown> = {}) => Type.String({ format: 'date-time', ...options });
+
+/** A display name: 1..256 characters, not blank, no control characters. */
+export const DisplayName = (options: Record<string, unknown> = {}) =>
+  Type.String({ minLength: 1, maxLength: 256, pattern: '^(?=.*\\S)[^\\u0000-\\u001f\\u007f]+$', ...options });
+
+/** An attribute or column name. */
+export const AttributeName = (options: Record<string, unknown> = {}) =>
+  Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000-\\u001f\\u007f]+$', ...options });
+
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** The `{ type, title, status, detail, instance, traceId, errors? }` body of every error (RFC 9457). */
+export const ProblemDetailsSchema = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    instance: Type.String(),
+    traceId: Type.String(),
+    code: Type.String({ description: 'The error code from the service catalog (validation_failed, not_found, conflict...).' }),
+    errors: Type.Optional(
+      Type.Array(Type.Object({ path: Type.String({ description: 'JSON pointer of the field, or the query parameter name.' }), message: Type.String() })),
+    ),
+  },
+  { $id: 'ProblemDetails', additionalProperties: false },
+);
