@@ -1,0 +1,26 @@
+/**
+ * transformScript: a small expression language with JavaScript syntax, parsed into a tree and evaluated by
+ * our own evaluator (never eval, Function or vm). See docs/expressions.md for the language reference.
+ */
+import type { Expression } from './ast';
+import { evaluate, type EvaluationLimits, type ExpressionScope } from './evaluator';
+import { parseExpression } from './parser';
+
+export type * from './ast';
+export { ExpressionEvaluationError, ExpressionSyntaxError, type ExpressionEvaluationErrorCode } from './errors';
+export { MAX_NESTING_DEPTH, MAX_SOURCE_LENGTH, MAX_TREE_DEPTH, parseExpression } from './parser';
+export { DEFAULT_MAX_OUTPUT_LENGTH, DEFAULT_MAX_STEPS, evaluate, type EvaluationLimits, type ExpressionScope } from './evaluator';
+export { HELPER_NAMES, METHOD_NAMES } from './names';
+
+/** A parsed script, ready to be evaluated many times (once per object in a sync run). */
+export interface CompiledExpression {
+  readonly source: string;
+  readonly ast: Expression;
+  evaluate(scope: ExpressionScope): unknown;
+}
+
+/** Parses once (throws ExpressionSyntaxError); each `evaluate` then walks the same tree. */
+export function compileExpression(source: string, limits?: EvaluationLimits): CompiledExpression {
+  const ast = parseExpression(source);
+  return { source, ast, evaluate: (scope) => evaluate(ast, scope, limits) };
+}
