@@ -1,5 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { HttpHandler, HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
-import type { Caller, Permission } from './permissions';
+import { AppError, problemResponse } from '../errors';
+import { authenticate, currentAuth } from './authenticate';
+import { roleHasPermission, type Caller, type Permission } from './permissions';
 
 /**
  * The one door of every Admin API route: authenticate (Bearer or Negotiate), resolve roles, check the
@@ -11,6 +14,10 @@ import type { Caller, Permission } from './permissions';
  * - The handler receives the authenticated `Caller`; errors it throws (AppError or anything) become
  *   problem+json through `problemResponse` in lib/errors.ts.
  * - `anonymous(handler)` is the same boundary without authentication (health, openapi).
+ *
+ * Order: authenticate (401/503), permission (403), rate limit (429 with Retry-After), handler. The
+ * `sensitive` policy counts per identity name; every other authorized route counts against the general
+ * policy when `RateLimiting__General__Enabled` is true.
  */
 export type AuthorizedHandler = (request: HttpRequest, context: InvocationContext, caller: Caller) => Promise<HttpResponseInit>;
 export type AnonymousHandler = (request: HttpRequest, context: InvocationContext) => Promise<HttpResponseInit>;
@@ -21,5 +28,59 @@ export interface AuthorizeOptions {
 
 export type GuardedHandler = HttpHandler & { permission: Permission | 'anonymous'; rateLimit?: 'sensitive' };
 
-export declare function authorize(permission: Permission, handler: AuthorizedHandler, options?: AuthorizeOptions): GuardedHandler;
-export declare function anonymous(handler: AnonymousHandler): GuardedHandler;
+export function authorize(permission: Permission, handler: AuthorizedHandler, options: AuthorizeOptions = {}): GuardedHandler {
+  const guarded = async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
+    try {
+      const rt = currentAuth();
+      if (!rt) throw new AppError('service_unavailable', 'Authentication is not initialised: the service has not finished starting.');
+      const { caller, headers } = await authenticate(request, rt);
+      if (!caller.roles.some((role) => roleHasPermission(role, permission))) {
+        throw new AppError('forbidden', `The caller's role does not grant the permission '${permission}' this operation requires.`);
+      }
+      const limiter = options.rateLimit === 'sensitive' ? rt.sensitive : rt.general;
+      const decision = limiter?.take(caller.name);
+      if (decision && !decision.allowed) {
+        throw new AppError('rate_limited', `Rate limit exceeded for '${caller.name}'; retry after ${decision.retryAfterSeconds} s.`, {
+          headers: { 'retry-after': String(decision.retryAfterSeconds) },
+        });
+      }
+      return withHeaders(await handler(request, context, caller), headers);
+    } catch (err) {
+      return renderError(err, request, context);
+    }
+  };
+  return Object.assign(guarded, { permission, rateLimit: options.rateLimit });
+}
+
+export function anonymous(handler: AnonymousHandler): GuardedHandler {
+  const guarded = async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
+    try {
+      return await handler(request, context);
+    } catch (err) {
+      return renderError(err, request, context);
+    }
+  };
+  return Object.assign(guarded, { permission: 'anonymous' as const, rateLimit: undefined });
+}
+
+function renderError(err: unknown, request: HttpRequest, context: InvocationContext): HttpResponseInit {
+  const traceId = context.invocationId || randomUUID();
+  // Only what is not an AppError is unexpected; its message goes to the log, never to the caller.
+  if (!(err instanceof AppError)) context.error(`Unhandled error (traceId ${traceId}):`, err instanceof Error ? (err.stack ?? err.message) : String(err));
+  return problemResponse(err, pathOf(request), traceId);
+}
+
+function pathOf(request: HttpRequest): string {
+  try {
+    return new URL(request.url).pathname;
+  } catch {
+    return '/';
+  }
+}
+
+function withHeaders(response: HttpResponseInit, extra: Record<string, string>): HttpResponseInit {
+  if (!Object.keys(extra).length) return response;
+  const headers = new Headers(response.headers as ConstructorParameters<typeof Headers>[0]);
+  for (const [k, v] of Object.entries(extra)) if (!headers.has(k)) headers.set(k, v);
+  return { ...response, headers: Object.fromEntries(headers.entries()) };
+}

@@ -1,0 +1,208 @@
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import jwt from 'jsonwebtoken';
+import { ConfigError } from '../config';
+import type { AuthLogger } from './log';
+import { ROLES, type Role } from './permissions';
+
+export interface DevIssuerOptions {
+  environment: string;
+  dataDir: string;
+  audience: string;
+  /** 0: reuse the port recorded in dev-issuer.json when free (so tokens keep their issuer), else any. */
+  port: number;
+  /** Configured role values (Service:Roles): a token for role X carries X's first value in `roles`. */
+  roles: Record<Role, readonly string[]>;
+  log: AuthLogger;
+  /** Lifetime of issued tokens. */
+  tokenLifetimeSeconds?: number;
+}
+
+/** What dev-issuer.json holds: enough for `npm run token` (scripts/token.js) to get a token. */
+export interface DevIssuerInfo {
+  issuer: string;
+  tokenEndpoint: string;
+  audience: string;
+  clientId: string;
+  clientSecret: string;
+  port: number;
+}
+
+export const DEV_CLIENT_ID = 'dev-cli';
+const INFO_FILE = 'dev-issuer.json';
+const KEY_FILE = 'dev-issuer-key.pem';
+
+/**
+ * The embedded development OIDC issuer: discovery, JWKS and a client_credentials token endpoint on loopback,
+ * so a new user can call the API with a Bearer token within a minute (`npm run token -- --role Admin`).
+ *
+ * It refuses to run outside `AZURE_FUNCTIONS_ENVIRONMENT=Development`. Its RSA signing key and client secret
+ * are kept under the data dir (mode 0600), and it listens on the port it used last time when that port is
+ * free, so tokens survive a restart. The token endpoint accepts the extra form fields `role`
+ * (Admin|Operator|Viewer) and `username` (preferred_username/upn, default `developer@localhost`).
+ */
+export class DevIssuer {
+  private server: http.Server | undefined;
+  private readonly key: KeyObject;
+  private readonly kid: string;
+  private readonly jwk: Record<string, unknown>;
+  private info!: DevIssuerInfo;
+
+  constructor(private readonly options: DevIssuerOptions) {
+    if (options.environment.toLowerCase() !== 'development') {
+      throw new ConfigError('AZURE_FUNCTIONS_ENVIRONMENT', `the embedded development OIDC issuer runs only in Development, not in '${options.environment}'; configure Authentication__Jwt__Authority instead.`);
+    }
+    mkdirSync(options.dataDir, { recursive: true });
+    this.key = loadOrCreateKey(path.join(options.dataDir, KEY_FILE));
+    const pub = createPublicKey(this.key);
+    this.kid = createHash('sha256').update(pub.export({ format: 'der', type: 'spki' })).digest('base64url').slice(0, 16);
+    this.jwk = { ...pub.export({ format: 'jwk' }), kid: this.kid, alg: 'RS256', use: 'sig' };
+  }
+
+  get issuer(): string {
+    return this.info.issuer;
+  }
+
+  get infoFile(): string {
+    return path.join(this.options.dataDir, INFO_FILE);
+  }
+
+  async start(): Promise<DevIssuerInfo> {
+    const previous = readInfo(this.infoFile);
+    const wanted = this.options.port || previous?.port || 0;
+    const server = http.createServer((req, res) => void this.handle(req, res));
+    const port = await listen(server, wanted).catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EADDRINUSE' || this.options.port) throw err;
+      this.options.log('warn', `Development issuer: port ${wanted} is taken; using another one (tokens issued before no longer validate).`);
+      return listen(server, 0);
+    });
+    this.server = server;
+    const issuer = `http://127.0.0.1:${port}`;
+    this.info = {
+      issuer,
+      tokenEndpoint: `${issuer}/token`,
+      audience: this.options.audience,
+      clientId: DEV_CLIENT_ID,
+      clientSecret: previous?.clientSecret ?? randomBytes(24).toString('base64url'),
+      port,
+    };
+    writeFileSync(this.infoFile, JSON.stringify(this.info, null, 2) + '\n', { mode: 0o600 });
+    this.options.log('info', `Development issuer: ${issuer} (audience ${this.options.audience}); get a token with: npm run token -- --role Admin`);
+    return this.info;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** Sign an access token as the token endpoint does. */
+  mint(role: Role, username = 'developer@localhost'): string {
+    const lifetime = this.options.tokenLifetimeSeconds ?? 8 * 3600;
+    const oidHex = createHash('sha256').update(`dev-oid:${username.toLowerCase()}`).digest('hex');
+    const oid = `${oidHex.slice(0, 8)}-${oidHex.slice(8, 12)}-4${oidHex.slice(13, 16)}-8${oidHex.slice(17, 20)}-${oidHex.slice(20, 32)}`;
+    const claims = {
+      roles: [this.options.roles[role][0]],
+      preferred_username: username,
+      upn: username,
+      oid,
+      azp: DEV_CLIENT_ID,
+      scp: 'access_as_user',
+    };
+    return jwt.sign(claims, this.key, {
+      algorithm: 'RS256',
+      keyid: this.kid,
+      issuer: this.info.issuer,
+      audience: this.options.audience,
+      subject: oid,
+      expiresIn: lifetime,
+      notBefore: 0,
+      header: { alg: 'RS256', typ: 'at+jwt', kid: this.kid },
+    });
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
+    };
+    const url = new URL(req.url ?? '/', this.info.issuer);
+    if (req.method === 'GET' && url.pathname === '/.well-known/openid-configuration') {
+      return send(200, {
+        issuer: this.info.issuer,
+        jwks_uri: `${this.info.issuer}/jwks`,
+        token_endpoint: this.info.tokenEndpoint,
+        grant_types_supported: ['client_credentials'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+        id_token_signing_alg_values_supported: ['RS256'],
+        response_types_supported: ['token'],
+        subject_types_supported: ['public'],
+      });
+    }
+    if (req.method === 'GET' && url.pathname === '/jwks') return send(200, { keys: [this.jwk] });
+    if (url.pathname !== '/token') return send(404, { error: 'not_found' });
+    if (req.method !== 'POST') return send(405, { error: 'invalid_request', error_description: 'use POST' });
+    let body = '';
+    for await (const chunk of req) {
+      body += chunk;
+      if (body.length > 8192) return send(413, { error: 'invalid_request' });
+    }
+    const form = new URLSearchParams(body);
+    let clientId = form.get('client_id');
+    let clientSecret = form.get('client_secret');
+    const basic = /^Basic\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+    if (basic) {
+      const [id, secret] = Buffer.from(basic[1], 'base64').toString('utf8').split(':');
+      clientId = decodeURIComponent(id ?? '');
+      clientSecret = decodeURIComponent(secret ?? '');
+    }
+    if (clientId !== DEV_CLIENT_ID || !clientSecret || !safeEqual(clientSecret, this.info.clientSecret)) {
+      return send(401, { error: 'invalid_client' });
+    }
+    if (form.get('grant_type') !== 'client_credentials') return send(400, { error: 'unsupported_grant_type' });
+    const role = (ROLES as readonly string[]).find((r) => r.toLowerCase() === (form.get('role') ?? 'Viewer').toLowerCase()) as Role | undefined;
+    if (!role) return send(400, { error: 'invalid_scope', error_description: `role must be one of ${ROLES.join(', ')}` });
+    const username = form.get('username') || 'developer@localhost';
+    if (username.length > 256) return send(400, { error: 'invalid_request', error_description: 'username is too long' });
+    const lifetime = this.options.tokenLifetimeSeconds ?? 8 * 3600;
+    return send(200, { access_token: this.mint(role, username), token_type: 'Bearer', expires_in: lifetime });
+  }
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function loadOrCreateKey(file: string): KeyObject {
+  if (existsSync(file)) return createPrivateKey(readFileSync(file, 'utf8'));
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  writeFileSync(file, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return privateKey;
+}
+
+function readInfo(file: string): DevIssuerInfo | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as DevIssuerInfo;
+  } catch {
+    return undefined;
+  }
+}
+
+function listen(server: http.Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => reject(err);
+    server.once('error', onError);
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
