@@ -1,0 +1,45 @@
+import os from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { SettingsReader } from '../config';
+
+/**
+ * Engine settings (section `Engine`):
+ * - `Engine:InstanceName`: this process's instance name at registration (default: the host name).
+ * - `Engine:HeartbeatSeconds`: heartbeat interval (default 15).
+ * - `Engine:OfflineAfterSeconds`: an instance with no heartbeat for this long is `offline` (default 60).
+ * - `Engine:TestHooks:RenamePauseMs`: TEST ONLY, honoured in Development only: the rename cascade sleeps this
+ *   long after its journal row, name claim and instance row are written, so a test can kill the process in
+ *   the middle of a rename.
+ * The instance id is `WEBSITE_INSTANCE_ID` (Azure sets it per instance; the local runtime persists one per data
+ * folder). A process without one (a bare unit test) gets a random id for its lifetime.
+ */
+export interface EngineConfig {
+  instanceId: string;
+  instanceName: string;
+  heartbeatSeconds: number;
+  offlineAfterSeconds: number;
+  renamePauseMs: number;
+}
+
+let fallbackId: string | undefined;
+
+export const INSTANCE_ID_PATTERN = '^[0-9a-z][0-9a-z-]{0,127}$';
+const INSTANCE_ID = new RegExp(INSTANCE_ID_PATTERN);
+
+/** True when `value` can be an engine instance id (GUID here, 64 hex digits on Azure). */
+export function isInstanceId(value: string): boolean {
+  return INSTANCE_ID.test(value);
+}
+
+export function readEngineConfig(settings = new SettingsReader()): EngineConfig {
+  const id = (settings.string('WEBSITE_INSTANCE_ID') ?? (fallbackId ??= randomUUID())).toLowerCase();
+  const isDevelopment = settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development';
+  const name = settings.string('Engine:InstanceName', os.hostname()).trim();
+  return {
+    instanceId: id,
+    instanceName: name.slice(0, 256) || id,
+    heartbeatSeconds: settings.int('Engine:HeartbeatSeconds', 15, { min: 1, max: 3600 }),
+    offlineAfterSeconds: settings.int('Engine:OfflineAfterSeconds', 60, { min: 2, max: 86400 }),
+    renamePauseMs: isDevelopment ? settings.int('Engine:TestHooks:RenamePauseMs', 0, { min: 0, max: 600_000 }) : 0,
+  };
+}

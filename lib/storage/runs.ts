@@ -1,0 +1,420 @@
+import { randomUUID } from 'node:crypto';
+import type { TableClient, TableEntity, TableEntityResult, TransactionAction } from '@azure/data-tables';
+import { AppError } from '../errors';
+import { isStatus, odata, table } from './tables';
+
+/**
+ * Runs repository (table `Runs`): import and export runs, their history, and the one-active-run-per-connector
+ * lock.
+ *
+ * Keys (all RowKeys of run rows are `<inverted ms timestamp, 13 digits>_<runId>`, so a plain partition query
+ * returns the newest run first, with no sort and no scan):
+ * - `c_<connectorId>` / `<runKey>`: the run itself (the source of truth, read by `getRun`).
+ * - `c_<connectorId>` / `~active`: the connector's active-run lock `{ runId, runKey }`. It lives in the same
+ *   partition as the run rows, so `createRun` inserts lock + run and `completeRun` updates run + deletes lock
+ *   in one entity-group transaction: two concurrent triggers cannot both get a run.
+ * - `all` / `<runKey>` and `i_<instanceId>` / `<runKey>`: copies of the run for the history without a
+ *   connector filter and for the per-instance history. Copies are written after the primary with Merge, so a
+ *   copy only ever lags by the write in flight.
+ * - `id` / `<runId>`: pointer `{ connectorId, runKey }`, so `getRun(id)` is two point reads.
+ *
+ * `listRuns` counts exactly: Table Storage has no COUNT, so it reads the one chosen partition (connector,
+ * instance or all, newest first, status filtered server-side) and keeps only the requested window.
+ */
+
+export const RUN_TYPES = ['FullImport', 'DeltaImport', 'Export'] as const;
+export type RunType = (typeof RUN_TYPES)[number];
+
+export const RUN_STATUSES = ['Queued', 'Running', 'Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ['Queued', 'Running'];
+export type TerminalRunStatus = Exclude<RunStatus, 'Queued' | 'Running'>;
+
+export interface RunStats {
+  objectsProcessed: number;
+  objectsCreated: number;
+  objectsUpdated: number;
+  objectsDeleted: number;
+  errors: number;
+}
+
+/** One per-object failure of a run (the run keeps the first `MAX_RUN_ERRORS`). */
+export interface RunObjectError {
+  /** The object's anchor or DN, when known. */
+  object?: string;
+  message: string;
+}
+
+export interface Run {
+  runId: string;
+  connectorId: string;
+  /** The engine instance that runs it (null when the connector had no instance). */
+  instanceId: string | null;
+  /** The instance's name when the run started, kept current by instance renames. */
+  instanceName: string | null;
+  runType: RunType;
+  status: RunStatus;
+  startedAt: string;
+  completedAt?: string;
+  stats: RunStats;
+  /** First `MAX_RUN_ERRORS` per-object errors. */
+  errors?: RunObjectError[];
+  /** Why the run failed or stopped. */
+  error?: string;
+  dryRun?: boolean;
+}
+
+/** A run as read from storage, with the ETag of its row for conditional updates. */
+export type StoredRun = Run & { etag: string };
+
+export const MAX_RUN_ERRORS = 100;
+const MAX_ERROR_MESSAGE = 1000;
+/** Table Storage string properties hold at most 32K UTF-16 characters. */
+const MAX_ERRORS_JSON = 30_000;
+
+const TABLE = 'Runs';
+const LOCK_ROW = '~active';
+const MAX_TIME = 9_999_999_999_999;
+
+export const emptyStats = (): RunStats => ({ objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 });
+
+/** RowKey of a run: newer runs sort first. Exported for the ordering tests. */
+export function runKey(startedAtMs: number, runId: string): string {
+  return `${String(MAX_TIME - startedAtMs).padStart(13, '0')}_${runId}`;
+}
+
+const connectorPk = (connectorId: string) => `c_${connectorId}`;
+const instancePk = (instanceId: string) => `i_${instanceId}`;
+const ALL_PK = 'all';
+const ID_PK = 'id';
+/** Run rows start with a digit; the lock row (`~active`) sorts after them. */
+const RUN_ROWS = `RowKey lt ':'`;
+
+interface RunEntity extends TableEntity {
+  [key: string]: unknown;
+  partitionKey: string;
+  rowKey: string;
+  runId: string;
+  connectorId: string;
+  instanceId?: string;
+  instanceName?: string;
+  runType: string;
+  status: string;
+  startedAt: string;
+  completedAt?: string;
+  stats: string;
+  errors?: string;
+  error?: string;
+  dryRun?: boolean;
+}
+
+/** Keep the first MAX_RUN_ERRORS errors, each message bounded, and the whole list within one property. */
+export function boundErrors(errors: RunObjectError[]): RunObjectError[] {
+  const out = errors.slice(0, MAX_RUN_ERRORS).map((e) => ({
+    ...(e.object !== undefined ? { object: String(e.object).slice(0, 400) } : {}),
+    message: String(e.message).slice(0, MAX_ERROR_MESSAGE),
+  }));
+  while (out.length && JSON.stringify(out).length > MAX_ERRORS_JSON) out.pop();
+  return out;
+}
+
+function toEntity(pk: string, run: Run, key: string): RunEntity {
+  const e: RunEntity = {
+    partitionKey: pk,
+    rowKey: key,
+    runId: run.runId,
+    connectorId: run.connectorId,
+    runType: run.runType,
+    status: run.status,
+    startedAt: run.startedAt,
+    stats: JSON.stringify(run.stats),
+  };
+  if (run.instanceId) e.instanceId = run.instanceId;
+  if (run.instanceName) e.instanceName = run.instanceName;
+  if (run.completedAt) e.completedAt = run.completedAt;
+  if (run.errors) e.errors = JSON.stringify(boundErrors(run.errors));
+  if (run.error) e.error = run.error.slice(0, MAX_ERROR_MESSAGE);
+  if (run.dryRun !== undefined) e.dryRun = run.dryRun;
+  return e;
+}
+
+function fromEntity(e: TableEntityResult<Record<string, unknown>>): StoredRun {
+  const run: StoredRun = {
+    runId: String(e.runId),
+    connectorId: String(e.connectorId),
+    instanceId: typeof e.instanceId === 'string' ? e.instanceId : null,
+    instanceName: typeof e.instanceName === 'string' ? e.instanceName : null,
+    runType: e.runType as RunType,
+    status: e.status as RunStatus,
+    startedAt: String(e.startedAt),
+    stats: { ...emptyStats(), ...(JSON.parse(String(e.stats ?? '{}')) as Partial<RunStats>) },
+    etag: e.etag,
+  };
+  if (typeof e.completedAt === 'string') run.completedAt = e.completedAt;
+  if (typeof e.errors === 'string') run.errors = JSON.parse(e.errors) as RunObjectError[];
+  if (typeof e.error === 'string') run.error = e.error;
+  if (typeof e.dryRun === 'boolean') run.dryRun = e.dryRun;
+  return run;
+}
+
+function copyPartitions(run: Pick<Run, 'instanceId'>): string[] {
+  return run.instanceId ? [ALL_PK, instancePk(run.instanceId)] : [ALL_PK];
+}
+
+interface Pointer {
+  connectorId: string;
+  runKey: string;
+}
+
+async function pointer(client: TableClient, runId: string): Promise<Pointer | null> {
+  try {
+    const p = await client.getEntity<{ connectorId: string; runKey: string }>(ID_PK, runId);
+    return { connectorId: p.connectorId, runKey: p.runKey };
+  } catch (err) {
+    if (isStatus(err, 404)) return null;
+    throw err;
+  }
+}
+
+async function readPrimary(client: TableClient, p: Pointer): Promise<StoredRun | null> {
+  try {
+    return fromEntity(await client.getEntity(connectorPk(p.connectorId), p.runKey));
+  } catch (err) {
+    if (isStatus(err, 404)) return null;
+    throw err;
+  }
+}
+
+/** The run, or null when there is no such run. */
+export async function getRun(runId: string): Promise<StoredRun | null> {
+  const client = await table(TABLE);
+  const p = await pointer(client, runId);
+  return p ? readPrimary(client, p) : null;
+}
+
+/** The connector's Running or Queued run, or null. */
+export async function findActiveRun(connectorId: string): Promise<StoredRun | null> {
+  const client = await table(TABLE);
+  let lock: { runId: string; runKey: string };
+  try {
+    lock = await client.getEntity<{ runId: string; runKey: string }>(connectorPk(connectorId), LOCK_ROW);
+  } catch (err) {
+    if (isStatus(err, 404)) return null;
+    throw err;
+  }
+  return readPrimary(client, { connectorId, runKey: lock.runKey });
+}
+
+export interface CreateRunInput {
+  connectorId: string;
+  instanceId: string | null;
+  instanceName?: string | null;
+  runType: RunType;
+  /** `Queued` when the instance is paused, else `Running`. */
+  status: 'Queued' | 'Running';
+  dryRun?: boolean;
+  /** Defaults to now. */
+  startedAt?: Date;
+}
+
+/**
+ * Start a run. Atomic per connector: the run row and the connector's active-run lock are inserted in one
+ * transaction, so while a run is Running or Queued every other `createRun` for the connector fails with a
+ * 409 ConflictError (and writes nothing).
+ */
+export async function createRun(input: CreateRunInput): Promise<StoredRun> {
+  const client = await table(TABLE);
+  const started = input.startedAt ?? new Date();
+  const runId = randomUUID();
+  const key = runKey(started.getTime(), runId);
+  const run: Run = {
+    runId,
+    connectorId: input.connectorId,
+    instanceId: input.instanceId,
+    instanceName: input.instanceName ?? null,
+    runType: input.runType,
+    status: input.status,
+    startedAt: started.toISOString(),
+    stats: emptyStats(),
+  };
+  if (input.dryRun !== undefined) run.dryRun = input.dryRun;
+  // The pointer goes first: a crash after it leaves a pointer to nothing, which reads as "no such run".
+  await client.createEntity({ partitionKey: ID_PK, rowKey: runId, connectorId: input.connectorId, runKey: key });
+  const pk = connectorPk(input.connectorId);
+  const actions: TransactionAction[] = [
+    ['create', { partitionKey: pk, rowKey: LOCK_ROW, runId, runKey: key }],
+    ['create', toEntity(pk, run, key)],
+  ];
+  try {
+    await client.submitTransaction(actions);
+  } catch (err) {
+    await client.deleteEntity(ID_PK, runId).catch(() => undefined);
+    if (isStatus(err, 409)) throw new AppError('conflict', 'A run of this connector is already Running or Queued.');
+    throw err;
+  }
+  for (const cp of copyPartitions(run)) await client.upsertEntity(toEntity(cp, run, key), 'Replace');
+  const stored = await readPrimary(client, { connectorId: run.connectorId, runKey: key });
+  return stored!;
+}
+
+export interface RunProgress {
+  status?: RunStatus;
+  stats?: RunStats;
+  errors?: RunObjectError[];
+  error?: string;
+}
+
+function patchEntity(pk: string, key: string, patch: RunProgress & { completedAt?: string; instanceName?: string }): TableEntity<Record<string, unknown>> {
+  const e: TableEntity<Record<string, unknown>> = { partitionKey: pk, rowKey: key };
+  if (patch.status) e.status = patch.status;
+  if (patch.stats) e.stats = JSON.stringify(patch.stats);
+  if (patch.errors) e.errors = JSON.stringify(boundErrors(patch.errors));
+  if (patch.error !== undefined) e.error = patch.error.slice(0, MAX_ERROR_MESSAGE);
+  if (patch.completedAt) e.completedAt = patch.completedAt;
+  if (patch.instanceName !== undefined) e.instanceName = patch.instanceName;
+  return e;
+}
+
+/** Apply a patch to the run's history copies; a copy whose first write was interrupted is written whole. */
+async function mergeCopies(client: TableClient, run: Run, key: string, patch: Parameters<typeof patchEntity>[2]): Promise<void> {
+  for (const cp of copyPartitions(run)) {
+    try {
+      await client.updateEntity(patchEntity(cp, key, patch), 'Merge');
+    } catch (err) {
+      if (!isStatus(err, 404)) throw err;
+      await client.upsertEntity(toEntity(cp, run, key), 'Replace');
+    }
+  }
+}
+
+async function mustPointer(client: TableClient, runId: string): Promise<Pointer> {
+  const p = await pointer(client, runId);
+  if (!p) throw new AppError('not_found', 'The run does not exist.');
+  return p;
+}
+
+/**
+ * Record progress (stats, per-object errors, status Queued -> Running). With `etag` the write only happens
+ * when the run row is unchanged since it was read (else a 409 ConflictError); without it, the fields given
+ * are merged over whatever is stored.
+ */
+export async function updateRun(runId: string, progress: RunProgress, options: { etag?: string } = {}): Promise<StoredRun> {
+  const client = await table(TABLE);
+  const p = await mustPointer(client, runId);
+  try {
+    await client.updateEntity(patchEntity(connectorPk(p.connectorId), p.runKey, progress), 'Merge', { etag: options.etag ?? '*' });
+  } catch (err) {
+    if (isStatus(err, 412)) throw new AppError('conflict', 'The run changed since it was read.');
+    if (isStatus(err, 404)) throw new AppError('not_found', 'The run does not exist.');
+    throw err;
+  }
+  const run = (await readPrimary(client, p))!;
+  await mergeCopies(client, run, p.runKey, progress);
+  return run;
+}
+
+export interface RunOutcome {
+  status: TerminalRunStatus;
+  stats: RunStats;
+  errors?: RunObjectError[];
+  error?: string;
+  /** Defaults to now. */
+  completedAt?: Date;
+}
+
+/**
+ * Finish a run: its final status and stats, and the connector's active-run lock released, in one transaction.
+ * With `etag`, conditional on the run row being unchanged (else a 409 ConflictError).
+ */
+export async function completeRun(runId: string, outcome: RunOutcome, options: { etag?: string } = {}): Promise<StoredRun> {
+  const client = await table(TABLE);
+  const p = await mustPointer(client, runId);
+  const pk = connectorPk(p.connectorId);
+  const patch = { ...outcome, completedAt: (outcome.completedAt ?? new Date()).toISOString() };
+  const actions: TransactionAction[] = [['update', patchEntity(pk, p.runKey, patch), 'Merge', { etag: options.etag ?? '*' }]];
+  try {
+    const lock = await client.getEntity<{ runId: string }>(pk, LOCK_ROW);
+    // No other run can take the lock while it names this run, so an unconditional delete is safe.
+    if (lock.runId === runId) actions.push(['delete', { partitionKey: pk, rowKey: LOCK_ROW }]);
+  } catch (err) {
+    if (!isStatus(err, 404)) throw err;
+  }
+  try {
+    await client.submitTransaction(actions);
+  } catch (err) {
+    if (isStatus(err, 412) || isStatus(err, 409)) throw new AppError('conflict', 'The run changed since it was read.');
+    if (isStatus(err, 404)) throw new AppError('not_found', 'The run does not exist.');
+    throw err;
+  }
+  const run = (await readPrimary(client, p))!;
+  await mergeCopies(client, run, p.runKey, patch);
+  return run;
+}
+
+export interface RunQuery {
+  connectorId?: string;
+  instanceId?: string;
+  status?: RunStatus;
+  skip: number;
+  take: number;
+}
+
+/** History, newest first, with the exact number of runs that match the filters. */
+export async function listRuns(q: RunQuery): Promise<{ items: StoredRun[]; totalCount: number }> {
+  const client = await table(TABLE);
+  const pk = q.connectorId ? connectorPk(q.connectorId) : q.instanceId ? instancePk(q.instanceId) : ALL_PK;
+  const filters = [`PartitionKey eq ${odata(pk)}`, RUN_ROWS];
+  if (q.connectorId && q.instanceId) filters.push(`instanceId eq ${odata(q.instanceId)}`);
+  if (q.status) filters.push(`status eq ${odata(q.status)}`);
+  const items: StoredRun[] = [];
+  let totalCount = 0;
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: filters.join(' and ') } })) {
+    if (totalCount >= q.skip && items.length < q.take) items.push(fromEntity(e));
+    totalCount++;
+  }
+  return { items, totalCount };
+}
+
+/**
+ * Set `instanceName` on every run of an instance (rename cascade). Idempotent: runs that already carry the
+ * name are skipped, so an interrupted cascade is finished by running it again.
+ */
+export async function renameInstanceInRuns(instanceId: string, name: string): Promise<number> {
+  const client = await table(TABLE);
+  let changed = 0;
+  const filter = `PartitionKey eq ${odata(instancePk(instanceId))} and ${RUN_ROWS}`;
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'connectorId', 'instanceName'] } })) {
+    if (e.instanceName === name) continue;
+    const key = e.rowKey!;
+    // The primary and the `all` copy first, the instance copy (the one this loop reads) last: a crash
+    // in between leaves this run unchanged here, so the next pass visits it again.
+    for (const pk of [connectorPk(String(e.connectorId)), ALL_PK, instancePk(instanceId)]) {
+      try {
+        await client.updateEntity({ partitionKey: pk, rowKey: key, instanceName: name }, 'Merge');
+      } catch (err) {
+        if (!isStatus(err, 404)) throw err;
+      }
+    }
+    changed++;
+  }
+  return changed;
+}
+
+/** Instance names carried by the runs of an instance (consistency checks after a rename). */
+export async function instanceNamesInRuns(instanceId: string): Promise<Set<string>> {
+  const client = await table(TABLE);
+  const names = new Set<string>();
+  const keys: Array<{ connectorId: string; rowKey: string }> = [];
+  const filter = `PartitionKey eq ${odata(instancePk(instanceId))} and ${RUN_ROWS}`;
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
+    names.add(String(e.instanceName));
+    keys.push({ connectorId: String(e.connectorId), rowKey: e.rowKey! });
+  }
+  for (const k of keys) {
+    for (const pk of [connectorPk(k.connectorId), ALL_PK]) {
+      const e = await client.getEntity<Record<string, unknown>>(pk, k.rowKey);
+      names.add(String(e.instanceName));
+    }
+  }
+  return names;
+}
