@@ -43,6 +43,8 @@ export class FunctionRegistry {
   programmingModel: ProgrammingModel | undefined;
   /** Shared by every hook of the app (`appHookData` in hook contexts). */
   readonly appHookData: Record<string, unknown> = {};
+  /** `hookData` of the app-level hooks only (appStart, appTerminate), as the worker's `appLevelOnlyHookData`. */
+  readonly appLevelHookData: Record<string, unknown> = {};
   /** Where `coreApi.log` (system logs from the programming model) goes. */
   systemLog: (level: RpcLogLevel, category: RpcLogCategory, message: string) => void = () => undefined;
 

@@ -1,0 +1,348 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Azurite, connectionStringFor, DEFAULT_ENDPOINTS, isDevelopmentStorage, portAnswers } from './azurite';
+import type { RpcInvocationRequest, RpcLogCategory, RpcLogLevel } from './coreTypes';
+import { createDurableExtension } from './durable';
+import type { ExtensionContext, RuntimeExtension } from './extension';
+import { globFiles } from './glob';
+import { HttpHost } from './httpHost';
+import { invokeFunction, type InvocationOutcome } from './invoke';
+import { Logger, type LogFormat } from './logger';
+import { FunctionRegistry, installCoreModule, type RegisteredFunction } from './registry';
+import { getSetting, loadLocalSettings, readAppMain, readHostJson, RuntimeConfigError } from './settings';
+import { createTimerExtension } from './timers';
+
+/**
+ * The local Functions host: loads a Functions app folder (host.json + package.json `main`) the way the
+ * Functions host and its Node worker do, runs its hooks, starts the trigger extensions (durable task hub,
+ * timers) and serves its HTTP functions. One instance per process: the `@azure/functions-core` module it
+ * provides is process-wide, as under the real worker.
+ */
+export interface HostOptions {
+  appDir: string;
+  /** Default: PORT, then local.settings.json Host.LocalHttpPort, then 7071. */
+  port?: number;
+  /** Bind address. Default: HOST, then 127.0.0.1. */
+  host?: string;
+  /** Default: `<appDir>/.data`. */
+  dataDir?: string;
+  /** Process environment the app sees (default: process.env; local settings are copied into it). */
+  env?: NodeJS.ProcessEnv;
+  /** Extensions to host (default: the durable task hub and timers). */
+  extensions?: RuntimeExtension[];
+  /** Where log lines go (default: stdout). */
+  write?: (line: string) => void;
+  /** How long shutdown waits for requests in flight. */
+  shutdownGraceMs?: number;
+}
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+function readOrCreateInstanceId(dataDir: string, env: NodeJS.ProcessEnv): string {
+  const fromEnv = env.WEBSITE_INSTANCE_ID?.trim();
+  if (fromEnv) return fromEnv;
+  const dir = path.join(dataDir, 'runtime');
+  const file = path.join(dir, 'instance-id');
+  try {
+    const id = readFileSync(file, 'utf8').trim();
+    if (id) return id;
+  } catch {
+    // first start: create it below
+  }
+  mkdirSync(dir, { recursive: true });
+  const id = randomUUID();
+  writeFileSync(file, `${id}\n`);
+  return id;
+}
+
+export class FunctionsHost {
+  readonly registry = new FunctionRegistry();
+  readonly appDir: string;
+  readonly env: NodeJS.ProcessEnv;
+  logger: Logger;
+  hostJson: Record<string, unknown> = {};
+  dataDir: string;
+  instanceId = '';
+  storageConnectionString = '';
+  baseUrl = '';
+  httpUri: string | undefined;
+  http: HttpHost | undefined;
+  private azurite: Azurite | undefined;
+  private readonly extensions: RuntimeExtension[];
+  private startedExtensions: RuntimeExtension[] = [];
+  private stopping: Promise<void> | undefined;
+  private appStarted = false;
+
+  constructor(private readonly options: HostOptions) {
+    this.appDir = path.resolve(options.appDir);
+    this.env = options.env ?? process.env;
+    this.dataDir = path.resolve(options.dataDir ?? path.join(this.appDir, '.data'));
+    this.extensions = options.extensions ?? [createDurableExtension(), createTimerExtension()];
+    this.logger = new Logger({ write: options.write, format: this.logFormat() });
+  }
+
+  private logFormat(): LogFormat {
+    return /^json$/i.test(this.env.LOG_FORMAT ?? '') ? 'json' : 'text';
+  }
+
+  /** Load the app, run appStart hooks, start extensions and serve HTTP. Throws on bad configuration. */
+  async start(): Promise<void> {
+    const t0 = Date.now();
+    const settings = loadLocalSettings(this.appDir, this.env);
+    this.hostJson = readHostJson(this.appDir, this.env);
+    const logging = (this.hostJson.logging ?? {}) as { logLevel?: Record<string, unknown> };
+    this.logger = new Logger({ write: this.options.write, format: this.logFormat(), logLevel: logging.logLevel });
+    const log = this.logger;
+    if (settings.usedSample) log.warn('Host.Startup', `local.settings.json not found in ${this.appDir}: using local.settings.sample.json.`);
+    else if (!settings.file) log.info('Host.Startup', 'No local.settings.json: app settings come from the environment only.');
+
+    mkdirSync(this.dataDir, { recursive: true });
+    this.instanceId = readOrCreateInstanceId(this.dataDir, this.env);
+    this.env.WEBSITE_INSTANCE_ID = this.instanceId;
+    await this.resolveStorage();
+
+    installCoreModule(this.registry);
+    this.registry.systemLog = (level, category, message) => log.log(level, 'Worker', message, { category });
+    await this.loadApp();
+    const model = this.registry.programmingModel;
+    if (!model) throw new RuntimeConfigError('package.json', 'The app registered no programming model: does it load @azure/functions v4?');
+    const capabilities = (await model.getCapabilities?.({})) ?? {};
+    this.httpUri = capabilities.HttpUri || undefined;
+    log.info('Host.Startup', `Worker process started and initialized (${model.name} ${model.version}${this.httpUri ? ', HTTP streaming' : ''}).`);
+
+    for (const hook of this.registry.hooks.get('appStart') ?? []) {
+      await hook({ hookData: this.registry.appLevelHookData, appHookData: this.registry.appHookData, functionAppDirectory: this.appDir });
+    }
+    this.appStarted = true;
+
+    const httpSection = ((this.hostJson.extensions as Record<string, unknown> | undefined)?.http ?? {}) as Record<string, unknown>;
+    const routePrefix = typeof httpSection.routePrefix === 'string' ? httpSection.routePrefix : 'api';
+    const localRuntime = (this.hostJson.localRuntime ?? {}) as Record<string, unknown>;
+    const adminFn = typeof localRuntime.adminAuthorizationFunction === 'string' ? localRuntime.adminAuthorizationFunction : undefined;
+    if (adminFn) {
+      const fn = this.registry.get(adminFn);
+      if (!fn || fn.triggerType.toLowerCase() !== 'httptrigger') {
+        throw new RuntimeConfigError('localRuntime.adminAuthorizationFunction', `host.json localRuntime.adminAuthorizationFunction names '${adminFn}', which is not an HTTP function of the app.`);
+      }
+    }
+    const limitText = getSetting('FUNCTIONS_REQUEST_BODY_SIZE_LIMIT', this.env);
+    const bodyLimit = limitText === undefined || limitText === '' ? DEFAULT_BODY_LIMIT : Number(limitText);
+    if (!Number.isInteger(bodyLimit) || bodyLimit <= 0) {
+      throw new RuntimeConfigError('FUNCTIONS_REQUEST_BODY_SIZE_LIMIT', `FUNCTIONS_REQUEST_BODY_SIZE_LIMIT must be a positive whole number of bytes, not '${limitText}'.`);
+    }
+    const http = new HttpHost({
+      registry: this.registry,
+      logger: log,
+      routePrefix,
+      bodyLimit,
+      invoke: (fn, request, reason) => this.invoke(fn, request, reason),
+      extensions: this.extensions,
+      httpUri: this.httpUri,
+      adminAuthorizationFunction: adminFn,
+    });
+    this.http = http;
+    const host = this.options.host ?? this.env.HOST ?? '127.0.0.1';
+    const port = this.options.port ?? this.defaultPort(settings.host);
+    const address = await http.listen(port, host);
+    const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+    this.baseUrl = `http://${shownHost}:${address.port}`;
+
+    const ctx: ExtensionContext = {
+      registry: this.registry,
+      invoke: (fn, request, reason) => this.invoke(fn, request, reason),
+      logger: log,
+      hostJson: this.hostJson,
+      storageConnectionString: this.storageConnectionString,
+      instanceId: this.instanceId,
+      baseUrl: this.baseUrl,
+      appDir: this.appDir,
+      dataDir: this.dataDir,
+      authorizeAdmin: (req) => http.authorizeAdmin(req),
+    };
+    for (const ext of this.extensions) {
+      await ext.start(ctx);
+      this.startedExtensions.push(ext);
+    }
+    this.printFunctions(http);
+    http.open();
+    log.info('Host.Startup', `Now listening on: ${this.baseUrl}`, { url: this.baseUrl });
+    log.info('Host.Startup', `Host started (${Date.now() - t0}ms)`, { instanceId: this.instanceId });
+  }
+
+  private defaultPort(hostSection: Record<string, unknown>): number {
+    const fromEnv = this.env.PORT;
+    if (fromEnv !== undefined && fromEnv !== '') {
+      const n = Number(fromEnv);
+      if (!Number.isInteger(n) || n < 0 || n > 65535) throw new RuntimeConfigError('PORT', `PORT must be a port number, not '${fromEnv}'.`);
+      return n;
+    }
+    const local = Number(hostSection.LocalHttpPort);
+    return Number.isInteger(local) && local > 0 ? local : 7071;
+  }
+
+  /**
+   * AzureWebJobsStorage as the host reads it. Development storage means Azurite on its default ports: when
+   * nothing answers there, start Azurite with disk persistence under `<dataDir>/azurite`. The app then sees
+   * the real connection string in AzureWebJobsStorage.
+   */
+  private async resolveStorage(): Promise<void> {
+    const raw = getSetting('AzureWebJobsStorage', this.env);
+    const log = this.logger;
+    if (!raw) {
+      log.warn('Host.Startup', 'AzureWebJobsStorage is not set: timer schedule status is not kept and durable functions cannot run.');
+      return;
+    }
+    if (!isDevelopmentStorage(raw)) {
+      this.storageConnectionString = raw;
+      return;
+    }
+    const { host, tablePort, queuePort } = DEFAULT_ENDPOINTS;
+    const [tableUp, queueUp] = await Promise.all([portAnswers(host, tablePort), portAnswers(host, queuePort)]);
+    if (tableUp && queueUp) {
+      log.info('Host.Startup', `Using the Azurite (development storage) already listening on ${host}:${tablePort} (table) and ${host}:${queuePort} (queue).`);
+    } else if (tableUp || queueUp) {
+      throw new RuntimeConfigError(
+        'AzureWebJobsStorage',
+        `AzureWebJobsStorage is UseDevelopmentStorage=true, but only ${tableUp ? `${tablePort} (table)` : `${queuePort} (queue)`} answers on ${host}; free the other port or set a full connection string.`,
+      );
+    } else {
+      const location = path.join(this.dataDir, 'azurite');
+      const azurite = new Azurite({ location, endpoints: DEFAULT_ENDPOINTS, onLog: (line) => log.log('debug', 'Host.Azurite', line) });
+      await azurite.start();
+      this.azurite = azurite;
+      log.info('Host.Startup', `Started Azurite (table ${host}:${tablePort}, queue ${host}:${queuePort}) with data in ${location}.`, { azuritePids: azurite.pids });
+    }
+    this.storageConnectionString = connectionStringFor(DEFAULT_ENDPOINTS);
+    for (const key of Object.keys(this.env)) if (key.toLowerCase() === 'azurewebjobsstorage') delete this.env[key];
+    this.env.AzureWebJobsStorage = this.storageConnectionString;
+  }
+
+  /** Require every file package.json `main` names, as the worker loads entry points. */
+  private async loadApp(): Promise<void> {
+    const main = readAppMain(this.appDir);
+    const files = /[*?{]/.test(main) ? globFiles(this.appDir, main) : [path.resolve(this.appDir, main)];
+    if (files.length === 0) throw new RuntimeConfigError('package.json', `package.json "main" ('${main}') matches no files in ${this.appDir}. Did you build the app?`);
+    for (const file of files) {
+      const rel = path.relative(this.appDir, file);
+      try {
+        if (file.endsWith('.mjs')) await import(pathToFileURL(file).href);
+        else {
+          try {
+            require(file);
+          } catch (err) {
+            if ((err as { code?: string }).code !== 'ERR_REQUIRE_ESM') throw err;
+            await import(pathToFileURL(file).href);
+          }
+        }
+      } catch (err) {
+        if ((err as { code?: string }).code === 'MODULE_NOT_FOUND' && String((err as Error).message).includes(file)) {
+          throw new RuntimeConfigError('package.json', `package.json "main" names ${rel}, which does not exist. Did you build the app?`);
+        }
+        if (err instanceof Error) err.message = `Worker was unable to load entry point "${rel}": ${err.message}`;
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * Run one invocation as the host does: extension input bindings (durableClient...) are added, the
+   * `Executing`/`Executed` lines are written around it and handler logs go to the logger.
+   */
+  async invoke(fn: RegisteredFunction, request: RpcInvocationRequest, reason: string): Promise<InvocationOutcome> {
+    const invocationId = request.invocationId ?? randomUUID();
+    const name = fn.metadata.name;
+    const inputData = [...(request.inputData ?? [])];
+    for (const [bindingName, binding] of Object.entries(fn.metadata.bindings)) {
+      if (binding.direction !== 'in' || bindingName === fn.triggerName || inputData.some((i) => i.name === bindingName)) continue;
+      const type = String(binding.type ?? '').toLowerCase();
+      for (const ext of this.startedExtensions) {
+        const provider = ext.inputBindings?.[type];
+        if (provider) {
+          inputData.push({ name: bindingName, data: provider(binding, fn) });
+          break;
+        }
+      }
+    }
+    const category = `Function.${name}`;
+    const log = this.logger;
+    const fields = { invocationId, functionName: name };
+    log.info(category, `Executing 'Functions.${name}' (Reason='${reason}', Id=${invocationId})`, fields);
+    const outcome = await invokeFunction(this.registry, fn, { ...request, invocationId, inputData }, { invocationId, log: this.handlerLog });
+    const duration = Math.round(outcome.durationMs);
+    if (outcome.response.result?.status === 'failure') {
+      log.error(category, `Executed 'Functions.${name}' (Failed, Id=${invocationId}, Duration=${duration}ms)`, { ...fields, durationMs: duration });
+      const err = outcome.error instanceof Error ? outcome.error : new Error(String(outcome.error));
+      log.error(category, `Exception while executing function: Functions.${name}. ${err.stack ?? err.message}`, fields);
+    } else {
+      log.info(category, `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${duration}ms)`, { ...fields, durationMs: duration });
+    }
+    return outcome;
+  }
+
+  private readonly handlerLog = (level: RpcLogLevel, category: RpcLogCategory, message: string, invocationId: string, functionName: string): void => {
+    const cat = category === 'user' ? `Function.${functionName}.User` : `Function.${functionName}`;
+    this.logger.log(level, cat, message, { invocationId, functionName });
+  };
+
+  private printFunctions(http: HttpHost): void {
+    const lines: string[] = ['', 'Functions:', ''];
+    const fns = [...this.registry.functions.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    for (const fn of fns) {
+      const trigger = fn.metadata.bindings[fn.triggerName];
+      if (fn.triggerType.toLowerCase() === 'httptrigger') {
+        const route = typeof trigger.route === 'string' && trigger.route !== '' ? trigger.route : fn.metadata.name;
+        const methods = Array.isArray(trigger.methods) && trigger.methods.length ? (trigger.methods as string[]).map((m) => m.toUpperCase()) : ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
+        lines.push(`        ${fn.metadata.name}: [${methods.join(',')}] ${http.urlFor(route, this.baseUrl)}`, '');
+      } else {
+        lines.push(`        ${fn.metadata.name}: ${fn.triggerType}`, '');
+        const owned = this.extensions.some((e) => e.triggerTypes.includes(fn.triggerType.toLowerCase()));
+        if (!owned) this.logger.warn('Host.Startup', `No extension of this runtime runs '${fn.triggerType}' triggers: function '${fn.metadata.name}' will not be triggered.`);
+      }
+    }
+    this.logger.plain('Host.Startup', lines.join('\n'), { functions: fns.map((f) => ({ name: f.metadata.name, trigger: f.triggerType })) });
+  }
+
+  /**
+   * Graceful stop: stop listening, let requests in flight finish (bounded), stop extensions, run appTerminate
+   * hooks, stop the Azurite this host started. Safe to call more than once.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.doStop();
+    return this.stopping;
+  }
+
+  private async doStop(): Promise<void> {
+    const log = this.logger;
+    log.info('Host.Startup', 'Stopping host...');
+    try {
+      await this.http?.close(this.options.shutdownGraceMs ?? 10_000);
+    } catch (err) {
+      log.error('Host.Startup', `Error closing the HTTP server: ${(err as Error).message}`);
+    }
+    for (const ext of [...this.startedExtensions].reverse()) {
+      try {
+        await ext.stop();
+      } catch (err) {
+        log.error('Host.Startup', `Error stopping extension ${ext.name}: ${(err as Error).message}`);
+      }
+    }
+    this.startedExtensions = [];
+    if (this.appStarted) {
+      for (const hook of this.registry.hooks.get('appTerminate') ?? []) {
+        try {
+          await hook({ hookData: this.registry.appLevelHookData, appHookData: this.registry.appHookData });
+        } catch (err) {
+          log.error('Host.Startup', `appTerminate hook failed: ${(err as Error).message}`);
+        }
+      }
+    }
+    if (this.azurite) {
+      await this.azurite.stop();
+      log.info('Host.Startup', 'Stopped Azurite.');
+      this.azurite = undefined;
+    }
+    log.info('Host.Startup', 'Host stopped.');
+  }
+}
