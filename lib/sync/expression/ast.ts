@@ -4,14 +4,16 @@
  * (there are no function values), and the parser resolves which one at parse time.
  */
 
-interface NodeBase {
-  /** 0-based offset of the node's first character in the script. */
+/** A place in the script: 0-based offset, 1-based line and column. */
+export interface SourcePosition {
   start: number;
-  /** 0-based offset just after the node's last character. */
-  end: number;
-  /** 1-based line and column of `start`, for error messages at evaluation time. */
   line: number;
   column: number;
+}
+
+interface NodeBase extends SourcePosition {
+  /** 0-based offset just after the node's last character. */
+  end: number;
 }
 
 export type LiteralValue = string | number | boolean | null | undefined;
@@ -47,6 +49,8 @@ export interface MemberExpression extends NodeBase {
   name?: string;
   property?: Expression;
   optional: boolean;
+  /** Where the access is written (the `.`, `?.` or `[`), for errors about this access rather than its object. */
+  accessAt: SourcePosition;
 }
 
 /** `lower(x)`: a call of a built-in helper, validated by name at parse time. */
@@ -63,6 +67,8 @@ export interface MethodCall extends NodeBase {
   method: string;
   arguments: Expression[];
   optional: boolean;
+  /** Where the access is written (the `.` or `?.` before the method name). */
+  accessAt: SourcePosition;
 }
 
 export type UnaryOperator = '!' | '-' | '+' | 'typeof';

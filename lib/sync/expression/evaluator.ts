@@ -1,5 +1,21 @@
-import type { Expression } from './ast';
+import type { Expression, MemberExpression, SourcePosition } from './ast';
 import { ExpressionEvaluationError } from './errors';
+import { HELPERS } from './helpers';
+import { ARRAY_METHODS, BOOLEAN_METHODS, NUMBER_METHODS, STRING_METHODS, type MethodImpl } from './methods';
+import { FORBIDDEN_PROPERTIES } from './names';
+import {
+  chargeWork,
+  checkLength,
+  checkValue,
+  describeType,
+  errorAt,
+  isPlainObject,
+  looseEquals,
+  toNum,
+  toPrimitive,
+  toStr,
+  type EvalContext,
+} from './values';
 
 export const DEFAULT_MAX_STEPS = 10_000;
 export const DEFAULT_MAX_OUTPUT_LENGTH = 64 * 1024;
@@ -11,13 +27,263 @@ export interface ExpressionScope {
 }
 
 export interface EvaluationLimits {
-  /** Nodes evaluated (plus work on long strings) before the evaluation stops. Default 10,000. */
+  /** Nodes evaluated (plus one per KiB of string work) before the evaluation stops. Default 10,000. */
   maxSteps?: number;
-  /** Longest string or array the script may produce. Default 64 KiB. */
+  /** Longest string (or array) the script may produce. Default 64 KiB. */
   maxOutputLength?: number;
 }
 
+/** Marks a `?.` chain whose link was nullish; ChainExpression turns it into undefined. Never escapes a chain. */
+const SHORT_CIRCUIT: unique symbol = Symbol('short-circuit');
+
+const CANONICAL_INDEX = /^(?:0|[1-9]\d{0,15})$/;
+
+function limitValue(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) throw new ExpressionEvaluationError('invalid_argument', `${name} must be a positive integer`);
+  return value;
+}
+
+/** A context for one compiled expression or one evaluate() call; reset at the start of each evaluation. */
+export function createContext(limits: EvaluationLimits = {}): EvalContext {
+  return {
+    steps: 0,
+    maxSteps: limitValue(limits.maxSteps, DEFAULT_MAX_STEPS, 'maxSteps'),
+    maxOutputLength: limitValue(limits.maxOutputLength, DEFAULT_MAX_OUTPUT_LENGTH, 'maxOutputLength'),
+    node: undefined,
+  };
+}
+
+/**
+ * Evaluates `expr` against `scope` with a context from createContext. Any failure is an
+ * ExpressionEvaluationError; an unexpected host error (a bug here, or a stack overflow) is turned into one
+ * with a generic message, so nothing about the host leaks into a run's errors.
+ */
+export function run(expr: Expression, scope: ExpressionScope, ctx: EvalContext): unknown {
+  if (scope === null || typeof scope !== 'object') throw new ExpressionEvaluationError('invalid_argument', 'The scope must be an object');
+  ctx.steps = 0;
+  ctx.node = undefined;
+  try {
+    return ev(expr, scope, ctx);
+  } catch (err) {
+    if (err instanceof ExpressionEvaluationError) throw err;
+    throw errorAt(ctx.node, 'internal', 'The expression could not be evaluated');
+  }
+}
+
 /** Evaluates a parsed script against `scope`. Throws ExpressionEvaluationError on any runtime failure. */
-export function evaluate(_expr: Expression, _scope: ExpressionScope, _limits?: EvaluationLimits): unknown {
-  throw new ExpressionEvaluationError('internal', 'The expression evaluator is not available yet');
+export function evaluate(expr: Expression, scope: ExpressionScope, limits?: EvaluationLimits): unknown {
+  return run(expr, scope, createContext(limits));
+}
+
+function ev(node: Expression, scope: ExpressionScope, ctx: EvalContext): unknown {
+  if (++ctx.steps > ctx.maxSteps) throw errorAt(node, 'step_limit', `Expression exceeded ${ctx.maxSteps} steps`);
+  switch (node.type) {
+    case 'Literal':
+      return node.value;
+    case 'Identifier':
+      if (!Object.hasOwn(scope, node.name)) throw errorAt(node, 'not_defined', `'${node.name}' is not defined`);
+      ctx.node = node;
+      return checkValue(ctx, scope[node.name]);
+    case 'MemberExpression':
+      return member(node, scope, ctx);
+    case 'HelperCall': {
+      const args = evalArgs(node.arguments, scope, ctx);
+      ctx.node = node;
+      const result = (HELPERS.get(node.name) as (ctx: EvalContext, args: unknown[]) => unknown)(ctx, args);
+      return charge(ctx, result);
+    }
+    case 'MethodCall':
+      return methodCall(node, scope, ctx);
+    case 'BinaryExpression':
+      return binary(node.operator, ev(node.left, scope, ctx), ev(node.right, scope, ctx), node, ctx);
+    case 'LogicalExpression': {
+      const left = ev(node.left, scope, ctx);
+      switch (node.operator) {
+        case '&&': return left ? ev(node.right, scope, ctx) : left;
+        case '||': return left ? left : ev(node.right, scope, ctx);
+        default: return left === null || left === undefined ? ev(node.right, scope, ctx) : left;
+      }
+    }
+    case 'ConditionalExpression':
+      return ev(node.test, scope, ctx) ? ev(node.consequent, scope, ctx) : ev(node.alternate, scope, ctx);
+    case 'UnaryExpression': {
+      // `typeof x` on a name the scope lacks is 'undefined', as in JavaScript: a script may probe for a variable.
+      if (node.operator === 'typeof' && node.argument.type === 'Identifier' && !Object.hasOwn(scope, node.argument.name)) return 'undefined';
+      const value = ev(node.argument, scope, ctx);
+      ctx.node = node;
+      switch (node.operator) {
+        case '!': return !value;
+        case '-': return -toNum(ctx, toPrimitive(ctx, value));
+        case '+': return toNum(ctx, toPrimitive(ctx, value));
+        default: return value === null ? 'object' : typeof value;
+      }
+    }
+    case 'TemplateLiteral': {
+      let out = node.quasis[0];
+      for (let i = 0; i < node.expressions.length; i++) {
+        const value = ev(node.expressions[i], scope, ctx);
+        ctx.node = node;
+        const part = toStr(ctx, value);
+        checkLength(ctx, out.length + part.length + node.quasis[i + 1].length);
+        out += part + node.quasis[i + 1];
+      }
+      return out;
+    }
+    case 'ArrayExpression':
+      return evalArgs(node.elements, scope, ctx);
+    case 'ChainExpression': {
+      const value = ev(node.expression, scope, ctx);
+      return value === SHORT_CIRCUIT ? undefined : value;
+    }
+  }
+}
+
+function evalArgs(nodes: Expression[], scope: ExpressionScope, ctx: EvalContext): unknown[] {
+  const values: unknown[] = new Array(nodes.length);
+  for (let i = 0; i < nodes.length; i++) values[i] = ev(nodes[i], scope, ctx);
+  return values;
+}
+
+/** Charges a call's result size to the step budget and checks its length. */
+function charge(ctx: EvalContext, result: unknown): unknown {
+  if (typeof result === 'string' || Array.isArray(result)) {
+    checkLength(ctx, result.length);
+    if (result.length >= 1024) chargeWork(ctx, result.length);
+  }
+  return result;
+}
+
+function member(node: MemberExpression, scope: ExpressionScope, ctx: EvalContext): unknown {
+  const object = ev(node.object, scope, ctx);
+  if (object === SHORT_CIRCUIT) return SHORT_CIRCUIT;
+  let key: string | number;
+  if (node.computed) {
+    if (object === null || object === undefined) {
+      if (node.optional) return SHORT_CIRCUIT;
+      throw errorAt(node.accessAt, 'type_error', `Cannot read a property of ${describeType(object)}`);
+    }
+    const raw = ev(node.property as Expression, scope, ctx);
+    if (typeof raw === 'number') key = raw;
+    else if (typeof raw === 'string') key = raw;
+    else throw errorAt(node.accessAt, 'type_error', `A property key must be a string or a number, not ${describeType(raw)}`);
+  } else {
+    key = node.name as string;
+    if (object === null || object === undefined) {
+      if (node.optional) return SHORT_CIRCUIT;
+      throw errorAt(node.accessAt, 'type_error', `Cannot read '${key}' of ${describeType(object)}`);
+    }
+  }
+  ctx.node = node;
+  return readProperty(object, key, node.accessAt, ctx);
+}
+
+/**
+ * The only property read in the language: `length` and indexes of strings and arrays, own data of plain
+ * objects. Everything that leads to a prototype or a constructor is refused, whether the key was written in
+ * the script or computed at run time.
+ */
+function readProperty(object: unknown, key: string | number, node: SourcePosition, ctx: EvalContext): unknown {
+  let index = -1;
+  if (typeof key === 'number') {
+    if (Number.isInteger(key) && key >= 0) index = key;
+    else key = String(key);
+  } else if (FORBIDDEN_PROPERTIES.has(key)) {
+    throw errorAt(node, 'forbidden', `Access to '${key}' is not allowed`);
+  } else if (CANONICAL_INDEX.test(key)) {
+    index = Number(key);
+  }
+  if (typeof object === 'string') {
+    if (index >= 0) return index < object.length ? object[index] : undefined;
+    if (key === 'length') return object.length;
+    if (STRING_METHODS.has(key as string)) throw methodAsValue(node, key as string);
+    return undefined;
+  }
+  if (Array.isArray(object)) {
+    if (index >= 0) return index < object.length ? checkValue(ctx, object[index]) : undefined;
+    if (key === 'length') return object.length;
+    if (ARRAY_METHODS.has(key as string)) throw methodAsValue(node, key as string);
+    return undefined;
+  }
+  if (typeof object === 'object') {
+    if (!isPlainObject(object)) throw errorAt(node, 'forbidden', `Cannot read properties of ${describeType(object)} of this kind`);
+    const name = String(key);
+    return Object.hasOwn(object, name) ? checkValue(ctx, object[name]) : undefined;
+  }
+  if ((typeof object === 'number' && NUMBER_METHODS.has(key as string)) || (typeof object === 'boolean' && BOOLEAN_METHODS.has(key as string))) {
+    throw methodAsValue(node, key as string);
+  }
+  return undefined;
+}
+
+function methodAsValue(node: SourcePosition, name: string): ExpressionEvaluationError {
+  return errorAt(node, 'type_error', `'${name}' is a method: call it as ${name}()`);
+}
+
+function methodCall(node: Expression & { type: 'MethodCall' }, scope: ExpressionScope, ctx: EvalContext): unknown {
+  const object = ev(node.object, scope, ctx);
+  if (object === SHORT_CIRCUIT) return SHORT_CIRCUIT;
+  if (object === null || object === undefined) {
+    if (node.optional) return SHORT_CIRCUIT;
+    throw errorAt(node.accessAt, 'type_error', `Cannot call '${node.method}' on ${describeType(object)}`);
+  }
+  let impl: MethodImpl<never> | undefined;
+  if (typeof object === 'string') impl = STRING_METHODS.get(node.method);
+  else if (Array.isArray(object)) impl = ARRAY_METHODS.get(node.method);
+  else if (typeof object === 'number') impl = NUMBER_METHODS.get(node.method);
+  else if (typeof object === 'boolean') impl = BOOLEAN_METHODS.get(node.method);
+  if (impl === undefined) throw errorAt(node.accessAt, 'type_error', `'${node.method}' is not a method of ${describeType(object)}`);
+  const args = evalArgs(node.arguments, scope, ctx);
+  ctx.node = node.accessAt;
+  if (typeof object === 'string' && object.length >= 1024) chargeWork(ctx, object.length);
+  return charge(ctx, (impl as MethodImpl<unknown>)(ctx, object, args));
+}
+
+function binary(operator: string, left: unknown, right: unknown, node: Expression, ctx: EvalContext): unknown {
+  ctx.node = node;
+  switch (operator) {
+    case '+': {
+      if (typeof left === 'number' && typeof right === 'number') return left + right;
+      if (typeof left === 'string' && typeof right === 'string') {
+        checkLength(ctx, left.length + right.length);
+        return left + right;
+      }
+      const a = toPrimitive(ctx, left);
+      const b = toPrimitive(ctx, right);
+      if (typeof a === 'string' || typeof b === 'string') {
+        const sa = toStr(ctx, a);
+        const sb = toStr(ctx, b);
+        checkLength(ctx, sa.length + sb.length);
+        return sa + sb;
+      }
+      return toNum(ctx, a) + toNum(ctx, b);
+    }
+    case '-': return toNum(ctx, toPrimitive(ctx, left)) - toNum(ctx, toPrimitive(ctx, right));
+    case '*': return toNum(ctx, toPrimitive(ctx, left)) * toNum(ctx, toPrimitive(ctx, right));
+    case '/': return toNum(ctx, toPrimitive(ctx, left)) / toNum(ctx, toPrimitive(ctx, right));
+    case '%': return toNum(ctx, toPrimitive(ctx, left)) % toNum(ctx, toPrimitive(ctx, right));
+    case '===': return left === right;
+    case '!==': return left !== right;
+    case '==': return looseEquals(ctx, left, right);
+    case '!=': return !looseEquals(ctx, left, right);
+    default: return compare(operator, left, right, ctx);
+  }
+}
+
+/** `<` `<=` `>` `>=` as JavaScript: two strings compare by code unit, anything else as numbers (NaN is false). */
+function compare(operator: string, left: unknown, right: unknown, ctx: EvalContext): boolean {
+  let a = toPrimitive(ctx, left);
+  let b = toPrimitive(ctx, right);
+  if (typeof a !== 'string' || typeof b !== 'string') {
+    a = toNum(ctx, a);
+    b = toNum(ctx, b);
+  }
+  const x = a as string | number;
+  const y = b as string | number;
+  switch (operator) {
+    case '<': return x < y;
+    case '<=': return x <= y;
+    case '>': return x > y;
+    default: return x >= y;
+  }
 }

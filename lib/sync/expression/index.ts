@@ -3,7 +3,7 @@
  * our own evaluator (never eval, Function or vm). See docs/expressions.md for the language reference.
  */
 import type { Expression } from './ast';
-import { evaluate, type EvaluationLimits, type ExpressionScope } from './evaluator';
+import { createContext, run, type EvaluationLimits, type ExpressionScope } from './evaluator';
 import { parseExpression } from './parser';
 
 export type * from './ast';
@@ -19,8 +19,13 @@ export interface CompiledExpression {
   evaluate(scope: ExpressionScope): unknown;
 }
 
-/** Parses once (throws ExpressionSyntaxError); each `evaluate` then walks the same tree. */
+/**
+ * Parses once (throws ExpressionSyntaxError); each `evaluate` then walks the same tree with one context that
+ * is reset per call, so evaluating an object allocates nothing beyond the values the script makes.
+ * Evaluation is synchronous and never re-enters itself, so sharing the context is safe.
+ */
 export function compileExpression(source: string, limits?: EvaluationLimits): CompiledExpression {
   const ast = parseExpression(source);
-  return { source, ast, evaluate: (scope) => evaluate(ast, scope, limits) };
+  const ctx = createContext(limits);
+  return { source, ast, evaluate: (scope) => run(ast, scope, ctx) };
 }

@@ -9,6 +9,23 @@ export const HELPER_NAMES: ReadonlySet<string> = new Set([
   'first', 'last', 'formatDate', 'toNumber', 'toString', 'left', 'right', 'dnEscape', 'dnParent', 'dnRdnValue',
 ]);
 
+/** [minimum, maximum] argument counts of each helper, checked at parse time. */
+export const HELPER_ARITY: ReadonlyMap<string, readonly [number, number]> = new Map<string, readonly [number, number]>([
+  ['lower', [1, 1]], ['upper', [1, 1]], ['trim', [1, 1]], ['split', [2, 2]], ['join', [1, 2]], ['replace', [3, 3]],
+  ['substring', [2, 3]], ['padStart', [2, 3]], ['coalesce', [1, Infinity]], ['isEmpty', [1, 1]], ['first', [1, 1]],
+  ['last', [1, 1]], ['formatDate', [2, 2]], ['toNumber', [1, 1]], ['toString', [1, 1]], ['left', [2, 2]],
+  ['right', [2, 2]], ['dnEscape', [1, 1]], ['dnParent', [1, 1]], ['dnRdnValue', [1, 1]],
+]);
+
+/** [minimum, maximum] argument counts of each method name, over every type that has it; checked at parse time. */
+export const METHOD_ARITY: ReadonlyMap<string, readonly [number, number]> = new Map<string, readonly [number, number]>([
+  ['toLowerCase', [0, 0]], ['toUpperCase', [0, 0]], ['trim', [0, 0]], ['trimStart', [0, 0]], ['trimEnd', [0, 0]],
+  ['split', [0, 2]], ['substring', [1, 2]], ['slice', [0, 2]], ['indexOf', [1, 2]], ['includes', [1, 2]],
+  ['startsWith', [1, 2]], ['endsWith', [1, 2]], ['replace', [2, 2]], ['replaceAll', [2, 2]], ['padStart', [1, 2]],
+  ['padEnd', [1, 2]], ['charAt', [0, 1]], ['concat', [0, Infinity]], ['repeat', [1, 1]], ['toString', [0, 1]],
+  ['join', [0, 1]], ['toFixed', [0, 1]],
+]);
+
 export const STRING_METHOD_NAMES: ReadonlySet<string> = new Set([
   'toLowerCase', 'toUpperCase', 'trim', 'trimStart', 'trimEnd', 'split', 'substring', 'slice', 'indexOf',
   'includes', 'startsWith', 'endsWith', 'replace', 'replaceAll', 'padStart', 'padEnd', 'charAt', 'concat',

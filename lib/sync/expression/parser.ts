@@ -1,4 +1,5 @@
 import type {
+  SourcePosition,
   BinaryOperator,
   Expression,
   LogicalOperator,
@@ -8,7 +9,9 @@ import type {
 import { ExpressionSyntaxError } from './errors';
 import {
   FORBIDDEN_PROPERTIES,
+  HELPER_ARITY,
   HELPER_NAMES,
+  METHOD_ARITY,
   METHOD_NAMES,
   RESERVED_IDENTIFIERS,
   UNSUPPORTED_KEYWORDS,
@@ -143,6 +146,10 @@ class Parser {
   private node<T extends Expression['type']>(type: T, start: number, end: number) {
     const { line, column } = this.lineCol(start);
     return { type, start, end, line, column };
+  }
+
+  private at(start: number): SourcePosition {
+    return { start, ...this.lineCol(start) };
   }
 
   private enter(pos: number): void {
@@ -391,16 +398,16 @@ class Parser {
         chained ||= optional;
         if (optional && this.isPunct('(')) this.fail('Optional calls are not supported', this.tok.start);
         if (optional && this.isPunct('[')) {
-          expr = this.parseComputedMember(expr, true);
+          expr = this.parseComputedMember(expr, true, tok.start);
           continue;
         }
         // Any name, keywords included, is a valid property name after a dot (`source.class`).
         if (this.tok.type !== 'name') this.unexpected();
         const nameTok = this.next();
         this.checkPropertyName(nameTok.value, nameTok.start);
-        expr = { ...this.node('MemberExpression', expr.start, nameTok.end), object: expr, computed: false, name: nameTok.value, optional };
+        expr = { ...this.node('MemberExpression', expr.start, nameTok.end), object: expr, computed: false, name: nameTok.value, optional, accessAt: this.at(tok.start) };
       } else if (tok.value === '[') {
-        expr = this.parseComputedMember(expr, false);
+        expr = this.parseComputedMember(expr, false, tok.start);
       } else if (tok.value === '(') {
         expr = this.parseCall(expr);
       } else if (tok.value === '`') {
@@ -412,14 +419,14 @@ class Parser {
     return chained ? { ...this.node('ChainExpression', expr.start, expr.end), expression: expr } : expr;
   }
 
-  private parseComputedMember(object: Expression, optional: boolean): MemberExpression {
+  private parseComputedMember(object: Expression, optional: boolean, accessStart: number): MemberExpression {
     const open = this.expect('[');
     this.enter(open.start);
     const property = this.parseExpression();
     this.leave();
     const close = this.expect(']');
     if (property.type === 'Literal' && typeof property.value === 'string') this.checkPropertyName(property.value, property.start);
-    return { ...this.node('MemberExpression', object.start, close.end), object, computed: true, property, optional };
+    return { ...this.node('MemberExpression', object.start, close.end), object, computed: true, property, optional, accessAt: this.at(accessStart) };
   }
 
   private checkPropertyName(name: string, pos: number): void {
@@ -451,9 +458,14 @@ class Parser {
     }
     this.leave();
     const close = this.expect(')');
+    const [min, max] = (kind === 'helper' ? HELPER_ARITY : METHOD_ARITY).get(name) ?? [0, Infinity];
+    if (args.length < min || args.length > max) {
+      const expected = min === max ? `${min}` : max === Infinity ? `at least ${min}` : `${min} to ${max}`;
+      this.fail(`${name}() takes ${expected} argument${expected === '1' ? '' : 's'}, not ${args.length}`, callee.start);
+    }
     if (kind === 'helper') return { ...this.node('HelperCall', callee.start, close.end), name, arguments: args };
     const member = callee as MemberExpression;
-    return { ...this.node('MethodCall', callee.start, close.end), object: member.object, method: name, arguments: args, optional: member.optional };
+    return { ...this.node('MethodCall', callee.start, close.end), object: member.object, method: name, arguments: args, optional: member.optional, accessAt: member.accessAt };
   }
 
   private parsePrimary(): Expression {
