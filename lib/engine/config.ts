@@ -23,7 +23,8 @@ export interface EngineConfig {
 
 let fallbackId: string | undefined;
 
-export const INSTANCE_ID_PATTERN = '^[0-9a-z][0-9a-z-]{0,127}$';
+/** Instance ids are compared lower-cased; requests may spell them in either case. */
+export const INSTANCE_ID_PATTERN = '^[0-9A-Za-z][0-9A-Za-z-]{0,127}$';
 const INSTANCE_ID = new RegExp(INSTANCE_ID_PATTERN);
 
 /** True when `value` can be an engine instance id (GUID here, 64 hex digits on Azure). */

@@ -1,0 +1,39 @@
+import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
+import { authorize } from '../lib/auth/authorize';
+import { isInstanceId } from '../lib/engine/config';
+import { badRequest, notFound } from '../lib/errors';
+import { PAGING, ok, parseQuery, routeId } from '../lib/http';
+import { RUN_STATUSES, getRun as readRun, listRuns as queryRuns, type StoredRun } from '../lib/storage/runs';
+
+const view = ({ etag: _etag, ...run }: StoredRun) => run;
+
+async function getRun(request: HttpRequest): Promise<HttpResponseInit> {
+  const id = routeId(request, 'id', 'Run');
+  const run = await readRun(id);
+  if (!run) throw notFound(`Run '${id}' does not exist.`);
+  return ok(view(run));
+}
+
+const RUN_QUERY = {
+  connectorId: { kind: 'guid' },
+  instanceId: { kind: 'string', maxLength: 128 },
+  status: { kind: 'enum', values: RUN_STATUSES },
+  ...PAGING,
+} as const;
+
+/** History, newest first: `{ items, totalCount }`. Filters combine with AND. */
+async function listRuns(request: HttpRequest): Promise<HttpResponseInit> {
+  const q = parseQuery(request, RUN_QUERY);
+  if (q.instanceId !== undefined && !isInstanceId(q.instanceId)) throw badRequest('The query string is not valid. See errors for each parameter.', [{ path: 'instanceId', message: 'must be an engine instance id' }]);
+  const { items, totalCount } = await queryRuns({
+    connectorId: q.connectorId,
+    instanceId: q.instanceId?.toLowerCase(),
+    status: q.status as (typeof RUN_STATUSES)[number] | undefined,
+    skip: q.skip,
+    take: q.take,
+  });
+  return ok({ items: items.map(view), totalCount });
+}
+
+app.http('getRun', { route: 'runs/{id}', methods: ['GET'], handler: authorize('runs.read', getRun) });
+app.http('listRuns', { route: 'runs', methods: ['GET'], handler: authorize('runs.read', listRuns) });

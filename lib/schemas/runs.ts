@@ -1,0 +1,41 @@
+import { Type } from '@sinclair/typebox';
+import { RUN_STATUSES, RUN_TYPES } from '../storage/runs';
+import { defineSchema } from './ajv';
+import { Guid, Nullable, Timestamp } from './common';
+
+/** Schemas of `/runs` (responses only: runs are started by the import/export triggers). */
+const Count = () => Type.Integer({ minimum: 0 });
+
+export const RunSchema = defineSchema(
+  Type.Object(
+    {
+      runId: Guid(),
+      connectorId: Guid(),
+      instanceId: Nullable(Type.String({ description: 'The engine instance that runs it.' })),
+      instanceName: Nullable(Type.String({ description: "The instance's current name (kept current by renames)." })),
+      runType: Type.Union(RUN_TYPES.map((t) => Type.Literal(t))),
+      status: Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)), {
+        description: 'Queued: its instance is paused. CompletedWithErrors: some objects failed (see errors). Failed: see error. StoppedDeletionThreshold: it would have deleted more than the configured share of objects.',
+      }),
+      startedAt: Timestamp(),
+      completedAt: Type.Optional(Timestamp({ description: 'Present once the run has finished.' })),
+      stats: Type.Object(
+        { objectsProcessed: Count(), objectsCreated: Count(), objectsUpdated: Count(), objectsDeleted: Count(), errors: Count() },
+        { additionalProperties: false },
+      ),
+      errors: Type.Optional(
+        Type.Array(Type.Object({ object: Type.Optional(Type.String()), message: Type.String() }, { additionalProperties: false }), {
+          maxItems: 100,
+          description: 'The first 100 per-object errors.',
+        }),
+      ),
+      error: Type.Optional(Type.String({ description: 'Why the run failed or stopped.' })),
+      dryRun: Type.Optional(Type.Boolean()),
+    },
+    { $id: 'Run', additionalProperties: false },
+  ),
+);
+
+export const RunList = defineSchema(
+  Type.Object({ items: Type.Array(Type.Ref('Run')), totalCount: Count() }, { $id: 'RunList', additionalProperties: false }),
+);
