@@ -1,0 +1,429 @@
+import os from 'node:os';
+import { runEpisode, startMessage, type InvokeResult, type OrchestrationTriggerPayload } from './episode';
+import { isTerminal, type HistoryEvent, type RuntimeStatus } from './protocol';
+import { ConcurrencyError, newExecutionId, pad, TaskHubStore, type ChildCreation, type InstanceRecord, type Outbox, type WorkMessage } from './store';
+
+export type ActivityResult = { ok: true; result: string } | { ok: false; reason: string; details: string };
+
+/** What the worker needs from the host: run functions through the programming model, and log. */
+export interface WorkerHost {
+  invokeOrchestrator(name: string, payload: OrchestrationTriggerPayload): Promise<InvokeResult>;
+  invokeActivity(name: string, input: string | undefined, instanceId: string): Promise<ActivityResult>;
+  log(level: 'debug' | 'information' | 'warning' | 'error', message: string): void;
+}
+
+export interface WorkerOptions {
+  maxConcurrentActivityFunctions?: number;
+  maxConcurrentOrchestratorFunctions?: number;
+  /** Poll interval bounds in ms (adaptive: shortest while work keeps appearing, doubling to the longest). */
+  minPollMs?: number;
+  maxPollMs?: number;
+}
+
+export class InstanceConflictError extends Error {}
+
+const TOMBSTONE_MS = 120_000;
+
+/**
+ * Runs one task hub: dispatches orchestration episodes and activity work items from storage, with the
+ * concurrency limits of host.json. Storage is the only truth: the in-memory maps are a cache of what a poll
+ * (or this process's own writes) found, rebuilt by polling after a restart. One process owns a hub.
+ *
+ * Episodes of one instance never overlap (`busy`). Consumed messages are deleted only after the episode
+ * committed; an activity's work item only after its result message is stored; so a kill -9 at any point
+ * loses nothing and at worst repeats an activity (at-least-once) or an episode (de-duplicated by task id).
+ */
+export class TaskHubWorker {
+  private readonly pending = new Map<string, Map<string, WorkMessage>>();
+  private readonly activities = new Map<string, WorkMessage>();
+  private readonly runningActivities = new Set<string>();
+  private readonly busy = new Set<string>();
+  /** Instances whose remaining messages the last episode left alone (suspended): key = their row keys. */
+  private readonly parked = new Map<string, string>();
+  private readonly tombstones = new Map<string, number>();
+  private readonly historyCache = new Map<string, { executionId: string; episodes: number; events: HistoryEvent[] }>();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly timerHandles = new Set<NodeJS.Timeout>();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private pollInterval: number;
+  private polling = false;
+  private pollAgain = false;
+  private stopped = true;
+  private readonly maxActivities: number;
+  private readonly maxOrchestrations: number;
+  private readonly minPoll: number;
+  private readonly maxPoll: number;
+
+  constructor(
+    readonly store: TaskHubStore,
+    private readonly host: WorkerHost,
+    options: WorkerOptions = {},
+  ) {
+    const cpus = Math.max(1, os.cpus().length);
+    this.maxActivities = positive(options.maxConcurrentActivityFunctions) ?? 10 * cpus;
+    this.maxOrchestrations = positive(options.maxConcurrentOrchestratorFunctions) ?? 10 * cpus;
+    this.minPoll = options.minPollMs ?? 20;
+    this.maxPoll = options.maxPollMs ?? 500;
+    this.pollInterval = this.minPoll;
+  }
+
+  get limits(): { activities: number; orchestrations: number } {
+    return { activities: this.maxActivities, orchestrations: this.maxOrchestrations };
+  }
+
+  async start(): Promise<void> {
+    await this.store.init();
+    this.stopped = false;
+    for (const outbox of await this.store.listOutboxes()) await this.deliver(outbox);
+    this.schedulePoll(0);
+  }
+
+  /** Stop taking work; wait (bounded) for episodes and activities in flight. */
+  async stop(timeoutMs = 10_000): Promise<void> {
+    this.stopped = true;
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    for (const t of this.timerHandles) clearTimeout(t);
+    this.timerHandles.clear();
+    const all = Promise.allSettled([...this.inflight]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+    if (timer) clearTimeout(timer);
+  }
+
+  // ---- client operations -----------------------------------------------------------------------------
+
+  /**
+   * Create (or re-create, when the existing instance finished) an orchestration instance and its start
+   * message. Throws InstanceConflictError when an instance with that id is still active.
+   */
+  async createInstance(name: string, instanceId: string, input: string | undefined, parent?: Omit<ChildCreation, 'instanceId' | 'name' | 'input'>): Promise<InstanceRecord> {
+    const existing = await this.store.getInstance(instanceId);
+    if (existing && !isTerminal(existing.runtimeStatus)) {
+      throw new InstanceConflictError(`An orchestration instance with the ID '${instanceId}' already exists and is ${existing.runtimeStatus}.`);
+    }
+    const now = new Date();
+    const exec = newExecutionId();
+    const state: InstanceRecord = {
+      instanceId,
+      name,
+      runtimeStatus: 'Pending',
+      input,
+      createdTime: now.toISOString(),
+      lastUpdatedTime: now.toISOString(),
+      executionId: exec,
+      episodes: 0,
+      etag: existing?.etag,
+      ...(parent ?? {}),
+    };
+    const outbox: Outbox = { instanceId, rowKey: `x.${exec}.start`, items: [{ type: 'message', message: startMessage(instanceId, exec, now.getTime()) }] };
+    try {
+      state.etag = await this.store.commit(state, undefined, outbox);
+    } catch (err) {
+      if (err instanceof ConcurrencyError) throw new InstanceConflictError(`An orchestration instance with the ID '${instanceId}' was created concurrently.`);
+      throw err;
+    }
+    this.historyCache.delete(instanceId);
+    await this.deliver(outbox);
+    return state;
+  }
+
+  /** Send a message to an instance (event, terminate, suspend, resume). */
+  async send(instanceId: string, kind: 'event' | 'terminate' | 'suspend' | 'resume', fields: { name?: string; data?: string; reason?: string }): Promise<void> {
+    const now = Date.now();
+    const msg: WorkMessage = {
+      pk: 'o',
+      rk: `${kind === 'event' ? 'e' : 'c'}.${pad(now)}.${newExecutionId()}`,
+      instanceId,
+      kind,
+      enqueuedAt: now,
+      visibleAt: now,
+      ...fields,
+    };
+    await this.store.putWork([msg]);
+    this.accept(msg);
+    this.kick();
+  }
+
+  /** Purge a finished instance's rows. Returns false when it does not exist or is still active. */
+  async purge(instance: InstanceRecord): Promise<void> {
+    await this.store.purge(instance.instanceId);
+    this.historyCache.delete(instance.instanceId);
+  }
+
+  // ---- dispatch --------------------------------------------------------------------------------------
+
+  private kick(): void {
+    if (this.stopped) return;
+    this.pump();
+  }
+
+  private track<T>(p: Promise<T>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+
+  private accept(m: WorkMessage): boolean {
+    const key = `${m.pk}:${m.rk}`;
+    if (this.tombstones.has(key)) return false;
+    if (m.pk === 'a') {
+      if (this.activities.has(m.rk) || this.runningActivities.has(m.rk)) return false;
+      this.activities.set(m.rk, m);
+      return true;
+    }
+    if (m.visibleAt > Date.now()) {
+      this.wakeAt(m);
+      return false;
+    }
+    let map = this.pending.get(m.instanceId);
+    if (!map) this.pending.set(m.instanceId, (map = new Map()));
+    if (map.has(m.rk)) return false;
+    map.set(m.rk, m);
+    return true;
+  }
+
+  private wakeAt(m: WorkMessage): void {
+    const delay = m.visibleAt - Date.now();
+    if (delay > 24 * 3600_000 || this.stopped) return; // far timers are found by polling
+    const h = setTimeout(() => {
+      this.timerHandles.delete(h);
+      if (this.accept({ ...m, visibleAt: 0 })) this.kick();
+    }, delay + 1);
+    this.timerHandles.add(h);
+  }
+
+  private tombstone(pk: string, rks: string[]): void {
+    const until = Date.now() + TOMBSTONE_MS;
+    for (const rk of rks) this.tombstones.set(`${pk}:${rk}`, until);
+  }
+
+  private pump(): void {
+    if (this.stopped) return;
+    for (const [instanceId, map] of this.pending) {
+      if (this.busy.size >= this.maxOrchestrations) break;
+      if (this.busy.has(instanceId)) continue;
+      if (!map.size) {
+        this.pending.delete(instanceId);
+        continue;
+      }
+      const signature = [...map.keys()].sort().join('|');
+      if (this.parked.get(instanceId) === signature) continue;
+      this.busy.add(instanceId);
+      this.track(this.episode(instanceId));
+    }
+    for (const [rk, item] of this.activities) {
+      if (this.runningActivities.size >= this.maxActivities) break;
+      this.activities.delete(rk);
+      this.runningActivities.add(rk);
+      this.track(this.activity(item));
+    }
+  }
+
+  private schedulePoll(delay: number): void {
+    if (this.stopped) return;
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollTimer = setTimeout(() => void this.poll(), delay);
+  }
+
+  private async poll(): Promise<void> {
+    if (this.stopped) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = true;
+    let fresh = 0;
+    try {
+      const now = Date.now();
+      for (const [k, until] of this.tombstones) if (until < now) this.tombstones.delete(k);
+      const [orch, acts] = await Promise.all([this.store.listWork('o', now), this.store.listWork('a', now)]);
+      for (const m of [...orch, ...acts]) if (this.accept(m)) fresh++;
+    } catch (err) {
+      this.host.log('warning', `Durable task hub '${this.store.hubName}': polling storage failed: ${errorText(err)}`);
+    } finally {
+      this.polling = false;
+    }
+    if (fresh) this.pump();
+    this.pollInterval = fresh || this.pollAgain ? this.minPoll : Math.min(this.maxPoll, this.pollInterval * 2);
+    this.pollAgain = false;
+    this.schedulePoll(this.pollInterval);
+  }
+
+  private async episode(instanceId: string): Promise<void> {
+    const map = this.pending.get(instanceId) ?? new Map<string, WorkMessage>();
+    const messages = [...map.values()].sort((a, b) => a.enqueuedAt - b.enqueuedAt || (a.rk < b.rk ? -1 : 1));
+    let retryLater = false;
+    try {
+      const state = await this.store.getInstance(instanceId);
+      if (!state) {
+        const rks = messages.map((m) => m.rk);
+        await this.store.deleteWork('o', rks);
+        this.consumed(instanceId, rks);
+        return;
+      }
+      const history = await this.history(state);
+      const result = await runEpisode({
+        state,
+        history,
+        messages,
+        now: new Date(),
+        newExecutionId,
+        invoke: (payload) => this.host.invokeOrchestrator(state.name, payload),
+      });
+      if (result.state) {
+        const outbox: Outbox | undefined = result.outbox.length
+          ? { instanceId, rowKey: `x.${result.historyExecutionId}.${pad(state.episodes, 6)}`, items: result.outbox }
+          : undefined;
+        await this.store.commit(
+          { ...result.state, etag: state.etag },
+          { executionId: result.historyExecutionId, episode: state.episodes, events: result.events },
+          outbox,
+        );
+        if (result.state.executionId === state.executionId) {
+          this.historyCache.set(instanceId, { executionId: state.executionId, episodes: result.state.episodes, events: [...history, ...result.events] });
+        } else {
+          this.historyCache.set(instanceId, { executionId: result.state.executionId, episodes: 0, events: [] });
+        }
+        if (outbox) await this.deliver(outbox);
+      }
+      if (result.consumed.length) {
+        await this.store.deleteWork('o', result.consumed);
+        this.consumed(instanceId, result.consumed);
+      }
+      const finalStatus = result.state?.runtimeStatus ?? state.runtimeStatus;
+      if (result.deferred && (finalStatus === 'Suspended' || finalStatus === 'Pending')) {
+        // Left alone until a resume/terminate (or the start message) arrives: do not spin on them.
+        const rest = this.pending.get(instanceId);
+        if (rest) this.parked.set(instanceId, [...rest.keys()].sort().join('|'));
+      } else {
+        this.parked.delete(instanceId);
+      }
+    } catch (err) {
+      retryLater = true;
+      this.historyCache.delete(instanceId);
+      if (!(err instanceof ConcurrencyError)) {
+        this.host.log('error', `Durable task hub '${this.store.hubName}': episode of instance '${instanceId}' failed and will be retried: ${errorText(err)}`);
+      }
+    } finally {
+      this.busy.delete(instanceId);
+    }
+    if (retryLater) {
+      const h = setTimeout(() => {
+        this.timerHandles.delete(h);
+        this.kick();
+      }, 500);
+      this.timerHandles.add(h);
+    } else {
+      this.kick();
+    }
+  }
+
+  private consumed(instanceId: string, rks: string[]): void {
+    this.tombstone('o', rks);
+    const map = this.pending.get(instanceId);
+    if (!map) return;
+    for (const rk of rks) map.delete(rk);
+    if (!map.size) this.pending.delete(instanceId);
+  }
+
+  private async history(state: InstanceRecord): Promise<HistoryEvent[]> {
+    const cached = this.historyCache.get(state.instanceId);
+    if (cached && cached.executionId === state.executionId && cached.episodes === state.episodes) return cached.events;
+    const events = state.episodes === 0 ? [] : await this.store.loadHistory(state.instanceId, state.executionId);
+    this.historyCache.set(state.instanceId, { executionId: state.executionId, episodes: state.episodes, events });
+    return events;
+  }
+
+  private async activity(item: WorkMessage): Promise<void> {
+    let stored = false;
+    try {
+      const r = await this.host.invokeActivity(item.name ?? '', item.data, item.instanceId);
+      const now = Date.now();
+      const msg: WorkMessage = {
+        pk: 'o',
+        rk: `r.${item.executionId}.${item.taskId}`,
+        instanceId: item.instanceId,
+        kind: r.ok ? 'taskCompleted' : 'taskFailed',
+        executionId: item.executionId,
+        taskId: item.taskId,
+        enqueuedAt: now,
+        visibleAt: now,
+        ...(r.ok ? { data: r.result } : { reason: r.reason, details: r.details }),
+      };
+      await this.store.putWork([msg]);
+      stored = true;
+      await this.store.deleteWork('a', [item.rk]);
+      this.tombstone('a', [item.rk]);
+      this.accept(msg);
+    } catch (err) {
+      this.host.log('error', `Durable task hub '${this.store.hubName}': activity '${item.name}' of '${item.instanceId}' could not be completed: ${errorText(err)}`);
+      if (!stored) {
+        const h = setTimeout(() => {
+          this.timerHandles.delete(h);
+          this.runningActivities.delete(item.rk);
+          this.accept(item);
+          this.kick();
+        }, 1000);
+        this.timerHandles.add(h);
+        return;
+      }
+    } finally {
+      if (stored) this.runningActivities.delete(item.rk);
+    }
+    this.kick();
+  }
+
+  /** Deliver an episode's outbox to the work table (idempotent), then drop the outbox row. */
+  private async deliver(outbox: Outbox): Promise<void> {
+    const messages = outbox.items.flatMap((i) => (i.type === 'message' ? [i.message] : []));
+    await this.store.putWork(messages);
+    for (const item of outbox.items) if (item.type === 'create') await this.createChild(item.child);
+    await this.store.deleteOutbox(outbox.instanceId, outbox.rowKey);
+    let fresh = false;
+    for (const m of messages) fresh = this.accept(m) || fresh;
+    if (fresh) this.kick();
+  }
+
+  private async createChild(child: ChildCreation): Promise<void> {
+    const existing = await this.store.getInstance(child.instanceId);
+    if (existing && existing.parentExecutionId === child.parentExecutionId && existing.parentTaskId === child.parentTaskId) return;
+    try {
+      await this.createInstance(child.name, child.instanceId, child.input, {
+        parentInstanceId: child.parentInstanceId,
+        parentExecutionId: child.parentExecutionId,
+        parentTaskId: child.parentTaskId,
+      });
+    } catch (err) {
+      if (!(err instanceof InstanceConflictError)) throw err;
+      const now = Date.now();
+      const msg: WorkMessage = {
+        pk: 'o',
+        rk: `s.${child.parentExecutionId}.${child.parentTaskId}`,
+        instanceId: child.parentInstanceId,
+        kind: 'subFailed',
+        executionId: child.parentExecutionId,
+        taskId: child.parentTaskId,
+        reason: err.message,
+        details: '',
+        enqueuedAt: now,
+        visibleAt: now,
+      };
+      await this.store.putWork([msg]);
+      this.accept(msg);
+    }
+  }
+
+  /** Status of active work (tests and diagnostics). */
+  get activeCounts(): { episodes: number; activities: number } {
+    return { episodes: this.busy.size, activities: this.runningActivities.size };
+  }
+}
+
+function positive(n: unknown): number | undefined {
+  return typeof n === 'number' && Number.isFinite(n) && n >= 1 ? Math.floor(n) : undefined;
+}
+
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export type { RuntimeStatus };
