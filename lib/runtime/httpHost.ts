@@ -157,6 +157,8 @@ export class HttpHost {
 
   async listen(port: number, host: string): Promise<AddressInfo> {
     const server = http.createServer({ keepAliveTimeout: 5000 }, (req, res) => void this.handle(req, res));
+    // Expect: 100-continue is answered only once the route and the declared length are known to be fine.
+    server.on('checkContinue', (req, res) => void this.handle(req, res, true));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -198,7 +200,7 @@ export class HttpHost {
     }
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async handle(req: IncomingMessage, res: ServerResponse, expectsContinue = false): Promise<void> {
     const started = process.hrtime.bigint();
     this.inFlight++;
     const info: { route: string; invocationId?: string } = { route: '-' };
@@ -240,6 +242,7 @@ export class HttpHost {
       info.route = `/${prefix ? this.prefix + '/' : ''}${match.entry.template.template.replace(/^\/+/, '')}`;
       const declared = Number(req.headers['content-length'] ?? 0);
       if (declared > this.options.bodyLimit) return this.sendTooLarge(res, pathname, traceId);
+      if (expectsContinue) res.writeContinue();
       const invocationId = randomUUID();
       info.invocationId = invocationId;
       const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
