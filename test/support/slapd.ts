@@ -1,0 +1,258 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort, portAnswers } from '../../lib/runtime/azurite';
+import { trackPid } from './processes';
+
+/**
+ * A private, throwaway OpenLDAP slapd for the tests (authentication's group lookup, the LDAP connector).
+ * cn=config is built offline with `slapadd -n0`: mdb backend, suffix dc=example,dc=com (configurable),
+ * overlays memberof (groupOfNames/member -> memberOf), refint (member, manager), syncprov and accesslog
+ * (cn=accesslog, writes logged with reqStart as the monotonic key), a self-signed certificate (CN=localhost,
+ * SAN 127.0.0.1) for ldaps and StartTLS. Optional bulk LDIF is loaded offline with `slapadd -q`, which
+ * bypasses the overlays: such LDIF must carry its own memberOf values and is not in the accesslog.
+ * Entries added over LDAP once started go through every overlay.
+ */
+export interface Slapd {
+  dir: string;
+  suffix: string;
+  rootDN: string;
+  rootPassword: string;
+  /** `ldap://127.0.0.1:PORT` (StartTLS available). */
+  url: string;
+  /** `ldaps://localhost:PORT` (the certificate names localhost and 127.0.0.1). */
+  ldapsUrl: string;
+  port: number;
+  ldapsPort: number;
+  /** PEM of the self-signed server certificate, to trust in clients. */
+  caCertificate: string;
+  caCertificateFile: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export interface SlapdOptions {
+  suffix?: string;
+  rootPassword?: string;
+  /** LDIF text bulk-loaded offline after the base entries (suffix, ou=people, ou=groups). */
+  ldif?: string;
+  /** An LDIF file bulk-loaded the same way (large data sets). */
+  ldifFile?: string;
+  /** Skip the base entries (the LDIF brings its own suffix entry). */
+  noBaseEntries?: boolean;
+  /** Map size of the main database (raise it for 100k+ entries). Default 8 GiB (sparse). */
+  maxSizeBytes?: number;
+}
+
+function run(cmd: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${cmd} ${args.join(' ')} failed: ${stderr || err.message}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+/** The config database: the same shape as a production slapd with the overlays the connectors rely on. */
+function configLdif(dir: string, suffix: string, rootDN: string, hash: string, maxSize: number): string {
+  return `dn: cn=config
+objectClass: olcGlobal
+cn: config
+olcPidFile: ${dir}/slapd.pid
+olcArgsFile: ${dir}/slapd.args
+olcLogLevel: none
+olcTLSCertificateFile: ${dir}/tls/cert.pem
+olcTLSCertificateKeyFile: ${dir}/tls/key.pem
+olcToolThreads: 2
+
+dn: cn=module{0},cn=config
+objectClass: olcModuleList
+cn: module{0}
+olcModulePath: /usr/lib/ldap
+olcModuleLoad: back_mdb
+olcModuleLoad: accesslog
+olcModuleLoad: memberof
+olcModuleLoad: syncprov
+olcModuleLoad: refint
+
+dn: cn=schema,cn=config
+objectClass: olcSchemaConfig
+cn: schema
+
+include: file:///etc/ldap/schema/core.ldif
+include: file:///etc/ldap/schema/cosine.ldif
+include: file:///etc/ldap/schema/nis.ldif
+include: file:///etc/ldap/schema/inetorgperson.ldif
+
+dn: olcDatabase={-1}frontend,cn=config
+objectClass: olcDatabaseConfig
+objectClass: olcFrontendConfig
+olcDatabase: {-1}frontend
+olcSizeLimit: unlimited
+
+dn: olcDatabase={0}config,cn=config
+objectClass: olcDatabaseConfig
+olcDatabase: {0}config
+olcRootDN: cn=admin,cn=config
+olcRootPW: ${hash}
+
+dn: olcDatabase={1}mdb,cn=config
+objectClass: olcDatabaseConfig
+objectClass: olcMdbConfig
+olcDatabase: {1}mdb
+olcSuffix: cn=accesslog
+olcDbDirectory: ${dir}/accesslog
+olcRootDN: ${rootDN}
+olcDbMaxSize: 2147483648
+olcDbNoSync: TRUE
+olcDbIndex: default eq
+olcDbIndex: objectClass,entryCSN,reqStart,reqEnd,reqResult,reqType,reqDN
+olcAccess: {0}to * by dn.exact="${rootDN}" read by * none
+olcSizeLimit: unlimited
+
+dn: olcOverlay={0}syncprov,olcDatabase={1}mdb,cn=config
+objectClass: olcOverlayConfig
+objectClass: olcSyncProvConfig
+olcOverlay: {0}syncprov
+olcSpNoPresent: TRUE
+olcSpReloadHint: TRUE
+
+dn: olcDatabase={2}mdb,cn=config
+objectClass: olcDatabaseConfig
+objectClass: olcMdbConfig
+olcDatabase: {2}mdb
+olcSuffix: ${suffix}
+olcDbDirectory: ${dir}/data
+olcRootDN: ${rootDN}
+olcRootPW: ${hash}
+olcDbMaxSize: ${maxSize}
+olcDbNoSync: TRUE
+olcDbIndex: objectClass,uid,mail,employeeNumber,member,memberOf,entryUUID,entryCSN,modifyTimestamp eq
+olcDbIndex: cn,sn,givenName eq,sub
+olcSizeLimit: unlimited
+olcAccess: {0}to attrs=userPassword by self write by anonymous auth by * none
+olcAccess: {1}to * by users read by * none
+
+dn: olcOverlay={0}memberof,olcDatabase={2}mdb,cn=config
+objectClass: olcOverlayConfig
+objectClass: olcMemberOf
+olcOverlay: {0}memberof
+olcMemberOfRefInt: FALSE
+olcMemberOfGroupOC: groupOfNames
+olcMemberOfMemberAD: member
+olcMemberOfMemberOfAD: memberOf
+
+dn: olcOverlay={1}syncprov,olcDatabase={2}mdb,cn=config
+objectClass: olcOverlayConfig
+objectClass: olcSyncProvConfig
+olcOverlay: {1}syncprov
+olcSpCheckpoint: 100 10
+olcSpSessionLog: 10000
+
+dn: olcOverlay={2}accesslog,olcDatabase={2}mdb,cn=config
+objectClass: olcOverlayConfig
+objectClass: olcAccessLogConfig
+olcOverlay: {2}accesslog
+olcAccessLogDB: cn=accesslog
+olcAccessLogOps: writes
+olcAccessLogSuccess: TRUE
+olcAccessLogOld: (objectClass=*)
+olcAccessLogOldAttr: entryUUID
+olcAccessLogOldAttr: uid
+olcAccessLogOldAttr: employeeNumber
+olcAccessLogPurge: 07+00:00 01+00:00
+
+dn: olcOverlay={3}refint,olcDatabase={2}mdb,cn=config
+objectClass: olcOverlayConfig
+objectClass: olcRefintConfig
+olcOverlay: {3}refint
+olcRefintAttribute: member
+olcRefintAttribute: manager
+`;
+}
+
+function baseLdif(suffix: string): string {
+  const dc = /^dc=([^,]+)/i.exec(suffix)?.[1] ?? 'example';
+  return `dn: ${suffix}
+objectClass: dcObject
+objectClass: organization
+dc: ${dc}
+o: ${dc}
+
+dn: ou=people,${suffix}
+objectClass: organizationalUnit
+ou: people
+
+dn: ou=groups,${suffix}
+objectClass: organizationalUnit
+ou: groups
+`;
+}
+
+export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
+  const suffix = options.suffix ?? 'dc=example,dc=com';
+  const rootDN = `cn=admin,${suffix}`;
+  const rootPassword = options.rootPassword ?? 'secret';
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'slapd-'));
+  for (const sub of ['slapd.d', 'data', 'accesslog', 'tls']) mkdirSync(path.join(dir, sub));
+  const [port, ldapsPort] = [await freePort(), await freePort()];
+
+  await run('openssl', [
+    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    '-keyout', path.join(dir, 'tls/key.pem'), '-out', path.join(dir, 'tls/cert.pem'),
+  ]);
+  const hash = (await run('slappasswd', ['-s', rootPassword])).trim();
+  writeFileSync(path.join(dir, 'config.ldif'), configLdif(dir, suffix, rootDN, hash, options.maxSizeBytes ?? 8 * 1024 ** 3));
+  await run('slapadd', ['-n0', '-F', path.join(dir, 'slapd.d'), '-l', path.join(dir, 'config.ldif')]);
+
+  const data = [options.noBaseEntries ? '' : baseLdif(suffix), options.ldif ?? ''].filter(Boolean).join('\n');
+  if (data) {
+    writeFileSync(path.join(dir, 'data.ldif'), data);
+    await run('slapadd', ['-q', '-F', path.join(dir, 'slapd.d'), '-b', suffix, '-l', path.join(dir, 'data.ldif')]);
+  }
+  if (options.ldifFile) await run('slapadd', ['-q', '-F', path.join(dir, 'slapd.d'), '-b', suffix, '-l', options.ldifFile]);
+
+  const urls = `ldap://127.0.0.1:${port}/ ldaps://127.0.0.1:${ldapsPort}/`;
+  // -d 0 keeps slapd in the foreground, so the child we track is slapd itself.
+  const child: ChildProcess = spawn('/usr/sbin/slapd', ['-F', path.join(dir, 'slapd.d'), '-h', urls, '-d', '0'], { stdio: 'ignore' });
+  trackPid(child.pid);
+  const deadline = Date.now() + 15_000;
+  while (!(await portAnswers('127.0.0.1', port)) || !(await portAnswers('127.0.0.1', ldapsPort))) {
+    if (child.exitCode !== null) throw new Error(`slapd exited with ${child.exitCode} during start (config in ${dir})`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error('slapd did not listen within 15 s');
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  const caCertificateFile = path.join(dir, 'tls/cert.pem');
+  return {
+    dir,
+    suffix,
+    rootDN,
+    rootPassword,
+    url: `ldap://127.0.0.1:${port}`,
+    ldapsUrl: `ldaps://localhost:${ldapsPort}`,
+    port,
+    ldapsPort,
+    caCertificate: readFileSync(caCertificateFile, 'utf8'),
+    caCertificateFile,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+          child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          child.kill('SIGTERM');
+        });
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
