@@ -1,0 +1,289 @@
+/**
+ * A streaming CSV reader (RFC 4180 plus what real HR exports do): quoted fields with `""` escapes, delimiters and
+ * line breaks inside quotes, CRLF or LF line ends, a UTF-8 byte order mark. It works on bytes, not text, so every
+ * record knows its exact byte offsets: a full import can persist "resume at byte N" as its page cursor.
+ *
+ * Working on bytes is sound because the structural characters (delimiter, quote, CR, LF) are ASCII and the
+ * supported encodings (UTF-8, Latin-1, Windows-1252) are ASCII-compatible: no multi-byte character contains
+ * one of those bytes.
+ *
+ * A malformed record (text after a closing quote, an unterminated quote) does not stop the reader: it yields the
+ * record with `error` set and goes on at the next line, so one bad row costs one per-object error.
+ */
+
+export type FileEncoding = 'utf8' | 'latin1' | 'windows-1252';
+
+export interface CsvRecord {
+  fields: string[];
+  /** 1-based line number where the record starts. */
+  line: number;
+  /** Byte offset of the record's first byte. */
+  start: number;
+  /** Byte offset just after the record's line break: where the next record starts. */
+  end: number;
+  /** Line number where the next record starts (with `end`, what a reader resumes from). */
+  nextLine?: number;
+  /** Set on a malformed record; `fields` then holds what could be read. */
+  error?: string;
+  /** The record's bytes, line break included, when `keepRaw` was asked for (to copy a row verbatim). */
+  raw?: Buffer;
+}
+
+export interface CsvReadOptions {
+  /** A single ASCII character. Default `,`. */
+  delimiter?: string;
+  encoding?: FileEncoding;
+  /** Byte offset the chunks start at (resuming); a BOM is only looked for at offset 0. */
+  startOffset?: number;
+  /** Line number of the first record (resuming). Default 1. */
+  startLine?: number;
+  /** A record longer than this is reported as malformed (almost always an unterminated quote). Default 1 MiB. */
+  maxRecordBytes?: number;
+  /** Attach each record's raw bytes as `raw`. */
+  keepRaw?: boolean;
+}
+
+const QUOTE = 0x22;
+const LF = 0x0a;
+const CR = 0x0d;
+
+export type Decoder = (buf: Buffer, start: number, end: number) => string;
+
+export function decoderFor(encoding: FileEncoding): Decoder {
+  if (encoding === 'utf8') return (b, s, e) => b.toString('utf8', s, e);
+  if (encoding === 'latin1') return (b, s, e) => b.toString('latin1', s, e);
+  const td = new TextDecoder(encoding);
+  return (b, s, e) => td.decode(b.subarray(s, e));
+}
+
+export function encodeText(text: string, encoding: FileEncoding): Buffer {
+  if (encoding === 'utf8') return Buffer.from(text, 'utf8');
+  if (encoding === 'latin1') return Buffer.from(text, 'latin1');
+  // Windows-1252 differs from Latin-1 only in 0x80-0x9F; TextEncoder cannot write it, so map those back.
+  const out = Buffer.alloc(text.length);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    out[i] = c < 0x100 ? c : (CP1252_REVERSE.get(c) ?? 0x3f);
+  }
+  return out;
+}
+
+const CP1252_REVERSE = (() => {
+  const m = new Map<number, number>();
+  const td = new TextDecoder('windows-1252');
+  for (let b = 0x80; b <= 0x9f; b++) m.set(td.decode(Uint8Array.of(b)).charCodeAt(0), b);
+  return m;
+})();
+
+type ParseOutcome = { record: CsvRecord; next: number; lines: number } | 'incomplete';
+
+/** Parses records from chunks of bytes. Feed chunks with `push`, then call `finish`. */
+export class CsvParser {
+  private buf: Buffer = Buffer.alloc(0);
+  /** File offset of buf[0]. */
+  private base: number;
+  private line: number;
+  private readonly delim: number;
+  private readonly delimChar: string;
+  private readonly decode: Decoder;
+  private readonly maxRecordBytes: number;
+  private readonly keepRaw: boolean;
+  private bomChecked: boolean;
+  /** Cached position of the next quote byte in buf at or after some point, or -1 when none is left. */
+  private nextQuote = -2;
+
+  constructor(options: CsvReadOptions = {}) {
+    const d = options.delimiter ?? ',';
+    if (d.length !== 1 || d.charCodeAt(0) > 0x7f || d === '"' || d === '\n' || d === '\r') {
+      throw new Error(`The delimiter must be one ASCII character other than a quote or a line break.`);
+    }
+    this.delim = d.charCodeAt(0);
+    this.delimChar = d;
+    this.decode = decoderFor(options.encoding ?? 'utf8');
+    this.base = options.startOffset ?? 0;
+    this.line = options.startLine ?? 1;
+    this.maxRecordBytes = options.maxRecordBytes ?? 1024 * 1024;
+    this.keepRaw = options.keepRaw ?? false;
+    this.bomChecked = this.base !== 0 || (options.encoding ?? 'utf8') !== 'utf8';
+  }
+
+  /** Add bytes; returns the records now complete. */
+  push(chunk: Buffer): CsvRecord[] {
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    this.nextQuote = -2;
+    return this.drain(false);
+  }
+
+  /** End of input: returns the remaining records. */
+  finish(): CsvRecord[] {
+    return this.drain(true);
+  }
+
+  private drain(eof: boolean): CsvRecord[] {
+    const out: CsvRecord[] = [];
+    let p = 0;
+    if (!this.bomChecked) {
+      if (this.buf.length < 3 && !eof) return out;
+      if (this.buf[0] === 0xef && this.buf[1] === 0xbb && this.buf[2] === 0xbf) p = 3;
+      this.bomChecked = true;
+    }
+    const buf = this.buf;
+    while (p < buf.length) {
+      const r = this.parseRecord(buf, p, eof);
+      if (r === 'incomplete') {
+        if (buf.length - p > this.maxRecordBytes) {
+          const skip = this.skipBadRecord(buf, p, eof, `The record is longer than ${this.maxRecordBytes} bytes (an unterminated quote?).`);
+          if (skip === 'incomplete') break;
+          if (this.keepRaw) skip.record.raw = Buffer.from(buf.subarray(p, skip.next));
+          this.line += skip.lines;
+          skip.record.nextLine = this.line;
+          out.push(skip.record);
+          p = skip.next;
+          continue;
+        }
+        break;
+      }
+      this.line += r.lines;
+      r.record.nextLine = this.line;
+      if (this.keepRaw) r.record.raw = Buffer.from(buf.subarray(p, r.next));
+      p = r.next;
+      // A blank line is no record.
+      if (!(r.record.fields.length === 1 && r.record.fields[0] === '' && !r.record.error)) out.push(r.record);
+    }
+    this.base += p;
+    this.buf = p === buf.length ? Buffer.alloc(0) : buf.subarray(p);
+    this.nextQuote = -2;
+    return out;
+  }
+
+  private quoteFrom(buf: Buffer, p: number): number {
+    if (this.nextQuote === -1) return -1;
+    if (this.nextQuote < p) this.nextQuote = buf.indexOf(QUOTE, p);
+    return this.nextQuote;
+  }
+
+  private parseRecord(buf: Buffer, p: number, eof: boolean): ParseOutcome {
+    const nl = buf.indexOf(LF, p);
+    if (nl < 0 && !eof) return 'incomplete';
+    const lineEnd = nl < 0 ? buf.length : nl;
+    const q = this.quoteFrom(buf, p);
+    if (q < 0 || q >= lineEnd) {
+      // Fast path: no quote on this line, so split the decoded line on the delimiter.
+      const contentEnd = lineEnd > p && buf[lineEnd - 1] === CR ? lineEnd - 1 : lineEnd;
+      const text = this.decode(buf, p, contentEnd);
+      const next = nl < 0 ? buf.length : nl + 1;
+      return { record: { fields: text.split(this.delimChar), line: this.line, start: this.base + p, end: this.base + next }, next, lines: 1 };
+    }
+    return this.parseQuoted(buf, p, eof);
+  }
+
+  /** The general state machine, for records with quotes. */
+  private parseQuoted(buf: Buffer, p: number, eof: boolean): ParseOutcome {
+    const fields: string[] = [];
+    let i = p;
+    let lines = 0;
+    for (;;) {
+      if (i >= buf.length) {
+        if (!eof) return 'incomplete';
+        fields.push('');
+        return this.done(fields, p, buf.length, lines + 1);
+      }
+      if (buf[i] === QUOTE) {
+        let j = i + 1;
+        let escaped = false;
+        let k: number;
+        for (;;) {
+          k = buf.indexOf(QUOTE, j);
+          if (k < 0) {
+            if (!eof) return 'incomplete';
+            return this.skipBadRecord(buf, p, eof, 'A quoted field is not closed.');
+          }
+          if (k + 1 >= buf.length && !eof) return 'incomplete';
+          if (buf[k + 1] === QUOTE) {
+            escaped = true;
+            j = k + 2;
+            continue;
+          }
+          break;
+        }
+        let value = this.decode(buf, i + 1, k);
+        if (escaped) value = value.replace(/""/g, '"');
+        for (let x = i + 1; x < k; x++) if (buf[x] === LF) lines++;
+        fields.push(value);
+        i = k + 1;
+        if (i >= buf.length) return this.done(fields, p, buf.length, lines + 1);
+        const c = buf[i];
+        if (c === this.delim) {
+          i++;
+          continue;
+        }
+        if (c === LF) return this.done(fields, p, i + 1, lines + 1);
+        if (c === CR) {
+          if (i + 1 >= buf.length && !eof) return 'incomplete';
+          if (i + 1 >= buf.length) return this.done(fields, p, buf.length, lines + 1);
+          if (buf[i + 1] === LF) return this.done(fields, p, i + 2, lines + 1);
+        }
+        return this.skipBadRecord(buf, p, eof, `Unexpected text after a closing quote (line ${this.line + lines}).`, lines);
+      }
+      let k = i;
+      while (k < buf.length) {
+        const b = buf[k];
+        if (b === this.delim || b === LF) break;
+        k++;
+      }
+      if (k >= buf.length && !eof) return 'incomplete';
+      const contentEnd = k > i && (k >= buf.length || buf[k] === LF) && buf[k - 1] === CR ? k - 1 : k;
+      fields.push(this.decode(buf, i, contentEnd));
+      if (k >= buf.length) return this.done(fields, p, buf.length, lines + 1);
+      if (buf[k] === LF) return this.done(fields, p, k + 1, lines + 1);
+      i = k + 1;
+    }
+  }
+
+  private done(fields: string[], p: number, next: number, lines: number): ParseOutcome {
+    return { record: { fields, line: this.line, start: this.base + p, end: this.base + next }, next, lines };
+  }
+
+  /**
+   * Report the record at `p` as malformed and go on after the line break that ends the line it started on (or,
+   * for text after a closing quote, after the line where the damage is), so the rows after it are still read.
+   */
+  private skipBadRecord(buf: Buffer, p: number, eof: boolean, error: string, linesBefore = 0): ParseOutcome {
+    let from = p;
+    for (let n = 0; n < linesBefore; n++) from = buf.indexOf(LF, from) + 1;
+    const nl = buf.indexOf(LF, from);
+    if (nl < 0 && !eof) return 'incomplete';
+    const next = nl < 0 ? buf.length : nl + 1;
+    const contentEnd = nl < 0 ? buf.length : nl;
+    const fields = this.decode(buf, p, contentEnd).split(this.delimChar);
+    return { record: { fields, line: this.line, start: this.base + p, end: this.base + next, error }, next, lines: linesBefore + 1 };
+  }
+}
+
+/** Stream records from chunks of bytes. */
+export async function* readCsvRecords(chunks: AsyncIterable<Buffer>, options: CsvReadOptions = {}): AsyncGenerator<CsvRecord> {
+  const parser = new CsvParser(options);
+  for await (const chunk of chunks) {
+    for (const r of parser.push(chunk)) yield r;
+  }
+  for (const r of parser.finish()) yield r;
+}
+
+/** Parse a whole text or buffer at once (small files, tests). */
+export function parseCsv(input: string | Buffer, options: CsvReadOptions = {}): CsvRecord[] {
+  const parser = new CsvParser(options);
+  const buf = typeof input === 'string' ? encodeText(input, options.encoding ?? 'utf8') : input;
+  return [...parser.push(buf), ...parser.finish()];
+}
+
+/** One field as CSV text: quoted when it holds the delimiter, a quote, a line break or edge spaces. */
+export function formatCsvField(value: string, delimiter = ','): string {
+  if (value === '') return '';
+  const needsQuotes =
+    value.includes(delimiter) || value.includes('"') || value.includes('\n') || value.includes('\r') || value.trim() !== value;
+  return needsQuotes ? '"' + value.replace(/"/g, '""') + '"' : value;
+}
+
+export function formatCsvRow(fields: string[], delimiter = ','): string {
+  return fields.map((f) => formatCsvField(f, delimiter)).join(delimiter) + '\n';
+}

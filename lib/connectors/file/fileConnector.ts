@@ -1,0 +1,665 @@
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import {
+  ConnectorError,
+  contentHash,
+  throwIfAborted,
+  type AttributeSchema,
+  type AttributeValue,
+  type ConnectionTestResult,
+  type ConnectorObject,
+  type ConnectorSchema,
+  type DeltaChange,
+  type DeltaImportOptions,
+  type DeltaPage,
+  type ExportChange,
+  type ExportResult,
+  type FullImportOptions,
+  type ImportPage,
+  type ObjectError,
+} from '../sdk';
+import { encodeText, formatCsvRow, readCsvRecords } from './csv';
+import { BufferedWriter, folderError, listFiles, readChunks, writeAtomically, type FileStat } from './files';
+import { readJsonRecords, type JsonLayout } from './jsonRecords';
+import { applyMultiValue, checkHeader, csvLine, csvRowToObject, jsonRecordToObject, type FileConfig, type RowResult } from './rows';
+import { SnapshotStore, type RowState } from './state';
+
+/** A full import's resume point: the file and byte offset after the last row of a committed page. */
+interface Cursor {
+  v: 1;
+  /** The row-hash snapshot being built, and its length at this point. */
+  snap: string;
+  sb: number;
+  /** The folder's files when the import started; index of the current one. */
+  files: FileStat[];
+  fi: number;
+  off: number;
+  line: number;
+  hdr?: string[];
+  lay?: JsonLayout;
+}
+
+/** A delta watermark: the snapshot of row hashes it covers and the files as they were then. */
+interface Watermark {
+  v: 1;
+  snap: string;
+  files: FileStat[];
+}
+
+type ReadItem = { result: RowResult; end: number; nextLine: number; header?: string[]; layout?: JsonLayout };
+
+const MAX_PAGE = 10000;
+
+/**
+ * The file connector: a folder of CSV or JSON files as one source of objects (see docs/connectors.md).
+ *
+ * - Full import streams every matching file, page by page; the page cursor is a byte offset, so a resumed
+ *   import reads on from there. It also records a hash per row (a snapshot in the state directory) that the
+ *   last page's watermark names.
+ * - Delta import re-reads only the files whose size or modification time changed, compares each row's hash
+ *   with the snapshot, and reports adds, updates, renames (DN/container column changed) and deletes.
+ * - Export rewrites the export file (temporary file + rename) with the changes applied.
+ */
+export class FileConnector {
+  readonly type = 'custom';
+  readonly implementation = 'file';
+  private readonly store: SnapshotStore;
+
+  constructor(readonly config: FileConfig) {
+    this.store = new SnapshotStore(config.stateDirectory);
+  }
+
+  async testConnection(): Promise<ConnectionTestResult> {
+    const st = await fs.stat(this.config.folder).catch((err) => {
+      throw folderError(err, this.config.folder);
+    });
+    if (!st.isDirectory()) throw new ConnectorError('configuration_invalid', `Cannot read the folder '${this.config.folder}': it is not a folder.`);
+    const files = await listFiles(this.config.folder, this.config.fileRegExp);
+    for (const f of files) await this.readHeader(f);
+    return { message: `${files.length} file(s) matching ${this.config.filePattern} in ${this.config.folder}.` };
+  }
+
+  async schema(): Promise<ConnectorSchema> {
+    const cfg = this.config;
+    const names: string[] = [cfg.anchorColumn];
+    const types = new Map<string, AttributeSchema['type']>();
+    const files = await listFiles(cfg.folder, cfg.fileRegExp);
+    for (const f of files) {
+      const h = await this.readHeader(f);
+      for (const [n, t] of h) {
+        if (!names.includes(n)) names.push(n);
+        if (t && !types.has(n)) types.set(n, t);
+      }
+    }
+    for (const n of [...cfg.multiValueColumns, ...cfg.references.keys(), cfg.dnColumn, cfg.containerColumn]) {
+      if (n && !names.includes(n)) names.push(n);
+    }
+    const attributes = names.map((name) => {
+      const a: AttributeSchema = { name, type: types.get(name) ?? 'string', multiValued: cfg.multiValueColumns.has(name) };
+      if (name === cfg.anchorColumn) a.required = true;
+      const ref = cfg.references.get(name);
+      if (ref) a.reference = { ...ref };
+      return a;
+    });
+    return { objectTypes: [{ name: cfg.objectType, anchorAttribute: cfg.anchorColumn, attributes }] };
+  }
+
+  async close(): Promise<void> {
+    // Nothing stays open between calls.
+  }
+
+  /** Column names (CSV header, or the keys of the first JSON records with their value types). */
+  private async readHeader(f: FileStat): Promise<Map<string, AttributeSchema['type'] | undefined>> {
+    const out = new Map<string, AttributeSchema['type'] | undefined>();
+    let n = 0;
+    for await (const item of this.readFile(f, 0, 1)) {
+      if (item.header) {
+        for (const h of item.header) if (h) out.set(h, undefined);
+        break;
+      }
+      if ('object' in item.result) {
+        for (const [k, v] of Object.entries(item.result.object.attributes)) {
+          const first = Array.isArray(v) ? v.find((x) => x !== null) : v;
+          const t = typeof first === 'number' ? 'number' : typeof first === 'boolean' ? 'boolean' : first === undefined || first === null ? undefined : 'string';
+          if (!out.get(k)) out.set(k, t);
+        }
+      }
+      if (++n >= 100) break;
+    }
+    return out;
+  }
+
+  /**
+   * The rows of one file from a byte offset. For CSV the header is read first (or taken from `header` when
+   * resuming mid-file) and yielded once as an item whose `header` is set.
+   */
+  private async *readFile(f: FileStat, start: number, line: number, header?: string[], layout?: JsonLayout): AsyncGenerator<ReadItem> {
+    const cfg = this.config;
+    const full = path.join(cfg.folder, f.name);
+    let chunks: AsyncGenerator<Buffer>;
+    try {
+      chunks = readChunks(full, start);
+    } catch (err) {
+      throw folderError(err, cfg.folder, f.name);
+    }
+    try {
+      if (cfg.format === 'csv') {
+        let hdr = start === 0 ? undefined : header;
+        for await (const rec of readCsvRecords(chunks, { delimiter: cfg.delimiter, encoding: cfg.encoding, startOffset: start, startLine: line })) {
+          const nextLine = rec.nextLine ?? rec.line + 1;
+          if (!hdr) {
+            if (rec.error) throw new ConnectorError('configuration_invalid', `${f.name}:${rec.line}: the header row is malformed: ${rec.error}`);
+            hdr = checkHeader(rec.fields, cfg, f.name);
+            yield { result: { error: { code: 'object_error', message: '' } }, end: rec.end, nextLine, header: hdr };
+            continue;
+          }
+          if (rec.error) {
+            const anchorIdx = hdr.indexOf(cfg.anchorColumn);
+            const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${rec.error}`, location: `${f.name}:${rec.line}`, retriable: false };
+            // Only trust the anchor of a malformed row when the row was cut at a line end, not mid-field.
+            if (rec.fields.length === hdr.length && rec.fields[anchorIdx]) e.anchor = rec.fields[anchorIdx];
+            yield { result: { error: e }, end: rec.end, nextLine };
+            continue;
+          }
+          yield { result: csvRowToObject(hdr, rec.fields, cfg, f.name, rec.line), end: rec.end, nextLine };
+        }
+      } else {
+        for await (const rec of readJsonRecords(chunks, { startOffset: start, startLine: line, layout: start === 0 ? undefined : layout })) {
+          const nextLine = rec.nextLine ?? rec.line;
+          if (rec.error) {
+            const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${rec.error}`, location: `${f.name}:${rec.line}`, retriable: false };
+            yield { result: { error: e }, end: rec.end, nextLine, layout: rec.layout };
+            continue;
+          }
+          yield { result: jsonRecordToObject(rec.value, cfg, f.name, rec.line), end: rec.end, nextLine, layout: rec.layout };
+        }
+      }
+    } catch (err) {
+      if (err instanceof ConnectorError) throw err;
+      throw folderError(err, cfg.folder, f.name);
+    }
+  }
+
+  async *fullImport(options: FullImportOptions): AsyncGenerator<ImportPage> {
+    const cfg = this.config;
+    const pageSize = clampPageSize(options.pageSize);
+    let cur: Cursor;
+    let seen: Set<string>;
+    if (options.cursor) {
+      cur = parseCursor(options.cursor);
+      const now = await listFiles(cfg.folder, cfg.fileRegExp);
+      for (let i = cur.fi; i < cur.files.length; i++) {
+        const was = cur.files[i];
+        const is = now.find((f) => f.name === was.name);
+        if (!is || is.size !== was.size || is.mtimeMs !== was.mtimeMs) {
+          throw new ConnectorError('cursor_invalid', `The file '${was.name}' changed since the import started; the full import must start again.`);
+        }
+      }
+      const resumed = await this.store.resume(cur.snap, cur.sb);
+      if (!resumed) throw new ConnectorError('cursor_invalid', 'The state of the interrupted import is gone; the full import must start again.');
+      seen = resumed;
+    } else {
+      const files = await listFiles(cfg.folder, cfg.fileRegExp);
+      const snap = this.store.newId();
+      await this.store.begin(snap);
+      // Completed snapshots may still back a committed watermark: keep the two newest.
+      await this.store.pruneOld(snap, 2);
+      cur = { v: 1, snap, sb: 0, files, fi: 0, off: 0, line: 1 };
+      seen = new Set();
+    }
+
+    let objects: ConnectorObject[] = [];
+    let errors: ObjectError[] = [];
+    let rows: RowState[] = [];
+    for (let fi = cur.fi; fi < cur.files.length; fi++) {
+      const f = cur.files[fi];
+      const resuming = fi === cur.fi && cur.off > 0;
+      let hdr = resuming ? cur.hdr : undefined;
+      let lay = resuming ? cur.lay : undefined;
+      for await (const item of this.readFile(f, resuming ? cur.off : 0, resuming ? cur.line : 1, hdr, lay)) {
+        if (item.header) {
+          hdr = item.header;
+          continue;
+        }
+        lay = item.layout ?? lay;
+        const r = item.result;
+        if ('object' in r) {
+          if (seen.has(r.object.anchor)) {
+            errors.push(duplicateError(r.object, f.name));
+          } else {
+            seen.add(r.object.anchor);
+            objects.push(r.object);
+            rows.push(rowState(r.object, f.name));
+          }
+        } else {
+          errors.push(r.error);
+        }
+        if (objects.length + errors.length >= pageSize) {
+          cur.sb = await this.store.append(cur.snap, rows);
+          rows = [];
+          const next: Cursor = { ...cur, fi, off: item.end, line: item.nextLine, hdr, lay };
+          yield { objects, errors, cursor: JSON.stringify(next) };
+          objects = [];
+          errors = [];
+          throwIfAborted(options.signal);
+        }
+      }
+    }
+    await this.store.append(cur.snap, rows);
+    await this.store.finish(cur.snap);
+    const wm: Watermark = { v: 1, snap: cur.snap, files: cur.files };
+    yield { objects, errors, cursor: null, watermark: JSON.stringify(wm) };
+  }
+
+  async *deltaImport(watermark: string | null, options: DeltaImportOptions): AsyncGenerator<DeltaPage> {
+    const cfg = this.config;
+    const pageSize = clampPageSize(options.pageSize);
+    if (watermark === null) {
+      yield { changes: [], errors: [], fullImportRequired: { reason: 'There is no watermark yet: a full import comes first.' } };
+      return;
+    }
+    const wm = parseWatermark(watermark);
+    if (!wm) {
+      yield { changes: [], errors: [], fullImportRequired: { reason: 'The watermark is not one this connector wrote.' } };
+      return;
+    }
+    const files = await listFiles(cfg.folder, cfg.fileRegExp);
+    const before = new Map(wm.files.map((f) => [f.name, f]));
+    const unchanged = (f: FileStat) => {
+      const b = before.get(f.name);
+      return b !== undefined && b.size === f.size && b.mtimeMs === f.mtimeMs;
+    };
+    if (files.length === wm.files.length && files.every(unchanged)) {
+      yield { changes: [], errors: [], nextWatermark: watermark };
+      return;
+    }
+    const old = await this.store.load(wm.snap);
+    if (!old) {
+      yield { changes: [], errors: [], fullImportRequired: { reason: 'The row-hash state this watermark names is gone (state directory cleared or moved).' } };
+      return;
+    }
+    // The watermark we were given is the committed one: older and abandoned snapshots can go.
+    await this.store.pruneExcept([wm.snap]);
+    const snap = this.store.newId();
+    await this.store.begin(snap);
+
+    let changes: DeltaChange[] = [];
+    let errors: ObjectError[] = [];
+    let rows: RowState[] = [];
+    const seen = new Set<string>();
+    /** Files with a row whose anchor could not be read: their missing anchors are not taken as deletes. */
+    const damaged = new Set<string>();
+    const flush = async (): Promise<DeltaPage> => {
+      await this.store.append(snap, rows);
+      rows = [];
+      const page = { changes, errors };
+      changes = [];
+      errors = [];
+      return page;
+    };
+
+    const oldByFile = new Map<string, RowState[]>();
+    for (const r of old.values()) {
+      const list = oldByFile.get(r.file);
+      if (list) list.push(r);
+      else oldByFile.set(r.file, [r]);
+    }
+    for (const f of files) {
+      if (unchanged(f)) {
+        for (const r of oldByFile.get(f.name) ?? []) {
+          if (!seen.has(r.anchor)) {
+            seen.add(r.anchor);
+            rows.push(r);
+          }
+        }
+        continue;
+      }
+      for await (const item of this.readFile(f, 0, 1)) {
+        if (item.header) continue;
+        const r = item.result;
+        if ('error' in r) {
+          errors.push(r.error);
+          const a = r.error.anchor;
+          if (a === undefined) damaged.add(f.name);
+          else if (!seen.has(a)) {
+            // Unreadable now: keep what we knew, report no change for it.
+            seen.add(a);
+            const prev = old.get(a);
+            if (prev) rows.push(prev);
+          }
+        } else if (seen.has(r.object.anchor)) {
+          errors.push(duplicateError(r.object, f.name));
+        } else {
+          const o = r.object;
+          seen.add(o.anchor);
+          const st = rowState(o, f.name);
+          rows.push(st);
+          const prev = old.get(o.anchor);
+          if (!prev) changes.push({ kind: 'add', anchor: o.anchor, objectType: o.objectType, object: o });
+          else if (prev.hash !== st.hash) {
+            if (prev.dn !== st.dn || prev.container !== st.container) {
+              const ch: DeltaChange = { kind: 'rename', anchor: o.anchor, objectType: o.objectType, object: o };
+              if (prev.dn !== null) ch.previousDn = prev.dn;
+              if (prev.container !== null) ch.previousContainer = prev.container;
+              changes.push(ch);
+            } else {
+              changes.push({ kind: 'update', anchor: o.anchor, objectType: o.objectType, object: o });
+            }
+          }
+        }
+        if (changes.length + errors.length >= pageSize) {
+          yield await flush();
+          throwIfAborted(options.signal);
+        }
+      }
+    }
+    for (const r of old.values()) {
+      if (seen.has(r.anchor)) continue;
+      if (damaged.has(r.file)) {
+        rows.push(r);
+        continue;
+      }
+      const ch: DeltaChange = { kind: 'delete', anchor: r.anchor, objectType: cfg.objectType };
+      if (r.dn !== null) ch.previousDn = r.dn;
+      if (r.container !== null) ch.previousContainer = r.container;
+      changes.push(ch);
+      if (changes.length + errors.length >= pageSize) yield await flush();
+    }
+    if (damaged.size) {
+      errors.push({
+        code: 'object_error',
+        objectType: cfg.objectType,
+        message: `Rows missing from ${[...damaged].join(', ')} were not reported as deleted, because some rows there could not be read.`,
+        retriable: false,
+      });
+    }
+    const last = await flush();
+    await this.store.finish(snap);
+    const next: Watermark = { v: 1, snap, files };
+    yield { ...last, nextWatermark: JSON.stringify(next) };
+  }
+
+  async export(change: ExportChange): Promise<ExportResult> {
+    return (await this.exportBatch([change]))[0];
+  }
+
+  /**
+   * Apply the changes to the export file in one rewrite: existing rows are copied (changed ones rewritten,
+   * deleted ones dropped, unreadable ones copied verbatim), new rows appended, then the file is replaced
+   * atomically. Changes to the same anchor apply in order.
+   */
+  async exportBatch(changes: ExportChange[]): Promise<ExportResult[]> {
+    const cfg = this.config;
+    const results: (ExportResult | undefined)[] = new Array(changes.length);
+    const byAnchor = new Map<string, number[]>();
+    const newColumns: string[] = [];
+    const noteColumns = (names: Iterable<string>) => {
+      for (const n of names) if (!newColumns.includes(n)) newColumns.push(n);
+    };
+    changes.forEach((ch, i) => {
+      const anchor = exportAnchor(ch, cfg);
+      if (ch.objectType !== cfg.objectType) {
+        results[i] = errorResult(anchor, 'object_error', `This connector holds ${cfg.objectType} objects, not ${ch.objectType}.`);
+      } else if (!anchor) {
+        results[i] = errorResult(undefined, 'object_error', `The change has no anchor (neither 'anchor' nor the '${cfg.anchorColumn}' attribute).`);
+      } else if (ch.attributes[cfg.anchorColumn] !== undefined && String(ch.attributes[cfg.anchorColumn]) !== anchor) {
+        results[i] = errorResult(anchor, 'constraint_violation', `The anchor column '${cfg.anchorColumn}' cannot change.`);
+      } else {
+        const list = byAnchor.get(anchor) ?? [];
+        list.push(i);
+        byAnchor.set(anchor, list);
+        if (ch.kind !== 'delete') {
+          noteColumns([cfg.anchorColumn, ...Object.keys(ch.attributes), ...Object.keys(ch.multiValueAdds ?? {})]);
+          if (ch.dn !== undefined && cfg.dnColumn) noteColumns([cfg.dnColumn]);
+          if (ch.container !== undefined && cfg.containerColumn) noteColumns([cfg.containerColumn]);
+        }
+      }
+    });
+    if (byAnchor.size === 0) return results as ExportResult[];
+
+    const target = path.join(cfg.folder, cfg.exportFile);
+    const dirStat = await fs.stat(cfg.folder).catch((err) => {
+      throw folderError(err, cfg.folder);
+    });
+    if (!dirStat.isDirectory()) throw new ConnectorError('configuration_invalid', `Cannot write to '${cfg.folder}': it is not a folder.`);
+    const existing = await fs.stat(target).then((s) => ({ name: cfg.exportFile, size: s.size, mtimeMs: s.mtimeMs }) as FileStat, () => undefined);
+
+    /** Apply every change for one anchor to the row's attributes (undefined: no row). */
+    const fold = (anchor: string, current: Record<string, AttributeValue> | undefined): Record<string, AttributeValue> | undefined => {
+      let state = current;
+      for (const i of byAnchor.get(anchor)!) {
+        const ch = changes[i];
+        const r = applyChange(ch, anchor, state, cfg);
+        results[i] = r.result;
+        state = r.state;
+      }
+      return state;
+    };
+
+    try {
+      await writeAtomically(target, async (fh) => {
+        const out = new BufferedWriter(fh);
+        const enc = (s: string) => encodeText(s, cfg.encoding);
+        if (cfg.format === 'csv') {
+          let header: string[] | undefined;
+          let added = 0;
+          const written = new Set<string>();
+          if (existing) {
+            const chunks = readChunks(target, 0);
+            for await (const rec of readCsvRecords(chunks, { delimiter: cfg.delimiter, encoding: cfg.encoding, keepRaw: true })) {
+              if (!header) {
+                if (rec.error) throw new ConnectorError('configuration_invalid', `${cfg.exportFile}: the header row is malformed: ${rec.error}`);
+                header = checkHeader(rec.fields, cfg, cfg.exportFile);
+                const width = header.length;
+                for (const c of newColumns) if (!header.includes(c)) header.push(c);
+                added = header.length - width;
+                await out.write(enc(formatCsvRow(header, cfg.delimiter)));
+                continue;
+              }
+              const row = rec.error ? undefined : csvRowToObject(header.slice(0, header.length - added), rec.fields, cfg, cfg.exportFile, rec.line);
+              const anchor = row && 'object' in row ? row.object.anchor : undefined;
+              if (!anchor || !byAnchor.has(anchor) || written.has(anchor)) {
+                // Copied byte for byte; a readable row gets empty fields for the new columns.
+                await out.write(padRow(rec.raw!, anchor ? added : 0, cfg.delimiter));
+                continue;
+              }
+              written.add(anchor);
+              const state = fold(anchor, (row as { object: ConnectorObject }).object.attributes);
+              if (state) await out.write(enc(csvLine(header, state, cfg)));
+            }
+          }
+          if (!header) {
+            header = [...newColumns];
+            await out.write(enc(formatCsvRow(header, cfg.delimiter)));
+          }
+          for (const anchor of byAnchor.keys()) {
+            if (written.has(anchor)) continue;
+            const state = fold(anchor, undefined);
+            if (state) await out.write(enc(csvLine(header, state, cfg)));
+          }
+        } else {
+          let layout: JsonLayout = 'array';
+          const written = new Set<string>();
+          const rowsOut: string[] = [];
+          const emit = async (text: string) => {
+            if (layout === 'array') await out.write(Buffer.from((rowsOut.length ? ',\n' : '[\n') + text, 'utf8'));
+            else await out.write(Buffer.from(text + '\n', 'utf8'));
+            rowsOut.push('');
+          };
+          let first = true;
+          if (existing) {
+            const raw = await fs.open(target, 'r');
+            try {
+              for await (const rec of readJsonRecords(readChunks(target, 0))) {
+                if (first) {
+                  layout = rec.layout;
+                  first = false;
+                }
+                if (rec.error || rec.value === undefined) {
+                  // Kept verbatim: an export must not lose a row it cannot read.
+                  const bytes = Buffer.alloc(rec.end - rec.start);
+                  await raw.read(bytes, 0, bytes.length, rec.start);
+                  if (bytes.toString('utf8').trim()) await emit(bytes.toString('utf8').trim());
+                  continue;
+                }
+                const row = jsonRecordToObject(rec.value, cfg, cfg.exportFile, rec.line);
+                const anchor = 'object' in row ? row.object.anchor : undefined;
+                if (!anchor || !byAnchor.has(anchor) || written.has(anchor)) {
+                  await emit(JSON.stringify(rec.value));
+                  continue;
+                }
+                written.add(anchor);
+                const state = fold(anchor, (row as { object: ConnectorObject }).object.attributes);
+                if (state) await emit(JSON.stringify(state));
+              }
+            } finally {
+              await raw.close();
+            }
+          }
+          for (const anchor of byAnchor.keys()) {
+            if (written.has(anchor)) continue;
+            const state = fold(anchor, undefined);
+            if (state) await emit(JSON.stringify(state));
+          }
+          if (layout === 'array') await out.write(Buffer.from(rowsOut.length ? '\n]\n' : '[]\n', 'utf8'));
+        }
+        await out.flush();
+      });
+    } catch (err) {
+      if (err instanceof ConnectorError) throw err;
+      throw folderError(err, cfg.folder, cfg.exportFile);
+    }
+    return results as ExportResult[];
+  }
+}
+
+/** A raw CSV row with `extra` empty fields before its line break, and always ending in one. */
+function padRow(raw: Buffer, extra: number, delimiter: string): Buffer {
+  let body: Buffer = raw;
+  let eol: Buffer = Buffer.from('\n');
+  if (raw.length >= 2 && raw[raw.length - 2] === 0x0d && raw[raw.length - 1] === 0x0a) {
+    body = raw.subarray(0, raw.length - 2);
+    eol = raw.subarray(raw.length - 2);
+  } else if (raw.length >= 1 && raw[raw.length - 1] === 0x0a) {
+    body = raw.subarray(0, raw.length - 1);
+  }
+  if (extra === 0 && body !== raw) return raw;
+  return Buffer.concat([body, Buffer.from(delimiter.repeat(extra)), eol]);
+}
+
+function clampPageSize(n: number): number {
+  if (!Number.isInteger(n) || n < 1) throw new ConnectorError('configuration_invalid', `The page size must be a positive integer, not ${n}.`);
+  return Math.min(n, MAX_PAGE);
+}
+
+function rowState(o: ConnectorObject, file: string): RowState {
+  return { anchor: o.anchor, hash: contentHash(o), file, dn: o.dn ?? null, container: o.container ?? null };
+}
+
+function duplicateError(o: ConnectorObject, file: string): ObjectError {
+  return {
+    anchor: o.anchor,
+    objectType: o.objectType,
+    code: 'object_error',
+    message: `${file}: the anchor '${o.anchor}' appears more than once; only its first row is imported.`,
+    location: file,
+    retriable: false,
+  };
+}
+
+function parseCursor(text: string): Cursor {
+  let c: Partial<Cursor>;
+  try {
+    c = JSON.parse(text) as Partial<Cursor>;
+  } catch {
+    throw new ConnectorError('cursor_invalid', 'The import cursor is not one this connector wrote.');
+  }
+  if (
+    c?.v !== 1 ||
+    !SnapshotStore.isId(c.snap) ||
+    !Array.isArray(c.files) ||
+    !Number.isInteger(c.fi) ||
+    !Number.isInteger(c.off) ||
+    !Number.isInteger(c.line) ||
+    !Number.isInteger(c.sb)
+  ) {
+    throw new ConnectorError('cursor_invalid', 'The import cursor is not one this connector wrote.');
+  }
+  return c as Cursor;
+}
+
+function parseWatermark(text: string): Watermark | undefined {
+  try {
+    const w = JSON.parse(text) as Partial<Watermark>;
+    if (w?.v === 1 && SnapshotStore.isId(w.snap) && Array.isArray(w.files)) return w as Watermark;
+  } catch {
+    // Not ours: answered as "full import required".
+  }
+  return undefined;
+}
+
+function exportAnchor(ch: ExportChange, cfg: FileConfig): string | undefined {
+  if (ch.anchor) return ch.anchor;
+  const v = ch.attributes[cfg.anchorColumn];
+  return typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
+}
+
+function errorResult(anchor: string | undefined, code: ObjectError['code'], message: string): ExportResult {
+  const error: ObjectError = { code, message, retriable: false };
+  if (anchor !== undefined) error.anchor = anchor;
+  return anchor === undefined ? { status: 'error', error } : { status: 'error', anchor, error };
+}
+
+/** One change applied to a row's attributes: the new row (undefined: no row) and the change's result. */
+function applyChange(
+  ch: ExportChange,
+  anchor: string,
+  state: Record<string, AttributeValue> | undefined,
+  cfg: FileConfig,
+): { state: Record<string, AttributeValue> | undefined; result: ExportResult } {
+  const ok = (s: Record<string, AttributeValue> | undefined): { state: typeof s; result: ExportResult } => {
+    const dn = s && cfg.dnColumn ? s[cfg.dnColumn] : undefined;
+    return { state: s, result: typeof dn === 'string' && dn ? { status: 'success', anchor, dn } : { status: 'success', anchor } };
+  };
+  const placed = (attrs: Record<string, AttributeValue>) => {
+    const next = { ...attrs };
+    if (ch.dn !== undefined && cfg.dnColumn) next[cfg.dnColumn] = ch.dn;
+    if (ch.container !== undefined && cfg.containerColumn) next[cfg.containerColumn] = ch.container;
+    return next;
+  };
+  switch (ch.kind) {
+    case 'add': {
+      const next = placed({ ...ch.attributes, [cfg.anchorColumn]: anchor });
+      if (state) {
+        // A replayed add that already landed is a success; a different row with that anchor is a conflict.
+        const same = contentHash({ objectType: '', attributes: normalize(state, cfg) }) === contentHash({ objectType: '', attributes: normalize(next, cfg) });
+        return same ? ok(state) : { state, result: errorResult(anchor, 'already_exists', `A row with the anchor '${anchor}' already exists.`) };
+      }
+      return ok(next);
+    }
+    case 'update':
+    case 'rename': {
+      if (!state) return { state, result: errorResult(anchor, 'not_found', `No row has the anchor '${anchor}'.`) };
+      const next = placed({ ...state, ...ch.attributes });
+      for (const name of new Set([...Object.keys(ch.multiValueAdds ?? {}), ...Object.keys(ch.multiValueRemoves ?? {})])) {
+        next[name] = applyMultiValue(next[name], ch.multiValueAdds?.[name], ch.multiValueRemoves?.[name]);
+      }
+      return ok(next);
+    }
+    case 'delete':
+      return ok(undefined);
+    default:
+      return { state, result: errorResult(anchor, 'unsupported', `Unknown change kind '${String((ch as { kind: unknown }).kind)}'.`) };
+  }
+}
+
+/** Values as a file stores them (text for CSV), so an add can be compared with the row it would write. */
+function normalize(attrs: Record<string, AttributeValue>, cfg: FileConfig): Record<string, AttributeValue> {
+  if (cfg.format === 'json') return attrs;
+  const out: Record<string, AttributeValue> = {};
+  for (const [k, v] of Object.entries(attrs)) {
+    if (Array.isArray(v)) out[k] = v.filter((x) => x !== null && x !== '').map(String);
+    else out[k] = v === null || v === '' ? null : String(v);
+  }
+  return out;
+}

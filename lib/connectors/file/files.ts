@@ -1,0 +1,124 @@
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { ConnectorError } from '../sdk';
+
+/** A file of the folder as seen when a run started: a change of size or modification time means "re-read it". */
+export interface FileStat {
+  name: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** `*` and `?` wildcards, matched against the whole file name. */
+export function globToRegExp(pattern: string): RegExp {
+  let re = '^';
+  for (const ch of pattern) {
+    if (ch === '*') re += '[^/]*';
+    else if (ch === '?') re += '[^/]';
+    else re += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(re + '$');
+}
+
+/**
+ * The regular files of `folder` whose name matches, sorted by name (so pages and cursors are stable). Hidden
+ * files (a leading dot) are never read: the connector's own temporary files are hidden.
+ */
+export async function listFiles(folder: string, pattern: RegExp): Promise<FileStat[]> {
+  let entries: import('node:fs').Dirent[];
+  try {
+    entries = await fs.readdir(folder, { withFileTypes: true });
+  } catch (err) {
+    throw folderError(err, folder);
+  }
+  const names = entries
+    .filter((e) => (e.isFile() || e.isSymbolicLink()) && !e.name.startsWith('.') && pattern.test(e.name))
+    .map((e) => e.name)
+    .sort();
+  const out: FileStat[] = [];
+  for (const name of names) {
+    try {
+      const st = await fs.stat(path.join(folder, name));
+      if (st.isFile()) out.push({ name, size: st.size, mtimeMs: st.mtimeMs });
+    } catch (err) {
+      // A file deleted between readdir and stat is simply not there any more.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw folderError(err, folder, name);
+    }
+  }
+  return out;
+}
+
+/** A file-system error as a ConnectorError with a message an operator can act on. */
+export function folderError(err: unknown, folder: string, file?: string): ConnectorError {
+  const code = (err as NodeJS.ErrnoException).code;
+  const what = file ? `the file '${file}' in '${folder}'` : `the folder '${folder}'`;
+  if (code === 'ENOENT') return new ConnectorError('configuration_invalid', `Cannot read ${what}: it does not exist.`, { cause: err });
+  if (code === 'ENOTDIR') return new ConnectorError('configuration_invalid', `Cannot read ${what}: it is not a folder.`, { cause: err });
+  if (code === 'EACCES' || code === 'EPERM') return new ConnectorError('connection_failed', `Cannot read ${what}: permission denied.`, { cause: err, retriable: false });
+  if (code === 'EMFILE' || code === 'ENFILE' || code === 'EBUSY' || code === 'EIO') {
+    return new ConnectorError('connection_failed', `Cannot read ${what} (${code}).`, { cause: err, retriable: true });
+  }
+  return new ConnectorError('connection_failed', `Cannot read ${what}${code ? ` (${code})` : ''}.`, { cause: err });
+}
+
+/** The bytes of a file from `start`, in chunks. Each chunk is a fresh buffer (readers keep slices of them). */
+export async function* readChunks(file: string, start = 0, chunkSize = 1024 * 1024): AsyncGenerator<Buffer> {
+  const fh = await fs.open(file, 'r');
+  try {
+    let pos = start;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(chunkSize);
+      const { bytesRead } = await fh.read(buf, 0, chunkSize, pos);
+      if (bytesRead === 0) return;
+      pos += bytesRead;
+      yield bytesRead === chunkSize ? buf : buf.subarray(0, bytesRead);
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Replace `target` atomically: write a hidden temporary file beside it, flush it to disk, rename it over the
+ * target. A reader sees the old file or the new one, never half of one.
+ */
+export async function writeAtomically(target: string, write: (fh: import('node:fs/promises').FileHandle) => Promise<void>): Promise<void> {
+  const tmp = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${Date.now()}.tmp`);
+  const fh = await fs.open(tmp, 'w');
+  try {
+    await write(fh);
+    await fh.sync();
+  } catch (err) {
+    await fh.close().catch(() => undefined);
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
+  await fh.close();
+  try {
+    await fs.rename(tmp, target);
+  } catch (err) {
+    await fs.rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+/** Buffered writes to a file handle (one write call per ~1 MiB instead of one per row). */
+export class BufferedWriter {
+  private parts: Buffer[] = [];
+  private size = 0;
+  constructor(private readonly fh: import('node:fs/promises').FileHandle) {}
+
+  async write(data: Buffer): Promise<void> {
+    this.parts.push(data);
+    this.size += data.length;
+    if (this.size >= 1024 * 1024) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    if (this.size === 0) return;
+    const all = Buffer.concat(this.parts, this.size);
+    this.parts = [];
+    this.size = 0;
+    await this.fh.write(all);
+  }
+}

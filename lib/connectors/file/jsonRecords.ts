@@ -1,0 +1,202 @@
+/**
+ * A streaming reader for JSON files of records: either one JSON array of objects (`[{...}, {...}]`) or JSON
+ * Lines (one object per line). It scans bytes for the boundaries of each top-level object (tracking strings and
+ * nesting), then parses one object at a time, so a 100,000-record file never becomes one giant value in memory,
+ * and every record knows its byte offsets (a page cursor can resume at one).
+ *
+ * A record that does not parse is yielded with `error` set; the reader goes on with the next one.
+ */
+
+export type JsonLayout = 'array' | 'lines';
+
+export interface JsonRecord {
+  /** The parsed value (undefined when `error` is set). */
+  value?: unknown;
+  line: number;
+  start: number;
+  end: number;
+  /** Line number at `end` (where a reader resumes). */
+  nextLine?: number;
+  error?: string;
+}
+
+export interface JsonReadOptions {
+  /** Known layout when resuming mid-file; otherwise detected from the first non-blank byte. */
+  layout?: JsonLayout;
+  startOffset?: number;
+  startLine?: number;
+  maxRecordBytes?: number;
+}
+
+const LF = 0x0a;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const COMMA = 0x2c;
+
+function isSpace(b: number): boolean {
+  return b === 0x20 || b === 0x09 || b === LF || b === 0x0d;
+}
+
+/** Incremental scanner: `push` chunks, then `finish`. */
+export class JsonRecordParser {
+  private buf: Buffer = Buffer.alloc(0);
+  private base: number;
+  private line: number;
+  layout: JsonLayout | undefined;
+  private readonly maxRecordBytes: number;
+  /** Scan state of the record being read (it may span chunks). */
+  private recStart = -1;
+  private recLine = 0;
+  private depth = 0;
+  private inString = false;
+  private escape = false;
+  private scan = 0;
+  private started: boolean;
+  private ended = false;
+
+  constructor(options: JsonReadOptions = {}) {
+    this.layout = options.layout;
+    this.base = options.startOffset ?? 0;
+    this.line = options.startLine ?? 1;
+    this.maxRecordBytes = options.maxRecordBytes ?? 16 * 1024 * 1024;
+    this.started = this.layout !== undefined;
+  }
+
+  push(chunk: Buffer): JsonRecord[] {
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    return this.drain(false);
+  }
+
+  finish(): JsonRecord[] {
+    return this.drain(true);
+  }
+
+  private drain(eof: boolean): JsonRecord[] {
+    const out: JsonRecord[] = [];
+    const buf = this.buf;
+    let i = this.scan;
+    let keepFrom = buf.length;
+    while (i < buf.length) {
+      const b = buf[i];
+      if (this.recStart >= 0) {
+        // Inside a record: find where its outermost object closes.
+        if (this.inString) {
+          if (this.escape) this.escape = false;
+          else if (b === BACKSLASH) this.escape = true;
+          else if (b === QUOTE) this.inString = false;
+          else if (b === LF) this.line++;
+        } else if (b === QUOTE) this.inString = true;
+        else if (b === OPEN_BRACE || b === OPEN_BRACKET) this.depth++;
+        else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) {
+          this.depth--;
+          if (this.depth === 0) {
+            out.push(this.record(buf, this.recStart, i + 1));
+            this.recStart = -1;
+          }
+        } else if (b === LF) this.line++;
+        i++;
+        continue;
+      }
+      if (isSpace(b)) {
+        if (b === LF) this.line++;
+        i++;
+        continue;
+      }
+      if (!this.started) {
+        this.started = true;
+        if (b === 0xef && buf[i + 1] === 0xbb && buf[i + 2] === 0xbf) {
+          i += 3;
+          this.started = false;
+          continue;
+        }
+        this.layout = b === OPEN_BRACKET ? 'array' : 'lines';
+        if (b === OPEN_BRACKET) {
+          i++;
+          continue;
+        }
+      }
+      if (this.ended) {
+        out.push({ line: this.line, start: this.base + i, end: this.base + buf.length, error: 'Unexpected content after the end of the JSON array.' });
+        i = buf.length;
+        break;
+      }
+      if (b === COMMA && this.layout === 'array') {
+        i++;
+        continue;
+      }
+      if (b === CLOSE_BRACKET && this.layout === 'array') {
+        this.ended = true;
+        i++;
+        continue;
+      }
+      if (b === OPEN_BRACE) {
+        this.recStart = i;
+        this.recLine = this.line;
+        this.depth = 1;
+        this.inString = false;
+        this.escape = false;
+        i++;
+        continue;
+      }
+      // Something other than an object where a record should start: report it up to the next separator.
+      let k = i;
+      while (k < buf.length && buf[k] !== LF && buf[k] !== COMMA && buf[k] !== OPEN_BRACE) k++;
+      if (k >= buf.length && !eof) {
+        keepFrom = i;
+        break;
+      }
+      out.push({ line: this.line, start: this.base + i, end: this.base + k, error: 'A record must be a JSON object.' });
+      i = k;
+    }
+    if (this.recStart >= 0) {
+      keepFrom = this.recStart;
+      if (eof) {
+        out.push({ line: this.recLine, start: this.base + this.recStart, end: this.base + buf.length, error: 'The JSON record is not closed.' });
+        this.recStart = -1;
+        keepFrom = buf.length;
+      } else if (buf.length - this.recStart > this.maxRecordBytes) {
+        out.push({ line: this.recLine, start: this.base + this.recStart, end: this.base + buf.length, error: `The JSON record is longer than ${this.maxRecordBytes} bytes.` });
+        this.recStart = -1;
+        keepFrom = buf.length;
+      }
+    }
+    if (eof && this.layout === 'array' && !this.ended && out.every((r) => !r.error)) {
+      out.push({ line: this.line, start: this.base + buf.length, end: this.base + buf.length, error: 'The JSON array is not closed.' });
+    }
+    // Keep only the unfinished record; rebase the saved positions on the kept bytes.
+    const shift = Math.min(keepFrom, i);
+    if (this.recStart >= 0) this.recStart -= shift;
+    this.scan = i - shift;
+    this.base += shift;
+    this.buf = shift >= buf.length ? Buffer.alloc(0) : buf.subarray(shift);
+    return out;
+  }
+
+  private record(buf: Buffer, s: number, e: number): JsonRecord {
+    const r: JsonRecord = { line: this.recLine, start: this.base + s, end: this.base + e, nextLine: this.line };
+    try {
+      r.value = JSON.parse(buf.toString('utf8', s, e));
+    } catch (err) {
+      r.error = `Invalid JSON: ${(err as Error).message}`;
+    }
+    return r;
+  }
+}
+
+export async function* readJsonRecords(chunks: AsyncIterable<Buffer>, options: JsonReadOptions = {}): AsyncGenerator<JsonRecord & { layout: JsonLayout }> {
+  const parser = new JsonRecordParser(options);
+  for await (const chunk of chunks) {
+    for (const r of parser.push(chunk)) yield { ...r, layout: parser.layout ?? 'lines' };
+  }
+  for (const r of parser.finish()) yield { ...r, layout: parser.layout ?? 'lines' };
+}
+
+export function parseJsonRecords(input: string | Buffer, options: JsonReadOptions = {}): JsonRecord[] {
+  const parser = new JsonRecordParser(options);
+  const buf = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
+  return [...parser.push(buf), ...parser.finish()];
+}
