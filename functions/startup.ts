@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { startService, stopService } from '../lib/service';
 import '../lib/auth/serviceStep';
+import '../lib/api/serviceSteps';
 import '../lib/engine/instances';
 
 // A failure here stops the start: the runtime prints the message (which names the setting at fault) and exits.

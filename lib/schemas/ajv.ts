@@ -1,10 +1,11 @@
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import Ajv2020 from 'ajv/dist/2020';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { AppError, type FieldError } from '../errors';
 
 /**
- * The one Ajv instance of the service. Every request schema is a TypeBox schema with an `$id`, added here
+ * The one Ajv instance of the service (JSON Schema 2020-12, the dialect of OpenAPI 3.1). Every request schema is a TypeBox schema with an `$id`, added here
  * once at load (`defineSchema`) and compiled once; the OpenAPI document (lib/openapi.ts) is generated from
  * the same registered schemas, so validation and documentation cannot drift.
  *
@@ -13,7 +14,7 @@ import { AppError, type FieldError } from '../errors';
  * - `coerceTypes: false`: `"5"` is not a number; wrong types are a 400.
  * - `strict`: an unknown keyword in one of our schemas is a programming error caught at load.
  */
-export const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: false, strict: true, allowUnionTypes: true });
+export const ajv = new Ajv2020({ allErrors: true, useDefaults: true, coerceTypes: false, strict: true, allowUnionTypes: true });
 addFormats(ajv);
 
 /** Marks a configuration field whose value is a secret: encrypted at rest, never returned (lib/secrets). */

@@ -1,4 +1,4 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 /**
  * Building blocks shared by the resource schemas. None of these has an `$id`: they are embedded, and only
@@ -20,7 +20,11 @@ export const DisplayName = (options: Record<string, unknown> = {}) =>
 export const AttributeName = (options: Record<string, unknown> = {}) =>
   Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000-\\u001f\\u007f]+$', ...options });
 
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/** `T` or null, as `type: [T, "null"]` (one error message for a wrong value, not one per union branch). */
+export const Nullable = <T extends TSchema>(schema: T) =>
+  typeof schema.type === 'string'
+    ? Type.Unsafe<Static<T> | null>({ ...JSON.parse(JSON.stringify(schema)), type: [schema.type, 'null'] })
+    : Type.Union([schema, Type.Null()]);
 
 /** The `{ type, title, status, detail, instance, traceId, errors? }` body of every error (RFC 9457). */
 export const ProblemDetailsSchema = Type.Object(
@@ -38,3 +42,15 @@ export const ProblemDetailsSchema = Type.Object(
   },
   { $id: 'ProblemDetails', additionalProperties: false },
 );
+
+/**
+ * A JSON object used as a dictionary: keys are checked with `propertyNames` (1..256 characters, never a key
+ * that could reach an object prototype), every value with `value`.
+ */
+export const Dictionary = <T extends TSchema>(value: T, options: Record<string, unknown> = {}) =>
+  Type.Unsafe<Record<string, Static<T>>>({
+    type: 'object',
+    propertyNames: { type: 'string', minLength: 1, maxLength: 256, not: { enum: ['__proto__', 'constructor', 'prototype'] } },
+    additionalProperties: value,
+    ...options,
+  });

@@ -1,2 +1,2 @@
 export { ajv, defineSchema, validate, registeredSchemas, schemaById, toFieldErrors } from './ajv';
-export { Guid, Timestamp, DisplayName, AttributeName, Nullable, ProblemDetailsSchema } from './common';
+export { Guid, Timestamp, DisplayName, AttributeName, Nullable, Dictionary, ProblemDetailsSchema } from './common';

@@ -1,0 +1,37 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import * as connectors from '../lib/api/connectors';
+import { authorize } from '../lib/auth/authorize';
+import type { Caller } from '../lib/auth/permissions';
+import { apiPath, created, noContent, ok, readJson, routeId } from '../lib/http';
+import { CreateConnectorRequest, UpdateConnectorRequest } from '../lib/schemas/connectors';
+
+async function listConnectors(): Promise<HttpResponseInit> {
+  return ok(await connectors.listConnectors());
+}
+
+async function getConnector(request: HttpRequest): Promise<HttpResponseInit> {
+  return ok(await connectors.getConnector(routeId(request, 'id', 'Connector')));
+}
+
+async function createConnector(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
+  const body = await readJson(request, CreateConnectorRequest);
+  const connector = await connectors.createConnector(body, caller);
+  return created(apiPath(`connectors/${connector.id}`), connector);
+}
+
+async function updateConnector(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
+  const id = routeId(request, 'id', 'Connector');
+  const body = await readJson(request, UpdateConnectorRequest);
+  return ok(await connectors.updateConnector(id, body, caller));
+}
+
+async function deleteConnector(request: HttpRequest, context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
+  await connectors.deleteConnector(routeId(request, 'id', 'Connector'), caller, (m) => context.warn(m));
+  return noContent();
+}
+
+app.http('listConnectors', { route: 'connectors', methods: ['GET'], handler: authorize('connectors.read', listConnectors) });
+app.http('getConnector', { route: 'connectors/{id}', methods: ['GET'], handler: authorize('connectors.read', getConnector) });
+app.http('createConnector', { route: 'connectors', methods: ['POST'], handler: authorize('connectors.write', createConnector, { rateLimit: 'sensitive' }) });
+app.http('updateConnector', { route: 'connectors/{id}', methods: ['PUT'], handler: authorize('connectors.write', updateConnector, { rateLimit: 'sensitive' }) });
+app.http('deleteConnector', { route: 'connectors/{id}', methods: ['DELETE'], handler: authorize('connectors.write', deleteConnector, { rateLimit: 'sensitive' }) });

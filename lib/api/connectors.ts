@@ -1,0 +1,222 @@
+import { randomUUID } from 'node:crypto';
+import type { Caller } from '../auth/permissions';
+import { recordAudit } from '../audit';
+import { connectorTypeConfig, isConnectorType, type ConnectorType } from '../connectors/registry';
+import { clearAssignment, assignmentOf } from '../engine/assignments';
+import { badRequest, conflict, type FieldError } from '../errors';
+import { validate } from '../schemas/ajv';
+import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';
+import { SECRET_PLACEHOLDER, decryptSecret, deletePath, encryptSecret, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
+import {
+  getConnectorRecord,
+  insertConnector,
+  listConnectorRecords,
+  listConnectorRows,
+  markConnectorDeleting,
+  readConnectorRow,
+  removeConnectorRow,
+  replaceConnector,
+  type StoredConnector,
+} from '../storage/connectors';
+import { addConnectorCleanup, completeOperation, connectorCleanups, noteStepDone, recordOperation, type PendingOperation } from '../storage/operations';
+import { deleteRulesOfConnector } from '../storage/rules';
+import { findActiveRun } from '../storage/runs';
+import { expressionErrors } from './expressions';
+import { readLicense } from './license';
+
+/**
+ * Connectors as the Admin API sees them: validation of `config` by the type's schema, secrets sealed at rest
+ * and masked on the way out, unique names, audit of every write, and deletion as a resumable operation.
+ */
+
+type SecretEntry = [FieldPath, string];
+
+/** The API view: secrets masked, the assignment from the engine. */
+export async function connectorView(c: StoredConnector): Promise<Connector> {
+  let config = c.config;
+  for (const path of c.secretPaths) config = setPath(config, path, SECRET_PLACEHOLDER);
+  return {
+    id: c.id,
+    name: c.name,
+    type: c.type,
+    status: c.status,
+    lastSync: c.lastSync,
+    config,
+    instanceId: await assignmentOf(c.id),
+    createdOn: c.createdOn,
+    updatedOn: c.updatedOn,
+  };
+}
+
+export async function getConnector(id: string): Promise<Connector> {
+  return connectorView(await getConnectorRecord(id));
+}
+
+export async function listConnectors(): Promise<{ connectors: Pick<Connector, 'id' | 'name' | 'type' | 'status' | 'lastSync'>[]; total: number }> {
+  const rows = await listConnectorRecords();
+  rows.sort((a, b) => cmp(a.name.toLowerCase(), b.name.toLowerCase()) || cmp(a.id, b.id));
+  return { connectors: rows.map((c) => ({ id: c.id, name: c.name, type: c.type, status: c.status, lastSync: c.lastSync })), total: rows.length };
+}
+
+interface PreparedConfig {
+  config: Record<string, unknown>;
+  secrets: SecretEntry[];
+}
+
+/**
+ * Validate `config` for `type` and split it into the stored public part and the secrets. A secret sent as
+ * the placeholder takes the value stored in `previous` (400 when there is none).
+ */
+function prepareConfig(type: ConnectorType, raw: Record<string, unknown>, previous: SecretEntry[] = []): PreparedConfig {
+  const def = connectorTypeConfig(type);
+  const config = validate(def.configSchema, raw, { pathPrefix: '/config', detail: `The configuration is not valid for a '${type}' connector. See errors for each field.` }) as Record<string, unknown>;
+  const errors: FieldError[] = def.checks(config).map((e) => ({ ...e, path: '/config' + e.path }));
+  for (const field of def.expressions) errors.push(...expressionErrors(config[field] as string | undefined, `/config/${field}`));
+  let full = def.defaults(config);
+  const secrets: SecretEntry[] = [];
+  for (const path of secretPaths(def.configSchema, full)) {
+    let value = getPath(full, path) as string;
+    if (value === SECRET_PLACEHOLDER) {
+      const kept = previous.find(([p]) => pointer(p) === pointer(path));
+      if (!kept) {
+        errors.push({ path: '/config' + pointer(path), message: `is the placeholder ${SECRET_PLACEHOLDER} but no value is stored for it` });
+        continue;
+      }
+      value = kept[1];
+    }
+    secrets.push([path, value]);
+    full = deletePath(full, path);
+  }
+  if (errors.length) throw badRequest(`The configuration is not valid for a '${type}' connector. See errors for each field.`, errors);
+  return { config: full, secrets };
+}
+
+function seal(id: string, secrets: SecretEntry[]): string | null {
+  return secrets.length ? encryptSecret(JSON.stringify(secrets), id) : null;
+}
+
+function unseal(c: StoredConnector): SecretEntry[] {
+  return c.sealedSecrets ? (JSON.parse(decryptSecret(c.sealedSecrets, c.id)) as SecretEntry[]) : [];
+}
+
+export async function createConnector(input: CreateConnectorRequest, caller: Caller): Promise<Connector> {
+  const { config, secrets } = prepareConfig(input.type, input.config);
+  const limit = readLicense().limits.connectors;
+  if (limit !== null && (await listConnectorRows()).length >= limit) {
+    throw conflict(`The license allows at most ${limit} connectors.`);
+  }
+  const id = randomUUID();
+  const now = new Date().toISOString();
+  const stored = await insertConnector({
+    id,
+    name: input.name,
+    type: input.type,
+    status: 'active',
+    lastSync: null,
+    config,
+    sealedSecrets: seal(id, secrets),
+    secretPaths: secrets.map(([p]) => p),
+    createdOn: now,
+    updatedOn: now,
+  });
+  await recordAudit(caller, 'create', 'connector', id);
+  return connectorView(stored);
+}
+
+export async function updateConnector(id: string, input: UpdateConnectorRequest, caller: Caller): Promise<Connector> {
+  const current = await getConnectorRecord(id);
+  if (input.type !== undefined && input.type !== current.type) {
+    throw badRequest('The connector type cannot change; create a new connector instead.', [{ path: '/type', message: `must be '${current.type}' (the type cannot change)` }]);
+  }
+  if (!isConnectorType(current.type)) throw badRequest(`Connectors of type '${current.type}' cannot be updated.`);
+  const { config, secrets } = prepareConfig(current.type, input.config, unseal(current));
+  const stored = await replaceConnector(current, {
+    name: input.name,
+    config,
+    sealedSecrets: seal(id, secrets),
+    secretPaths: secrets.map(([p]) => p),
+    updatedOn: new Date().toISOString(),
+  });
+  await recordAudit(caller, 'update', 'connector', id);
+  return connectorView(stored);
+}
+
+/**
+ * The decrypted configuration of a connector, secrets included: for the sync engine only, never for a
+ * response or a log.
+ */
+export async function connectorConfigWithSecrets(id: string): Promise<{ type: string; config: Record<string, unknown> }> {
+  const c = await getConnectorRecord(id);
+  let config = c.config;
+  for (const [path, value] of unseal(c)) config = setPath(config, path, value);
+  return { type: c.type, config };
+}
+
+/**
+ * Delete a connector: 409 while a run of it is Running or Queued. The delete is recorded as a pending
+ * operation and the connector marked `deleting` (a 404 from then on) before any cleanup, so a crash at any
+ * point is finished by `resumePendingOperations` at the next start. The cleanup then runs here; when it
+ * fails the request still succeeds (the connector is gone for clients) and the start step retries it.
+ */
+export async function deleteConnector(id: string, caller: Caller, log: (message: string) => void = () => undefined): Promise<void> {
+  const current = await getConnectorRecord(id);
+  if (await findActiveRun(id)) throw conflict('A run of this connector is Running or Queued; wait for it to finish before deleting the connector.');
+  const op = await recordOperation('deleteConnector', id);
+  try {
+    await markConnectorDeleting(current);
+  } catch (err) {
+    await completeOperation(op).catch(() => undefined);
+    throw err;
+  }
+  await recordAudit(caller, 'delete', 'connector', id);
+  try {
+    await finishConnectorDelete(op);
+  } catch (err) {
+    log(`Cleanup of deleted connector ${id} did not finish (${(err as Error).name}); it is retried at the next start.`);
+  }
+}
+
+// The built-in cleanup: rules, then the engine assignment. The sync engine adds its own steps (connector
+// space, mesh contributions) with addConnectorCleanup from lib/storage/operations.ts.
+addConnectorCleanup({ name: 'rules', run: async (id) => void (await deleteRulesOfConnector(id)) });
+addConnectorCleanup({ name: 'assignment', run: clearAssignment });
+
+/** Run every cleanup step (each is safe to repeat), then remove the connector and the operation. */
+export async function finishConnectorDelete(op: PendingOperation): Promise<void> {
+  for (const step of connectorCleanups()) {
+    await step.run(op.targetId);
+    await noteStepDone(op, step.name);
+  }
+  await removeConnectorRow(op.targetId);
+  await completeOperation(op);
+}
+
+/**
+ * Resume what a crash left: every pending delete whose connector is `deleting` or already gone is finished;
+ * a pending row whose connector is still `ready` is a delete that never got acknowledged (the marking
+ * failed) and is dropped. A connector left `deleting` without its row (cannot happen with the order above,
+ * but is cheap to cover) is finished too.
+ */
+export async function resumeConnectorDeletes(ops: PendingOperation[]): Promise<number> {
+  let finished = 0;
+  const seen = new Set<string>();
+  for (const op of ops.filter((o) => o.kind === 'deleteConnector')) {
+    seen.add(op.targetId);
+    const row = await readConnectorRow(op.targetId);
+    if (row && row.state === 'ready') {
+      await completeOperation(op);
+      continue;
+    }
+    await finishConnectorDelete(op);
+    finished++;
+  }
+  for (const row of await listConnectorRows()) {
+    if (row.state === 'deleting' && !seen.has(row.id)) {
+      await finishConnectorDelete(await recordOperation('deleteConnector', row.id));
+      finished++;
+    }
+  }
+  return finished;
+}
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

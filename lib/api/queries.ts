@@ -1,0 +1,29 @@
+import { PAGING, type QuerySpec } from '../http/request';
+import { RULE_TYPES } from '../storage/rules';
+
+/**
+ * Query parameters of the list routes: the handlers parse with these and the OpenAPI document describes
+ * these, so the two cannot drift.
+ */
+export const RULES_QUERY = { connectorId: { kind: 'guid' }, ruleType: { kind: 'enum', values: RULE_TYPES }, ...PAGING } as const satisfies QuerySpec;
+
+export const AUDIT_QUERY = {
+  targetType: { kind: 'string', maxLength: 64 },
+  targetId: { kind: 'string', maxLength: 256 },
+  actor: { kind: 'string', maxLength: 256 },
+  ...PAGING,
+} as const satisfies QuerySpec;
+
+export const RUNS_QUERY = {
+  connectorId: { kind: 'guid' },
+  instanceId: { kind: 'string', maxLength: 128 },
+  status: { kind: 'enum', values: ['Queued', 'Running', 'Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold'] },
+  ...PAGING,
+} as const satisfies QuerySpec;
+
+export const MESH_QUERY = {
+  skip: { kind: 'int', min: 0, default: 0 },
+  take: { kind: 'int', min: 0, max: 200, default: 50 },
+  objectType: { kind: 'string', maxLength: 256 },
+  search: { kind: 'string', maxLength: 1024 },
+} as const satisfies QuerySpec;

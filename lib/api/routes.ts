@@ -1,0 +1,91 @@
+import type { Permission } from '../auth/permissions';
+import type { QuerySpec } from '../http/request';
+import { AUDIT_QUERY, MESH_QUERY, RULES_QUERY, RUNS_QUERY } from './queries';
+
+/**
+ * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
+ * and response schemas (by `$id` in the one Ajv instance), success status and error statuses. The OpenAPI
+ * document is generated from it, and a test checks that every HTTP registration in functions/ matches it
+ * (method, route, permission, rate limit) and that it matches the contract's permission table.
+ *
+ * Routes are relative to the API base `/api` (host.json `routePrefix`). Error statuses that follow from the
+ * route's shape are added by `errorStatuses`: 401/403/429 for authorized routes, 400/413/415 for bodies, 400
+ * for query strings, 404 for ids, 500 everywhere.
+ */
+export interface RouteSpec {
+  /** The registration name (`app.http(name, ...)`) and OpenAPI operationId. */
+  name: string;
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  route: string;
+  permission: Permission | 'anonymous';
+  rateLimit?: 'sensitive';
+  tag: string;
+  summary: string;
+  /** `$id` of the body schema; `optional` when the body may be absent. */
+  request?: { schema: string; optional?: boolean };
+  query?: QuerySpec;
+  /** The path parameter's kind: `guid` ids answer 404 when malformed; `name` ids are engine instance ids. */
+  pathParam?: { name: string; kind: 'guid' | 'instanceId'; description: string };
+  success: { status: 200 | 201 | 202 | 204; schema?: string; location?: boolean };
+  /** Statuses particular to the route (409, 503...), besides those `errorStatuses` derives. */
+  errors?: number[];
+}
+
+const connectorId = { name: 'id', kind: 'guid', description: 'The connector id.' } as const;
+const ruleId = { name: 'id', kind: 'guid', description: 'The rule id.' } as const;
+const runId = { name: 'id', kind: 'guid', description: 'The run id.' } as const;
+const instanceId = { name: 'id', kind: 'instanceId', description: 'The engine instance id.' } as const;
+const meshId = { name: 'id', kind: 'guid', description: 'The mesh object id.' } as const;
+
+export const ROUTES: readonly RouteSpec[] = [
+  // Connectors
+  { name: 'listConnectors', method: 'GET', route: 'connectors', permission: 'connectors.read', tag: 'Connectors', summary: 'List all configured connectors', success: { status: 200, schema: 'ConnectorList' } },
+  { name: 'getConnector', method: 'GET', route: 'connectors/{id}', permission: 'connectors.read', tag: 'Connectors', summary: 'Get details of a connector (secrets masked)', pathParam: connectorId, success: { status: 200, schema: 'Connector' } },
+  { name: 'createConnector', method: 'POST', route: 'connectors', permission: 'connectors.write', rateLimit: 'sensitive', tag: 'Connectors', summary: 'Create a connector', request: { schema: 'CreateConnectorRequest' }, success: { status: 201, schema: 'Connector', location: true }, errors: [409] },
+  { name: 'updateConnector', method: 'PUT', route: 'connectors/{id}', permission: 'connectors.write', rateLimit: 'sensitive', tag: 'Connectors', summary: 'Update a connector (name and config; the type cannot change)', pathParam: connectorId, request: { schema: 'UpdateConnectorRequest' }, success: { status: 200, schema: 'Connector' }, errors: [409] },
+  { name: 'deleteConnector', method: 'DELETE', route: 'connectors/{id}', permission: 'connectors.write', rateLimit: 'sensitive', tag: 'Connectors', summary: 'Delete a connector with its rules (409 while a run is Running or Queued)', pathParam: connectorId, success: { status: 204 }, errors: [409] },
+  // Import and export (sync engine)
+  { name: 'triggerImport', method: 'POST', route: 'connectors/{id}/import', permission: 'runs.trigger', tag: 'Runs', summary: 'Trigger a full or delta import', pathParam: connectorId, request: { schema: 'TriggerImportRequest', optional: true }, success: { status: 202, schema: 'Run', location: true }, errors: [409] },
+  { name: 'triggerExport', method: 'POST', route: 'connectors/{id}/export', permission: 'runs.trigger', tag: 'Runs', summary: 'Trigger an export of the staged changes', pathParam: connectorId, request: { schema: 'TriggerExportRequest', optional: true }, success: { status: 202, schema: 'Run', location: true }, errors: [409] },
+  // Assignment
+  { name: 'assignConnector', method: 'PUT', route: 'connectors/{id}/instance', permission: 'instances.write', tag: 'Instances', summary: 'Assign a connector to an engine instance (409 when assigned to another)', pathParam: connectorId, request: { schema: 'AssignConnectorRequest' }, success: { status: 200, schema: 'ConnectorAssignment' }, errors: [409] },
+  { name: 'unassignConnector', method: 'DELETE', route: 'connectors/{id}/instance', permission: 'instances.write', tag: 'Instances', summary: 'Unassign a connector', pathParam: connectorId, success: { status: 204 } },
+  // Rules
+  { name: 'listRules', method: 'GET', route: 'rules', permission: 'rules.read', tag: 'Rules', summary: 'List rules, optionally by connector or rule type', query: RULES_QUERY, success: { status: 200, schema: 'RuleList' } },
+  { name: 'getRule', method: 'GET', route: 'rules/{id}', permission: 'rules.read', tag: 'Rules', summary: 'Get a rule', pathParam: ruleId, success: { status: 200, schema: 'Rule' } },
+  { name: 'createRule', method: 'POST', route: 'rules', permission: 'rules.write', tag: 'Rules', summary: 'Create a rule', request: { schema: 'CreateRuleRequest' }, success: { status: 201, schema: 'Rule', location: true } },
+  { name: 'updateRule', method: 'PUT', route: 'rules/{id}', permission: 'rules.write', tag: 'Rules', summary: 'Replace a rule (the rule type cannot change)', pathParam: ruleId, request: { schema: 'UpdateRuleRequest' }, success: { status: 200, schema: 'Rule' }, errors: [409] },
+  { name: 'deleteRule', method: 'DELETE', route: 'rules/{id}', permission: 'rules.write', tag: 'Rules', summary: 'Delete a rule', pathParam: ruleId, success: { status: 204 }, errors: [409] },
+  // Runs
+  { name: 'getRun', method: 'GET', route: 'runs/{id}', permission: 'runs.read', tag: 'Runs', summary: 'Get a run', pathParam: runId, success: { status: 200, schema: 'Run' } },
+  { name: 'listRuns', method: 'GET', route: 'runs', permission: 'runs.read', tag: 'Runs', summary: 'Run history, newest first', query: RUNS_QUERY, success: { status: 200, schema: 'RunList' } },
+  // Engine instances
+  { name: 'listInstances', method: 'GET', route: 'instances', permission: 'instances.read', tag: 'Instances', summary: 'List engine instances with their effective status', success: { status: 200, schema: 'InstanceList' } },
+  { name: 'pauseInstance', method: 'POST', route: 'instances/{id}/pause', permission: 'instances.operate', tag: 'Instances', summary: 'Pause an instance (idempotent)', pathParam: instanceId, success: { status: 200, schema: 'Instance' } },
+  { name: 'resumeInstance', method: 'POST', route: 'instances/{id}/resume', permission: 'instances.operate', tag: 'Instances', summary: 'Resume a paused instance (idempotent)', pathParam: instanceId, success: { status: 200, schema: 'Instance' } },
+  { name: 'renameInstance', method: 'POST', route: 'instances/{id}/rename', permission: 'instances.write', rateLimit: 'sensitive', tag: 'Instances', summary: 'Rename an instance (409 when the name is taken)', pathParam: instanceId, request: { schema: 'RenameInstanceRequest' }, success: { status: 200, schema: 'Instance' }, errors: [409] },
+  { name: 'removeInstance', method: 'DELETE', route: 'instances/{id}', permission: 'instances.write', rateLimit: 'sensitive', tag: 'Instances', summary: 'Remove an offline instance and unassign its connectors', pathParam: instanceId, success: { status: 204 }, errors: [409] },
+  // Mesh
+  { name: 'listMeshObjects', method: 'GET', route: 'mesh/objects', permission: 'mesh.read', tag: 'Mesh', summary: 'List mesh objects', query: MESH_QUERY, success: { status: 200, schema: 'MeshObjectList' } },
+  { name: 'searchMeshObjects', method: 'POST', route: 'mesh/objects/search', permission: 'mesh.read', tag: 'Mesh', summary: 'Search mesh objects by criteria', request: { schema: 'MeshSearchRequest' }, success: { status: 200, schema: 'MeshObjectList' } },
+  { name: 'getMeshObject', method: 'GET', route: 'mesh/objects/{id}', permission: 'mesh.read', tag: 'Mesh', summary: 'Mesh object detail with attributes and relationships', pathParam: meshId, success: { status: 200, schema: 'MeshObject' } },
+  // Administration
+  { name: 'getLicense', method: 'GET', route: 'license', permission: 'license.read', rateLimit: 'sensitive', tag: 'Administration', summary: 'The license, from configuration', success: { status: 200, schema: 'License' } },
+  { name: 'listAudit', method: 'GET', route: 'audit', permission: 'audit.read', rateLimit: 'sensitive', tag: 'Administration', summary: 'Audit records, newest first', query: AUDIT_QUERY, success: { status: 200, schema: 'AuditList' } },
+  { name: 'getHealth', method: 'GET', route: 'health', permission: 'anonymous', tag: 'Administration', summary: 'Service health (anonymous)', success: { status: 200, schema: 'Health' }, errors: [503] },
+  { name: 'getOpenApi', method: 'GET', route: 'openapi.json', permission: 'anonymous', tag: 'Administration', summary: 'This OpenAPI 3.1 document (anonymous)', success: { status: 200 } },
+];
+
+/** Every error status a route can answer with, in ascending order. */
+export function errorStatuses(r: RouteSpec): number[] {
+  const s = new Set<number>(r.errors ?? []);
+  if (r.permission !== 'anonymous') [401, 403, 429].forEach((x) => s.add(x));
+  if (r.request) [400, 413, 415].forEach((x) => s.add(x));
+  if (r.query) s.add(400);
+  if (r.pathParam) s.add(404);
+  if (r.name !== 'getHealth' && r.name !== 'getOpenApi') s.add(500);
+  return [...s].sort((a, b) => a - b);
+}
+
+/** `METHOD route` (route lower-cased), the key a registration is matched on. */
+export const routeKey = (method: string, route: string) => `${method.toUpperCase()} ${route.replace(/^\/+/, '').toLowerCase()}`;

@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import type { Caller } from '../auth/permissions';
+import { recordAudit } from '../audit';
+import { badRequest, notFound, type FieldError } from '../errors';
+import { isGuid } from '../http/request';
+import type { RuleRequest } from '../schemas/rules';
+import { connectorExists } from '../storage/connectors';
+import { deleteRule as removeRule, getRule as readRule, insertRule, listRules, replaceRule, type Rule, type RuleQuery, type StoredRule } from '../storage/rules';
+import { expressionErrors } from './expressions';
+
+/**
+ * Rules as the Admin API sees them: per-type required fields, confidence 0..100 (schema), transformScript
+ * parsed by the engine's parser, the connector must exist, and every write audited.
+ */
+
+const REQUIRED: Record<Rule['ruleType'], (keyof RuleRequest)[]> = {
+  JoinRule: ['connectorId', 'sourceAttribute', 'targetAttribute'],
+  ProjectionRule: ['connectorId', 'sourceAttribute'],
+  FlowRule: ['connectorId', 'sourceAttribute', 'targetAttribute', 'confidence'],
+  MeshComposerRule: [],
+};
+
+const ONLY_FOR: Partial<Record<keyof RuleRequest, Rule['ruleType']>> = {
+  direction: 'FlowRule',
+  objectType: 'ProjectionRule',
+  relationshipType: 'MeshComposerRule',
+};
+
+function requirementErrors(body: RuleRequest): FieldError[] {
+  const errors: FieldError[] = [];
+  const required = [...REQUIRED[body.ruleType]];
+  if (body.ruleType === 'MeshComposerRule') required.push(...((body.relationshipType ? ['sourceAttribute'] : ['targetAttribute', 'transformScript']) as (keyof RuleRequest)[]));
+  for (const field of required) {
+    if (body[field] === undefined || body[field] === null) errors.push({ path: `/${field}`, message: `is required for a ${body.ruleType}` });
+  }
+  for (const [field, type] of Object.entries(ONLY_FOR)) {
+    if (body[field as keyof RuleRequest] !== undefined && body.ruleType !== type) errors.push({ path: `/${field}`, message: `applies only to a ${type}` });
+  }
+  if (body.connectorId !== undefined && body.connectorId !== null && !isGuid(body.connectorId)) {
+    errors.push({ path: '/connectorId', message: 'must be a connector id (a GUID)' });
+  }
+  errors.push(...expressionErrors(body.transformScript, '/transformScript'));
+  return errors;
+}
+
+async function checkRule(body: RuleRequest): Promise<void> {
+  const errors = requirementErrors(body);
+  if (errors.length) throw badRequest('The rule is not valid. See errors for each field.', errors);
+  if (body.connectorId && !(await connectorExists(body.connectorId.toLowerCase()))) {
+    throw badRequest('The rule names a connector that does not exist.', [{ path: '/connectorId', message: 'is not an existing connector' }]);
+  }
+}
+
+function toRule(ruleId: string, body: RuleRequest, createdOn: string, updatedOn: string): Rule {
+  const rule: Rule = {
+    ruleId,
+    ruleName: body.ruleName,
+    ruleType: body.ruleType,
+    connectorId: body.connectorId ? body.connectorId.toLowerCase() : null,
+    priority: body.priority ?? 100,
+    isEnabled: body.isEnabled ?? true,
+    sourceAttribute: body.sourceAttribute ?? null,
+    targetAttribute: body.targetAttribute ?? null,
+    confidence: body.confidence ?? null,
+    transformScript: body.transformScript ?? null,
+    createdOn,
+    updatedOn,
+  };
+  if (body.ruleType === 'FlowRule') rule.direction = body.direction ?? 'inbound';
+  if (body.ruleType === 'ProjectionRule') rule.objectType = body.objectType ?? 'User';
+  if (body.ruleType === 'MeshComposerRule') rule.relationshipType = body.relationshipType ?? null;
+  return rule;
+}
+
+export function ruleView(r: StoredRule): Rule {
+  const { etag: _etag, ...rule } = r;
+  return rule;
+}
+
+export async function getRule(ruleId: string): Promise<StoredRule> {
+  const r = await readRule(ruleId);
+  if (!r) throw notFound(`Rule '${ruleId}' does not exist.`);
+  return r;
+}
+
+export async function queryRules(q: RuleQuery & { skip: number; take: number }): Promise<{ items: Rule[]; totalCount: number }> {
+  const all = await listRules(q);
+  return { items: all.slice(q.skip, q.skip + q.take).map(ruleView), totalCount: all.length };
+}
+
+export async function createRule(body: RuleRequest, caller: Caller): Promise<Rule> {
+  await checkRule(body);
+  const now = new Date().toISOString();
+  const stored = await insertRule(toRule(randomUUID(), body, now, now));
+  await recordAudit(caller, 'create', 'rule', stored.ruleId);
+  return ruleView(stored);
+}
+
+export async function updateRule(ruleId: string, body: RuleRequest, caller: Caller): Promise<Rule> {
+  const current = await getRule(ruleId);
+  if (body.ruleType !== current.ruleType) {
+    throw badRequest('The rule type cannot change; create a new rule instead.', [{ path: '/ruleType', message: `must be '${current.ruleType}' (the rule type cannot change)` }]);
+  }
+  await checkRule(body);
+  const stored = await replaceRule(toRule(ruleId, body, current.createdOn, new Date().toISOString()), current.etag);
+  await recordAudit(caller, 'update', 'rule', ruleId);
+  return ruleView(stored);
+}
+
+export async function deleteRule(ruleId: string, caller: Caller): Promise<void> {
+  const current = await getRule(ruleId);
+  await removeRule(ruleId, current.etag);
+  await recordAudit(caller, 'delete', 'rule', ruleId);
+}

@@ -1,0 +1,33 @@
+import type { Caller } from '../auth/permissions';
+import { appendAudit, type AuditRecord } from '../storage/audit';
+
+/**
+ * The audit trail of every write of the Admin API and the engine: `{ auditId, timestamp, action, targetType,
+ * targetId, actorUpn, actorSid, scheme, outcome }`, with the actor identity of spec 5.4 taken from the
+ * authenticated Caller. Query it with `GET /api/audit?targetType=connector&targetId=<id>`.
+ *
+ * Called after the write succeeded (`outcome: 'success'`); a request the API rejects writes nothing, the
+ * audit log included. A background step finishing an accepted request (a resumed delete) records its own
+ * outcome with the `system` actor (`caller` null).
+ */
+export type AuditAction = 'create' | 'update' | 'delete' | 'trigger' | 'pause' | 'resume' | 'rename' | 'remove' | 'assign' | 'unassign';
+export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run';
+export type AuditOutcome = 'success' | 'failure';
+
+export async function recordAudit(
+  caller: Caller | null,
+  action: AuditAction,
+  targetType: AuditTargetType,
+  targetId: string,
+  outcome: AuditOutcome = 'success',
+): Promise<AuditRecord> {
+  return appendAudit({
+    action,
+    targetType,
+    targetId,
+    actorUpn: caller ? caller.upn : 'system',
+    actorSid: caller ? caller.sid : null,
+    scheme: caller ? caller.scheme : null,
+    outcome,
+  });
+}

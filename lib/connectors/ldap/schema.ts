@@ -1,0 +1,77 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Dictionary } from '../../schemas/common';
+import type { FieldError } from '../../errors';
+
+/**
+ * Configuration of the directory connector (types `ldap` and `active_directory`), per the contract's
+ * directory table. `bindPassword` is secret (`x-secret`): encrypted at rest and never returned.
+ * Type-dependent defaults (port, objectClasses, anchorAttribute) are filled by `directoryDefaults`.
+ */
+function directorySchema(type: 'ldap' | 'active_directory') {
+  const isAd = type === 'active_directory';
+  return Type.Object(
+    {
+      host: Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\s/]+$', description: 'Server host name or address.' }),
+      port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: '636 with ldaps, else 389.' })),
+      baseDN: Type.String({ minLength: 1, maxLength: 2048 }),
+      bindDN: Type.String({ minLength: 1, maxLength: 2048 }),
+      bindPassword: Type.String({ minLength: 1, maxLength: 1024, 'x-secret': true, writeOnly: true, description: 'Secret: never returned; `********` in a PUT keeps the stored value.' }),
+      security: Type.Optional(Type.Union([Type.Literal('ldaps'), Type.Literal('starttls'), Type.Literal('none')], { default: 'ldaps' })),
+      allowInsecure: Type.Optional(Type.Boolean({ description: 'Required (true) to use security `none`.' })),
+      caCertificate: Type.Optional(Type.String({ minLength: 1, maxLength: 65536, pattern: '-----BEGIN CERTIFICATE-----', description: 'PEM; default: the system trust store.' })),
+      timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, default: 30 })),
+      pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000, default: 1000 })),
+      containers: Type.Optional(
+        Type.Object(
+          {
+            include: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), { maxItems: 500 })),
+            exclude: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), { maxItems: 500 })),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+      objectClasses: Type.Optional(
+        Dictionary(Type.String({ minLength: 1, maxLength: 256 }), {
+          description: isAd ? 'Default: user -> User, group -> Group.' : 'Default: inetOrgPerson -> User, groupOfNames -> Group.',
+          maxProperties: 100,
+        }),
+      ),
+      attributes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 2000, description: 'Default: all user attributes.' })),
+      anchorAttribute: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: isAd ? 'Default: objectGUID.' : 'Default: entryUUID.' })),
+      deltaStrategy: Type.Optional(
+        Type.Union([Type.Literal('auto'), Type.Literal('changelog'), Type.Literal('accesslog'), Type.Literal('usn'), Type.Literal('timestamp')], { default: 'auto' }),
+      ),
+      exportDnTemplate: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression giving the DN of an object to add.' })),
+      objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+      provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
+    },
+    { $id: isAd ? 'ActiveDirectoryConnectorConfig' : 'LdapConnectorConfig', additionalProperties: false },
+  );
+}
+
+export const LdapConfigSchema = directorySchema('ldap');
+export const ActiveDirectoryConfigSchema = directorySchema('active_directory');
+
+export type DirectoryConfig = Static<typeof LdapConfigSchema>;
+
+/** Fill the defaults that depend on the type or on another field. */
+export function directoryDefaults(type: 'ldap' | 'active_directory', config: DirectoryConfig): DirectoryConfig {
+  const isAd = type === 'active_directory';
+  return {
+    ...config,
+    port: config.port ?? (config.security === 'ldaps' || config.security === undefined ? 636 : 389),
+    objectClasses: config.objectClasses ?? (isAd ? { user: 'User', group: 'Group' } : { inetOrgPerson: 'User', groupOfNames: 'Group' }),
+    anchorAttribute: config.anchorAttribute ?? (isAd ? 'objectGUID' : 'entryUUID'),
+  };
+}
+
+/** Rules a JSON schema does not say well: `security: none` needs `allowInsecure: true`. */
+export function directoryChecks(config: DirectoryConfig): FieldError[] {
+  if (config.security === 'none' && config.allowInsecure !== true) {
+    return [{ path: '/allowInsecure', message: "must be true to use security 'none' (the bind password would travel in clear text)" }];
+  }
+  return [];
+}
+
+/** The fields that are expressions (their syntax is checked at create/update). */
+export const DIRECTORY_EXPRESSIONS = ['exportDnTemplate', 'provisioningCondition'] as const;

@@ -1,0 +1,73 @@
+import type { TSchema } from '@sinclair/typebox';
+import type { FieldError } from '../errors';
+import type { ConnectorDefinition } from './sdk';
+import { ActiveDirectoryConfigSchema, DIRECTORY_EXPRESSIONS, LdapConfigSchema, directoryChecks, directoryDefaults, type DirectoryConfig } from './ldap/schema';
+import { SQL_EXPRESSIONS, SqlConfigSchema, sqlChecks, sqlDefaults, type SqlConfig } from './sql/schema';
+import { CUSTOM_EXPRESSIONS, CustomConfigSchema } from './custom/schema';
+
+/**
+ * The connector types the Admin API accepts, each with its configuration schema (fields marked `x-secret`
+ * are secrets), type-dependent defaults, cross-field checks and the config fields that hold expressions.
+ * This is what create/update validates `config` with; it does no I/O.
+ *
+ * Implementations (`{ type, configSchema, create }` from lib/connectors/sdk.ts) register themselves with
+ * `registerConnectorImplementation`, so this module does not depend on any connector's code.
+ */
+export const CONNECTOR_TYPES = ['active_directory', 'ldap', 'sql', 'custom'] as const;
+export type ConnectorType = (typeof CONNECTOR_TYPES)[number];
+
+export interface ConnectorTypeConfig {
+  type: ConnectorType;
+  configSchema: TSchema;
+  /** Defaults that depend on the type or on another field (simple defaults are in the schema). */
+  defaults(config: Record<string, unknown>): Record<string, unknown>;
+  /** Checks a schema does not express well; paths are relative to `config`. */
+  checks(config: Record<string, unknown>): FieldError[];
+  /** Config fields whose value is a transformScript-language expression. */
+  expressions: readonly string[];
+}
+
+const TYPES: Record<ConnectorType, ConnectorTypeConfig> = {
+  ldap: {
+    type: 'ldap',
+    configSchema: LdapConfigSchema,
+    defaults: (c) => directoryDefaults('ldap', c as DirectoryConfig),
+    checks: (c) => directoryChecks(c as DirectoryConfig),
+    expressions: DIRECTORY_EXPRESSIONS,
+  },
+  active_directory: {
+    type: 'active_directory',
+    configSchema: ActiveDirectoryConfigSchema,
+    defaults: (c) => directoryDefaults('active_directory', c as DirectoryConfig),
+    checks: (c) => directoryChecks(c as DirectoryConfig),
+    expressions: DIRECTORY_EXPRESSIONS,
+  },
+  sql: {
+    type: 'sql',
+    configSchema: SqlConfigSchema,
+    defaults: (c) => sqlDefaults(c as SqlConfig),
+    checks: (c) => sqlChecks(c as SqlConfig),
+    expressions: SQL_EXPRESSIONS,
+  },
+  custom: { type: 'custom', configSchema: CustomConfigSchema, defaults: (c) => c, checks: () => [], expressions: CUSTOM_EXPRESSIONS },
+};
+
+export function isConnectorType(value: string): value is ConnectorType {
+  return (CONNECTOR_TYPES as readonly string[]).includes(value);
+}
+
+export function connectorTypeConfig(type: ConnectorType): ConnectorTypeConfig {
+  return TYPES[type];
+}
+
+const implementations = new Map<string, ConnectorDefinition>();
+
+/** Called by a connector module at load: makes `create(config)` available to the engine for its type. */
+export function registerConnectorImplementation(definition: ConnectorDefinition): void {
+  implementations.set(definition.type, definition);
+}
+
+/** The implementation registered for `type`, or undefined. */
+export function connectorImplementation(type: string): ConnectorDefinition | undefined {
+  return implementations.get(type);
+}

@@ -1,0 +1,53 @@
+import { Type } from '@sinclair/typebox';
+import { defineSchema } from './ajv';
+import { Guid, Nullable, ProblemDetailsSchema, Timestamp } from './common';
+
+/** Response schemas of `/license`, `/audit` and `/health`, and the problem+json body of every error. */
+export const ProblemDetails = defineSchema(ProblemDetailsSchema);
+
+export const License = defineSchema(
+  Type.Object(
+    {
+      licensedTo: Nullable(Type.String()),
+      edition: Nullable(Type.String()),
+      expiresOn: Nullable(Timestamp()),
+      limits: Type.Object(
+        { connectors: Nullable(Type.Integer({ minimum: 0 })), meshObjects: Nullable(Type.Integer({ minimum: 0 })) },
+        { additionalProperties: false, description: 'null: no limit.' },
+      ),
+    },
+    { $id: 'License', additionalProperties: false, description: 'From the License:* settings; unset values are null.' },
+  ),
+);
+
+export const AuditRecord = defineSchema(
+  Type.Object(
+    {
+      auditId: Guid(),
+      timestamp: Timestamp(),
+      action: Type.String({ description: 'create, update, delete, trigger, pause, resume, rename, remove, assign, unassign.' }),
+      targetType: Type.String({ description: 'connector, rule, instance, run.' }),
+      targetId: Type.String(),
+      actorUpn: Nullable(Type.String({ description: 'upn, else preferred_username (tokens); the principal (Negotiate); system for background work.' })),
+      actorSid: Nullable(Type.String({ description: 'oid (tokens); the SID (Negotiate) where known.' })),
+      scheme: Nullable(Type.String({ description: 'Bearer or Negotiate.' })),
+      outcome: Type.String({ description: 'success or failure.' }),
+    },
+    { $id: 'AuditRecord', additionalProperties: false },
+  ),
+);
+
+export const AuditList = defineSchema(
+  Type.Object({ items: Type.Array(Type.Ref('AuditRecord')), totalCount: Type.Integer({ minimum: 0 }) }, { $id: 'AuditList', additionalProperties: false, description: 'Newest first.' }),
+);
+
+export const Health = defineSchema(
+  Type.Object(
+    {
+      status: Type.Union([Type.Literal('healthy'), Type.Literal('unhealthy')]),
+      instance: Type.String({ description: 'Engine:InstanceName, else the host name.' }),
+      storage: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
+    },
+    { $id: 'Health', additionalProperties: false, description: '200 when storage answers, else 503 with storage unreachable.' },
+  ),
+);

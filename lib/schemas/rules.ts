@@ -1,0 +1,75 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { RULE_TYPES } from '../storage/rules';
+import { defineSchema } from './ajv';
+import { AttributeName, DisplayName, Guid, Nullable, Timestamp } from './common';
+
+/**
+ * Request and response schemas of `/rules`. Which fields each rule type requires is checked after the
+ * schema (lib/api/rules.ts), so that a missing field is reported by name:
+ * - JoinRule: connectorId, sourceAttribute, targetAttribute.
+ * - ProjectionRule: connectorId, sourceAttribute; optional objectType (default User) and transformScript (the
+ *   condition).
+ * - FlowRule: connectorId, sourceAttribute, targetAttribute, confidence; optional direction (default inbound).
+ * - MeshComposerRule: targetAttribute and transformScript (a computed attribute), or relationshipType and
+ *   sourceAttribute (a relationship; targetAttribute then names the attribute the value is matched against);
+ *   connectorId optional.
+ * Fields of another type (direction, objectType, relationshipType) are a 400.
+ */
+const RuleTypeSchema = Type.Union(RULE_TYPES.map((t) => Type.Literal(t)));
+const Script = Type.String({ minLength: 1, maxLength: 4096, description: 'An expression; `source` is the source value. Checked for syntax when saved.' });
+
+const requestFields = {
+  ruleName: DisplayName(),
+  ruleType: RuleTypeSchema,
+  connectorId: Type.Optional(Nullable(Type.String({ description: 'The connector the rule belongs to (a GUID; an unknown connector is a 400).' }))),
+  priority: Type.Optional(Type.Integer({ minimum: -1000000, maximum: 1000000, default: 100, description: 'Lower runs first.' })),
+  isEnabled: Type.Optional(Type.Boolean({ default: true })),
+  sourceAttribute: Type.Optional(Nullable(AttributeName())),
+  targetAttribute: Type.Optional(Nullable(AttributeName())),
+  confidence: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 100 }))),
+  transformScript: Type.Optional(Nullable(Script)),
+  direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')], { description: 'FlowRule only; default inbound.' })),
+  objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'ProjectionRule only; default User.' })),
+  relationshipType: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 256, description: 'MeshComposerRule only: makes a relationship (e.g. manager).' }))),
+};
+
+export const CreateRuleRequest = defineSchema(Type.Object(requestFields, { $id: 'CreateRuleRequest', additionalProperties: false }));
+export type RuleRequest = Static<typeof CreateRuleRequest>;
+
+export const UpdateRuleRequest = defineSchema(
+  Type.Object(requestFields, { $id: 'UpdateRuleRequest', additionalProperties: false, description: 'The whole rule (replaces it); ruleType cannot change.' }),
+);
+
+const listFields = {
+  ruleId: Guid(),
+  ruleName: Type.String(),
+  ruleType: RuleTypeSchema,
+  connectorId: Nullable(Guid()),
+  priority: Type.Integer(),
+  isEnabled: Type.Boolean(),
+};
+
+export const Rule = defineSchema(
+  Type.Object(
+    {
+      ...listFields,
+      sourceAttribute: Nullable(Type.String()),
+      targetAttribute: Nullable(Type.String()),
+      confidence: Nullable(Type.Integer()),
+      transformScript: Nullable(Type.String()),
+      direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')])),
+      objectType: Type.Optional(Type.String()),
+      relationshipType: Type.Optional(Nullable(Type.String())),
+      createdOn: Timestamp(),
+      updatedOn: Timestamp(),
+    },
+    { $id: 'Rule', additionalProperties: false },
+  ),
+);
+
+export const RuleList = defineSchema(
+  Type.Object(
+    { items: Type.Array(Type.Ref('Rule')), totalCount: Type.Integer({ minimum: 0 }) },
+    { $id: 'RuleList', additionalProperties: false, description: 'Ordered by priority, then ruleName, then ruleId.' },
+  ),
+);
