@@ -123,7 +123,8 @@ export async function runEpisode(inp: EpisodeInput): Promise<EpisodeResult> {
     const s = m.taskId === undefined ? undefined : scheduled.get(m.taskId);
     if (!s) return false;
     if (m.kind === 'timerFired') return s._retryGenerated === true;
-    return (m.kind === 'taskFailed' || m.kind === 'subFailed') && s._retry !== undefined;
+    const primary = scheduled.get(s._chain ?? s.EventId);
+    return (m.kind === 'taskFailed' || m.kind === 'subFailed') && primary?._retry !== undefined;
   };
 
   let status = state.runtimeStatus;
@@ -335,7 +336,7 @@ export async function runEpisode(inp: EpisodeInput): Promise<EpisodeResult> {
       ev(EventType.OrchestratorCompleted, now),
     ];
     result.state = { ...running, runtimeStatus: 'Failed', output };
-    notifyParent(result, state, false, message, failure, nowMs);
+    notifyParent(result, state, false, message, '', nowMs);
     return result;
   }
 

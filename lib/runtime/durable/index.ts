@@ -86,7 +86,9 @@ export function createDurableExtension(): RuntimeExtension & { readonly worker?:
     );
     if (outcome.response.result?.status === 'success') return { ok: true, result: typedDataToJson(outcome.response.returnValue) };
     const ex = outcome.response.result?.exception;
-    return { ok: false, reason: `Activity function '${name}' failed: ${ex?.message ?? 'unknown error'}`, details: ex?.stackTrace ?? '' };
+    // Details carry the error's first stack line only (its type and message), never file paths.
+    const details = (ex?.stackTrace ?? '').split('\n')[0] ?? '';
+    return { ok: false, reason: `Activity function '${name}' failed: ${ex?.message ?? 'unknown error'}`, details };
   };
 
   const clientData = (): Record<string, unknown> => {
