@@ -15,7 +15,6 @@ const mockRegistry = new FunctionRegistry();
 const registry = mockRegistry;
 // Jest has its own module loader, so the core module is provided the way installCoreModule does it for Node.
 jest.mock('@azure/functions-core', () => createCoreApi(mockRegistry), { virtual: true });
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 require(path.resolve(__dirname, '../../../fixtures/durable-app/src/orchestrations.js'));
 
 const log = () => undefined;
@@ -191,7 +190,7 @@ describe('durable episode engine: replay with real orchestrators', () => {
 
   it('an event raised before the orchestrator waits for it is kept for it', async () => {
     const sim = new Sim();
-    sim.create('waiter', 'early');
+    sim.create('waiter', 'early', undefined);
     sim.push({ pk: 'o', rk: 'e.early', instanceId: 'early', kind: 'event', name: 'go', data: '21', enqueuedAt: 1, visibleAt: 0 });
     await sim.drain();
     expect(sim.output('early')).toBe(42);
@@ -249,7 +248,7 @@ describe('durable episode engine: replay with real orchestrators', () => {
 
   it('terminate, suspend and resume', async () => {
     const sim = new Sim();
-    sim.create('waiter', 'w');
+    sim.create('waiter', 'w', undefined);
     await sim.drain();
     sim.push({ pk: 'o', rk: 'c.1', instanceId: 'w', kind: 'suspend', reason: 'pause', enqueuedAt: 1, visibleAt: 0 });
     sim.push({ pk: 'o', rk: 'e.1', instanceId: 'w', kind: 'event', name: 'go', data: '5', enqueuedAt: 2, visibleAt: 0 });
@@ -260,7 +259,7 @@ describe('durable episode engine: replay with real orchestrators', () => {
     await sim.drain();
     expect(sim.output('w')).toBe(10);
 
-    sim.create('waiter', 'w2');
+    sim.create('waiter', 'w2', undefined);
     await sim.drain();
     sim.push({ pk: 'o', rk: 'c.3', instanceId: 'w2', kind: 'terminate', reason: 'stop', enqueuedAt: 1, visibleAt: 0 });
     await sim.drain();
