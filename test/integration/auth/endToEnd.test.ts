@@ -1,0 +1,257 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'ldapts';
+import { freePort } from '../../../lib/runtime/azurite';
+import { startKdc, type Kdc } from '../../support/kdc';
+import { trackPid } from '../../support/processes';
+import { serverAvailable } from '../../support/servers';
+import { startSlapd, type Slapd } from '../../support/slapd';
+
+/**
+ * End to end over HTTP: the local runtime (dist/lib/runtime/cli.js) hosts test/fixtures/auth-app, whose routes
+ * are guarded by authorize(). A private KDC realm, a real slapd for groups, the embedded development issuer
+ * for tokens (scripts/token.js), curl --negotiate for SPNEGO. Needs `npm run build` (npm test runs it first).
+ */
+const ROOT = path.resolve(__dirname, '../../..');
+const CLI = path.join(ROOT, 'dist/lib/runtime/cli.js');
+const APP = path.join(ROOT, 'test/fixtures/auth-app');
+const haveServers = serverAvailable('kdc') && serverAvailable('slapd');
+if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm test does).`);
+
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
+function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { env: { ...process.env, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** One HTTP exchange with curl (GSS-API built in): `--negotiate -u :` uses the Kerberos ticket in env's KRB5CCNAME. */
+async function curl(url: string, options: { method?: string; negotiateEnv?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Answer> {
+  const args = ['-s', '-i', '-X', options.method ?? 'GET'];
+  if (options.negotiateEnv) args.push('--negotiate', '-u', ':');
+  for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}: ${v}`);
+  args.push(url);
+  const { stdout, code, stderr } = await run('curl', args, options.negotiateEnv ?? {});
+  if (code !== 0) throw new Error(`curl failed (${code}): ${stderr}`);
+  // With --negotiate curl prints the 401 of the first leg too: keep the last response.
+  const responses = stdout.split(/\r\n\r\n(?=HTTP\/)/);
+  const last = responses[responses.length - 1];
+  const [head, ...rest] = last.split('\r\n\r\n');
+  const lines = head.split('\r\n');
+  const status = Number(lines[0].split(' ')[1]);
+  const headers: Record<string, string> = {};
+  for (const line of lines.slice(1)) {
+    const i = line.indexOf(':');
+    headers[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
+  }
+  const text = rest.join('\r\n\r\n');
+  return { status, headers, body: text ? JSON.parse(text) : {} };
+}
+
+class Runtime {
+  child?: ChildProcess;
+  output = '';
+  constructor(
+    readonly port: number,
+    readonly dataDir: string,
+    readonly env: Record<string, string>,
+  ) {}
+
+  get base(): string {
+    return `http://localhost:${this.port}`;
+  }
+
+  /** Start and wait until it serves; resolves with the exit code instead when it refuses to start. */
+  async start(): Promise<number | undefined> {
+    this.output = '';
+    const child = spawn(process.execPath, [CLI, 'start', '--app', APP, '--port', String(this.port), '--data-dir', this.dataDir], {
+      env: { ...process.env, ...this.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    trackPid(child.pid);
+    this.child = child;
+    child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
+    const deadline = Date.now() + 40_000;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) return child.exitCode;
+      if (this.output.includes('Host started')) return undefined;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`the runtime did not start within 40 s:\n${this.output}`);
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      child.kill('SIGTERM');
+    });
+  }
+}
+
+async function token(dataDir: string, role: string, user?: string): Promise<string> {
+  const args = [path.join(ROOT, 'scripts/token.js'), '--role', role, '--data-dir', dataDir, ...(user ? ['--user', user] : [])];
+  const { code, stdout, stderr } = await run(process.execPath, args);
+  if (code !== 0) throw new Error(`npm run token failed: ${stderr}`);
+  return stdout.trim();
+}
+
+(haveServers ? describe : describe.skip)('authentication end to end over HTTP (local runtime, KDC, slapd, development issuer)', () => {
+  let kdc: Kdc;
+  let slapd: Slapd;
+  let runtime: Runtime;
+  let dataDir: string;
+  let alice: Record<string, string>;
+  let carol: Record<string, string>;
+
+  beforeAll(async () => {
+    [kdc, slapd] = await Promise.all([startKdc(), startSlapd()]);
+    await kdc.addUser('alice', 'alice-pw');
+    await kdc.addUser('carol', 'carol-pw');
+    [alice, carol] = await Promise.all([kdc.kinit('alice', 'alice-pw'), kdc.kinit('carol', 'carol-pw')]);
+
+    const client = new Client({ url: slapd.url });
+    await client.bind(slapd.rootDN, slapd.rootPassword);
+    for (const uid of ['alice', 'carol']) {
+      await client.add(`uid=${uid},ou=people,${slapd.suffix}`, { objectClass: ['inetOrgPerson'], uid, cn: uid, sn: uid });
+    }
+    await client.add(`cn=Sync Admins,ou=groups,${slapd.suffix}`, { objectClass: ['groupOfNames'], cn: 'Sync Admins', member: [`uid=alice,ou=people,${slapd.suffix}`] });
+    await client.unbind();
+
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'auth-e2e-'));
+    runtime = new Runtime(await freePort(), dataDir, {
+      AZURE_FUNCTIONS_ENVIRONMENT: 'Development',
+      AzureWebJobsStorage: process.env.TEST_STORAGE_CONNECTION_STRING ?? '',
+      Service__DataDir: dataDir,
+      // The GSSAPI environment of the realm, in the server process.
+      ...kdc.env,
+      Authentication__Negotiate__ServicePrincipal: 'HTTP@localhost',
+      Authentication__Negotiate__Ldap__Url: slapd.url,
+      Authentication__Negotiate__Ldap__BindDN: slapd.rootDN,
+      Authentication__Negotiate__Ldap__BindPassword: slapd.rootPassword,
+      Authentication__Negotiate__Ldap__BaseDN: slapd.suffix,
+      // One configured value serves both populations: a directory group name and a token role value.
+      Service__Roles__Admin: 'Sync Admins',
+      RateLimiting__Sensitive__PermitLimit: '3',
+      RateLimiting__Sensitive__WindowSeconds: '600',
+    });
+    const code = await runtime.start();
+    if (code !== undefined) throw new Error(`the runtime exited with ${code}:\n${runtime.output}`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await runtime?.stop();
+    await Promise.all([kdc?.stop(), slapd?.stop()]);
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('challenges an anonymous caller with every enabled scheme (401, problem+json)', async () => {
+    const res = await curl(`${runtime.base}/api/probe/read`);
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toBe('Negotiate, Bearer');
+    expect(res.headers['content-type']).toBe('application/problem+json');
+    expect(res.body).toMatchObject({ status: 401, code: 'unauthenticated', instance: '/api/probe/read' });
+    expect(runtime.output).toContain('Negotiate: available');
+  });
+
+  it('authenticates a Kerberos user through a real SPNEGO exchange and maps its directory group to Admin', async () => {
+    const res = await curl(`${runtime.base}/api/probe/read`, { negotiateEnv: alice });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ scheme: 'Negotiate', name: 'alice@EXAMPLE.TEST', upn: 'alice@EXAMPLE.TEST', sid: null, roles: ['Admin'] });
+    expect(res.headers['www-authenticate']).toMatch(/^Negotiate \S+$/);
+  });
+
+  it('makes a Kerberos user with no mapped group a Viewer (403 on an Admin route)', async () => {
+    const read = await curl(`${runtime.base}/api/probe/read`, { negotiateEnv: carol });
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ name: 'carol@EXAMPLE.TEST', roles: ['Viewer'] });
+    const write = await curl(`${runtime.base}/api/probe/write`, { method: 'POST', negotiateEnv: carol });
+    expect(write.status).toBe(403);
+    expect(write.body).toMatchObject({ code: 'forbidden' });
+  });
+
+  it('refuses a forged Negotiate token with 401 and the challenges', async () => {
+    const forged = Buffer.from('definitely not a GSSAPI token').toString('base64');
+    const res = await curl(`${runtime.base}/api/probe/read`, { headers: { authorization: `Negotiate ${forged}` } });
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toBe('Negotiate, Bearer');
+  });
+
+  it('issues working development tokens with npm run token, role by role', async () => {
+    const info = JSON.parse(readFileSync(path.join(dataDir, 'dev-issuer.json'), 'utf8'));
+    expect(info.issuer).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(info.audience).toBe('api://identity-mesh-sync');
+    const admin = await curl(`${runtime.base}/api/probe/read`, { headers: { authorization: `Bearer ${await token(dataDir, 'Admin')}` } });
+    expect(admin.status).toBe(200);
+    expect(admin.body).toMatchObject({ scheme: 'Bearer', name: 'developer@localhost', roles: ['Admin'] });
+    const viewer = await token(dataDir, 'Viewer', 'victor@example.test');
+    const write = await curl(`${runtime.base}/api/probe/write`, { method: 'POST', headers: { authorization: `Bearer ${viewer}` } });
+    expect(write.status).toBe(403);
+  });
+
+  it('counts the sensitive policy per identity across schemes: Negotiate then Bearer as the same person', async () => {
+    for (let i = 0; i < 2; i++) expect((await curl(`${runtime.base}/api/probe/write`, { method: 'POST', negotiateEnv: alice })).status).toBe(200);
+    const aliceToken = await token(dataDir, 'Admin', 'alice@example.test');
+    const bearer = { authorization: `Bearer ${aliceToken}` };
+    expect((await curl(`${runtime.base}/api/probe/write`, { method: 'POST', headers: bearer })).status).toBe(200);
+    const limited = await curl(`${runtime.base}/api/probe/write`, { method: 'POST', headers: bearer });
+    expect(limited.status).toBe(429);
+    expect(limited.headers['retry-after']).toMatch(/^\d+$/);
+    expect(limited.body).toMatchObject({ code: 'rate_limited', status: 429 });
+    expect((await curl(`${runtime.base}/api/probe/write`, { method: 'POST', negotiateEnv: alice })).status).toBe(429);
+  });
+
+  it('guards the runtime admin surface (Durable Functions HTTP API) with the same authentication: Admin only', async () => {
+    const url = `${runtime.base}/runtime/webhooks/durabletask/instances`;
+    const anon = await curl(url);
+    expect(anon.status).toBe(401);
+    expect(anon.headers['www-authenticate']).toBe('Negotiate, Bearer');
+    const viewer = await curl(url, { headers: { authorization: `Bearer ${await token(dataDir, 'Viewer')}` } });
+    expect(viewer.status).toBe(403);
+    const admin = await curl(`${runtime.base}/api/system/authorize-admin`, { headers: { authorization: `Bearer ${await token(dataDir, 'Admin')}` } });
+    expect(admin.status).toBe(204);
+    const adminApi = await curl(url, { headers: { authorization: `Bearer ${await token(dataDir, 'Admin')}` } });
+    expect([401, 403]).not.toContain(adminApi.status);
+  });
+
+  it('keeps development tokens valid across a restart (key and issuer URL persisted under the data dir)', async () => {
+    const before = await token(dataDir, 'Admin', 'restart@example.test');
+    await runtime.stop();
+    expect(await runtime.start()).toBeUndefined();
+    const res = await curl(`${runtime.base}/api/probe/read`, { headers: { authorization: `Bearer ${before}` } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ name: 'restart@example.test', roles: ['Admin'] });
+  });
+
+  it('refuses to start with Bearer enabled and no Authority, naming the setting', async () => {
+    const refused = new Runtime(await freePort(), mkdtempSync(path.join(os.tmpdir(), 'auth-e2e-refused-')), {
+      AZURE_FUNCTIONS_ENVIRONMENT: 'Production',
+      AzureWebJobsStorage: process.env.TEST_STORAGE_CONNECTION_STRING ?? '',
+      Authentication__Jwt__Enabled: 'true',
+      Authentication__Jwt__Audience: 'api://x',
+    });
+    try {
+      const code = await refused.start();
+      expect(code).toBe(1);
+      expect(refused.output).toContain("Configuration error in setting 'Authentication:Jwt:Authority'");
+    } finally {
+      await refused.stop();
+      rmSync(refused.dataDir, { recursive: true, force: true });
+    }
+  });
+});
