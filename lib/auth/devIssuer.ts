@@ -129,7 +129,8 @@ export class DevIssuer {
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const send = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body));
+      // No keep-alive: a client's pooled socket must not outlive a restart of this issuer.
+      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', connection: 'close' }).end(JSON.stringify(body));
     };
     const url = new URL(req.url ?? '/', this.info.issuer);
     if (req.method === 'GET' && url.pathname === '/.well-known/openid-configuration') {
