@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { Transform, type Readable } from 'node:stream';
 import type { RpcHttpData, RpcInvocationRequest, RpcTypedData } from './coreTypes';
 import type { AdminAuthorization, RuntimeExtension } from './extension';
@@ -35,6 +35,9 @@ export interface HttpHostOptions {
   /** host.json localRuntime.adminAuthorizationFunction. */
   adminAuthorizationFunction?: string;
 }
+
+/** How long a connection refused with 413 lingers (discarding input) before it is destroyed. */
+const LINGER_MS = 2000;
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'trailers', 'transfer-encoding', 'upgrade']);
 
@@ -288,7 +291,16 @@ export class HttpHost {
   }
 
   private sendTooLarge(res: ServerResponse, instance: string, traceId: string): void {
-    // Connection: close, so the unread rest of the body is never read.
+    // Connection: close, so the rest of the body is never processed. Closing a socket that still has unread
+    // bytes makes TCP send a reset, which can destroy the 413 before the client reads it: so after the
+    // response, half-close and discard what still arrives for a moment (a lingering close), then destroy.
+    const socket = res.socket as (Socket & { destroySoon?: () => void }) | null;
+    if (socket) {
+      socket.destroySoon = () => {
+        socket.end();
+        setTimeout(() => socket.destroy(), LINGER_MS).unref();
+      };
+    }
     this.sendProblem(res, 413, 'Payload Too Large', `The request body exceeds the limit of ${this.options.bodyLimit} bytes.`, instance, traceId, true);
   }
 
