@@ -42,6 +42,12 @@ export class TaskHubWorker {
   private readonly parked = new Map<string, string>();
   private readonly tombstones = new Map<string, number>();
   private readonly historyCache = new Map<string, { executionId: string; episodes: number; events: HistoryEvent[] }>();
+  /** `$state` rows as this process last wrote them (with ETag): a stale entry only costs a failed commit. */
+  private readonly stateCache = new Map<string, InstanceRecord>();
+  /** Finished activities whose result messages are written (and work items deleted) in one batch. */
+  private completions: { item: WorkMessage; msg: WorkMessage }[] = [];
+  private flushTimer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly timerHandles = new Set<NodeJS.Timeout>();
   private pollTimer: NodeJS.Timeout | undefined;
@@ -84,9 +90,13 @@ export class TaskHubWorker {
     if (this.pollTimer) clearTimeout(this.pollTimer);
     for (const t of this.timerHandles) clearTimeout(t);
     this.timerHandles.clear();
-    const all = Promise.allSettled([...this.inflight]);
+    const drain = async (): Promise<void> => {
+      await Promise.allSettled([...this.inflight]);
+      // Results of activities that finished meanwhile are stored, so they need not run again.
+      await this.flushCompletions();
+    };
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([all, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+    await Promise.race([drain(), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
     if (timer) clearTimeout(timer);
   }
 
@@ -123,6 +133,7 @@ export class TaskHubWorker {
       throw err;
     }
     this.historyCache.delete(instanceId);
+    this.stateCache.set(instanceId, { ...state });
     await this.deliver(outbox);
     return state;
   }
@@ -148,6 +159,7 @@ export class TaskHubWorker {
   async purge(instance: InstanceRecord): Promise<void> {
     await this.store.purge(instance.instanceId);
     this.historyCache.delete(instance.instanceId);
+    this.stateCache.delete(instance.instanceId);
   }
 
   // ---- dispatch --------------------------------------------------------------------------------------
@@ -253,7 +265,7 @@ export class TaskHubWorker {
     const messages = [...map.values()].sort((a, b) => a.enqueuedAt - b.enqueuedAt || (a.rk < b.rk ? -1 : 1));
     let retryLater = false;
     try {
-      const state = await this.store.getInstance(instanceId);
+      const state = this.stateCache.get(instanceId) ?? (await this.store.getInstance(instanceId));
       if (!state) {
         const rks = messages.map((m) => m.rk);
         await this.store.deleteWork('o', rks);
@@ -273,11 +285,12 @@ export class TaskHubWorker {
         const outbox: Outbox | undefined = result.outbox.length
           ? { instanceId, rowKey: `x.${result.historyExecutionId}.${pad(state.episodes, 6)}`, items: result.outbox }
           : undefined;
-        await this.store.commit(
+        const etag = await this.store.commit(
           { ...result.state, etag: state.etag },
           { executionId: result.historyExecutionId, episode: state.episodes, events: result.events },
           outbox,
         );
+        this.stateCache.set(instanceId, { ...result.state, etag });
         if (result.state.executionId === state.executionId) {
           this.historyCache.set(instanceId, { executionId: state.executionId, episodes: result.state.episodes, events: [...history, ...result.events] });
         } else {
@@ -300,6 +313,7 @@ export class TaskHubWorker {
     } catch (err) {
       retryLater = true;
       this.historyCache.delete(instanceId);
+      this.stateCache.delete(instanceId);
       if (!(err instanceof ConcurrencyError)) {
         this.host.log('error', `Durable task hub '${this.store.hubName}': episode of instance '${instanceId}' failed and will be retried: ${errorText(err)}`);
       }
@@ -334,42 +348,66 @@ export class TaskHubWorker {
   }
 
   private async activity(item: WorkMessage): Promise<void> {
-    let stored = false;
+    let r: ActivityResult;
     try {
-      const r = await this.host.invokeActivity(item.name ?? '', item.data, item.instanceId);
-      const now = Date.now();
-      const msg: WorkMessage = {
-        pk: 'o',
-        rk: `r.${item.executionId}.${item.taskId}`,
-        instanceId: item.instanceId,
-        kind: r.ok ? 'taskCompleted' : 'taskFailed',
-        executionId: item.executionId,
-        taskId: item.taskId,
-        enqueuedAt: now,
-        visibleAt: now,
-        ...(r.ok ? { data: r.result } : { reason: r.reason, details: r.details }),
-      };
-      await this.store.putWork([msg]);
-      stored = true;
-      await this.store.deleteWork('a', [item.rk]);
-      this.tombstone('a', [item.rk]);
-      this.accept(msg);
+      r = await this.host.invokeActivity(item.name ?? '', item.data, item.instanceId);
     } catch (err) {
-      this.host.log('error', `Durable task hub '${this.store.hubName}': activity '${item.name}' of '${item.instanceId}' could not be completed: ${errorText(err)}`);
-      if (!stored) {
+      r = { ok: false, reason: `Activity function '${item.name}' failed: ${errorText(err)}`, details: '' };
+    }
+    const now = Date.now();
+    const msg: WorkMessage = {
+      pk: 'o',
+      rk: `r.${item.executionId}.${item.taskId}`,
+      instanceId: item.instanceId,
+      kind: r.ok ? 'taskCompleted' : 'taskFailed',
+      executionId: item.executionId,
+      taskId: item.taskId,
+      enqueuedAt: now,
+      visibleAt: now,
+      ...(r.ok ? { data: r.result } : { reason: r.reason, details: r.details }),
+    };
+    this.completions.push({ item, msg });
+    // Results finishing within a few milliseconds share one transaction (and one for the deletes).
+    if (this.completions.length >= 100) void this.flushCompletions();
+    else if (!this.flushTimer) this.flushTimer = setTimeout(() => void this.flushCompletions(), 3);
+  }
+
+  private flushCompletions(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const run = async (): Promise<void> => {
+      const batch = this.completions;
+      this.completions = [];
+      if (!batch.length) return;
+      try {
+        await this.store.putWork(batch.map((c) => c.msg));
+      } catch (err) {
+        this.host.log('error', `Durable task hub '${this.store.hubName}': storing ${batch.length} activity result(s) failed, will retry: ${errorText(err)}`);
         const h = setTimeout(() => {
           this.timerHandles.delete(h);
-          this.runningActivities.delete(item.rk);
-          this.accept(item);
-          this.kick();
+          this.completions.push(...batch);
+          void this.flushCompletions();
         }, 1000);
         this.timerHandles.add(h);
         return;
       }
-    } finally {
-      if (stored) this.runningActivities.delete(item.rk);
-    }
-    this.kick();
+      try {
+        await this.store.deleteWork('a', batch.map((c) => c.item.rk));
+      } catch (err) {
+        // The results are stored: a leftover work item only means the activity may run once more.
+        this.host.log('warning', `Durable task hub '${this.store.hubName}': deleting activity work items failed: ${errorText(err)}`);
+      }
+      this.tombstone('a', batch.map((c) => c.item.rk));
+      for (const c of batch) {
+        this.runningActivities.delete(c.item.rk);
+        this.accept(c.msg);
+      }
+      this.kick();
+    };
+    const p = (this.flushing ?? Promise.resolve()).then(run);
+    this.flushing = p;
+    this.track(p);
+    return p;
   }
 
   /** Deliver an episode's outbox to the work table (idempotent), then drop the outbox row. */
