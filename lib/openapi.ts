@@ -6,6 +6,8 @@ import { registeredSchemas } from './schemas/ajv';
 import './schemas/admin';
 import './schemas/connectors';
 import './schemas/rules';
+import './schemas/instances';
+import './schemas/runs';
 
 /**
  * The OpenAPI 3.1 document of the Admin API, generated from the route catalog (lib/api/routes.ts) and the
