@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// `npm start`: build with tsc when dist/ is missing or older than a TypeScript source, then host this app
+// with the local Functions runtime (lib/runtime) in this process. Flags pass through: `npm start -- --port 8080`.
+'use strict';
+const { spawnSync } = require('node:child_process');
+const { existsSync, readdirSync, statSync } = require('node:fs');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const SOURCE_DIRS = ['functions', 'orchestrations', 'lib'];
+
+/** Every .ts source (not .d.ts) under the folders tsc compiles. */
+function sources(dir, out = []) {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) sources(full, out);
+    else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) out.push(full);
+  }
+  return out;
+}
+
+/** The first source whose compiled .js is missing or older, or undefined when dist/ is current. */
+function staleSource() {
+  if (!existsSync(path.join(root, 'dist/lib/runtime/cli.js'))) return 'dist/lib/runtime/cli.js (missing)';
+  for (const dir of SOURCE_DIRS) {
+    for (const src of sources(path.join(root, dir))) {
+      const rel = path.relative(root, src);
+      const out = path.join(root, 'dist', rel.replace(/\.ts$/, '.js'));
+      if (!existsSync(out) || statSync(out).mtimeMs < statSync(src).mtimeMs) return rel;
+    }
+  }
+  return undefined;
+}
+
+const stale = staleSource();
+if (stale) {
+  process.stdout.write(`Building (${stale} is newer than its build output)...\n`);
+  const tsc = require.resolve('typescript/bin/tsc', { paths: [root] });
+  const result = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.json')], { cwd: root, stdio: 'inherit' });
+  if (!existsSync(path.join(root, 'dist/lib/runtime/cli.js'))) {
+    process.stderr.write('The build produced no dist/lib/runtime/cli.js: cannot start.\n');
+    process.exit(1);
+  }
+  // tsc emits even with type errors; say so, and start with what it emitted.
+  if (result.status !== 0) process.stderr.write('tsc reported errors (see above); starting with the emitted output.\n');
+}
+
+require(path.join(root, 'dist/lib/runtime/cli.js'))
+  .main(['start', '--app', root, ...process.argv.slice(2)])
+  .catch((err) => {
+    process.stderr.write(`${err && err.stack ? err.stack : err}\n`);
+    process.exit(1);
+  });
