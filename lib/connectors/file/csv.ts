@@ -52,28 +52,35 @@ export type Decoder = (buf: Buffer, start: number, end: number) => string;
 export function decoderFor(encoding: FileEncoding): Decoder {
   if (encoding === 'utf8') return (b, s, e) => b.toString('utf8', s, e);
   if (encoding === 'latin1') return (b, s, e) => b.toString('latin1', s, e);
-  const td = new TextDecoder(encoding);
-  return (b, s, e) => td.decode(b.subarray(s, e));
+  return (b, s, e) => decodeCp1252(b, s, e);
+}
+
+/**
+ * Windows-1252 is Latin-1 except 0x80-0x9F. Node 20's TextDecoder decodes those as C1 controls (fixed only in
+ * later Node versions), so the table is ours.
+ */
+const CP1252_HIGH =
+  '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f' +
+  '\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
+
+function decodeCp1252(b: Buffer, s: number, e: number): string {
+  const text = b.toString('latin1', s, e);
+  return /[\u0080-\u009f]/.test(text) ? text.replace(/[\u0080-\u009f]/g, (c) => CP1252_HIGH[c.charCodeAt(0) - 0x80]) : text;
 }
 
 export function encodeText(text: string, encoding: FileEncoding): Buffer {
   if (encoding === 'utf8') return Buffer.from(text, 'utf8');
   if (encoding === 'latin1') return Buffer.from(text, 'latin1');
-  // Windows-1252 differs from Latin-1 only in 0x80-0x9F; TextEncoder cannot write it, so map those back.
+  // TextEncoder cannot write Windows-1252: map the 0x80-0x9F characters back by hand, '?' for the rest.
   const out = Buffer.alloc(text.length);
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    out[i] = c < 0x100 ? c : (CP1252_REVERSE.get(c) ?? 0x3f);
+    out[i] = CP1252_REVERSE.get(c) ?? (c < 0x100 && (c < 0x80 || c > 0x9f) ? c : 0x3f);
   }
   return out;
 }
 
-const CP1252_REVERSE = (() => {
-  const m = new Map<number, number>();
-  const td = new TextDecoder('windows-1252');
-  for (let b = 0x80; b <= 0x9f; b++) m.set(td.decode(Uint8Array.of(b)).charCodeAt(0), b);
-  return m;
-})();
+const CP1252_REVERSE = new Map<number, number>([...CP1252_HIGH].map((c, i) => [c.charCodeAt(0), 0x80 + i]));
 
 type ParseOutcome = { record: CsvRecord; next: number; lines: number } | 'incomplete';
 

@@ -107,6 +107,11 @@ export class JsonRecordParser {
         continue;
       }
       if (!this.started) {
+        if (b === 0xef && i + 3 > buf.length && !eof) {
+          // A byte order mark may be split across chunks: wait for the rest.
+          keepFrom = i;
+          break;
+        }
         this.started = true;
         if (b === 0xef && buf[i + 1] === 0xbb && buf[i + 2] === 0xbf) {
           i += 3;
@@ -143,7 +148,7 @@ export class JsonRecordParser {
         continue;
       }
       // Something other than an object where a record should start: report it up to the next separator.
-      let k = i;
+      let k = i + 1;
       while (k < buf.length && buf[k] !== LF && buf[k] !== COMMA && buf[k] !== OPEN_BRACE) k++;
       if (k >= buf.length && !eof) {
         keepFrom = i;
