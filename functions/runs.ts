@@ -2,8 +2,9 @@ import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
 import { authorize } from '../lib/auth/authorize';
 import { isInstanceId } from '../lib/engine/config';
 import { badRequest, notFound } from '../lib/errors';
-import { PAGING, ok, parseQuery, routeId } from '../lib/http';
-import { RUN_STATUSES, getRun as readRun, listRuns as queryRuns, type StoredRun } from '../lib/storage/runs';
+import { RUNS_QUERY } from '../lib/api/queries';
+import { ok, parseQuery, routeId } from '../lib/http';
+import { getRun as readRun, listRuns as queryRuns, type RunStatus, type StoredRun } from '../lib/storage/runs';
 
 const view = ({ etag: _etag, ...run }: StoredRun) => run;
 
@@ -14,21 +15,14 @@ async function getRun(request: HttpRequest): Promise<HttpResponseInit> {
   return ok(view(run));
 }
 
-const RUN_QUERY = {
-  connectorId: { kind: 'guid' },
-  instanceId: { kind: 'string', maxLength: 128 },
-  status: { kind: 'enum', values: RUN_STATUSES },
-  ...PAGING,
-} as const;
-
 /** History, newest first: `{ items, totalCount }`. Filters combine with AND. */
 async function listRuns(request: HttpRequest): Promise<HttpResponseInit> {
-  const q = parseQuery(request, RUN_QUERY);
+  const q = parseQuery(request, RUNS_QUERY);
   if (q.instanceId !== undefined && !isInstanceId(q.instanceId)) throw badRequest('The query string is not valid. See errors for each parameter.', [{ path: 'instanceId', message: 'must be an engine instance id' }]);
   const { items, totalCount } = await queryRuns({
     connectorId: q.connectorId,
     instanceId: q.instanceId?.toLowerCase(),
-    status: q.status as (typeof RUN_STATUSES)[number] | undefined,
+    status: q.status as RunStatus | undefined,
     skip: q.skip,
     take: q.take,
   });

@@ -128,19 +128,22 @@ describe('rename', () => {
     expect(await getRenameJournal(id1)).toBeNull();
   });
 
-  test('two concurrent renames to one name: exactly one succeeds, the other is 409', async () => {
-    const target = `Shared-${uniq()}`;
-    const [a, b] = await Promise.all([
-      r1.call('POST', `instances/${id1}/rename`, { body: { name: target } }),
-      r2.call('POST', `instances/${id2}/rename`, { body: { name: target.toLowerCase() } }),
-    ]);
-    expect([a.status, b.status].sort()).toEqual([200, 409]);
-    const [winner, loser] = a.status === 200 ? [id1, id2] : [id2, id1];
-    expect((await getNameClaim(target))?.instanceId).toBe(winner);
-    expect((await listed(r1, loser))!.name).toBe(loser === id1 ? name1 : name2);
-    // Restore the winner's name for the other tests.
-    const restore = await r1.call('POST', `instances/${winner}/rename`, { body: { name: winner === id1 ? name1 : name2 } });
-    expect(restore.status).toBe(200);
+  test('two concurrent renames to one name (served by two processes): exactly one succeeds, the other is 409', async () => {
+    for (let round = 0; round < 5; round++) {
+      const target = `Shared-${uniq()}`;
+      const [a, b] = await Promise.all([
+        r1.call('POST', `instances/${id1}/rename`, { body: { name: target } }),
+        r2.call('POST', `instances/${id2}/rename`, { body: { name: target.toLowerCase() } }),
+      ]);
+      expect([a.status, b.status].sort()).toEqual([200, 409]);
+      const [winner, loser] = a.status === 200 ? [id1, id2] : [id2, id1];
+      expect((await getNameClaim(target))?.instanceId).toBe(winner);
+      expect((await listed(r1, loser))!.name).toBe(loser === id1 ? name1 : name2);
+      expect(await getRenameJournal(loser)).toBeNull();
+      // Restore the winner's name for the next round and the other tests.
+      const restore = await r1.call('POST', `instances/${winner}/rename`, { body: { name: winner === id1 ? name1 : name2 } });
+      expect(restore.status).toBe(200);
+    }
   });
 
   test('bad bodies are 400/415, other roles 403, unknown instance 404; nothing changes', async () => {
@@ -181,13 +184,16 @@ describe('connector assignment', () => {
   });
 
   test('two concurrent assigns of one connector to different instances: exactly one succeeds', async () => {
-    const [a, b] = await Promise.all([
-      r1.call('PUT', `connectors/${c2}/instance`, { body: { instanceId: id1 } }),
-      r2.call('PUT', `connectors/${c2}/instance`, { body: { instanceId: id2 } }),
-    ]);
-    expect([a.status, b.status].sort()).toEqual([200, 409]);
-    const winner = a.status === 200 ? id1 : id2;
-    expect((await getAssignment(c2))?.instanceId).toBe(winner);
+    for (let round = 0; round < 5; round++) {
+      const [a, b] = await Promise.all([
+        r1.call('PUT', `connectors/${c2}/instance`, { body: { instanceId: id1 } }),
+        r2.call('PUT', `connectors/${c2}/instance`, { body: { instanceId: id2 } }),
+      ]);
+      expect([a.status, b.status].sort()).toEqual([200, 409]);
+      const winner = a.status === 200 ? id1 : id2;
+      expect((await getAssignment(c2))?.instanceId).toBe(winner);
+      expect((await r1.call('DELETE', `connectors/${c2}/instance`)).status).toBe(204);
+    }
   });
 
   test('errors: unknown connector 404, unknown instance 400 on /instanceId, bad bodies 400, Operator 403', async () => {
