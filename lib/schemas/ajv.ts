@@ -86,6 +86,8 @@ export function toFieldErrors(errors: ErrorObject[], pathPrefix = ''): FieldErro
     } else if (e.keyword === 'additionalProperties') {
       path += '/' + escapePointer(String(params.additionalProperty));
       message = 'is not a known property';
+    } else if (e.keyword === 'type') {
+      message = `must be ${String(params.type).split(',').join(' or ')}`;
     } else if (e.keyword === 'false schema') {
       message = 'is not allowed here';
     } else if (e.keyword === 'enum') {
