@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { getAssignment } from '../../../lib/storage/assignments';
 import { getInstance, getNameClaim, getPauseSettings, getRenameJournal } from '../../../lib/storage/instances';
 import { completeRun, createRun, emptyStats, instanceNamesInRuns } from '../../../lib/storage/runs';
-import { Runtime, eventually, useSuiteStorage, type Answer } from './instancesRuntime';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { USERS, startService, type Answer, type ServiceUnderTest } from '../../support/service';
 
 /**
  * Engine instances over HTTP against real runtime processes on Azurite: list, pause/resume, rename (with
@@ -11,10 +13,25 @@ import { Runtime, eventually, useSuiteStorage, type Answer } from './instancesRu
  */
 jest.setTimeout(180_000);
 
+type Runtime = ServiceUnderTest;
+
+/** The engine instance id of a runtime: the local runtime keeps it in its data dir. */
+const instanceIdOf = (rt: Runtime) => readFileSync(path.join(rt.dataDir, 'runtime', 'instance-id'), 'utf8').trim();
+
+/** Poll `probe` until it returns a value (not undefined); fail after `timeoutMs`. */
+async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}.`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 const uniq = () => randomUUID().slice(0, 8);
 const FAST = { Engine__HeartbeatSeconds: '1', Engine__OfflineAfterSeconds: '4' };
 
-let prefix: string;
 let r1: Runtime;
 let r2: Runtime;
 let id1: string;
@@ -40,12 +57,10 @@ async function listed(rt: Runtime, id: string) {
 }
 
 beforeAll(async () => {
-  prefix = useSuiteStorage();
-  r1 = new Runtime(prefix, { ...FAST, Engine__InstanceName: name1 });
-  r2 = new Runtime(prefix, { ...FAST, Engine__InstanceName: name2 });
-  await Promise.all([r1.start(), r2.start()]);
-  id1 = r1.instanceId;
-  id2 = r2.instanceId;
+  r1 = await startService({ env: { ...FAST, Engine__InstanceName: name1 } });
+  r2 = await startService({ prefix: r1.prefix, env: { ...FAST, Engine__InstanceName: name2 } });
+  id1 = instanceIdOf(r1);
+  id2 = instanceIdOf(r2);
 });
 
 afterAll(async () => {
@@ -87,7 +102,7 @@ describe('pause and resume', () => {
     expect(p2.status).toBe(200);
     expect(p2.body.status).toBe('paused');
     expect((await listed(r2, id2))!.status).toBe('paused');
-    expect((await getPauseSettings(id2))).toMatchObject({ paused: true, instanceName: name2, updatedBy: 'operator@example.test' });
+    expect((await getPauseSettings(id2))).toMatchObject({ paused: true, instanceName: name2, updatedBy: USERS.Operator.upn });
     const r = await r1.call('POST', `instances/${id2}/resume`, { role: 'Admin' });
     expect(r.status).toBe(200);
     expect(r.body.status).toBe('active');
@@ -154,7 +169,7 @@ describe('rename', () => {
     expectProblem(await r1.call('POST', route, { body: { name: 42 } }), 400, 'validation_failed');
     expectProblem(await r1.call('POST', route, { body: { name: 'x'.repeat(257) } }), 400, 'validation_failed');
     expectProblem(await r1.call('POST', route, { body: { name: 'ok', extra: 1 } }), 400, 'validation_failed');
-    expectProblem(await r1.call('POST', route, { body: '{"name":' }), 400, 'malformed_json');
+    expectProblem(await r1.call('POST', route, { body: '{"name":', headers: { 'content-type': 'application/json' } }), 400, 'malformed_json');
     expectProblem(await r1.call('POST', route, { body: 'name=x', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
     expectProblem(await r1.call('POST', route), 400, 'validation_failed');
     expectProblem(await r1.call('POST', route, { role: 'Operator', body: { name: 'op' } }), 403, 'forbidden');
@@ -225,7 +240,7 @@ describe('connector assignment', () => {
     expect(actions).toEqual(expect.arrayContaining(['assign', 'unassign']));
     const inst = await r1.call('GET', `audit?targetType=instance&targetId=${id2}`);
     expect((inst.body.items as Array<{ action: string; actorUpn: string }>).map((a) => `${a.action}:${a.actorUpn}`)).toEqual(
-      expect.arrayContaining(['pause:operator@example.test', 'resume:admin@example.test']),
+      expect.arrayContaining([`pause:${USERS.Operator.upn}`, `resume:${USERS.Admin.upn}`]),
     );
   });
 });
@@ -260,10 +275,9 @@ describe('rename interrupted by a crash', () => {
   test('kill -9 in the middle of the cascade leaves a mixed state that the next start finishes', async () => {
     const oldName = `crashy-${uniq()}`;
     const newName = `survivor-${uniq()}`;
-    const r3 = new Runtime(prefix, { ...FAST, Engine__InstanceName: oldName, Engine__TestHooks__RenamePauseMs: '120000' });
+    const r3 = await startService({ prefix: r1.prefix, env: { ...FAST, Engine__InstanceName: oldName, Engine__TestHooks__RenamePauseMs: '120000' } });
     try {
-      await r3.start();
-      const id3 = r3.instanceId;
+      const id3 = instanceIdOf(r3);
       const c = await createConnector(r1);
       expect((await r1.call('PUT', `connectors/${c}/instance`, { body: { instanceId: id3 } })).status).toBe(200);
       expect((await r1.call('POST', `instances/${id3}/pause`, { role: 'Operator' })).status).toBe(200);

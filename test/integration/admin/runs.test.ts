@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { completeRun, createRun, emptyStats, updateRun, type RunStatus, type TerminalRunStatus } from '../../../lib/storage/runs';
-import { Runtime, useSuiteStorage, type Answer } from './instancesRuntime';
+import { startService, type Answer, type ServiceUnderTest } from '../../support/service';
 
 /**
  * Runs (read side) over HTTP against the local runtime on Azurite. Runs are seeded through the runs
@@ -8,7 +8,7 @@ import { Runtime, useSuiteStorage, type Answer } from './instancesRuntime';
  */
 jest.setTimeout(120_000);
 
-let rt: Runtime;
+let rt: ServiceUnderTest;
 const c1 = randomUUID();
 const c2 = randomUUID();
 const instA = randomUUID();
@@ -27,7 +27,8 @@ const ids = (res: Answer) => (res.body.items as Array<{ runId: string }>).map((r
 const newestFirst = (pred: (m: (typeof made)[number]) => boolean) => made.filter(pred).map((m) => m.runId).reverse();
 
 beforeAll(async () => {
-  const prefix = useSuiteStorage();
+  // Started first: it points this process's repositories at the service's tables, where the runs are seeded.
+  rt = await startService({ env: { Engine__InstanceName: `runs-${randomUUID().slice(0, 8)}` } });
   for (let i = 0; i < 30; i++) {
     const connectorId = i % 3 === 0 ? c2 : c1;
     const instanceId = i % 2 === 0 ? instA : instB;
@@ -46,8 +47,6 @@ beforeAll(async () => {
   const running = await createRun({ connectorId: c2, instanceId: instA, instanceName: 'A', runType: 'Export', status: 'Queued', startedAt: new Date(base + 31 * 60_000) });
   await updateRun(running.runId, { status: 'Running', stats: { ...emptyStats(), objectsProcessed: 7 } });
   made.push({ runId: running.runId, connectorId: c2, instanceId: instA, status: 'Running' });
-  rt = new Runtime(prefix, { Engine__InstanceName: `runs-${randomUUID().slice(0, 8)}` });
-  await rt.start();
 });
 
 afterAll(async () => {
