@@ -37,6 +37,8 @@ export class TaskHubWorker {
   private readonly pending = new Map<string, Map<string, WorkMessage>>();
   private readonly activities = new Map<string, WorkMessage>();
   private readonly runningActivities = new Set<string>();
+  /** Activity functions executing right now (the concurrency limit counts these, not results awaiting storage). */
+  private executingActivities = 0;
   private readonly busy = new Set<string>();
   /** Instances whose remaining messages the last episode left alone (suspended): key = their row keys. */
   private readonly parked = new Map<string, string>();
@@ -223,9 +225,10 @@ export class TaskHubWorker {
       this.track(this.episode(instanceId));
     }
     for (const [rk, item] of this.activities) {
-      if (this.runningActivities.size >= this.maxActivities) break;
+      if (this.executingActivities >= this.maxActivities) break;
       this.activities.delete(rk);
       this.runningActivities.add(rk);
+      this.executingActivities++;
       this.track(this.activity(item));
     }
   }
@@ -353,6 +356,8 @@ export class TaskHubWorker {
       r = await this.host.invokeActivity(item.name ?? '', item.data, item.instanceId);
     } catch (err) {
       r = { ok: false, reason: `Activity function '${item.name}' failed: ${errorText(err)}`, details: '' };
+    } finally {
+      this.executingActivities--;
     }
     const now = Date.now();
     const msg: WorkMessage = {
@@ -370,6 +375,7 @@ export class TaskHubWorker {
     // Results finishing within a few milliseconds share one transaction (and one for the deletes).
     if (this.completions.length >= 100) void this.flushCompletions();
     else if (!this.flushTimer) this.flushTimer = setTimeout(() => void this.flushCompletions(), 3);
+    this.kick();
   }
 
   private flushCompletions(): Promise<void> {
@@ -452,7 +458,7 @@ export class TaskHubWorker {
 
   /** Status of active work (tests and diagnostics). */
   get activeCounts(): { episodes: number; activities: number } {
-    return { episodes: this.busy.size, activities: this.runningActivities.size };
+    return { episodes: this.busy.size, activities: this.executingActivities };
   }
 }
 
