@@ -47,7 +47,7 @@ export class Logger implements RuntimeLogger {
 
   constructor(options: LoggerOptions = {}) {
     this.format = options.format ?? 'text';
-    this.write = options.write ?? ((line) => process.stdout.write(line));
+    this.write = options.write ?? ((line) => this.buffered(line));
     let def: RpcLogLevel = 'information';
     for (const [key, value] of Object.entries(options.logLevel ?? {})) {
       const level = parseLevel(value);
@@ -57,6 +57,33 @@ export class Logger implements RuntimeLogger {
     }
     this.defaultLevel = def;
   }
+
+  private pending: string[] = [];
+  private flushScheduled = false;
+  private exitHooked = false;
+
+  /**
+   * Lines to stdout are gathered and written once per event-loop turn: under load, one write for many lines
+   * instead of one system call per line. `flush()` (also run at process exit) writes what is pending.
+   */
+  private buffered(line: string): void {
+    this.pending.push(line);
+    if (!this.exitHooked) {
+      this.exitHooked = true;
+      process.once('exit', this.flush);
+    }
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(this.flush);
+  }
+
+  readonly flush = (): void => {
+    this.flushScheduled = false;
+    if (this.pending.length === 0) return;
+    const text = this.pending.join('');
+    this.pending = [];
+    process.stdout.write(text);
+  };
 
   /** The minimum level for a category: the longest matching key wins. */
   minLevel(category: string): number {

@@ -130,7 +130,32 @@ export function readHostJson(appDir: string, env: NodeJS.ProcessEnv = process.en
   if (!existsSync(file)) throw new RuntimeConfigError('host.json', `No host.json in ${appDir}: not a Functions app folder.`);
   const json = readJson(file);
   if (json.version !== '2.0') throw new RuntimeConfigError('host.json', `host.json "version" must be "2.0" (found ${JSON.stringify(json.version)}).`);
+  applyHostJsonOverrides(json, env);
   return resolveSettingReferences(json, env);
+}
+
+/**
+ * App settings named `AzureFunctionsJobHost__<path>` override host.json values, as in the Functions host
+ * (`AzureFunctionsJobHost__logging__logLevel__default=Warning`). Existing keys are matched case-insensitively.
+ */
+export function applyHostJsonOverrides(json: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env): void {
+  const prefix = 'azurefunctionsjobhost__';
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || !name.toLowerCase().startsWith(prefix)) continue;
+    const path = name.slice(prefix.length).split('__').filter((p) => p !== '');
+    if (path.length === 0) continue;
+    let node = json;
+    for (let i = 0; i < path.length; i++) {
+      const key = Object.keys(node).find((k) => k.toLowerCase() === path[i].toLowerCase()) ?? path[i];
+      if (i === path.length - 1) {
+        node[key] = value;
+      } else {
+        const next = node[key];
+        if (!next || typeof next !== 'object' || Array.isArray(next)) node[key] = {};
+        node = node[key] as Record<string, unknown>;
+      }
+    }
+  }
 }
 
 /** package.json `main` of the app: the files (a glob) that register its functions. */

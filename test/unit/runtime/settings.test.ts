@@ -69,3 +69,19 @@ describe('settings', () => {
     expect(readAppMain(dir)).toBe('dist/*.js');
   });
 });
+
+describe('host.json overrides from app settings', () => {
+  it('applies AzureFunctionsJobHost__ paths case-insensitively, creating missing sections', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'settings-'));
+    try {
+      writeFileSync(path.join(dir, 'host.json'), JSON.stringify({ version: '2.0', logging: { logLevel: { default: 'Information' } } }));
+      const hostJson = readHostJson(dir, {
+        AzureFunctionsJobHost__logging__logLevel__Default: 'Warning',
+        AzureFunctionsJobHost__extensions__http__routePrefix: 'v2',
+      });
+      expect(hostJson).toEqual({ version: '2.0', logging: { logLevel: { default: 'Warning' } }, extensions: { http: { routePrefix: 'v2' } } });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
