@@ -115,3 +115,21 @@ describe('connector delete resumes after a crash', () => {
     expect(list.body.connectors.some((x: { id: string }) => x.id === c.body.id)).toBe(false);
   });
 });
+
+describe('sensitive rate limit', () => {
+  it('answers 429 problem+json with Retry-After past the configured limit', async () => {
+    const limited = await startService({ env: { RateLimiting__Sensitive__PermitLimit: '2', RateLimiting__Sensitive__WindowSeconds: '600' }, prefix: svc.prefix });
+    try {
+      expect((await limited.call('GET', 'license')).status).toBe(200);
+      expect((await limited.call('GET', 'license')).status).toBe(200);
+      const res = await limited.call('GET', 'license');
+      expect(res.status).toBe(429);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(res.body.code).toBe('rate_limited');
+      expect((await limited.call('GET', 'connectors')).status).toBe(200);
+    } finally {
+      await limited.dispose();
+    }
+  });
+});
