@@ -315,7 +315,9 @@ export class FunctionsHost {
 
   private async doStop(): Promise<void> {
     const log = this.logger;
-    log.info('Host.Startup', 'Stopping host...');
+    // A start that failed before anything ran has nothing to stop: say nothing.
+    const announce = !!(this.http || this.azurite || this.appStarted);
+    if (announce) log.info('Host.Startup', 'Stopping host...');
     try {
       await this.http?.close(this.options.shutdownGraceMs ?? 10_000);
     } catch (err) {
@@ -343,6 +345,6 @@ export class FunctionsHost {
       log.info('Host.Startup', 'Stopped Azurite.');
       this.azurite = undefined;
     }
-    log.info('Host.Startup', 'Host stopped.');
+    if (announce) log.info('Host.Startup', 'Host stopped.');
   }
 }
