@@ -380,10 +380,36 @@ export function canonicalJson(value: unknown): string {
 
 /**
  * The content hash of an object (sha256 of its canonical JSON, base64url): equal hashes mean the object is
- * unchanged, so the engine writes nothing for it. The anchor is not part of it (it is the key).
+ * unchanged, so the engine writes nothing for it. The anchor is not part of it (it is the key). The text hashed
+ * is exactly `canonicalJson(canonicalObject(o))`, built here without the generic walk because the engine
+ * hashes every object of every import.
  */
 export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'container' | 'attributes' | 'references'>): string {
-  return createHash('sha256').update(canonicalJson(canonicalObject(o))).digest('base64url');
+  let text = '[' + JSON.stringify(o.objectType) + ',' + (o.dn === undefined ? 'null' : JSON.stringify(o.dn)) + ',' + (o.container === undefined ? 'null' : JSON.stringify(o.container)) + ',{';
+  let first = true;
+  for (const name of Object.keys(o.attributes).sort()) {
+    const v = o.attributes[name];
+    if (v === null || v === undefined) continue;
+    let part: string;
+    if (Array.isArray(v)) {
+      const vals = v.filter((x) => x !== null);
+      if (vals.length === 0) continue;
+      part = '[' + (vals.length > 1 ? sortScalars(vals) : vals).map((x) => JSON.stringify(x)).join(',') + ']';
+    } else {
+      part = JSON.stringify(v);
+    }
+    text += (first ? '' : ',') + JSON.stringify(name) + ':' + part;
+    first = false;
+  }
+  text += '},{';
+  first = true;
+  const refs = o.references ?? {};
+  for (const name of Object.keys(refs).sort()) {
+    if (!refs[name].length) continue;
+    text += (first ? '' : ',') + JSON.stringify(name) + ':[' + [...refs[name]].sort().map((x) => JSON.stringify(x)).join(',') + ']';
+    first = false;
+  }
+  return createHash('sha256').update(text + '}]').digest('base64url');
 }
 
 /** True when `v` is a valid {@link AttributeValue} (for connectors that read loosely typed data, like JSON). */

@@ -25,7 +25,10 @@ export interface CsvRecord {
   nextLine?: number;
   /** Set on a malformed record; `fields` then holds what could be read. */
   error?: string;
-  /** The record's bytes, line break included, when `keepRaw` was asked for (to copy a row verbatim). */
+  /**
+   * The record's bytes, line break included, when `keepRaw` was asked for (to copy a row verbatim, to
+   * fingerprint it). A view into the chunk, not a copy: do not keep it beyond the record's processing.
+   */
   raw?: Buffer;
 }
 
@@ -141,7 +144,7 @@ export class CsvParser {
         if (buf.length - p > this.maxRecordBytes) {
           const skip = this.skipBadRecord(buf, p, eof, `The record is longer than ${this.maxRecordBytes} bytes (an unterminated quote?).`);
           if (skip === 'incomplete') break;
-          if (this.keepRaw) skip.record.raw = Buffer.from(buf.subarray(p, skip.next));
+          if (this.keepRaw) skip.record.raw = buf.subarray(p, skip.next);
           this.line += skip.lines;
           skip.record.nextLine = this.line;
           out.push(skip.record);
@@ -152,7 +155,7 @@ export class CsvParser {
       }
       this.line += r.lines;
       r.record.nextLine = this.line;
-      if (this.keepRaw) r.record.raw = Buffer.from(buf.subarray(p, r.next));
+      if (this.keepRaw) r.record.raw = buf.subarray(p, r.next);
       p = r.next;
       // A blank line is no record.
       if (!(r.record.fields.length === 1 && r.record.fields[0] === '' && !r.record.error)) out.push(r.record);

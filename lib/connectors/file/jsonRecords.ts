@@ -18,6 +18,8 @@ export interface JsonRecord {
   /** Line number at `end` (where a reader resumes). */
   nextLine?: number;
   error?: string;
+  /** The record's bytes (a view into the chunk, not a copy). */
+  raw?: Buffer;
 }
 
 export interface JsonReadOptions {
@@ -182,7 +184,7 @@ export class JsonRecordParser {
   }
 
   private record(buf: Buffer, s: number, e: number): JsonRecord {
-    const r: JsonRecord = { line: this.recLine, start: this.base + s, end: this.base + e, nextLine: this.line };
+    const r: JsonRecord = { line: this.recLine, start: this.base + s, end: this.base + e, nextLine: this.line, raw: buf.subarray(s, e) };
     try {
       r.value = JSON.parse(buf.toString('utf8', s, e));
     } catch (err) {

@@ -55,7 +55,7 @@ export class SnapshotStore {
   async append(id: string, rows: RowState[]): Promise<number> {
     try {
       if (rows.length) {
-        const text = rows.map((r) => JSON.stringify([r.anchor, r.hash, r.file, r.dn, r.container])).join('\n') + '\n';
+        const text = rows.map((r) => esc(r.anchor) + '\t' + esc(r.hash) + '\t' + esc(r.file) + '\t' + esc(r.dn) + '\t' + esc(r.container)).join('\n') + '\n';
         await fs.appendFile(this.partial(id), text);
       }
       return (await fs.stat(this.partial(id))).size;
@@ -126,17 +126,29 @@ export class SnapshotStore {
 
 function parseRows(text: string): RowState[] {
   const out: RowState[] = [];
-  let start = 0;
-  while (start < text.length) {
-    let end = text.indexOf('\n', start);
-    if (end < 0) end = text.length;
-    if (end > start) {
-      const [anchor, hash, file, dn, container] = JSON.parse(text.slice(start, end)) as [string, string, string, string | null, string | null];
-      out.push({ anchor, hash, file, dn, container });
-    }
-    start = end + 1;
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const [anchor, hash, file, dn, container] = line.split('\t');
+    out.push({ anchor: unesc(anchor)!, hash: unesc(hash)!, file: unesc(file)!, dn: unesc(dn), container: unesc(container) });
   }
   return out;
+}
+
+/**
+ * Snapshot lines are tab-separated (several times faster to read back than JSON per line, and a delta reads
+ * 100,000 of them): a backslash, tab, CR or LF in a value is escaped, and `\N` stands for null.
+ */
+function esc(v: string | null): string {
+  if (v === null) return '\\N';
+  return /[\\\t\n\r]/.test(v) ? v.replace(/[\\\t\n\r]/g, (c) => ESCAPES[c]) : v;
+}
+
+const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+const UNESCAPES: Record<string, string> = { '\\': '\\', t: '\t', n: '\n', r: '\r' };
+
+function unesc(v: string | undefined): string | null {
+  if (v === undefined || v === '\\N') return null;
+  return v.includes('\\') ? v.replace(/\\(.)/g, (_, c: string) => UNESCAPES[c] ?? c) : v;
 }
 
 function stateError(err: unknown, dir: string): ConnectorError {
