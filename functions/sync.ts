@@ -1,0 +1,32 @@
+import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import * as df from 'durable-functions';
+import type { Caller } from '../lib/auth/permissions';
+import { authorize } from '../lib/auth/authorize';
+import { accepted, apiPath, readJson, routeId } from '../lib/http';
+import { triggerRun } from '../lib/sync/runs';
+import { TriggerExportRequestSchema, TriggerImportRequestSchema } from '../lib/sync/schemas';
+import type { StoredRun } from '../lib/storage/runs';
+import { startRunOrchestration } from '../orchestrations/syncDispatcher';
+
+const view = ({ etag: _etag, ...run }: StoredRun) => run;
+
+/** POST /connectors/{id}/import `{ runType?, dryRun? }`: 202 with the run, Location /api/runs/{runId}. */
+async function triggerImport(request: HttpRequest, context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
+  const connectorId = routeId(request, 'id', 'Connector');
+  const body = await readJson(request, TriggerImportRequestSchema, { optional: true });
+  const client = df.getClient(context);
+  const run = await triggerRun({ connectorId, runType: body.runType ?? 'DeltaImport', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId));
+  return accepted(apiPath(`runs/${run.runId}`), view(run));
+}
+
+/** POST /connectors/{id}/export `{ dryRun? }`: 202 with the run. */
+async function triggerExport(request: HttpRequest, context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
+  const connectorId = routeId(request, 'id', 'Connector');
+  const body = await readJson(request, TriggerExportRequestSchema, { optional: true });
+  const client = df.getClient(context);
+  const run = await triggerRun({ connectorId, runType: 'Export', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId));
+  return accepted(apiPath(`runs/${run.runId}`), view(run));
+}
+
+app.http('triggerImport', { route: 'connectors/{id}/import', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.trigger', triggerImport) });
+app.http('triggerExport', { route: 'connectors/{id}/export', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.trigger', triggerExport) });

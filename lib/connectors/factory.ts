@@ -1,0 +1,26 @@
+import path from 'node:path';
+import { connectorConfigWithSecrets } from '../api/connectors';
+import { SettingsReader } from '../config';
+import { createCustomConnector, type CustomConnectorConfig } from './custom';
+import { connectorImplementation } from './registry';
+import { ConnectorError, type Connector } from './sdk';
+
+/**
+ * From a stored connector record to a live {@link Connector}: the configuration is read with its secrets
+ * unsealed (never logged, never returned), and the implementation is the one registered for the type
+ * (`custom` is built in: `config.implementation` picks the registered custom implementation).
+ *
+ * Every connector gets a private state directory under `<Service:DataDir>/connectors/<id>` (the file
+ * connector keeps its row-hash snapshots there), so state survives restarts of the process.
+ */
+export async function createConnectorFor(connectorId: string): Promise<{ type: string; config: Record<string, unknown>; connector: Connector }> {
+  const { type, config } = await connectorConfigWithSecrets(connectorId);
+  const dataDir = new SettingsReader().string('Service:DataDir', '.data');
+  const context = { connectorId, stateDirectory: path.resolve(dataDir, 'connectors') };
+  if (type === 'custom') {
+    return { type, config, connector: createCustomConnector(config as CustomConnectorConfig, context) };
+  }
+  const def = connectorImplementation(type);
+  if (!def) throw new ConnectorError('unsupported', `No implementation of connector type '${type}' is installed in this engine.`);
+  return { type, config, connector: def.create(config, context) };
+}

@@ -1,0 +1,141 @@
+import { indexKeys, type MeshObject } from '../sync/model';
+import { PROCESS_WRITER, currentFeedSeq, iterateMesh, readFeed } from './store';
+
+/**
+ * The in-memory join index of a process: what the sync engine looks up per object without a storage read.
+ *
+ * - by anchor value (case-folded) and by the values of the indexed attributes (join targets and the
+ *   attributes relationship rules match on), to mesh ids;
+ * - pending references (value -> the objects waiting for an object with that anchor/attribute value);
+ * - incoming relationships (target id -> source ids), to re-point or drop relationships when a target goes;
+ * - per id the object type and anchor value (relationship targets need them).
+ *
+ * Built once from a scan of the mesh, then kept current by the engine's own commits ({@link apply}) and by
+ * the change feed ({@link sync}) for writes of other processes. It holds ids and keys, not whole objects,
+ * so 100,000 objects stay in tens of megabytes.
+ */
+interface Entry {
+  t: string;
+  a: string;
+  keys: string[];
+  pend: string[];
+  rels: string[];
+}
+
+const ANCHOR = '';
+const k2 = (by: string, key: string) => by + '\u0000' + key;
+
+export class MeshIndex {
+  private readonly entries = new Map<string, Entry>();
+  private readonly byKey = new Map<string, Set<string>>();
+  private readonly pending = new Map<string, Set<string>>();
+  private readonly incomingRel = new Map<string, Set<string>>();
+  private lastSeq = 0;
+
+  constructor(readonly attributes: ReadonlySet<string>) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Mesh ids whose anchor (`by` undefined) or attribute `by` has `key` (already case-folded). */
+  find(by: string | undefined, key: string): string[] {
+    return [...(this.byKey.get(k2(by ?? ANCHOR, key)) ?? [])];
+  }
+
+  info(id: string): { objectType: string; anchorValue: string } | undefined {
+    const e = this.entries.get(id);
+    return e ? { objectType: e.t, anchorValue: e.a } : undefined;
+  }
+
+  /** Objects waiting for an object whose anchor (`by` undefined) or attribute `by` is `key`. */
+  waiting(by: string | undefined, key: string): string[] {
+    return [...(this.pending.get(k2(by ?? ANCHOR, key)) ?? [])];
+  }
+
+  /** Objects with a relationship to `targetId`. */
+  incoming(targetId: string): string[] {
+    return [...(this.incomingRel.get(targetId) ?? [])];
+  }
+
+  /** Record the committed state of an object (null: deleted). */
+  apply(id: string, state: MeshObject | null): void {
+    const old = this.entries.get(id);
+    if (old) {
+      for (const k of old.keys) remove(this.byKey, k, id);
+      for (const k of old.pend) remove(this.pending, k, id);
+      for (const t of old.rels) remove(this.incomingRel, t, id);
+      this.entries.delete(id);
+    }
+    if (!state) return;
+    const keys = new Set<string>();
+    for (const k of indexKeys(state.anchorValue)) keys.add(k2(ANCHOR, k));
+    for (const attr of this.attributes) {
+      const a = state.attributes[attr];
+      if (a) for (const k of indexKeys(a.value)) keys.add(k2(attr, k));
+    }
+    const pend = [...new Set(state.pendingReferences.map((p) => k2(p.by ?? ANCHOR, p.value.toLowerCase())))];
+    const rels = [...new Set(state.relationships.map((r) => r.targetId))];
+    const e: Entry = { t: state.objectType, a: state.anchorValue, keys: [...keys], pend, rels };
+    this.entries.set(id, e);
+    for (const k of e.keys) add(this.byKey, k, id);
+    for (const k of e.pend) add(this.pending, k, id);
+    for (const t of e.rels) add(this.incomingRel, t, id);
+  }
+
+  /** Apply the feed rows other processes appended since the last sync. */
+  async sync(): Promise<void> {
+    for (;;) {
+      const rows = await readFeed(this.lastSeq, { limit: 500, skipWriter: PROCESS_WRITER });
+      for (const r of rows) {
+        for (const en of r.entries) this.apply(en.id, 'state' in en ? en.state : null);
+        this.lastSeq = r.seq;
+      }
+      if (rows.length < 500) return;
+    }
+  }
+
+  /** Build from storage: note the feed position, scan the mesh, then catch up from the noted position. */
+  static async load(attributes: ReadonlySet<string>): Promise<MeshIndex> {
+    const ix = new MeshIndex(attributes);
+    ix.lastSeq = await currentFeedSeq();
+    for await (const page of iterateMesh()) for (const o of page) ix.apply(o.id, o);
+    await ix.sync();
+    return ix;
+  }
+}
+
+function add(map: Map<string, Set<string>>, key: string, id: string): void {
+  const s = map.get(key);
+  if (s) s.add(id);
+  else map.set(key, new Set([id]));
+}
+
+function remove(map: Map<string, Set<string>>, key: string, id: string): void {
+  const s = map.get(key);
+  if (!s) return;
+  s.delete(id);
+  if (!s.size) map.delete(key);
+}
+
+let shared: { index: MeshIndex; attrs: string } | undefined;
+
+/**
+ * The process's index covering `attributes` (rebuilt when a new attribute must be indexed), synced with the
+ * feed. {@link dropSharedIndex} after a failed or dry-run page, whose effects were applied but not committed.
+ */
+export async function sharedIndex(attributes: Iterable<string>): Promise<MeshIndex> {
+  const want = new Set(attributes);
+  if (shared && [...want].every((a) => shared!.index.attributes.has(a))) {
+    await shared.index.sync();
+    return shared.index;
+  }
+  const all = new Set([...(shared?.index.attributes ?? []), ...want]);
+  const index = await MeshIndex.load(all);
+  shared = { index, attrs: [...all].sort().join(',') };
+  return index;
+}
+
+export function dropSharedIndex(): void {
+  shared = undefined;
+}

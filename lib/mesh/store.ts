@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import type { TableClient, TransactionAction } from '@azure/data-tables';
+import { isStatus, odata, table } from '../storage/tables';
+import type { MeshObject } from '../sync/model';
+import { getJson, mapLimit, putJson, submitBatched } from '../sync/tableUtil';
+
+/**
+ * The mesh (table `Mesh`) and its change feed (table `MeshFeed`).
+ *
+ * Mesh keys: PartitionKey `m<first hex digit of the id>` (16 partitions), RowKey the mesh id. A point read
+ * needs only the id; a page of writes spreads over at most 16 partitions, so it still goes out in
+ * transactions of up to 100 rows. Columns: `objectType`, `anchorValue`, `anchorLower` (for range scans),
+ * `updatedOn`, and the whole {@link MeshObject} as chunked JSON (`d0..`, `dn`).
+ *
+ * Change feed: PartitionKey `f`; RowKey the sequence number (15 digits, zero-padded), `writer` (the writing
+ * process), `n` (entries) and chunked JSON `e`: an array of {@link FeedEntry}, each the object's whole new
+ * state or a tombstone, so a reader applies it without another read. The counter row `~seq` holds the last
+ * sequence number; an append inserts its rows and advances the counter in ONE entity-group transaction,
+ * conditional on the counter's ETag. So sequence numbers are gapless and appear in commit order: a reader
+ * that has applied everything up to N can ask for `RowKey gt N` and never miss a row. Writers append after
+ * their mesh rows are committed, so a feed row never names a state the mesh does not have.
+ *
+ * Reader protocol (lib/mesh/feed.ts `MeshFeedReader`): note the counter, load the mesh, then apply feed rows
+ * after the noted counter in order (states are whole objects, so applying an older state before a newer one
+ * converges).
+ */
+const MESH = 'Mesh';
+const FEED = 'MeshFeed';
+const FEED_PK = 'f';
+const COUNTER = '~seq';
+const SEQ_DIGITS = 15;
+/** Characters of entries JSON per feed row (30 chunk properties of 30K chars would be the limit; stay under 1 MiB). */
+const FEED_ROW_CHARS = 400_000;
+
+/** This process as a writer of the feed (lets a reader skip rows it wrote itself). */
+export const PROCESS_WRITER = randomUUID();
+
+export type FeedEntry = { id: string; objectType: string; state: MeshObject } | { id: string; objectType: string; deleted: true };
+
+export interface FeedRow {
+  seq: number;
+  writer: string;
+  entries: FeedEntry[];
+}
+
+export const meshPartition = (id: string) => 'm' + id[0].toLowerCase();
+export const MESH_PARTITIONS = '0123456789abcdef'.split('').map((c) => 'm' + c);
+export const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
+
+export function toMeshEntity(o: MeshObject): Record<string, unknown> & { partitionKey: string; rowKey: string } {
+  const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
+    partitionKey: meshPartition(o.id),
+    rowKey: o.id,
+    objectType: o.objectType,
+    anchorValue: o.anchorValue,
+    anchorLower: o.anchorValue.toLowerCase(),
+    updatedOn: o.updatedOn,
+  };
+  putJson(e, 'd', o);
+  return e;
+}
+
+export function fromMeshEntity(e: Record<string, unknown>): MeshObject {
+  return getJson<MeshObject>(e, 'd')!;
+}
+
+/** One mesh object, or null. */
+export async function getMeshObject(id: string): Promise<MeshObject | null> {
+  if (!/^[0-9a-f]/i.test(id)) return null;
+  const client = await table(MESH);
+  try {
+    return fromMeshEntity(await client.getEntity(meshPartition(id), id.toLowerCase()));
+  } catch (err) {
+    if (isStatus(err, 404)) return null;
+    throw err;
+  }
+}
+
+/** Several mesh objects by id (missing ones are absent from the map). */
+export async function getMeshObjects(ids: Iterable<string>): Promise<Map<string, MeshObject>> {
+  const out = new Map<string, MeshObject>();
+  await mapLimit([...new Set(ids)], 16, async (id) => {
+    const o = await getMeshObject(id);
+    if (o) out.set(id, o);
+  });
+  return out;
+}
+
+/** Every mesh object, page by page (index builds, export planning). Optionally of one object type, one partition (0-15). */
+export async function* iterateMesh(objectType?: string, partition?: number): AsyncGenerator<MeshObject[]> {
+  const client = await table(MESH);
+  for (const pk of partition === undefined ? MESH_PARTITIONS : [MESH_PARTITIONS[partition]]) {
+    const filter = `PartitionKey eq '${pk}'` + (objectType ? ` and objectType eq ${odata(objectType)}` : '');
+    for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } }).byPage({ maxPageSize: 1000 })) {
+      yield page.map(fromMeshEntity);
+    }
+  }
+}
+
+export interface MeshWrite {
+  upserts: MeshObject[];
+  deletes: { id: string; objectType: string }[];
+}
+
+/**
+ * Commit mesh changes: the rows (upserts and deletes, batched per partition), then one feed append with every
+ * new state and tombstone. Safe to repeat (upserts; deleting a missing row is ignored). Returns the last
+ * sequence number appended (0 when there was nothing to write).
+ */
+export async function commitMeshWrite(w: MeshWrite): Promise<number> {
+  if (!w.upserts.length && !w.deletes.length) return 0;
+  const client = await table(MESH);
+  const actions: TransactionAction[] = w.upserts.map((o) => ['upsert', toMeshEntity(o), 'Replace']);
+  await submitBatched(client, actions);
+  await deleteRows(client, w.deletes.map((d) => d.id));
+  const entries: FeedEntry[] = [
+    ...w.upserts.map((o) => ({ id: o.id, objectType: o.objectType, state: o })),
+    ...w.deletes.map((d) => ({ id: d.id, objectType: d.objectType, deleted: true as const })),
+  ];
+  return appendFeed(entries);
+}
+
+async function deleteRows(client: TableClient, ids: string[]): Promise<void> {
+  if (!ids.length) return;
+  try {
+    await submitBatched(client, ids.map((id) => ['delete', { partitionKey: meshPartition(id), rowKey: id }]));
+  } catch (err) {
+    // A replayed page deletes rows that are already gone, which fails the whole transaction: go one by one.
+    if (!isStatus(err, 404)) throw err;
+    await mapLimit(ids, 8, async (id) => {
+      try {
+        await client.deleteEntity(meshPartition(id), id);
+      } catch (e) {
+        if (!isStatus(e, 404)) throw e;
+      }
+    });
+  }
+}
+
+/** Split entries into feed rows of bounded size. */
+function feedChunks(entries: FeedEntry[]): FeedEntry[][] {
+  const rows: FeedEntry[][] = [];
+  let cur: FeedEntry[] = [];
+  let size = 0;
+  for (const en of entries) {
+    const s = JSON.stringify(en).length;
+    if (cur.length && size + s > FEED_ROW_CHARS) {
+      rows.push(cur);
+      cur = [];
+      size = 0;
+    }
+    cur.push(en);
+    size += s;
+  }
+  if (cur.length) rows.push(cur);
+  return rows;
+}
+
+/** Append entries to the feed (gapless sequence, see the module comment). Returns the last sequence number. */
+export async function appendFeed(entries: FeedEntry[]): Promise<number> {
+  if (!entries.length) return 0;
+  const client = await table(FEED);
+  const rows = feedChunks(entries);
+  // 100 actions per transaction, one of them the counter; a bigger append is several transactions.
+  for (let start = 0; start < rows.length; start += 90) {
+    const part = rows.slice(start, start + 90);
+    for (let attempt = 0; ; attempt++) {
+      const { seq, etag } = await readCounter(client);
+      const actions: TransactionAction[] = part.map((entriesOfRow, i) => {
+        const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
+          partitionKey: FEED_PK,
+          rowKey: seqKey(seq + 1 + i),
+          writer: PROCESS_WRITER,
+          n: entriesOfRow.length,
+        };
+        putJson(e, 'e', entriesOfRow);
+        return ['create', e];
+      });
+      const next = seq + part.length;
+      actions.push(etag ? ['update', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }, 'Replace', { etag }] : ['create', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }]);
+      try {
+        await client.submitTransaction(actions);
+        if (start + 90 >= rows.length) return next;
+        break;
+      } catch (err) {
+        // Another writer advanced the counter first: read it again and retry.
+        if ((isStatus(err, 412) || isStatus(err, 409)) && attempt < 50) {
+          await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+  return 0;
+}
+
+async function readCounter(client: TableClient): Promise<{ seq: number; etag: string | null }> {
+  try {
+    const e = await client.getEntity<{ seq: number }>(FEED_PK, COUNTER);
+    return { seq: Number(e.seq), etag: e.etag };
+  } catch (err) {
+    if (isStatus(err, 404)) return { seq: 0, etag: null };
+    throw err;
+  }
+}
+
+/** The last committed sequence number (0: empty feed). */
+export async function currentFeedSeq(): Promise<number> {
+  return (await readCounter(await table(FEED))).seq;
+}
+
+/**
+ * Feed rows after `afterSeq`, in order, at most `limit` rows. With `skipWriter`, rows written by that writer
+ * come back without entries (their `entries` is empty): a process skips its own writes cheaply.
+ */
+export async function readFeed(afterSeq: number, options: { limit?: number; skipWriter?: string } = {}): Promise<FeedRow[]> {
+  const client = await table(FEED);
+  const limit = options.limit ?? 1000;
+  const filter = `PartitionKey eq '${FEED_PK}' and RowKey gt '${seqKey(afterSeq)}' and RowKey lt '~'`;
+  const out: FeedRow[] = [];
+  const heads: { seq: number; writer: string }[] = [];
+  if (options.skipWriter) {
+    for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'writer'] } })) {
+      heads.push({ seq: Number(e.rowKey), writer: String(e.writer) });
+      if (heads.length >= limit) break;
+    }
+    await mapLimit(heads, 8, async (h) => {
+      if (h.writer === options.skipWriter) return;
+      const e = await client.getEntity<Record<string, unknown>>(FEED_PK, seqKey(h.seq));
+      out.push({ seq: h.seq, writer: h.writer, entries: getJson<FeedEntry[]>(e, 'e') ?? [] });
+    });
+    for (const h of heads) if (h.writer === options.skipWriter) out.push({ seq: h.seq, writer: h.writer, entries: [] });
+    return out.sort((a, b) => a.seq - b.seq);
+  }
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
+    out.push({ seq: Number(e.rowKey), writer: String(e.writer), entries: getJson<FeedEntry[]>(e, 'e') ?? [] });
+    if (out.length >= limit) break;
+  }
+  return out;
+}

@@ -1,0 +1,133 @@
+import type { TableEntityResult, TransactionAction } from '@azure/data-tables';
+import { decodeKey, encodeKey, isStatus, odata, table } from '../storage/tables';
+import type { CsObject } from './model';
+import { getJson, mapLimit, putJson, submitBatched } from './tableUtil';
+
+/**
+ * Connector-space repository (table `ConnectorSpace`): the engine's staging copy of each connector's objects.
+ *
+ * Keys: PartitionKey the connector id, RowKey the key-encoded anchor. One partition per connector, so a page of
+ * objects is written in transactions of 100 and the whole space of a connector is one partition query.
+ * Properties: `objectType`, `hash` (content hash as imported), `rh` (rules hash), `meshId`, `deleted`,
+ * `updatedOn`, and JSON (chunked) `a` attributes, `x` exported values, `p` pending export, `u` unconfirmed
+ * attribute names, `error`.
+ *
+ * Writes are upserts (Replace) of the whole row: replaying a page writes the same rows again.
+ */
+const TABLE = 'ConnectorSpace';
+
+/** The light part of a row that the engine keeps in memory for a whole connector (hash comparison, joins). */
+export interface CsSummary {
+  hash: string;
+  rulesHash: string;
+  meshId: string | null;
+  deleted: boolean;
+  /** True when the row carries exported values awaiting confirmation or a pending export. */
+  exported: boolean;
+}
+
+type Row = TableEntityResult<Record<string, unknown>>;
+
+export function toCsEntity(connectorId: string, o: CsObject): Record<string, unknown> & { partitionKey: string; rowKey: string } {
+  const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
+    partitionKey: connectorId,
+    rowKey: encodeKey(o.anchor),
+    objectType: o.objectType,
+    hash: o.hash,
+    rh: o.rulesHash,
+    meshId: o.meshId ?? '',
+    deleted: !!o.deleted,
+    updatedOn: o.updatedOn,
+  };
+  if (o.dn) e.dn = o.dn;
+  putJson(e, 'a', o.attributes);
+  if (o.exported) putJson(e, 'x', o.exported);
+  if (o.pendingExport) putJson(e, 'p', o.pendingExport);
+  if (o.unconfirmed?.length) e.u = JSON.stringify(o.unconfirmed);
+  if (o.error) e.error = o.error.slice(0, 2000);
+  return e;
+}
+
+export function fromCsEntity(e: Record<string, unknown>): CsObject {
+  const o: CsObject = {
+    anchor: decodeKey(String(e.rowKey)),
+    objectType: String(e.objectType),
+    attributes: getJson(e, 'a') ?? {},
+    hash: String(e.hash ?? ''),
+    rulesHash: String(e.rh ?? ''),
+    meshId: e.meshId ? String(e.meshId) : null,
+    updatedOn: String(e.updatedOn ?? ''),
+  };
+  if (e.deleted) o.deleted = true;
+  if (e.dn) o.dn = String(e.dn);
+  const x = getJson<CsObject['exported']>(e, 'x');
+  if (x) o.exported = x;
+  const p = getJson<CsObject['pendingExport']>(e, 'p');
+  if (p) o.pendingExport = p;
+  if (e.u) o.unconfirmed = JSON.parse(String(e.u)) as string[];
+  if (e.error) o.error = String(e.error);
+  return o;
+}
+
+function summaryOf(e: Record<string, unknown>): CsSummary {
+  return {
+    hash: String(e.hash ?? ''),
+    rulesHash: String(e.rh ?? ''),
+    meshId: e.meshId ? String(e.meshId) : null,
+    deleted: !!e.deleted,
+    exported: Number(e.xn ?? 0) > 0 || Number(e.pn ?? 0) > 0,
+  };
+}
+
+export const summarize = (connectorId: string, o: CsObject): CsSummary => summaryOf(toCsEntity(connectorId, o));
+
+/** Every row's summary of a connector: anchor -> summary. One partition query with a narrow $select. */
+export async function loadCsSummaries(connectorId: string): Promise<Map<string, CsSummary>> {
+  const client = await table(TABLE);
+  const out = new Map<string, CsSummary>();
+  const it = client.listEntities<Record<string, unknown>>({
+    queryOptions: { filter: `PartitionKey eq ${odata(connectorId)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'pn'] },
+  });
+  for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
+  return out;
+}
+
+/** Full rows for these anchors (absent anchors are left out). */
+export async function readCsObjects(connectorId: string, anchors: readonly string[]): Promise<Map<string, CsObject>> {
+  const client = await table(TABLE);
+  const out = new Map<string, CsObject>();
+  await mapLimit(anchors, 16, async (a) => {
+    try {
+      const e: Row = await client.getEntity(connectorId, encodeKey(a));
+      out.set(a, fromCsEntity(e));
+    } catch (err) {
+      if (!isStatus(err, 404)) throw err;
+    }
+  });
+  return out;
+}
+
+/** Every full row of a connector, page by page (export and deletes). */
+export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsObject[]> {
+  const client = await table(TABLE);
+  const pages = client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(connectorId)}` } }).byPage({ maxPageSize: 1000 });
+  for await (const page of pages) yield page.map(fromCsEntity);
+}
+
+/** Upsert rows (whole rows, Replace) in transactions of 100. */
+export async function writeCsObjects(connectorId: string, objects: readonly CsObject[]): Promise<void> {
+  if (!objects.length) return;
+  const client = await table(TABLE);
+  const actions: TransactionAction[] = objects.map((o) => ['upsert', toCsEntity(connectorId, o), 'Replace']);
+  await submitBatched(client, actions);
+}
+
+/** Remove a connector's whole space (connector deletion). Safe to repeat. */
+export async function deleteConnectorSpace(connectorId: string): Promise<void> {
+  const client = await table(TABLE);
+  const keys: TransactionAction[] = [];
+  for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(connectorId)}`, select: ['RowKey'] } })) {
+    keys.push(['delete', { partitionKey: connectorId, rowKey: String(e.rowKey) }]);
+  }
+  await submitBatched(client, keys);
+}

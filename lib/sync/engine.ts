@@ -1,0 +1,603 @@
+import { createConnectorFor } from '../connectors/factory';
+import {
+  ConnectorError,
+  contentHash,
+  exportChanges,
+  hasDeltaImport,
+  hasExport,
+  hasFullImport,
+  isConnectorError,
+  type AttributeValue,
+  type Connector,
+  type ConnectorObject,
+  type DeltaChange,
+  type ExportChange,
+  type ObjectError,
+} from '../connectors/sdk';
+import { setConnectorRunState } from '../storage/connectors';
+import { listRules } from '../storage/rules';
+import { completeRun, getRun, updateRun, type RunObjectError, type RunStats, type TerminalRunStatus } from '../storage/runs';
+import { dropSharedIndex, sharedIndex, type MeshIndex } from '../mesh/joinIndex';
+import { PROCESS_WRITER, commitMeshWrite, getMeshObjects, iterateMesh } from '../mesh/store';
+import { loadCsSummaries, readCsObjects, summarize, writeCsObjects, type CsSummary } from './connectorSpace';
+import { sameValue, type CsObject, type MeshObject } from './model';
+import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
+import { compileExpression } from './expression';
+import { applyScript, compileRuleSet, toAttributeValue, type RuleSet } from './rules';
+import { claimCsOwner, deleteRunState, loadDeletePage, loadSeen, readSyncState, saveDeletePage, saveSeen, saveWatermark } from './state';
+
+/**
+ * The sync engine's steps, one per orchestration activity (orchestrations/syncRun.ts). Each step is
+ * idempotent: it may run twice (at-least-once activities, a crash and durable replay) and the second run
+ * leaves the same mesh and connector space as the first. Planning (lib/sync/planner.ts) is pure; a step
+ * loads what the plan needs, plans, and applies the plan unless the run is a dry run.
+ *
+ * Order of writes in a page: mesh rows, then the feed, then the connector-space rows. A crash before the
+ * connector-space rows leaves their hashes old, so the replayed page plans those objects again and writes the
+ * same mesh states again (projected ids are deterministic, contributions replace per connector).
+ */
+
+export const DEFAULT_PAGE_SIZE = 1000;
+
+export interface RunTotals {
+  stats: RunStats;
+  errors: RunObjectError[];
+}
+
+export interface RunInfo {
+  runId: string;
+  connectorId: string;
+  runType: 'FullImport' | 'DeltaImport' | 'Export';
+  dryRun: boolean;
+}
+
+export const emptyTotals = (): RunTotals => ({ stats: { objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 }, errors: [] });
+
+/** A run-level failure reported by a step (the run ends Failed with this message). */
+export interface StepFailure {
+  failed: string;
+}
+
+function failure(err: unknown): StepFailure {
+  if (isConnectorError(err)) return { failed: err.message };
+  throw err;
+}
+
+/** Read the run; Failed-style answer when the connector or its configuration is unusable. */
+export async function beginRun(runId: string): Promise<RunInfo | StepFailure> {
+  const run = await getRun(runId);
+  if (!run) return { failed: 'The run no longer exists.' };
+  const info: RunInfo = { runId, connectorId: run.connectorId, runType: run.runType, dryRun: !!run.dryRun };
+  try {
+    const { connector } = await createConnectorFor(run.connectorId);
+    await connector.close();
+  } catch (err) {
+    if (isConnectorError(err)) return { failed: err.message };
+    return { failed: 'The connector does not exist or its configuration cannot be read.' };
+  }
+  if (run.status === 'Queued') await updateRun(runId, { status: 'Running' });
+  return info;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Caches of this process
+
+interface CsCache {
+  summaries: Map<string, CsSummary>;
+}
+const csCaches = new Map<string, CsCache>();
+
+/** The connector's connector-space summaries, reloaded when another process wrote since this one did. */
+async function csCache(connectorId: string): Promise<CsCache> {
+  const state = await readSyncState(connectorId);
+  const cached = csCaches.get(connectorId);
+  if (cached && state.csOwner === PROCESS_WRITER) return cached;
+  const fresh: CsCache = { summaries: await loadCsSummaries(connectorId) };
+  await claimCsOwner(connectorId, PROCESS_WRITER);
+  csCaches.set(connectorId, fresh);
+  return fresh;
+}
+
+/** Forget everything cached (after a failed or dry-run page whose effects were applied to caches only). */
+function dropCaches(connectorId: string): void {
+  csCaches.delete(connectorId);
+  dropSharedIndex();
+}
+
+interface Context {
+  info: RunInfo;
+  rules: RuleSet;
+  index: MeshIndex;
+  cs: CsCache;
+  now: string;
+}
+
+async function context(info: RunInfo): Promise<Context> {
+  const rules = compileRuleSet(info.connectorId, await listRules());
+  const attrs = new Set<string>();
+  for (const r of await listRules()) {
+    if (!r.isEnabled) continue;
+    if (r.ruleType === 'JoinRule' && r.targetAttribute) attrs.add(r.targetAttribute);
+    if (r.ruleType === 'MeshComposerRule' && r.relationshipType && r.targetAttribute) attrs.add(r.targetAttribute);
+  }
+  return { info, rules, index: await sharedIndex(attrs), cs: await csCache(info.connectorId), now: new Date().toISOString() };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Processing a page of imported objects
+
+interface Item {
+  anchor: string;
+  object: ConnectorObject | null;
+}
+
+interface PageResult {
+  created: number;
+  updated: number;
+  deleted: number;
+  processed: number;
+  errors: RunObjectError[];
+}
+
+/** Plan and (unless dry run) apply one page of imported objects and deletions. */
+async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
+  const { rules, cs, now } = ctx;
+  const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: items.length, errors: [] };
+  const work: { item: Item; hash: string; sum: CsSummary | undefined }[] = [];
+  for (const item of items) {
+    const sum = cs.summaries.get(item.anchor);
+    if (item.object) {
+      const hash = contentHash(item.object);
+      if (sum && !sum.deleted && sum.hash === hash && sum.rulesHash === rules.hash) continue;
+      work.push({ item, hash, sum });
+    } else if (sum && !sum.deleted) {
+      work.push({ item, hash: '', sum });
+    }
+  }
+  if (!work.length) return result;
+
+  const full = await readCsObjects(
+    ctx.info.connectorId,
+    work.filter((w) => w.sum?.exported || !w.item.object).map((w) => w.item.anchor),
+  );
+  const prevOf = (w: (typeof work)[number]): CsObject | undefined => {
+    if (!w.sum) return undefined;
+    return full.get(w.item.anchor) ?? { anchor: w.item.anchor, objectType: w.item.object?.objectType ?? 'User', attributes: {}, hash: w.sum.hash, rulesHash: w.sum.rulesHash, meshId: w.sum.meshId, deleted: w.sum.deleted, updatedOn: now };
+  };
+
+  const ws = new WorkingSet(ctx.index);
+  const need = new Set<string>();
+  for (const w of work) for (const id of idsToLoad(rules, ctx.index, w.item.object, prevOf(w))) need.add(id);
+  ws.load(await getMeshObjects(ws.missing(need)), need);
+
+  const plans: ObjectPlan[] = [];
+  for (const w of work) {
+    const plan = planImport({ rules, now, ws }, w.item.anchor, w.item.object, w.hash, prevOf(w));
+    plans.push(plan);
+    if (plan.outcome === 'created') result.created++;
+    else if (plan.outcome === 'updated') result.updated++;
+    else if (plan.outcome === 'deleted') result.deleted++;
+    if (plan.error) result.errors.push({ object: w.item.anchor, message: plan.error });
+    if (plan.cs.unconfirmed?.length) {
+      result.errors.push({ object: w.item.anchor, message: `Exported values did not come back in the confirming import: ${plan.cs.unconfirmed.join(', ')}.` });
+    }
+  }
+
+  // Late arrivals and removed targets: objects whose references now resolve differently.
+  const follow = new Set<string>();
+  for (const p of plans) for (const id of p.followUps) follow.add(id);
+  for (const id of ws.dirty) {
+    const doc = ws.get(id);
+    if (!doc) {
+      for (const s of ctx.index.incoming(id)) follow.add(s);
+      continue;
+    }
+    for (const { by, key } of identityKeys(doc, ctx.index.attributes)) for (const s of ctx.index.waiting(by, key)) follow.add(s);
+  }
+  if (follow.size) {
+    ws.load(await getMeshObjects(ws.missing(follow)), follow);
+    reresolve(ws, rules, follow, now);
+  }
+
+  if (ctx.info.dryRun) {
+    dropCaches(ctx.info.connectorId);
+    return result;
+  }
+  try {
+    const upserts: MeshObject[] = [];
+    const deletes: { id: string; objectType: string }[] = [];
+    for (const id of ws.dirty) {
+      const doc = ws.get(id);
+      if (doc) upserts.push(doc);
+      else deletes.push({ id, objectType: ctx.index.info(id)?.objectType ?? 'User' });
+    }
+    await commitMeshWrite({ upserts, deletes });
+    const rows = plans.map((p) => p.cs);
+    await writeCsObjects(ctx.info.connectorId, rows);
+    for (const r of rows) cs.summaries.set(r.anchor, summarize(ctx.info.connectorId, r));
+  } catch (err) {
+    dropCaches(ctx.info.connectorId);
+    throw err;
+  }
+  return result;
+}
+
+function addPage(totals: RunTotals, page: PageResult, readErrors: ObjectError[]): RunTotals {
+  const errors = [...totals.errors];
+  for (const e of [...page.errors, ...readErrors.map((x) => ({ object: x.anchor ?? x.location, message: x.message }))]) {
+    if (errors.length < 100) errors.push(e.object === undefined ? { message: e.message } : { object: e.object, message: e.message });
+  }
+  return {
+    stats: {
+      objectsProcessed: totals.stats.objectsProcessed + page.processed + readErrors.length,
+      objectsCreated: totals.stats.objectsCreated + page.created,
+      objectsUpdated: totals.stats.objectsUpdated + page.updated,
+      objectsDeleted: totals.stats.objectsDeleted + page.deleted,
+      errors: totals.stats.errors + page.errors.length + readErrors.length,
+    },
+    errors,
+  };
+}
+
+async function withConnector<T>(connectorId: string, fn: (c: Connector) => Promise<T>): Promise<T> {
+  const { connector } = await createConnectorFor(connectorId);
+  try {
+    return await fn(connector);
+  } finally {
+    await connector.close().catch(() => undefined);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Full import
+
+export interface FullPageInput {
+  info: RunInfo;
+  cursor: string | null;
+  page: number;
+  totals: RunTotals;
+  pageSize?: number;
+}
+
+export type FullPageOutput = { cursor: string | null; watermark: string | null; totals: RunTotals; restart?: boolean } | StepFailure;
+
+/** Read one page of a full import from `cursor`, plan and apply it, record what it saw. */
+export async function fullImportPage(input: FullPageInput): Promise<FullPageOutput> {
+  try {
+    return await withConnector(input.info.connectorId, async (connector) => {
+      if (!hasFullImport(connector)) throw new ConnectorError('unsupported', 'This connector cannot import.');
+      const it = connector.fullImport({ pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE, cursor: input.cursor })[Symbol.asyncIterator]();
+      let next;
+      try {
+        next = await it.next();
+      } catch (err) {
+        if (isConnectorError(err) && err.code === 'cursor_invalid') return { cursor: null, watermark: null, totals: input.totals, restart: true };
+        throw err;
+      } finally {
+        await it.return?.();
+      }
+      if (next.done) return { cursor: null, watermark: null, totals: input.totals };
+      const page = next.value;
+      const ctx = await context(input.info);
+      const result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })));
+      const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
+      await saveSeen(input.info.runId, input.page, seen);
+      const totals = addPage(input.totals, result, page.errors);
+      await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors });
+      return { cursor: page.cursor, watermark: page.cursor === null ? (page.watermark ?? null) : null, totals };
+    });
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+export interface DeletionPlan {
+  toDelete: number;
+  existing: number;
+  pages: number;
+  exceeds: string | null;
+}
+
+/** After the last page: which objects the import did not see (to delete), against the deletion threshold. */
+export async function planFullImportDeletes(info: RunInfo, config: { deletionThreshold?: unknown }): Promise<DeletionPlan> {
+  const seen = await loadSeen(info.runId);
+  const summaries = await loadCsSummaries(info.connectorId);
+  const gone: string[] = [];
+  let existing = 0;
+  for (const [anchor, s] of summaries) {
+    if (s.deleted) continue;
+    existing++;
+    if (!seen.has(anchor)) gone.push(anchor);
+  }
+  gone.sort();
+  let pages = 0;
+  for (let i = 0; i < gone.length; i += DEFAULT_PAGE_SIZE) await saveDeletePage(info.runId, pages++, gone.slice(i, i + DEFAULT_PAGE_SIZE));
+  return { toDelete: gone.length, existing, pages, exceeds: thresholdExceeded(gone.length, existing, config.deletionThreshold) };
+}
+
+/**
+ * The deletion threshold: a run stops before deleting anything when it would delete more than `objects`
+ * (default 500) or more than `percent` (default 20) of the connector's objects. `deletionThreshold` in the
+ * connector config is a number (objects) or `{ objects, percent }`.
+ */
+export function thresholdExceeded(toDelete: number, existing: number, setting: unknown): string | null {
+  let objects = 500;
+  let percent = 20;
+  if (typeof setting === 'number') objects = setting;
+  else if (setting && typeof setting === 'object') {
+    const s = setting as { objects?: unknown; percent?: unknown };
+    if (typeof s.objects === 'number') objects = s.objects;
+    if (typeof s.percent === 'number') percent = s.percent;
+  }
+  if (toDelete > objects) return `The run would delete ${toDelete} objects, more than the threshold of ${objects}; nothing was deleted.`;
+  if (existing > 0 && toDelete * 100 > percent * existing) {
+    return `The run would delete ${toDelete} of ${existing} objects (${Math.round((toDelete * 1000) / existing) / 10} %), more than the threshold of ${percent} %; nothing was deleted.`;
+  }
+  return null;
+}
+
+/** Apply one page of the planned deletes. */
+export async function fullImportDeletePage(info: RunInfo, page: number, totals: RunTotals): Promise<RunTotals> {
+  const anchors = await loadDeletePage(info.runId, page);
+  const ctx = await context(info);
+  const result = await processItems(ctx, anchors.map((anchor) => ({ anchor, object: null })));
+  const next = addPage(totals, result, []);
+  await updateRun(info.runId, { stats: next.stats, errors: next.errors });
+  return next;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Delta import
+
+export type DeltaOutput = { fullImportRequired: string } | { watermark: string | null; totals: RunTotals; stopped?: string } | StepFailure;
+
+/**
+ * A delta import. Connectors give no cursor inside a delta (an interrupted delta is read again from the
+ * committed watermark), so this one step reads the changes, checks the deletion threshold, then plans and
+ * applies them page by page, reporting progress after each page. The watermark is committed by the
+ * orchestration afterwards.
+ */
+export async function deltaImport(info: RunInfo, config: { deletionThreshold?: unknown }, totals: RunTotals): Promise<DeltaOutput> {
+  try {
+    return await withConnector(info.connectorId, async (connector) => {
+      if (!hasDeltaImport(connector)) return { fullImportRequired: 'This connector has no delta import.' };
+      const { watermark } = await readSyncState(info.connectorId);
+      const changes: DeltaChange[] = [];
+      const readErrors: ObjectError[] = [];
+      let next: string | null = watermark;
+      for await (const page of connector.deltaImport(watermark, { pageSize: DEFAULT_PAGE_SIZE })) {
+        if (page.fullImportRequired) return { fullImportRequired: page.fullImportRequired.reason };
+        changes.push(...page.changes);
+        readErrors.push(...page.errors);
+        if (page.nextWatermark !== undefined) next = page.nextWatermark;
+      }
+      const ctx = await context(info);
+      const deletes = changes.filter((c) => c.kind === 'delete' && ctx.cs.summaries.get(c.anchor)?.deleted === false).length;
+      let existing = 0;
+      for (const s of ctx.cs.summaries.values()) if (!s.deleted) existing++;
+      const stop = thresholdExceeded(deletes, existing, config.deletionThreshold);
+      if (stop) return { watermark: null, totals, stopped: stop };
+      let t = totals;
+      let firstErrors = readErrors;
+      for (let i = 0; i < changes.length || i === 0; i += DEFAULT_PAGE_SIZE) {
+        const slice = changes.slice(i, i + DEFAULT_PAGE_SIZE);
+        const c = i === 0 ? ctx : await context(info);
+        const result = await processItems(c, slice.map((ch) => ({ anchor: ch.anchor, object: ch.kind === 'delete' ? null : (ch.object ?? null) })));
+        t = addPage(t, result, firstErrors);
+        firstErrors = [];
+        await updateRun(info.runId, { stats: t.stats, errors: t.errors });
+        if (!changes.length) break;
+      }
+      return { watermark: next, totals: t };
+    });
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Export
+
+export interface ExportPageInput {
+  info: RunInfo;
+  /** Index into the mesh partitions (0..15), then the deletes pass (16). */
+  partition: number;
+  totals: RunTotals;
+}
+
+/**
+ * Export one mesh partition: for every mesh object of the connector's object type, the outbound flow rules
+ * give the connector-side values; an object with no connector-space object here is an add (when the
+ * provisioning condition holds), one whose values differ from what the target last showed is an update.
+ * Applied through the connector (exportBatch), then the connector space records what was exported (awaiting
+ * the confirming import) and the mesh object links to it.
+ */
+export async function exportPartition(input: ExportPageInput, config: { objectType?: unknown; provisioningCondition?: unknown }): Promise<RunTotals | StepFailure> {
+  const { info } = input;
+  try {
+    return await withConnector(info.connectorId, async (connector) => {
+      if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
+      const rules = compileRuleSet(info.connectorId, await listRules());
+      if (!rules.outbound.length) return input.totals;
+      const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
+      let totals = input.totals;
+      const docs: MeshObject[] = [];
+      for await (const page of iterateMesh(objectType, input.partition)) docs.push(...page);
+      for (let start = 0; start < docs.length; start += DEFAULT_PAGE_SIZE) {
+        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config);
+      }
+      return totals;
+    });
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+async function exportDocs(
+  info: RunInfo,
+  connector: Connector & Required<Pick<Connector, 'export'>>,
+  rules: RuleSet,
+  docs: MeshObject[],
+  totals: RunTotals,
+  config: { objectType?: unknown; provisioningCondition?: unknown },
+): Promise<RunTotals> {
+  const cid = info.connectorId;
+  const now = new Date().toISOString();
+  const anchors = docs.map((d) => d.links[cid]).filter((a): a is string => !!a);
+  const existing = await readCsObjects(cid, anchors);
+  const changes: { change: ExportChange; doc: MeshObject; prev: CsObject | undefined; values: Record<string, AttributeValue> }[] = [];
+  const errors: RunObjectError[] = [];
+  const condition = typeof config.provisioningCondition === 'string' ? compileExpression(config.provisioningCondition) : null;
+  for (const doc of docs) {
+    const values: Record<string, AttributeValue> = {};
+    const meshValues = attributeValues(doc);
+    try {
+      for (const fr of rules.outbound) {
+        if (!fr.rule.targetAttribute) continue;
+        const v = toAttributeValue(applyScript(fr, meshValues[fr.rule.sourceAttribute ?? ''] ?? null, meshValues));
+        if (values[fr.rule.targetAttribute] === undefined) values[fr.rule.targetAttribute] = v;
+      }
+    } catch (err) {
+      errors.push({ object: doc.anchorValue, message: `The outbound rules could not be applied: ${(err as Error).message}` });
+      continue;
+    }
+    const anchor = doc.links[cid];
+    const prev = anchor ? existing.get(anchor) : undefined;
+    if (!anchor || !prev || prev.deleted) {
+      if (condition && !truthyValue(condition.evaluate({ source: meshValues, object: meshValues }))) continue;
+      changes.push({ change: { kind: 'add', objectType: typeof config.objectType === 'string' ? config.objectType : 'User', attributes: values }, doc, prev, values });
+      continue;
+    }
+    const shown = { ...prev.attributes, ...(prev.exported ?? {}) };
+    const diff: Record<string, AttributeValue> = {};
+    for (const [k, v] of Object.entries(values)) if (!sameValue(shown[k], v)) diff[k] = v;
+    if (Object.keys(diff).length) changes.push({ change: { kind: 'update', anchor, objectType: prev.objectType, attributes: diff, previous: prev.attributes }, doc, prev, values: diff });
+  }
+  let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: docs.length, errors };
+  if (!changes.length) return addPage(totals, result, []);
+  if (info.dryRun) {
+    result = { ...result, created: changes.filter((c) => c.change.kind === 'add').length, updated: changes.filter((c) => c.change.kind === 'update').length };
+    return addPage(totals, result, []);
+  }
+  const results = await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes.map((c) => c.change));
+  const csRows: CsObject[] = [];
+  const meshUpserts: MeshObject[] = [];
+  results.forEach((r, i) => {
+    const c = changes[i];
+    if (r.status === 'error') {
+      errors.push({ object: c.doc.anchorValue, message: r.error.message });
+      return;
+    }
+    if (c.change.kind === 'add') result.created++;
+    else result.updated++;
+    const base: CsObject = c.prev ?? { anchor: r.anchor, objectType: c.change.objectType, attributes: {}, hash: '', rulesHash: '', meshId: c.doc.id, updatedOn: now };
+    csRows.push({ ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...c.values }, pendingExport: null, updatedOn: now });
+    if (c.doc.links[info.connectorId] !== r.anchor) {
+      const doc = structuredClone(c.doc);
+      doc.links[info.connectorId] = r.anchor;
+      doc.updatedOn = now;
+      meshUpserts.push(doc);
+    }
+  });
+  await commitMeshWrite({ upserts: meshUpserts, deletes: [] });
+  await writeCsObjects(info.connectorId, csRows);
+  csCaches.delete(info.connectorId);
+  return addPage(totals, { ...result, errors }, []);
+}
+
+const truthyValue = (v: unknown) => (typeof v === 'string' ? v !== '' && !/^(false|0|no)$/i.test(v) : !!v);
+
+/**
+ * Deprovisioning: connector-space objects of this (target) connector whose mesh object is gone are deleted in
+ * the target.
+ */
+export async function exportDeletes(info: RunInfo, totals: RunTotals): Promise<RunTotals | StepFailure> {
+  try {
+    return await withConnector(info.connectorId, async (connector) => {
+      if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
+      const rules = compileRuleSet(info.connectorId, await listRules());
+      if (!rules.outbound.length) return totals;
+      const summaries = await loadCsSummaries(info.connectorId);
+      const linked = [...summaries].filter(([, s]) => !s.deleted && s.meshId);
+      const docs = await getMeshObjects(linked.map(([, s]) => s.meshId!));
+      const gone = linked.filter(([, s]) => !docs.has(s.meshId!)).map(([a]) => a);
+      const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: gone.length, errors: [] };
+      if (!gone.length) return addPage(totals, result, []);
+      if (info.dryRun) return addPage(totals, { ...result, deleted: gone.length }, []);
+      const prev = await readCsObjects(info.connectorId, gone);
+      const changes: ExportChange[] = gone.map((anchor) => ({ kind: 'delete', anchor, objectType: prev.get(anchor)?.objectType ?? 'User', attributes: {} }));
+      const results = await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes);
+      const now = new Date().toISOString();
+      const rows: CsObject[] = [];
+      results.forEach((r, i) => {
+        if (r.status === 'error') {
+          result.errors.push({ object: gone[i], message: r.error.message });
+          return;
+        }
+        result.deleted++;
+        const p = prev.get(gone[i]);
+        if (p) rows.push({ ...p, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now });
+      });
+      await writeCsObjects(info.connectorId, rows);
+      csCaches.delete(info.connectorId);
+      return addPage(totals, result, []);
+    });
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// End of a run
+
+export interface FinishInput {
+  info: RunInfo;
+  status: TerminalRunStatus;
+  totals: RunTotals;
+  error?: string;
+  /** The watermark to commit (imports that completed); undefined: keep the stored one. */
+  watermark?: string | null;
+}
+
+/** Commit the watermark (only now: the data it covers is committed), set lastSync/status, finish the run. */
+export async function finishRun(input: FinishInput): Promise<void> {
+  const { info } = input;
+  const run = await getRun(info.runId);
+  if (!run || !['Running', 'Queued'].includes(run.status)) return;
+  const completed = input.status === 'Completed' || input.status === 'CompletedWithErrors';
+  if (!info.dryRun && completed && input.watermark !== undefined && info.runType !== 'Export') await saveWatermark(info.connectorId, input.watermark);
+  const now = new Date().toISOString();
+  if (input.status === 'Failed') await setConnectorRunState(info.connectorId, { status: 'error' }).catch(() => undefined);
+  else if (completed) await setConnectorRunState(info.connectorId, { status: 'active', ...(info.runType !== 'Export' && !info.dryRun ? { lastSync: now } : {}) }).catch(() => undefined);
+  const outcome: Parameters<typeof completeRun>[1] = { status: input.status, stats: input.totals.stats };
+  if (input.totals.errors.length) outcome.errors = input.totals.errors;
+  if (input.error) outcome.error = input.error;
+  await completeRun(info.runId, outcome);
+  await deleteRunState(info.runId).catch(() => undefined);
+}
+
+/** The connector's stored config (for the threshold and export settings), without secrets. */
+export async function runConfig(connectorId: string): Promise<Record<string, unknown>> {
+  const { config } = await createConnectorFor(connectorId);
+  return {
+    deletionThreshold: config.deletionThreshold,
+    objectType: config.objectType,
+    provisioningCondition: config.provisioningCondition,
+  };
+}
+
+/**
+ * Connector deletion: every object of the connector's space is treated as deleted (its contributions are
+ * recalled, mesh objects left with no connector are deleted, relationships re-resolved), then the space and
+ * the sync state go. Safe to repeat after a crash.
+ */
+export async function withdrawConnector(connectorId: string): Promise<void> {
+  const info: RunInfo = { runId: 'withdraw', connectorId, runType: 'FullImport', dryRun: false };
+  const summaries = await loadCsSummaries(connectorId);
+  const anchors = [...summaries].filter(([, s]) => !s.deleted && s.meshId).map(([a]) => a);
+  for (let i = 0; i < anchors.length; i += DEFAULT_PAGE_SIZE) {
+    const ctx = await context(info);
+    await processItems(ctx, anchors.slice(i, i + DEFAULT_PAGE_SIZE).map((anchor) => ({ anchor, object: null })));
+  }
+  csCaches.delete(connectorId);
+}

@@ -1,0 +1,139 @@
+import { createHash } from 'node:crypto';
+import type { AttributeValue } from '../connectors/sdk';
+
+/**
+ * The sync engine's data model: what the connector space and the mesh hold. Pure types and helpers, shared by
+ * the planner (lib/sync/planner.ts), the stores (lib/sync/connectorSpace.ts, lib/mesh/store.ts) and the change
+ * feed (lib/mesh/feed.ts).
+ */
+
+/**
+ * One value a connector (or a mesh-composer rule) contributes to a mesh attribute. Precedence: the highest
+ * `conf` wins, ties go to the lower `pri` (the rule's priority), then the newer `at`.
+ */
+export interface Contribution {
+  /** The contributing connector id, or `composer` for a computed attribute. */
+  c: string;
+  /** The rule that produced it. */
+  r: string;
+  conf: number;
+  pri: number;
+  v: AttributeValue;
+  /** When this value was first contributed (unchanged values keep their time). */
+  at: string;
+}
+
+/** The consolidated value of a mesh attribute, as the API shows it. */
+export interface ConsolidatedAttribute {
+  value: AttributeValue;
+  /** The connector the value comes from (null: computed by a mesh-composer rule). */
+  sourceConnectorId: string | null;
+  confidence: number;
+  updatedOn: string;
+}
+
+export interface Relationship {
+  type: string;
+  targetId: string;
+  targetAnchor: string;
+  targetType: string;
+}
+
+/** A reference that names no mesh object yet: it resolves when such an object arrives. */
+export interface PendingReference {
+  type: string;
+  /** The referenced value (an anchor, or a value of `by`). */
+  value: string;
+  /** The mesh attribute the value is matched against; absent: the anchor value. */
+  by?: string;
+}
+
+/**
+ * A mesh object: the unified identity. This whole document is what the mesh table stores and what the change
+ * feed carries, so a reader can apply a feed row without another read.
+ */
+export interface MeshObject {
+  id: string;
+  objectType: string;
+  anchorValue: string;
+  createdOn: string;
+  updatedOn: string;
+  attributes: Record<string, ConsolidatedAttribute>;
+  contributions: Record<string, Contribution[]>;
+  /** The connector-space objects joined to it: connector id -> that connector's anchor. */
+  links: Record<string, string>;
+  relationships: Relationship[];
+  pendingReferences: PendingReference[];
+}
+
+/**
+ * A connector-space object: the engine's staging copy of what a connector last showed (or what was exported
+ * to it and awaits confirmation).
+ */
+export interface CsObject {
+  anchor: string;
+  objectType: string;
+  dn?: string;
+  attributes: Record<string, AttributeValue>;
+  /** contentHash of the object as imported (empty for an object known only from an export). */
+  hash: string;
+  /** The hash of the rules it was processed with: a rule change makes an unchanged object be processed again. */
+  rulesHash: string;
+  meshId: string | null;
+  /** Set when the object disappeared from the source (a full import did not see it, or a delta deleted it). */
+  deleted?: boolean;
+  /** Values written by the last export, awaiting the confirming import (connector-side names). */
+  exported?: Record<string, AttributeValue>;
+  /** Staged export not yet applied (add/update/delete with the values). */
+  pendingExport?: { kind: 'add' | 'update' | 'delete'; attributes: Record<string, AttributeValue> } | null;
+  /** Exported values that did not come back in the confirming import. */
+  unconfirmed?: string[];
+  /** A per-object error from the last run (join ambiguity, transform failure). */
+  error?: string;
+  updatedOn: string;
+}
+
+/** Equality of attribute values (multi-valued compared as sets, order-insensitive). */
+export function sameValue(a: AttributeValue | undefined, b: AttributeValue | undefined): boolean {
+  const na = a === undefined ? null : a;
+  const nb = b === undefined ? null : b;
+  if (Array.isArray(na) || Array.isArray(nb)) {
+    const x = Array.isArray(na) ? na : na === null ? [] : [na];
+    const y = Array.isArray(nb) ? nb : nb === null ? [] : [nb];
+    if (x.length !== y.length) return false;
+    const key = (v: unknown) => typeof v + ':' + String(v);
+    const sx = x.map(key).sort();
+    const sy = y.map(key).sort();
+    return sx.every((v, i) => v === sy[i]);
+  }
+  return na === nb;
+}
+
+/** True for null, undefined, '' and an empty array: no value. */
+export function isEmptyValue(v: unknown): boolean {
+  return v === null || v === undefined || v === '' || (Array.isArray(v) && v.filter((x) => x !== null && x !== '').length === 0);
+}
+
+/**
+ * The mesh id of an object projected from `anchor` of `connectorId`. Deterministic, so a page processed twice
+ * (activities are at-least-once) projects the same object instead of a duplicate. A GUID (v8 layout).
+ */
+export function projectedMeshId(connectorId: string, anchor: string): string {
+  const h = createHash('sha256').update(connectorId).update('\u0000').update(anchor).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** A string form of a scalar value for indexes and references (case-folded). */
+export function indexKey(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'string') return v === '' ? null : v.toLowerCase();
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v).toLowerCase();
+  return null;
+}
+
+/** The scalar values of an attribute value as index keys. */
+export function indexKeys(v: AttributeValue | undefined): string[] {
+  if (Array.isArray(v)) return v.map(indexKey).filter((k): k is string => k !== null);
+  const k = indexKey(v);
+  return k === null ? [] : [k];
+}

@@ -1,0 +1,351 @@
+import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
+import {
+  indexKeys,
+  isEmptyValue,
+  projectedMeshId,
+  sameValue,
+  type Contribution,
+  type CsObject,
+  type MeshObject,
+  type PendingReference,
+  type Relationship,
+} from './model';
+import { applyScript, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
+
+/**
+ * Import planning: from a connector object (or its deletion) and the current state, the next connector-space
+ * row and the next state of the mesh objects it touches. No I/O: the engine loads what the plan needs into a
+ * {@link WorkingSet} first and persists what the plan changed afterwards (or, in a dry run, does not).
+ *
+ * Order per object (the contract): join rules by priority, projection when nothing joined, inbound flow rules,
+ * then mesh-composer rules (computed attributes, then relationships).
+ */
+
+/** What the planner asks of the join index (lib/mesh/joinIndex.ts implements it). */
+export interface IndexView {
+  find(by: string | undefined, key: string): string[];
+  info(id: string): { objectType: string; anchorValue: string } | undefined;
+  waiting(by: string | undefined, key: string): string[];
+  incoming(targetId: string): string[];
+  apply(id: string, state: MeshObject | null): void;
+}
+
+/**
+ * The mesh objects a page works on: loaded before planning, changed by it. `dirty` and `deleted` are what the
+ * apply step writes. Every change is also applied to the index, so later objects of the page see it.
+ */
+export class WorkingSet {
+  readonly docs = new Map<string, MeshObject | null>();
+  readonly dirty = new Set<string>();
+  constructor(readonly index: IndexView) {}
+
+  load(docs: Map<string, MeshObject>, ids: Iterable<string>): void {
+    for (const id of ids) if (!this.docs.has(id)) this.docs.set(id, docs.get(id) ?? null);
+  }
+  has(id: string): boolean {
+    return this.docs.has(id);
+  }
+  get(id: string): MeshObject | null {
+    return this.docs.get(id) ?? null;
+  }
+  put(doc: MeshObject): void {
+    this.docs.set(doc.id, doc);
+    this.dirty.add(doc.id);
+    this.index.apply(doc.id, doc);
+  }
+  remove(id: string): void {
+    this.docs.set(id, null);
+    this.dirty.add(id);
+    this.index.apply(id, null);
+  }
+  /** Ids not loaded yet among `ids`. */
+  missing(ids: Iterable<string>): string[] {
+    return [...new Set(ids)].filter((id) => !this.docs.has(id));
+  }
+}
+
+export type Outcome = 'created' | 'updated' | 'deleted' | 'unchanged' | 'error';
+
+export interface ObjectPlan {
+  cs: CsObject;
+  outcome: Outcome;
+  error?: string;
+  /** Mesh objects whose references must be re-resolved (late arrivals, removed targets). */
+  followUps: string[];
+}
+
+export interface PlanInput {
+  rules: RuleSet;
+  now: string;
+  ws: WorkingSet;
+}
+
+/** The mesh ids an object may need: its current link and its join candidates. Call before planning to load them. */
+export function idsToLoad(rules: RuleSet, index: IndexView, object: ConnectorObject | null, prev: CsObject | undefined): string[] {
+  const ids: string[] = [];
+  if (prev?.meshId) ids.push(prev.meshId);
+  if (object && !prev?.meshId) {
+    for (const jr of rules.joins) {
+      for (const key of joinKeys(jr, object)) ids.push(...index.find(jr.rule.targetAttribute ?? undefined, key));
+    }
+    if (rules.projections.length) ids.push(projectedMeshId(rules.connectorId, object.anchor));
+  }
+  return ids;
+}
+
+function joinKeys(jr: CompiledRule, object: ConnectorObject): string[] {
+  try {
+    return indexKeys(toAttributeValue(applyScript(jr, object.attributes[jr.rule.sourceAttribute ?? ''], object.attributes)));
+  } catch {
+    return [];
+  }
+}
+
+const clone = (o: MeshObject): MeshObject => structuredClone(o);
+
+/** Plan one imported object (`object` null: it was deleted from the source). */
+export function planImport(input: PlanInput, anchor: string, object: ConnectorObject | null, hash: string, prev: CsObject | undefined): ObjectPlan {
+  const { rules, now, ws } = input;
+  const cid = rules.connectorId;
+  if (!object) return planDelete(input, anchor, prev);
+
+  const cs: CsObject = {
+    anchor,
+    objectType: object.objectType,
+    attributes: object.attributes,
+    hash,
+    rulesHash: rules.hash,
+    meshId: null,
+    updatedOn: now,
+  };
+  if (object.dn) cs.dn = object.dn;
+  if (prev?.exported) {
+    const missing = Object.keys(prev.exported).filter((k) => !sameValue(object.attributes[k], prev.exported![k]));
+    if (missing.length) cs.unconfirmed = missing;
+  }
+  const isNew = !prev || prev.deleted;
+  const fail = (message: string): ObjectPlan => ({ cs: { ...cs, hash: '', meshId: prev?.meshId ?? null, error: message }, outcome: 'error', error: message, followUps: [] });
+
+  try {
+    let doc: MeshObject | null = null;
+    const linked = prev?.meshId ? ws.get(prev.meshId) : null;
+    if (linked && linked.links[cid] === anchor) doc = clone(linked);
+    if (!doc) {
+      for (const jr of rules.joins) {
+        const keys = joinKeys(jr, object);
+        if (!keys.length) continue;
+        const cands = new Set<string>();
+        for (const key of keys) {
+          for (const id of ws.index.find(jr.rule.targetAttribute ?? undefined, key)) {
+            const d = ws.get(id);
+            // One connector-space object per connector on a mesh object.
+            if (d && (d.links[cid] === undefined || d.links[cid] === anchor)) cands.add(id);
+          }
+        }
+        if (cands.size > 1) {
+          return fail(`Join rule '${jr.rule.ruleName}' matched ${cands.size} mesh objects (${[...cands].sort().join(', ')}): not joined.`);
+        }
+        if (cands.size === 1) {
+          doc = clone(ws.get([...cands][0])!);
+          break;
+        }
+      }
+    }
+    if (!doc) {
+      for (const pr of rules.projections) {
+        const v = object.attributes[pr.rule.sourceAttribute ?? ''];
+        const anchorValue = Array.isArray(v) ? v.find((x) => !isEmptyValue(x)) : v;
+        if (isEmptyValue(anchorValue)) continue;
+        if (pr.script && !truthy(pr.script.evaluate({ source: v ?? null, object: object.attributes }))) continue;
+        const id = projectedMeshId(cid, anchor);
+        const existing = ws.get(id);
+        doc = existing
+          ? clone(existing)
+          : {
+              id,
+              objectType: pr.rule.objectType ?? 'User',
+              anchorValue: String(anchorValue),
+              createdOn: now,
+              updatedOn: now,
+              attributes: {},
+              contributions: {},
+              links: {},
+              relationships: [],
+              pendingReferences: [],
+            };
+        break;
+      }
+    }
+    if (!doc) return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
+
+    doc.links[cid] = anchor;
+    setContributions(doc, cid, inboundValues(rules.inbound, object.attributes), now);
+    compose(doc, rules, ws.index, now);
+    doc.updatedOn = now;
+    ws.put(doc);
+    cs.meshId = doc.id;
+    return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
+  } catch (err) {
+    return fail(`The rules could not be applied: ${(err as Error).message}`);
+  }
+}
+
+function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined): ObjectPlan {
+  const { rules, now, ws } = input;
+  const cs: CsObject = { ...(prev ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: rules.hash, updatedOn: now }), meshId: null, deleted: true, hash: '', updatedOn: now };
+  delete cs.error;
+  delete cs.exported;
+  delete cs.unconfirmed;
+  const followUps: string[] = [];
+  const current = prev?.meshId ? ws.get(prev.meshId) : null;
+  if (current && current.links[rules.connectorId] === anchor) {
+    const doc = clone(current);
+    delete doc.links[rules.connectorId];
+    setContributions(doc, rules.connectorId, {}, now);
+    if (Object.keys(doc.links).length === 0) {
+      // The object deletion rule: no connector left, the object goes, and relationships to it with it.
+      ws.remove(doc.id);
+      followUps.push(...ws.index.incoming(doc.id));
+    } else {
+      compose(doc, rules, ws.index, now);
+      doc.updatedOn = now;
+      ws.put(doc);
+    }
+  }
+  return { cs, outcome: 'deleted', followUps };
+}
+
+/** Values of the inbound flow rules for one object (null values are withdrawals). */
+export function inboundValues(flows: readonly CompiledRule[], attrs: Record<string, AttributeValue>): Record<string, { v: AttributeValue; rule: CompiledRule }> {
+  const out: Record<string, { v: AttributeValue; rule: CompiledRule }> = {};
+  for (const fr of flows) {
+    const target = fr.rule.targetAttribute;
+    if (!target) continue;
+    const v = toAttributeValue(applyScript(fr, attrs[fr.rule.sourceAttribute ?? ''], attrs));
+    // The first rule (by priority) that gives an attribute a value is this connector's contribution.
+    if (!isEmptyValue(v) && out[target] === undefined) out[target] = { v, rule: fr };
+  }
+  return out;
+}
+
+/** Replace the contributions of `source` on `doc` (keeping `at` of unchanged values) and re-consolidate. */
+export function setContributions(doc: MeshObject, source: string, values: Record<string, { v: AttributeValue; rule: CompiledRule }>, now: string): void {
+  const names = new Set([...Object.keys(doc.contributions), ...Object.keys(values)]);
+  for (const name of names) {
+    const list = doc.contributions[name] ?? [];
+    const prior = list.find((c) => c.c === source);
+    const rest = list.filter((c) => c.c !== source);
+    const nv = values[name];
+    if (nv) {
+      const r = nv.rule.rule;
+      rest.push({ c: source, r: r.ruleId, conf: r.confidence ?? 0, pri: r.priority, v: nv.v, at: prior && sameValue(prior.v, nv.v) ? prior.at : now });
+    }
+    if (rest.length) doc.contributions[name] = rest;
+    else delete doc.contributions[name];
+  }
+  consolidate(doc);
+}
+
+/**
+ * Precedence: the highest confidence wins; ties go to the lower priority, then to the newer value.
+ * Recomputed from the contributions, so a withdrawn winner hands over to the next contributor.
+ */
+export function winner(list: readonly Contribution[]): Contribution | undefined {
+  let best: Contribution | undefined;
+  for (const c of list) {
+    if (!best || c.conf > best.conf || (c.conf === best.conf && (c.pri < best.pri || (c.pri === best.pri && c.at > best.at)))) best = c;
+  }
+  return best;
+}
+
+export function consolidate(doc: MeshObject): void {
+  const attributes: MeshObject['attributes'] = {};
+  for (const [name, list] of Object.entries(doc.contributions)) {
+    const w = winner(list);
+    if (!w) continue;
+    attributes[name] = { value: w.v, sourceConnectorId: w.c === COMPOSER ? null : w.c, confidence: w.conf, updatedOn: w.at };
+  }
+  doc.attributes = attributes;
+}
+
+export const COMPOSER = 'composer';
+
+/** Plain values of the consolidated attributes (the `source` of a computed attribute). */
+export function attributeValues(doc: MeshObject): Record<string, AttributeValue> {
+  const out: Record<string, AttributeValue> = {};
+  for (const [k, a] of Object.entries(doc.attributes)) out[k] = a.value;
+  return out;
+}
+
+/**
+ * Mesh-composer rules on one object: computed attributes (in priority order, each sees the ones before it),
+ * then relationships resolved through the index (unresolved ones stay pending until their target arrives).
+ */
+export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: string): void {
+  const computed: Record<string, { v: AttributeValue; rule: CompiledRule }> = {};
+  for (const cr of rules.composers) {
+    const target = cr.rule.targetAttribute;
+    if (cr.rule.relationshipType || !target) continue;
+    const values = attributeValues(doc);
+    const out = cr.script ? cr.script.evaluate({ source: values, object: values }) : values[cr.rule.sourceAttribute ?? ''];
+    const v = toAttributeValue(out ?? null);
+    if (!isEmptyValue(v)) computed[target] = { v, rule: { ...cr, rule: { ...cr.rule, confidence: cr.rule.confidence ?? 100 } } };
+    else delete computed[target];
+    setContributions(doc, COMPOSER, computed, now);
+  }
+  setContributions(doc, COMPOSER, computed, now);
+  resolveReferences(doc, rules, index);
+}
+
+/** Recompute `doc.relationships` and `doc.pendingReferences` from the relationship rules. */
+export function resolveReferences(doc: MeshObject, rules: RuleSet, index: IndexView): void {
+  const relationships: Relationship[] = [];
+  const pending: PendingReference[] = [];
+  for (const cr of rules.composers) {
+    const type = cr.rule.relationshipType;
+    if (!type || !cr.rule.sourceAttribute) continue;
+    const raw = doc.attributes[cr.rule.sourceAttribute]?.value;
+    const by = cr.rule.targetAttribute ?? undefined;
+    for (const value of Array.isArray(raw) ? raw : raw === null || raw === undefined ? [] : [raw]) {
+      if (value === null || value === '') continue;
+      const key = String(value).toLowerCase();
+      const ids = index.find(by, key).filter((id) => id !== doc.id);
+      if (ids.length === 1) {
+        const info = index.info(ids[0])!;
+        relationships.push({ type, targetId: ids[0], targetAnchor: info.anchorValue, targetType: info.objectType });
+      } else if (ids.length === 0) {
+        const p: PendingReference = { type, value: String(value) };
+        if (by) p.by = by;
+        pending.push(p);
+      }
+    }
+  }
+  doc.relationships = relationships;
+  doc.pendingReferences = pending;
+}
+
+/** Keys other objects may reference this one by: its anchor and its indexed attributes. */
+export function identityKeys(doc: MeshObject, attributes: Iterable<string>): { by: string | undefined; key: string }[] {
+  const out: { by: string | undefined; key: string }[] = indexKeys(doc.anchorValue).map((key) => ({ by: undefined, key }));
+  for (const a of attributes) for (const key of indexKeys(doc.attributes[a]?.value)) out.push({ by: a, key });
+  return out;
+}
+
+/** A script's result as a condition. */
+export function truthy(v: unknown): boolean {
+  if (typeof v === 'string') return v !== '' && !/^(false|0|no)$/i.test(v);
+  return !!v;
+}
+
+/** Re-resolve the references of objects already loaded (late arrivals, removed targets). True when one changed. */
+export function reresolve(ws: WorkingSet, rules: RuleSet, ids: Iterable<string>, now: string): void {
+  for (const id of ids) {
+    const cur = ws.get(id);
+    if (!cur) continue;
+    const doc = clone(cur);
+    resolveReferences(doc, rules, ws.index);
+    if (JSON.stringify(doc.relationships) === JSON.stringify(cur.relationships) && JSON.stringify(doc.pendingReferences) === JSON.stringify(cur.pendingReferences)) continue;
+    doc.updatedOn = now;
+    ws.put(doc);
+  }
+}

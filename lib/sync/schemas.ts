@@ -1,0 +1,20 @@
+import { Type } from '@sinclair/typebox';
+import { defineSchema } from '../schemas/ajv';
+
+/** Request bodies of the import/export triggers (both optional: an empty body takes the defaults). */
+export const TriggerImportRequestSchema = defineSchema(
+  Type.Object(
+    {
+      runType: Type.Optional(Type.Union([Type.Literal('FullImport'), Type.Literal('DeltaImport')], { default: 'DeltaImport', description: 'Default DeltaImport.' })),
+      dryRun: Type.Optional(Type.Boolean({ default: false, description: 'Compute and report what would change without writing the mesh.' })),
+    },
+    { $id: 'TriggerImportRequest', additionalProperties: false },
+  ),
+);
+
+export const TriggerExportRequestSchema = defineSchema(
+  Type.Object(
+    { dryRun: Type.Optional(Type.Boolean({ default: false, description: 'Compute and report what would be exported without writing the target.' })) },
+    { $id: 'TriggerExportRequest', additionalProperties: false },
+  ),
+);

@@ -1,0 +1,98 @@
+import type { TransactionAction } from '@azure/data-tables';
+import { isStatus, odata, table } from '../storage/tables';
+import { getJson, putJson, submitBatched } from './tableUtil';
+
+/**
+ * Sync state repository (table `SyncState`):
+ * - `connector` / `<connectorId>`: `watermark` (the committed delta watermark) and `csOwner` (the process whose
+ *   in-memory connector-space summary is current: another process that writes takes ownership and a former
+ *   owner reloads before its next page).
+ * - `seen_<runId>` / `<page, 8 digits>`: the anchors a full import saw on that page (chunked JSON), so the end
+ *   of the run can tell which objects disappeared, however many processes the run moved through.
+ * - `del_<runId>` / `<page>`: the anchors a full import will delete, in pages.
+ * Rows of a run are removed when it finishes (best effort; `deleteRunState`).
+ */
+const TABLE = 'SyncState';
+const CONNECTOR_PK = 'connector';
+const pageKey = (n: number) => String(n).padStart(8, '0');
+
+export interface ConnectorSyncState {
+  watermark: string | null;
+  csOwner: string | null;
+}
+
+export async function readSyncState(connectorId: string): Promise<ConnectorSyncState> {
+  const client = await table(TABLE);
+  try {
+    const e = await client.getEntity<Record<string, unknown>>(CONNECTOR_PK, connectorId);
+    return { watermark: getJson<string>(e, 'w') ?? null, csOwner: e.csOwner ? String(e.csOwner) : null };
+  } catch (err) {
+    if (isStatus(err, 404)) return { watermark: null, csOwner: null };
+    throw err;
+  }
+}
+
+export async function saveWatermark(connectorId: string, watermark: string | null): Promise<void> {
+  const client = await table(TABLE);
+  const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = { partitionKey: CONNECTOR_PK, rowKey: connectorId };
+  putJson(e, 'w', watermark);
+  await client.upsertEntity(e, 'Merge');
+}
+
+export async function claimCsOwner(connectorId: string, owner: string): Promise<void> {
+  const client = await table(TABLE);
+  await client.upsertEntity({ partitionKey: CONNECTOR_PK, rowKey: connectorId, csOwner: owner }, 'Merge');
+}
+
+export async function deleteSyncState(connectorId: string): Promise<void> {
+  const client = await table(TABLE);
+  try {
+    await client.deleteEntity(CONNECTOR_PK, connectorId);
+  } catch (err) {
+    if (!isStatus(err, 404)) throw err;
+  }
+}
+
+async function writeList(pk: string, page: number, anchors: string[]): Promise<void> {
+  const client = await table(TABLE);
+  const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = { partitionKey: pk, rowKey: pageKey(page) };
+  putJson(e, 'a', anchors);
+  await client.upsertEntity(e, 'Replace');
+}
+
+async function readLists(pk: string): Promise<string[][]> {
+  const client = await table(TABLE);
+  const out: string[][] = [];
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } })) out.push(getJson<string[]>(e, 'a') ?? []);
+  return out;
+}
+
+export const saveSeen = (runId: string, page: number, anchors: string[]) => writeList(`seen_${runId}`, page, anchors);
+export async function loadSeen(runId: string): Promise<Set<string>> {
+  return new Set((await readLists(`seen_${runId}`)).flat());
+}
+
+export const saveDeletePage = (runId: string, page: number, anchors: string[]) => writeList(`del_${runId}`, page, anchors);
+export async function loadDeletePage(runId: string, page: number): Promise<string[]> {
+  const client = await table(TABLE);
+  try {
+    return getJson<string[]>(await client.getEntity(`del_${runId}`, pageKey(page)), 'a') ?? [];
+  } catch (err) {
+    if (isStatus(err, 404)) return [];
+    throw err;
+  }
+}
+
+/** Remove the per-run rows (seen anchors, delete pages). Safe to repeat. */
+export async function deleteRunState(runId: string): Promise<void> {
+  const client = await table(TABLE);
+  for (const pk of [`seen_${runId}`, `del_${runId}`]) {
+    const actions: TransactionAction[] = [];
+    for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } })) {
+      actions.push(['delete', { partitionKey: pk, rowKey: String(e.rowKey) }]);
+    }
+    await submitBatched(client, actions).catch((err: unknown) => {
+      if (!isStatus(err, 404)) throw err;
+    });
+  }
+}

@@ -1,0 +1,87 @@
+import type { TableClient, TransactionAction } from '@azure/data-tables';
+
+/**
+ * Helpers shared by the sync engine's repositories: JSON split over several string properties (a table
+ * property holds at most 32K UTF-16 characters) and entity-group transactions of at most 100 actions.
+ */
+const CHUNK = 30_000;
+
+/** Put `value` as JSON into `<prefix>0..n` and `<prefix>n` (the chunk count) of `entity`. */
+export function putJson(entity: Record<string, unknown>, prefix: string, value: unknown): void {
+  const json = JSON.stringify(value);
+  const n = Math.max(1, Math.ceil(json.length / CHUNK));
+  entity[`${prefix}n`] = n;
+  for (let i = 0; i < n; i++) entity[`${prefix}${i}`] = json.slice(i * CHUNK, (i + 1) * CHUNK);
+}
+
+/** Read what {@link putJson} wrote; undefined when absent. */
+export function getJson<T>(entity: Record<string, unknown>, prefix: string): T | undefined {
+  const n = Number(entity[`${prefix}n`] ?? 0);
+  if (!n) return undefined;
+  let json = '';
+  for (let i = 0; i < n; i++) json += String(entity[`${prefix}${i}`] ?? '');
+  return JSON.parse(json) as T;
+}
+
+/** Entity-group transactions hold at most 100 actions and 4 MiB; stay well under both. */
+const MAX_ACTIONS = 100;
+const MAX_BYTES = 3_000_000;
+
+/**
+ * Submit actions grouped by partition, 100 (or fewer, by size) per transaction, `concurrency` transactions at
+ * a time. Actions must be idempotent (upsert, delete of a row that may be gone is refused by the service, so
+ * callers use upserts or tolerate 404 themselves).
+ */
+export async function submitBatched(client: TableClient, actions: TransactionAction[], concurrency = 4): Promise<void> {
+  const byPk = new Map<string, TransactionAction[]>();
+  for (const a of actions) {
+    const pk = String(a[1].partitionKey);
+    const list = byPk.get(pk);
+    if (list) list.push(a);
+    else byPk.set(pk, [a]);
+  }
+  const batches: TransactionAction[][] = [];
+  for (const list of byPk.values()) {
+    let cur: TransactionAction[] = [];
+    let bytes = 0;
+    for (const a of list) {
+      const size = approxSize(a[1]);
+      if (cur.length && (cur.length >= MAX_ACTIONS || bytes + size > MAX_BYTES)) {
+        batches.push(cur);
+        cur = [];
+        bytes = 0;
+      }
+      cur.push(a);
+      bytes += size;
+    }
+    if (cur.length) batches.push(cur);
+  }
+  let next = 0;
+  const worker = async () => {
+    while (next < batches.length) {
+      const b = batches[next++];
+      await client.submitTransaction(b);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
+}
+
+function approxSize(e: Record<string, unknown>): number {
+  let n = 200;
+  for (const [k, v] of Object.entries(e)) n += k.length + (typeof v === 'string' ? v.length * 2 : 16);
+  return n;
+}
+
+/** Run `fn` over `items`, `concurrency` at a time. */
+export async function mapLimit<T, R>(items: readonly T[], concurrency: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return out;
+}

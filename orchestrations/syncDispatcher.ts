@@ -1,0 +1,24 @@
+import { app, type InvocationContext, type Timer } from '@azure/functions';
+import * as df from 'durable-functions';
+import { dispatchWaitingRuns } from '../lib/sync/runs';
+import { SYNC_RUN } from './syncRun';
+
+/**
+ * The dispatcher of this instance: every 2 seconds, starts the runs that wait for it (triggered on another
+ * instance, or Queued while this one was paused and it is now resumed). See lib/sync/runs.ts.
+ */
+export async function syncDispatcher(_timer: Timer, context: InvocationContext): Promise<void> {
+  const client = df.getClient(context);
+  await dispatchWaitingRuns(async (runId) => {
+    await startRunOrchestration(client, runId);
+  });
+}
+
+/** Start the run's orchestration (instance id = run id) unless it already exists. */
+export async function startRunOrchestration(client: df.DurableClient, runId: string): Promise<void> {
+  const status = await client.getStatus(runId).catch(() => undefined);
+  if (status && status.runtimeStatus) return;
+  await client.startNew(SYNC_RUN, { instanceId: runId, input: runId });
+}
+
+app.timer('syncDispatcher', { schedule: '*/2 * * * * *', extraInputs: [df.input.durableClient()], handler: syncDispatcher });

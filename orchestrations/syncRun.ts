@@ -1,0 +1,126 @@
+import * as df from 'durable-functions';
+import type { OrchestrationContext, OrchestrationHandler } from 'durable-functions';
+import {
+  beginRun,
+  deltaImport,
+  emptyTotals,
+  exportDeletes,
+  exportPartition,
+  finishRun,
+  fullImportDeletePage,
+  fullImportPage,
+  planFullImportDeletes,
+  runConfig,
+  type DeletionPlan,
+  type DeltaOutput,
+  type ExportPageInput,
+  type FinishInput,
+  type FullPageInput,
+  type FullPageOutput,
+  type RunInfo,
+  type RunTotals,
+  type StepFailure,
+} from '../lib/sync/engine';
+import '../lib/sync/cleanup';
+
+/**
+ * One import or export run (the orchestration instance id is the run id). The generator only yields and
+ * branches; every step is an activity over lib/sync/engine.ts, one per page of objects.
+ *
+ * Full import: pages from the connector's cursor until the last page, then the deletes (objects the import
+ * did not see) against the deletion threshold, page by page, then the watermark is committed with the run.
+ * Delta import: one step (connectors give no cursor inside a delta); a connector that needs a full import
+ * first makes the run go on as a full import. Export: the 16 mesh partitions, then deprovisioning deletes.
+ */
+export const SYNC_RUN = 'syncRun';
+export const BEGIN_RUN = 'syncBeginRun';
+export const FULL_IMPORT_PAGE = 'syncFullImportPage';
+export const PLAN_DELETES = 'syncPlanDeletes';
+export const DELETE_PAGE = 'syncDeletePage';
+export const DELTA_IMPORT = 'syncDeltaImport';
+export const EXPORT_PARTITION = 'syncExportPartition';
+export const EXPORT_DELETES = 'syncExportDeletes';
+export const FINISH_RUN = 'syncFinishRun';
+
+type Begin = { info: RunInfo; config: Record<string, unknown> } | (StepFailure & { info?: RunInfo });
+
+const isFailure = (x: unknown): x is StepFailure => typeof x === 'object' && x !== null && 'failed' in x;
+const completedStatus = (t: RunTotals) => (t.stats.errors > 0 ? 'CompletedWithErrors' : 'Completed');
+
+const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) {
+  const runId = context.df.getInput() as string;
+  const begin = (yield context.df.callActivity(BEGIN_RUN, runId)) as Begin;
+  if (isFailure(begin)) {
+    if (begin.info) yield context.df.callActivity(FINISH_RUN, { info: begin.info, status: 'Failed', totals: emptyTotals(), error: begin.failed } satisfies FinishInput);
+    return;
+  }
+  const { info, config } = begin;
+  let totals = emptyTotals();
+  const finish = (status: FinishInput['status'], extra: Partial<FinishInput> = {}) =>
+    context.df.callActivity(FINISH_RUN, { info, status, totals, ...extra } satisfies FinishInput);
+  try {
+    if (info.runType === 'Export') {
+      for (let partition = 0; partition < 16; partition++) {
+        const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config })) as RunTotals | StepFailure;
+        if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+        totals = r;
+      }
+      const d = (yield context.df.callActivity(EXPORT_DELETES, { info, totals })) as RunTotals | StepFailure;
+      if (isFailure(d)) return yield finish('Failed', { error: d.failed });
+      totals = d;
+      return yield finish(completedStatus(totals));
+    }
+    if (info.runType === 'DeltaImport') {
+      const d = (yield context.df.callActivity(DELTA_IMPORT, { info, config, totals })) as DeltaOutput;
+      if (isFailure(d)) return yield finish('Failed', { error: d.failed });
+      if ('stopped' in d && d.stopped) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
+      if ('totals' in d) {
+        totals = d.totals;
+        return yield finish(completedStatus(totals), { watermark: d.watermark });
+      }
+      // fullImportRequired: go on as a full import.
+    }
+    let cursor: string | null = null;
+    let watermark: string | null = null;
+    for (let page = 0; ; page++) {
+      const r = (yield context.df.callActivity(FULL_IMPORT_PAGE, { info, cursor, page, totals } satisfies FullPageInput)) as FullPageOutput;
+      if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+      totals = r.totals;
+      if (r.restart) {
+        cursor = null;
+        continue;
+      }
+      if (r.cursor === null) {
+        watermark = r.watermark;
+        break;
+      }
+      cursor = r.cursor;
+    }
+    const plan = (yield context.df.callActivity(PLAN_DELETES, { info, config })) as DeletionPlan;
+    if (plan.exceeds) return yield finish('StoppedDeletionThreshold', { error: plan.exceeds });
+    for (let page = 0; page < plan.pages; page++) {
+      totals = (yield context.df.callActivity(DELETE_PAGE, { info, page, totals })) as RunTotals;
+    }
+    return yield finish(completedStatus(totals), { watermark });
+  } catch (err) {
+    const message = err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : 'unknown error';
+    return yield finish('Failed', { error: `The run stopped on an unexpected error: ${message}` });
+  }
+};
+
+df.app.orchestration(SYNC_RUN, syncRun);
+
+df.app.activity(BEGIN_RUN, {
+  handler: async (runId: string): Promise<Begin> => {
+    const info = await beginRun(runId);
+    if (isFailure(info)) return info;
+    return { info, config: await runConfig(info.connectorId) };
+  },
+});
+df.app.activity(FULL_IMPORT_PAGE, { handler: (input: FullPageInput) => fullImportPage(input) });
+df.app.activity(PLAN_DELETES, { handler: (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config) });
+df.app.activity(DELETE_PAGE, { handler: (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals) });
+df.app.activity(DELTA_IMPORT, { handler: (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals) });
+df.app.activity(EXPORT_PARTITION, { handler: (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config) });
+df.app.activity(EXPORT_DELETES, { handler: (input: { info: RunInfo; totals: RunTotals }) => exportDeletes(input.info, input.totals) });
+df.app.activity(FINISH_RUN, { handler: (input: FinishInput) => finishRun(input) });

@@ -1,0 +1,151 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { startService, type ServiceUnderTest } from '../../support/service';
+import { fileConnector, folder, meshByAnchor, rule, runExport, runImport, valueOf, writeCsv } from './syncSupport';
+
+/**
+ * The sync engine end to end over HTTP on the local runtime: file connectors, rules, import and export runs
+ * as durable orchestrations, the mesh read back from storage.
+ */
+jest.setTimeout(180_000);
+
+let rt: ServiceUnderTest;
+beforeAll(async () => {
+  rt = await startService();
+});
+afterAll(async () => {
+  await rt?.dispose();
+});
+
+const HR = ['id', 'employeeId', 'givenName', 'sn', 'mail', 'department', 'managerId'];
+const IT = ['id', 'employeeId', 'mail', 'phone'];
+
+describe('two sources joined on employee id', () => {
+  const hrDir = folder();
+  const itDir = folder();
+  let hr = '';
+  let it = '';
+
+  beforeAll(async () => {
+    writeCsv(hrDir, 'hr.csv', HR, [
+      { id: 'h1', employeeId: 'E1', givenName: 'Ada', sn: 'Lovelace', mail: 'ada@hr.test', department: 'R&D', managerId: 'E3' },
+      { id: 'h2', employeeId: 'E2', givenName: 'Alan', sn: 'Turing', mail: 'alan@hr.test', department: 'R&D', managerId: 'E1' },
+      { id: 'h3', employeeId: 'E3', givenName: 'Grace', sn: 'Hopper', mail: 'grace@hr.test', department: 'Navy', managerId: null },
+      { id: 'h4', employeeId: 'E4', givenName: 'Edsger', sn: 'Dijkstra', mail: null, department: 'R&D', managerId: 'E9' },
+    ]);
+    writeCsv(itDir, 'it.csv', IT, [
+      { id: 'i1', employeeId: 'e1', mail: 'ada@it.test', phone: '100' },
+      { id: 'i2', employeeId: 'E2', mail: 'alan@it.test', phone: '200' },
+      { id: 'i7', employeeId: 'X7', mail: 'x7@it.test', phone: '700' },
+      { id: 'i8', employeeId: 'X8', mail: 'x8@it.test', phone: '800' },
+      { id: 'i9', employeeId: 'X9', mail: 'x9@it.test', phone: '900' },
+    ]);
+    hr = await fileConnector(rt, 'HR', hrDir);
+    it = await fileConnector(rt, 'IT', itDir);
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
+    for (const a of ['employeeId', 'givenName', 'sn', 'department', 'managerId']) {
+      await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    }
+    await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'mail', targetAttribute: 'mail', confidence: 40 });
+    await rule(rt, { ruleType: 'JoinRule', connectorId: it, sourceAttribute: 'employeeId', targetAttribute: 'employeeId', transformScript: 'source.toUpperCase()' });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: it, sourceAttribute: 'mail', targetAttribute: 'mail', confidence: 80 });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: it, sourceAttribute: 'phone', targetAttribute: 'phone', confidence: 80 });
+    await rule(rt, { ruleType: 'MeshComposerRule', targetAttribute: 'displayName', transformScript: 'source.givenName + " " + source.sn' });
+    await rule(rt, { ruleType: 'MeshComposerRule', relationshipType: 'manager', sourceAttribute: 'managerId' });
+  });
+
+  test('a full import projects every HR row into the mesh, with computed attributes and manager relationships', async () => {
+    const run = await runImport(rt, hr);
+    expect(run).toMatchObject({ status: 'Completed', runType: 'FullImport', stats: { objectsProcessed: 4, objectsCreated: 4, errors: 0 } });
+    const mesh = await meshByAnchor();
+    expect([...mesh.keys()].sort()).toEqual(['E1', 'E2', 'E3', 'E4']);
+    const e1 = mesh.get('E1')!;
+    expect(valueOf(e1, 'displayName')).toBe('Ada Lovelace');
+    expect(e1.attributes.givenName).toMatchObject({ value: 'Ada', sourceConnectorId: hr, confidence: 50 });
+    // E1's manager E3 comes later in the file: resolved when it arrived.
+    expect(e1.relationships).toEqual([{ type: 'manager', targetId: mesh.get('E3')!.id, targetAnchor: 'E3', targetType: 'User' }]);
+    expect(mesh.get('E2')!.relationships[0]).toMatchObject({ type: 'manager', targetId: e1.id });
+    // E9 does not exist: pending.
+    expect(mesh.get('E4')!.relationships).toEqual([]);
+    expect(mesh.get('E4')!.pendingReferences).toEqual([{ type: 'manager', value: 'E9' }]);
+    const conn = await rt.call('GET', `connectors/${hr}`);
+    expect(conn.body.lastSync).toEqual(expect.any(String));
+  });
+
+  test('the same full import again writes nothing', async () => {
+    const before = await meshByAnchor();
+    const run = await runImport(rt, hr);
+    expect(run).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 4, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0 } });
+    const after = await meshByAnchor();
+    expect([...after.values()].map((o) => o.updatedOn)).toEqual([...before.values()].map((o) => o.updatedOn));
+  });
+
+  test('the second source joins (case-folded by its transform) and wins mail by confidence', async () => {
+    const run = await runImport(rt, it);
+    // Rows that join nothing and have no projection rule stay in the connector space only.
+    expect(run).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 5, errors: 0 } });
+    const mesh = await meshByAnchor();
+    expect(mesh.size).toBe(4);
+    expect(mesh.get('E1')!.links).toEqual({ [hr]: 'h1', [it]: 'i1' });
+    expect(mesh.get('E1')!.attributes.mail).toMatchObject({ value: 'ada@it.test', sourceConnectorId: it, confidence: 80 });
+    expect(valueOf(mesh.get('E1'), 'phone')).toBe('100');
+    expect(valueOf(mesh.get('E3'), 'mail')).toBe('grace@hr.test');
+  });
+
+  test('a late-arriving manager resolves the pending relationship', async () => {
+    writeCsv(hrDir, 'hr2.csv', HR, [{ id: 'h9', employeeId: 'E9', givenName: 'Barbara', sn: 'Liskov', mail: null, department: 'R&D', managerId: null }]);
+    const run = await runImport(rt, hr, { runType: 'DeltaImport' });
+    expect(run).toMatchObject({ status: 'Completed', runType: 'DeltaImport', stats: { objectsCreated: 1 } });
+    const mesh = await meshByAnchor();
+    expect(mesh.get('E4')!.relationships).toEqual([{ type: 'manager', targetId: mesh.get('E9')!.id, targetAnchor: 'E9', targetType: 'User' }]);
+    expect(mesh.get('E4')!.pendingReferences).toEqual([]);
+  });
+
+  test('deleting the winning contributor recalls its value: the next contributor takes over', async () => {
+    writeCsv(itDir, 'it.csv', IT, [
+      { id: 'i2', employeeId: 'E2', mail: 'alan@it.test', phone: '200' },
+      { id: 'i7', employeeId: 'X7', mail: 'x7@it.test', phone: '700' },
+      { id: 'i8', employeeId: 'X8', mail: 'x8@it.test', phone: '800' },
+      { id: 'i9', employeeId: 'X9', mail: 'x9@it.test', phone: '900' },
+    ]);
+    const run = await runImport(rt, it, { runType: 'DeltaImport' });
+    expect(run).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1 } });
+    const mesh = await meshByAnchor();
+    expect(mesh.get('E1')!.links).toEqual({ [hr]: 'h1' });
+    expect(mesh.get('E1')!.attributes.mail).toMatchObject({ value: 'ada@hr.test', sourceConnectorId: hr, confidence: 40 });
+    expect(mesh.get('E1')!.attributes.phone).toBeUndefined();
+  });
+
+  test('an object deleted from its last source leaves the mesh, and relationships to it become pending', async () => {
+    writeCsv(hrDir, 'hr2.csv', HR, []);
+    const run = await runImport(rt, hr, { runType: 'FullImport' });
+    expect(run).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1 } });
+    const mesh = await meshByAnchor();
+    expect(mesh.has('E9')).toBe(false);
+    expect(mesh.get('E4')!.relationships).toEqual([]);
+    expect(mesh.get('E4')!.pendingReferences).toEqual([{ type: 'manager', value: 'E9' }]);
+  });
+
+  test('export provisions mesh objects into a third connector; the confirming import joins them', async () => {
+    const outDir = folder();
+    writeCsv(outDir, 'export.csv', ['id', 'uid', 'email', 'name'], []);
+    const out = await fileConnector(rt, 'Directory', outDir, { anchorColumn: 'uid' });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'employeeId', targetAttribute: 'uid', confidence: 50 });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50 });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'displayName', targetAttribute: 'name', confidence: 50 });
+    const dry = await runExport(rt, out, { dryRun: true });
+    expect(dry).toMatchObject({ status: 'Completed', dryRun: true, stats: { objectsCreated: 4 } });
+    expect(readFileSync(path.join(outDir, 'export.csv'), 'utf8').trim().split('\n')).toHaveLength(1);
+    const run = await runExport(rt, out);
+    expect(run).toMatchObject({ status: 'Completed', runType: 'Export', stats: { objectsCreated: 4, errors: 0 } });
+    const lines = readFileSync(path.join(outDir, 'export.csv'), 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(5);
+    expect(lines.join('\n')).toContain('ada@hr.test');
+    const mesh = await meshByAnchor();
+    expect(mesh.get('E1')!.links[out]).toBe('E1');
+    const confirm = await runImport(rt, out, { runType: 'FullImport' });
+    expect(confirm).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 4, errors: 0 } });
+    const again = await runExport(rt, out);
+    expect(again).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0 } });
+  });
+});

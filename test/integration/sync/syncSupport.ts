@@ -1,0 +1,72 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ServiceUnderTest } from '../../support/service';
+import { iterateMesh } from '../../../lib/mesh/store';
+import type { MeshObject } from '../../../lib/sync/model';
+
+/** Helpers of the sync engine's HTTP tests: file-connector folders, connectors, rules, runs, the mesh. */
+
+export function folder(prefix = 'ims-sync-'): string {
+  return mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** Write `rows` (objects) as a CSV file with the given header. */
+export function writeCsv(dir: string, file: string, header: string[], rows: Record<string, string | number | null>[]): void {
+  const esc = (v: unknown) => {
+    const s = v === null || v === undefined ? '' : String(v);
+    return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  };
+  const text = [header.join(','), ...rows.map((r) => header.map((h) => esc(r[h])).join(','))].join('\n') + '\n';
+  writeFileSync(path.join(dir, file), text);
+}
+
+export async function fileConnector(rt: ServiceUnderTest, name: string, dir: string, settings: Record<string, unknown> = {}): Promise<string> {
+  const res = await rt.call('POST', 'connectors', {
+    body: { name, type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: dir, anchorColumn: 'id', ...settings } } },
+  });
+  if (res.status !== 201) throw new Error(`create connector: ${res.status} ${res.text}`);
+  return res.body.id as string;
+}
+
+export async function rule(rt: ServiceUnderTest, body: Record<string, unknown>): Promise<string> {
+  const res = await rt.call('POST', 'rules', { body: { ruleName: `r-${Math.random().toString(36).slice(2, 8)}`, ...body } });
+  if (res.status !== 201) throw new Error(`create rule: ${res.status} ${res.text}`);
+  return res.body.ruleId as string;
+}
+
+const FINAL = ['Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold'];
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function waitRun(rt: ServiceUnderTest, runId: string, timeoutMs = 120_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await rt.call('GET', `runs/${runId}`);
+    if (res.status === 200 && FINAL.includes(res.body.status)) return res.body;
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not finish: ${res.text}\n${rt.logs().slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function runImport(rt: ServiceUnderTest, connectorId: string, body: Record<string, unknown> = { runType: 'FullImport' }): Promise<any> {
+  const res = await rt.call('POST', `connectors/${connectorId}/import`, { body });
+  if (res.status !== 202) throw new Error(`import: ${res.status} ${res.text}`);
+  return waitRun(rt, res.body.runId);
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function runExport(rt: ServiceUnderTest, connectorId: string, body: Record<string, unknown> = {}): Promise<any> {
+  const res = await rt.call('POST', `connectors/${connectorId}/export`, { body });
+  if (res.status !== 202) throw new Error(`export: ${res.status} ${res.text}`);
+  return waitRun(rt, res.body.runId);
+}
+
+/** The whole mesh (read from the service's tables), by anchor value. */
+export async function meshByAnchor(): Promise<Map<string, MeshObject>> {
+  const out = new Map<string, MeshObject>();
+  for await (const page of iterateMesh()) for (const o of page) out.set(o.anchorValue, o);
+  return out;
+}
+
+export const valueOf = (o: MeshObject | undefined, attr: string) => o?.attributes[attr]?.value;
