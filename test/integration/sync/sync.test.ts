@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync as writeFileSyncText } from 'node:fs';
 import path from 'node:path';
 import { startService, type ServiceUnderTest } from '../../support/service';
-import { fileConnector, folder, meshByAnchor, rule, runExport, runImport, valueOf, writeCsv } from './syncSupport';
+import { fileConnector, folder, meshByAnchor, rule, runExport, runImport, valueOf, waitRun, writeCsv } from './syncSupport';
 
 /**
  * The sync engine end to end over HTTP on the local runtime: file connectors, rules, import and export runs
@@ -147,5 +147,103 @@ describe('two sources joined on employee id', () => {
     expect(confirm).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 4, errors: 0 } });
     const again = await runExport(rt, out);
     expect(again).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0 } });
+  });
+});
+
+describe('runs: threshold, dry run, per-object errors, API answers', () => {
+  const dir = folder();
+  let c = '';
+  const H = ['id', 'employeeId', 'givenName', 'dept'];
+  const rows = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ id: `p${from + i}`, employeeId: `P${from + i}`, givenName: `Name${from + i}`, dept: 'Ops' }));
+
+  beforeAll(async () => {
+    writeCsv(dir, 'people.csv', H, rows(10));
+    c = await fileConnector(rt, 'People', dir);
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId: c, sourceAttribute: 'employeeId' });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: 'givenName', targetAttribute: 'givenName', confidence: 50 });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: 'dept', targetAttribute: 'department', confidence: 50 });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: 'employeeId', targetAttribute: 'personId', confidence: 50 });
+  });
+
+  test('a dry run reports what would change and writes nothing', async () => {
+    const run = await runImport(rt, c, { runType: 'FullImport', dryRun: true });
+    expect(run).toMatchObject({ status: 'Completed', dryRun: true, stats: { objectsProcessed: 10, objectsCreated: 10 } });
+    const mesh = await meshByAnchor();
+    expect([...mesh.keys()].filter((k) => k.startsWith('P'))).toEqual([]);
+    const conn = await rt.call('GET', `connectors/${c}`);
+    expect(conn.body.lastSync).toBeNull();
+  });
+
+  test('the import itself, then a full import that would delete 30 % stops before deleting anything', async () => {
+    expect(await runImport(rt, c)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 10 } });
+    writeCsv(dir, 'people.csv', H, rows(7));
+    const run = await runImport(rt, c);
+    expect(run.status).toBe('StoppedDeletionThreshold');
+    expect(run.error).toMatch(/would delete 3 of 10 objects/);
+    expect(run.stats.objectsDeleted).toBe(0);
+    const mesh = await meshByAnchor();
+    expect(['P7', 'P8', 'P9'].every((a) => mesh.has(a))).toBe(true);
+  });
+
+  test('join ambiguity is a per-object error naming the candidates; the run completes with errors', async () => {
+    writeCsv(dir, 'people.csv', H, rows(10));
+    const amb = folder();
+    writeCsv(amb, 'x.csv', ['id', 'dept'], [{ id: 'x1', dept: 'Ops' }]);
+    const x = await fileConnector(rt, 'Ambiguous', amb);
+    await rule(rt, { ruleType: 'JoinRule', connectorId: x, sourceAttribute: 'dept', targetAttribute: 'department' });
+    const run = await runImport(rt, x);
+    expect(run.status).toBe('CompletedWithErrors');
+    expect(run.stats.errors).toBe(1);
+    expect(run.errors[0].object).toBe('x1');
+    expect(run.errors[0].message).toMatch(/matched 10 mesh objects/);
+  });
+
+  test('a row that cannot be read and a script that fails are per-object errors', async () => {
+    const bad = folder();
+    writeFileSyncText(path.join(bad, 'b.csv'), 'id,n\nb1,5\nb2,oops,extra\nb3,abc\n');
+    const b = await fileConnector(rt, 'Bad', bad);
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId: b, sourceAttribute: 'id' });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: b, sourceAttribute: 'n', targetAttribute: 'n', confidence: 10, transformScript: 'source.toFixed(1)' });
+    const run = await runImport(rt, b);
+    expect(run.status).toBe('CompletedWithErrors');
+    expect(run.stats.errors).toBe(3);
+    expect(run.errors.map((e: { object?: string }) => e.object).sort()).toEqual(expect.arrayContaining(['b1', 'b3']));
+  });
+
+  test('404 for an unknown connector, 400 for a bad body, 409 while a run is active, 403 for a Viewer', async () => {
+    expect((await rt.call('POST', `connectors/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}/import`, { body: {} })).status).toBe(404);
+    expect((await rt.call('POST', `connectors/${c}/import`, { body: { runType: 'Export' } })).status).toBe(400);
+    expect((await rt.call('POST', `connectors/${c}/import`, { body: { extra: 1 } })).status).toBe(400);
+    expect((await rt.call('POST', `connectors/${c}/export`, { body: {}, role: 'Viewer' })).status).toBe(403);
+    const first = await rt.call('POST', `connectors/${c}/import`, { role: 'Operator' });
+    expect(first.status).toBe(202);
+    expect(first.headers.get('location')).toBe(`/api/runs/${first.body.runId}`);
+    expect(first.body).toMatchObject({ status: 'Running', runType: 'DeltaImport', connectorId: c });
+    const second = await rt.call('POST', `connectors/${c}/import`, { body: {} });
+    expect(second.status).toBe(409);
+    await waitRun(rt, first.body.runId);
+  });
+
+  test('a paused instance queues the run; resume starts it', async () => {
+    const inst = (await rt.call('GET', 'instances')).body.items.find((i: { status: string }) => i.status === 'active');
+    expect((await rt.call('POST', `instances/${inst.id}/pause`)).status).toBe(200);
+    try {
+      const res = await rt.call('POST', `connectors/${c}/import`, { body: { runType: 'FullImport' } });
+      expect(res.status).toBe(202);
+      expect(res.body.status).toBe('Queued');
+      await new Promise((r) => setTimeout(r, 3000));
+      expect((await rt.call('GET', `runs/${res.body.runId}`)).body.status).toBe('Queued');
+      expect((await rt.call('POST', `instances/${inst.id}/resume`)).status).toBe(200);
+      expect(await waitRun(rt, res.body.runId)).toMatchObject({ status: 'Completed' });
+    } finally {
+      await rt.call('POST', `instances/${inst.id}/resume`);
+    }
+  });
+
+  test('deleting a connector withdraws its contributions from the mesh', async () => {
+    const del = await rt.call('DELETE', `connectors/${c}`);
+    expect(del.status).toBe(204);
+    const mesh = await meshByAnchor();
+    expect([...mesh.keys()].filter((k) => /^P\d/.test(k))).toEqual([]);
   });
 });
