@@ -23,6 +23,8 @@ export interface CsvRecord {
   end: number;
   /** Line number where the next record starts (with `end`, what a reader resumes from). */
   nextLine?: number;
+  /** The record's fingerprint, with `fingerprintSeed`. */
+  fp?: string;
   /** Set on a malformed record; `fields` then holds what could be read. */
   error?: string;
   /**
@@ -44,6 +46,8 @@ export interface CsvReadOptions {
   maxRecordBytes?: number;
   /** Attach each record's raw bytes as `raw`. */
   keepRaw?: boolean;
+  /** Fingerprint each record's bytes (`fp`) with this seed. Done here, on the chunk: no per-row view object. */
+  fingerprintSeed?: number;
 }
 
 const QUOTE = 0x22;
@@ -98,6 +102,7 @@ export class CsvParser {
   private readonly decode: Decoder;
   private readonly maxRecordBytes: number;
   private readonly keepRaw: boolean;
+  private readonly seed?: number;
   private bomChecked: boolean;
   /** Cached position of the next quote byte in buf at or after some point, or -1 when none is left. */
   private nextQuote = -2;
@@ -114,6 +119,7 @@ export class CsvParser {
     this.line = options.startLine ?? 1;
     this.maxRecordBytes = options.maxRecordBytes ?? 1024 * 1024;
     this.keepRaw = options.keepRaw ?? false;
+    this.seed = options.fingerprintSeed;
     this.bomChecked = this.base !== 0 || (options.encoding ?? 'utf8') !== 'utf8';
   }
 
@@ -145,6 +151,7 @@ export class CsvParser {
           const skip = this.skipBadRecord(buf, p, eof, `The record is longer than ${this.maxRecordBytes} bytes (an unterminated quote?).`);
           if (skip === 'incomplete') break;
           if (this.keepRaw) skip.record.raw = buf.subarray(p, skip.next);
+          if (this.seed !== undefined) skip.record.fp = fingerprint(this.seed, buf, p, skip.next);
           this.line += skip.lines;
           skip.record.nextLine = this.line;
           out.push(skip.record);
@@ -156,6 +163,7 @@ export class CsvParser {
       this.line += r.lines;
       r.record.nextLine = this.line;
       if (this.keepRaw) r.record.raw = buf.subarray(p, r.next);
+      if (this.seed !== undefined) r.record.fp = fingerprint(this.seed, buf, p, r.next);
       p = r.next;
       // A blank line is no record.
       if (!(r.record.fields.length === 1 && r.record.fields[0] === '' && !r.record.error)) out.push(r.record);
@@ -270,13 +278,20 @@ export class CsvParser {
   }
 }
 
-/** Stream records from chunks of bytes. */
-export async function* readCsvRecords(chunks: AsyncIterable<Buffer>, options: CsvReadOptions = {}): AsyncGenerator<CsvRecord> {
+/** Stream records from chunks of bytes, one array per chunk (a promise per chunk, not per row). */
+export async function* readCsvBatches(chunks: AsyncIterable<Buffer>, options: CsvReadOptions = {}): AsyncGenerator<CsvRecord[]> {
   const parser = new CsvParser(options);
   for await (const chunk of chunks) {
-    for (const r of parser.push(chunk)) yield r;
+    const batch = parser.push(chunk);
+    if (batch.length) yield batch;
   }
-  for (const r of parser.finish()) yield r;
+  const rest = parser.finish();
+  if (rest.length) yield rest;
+}
+
+/** Stream records from chunks of bytes. */
+export async function* readCsvRecords(chunks: AsyncIterable<Buffer>, options: CsvReadOptions = {}): AsyncGenerator<CsvRecord> {
+  for await (const batch of readCsvBatches(chunks, options)) yield* batch;
 }
 
 /** Parse a whole text or buffer at once (small files, tests). */
@@ -296,4 +311,22 @@ export function formatCsvField(value: string, delimiter = ','): string {
 
 export function formatCsvRow(fields: string[], delimiter = ','): string {
   return fields.map((f) => formatCsvField(f, delimiter)).join(delimiter) + '\n';
+}
+
+/**
+ * A 64-bit fingerprint of a row's bytes (two 32-bit multiplicative lanes, in the manner of cyrb53). Not a
+ * cryptographic hash: it only tells a row from its own previous version, where a chance collision is 2^-64,
+ * and it allocates nothing per byte, which matters at 100,000 rows per delta.
+ */
+export function fingerprint(seed: number, bytes: Uint8Array, start = 0, end = bytes.length): string {
+  let h1 = 0xdeadbeef ^ seed;
+  let h2 = 0x41c6ce57 ^ seed;
+  for (let i = start; i < end; i++) {
+    const b = bytes[i];
+    h1 = Math.imul(h1 ^ b, 2654435761);
+    h2 = Math.imul(h2 ^ b, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (h1 >>> 0).toString(36) + '.' + (h2 >>> 0).toString(36) + '.' + (end - start).toString(36);
 }

@@ -19,9 +19,9 @@ import {
   type ImportPage,
   type ObjectError,
 } from '../sdk';
-import { encodeText, formatCsvRow, readCsvRecords } from './csv';
+import { encodeText, formatCsvRow, readCsvBatches, readCsvRecords } from './csv';
 import { BufferedWriter, folderError, listFiles, readChunks, writeAtomically, type FileStat } from './files';
-import { readJsonRecords, type JsonLayout } from './jsonRecords';
+import { readJsonBatches, readJsonRecords, type JsonLayout } from './jsonRecords';
 import { applyMultiValue, checkHeader, csvLine, csvRowToObject, jsonRecordToObject, type FileConfig, type RowResult } from './rows';
 import { SnapshotStore, type RowState } from './state';
 
@@ -162,7 +162,16 @@ export class FileConnector {
    * The rows of one file from a byte offset. For CSV the header is read first (or taken from `header` when
    * resuming mid-file) and yielded once as an item whose `header` is set.
    */
-  private async *readFile(f: FileStat, start: number, line: number, header?: string[], layout?: JsonLayout): AsyncGenerator<ReadItem> {
+  /** The rows of one file, one by one (for the few places that read little). */
+  private async *readFile(f: FileStat, start: number, line: number): AsyncGenerator<ReadItem> {
+    for await (const batch of this.readFileBatches(f, start, line)) yield* batch;
+  }
+
+  /**
+   * The rows of one file from a byte offset, one array per chunk read. For CSV the header is read first (or
+   * taken from `header` when resuming mid-file) and yielded once as an item whose `header` is set.
+   */
+  private async *readFileBatches(f: FileStat, start: number, line: number, header?: string[], layout?: JsonLayout): AsyncGenerator<ReadItem[]> {
     const cfg = this.config;
     const full = path.join(cfg.folder, f.name);
     const chunks = readChunks(full, start);
@@ -171,54 +180,62 @@ export class FileConnector {
       if (cfg.format === 'csv') {
         let hdr = start === 0 ? undefined : header;
         let anchorIdx = hdr ? hdr.indexOf(cfg.anchorColumn) : -1;
-        let prefix = hdr ? fingerprintPrefix(hdr) : undefined;
-        for await (const rec of readCsvRecords(chunks, { delimiter: cfg.delimiter, encoding: cfg.encoding, startOffset: start, startLine: line, keepRaw: true })) {
-          const nextLine = rec.nextLine ?? rec.line + 1;
-          if (!hdr || !prefix) {
-            if (rec.error) throw new ConnectorError('configuration_invalid', `${f.name}:${rec.line}: the header row is malformed: ${rec.error}`);
-            const names = checkHeader(rec.fields, cfg, f.name);
-            hdr = names;
-            anchorIdx = names.indexOf(cfg.anchorColumn);
-            prefix = fingerprintPrefix(names);
-            yield { end: rec.end, nextLine, header: names, fp: '', make: () => fail({ code: 'object_error', message: 'header' }) };
-            continue;
+        // A row's fingerprint is its bytes' plus the header's: a renamed column changes every row.
+        let prefix = hdr ? fingerprintPrefix(hdr) : '';
+        for await (const recs of readCsvBatches(chunks, { delimiter: cfg.delimiter, encoding: cfg.encoding, startOffset: start, startLine: line, fingerprintSeed: 0 })) {
+          const items: ReadItem[] = [];
+          for (const rec of recs) {
+            const nextLine = rec.nextLine ?? rec.line + 1;
+            if (!hdr) {
+              if (rec.error) throw new ConnectorError('configuration_invalid', `${f.name}:${rec.line}: the header row is malformed: ${rec.error}`);
+              const names = checkHeader(rec.fields, cfg, f.name);
+              hdr = names;
+              anchorIdx = names.indexOf(cfg.anchorColumn);
+              prefix = fingerprintPrefix(names);
+              items.push({ end: rec.end, nextLine, header: names, fp: '', make: () => fail({ code: 'object_error', message: 'header' }) });
+              continue;
+            }
+            const names = hdr;
+            const fp = prefix + rec.fp!;
+            if (rec.error) {
+              const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${rec.error}`, location: `${f.name}:${rec.line}`, retriable: false };
+              // Trust the anchor of a malformed row only when the row still splits into the header's fields and the
+              // anchor field holds no quote (an unterminated quote leaves raw text behind).
+              const a = rec.fields.length === names.length ? rec.fields[anchorIdx] : '';
+              if (a && !a.includes('"')) e.anchor = a;
+              items.push({ end: rec.end, nextLine, fp, make: () => fail(e) });
+              continue;
+            }
+            const fields = rec.fields;
+            const at = rec.line;
+            items.push({ end: rec.end, nextLine, fp, anchorHint: fields[anchorIdx] || undefined, make: () => csvRowToObject(names, fields, cfg, f.name, at) });
           }
-          const names = hdr;
-          const fp = fingerprint(prefix, rec.raw!);
-          if (rec.error) {
-            const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${rec.error}`, location: `${f.name}:${rec.line}`, retriable: false };
-            // Trust the anchor of a malformed row only when the row still splits into the header's fields and the
-            // anchor field holds no quote (an unterminated quote leaves raw text behind).
-            const a = rec.fields.length === names.length ? rec.fields[anchorIdx] : '';
-            if (a && !a.includes('"')) e.anchor = a;
-            yield { end: rec.end, nextLine, fp, make: () => fail(e) };
-            continue;
-          }
-          const fields = rec.fields;
-          const at = rec.line;
-          yield { end: rec.end, nextLine, fp, anchorHint: fields[anchorIdx] || undefined, make: () => csvRowToObject(names, fields, cfg, f.name, at) };
+          yield items;
         }
       } else {
-        const prefix = fingerprintPrefix([]);
-        for await (const rec of readJsonRecords(chunks, { startOffset: start, startLine: line, layout: start === 0 ? undefined : layout })) {
-          const nextLine = rec.nextLine ?? rec.line;
-          const fp = fingerprint(prefix, rec.raw ?? Buffer.alloc(0));
-          if (rec.error) {
-            const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${rec.error}`, location: `${f.name}:${rec.line}`, retriable: false };
-            yield { end: rec.end, nextLine, layout: rec.layout, fp, make: () => fail(e) };
-            continue;
+        for await (const batch of readJsonBatches(chunks, { startOffset: start, startLine: line, layout: start === 0 ? undefined : layout, fingerprintSeed: 0 })) {
+          const items: ReadItem[] = [];
+          for (const rec of batch.records) {
+            const nextLine = rec.nextLine ?? rec.line;
+            const fp = rec.fp!;
+            if (rec.error) {
+              const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${rec.error}`, location: `${f.name}:${rec.line}`, retriable: false };
+              items.push({ end: rec.end, nextLine, layout: batch.layout, fp, make: () => fail(e) });
+              continue;
+            }
+            const value = rec.value as Record<string, unknown> | null;
+            const a = value && typeof value === 'object' ? value[cfg.anchorColumn] : undefined;
+            const at = rec.line;
+            items.push({
+              end: rec.end,
+              nextLine,
+              layout: batch.layout,
+              fp,
+              anchorHint: typeof a === 'string' || typeof a === 'number' ? String(a) || undefined : undefined,
+              make: () => jsonRecordToObject(value, cfg, f.name, at),
+            });
           }
-          const value = rec.value as Record<string, unknown> | null;
-          const a = value && typeof value === 'object' ? value[cfg.anchorColumn] : undefined;
-          const at = rec.line;
-          yield {
-            end: rec.end,
-            nextLine,
-            layout: rec.layout,
-            fp,
-            anchorHint: typeof a === 'string' || typeof a === 'number' ? String(a) || undefined : undefined,
-            make: () => jsonRecordToObject(value, cfg, f.name, at),
-          };
+          yield items;
         }
       }
     } catch (err) {
@@ -263,32 +280,34 @@ export class FileConnector {
       const resuming = fi === cur.fi && cur.off > 0;
       let hdr = resuming ? cur.hdr : undefined;
       let lay = resuming ? cur.lay : undefined;
-      for await (const item of this.readFile(f, resuming ? cur.off : 0, resuming ? cur.line : 1, hdr, lay)) {
-        if (item.header) {
-          hdr = item.header;
-          continue;
-        }
-        lay = item.layout ?? lay;
-        const r = item.make();
-        if ('object' in r) {
-          if (seen.has(r.object.anchor)) {
-            errors.push(duplicateError(r.object, f.name));
-          } else {
-            seen.add(r.object.anchor);
-            objects.push(r.object);
-            rows.push(rowState(r.object, f.name, item.fp));
+      for await (const batch of this.readFileBatches(f, resuming ? cur.off : 0, resuming ? cur.line : 1, hdr, lay)) {
+        for (const item of batch) {
+          if (item.header) {
+            hdr = item.header;
+            continue;
           }
-        } else {
-          errors.push(r.error);
-        }
-        if (objects.length + errors.length >= pageSize) {
-          cur.sb = await this.store.append(cur.snap, rows);
-          rows = [];
-          const next: Cursor = { ...cur, fi, off: item.end, line: item.nextLine, hdr, lay };
-          yield { objects, errors, cursor: JSON.stringify(next) };
-          objects = [];
-          errors = [];
-          throwIfAborted(options.signal);
+          lay = item.layout ?? lay;
+          const r = item.make();
+          if ('object' in r) {
+            if (seen.has(r.object.anchor)) {
+              errors.push(duplicateError(r.object, f.name));
+            } else {
+              seen.add(r.object.anchor);
+              objects.push(r.object);
+              rows.push(rowState(r.object, f.name, item.fp));
+            }
+          } else {
+            errors.push(r.error);
+          }
+          if (objects.length + errors.length >= pageSize) {
+            cur.sb = await this.store.append(cur.snap, rows);
+            rows = [];
+            const next: Cursor = { ...cur, fi, off: item.end, line: item.nextLine, hdr, lay };
+            yield { objects, errors, cursor: JSON.stringify(next) };
+            objects = [];
+            errors = [];
+            throwIfAborted(options.signal);
+          }
         }
       }
     }
@@ -365,52 +384,54 @@ export class FileConnector {
         }
         continue;
       }
-      for await (const item of this.readFile(f, 0, 1)) {
-        if (item.header) continue;
-        const hint = item.anchorHint;
-        if (hint !== undefined && !seen.has(hint)) {
-          const prev = old.get(hint);
-          if (prev && prev.hash === item.fp) {
-            // Same text under the same header: unchanged, nothing to build.
-            seen.add(hint);
-            rows.push(prev.file === f.name ? prev : { ...prev, file: f.name });
-            continue;
-          }
-        }
-        const r = item.make();
-        if ('error' in r) {
-          errors.push(r.error);
-          const a = r.error.anchor;
-          if (a === undefined) damaged.add(f.name);
-          else if (!seen.has(a)) {
-            // Unreadable now: keep what we knew, report no change for it.
-            seen.add(a);
-            const prev = old.get(a);
-            if (prev) rows.push(prev);
-          }
-        } else if (seen.has(r.object.anchor)) {
-          errors.push(duplicateError(r.object, f.name));
-        } else {
-          const o = r.object;
-          seen.add(o.anchor);
-          const st = rowState(o, f.name, item.fp);
-          rows.push(st);
-          const prev = old.get(o.anchor);
-          if (!prev) changes.push({ kind: 'add', anchor: o.anchor, objectType: o.objectType, object: o });
-          else {
-            if (prev.dn !== st.dn || prev.container !== st.container) {
-              const ch: DeltaChange = { kind: 'rename', anchor: o.anchor, objectType: o.objectType, object: o };
-              if (prev.dn !== null) ch.previousDn = prev.dn;
-              if (prev.container !== null) ch.previousContainer = prev.container;
-              changes.push(ch);
-            } else {
-              changes.push({ kind: 'update', anchor: o.anchor, objectType: o.objectType, object: o });
+      for await (const batch of this.readFileBatches(f, 0, 1)) {
+        for (const item of batch) {
+          if (item.header) continue;
+          const hint = item.anchorHint;
+          if (hint !== undefined && !seen.has(hint)) {
+            const prev = old.get(hint);
+            if (prev && prev.hash === item.fp) {
+              // Same text under the same header: unchanged, nothing to build.
+              seen.add(hint);
+              rows.push(prev.file === f.name ? prev : { ...prev, file: f.name });
+              continue;
             }
           }
-        }
-        if (changes.length + errors.length >= pageSize) {
-          yield await flush();
-          throwIfAborted(options.signal);
+          const r = item.make();
+          if ('error' in r) {
+            errors.push(r.error);
+            const a = r.error.anchor;
+            if (a === undefined) damaged.add(f.name);
+            else if (!seen.has(a)) {
+              // Unreadable now: keep what we knew, report no change for it.
+              seen.add(a);
+              const prev = old.get(a);
+              if (prev) rows.push(prev);
+            }
+          } else if (seen.has(r.object.anchor)) {
+            errors.push(duplicateError(r.object, f.name));
+          } else {
+            const o = r.object;
+            seen.add(o.anchor);
+            const st = rowState(o, f.name, item.fp);
+            rows.push(st);
+            const prev = old.get(o.anchor);
+            if (!prev) changes.push({ kind: 'add', anchor: o.anchor, objectType: o.objectType, object: o });
+            else {
+              if (prev.dn !== st.dn || prev.container !== st.container) {
+                const ch: DeltaChange = { kind: 'rename', anchor: o.anchor, objectType: o.objectType, object: o };
+                if (prev.dn !== null) ch.previousDn = prev.dn;
+                if (prev.container !== null) ch.previousContainer = prev.container;
+                changes.push(ch);
+              } else {
+                changes.push({ kind: 'update', anchor: o.anchor, objectType: o.objectType, object: o });
+              }
+            }
+          }
+          if (changes.length + errors.length >= pageSize) {
+            yield await flush();
+            throwIfAborted(options.signal);
+          }
         }
       }
     }
@@ -617,28 +638,11 @@ function rowState(o: ConnectorObject, file: string, fp: string): RowState {
   return { anchor: o.anchor, hash: fp, file, dn: o.dn ?? null, container: o.container ?? null };
 }
 
-/** The seed of every row fingerprint: the column names the row is read under. */
-function fingerprintPrefix(header: string[]): number {
-  return createHash('sha256').update(JSON.stringify(header)).digest().readUInt32LE(0);
+/** The start of every CSV row fingerprint: the column names the row is read under. */
+function fingerprintPrefix(header: string[]): string {
+  return createHash('sha256').update(JSON.stringify(header)).digest('base64url').slice(0, 8) + ':';
 }
 
-/**
- * A 64-bit fingerprint of a row's bytes (two 32-bit multiplicative lanes, in the manner of cyrb53). Not a
- * cryptographic hash: it only tells a row from its own previous version, where a chance collision is 2^-64,
- * and it allocates nothing per byte, which matters at 100,000 rows per delta.
- */
-function fingerprint(seed: number, bytes: Uint8Array): string {
-  let h1 = 0xdeadbeef ^ seed;
-  let h2 = 0x41c6ce57 ^ seed;
-  for (let i = 0; i < bytes.length; i++) {
-    const b = bytes[i];
-    h1 = Math.imul(h1 ^ b, 2654435761);
-    h2 = Math.imul(h2 ^ b, 1597334677);
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return (h1 >>> 0).toString(36) + '.' + (h2 >>> 0).toString(36) + '.' + bytes.length.toString(36);
-}
 
 function duplicateError(o: ConnectorObject, file: string): ObjectError {
   return {

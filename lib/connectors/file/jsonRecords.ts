@@ -1,3 +1,5 @@
+import { fingerprint } from './csv';
+
 /**
  * A streaming reader for JSON files of records: either one JSON array of objects (`[{...}, {...}]`) or JSON
  * Lines (one object per line). It scans bytes for the boundaries of each top-level object (tracking strings and
@@ -18,8 +20,8 @@ export interface JsonRecord {
   /** Line number at `end` (where a reader resumes). */
   nextLine?: number;
   error?: string;
-  /** The record's bytes (a view into the chunk, not a copy). */
-  raw?: Buffer;
+  /** The record's fingerprint, with `fingerprintSeed`. */
+  fp?: string;
 }
 
 export interface JsonReadOptions {
@@ -28,6 +30,8 @@ export interface JsonReadOptions {
   startOffset?: number;
   startLine?: number;
   maxRecordBytes?: number;
+  /** Fingerprint each record's bytes (`fp`) with this seed. */
+  fingerprintSeed?: number;
 }
 
 const LF = 0x0a;
@@ -50,6 +54,7 @@ export class JsonRecordParser {
   private line: number;
   layout: JsonLayout | undefined;
   private readonly maxRecordBytes: number;
+  private readonly seed?: number;
   /** Scan state of the record being read (it may span chunks). */
   private recStart = -1;
   private recLine = 0;
@@ -65,6 +70,7 @@ export class JsonRecordParser {
     this.base = options.startOffset ?? 0;
     this.line = options.startLine ?? 1;
     this.maxRecordBytes = options.maxRecordBytes ?? 16 * 1024 * 1024;
+    this.seed = options.fingerprintSeed;
     this.started = this.layout !== undefined;
   }
 
@@ -184,7 +190,8 @@ export class JsonRecordParser {
   }
 
   private record(buf: Buffer, s: number, e: number): JsonRecord {
-    const r: JsonRecord = { line: this.recLine, start: this.base + s, end: this.base + e, nextLine: this.line, raw: buf.subarray(s, e) };
+    const r: JsonRecord = { line: this.recLine, start: this.base + s, end: this.base + e, nextLine: this.line };
+    if (this.seed !== undefined) r.fp = fingerprint(this.seed, buf, s, e);
     try {
       r.value = JSON.parse(buf.toString('utf8', s, e));
     } catch (err) {
@@ -194,12 +201,21 @@ export class JsonRecordParser {
   }
 }
 
-export async function* readJsonRecords(chunks: AsyncIterable<Buffer>, options: JsonReadOptions = {}): AsyncGenerator<JsonRecord & { layout: JsonLayout }> {
+/** Stream records, one array per chunk, with the layout found (known once the first byte is read). */
+export async function* readJsonBatches(chunks: AsyncIterable<Buffer>, options: JsonReadOptions = {}): AsyncGenerator<{ layout: JsonLayout; records: JsonRecord[] }> {
   const parser = new JsonRecordParser(options);
   for await (const chunk of chunks) {
-    for (const r of parser.push(chunk)) yield { ...r, layout: parser.layout ?? 'lines' };
+    const records = parser.push(chunk);
+    if (records.length) yield { layout: parser.layout ?? 'lines', records };
   }
-  for (const r of parser.finish()) yield { ...r, layout: parser.layout ?? 'lines' };
+  const rest = parser.finish();
+  if (rest.length) yield { layout: parser.layout ?? 'lines', records: rest };
+}
+
+export async function* readJsonRecords(chunks: AsyncIterable<Buffer>, options: JsonReadOptions = {}): AsyncGenerator<JsonRecord & { layout: JsonLayout }> {
+  for await (const b of readJsonBatches(chunks, options)) {
+    for (const r of b.records) yield { ...r, layout: b.layout };
+  }
 }
 
 export function parseJsonRecords(input: string | Buffer, options: JsonReadOptions = {}): JsonRecord[] {
