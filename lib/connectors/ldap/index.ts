@@ -1,0 +1,31 @@
+import { registerConnectorImplementation } from '../registry';
+import type { ConnectorDefinition } from '../sdk';
+import { LdapConnector } from './ldapConnector';
+import { ActiveDirectoryConfigSchema, LdapConfigSchema, type DirectoryConfig } from './schema';
+
+export { LdapConnector } from './ldapConnector';
+export { closeParkedSearches } from './parked';
+
+/**
+ * The directory connector's definitions for the registry: `ldap` (OpenLDAP and other LDAPv3 servers) and
+ * `active_directory`. Creating a connector does no I/O; the first operation connects and binds.
+ */
+export const ldapConnectorDefinition: ConnectorDefinition<DirectoryConfig> = {
+  type: 'ldap',
+  configSchema: LdapConfigSchema,
+  create: (config) => new LdapConnector('ldap', config),
+};
+
+export const activeDirectoryConnectorDefinition: ConnectorDefinition<DirectoryConfig> = {
+  type: 'active_directory',
+  configSchema: ActiveDirectoryConfigSchema,
+  create: (config) => new LdapConnector('active_directory', config),
+};
+
+/** Make both types available to `createConnectorFor` (lib/connectors/factory.ts). Idempotent. */
+export function registerDirectoryConnectors(): void {
+  registerConnectorImplementation(ldapConnectorDefinition as unknown as ConnectorDefinition);
+  registerConnectorImplementation(activeDirectoryConnectorDefinition as unknown as ConnectorDefinition);
+}
+
+registerDirectoryConnectors();

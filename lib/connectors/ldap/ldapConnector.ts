@@ -1,0 +1,460 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { compileExpression, type CompiledExpression } from '../../sync/expression';
+import {
+  ConnectorError,
+  throwIfAborted,
+  valuesOf,
+  type ConnectionTestResult,
+  type Connector,
+  type ConnectorObject,
+  type ConnectorSchema,
+  type DeltaImportOptions,
+  type DeltaPage,
+  type ExportChange,
+  type ExportResult,
+  type FullImportOptions,
+  type ImportPage,
+  type ObjectError,
+  type ScalarValue,
+} from '../sdk';
+import { deltaStrategyFor, type DeltaContext, type StrategyName } from './delta';
+import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
+import { park, unpark } from './parked';
+import { directoryDefaults, type DirectoryConfig } from './schema';
+import { Attribute, Change, openSession, type DirectorySession, type LdapEntry, type SearchRequest } from './session';
+import { escapeFilterBytes, guidToBytes, isUnder, normalizeDn, parentDn } from './values';
+
+/**
+ * The directory connector (`ldap`, `active_directory`) on the connector SDK: paged full import with a
+ * resumable cursor, delta import by the directory's change log (see `delta.ts`), export with per-object
+ * results. One bound connection per connector instance, opened on first use.
+ */
+
+/** The full import cursor: which include base, how many entries of it were returned, the last anchor. */
+interface FullCursor {
+  v: 1;
+  /** This import's id: a parked search is only continued by the import that parked it. */
+  id: string;
+  b: number;
+  n: number;
+  l: string | null;
+  /** The delta watermark captured before the first page. */
+  w: string | null;
+}
+
+const encodeCursor = (c: FullCursor) => Buffer.from(JSON.stringify(c)).toString('base64url');
+
+function decodeCursor(s: string): FullCursor {
+  try {
+    const c = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as FullCursor;
+    if (c.v === 1 && typeof c.id === 'string' && Number.isInteger(c.b) && Number.isInteger(c.n)) return c;
+  } catch {
+    // fall through
+  }
+  throw new ConnectorError('cursor_invalid', 'The full import cursor is not one this connector wrote; the full import restarts.');
+}
+
+const SKIP_ON_WRITE = new Set(['dn', 'container', 'objectclass', 'entryuuid', 'objectguid', 'objectsid', 'entrycsn', 'modifytimestamp', 'createtimestamp', 'usnchanged', 'usncreated']);
+
+export class LdapConnector implements Connector {
+  readonly config: DirectoryConfig & { port: number; anchorAttribute: string; objectClasses: Record<string, string> };
+  readonly scope: Scope;
+  private session: DirectorySession | undefined;
+  private dnTemplate: CompiledExpression | undefined;
+
+  constructor(
+    readonly type: 'ldap' | 'active_directory',
+    config: DirectoryConfig,
+  ) {
+    this.config = directoryDefaults(type, config) as LdapConnector['config'];
+    const c = this.config;
+    if (c.security === 'none' && c.allowInsecure !== true) {
+      throw new ConnectorError('configuration_invalid', "security 'none' needs allowInsecure: true (the bind password would travel in clear text).");
+    }
+    const classes = new Map(Object.entries(c.objectClasses).map(([k, v]) => [k.toLowerCase(), v]));
+    if (classes.size === 0) throw new ConnectorError('configuration_invalid', 'objectClasses maps no LDAP object class to a mesh object type.');
+    const include = c.containers?.include?.length ? c.containers.include : [c.baseDN];
+    for (const dn of include) {
+      if (!isUnder(dn, c.baseDN)) throw new ConnectorError('configuration_invalid', `containers.include '${dn}' is not under baseDN.`);
+    }
+    // A base inside another base would be read twice.
+    const bases = include.filter((dn) => !include.some((other) => other !== dn && normalizeDn(other) !== normalizeDn(dn) && isUnder(dn, other)));
+    this.scope = { classes, anchorAttribute: c.anchorAttribute, include: bases, exclude: c.containers?.exclude ?? [], isAd: type === 'active_directory' };
+    if (c.exportDnTemplate) {
+      try {
+        this.dnTemplate = compileExpression(c.exportDnTemplate);
+      } catch (err) {
+        throw new ConnectorError('configuration_invalid', `exportDnTemplate does not parse: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /** Identifies the configuration (the password by hash only) for parked searches. */
+  private get fingerprint(): string {
+    const c = this.config;
+    return createHash('sha256').update(JSON.stringify([this.type, c.host, c.port, c.security, c.bindDN, c.bindPassword, c.baseDN, c.containers, c.objectClasses, c.attributes, c.anchorAttribute])).digest('base64url');
+  }
+
+  private async open(): Promise<DirectorySession> {
+    if (!this.session) {
+      const c = this.config;
+      this.session = await openSession({
+        host: c.host,
+        port: c.port,
+        bindDN: c.bindDN,
+        bindPassword: c.bindPassword,
+        security: c.security ?? 'ldaps',
+        allowInsecure: c.allowInsecure,
+        caCertificate: c.caCertificate,
+        timeoutSeconds: c.timeoutSeconds ?? 30,
+      });
+    }
+    return this.session;
+  }
+
+  /** The attributes a search asks for: the configured ones (or all user attributes) plus what the connector needs. */
+  get readAttributes(): string[] {
+    const base = this.config.attributes?.length ? [...this.config.attributes] : ['*'];
+    for (const a of ['objectClass', this.config.anchorAttribute]) if (!base.some((x) => x.toLowerCase() === a.toLowerCase())) base.push(a);
+    return base;
+  }
+
+  async testConnection(): Promise<ConnectionTestResult> {
+    const s = await this.open();
+    const [base] = await s.search({ base: this.config.baseDN, scope: 'base', filter: '(objectClass=*)', attributes: ['1.1'] });
+    if (!base) throw new ConnectorError('configuration_invalid', `baseDN ${this.config.baseDN} was not found.`);
+    return { message: `Bound to ${this.config.host}:${this.config.port} (${this.config.security ?? 'ldaps'}) as ${this.config.bindDN}; ${this.config.baseDN} is readable.` };
+  }
+
+  async schema(): Promise<ConnectorSchema> {
+    const multi = new Set(['objectclass', 'mail', 'proxyaddresses', 'telephonenumber', 'member', 'uniquemember', 'memberof', 'ou', 'cn', 'othermailbox', 'description']);
+    const names = this.config.attributes?.length
+      ? this.config.attributes
+      : ['cn', 'sn', 'givenName', 'displayName', 'mail', 'uid', 'employeeNumber', 'title', 'departmentNumber', 'telephoneNumber', 'manager', 'member', 'objectClass', 'proxyAddresses'];
+    const types = [...new Set(this.scope.classes.values())];
+    return {
+      objectTypes: types.map((name) => ({
+        name,
+        anchorAttribute: this.config.anchorAttribute,
+        attributes: [
+          { name: this.config.anchorAttribute, type: 'string' as const, multiValued: false, required: true },
+          { name: 'container', type: 'string' as const, multiValued: false },
+          ...names.map((n) => {
+            const lower = n.toLowerCase();
+            const ref = REFERENCE_ATTRIBUTES[lower];
+            return {
+              name: n,
+              type: 'string' as const,
+              multiValued: multi.has(lower) || Boolean(ref && lower !== 'manager' && lower !== 'secretary'),
+              ...(ref ? { reference: { objectType: ref, resolveBy: 'dn' as const } } : {}),
+            };
+          }),
+        ],
+      })),
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Full import
+
+  /**
+   * Pages of at most `pageSize` objects. Between pages the paged search stays open (parked under the cursor
+   * handed out, see parked.ts). Resuming from a cursor with nothing parked (after a crash) starts the paged
+   * search of that base again and skips entries up to the cursor's last anchor: one extra read of the part
+   * already imported, bounded memory, nothing lost or returned twice. When that anchor is gone (deleted since),
+   * the cursor no longer fits: `cursor_invalid`, and the engine restarts the full import.
+   */
+  async *fullImport(options: FullImportOptions): AsyncGenerator<ImportPage> {
+    const pageSize = Math.max(1, options.pageSize);
+    let cur: FullCursor;
+    let session: DirectorySession;
+    let pages: AsyncGenerator<LdapEntry[]> | undefined;
+    let buffer: LdapEntry[] = [];
+    let skipTo: string | null = null;
+    if (options.cursor) {
+      cur = decodeCursor(options.cursor);
+      if (cur.b >= this.scope.include.length) throw new ConnectorError('cursor_invalid', 'The full import cursor names a container no longer configured.');
+      const p = unpark(options.cursor, this.fingerprint);
+      if (p) {
+        session = p.session;
+        pages = p.pages;
+        buffer = p.buffer;
+      } else {
+        session = await this.openPrivate();
+        skipTo = cur.l;
+      }
+    } else {
+      session = await this.openPrivate();
+      const strategy = await deltaStrategyFor(this.deltaContext(session)).catch(() => undefined);
+      const w = strategy ? await strategy.capture() : null;
+      cur = { v: 1, id: randomUUID(), b: 0, n: 0, l: null, w };
+    }
+    let parkedAs: string | null = null;
+    let finished = false;
+    try {
+      let objects: ConnectorObject[] = [];
+      let errors: ObjectError[] = [];
+      for (;;) {
+        throwIfAborted(options.signal);
+        if (!pages) pages = session.searchPages(this.fullSearch(this.scope.include[cur.b]), pageSize);
+        if (buffer.length === 0) {
+          const next = await pages.next();
+          if (next.done) {
+            if (skipTo !== null) throw new ConnectorError('cursor_invalid', 'The object the full import cursor points after is gone; the full import restarts.');
+            pages = undefined;
+            if (cur.b + 1 < this.scope.include.length) {
+              cur = { ...cur, b: cur.b + 1, n: 0, l: null };
+              continue;
+            }
+            finished = true;
+            yield { objects, errors, cursor: null, watermark: cur.w };
+            return;
+          }
+          buffer = next.value;
+          continue;
+        }
+        const entry = buffer.shift()!;
+        if (skipTo !== null) {
+          if (anchorOf(entry, this.scope.anchorAttribute) === skipTo) skipTo = null;
+          continue;
+        }
+        const o = await toConnectorObject(session, entry, this.scope);
+        if (!o) continue;
+        if (isObjectError(o)) errors.push(o);
+        else objects.push(o);
+        cur = { ...cur, n: cur.n + 1, l: isObjectError(o) ? cur.l : o.anchor };
+        if (objects.length + errors.length >= pageSize && cur.l !== null) {
+          const cursor = encodeCursor(cur);
+          parkedAs = cursor;
+          yield { objects, errors, cursor };
+          parkedAs = null;
+          objects = [];
+          errors = [];
+        }
+      }
+    } finally {
+      if (parkedAs !== null && !finished && pages) {
+        // The consumer stopped after this page (the engine's one page per activity): keep the search open.
+        park(parkedAs, { session, pages, buffer, fingerprint: this.fingerprint });
+      } else {
+        await pages?.return(undefined).catch(() => undefined);
+        await session.close();
+      }
+    }
+  }
+
+  /** A session of the import's own (it may be parked and outlive this connector instance). */
+  private openPrivate(): Promise<DirectorySession> {
+    const c = this.config;
+    return openSession({
+      host: c.host,
+      port: c.port,
+      bindDN: c.bindDN,
+      bindPassword: c.bindPassword,
+      security: c.security ?? 'ldaps',
+      allowInsecure: c.allowInsecure,
+      caCertificate: c.caCertificate,
+      timeoutSeconds: c.timeoutSeconds ?? 30,
+    });
+  }
+
+  fullSearch(base: string): SearchRequest {
+    return { base, scope: 'sub', filter: classFilter(this.scope), attributes: this.readAttributes };
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Delta import
+
+  deltaContext(session: DirectorySession): DeltaContext {
+    return {
+      session,
+      scope: this.scope,
+      baseDN: this.config.baseDN,
+      configured: (this.config.deltaStrategy ?? 'auto') as StrategyName | 'auto',
+      readAttributes: this.readAttributes,
+      toObject: (e) => toConnectorObject(session, e, this.scope),
+      lookup: (anchors) => this.lookup(session, anchors),
+    };
+  }
+
+  async *deltaImport(watermark: string | null, options: DeltaImportOptions): AsyncGenerator<DeltaPage> {
+    if (!watermark) {
+      yield { changes: [], errors: [], fullImportRequired: { reason: 'No delta watermark yet: a full import sets the baseline.' } };
+      return;
+    }
+    const session = await this.open();
+    const strategy = await deltaStrategyFor(this.deltaContext(session));
+    yield* strategy.delta(watermark, options);
+  }
+
+  /** The current entries of these anchors (by the anchor attribute, in the include bases), by anchor. */
+  async lookup(session: DirectorySession, anchors: string[]): Promise<Map<string, LdapEntry>> {
+    const out = new Map<string, LdapEntry>();
+    const attr = this.scope.anchorAttribute;
+    for (let i = 0; i < anchors.length; i += 100) {
+      const slice = anchors.slice(i, i + 100);
+      const parts = slice.map((a) => `(${attr}=${this.anchorFilterValue(a)})`);
+      const filter = parts.length === 1 ? parts[0] : `(|${parts.join('')})`;
+      for (const base of this.scope.include) {
+        for (const e of await session.search({ base, scope: 'sub', filter, attributes: this.readAttributes })) {
+          const a = anchorOf(e, attr);
+          if (a) out.set(a, e);
+        }
+      }
+    }
+    return out;
+  }
+
+  private anchorFilterValue(anchor: string): string {
+    if (this.scope.anchorAttribute.toLowerCase() === 'objectguid') {
+      try {
+        return escapeFilterBytes(guidToBytes(anchor));
+      } catch {
+        return '\\00';
+      }
+    }
+    return anchor.replace(/[\\*()\0]/g, (c) => '\\' + c.charCodeAt(0).toString(16).padStart(2, '0'));
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Export
+
+  async exportBatch(changes: ExportChange[]): Promise<ExportResult[]> {
+    const out: ExportResult[] = [];
+    for (const ch of changes) out.push(await this.export(ch));
+    return out;
+  }
+
+  /**
+   * Apply one change. Per-object failures (entryAlreadyExists, noSuchObject, constraint violations) resolve to
+   * an error result; a lost connection throws `connection_failed` so the run fails and nothing after it is
+   * reported as done.
+   */
+  async export(change: ExportChange): Promise<ExportResult> {
+    const session = await this.open();
+    try {
+      switch (change.kind) {
+        case 'add':
+          return await this.exportAdd(session, change);
+        case 'delete':
+          return await this.exportDelete(session, change);
+        default:
+          return await this.exportUpdate(session, change);
+      }
+    } catch (err) {
+      if (err instanceof ConnectorError && ['object_error', 'not_found', 'already_exists', 'constraint_violation'].includes(err.code)) {
+        return { status: 'error', ...(change.anchor ? { anchor: change.anchor } : {}), error: err.toObjectError(change.objectType) };
+      }
+      throw err;
+    }
+  }
+
+  private addDn(change: ExportChange): string {
+    if (change.dn) return change.dn;
+    if (!this.dnTemplate) throw new ConnectorError('object_error', 'Adding an object needs exportDnTemplate in the connector configuration (or a DN from the engine).');
+    let dn: unknown;
+    try {
+      dn = this.dnTemplate.evaluate({ source: change.attributes, baseDN: this.config.baseDN, objectType: change.objectType, container: change.container ?? null });
+    } catch (err) {
+      throw new ConnectorError('object_error', `exportDnTemplate failed for this object: ${(err as Error).message}`);
+    }
+    if (typeof dn !== 'string' || !dn.includes('=')) throw new ConnectorError('object_error', 'exportDnTemplate did not give a DN for this object.');
+    if (!isUnder(dn, this.config.baseDN)) throw new ConnectorError('object_error', `The DN ${dn} is not under baseDN.`);
+    return dn;
+  }
+
+  private async exportAdd(session: DirectorySession, change: ExportChange): Promise<ExportResult> {
+    const dn = this.addDn(change);
+    const attrs: Record<string, string[]> = {};
+    for (const [name, v] of Object.entries(change.attributes)) {
+      if (SKIP_ON_WRITE.has(name.toLowerCase()) && name.toLowerCase() !== 'objectclass') continue;
+      const vals = valuesOf(v).map(ldapString);
+      if (vals.length) attrs[name] = vals;
+    }
+    if (!Object.keys(attrs).some((k) => k.toLowerCase() === 'objectclass')) {
+      const cls = [...this.scope.classes.entries()].find(([, t]) => t === change.objectType)?.[0];
+      if (!cls) throw new ConnectorError('object_error', `No LDAP object class is mapped to ${change.objectType}.`);
+      attrs.objectClass = [cls];
+    }
+    await session.add(dn, attrs);
+    const [entry] = await session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: [this.scope.anchorAttribute] });
+    const anchor = entry && anchorOf(entry, this.scope.anchorAttribute);
+    if (!anchor) throw new ConnectorError('object_error', `Added ${dn} but could not read its ${this.scope.anchorAttribute}.`);
+    return { status: 'success', anchor, dn };
+  }
+
+  private async find(session: DirectorySession, anchor: string | undefined): Promise<LdapEntry | undefined> {
+    if (!anchor) return undefined;
+    return (await this.lookup(session, [anchor])).get(anchor);
+  }
+
+  private async exportDelete(session: DirectorySession, change: ExportChange): Promise<ExportResult> {
+    const entry = await this.find(session, change.anchor);
+    // Already gone: a replayed run must not fail on it.
+    if (!entry) return { status: 'success', anchor: change.anchor ?? '' };
+    try {
+      await session.del(entry.dn);
+    } catch (err) {
+      if (!(err instanceof ConnectorError && err.code === 'not_found')) throw err;
+    }
+    return { status: 'success', anchor: change.anchor!, dn: entry.dn };
+  }
+
+  private async exportUpdate(session: DirectorySession, change: ExportChange): Promise<ExportResult> {
+    const entry = await this.find(session, change.anchor);
+    if (!entry) throw new ConnectorError('not_found', `No directory object has ${this.scope.anchorAttribute} ${change.anchor ?? '(none)'}.`, { anchor: change.anchor });
+    let dn = entry.dn;
+    // A new place: modifyDN (a move keeps the anchor, group memberships follow through refint/AD links).
+    const target = change.dn ?? (change.container !== undefined && normalizeDn(change.container) !== normalizeDn(parentDn(dn)) ? `${dn.slice(0, dn.length - parentDn(dn).length).replace(/,\s*$/, '')},${change.container}` : undefined);
+    if (target && normalizeDn(target) !== normalizeDn(dn)) {
+      if (!isUnder(target, this.config.baseDN)) throw new ConnectorError('object_error', `The DN ${target} is not under baseDN.`);
+      await session.modifyDN(dn, target);
+      dn = target;
+    }
+    const changes: Change[] = [];
+    const current = (name: string): string[] => {
+      const key = Object.keys(entry).find((k) => k.toLowerCase() === name.toLowerCase());
+      if (!key) return [];
+      const v = entry[key];
+      return (Array.isArray(v) ? v : [v]).map((x) => (Buffer.isBuffer(x) ? x.toString('base64') : String(x)));
+    };
+    for (const [name, v] of Object.entries(change.attributes)) {
+      if (SKIP_ON_WRITE.has(name.toLowerCase())) continue;
+      const next = valuesOf(v).map(ldapString);
+      const now = current(name);
+      // Only what changed is written.
+      if (sameSet(now, next)) continue;
+      if (next.length === 0 && now.length === 0) continue;
+      changes.push(new Change({ operation: 'replace', modification: new Attribute({ type: name, values: next }) }));
+    }
+    for (const [name, vals] of Object.entries(change.multiValueAdds ?? {})) {
+      const now = new Set(current(name).map((x) => x.toLowerCase()));
+      const add = vals.filter((x) => x !== null).map(ldapString).filter((x) => !now.has(x.toLowerCase()));
+      if (add.length) changes.push(new Change({ operation: 'add', modification: new Attribute({ type: name, values: add }) }));
+    }
+    for (const [name, vals] of Object.entries(change.multiValueRemoves ?? {})) {
+      const now = new Set(current(name).map((x) => x.toLowerCase()));
+      const del = vals.filter((x) => x !== null).map(ldapString).filter((x) => now.has(x.toLowerCase()));
+      if (del.length) changes.push(new Change({ operation: 'delete', modification: new Attribute({ type: name, values: del }) }));
+    }
+    if (changes.length) await session.modify(dn, changes);
+    return { status: 'success', anchor: change.anchor!, dn };
+  }
+
+  async close(): Promise<void> {
+    const s = this.session;
+    this.session = undefined;
+    await s?.close();
+  }
+}
+
+function ldapString(v: ScalarValue): string {
+  if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
+  return String(v);
+}
+
+function sameSet(a: string[], b: string[]): boolean {
+  if (a.length !== b.length) return false;
+  const s = new Set(a);
+  return b.every((x) => s.has(x));
+}

@@ -1,0 +1,206 @@
+import { isIP } from 'node:net';
+import type { ConnectionOptions } from 'node:tls';
+import { Attribute, Change, Client, Control, type Entry } from 'ldapts';
+import { ConnectorError, redactSecrets, type ConnectorErrorCode } from '../sdk';
+
+/**
+ * The directory operations the connector needs, over one bound connection. An interface (not ldapts itself)
+ * so the delta strategies and ranged retrieval can be unit-tested with recorded server responses.
+ */
+export interface SearchRequest {
+  base: string;
+  scope: 'base' | 'one' | 'sub';
+  filter: string;
+  attributes: string[];
+  /** Extra request controls (Show Deleted for Active Directory tombstones). */
+  controls?: Control[];
+  sizeLimit?: number;
+}
+
+export type LdapEntry = Entry;
+
+export interface DirectorySession {
+  /** One search, every entry in memory: for small answers (root DSE, one entry, a delta's log). */
+  search(req: SearchRequest): Promise<LdapEntry[]>;
+  /** A paged search (RFC 2696), one page of at most `pageSize` entries at a time. */
+  searchPages(req: SearchRequest, pageSize: number): AsyncGenerator<LdapEntry[]>;
+  add(dn: string, attributes: Record<string, string[]>): Promise<void>;
+  modify(dn: string, changes: Change[]): Promise<void>;
+  del(dn: string): Promise<void>;
+  modifyDN(dn: string, newDn: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What a session needs from the connector configuration. */
+export interface SessionConfig {
+  host: string;
+  port: number;
+  bindDN: string;
+  bindPassword: string;
+  security: 'ldaps' | 'starttls' | 'none';
+  allowInsecure?: boolean;
+  caCertificate?: string;
+  timeoutSeconds: number;
+}
+
+/** Attributes whose values are bytes: read as Buffers, turned into canonical strings by the connector. */
+export const BINARY_ATTRIBUTES = ['objectGUID', 'objectSid', 'sIDHistory', 'jpegPhoto', 'thumbnailPhoto', 'userCertificate', 'msExchMailboxGuid', 'mS-DS-ConsistencyGuid'];
+
+const TLS_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED', 'CERT_REJECTED',
+]);
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNABORTED']);
+
+/** LDAP result codes to connector error codes for one object's operation (the run goes on). */
+const OBJECT_RESULT_CODES: Record<number, ConnectorErrorCode> = {
+  16: 'constraint_violation', // noSuchAttribute
+  17: 'constraint_violation', // undefinedAttributeType
+  19: 'constraint_violation', // constraintViolation
+  20: 'constraint_violation', // attributeOrValueExists
+  21: 'constraint_violation', // invalidAttributeSyntax
+  32: 'not_found', // noSuchObject
+  34: 'object_error', // invalidDNSyntax
+  50: 'object_error', // insufficientAccessRights
+  53: 'constraint_violation', // unwillingToPerform
+  64: 'constraint_violation', // namingViolation
+  65: 'constraint_violation', // objectClassViolation
+  66: 'constraint_violation', // notAllowedOnNonLeaf
+  67: 'constraint_violation', // notAllowedOnRDN
+  68: 'already_exists', // entryAlreadyExists
+  69: 'constraint_violation', // objectClassModsProhibited
+};
+
+/**
+ * Turn whatever ldapts or the socket threw into a {@link ConnectorError} with a message safe to show (the
+ * password is redacted should a driver ever echo it). `what` says what was being done.
+ */
+export function toConnectorError(err: unknown, what: string, secrets: string[], objectLevel = false): ConnectorError {
+  if (err instanceof ConnectorError) return err;
+  const e = err as { code?: unknown; message?: unknown; name?: unknown };
+  const raw = redactSecrets(String(e?.message ?? err), secrets).slice(0, 300);
+  const code = e?.code;
+  if (typeof code === 'number') {
+    if (code === 49) return new ConnectorError('authentication_failed', `${what}: the directory refused the bind DN or password (invalid credentials).`, { retriable: false });
+    if (code === 13) return new ConnectorError('configuration_invalid', `${what}: the directory requires a secure connection (confidentiality required); use security ldaps or starttls.`);
+    if (code === 51 || code === 52) return new ConnectorError('connection_failed', `${what}: the directory is busy or unavailable (LDAP result ${code}).`, { retriable: true });
+    if (code === 3) return new ConnectorError('timeout', `${what}: the directory's time limit was exceeded.`);
+    if (objectLevel && OBJECT_RESULT_CODES[code]) return new ConnectorError(OBJECT_RESULT_CODES[code], `${what}: ${raw} (LDAP result ${code}).`, { retriable: false });
+    if (code === 32) return new ConnectorError('configuration_invalid', `${what}: no such object (check baseDN and containers).`);
+    return new ConnectorError(objectLevel ? 'object_error' : 'internal', `${what}: ${raw} (LDAP result ${code}).`, { retriable: false });
+  }
+  if (typeof code === 'string' && TLS_CODES.has(code)) {
+    return new ConnectorError(
+      'connection_failed',
+      `${what}: the directory's TLS certificate is not trusted (${code}); set caCertificate to the PEM of the CA that issued it, and connect by the name the certificate carries.`,
+      { retriable: false },
+    );
+  }
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) {
+    return new ConnectorError('connection_failed', `${what}: cannot reach the directory (${code}).`, { retriable: true });
+  }
+  if (/timeout|timed out/i.test(raw)) return new ConnectorError('timeout', `${what}: the directory did not answer in time.`, { retriable: true });
+  if (/closed|socket|connect|ECONN|EPIPE|not connected/i.test(raw)) {
+    return new ConnectorError('connection_failed', `${what}: the connection to the directory was lost (${raw}).`, { retriable: true });
+  }
+  if (/certificate|self[- ]signed|TLS|SSL/i.test(raw)) {
+    return new ConnectorError('connection_failed', `${what}: TLS failed (${raw}); check caCertificate and security.`, { retriable: false });
+  }
+  return new ConnectorError('internal', `${what}: ${raw}`, { retriable: false });
+}
+
+function tlsOptions(c: SessionConfig): ConnectionOptions {
+  const o: ConnectionOptions = { minVersion: 'TLSv1.2', rejectUnauthorized: true };
+  if (c.caCertificate) o.ca = [c.caCertificate];
+  if (!isIP(c.host)) o.servername = c.host;
+  return o;
+}
+
+/** Connect and bind. Throws a {@link ConnectorError} (authentication_failed, connection_failed, ...). */
+export async function openSession(c: SessionConfig): Promise<DirectorySession> {
+  if (c.security === 'none' && c.allowInsecure !== true) {
+    throw new ConnectorError('configuration_invalid', "security 'none' needs allowInsecure: true (the bind password would travel in clear text).");
+  }
+  const secrets = [c.bindPassword];
+  const timeout = c.timeoutSeconds * 1000;
+  const url = `${c.security === 'ldaps' ? 'ldaps' : 'ldap'}://${isIP(c.host) === 6 ? `[${c.host}]` : c.host}:${c.port}`;
+  const client = new Client({ url, timeout, connectTimeout: timeout, tlsOptions: tlsOptions(c), strictDN: false });
+  try {
+    if (c.security === 'starttls') await client.startTLS(tlsOptions(c));
+    await client.bind(c.bindDN, c.bindPassword);
+  } catch (err) {
+    await client.unbind().catch(() => undefined);
+    throw toConnectorError(err, `Connecting to ${c.host}:${c.port} (${c.security})`, secrets);
+  }
+  return new LdaptsSession(client, secrets);
+}
+
+class LdaptsSession implements DirectorySession {
+  private closed = false;
+  constructor(
+    private readonly client: Client,
+    private readonly secrets: string[],
+  ) {}
+
+  async search(req: SearchRequest): Promise<LdapEntry[]> {
+    try {
+      const r = await this.client.search(
+        req.base,
+        { scope: req.scope, filter: req.filter, attributes: req.attributes, explicitBufferAttributes: BINARY_ATTRIBUTES, sizeLimit: req.sizeLimit },
+        req.controls,
+      );
+      return r.searchEntries;
+    } catch (err) {
+      throw toConnectorError(err, `Searching ${req.base}`, this.secrets);
+    }
+  }
+
+  async *searchPages(req: SearchRequest, pageSize: number): AsyncGenerator<LdapEntry[]> {
+    const it = this.client.searchPaginated(
+      req.base,
+      { scope: req.scope, filter: req.filter, attributes: req.attributes, explicitBufferAttributes: BINARY_ATTRIBUTES, paged: { pageSize } },
+      req.controls,
+    );
+    for (;;) {
+      let next: IteratorResult<{ searchEntries: LdapEntry[] }>;
+      try {
+        next = await it.next();
+      } catch (err) {
+        throw toConnectorError(err, `Searching ${req.base}`, this.secrets);
+      }
+      if (next.done) return;
+      yield next.value.searchEntries;
+    }
+  }
+
+  async add(dn: string, attributes: Record<string, string[]>): Promise<void> {
+    await this.op(() => this.client.add(dn, attributes), `Adding ${dn}`);
+  }
+  async modify(dn: string, changes: Change[]): Promise<void> {
+    await this.op(() => this.client.modify(dn, changes), `Modifying ${dn}`);
+  }
+  async del(dn: string): Promise<void> {
+    await this.op(() => this.client.del(dn), `Deleting ${dn}`);
+  }
+  async modifyDN(dn: string, newDn: string): Promise<void> {
+    await this.op(() => this.client.modifyDN(dn, newDn), `Moving ${dn} to ${newDn}`);
+  }
+
+  /** Write operations: LDAP result errors are per-object, transport errors stay run-level. */
+  private async op(fn: () => Promise<void>, what: string): Promise<void> {
+    try {
+      await fn();
+    } catch (err) {
+      throw toConnectorError(err, what, this.secrets, typeof (err as { code?: unknown })?.code === 'number');
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.client.unbind().catch(() => undefined);
+  }
+}
+
+export { Attribute, Change, Control };

@@ -1,0 +1,108 @@
+import { parentDn } from '../../sync/expression/dn';
+
+/**
+ * Value conversions of the directory connector: binary identifiers as canonical strings, DN comparison,
+ * generalized time and CSN arithmetic. Pure functions, unit-tested on their own.
+ */
+
+/**
+ * objectGUID (16 bytes, the first three fields little-endian) as the canonical string Active Directory shows
+ * (`{...}` without braces, lower case): `3f2504e0-4f89-11d3-9a0c-0305e82c3301`.
+ */
+export function guidToString(b: Buffer): string {
+  if (b.length !== 16) throw new Error(`objectGUID must be 16 bytes, got ${b.length}`);
+  const h = (i: number) => b[i].toString(16).padStart(2, '0');
+  return (
+    h(3) + h(2) + h(1) + h(0) + '-' + h(5) + h(4) + '-' + h(7) + h(6) + '-' + h(8) + h(9) + '-' +
+    [10, 11, 12, 13, 14, 15].map(h).join('')
+  );
+}
+
+/** The 16 bytes of a canonical GUID string (inverse of {@link guidToString}). */
+export function guidToBytes(guid: string): Buffer {
+  const hex = guid.replace(/[{}-]/g, '');
+  if (!/^[0-9a-fA-F]{32}$/.test(hex)) throw new Error('not a GUID');
+  const raw = Buffer.from(hex, 'hex');
+  const order = [3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15];
+  return Buffer.from(order.map((i) => raw[i]));
+}
+
+/** objectSid (binary SID) as `S-1-5-21-...`. */
+export function sidToString(b: Buffer): string {
+  if (b.length < 8) throw new Error('objectSid is too short');
+  const revision = b[0];
+  const count = b[1];
+  if (b.length < 8 + count * 4) throw new Error('objectSid is truncated');
+  const authority = b.readUIntBE(2, 6);
+  const parts = [`S-${revision}-${authority}`];
+  for (let i = 0; i < count; i++) parts.push(String(b.readUInt32LE(8 + i * 4)));
+  return parts.join('-');
+}
+
+/** Bytes as an LDAP filter value (`\3f\25...`), for matching a binary attribute. */
+export function escapeFilterBytes(b: Buffer): string {
+  let out = '';
+  for (const x of b) out += '\\' + x.toString(16).padStart(2, '0');
+  return out;
+}
+
+/**
+ * A DN for comparison: RDNs trimmed, attribute types and values lower-cased (directories compare DNs
+ * case-insensitively for the usual naming attributes: cn, ou, dc, uid).
+ */
+export function normalizeDn(dn: string): string {
+  const rdns: string[] = [];
+  let rest = dn.trim();
+  while (rest) {
+    const parent = parentDn(rest);
+    const rdn = parent ? rest.slice(0, rest.length - parent.length).replace(/,\s*$/, '') : rest;
+    rdns.push(
+      rdn
+        .split('=')
+        .map((p, i) => (i === 0 ? p.trim() : p))
+        .join('=')
+        .trim()
+        .toLowerCase(),
+    );
+    rest = parent;
+  }
+  return rdns.join(',');
+}
+
+/** True when `dn` is `base` or below it. */
+export function isUnder(dn: string, base: string): boolean {
+  const d = normalizeDn(dn);
+  const b = normalizeDn(base);
+  return d === b || d.endsWith(',' + b);
+}
+
+export { parentDn };
+
+/** Generalized time (`20240101120000.123456Z`, `20240101120000Z`) to epoch microseconds. */
+export function generalizedTimeToMicros(t: string): number {
+  const m = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(?:[.,](\d{1,6}))?Z/.exec(t);
+  if (!m) throw new Error(`not a generalized time: ${t}`);
+  const ms = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]);
+  return ms * 1000 + Number((m[7] ?? '').padEnd(6, '0'));
+}
+
+/** Epoch microseconds to `YYYYMMDDHHMMSS.ffffffZ` (the reqStart / CSN time form). */
+export function microsToGeneralizedTime(us: number): string {
+  const ms = Math.floor(us / 1000);
+  const d = new Date(ms);
+  const p = (n: number, w = 2) => String(n).padStart(w, '0');
+  return (
+    `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}` +
+    `.${p(us - Math.floor(us / 1_000_000) * 1_000_000, 6)}Z`
+  );
+}
+
+/** The time part of an OpenLDAP CSN (`20240101120000.123456Z#000000#000#000000`) in epoch microseconds. */
+export function csnMicros(csn: string): number {
+  return generalizedTimeToMicros(csn.split('#')[0]);
+}
+
+/** The smallest CSN at a time (for `entryCSN>=` filters). */
+export function csnAt(us: number): string {
+  return `${microsToGeneralizedTime(us)}#000000#000#000000`;
+}
