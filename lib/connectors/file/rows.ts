@@ -52,6 +52,10 @@ export function resolveConfig(settings: FileConnectorSettings, fallbackObjectTyp
   }
   const filePattern = settings.filePattern ?? (format === 'csv' ? '*.csv' : '*.json');
   const exportFile = settings.exportFile ?? (format === 'csv' ? 'export.csv' : 'export.json');
+  // The schema says so too; repeated here because a connector can be made without the Admin API's validation.
+  if (/[/\\\0]/.test(exportFile) || exportFile === '.' || exportFile === '..') {
+    throw new ConnectorError('configuration_invalid', `exportFile must be a file name inside the folder, not '${exportFile}'.`);
+  }
   // State is per connector: its id when the engine gives one, else a digest of what identifies the data.
   const key = context.connectorId ?? createHash('sha256').update(JSON.stringify([settings.path, settings.anchorColumn, filePattern])).digest('hex').slice(0, 24);
   const baseState = settings.stateDirectory ?? context.stateDirectory ?? path.join(os.tmpdir(), 'identity-sync-file-connector');

@@ -152,6 +152,23 @@ describe('file connector', () => {
     expect(gone[0].fullImportRequired?.reason).toMatch(/state/);
   });
 
+  test('a big file resumed from a cursor past the first read chunk gives every row once', async () => {
+    const rows = Array.from({ length: 30000 }, (_, i) => `${i},"name ${i}, with comma",${'x'.repeat(i % 40)}\n`);
+    await write('big.csv', 'id,name,pad\n' + rows.join(''));
+    expect((await fs.stat(path.join(data, 'big.csv'))).size).toBeGreaterThan(1024 * 1024);
+    const pages: ImportPage[] = [];
+    for await (const p of connector().fullImport!({ pageSize: 7000 })) {
+      pages.push(p);
+      if (pages.length === 3) break;
+    }
+    const rest = await all<ImportPage>(connector().fullImport!({ pageSize: 7000, cursor: pages[2].cursor }));
+    const anchors = [...pages, ...rest].flatMap((p) => p.objects.map((o) => o.anchor));
+    expect(anchors).toEqual(rows.map((_, i) => String(i)));
+    expect([...pages, ...rest].flatMap((p) => p.errors)).toEqual([]);
+    expect(rest[rest.length - 1].objects[0].attributes.name).toMatch(/^name \d+, with comma$/);
+    expect(() => connector({ exportFile: '../escape.csv' })).toThrow(expect.objectContaining({ code: 'configuration_invalid' }));
+  });
+
   test('resuming a full import after its file changed is cursor_invalid', async () => {
     await write('a.csv', 'id\n1\n2\n3\n4\n');
     const c = connector();
