@@ -222,7 +222,8 @@ export class HttpHost {
     try {
       const pathname = url.pathname;
       if (pathname === '/runtime' || pathname.startsWith('/runtime/')) {
-        info.route = pathname;
+        // Log the extension's prefix only: runtime paths can carry keys (the durable client's per-process key).
+        info.route = pathname.split('/').slice(0, 4).join('/') + '/{*path}';
         for (const ext of this.options.extensions) {
           if (ext.handleHttp && (await ext.handleHttp(req, res, url))) return;
         }

@@ -34,8 +34,15 @@ export function defineSchema<T extends TSchema>(schema: T): T {
     return schema;
   }
   ajv.addSchema(schema);
+  let fn: ValidateFunction | undefined;
+  try {
+    fn = ajv.getSchema(id);
+  } finally {
+    // A schema that does not compile is not registered: the next define reports the same error again.
+    if (!fn) ajv.removeSchema(id);
+  }
   registered.set(id, schema);
-  compiled.set(id, ajv.getSchema(id)!);
+  compiled.set(id, fn!);
   return schema;
 }
 
