@@ -26,6 +26,7 @@ export const SqlConfigSchema = Type.Object(
         ),
       ]),
     ),
+    timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, default: 30, description: 'Connect and statement timeout.' })),
     objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256, default: 'User' })),
     anchorColumn: Type.String({ minLength: 1, maxLength: 256 }),
     fullImportQuery: Sql('Returns every object, one row each.'),

@@ -1,0 +1,76 @@
+import { ConnectorError, isConnectorError, redactSecrets, type ConnectorErrorCode } from '../sdk';
+import type { SqlDialect } from './params';
+
+const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'PROTOCOL_CONNECTION_LOST', 'ESOCKET', 'ECONNCLOSED', 'ENOTOPEN', 'ECLOSE']);
+
+/** PostgreSQL SQLSTATE classes and codes to connector error codes. */
+function pgCode(state: string): ConnectorErrorCode | undefined {
+  if (state === '28P01' || state === '28000') return 'authentication_failed';
+  if (state === '57014') return 'timeout';
+  if (state === '23505') return 'already_exists';
+  if (state.startsWith('23')) return 'constraint_violation';
+  if (state.startsWith('22')) return 'object_error';
+  if (state.startsWith('08') || state === '57P01' || state === '57P02' || state === '57P03') return 'connection_failed';
+  // 42: syntax, unknown table/column, permissions; 3D000: unknown database; 3F000: unknown schema.
+  if (state.startsWith('42') || state === '3D000' || state === '3F000') return 'configuration_invalid';
+  return undefined;
+}
+
+/** MySQL/MariaDB error numbers. */
+function mysqlCode(errno: number): ConnectorErrorCode | undefined {
+  if (errno === 1045 || errno === 1044 || errno === 1698) return 'authentication_failed';
+  if (errno === 1969 || errno === 3024 || errno === 1317) return 'timeout';
+  if (errno === 1062) return 'already_exists';
+  if ([1048, 1451, 1452, 1216, 1217, 1364, 3819, 4025].includes(errno)) return 'constraint_violation';
+  if ([1264, 1265, 1292, 1366, 1406, 1411].includes(errno)) return 'object_error';
+  if (errno === 2002 || errno === 2003 || errno === 2006 || errno === 2013 || errno === 1927 || errno === 1053) return 'connection_failed';
+  // Unknown table/column/database, syntax, denied access to a table.
+  if ([1146, 1054, 1049, 1064, 1142, 1143, 1109, 1051, 1052, 1060, 1210].includes(errno)) return 'configuration_invalid';
+  return undefined;
+}
+
+/** SQL Server error numbers (and tedious codes). */
+function mssqlCode(number: number): ConnectorErrorCode | undefined {
+  if (number === 18456) return 'authentication_failed';
+  if (number === 2627 || number === 2601) return 'already_exists';
+  if (number === 547 || number === 515) return 'constraint_violation';
+  if (number === 8152 || number === 2628 || number === 245 || number === 241) return 'object_error';
+  if (number === 208 || number === 207 || number === 102 || number === 4060 || number === 229 || number === 156) return 'configuration_invalid';
+  return undefined;
+}
+
+const HINTS: Partial<Record<ConnectorErrorCode, string>> = {
+  authentication_failed: 'The database refused the credentials (check user and password)',
+  timeout: 'The database did not answer in time (timeoutSeconds)',
+  connection_failed: 'Cannot reach the database server, or it closed the connection',
+  configuration_invalid: 'The database rejected a configured query or setting',
+};
+
+/**
+ * A driver error as a {@link ConnectorError}. The message names the kind of failure and, where it helps (an
+ * unknown table, a constraint), the server's own text, with every secret redacted. Network failures and
+ * timeouts are retriable; a wrong password or a bad query never is.
+ */
+export function sqlError(err: unknown, dialect: SqlDialect, secrets: string[], what: 'connect' | 'query'): ConnectorError {
+  if (isConnectorError(err)) return err;
+  const e = (err ?? {}) as { code?: unknown; errno?: unknown; number?: unknown; message?: unknown; originalError?: { info?: { number?: number } } };
+  const driverCode = typeof e.code === 'string' ? e.code : undefined;
+  let code: ConnectorErrorCode | undefined;
+  if (dialect === 'postgres' && driverCode && /^[0-9A-Z]{5}$/.test(driverCode)) code = pgCode(driverCode);
+  if (dialect === 'mysql' && typeof e.errno === 'number' && e.errno >= 1000) code = mysqlCode(e.errno);
+  if (dialect === 'mssql') {
+    const num = typeof e.number === 'number' ? e.number : e.originalError?.info?.number;
+    if (typeof num === 'number') code = mssqlCode(num);
+    if (!code && driverCode === 'ELOGIN') code = 'authentication_failed';
+    if (!code && (driverCode === 'ETIMEOUT' || driverCode === 'ECANCEL')) code = 'timeout';
+  }
+  const raw = typeof e.message === 'string' ? e.message : String(err);
+  if (!code && driverCode && NETWORK.has(driverCode)) code = 'connection_failed';
+  if (!code && /timeout|timed out/i.test(raw)) code = what === 'connect' ? 'connection_failed' : 'timeout';
+  if (!code && /Connection terminated|connection.*(closed|lost|reset)|socket hang up|Can't add new command when connection is in closed state|server has gone away/i.test(raw)) code = 'connection_failed';
+  if (!code) code = what === 'connect' ? 'connection_failed' : 'object_error';
+  const detail = redactSecrets(raw, secrets).replace(/\s+/g, ' ').trim().slice(0, 300);
+  const hint = HINTS[code];
+  const message = hint ? `${hint}: ${detail || code}` : detail || code;
+  return new ConnectorError(code, message, { cause: err });
+}

@@ -1,0 +1,111 @@
+import { execFile } from 'node:child_process';
+import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from 'pg';
+import { freePort } from '../../lib/runtime/azurite';
+import { trackPid } from './processes';
+
+const run = promisify(execFile);
+
+/**
+ * A private, throwaway PostgreSQL cluster for the tests: initdb into a mktemp directory, postgres on a free
+ * 127.0.0.1 port with its socket in that directory, fsync/synchronous_commit/full_page_writes off. TCP
+ * connections need the superuser's password (scram-sha-256), so a wrong password really fails. initdb and
+ * postgres refuse to run as root: as root they run as the `postgres` system user through runuser.
+ */
+export interface Postgres {
+  dir: string;
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+  pid: number;
+  /** Run SQL as the superuser in `database` (default: the fixture's database). */
+  query<T extends Record<string, unknown> = Record<string, unknown>>(text: string, values?: unknown[], database?: string): Promise<T[]>;
+  /** Create an empty database; returns its name. */
+  createDatabase(name: string): Promise<string>;
+  /** Stop the server at once (pg_ctl stop -m immediate): the "server gone mid-run" case. */
+  kill(): Promise<void>;
+  /** Start it again after `kill` (same port and data). */
+  start(): Promise<void>;
+  /** Stop and remove everything. Idempotent. */
+  stop(): Promise<void>;
+}
+
+function pgBin(): string {
+  const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b));
+  return path.join('/usr/lib/postgresql', versions[versions.length - 1], 'bin');
+}
+
+export async function startPostgres(options: { password?: string } = {}): Promise<Postgres> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'pg-fixture-'));
+  const password = options.password ?? 'fixture-' + Math.random().toString(36).slice(2);
+  const bin = pgBin();
+  const asRoot = process.getuid?.() === 0;
+  const as = (cmd: string, args: string[]) => (asRoot ? run('runuser', ['-u', 'postgres', '--', cmd, ...args]) : run(cmd, args));
+  if (asRoot) {
+    const { stdout } = await run('id', ['-u', 'postgres']);
+    const { stdout: gid } = await run('id', ['-g', 'postgres']);
+    chownSync(dir, Number(stdout.trim()), Number(gid.trim()));
+  }
+  const pwfile = path.join(dir, 'pw');
+  writeFileSync(pwfile, password + '\n', { mode: 0o600 });
+  if (asRoot) {
+    const { stdout } = await run('id', ['-u', 'postgres']);
+    const { stdout: gid } = await run('id', ['-g', 'postgres']);
+    chownSync(pwfile, Number(stdout.trim()), Number(gid.trim()));
+  }
+  const data = path.join(dir, 'data');
+  await as(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
+  rmSync(pwfile, { force: true });
+  const port = await freePort();
+  let pid = 0;
+  const start = async () => {
+    await as(path.join(bin, 'pg_ctl'), [
+      '-D', data, '-l', path.join(dir, 'postgres.log'), '-w', '-t', '30', 'start',
+      '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50`,
+    ]);
+    pid = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    trackPid(pid);
+  };
+  await start();
+  let stopped = false;
+  const pg: Postgres = {
+    dir,
+    host: '127.0.0.1',
+    port,
+    user: 'postgres',
+    password,
+    database: 'postgres',
+    get pid() {
+      return pid;
+    },
+    async query<T extends Record<string, unknown>>(text: string, values: unknown[] = [], database = 'postgres'): Promise<T[]> {
+      const client = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database });
+      await client.connect();
+      try {
+        return (await client.query(text, values)).rows as T[];
+      } finally {
+        await client.end();
+      }
+    },
+    async createDatabase(name: string): Promise<string> {
+      await pg.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+      return name;
+    },
+    async kill(): Promise<void> {
+      await as(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => undefined);
+    },
+    start,
+    async stop(): Promise<void> {
+      if (stopped) return;
+      stopped = true;
+      await pg.kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return pg;
+}
