@@ -1,0 +1,250 @@
+import { Attribute, Change } from 'ldapts';
+import { closeParkedSearches, LdapConnector } from '../../../lib/connectors/ldap';
+import { ConnectorError, type ConnectorObject, type DeltaChange, type ImportPage } from '../../../lib/connectors/sdk';
+import { describeWithServer } from '../../support/servers';
+import { startSlapd, type Slapd } from '../../support/slapd';
+import { PEOPLE } from '../../support/connectorContract';
+import { rdnValue, SlapdFixture } from './ldapFixture';
+
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+async function fullImport(c: LdapConnector, pageSize = 100, cursor?: string | null): Promise<ImportPage[]> {
+  return collect(c.fullImport({ pageSize, cursor }));
+}
+const objectsOf = (pages: ImportPage[]) => pages.flatMap((p) => p.objects);
+const watermarkOf = (pages: ImportPage[]) => pages[pages.length - 1].watermark!;
+async function delta(c: LdapConnector, wm: string): Promise<{ changes: DeltaChange[]; next?: string; fullImportRequired?: { reason: string } }> {
+  const pages = await collect(c.deltaImport(wm, { pageSize: 100 }));
+  return { changes: pages.flatMap((p) => p.changes), next: pages[pages.length - 1].nextWatermark, fullImportRequired: pages[0].fullImportRequired };
+}
+async function caught(p: Promise<unknown>): Promise<ConnectorError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConnectorError);
+    return err as ConnectorError;
+  }
+  throw new Error('expected a ConnectorError');
+}
+
+describeWithServer('slapd')('directory connector: groups, moves, export, security and failures on slapd', () => {
+  let slapd: Slapd;
+  let f: SlapdFixture;
+  let c: LdapConnector;
+  beforeAll(async () => {
+    slapd = await startSlapd();
+  });
+  afterAll(async () => {
+    await closeParkedSearches();
+    await slapd?.stop();
+  });
+  beforeEach(async () => {
+    f = await new SlapdFixture(slapd).init();
+    await f.seed(PEOPLE);
+    c = f.connector();
+  });
+  afterEach(async () => {
+    await c.close();
+    await f.cleanup();
+  });
+
+  const groupDn = (name: string) => `cn=${name},ou=groups,${f.base}`;
+  async function addGroup(name: string, members: string[]): Promise<void> {
+    await (await f.client()).add(groupDn(name), { objectClass: 'groupOfNames', cn: name, member: members.map((k) => f.dns.get(k)!) });
+  }
+  const byType = (os: ConnectorObject[], t: string) => os.filter((o) => o.objectType === t);
+
+  test('full import reads users and groups: anchor entryUUID, container, member and manager references by DN', async () => {
+    await addGroup('eng', ['E001', 'E002']);
+    await addGroup('all', PEOPLE.map((p) => p.key));
+    const objects = objectsOf(await fullImport(c));
+    expect(byType(objects, 'User')).toHaveLength(PEOPLE.length);
+    const groups = byType(objects, 'Group');
+    expect(groups.map((g) => g.attributes.cn).sort()).toEqual(['all', 'eng']);
+    const eng = groups.find((g) => g.attributes.cn === 'eng')!;
+    expect(eng.references!.member.sort()).toEqual([f.dns.get('E001'), f.dns.get('E002')].sort());
+    expect(eng.container).toBe(`ou=groups,${f.base}`);
+    expect(eng.attributes.container).toBe(`ou=groups,${f.base}`);
+    expect(eng.anchor).toMatch(/^[0-9a-f-]{36}$/);
+    expect(eng.dn).toBe(groupDn('eng'));
+    const e002 = objects.find((o) => o.attributes.uid === 'E002')!;
+    expect(e002.references!.manager).toEqual([f.dns.get('E001')]);
+    expect(e002.attributes.userPassword).toBeUndefined();
+  });
+
+  test('containers include/exclude and the objectClasses mapping narrow what is read', async () => {
+    await addGroup('eng', ['E001']);
+    const only = f.connector({ containers: { include: [`ou=Sales,${f.base}`] }, objectClasses: { inetOrgPerson: 'Person' } });
+    const sales = objectsOf(await fullImport(only));
+    expect(sales.map((o) => o.attributes.uid).sort()).toEqual(['E003', 'E004', 'E005']);
+    expect(new Set(sales.map((o) => o.objectType))).toEqual(new Set(['Person']));
+    const notSales = f.connector({ containers: { exclude: [`ou=Sales,${f.base}`] } });
+    const rest = objectsOf(await fullImport(notSales));
+    expect(rest.map((o) => o.attributes.uid ?? o.attributes.cn).sort()).toEqual(['E001', 'E002', 'eng']);
+    const few = f.connector({ attributes: ['uid', 'sn'] });
+    const [one] = objectsOf(await fullImport(few));
+    expect(Object.keys(one.attributes).sort()).toEqual(['container', 'entryUUID', 'objectClass', 'sn', 'uid']);
+    await Promise.all([only.close(), notSales.close(), few.close()]);
+  });
+
+  test('a resumed full import with nothing parked (after a crash) re-reads up to the cursor and goes on', async () => {
+    const first: ImportPage[] = [];
+    for await (const page of c.fullImport({ pageSize: 2 })) {
+      first.push(page);
+      if (first.length === 1) break;
+    }
+    await closeParkedSearches(); // the process that held the paged search is gone
+    const rest = await fullImport(f.connector(), 2, first[0].cursor);
+    const keys = [...objectsOf(first), ...objectsOf(rest)].map((o) => o.attributes.uid).sort();
+    expect(keys).toEqual(PEOPLE.map((p) => p.key).sort());
+    // The object the cursor points after was deleted meanwhile: the cursor no longer fits.
+    const again: ImportPage[] = [];
+    for await (const page of f.connector().fullImport({ pageSize: 2 })) {
+      again.push(page);
+      if (again.length === 1) break;
+    }
+    await closeParkedSearches();
+    const last = again[0].objects[again[0].objects.length - 1];
+    await f.remove(String(last.attributes.uid));
+    const e = await caught(fullImport(f.connector(), 2, again[0].cursor));
+    expect(e.code).toBe('cursor_invalid');
+  });
+
+  test('delta: group membership changes, a deleted user leaves every group, moves are renames', async () => {
+    await addGroup('eng', ['E001', 'E002', 'E004']);
+    const fp = await fullImport(c);
+    const anchors = new Map(objectsOf(fp).map((o) => [String(o.attributes.uid ?? o.attributes.cn), o.anchor]));
+    const admin = await f.client();
+    await admin.modify(groupDn('eng'), [new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [f.dns.get('E003')!] }) })]);
+    await f.remove('E004'); // refint drops it from eng; the access log does not show that
+    await f.move('E001', 'Sales'); // refint rewrites member
+    // refint works in the background: wait until the directory shows its side effects.
+    for (let i = 0; i < 200; i++) {
+      const r = await admin.search(f.base, { scope: 'sub', filter: `(member=uid=E001,ou=Sales,${f.base})`, attributes: ['1.1'] });
+      const gone = await admin.search(f.base, { scope: 'sub', filter: `(member=uid=E004,ou=Sales,${f.base})`, attributes: ['1.1'] });
+      if (r.searchEntries.length === 1 && gone.searchEntries.length === 0) break;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    const d = await delta(f.connector(), watermarkOf(fp));
+    const kinds = new Map(d.changes.map((ch) => [ch.anchor, ch]));
+    expect(kinds.get(anchors.get('E004')!)!.kind).toBe('delete');
+    const moved = kinds.get(anchors.get('E001')!)!;
+    expect(moved.kind).toBe('rename');
+    expect(moved.previousDn).toBe(`uid=E001,ou=Engineering,${f.base}`);
+    expect(moved.object!.container).toBe(`ou=Sales,${f.base}`);
+    const eng = kinds.get(anchors.get('eng')!)!;
+    expect(eng.kind).toBe('update');
+    expect(eng.object!.references!.member.map(rdnValue).sort()).toEqual(['E001', 'E002', 'E003']);
+    expect(eng.object!.references!.member).toContain(`uid=E001,ou=Sales,${f.base}`);
+    expect(d.changes.filter((ch) => ch.anchor === anchors.get('E004'))).toHaveLength(1);
+    // Nothing more since: the next delta is empty.
+    expect((await delta(f.connector(), d.next!)).changes).toEqual([]);
+  });
+
+  test('export: new user into an OU from the DN template, move by container, group membership adds/removes, delete', async () => {
+    await addGroup('eng', ['E001']);
+    const before = new Map(objectsOf(await fullImport(c)).map((o) => [String(o.attributes.uid ?? o.attributes.cn), o]));
+    const added = await c.export(f.exportAdd({ key: 'E500', givenName: 'New', sn: 'Hire', container: 'Sales', manager: 'E001' }));
+    expect(added).toMatchObject({ status: 'success', dn: `uid=E500,ou=Sales,${f.base}` });
+    const moved = await c.export({ kind: 'rename', anchor: before.get('E002')!.anchor, objectType: 'User', container: `ou=Sales,${f.base}`, attributes: { title: 'Lead' } });
+    expect(moved).toMatchObject({ status: 'success', dn: `uid=E002,ou=Sales,${f.base}` });
+    const grp = await c.export({
+      kind: 'update',
+      anchor: before.get('eng')!.anchor,
+      objectType: 'Group',
+      attributes: {},
+      multiValueAdds: { member: [`uid=E500,ou=Sales,${f.base}`] },
+      multiValueRemoves: { member: [f.dns.get('E001')!] },
+    });
+    expect(grp.status).toBe('success');
+    const del = await c.export({ kind: 'delete', anchor: before.get('E005')!.anchor, objectType: 'User', attributes: {} });
+    expect(del.status).toBe('success');
+    const after = new Map(objectsOf(await fullImport(f.connector())).map((o) => [String(o.attributes.uid ?? o.attributes.cn), o]));
+    expect(after.get('E500')!.anchor).toBe(added.anchor);
+    expect(after.get('E500')!.references!.manager).toEqual([f.dns.get('E001')]);
+    expect(after.get('E002')!.anchor).toBe(before.get('E002')!.anchor);
+    expect(after.get('E002')!.container).toBe(`ou=Sales,${f.base}`);
+    expect(after.get('E002')!.attributes.title).toBe('Lead');
+    expect(after.get('eng')!.references!.member).toEqual([`uid=E500,ou=Sales,${f.base}`]);
+    expect(after.has('E005')).toBe(false);
+  });
+
+  test('export per-object errors: an existing DN, a constraint violation, a missing object; the rest goes on', async () => {
+    const results = await c.exportBatch([
+      f.exportAdd({ key: 'E001', givenName: 'Dup', sn: 'Licate', container: 'Engineering' }),
+      { kind: 'add', objectType: 'User', attributes: { uid: 'E600', departmentNumber: 'Sales', givenName: 'No', cn: 'No Surname' } },
+      { kind: 'update', anchor: '00000000-0000-0000-0000-000000000000', objectType: 'User', attributes: { mail: 'x@example.test' } },
+      f.exportAdd({ key: 'E601', givenName: 'Fine', sn: 'Person', container: 'Sales' }),
+    ]);
+    expect(results.map((r) => (r.status === 'error' ? r.error.code : 'success'))).toEqual(['already_exists', 'constraint_violation', 'not_found', 'success']);
+    for (const r of results) if (r.status === 'error') expect(r.error.message.length).toBeGreaterThan(10);
+  });
+
+  test('ldaps with a wrong CA and a wrong password fail with clear errors and no secret', async () => {
+    const other = (await startSlapd()).caCertificate; // another self-signed certificate
+    const wrongCa = f.connector({ caCertificate: other });
+    const e1 = await caught(wrongCa.testConnection());
+    expect(e1.code).toBe('connection_failed');
+    expect(e1.retriable).toBe(false);
+    expect(e1.message).toMatch(/certificate is not trusted/);
+    const badPw = f.connector({ bindPassword: 'wrong-password-Zx9' });
+    const e2 = await caught(badPw.testConnection());
+    expect(e2.code).toBe('authentication_failed');
+    expect(e2.message).not.toContain('wrong-password-Zx9');
+    expect(e2.message).toMatch(/invalid credentials/);
+    expect(() => f.connector({ security: 'none' })).toThrow(/allowInsecure/);
+  });
+});
+
+describeWithServer('slapd')('directory connector: server loss and trimmed change log', () => {
+  test('the server stopped in the middle of an import and of an export: ConnectorError connection_failed', async () => {
+    const slapd = await startSlapd();
+    try {
+      const f = await new SlapdFixture(slapd).init();
+      await f.seed(PEOPLE);
+      const c = f.connector();
+      const it = c.fullImport({ pageSize: 2 })[Symbol.asyncIterator]();
+      const first = await it.next();
+      expect(first.value.objects).toHaveLength(2);
+      await (await f.client()).unbind().catch(() => undefined);
+      await slapd.stop();
+      const e = await caught(it.next());
+      expect(e.code).toBe('connection_failed');
+      expect(e.retriable).toBe(true);
+      const x = await caught(c.export(f.exportAdd({ key: 'E9', givenName: 'A', sn: 'B' })));
+      expect(['connection_failed', 'timeout']).toContain(x.code);
+      await c.close();
+    } finally {
+      await closeParkedSearches();
+      await slapd.stop();
+    }
+  });
+
+  test('the access log purged past the watermark: the delta asks for a full import, with a reason', async () => {
+    const slapd = await startSlapd();
+    try {
+      const f = await new SlapdFixture(slapd).init();
+      await f.seed(PEOPLE);
+      const c = f.connector();
+      const wm = watermarkOf(await fullImport(c));
+      await f.update('E002', { sn: 'Changed' });
+      // Trim the log: delete every entry (the purge task does the same to old ones).
+      const admin = await f.client();
+      const log = await admin.search('cn=accesslog', { scope: 'one', filter: '(objectClass=*)', attributes: ['1.1'] });
+      for (const e of log.searchEntries) await admin.del(e.dn);
+      const d = await delta(c, wm);
+      expect(d.changes).toEqual([]);
+      expect(d.fullImportRequired?.reason).toMatch(/no longer reaches back/);
+      // A watermark of another strategy is refused the same way.
+      const d2 = await delta(c, JSON.stringify({ s: 'usn', u: 1, ds: 'x', t: null }));
+      expect(d2.fullImportRequired?.reason).toMatch(/usn/);
+      await c.close();
+      await f.cleanup();
+    } finally {
+      await slapd.stop();
+    }
+  });
+});
