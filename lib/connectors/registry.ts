@@ -4,6 +4,8 @@ import type { ConnectorDefinition } from './sdk';
 import { ActiveDirectoryConfigSchema, DIRECTORY_EXPRESSIONS, LdapConfigSchema, directoryChecks, directoryDefaults, type DirectoryConfig } from './ldap/schema';
 import { SQL_EXPRESSIONS, SqlConfigSchema, sqlChecks, sqlDefaults, type SqlConfig } from './sql/schema';
 import { CUSTOM_EXPRESSIONS, CustomConfigSchema } from './custom/schema';
+import { validateCustomSettings, type CustomConnectorConfig } from './custom';
+import { AppError } from '../errors';
 
 /**
  * The connector types the Admin API accepts, each with its configuration schema (fields marked `x-secret`
@@ -49,8 +51,19 @@ const TYPES: Record<ConnectorType, ConnectorTypeConfig> = {
     checks: (c) => sqlChecks(c as SqlConfig),
     expressions: SQL_EXPRESSIONS,
   },
-  custom: { type: 'custom', configSchema: CustomConfigSchema, defaults: (c) => c, checks: () => [], expressions: CUSTOM_EXPRESSIONS },
+  custom: { type: 'custom', configSchema: CustomConfigSchema, defaults: (c) => c, checks: customChecks, expressions: CUSTOM_EXPRESSIONS },
 };
+
+/** A custom connector must name a registered implementation, and its settings must pass that implementation's schema. */
+function customChecks(config: Record<string, unknown>): FieldError[] {
+  try {
+    validateCustomSettings(config as unknown as CustomConnectorConfig);
+    return [];
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    return (err.extra.errors ?? [{ path: '/implementation', message: err.detail }]).map((e) => ({ path: e.path.replace(/^\/config/, ''), message: e.message }));
+  }
+}
 
 export function isConnectorType(value: string): value is ConnectorType {
   return (CONNECTOR_TYPES as readonly string[]).includes(value);

@@ -61,8 +61,18 @@ describe('create, read, list', () => {
     expect(ad.body.config).toMatchObject({ port: 389, anchorAttribute: 'objectGUID', objectClasses: { user: 'User', group: 'Group' } });
     const sql = await create('HR DB', 'sql', sqlConfig());
     expect(sql.body.config).toMatchObject({ port: 5432, password: '********', objectType: 'User', deltaOverlapSeconds: 0 });
-    const custom = await create('Custom One', 'custom', { implementation: 'acme.hr', settings: { url: 'https://x' }, secrets: { apiKey: 'custom-api-key-value' } });
-    expect(custom.body.config).toEqual({ implementation: 'acme.hr', settings: { url: 'https://x' }, secrets: { apiKey: '********' }, objectType: 'User' });
+    const settings = { path: '/srv/hr-exports', anchorColumn: 'employeeId' };
+    const custom = await create('Custom One', 'custom', { implementation: 'file', settings, secrets: { apiKey: 'custom-api-key-value' } });
+    expect(custom.body.config).toEqual({ implementation: 'file', settings, secrets: { apiKey: '********' }, objectType: 'User' });
+  });
+
+  it('refuses a custom connector whose implementation is not registered, or whose settings it rejects', async () => {
+    const unknown = await svc.call('POST', 'connectors', { body: { name: 'Custom Unknown', type: 'custom', config: { implementation: 'acme.hr' } } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.errors).toEqual([expect.objectContaining({ path: '/config/implementation' })]);
+    const bad = await svc.call('POST', 'connectors', { body: { name: 'Custom Bad', type: 'custom', config: { implementation: 'file', settings: { path: '/srv' } } } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(/^\/config\/settings/) })]));
   });
 
   it('lists connectors as { connectors, total } with the list fields only', async () => {
