@@ -1,0 +1,173 @@
+import { deltaStrategyFor, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { gatherRanged, toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
+import type { DirectorySession, LdapEntry, SearchRequest } from '../../../../lib/connectors/ldap/session';
+import { guidToBytes, guidToString, isUnder, normalizeDn, sidToString } from '../../../../lib/connectors/ldap/values';
+import type { DeltaPage } from '../../../../lib/connectors/sdk';
+
+/**
+ * Active Directory logic with recorded server responses (no AD here): the answers below are what a DC returns
+ * for these requests (values shortened). A session replays them by matching the request's filter.
+ */
+class RecordedSession implements DirectorySession {
+  readonly requests: SearchRequest[] = [];
+  constructor(private readonly answers: Array<{ match: (r: SearchRequest) => boolean; entries: LdapEntry[] }>) {}
+  async search(req: SearchRequest): Promise<LdapEntry[]> {
+    this.requests.push(req);
+    return this.answers.find((a) => a.match(req))?.entries ?? [];
+  }
+  async *searchPages(req: SearchRequest): AsyncGenerator<LdapEntry[]> {
+    yield await this.search(req);
+  }
+  async add(): Promise<void> {}
+  async modify(): Promise<void> {}
+  async del(): Promise<void> {}
+  async modifyDN(): Promise<void> {}
+  async close(): Promise<void> {}
+}
+
+const GUID = '3f2504e0-4f89-11d3-9a0c-0305e82c3301';
+const GUID2 = '6b29fc40-ca47-1067-b31d-00dd010662da';
+const SID = Buffer.from('010500000000000515000000a065cf7e784b9b5fe77c8770f4010000', 'hex');
+const adScope: Scope = { classes: new Map([['user', 'User'], ['group', 'Group']]), anchorAttribute: 'objectGUID', include: ['DC=corp,DC=test'], exclude: [], isAd: true };
+
+describe('values', () => {
+  test('objectGUID and objectSid as canonical strings', () => {
+    expect(guidToString(guidToBytes(GUID))).toBe(GUID);
+    expect(guidToBytes(GUID).subarray(0, 4).toString('hex')).toBe('e004253f');
+    expect(sidToString(SID)).toBe('S-1-5-21-2127521184-1604012920-1887927527-500');
+  });
+  test('DNs compare case- and space-insensitively', () => {
+    expect(normalizeDn('CN=A, OU=People ,DC=Corp')).toBe('cn=a,ou=people,dc=corp');
+    expect(isUnder('uid=x,ou=People,dc=corp', 'OU=people,DC=corp')).toBe(true);
+    expect(isUnder('uid=x,ou=peoplex,dc=corp', 'ou=people,dc=corp')).toBe(false);
+  });
+});
+
+describe('AD ranged retrieval (member;range=)', () => {
+  test('reads every slice until the range ends in *', async () => {
+    const first = Array.from({ length: 1500 }, (_, i) => `CN=U${i},DC=corp,DC=test`);
+    const second = Array.from({ length: 1500 }, (_, i) => `CN=U${1500 + i},DC=corp,DC=test`);
+    const last = ['CN=U3000,DC=corp,DC=test'];
+    const s = new RecordedSession([
+      { match: (r) => r.attributes[0] === 'member;range=1500-*', entries: [{ dn: 'CN=Big,DC=corp,DC=test', 'member;range=1500-2999': second }] },
+      { match: (r) => r.attributes[0] === 'member;range=3000-*', entries: [{ dn: 'CN=Big,DC=corp,DC=test', 'member;range=3000-*': last }] },
+    ]);
+    const entry: LdapEntry = { dn: 'CN=Big,DC=corp,DC=test', objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID), cn: 'Big', 'member;range=0-1499': first, member: [] };
+    const ranged = await gatherRanged(s, entry);
+    expect(ranged.member).toHaveLength(3001);
+    const o = await toConnectorObject(s, entry, adScope);
+    expect(o).toMatchObject({ anchor: GUID, objectType: 'Group', container: 'DC=corp,DC=test' });
+    expect((o as { references: Record<string, string[]> }).references.member).toHaveLength(3001);
+  });
+  test('a computer is not a User; objectSid is a string', async () => {
+    const s = new RecordedSession([]);
+    expect(await toConnectorObject(s, { dn: 'CN=PC1,DC=corp,DC=test', objectClass: ['top', 'person', 'user', 'computer'], objectGUID: guidToBytes(GUID) }, adScope)).toBeUndefined();
+    const u = await toConnectorObject(s, { dn: 'CN=Ann,OU=Staff,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(GUID), objectSid: SID }, adScope);
+    expect(u).toMatchObject({ objectType: 'User', attributes: { objectSid: 'S-1-5-21-2127521184-1604012920-1887927527-500', objectGUID: GUID }, container: 'OU=Staff,DC=corp,DC=test' });
+  });
+});
+
+function adContext(s: DirectorySession): DeltaContext {
+  return {
+    session: s,
+    scope: adScope,
+    baseDN: 'DC=corp,DC=test',
+    configured: 'auto',
+    readAttributes: ['*', 'objectGUID'],
+    toObject: (e) => toConnectorObject(s, e, adScope),
+    lookup: async () => new Map(),
+  };
+}
+const ROOT = (usn: string, ds = 'CN=NTDS Settings,CN=DC1,CN=Servers,CN=Site,CN=Sites,CN=Configuration,DC=corp,DC=test', time = '20250301120000.0Z'): LdapEntry => ({
+  dn: '',
+  supportedCapabilities: ['1.2.840.113556.1.4.800', '1.2.840.113556.1.4.1670'],
+  highestCommittedUSN: usn,
+  dsServiceName: ds,
+  currentTime: time,
+  configurationNamingContext: 'CN=Configuration,DC=corp,DC=test',
+});
+async function collect(it: AsyncIterable<DeltaPage>): Promise<DeltaPage[]> {
+  const out: DeltaPage[] = [];
+  for await (const p of it) out.push(p);
+  return out;
+}
+
+describe('usn strategy (Active Directory, recorded responses)', () => {
+  test('auto picks usn from the root DSE; capture stores highestCommittedUSN and the DC', async () => {
+    const s = new RecordedSession([{ match: (r) => r.base === '', entries: [ROOT('12000')] }]);
+    const strategy = await deltaStrategyFor(adContext(s));
+    expect(strategy.name).toBe('usn');
+    expect(JSON.parse(await strategy.capture())).toMatchObject({ s: 'usn', u: 12000 });
+  });
+
+  test('changes by uSNChanged (add vs update by uSNCreated), deletes from tombstones with Show Deleted', async () => {
+    const s = new RecordedSession([
+      { match: (r) => r.base === '', entries: [ROOT('12050')] },
+      { match: (r) => r.base.startsWith('CN=Directory Service'), entries: [{ dn: 'x', tombstoneLifetime: '180' }] },
+      {
+        match: (r) => r.filter.includes('uSNChanged>=12001') && !r.filter.includes('isDeleted'),
+        entries: [
+          { dn: 'CN=New,OU=Staff,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(GUID), uSNCreated: '12010', cn: 'New' },
+          { dn: 'CN=Grp,OU=Groups,DC=corp,DC=test', objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID2), uSNCreated: '500', cn: 'Grp', member: 'CN=New,OU=Staff,DC=corp,DC=test' },
+        ],
+      },
+      {
+        match: (r) => r.filter.includes('isDeleted=TRUE'),
+        entries: [{ dn: 'CN=Old\\0ADEL:1234,CN=Deleted Objects,DC=corp,DC=test', objectGUID: guidToBytes('11111111-2222-3333-4444-555555555555'), lastKnownParent: 'OU=Staff,DC=corp,DC=test' }],
+      },
+    ]);
+    const strategy = await deltaStrategyFor(adContext(s));
+    const pages = await collect(strategy.delta(JSON.stringify({ s: 'usn', u: 12000, ds: ROOT('0').dsServiceName, t: '20250301110000.0Z' }), { pageSize: 100 }));
+    const changes = pages.flatMap((p) => p.changes);
+    expect(changes.map((c) => [c.kind, c.anchor])).toEqual([
+      ['add', GUID],
+      ['update', GUID2],
+      ['delete', '11111111-2222-3333-4444-555555555555'],
+    ]);
+    expect(changes[1].object!.references!.member).toEqual(['CN=New,OU=Staff,DC=corp,DC=test']);
+    expect(JSON.parse(pages[pages.length - 1].nextWatermark!)).toMatchObject({ s: 'usn', u: 12050 });
+    const tomb = s.requests.find((r) => r.filter.includes('isDeleted'))!;
+    expect(tomb.controls![0].type).toBe('1.2.840.113556.1.4.417');
+  });
+
+  test('another DC, a restored DC, or a watermark past the tombstone lifetime: full import with a reason', async () => {
+    const wm = (o: object) => JSON.stringify({ s: 'usn', u: 12000, ds: ROOT('0').dsServiceName, t: '20250301110000.0Z', ...o });
+    const run = async (root: LdapEntry, w: string) => {
+      const s = new RecordedSession([
+        { match: (r) => r.base === '', entries: [root] },
+        { match: (r) => r.base.startsWith('CN=Directory Service'), entries: [{ dn: 'x', tombstoneLifetime: '60' }] },
+      ]);
+      return (await collect((await deltaStrategyFor(adContext(s))).delta(w, { pageSize: 10 })))[0].fullImportRequired?.reason;
+    };
+    expect(await run(ROOT('12050', 'CN=NTDS Settings,CN=DC2'), wm({}))).toMatch(/another domain controller/);
+    expect(await run(ROOT('11000'), wm({}))).toMatch(/restored/);
+    expect(await run(ROOT('12050', undefined, '20250601110000.0Z'), wm({}))).toMatch(/tombstone lifetime/);
+    expect(await run(ROOT('12050'), JSON.stringify({ s: 'accesslog' }))).toMatch(/accesslog/);
+  });
+});
+
+describe('changelog strategy (recorded cn=changelog)', () => {
+  test('changes after the stored number; a trimmed log asks for a full import', async () => {
+    const scope: Scope = { classes: new Map([['inetorgperson', 'User']]), anchorAttribute: 'entryUUID', include: ['dc=x'], exclude: [], isAd: false };
+    const root = (firstN: string, lastN: string): LdapEntry => ({ dn: '', changelog: 'cn=changelog', firstChangeNumber: firstN, lastChangeNumber: lastN });
+    const user = { dn: 'uid=a,ou=p,dc=x', objectClass: 'inetOrgPerson', entryUUID: 'u-a', uid: 'a' };
+    const s = new RecordedSession([
+      { match: (r) => r.base === '', entries: [root('5', '9')] },
+      {
+        match: (r) => r.base === 'cn=changelog',
+        entries: [
+          { dn: 'changenumber=8,cn=changelog', changeNumber: '8', changeType: 'modify', targetDN: 'uid=a,ou=p,dc=x', targetEntryUUID: 'u-a' },
+          { dn: 'changenumber=9,cn=changelog', changeNumber: '9', changeType: 'delete', targetDN: 'uid=b,ou=p,dc=x', targetEntryUUID: 'u-b' },
+        ],
+      },
+    ]);
+    const ctx: DeltaContext = { session: s, scope, baseDN: 'dc=x', configured: 'auto', readAttributes: ['*'], toObject: (e) => toConnectorObject(s, e, scope), lookup: async () => new Map([['u-a', user]]) };
+    const strategy = await deltaStrategyFor(ctx);
+    expect(strategy.name).toBe('changelog');
+    const pages = await collect(strategy.delta(JSON.stringify({ s: 'changelog', n: 7 }), { pageSize: 10 }));
+    expect(pages.flatMap((p) => p.changes).map((c) => [c.kind, c.anchor])).toEqual([['update', 'u-a'], ['delete', 'u-b']]);
+    expect(JSON.parse(pages[pages.length - 1].nextWatermark!)).toEqual({ s: 'changelog', n: 9 });
+    const trimmed = await collect(strategy.delta(JSON.stringify({ s: 'changelog', n: 2 }), { pageSize: 10 }));
+    expect(trimmed[0].fullImportRequired?.reason).toMatch(/trimmed/);
+  });
+});
