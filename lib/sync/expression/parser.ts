@@ -461,7 +461,7 @@ class Parser {
     const [min, max] = (kind === 'helper' ? HELPER_ARITY : METHOD_ARITY).get(name) ?? [0, Infinity];
     if (args.length < min || args.length > max) {
       const expected = min === max ? `${min}` : max === Infinity ? `at least ${min}` : `${min} to ${max}`;
-      this.fail(`${name}() takes ${expected} argument${expected === '1' ? '' : 's'}, not ${args.length}`, callee.start);
+      this.fail(`${name}() takes ${expected} argument${min === 1 && (max === 1 || max === Infinity) ? '' : 's'}, not ${args.length}`, callee.start);
     }
     if (kind === 'helper') return { ...this.node('HelperCall', callee.start, close.end), name, arguments: args };
     const member = callee as MemberExpression;
