@@ -111,16 +111,23 @@ class PgSession implements SqlSession {
   readonly dialect = 'postgres' as const;
   private closed = false;
   private broken: unknown;
+  /** Rejects when the connection drops: a pending cursor read does not always settle by itself. */
+  private readonly gone: Promise<never>;
 
   private constructor(
     private readonly client: PgModule.Client,
     private readonly Cursor: typeof PgCursorClass,
     private readonly secrets: string[],
   ) {
-    // A connection that drops between queries emits 'error' on the client: remember it instead of crashing.
-    client.on('error', (err) => {
-      this.broken = err;
+    this.gone = new Promise<never>((_, reject) => {
+      // A connection that drops emits 'error' (or just 'end') on the client: remember it instead of crashing.
+      client.on('error', (err) => {
+        this.broken = err;
+        reject(err);
+      });
+      client.on('end', () => reject(new Error('Connection terminated')));
     });
+    this.gone.catch(() => undefined);
   }
 
   static async open(s: ConnectionSettings): Promise<PgSession> {
@@ -153,7 +160,7 @@ class PgSession implements SqlSession {
 
   async query(stmt: CompiledStatement, values: Record<string, unknown> = {}): Promise<QueryResult> {
     try {
-      const r = await this.client.query({ text: stmt.text, values: bindValues(stmt, values, 'postgres') as unknown[] });
+      const r = await Promise.race([this.client.query({ text: stmt.text, values: bindValues(stmt, values, 'postgres') as unknown[] }), this.gone]);
       const fields = r.fields ?? [];
       return { rows: r.rows as Row[], fields: fields.map((f) => f.name), rowCount: r.rowCount ?? 0, types: fields.map((f) => pgType(f.dataTypeID)) };
     } catch (err) {
@@ -167,7 +174,7 @@ class PgSession implements SqlSession {
       for (;;) {
         let rows: Row[];
         try {
-          rows = await cursor.read(chunk);
+          rows = await Promise.race([cursor.read(chunk), this.gone]);
         } catch (err) {
           throw this.fail(err, 'query');
         }
@@ -176,7 +183,7 @@ class PgSession implements SqlSession {
         if (rows.length < chunk) return;
       }
     } finally {
-      await cursor.close().catch(() => undefined);
+      if (!this.closed && !this.broken) await Promise.race([cursor.close(), this.gone]).catch(() => undefined);
     }
   }
 

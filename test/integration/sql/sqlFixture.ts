@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -158,8 +159,10 @@ export class SqlContractFixture implements ContractFixture {
     return peopleConfig(this.server, this.db, { ...this.overrides, ...overrides });
   }
 
+  /** Connectors with the same overrides share their state (like one stored connector); others do not. */
   connector(overrides: Partial<SqlConfig> = {}): SqlConnector {
-    return new SqlConnector(this.config(overrides), { connectorId: 'contract', stateDirectory: this.stateDir });
+    const id = 'c' + createHash('sha256').update(JSON.stringify(overrides)).digest('hex').slice(0, 12);
+    return new SqlConnector(this.config(overrides), { connectorId: id, stateDirectory: this.stateDir });
   }
 
   unreachableConnector(): SqlConnector {
