@@ -78,7 +78,6 @@ const DRIVER_PACKAGES: Record<SqlDialect, string[]> = { postgres: ['pg', 'pg-cur
  */
 function load<T>(dialect: SqlDialect, name: string): T {
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require(name) as T;
   } catch {
     throw new ConnectorError('unsupported', `The '${dialect}' dialect needs the npm package '${name}', which is not installed (npm install ${DRIVER_PACKAGES[dialect].join(' ')}).`, { retriable: false });

@@ -384,7 +384,7 @@ export class SqlConnector {
    * A second session for the per-page lookups (a streaming read occupies its connection). In PostgreSQL it
    * shares the main session's snapshot, so children are read as of the same moment as their parents.
    */
-  private async auxSession(main: SqlSession, snapshotId: string | null): Promise<SqlSession | null> {
+  private async auxSession(snapshotId: string | null): Promise<SqlSession | null> {
     if (!Object.keys(this.config.multiValueQueries ?? {}).length) return null;
     const aux = await this.open();
     if (snapshotId) {
@@ -396,7 +396,6 @@ export class SqlConnector {
         await aux.rollback().catch(() => undefined);
       }
     }
-    void main;
     return aux;
   }
 
@@ -425,7 +424,7 @@ export class SqlConnector {
         cur.wm = await this.captureMark(main);
         await this.store.begin(cur.snap);
       }
-      aux = await this.auxSession(main, snapshotId);
+      aux = await this.auxSession(snapshotId);
       const anchorCol = `src.${this.q(c.anchorColumn)}`;
       const stmt = this.wrap(c.fullImportQuery, 'fullImportQuery', 'src.*', `${options.cursor ? `WHERE ${anchorCol} > :after ` : ''}ORDER BY ${anchorCol}`);
       for await (const { rows, last } of regroup(main.stream(stmt, { after: cur.after }, pageSize), pageSize)) {
@@ -518,7 +517,7 @@ export class SqlConnector {
     const main = await this.open();
     let aux: SqlSession | null = null;
     try {
-      aux = await this.auxSession(main, null);
+      aux = await this.auxSession(null);
       const stmt = diffAll
         ? this.wrap(c.fullImportQuery, 'fullImportQuery', 'src.*', '')
         : this.wrap(c.deltaImportQuery!, 'deltaImportQuery', 'src.*', '');
