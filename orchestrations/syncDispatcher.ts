@@ -16,9 +16,14 @@ export async function syncDispatcher(_timer: Timer, context: InvocationContext):
 
 /** Start the run's orchestration (instance id = run id) unless it already exists. */
 export async function startRunOrchestration(client: df.DurableClient, runId: string): Promise<void> {
-  const status = await client.getStatus(runId).catch(() => undefined);
-  if (status && status.runtimeStatus) return;
-  await client.startNew(SYNC_RUN, { instanceId: runId, input: runId });
+  const exists = async () => !!(await client.getStatus(runId).catch(() => undefined))?.runtimeStatus;
+  if (await exists()) return;
+  try {
+    await client.startNew(SYNC_RUN, { instanceId: runId, input: runId });
+  } catch (err) {
+    // The trigger and the dispatcher may both start it: the one that lost finds it started.
+    if (!(await exists())) throw err;
+  }
 }
 
 app.timer('syncDispatcher', { schedule: '*/2 * * * * *', extraInputs: [df.input.durableClient()], handler: syncDispatcher });

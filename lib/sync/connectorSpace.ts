@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { TableEntityResult, TransactionAction } from '@azure/data-tables';
 import { decodeKey, encodeKey, isStatus, odata, table } from '../storage/tables';
 import type { CsObject } from './model';
@@ -6,8 +7,11 @@ import { getJson, mapLimit, putJson, submitBatched } from './tableUtil';
 /**
  * Connector-space repository (table `ConnectorSpace`): the engine's staging copy of each connector's objects.
  *
- * Keys: PartitionKey the connector id, RowKey the key-encoded anchor. One partition per connector, so a page of
- * objects is written in transactions of 100 and the whole space of a connector is one partition query.
+ * Keys: PartitionKey `<connector id>_<bucket>` (16 buckets by a hash of the anchor), RowKey the key-encoded
+ * anchor. Several partitions per connector because Azurite's cost per write grows with the size of the
+ * partition written (measured: 1,000 upserts into a 10,000-row partition took 8 s, spread over 16 partitions
+ * under 1 s); a page of 1,000 objects still goes out in transactions of about 60. The whole space of a
+ * connector is 16 partition queries.
  * Properties: `objectType`, `hash` (content hash as imported), `rh` (rules hash), `meshId`, `deleted`,
  * `updatedOn`, and JSON (chunked) `a` attributes, `x` exported values, `p` pending export, `u` unconfirmed
  * attribute names, `error`.
@@ -15,6 +19,13 @@ import { getJson, mapLimit, putJson, submitBatched } from './tableUtil';
  * Writes are upserts (Replace) of the whole row: replaying a page writes the same rows again.
  */
 const TABLE = 'ConnectorSpace';
+const BUCKETS = '0123456789abcdef'.split('');
+
+/** The partition of an anchor. */
+export function csPartition(connectorId: string, anchor: string): string {
+  return `${connectorId}_${createHash('md5').update(anchor).digest('hex')[0]}`;
+}
+const partitions = (connectorId: string) => BUCKETS.map((b) => `${connectorId}_${b}`);
 
 /** The light part of a row that the engine keeps in memory for a whole connector (hash comparison, joins). */
 export interface CsSummary {
@@ -30,7 +41,7 @@ type Row = TableEntityResult<Record<string, unknown>>;
 
 export function toCsEntity(connectorId: string, o: CsObject): Record<string, unknown> & { partitionKey: string; rowKey: string } {
   const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
-    partitionKey: connectorId,
+    partitionKey: csPartition(connectorId, o.anchor),
     rowKey: encodeKey(o.anchor),
     objectType: o.objectType,
     hash: o.hash,
@@ -85,10 +96,12 @@ export const summarize = (connectorId: string, o: CsObject): CsSummary => summar
 export async function loadCsSummaries(connectorId: string): Promise<Map<string, CsSummary>> {
   const client = await table(TABLE);
   const out = new Map<string, CsSummary>();
-  const it = client.listEntities<Record<string, unknown>>({
-    queryOptions: { filter: `PartitionKey eq ${odata(connectorId)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'pn'] },
+  await mapLimit(partitions(connectorId), 4, async (pk) => {
+    const it = client.listEntities<Record<string, unknown>>({
+      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'pn'] },
+    });
+    for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
   });
-  for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
   return out;
 }
 
@@ -98,7 +111,7 @@ export async function readCsObjects(connectorId: string, anchors: readonly strin
   const out = new Map<string, CsObject>();
   await mapLimit(anchors, 16, async (a) => {
     try {
-      const e: Row = await client.getEntity(connectorId, encodeKey(a));
+      const e: Row = await client.getEntity(csPartition(connectorId, a), encodeKey(a));
       out.set(a, fromCsEntity(e));
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
@@ -110,8 +123,10 @@ export async function readCsObjects(connectorId: string, anchors: readonly strin
 /** Every full row of a connector, page by page (export and deletes). */
 export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsObject[]> {
   const client = await table(TABLE);
-  const pages = client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(connectorId)}` } }).byPage({ maxPageSize: 1000 });
-  for await (const page of pages) yield page.map(fromCsEntity);
+  for (const pk of partitions(connectorId)) {
+    const pages = client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } }).byPage({ maxPageSize: 1000 });
+    for await (const page of pages) yield page.map(fromCsEntity);
+  }
 }
 
 /** Upsert rows (whole rows, Replace) in transactions of 100. */
@@ -126,8 +141,10 @@ export async function writeCsObjects(connectorId: string, objects: readonly CsOb
 export async function deleteConnectorSpace(connectorId: string): Promise<void> {
   const client = await table(TABLE);
   const keys: TransactionAction[] = [];
-  for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(connectorId)}`, select: ['RowKey'] } })) {
-    keys.push(['delete', { partitionKey: connectorId, rowKey: String(e.rowKey) }]);
+  for (const pk of partitions(connectorId)) {
+    for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } })) {
+      keys.push(['delete', { partitionKey: pk, rowKey: String(e.rowKey) }]);
+    }
   }
   await submitBatched(client, keys);
 }

@@ -139,9 +139,12 @@ interface PageResult {
   errors: RunObjectError[];
 }
 
+const trace: Record<string, number> = {};
+
 /** Plan and (unless dry run) apply one page of imported objects and deletions. */
 async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
   const { rules, cs, now } = ctx;
+  const T0 = Date.now();
   const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: items.length, errors: [] };
   const work: { item: Item; hash: string; sum: CsSummary | undefined }[] = [];
   for (const item of items) {
@@ -165,9 +168,11 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
     return full.get(w.item.anchor) ?? { anchor: w.item.anchor, objectType: w.item.object?.objectType ?? 'User', attributes: {}, hash: w.sum.hash, rulesHash: w.sum.rulesHash, meshId: w.sum.meshId, deleted: w.sum.deleted, updatedOn: now };
   };
 
+  trace.prep = Date.now() - T0;
   const ws = new WorkingSet(ctx.index);
   const need = new Set<string>();
-  for (const w of work) for (const id of idsToLoad(rules, ctx.index, w.item.object, prevOf(w))) need.add(id);
+  // The index is current: an id it does not know is not in the mesh, so no read is spent on it.
+  for (const w of work) for (const id of idsToLoad(rules, ctx.index, w.item.object, prevOf(w))) if (ctx.index.info(id)) need.add(id);
   ws.load(await getMeshObjects(ws.missing(need)), need);
 
   const plans: ObjectPlan[] = [];
@@ -183,6 +188,7 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
     }
   }
 
+  trace.plan = Date.now() - T0;
   // Late arrivals and removed targets: objects whose references now resolve differently.
   const follow = new Set<string>();
   for (const p of plans) for (const id of p.followUps) follow.add(id);
@@ -199,6 +205,8 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
     reresolve(ws, rules, follow, now);
   }
 
+  trace.follow = Date.now() - T0;
+  trace.nfollow = follow.size;
   if (ctx.info.dryRun) {
     dropCaches(ctx.info.connectorId);
     return result;
@@ -212,8 +220,10 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
       else deletes.push({ id, objectType: ctx.index.info(id)?.objectType ?? 'User' });
     }
     await commitMeshWrite({ upserts, deletes });
+    trace.mesh = Date.now() - T0;
     const rows = plans.map((p) => p.cs);
     await writeCsObjects(ctx.info.connectorId, rows);
+    trace.cs = Date.now() - T0;
     for (const r of rows) cs.summaries.set(r.anchor, summarize(ctx.info.connectorId, r));
   } catch (err) {
     dropCaches(ctx.info.connectorId);
@@ -266,6 +276,7 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
   try {
     return await withConnector(input.info.connectorId, async (connector) => {
       if (!hasFullImport(connector)) throw new ConnectorError('unsupported', 'This connector cannot import.');
+      const t0 = Date.now();
       const it = connector.fullImport({ pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE, cursor: input.cursor })[Symbol.asyncIterator]();
       let next;
       try {
@@ -278,8 +289,11 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
       }
       if (next.done) return { cursor: null, watermark: null, totals: input.totals };
       const page = next.value;
+      const t1 = Date.now();
       const ctx = await context(input.info);
+      const t2 = Date.now();
       const result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })));
+      if (process.env.SYNC_TRACE) console.log(`[sync] page ${input.page}: read ${t1 - t0} ms, context ${t2 - t1} ms, process ${Date.now() - t2} ms ${JSON.stringify(trace)}`);
       const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
       await saveSeen(input.info.runId, input.page, seen);
       const totals = addPage(input.totals, result, page.errors);

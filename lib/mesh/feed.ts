@@ -1,0 +1,120 @@
+import type { MeshObject } from '../sync/model';
+import { currentFeedSeq, iterateMesh, MESH_PARTITIONS, readFeed, type FeedEntry } from './store';
+
+/**
+ * A reader of the mesh and its change feed (lib/mesh/store.ts), for an in-memory copy of the mesh that every
+ * runtime process keeps (lib/mesh/readModel.ts).
+ *
+ * Protocol: note the feed counter, scan the mesh, then apply feed rows after the noted counter in order, and
+ * keep tailing. The scan may already show states newer than the counter; replaying the feed from the counter
+ * re-applies whole states in commit order, so the copy converges to the committed mesh (a row deleted before
+ * the scan reached it comes back as "upsert then tombstone" and ends deleted).
+ *
+ * The reader reads every row, its own process's too: the mesh is written by the sync engine, never by the
+ * reader's consumer, so there is nothing to skip.
+ */
+export interface MeshFeedConsumer {
+  /** Objects found by the initial scan, a page at a time (any order). */
+  loadPage(objects: MeshObject[]): void;
+  /** Feed entries in commit order (a batch of consecutive rows). */
+  applyEntries(entries: FeedEntry[]): void;
+}
+
+export interface MeshFeedReaderOptions {
+  /** Pause between polls of the feed (ms). Default 250. */
+  pollMs?: number;
+  /** Mesh partitions scanned at once during the load. Default 4. */
+  scanConcurrency?: number;
+  /** Rows read per feed request. Default 500. */
+  batchRows?: number;
+  onError?: (err: unknown) => void;
+}
+
+export class MeshFeedReader {
+  private seq = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private polling: Promise<void> | undefined;
+  private lastPollAt = 0;
+
+  constructor(
+    private readonly consumer: MeshFeedConsumer,
+    private readonly options: MeshFeedReaderOptions = {},
+  ) {}
+
+  /** The last feed sequence number applied. */
+  get position(): number {
+    return this.seq;
+  }
+
+  /** When the last successful poll finished (epoch ms; 0: never). */
+  get lastPoll(): number {
+    return this.lastPollAt;
+  }
+
+  /** Note the counter, scan the whole mesh into the consumer, then catch up with the feed. */
+  async load(): Promise<void> {
+    this.seq = await currentFeedSeq();
+    const partitions = MESH_PARTITIONS.map((_, i) => i);
+    const worker = async () => {
+      for (let p = partitions.shift(); p !== undefined; p = partitions.shift()) {
+        for await (const page of iterateMesh(undefined, p)) this.consumer.loadPage(page);
+      }
+    };
+    await Promise.all(Array.from({ length: this.options.scanConcurrency ?? 4 }, worker));
+    await this.poll();
+  }
+
+  /** Apply every feed row after the current position (one at a time: concurrent calls share the same poll). */
+  poll(): Promise<void> {
+    this.polling ??= this.pollOnce().finally(() => (this.polling = undefined));
+    return this.polling;
+  }
+
+  private async pollOnce(): Promise<void> {
+    const limit = this.options.batchRows ?? 500;
+    for (;;) {
+      const rows = await readFeed(this.seq, { limit });
+      if (rows.length) {
+        // Rows are gapless: stop at a hole (cannot happen with the counter protocol, but never skip one).
+        const applied: FeedEntry[] = [];
+        let seq = this.seq;
+        for (const r of rows) {
+          if (r.seq !== seq + 1) break;
+          applied.push(...r.entries);
+          seq = r.seq;
+        }
+        if (seq === this.seq) break;
+        this.consumer.applyEntries(applied);
+        this.seq = seq;
+      }
+      if (rows.length < limit) break;
+    }
+    this.lastPollAt = Date.now();
+  }
+
+  /** Poll every `pollMs` until {@link stop}. A failed poll is reported and retried at the next tick. */
+  startTailing(): void {
+    this.stopped = false;
+    const tick = async () => {
+      try {
+        await this.poll();
+      } catch (err) {
+        this.options.onError?.(err);
+      }
+      if (!this.stopped) this.schedule(tick);
+    };
+    this.schedule(tick);
+  }
+
+  private schedule(tick: () => Promise<void>): void {
+    this.timer = setTimeout(() => void tick(), this.options.pollMs ?? 250);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.polling?.catch(() => undefined);
+  }
+}

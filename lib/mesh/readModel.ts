@@ -1,0 +1,373 @@
+import type { AttributeValue, ScalarValue } from '../connectors/sdk';
+import { AppError } from '../errors';
+import { addServiceStep } from '../service';
+import type { MeshObject, Relationship } from '../sync/model';
+import { MeshFeedReader } from './feed';
+import type { FeedEntry } from './store';
+
+/**
+ * The mesh read model: a per-process, in-memory copy of the mesh that answers the Admin API's mesh queries
+ * (lib/mesh/query.ts), loaded from the `Mesh` table at start and kept current by tailing `MeshFeed`
+ * (lib/mesh/feed.ts). Table Storage offers no substring filter, offset or count, so the queries run here.
+ * See docs/mesh-queries.md for the design, its figures and its trade-offs.
+ *
+ * Shape, chosen for memory at 100,000 objects x 20 attributes:
+ * - one {@link MeshRecord} per object (a fixed-shape class); attribute names, connector ids, object types and
+ *   per-attribute timestamps are interned as small integers; short string values are shared through an
+ *   intern map (departments, titles, flags repeat; unique values such as mail addresses are kept as is);
+ * - per object the consolidated values plus one packed Int32Array (name, source, confidence, updatedOn per
+ *   attribute): what the list's `attributeValues` and the detail need. Contributions are not kept.
+ * - ordered indexes by (anchorValue lower-cased, id): one over every object and one per object type
+ *   (case-insensitive), each a sorted array maintained incrementally (binary-search insert/remove for small
+ *   batches, filter + merge for large ones: never a full re-sort).
+ */
+
+/** A string <-> small integer table (attribute names, connector ids, object types, timestamps). */
+export class Interner {
+  private readonly ids = new Map<string, number>();
+  readonly values: string[] = [];
+
+  id(s: string): number {
+    let n = this.ids.get(s);
+    if (n === undefined) {
+      n = this.values.length;
+      this.values.push(s);
+      this.ids.set(s, n);
+    }
+    return n;
+  }
+
+  lookup(s: string): number | undefined {
+    return this.ids.get(s);
+  }
+
+  get size(): number {
+    return this.values.length;
+  }
+}
+
+/** Strings up to this length are shared through the value intern map; longer ones are mostly unique. */
+const INTERN_MAX = 24;
+/** No source connector (a mesh-composer value). */
+export const NO_SOURCE = -1;
+/** Fields per attribute in {@link MeshRecord.meta}. */
+export const META = 4;
+
+const EMPTY_RELS: readonly Relationship[] = Object.freeze([]);
+
+/** One mesh object as the read model holds it. */
+export class MeshRecord {
+  constructor(
+    readonly id: string,
+    readonly objectType: string,
+    readonly anchorValue: string,
+    /** anchorValue.toLowerCase(): the sort key and what substring search scans. */
+    readonly anchorLower: string,
+    readonly createdOn: string,
+    readonly updatedOn: string,
+    /** Per attribute, in attribute-name order: name id, source id (or NO_SOURCE), confidence, updatedOn id. */
+    readonly meta: Int32Array,
+    /** Per attribute, the consolidated value (same order as meta). */
+    readonly values: readonly AttributeValue[],
+    readonly relationships: readonly Relationship[],
+  ) {}
+
+  get attributeCount(): number {
+    return this.values.length;
+  }
+}
+
+/** Order of the indexes: anchor lower-cased (ordinal, by UTF-16 code units), then the id. */
+export function compareRecords(a: MeshRecord, b: MeshRecord): number {
+  if (a.anchorLower !== b.anchorLower) return a.anchorLower < b.anchorLower ? -1 : 1;
+  if (a.id !== b.id) return a.id < b.id ? -1 : 1;
+  return 0;
+}
+
+/**
+ * Records in {@link compareRecords} order. A record is removed by the record object it was inserted with
+ * (its sort key is immutable), so a renamed anchor is a remove of the old record and an insert of the new.
+ */
+export class SortedIndex {
+  private items: MeshRecord[] = [];
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  get all(): readonly MeshRecord[] {
+    return this.items;
+  }
+
+  at(i: number): MeshRecord {
+    return this.items[i];
+  }
+
+  /** The first position whose record sorts at or after `r`. */
+  private lowerBound(r: MeshRecord): number {
+    let lo = 0;
+    let hi = this.items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareRecords(this.items[mid], r) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  insert(r: MeshRecord): void {
+    this.items.splice(this.lowerBound(r), 0, r);
+  }
+
+  remove(r: MeshRecord): boolean {
+    const i = this.lowerBound(r);
+    if (this.items[i] !== r) return false;
+    this.items.splice(i, 1);
+    return true;
+  }
+
+  /**
+   * Remove `removed` and add `added` in one pass: filter, sort the additions, merge. O(n + k log k), for
+   * batches where k splices (each O(n)) would cost more.
+   */
+  bulk(removed: ReadonlySet<MeshRecord>, added: MeshRecord[]): void {
+    if (added.length + removed.size <= 32) {
+      for (const r of removed) this.remove(r);
+      for (const r of added) this.insert(r);
+      return;
+    }
+    const kept = removed.size ? this.items.filter((r) => !removed.has(r)) : this.items;
+    const add = added.slice().sort(compareRecords);
+    const out: MeshRecord[] = new Array(kept.length + add.length);
+    let i = 0;
+    let j = 0;
+    let k = 0;
+    while (i < kept.length && j < add.length) out[k++] = compareRecords(kept[i], add[j]) <= 0 ? kept[i++] : add[j++];
+    while (i < kept.length) out[k++] = kept[i++];
+    while (j < add.length) out[k++] = add[j++];
+    this.items = out;
+  }
+}
+
+/** The mesh in memory, with its ordered indexes. Fed by {@link MeshFeedReader}. */
+export class MeshReadModel {
+  readonly names = new Interner();
+  readonly sources = new Interner();
+  readonly stamps = new Interner();
+  private readonly types = new Map<string, string>();
+  private readonly strings = new Map<string, string>();
+  private readonly byId = new Map<string, MeshRecord>();
+  readonly all = new SortedIndex();
+  private readonly byType = new Map<string, SortedIndex>();
+  /** Attribute names by lower-cased name (criteria match names case-insensitively). */
+  private readonly namesLower = new Map<string, number[]>();
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  get(id: string): MeshRecord | undefined {
+    return this.byId.get(id.toLowerCase());
+  }
+
+  /** The index of one object type (case-insensitive), or undefined when no object has that type. */
+  ofType(objectType: string): SortedIndex | undefined {
+    return this.byType.get(objectType.toLowerCase());
+  }
+
+  /** Ids of every attribute name equal to `name` ignoring case. */
+  nameIds(name: string): readonly number[] {
+    return this.namesLower.get(name.toLowerCase()) ?? [];
+  }
+
+  /** Scan pages: objects not seen yet (any order). */
+  loadPage(objects: MeshObject[]): void {
+    this.applyStates(objects.map((o) => ({ id: o.id, state: o })));
+  }
+
+  applyEntries(entries: FeedEntry[]): void {
+    this.applyStates(entries.map((e) => ({ id: e.id, state: 'state' in e ? e.state : null })));
+  }
+
+  /** Apply states in order (null: deleted); the last state of an id wins. */
+  applyStates(changes: { id: string; state: MeshObject | null }[]): void {
+    const last = new Map<string, MeshObject | null>();
+    for (const c of changes) last.set(c.id.toLowerCase(), c.state);
+    const removedAll = new Set<MeshRecord>();
+    const addedAll: MeshRecord[] = [];
+    const perType = new Map<string, { removed: Set<MeshRecord>; added: MeshRecord[] }>();
+    const of = (t: string) => {
+      const key = t.toLowerCase();
+      let c = perType.get(key);
+      if (!c) perType.set(key, (c = { removed: new Set(), added: [] }));
+      return c;
+    };
+    for (const [id, state] of last) {
+      const old = this.byId.get(id);
+      if (old) {
+        removedAll.add(old);
+        of(old.objectType).removed.add(old);
+        this.byId.delete(id);
+      }
+      if (state) {
+        const rec = this.toRecord(id, state);
+        this.byId.set(id, rec);
+        addedAll.push(rec);
+        of(rec.objectType).added.push(rec);
+      }
+    }
+    this.all.bulk(removedAll, addedAll);
+    for (const [key, c] of perType) {
+      let ix = this.byType.get(key);
+      if (!ix) this.byType.set(key, (ix = new SortedIndex()));
+      ix.bulk(c.removed, c.added);
+      if (!ix.size) this.byType.delete(key);
+    }
+  }
+
+  private toRecord(id: string, o: MeshObject): MeshRecord {
+    const entries = Object.entries(o.attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const meta = new Int32Array(entries.length * META);
+    const values: AttributeValue[] = new Array(entries.length);
+    entries.forEach(([name, attr], i) => {
+      meta[i * META] = this.nameId(name);
+      meta[i * META + 1] = attr.sourceConnectorId ? this.sources.id(attr.sourceConnectorId) : NO_SOURCE;
+      meta[i * META + 2] = attr.confidence;
+      meta[i * META + 3] = this.stamps.id(attr.updatedOn);
+      values[i] = Array.isArray(attr.value) ? attr.value.map((v) => this.scalar(v)) : this.scalar(attr.value);
+    });
+    const anchor = this.str(o.anchorValue);
+    const lower = anchor.toLowerCase();
+    const rels = o.relationships.length
+      ? o.relationships.map((r) => ({ type: this.str(r.type), targetId: r.targetId, targetAnchor: r.targetAnchor, targetType: this.type(r.targetType) }))
+      : EMPTY_RELS;
+    return new MeshRecord(id, this.type(o.objectType), anchor, lower === anchor ? anchor : lower, o.createdOn, o.updatedOn, meta, values, rels);
+  }
+
+  private nameId(name: string): number {
+    const known = this.names.lookup(name);
+    if (known !== undefined) return known;
+    const id = this.names.id(name);
+    const key = name.toLowerCase();
+    const list = this.namesLower.get(key);
+    if (list) list.push(id);
+    else this.namesLower.set(key, [id]);
+    return id;
+  }
+
+  private type(t: string): string {
+    let s = this.types.get(t);
+    if (s === undefined) this.types.set(t, (s = t));
+    return s;
+  }
+
+  private str(s: string): string {
+    if (s.length > INTERN_MAX) return s;
+    let v = this.strings.get(s);
+    if (v === undefined) this.strings.set(s, (v = s));
+    return v;
+  }
+
+  private scalar(v: ScalarValue): ScalarValue {
+    return typeof v === 'string' ? this.str(v) : v;
+  }
+
+  /** Current anchor and type of a relationship target (kept current by the engine, refreshed here too). */
+  target(r: Relationship): { targetAnchor: string; targetType: string } {
+    const t = this.byId.get(r.targetId);
+    return t ? { targetAnchor: t.anchorValue, targetType: t.objectType } : { targetAnchor: r.targetAnchor, targetType: r.targetType };
+  }
+}
+
+// The process's read model, its reader and readiness.
+
+/** How long a query waits for the first load before it answers 503. */
+const READY_WAIT_MS = 5_000;
+const RETRY_AFTER_SECONDS = 5;
+const LOAD_RETRY_MS = 5_000;
+
+let model: MeshReadModel | undefined;
+let reader: MeshFeedReader | undefined;
+let ready: Promise<MeshReadModel> | undefined;
+let isReady = false;
+let stopping = false;
+let loadedAt: { ms: number; objects: number } | undefined;
+
+/**
+ * Start loading the read model in the background and tail the feed. Returns at once: the host starts
+ * serving while the mesh loads; mesh queries wait for the load (see {@link readyModel}).
+ */
+export function startMeshReadModel(options: { pollMs?: number } = {}): void {
+  if (ready) return;
+  stopping = false;
+  const started = Date.now();
+  ready = (async () => {
+    for (;;) {
+      // A failed load leaves a partial copy: every attempt starts from an empty model.
+      const m = new MeshReadModel();
+      const r = new MeshFeedReader(m, {
+        pollMs: options.pollMs,
+        onError: (err) => console.error(`[mesh] Reading the mesh change feed failed (${describe(err)}); retrying.`),
+      });
+      reader = r;
+      try {
+        await r.load();
+      } catch (err) {
+        if (stopping) throw err;
+        console.error(`[mesh] Loading the mesh read model failed (${describe(err)}); retrying in ${LOAD_RETRY_MS / 1000} s.`);
+        await new Promise((res) => setTimeout(res, LOAD_RETRY_MS).unref());
+        continue;
+      }
+      model = m;
+      isReady = true;
+      loadedAt = { ms: Date.now() - started, objects: m.size };
+      console.log(`[mesh] Read model loaded: ${m.size} object(s) in ${loadedAt.ms} ms.`);
+      if (!stopping) r.startTailing();
+      return m;
+    }
+  })();
+  ready.catch(() => undefined);
+}
+
+export async function stopMeshReadModel(): Promise<void> {
+  stopping = true;
+  await reader?.stop();
+  model = undefined;
+  reader = undefined;
+  ready = undefined;
+  isReady = false;
+}
+
+/**
+ * The loaded read model. Before the first load has finished, waits up to 5 s, then answers 503 with
+ * `Retry-After` (a process that just started on a large mesh).
+ */
+export async function readyModel(): Promise<MeshReadModel> {
+  if (isReady && model) return model;
+  if (!ready) startMeshReadModel();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((res) => (timer = setTimeout(() => res(undefined), READY_WAIT_MS)));
+  const m = await Promise.race([ready!, timeout]).finally(() => clearTimeout(timer));
+  if (m) return m;
+  throw new AppError('service_unavailable', 'The mesh is still loading on this instance. Try again shortly.', {
+    headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+  });
+}
+
+/** Load figures of this process (for logs and benchmarks). */
+export function meshReadModelStatus(): { ready: boolean; objects: number; loadMs?: number; feedPosition: number } {
+  return { ready: isReady, objects: model?.size ?? 0, loadMs: loadedAt?.ms, feedPosition: reader?.position ?? 0 };
+}
+
+function describe(err: unknown): string {
+  const e = err as { name?: string; statusCode?: number; code?: string };
+  return [e?.name ?? 'Error', e?.statusCode ?? e?.code].filter(Boolean).join(' ');
+}
+
+addServiceStep({
+  name: 'meshReadModel',
+  async start() {
+    startMeshReadModel();
+  },
+  stop: stopMeshReadModel,
+});
