@@ -287,8 +287,14 @@ export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: 
     const target = cr.rule.targetAttribute;
     if (cr.rule.relationshipType || !target) continue;
     const values = attributeValues(doc);
-    const out = cr.script ? cr.script.evaluate({ source: values, object: values }) : values[cr.rule.sourceAttribute ?? ''];
-    const v = toAttributeValue(out ?? null);
+    let v: AttributeValue = null;
+    try {
+      v = toAttributeValue((cr.script ? cr.script.evaluate({ source: values, object: values }) : values[cr.rule.sourceAttribute ?? '']) ?? null);
+    } catch {
+      // A computed attribute whose script fails on this object (an attribute it reads is missing) has no value:
+      // one object's missing attribute must not block every connector that contributes to it.
+      v = null;
+    }
     if (!isEmptyValue(v)) computed[target] = { v, rule: { ...cr, rule: { ...cr.rule, confidence: cr.rule.confidence ?? 100 } } };
     else delete computed[target];
     setContributions(doc, COMPOSER, computed, now);

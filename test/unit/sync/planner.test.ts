@@ -1,0 +1,183 @@
+import type { ConnectorObject } from '../../../lib/connectors/sdk';
+import { MeshIndex } from '../../../lib/mesh/joinIndex';
+import { projectedMeshId, type Contribution, type MeshObject } from '../../../lib/sync/model';
+import { identityKeys, planImport, reresolve, winner, WorkingSet } from '../../../lib/sync/planner';
+import { compileRuleSet } from '../../../lib/sync/rules';
+import { thresholdExceeded } from '../../../lib/sync/engine';
+import type { Rule } from '../../../lib/storage/rules';
+
+/** The pure import planning: join, projection, flow precedence, composer, relationships, deletes. */
+
+const A = '00000000-0000-4000-8000-00000000000a';
+const B = '00000000-0000-4000-8000-00000000000b';
+let n = 0;
+function r(partial: Partial<Rule>): Rule {
+  n++;
+  return {
+    ruleId: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+    ruleName: `rule${n}`,
+    ruleType: 'FlowRule',
+    connectorId: A,
+    priority: 100,
+    isEnabled: true,
+    sourceAttribute: null,
+    targetAttribute: null,
+    confidence: null,
+    transformScript: null,
+    createdOn: '2026-01-01T00:00:00.000Z',
+    updatedOn: '2026-01-01T00:00:00.000Z',
+    ...partial,
+  };
+}
+
+const RULES: Rule[] = [
+  r({ ruleType: 'ProjectionRule', sourceAttribute: 'employeeId', objectType: 'User' }),
+  r({ sourceAttribute: 'employeeId', targetAttribute: 'employeeId', confidence: 50 }),
+  r({ sourceAttribute: 'mail', targetAttribute: 'mail', confidence: 50 }),
+  r({ sourceAttribute: 'managerId', targetAttribute: 'managerId', confidence: 50 }),
+  r({ ruleType: 'JoinRule', connectorId: B, sourceAttribute: 'emp', targetAttribute: 'employeeId', transformScript: 'source.toUpperCase()' }),
+  r({ connectorId: B, sourceAttribute: 'mail', targetAttribute: 'mail', confidence: 80 }),
+  r({ ruleType: 'MeshComposerRule', connectorId: null, targetAttribute: 'upperMail', transformScript: 'source.mail.toUpperCase()' }),
+  r({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' }),
+];
+
+const obj = (anchor: string, attributes: ConnectorObject['attributes']): ConnectorObject => ({ anchor, objectType: 'User', attributes });
+const NOW = '2026-02-01T00:00:00.000Z';
+
+function setup() {
+  const index = new MeshIndex(new Set(['employeeId']));
+  const ws = new WorkingSet(index);
+  return { index, ws, a: compileRuleSet(A, RULES), b: compileRuleSet(B, RULES) };
+}
+
+describe('planImport', () => {
+  test('projects an object that joins nothing, with a deterministic id, flows and computed attributes', () => {
+    const { ws, a } = setup();
+    const plan = planImport({ rules: a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1', mail: 'a@x' }), 'hash1', undefined);
+    expect(plan.outcome).toBe('created');
+    const id = projectedMeshId(A, 'h1');
+    expect(plan.cs).toMatchObject({ anchor: 'h1', meshId: id, hash: 'hash1', rulesHash: a.hash });
+    const doc = ws.get(id)!;
+    expect(doc).toMatchObject({ objectType: 'User', anchorValue: 'E1', links: { [A]: 'h1' } });
+    expect(doc.attributes.mail).toEqual({ value: 'a@x', sourceConnectorId: A, confidence: 50, updatedOn: NOW });
+    expect(doc.attributes.upperMail).toMatchObject({ value: 'A@X', sourceConnectorId: null });
+    expect(projectedMeshId(A, 'h1')).toBe(id);
+  });
+
+  test('joins through the index; the higher confidence wins; deleting the winner recalls its value', () => {
+    const { ws, a, b } = setup();
+    planImport({ rules: a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1', mail: 'hr@x' }), 'x', undefined);
+    const join = planImport({ rules: b, now: NOW, ws }, 'i1', obj('i1', { emp: 'e1', mail: 'it@x' }), 'y', undefined);
+    const id = projectedMeshId(A, 'h1');
+    expect(join.cs.meshId).toBe(id);
+    expect(ws.get(id)!.attributes.mail).toMatchObject({ value: 'it@x', sourceConnectorId: B, confidence: 80 });
+    const del = planImport({ rules: b, now: NOW, ws }, 'i1', null, '', join.cs);
+    expect(del.outcome).toBe('deleted');
+    expect(del.cs).toMatchObject({ deleted: true, meshId: null });
+    expect(ws.get(id)!.attributes.mail).toMatchObject({ value: 'hr@x', sourceConnectorId: A });
+    expect(ws.get(id)!.links).toEqual({ [A]: 'h1' });
+  });
+
+  test('several join candidates: no join and an error naming them', () => {
+    const { ws, a, b } = setup();
+    planImport({ rules: a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1' }), 'x', undefined);
+    const other = compileRuleSet('00000000-0000-4000-8000-0000000000cc', [
+      r({ connectorId: '00000000-0000-4000-8000-0000000000cc', ruleType: 'ProjectionRule', sourceAttribute: 'k' }),
+      r({ connectorId: '00000000-0000-4000-8000-0000000000cc', sourceAttribute: 'employeeId', targetAttribute: 'employeeId', confidence: 1 }),
+    ]);
+    planImport({ rules: other, now: NOW, ws }, 'z', obj('z', { k: 'Z', employeeId: 'E1' }), 'x', undefined);
+    const plan = planImport({ rules: b, now: NOW, ws }, 'i1', obj('i1', { emp: 'E1' }), 'y', undefined);
+    expect(plan.outcome).toBe('error');
+    expect(plan.error).toMatch(/matched 2 mesh objects/);
+    expect(plan.error).toContain(projectedMeshId(A, 'h1'));
+    expect(plan.cs).toMatchObject({ meshId: null, hash: '' });
+  });
+
+  test('the last connector leaving deletes the object; a reference to it becomes pending again', () => {
+    const { ws, a } = setup();
+    const boss = planImport({ rules: a, now: NOW, ws }, 'h0', obj('h0', { employeeId: 'E0' }), 'x', undefined);
+    planImport({ rules: a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1', managerId: 'E0' }), 'x', undefined);
+    const e1 = projectedMeshId(A, 'h1');
+    expect(ws.get(e1)!.relationships).toEqual([{ type: 'manager', targetId: boss.cs.meshId, targetAnchor: 'E0', targetType: 'User' }]);
+    const del = planImport({ rules: a, now: NOW, ws }, 'h0', null, '', boss.cs);
+    expect(ws.get(boss.cs.meshId!)).toBeNull();
+    expect(del.followUps).toEqual([e1]);
+    reresolve(ws, a, del.followUps, NOW);
+    expect(ws.get(e1)!.relationships).toEqual([]);
+    expect(ws.get(e1)!.pendingReferences).toEqual([{ type: 'manager', value: 'E0', by: 'employeeId' }]);
+  });
+
+  test('a late-arriving target resolves the objects waiting for it', () => {
+    const { ws, a, index } = setup();
+    planImport({ rules: a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1', managerId: 'E9' }), 'x', undefined);
+    const e1 = projectedMeshId(A, 'h1');
+    expect(ws.get(e1)!.pendingReferences).toHaveLength(1);
+    planImport({ rules: a, now: NOW, ws }, 'h9', obj('h9', { employeeId: 'E9' }), 'x', undefined);
+    const e9 = ws.get(projectedMeshId(A, 'h9'))!;
+    const waiting = identityKeys(e9, index.attributes).flatMap(({ by, key }) => index.waiting(by, key));
+    expect(waiting).toEqual([e1]);
+    reresolve(ws, a, waiting, NOW);
+    expect(ws.get(e1)!.relationships[0]).toMatchObject({ type: 'manager', targetId: e9.id, targetAnchor: 'E9' });
+    expect(ws.get(e1)!.pendingReferences).toEqual([]);
+  });
+
+  test('a script that fails is a per-object error and the object is retried next time (no hash)', () => {
+    const { ws } = setup();
+    const rules = compileRuleSet(A, [r({ ruleType: 'ProjectionRule', sourceAttribute: 'id' }), r({ sourceAttribute: 'n', targetAttribute: 'n', confidence: 1, transformScript: 'source.toFixed(1)' })]);
+    const plan = planImport({ rules, now: NOW, ws }, 'b3', obj('b3', { id: 'b3', n: 'abc' }), 'h', undefined);
+    expect(plan.outcome).toBe('error');
+    expect(plan.cs.hash).toBe('');
+  });
+
+  test('exported values that do not come back are flagged', () => {
+    const { ws, a } = setup();
+    const prev = { anchor: 'h1', objectType: 'User', attributes: {}, hash: '', rulesHash: '', meshId: null, exported: { mail: 'new@x' }, updatedOn: NOW };
+    const plan = planImport({ rules: a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1', mail: 'old@x' }), 'h', prev);
+    expect(plan.cs.unconfirmed).toEqual(['mail']);
+  });
+});
+
+describe('precedence', () => {
+  const c = (p: Partial<Contribution>): Contribution => ({ c: 'x', r: 'r', conf: 50, pri: 100, v: 'v', at: '2026-01-01T00:00:00.000Z', ...p });
+  test('highest confidence, then lower priority, then the newer value', () => {
+    expect(winner([c({ v: 'a', conf: 40 }), c({ v: 'b', conf: 60 })])!.v).toBe('b');
+    expect(winner([c({ v: 'a', pri: 10 }), c({ v: 'b', pri: 20 })])!.v).toBe('a');
+    expect(winner([c({ v: 'a', at: '2026-01-01T00:00:00.000Z' }), c({ v: 'b', at: '2026-01-02T00:00:00.000Z' })])!.v).toBe('b');
+    expect(winner([])).toBeUndefined();
+  });
+});
+
+describe('deletion threshold', () => {
+  test('default 500 objects or 20 %, configurable', () => {
+    expect(thresholdExceeded(2, 10, undefined)).toBeNull();
+    expect(thresholdExceeded(3, 10, undefined)).toMatch(/3 of 10/);
+    expect(thresholdExceeded(501, 100000, undefined)).toMatch(/more than the threshold of 500/);
+    expect(thresholdExceeded(501, 100000, 1000)).toBeNull();
+    expect(thresholdExceeded(3, 10, { percent: 50 })).toBeNull();
+    expect(thresholdExceeded(0, 0, undefined)).toBeNull();
+  });
+});
+
+describe('MeshIndex', () => {
+  test('keeps anchor, attribute, pending and incoming entries in step with object states', () => {
+    const ix = new MeshIndex(new Set(['employeeId']));
+    const doc: MeshObject = {
+      id: 'a1', objectType: 'User', anchorValue: 'Ann', createdOn: NOW, updatedOn: NOW,
+      attributes: { employeeId: { value: 'E1', sourceConnectorId: A, confidence: 1, updatedOn: NOW } },
+      contributions: {}, links: {}, relationships: [{ type: 'manager', targetId: 'b1', targetAnchor: 'B', targetType: 'User' }],
+      pendingReferences: [{ type: 'peer', value: 'X9' }],
+    };
+    ix.apply('a1', doc);
+    expect(ix.find(undefined, 'ann')).toEqual(['a1']);
+    expect(ix.find('employeeId', 'e1')).toEqual(['a1']);
+    expect(ix.waiting(undefined, 'x9')).toEqual(['a1']);
+    expect(ix.incoming('b1')).toEqual(['a1']);
+    ix.apply('a1', { ...doc, anchorValue: 'Anne', relationships: [], pendingReferences: [] });
+    expect(ix.find(undefined, 'ann')).toEqual([]);
+    expect(ix.find(undefined, 'anne')).toEqual(['a1']);
+    expect(ix.incoming('b1')).toEqual([]);
+    ix.apply('a1', null);
+    expect(ix.size).toBe(0);
+    expect(ix.find('employeeId', 'e1')).toEqual([]);
+  });
+});
