@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -408,7 +409,7 @@ export class SqlConnector {
       if (cur.cfg !== this.settingsPrint || !SnapshotStore.isId(cur.snap) || typeof cur.after !== 'string') {
         throw new ConnectorError('cursor_invalid', 'The full import cursor no longer fits the configuration: the import starts again.');
       }
-      if (!(await this.store.resume(cur.snap, cur.sb))) throw new ConnectorError('cursor_invalid', 'The state of the interrupted full import is gone: the import starts again.');
+      if (!(await resumePartial(this.store, cur.snap, cur.sb))) throw new ConnectorError('cursor_invalid', 'The state of the interrupted full import is gone: the import starts again.');
     } else {
       cur = { v: 1, cfg: this.settingsPrint, snap: this.store.newId(), sb: 0, after: '', wm: null };
     }
@@ -714,6 +715,23 @@ function takePage(changes: DeltaChange[], errors: ObjectError[], size: number): 
   const c = changes.splice(0, size);
   const e = errors.splice(0, Math.max(0, size - c.length));
   return { changes: c, errors: e };
+}
+
+/**
+ * Cut a partial snapshot back to the length a page cursor recorded. SnapshotStore.resume does that too but also
+ * reads every anchor back, which the SQL connector does not need (the keyset finds the place): with the engine
+ * calling once per page, that read made a 100-page import quadratic. Relies on the store's `<id>.partial` name.
+ */
+async function resumePartial(store: SnapshotStore, id: string, size: number): Promise<boolean> {
+  const file = path.join(store.dir, `${id}.partial`);
+  try {
+    const st = await fs.stat(file);
+    if (st.size < size) return false;
+    if (st.size > size) await fs.truncate(file, size);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A query wrapped as a subquery cannot end with a semicolon. */
