@@ -157,63 +157,55 @@ function charge(ctx: EvalContext, result: unknown): unknown {
 function member(node: MemberExpression, scope: ExpressionScope, ctx: EvalContext): unknown {
   const object = ev(node.object, scope, ctx);
   if (object === SHORT_CIRCUIT) return SHORT_CIRCUIT;
-  let key: string | number;
-  if (node.computed) {
-    if (object === null || object === undefined) {
-      if (node.optional) return SHORT_CIRCUIT;
-      throw errorAt(node.accessAt, 'type_error', `Cannot read a property of ${describeType(object)}`);
-    }
-    const raw = ev(node.property as Expression, scope, ctx);
-    if (typeof raw === 'number') key = raw;
-    else if (typeof raw === 'string') key = raw;
-    else throw errorAt(node.accessAt, 'type_error', `A property key must be a string or a number, not ${describeType(raw)}`);
-  } else {
-    key = node.name as string;
-    if (object === null || object === undefined) {
-      if (node.optional) return SHORT_CIRCUIT;
-      throw errorAt(node.accessAt, 'type_error', `Cannot read '${key}' of ${describeType(object)}`);
-    }
+  if (object === null || object === undefined) {
+    if (node.optional) return SHORT_CIRCUIT;
+    throw errorAt(node.accessAt, 'type_error', node.computed ? `Cannot read a property of ${describeType(object)}` : `Cannot read '${node.name}' of ${describeType(object)}`);
   }
-  ctx.node = node;
-  return readProperty(object, key, node.accessAt, ctx);
+  ctx.node = node.accessAt;
+  // A name written after a dot was checked against FORBIDDEN_PROPERTIES at parse time and is never an index.
+  if (!node.computed) return readNamed(object, node.name as string, node.accessAt, ctx);
+  const key = ev(node.property as Expression, scope, ctx);
+  ctx.node = node.accessAt;
+  if (typeof key === 'number') {
+    return Number.isInteger(key) && key >= 0 ? readIndex(object, key, node.accessAt, ctx) : readNamed(object, String(key), node.accessAt, ctx);
+  }
+  if (typeof key !== 'string') throw errorAt(node.accessAt, 'type_error', `A property key must be a string or a number, not ${describeType(key)}`);
+  if (FORBIDDEN_PROPERTIES.has(key)) throw errorAt(node.accessAt, 'forbidden', `Access to '${key}' is not allowed`);
+  if (CANONICAL_INDEX.test(key)) return readIndex(object, Number(key), node.accessAt, ctx);
+  return readNamed(object, key, node.accessAt, ctx);
 }
 
-/**
- * The only property read in the language: `length` and indexes of strings and arrays, own data of plain
+/*
+ * The only property reads in the language: `length` and indexes of strings and arrays, own data of plain
  * objects. Everything that leads to a prototype or a constructor is refused, whether the key was written in
- * the script or computed at run time.
+ * the script or computed at run time (FORBIDDEN_PROPERTIES is checked before these are called).
  */
-function readProperty(object: unknown, key: string | number, node: SourcePosition, ctx: EvalContext): unknown {
-  let index = -1;
-  if (typeof key === 'number') {
-    if (Number.isInteger(key) && key >= 0) index = key;
-    else key = String(key);
-  } else if (FORBIDDEN_PROPERTIES.has(key)) {
-    throw errorAt(node, 'forbidden', `Access to '${key}' is not allowed`);
-  } else if (CANONICAL_INDEX.test(key)) {
-    index = Number(key);
-  }
-  if (typeof object === 'string') {
-    if (index >= 0) return index < object.length ? object[index] : undefined;
-    if (key === 'length') return object.length;
-    if (STRING_METHODS.has(key as string)) throw methodAsValue(node, key as string);
-    return undefined;
-  }
-  if (Array.isArray(object)) {
-    if (index >= 0) return index < object.length ? checkValue(ctx, object[index]) : undefined;
-    if (key === 'length') return object.length;
-    if (ARRAY_METHODS.has(key as string)) throw methodAsValue(node, key as string);
-    return undefined;
-  }
+
+function readNamed(object: unknown, name: string, at: SourcePosition, ctx: EvalContext): unknown {
   if (typeof object === 'object') {
-    if (!isPlainObject(object)) throw errorAt(node, 'forbidden', `Cannot read properties of ${describeType(object)} of this kind`);
-    const name = String(key);
+    if (Array.isArray(object)) {
+      if (name === 'length') return object.length;
+      if (ARRAY_METHODS.has(name)) throw methodAsValue(at, name);
+      return undefined;
+    }
+    if (!isPlainObject(object)) throw errorAt(at, 'forbidden', `Cannot read properties of ${describeType(object)} of this kind`);
     return Object.hasOwn(object, name) ? checkValue(ctx, object[name]) : undefined;
   }
-  if ((typeof object === 'number' && NUMBER_METHODS.has(key as string)) || (typeof object === 'boolean' && BOOLEAN_METHODS.has(key as string))) {
-    throw methodAsValue(node, key as string);
+  if (typeof object === 'string') {
+    if (name === 'length') return object.length;
+    if (STRING_METHODS.has(name)) throw methodAsValue(at, name);
+    return undefined;
+  }
+  if ((typeof object === 'number' && NUMBER_METHODS.has(name)) || (typeof object === 'boolean' && BOOLEAN_METHODS.has(name))) {
+    throw methodAsValue(at, name);
   }
   return undefined;
+}
+
+function readIndex(object: unknown, index: number, at: SourcePosition, ctx: EvalContext): unknown {
+  if (typeof object === 'string') return index < object.length ? object[index] : undefined;
+  if (Array.isArray(object)) return index < object.length ? checkValue(ctx, object[index]) : undefined;
+  return readNamed(object, String(index), at, ctx);
 }
 
 function methodAsValue(node: SourcePosition, name: string): ExpressionEvaluationError {

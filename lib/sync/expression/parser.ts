@@ -50,6 +50,12 @@ const PUNCTUATORS = [
   '^', '~', '@', '#',
 ];
 
+/** Punctuators by first character, longest first, so the scanner tries only those that can match. */
+const PUNCTUATORS_BY_FIRST_CHAR: ReadonlyMap<string, string[]> = PUNCTUATORS.reduce((map, p) => {
+  map.set(p[0], [...(map.get(p[0]) ?? []), p]);
+  return map;
+}, new Map<string, string[]>());
+
 const ASSIGNMENTS = new Set(['=', '+=', '-=', '*=', '/=', '%=', '**=', '??=', '||=', '&&=', '<<=', '>>=', '>>>=', '&=', '|=', '^=']);
 
 const TOKEN_MESSAGES: ReadonlyMap<string, string> = new Map([
@@ -207,7 +213,7 @@ class Parser {
       const value = this.readString(start + 1, c);
       return { type: 'str', value, num: 0, start, end: this.pos };
     }
-    for (const p of PUNCTUATORS) {
+    for (const p of PUNCTUATORS_BY_FIRST_CHAR.get(src[start]) ?? []) {
       if (src.startsWith(p, start)) {
         // `a?.5:b` is a ternary with `.5`, as in JavaScript.
         if (p === '?.' && isDigit(src.charCodeAt(start + 2))) continue;
