@@ -389,3 +389,40 @@ describe('compileExpression', () => {
     expect(() => compileExpression('source.')).toThrow('Unexpected end of input at line 1, column 8');
   });
 });
+
+describe('the examples of docs/expressions.md', () => {
+  const user = {
+    givenName: 'Ada',
+    sn: 'Lovelace',
+    employeeType: 'employee',
+    employeeId: '42',
+    proxyAddresses: ['SMTP:ada@example.com'],
+    mail: 'ada@example.com',
+    enabled: false,
+    hireDate: '2024-01-31T12:00:00Z',
+    cn: 'Lovelace, Ada',
+    manager: 'cn=Babbage\\, Charles,ou=people,dc=example,dc=com',
+    dn: 'cn=Ada,ou=Engineering,dc=example,dc=com',
+  };
+
+  it.each<[string, unknown]>([
+    ['trim(`${source.givenName ?? ""} ${source.sn}`)', 'Ada Lovelace'],
+    ['source.employeeType === "employee" && !isEmpty(source.employeeId)', true],
+    ['lower(left(source.givenName, 1) + source.sn)', 'alovelace'],
+    ['padStart(source.employeeId, 8, "0")', '00000042'],
+    ['coalesce(first(source.proxyAddresses), source.mail)', 'SMTP:ada@example.com'],
+    ['source.enabled ? "active" : "disabled"', 'disabled'],
+    ['formatDate(source.hireDate, "yyyy-MM-dd")', '2024-01-31'],
+    ['"cn=" + dnEscape(source.cn) + ",ou=people," + baseDN', 'cn=Lovelace\\, Ada,ou=people,dc=example,dc=com'],
+    ['dnRdnValue(source.manager)', 'Babbage, Charles'],
+    ['dnRdnValue(dnParent(source.dn))', 'Engineering'],
+    ['dnParent("cn=a,ou=people,dc=x")', 'ou=people,dc=x'],
+    ['dnRdnValue("cn=Smith\\\\, John,ou=people")', 'Smith, John'],
+  ])('%s', (script, expected) => {
+    expect(run(script, user, { baseDN: 'dc=example,dc=com' })).toEqual(expected);
+  });
+
+  it('a missing given name does not break the tolerant display name', () => {
+    expect(run('trim(`${source.givenName ?? ""} ${source.sn}`)', { sn: 'Lovelace' })).toBe('Lovelace');
+  });
+});
