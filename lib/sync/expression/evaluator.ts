@@ -64,7 +64,9 @@ export function run(expr: Expression, scope: ExpressionScope, ctx: EvalContext):
   ctx.steps = 0;
   ctx.node = undefined;
   try {
-    return ev(expr, scope, ctx);
+    const result = ev(expr, scope, ctx);
+    // Only reachable with a tree not made by parseExpression (an optional link outside a ChainExpression).
+    return result === SHORT_CIRCUIT ? undefined : result;
   } catch (err) {
     if (err instanceof ExpressionEvaluationError) throw err;
     throw errorAt(ctx.node, 'internal', 'The expression could not be evaluated');
