@@ -3,6 +3,7 @@ import { startService, stopService } from '../lib/service';
 import '../lib/auth/serviceStep';
 import '../lib/api/serviceSteps';
 import '../lib/engine/instances';
+import '../lib/mesh/readModel';
 
 // A failure here stops the start: the runtime prints the message (which names the setting at fault) and exits.
 app.hook.appStart(async () => {

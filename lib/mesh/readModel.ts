@@ -55,6 +55,8 @@ export const META = 4;
 
 const EMPTY_RELS: readonly Relationship[] = Object.freeze([]);
 
+export type FoldedValue = string | readonly string[] | null;
+
 /** One mesh object as the read model holds it. */
 export class MeshRecord {
   constructor(
@@ -69,6 +71,11 @@ export class MeshRecord {
     readonly meta: Int32Array,
     /** Per attribute, the consolidated value (same order as meta). */
     readonly values: readonly AttributeValue[],
+    /**
+     * Per attribute, the value's string form lower-cased (a multi-valued attribute: the list of its non-empty
+     * values), null for no value: what criteria compare, folded once at write time instead of per query.
+     */
+    readonly folded: readonly FoldedValue[],
     readonly relationships: readonly Relationship[],
   ) {}
 
@@ -76,6 +83,9 @@ export class MeshRecord {
     return this.values.length;
   }
 }
+
+/** Separates anchors in the joined search text (cannot occur in a needle that uses the fast path). */
+const SEP = '\u0000';
 
 /** Order of the indexes: anchor lower-cased (ordinal, by UTF-16 code units), then the id. */
 export function compareRecords(a: MeshRecord, b: MeshRecord): number {
@@ -90,6 +100,9 @@ export function compareRecords(a: MeshRecord, b: MeshRecord): number {
  */
 export class SortedIndex {
   private items: MeshRecord[] = [];
+  /** Every anchorLower joined by SEP, and where each starts: built on the first search after a change. */
+  private text: string | undefined;
+  private starts: Int32Array | undefined;
 
   get size(): number {
     return this.items.length;
@@ -117,12 +130,14 @@ export class SortedIndex {
 
   insert(r: MeshRecord): void {
     this.items.splice(this.lowerBound(r), 0, r);
+    this.text = undefined;
   }
 
   remove(r: MeshRecord): boolean {
     const i = this.lowerBound(r);
     if (this.items[i] !== r) return false;
     this.items.splice(i, 1);
+    this.text = undefined;
     return true;
   }
 
@@ -146,6 +161,53 @@ export class SortedIndex {
     while (i < kept.length) out[k++] = kept[i++];
     while (j < add.length) out[k++] = add[j++];
     this.items = out;
+    this.text = undefined;
+  }
+
+  /**
+   * Positions, in order, of the records whose anchorLower contains `needle` (already lower-cased). One
+   * native indexOf over the joined anchors instead of a call per record: it does not touch the records and
+   * runs several times faster. A needle holding the separator falls back to a scan.
+   */
+  searchPositions(needle: string): number[] {
+    const out: number[] = [];
+    if (needle.includes(SEP)) {
+      for (let i = 0; i < this.items.length; i++) if (this.items[i].anchorLower.includes(needle)) out.push(i);
+      return out;
+    }
+    if (this.text === undefined || !this.starts) this.buildText();
+    const text = this.text!;
+    const starts = this.starts!;
+    const n = starts.length;
+    let p = text.indexOf(needle);
+    let lo = 0;
+    while (p >= 0) {
+      // The record holding position p: the last start <= p (hits come in increasing order: search from lo).
+      let hi = n - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >>> 1;
+        if (starts[mid] <= p) lo = mid;
+        else hi = mid - 1;
+      }
+      out.push(lo);
+      if (lo + 1 >= n) break;
+      p = text.indexOf(needle, starts[lo + 1]);
+      lo++;
+    }
+    return out;
+  }
+
+  private buildText(): void {
+    const starts = new Int32Array(this.items.length);
+    let at = 0;
+    const parts: string[] = new Array(this.items.length);
+    for (let i = 0; i < this.items.length; i++) {
+      starts[i] = at;
+      parts[i] = this.items[i].anchorLower;
+      at += parts[i].length + 1;
+    }
+    this.text = parts.join(SEP);
+    this.starts = starts;
   }
 }
 
@@ -229,19 +291,21 @@ export class MeshReadModel {
     const entries = Object.entries(o.attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const meta = new Int32Array(entries.length * META);
     const values: AttributeValue[] = new Array(entries.length);
+    const folded: FoldedValue[] = new Array(entries.length);
     entries.forEach(([name, attr], i) => {
       meta[i * META] = this.nameId(name);
       meta[i * META + 1] = attr.sourceConnectorId ? this.sources.id(attr.sourceConnectorId) : NO_SOURCE;
       meta[i * META + 2] = attr.confidence;
       meta[i * META + 3] = this.stamps.id(attr.updatedOn);
       values[i] = Array.isArray(attr.value) ? attr.value.map((v) => this.scalar(v)) : this.scalar(attr.value);
+      folded[i] = this.fold(values[i]);
     });
     const anchor = this.str(o.anchorValue);
     const lower = anchor.toLowerCase();
     const rels = o.relationships.length
       ? o.relationships.map((r) => ({ type: this.str(r.type), targetId: r.targetId, targetAnchor: r.targetAnchor, targetType: this.type(r.targetType) }))
       : EMPTY_RELS;
-    return new MeshRecord(id, this.type(o.objectType), anchor, lower === anchor ? anchor : lower, o.createdOn, o.updatedOn, meta, values, rels);
+    return new MeshRecord(id, this.type(o.objectType), anchor, lower === anchor ? anchor : lower, o.createdOn, o.updatedOn, meta, values, folded, rels);
   }
 
   private nameId(name: string): number {
@@ -266,6 +330,25 @@ export class MeshReadModel {
     let v = this.strings.get(s);
     if (v === undefined) this.strings.set(s, (v = s));
     return v;
+  }
+
+  private fold(v: AttributeValue): FoldedValue {
+    if (Array.isArray(v)) {
+      const list: string[] = [];
+      for (const x of v) {
+        const f = this.foldScalar(x);
+        if (f !== null) list.push(f);
+      }
+      return list.length ? list : null;
+    }
+    return this.foldScalar(v);
+  }
+
+  private foldScalar(v: ScalarValue): string | null {
+    if (v === null || v === '') return null;
+    if (typeof v !== 'string') return this.str(String(v));
+    const lower = v.toLowerCase();
+    return lower === v ? v : this.str(lower);
   }
 
   private scalar(v: ScalarValue): ScalarValue {

@@ -1,0 +1,101 @@
+import { Type } from '@sinclair/typebox';
+import { OPERATORS, VALUE_OPERATORS, type Operator } from '../mesh/query';
+import { defineSchema } from './ajv';
+import { AttributeName, Dictionary, Guid, Nullable, Timestamp } from './common';
+
+/** Schemas of `/mesh/objects` (list, advanced search, detail). Semantics: docs/mesh-queries.md. */
+const Count = () => Type.Integer({ minimum: 0 });
+const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
+
+const identity = {
+  meshObjectId: Guid(),
+  objectType: Type.String({ description: 'For example User.' }),
+  anchorValue: Type.String({ description: "The object's anchor value (its unique key)." }),
+  createdOn: Timestamp(),
+  updatedOn: Timestamp(),
+};
+
+export const MeshObjectListItem = defineSchema(
+  Type.Object(
+    {
+      ...identity,
+      attributeValues: Dictionary(Type.Union([Scalar, Type.Array(Scalar)]), {
+        description: 'Attribute name -> consolidated value (an array for a multi-valued attribute).',
+      }),
+    },
+    { $id: 'MeshObjectListItem', additionalProperties: false },
+  ),
+);
+
+export const MeshObjectList = defineSchema(
+  Type.Object(
+    {
+      items: Type.Array(Type.Ref('MeshObjectListItem')),
+      totalCount: Count(),
+      skip: Count(),
+      take: Count(),
+    },
+    {
+      $id: 'MeshObjectList',
+      additionalProperties: false,
+      description: 'Ordered by anchorValue (case-insensitive), then meshObjectId. totalCount counts every match.',
+    },
+  ),
+);
+
+export const MeshObjectDetail = defineSchema(
+  Type.Object(
+    {
+      ...identity,
+      attributes: Type.Array(
+        Type.Object(
+          {
+            attributeName: Type.String(),
+            attributeValue: Type.String({ description: 'One value as a string; a multi-valued attribute has one entry per value.' }),
+            source: Nullable(Guid({ description: 'The connector the value came from; null for a value computed by a MeshComposerRule.' })),
+            confidence: Type.Integer(),
+            updatedOn: Timestamp(),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+      relationships: Type.Array(
+        Type.Object(
+          { relationshipType: Type.String(), targetMeshObjectId: Guid(), targetAnchorValue: Type.String(), targetObjectType: Type.String() },
+          { additionalProperties: false },
+        ),
+      ),
+    },
+    { $id: 'MeshObject', additionalProperties: false },
+  ),
+);
+
+export const MeshCriterionSchema = Type.Object(
+  {
+    attributeName: AttributeName({ description: 'A mesh attribute name (case-insensitive).' }),
+    operator: Type.Unsafe<Operator>({
+      type: 'string',
+      enum: [...OPERATORS],
+      description: 'Lower case. equals, contains, startswith, endswith compare case-insensitively and need value.',
+    }),
+    value: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  },
+  {
+    additionalProperties: false,
+    if: { type: 'object', properties: { operator: { type: 'string', enum: [...VALUE_OPERATORS] } }, required: ['operator'] },
+    then: { type: 'object', required: ['value'] },
+  },
+);
+
+export const MeshSearchRequest = defineSchema(
+  Type.Object(
+    {
+      objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+      anchorSearch: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'Case-insensitive substring of the anchor value.' })),
+      criteria: Type.Array(MeshCriterionSchema, { maxItems: 50, default: [], description: 'Combined with AND.' }),
+      skip: Type.Integer({ minimum: 0, default: 0 }),
+      take: Type.Integer({ minimum: 0, maximum: 200, default: 50 }),
+    },
+    { $id: 'MeshSearchRequest', additionalProperties: false },
+  ),
+);
