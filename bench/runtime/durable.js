@@ -6,10 +6,13 @@
  * activity executions per second (target >= 300) and the per-orchestration overhead (start to Completed
  * of an orchestration that schedules nothing, run one at a time), in milliseconds.
  *
- * Usage: npm run build && node bench/runtime/durable.js [--orchestrations 20] [--activities 50]
+ * Also prints the CPU seconds the runtime process and the Azurite table process spent in the measured phase
+ * (from /proc), and the load average before and after. `--cpu-prof DIR` writes a V8 CPU profile of the runtime.
+ *
+ * Usage: npm run build && node bench/runtime/durable.js [--orchestrations 20] [--activities 50] [--cpu-prof DIR]
  */
 const { spawn } = require('node:child_process');
-const { mkdtempSync, rmSync } = require('node:fs');
+const { mkdtempSync, readFileSync, rmSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const root = path.resolve(__dirname, '../..');
@@ -22,13 +25,27 @@ function arg(name, dflt) {
 const ORCH = arg('orchestrations', 20);
 const ACTS = arg('activities', 50);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const profIdx = process.argv.indexOf('--cpu-prof');
+const PROF_DIR = profIdx > 0 ? path.resolve(process.argv[profIdx + 1]) : undefined;
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); undefined elsewhere. */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+const loadAvg = () => os.loadavg().map((n) => Number(n.toFixed(2)));
 
 async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'durable-bench-'));
   const azurite = new Azurite();
   await azurite.start();
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', path.join(root, 'test/fixtures/durable-app'), '--port', String(port), '--data-dir', dir], {
+  const nodeArgs = PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROF_DIR] : [];
+  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', path.join(root, 'test/fixtures/durable-app'), '--port', String(port), '--data-dir', dir], {
     env: { ...process.env, AzureWebJobsStorage: azurite.connectionString, LOG_FORMAT: '' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -72,10 +89,15 @@ async function main() {
     }
 
     const ids = Array.from({ length: ORCH }, (_, i) => `bench-${i}`);
+    const [tablePid] = azurite.pids;
+    const cpu0 = { runtime: cpuSeconds(child.pid), azuriteTable: cpuSeconds(tablePid) };
+    const loadBefore = loadAvg();
     const t0 = performance.now();
     await Promise.all(ids.map((id) => start('fanOutNoop', id, ACTS)));
     const results = await waitAll(ids, 20);
     const seconds = (performance.now() - t0) / 1000;
+    const cpu1 = { runtime: cpuSeconds(child.pid), azuriteTable: cpuSeconds(tablePid) };
+    const cpuUsed = (k) => (cpu0[k] === undefined || cpu1[k] === undefined ? null : Number((cpu1[k] - cpu0[k]).toFixed(2)));
     const failed = [...results.values()].filter((s) => s.runtimeStatus !== 'Completed' || s.output !== ACTS);
     if (failed.length) throw new Error(`${failed.length} orchestrations did not complete correctly`);
     overheads.sort((a, b) => a - b);
@@ -91,7 +113,9 @@ async function main() {
           activityExecutionsPerSecond: Math.round(activities / seconds),
           targetActivityExecutionsPerSecond: 300,
           perOrchestrationOverheadMs: { median: Math.round(overheads[overheads.length >> 1]), min: Math.round(overheads[0]), max: Math.round(overheads[overheads.length - 1]) },
+          cpuSecondsInMeasuredPhase: { runtime: cpuUsed('runtime'), azuriteTable: cpuUsed('azuriteTable') },
           cpus: os.cpus().length,
+          loadAverage: { before: loadBefore, after: loadAvg() },
         },
         null,
         2,

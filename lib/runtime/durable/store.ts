@@ -17,9 +17,16 @@ import type { HistoryEvent, RuntimeStatus } from './protocol';
  *   partition `a` holds activity work items. A message or work item is deleted only after its effect is
  *   committed (the orchestration's history, or the activity result message), so nothing is lost: work is
  *   done at least once.
+ *
+ * Group rows keep the number of storage operations per activity low (Azurite's CPU is the bottleneck of a
+ * fan-out): the activities one episode schedules are ONE `a` row (kind `activities`, `parts` = the work
+ * items, `Done` = task ids whose results are stored, rewritten as results arrive, deleted when all are), and
+ * the results a flush stores for one execution are ONE `o` row (kind `results`, `parts` = the taskCompleted /
+ * taskFailed messages), deleted once an episode consumed every part.
  */
 
 export type MessageKind =
+  | 'results'
   | 'start'
   | 'taskCompleted'
   | 'taskFailed'
@@ -35,7 +42,7 @@ export interface WorkMessage {
   pk: 'o' | 'a';
   rk: string;
   instanceId: string;
-  kind: MessageKind | 'activity';
+  kind: MessageKind | 'activity' | 'activities';
   executionId?: string;
   taskId?: number;
   /** Activity or event name. */
@@ -47,6 +54,10 @@ export interface WorkMessage {
   fireAt?: string;
   enqueuedAt: number;
   visibleAt: number;
+  /** Group rows (`activities`, `results`): the messages they carry. */
+  parts?: WorkMessage[];
+  /** An `activities` row as read from storage: task ids whose results are already stored (property `Done`). */
+  done?: number[];
 }
 
 export interface InstanceRecord {
@@ -284,12 +295,49 @@ export class TaskHubStore {
     }
   }
 
+  /**
+   * Delete rows and rewrite the `Done` list of group rows of one partition, in as few transactions as
+   * possible (100 operations each). Rows already gone are ignored.
+   */
+  async settleWork(pk: 'o' | 'a', deletes: string[], done: { rk: string; taskIds: number[] }[]): Promise<void> {
+    const actions: TransactionAction[] = deletes.map((rk) => ['delete', { partitionKey: pk, rowKey: rk }]);
+    for (const d of done) {
+      const row: Record<string, unknown> = { partitionKey: pk, rowKey: d.rk };
+      setText(row, 'Done', JSON.stringify(d.taskIds));
+      actions.push(['update', row as TableEntity, 'Merge']);
+    }
+    for (let i = 0; i < actions.length; i += 100) {
+      const chunk = actions.slice(i, i + 100);
+      try {
+        if (chunk.length === 1) await this.settleOne(chunk[0]);
+        else await this.work.submitTransaction(chunk);
+      } catch (err) {
+        if (!isRest(err, 404)) throw err;
+        // Some row was already gone (a redelivery raced a delete): settle the rest one by one.
+        for (const action of chunk) await this.settleOne(action);
+      }
+    }
+  }
+
+  private async settleOne(action: TransactionAction): Promise<void> {
+    try {
+      const entity = action[1] as TableEntity;
+      if (action[0] === 'delete') await this.work.deleteEntity(entity.partitionKey, entity.rowKey);
+      else await this.work.updateEntity(entity, 'Merge');
+    } catch (err) {
+      if (!isRest(err, 404)) throw err;
+    }
+  }
+
   /** Orchestration messages visible now, or activity work items. */
   async listWork(pk: 'o' | 'a', now = Date.now()): Promise<WorkMessage[]> {
     const filter = pk === 'o' ? odata`PartitionKey eq ${pk} and VisibleAt le ${pad(now)}` : odata`PartitionKey eq ${pk}`;
     const out: WorkMessage[] = [];
     for await (const e of this.work.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
-      out.push(JSON.parse(getText(e, 'Body') ?? '{}') as WorkMessage);
+      const m = JSON.parse(getText(e, 'Body') ?? '{}') as WorkMessage;
+      const done = getText(e, 'Done');
+      if (done !== undefined) m.done = JSON.parse(done) as number[];
+      out.push(m);
     }
     return out;
   }

@@ -23,6 +23,37 @@ export interface WorkerOptions {
 export class InstanceConflictError extends Error {}
 
 const TOMBSTONE_MS = 120_000;
+/**
+ * Largest text (UTF-16 code units) one group row carries: Azure Tables stores strings as UTF-16 and limits an
+ * entity to 1 MiB, so a group is closed at this budget and larger single messages travel alone.
+ */
+const GROUP_BUDGET = 200_000;
+
+/** In-memory key of the i-th part of a group row: `#` never occurs in a stored row key (Tables forbid it). */
+const partKey = (groupRk: string, i: number): string => `${groupRk}#${i}`;
+
+function messageSize(m: WorkMessage): number {
+  return 200 + (m.data?.length ?? 0) + (m.reason?.length ?? 0) + (m.details?.length ?? 0) + (m.name?.length ?? 0);
+}
+
+/** Split messages into runs that fit one group row each. */
+function chunkBySize(messages: WorkMessage[]): WorkMessage[][] {
+  const out: WorkMessage[][] = [];
+  let cur: WorkMessage[] = [];
+  let size = 0;
+  for (const m of messages) {
+    const n = messageSize(m);
+    if (cur.length && size + n > GROUP_BUDGET) {
+      out.push(cur);
+      cur = [];
+      size = 0;
+    }
+    cur.push(m);
+    size += n;
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
 
 /**
  * Runs one task hub: dispatches orchestration episodes and activity work items from storage, with the
@@ -46,6 +77,12 @@ export class TaskHubWorker {
   private readonly historyCache = new Map<string, { executionId: string; episodes: number; events: HistoryEvent[] }>();
   /** `$state` rows as this process last wrote them (with ETag): a stale entry only costs a failed commit. */
   private readonly stateCache = new Map<string, InstanceRecord>();
+  /** `results` group rows in memory: row key -> in-memory keys of the parts no episode consumed yet. */
+  private readonly resultGroups = new Map<string, Set<string>>();
+  /** `activities` group rows in memory: row key -> work items without a stored result, and those with one. */
+  private readonly activityGroups = new Map<string, { remaining: Set<string>; done: number[] }>();
+  /** Activity work item row key -> the `activities` group row it came from. */
+  private readonly itemGroup = new Map<string, string>();
   /** Finished activities whose result messages are written (and work items deleted) in one batch. */
   private completions: { item: WorkMessage; msg: WorkMessage }[] = [];
   private flushTimer: NodeJS.Timeout | undefined;
@@ -179,6 +216,8 @@ export class TaskHubWorker {
   private accept(m: WorkMessage): boolean {
     const key = `${m.pk}:${m.rk}`;
     if (this.tombstones.has(key)) return false;
+    if (m.kind === 'activities') return this.acceptActivityGroup(m);
+    if (m.kind === 'results') return this.acceptResultGroup(m);
     if (m.pk === 'a') {
       if (this.activities.has(m.rk) || this.runningActivities.has(m.rk)) return false;
       this.activities.set(m.rk, m);
@@ -193,6 +232,51 @@ export class TaskHubWorker {
     if (map.has(m.rk)) return false;
     map.set(m.rk, m);
     return true;
+  }
+
+  private acceptResultGroup(g: WorkMessage): boolean {
+    if (this.resultGroups.has(g.rk)) return false;
+    let map = this.pending.get(g.instanceId);
+    if (!map) this.pending.set(g.instanceId, (map = new Map()));
+    const remaining = new Set<string>();
+    (g.parts ?? []).forEach((p, i) => {
+      const k = partKey(g.rk, i);
+      remaining.add(k);
+      map.set(k, { ...p, rk: k });
+    });
+    this.resultGroups.set(g.rk, remaining);
+    return true;
+  }
+
+  private acceptActivityGroup(g: WorkMessage): boolean {
+    if (this.activityGroups.has(g.rk)) return false;
+    const done = new Set(g.done ?? []);
+    const group = { remaining: new Set<string>(), done: [...done] };
+    this.activityGroups.set(g.rk, group);
+    let fresh = false;
+    for (const item of g.parts ?? []) {
+      if (item.taskId !== undefined && done.has(item.taskId)) continue;
+      group.remaining.add(item.rk);
+      this.itemGroup.set(item.rk, g.rk);
+      if (this.activities.has(item.rk) || this.runningActivities.has(item.rk)) continue;
+      this.activities.set(item.rk, item);
+      fresh = true;
+    }
+    if (!group.remaining.size) {
+      // Every result was stored but the row outlived a crash: drop it now.
+      this.track(
+        this.store.settleWork('a', [g.rk], []).then(
+          () => this.dropActivityGroup(g.rk),
+          (err) => this.host.log('warning', `Durable task hub '${this.store.hubName}': deleting a finished activity group failed: ${errorText(err)}`),
+        ),
+      );
+    }
+    return fresh;
+  }
+
+  private dropActivityGroup(rk: string): void {
+    this.activityGroups.delete(rk);
+    this.tombstone('a', [rk]);
   }
 
   private wakeAt(m: WorkMessage): void {
@@ -270,9 +354,7 @@ export class TaskHubWorker {
     try {
       const state = this.stateCache.get(instanceId) ?? (await this.store.getInstance(instanceId));
       if (!state) {
-        const rks = messages.map((m) => m.rk);
-        await this.store.deleteWork('o', rks);
-        this.consumed(instanceId, rks);
+        await this.release(instanceId, messages.map((m) => m.rk));
         return;
       }
       const history = await this.history(state);
@@ -301,10 +383,7 @@ export class TaskHubWorker {
         }
         if (outbox) await this.deliver(outbox);
       }
-      if (result.consumed.length) {
-        await this.store.deleteWork('o', result.consumed);
-        this.consumed(instanceId, result.consumed);
-      }
+      if (result.consumed.length) await this.release(instanceId, result.consumed);
       const finalStatus = result.state?.runtimeStatus ?? state.runtimeStatus;
       if (result.deferred && (finalStatus === 'Suspended' || finalStatus === 'Pending')) {
         // Left alone until a resume/terminate (or the start message) arrives: do not spin on them.
@@ -332,6 +411,41 @@ export class TaskHubWorker {
     } else {
       this.kick();
     }
+  }
+
+  /**
+   * Delete consumed messages from storage, then forget them. A part of a `results` group only empties its
+   * group: the row goes when its last part is consumed (until then a restart re-reads the row, and the
+   * episode drops the parts already in the history as duplicates).
+   */
+  private async release(instanceId: string, rks: string[]): Promise<void> {
+    const rows: string[] = [];
+    const byGroup = new Map<string, string[]>();
+    for (const rk of rks) {
+      const hash = rk.indexOf('#');
+      if (hash < 0) {
+        rows.push(rk);
+        continue;
+      }
+      const g = rk.slice(0, hash);
+      const parts = byGroup.get(g);
+      if (parts) parts.push(rk);
+      else byGroup.set(g, [rk]);
+    }
+    const emptied: string[] = [];
+    for (const [g, parts] of byGroup) {
+      const remaining = this.resultGroups.get(g);
+      const consumed = new Set(parts);
+      if (remaining && [...remaining].every((k) => consumed.has(k))) emptied.push(g);
+    }
+    if (rows.length || emptied.length) await this.store.deleteWork('o', [...rows, ...emptied]);
+    for (const [g, parts] of byGroup) {
+      const remaining = this.resultGroups.get(g);
+      for (const k of parts) remaining?.delete(k);
+    }
+    for (const g of emptied) this.resultGroups.delete(g);
+    this.tombstone('o', emptied);
+    this.consumed(instanceId, rks);
   }
 
   private consumed(instanceId: string, rks: string[]): void {
@@ -385,8 +499,9 @@ export class TaskHubWorker {
       const batch = this.completions;
       this.completions = [];
       if (!batch.length) return;
+      const messages = groupResults(batch.map((c) => c.msg));
       try {
-        await this.store.putWork(batch.map((c) => c.msg));
+        await this.store.putWork(messages);
       } catch (err) {
         this.host.log('error', `Durable task hub '${this.store.hubName}': storing ${batch.length} activity result(s) failed, will retry: ${errorText(err)}`);
         const h = setTimeout(() => {
@@ -397,17 +512,36 @@ export class TaskHubWorker {
         this.timerHandles.add(h);
         return;
       }
+      // Work items whose result is stored: single rows are deleted, groups record the task ids as done
+      // (and are deleted once every item is), all in one transaction where possible.
+      const deletes: string[] = [];
+      const touched = new Set<string>();
+      for (const c of batch) {
+        const g = this.itemGroup.get(c.item.rk);
+        const group = g === undefined ? undefined : this.activityGroups.get(g);
+        if (g === undefined || !group) {
+          deletes.push(c.item.rk);
+          continue;
+        }
+        group.remaining.delete(c.item.rk);
+        if (c.item.taskId !== undefined) group.done.push(c.item.taskId);
+        touched.add(g);
+      }
+      const finished = [...touched].filter((g) => this.activityGroups.get(g)?.remaining.size === 0);
+      const partial = [...touched].filter((g) => !finished.includes(g)).map((g) => ({ rk: g, taskIds: [...(this.activityGroups.get(g)?.done ?? [])] }));
       try {
-        await this.store.deleteWork('a', batch.map((c) => c.item.rk));
+        await this.store.settleWork('a', [...deletes, ...finished], partial);
       } catch (err) {
         // The results are stored: a leftover work item only means the activity may run once more.
         this.host.log('warning', `Durable task hub '${this.store.hubName}': deleting activity work items failed: ${errorText(err)}`);
       }
       this.tombstone('a', batch.map((c) => c.item.rk));
+      for (const g of finished) this.dropActivityGroup(g);
       for (const c of batch) {
         this.runningActivities.delete(c.item.rk);
-        this.accept(c.msg);
+        this.itemGroup.delete(c.item.rk);
       }
+      for (const m of messages) this.accept(m);
       this.kick();
     };
     const p = (this.flushing ?? Promise.resolve()).then(run);
@@ -418,7 +552,19 @@ export class TaskHubWorker {
 
   /** Deliver an episode's outbox to the work table (idempotent), then drop the outbox row. */
   private async deliver(outbox: Outbox): Promise<void> {
-    const messages = outbox.items.flatMap((i) => (i.type === 'message' ? [i.message] : []));
+    const all = outbox.items.flatMap((i) => (i.type === 'message' ? [i.message] : []));
+    // The activities of one episode travel as group rows (deterministic keys: a redelivery replaces them).
+    const work = all.filter((m) => m.kind === 'activity');
+    const messages = all.filter((m) => m.kind !== 'activity');
+    if (work.length > 1) {
+      const stem = outbox.rowKey.replace(/^x\./, '');
+      chunkBySize(work).forEach((parts, i) => {
+        const first = parts[0];
+        messages.push({ pk: 'a', rk: `${stem}.g${i}`, instanceId: outbox.instanceId, kind: 'activities', enqueuedAt: first.enqueuedAt, visibleAt: first.visibleAt, parts });
+      });
+    } else {
+      messages.push(...work);
+    }
     await this.store.putWork(messages);
     for (const item of outbox.items) if (item.type === 'create') await this.createChild(item.child);
     await this.store.deleteOutbox(outbox.instanceId, outbox.rowKey);
@@ -460,6 +606,42 @@ export class TaskHubWorker {
   get activeCounts(): { episodes: number; activities: number } {
     return { episodes: this.busy.size, activities: this.executingActivities };
   }
+}
+
+/**
+ * Activity results of one flush as few `o` rows as possible: one `results` group per execution (within the
+ * size budget); a lone result keeps its own deterministic row `r.<exec>.<taskId>`. Group keys are unique, so
+ * a group never replaces another; a result stored twice is dropped by the episode as a duplicate.
+ */
+function groupResults(msgs: WorkMessage[]): WorkMessage[] {
+  const byExec = new Map<string, WorkMessage[]>();
+  for (const m of msgs) {
+    const k = `${m.instanceId}\u0000${m.executionId ?? ''}`;
+    const list = byExec.get(k);
+    if (list) list.push(m);
+    else byExec.set(k, [m]);
+  }
+  const out: WorkMessage[] = [];
+  for (const list of byExec.values()) {
+    if (list.length === 1) {
+      out.push(list[0]);
+      continue;
+    }
+    for (const parts of chunkBySize(list)) {
+      const first = parts[0];
+      out.push({
+        pk: 'o',
+        rk: `r.${first.executionId ?? ''}.g${newExecutionId().slice(0, 16)}`,
+        instanceId: first.instanceId,
+        kind: 'results',
+        executionId: first.executionId,
+        enqueuedAt: first.enqueuedAt,
+        visibleAt: first.visibleAt,
+        parts,
+      });
+    }
+  }
+  return out;
 }
 
 function positive(n: unknown): number | undefined {
