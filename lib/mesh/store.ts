@@ -29,8 +29,10 @@ const FEED = 'MeshFeed';
 const FEED_PK = 'f';
 const COUNTER = '~seq';
 const SEQ_DIGITS = 15;
-/** Characters of entries JSON per feed row (30 chunk properties of 30K chars would be the limit; stay under 1 MiB). */
-const FEED_ROW_CHARS = 400_000;
+/** Characters of entries JSON per feed row (UTF-16 in storage: 400 KB of a 1 MiB entity). */
+const FEED_ROW_CHARS = 200_000;
+/** Feed rows per transaction: a transaction body is at most 4 MiB, and the JSON is escaped once more in it. */
+const FEED_ROWS_PER_TRANSACTION = 8;
 
 /** This process as a writer of the feed (lets a reader skip rows it wrote itself). */
 export const PROCESS_WRITER = randomUUID();
@@ -161,9 +163,9 @@ export async function appendFeed(entries: FeedEntry[]): Promise<number> {
   if (!entries.length) return 0;
   const client = await table(FEED);
   const rows = feedChunks(entries);
-  // 100 actions per transaction, one of them the counter; a bigger append is several transactions.
-  for (let start = 0; start < rows.length; start += 90) {
-    const part = rows.slice(start, start + 90);
+  // A bigger append is several transactions, each advancing the counter over its own rows.
+  for (let start = 0; start < rows.length; start += FEED_ROWS_PER_TRANSACTION) {
+    const part = rows.slice(start, start + FEED_ROWS_PER_TRANSACTION);
     for (let attempt = 0; ; attempt++) {
       const { seq, etag } = await readCounter(client);
       const actions: TransactionAction[] = part.map((entriesOfRow, i) => {
@@ -180,7 +182,7 @@ export async function appendFeed(entries: FeedEntry[]): Promise<number> {
       actions.push(etag ? ['update', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }, 'Replace', { etag }] : ['create', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }]);
       try {
         await client.submitTransaction(actions);
-        if (start + 90 >= rows.length) return next;
+        if (start + FEED_ROWS_PER_TRANSACTION >= rows.length) return next;
         break;
       } catch (err) {
         // Another writer advanced the counter first: read it again and retry.
