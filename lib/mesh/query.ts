@@ -1,5 +1,5 @@
 import type { AttributeValue } from '../connectors/sdk';
-import { META, NO_SOURCE, type MeshReadModel, type MeshRecord, type SortedIndex } from './readModel';
+import { NO_SOURCE, type FoldedValue, type MeshReadModel, type MeshRecord, type SortedIndex } from './readModel';
 
 /**
  * Mesh queries over the read model (lib/mesh/readModel.ts): the list (`GET /mesh/objects`) and the advanced
@@ -45,7 +45,8 @@ export interface MeshPage {
 const TRUE = new Set(['true', '1', 'yes']);
 const FALSE = new Set(['false', '0', 'no']);
 
-type Test = (r: MeshRecord) => boolean;
+/** A test of the object at a slot. */
+type Test = (slot: number) => boolean;
 
 /** Run a query: every candidate is tested (the count is exact), items are collected from `skip` on. */
 export function queryMesh(model: MeshReadModel, q: MeshQuery): MeshPage {
@@ -64,7 +65,7 @@ export function queryMesh(model: MeshReadModel, q: MeshQuery): MeshPage {
     const positions = index.searchPositions(q.search.toLowerCase());
     outer: for (const i of positions) {
       const r = all[i];
-      for (let t = 0; t < n; t++) if (!tests[t](r)) continue outer;
+      for (let t = 0; t < n; t++) if (!tests[t](r.slot)) continue outer;
       if (count >= q.skip && count < end) items.push(r);
       count++;
     }
@@ -74,10 +75,11 @@ export function queryMesh(model: MeshReadModel, q: MeshQuery): MeshPage {
     for (let i = q.skip; i < end && i < all.length; i++) items.push(all[i]);
     return { items, totalCount: all.length };
   }
-  outer: for (let i = 0; i < all.length; i++) {
-    const r = all[i];
-    for (let t = 0; t < n; t++) if (!tests[t](r)) continue outer;
-    if (count >= q.skip && count < end) items.push(r);
+  const slots = index.slots();
+  outer: for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i];
+    for (let t = 0; t < n; t++) if (!tests[t](slot)) continue outer;
+    if (count >= q.skip && count < end) items.push(all[i]);
     count++;
   }
   return { items, totalCount: count };
@@ -88,25 +90,51 @@ const COST: Record<Operator, number> = { ispresent: 0, isnotpresent: 0, equals: 
 
 /** A criterion as a test of one record. */
 export function compileCriterion(model: MeshReadModel, c: Criterion): Test {
-  const ids = model.nameIds(c.attributeName);
+  const columns = model.nameIds(c.attributeName).map((n) => model.columns[n].folded);
   switch (c.operator) {
     case 'ispresent':
-      return (r) => anyValue(r, ids, always);
-    case 'isnotpresent':
-      return (r) => !anyValue(r, ids, always);
+      return presence(columns);
+    case 'isnotpresent': {
+      const present = presence(columns);
+      return (slot) => !present(slot);
+    }
     case 'istrue':
-      return (r) => anyValue(r, ids, isTrue);
+      return anyValue(columns, isTrue);
     case 'isfalse':
-      return (r) => anyValue(r, ids, isFalse);
+      return anyValue(columns, isFalse);
     default: {
       if (c.value === undefined) throw new Error(`The operator '${c.operator}' needs a value.`);
-      const cmp = comparer(c.operator, c.value.toLowerCase());
-      return (r) => anyValue(r, ids, cmp);
+      return anyValue(columns, comparer(c.operator, c.value.toLowerCase()));
     }
   }
 }
 
-const always = () => true;
+type Column = readonly (FoldedValue | undefined)[];
+
+function presence(columns: Column[]): Test {
+  if (columns.length === 1) {
+    const col = columns[0];
+    return (slot) => col[slot] != null;
+  }
+  return (slot) => columns.some((col) => col[slot] != null);
+}
+
+/** True when some value (folded, non-empty) of the attribute passes `test`: any value of a multi-valued one. */
+function anyValue(columns: Column[], test: (folded: string) => boolean): Test {
+  const one = (col: Column, slot: number) => {
+    const v = col[slot];
+    if (v == null) return false;
+    if (typeof v === 'string') return test(v);
+    for (let j = 0; j < v.length; j++) if (test(v[j])) return true;
+    return false;
+  };
+  if (columns.length === 1) {
+    const col = columns[0];
+    return (slot) => one(col, slot);
+  }
+  return (slot) => columns.some((col) => one(col, slot));
+}
+
 const isTrue = (s: string) => TRUE.has(s);
 const isFalse = (s: string) => FALSE.has(s);
 
@@ -125,51 +153,31 @@ function comparer(op: Operator, want: string): (s: string) => boolean {
   }
 }
 
-/** True when some value (folded, non-empty) of an attribute named by `ids` passes `test`. */
-function anyValue(r: MeshRecord, ids: readonly number[], test: (folded: string) => boolean): boolean {
-  if (!ids.length) return false;
-  const meta = r.meta;
-  const folded = r.folded;
-  for (let i = 0, k = 0; k < meta.length; i++, k += META) {
-    const name = meta[k];
-    if (ids.length === 1 ? name !== ids[0] : !ids.includes(name)) continue;
-    const v = folded[i];
-    if (v === null) continue;
-    if (typeof v === 'string') {
-      if (test(v)) return true;
-    } else {
-      for (let j = 0; j < v.length; j++) if (test(v[j])) return true;
-    }
-  }
-  return false;
-}
-
 /** List item (spec 2.5): identity fields and `attributeValues`, attribute name -> consolidated value. */
 export function toListItem(model: MeshReadModel, r: MeshRecord) {
   const attributeValues: Record<string, AttributeValue> = {};
-  for (let i = 0; i < r.values.length; i++) attributeValues[model.names.values[r.meta[i * META]]] = r.values[i];
+  for (const n of r.names) attributeValues[model.names.values[n]] = model.columns[n].values[r.slot] as AttributeValue;
   return { meshObjectId: r.id, objectType: r.objectType, anchorValue: r.anchorValue, createdOn: r.createdOn, updatedOn: r.updatedOn, attributeValues };
 }
 
 /**
  * Detail (spec 2.5): identity fields, `attributes` (one entry per value, as a string: a multi-valued
- * attribute gives one entry per value; numbers and booleans in their JSON form) and `relationships` (the
- * target's current anchor and type).
+ * attribute gives one entry per value; numbers and booleans in their JSON form; no entry for no value) and
+ * `relationships` (the target's current anchor and type).
  */
 export function toDetail(model: MeshReadModel, r: MeshRecord) {
   const attributes: { attributeName: string; attributeValue: string; source: string | null; confidence: number; updatedOn: string }[] = [];
-  for (let i = 0; i < r.values.length; i++) {
-    const k = i * META;
-    const base = {
-      attributeName: model.names.values[r.meta[k]],
-      source: r.meta[k + 1] === NO_SOURCE ? null : model.sources.values[r.meta[k + 1]],
-      confidence: r.meta[k + 2],
-      updatedOn: model.stamps.values[r.meta[k + 3]],
-    };
-    const v = r.values[i];
+  for (const n of r.names) {
+    const col = model.columns[n];
+    const meta = col.meta;
+    const k = r.slot * 3;
+    const attributeName = model.names.values[n];
+    const source = meta[k] === NO_SOURCE ? null : model.sources.values[meta[k]];
+    const updatedOn = model.stamps.values[meta[k + 2]];
+    const v = col.values[r.slot];
     for (const x of Array.isArray(v) ? v : [v]) {
-      if (x === null || x === '') continue;
-      attributes.push({ attributeName: base.attributeName, attributeValue: String(x), source: base.source, confidence: base.confidence, updatedOn: base.updatedOn });
+      if (x === null || x === undefined || x === '') continue;
+      attributes.push({ attributeName, attributeValue: String(x), source, confidence: meta[k + 1], updatedOn });
     }
   }
   const relationships = r.relationships.map((rel) => {

@@ -11,12 +11,16 @@ import type { FeedEntry } from './store';
  * (lib/mesh/feed.ts). Table Storage offers no substring filter, offset or count, so the queries run here.
  * See docs/mesh-queries.md for the design, its figures and its trade-offs.
  *
- * Shape, chosen for memory at 100,000 objects x 20 attributes:
- * - one {@link MeshRecord} per object (a fixed-shape class); attribute names, connector ids, object types and
- *   per-attribute timestamps are interned as small integers; short string values are shared through an
- *   intern map (departments, titles, flags repeat; unique values such as mail addresses are kept as is);
- * - per object the consolidated values plus one packed Int32Array (name, source, confidence, updatedOn per
- *   attribute): what the list's `attributeValues` and the detail need. Contributions are not kept.
+ * Shape, chosen for memory and scan speed at 100,000 objects x 20 attributes (figures in the doc):
+ * - one {@link MeshRecord} per object (a fixed-shape class): identity fields, relationships, a slot number and
+ *   the list of its attribute names (shared by every object with the same set of names);
+ * - attributes are columns, one per attribute name ({@link AttributeColumn}), indexed by slot: the
+ *   consolidated value, its folded (lower-cased string) form for criteria, and source / confidence /
+ *   updatedOn packed in an Int32Array. A criterion reads one array cell per object instead of searching
+ *   the object's attributes, and the scan touches no per-object attribute structure. Names, connector ids,
+ *   object types and timestamps are interned; short string values are shared through an intern map
+ *   (departments, titles, flags repeat; unique values such as mail addresses are kept as they are).
+ *   Contributions are not kept: the detail shows the consolidated attribute's source and confidence.
  * - ordered indexes by (anchorValue lower-cased, id): one over every object and one per object type
  *   (case-insensitive), each a sorted array maintained incrementally (binary-search insert/remove for small
  *   batches, filter + merge for large ones: never a full re-sort).
@@ -50,14 +54,12 @@ export class Interner {
 const INTERN_MAX = 24;
 /** No source connector (a mesh-composer value). */
 export const NO_SOURCE = -1;
-/** Fields per attribute in {@link MeshRecord.meta}. */
-export const META = 4;
 
 const EMPTY_RELS: readonly Relationship[] = Object.freeze([]);
 
 export type FoldedValue = string | readonly string[] | null;
 
-/** One mesh object as the read model holds it. */
+/** One mesh object as the read model holds it (its attribute values live in the columns, at `slot`). */
 export class MeshRecord {
   constructor(
     readonly id: string,
@@ -67,20 +69,44 @@ export class MeshRecord {
     readonly anchorLower: string,
     readonly createdOn: string,
     readonly updatedOn: string,
-    /** Per attribute, in attribute-name order: name id, source id (or NO_SOURCE), confidence, updatedOn id. */
-    readonly meta: Int32Array,
-    /** Per attribute, the consolidated value (same order as meta). */
-    readonly values: readonly AttributeValue[],
-    /**
-     * Per attribute, the value's string form lower-cased (a multi-valued attribute: the list of its non-empty
-     * values), null for no value: what criteria compare, folded once at write time instead of per query.
-     */
-    readonly folded: readonly FoldedValue[],
+    readonly slot: number,
+    /** Ids of its attribute names, in name order (shared between objects with the same names). */
+    readonly names: readonly number[],
     readonly relationships: readonly Relationship[],
   ) {}
+}
 
-  get attributeCount(): number {
-    return this.values.length;
+/**
+ * The values of one attribute name for every object, by slot. `folded` is the value's string form
+ * lower-cased (a multi-valued attribute: its non-empty values), null for no value: what criteria compare,
+ * folded once at write time instead of per query. `meta` holds source id, confidence, updatedOn id.
+ */
+export class AttributeColumn {
+  values: (AttributeValue | undefined)[] = [];
+  folded: (FoldedValue | undefined)[] = [];
+  meta = new Int32Array(0);
+
+  set(slot: number, value: AttributeValue, folded: FoldedValue, source: number, confidence: number, stamp: number): void {
+    // Grow by appending: an assignment far past the end would turn the arrays into slow dictionaries.
+    while (this.values.length < slot) {
+      this.values.push(undefined);
+      this.folded.push(undefined);
+    }
+    this.values[slot] = value;
+    this.folded[slot] = folded;
+    if (this.meta.length < (slot + 1) * 3) {
+      const grown = new Int32Array(Math.max(1024, (slot + 1) * 6));
+      grown.set(this.meta);
+      this.meta = grown;
+    }
+    this.meta[slot * 3] = source;
+    this.meta[slot * 3 + 1] = confidence;
+    this.meta[slot * 3 + 2] = stamp;
+  }
+
+  clear(slot: number): void {
+    this.values[slot] = undefined;
+    this.folded[slot] = undefined;
   }
 }
 
@@ -103,6 +129,8 @@ export class SortedIndex {
   /** Every anchorLower joined by SEP, and where each starts: built on the first search after a change. */
   private text: string | undefined;
   private starts: Int32Array | undefined;
+  /** The records' slots in order: built on the first criteria scan after a change. */
+  private slotList: Int32Array | undefined;
 
   get size(): number {
     return this.items.length;
@@ -114,6 +142,22 @@ export class SortedIndex {
 
   at(i: number): MeshRecord {
     return this.items[i];
+  }
+
+  private invalidate(): void {
+    this.text = undefined;
+    this.starts = undefined;
+    this.slotList = undefined;
+  }
+
+  /** Slots of the records, in order (a scan reads columns by slot without touching the records). */
+  slots(): Int32Array {
+    if (!this.slotList) {
+      const out = new Int32Array(this.items.length);
+      for (let i = 0; i < out.length; i++) out[i] = this.items[i].slot;
+      this.slotList = out;
+    }
+    return this.slotList;
   }
 
   /** The first position whose record sorts at or after `r`. */
@@ -130,14 +174,14 @@ export class SortedIndex {
 
   insert(r: MeshRecord): void {
     this.items.splice(this.lowerBound(r), 0, r);
-    this.text = undefined;
+    this.invalidate();
   }
 
   remove(r: MeshRecord): boolean {
     const i = this.lowerBound(r);
     if (this.items[i] !== r) return false;
     this.items.splice(i, 1);
-    this.text = undefined;
+    this.invalidate();
     return true;
   }
 
@@ -161,7 +205,7 @@ export class SortedIndex {
     while (i < kept.length) out[k++] = kept[i++];
     while (j < add.length) out[k++] = add[j++];
     this.items = out;
-    this.text = undefined;
+    this.invalidate();
   }
 
   /**
@@ -216,9 +260,14 @@ export class MeshReadModel {
   readonly names = new Interner();
   readonly sources = new Interner();
   readonly stamps = new Interner();
+  /** Columns by attribute name id. */
+  readonly columns: AttributeColumn[] = [];
   private readonly types = new Map<string, string>();
   private readonly strings = new Map<string, string>();
+  private readonly nameLists = new Map<string, readonly number[]>();
   private readonly byId = new Map<string, MeshRecord>();
+  private readonly freeSlots: number[] = [];
+  private nextSlot = 0;
   readonly all = new SortedIndex();
   private readonly byType = new Map<string, SortedIndex>();
   /** Attribute names by lower-cased name (criteria match names case-insensitively). */
@@ -266,16 +315,21 @@ export class MeshReadModel {
     };
     for (const [id, state] of last) {
       const old = this.byId.get(id);
+      let slot: number | undefined;
       if (old) {
         removedAll.add(old);
         of(old.objectType).removed.add(old);
         this.byId.delete(id);
+        for (const n of old.names) this.columns[n].clear(old.slot);
+        slot = old.slot;
       }
       if (state) {
-        const rec = this.toRecord(id, state);
+        const rec = this.toRecord(id, state, slot ?? this.freeSlots.pop() ?? this.nextSlot++);
         this.byId.set(id, rec);
         addedAll.push(rec);
         of(rec.objectType).added.push(rec);
+      } else if (slot !== undefined) {
+        this.freeSlots.push(slot);
       }
     }
     this.all.bulk(removedAll, addedAll);
@@ -287,31 +341,38 @@ export class MeshReadModel {
     }
   }
 
-  private toRecord(id: string, o: MeshObject): MeshRecord {
+  private toRecord(id: string, o: MeshObject, slot: number): MeshRecord {
     const entries = Object.entries(o.attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    const meta = new Int32Array(entries.length * META);
-    const values: AttributeValue[] = new Array(entries.length);
-    const folded: FoldedValue[] = new Array(entries.length);
+    const ids: number[] = new Array(entries.length);
     entries.forEach(([name, attr], i) => {
-      meta[i * META] = this.nameId(name);
-      meta[i * META + 1] = attr.sourceConnectorId ? this.sources.id(attr.sourceConnectorId) : NO_SOURCE;
-      meta[i * META + 2] = attr.confidence;
-      meta[i * META + 3] = this.stamps.id(attr.updatedOn);
-      values[i] = Array.isArray(attr.value) ? attr.value.map((v) => this.scalar(v)) : this.scalar(attr.value);
-      folded[i] = this.fold(values[i]);
+      const n = this.nameId(name);
+      ids[i] = n;
+      const value = Array.isArray(attr.value) ? attr.value.map((v) => this.scalar(v)) : this.scalar(attr.value);
+      this.columns[n].set(
+        slot,
+        value,
+        this.fold(value),
+        attr.sourceConnectorId ? this.sources.id(attr.sourceConnectorId) : NO_SOURCE,
+        attr.confidence,
+        this.stamps.id(attr.updatedOn),
+      );
     });
+    const key = ids.join(',');
+    let names = this.nameLists.get(key);
+    if (!names) this.nameLists.set(key, (names = Object.freeze(ids)));
     const anchor = this.str(o.anchorValue);
     const lower = anchor.toLowerCase();
     const rels = o.relationships.length
       ? o.relationships.map((r) => ({ type: this.str(r.type), targetId: r.targetId, targetAnchor: r.targetAnchor, targetType: this.type(r.targetType) }))
       : EMPTY_RELS;
-    return new MeshRecord(id, this.type(o.objectType), anchor, lower === anchor ? anchor : lower, o.createdOn, o.updatedOn, meta, values, folded, rels);
+    return new MeshRecord(id, this.type(o.objectType), anchor, lower === anchor ? anchor : lower, o.createdOn, o.updatedOn, slot, names, rels);
   }
 
   private nameId(name: string): number {
     const known = this.names.lookup(name);
     if (known !== undefined) return known;
     const id = this.names.id(name);
+    this.columns[id] = new AttributeColumn();
     const key = name.toLowerCase();
     const list = this.namesLower.get(key);
     if (list) list.push(id);
