@@ -83,7 +83,7 @@ export const MeshCriterionSchema = Type.Object(
   {
     additionalProperties: false,
     if: { type: 'object', properties: { operator: { type: 'string', enum: [...VALUE_OPERATORS] } }, required: ['operator'] },
-    then: { type: 'object', required: ['value'] },
+    then: { type: 'object', properties: { value: { type: 'string' } }, required: ['value'] },
   },
 );
 
