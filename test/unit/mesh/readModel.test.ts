@@ -1,0 +1,108 @@
+import { compareRecords, MeshReadModel, MeshRecord, SortedIndex } from '../../../lib/mesh/readModel';
+import { gid, meshObject, rng } from './meshSupport';
+
+const rec = (id: string, anchor: string) => new MeshRecord(id, 'User', anchor, anchor.toLowerCase(), '', '', 0, [], []);
+const order = (ix: SortedIndex) => ix.all.map((r) => `${r.anchorLower}|${r.id}`);
+const sorted = (recs: MeshRecord[]) => recs.slice().sort(compareRecords).map((r) => `${r.anchorLower}|${r.id}`);
+
+describe('SortedIndex', () => {
+  test('single inserts and removes keep (anchor lower-cased, id) order', () => {
+    const ix = new SortedIndex();
+    const recs = ['b', 'B', 'a', 'c', 'A', 'b'].map((a, i) => rec(gid(10 - i), a));
+    for (const r of recs) ix.insert(r);
+    expect(order(ix)).toEqual(sorted(recs));
+    expect(ix.remove(recs[1])).toBe(true);
+    expect(ix.remove(recs[1])).toBe(false);
+    expect(order(ix)).toEqual(sorted(recs.filter((r) => r !== recs[1])));
+  });
+
+  test('random batches (small: splices, large: filter + merge) match a full sort', () => {
+    const r = rng(7);
+    const ix = new SortedIndex();
+    let live: MeshRecord[] = [];
+    let n = 0;
+    for (let round = 0; round < 60; round++) {
+      const size = round % 3 === 0 ? 200 : 1 + Math.floor(r() * 20);
+      const removed = new Set(live.filter(() => r() < 0.1).slice(0, size));
+      const added = Array.from({ length: size }, () => rec(gid(n++), String.fromCharCode(65 + Math.floor(r() * 52)) + Math.floor(r() * 5)));
+      ix.bulk(removed, added);
+      live = [...live.filter((x) => !removed.has(x)), ...added];
+      expect(order(ix)).toEqual(sorted(live));
+    }
+  });
+
+  test('searchPositions equals a per-record scan, before and after changes', () => {
+    const r = rng(3);
+    const ix = new SortedIndex();
+    const words = ['alpha', 'Beta', 'gamma', 'ALPHABET', 'délta', 'ΣΙΓΜΑ', '山田', 'a', ''];
+    const recs = Array.from({ length: 500 }, (_, i) => rec(gid(i), words[Math.floor(r() * words.length)] + words[Math.floor(r() * words.length)]));
+    ix.bulk(new Set(), recs);
+    const naive = (needle: string) => ix.all.flatMap((x, i) => (x.anchorLower.includes(needle) ? [i] : []));
+    for (const needle of ['alpha', 'a', 'ab', 'étad', 'σιγμα', '田', 'zz', 'lphab', 'aa']) expect(ix.searchPositions(needle)).toEqual(naive(needle));
+    ix.remove(ix.at(0));
+    ix.insert(rec(gid(9999), 'aaaa-alpha'));
+    for (const needle of ['alpha', 'aaa', 'a']) expect(ix.searchPositions(needle)).toEqual(naive(needle));
+    expect(ix.searchPositions('\u0000x')).toEqual([]);
+  });
+});
+
+describe('MeshReadModel', () => {
+  test('load, ordering ties by id, type indexes (case-insensitive)', () => {
+    const m = new MeshReadModel();
+    m.loadPage([meshObject(gid(2), 'alice'), meshObject(gid(1), 'Alice'), meshObject(gid(3), 'bob', {}, { objectType: 'Group' })]);
+    expect(m.size).toBe(3);
+    expect(m.all.all.map((r) => r.id)).toEqual([gid(1), gid(2), gid(3)]);
+    expect(m.ofType('user')!.size).toBe(2);
+    expect(m.ofType('GROUP')!.all.map((r) => r.anchorValue)).toEqual(['bob']);
+    expect(m.ofType('Contact')).toBeUndefined();
+    expect(m.get(gid(3).toUpperCase())!.anchorValue).toBe('bob');
+  });
+
+  test('a rename moves the object; a type change moves it between type indexes; a delete removes it everywhere', () => {
+    const m = new MeshReadModel();
+    m.loadPage([meshObject(gid(1), 'a'), meshObject(gid(2), 'm'), meshObject(gid(3), 'z')]);
+    m.applyEntries([{ id: gid(1), objectType: 'User', state: meshObject(gid(1), 'zz') }]);
+    expect(m.all.all.map((r) => r.anchorValue)).toEqual(['m', 'z', 'zz']);
+    m.applyEntries([{ id: gid(2), objectType: 'Contact', state: meshObject(gid(2), 'm', {}, { objectType: 'Contact' }) }]);
+    expect(m.ofType('User')!.all.map((r) => r.anchorValue)).toEqual(['z', 'zz']);
+    expect(m.ofType('Contact')!.all.map((r) => r.anchorValue)).toEqual(['m']);
+    m.applyEntries([{ id: gid(2), objectType: 'Contact', deleted: true }]);
+    expect(m.ofType('Contact')).toBeUndefined();
+    expect(m.get(gid(2))).toBeUndefined();
+    expect(m.size).toBe(2);
+  });
+
+  test('the last state of a batch wins; a delete for an unknown id is harmless', () => {
+    const m = new MeshReadModel();
+    m.applyEntries([
+      { id: gid(1), objectType: 'User', state: meshObject(gid(1), 'one') },
+      { id: gid(1), objectType: 'User', state: meshObject(gid(1), 'uno') },
+      { id: gid(2), objectType: 'User', state: meshObject(gid(2), 'two') },
+      { id: gid(2), objectType: 'User', deleted: true },
+      { id: gid(9), objectType: 'User', deleted: true },
+    ]);
+    expect(m.all.all.map((r) => r.anchorValue)).toEqual(['uno']);
+  });
+
+  test('an updated object reuses its slot without keeping attributes it lost; a freed slot starts clean', () => {
+    const m = new MeshReadModel();
+    m.loadPage([meshObject(gid(1), 'a', { mail: 'a@x', dept: 'Sales' })]);
+    const slot = m.get(gid(1))!.slot;
+    m.applyEntries([{ id: gid(1), objectType: 'User', state: meshObject(gid(1), 'a', { mail: 'a@y' }) }]);
+    const r = m.get(gid(1))!;
+    expect(r.slot).toBe(slot);
+    expect(m.columns[m.nameIds('dept')[0]].values[slot]).toBeUndefined();
+    expect(m.columns[m.nameIds('mail')[0]].values[slot]).toBe('a@y');
+    m.applyEntries([{ id: gid(1), objectType: 'User', deleted: true }]);
+    m.applyEntries([{ id: gid(2), objectType: 'User', state: meshObject(gid(2), 'b', { other: 1 }) }]);
+    expect(m.get(gid(2))!.slot).toBe(slot);
+    expect(m.columns[m.nameIds('mail')[0]].values[slot]).toBeUndefined();
+  });
+
+  test('values are folded once (lower case, numbers and booleans as text, empty values dropped)', () => {
+    const m = new MeshReadModel();
+    m.loadPage([meshObject(gid(1), 'a', { s: 'MiXeD', n: 1, b: false, e: '', z: null, l: ['X', '', null, 2], le: ['', null] })]);
+    const f = (name: string) => m.columns[m.nameIds(name)[0]].folded[0];
+    expect([f('s'), f('n'), f('b'), f('e'), f('z'), f('l'), f('le')]).toEqual(['mixed', '1', 'false', null, null, ['x', '2'], null]);
+  });
+});
