@@ -2,10 +2,13 @@
 // HTTP overhead of the local runtime: autocannon (50 connections, 10 s) against a trivial function of the
 // sample app served by `fnhost start`, and against a bare node:http server answering the same body, in one
 // run. Both servers are child processes; autocannon runs here. Prints JSON. Target: ratio >= 0.5.
-//   node bench/runtime/http.js [--connections 50] [--duration 10]
+// Also: CPU microseconds per request of each server (from /proc, robust on a loaded machine), and the
+// programming model's floor (bench/runtime/invokeFloor.js: the same function through invokeFunction without
+// HTTP), so the figures show how far the runtime is from what the library allows.
+//   node bench/runtime/http.js [--connections 50] [--duration 10] [--cpu-prof DIR] [--no-floor]
 'use strict';
 const { spawn } = require('node:child_process');
-const { mkdtempSync } = require('node:fs');
+const { mkdtempSync, readFileSync } = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
@@ -17,6 +20,8 @@ const arg = (name, fallback) => {
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
 const connections = arg('connections', 50);
+const profIdx = process.argv.indexOf('--cpu-prof');
+const PROF_DIR = profIdx > 0 ? path.resolve(process.argv[profIdx + 1]) : undefined;
 const duration = arg('duration', 10);
 
 function freePort() {
@@ -47,11 +52,24 @@ const BARE = `require('node:http').createServer((req, res) => { req.resume(); co
   res.writeHead(200, { 'content-type': 'text/plain;charset=UTF-8', 'content-length': b.length }); res.end(b); })
   .listen(Number(process.argv[1]), '127.0.0.1');`;
 
-async function measure(url) {
+/** CPU seconds (user + system) of a process so far, from /proc (Linux); undefined elsewhere. */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+async function measure(url, pid) {
   const warm = await autocannon({ url, connections, duration: 2 });
   void warm;
+  const cpu0 = cpuSeconds(pid);
   const r = await autocannon({ url, connections, duration });
+  const cpu1 = cpuSeconds(pid);
   return {
+    cpuMicrosPerRequest: cpu0 === undefined || cpu1 === undefined ? null : Math.round(((cpu1 - cpu0) * 1e6) / r.requests.total),
     rps: Math.round(r.requests.average),
     p50Ms: r.latency.p50,
     p99Ms: r.latency.p99,
@@ -67,7 +85,7 @@ async function withServer(args, env, url, port) {
     await waitForPort(port, child);
     // The runtime listens before it opens its gate; a first request waits for start-up to finish.
     await fetch(url);
-    return await measure(url);
+    return await measure(url, child.pid);
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
@@ -82,13 +100,19 @@ async function withServer(args, env, url, port) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-runtime-'));
   const cli = path.join(root, 'dist/lib/runtime/cli.js');
   const runtime = await withServer(
-    [cli, 'start', '--app', path.join(root, 'test/fixtures/sample-app'), '--port', String(runtimePort), '--data-dir', dataDir],
+    [...(PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROF_DIR] : []), cli, 'start', '--app', path.join(root, 'test/fixtures/sample-app'), '--port', String(runtimePort), '--data-dir', dataDir],
     // No storage: the ping function needs none, and the sample app's timers then keep no status.
     { AzureWebJobsStorage: '', LOG_FORMAT: '' },
     runtimeUrl,
     runtimePort,
   );
   const bare = await withServer(['-e', BARE, String(barePort)], {}, bareUrl, barePort);
+  const floor = process.argv.includes('--no-floor') ? {} : await new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(__dirname, 'invokeFloor.js'), '--concurrency', String(connections), '--duration', String(duration)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`invokeFloor exited with ${code}`))));
+  });
   const ratio = Math.round((runtime.rps / bare.rps) * 100) / 100;
   const result = {
     benchmark: 'runtime-http',
@@ -108,6 +132,15 @@ async function withServer(args, env, url, port) {
     runtimeErrors: runtime.errors,
     runtimeNon2xx: runtime.non2xx,
     bareErrors: bare.errors,
+    runtimeCpuMicrosPerRequest: runtime.cpuMicrosPerRequest,
+    bareCpuMicrosPerRequest: bare.cpuMicrosPerRequest,
+    // The programming model alone (no HTTP, no host): invocations/s and CPU per invocation.
+    libraryFloorInvocationsPerSecond: floor.invocationsPerSecond,
+    libraryFloorCpuMicrosPerInvocation: floor.cpuMicrosPerInvocation,
+    // Best ratio the library allows: bare HTTP CPU / (bare HTTP CPU + library CPU).
+    ratioCeilingFromCpu:
+      bare.cpuMicrosPerRequest && floor.cpuMicrosPerInvocation ? Math.round((bare.cpuMicrosPerRequest / (bare.cpuMicrosPerRequest + floor.cpuMicrosPerInvocation)) * 100) / 100 : null,
+    loadAverage: os.loadavg().map((n) => Number(n.toFixed(2))),
   };
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 })().catch((err) => {

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Azurite, connectionStringFor, DEFAULT_ENDPOINTS, isDevelopmentStorage, portAnswers } from './azurite';
-import type { RpcInvocationRequest, RpcLogCategory, RpcLogLevel } from './coreTypes';
+import type { RpcBindingInfo, RpcInvocationRequest, RpcLogCategory, RpcLogLevel } from './coreTypes';
 import { createDurableExtension } from './durable';
 import type { ExtensionContext, RuntimeExtension } from './extension';
 import { globFiles } from './glob';
@@ -40,6 +40,8 @@ export interface HostOptions {
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
+type InputBindingProvider = NonNullable<RuntimeExtension['inputBindings']>[string];
+
 function readOrCreateInstanceId(dataDir: string, env: NodeJS.ProcessEnv): string {
   const fromEnv = env.WEBSITE_INSTANCE_ID?.trim();
   if (fromEnv) return fromEnv;
@@ -72,6 +74,7 @@ export class FunctionsHost {
   private azurite: Azurite | undefined;
   private readonly extensions: RuntimeExtension[];
   private startedExtensions: RuntimeExtension[] = [];
+  private extensionsStarted = false;
   private stopping: Promise<void> | undefined;
   private appStarted = false;
 
@@ -165,6 +168,7 @@ export class FunctionsHost {
       await ext.start(ctx);
       this.startedExtensions.push(ext);
     }
+    this.extensionsStarted = true;
     this.printFunctions(http);
     http.open();
     log.info('Host.Startup', `Now listening on: ${this.baseUrl}`, { url: this.baseUrl });
@@ -253,32 +257,47 @@ export class FunctionsHost {
   async invoke(fn: RegisteredFunction, request: RpcInvocationRequest, reason: string): Promise<InvocationOutcome> {
     const invocationId = request.invocationId ?? randomUUID();
     const name = fn.metadata.name;
-    const inputData = [...(request.inputData ?? [])];
-    for (const [bindingName, binding] of Object.entries(fn.metadata.bindings)) {
-      if (binding.direction !== 'in' || bindingName === fn.triggerName || inputData.some((i) => i.name === bindingName)) continue;
-      const type = String(binding.type ?? '').toLowerCase();
-      for (const ext of this.startedExtensions) {
-        const provider = ext.inputBindings?.[type];
-        if (provider) {
-          inputData.push({ name: bindingName, data: provider(binding, fn) });
-          break;
-        }
+    let inputData = request.inputData ?? [];
+    const providers = this.inputProviders(fn);
+    if (providers.length) {
+      inputData = [...inputData];
+      for (const [bindingName, binding, provider] of providers) {
+        if (!inputData.some((i) => i.name === bindingName)) inputData.push({ name: bindingName, data: provider(binding, fn) });
       }
     }
     const category = `Function.${name}`;
     const log = this.logger;
-    const fields = { invocationId, functionName: name };
-    log.info(category, `Executing 'Functions.${name}' (Reason='${reason}', Id=${invocationId})`, fields);
+    // Lines are formatted only when their level is enabled: three lines per HTTP request add up.
+    if (log.enabled('information', category)) log.info(category, `Executing 'Functions.${name}' (Reason='${reason}', Id=${invocationId})`, { invocationId, functionName: name });
     const outcome = await invokeFunction(this.registry, fn, { ...request, invocationId, inputData }, { invocationId, log: this.handlerLog });
     const duration = Math.round(outcome.durationMs);
     if (outcome.response.result?.status === 'failure') {
+      const fields = { invocationId, functionName: name };
       log.error(category, `Executed 'Functions.${name}' (Failed, Id=${invocationId}, Duration=${duration}ms)`, { ...fields, durationMs: duration });
       const err = outcome.error instanceof Error ? outcome.error : new Error(String(outcome.error));
       log.error(category, `Exception while executing function: Functions.${name}. ${err.stack ?? err.message}`, fields);
-    } else {
-      log.info(category, `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${duration}ms)`, { ...fields, durationMs: duration });
+    } else if (log.enabled('information', category)) {
+      log.info(category, `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${duration}ms)`, { invocationId, functionName: name, durationMs: duration });
     }
     return outcome;
+  }
+
+  private readonly providers = new WeakMap<RegisteredFunction, [string, RpcBindingInfo, InputBindingProvider][]>();
+
+  /** A function's extension input bindings (durableClient...), found once per function after extensions started. */
+  private inputProviders(fn: RegisteredFunction): [string, RpcBindingInfo, InputBindingProvider][] {
+    const hit = this.providers.get(fn);
+    if (hit) return hit;
+    const out: [string, RpcBindingInfo, InputBindingProvider][] = [];
+    for (const [bindingName, binding] of Object.entries(fn.metadata.bindings)) {
+      if (binding.direction !== 'in' || bindingName === fn.triggerName) continue;
+      const type = String(binding.type ?? '').toLowerCase();
+      const provider = this.startedExtensions.map((ext) => ext.inputBindings?.[type]).find((p) => p !== undefined);
+      if (provider) out.push([bindingName, binding, provider]);
+    }
+    // Extensions still starting may add providers: remember only what a fully started host found.
+    if (this.extensionsStarted) this.providers.set(fn, out);
+    return out;
   }
 
   private readonly handlerLog = (level: RpcLogLevel, category: RpcLogCategory, message: string, invocationId: string, functionName: string): void => {

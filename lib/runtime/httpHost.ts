@@ -62,10 +62,68 @@ function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   return out;
 }
 
-function nullable(map: Record<string, string>): Record<string, { value: string }> {
-  const out: Record<string, { value: string }> = {};
-  for (const [k, v] of Object.entries(map)) out[k] = { value: v };
-  return out;
+/**
+ * The RPC invocation request the host sends for an HTTP trigger (also used by bench/runtime to measure the
+ * programming model's own cost without HTTP).
+ *
+ * Only the plain `headers`/`query`/`params` maps are sent, not the host's `nullable*` duplicates: the library
+ * reads a nullable map when it is non-empty and the plain one otherwise, with the same result for string
+ * values, and converting the nullable form costs a copy per request. `triggerMetadata` carries what the host
+ * sends (route parameters, Query, Headers, sys), the last three computed when first read: the library reads
+ * them by name in HTTP streaming mode only (for buffered HTTP triggers it ignores trigger metadata), so
+ * serializing them for every request was pure cost.
+ */
+export function httpInvocationRequest(
+  fn: RegisteredFunction,
+  params: Record<string, string>,
+  method: string,
+  url: URL,
+  headers: Record<string, string>,
+  body: Buffer | null,
+  invocationId: string,
+): RpcInvocationRequest {
+  const query: Record<string, string> = {};
+  if (url.search.length > 1) {
+    const sp = url.searchParams;
+    for (const key of new Set(sp.keys())) query[key] = sp.getAll(key).join(',');
+  }
+  const httpData: RpcHttpData = { method, url: url.href, headers, query, params };
+  if (body) {
+    httpData.body = { bytes: body };
+    httpData.rawBody = { bytes: body };
+  }
+  const triggerMetadata = new HttpTriggerMetadata(query, headers, fn.metadata.name) as unknown as Record<string, RpcTypedData>;
+  for (const k in params) triggerMetadata[k] = { string: params[k] };
+  return { invocationId, functionId: fn.metadata.functionId, inputData: [{ name: fn.triggerName, data: { http: httpData } }], triggerMetadata };
+}
+
+/** HTTP trigger metadata: route parameters as own properties; Query, Headers and sys built on first read. */
+class HttpTriggerMetadata {
+  // Private fields stay out of enumeration: object rest and Object.entries see the route parameters only.
+  readonly #query: Record<string, string>;
+  readonly #headers: Record<string, string>;
+  readonly #methodName: string;
+  #q: RpcTypedData | undefined;
+  #h: RpcTypedData | undefined;
+  #s: RpcTypedData | undefined;
+
+  constructor(query: Record<string, string>, headers: Record<string, string>, methodName: string) {
+    this.#query = query;
+    this.#headers = headers;
+    this.#methodName = methodName;
+  }
+
+  get Query(): RpcTypedData {
+    return (this.#q ??= { json: JSON.stringify(this.#query) });
+  }
+
+  get Headers(): RpcTypedData {
+    return (this.#h ??= { json: JSON.stringify(this.#headers) });
+  }
+
+  get sys(): RpcTypedData {
+    return (this.#s ??= { json: JSON.stringify({ MethodName: this.#methodName, UtcNow: new Date().toISOString(), RandGuid: randomUUID() }) });
+  }
 }
 
 function typedDataToBuffer(data: RpcTypedData | null | undefined): Buffer {
@@ -106,10 +164,18 @@ export function serializeCookie(c: RpcCookie): string {
   return s;
 }
 
+const httpOutputs = new WeakMap<RegisteredFunction, string[]>();
+
 /** The HTTP data of a response: the `$return` http binding, else the first named http output binding. */
 function findHttpOutput(fn: RegisteredFunction, outcome: InvocationOutcome): RpcHttpData | undefined {
-  const outs = Object.entries(fn.metadata.bindings).filter(([, b]) => b.direction === 'out' && String(b.type).toLowerCase() === 'http');
-  for (const [name] of outs) {
+  let outs = httpOutputs.get(fn);
+  if (!outs) {
+    outs = Object.entries(fn.metadata.bindings)
+      .filter(([, b]) => b.direction === 'out' && String(b.type).toLowerCase() === 'http')
+      .map(([name]) => name);
+    httpOutputs.set(fn, outs);
+  }
+  for (const name of outs) {
     if (name === '$return') {
       if (outcome.response.returnValue?.http) return outcome.response.returnValue.http;
       continue;
@@ -209,6 +275,7 @@ export class HttpHost {
     const info: { route: string; invocationId?: string } = { route: '-' };
     res.once('close', () => {
       this.requestDone();
+      if (!this.options.logger.enabled('information', 'Host.Http')) return;
       const durationMs = Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100;
       this.options.logger.info(
         'Host.Http',
@@ -218,7 +285,9 @@ export class HttpHost {
     });
     await this.readyGate;
     const url = new URL(req.url ?? '/', `http://${req.headers.host ?? this.hostPort}`);
-    const traceId = randomUUID();
+    // Problem responses carry a trace id; a successful invocation never needs one.
+    let trace: string | undefined;
+    const traceId = (): string => (trace ??= randomUUID());
     try {
       const pathname = url.pathname;
       if (pathname === '/runtime' || pathname.startsWith('/runtime/')) {
@@ -227,7 +296,7 @@ export class HttpHost {
         for (const ext of this.options.extensions) {
           if (ext.handleHttp && (await ext.handleHttp(req, res, url))) return;
         }
-        return this.sendProblem(res, 404, 'Not Found', 'No runtime route matches the request path.', pathname, traceId);
+        return this.sendProblem(res, 404, 'Not Found', 'No runtime route matches the request path.', pathname, traceId());
       }
       const prefix = this.prefix ? `/${this.prefix}` : '';
       const lowerPath = pathname.toLowerCase();
@@ -236,16 +305,16 @@ export class HttpHost {
       else if (lowerPath === prefix.toLowerCase() || lowerPath.startsWith(prefix.toLowerCase() + '/')) rel = pathname.slice(prefix.length);
       const match = rel === undefined ? ({ kind: 'not-found' } as const) : this.routes.match(req.method ?? 'GET', rel);
       if (match.kind === 'not-found') {
-        return this.sendProblem(res, 404, 'Not Found', 'No function matches the request path.', pathname, traceId);
+        return this.sendProblem(res, 404, 'Not Found', 'No function matches the request path.', pathname, traceId());
       }
       if (match.kind === 'method-not-allowed') {
         info.route = pathname;
         res.setHeader('Allow', match.allow.join(', '));
-        return this.sendProblem(res, 405, 'Method Not Allowed', `The method ${req.method} is not allowed on this route.`, pathname, traceId);
+        return this.sendProblem(res, 405, 'Method Not Allowed', `The method ${req.method} is not allowed on this route.`, pathname, traceId());
       }
       info.route = `/${prefix ? this.prefix + '/' : ''}${match.entry.template.template.replace(/^\/+/, '')}`;
       const declared = Number(req.headers['content-length'] ?? 0);
-      if (declared > this.options.bodyLimit) return this.sendTooLarge(res, pathname, traceId);
+      if (declared > this.options.bodyLimit) return this.sendTooLarge(res, pathname, traceId());
       if (expectsContinue) res.writeContinue();
       const invocationId = randomUUID();
       info.invocationId = invocationId;
@@ -255,14 +324,14 @@ export class HttpHost {
         result = await this.dispatchStreaming(match.entry.target, match.params, req, url, hasBody ? req : null, invocationId);
       } else {
         const body = hasBody ? await readBody(req, this.options.bodyLimit) : (req.resume(), Buffer.alloc(0));
-        if (body === 'too-large') return this.sendTooLarge(res, pathname, traceId);
+        if (body === 'too-large') return this.sendTooLarge(res, pathname, traceId());
         result = await this.dispatchBuffered(match.entry.target, match.params, req, url, body, invocationId);
       }
-      if (result === 'too-large') return this.sendTooLarge(res, pathname, traceId);
+      if (result === 'too-large') return this.sendTooLarge(res, pathname, traceId());
       this.writeResult(req, res, result);
     } catch (err) {
-      this.options.logger.error('Host.Http', `Request failed: ${(err as Error)?.message ?? String(err)}`, { traceId });
-      if (!res.headersSent) this.sendProblem(res, 500, 'Internal Server Error', 'An unexpected error occurred. The trace id identifies it in the service log.', url.pathname, traceId);
+      this.options.logger.error('Host.Http', `Request failed: ${(err as Error)?.message ?? String(err)}`, { traceId: traceId() });
+      if (!res.headersSent) this.sendProblem(res, 500, 'Internal Server Error', 'An unexpected error occurred. The trace id identifies it in the service log.', url.pathname, traceId());
       else res.destroy();
     }
   }
@@ -305,41 +374,9 @@ export class HttpHost {
     this.sendProblem(res, 413, 'Payload Too Large', `The request body exceeds the limit of ${this.options.bodyLimit} bytes.`, instance, traceId, true);
   }
 
-  /** The RPC invocation request the host sends for an HTTP trigger. */
-  private buildRequest(fn: RegisteredFunction, params: Record<string, string>, method: string, url: URL, headers: Record<string, string>, body: Buffer | null, invocationId: string): RpcInvocationRequest {
-    const query: Record<string, string> = {};
-    for (const key of new Set(url.searchParams.keys())) query[key] = url.searchParams.getAll(key).join(',');
-    const httpData: RpcHttpData = {
-      method,
-      url: url.toString(),
-      headers,
-      nullableHeaders: nullable(headers),
-      query,
-      nullableQuery: nullable(query),
-      params,
-      nullableParams: nullable(params),
-    };
-    if (body) {
-      httpData.body = { bytes: body };
-      httpData.rawBody = { bytes: body };
-    }
-    const triggerMetadata: Record<string, RpcTypedData> = {
-      Query: { json: JSON.stringify(query) },
-      Headers: { json: JSON.stringify(headers) },
-      sys: { json: JSON.stringify({ MethodName: fn.metadata.name, UtcNow: new Date().toISOString(), RandGuid: randomUUID() }) },
-    };
-    for (const [k, v] of Object.entries(params)) triggerMetadata[k] = { string: v };
-    return {
-      invocationId,
-      functionId: fn.metadata.functionId,
-      inputData: [{ name: fn.triggerName, data: { http: httpData } }],
-      triggerMetadata,
-    };
-  }
-
   private async dispatchBuffered(fn: RegisteredFunction, params: Record<string, string>, req: { method?: string; headers: IncomingHttpHeaders }, url: URL, body: Buffer, invocationId: string): Promise<HttpResult> {
     const method = (req.method ?? 'GET').toUpperCase();
-    const request = this.buildRequest(fn, params, method, url, flattenHeaders(req.headers), body.length ? body : null, invocationId);
+    const request = httpInvocationRequest(fn, params, method, url, flattenHeaders(req.headers), body.length ? body : null, invocationId);
     const outcome = await this.options.invoke(fn, request, HTTP_REASON);
     if (outcome.response.result?.status === 'failure') return this.failure(url, invocationId);
     const httpOut = findHttpOutput(fn, outcome);
@@ -369,7 +406,7 @@ export class HttpHost {
   private async dispatchStreaming(fn: RegisteredFunction, params: Record<string, string>, req: { method?: string; headers: IncomingHttpHeaders; url?: string }, url: URL, body: Readable | null, invocationId: string): Promise<HttpResult | 'too-large'> {
     const method = (req.method ?? 'GET').toUpperCase();
     const headers = flattenHeaders(req.headers);
-    const request = this.buildRequest(fn, params, method, url, headers, null, invocationId);
+    const request = httpInvocationRequest(fn, params, method, url, headers, null, invocationId);
     const target = new URL(url.pathname + url.search, this.options.httpUri);
     const proxyHeaders: OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && k !== 'host' && v !== undefined) proxyHeaders[k] = v;

@@ -104,9 +104,22 @@ export class Logger implements RuntimeLogger {
     return level !== 'none' && LEVELS[level] >= this.minLevel(category);
   }
 
+  private lastMs = -1;
+  private lastTime = '';
+
+  /** The ISO time of now, formatted once per millisecond (a busy host writes several lines per request). */
+  private now(): string {
+    const ms = Date.now();
+    if (ms !== this.lastMs) {
+      this.lastMs = ms;
+      this.lastTime = new Date(ms).toISOString();
+    }
+    return this.lastTime;
+  }
+
   log(level: RpcLogLevel, category: string, message: string, fields?: Record<string, unknown>): void {
     if (!this.enabled(level, category)) return;
-    const time = new Date().toISOString();
+    const time = this.now();
     if (this.format === 'json') {
       this.write(JSON.stringify({ time, level: LEVEL_NAMES[level], category, message, ...fields }) + '\n');
     } else {

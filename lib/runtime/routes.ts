@@ -6,7 +6,7 @@
  * plain parameter, which beats a catch-all.
  */
 
-type Part = { kind: 'literal'; text: string } | { kind: 'param'; param: RouteParameter };
+type Part = { kind: 'literal'; text: string; lower: string } | { kind: 'param'; param: RouteParameter };
 
 export interface RouteParameter {
   name: string;
@@ -213,7 +213,7 @@ function parseSegment(template: string, text: string): Segment {
         else j++;
       }
       if (j >= text.length) throw new RouteTemplateError(template, `unclosed '{' in '${text}'.`);
-      if (lit) parts.push({ kind: 'literal', text: lit });
+      if (lit) parts.push({ kind: 'literal', text: lit, lower: lit.toLowerCase() });
       lit = '';
       parts.push({ kind: 'param', param: parseParameter(template, text.slice(i + 1, j)) });
       i = j + 1;
@@ -224,7 +224,7 @@ function parseSegment(template: string, text: string): Segment {
       i++;
     }
   }
-  if (lit) parts.push({ kind: 'literal', text: lit });
+  if (lit) parts.push({ kind: 'literal', text: lit, lower: lit.toLowerCase() });
   if (parts.length === 0) throw new RouteTemplateError(template, 'empty segment.');
   const seg: Segment = { parts };
   if (parts.length > 1) {
@@ -280,13 +280,19 @@ export class RouteTemplate {
 
   /** Match a path (relative to the route prefix, not decoded) and return the decoded parameters. */
   match(pathSegments: string[]): RouteMatch | undefined {
+    return this.matchDecoded(pathSegments.map(safeDecode));
+  }
+
+  /** `decoded`: the path segments, each percent-decoded (once per request, not once per template). */
+  matchDecoded(decoded: string[]): RouteMatch | undefined {
+    const pathSegments = decoded;
     const params: Record<string, string> = {};
     const segs = this.segments;
     for (let i = 0; i < segs.length; i++) {
       const seg = segs[i];
       const first = seg.parts[0];
       if (seg.parts.length === 1 && first.kind === 'param' && first.param.catchAll) {
-        const rest = pathSegments.slice(i).map(safeDecode).join('/');
+        const rest = pathSegments.slice(i).join('/');
         if (rest === '' && first.param.defaultValue === undefined && !first.param.optional) return undefined;
         const value = rest === '' ? first.param.defaultValue : rest;
         if (value !== undefined) {
@@ -306,16 +312,16 @@ export class RouteTemplate {
       const raw = pathSegments[i];
       if (seg.parts.length === 1) {
         if (first.kind === 'literal') {
-          if (safeDecode(raw).toLowerCase() !== first.text.toLowerCase()) return undefined;
+          if (raw !== first.text && raw.toLowerCase() !== first.lower) return undefined;
           continue;
         }
-        const value = safeDecode(raw);
+        const value = raw;
         if (value === '') return undefined;
         if (!first.param.constraints.every((c) => c.test(value))) return undefined;
         params[first.param.name] = value;
         continue;
       }
-      const m = seg.regex!.exec(safeDecode(raw));
+      const m = seg.regex!.exec(raw);
       if (!m) return undefined;
       let g = 1;
       for (const p of seg.parts) {
@@ -381,11 +387,12 @@ export class RouteTable<T> {
   /** `path` is relative to the route prefix, without query string. */
   match(method: string, path: string): RouteResult<T> {
     const segments = path.split('/').filter((s, i, all) => s !== '' || (i > 0 && i < all.length - 1));
+    const decoded = segments.map(safeDecode);
     const upper = method.toUpperCase();
     const allow = new Set<string>();
     let pathMatched = false;
     for (const entry of this.entries) {
-      const m = entry.template.match(segments);
+      const m = entry.template.matchDecoded(decoded);
       if (!m) continue;
       if (entry.methods.length === 0 || entry.methods.includes(upper)) return { kind: 'match', entry, params: m.params };
       pathMatched = true;
