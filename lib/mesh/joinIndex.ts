@@ -83,12 +83,18 @@ export class MeshIndex {
     for (const t of e.rels) add(this.incomingRel, t, id);
   }
 
+  /** Called with the id of every object another process changed (caches of whole objects drop it). */
+  onForeignChange: ((id: string) => void) | undefined;
+
   /** Apply the feed rows other processes appended since the last sync. */
   async sync(): Promise<void> {
     for (;;) {
       const rows = await readFeed(this.lastSeq, { limit: 500, skipWriter: PROCESS_WRITER });
       for (const r of rows) {
-        for (const en of r.entries) this.apply(en.id, 'state' in en ? en.state : null);
+        for (const en of r.entries) {
+          this.apply(en.id, 'state' in en ? en.state : null);
+          this.onForeignChange?.(en.id);
+        }
         this.lastSeq = r.seq;
       }
       if (rows.length < 500) return;

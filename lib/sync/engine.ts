@@ -12,6 +12,7 @@ import {
   type ConnectorObject,
   type DeltaChange,
   type ExportChange,
+  type ImportPage,
   type ObjectError,
 } from '../connectors/sdk';
 import { setConnectorRunState } from '../storage/connectors';
@@ -98,9 +99,29 @@ async function csCache(connectorId: string): Promise<CsCache> {
   return fresh;
 }
 
+/**
+ * Mesh objects this process wrote that still wait for a reference target, as JSON (compact): when the target
+ * arrives, re-resolving them needs no read. Objects another process changes leave it (index feed sync).
+ */
+const waitingDocs = new Map<string, string>();
+
+/** Mesh objects by id: from the waiting cache when there, else point reads. */
+async function loadDocs(ids: string[]): Promise<Map<string, MeshObject>> {
+  const out = new Map<string, MeshObject>();
+  const read: string[] = [];
+  for (const id of ids) {
+    const json = waitingDocs.get(id);
+    if (json) out.set(id, JSON.parse(json) as MeshObject);
+    else read.push(id);
+  }
+  for (const [id, doc] of await getMeshObjects(read)) out.set(id, doc);
+  return out;
+}
+
 /** Forget everything cached (after a failed or dry-run page whose effects were applied to caches only). */
 function dropCaches(connectorId: string): void {
   csCaches.delete(connectorId);
+  waitingDocs.clear();
   dropSharedIndex();
 }
 
@@ -120,7 +141,12 @@ async function context(info: RunInfo): Promise<Context> {
     if (r.ruleType === 'JoinRule' && r.targetAttribute) attrs.add(r.targetAttribute);
     if (r.ruleType === 'MeshComposerRule' && r.relationshipType && r.targetAttribute) attrs.add(r.targetAttribute);
   }
-  return { info, rules, index: await sharedIndex(attrs), cs: await csCache(info.connectorId), now: new Date().toISOString() };
+  const index = await sharedIndex(attrs);
+  if (!index.onForeignChange) {
+    waitingDocs.clear();
+    index.onForeignChange = (id) => waitingDocs.delete(id);
+  }
+  return { info, rules, index, cs: await csCache(info.connectorId), now: new Date().toISOString() };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -139,12 +165,9 @@ interface PageResult {
   errors: RunObjectError[];
 }
 
-const trace: Record<string, number> = {};
-
 /** Plan and (unless dry run) apply one page of imported objects and deletions. */
 async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
   const { rules, cs, now } = ctx;
-  const T0 = Date.now();
   const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: items.length, errors: [] };
   const work: { item: Item; hash: string; sum: CsSummary | undefined }[] = [];
   for (const item of items) {
@@ -168,12 +191,11 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
     return full.get(w.item.anchor) ?? { anchor: w.item.anchor, objectType: w.item.object?.objectType ?? 'User', attributes: {}, hash: w.sum.hash, rulesHash: w.sum.rulesHash, meshId: w.sum.meshId, deleted: w.sum.deleted, updatedOn: now };
   };
 
-  trace.prep = Date.now() - T0;
   const ws = new WorkingSet(ctx.index);
   const need = new Set<string>();
   // The index is current: an id it does not know is not in the mesh, so no read is spent on it.
   for (const w of work) for (const id of idsToLoad(rules, ctx.index, w.item.object, prevOf(w))) if (ctx.index.info(id)) need.add(id);
-  ws.load(await getMeshObjects(ws.missing(need)), need);
+  ws.load(await loadDocs(ws.missing(need)), need);
 
   const plans: ObjectPlan[] = [];
   for (const w of work) {
@@ -188,7 +210,6 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
     }
   }
 
-  trace.plan = Date.now() - T0;
   // Late arrivals and removed targets: objects whose references now resolve differently.
   const follow = new Set<string>();
   for (const p of plans) for (const id of p.followUps) follow.add(id);
@@ -201,12 +222,10 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
     for (const { by, key } of identityKeys(doc, ctx.index.attributes)) for (const s of ctx.index.waiting(by, key)) follow.add(s);
   }
   if (follow.size) {
-    ws.load(await getMeshObjects(ws.missing(follow)), follow);
+    ws.load(await loadDocs(ws.missing(follow)), follow);
     reresolve(ws, rules, follow, now);
   }
 
-  trace.follow = Date.now() - T0;
-  trace.nfollow = follow.size;
   if (ctx.info.dryRun) {
     dropCaches(ctx.info.connectorId);
     return result;
@@ -220,10 +239,13 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
       else deletes.push({ id, objectType: ctx.index.info(id)?.objectType ?? 'User' });
     }
     await commitMeshWrite({ upserts, deletes });
-    trace.mesh = Date.now() - T0;
+    for (const d of upserts) {
+      if (d.pendingReferences.length) waitingDocs.set(d.id, JSON.stringify(d));
+      else waitingDocs.delete(d.id);
+    }
+    for (const d of deletes) waitingDocs.delete(d.id);
     const rows = plans.map((p) => p.cs);
     await writeCsObjects(ctx.info.connectorId, rows);
-    trace.cs = Date.now() - T0;
     for (const r of rows) cs.summaries.set(r.anchor, summarize(ctx.info.connectorId, r));
   } catch (err) {
     dropCaches(ctx.info.connectorId);
@@ -271,36 +293,76 @@ export interface FullPageInput {
 
 export type FullPageOutput = { cursor: string | null; watermark: string | null; totals: RunTotals; restart?: boolean } | StepFailure;
 
+/**
+ * A full import's open reader, kept between pages in this process: the next page continues it instead of
+ * reopening the source at the cursor (reopening is for crashes and for pages that land on another process;
+ * some connectors pay for a resume). Keyed by run; used only when the page asks for exactly the cursor it
+ * last yielded.
+ */
+interface LiveReader {
+  connector: Connector;
+  it: AsyncIterator<ImportPage>;
+  cursor: string;
+}
+const liveReaders = new Map<string, LiveReader>();
+
+async function closeLiveReader(runId: string): Promise<void> {
+  const live = liveReaders.get(runId);
+  if (!live) return;
+  liveReaders.delete(runId);
+  await live.it.return?.().catch(() => undefined);
+  await live.connector.close().catch(() => undefined);
+}
+
+async function nextImportPage(input: FullPageInput): Promise<IteratorResult<ImportPage> | 'restart'> {
+  const live = liveReaders.get(input.info.runId);
+  let reader: { connector: Connector; it: AsyncIterator<ImportPage> };
+  if (live && input.cursor !== null && live.cursor === input.cursor) {
+    reader = live;
+    liveReaders.delete(input.info.runId);
+  } else {
+    await closeLiveReader(input.info.runId);
+    const { connector } = await createConnectorFor(input.info.connectorId);
+    if (!hasFullImport(connector)) {
+      await connector.close().catch(() => undefined);
+      throw new ConnectorError('unsupported', 'This connector cannot import.');
+    }
+    reader = { connector, it: connector.fullImport({ pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE, cursor: input.cursor })[Symbol.asyncIterator]() };
+  }
+  try {
+    const next = await reader.it.next();
+    if (!next.done && next.value.cursor !== null) liveReaders.set(input.info.runId, { ...reader, cursor: next.value.cursor });
+    else {
+      await reader.it.return?.().catch(() => undefined);
+      await reader.connector.close().catch(() => undefined);
+    }
+    return next;
+  } catch (err) {
+    await reader.connector.close().catch(() => undefined);
+    if (isConnectorError(err) && err.code === 'cursor_invalid') return 'restart';
+    throw err;
+  }
+}
+
 /** Read one page of a full import from `cursor`, plan and apply it, record what it saw. */
 export async function fullImportPage(input: FullPageInput): Promise<FullPageOutput> {
   try {
-    return await withConnector(input.info.connectorId, async (connector) => {
-      if (!hasFullImport(connector)) throw new ConnectorError('unsupported', 'This connector cannot import.');
-      const t0 = Date.now();
-      const it = connector.fullImport({ pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE, cursor: input.cursor })[Symbol.asyncIterator]();
-      let next;
-      try {
-        next = await it.next();
-      } catch (err) {
-        if (isConnectorError(err) && err.code === 'cursor_invalid') return { cursor: null, watermark: null, totals: input.totals, restart: true };
-        throw err;
-      } finally {
-        await it.return?.();
-      }
-      if (next.done) return { cursor: null, watermark: null, totals: input.totals };
-      const page = next.value;
-      const t1 = Date.now();
-      const ctx = await context(input.info);
-      const t2 = Date.now();
-      const result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })));
-      if (process.env.SYNC_TRACE) console.log(`[sync] page ${input.page}: read ${t1 - t0} ms, context ${t2 - t1} ms, process ${Date.now() - t2} ms ${JSON.stringify(trace)}`);
-      const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
-      await saveSeen(input.info.runId, input.page, seen);
-      const totals = addPage(input.totals, result, page.errors);
-      await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors });
-      return { cursor: page.cursor, watermark: page.cursor === null ? (page.watermark ?? null) : null, totals };
-    });
+    const t0 = Date.now();
+    const next = await nextImportPage(input);
+    if (next === 'restart') return { cursor: null, watermark: null, totals: input.totals, restart: true };
+    if (next.done) return { cursor: null, watermark: null, totals: input.totals };
+    const page = next.value;
+    const t1 = Date.now();
+    const ctx = await context(input.info);
+    const result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })));
+    if (process.env.SYNC_TRACE) console.log(`[sync] page ${input.page}: read ${t1 - t0} ms, plan and apply ${Date.now() - t1} ms`);
+    const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
+    await saveSeen(input.info.runId, input.page, seen);
+    const totals = addPage(input.totals, result, page.errors);
+    await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors });
+    return { cursor: page.cursor, watermark: page.cursor === null ? (page.watermark ?? null) : null, totals };
   } catch (err) {
+    await closeLiveReader(input.info.runId);
     return failure(err);
   }
 }
@@ -514,6 +576,7 @@ async function exportDocs(
     }
   });
   await commitMeshWrite({ upserts: meshUpserts, deletes: [] });
+  for (const d of meshUpserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, JSON.stringify(d));
   await writeCsObjects(info.connectorId, csRows);
   csCaches.delete(info.connectorId);
   return addPage(totals, { ...result, errors }, []);
@@ -576,6 +639,7 @@ export interface FinishInput {
 /** Commit the watermark (only now: the data it covers is committed), set lastSync/status, finish the run. */
 export async function finishRun(input: FinishInput): Promise<void> {
   const { info } = input;
+  await closeLiveReader(info.runId);
   const run = await getRun(info.runId);
   if (!run || !['Running', 'Queued'].includes(run.status)) return;
   const completed = input.status === 'Completed' || input.status === 'CompletedWithErrors';

@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync as writeFileSyncText } from 'node:fs';
 import path from 'node:path';
+import { readFeed } from '../../../lib/mesh/store';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { fileConnector, folder, meshByAnchor, rule, runExport, runImport, valueOf, waitRun, writeCsv } from './syncSupport';
 
@@ -117,11 +118,19 @@ describe('two sources joined on employee id', () => {
   });
 
   test('an object deleted from its last source leaves the mesh, and relationships to it become pending', async () => {
+    const before = await meshByAnchor();
     writeCsv(hrDir, 'hr2.csv', HR, []);
     const run = await runImport(rt, hr, { runType: 'FullImport' });
     expect(run).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1 } });
+    const gone = before.get('E9')!.id;
     const mesh = await meshByAnchor();
     expect(mesh.has('E9')).toBe(false);
+    // The change feed carries the tombstone, after the states it replaced, with gapless sequence numbers.
+    const feed = await readFeed(0, { limit: 10_000 });
+    expect(feed.map((r) => r.seq)).toEqual(feed.map((_, i) => i + 1));
+    const entries = feed.flatMap((r) => r.entries.filter((e) => e.id === gone));
+    expect(entries[entries.length - 1]).toEqual({ id: gone, objectType: 'User', deleted: true });
+    expect('state' in entries[0] && entries[0].state.anchorValue).toBe('E9');
     expect(mesh.get('E4')!.relationships).toEqual([]);
     expect(mesh.get('E4')!.pendingReferences).toEqual([{ type: 'manager', value: 'E9' }]);
   });
