@@ -146,10 +146,27 @@ export class TaskHubWorker {
    * message. Throws InstanceConflictError when an instance with that id is still active.
    */
   async createInstance(name: string, instanceId: string, input: string | undefined, parent?: Omit<ChildCreation, 'instanceId' | 'name' | 'input'>): Promise<InstanceRecord> {
+    try {
+      // A new id (the usual case) is created without reading first: the insert fails when the row exists.
+      return await this.createWith(name, instanceId, input, parent, undefined);
+    } catch (err) {
+      if (!(err instanceof InstanceConflictError)) throw err;
+    }
     const existing = await this.store.getInstance(instanceId);
     if (existing && !isTerminal(existing.runtimeStatus)) {
       throw new InstanceConflictError(`An orchestration instance with the ID '${instanceId}' already exists and is ${existing.runtimeStatus}.`);
     }
+    return this.createWith(name, instanceId, input, parent, existing);
+  }
+
+  /** Commit a new `$state` (replacing `existing`, a finished instance, when given) and deliver its start message. */
+  private async createWith(
+    name: string,
+    instanceId: string,
+    input: string | undefined,
+    parent: Omit<ChildCreation, 'instanceId' | 'name' | 'input'> | undefined,
+    existing: InstanceRecord | undefined,
+  ): Promise<InstanceRecord> {
     const now = new Date();
     const exec = newExecutionId();
     const state: InstanceRecord = {
