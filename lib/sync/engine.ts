@@ -65,7 +65,7 @@ function failure(err: unknown): StepFailure {
 }
 
 /** Read the run; Failed-style answer when the connector or its configuration is unusable. */
-export async function beginRun(runId: string): Promise<RunInfo | StepFailure> {
+export async function beginRun(runId: string): Promise<RunInfo | (StepFailure & { info?: RunInfo })> {
   const run = await getRun(runId);
   if (!run) return { failed: 'The run no longer exists.' };
   const info: RunInfo = { runId, connectorId: run.connectorId, runType: run.runType, dryRun: !!run.dryRun };
@@ -73,8 +73,9 @@ export async function beginRun(runId: string): Promise<RunInfo | StepFailure> {
     const { connector } = await createConnectorFor(run.connectorId);
     await connector.close();
   } catch (err) {
-    if (isConnectorError(err)) return { failed: err.message };
-    return { failed: 'The connector does not exist or its configuration cannot be read.' };
+    // The run exists, so it is finished as Failed (releasing the connector's run lock).
+    if (isConnectorError(err)) return { failed: err.message, info };
+    return { failed: 'The connector does not exist or its configuration cannot be read.', info };
   }
   if (run.status === 'Queued') await updateRun(runId, { status: 'Running' });
   return info;
