@@ -435,6 +435,8 @@ let reader: MeshFeedReader | undefined;
 let ready: Promise<MeshReadModel> | undefined;
 let isReady = false;
 let stopping = false;
+/** Bumped by every start: a load left over from before a stop never installs itself. */
+let generations = 0;
 let loadedAt: { ms: number; objects: number } | undefined;
 
 /**
@@ -445,6 +447,7 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
   if (ready) return;
   stopping = false;
   const started = Date.now();
+  const generation = ++generations;
   ready = (async () => {
     for (;;) {
       // A failed load leaves a partial copy: every attempt starts from an empty model.
@@ -457,16 +460,17 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
       try {
         await r.load();
       } catch (err) {
-        if (stopping) throw err;
+        if (stopping || generation !== generations) throw err;
         console.error(`[mesh] Loading the mesh read model failed (${describe(err)}); retrying in ${LOAD_RETRY_MS / 1000} s.`);
         await new Promise((res) => setTimeout(res, LOAD_RETRY_MS).unref());
         continue;
       }
+      if (stopping || generation !== generations) return m;
       model = m;
       isReady = true;
       loadedAt = { ms: Date.now() - started, objects: m.size };
       console.log(`[mesh] Read model loaded: ${m.size} object(s) in ${loadedAt.ms} ms.`);
-      if (!stopping) r.startTailing();
+      r.startTailing();
       return m;
     }
   })();
