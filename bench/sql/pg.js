@@ -15,7 +15,6 @@ const QUERY = 'SELECT employee_id, first_name, last_name, email, department, man
 async function startBenchPostgres(N) {
   const { freePort } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-sql-'));
-  const stateDir = path.join(dir, 'state');
   const bin = path.join('/usr/lib/postgresql', readdirSync('/usr/lib/postgresql').sort((a, b) => a - b).pop(), 'bin');
   const asRoot = process.getuid && process.getuid() === 0;
   const as = (cmd, args) => execFileSync(asRoot ? 'runuser' : cmd, asRoot ? ['-u', 'postgres', '--', cmd, ...args] : args, { stdio: 'pipe' });
