@@ -3,6 +3,7 @@ import type { FieldError } from '../errors';
 import type { ConnectorDefinition } from './sdk';
 import { ActiveDirectoryConfigSchema, DIRECTORY_EXPRESSIONS, LdapConfigSchema, directoryChecks, directoryDefaults, type DirectoryConfig } from './ldap/schema';
 import { SQL_EXPRESSIONS, SqlConfigSchema, sqlChecks, sqlDefaults, type SqlConfig } from './sql/schema';
+import { validateSqlConfig } from './sql/validate';
 import { CUSTOM_EXPRESSIONS, CustomConfigSchema } from './custom/schema';
 import { validateCustomSettings, type CustomConnectorConfig } from './custom';
 import { AppError } from '../errors';
@@ -48,7 +49,7 @@ const TYPES: Record<ConnectorType, ConnectorTypeConfig> = {
     type: 'sql',
     configSchema: SqlConfigSchema,
     defaults: (c) => sqlDefaults(c as SqlConfig),
-    checks: (c) => sqlChecks(c as SqlConfig),
+    checks: (c) => [...sqlChecks(c as SqlConfig), ...validateSqlConfig(c as SqlConfig)],
     expressions: SQL_EXPRESSIONS,
   },
   custom: { type: 'custom', configSchema: CustomConfigSchema, defaults: (c) => c, checks: customChecks, expressions: CUSTOM_EXPRESSIONS },
@@ -80,7 +81,14 @@ export function registerConnectorImplementation(definition: ConnectorDefinition)
   implementations.set(definition.type, definition);
 }
 
-/** The implementation registered for `type`, or undefined. */
+let builtinsLoaded = false;
+
+/** The implementation registered for `type` (built-in connectors included), or undefined. */
 export function connectorImplementation(type: string): ConnectorDefinition | undefined {
+  if (!builtinsLoaded) {
+    builtinsLoaded = true;
+    // Loaded on first use, not at the top: the built-in modules import this one to register themselves.
+    require('./builtin');
+  }
   return implementations.get(type);
 }
