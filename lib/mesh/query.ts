@@ -1,5 +1,5 @@
 import type { AttributeValue } from '../connectors/sdk';
-import { NO_SOURCE, type FoldedValue, type MeshReadModel, type MeshRecord, type SortedIndex } from './readModel';
+import { NO_SOURCE, type AttributeColumn, type MatchMode, type MeshReadModel, type MeshRecord, type SortedIndex } from './readModel';
 
 /**
  * Mesh queries over the read model (lib/mesh/readModel.ts): the list (`GET /mesh/objects`) and the advanced
@@ -85,12 +85,12 @@ export function queryMesh(model: MeshReadModel, q: MeshQuery): MeshPage {
   return { items, totalCount: count };
 }
 
-/** Cheaper tests run first (AND: the first failing test ends a record's evaluation). */
-const COST: Record<Operator, number> = { ispresent: 0, isnotpresent: 0, equals: 1, startswith: 2, endswith: 2, istrue: 3, isfalse: 3, contains: 4 };
+/** Cheaper tests first (AND: the first failing test ends an object's evaluation); all are one byte read per object. */
+const COST: Record<Operator, number> = { ispresent: 0, isnotpresent: 0, equals: 1, startswith: 1, endswith: 1, contains: 1, istrue: 1, isfalse: 1 };
 
 /** A criterion as a test of one record. */
 export function compileCriterion(model: MeshReadModel, c: Criterion): Test {
-  const columns = model.nameIds(c.attributeName).map((n) => model.columns[n].folded);
+  const columns = model.nameIds(c.attributeName).map((n) => model.columns[n]);
   switch (c.operator) {
     case 'ispresent':
       return presence(columns);
@@ -99,58 +99,32 @@ export function compileCriterion(model: MeshReadModel, c: Criterion): Test {
       return (slot) => !present(slot);
     }
     case 'istrue':
-      return anyValue(columns, isTrue);
+      return matches(model, columns, [...TRUE].map((v): [MatchMode, string] => ['equals', v]));
     case 'isfalse':
-      return anyValue(columns, isFalse);
+      return matches(model, columns, [...FALSE].map((v): [MatchMode, string] => ['equals', v]));
     default: {
       if (c.value === undefined) throw new Error(`The operator '${c.operator}' needs a value.`);
-      return anyValue(columns, comparer(c.operator, c.value.toLowerCase()));
+      return matches(model, columns, [[c.operator as MatchMode, c.value.toLowerCase()]]);
     }
   }
 }
 
-type Column = readonly (FoldedValue | undefined)[];
-
-function presence(columns: Column[]): Test {
+function presence(columns: AttributeColumn[]): Test {
   if (columns.length === 1) {
-    const col = columns[0];
-    return (slot) => col[slot] != null;
+    const present = columns[0].present;
+    return (slot) => present[slot] === 1;
   }
-  return (slot) => columns.some((col) => col[slot] != null);
+  return (slot) => columns.some((col) => col.present[slot] === 1);
 }
 
-/** True when some value (folded, non-empty) of the attribute passes `test`: any value of a multi-valued one. */
-function anyValue(columns: Column[], test: (folded: string) => boolean): Test {
-  const one = (col: Column, slot: number) => {
-    const v = col[slot];
-    if (v == null) return false;
-    if (typeof v === 'string') return test(v);
-    for (let j = 0; j < v.length; j++) if (test(v[j])) return true;
-    return false;
-  };
-  if (columns.length === 1) {
-    const col = columns[0];
-    return (slot) => one(col, slot);
-  }
-  return (slot) => columns.some((col) => one(col, slot));
-}
-
-const isTrue = (s: string) => TRUE.has(s);
-const isFalse = (s: string) => FALSE.has(s);
-
-function comparer(op: Operator, want: string): (s: string) => boolean {
-  switch (op) {
-    case 'equals':
-      return (s) => s === want;
-    case 'contains':
-      return (s) => s.includes(want);
-    case 'startswith':
-      return (s) => s.startsWith(want);
-    case 'endswith':
-      return (s) => s.endsWith(want);
-    default:
-      throw new Error(`'${op}' does not compare values.`);
-  }
+/**
+ * The slots where any value of the attribute matches one of `patterns` (a multi-valued attribute: any of its
+ * values), marked once per request in a bitmap; the test is then one byte read per object.
+ */
+function matches(model: MeshReadModel, columns: AttributeColumn[], patterns: [MatchMode, string][]): Test {
+  const hits = new Uint8Array(model.slotCount);
+  for (const col of columns) for (const [mode, want] of patterns) col.match(mode, want, hits);
+  return (slot) => hits[slot] === 1;
 }
 
 /** List item (spec 2.5): identity fields and `attributeValues`, attribute name -> consolidated value. */

@@ -76,15 +76,31 @@ export class MeshRecord {
   ) {}
 }
 
+/** How a value operator matches a folded value. */
+export type MatchMode = 'equals' | 'startswith' | 'endswith' | 'contains';
+
 /**
  * The values of one attribute name for every object, by slot. `folded` is the value's string form
- * lower-cased (a multi-valued attribute: its non-empty values), null for no value: what criteria compare,
- * folded once at write time instead of per query. `meta` holds source id, confidence, updatedOn id.
+ * lower-cased (a multi-valued attribute: its non-empty values), null for no value, folded once at write time.
+ * `present` (1 byte per slot) answers ispresent without touching the values; `meta` holds source id,
+ * confidence and updatedOn id per slot.
+ *
+ * Value operators run like the anchor search: on the first match after a change, every folded value is
+ * joined into one text (`\u0000v0\u0000v1\u0000...\u0000`, one segment per value, so a multi-valued
+ * attribute has several segments for its slot) with each segment's start and slot. One native indexOf loop
+ * then finds `\u0000want\u0000` (equals), `\u0000want` (startswith), `want\u0000` (endswith) or `want`
+ * (contains) and marks the slots hit, instead of dereferencing one string per object.
  */
 export class AttributeColumn {
   values: (AttributeValue | undefined)[] = [];
   folded: (FoldedValue | undefined)[] = [];
   meta = new Int32Array(0);
+  present = new Uint8Array(0);
+  private version = 0;
+  private textVersion = -1;
+  private text = '';
+  private segStart = new Int32Array(0);
+  private segSlot = new Int32Array(0);
 
   set(slot: number, value: AttributeValue, folded: FoldedValue, source: number, confidence: number, stamp: number): void {
     // Grow by appending: an assignment far past the end would turn the arrays into slow dictionaries.
@@ -95,18 +111,89 @@ export class AttributeColumn {
     this.values[slot] = value;
     this.folded[slot] = folded;
     if (this.meta.length < (slot + 1) * 3) {
-      const grown = new Int32Array(Math.max(1024, (slot + 1) * 6));
-      grown.set(this.meta);
-      this.meta = grown;
+      const capacity = Math.max(1024, (slot + 1) * 2);
+      const meta = new Int32Array(capacity * 3);
+      meta.set(this.meta);
+      this.meta = meta;
+      const present = new Uint8Array(capacity);
+      present.set(this.present);
+      this.present = present;
     }
     this.meta[slot * 3] = source;
     this.meta[slot * 3 + 1] = confidence;
     this.meta[slot * 3 + 2] = stamp;
+    this.present[slot] = folded === null ? 0 : 1;
+    this.version++;
   }
 
   clear(slot: number): void {
     this.values[slot] = undefined;
     this.folded[slot] = undefined;
+    if (slot < this.present.length) this.present[slot] = 0;
+    this.version++;
+  }
+
+  /** Set `hits[slot] = 1` for every slot with a folded value that matches `want` (already lower-cased). */
+  match(mode: MatchMode, want: string, hits: Uint8Array): void {
+    if (want === '' || want.includes(SEP)) return this.matchSlowly(mode, want, hits);
+    if (this.textVersion !== this.version) this.buildText();
+    const text = this.text;
+    const starts = this.segStart;
+    const slots = this.segSlot;
+    const n = starts.length;
+    const lead = mode === 'equals' || mode === 'startswith';
+    const pattern = mode === 'equals' ? SEP + want + SEP : mode === 'startswith' ? SEP + want : mode === 'endswith' ? want + SEP : want;
+    let p = text.indexOf(pattern);
+    let lo = 0;
+    while (p >= 0) {
+      const q = lead ? p + 1 : p;
+      let hi = n - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >>> 1;
+        if (starts[mid] <= q) lo = mid;
+        else hi = mid - 1;
+      }
+      hits[slots[lo]] = 1;
+      if (lo + 1 >= n) break;
+      lo++;
+      p = text.indexOf(pattern, lead ? starts[lo] - 1 : starts[lo]);
+    }
+  }
+
+  private matchSlowly(mode: MatchMode, want: string, hits: Uint8Array): void {
+    const test = (s: string) => (mode === 'equals' ? s === want : mode === 'startswith' ? s.startsWith(want) : mode === 'endswith' ? s.endsWith(want) : s.includes(want));
+    this.folded.forEach((v, slot) => {
+      if (v == null) return;
+      if (typeof v === 'string' ? test(v) : v.some(test)) hits[slot] = 1;
+    });
+  }
+
+  private buildText(): void {
+    const parts: string[] = [];
+    const slotsOf: number[] = [];
+    for (let slot = 0; slot < this.folded.length; slot++) {
+      const v = this.folded[slot];
+      if (v == null) continue;
+      if (typeof v === 'string') {
+        parts.push(v);
+        slotsOf.push(slot);
+      } else {
+        for (const x of v) {
+          parts.push(x);
+          slotsOf.push(slot);
+        }
+      }
+    }
+    const starts = new Int32Array(parts.length);
+    let at = 1;
+    for (let i = 0; i < parts.length; i++) {
+      starts[i] = at;
+      at += parts[i].length + 1;
+    }
+    this.text = SEP + parts.join(SEP) + SEP;
+    this.segStart = starts;
+    this.segSlot = Int32Array.from(slotsOf);
+    this.textVersion = this.version;
   }
 }
 
@@ -275,6 +362,11 @@ export class MeshReadModel {
 
   get size(): number {
     return this.byId.size;
+  }
+
+  /** One more than the highest slot in use (the size of a per-slot bitmap). */
+  get slotCount(): number {
+    return this.nextSlot;
   }
 
   get(id: string): MeshRecord | undefined {

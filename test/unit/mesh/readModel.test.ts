@@ -106,3 +106,31 @@ describe('MeshReadModel', () => {
     expect([f('s'), f('n'), f('b'), f('e'), f('z'), f('l'), f('le')]).toEqual(['mixed', '1', 'false', null, null, ['x', '2'], null]);
   });
 });
+
+describe('AttributeColumn.match', () => {
+  test('equals, startswith, endswith and contains over the joined values equal a per-value check (multi-valued, updates, clears)', () => {
+    const r = rng(5);
+    const m = new MeshReadModel();
+    const words = ['sales', 'salesforce', 'pre-sales', 'Sales', 'a', 'ab', 'b', 'ba', 'é', 'ÉA', '山田', ''];
+    const value = () => (r() < 0.3 ? [words[Math.floor(r() * words.length)], words[Math.floor(r() * words.length)]] : r() < 0.1 ? null : words[Math.floor(r() * words.length)]);
+    const objects = Array.from({ length: 300 }, (_, i) => meshObject(gid(i), `o${i}`, { v: value() }));
+    m.loadPage(objects);
+    for (let i = 0; i < 40; i++) {
+      const id = gid(Math.floor(r() * 300));
+      m.applyEntries([r() < 0.2 ? { id, objectType: 'User', deleted: true } : { id, objectType: 'User', state: meshObject(id, 'x', { v: value() }) }]);
+    }
+    const col = m.columns[m.nameIds('v')[0]];
+    for (const mode of ['equals', 'startswith', 'endswith', 'contains'] as const) {
+      for (const want of ['sales', 'sal', 'es', 'a', 'b', 'ab', 'é', 'éa', '山', 'zz', 'a\u0000b']) {
+        const hits = new Uint8Array(m.slotCount);
+        col.match(mode, want, hits);
+        const test = (s: string) => (mode === 'equals' ? s === want : mode === 'startswith' ? s.startsWith(want) : mode === 'endswith' ? s.endsWith(want) : s.includes(want));
+        const expected = new Uint8Array(m.slotCount);
+        col.folded.forEach((v, slot) => {
+          if (v != null && (typeof v === 'string' ? test(v) : v.some(test))) expected[slot] = 1;
+        });
+        expect([mode, want, [...hits].join('')]).toEqual([mode, want, [...expected].join('')]);
+      }
+    }
+  });
+});
