@@ -87,6 +87,8 @@ export class TaskHubWorker {
   private completions: { item: WorkMessage; msg: WorkMessage }[] = [];
   private flushTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
+  /** A flush is chained behind the running one and will take every completion present when it starts. */
+  private flushQueued = false;
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly timerHandles = new Set<NodeJS.Timeout>();
   private pollTimer: NodeJS.Timeout | undefined;
@@ -512,7 +514,10 @@ export class TaskHubWorker {
   private flushCompletions(): Promise<void> {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
+    if (this.flushQueued && this.flushing) return this.flushing;
+    this.flushQueued = true;
     const run = async (): Promise<void> => {
+      this.flushQueued = false;
       const batch = this.completions;
       this.completions = [];
       if (!batch.length) return;
