@@ -8,6 +8,8 @@ import './schemas/connectors';
 import './schemas/rules';
 import './schemas/instances';
 import './schemas/runs';
+import './schemas/mesh';
+import './sync/schemas';
 
 /**
  * The OpenAPI 3.1 document of the Admin API, generated from the route catalog (lib/api/routes.ts) and the

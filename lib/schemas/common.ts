@@ -54,3 +54,20 @@ export const Dictionary = <T extends TSchema>(value: T, options: Record<string, 
     additionalProperties: value,
     ...options,
   });
+
+/**
+ * A connector's deletion threshold: a run that would delete more objects than this stops before deleting
+ * anything (status StoppedDeletionThreshold). A number is a count of objects; an object sets the count and/or
+ * the share of the connector's objects. Default: 500 objects or 20 %.
+ */
+export const DeletionThreshold = () =>
+  Type.Union(
+    [
+      Type.Integer({ minimum: 0 }),
+      Type.Object(
+        { objects: Type.Optional(Type.Integer({ minimum: 0 })), percent: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })) },
+        { additionalProperties: false },
+      ),
+    ],
+    { description: 'Stop a run before it deletes more than this many objects ({ objects, percent }); default 500 objects or 20 %.' },
+  );

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary } from '../../schemas/common';
+import { Dictionary, DeletionThreshold } from '../../schemas/common';
 import type { FieldError } from '../../errors';
 
 /**
@@ -44,6 +44,7 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       exportDnTemplate: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression giving the DN of an object to add.' })),
       objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
       provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
+      deletionThreshold: Type.Optional(DeletionThreshold()),
     },
     { $id: isAd ? 'ActiveDirectoryConnectorConfig' : 'LdapConnectorConfig', additionalProperties: false },
   );

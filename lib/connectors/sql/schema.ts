@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary } from '../../schemas/common';
+import { Dictionary, DeletionThreshold } from '../../schemas/common';
 import type { FieldError } from '../../errors';
 
 /**
@@ -52,6 +52,7 @@ export const SqlConfigSchema = Type.Object(
       ),
     ),
     provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
+    deletionThreshold: Type.Optional(DeletionThreshold()),
   },
   { $id: 'SqlConnectorConfig', additionalProperties: false, dependentRequired: { deltaImportQuery: ['deltaColumn'] } },
 );

@@ -66,6 +66,16 @@ describe('create, read, list', () => {
     expect(custom.body.config).toEqual({ implementation: 'file', settings, secrets: { apiKey: '********' }, objectType: 'User' });
   });
 
+  it('accepts a deletion threshold as a count or { objects, percent }, and refuses one out of range', async () => {
+    const counted = await create('Threshold Count', 'ldap', ldapConfig({ deletionThreshold: 250 }));
+    expect(counted.body.config.deletionThreshold).toBe(250);
+    const shaped = await create('Threshold Shape', 'sql', sqlConfig({ deletionThreshold: { objects: 10, percent: 5 } }));
+    expect(shaped.body.config.deletionThreshold).toEqual({ objects: 10, percent: 5 });
+    const bad = await svc.call('POST', 'connectors', { body: { name: 'Threshold Bad', type: 'ldap', config: ldapConfig({ deletionThreshold: { percent: 101 } }) } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(/^\/config\/deletionThreshold/) })]));
+  });
+
   it('refuses a custom connector whose implementation is not registered, or whose settings it rejects', async () => {
     const unknown = await svc.call('POST', 'connectors', { body: { name: 'Custom Unknown', type: 'custom', config: { implementation: 'acme.hr' } } });
     expect(unknown.status).toBe(400);
