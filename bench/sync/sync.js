@@ -51,18 +51,40 @@ async function peakRss(pid) {
   }
 }
 
+/** CPU seconds (user + system) a process has used so far. */
+function cpuSeconds(pid) {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
 async function main() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'sync-bench-'));
   const csvDir = mkdtempSync(path.join(os.tmpdir(), 'sync-bench-csv-'));
   const azurite = new Azurite();
+  // SYNC_BENCH_CPUPROF=<dir>: V8 CPU profiles of the service and of Azurite (written when they exit).
+  const prof = process.env.SYNC_BENCH_CPUPROF;
+  const nodeOptions = prof ? `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, 'cpuprof.js')}`.trim() : process.env.NODE_OPTIONS;
+  const savedOptions = process.env.NODE_OPTIONS;
+  if (prof) process.env.NODE_OPTIONS = nodeOptions;
   await azurite.start();
+  if (prof) process.env.NODE_OPTIONS = savedOptions ?? '';
+  const tablePid = azurite.pids[0];
   const port = await freePort();
   const child = spawn(process.execPath, [path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', root, '--port', String(port), '--data-dir', dataDir], {
-    env: { ...process.env, AzureWebJobsStorage: azurite.connectionString, AZURE_FUNCTIONS_ENVIRONMENT: 'Development', Service__DataDir: dataDir, Authentication__Negotiate__Enabled: 'false', Engine__InstanceName: 'bench', LOG_FORMAT: '', SYNC_TRACE: process.env.SYNC_TRACE || '' },
+    env: { ...process.env, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), AzureWebJobsStorage: azurite.connectionString, AZURE_FUNCTIONS_ENVIRONMENT: 'Development', Service__DataDir: dataDir, Authentication__Negotiate__Enabled: 'false', Engine__InstanceName: 'bench', LOG_FORMAT: '', SYNC_TRACE: process.env.SYNC_TRACE || '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let logs = '';
-  const keep = (d) => (logs = (logs + d.toString()).slice(-20000));
+  const trace = [];
+  const keep = (d) => {
+    const text = d.toString();
+    logs = (logs + text).slice(-20000);
+    if (process.env.SYNC_TRACE) for (const l of text.split('\n')) if (l.includes('[sync]')) trace.push(l);
+  };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   const base = `http://127.0.0.1:${port}/api`;
@@ -101,10 +123,15 @@ async function main() {
 
     const runOnce = async (runType) => {
       const t0 = performance.now();
+      const c0 = { service: cpuSeconds(child.pid), azurite: cpuSeconds(tablePid) };
+      trace.push(`--- ${runType}`);
       const run = await must(call('POST', `connectors/${conn.id}/import`, { runType }), 202);
       for (;;) {
         const r = await must(call('GET', `runs/${run.runId}`), 200);
-        if (!['Running', 'Queued'].includes(r.status)) return { seconds: (performance.now() - t0) / 1000, run: r };
+        if (!['Running', 'Queued'].includes(r.status)) {
+          const cpu = { serviceCpuSeconds: +(cpuSeconds(child.pid) - c0.service).toFixed(1), azuriteCpuSeconds: +(cpuSeconds(tablePid) - c0.azurite).toFixed(1), load: os.loadavg()[0] };
+          return { seconds: (performance.now() - t0) / 1000, run: r, cpu };
+        }
         await sleep(100);
       }
     };
@@ -122,6 +149,7 @@ async function main() {
     await client.createTable();
     const pad = 'x'.repeat(600);
     const t0 = performance.now();
+    const floorCpu0 = cpuSeconds(tablePid);
     const batches = [];
     for (let i = 0; i < N; i += 100) batches.push(i);
     let next = 0;
@@ -134,17 +162,19 @@ async function main() {
       }
     }));
     const floorSeconds = (performance.now() - t0) / 1000;
+    const floorAzuriteCpu = +(cpuSeconds(tablePid) - floorCpu0).toFixed(1);
     const out = {
       users: N,
-      fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, stats: full.run.stats, peakRssMB: rssAfterFull, targetSeconds: 60, targetRssMB: 512 },
-      unchangedReimport: { seconds: +again.seconds.toFixed(2), status: again.run.status, stats: again.run.stats, targetSeconds: 10 },
-      delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, stats: delta.run.stats, targetSeconds: 3 },
-      floor: { entities: N, seconds: +floorSeconds.toFixed(2), entitiesPerSecond: Math.round(N / floorSeconds) },
+      fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, stats: full.run.stats, ...full.cpu, peakRssMB: rssAfterFull, targetSeconds: 60, targetRssMB: 512 },
+      unchangedReimport: { seconds: +again.seconds.toFixed(2), status: again.run.status, stats: again.run.stats, ...again.cpu, targetSeconds: 10 },
+      delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, stats: delta.run.stats, ...delta.cpu, targetSeconds: 3 },
+      floor: { entities: N, seconds: +floorSeconds.toFixed(2), entitiesPerSecond: Math.round(N / floorSeconds), azuriteCpuSeconds: floorAzuriteCpu },
       ratioFullImportToFloor: +(full.seconds / floorSeconds).toFixed(2),
       ratioTarget: 1.5,
       peakRssMB: await peakRss(child.pid),
+      loadAverage: os.loadavg().map((x) => +x.toFixed(2)),
     };
-    if (process.env.SYNC_TRACE) console.error(logs.split('\n').filter((l) => l.includes('[sync]')).join('\n'));
+    if (process.env.SYNC_TRACE) console.error(trace.join('\n'));
     console.log(JSON.stringify(out, null, 2));
   } finally {
     child.kill('SIGTERM');

@@ -7,9 +7,12 @@ import { getJson, mapLimit, putJson, submitBatched } from '../sync/tableUtil';
 /**
  * The mesh (table `Mesh`) and its change feed (table `MeshFeed`).
  *
- * Mesh keys: PartitionKey `m<first hex digit of the id>` (16 partitions), RowKey the mesh id. A point read
- * needs only the id; a page of writes spreads over at most 16 partitions, so it still goes out in
- * transactions of up to 100 rows. Columns: `objectType`, `anchorValue`, `anchorLower` (for range scans),
+ * Mesh keys: 16 tables `Mesh0`..`Meshf` by the first hex digit of the id, PartitionKey `m<that digit>` (one
+ * partition per table), RowKey the mesh id. A point read needs only the id; a page of writes spreads over at
+ * most 16 partitions, so it still goes out in transactions of up to 100 rows. Why 16 tables and not 16
+ * partitions of one table: Azurite (LokiJS) pays for every replaced or deleted row, and for every query page,
+ * in proportion to the size of the whole table (index positions are shifted, queries filter and sort the whole
+ * collection), so one 100,000-row table made every write of a large import slower as the table filled. Columns: `objectType`, `anchorValue`, `anchorLower` (for range scans),
  * `updatedOn`, and the whole {@link MeshObject} as chunked JSON (`d0..`, `dn`).
  *
  * Change feed: PartitionKey `f`; RowKey the sequence number (15 digits, zero-padded), `writer` (the writing
@@ -25,6 +28,8 @@ import { getJson, mapLimit, putJson, submitBatched } from '../sync/tableUtil';
  * converges).
  */
 const MESH = 'Mesh';
+/** The table holding a mesh partition. */
+const meshTable = (pk: string) => table(MESH + pk.slice(1));
 const FEED = 'MeshFeed';
 const FEED_PK = 'f';
 const COUNTER = '~seq';
@@ -69,9 +74,10 @@ export function fromMeshEntity(e: Record<string, unknown>): MeshObject {
 /** One mesh object, or null. */
 export async function getMeshObject(id: string): Promise<MeshObject | null> {
   if (!/^[0-9a-f]/i.test(id)) return null;
-  const client = await table(MESH);
+  const pk = meshPartition(id);
+  const client = await meshTable(pk);
   try {
-    return fromMeshEntity(await client.getEntity(meshPartition(id), id.toLowerCase()));
+    return fromMeshEntity(await client.getEntity(pk, id.toLowerCase()));
   } catch (err) {
     if (isStatus(err, 404)) return null;
     throw err;
@@ -90,8 +96,8 @@ export async function getMeshObjects(ids: Iterable<string>): Promise<Map<string,
 
 /** Every mesh object, page by page (index builds, export planning). Optionally of one object type, one partition (0-15). */
 export async function* iterateMesh(objectType?: string, partition?: number): AsyncGenerator<MeshObject[]> {
-  const client = await table(MESH);
   for (const pk of partition === undefined ? MESH_PARTITIONS : [MESH_PARTITIONS[partition]]) {
+    const client = await meshTable(pk);
     const filter = `PartitionKey eq '${pk}'` + (objectType ? ` and objectType eq ${odata(objectType)}` : '');
     for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } }).byPage({ maxPageSize: 1000 })) {
       yield page.map(fromMeshEntity);
@@ -111,10 +117,9 @@ export interface MeshWrite {
  */
 export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   if (!w.upserts.length && !w.deletes.length) return 0;
-  const client = await table(MESH);
   const actions: TransactionAction[] = w.upserts.map((o) => ['upsert', toMeshEntity(o), 'Replace']);
-  await submitBatched(client, actions);
-  await deleteRows(client, w.deletes.map((d) => d.id));
+  await submitBatched(meshTable, actions);
+  await deleteRows(w.deletes.map((d) => d.id));
   const entries: FeedEntry[] = [
     ...w.upserts.map((o) => ({ id: o.id, objectType: o.objectType, state: o })),
     ...w.deletes.map((d) => ({ id: d.id, objectType: d.objectType, deleted: true as const })),
@@ -122,16 +127,16 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   return appendFeed(entries);
 }
 
-async function deleteRows(client: TableClient, ids: string[]): Promise<void> {
+async function deleteRows(ids: string[]): Promise<void> {
   if (!ids.length) return;
   try {
-    await submitBatched(client, ids.map((id) => ['delete', { partitionKey: meshPartition(id), rowKey: id }]));
+    await submitBatched(meshTable, ids.map((id) => ['delete', { partitionKey: meshPartition(id), rowKey: id }]));
   } catch (err) {
     // A replayed page deletes rows that are already gone, which fails the whole transaction: go one by one.
     if (!isStatus(err, 404)) throw err;
     await mapLimit(ids, 8, async (id) => {
       try {
-        await client.deleteEntity(meshPartition(id), id);
+        await (await meshTable(meshPartition(id))).deleteEntity(meshPartition(id), id);
       } catch (e) {
         if (!isStatus(e, 404)) throw e;
       }

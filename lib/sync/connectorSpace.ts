@@ -7,11 +7,11 @@ import { getJson, mapLimit, putJson, submitBatched } from './tableUtil';
 /**
  * Connector-space repository (table `ConnectorSpace`): the engine's staging copy of each connector's objects.
  *
- * Keys: PartitionKey `<connector id>_<bucket>` (16 buckets by a hash of the anchor), RowKey the key-encoded
- * anchor. Several partitions per connector because Azurite's cost per write grows with the size of the
- * partition written (measured: 1,000 upserts into a 10,000-row partition took 8 s, spread over 16 partitions
- * under 1 s); a page of 1,000 objects still goes out in transactions of about 60. The whole space of a
- * connector is 16 partition queries.
+ * Keys: 16 tables `ConnectorSpace0`..`ConnectorSpacef` (one per bucket: the first hex digit of the anchor's
+ * md5), PartitionKey `<connector id>_<bucket>`, RowKey the key-encoded anchor. Spread over tables, not only
+ * partitions, because Azurite (LokiJS) pays for each replaced or deleted row and for each query page in
+ * proportion to the size of the whole table; a page of 1,000 objects still goes out in transactions of about
+ * 60. The whole space of a connector is 16 partition queries.
  * Properties: `objectType`, `hash` (content hash as imported), `rh` (rules hash), `meshId`, `deleted`,
  * `updatedOn`, and JSON (chunked) `a` attributes, `x` exported values, `p` pending export, `u` unconfirmed
  * attribute names, `error`.
@@ -20,6 +20,8 @@ import { getJson, mapLimit, putJson, submitBatched } from './tableUtil';
  */
 const TABLE = 'ConnectorSpace';
 const BUCKETS = '0123456789abcdef'.split('');
+/** The table of a partition (`<connector id>_<bucket>`). */
+const csTable = (pk: string) => table(TABLE + pk.slice(-1));
 
 /** The partition of an anchor. */
 export function csPartition(connectorId: string, anchor: string): string {
@@ -94,10 +96,9 @@ export const summarize = (connectorId: string, o: CsObject): CsSummary => summar
 
 /** Every row's summary of a connector: anchor -> summary. One partition query with a narrow $select. */
 export async function loadCsSummaries(connectorId: string): Promise<Map<string, CsSummary>> {
-  const client = await table(TABLE);
   const out = new Map<string, CsSummary>();
   await mapLimit(partitions(connectorId), 4, async (pk) => {
-    const it = client.listEntities<Record<string, unknown>>({
+    const it = (await csTable(pk)).listEntities<Record<string, unknown>>({
       queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'pn'] },
     });
     for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
@@ -107,11 +108,11 @@ export async function loadCsSummaries(connectorId: string): Promise<Map<string, 
 
 /** Full rows for these anchors (absent anchors are left out). */
 export async function readCsObjects(connectorId: string, anchors: readonly string[]): Promise<Map<string, CsObject>> {
-  const client = await table(TABLE);
   const out = new Map<string, CsObject>();
   await mapLimit(anchors, 16, async (a) => {
     try {
-      const e: Row = await client.getEntity(csPartition(connectorId, a), encodeKey(a));
+      const pk = csPartition(connectorId, a);
+      const e: Row = await (await csTable(pk)).getEntity(pk, encodeKey(a));
       out.set(a, fromCsEntity(e));
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
@@ -122,9 +123,8 @@ export async function readCsObjects(connectorId: string, anchors: readonly strin
 
 /** Every full row of a connector, page by page (export and deletes). */
 export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsObject[]> {
-  const client = await table(TABLE);
   for (const pk of partitions(connectorId)) {
-    const pages = client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } }).byPage({ maxPageSize: 1000 });
+    const pages = (await csTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } }).byPage({ maxPageSize: 1000 });
     for await (const page of pages) yield page.map(fromCsEntity);
   }
 }
@@ -132,19 +132,17 @@ export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsO
 /** Upsert rows (whole rows, Replace) in transactions of 100. */
 export async function writeCsObjects(connectorId: string, objects: readonly CsObject[]): Promise<void> {
   if (!objects.length) return;
-  const client = await table(TABLE);
   const actions: TransactionAction[] = objects.map((o) => ['upsert', toCsEntity(connectorId, o), 'Replace']);
-  await submitBatched(client, actions);
+  await submitBatched(csTable, actions);
 }
 
 /** Remove a connector's whole space (connector deletion). Safe to repeat. */
 export async function deleteConnectorSpace(connectorId: string): Promise<void> {
-  const client = await table(TABLE);
   const keys: TransactionAction[] = [];
   for (const pk of partitions(connectorId)) {
-    for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } })) {
+    for await (const e of (await csTable(pk)).listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } })) {
       keys.push(['delete', { partitionKey: pk, rowKey: String(e.rowKey) }]);
     }
   }
-  await submitBatched(client, keys);
+  await submitBatched(csTable, keys);
 }

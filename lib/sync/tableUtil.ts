@@ -30,9 +30,11 @@ const MAX_BYTES = 3_000_000;
 /**
  * Submit actions grouped by partition, 100 (or fewer, by size) per transaction, `concurrency` transactions at
  * a time. Actions must be idempotent (upsert, delete of a row that may be gone is refused by the service, so
- * callers use upserts or tolerate 404 themselves).
+ * callers use upserts or tolerate 404 themselves). `client` is one table, or the table of a partition key
+ * (repositories that spread partitions over several tables).
  */
-export async function submitBatched(client: TableClient, actions: TransactionAction[], concurrency = 4): Promise<void> {
+export async function submitBatched(client: TableClient | ((partitionKey: string) => Promise<TableClient>), actions: TransactionAction[], concurrency = 4): Promise<void> {
+  const clientOf = typeof client === 'function' ? client : async () => client;
   const byPk = new Map<string, TransactionAction[]>();
   for (const a of actions) {
     const pk = String(a[1].partitionKey);
@@ -60,7 +62,7 @@ export async function submitBatched(client: TableClient, actions: TransactionAct
   const worker = async () => {
     while (next < batches.length) {
       const b = batches[next++];
-      await client.submitTransaction(b);
+      await (await clientOf(String(b[0][1].partitionKey))).submitTransaction(b);
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
