@@ -237,6 +237,36 @@ async function measure(svc, name, makeRequest, connections) {
       out.memory.readModelHeapMb = Math.round((process.memoryUsage().heapUsed - before) / 1e6);
       out.memory.inProcessLoadSeconds = loadSeconds;
       out.memory.objectsInModel = model.size;
+      // The same query mix evaluated in this process (no HTTP, no auth, no JSON): the evaluator's own cost.
+      const { queryMesh, toListItem, toDetail } = require(path.join(root, 'dist/lib/mesh/query.js'));
+      const inProcess = (name, fn) => {
+        const times = [];
+        for (let i = 0; i < 300; i++) {
+          const start = process.hrtime.bigint();
+          fn();
+          times.push(Number(process.hrtime.bigint() - start) / 1e6);
+        }
+        times.sort((a, b) => a - b);
+        return { scenario: name, runs: times.length, p50Ms: percentile(times, 0.5), p95Ms: percentile(times, 0.95), p99Ms: percentile(times, 0.99) };
+      };
+      const page = (q) => queryMesh(model, q).items.map((r) => toListItem(model, r));
+      out.inProcess = [
+        inProcess('list objectType=User, random page', () => page({ objectType: 'User', skip: Math.floor(Math.random() * 89800), take: pick([50, 200]) })),
+        inProcess('anchor substring search', () => page({ search: pick(needles), skip: pick([0, 50, 1000]), take: 50 })),
+        inProcess('advanced search equals + contains + ispresent', () =>
+          page({
+            objectType: 'User',
+            criteria: [
+              { attributeName: 'department', operator: 'equals', value: pick(depts) },
+              { attributeName: 'mail', operator: 'contains', value: pick(mails) },
+              { attributeName: 'description', operator: 'ispresent' },
+            ],
+            skip: pick([0, 50, 500]),
+            take: 50,
+          }),
+        ),
+        inProcess('detail', () => toDetail(model, model.get(pick(sampleIds)))),
+      ];
     }
     out.loadAverageAtEnd = os.loadavg().map((x) => Math.round(x * 10) / 10);
     console.log(JSON.stringify(out, null, 2));
