@@ -56,7 +56,7 @@ export function queryMesh(model: MeshReadModel, q: MeshQuery): MeshPage {
   const tests = (q.criteria ?? [])
     .slice()
     .sort((a, b) => COST[a.operator] - COST[b.operator])
-    .map((c) => compileCriterion(model, c));
+    .map((c, i) => compileCriterion(model, c, i));
   const all = index.all;
   const items: MeshRecord[] = [];
   let count = 0;
@@ -88,8 +88,8 @@ export function queryMesh(model: MeshReadModel, q: MeshQuery): MeshPage {
 /** Cheaper tests first (AND: the first failing test ends an object's evaluation); all are one byte read per object. */
 const COST: Record<Operator, number> = { ispresent: 0, isnotpresent: 0, equals: 1, startswith: 1, endswith: 1, contains: 1, istrue: 1, isfalse: 1 };
 
-/** A criterion as a test of one record. */
-export function compileCriterion(model: MeshReadModel, c: Criterion): Test {
+/** A criterion as a test of one object (by slot); `scratch` picks the model's scratch bitmap it may use. */
+export function compileCriterion(model: MeshReadModel, c: Criterion, scratch = 0): Test {
   const columns = model.nameIds(c.attributeName).map((n) => model.columns[n]);
   switch (c.operator) {
     case 'ispresent':
@@ -99,12 +99,12 @@ export function compileCriterion(model: MeshReadModel, c: Criterion): Test {
       return (slot) => !present(slot);
     }
     case 'istrue':
-      return matches(model, columns, [...TRUE].map((v): [MatchMode, string] => ['equals', v]));
+      return matches(model.scratch(scratch), columns, [...TRUE].map((v): [MatchMode, string] => ['equals', v]));
     case 'isfalse':
-      return matches(model, columns, [...FALSE].map((v): [MatchMode, string] => ['equals', v]));
+      return matches(model.scratch(scratch), columns, [...FALSE].map((v): [MatchMode, string] => ['equals', v]));
     default: {
       if (c.value === undefined) throw new Error(`The operator '${c.operator}' needs a value.`);
-      return matches(model, columns, [[c.operator as MatchMode, c.value.toLowerCase()]]);
+      return matches(model.scratch(scratch), columns, [[c.operator as MatchMode, c.value.toLowerCase()]]);
     }
   }
 }
@@ -119,10 +119,9 @@ function presence(columns: AttributeColumn[]): Test {
 
 /**
  * The slots where any value of the attribute matches one of `patterns` (a multi-valued attribute: any of its
- * values), marked once per request in a bitmap; the test is then one byte read per object.
+ * values), marked once per request in a scratch bitmap; the test is then one byte read per object.
  */
-function matches(model: MeshReadModel, columns: AttributeColumn[], patterns: [MatchMode, string][]): Test {
-  const hits = new Uint8Array(model.slotCount);
+function matches(hits: Uint8Array, columns: AttributeColumn[], patterns: [MatchMode, string][]): Test {
   for (const col of columns) for (const [mode, want] of patterns) col.match(mode, want, hits);
   return (slot) => hits[slot] === 1;
 }

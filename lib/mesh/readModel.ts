@@ -369,6 +369,20 @@ export class MeshReadModel {
     return this.nextSlot;
   }
 
+  private readonly bitmaps: Uint8Array[] = [];
+
+  /**
+   * The `i`th scratch bitmap (slotCount bytes, zeroed) for the query being evaluated. Reused across
+   * queries: a query runs synchronously from start to end, and allocating fresh 100 KB buffers per request
+   * adds external-memory pressure that triggers full collections of a large heap.
+   */
+  scratch(i: number): Uint8Array {
+    let b = this.bitmaps[i];
+    if (!b || b.length < this.nextSlot) this.bitmaps[i] = b = new Uint8Array(Math.max(1024, this.nextSlot * 2));
+    else b.fill(0, 0, this.nextSlot);
+    return b;
+  }
+
   get(id: string): MeshRecord | undefined {
     return this.byId.get(id.toLowerCase());
   }
