@@ -82,10 +82,14 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
     }
     let cursor: string | null = null;
     let watermark: string | null = null;
+    let holder: string | null = null;
+    let noHold = false;
     for (let page = 0; ; page++) {
-      const r = (yield context.df.callActivity(FULL_IMPORT_PAGE, { info, cursor, page, totals } satisfies FullPageInput)) as FullPageOutput;
+      const r = (yield context.df.callActivity(FULL_IMPORT_PAGE, { info, cursor, page, totals, holder, noHold } satisfies FullPageInput)) as FullPageOutput;
       if (isFailure(r)) return yield finish('Failed', { error: r.failed });
       totals = r.totals;
+      holder = r.holder ?? null;
+      noHold = !!r.noHold;
       if (r.restart) {
         cursor = null;
         continue;

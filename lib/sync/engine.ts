@@ -119,10 +119,30 @@ async function loadDocs(ids: string[]): Promise<Map<string, MeshObject>> {
   return out;
 }
 
+/**
+ * New mesh objects of a full import that still wait for a reference target (a manager later in the file), held
+ * back in memory with their connector-space rows instead of being written now and rewritten when the target
+ * arrives: in a random-order import that is about half the objects, and a rewrite costs more than an insert.
+ * A held object is written (mesh row, feed, connector-space rows) by the page where its references resolve,
+ * or by the last page. Crash safety: neither its mesh row nor its connector-space row exists, so nothing
+ * half-written is left; a page that finds the held objects of its run lost (crash, another process, a failed
+ * page) restarts the import from the first page without holding (`holder` in {@link FullPageInput}), and
+ * the restarted import writes everything the lost pages held (their hashes are not in the connector space).
+ */
+class Held {
+  /** Mesh id -> connector-space rows of the objects joined to it (the doc itself is in `waitingDocs`). */
+  readonly rows = new Map<string, Map<string, CsObject>>();
+  has(id: string): boolean {
+    return this.rows.has(id);
+  }
+}
+const heldRuns = new Map<string, Held>();
+
 /** Forget everything cached (after a failed or dry-run page whose effects were applied to caches only). */
 function dropCaches(connectorId: string): void {
   csCaches.delete(connectorId);
   waitingDocs.clear();
+  heldRuns.clear();
   dropSharedIndex();
 }
 
@@ -144,7 +164,9 @@ async function context(info: RunInfo): Promise<Context> {
   }
   const index = await sharedIndex(attrs);
   if (!index.onForeignChange) {
+    // A new index (first use, or rebuilt): cached and held objects may not match it any more.
     waitingDocs.clear();
+    heldRuns.clear();
     index.onForeignChange = (id) => waitingDocs.delete(id);
   }
   return { info, rules, index, cs: await csCache(info.connectorId), now: new Date().toISOString() };
@@ -152,6 +174,23 @@ async function context(info: RunInfo): Promise<Context> {
 
 // ---------------------------------------------------------------------------------------------------------
 // Processing a page of imported objects
+
+const TRACE = !!process.env.SYNC_TRACE;
+
+/** Step timings of a page for `SYNC_TRACE=1` (bench/sync). */
+class Trace {
+  private t = Date.now();
+  private readonly parts: string[] = [];
+  mark(what: string): void {
+    if (!TRACE) return;
+    const now = Date.now();
+    this.parts.push(`${what} ${now - this.t}`);
+    this.t = now;
+  }
+  print(head: string): void {
+    if (TRACE) console.log(`[sync] ${head}: ${this.parts.join(', ')}`);
+  }
+}
 
 interface Item {
   anchor: string;
@@ -167,8 +206,9 @@ interface PageResult {
 }
 
 /** Plan and (unless dry run) apply one page of imported objects and deletions. */
-async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
+async function processItems(ctx: Context, items: Item[], held?: Held, flush = false): Promise<PageResult> {
   const { rules, cs, now } = ctx;
+  const tr = new Trace();
   const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: items.length, errors: [] };
   const work: { item: Item; hash: string; sum: CsSummary | undefined }[] = [];
   for (const item of items) {
@@ -181,7 +221,8 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
       work.push({ item, hash: '', sum });
     }
   }
-  if (!work.length) return result;
+  tr.mark(`hash(${work.length})`);
+  if (!work.length && !(flush && held?.rows.size)) return result;
 
   const full = await readCsObjects(
     ctx.info.connectorId,
@@ -196,7 +237,16 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
   const need = new Set<string>();
   // The index is current: an id it does not know is not in the mesh, so no read is spent on it.
   for (const w of work) for (const id of idsToLoad(rules, ctx.index, w.item.object, prevOf(w))) if (ctx.index.info(id)) need.add(id);
-  ws.load(await loadDocs(ws.missing(need)), need);
+  tr.mark('readCs');
+  // Objects that exist in storage (anything else dirty is new in this run: a candidate for holding).
+  const stored = new Set<string>();
+  const load = async (ids: Iterable<string>) => {
+    const docs = await loadDocs(ws.missing(ids));
+    for (const id of docs.keys()) if (!held?.has(id)) stored.add(id);
+    ws.load(docs, ids);
+  };
+  await load(need);
+  tr.mark(`loadDocs(${need.size})`);
 
   const plans: ObjectPlan[] = [];
   for (const w of work) {
@@ -211,6 +261,7 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
     }
   }
 
+  tr.mark('plan');
   // Late arrivals and removed targets: objects whose references now resolve differently.
   const follow = new Set<string>();
   for (const p of plans) for (const id of p.followUps) follow.add(id);
@@ -223,9 +274,10 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
     for (const { by, key } of identityKeys(doc, ctx.index.attributes)) for (const s of ctx.index.waiting(by, key)) follow.add(s);
   }
   if (follow.size) {
-    ws.load(await loadDocs(ws.missing(follow)), follow);
+    await load(follow);
     reresolve(ws, rules, follow, now);
   }
+  tr.mark(`follow(${follow.size})`);
 
   if (ctx.info.dryRun) {
     dropCaches(ctx.info.connectorId);
@@ -234,25 +286,62 @@ async function processItems(ctx: Context, items: Item[]): Promise<PageResult> {
   try {
     const upserts: MeshObject[] = [];
     const deletes: { id: string; objectType: string }[] = [];
+    const holdNow = new Set<string>();
     for (const id of ws.dirty) {
       const doc = ws.get(id);
-      if (doc) upserts.push(doc);
+      if (doc && held && !flush && doc.pendingReferences.length && !stored.has(id)) {
+        holdNow.add(id);
+        waitingDocs.set(id, JSON.stringify(doc));
+      } else if (doc) upserts.push(doc);
       else deletes.push({ id, objectType: ctx.index.info(id)?.objectType ?? 'User' });
     }
+    // Rows to write: this page's, less those of objects held back, plus the held rows of objects written now.
+    let rows: CsObject[] = [];
+    for (const p of plans) {
+      const id = p.cs.meshId;
+      if (id && holdNow.has(id)) {
+        const list = held!.rows.get(id) ?? new Map<string, CsObject>();
+        list.set(p.cs.anchor, p.cs);
+        held!.rows.set(id, list);
+      } else rows.push(p.cs);
+    }
+    if (held) {
+      const release = flush ? [...held.rows.keys()] : [...ws.dirty].filter((id) => held.has(id) && !holdNow.has(id));
+      for (const id of release) {
+        const planned = new Set(rows.map((r) => r.anchor));
+        for (const r of held.rows.get(id)!.values()) if (!planned.has(r.anchor)) rows.push(r);
+        held.rows.delete(id);
+        if (!ws.dirty.has(id)) {
+          const json = waitingDocs.get(id);
+          if (json) upserts.push(JSON.parse(json) as MeshObject);
+        }
+      }
+      for (const id of holdNow) if (!held.rows.has(id)) held.rows.set(id, new Map());
+    }
     await commitMeshWrite({ upserts, deletes });
+    tr.mark(`mesh(${upserts.length}+${deletes.length}, held ${held?.rows.size ?? 0})`);
     for (const d of upserts) {
       if (d.pendingReferences.length) waitingDocs.set(d.id, JSON.stringify(d));
       else waitingDocs.delete(d.id);
     }
     for (const d of deletes) waitingDocs.delete(d.id);
-    const rows = plans.map((p) => p.cs);
+    rows = dedupeRows(rows);
     await writeCsObjects(ctx.info.connectorId, rows);
     for (const r of rows) cs.summaries.set(r.anchor, summarize(ctx.info.connectorId, r));
+    tr.mark(`cs(${rows.length})`);
+    tr.print('items');
   } catch (err) {
     dropCaches(ctx.info.connectorId);
     throw err;
   }
   return result;
+}
+
+/** The last row per anchor (a page that lists an anchor twice plans it twice). */
+function dedupeRows(rows: CsObject[]): CsObject[] {
+  const byAnchor = new Map<string, CsObject>();
+  for (const r of rows) byAnchor.set(r.anchor, r);
+  return byAnchor.size === rows.length ? rows : [...byAnchor.values()];
 }
 
 function addPage(totals: RunTotals, page: PageResult, readErrors: ObjectError[]): RunTotals {
@@ -290,9 +379,15 @@ export interface FullPageInput {
   page: number;
   totals: RunTotals;
   pageSize?: number;
+  /** The process holding this run's waiting objects back (see {@link Held}); null on the first page. */
+  holder?: string | null;
+  /** Write every object at once (after held objects were lost once in this run). */
+  noHold?: boolean;
 }
 
-export type FullPageOutput = { cursor: string | null; watermark: string | null; totals: RunTotals; restart?: boolean } | StepFailure;
+export type FullPageOutput =
+  | { cursor: string | null; watermark: string | null; totals: RunTotals; restart?: boolean; holder?: string | null; noHold?: boolean }
+  | StepFailure;
 
 /**
  * A full import's open reader, kept between pages in this process: the next page continues it instead of
@@ -347,23 +442,46 @@ async function nextImportPage(input: FullPageInput): Promise<IteratorResult<Impo
 
 /** Read one page of a full import from `cursor`, plan and apply it, record what it saw. */
 export async function fullImportPage(input: FullPageInput): Promise<FullPageOutput> {
+  const { runId } = input.info;
   try {
     const t0 = Date.now();
-    const next = await nextImportPage(input);
-    if (next === 'restart') return { cursor: null, watermark: null, totals: input.totals, restart: true };
-    if (next.done) return { cursor: null, watermark: null, totals: input.totals };
-    const page = next.value;
-    const t1 = Date.now();
     const ctx = await context(input.info);
-    const result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })));
-    if (process.env.SYNC_TRACE) console.log(`[sync] page ${input.page}: read ${t1 - t0} ms, plan and apply ${Date.now() - t1} ms`);
+    let held: Held | undefined;
+    let holder = input.holder ?? null;
+    if (!input.info.dryRun && !input.noHold) {
+      if (holder === null) {
+        held = new Held();
+        heldRuns.set(runId, held);
+        holder = PROCESS_WRITER;
+      } else {
+        held = holder === PROCESS_WRITER ? heldRuns.get(runId) : undefined;
+        if (!held) {
+          // The objects earlier pages held back are gone with the process that held them: start over.
+          await closeLiveReader(runId);
+          return { cursor: null, watermark: null, totals: input.totals, restart: true, holder: null, noHold: true };
+        }
+      }
+    }
+    const next = await nextImportPage(input);
+    if (next === 'restart') return { cursor: null, watermark: null, totals: input.totals, restart: true, holder, noHold: input.noHold };
+    const t1 = Date.now();
+    if (next.done) {
+      if (held?.rows.size) await processItems(ctx, [], held, true);
+      heldRuns.delete(runId);
+      return { cursor: null, watermark: null, totals: input.totals, holder: null };
+    }
+    const page = next.value;
+    const last = page.cursor === null;
+    const result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })), held, last);
+    if (last) heldRuns.delete(runId);
+    if (TRACE) console.log(`[sync] page ${input.page}: read ${t1 - t0} ms, plan and apply ${Date.now() - t1} ms`);
     const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
-    await saveSeen(input.info.runId, input.page, seen);
+    await saveSeen(runId, input.page, seen);
     const totals = addPage(input.totals, result, page.errors);
-    await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors });
-    return { cursor: page.cursor, watermark: page.cursor === null ? (page.watermark ?? null) : null, totals };
+    await updateRun(runId, { stats: totals.stats, errors: totals.errors });
+    return { cursor: page.cursor, watermark: last ? (page.watermark ?? null) : null, totals, holder: last ? null : holder, noHold: input.noHold };
   } catch (err) {
-    await closeLiveReader(input.info.runId);
+    await closeLiveReader(runId);
     return failure(err);
   }
 }
@@ -448,7 +566,9 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
         readErrors.push(...page.errors);
         if (page.nextWatermark !== undefined) next = page.nextWatermark;
       }
+      if (TRACE) console.log(`[sync] delta read ${changes.length} changes`);
       const ctx = await context(info);
+      if (TRACE) console.log(`[sync] delta context ready`);
       const deletes = changes.filter((c) => c.kind === 'delete' && ctx.cs.summaries.get(c.anchor)?.deleted === false).length;
       let existing = 0;
       for (const s of ctx.cs.summaries.values()) if (!s.deleted) existing++;
@@ -641,6 +761,7 @@ export interface FinishInput {
 export async function finishRun(input: FinishInput): Promise<void> {
   const { info } = input;
   await closeLiveReader(info.runId);
+  heldRuns.delete(info.runId);
   const run = await getRun(info.runId);
   if (!run || !['Running', 'Queued'].includes(run.status)) return;
   const completed = input.status === 'Completed' || input.status === 'CompletedWithErrors';
