@@ -84,12 +84,32 @@ export async function getMeshObject(id: string): Promise<MeshObject | null> {
   }
 }
 
-/** Several mesh objects by id (missing ones are absent from the map). */
+/** RowKey comparisons per query (Azure Table Storage allows at most 15 discrete comparisons in a filter). */
+const IDS_PER_QUERY = 14;
+
+/**
+ * Several mesh objects by id (missing ones are absent from the map). One query per partition and 14 ids
+ * (`RowKey eq .. or ..`) instead of a point read each: a delta of 1,000 objects is about 80 requests, not 1,000.
+ */
 export async function getMeshObjects(ids: Iterable<string>): Promise<Map<string, MeshObject>> {
   const out = new Map<string, MeshObject>();
-  await mapLimit([...new Set(ids)], 16, async (id) => {
-    const o = await getMeshObject(id);
-    if (o) out.set(id, o);
+  const byPk = new Map<string, string[]>();
+  for (const raw of new Set(ids)) {
+    if (!/^[0-9a-f]/i.test(raw)) continue;
+    const pk = meshPartition(raw);
+    const list = byPk.get(pk);
+    if (list) list.push(raw);
+    else byPk.set(pk, [raw]);
+  }
+  const queries: { pk: string; ids: string[] }[] = [];
+  for (const [pk, list] of byPk) for (let i = 0; i < list.length; i += IDS_PER_QUERY) queries.push({ pk, ids: list.slice(i, i + IDS_PER_QUERY) });
+  await mapLimit(queries, 8, async ({ pk, ids: some }) => {
+    const wanted = new Map(some.map((id) => [id.toLowerCase(), id]));
+    const filter = `PartitionKey eq '${pk}' and (${[...wanted.keys()].map((id) => `RowKey eq ${odata(id)}`).join(' or ')})`;
+    for await (const e of (await meshTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
+      const id = wanted.get(String(e.rowKey));
+      if (id !== undefined) out.set(id, fromMeshEntity(e));
+    }
   });
   return out;
 }
