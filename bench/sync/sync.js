@@ -135,6 +135,7 @@ async function main() {
         await sleep(100);
       }
     };
+    const rssBeforeMB = await peakRss(child.pid);
     const full = await runOnce('FullImport');
     const rssAfterFull = await peakRss(child.pid);
     const again = await runOnce('FullImport');
@@ -165,7 +166,7 @@ async function main() {
     const floorAzuriteCpu = +(cpuSeconds(tablePid) - floorCpu0).toFixed(1);
     const out = {
       users: N,
-      fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, stats: full.run.stats, ...full.cpu, peakRssMB: rssAfterFull, targetSeconds: 60, targetRssMB: 512 },
+      fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, stats: full.run.stats, ...full.cpu, peakRssMB: rssAfterFull, peakRssBeforeImportMB: rssBeforeMB, targetSeconds: 60, targetRssMB: 512 },
       unchangedReimport: { seconds: +again.seconds.toFixed(2), status: again.run.status, stats: again.run.stats, ...again.cpu, targetSeconds: 10 },
       delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, stats: delta.run.stats, ...delta.cpu, targetSeconds: 3 },
       floor: { entities: N, seconds: +floorSeconds.toFixed(2), entitiesPerSecond: Math.round(N / floorSeconds), azuriteCpuSeconds: floorAzuriteCpu },

@@ -12,7 +12,8 @@ import { PROCESS_WRITER, currentFeedSeq, iterateMesh, readFeed } from './store';
  *
  * Built once from a scan of the mesh, then kept current by the engine's own commits ({@link apply}) and by
  * the change feed ({@link sync}) for writes of other processes. It holds ids and keys, not whole objects,
- * so 100,000 objects stay in tens of megabytes.
+ * so 100,000 objects stay in tens of megabytes. A key that maps to one id (nearly all of them: anchors,
+ * employee ids) holds the id itself, not a one-element Set (a Set costs about 150 bytes).
  */
 interface Entry {
   t: string;
@@ -27,9 +28,9 @@ const k2 = (by: string, key: string) => by + '\u0000' + key;
 
 export class MeshIndex {
   private readonly entries = new Map<string, Entry>();
-  private readonly byKey = new Map<string, Set<string>>();
-  private readonly pending = new Map<string, Set<string>>();
-  private readonly incomingRel = new Map<string, Set<string>>();
+  private readonly byKey = new Map<string, Ids>();
+  private readonly pending = new Map<string, Ids>();
+  private readonly incomingRel = new Map<string, Ids>();
   private lastSeq = 0;
 
   constructor(readonly attributes: ReadonlySet<string>) {}
@@ -40,7 +41,7 @@ export class MeshIndex {
 
   /** Mesh ids whose anchor (`by` undefined) or attribute `by` has `key` (already case-folded). */
   find(by: string | undefined, key: string): string[] {
-    return [...(this.byKey.get(k2(by ?? ANCHOR, key)) ?? [])];
+    return list(this.byKey.get(k2(by ?? ANCHOR, key)));
   }
 
   info(id: string): { objectType: string; anchorValue: string } | undefined {
@@ -50,12 +51,12 @@ export class MeshIndex {
 
   /** Objects waiting for an object whose anchor (`by` undefined) or attribute `by` is `key`. */
   waiting(by: string | undefined, key: string): string[] {
-    return [...(this.pending.get(k2(by ?? ANCHOR, key)) ?? [])];
+    return list(this.pending.get(k2(by ?? ANCHOR, key)));
   }
 
   /** Objects with a relationship to `targetId`. */
   incoming(targetId: string): string[] {
-    return [...(this.incomingRel.get(targetId) ?? [])];
+    return list(this.incomingRel.get(targetId));
   }
 
   /** Record the committed state of an object (null: deleted). */
@@ -111,17 +112,29 @@ export class MeshIndex {
   }
 }
 
-function add(map: Map<string, Set<string>>, key: string, id: string): void {
+/** One id, or several. */
+type Ids = string | Set<string>;
+
+const list = (ids: Ids | undefined): string[] => (ids === undefined ? [] : typeof ids === 'string' ? [ids] : [...ids]);
+
+function add(map: Map<string, Ids>, key: string, id: string): void {
   const s = map.get(key);
-  if (s) s.add(id);
-  else map.set(key, new Set([id]));
+  if (s === undefined) map.set(key, id);
+  else if (typeof s === 'string') {
+    if (s !== id) map.set(key, new Set([s, id]));
+  } else s.add(id);
 }
 
-function remove(map: Map<string, Set<string>>, key: string, id: string): void {
+function remove(map: Map<string, Ids>, key: string, id: string): void {
   const s = map.get(key);
-  if (!s) return;
+  if (s === undefined) return;
+  if (typeof s === 'string') {
+    if (s === id) map.delete(key);
+    return;
+  }
   s.delete(id);
-  if (!s.size) map.delete(key);
+  if (s.size === 1) map.set(key, s.values().next().value as string);
+  else if (!s.size) map.delete(key);
 }
 
 let shared: { index: MeshIndex; attrs: string } | undefined;
