@@ -44,8 +44,8 @@ describe('license', () => {
 
 describe('audit', () => {
   it('is Admin only, newest first, filterable by actor and target type, paged', async () => {
-    const a = await svc.call('POST', 'connectors', { body: { name: 'Audit One', type: 'custom', config: { implementation: 'x' } } });
-    const b = await svc.call('POST', 'connectors', { body: { name: 'Audit Two', type: 'custom', config: { implementation: 'x' } } });
+    const a = await svc.call('POST', 'connectors', { body: { name: 'Audit One', type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } } });
+    const b = await svc.call('POST', 'connectors', { body: { name: 'Audit Two', type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } } });
     expect((await svc.call('GET', 'audit', { role: 'Operator' })).status).toBe(403);
     const all = await svc.call('GET', 'audit?targetType=connector');
     expect(all.status).toBe(200);
@@ -88,7 +88,7 @@ describe('OpenAPI (anonymous)', () => {
 
 describe('connector delete resumes after a crash', () => {
   it('a delete left half-way (operation recorded, connector marked, then kill -9) is finished at the next start', async () => {
-    const c = await svc.call('POST', 'connectors', { body: { name: 'Crashy', type: 'custom', config: { implementation: 'x', secrets: { k: 'secret-crashy' } } } });
+    const c = await svc.call('POST', 'connectors', { body: { name: 'Crashy', type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' }, secrets: { k: 'secret-crashy' } } } });
     const rule = await svc.call('POST', 'rules', { body: { ruleName: 'r', ruleType: 'JoinRule', connectorId: c.body.id, sourceAttribute: 'a', targetAttribute: 'b' } });
     expect(rule.status).toBe(201);
     await svc.kill();
@@ -103,11 +103,11 @@ describe('connector delete resumes after a crash', () => {
     expect(await dumpTable('Operations')).toEqual([]);
     expect((await dumpTable('Connectors')).some((e) => e.rowKey === c.body.id)).toBe(false);
     expect((await dumpTable('ConnectorNames')).some((e) => e.connectorId === c.body.id)).toBe(false);
-    expect((await svc.call('POST', 'connectors', { body: { name: 'crashy', type: 'custom', config: { implementation: 'x' } } })).status).toBe(201);
+    expect((await svc.call('POST', 'connectors', { body: { name: 'crashy', type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } } })).status).toBe(201);
   });
 
   it('a deleting connector is a 404 to readers and absent from the list', async () => {
-    const c = await svc.call('POST', 'connectors', { body: { name: 'Half Gone', type: 'custom', config: { implementation: 'x' } } });
+    const c = await svc.call('POST', 'connectors', { body: { name: 'Half Gone', type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } } });
     const connectors = await rawTable('Connectors');
     await connectors.updateEntity({ partitionKey: 'connector', rowKey: c.body.id, state: 'deleting' }, 'Merge');
     expect((await svc.call('GET', `connectors/${c.body.id}`)).status).toBe(404);

@@ -45,7 +45,7 @@ function expectProblem(res: Answer, status: number, code: string): void {
 }
 
 async function createConnector(rt: Runtime): Promise<string> {
-  const res = await rt.call('POST', 'connectors', { body: { name: `conn-${uniq()}`, type: 'custom', config: { implementation: 'test.noop' } } });
+  const res = await rt.call('POST', 'connectors', { body: { name: `conn-${uniq()}`, type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } } });
   expect(res.status).toBe(201);
   return res.body.id as string;
 }
