@@ -138,6 +138,7 @@ async function main() {
     const rssBeforeMB = await peakRss(child.pid);
     const full = await runOnce('FullImport');
     const rssAfterFull = await peakRss(child.pid);
+    if (prof) for (const pid of [tablePid, child.pid]) process.kill(pid, 'SIGUSR2');
     const again = await runOnce('FullImport');
     const changed = new Set();
     for (let k = 0; changed.size < 1000; k++) changed.add((k * 97) % N);

@@ -29,7 +29,7 @@ import { getJson, mapLimit, putJson, submitBatched } from '../sync/tableUtil';
  */
 const MESH = 'Mesh';
 /** The table holding a mesh partition. */
-const meshTable = (pk: string) => table(MESH + pk.slice(1));
+const meshTable = (pk: string) => table(MESH + pk[1]);
 const FEED = 'MeshFeed';
 const FEED_PK = 'f';
 const COUNTER = '~seq';
@@ -50,7 +50,13 @@ export interface FeedRow {
   entries: FeedEntry[];
 }
 
-export const meshPartition = (id: string) => 'm' + id[0].toLowerCase();
+/**
+ * The partition of a mesh id: `m`, the table digit (first hex digit), the sub-partition (second hex digit mod 4).
+ * Four partitions per table: Azurite finds the row an insert or replace targets by scanning the rows of its
+ * partition, so smaller partitions make every write cheaper; four still leave ~15 rows per transaction.
+ */
+export const meshPartition = (id: string) => 'm' + id[0].toLowerCase() + (Number.isNaN(parseInt(id[1], 16)) ? 0 : parseInt(id[1], 16) & 3);
+/** The 16 mesh tables, by the key of their first partition (scans go table by table). */
 export const MESH_PARTITIONS = '0123456789abcdef'.split('').map((c) => 'm' + c);
 export const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
 
@@ -118,8 +124,9 @@ export async function getMeshObjects(ids: Iterable<string>): Promise<Map<string,
 export async function* iterateMesh(objectType?: string, partition?: number): AsyncGenerator<MeshObject[]> {
   for (const pk of partition === undefined ? MESH_PARTITIONS : [MESH_PARTITIONS[partition]]) {
     const client = await meshTable(pk);
-    const filter = `PartitionKey eq '${pk}'` + (objectType ? ` and objectType eq ${odata(objectType)}` : '');
-    for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } }).byPage({ maxPageSize: 1000 })) {
+    // The table holds mesh rows only: every partition of it.
+    const queryOptions = objectType ? { filter: `objectType eq ${odata(objectType)}` } : {};
+    for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions }).byPage({ maxPageSize: 1000 })) {
       yield page.map(fromMeshEntity);
     }
   }
@@ -128,6 +135,8 @@ export async function* iterateMesh(objectType?: string, partition?: number): Asy
 export interface MeshWrite {
   upserts: MeshObject[];
   deletes: { id: string; objectType: string }[];
+  /** Ids among `upserts` the writer knows are not stored yet: inserted, not upserted (cheaper in Azurite). */
+  fresh?: ReadonlySet<string>;
 }
 
 /**
@@ -137,7 +146,7 @@ export interface MeshWrite {
  */
 export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   if (!w.upserts.length && !w.deletes.length) return 0;
-  const actions: TransactionAction[] = w.upserts.map((o) => ['upsert', toMeshEntity(o), 'Replace']);
+  const actions: TransactionAction[] = w.upserts.map((o) => (w.fresh?.has(o.id) ? ['create', toMeshEntity(o)] : ['upsert', toMeshEntity(o), 'Replace']));
   await submitBatched(meshTable, actions);
   await deleteRows(w.deletes.map((d) => d.id));
   const entries: FeedEntry[] = [

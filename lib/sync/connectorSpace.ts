@@ -8,10 +8,10 @@ import { getJson, mapLimit, putJson, submitBatched } from './tableUtil';
  * Connector-space repository (table `ConnectorSpace`): the engine's staging copy of each connector's objects.
  *
  * Keys: 16 tables `ConnectorSpace0`..`ConnectorSpacef` (one per bucket: the first hex digit of the anchor's
- * md5), PartitionKey `<connector id>_<bucket>`, RowKey the key-encoded anchor. Spread over tables, not only
+ * md5), PartitionKey `<connector id>_<bucket><0-3>` (see {@link csPartition}), RowKey the key-encoded anchor. Spread over tables, not only
  * partitions, because Azurite (LokiJS) pays for each replaced or deleted row and for each query page in
  * proportion to the size of the whole table; a page of 1,000 objects still goes out in transactions of about
- * 60. The whole space of a connector is 16 partition queries.
+ * 15. The whole space of a connector is 64 partition queries.
  * Properties: `objectType`, `hash` (content hash as imported), `rh` (rules hash), `meshId`, `deleted`,
  * `updatedOn`, and JSON (chunked) `a` attributes, `x` exported values, `p` pending export, `u` unconfirmed
  * attribute names, `error`.
@@ -21,13 +21,17 @@ import { getJson, mapLimit, putJson, submitBatched } from './tableUtil';
 const TABLE = 'ConnectorSpace';
 const BUCKETS = '0123456789abcdef'.split('');
 /** The table of a partition (`<connector id>_<bucket>`). */
-const csTable = (pk: string) => table(TABLE + pk.slice(-1));
+const csTable = (pk: string) => table(TABLE + pk.slice(-2, -1));
 
-/** The partition of an anchor. */
+/**
+ * The partition of an anchor: `<connector id>_<table digit><0-3>` from the anchor's md5 (four partitions per
+ * table: Azurite finds the row a write targets by scanning its partition).
+ */
 export function csPartition(connectorId: string, anchor: string): string {
-  return `${connectorId}_${createHash('md5').update(anchor).digest('hex')[0]}`;
+  const h = createHash('md5').update(anchor).digest();
+  return `${connectorId}_${BUCKETS[h[0] >> 4]}${h[0] & 3}`;
 }
-const partitions = (connectorId: string) => BUCKETS.map((b) => `${connectorId}_${b}`);
+const partitions = (connectorId: string) => BUCKETS.flatMap((b) => [0, 1, 2, 3].map((i) => `${connectorId}_${b}${i}`));
 
 /** The light part of a row that the engine keeps in memory for a whole connector (hash comparison, joins). */
 export interface CsSummary {
@@ -129,10 +133,10 @@ export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsO
   }
 }
 
-/** Upsert rows (whole rows, Replace) in transactions of 100. */
-export async function writeCsObjects(connectorId: string, objects: readonly CsObject[]): Promise<void> {
+/** Upsert rows (whole rows, Replace) in transactions of 100; anchors in `fresh` are inserted (believed new). */
+export async function writeCsObjects(connectorId: string, objects: readonly CsObject[], fresh?: ReadonlySet<string>): Promise<void> {
   if (!objects.length) return;
-  const actions: TransactionAction[] = objects.map((o) => ['upsert', toCsEntity(connectorId, o), 'Replace']);
+  const actions: TransactionAction[] = objects.map((o) => (fresh?.has(o.anchor) ? ['create', toCsEntity(connectorId, o)] : ['upsert', toCsEntity(connectorId, o), 'Replace']));
   await submitBatched(csTable, actions);
 }
 

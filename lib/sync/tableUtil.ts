@@ -1,4 +1,5 @@
 import type { TableClient, TransactionAction } from '@azure/data-tables';
+import { isStatus } from '../storage/tables';
 
 /**
  * Helpers shared by the sync engine's repositories: JSON split over several string properties (a table
@@ -31,7 +32,9 @@ const MAX_BYTES = 3_000_000;
  * Submit actions grouped by partition, 100 (or fewer, by size) per transaction, `concurrency` transactions at
  * a time. Actions must be idempotent (upsert, delete of a row that may be gone is refused by the service, so
  * callers use upserts or tolerate 404 themselves). `client` is one table, or the table of a partition key
- * (repositories that spread partitions over several tables).
+ * (repositories that spread partitions over several tables). A `create` (an insert of a row the caller
+ * believes new: cheaper than an upsert) that finds the row present fails its transaction with 409: the
+ * transaction is sent again with upserts (a replayed page, a stale cache).
  */
 export async function submitBatched(client: TableClient | ((partitionKey: string) => Promise<TableClient>), actions: TransactionAction[], concurrency = 4): Promise<void> {
   const clientOf = typeof client === 'function' ? client : async () => client;
@@ -62,7 +65,13 @@ export async function submitBatched(client: TableClient | ((partitionKey: string
   const worker = async () => {
     while (next < batches.length) {
       const b = batches[next++];
-      await (await clientOf(String(b[0][1].partitionKey))).submitTransaction(b);
+      const c = await clientOf(String(b[0][1].partitionKey));
+      try {
+        await c.submitTransaction(b);
+      } catch (err) {
+        if (!(isStatus(err, 409) && b.some((a) => a[0] === 'create'))) throw err;
+        await c.submitTransaction(b.map((a): TransactionAction => (a[0] === 'create' ? ['upsert', a[1], 'Replace'] : a)));
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
