@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TableClient, TransactionAction } from '@azure/data-tables';
 import { isStatus, odata, table } from '../storage/tables';
 import type { MeshObject } from '../sync/model';
-import { getJson, mapLimit, putJson, submitBatched } from '../sync/tableUtil';
+import { getJson, mapLimit, putJsonText, submitBatched } from '../sync/tableUtil';
 
 /**
  * The mesh (table `Mesh`) and its change feed (table `MeshFeed`).
@@ -60,7 +60,7 @@ export const meshPartition = (id: string) => 'm' + id[0].toLowerCase() + (Number
 export const MESH_PARTITIONS = '0123456789abcdef'.split('').map((c) => 'm' + c);
 export const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
 
-export function toMeshEntity(o: MeshObject): Record<string, unknown> & { partitionKey: string; rowKey: string } {
+export function toMeshEntity(o: MeshObject, json = JSON.stringify(o)): Record<string, unknown> & { partitionKey: string; rowKey: string } {
   const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
     partitionKey: meshPartition(o.id),
     rowKey: o.id,
@@ -69,7 +69,7 @@ export function toMeshEntity(o: MeshObject): Record<string, unknown> & { partiti
     anchorLower: o.anchorValue.toLowerCase(),
     updatedOn: o.updatedOn,
   };
-  putJson(e, 'd', o);
+  putJsonText(e, 'd', json);
   return e;
 }
 
@@ -146,14 +146,16 @@ export interface MeshWrite {
  */
 export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   if (!w.upserts.length && !w.deletes.length) return 0;
-  const actions: TransactionAction[] = w.upserts.map((o) => (w.fresh?.has(o.id) ? ['create', toMeshEntity(o)] : ['upsert', toMeshEntity(o), 'Replace']));
+  // Each state is serialized once, for its row and for its feed entry.
+  const texts = w.upserts.map((o) => JSON.stringify(o));
+  const actions: TransactionAction[] = w.upserts.map((o, i) => (w.fresh?.has(o.id) ? ['create', toMeshEntity(o, texts[i])] : ['upsert', toMeshEntity(o, texts[i]), 'Replace']));
   await submitBatched(meshTable, actions);
   await deleteRows(w.deletes.map((d) => d.id));
-  const entries: FeedEntry[] = [
-    ...w.upserts.map((o) => ({ id: o.id, objectType: o.objectType, state: o })),
-    ...w.deletes.map((d) => ({ id: d.id, objectType: d.objectType, deleted: true as const })),
+  const entries: string[] = [
+    ...w.upserts.map((o, i) => `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},"state":${texts[i]}}`),
+    ...w.deletes.map((d) => JSON.stringify({ id: d.id, objectType: d.objectType, deleted: true } satisfies FeedEntry)),
   ];
-  return appendFeed(entries);
+  return appendFeedText(entries);
 }
 
 async function deleteRows(ids: string[]): Promise<void> {
@@ -173,20 +175,19 @@ async function deleteRows(ids: string[]): Promise<void> {
   }
 }
 
-/** Split entries into feed rows of bounded size. */
-function feedChunks(entries: FeedEntry[]): FeedEntry[][] {
-  const rows: FeedEntry[][] = [];
-  let cur: FeedEntry[] = [];
+/** Split entries (JSON texts) into feed rows of bounded size. */
+function feedChunks(entries: string[]): string[][] {
+  const rows: string[][] = [];
+  let cur: string[] = [];
   let size = 0;
   for (const en of entries) {
-    const s = JSON.stringify(en).length;
-    if (cur.length && size + s > FEED_ROW_CHARS) {
+    if (cur.length && size + en.length > FEED_ROW_CHARS) {
       rows.push(cur);
       cur = [];
       size = 0;
     }
     cur.push(en);
-    size += s;
+    size += en.length + 1;
   }
   if (cur.length) rows.push(cur);
   return rows;
@@ -194,6 +195,10 @@ function feedChunks(entries: FeedEntry[]): FeedEntry[][] {
 
 /** Append entries to the feed (gapless sequence, see the module comment). Returns the last sequence number. */
 export async function appendFeed(entries: FeedEntry[]): Promise<number> {
+  return appendFeedText(entries.map((e) => JSON.stringify(e)));
+}
+
+async function appendFeedText(entries: string[]): Promise<number> {
   if (!entries.length) return 0;
   const client = await table(FEED);
   const rows = feedChunks(entries);
@@ -209,7 +214,7 @@ export async function appendFeed(entries: FeedEntry[]): Promise<number> {
           writer: PROCESS_WRITER,
           n: entriesOfRow.length,
         };
-        putJson(e, 'e', entriesOfRow);
+        putJsonText(e, 'e', '[' + entriesOfRow.join(',') + ']');
         return ['create', e];
       });
       const next = seq + part.length;

@@ -96,7 +96,14 @@ function summaryOf(e: Record<string, unknown>): CsSummary {
   };
 }
 
-export const summarize = (connectorId: string, o: CsObject): CsSummary => summaryOf(toCsEntity(connectorId, o));
+/** The summary of a row about to be written (what {@link loadCsSummaries} would read back). */
+export const summarize = (_connectorId: string, o: CsObject): CsSummary => ({
+  hash: o.hash,
+  rulesHash: o.rulesHash,
+  meshId: o.meshId || null,
+  deleted: !!o.deleted,
+  exported: !!o.exported || !!o.pendingExport,
+});
 
 /** Every row's summary of a connector: anchor -> summary. One partition query with a narrow $select. */
 export async function loadCsSummaries(connectorId: string): Promise<Map<string, CsSummary>> {

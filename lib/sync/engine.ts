@@ -307,9 +307,13 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     }
     if (held) {
       const release = flush ? [...held.rows.keys()] : [...ws.dirty].filter((id) => held.has(id) && !holdNow.has(id));
+      const planned = new Set(rows.map((r) => r.anchor));
       for (const id of release) {
-        const planned = new Set(rows.map((r) => r.anchor));
-        for (const r of held.rows.get(id)!.values()) if (!planned.has(r.anchor)) rows.push(r);
+        for (const r of held.rows.get(id)!.values()) {
+          if (planned.has(r.anchor)) continue;
+          planned.add(r.anchor);
+          rows.push(r);
+        }
         held.rows.delete(id);
         if (!ws.dirty.has(id)) {
           const json = waitingDocs.get(id);

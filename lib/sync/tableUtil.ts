@@ -9,7 +9,11 @@ const CHUNK = 30_000;
 
 /** Put `value` as JSON into `<prefix>0..n` and `<prefix>n` (the chunk count) of `entity`. */
 export function putJson(entity: Record<string, unknown>, prefix: string, value: unknown): void {
-  const json = JSON.stringify(value);
+  putJsonText(entity, prefix, JSON.stringify(value));
+}
+
+/** {@link putJson} of JSON text the caller already has. */
+export function putJsonText(entity: Record<string, unknown>, prefix: string, json: string): void {
   const n = Math.max(1, Math.ceil(json.length / CHUNK));
   entity[`${prefix}n`] = n;
   for (let i = 0; i < n; i++) entity[`${prefix}${i}`] = json.slice(i * CHUNK, (i + 1) * CHUNK);
