@@ -137,6 +137,8 @@ export interface MeshWrite {
   deletes: { id: string; objectType: string }[];
   /** Ids among `upserts` the writer knows are not stored yet: inserted, not upserted (cheaper in Azurite). */
   fresh?: ReadonlySet<string>;
+  /** Ids among `upserts` the writer knows are stored: replaced, not upserted. */
+  stored?: ReadonlySet<string>;
 }
 
 /**
@@ -148,7 +150,11 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   if (!w.upserts.length && !w.deletes.length) return 0;
   // Each state is serialized once, for its row and for its feed entry.
   const texts = w.upserts.map((o) => JSON.stringify(o));
-  const actions: TransactionAction[] = w.upserts.map((o, i) => (w.fresh?.has(o.id) ? ['create', toMeshEntity(o, texts[i])] : ['upsert', toMeshEntity(o, texts[i]), 'Replace']));
+  const actions: TransactionAction[] = w.upserts.map((o, i) => {
+    const e = toMeshEntity(o, texts[i]);
+    if (w.fresh?.has(o.id)) return ['create', e];
+    return w.stored?.has(o.id) ? ['update', e, 'Replace'] : ['upsert', e, 'Replace'];
+  });
   await submitBatched(meshTable, actions);
   await deleteRows(w.deletes.map((d) => d.id));
   const entries: string[] = [

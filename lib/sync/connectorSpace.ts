@@ -140,10 +140,17 @@ export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsO
   }
 }
 
-/** Upsert rows (whole rows, Replace) in transactions of 100; anchors in `fresh` are inserted (believed new). */
-export async function writeCsObjects(connectorId: string, objects: readonly CsObject[], fresh?: ReadonlySet<string>): Promise<void> {
+/**
+ * Write whole rows in transactions of 100: with `known` (anchor -> present in storage, as the caller's cache
+ * says), an insert or a replace, else an upsert (see submitBatched for a cache that was wrong).
+ */
+export async function writeCsObjects(connectorId: string, objects: readonly CsObject[], known?: (anchor: string) => boolean | undefined): Promise<void> {
   if (!objects.length) return;
-  const actions: TransactionAction[] = objects.map((o) => (fresh?.has(o.anchor) ? ['create', toCsEntity(connectorId, o)] : ['upsert', toCsEntity(connectorId, o), 'Replace']));
+  const actions: TransactionAction[] = objects.map((o) => {
+    const e = toCsEntity(connectorId, o);
+    const present = known?.(o.anchor);
+    return present === undefined ? ['upsert', e, 'Replace'] : present ? ['update', e, 'Replace'] : ['create', e];
+  });
   await submitBatched(csTable, actions);
 }
 

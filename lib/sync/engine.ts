@@ -324,7 +324,7 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     }
     const fresh = new Set<string>();
     for (const d of upserts) if (!stored.has(d.id)) fresh.add(d.id);
-    await commitMeshWrite({ upserts, deletes, fresh });
+    await commitMeshWrite({ upserts, deletes, fresh, stored });
     tr.mark(`mesh(${upserts.length}+${deletes.length}, held ${held?.rows.size ?? 0})`);
     for (const d of upserts) {
       if (d.pendingReferences.length) waitingDocs.set(d.id, JSON.stringify(d));
@@ -332,7 +332,7 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     }
     for (const d of deletes) waitingDocs.delete(d.id);
     rows = dedupeRows(rows);
-    await writeCsObjects(ctx.info.connectorId, rows, new Set(rows.filter((r) => !cs.summaries.has(r.anchor)).map((r) => r.anchor)));
+    await writeCsObjects(ctx.info.connectorId, rows, (anchor) => cs.summaries.has(anchor));
     for (const r of rows) cs.summaries.set(r.anchor, summarize(ctx.info.connectorId, r));
     tr.mark(`cs(${rows.length})`);
     tr.print('items');

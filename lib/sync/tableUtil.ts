@@ -37,8 +37,9 @@ const MAX_BYTES = 3_000_000;
  * a time. Actions must be idempotent (upsert, delete of a row that may be gone is refused by the service, so
  * callers use upserts or tolerate 404 themselves). `client` is one table, or the table of a partition key
  * (repositories that spread partitions over several tables). A `create` (an insert of a row the caller
- * believes new: cheaper than an upsert) that finds the row present fails its transaction with 409: the
- * transaction is sent again with upserts (a replayed page, a stale cache).
+ * believes new: cheaper than an upsert) that finds the row present fails its transaction with 409, an
+ * `update` without an ETag (a replace of a row believed present) that finds none fails it with 404: the
+ * transaction is then sent again with upserts (a replayed page, a stale cache).
  */
 export async function submitBatched(client: TableClient | ((partitionKey: string) => Promise<TableClient>), actions: TransactionAction[], concurrency = 4): Promise<void> {
   const clientOf = typeof client === 'function' ? client : async () => client;
@@ -73,8 +74,9 @@ export async function submitBatched(client: TableClient | ((partitionKey: string
       try {
         await c.submitTransaction(b);
       } catch (err) {
-        if (!(isStatus(err, 409) && b.some((a) => a[0] === 'create'))) throw err;
-        await c.submitTransaction(b.map((a): TransactionAction => (a[0] === 'create' ? ['upsert', a[1], 'Replace'] : a)));
+        const guessed = (a: TransactionAction) => a[0] === 'create' || (a[0] === 'update' && a[3] === undefined);
+        if (!((isStatus(err, 409) || isStatus(err, 404)) && b.some(guessed))) throw err;
+        await c.submitTransaction(b.map((a): TransactionAction => (guessed(a) ? ['upsert', a[1], 'Replace'] : a)));
       }
     }
   };
