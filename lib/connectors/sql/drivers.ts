@@ -280,21 +280,7 @@ class MysqlSession implements SqlSession {
     const params = bindValues(stmt, values, 'mysql') as MysqlModule.ExecuteValues[];
     const cmd = params.length ? this.conn.execute(stmt.text, params) : this.conn.query(stmt.text);
     const rows = (cmd as unknown as { stream(o: { highWaterMark: number }): Readable }).stream({ highWaterMark: chunk });
-    let batch: Row[] = [];
-    try {
-      for await (const row of rows) {
-        batch.push(row as Row);
-        if (batch.length >= chunk) {
-          yield batch;
-          batch = [];
-        }
-      }
-    } catch (err) {
-      throw sqlError(err, 'mysql', this.secrets, 'query');
-    } finally {
-      rows.destroy();
-    }
-    if (batch.length) yield batch;
+    yield* batches(rows, chunk, (err) => sqlError(err, 'mysql', this.secrets, 'query'), () => rows.destroy());
   }
 
   async begin(snapshot = false): Promise<void> {
@@ -381,22 +367,10 @@ class MssqlSession implements SqlSession {
     const req = this.request(stmt, values);
     const rows = req.toReadableStream({ highWaterMark: chunk });
     req.query(stmt.text);
-    let batch: Row[] = [];
-    try {
-      for await (const row of rows) {
-        batch.push(row as Row);
-        if (batch.length >= chunk) {
-          yield batch;
-          batch = [];
-        }
-      }
-    } catch (err) {
-      throw sqlError(err, 'mssql', this.secrets, 'query');
-    } finally {
+    yield* batches(rows, chunk, (err) => sqlError(err, 'mssql', this.secrets, 'query'), () => {
       req.cancel();
       rows.destroy();
-    }
-    if (batch.length) yield batch;
+    });
   }
 
   async begin(snapshot = false): Promise<void> {
@@ -430,4 +404,26 @@ class MssqlSession implements SqlSession {
     this.closed = true;
     await this.pool.close().catch(() => undefined);
   }
+}
+
+/**
+ * A driver's row stream in batches of `chunk` rows. A driver error is rethrown as `onError` maps it (no
+ * secrets in it); `close` runs however the stream ends (drained, failed, or the consumer stopped early).
+ */
+async function* batches(rows: AsyncIterable<unknown>, chunk: number, onError: (err: unknown) => Error, close: () => void): AsyncGenerator<Row[]> {
+  let batch: Row[] = [];
+  try {
+    for await (const row of rows) {
+      batch.push(row as Row);
+      if (batch.length >= chunk) {
+        yield batch;
+        batch = [];
+      }
+    }
+  } catch (err) {
+    throw onError(err);
+  } finally {
+    close();
+  }
+  if (batch.length) yield batch;
 }
