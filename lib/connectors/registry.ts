@@ -30,21 +30,20 @@ export interface ConnectorTypeConfig {
   expressions: readonly string[];
 }
 
+/** The two directory types share everything but their schema and type-dependent defaults. */
+function directoryType(type: 'ldap' | 'active_directory', configSchema: TSchema): ConnectorTypeConfig {
+  return {
+    type,
+    configSchema,
+    defaults: (c) => directoryDefaults(type, c as DirectoryConfig),
+    checks: (c) => directoryChecks(c as DirectoryConfig),
+    expressions: DIRECTORY_EXPRESSIONS,
+  };
+}
+
 const TYPES: Record<ConnectorType, ConnectorTypeConfig> = {
-  ldap: {
-    type: 'ldap',
-    configSchema: LdapConfigSchema,
-    defaults: (c) => directoryDefaults('ldap', c as DirectoryConfig),
-    checks: (c) => directoryChecks(c as DirectoryConfig),
-    expressions: DIRECTORY_EXPRESSIONS,
-  },
-  active_directory: {
-    type: 'active_directory',
-    configSchema: ActiveDirectoryConfigSchema,
-    defaults: (c) => directoryDefaults('active_directory', c as DirectoryConfig),
-    checks: (c) => directoryChecks(c as DirectoryConfig),
-    expressions: DIRECTORY_EXPRESSIONS,
-  },
+  ldap: directoryType('ldap', LdapConfigSchema),
+  active_directory: directoryType('active_directory', ActiveDirectoryConfigSchema),
   sql: {
     type: 'sql',
     configSchema: SqlConfigSchema,
