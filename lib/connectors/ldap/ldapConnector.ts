@@ -97,17 +97,7 @@ export class LdapConnector implements Connector {
 
   private async open(): Promise<DirectorySession> {
     if (!this.session) {
-      const c = this.config;
-      this.session = await openSession({
-        host: c.host,
-        port: c.port,
-        bindDN: c.bindDN,
-        bindPassword: c.bindPassword,
-        security: c.security ?? 'ldaps',
-        allowInsecure: c.allowInsecure,
-        caCertificate: c.caCertificate,
-        timeoutSeconds: c.timeoutSeconds ?? 30,
-      });
+      this.session = await this.openPrivate();
     }
     return this.session;
   }
