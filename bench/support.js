@@ -1,0 +1,223 @@
+'use strict';
+/**
+ * What the bench scripts share: command-line numbers, /proc figures of a process, and the running service
+ * (local runtime + in-memory Azurite) with an Admin token, the Admin API client and an import-run timer.
+ * Plain Node over dist/ (run `npm run build` first).
+ */
+const { spawn } = require('node:child_process');
+const { mkdtempSync, readFileSync, rmSync } = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..');
+
+/**
+ * `--name value` from the command line: a number unless the default is a string; `dflt` when absent.
+ * @param {string} name
+ * @param {number|string|undefined} dflt
+ */
+function arg(name, dflt) {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0 || i + 1 >= process.argv.length) return dflt;
+  return typeof dflt === 'string' ? process.argv[i + 1] : Number(process.argv[i + 1]);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Peak resident set (VmHWM) of a process in MB, or null when /proc does not have it. */
+function peakRssMB(pid) {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc; null when not available. */
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
+    const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
+const interruptCleanups = [];
+let interruptHooked = false;
+
+/**
+ * Runs `fn` (async allowed) if this script is interrupted (Ctrl-C, timeout's SIGTERM) before it removes it, so
+ * the servers a bench started do not outlive it. Returns a function that removes it.
+ */
+function onInterrupt(fn) {
+  interruptCleanups.push(fn);
+  if (!interruptHooked) {
+    interruptHooked = true;
+    const handler = () => {
+      void Promise.allSettled(interruptCleanups.splice(0).reverse().map((f) => Promise.resolve().then(f))).then(() => process.exit(130));
+    };
+    process.once('SIGINT', handler);
+    process.once('SIGTERM', handler);
+  }
+  return () => {
+    const i = interruptCleanups.indexOf(fn);
+    if (i >= 0) interruptCleanups.splice(i, 1);
+  };
+}
+
+/**
+ * Starts an in-memory Azurite and the service on it (`cli.js start --app <app> --port <free>`), waits for
+ * /api/health, and gets an Admin token from the dev issuer the service writes into its data folder.
+ *
+ * @param {object} [o]
+ * @param {string} [o.root] project root (dist/ lives there); default: this checkout.
+ * @param {string} [o.app] the app folder the runtime hosts; default: root.
+ * @param {Record<string,string>} [o.env] extra environment for the service, applied last (NODE_OPTIONS too).
+ * @param {string} [o.dataDir] the service's data folder; default: a mktemp folder removed by stop().
+ * @param {string} [o.azuriteNodeOptions] NODE_OPTIONS for the Azurite processes (e.g. a --require preload).
+ * @param {(text: string) => void} [o.onOutput] every chunk the service writes to stdout/stderr.
+ * @param {number} [o.startTimeoutSeconds] how long to wait for /api/health (default 120).
+ * @returns {Promise<{ base: string, pid: number, tablePid: number, azurite: object, dataDir: string, token: string,
+ *   startSeconds: number, call: Function, must: Function, runImport: Function, logs: () => string, stop: () => Promise<void> }>}
+ */
+async function startService(o = {}) {
+  const root = o.root ?? ROOT;
+  const { Azurite, freePort } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
+  const ownDataDir = !o.dataDir;
+  const dataDir = o.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'bench-service-'));
+  const azurite = new Azurite();
+  // Azurite spawns its processes with this process's environment: set NODE_OPTIONS just for that.
+  const saved = process.env.NODE_OPTIONS;
+  if (o.azuriteNodeOptions !== undefined) process.env.NODE_OPTIONS = o.azuriteNodeOptions;
+  try {
+    await azurite.start();
+  } finally {
+    if (o.azuriteNodeOptions !== undefined) {
+      if (saved === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = saved;
+    }
+  }
+  const port = await freePort();
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', o.app ?? root, '--port', String(port), '--data-dir', dataDir], {
+    env: {
+      ...process.env,
+      AzureWebJobsStorage: azurite.connectionString,
+      AZURE_FUNCTIONS_ENVIRONMENT: 'Development',
+      Service__DataDir: dataDir,
+      Authentication__Negotiate__Enabled: 'false',
+      Engine__InstanceName: 'bench',
+      LOG_FORMAT: '',
+      ...(o.env ?? {}),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let logs = '';
+  const keep = (d) => {
+    const text = d.toString();
+    logs = (logs + text).slice(-20000);
+    o.onOutput?.(text);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const exited = new Promise((r) => child.once('exit', r));
+
+  let stopped;
+  const stop = () => {
+    stopped ??= (async () => {
+      removeInterrupt();
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
+        await exited;
+        clearTimeout(timer);
+      }
+      await azurite.stop();
+      if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
+    })();
+    return stopped;
+  };
+  const removeInterrupt = onInterrupt(() => {
+    child.kill('SIGKILL');
+    return stop();
+  });
+
+  const base = `http://127.0.0.1:${port}/api`;
+  let token;
+  try {
+    const deadline = Date.now() + (o.startTimeoutSeconds ?? 120) * 1000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`service exited with code ${child.exitCode}:\n${logs.slice(-4000)}`);
+      try {
+        if ((await fetch(`${base}/health`)).status === 200) break;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) throw new Error(`service did not start:\n${logs.slice(-4000)}`);
+      await sleep(100);
+    }
+    const info = JSON.parse(readFileSync(path.join(dataDir, 'dev-issuer.json'), 'utf8'));
+    const basic = Buffer.from(`${encodeURIComponent(info.clientId)}:${encodeURIComponent(info.clientSecret)}`).toString('base64');
+    const res = await fetch(info.tokenEndpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` },
+      body: 'grant_type=client_credentials&role=Admin',
+    });
+    if (res.status !== 200) throw new Error(`dev issuer token: ${res.status}`);
+    token = (await res.json()).access_token;
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const startSeconds = (performance.now() - t0) / 1000;
+
+  /** One Admin API call: `route` is relative to /api; the body is sent as JSON. */
+  const call = async (method, route, body) => {
+    const r = await fetch(`${base}/${route}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    let parsed;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = text;
+    }
+    return { status: r.status, body: parsed };
+  };
+  /** The body of a call that must answer `status`; otherwise throws with the answer and the service's last log lines. */
+  const must = async (p, status) => {
+    const r = await p;
+    if (r.status !== status) throw new Error(`expected ${status}, got ${r.status}: ${JSON.stringify(r.body)}\n${logs.slice(-6000)}`);
+    return r.body;
+  };
+  const tablePid = azurite.pids[0];
+  /**
+   * Triggers an import and polls the run until it is neither Queued nor Running. `seconds` is trigger to end;
+   * `cpu` holds the CPU seconds the service and the Azurite table process used meanwhile and the 1-min load.
+   */
+  const runImport = async (connectorId, runType) => {
+    const t = performance.now();
+    const c0 = { service: cpuSeconds(child.pid), azurite: cpuSeconds(tablePid) };
+    const started = await must(call('POST', `connectors/${connectorId}/import`, { runType }), 202);
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`service exited during the ${runType}:\n${logs.slice(-4000)}`);
+      const r = await must(call('GET', `runs/${started.runId}`), 200);
+      if (!['Running', 'Queued'].includes(r.status)) {
+        const used = (now, before) => (now === null || before === null ? null : +(now - before).toFixed(1));
+        const cpu = { serviceCpuSeconds: used(cpuSeconds(child.pid), c0.service), azuriteCpuSeconds: used(cpuSeconds(tablePid), c0.azurite), load: os.loadavg()[0] };
+        return { seconds: (performance.now() - t) / 1000, run: r, cpu };
+      }
+      await sleep(100);
+    }
+  };
+  return { base, pid: child.pid, tablePid, azurite, dataDir, token, startSeconds, call, must, runImport, logs: () => logs, stop };
+}
+
+module.exports = { ROOT, arg, sleep, peakRssMB, cpuSeconds, onInterrupt, startService };
