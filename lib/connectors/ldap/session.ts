@@ -125,7 +125,10 @@ export async function openSession(c: SessionConfig): Promise<DirectorySession> {
   const secrets = [c.bindPassword];
   const timeout = c.timeoutSeconds * 1000;
   const url = `${c.security === 'ldaps' ? 'ldaps' : 'ldap'}://${isIP(c.host) === 6 ? `[${c.host}]` : c.host}:${c.port}`;
-  const client = new Client({ url, timeout, connectTimeout: timeout, tlsOptions: tlsOptions(c), strictDN: false });
+  // tlsOptions go to the constructor for ldaps only: ldapts opens a TLS socket whenever the constructor gets any
+  // TLS option, even for an ldap:// URL, so a StartTLS client would send its ClientHello to the plain LDAP port
+  // and the server would reset the connection (ECONNRESET) before StartTLS was ever asked for.
+  const client = new Client({ url, timeout, connectTimeout: timeout, strictDN: false, ...(c.security === 'ldaps' ? { tlsOptions: tlsOptions(c) } : {}) });
   try {
     if (c.security === 'starttls') await client.startTLS(tlsOptions(c));
     await client.bind(c.bindDN, c.bindPassword);

@@ -184,7 +184,9 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
   });
 
   test('ldaps with a wrong CA and a wrong password fail with clear errors and no secret', async () => {
-    const other = (await startSlapd()).caCertificate; // another self-signed certificate
+    const otherSlapd = await startSlapd(); // another self-signed certificate
+    const other = otherSlapd.caCertificate;
+    await otherSlapd.stop();
     const wrongCa = f.connector({ caCertificate: other });
     const e1 = await caught(wrongCa.testConnection());
     expect(e1.code).toBe('connection_failed');
@@ -196,6 +198,33 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
     expect(e2.message).not.toContain('wrong-password-Zx9');
     expect(e2.message).toMatch(/invalid credentials/);
     expect(() => f.connector({ security: 'none' })).toThrow(/allowInsecure/);
+  });
+
+  test('StartTLS on the plain port with the CA certificate: bind, import and export; a wrong CA is refused before the bind', async () => {
+    const tls = f.connector({ security: 'starttls', port: slapd.port, host: 'localhost' });
+    expect((await tls.testConnection()).message).toMatch(/starttls/);
+    const objects = objectsOf(await fullImport(tls));
+    expect(byType(objects, 'User').map((o) => o.attributes.uid).sort()).toEqual(PEOPLE.map((p) => p.key).sort());
+    const added = await tls.export(f.exportAdd({ key: 'E700', givenName: 'Over', sn: 'StartTLS', container: 'Sales' }));
+    expect(added).toMatchObject({ status: 'success', dn: `uid=E700,ou=Sales,${f.base}` });
+    await tls.close();
+    const byIp = f.connector({ security: 'starttls', port: slapd.port, host: '127.0.0.1' });
+    expect((await byIp.testConnection()).message).toMatch(/127\.0\.0\.1/);
+    await byIp.close();
+    // security none (opted in) is plain LDAP on the same port: no TLS is attempted.
+    const plain = f.connector({ security: 'none', allowInsecure: true, port: slapd.port });
+    expect((await plain.testConnection()).message).toMatch(/\(none\)/);
+    await plain.close();
+    const other = await startSlapd();
+    try {
+      const wrongCa = f.connector({ security: 'starttls', port: slapd.port, caCertificate: other.caCertificate });
+      const e = await caught(wrongCa.testConnection());
+      expect(e.code).toBe('connection_failed');
+      expect(e.message).toMatch(/certificate is not trusted/);
+      expect(e.message).not.toContain(slapd.rootPassword);
+    } finally {
+      await other.stop();
+    }
   });
 });
 
