@@ -12,31 +12,16 @@
  * Usage: npm run build && node bench/runtime/durable.js [--orchestrations 20] [--activities 50] [--cpu-prof DIR]
  */
 const { spawn } = require('node:child_process');
-const { mkdtempSync, readFileSync, rmSync } = require('node:fs');
+const { mkdtempSync, rmSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const root = path.resolve(__dirname, '../..');
 const { Azurite, freePort, portAnswers } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
+const { arg, cpuSeconds, sleep } = require('../support');
 
-function arg(name, dflt) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : dflt;
-}
 const ORCH = arg('orchestrations', 20);
 const ACTS = arg('activities', 50);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const profIdx = process.argv.indexOf('--cpu-prof');
-const PROF_DIR = profIdx > 0 ? path.resolve(process.argv[profIdx + 1]) : undefined;
-
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux); undefined elsewhere. */
-function cpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
-}
+const PROF_DIR = arg('cpu-prof', '') ? path.resolve(arg('cpu-prof', '')) : undefined;
 const loadAvg = () => os.loadavg().map((n) => Number(n.toFixed(2)));
 
 async function main() {
@@ -97,7 +82,7 @@ async function main() {
     const results = await waitAll(ids, 20);
     const seconds = (performance.now() - t0) / 1000;
     const cpu1 = { runtime: cpuSeconds(child.pid), azuriteTable: cpuSeconds(tablePid) };
-    const cpuUsed = (k) => (cpu0[k] === undefined || cpu1[k] === undefined ? null : Number((cpu1[k] - cpu0[k]).toFixed(2)));
+    const cpuUsed = (k) => (cpu0[k] === null || cpu1[k] === null ? null : Number((cpu1[k] - cpu0[k]).toFixed(2)));
     const failed = [...results.values()].filter((s) => s.runtimeStatus !== 'Completed' || s.output !== ACTS);
     if (failed.length) throw new Error(`${failed.length} orchestrations did not complete correctly`);
     overheads.sort((a, b) => a - b);

@@ -8,32 +8,19 @@
 //   node bench/runtime/http.js [--connections 50] [--duration 10] [--cpu-prof DIR] [--no-floor]
 'use strict';
 const { spawn } = require('node:child_process');
-const { mkdtempSync, readFileSync } = require('node:fs');
+const { mkdtempSync } = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const autocannon = require('autocannon');
 
 const root = path.resolve(__dirname, '../..');
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const connections = arg('connections', 50);
-const profIdx = process.argv.indexOf('--cpu-prof');
-const PROF_DIR = profIdx > 0 ? path.resolve(process.argv[profIdx + 1]) : undefined;
-const duration = arg('duration', 10);
+const { freePort } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
+const { arg, cpuSeconds, sleep } = require('../support');
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
+const connections = arg('connections', 50);
+const PROF_DIR = arg('cpu-prof', '') ? path.resolve(arg('cpu-prof', '')) : undefined;
+const duration = arg('duration', 10);
 
 async function waitForPort(port, child) {
   for (let i = 0; i < 400; i++) {
@@ -43,7 +30,7 @@ async function waitForPort(port, child) {
       s.once('error', () => resolve(false));
     });
     if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   throw new Error(`nothing listens on ${port}`);
 }
@@ -52,16 +39,6 @@ const BARE = `require('node:http').createServer((req, res) => { req.resume(); co
   res.writeHead(200, { 'content-type': 'text/plain;charset=UTF-8', 'content-length': b.length }); res.end(b); })
   .listen(Number(process.argv[1]), '127.0.0.1');`;
 
-/** CPU seconds (user + system) of a process so far, from /proc (Linux); undefined elsewhere. */
-function cpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
-}
-
 async function measure(url, pid) {
   const warm = await autocannon({ url, connections, duration: 2 });
   void warm;
@@ -69,7 +46,7 @@ async function measure(url, pid) {
   const r = await autocannon({ url, connections, duration });
   const cpu1 = cpuSeconds(pid);
   return {
-    cpuMicrosPerRequest: cpu0 === undefined || cpu1 === undefined ? null : Math.round(((cpu1 - cpu0) * 1e6) / r.requests.total),
+    cpuMicrosPerRequest: cpu0 === null || cpu1 === null ? null : Math.round(((cpu1 - cpu0) * 1e6) / r.requests.total),
     rps: Math.round(r.requests.average),
     p50Ms: r.latency.p50,
     p99Ms: r.latency.p99,

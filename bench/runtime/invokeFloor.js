@@ -10,10 +10,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '../..');
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
-};
+const { arg } = require('../support');
 const concurrency = arg('concurrency', 50);
 const duration = arg('duration', 10);
 
