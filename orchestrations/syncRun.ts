@@ -78,7 +78,9 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
         totals = d.totals;
         return yield finish(completedStatus(totals), { watermark: d.watermark });
       }
-      // fullImportRequired: go on as a full import.
+      // fullImportRequired: go on as a full import, and say so in the run (an entry of its errors with no object;
+      // not counted in stats.errors, so the run still ends Completed when nothing fails).
+      totals = { ...totals, errors: [...totals.errors, { message: `The delta import ran as a full import: ${d.fullImportRequired}` }] };
     }
     let cursor: string | null = null;
     let watermark: string | null = null;
