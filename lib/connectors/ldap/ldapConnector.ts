@@ -16,6 +16,7 @@ import {
   type ImportPage,
   type ObjectError,
   type ScalarValue,
+  type AttributeValue,
 } from '../sdk';
 import { deltaStrategyFor, type DeltaContext, type StrategyName } from './delta';
 import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
@@ -129,6 +130,7 @@ export class LdapConnector implements Connector {
         attributes: [
           { name: this.config.anchorAttribute, type: 'string' as const, multiValued: false, required: true },
           { name: 'container', type: 'string' as const, multiValued: false },
+          { name: 'dn', type: 'string' as const, multiValued: false },
           ...names.map((n) => {
             const lower = n.toLowerCase();
             const ref = REFERENCE_ATTRIBUTES[lower];
@@ -340,17 +342,64 @@ export class LdapConnector implements Connector {
   }
 
   private addDn(change: ExportChange): string {
-    if (change.dn) return change.dn;
+    const explicit = change.dn ?? stringAttribute(change.attributes, 'dn');
+    if (explicit) {
+      if (!isUnder(explicit, this.config.baseDN)) throw new ConnectorError('object_error', `The DN ${explicit} is not under baseDN.`);
+      return explicit;
+    }
     if (!this.dnTemplate) throw new ConnectorError('object_error', 'Adding an object needs exportDnTemplate in the connector configuration (or a DN from the engine).');
-    let dn: unknown;
+    let dn: string | undefined;
     try {
-      dn = this.dnTemplate.evaluate({ source: change.attributes, baseDN: this.config.baseDN, objectType: change.objectType, container: change.container ?? null });
+      dn = this.templateDn(change.attributes, change.objectType, change.container ?? stringAttribute(change.attributes, 'container') ?? null);
     } catch (err) {
       throw new ConnectorError('object_error', `exportDnTemplate failed for this object: ${(err as Error).message}`);
     }
-    if (typeof dn !== 'string' || !dn.includes('=')) throw new ConnectorError('object_error', 'exportDnTemplate did not give a DN for this object.');
+    if (dn === undefined) throw new ConnectorError('object_error', 'exportDnTemplate did not give a DN for this object.');
     if (!isUnder(dn, this.config.baseDN)) throw new ConnectorError('object_error', `The DN ${dn} is not under baseDN.`);
     return dn;
+  }
+
+  /** The DN `exportDnTemplate` gives for these attributes (undefined: no template, or not a DN). Throws when it fails. */
+  private templateDn(source: Record<string, AttributeValue>, objectType: string, container: string | null): string | undefined {
+    if (!this.dnTemplate) return undefined;
+    const dn = this.dnTemplate.evaluate({ source, baseDN: this.config.baseDN, objectType, container });
+    return typeof dn === 'string' && dn.includes('=') ? dn : undefined;
+  }
+
+  /**
+   * Where an update moves the entry (undefined: it stays). In order: a DN the change names (`change.dn` or the
+   * attribute `dn`); a container it names (`change.container` or the attribute `container`, from an outbound
+   * flow rule), keeping the RDN; else `exportDnTemplate` evaluated over the entry's values before and after the
+   * change: when the computed DN changes (a new department, a new uid), the entry goes there. An entry the
+   * template never placed is only moved when an attribute the template reads changes.
+   */
+  private async moveTarget(session: DirectorySession, entry: LdapEntry, change: ExportChange): Promise<string | undefined> {
+    const dn = entry.dn;
+    const rdn = dn.slice(0, dn.length - parentDn(dn).length).replace(/,\s*$/, '');
+    const explicitDn = change.dn ?? stringAttribute(change.attributes, 'dn');
+    if (explicitDn) return explicitDn;
+    const container = change.container ?? stringAttribute(change.attributes, 'container');
+    if (container) return `${rdn},${container}`;
+    if (!this.dnTemplate) return undefined;
+    const current = await toConnectorObject(session, entry, this.scope);
+    if (!current || isObjectError(current)) return undefined;
+    const after: Record<string, AttributeValue> = { ...current.attributes };
+    for (const [name, v] of Object.entries(change.attributes)) {
+      for (const k of Object.keys(after)) if (k.toLowerCase() === name.toLowerCase()) delete after[k];
+      after[name] = v;
+    }
+    const attempt = (source: Record<string, AttributeValue>) => {
+      try {
+        return this.templateDn(source, current.objectType, null);
+      } catch {
+        return undefined;
+      }
+    };
+    const next = attempt(after);
+    if (next === undefined) return undefined;
+    const before = attempt(current.attributes);
+    if (before !== undefined && normalizeDn(before) === normalizeDn(next)) return undefined;
+    return next;
   }
 
   private async exportAdd(session: DirectorySession, change: ExportChange): Promise<ExportResult> {
@@ -395,7 +444,7 @@ export class LdapConnector implements Connector {
     if (!entry) throw new ConnectorError('not_found', `No directory object has ${this.scope.anchorAttribute} ${change.anchor ?? '(none)'}.`, { anchor: change.anchor });
     let dn = entry.dn;
     // A new place: modifyDN (a move keeps the anchor, group memberships follow through refint/AD links).
-    const target = change.dn ?? (change.container !== undefined && normalizeDn(change.container) !== normalizeDn(parentDn(dn)) ? `${dn.slice(0, dn.length - parentDn(dn).length).replace(/,\s*$/, '')},${change.container}` : undefined);
+    const target = await this.moveTarget(session, entry, change);
     if (target && normalizeDn(target) !== normalizeDn(dn)) {
       if (!isUnder(target, this.config.baseDN)) throw new ConnectorError('object_error', `The DN ${target} is not under baseDN.`);
       await session.modifyDN(dn, target);
@@ -436,6 +485,14 @@ export class LdapConnector implements Connector {
     this.session = undefined;
     await s?.close();
   }
+}
+
+/** A single string value of an attribute named case-insensitively (undefined when absent, empty or multi-valued). */
+function stringAttribute(attributes: Record<string, AttributeValue>, name: string): string | undefined {
+  const key = Object.keys(attributes).find((k) => k.toLowerCase() === name);
+  const v = key === undefined ? undefined : attributes[key];
+  const x = Array.isArray(v) ? (v.length === 1 ? v[0] : undefined) : v;
+  return typeof x === 'string' && x.trim() ? x : undefined;
 }
 
 function ldapString(v: ScalarValue): string {

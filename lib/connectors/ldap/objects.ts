@@ -134,12 +134,15 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
     if (REFERENCE_ATTRIBUTES[lower]) references[name] = vals.map(String).filter((x) => x.length > 0);
   };
   for (const key of Object.keys(entry)) {
-    if (key === 'dn' || RANGE.test(key)) continue;
+    if (key.toLowerCase() === 'dn' || RANGE.test(key)) continue;
     put(key, entry[key]);
   }
   for (const [name, vals] of Object.entries(ranged)) put(name, vals as string[]);
   const container = parentDn(entry.dn);
   attributes.container = container;
+  // The entry's own DN as an attribute: references (member, manager) name objects by DN, so a flow rule that
+  // brings `dn` into the mesh lets a relationship rule resolve them (`targetAttribute: dn`).
+  attributes.dn = entry.dn;
   const o: ConnectorObject = { anchor, objectType, dn: entry.dn, container, attributes };
   if (Object.keys(references).length) o.references = references;
   return o;

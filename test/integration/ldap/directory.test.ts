@@ -86,7 +86,8 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
     expect(rest.map((o) => o.attributes.uid ?? o.attributes.cn).sort()).toEqual(['E001', 'E002', 'eng']);
     const few = f.connector({ attributes: ['uid', 'sn'] });
     const [one] = objectsOf(await fullImport(few));
-    expect(Object.keys(one.attributes).sort()).toEqual(['container', 'entryUUID', 'objectClass', 'sn', 'uid']);
+    expect(Object.keys(one.attributes).sort()).toEqual(['container', 'dn', 'entryUUID', 'objectClass', 'sn', 'uid']);
+    expect(one.attributes.dn).toBe(one.dn);
     await Promise.all([only.close(), notSales.close(), few.close()]);
   });
 
@@ -170,6 +171,24 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
     expect(after.get('E002')!.attributes.title).toBe('Lead');
     expect(after.get('eng')!.references!.member).toEqual([`uid=E500,ou=Sales,${f.base}`]);
     expect(after.has('E005')).toBe(false);
+  });
+
+  test('export moves: the DN template computes another container, a container attribute, an unrelated change stays put', async () => {
+    const added = await c.export(f.exportAdd({ key: 'E510', givenName: 'Move', sn: 'Me', container: 'Sales' }));
+    expect(added).toMatchObject({ status: 'success', dn: `uid=E510,ou=Sales,${f.base}` });
+    const byTemplate = await c.export({ kind: 'update', anchor: added.anchor!, objectType: 'User', attributes: { departmentNumber: 'Engineering', title: 'Moved' } });
+    expect(byTemplate).toMatchObject({ status: 'success', dn: `uid=E510,ou=Engineering,${f.base}` });
+    const unrelated = await c.export({ kind: 'update', anchor: added.anchor!, objectType: 'User', attributes: { mail: 'e510@example.test' } });
+    expect(unrelated).toMatchObject({ status: 'success', dn: `uid=E510,ou=Engineering,${f.base}` });
+    // E001 was not placed by the template (no departmentNumber): a mail change does not move it.
+    const anchors = new Map(objectsOf(await fullImport(c)).map((o) => [String(o.attributes.uid ?? o.attributes.cn), o.anchor]));
+    const e001 = await c.export({ kind: 'update', anchor: anchors.get('E001')!, objectType: 'User', attributes: { mail: 'ada2@example.test' } });
+    expect(e001).toMatchObject({ status: 'success', dn: f.dns.get('E001') });
+    const byContainer = await c.export({ kind: 'update', anchor: anchors.get('E001')!, objectType: 'User', attributes: { container: `ou=Sales,${f.base}` } });
+    expect(byContainer).toMatchObject({ status: 'success', dn: `uid=E001,ou=Sales,${f.base}` });
+    const after = new Map(objectsOf(await fullImport(c)).map((o) => [String(o.attributes.uid ?? o.attributes.cn), o]));
+    expect(after.get('E510')).toMatchObject({ anchor: added.anchor, container: `ou=Engineering,${f.base}`, attributes: { title: 'Moved', mail: 'e510@example.test', departmentNumber: 'Engineering' } });
+    expect(after.get('E001')).toMatchObject({ anchor: anchors.get('E001'), container: `ou=Sales,${f.base}`, attributes: { mail: 'ada2@example.test' } });
   });
 
   test('export per-object errors: an existing DN, a constraint violation, a missing object; the rest goes on', async () => {
