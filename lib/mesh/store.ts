@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TableClient, TransactionAction } from '@azure/data-tables';
-import { isStatus, odata, table } from '../storage/tables';
+import { isStatus, odata, submitTransaction, table } from '../storage/tables';
 import type { MeshObject } from '../sync/model';
 import { getJson, mapLimit, putJsonText, submitBatched } from '../sync/tableUtil';
 
@@ -226,7 +226,7 @@ async function appendFeedText(entries: string[]): Promise<number> {
       const next = seq + part.length;
       actions.push(etag ? ['update', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }, 'Replace', { etag }] : ['create', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }]);
       try {
-        await client.submitTransaction(actions);
+        await submitTransaction(client, actions);
         if (start + FEED_ROWS_PER_TRANSACTION >= rows.length) return next;
         break;
       } catch (err) {

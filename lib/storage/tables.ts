@@ -1,5 +1,6 @@
-import { RestError, TableClient, TableServiceClient } from '@azure/data-tables';
+import { RestError, TableClient, TableServiceClient, type TransactionAction } from '@azure/data-tables';
 import { AppError } from '../errors';
+import { canBuild, submitTransactionFast } from './transaction';
 
 /**
  * Table clients for the service's own tables, on the account named by `AzureWebJobsStorage` (the local
@@ -50,6 +51,16 @@ export function table(name: string): Promise<TableClient> {
 export function tableService(): TableServiceClient {
   const cs = storageConnectionString();
   return TableServiceClient.fromConnectionString(cs, { allowInsecureConnection: isLoopbackHttp(cs) });
+}
+
+/**
+ * One entity-group transaction (one partition, at most 100 actions) on `client`: the body is built by
+ * lib/storage/transaction.ts when the entities are plain (much less CPU than the library's own builder),
+ * else by `client.submitTransaction`. Either way a failure is a `RestError` with the failing status.
+ */
+export async function submitTransaction(client: TableClient, actions: TransactionAction[]): Promise<void> {
+  if (canBuild(actions)) await submitTransactionFast(client, actions, isLoopbackHttp(storageConnectionString()));
+  else await client.submitTransaction(actions);
 }
 
 /** Forget cached clients (tests that switch accounts or prefixes). */

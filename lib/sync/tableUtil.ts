@@ -1,5 +1,5 @@
 import type { TableClient, TransactionAction } from '@azure/data-tables';
-import { isStatus } from '../storage/tables';
+import { isStatus, submitTransaction } from '../storage/tables';
 
 /**
  * Helpers shared by the sync engine's repositories: JSON split over several string properties (a table
@@ -72,11 +72,11 @@ export async function submitBatched(client: TableClient | ((partitionKey: string
       const b = batches[next++];
       const c = await clientOf(String(b[0][1].partitionKey));
       try {
-        await c.submitTransaction(b);
+        await submitTransaction(c, b);
       } catch (err) {
         const guessed = (a: TransactionAction) => a[0] === 'create' || (a[0] === 'update' && a[3] === undefined);
         if (!((isStatus(err, 409) || isStatus(err, 404)) && b.some(guessed))) throw err;
-        await c.submitTransaction(b.map((a): TransactionAction => (guessed(a) ? ['upsert', a[1], 'Replace'] : a)));
+        await submitTransaction(c, b.map((a): TransactionAction => (guessed(a) ? ['upsert', a[1], 'Replace'] : a)));
       }
     }
   };
