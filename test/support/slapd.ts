@@ -28,8 +28,14 @@ export interface Slapd {
   /** PEM of the self-signed server certificate, to trust in clients. */
   caCertificate: string;
   caCertificateFile: string;
+  /** The running slapd's process id (changes with {@link Slapd.restart}). */
   pid: number;
+  /** Stop slapd (SIGTERM) and remove its directory. */
   stop(): Promise<void>;
+  /** Stop slapd (SIGTERM) and keep its data: the server is down until {@link Slapd.restart}. */
+  halt(): Promise<void>;
+  /** Start a halted slapd again on the same ports with the same data. */
+  restart(): Promise<void>;
 }
 
 export interface SlapdOptions {
@@ -215,21 +221,22 @@ export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
   if (options.ldifFile) await run('slapadd', ['-q', '-F', path.join(dir, 'slapd.d'), '-b', suffix, '-l', options.ldifFile]);
 
   const urls = `ldap://127.0.0.1:${port}/ ldaps://127.0.0.1:${ldapsPort}/`;
-  // -d 0 keeps slapd in the foreground, so the child we track is slapd itself.
-  const child: ChildProcess = spawn('/usr/sbin/slapd', ['-F', path.join(dir, 'slapd.d'), '-h', urls, '-d', '0'], { stdio: 'ignore' });
-  trackPid(child.pid);
-  const deadline = Date.now() + 15_000;
-  while (!(await portAnswers('127.0.0.1', port)) || !(await portAnswers('127.0.0.1', ldapsPort))) {
-    if (child.exitCode !== null) throw new Error(`slapd exited with ${child.exitCode} during start (config in ${dir})`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error('slapd did not listen within 15 s');
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  let child: ChildProcess = await launch(dir, urls, port, ldapsPort);
+  const halt = async () => {
+    const running = child;
+    if (running.exitCode !== null || running.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => running.kill('SIGKILL'), 5_000);
+      running.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      running.kill('SIGTERM');
+    });
+  };
 
   const caCertificateFile = path.join(dir, 'tls/cert.pem');
-  return {
+  const server: Slapd = {
     dir,
     suffix,
     rootDN,
@@ -242,17 +249,32 @@ export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
     caCertificateFile,
     pid: child.pid!,
     async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-          child.once('exit', () => {
-            clearTimeout(timer);
-            resolve();
-          });
-          child.kill('SIGTERM');
-        });
-      }
+      await halt();
       rmSync(dir, { recursive: true, force: true });
     },
+    halt,
+    async restart() {
+      await halt();
+      child = await launch(dir, urls, port, ldapsPort);
+      server.pid = child.pid!;
+    },
   };
+  return server;
+}
+
+/** Spawn slapd on the prepared directory and wait until both ports answer. */
+async function launch(dir: string, urls: string, port: number, ldapsPort: number): Promise<ChildProcess> {
+  // -d 0 keeps slapd in the foreground, so the child we track is slapd itself.
+  const child: ChildProcess = spawn('/usr/sbin/slapd', ['-F', path.join(dir, 'slapd.d'), '-h', urls, '-d', '0'], { stdio: 'ignore' });
+  trackPid(child.pid);
+  const deadline = Date.now() + 15_000;
+  while (!(await portAnswers('127.0.0.1', port)) || !(await portAnswers('127.0.0.1', ldapsPort))) {
+    if (child.exitCode !== null) throw new Error(`slapd exited with ${child.exitCode} during start (config in ${dir})`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error('slapd did not listen within 15 s');
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return child;
 }

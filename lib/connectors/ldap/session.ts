@@ -146,7 +146,16 @@ class LdaptsSession implements DirectorySession {
     private readonly secrets: string[],
   ) {}
 
+  /**
+   * ldapts reconnects by itself when the socket was closed, but unbound (and, after StartTLS, without TLS): an
+   * anonymous search sees nothing, which a delta would read as deletes. A session that lost its bind fails.
+   */
+  private ensureBound(what: string): void {
+    if (!this.client.isBound) throw new ConnectorError('connection_failed', `${what}: the connection to the directory was lost.`, { retriable: true });
+  }
+
   async search(req: SearchRequest): Promise<LdapEntry[]> {
+    this.ensureBound(`Searching ${req.base}`);
     try {
       const r = await this.client.search(
         req.base,
@@ -167,6 +176,7 @@ class LdaptsSession implements DirectorySession {
     );
     for (;;) {
       let next: IteratorResult<{ searchEntries: LdapEntry[] }>;
+      this.ensureBound(`Searching ${req.base}`);
       try {
         next = await it.next();
       } catch (err) {
@@ -192,6 +202,7 @@ class LdaptsSession implements DirectorySession {
 
   /** Write operations: LDAP result errors are per-object, transport errors stay run-level. */
   private async op(fn: () => Promise<void>, what: string): Promise<void> {
+    this.ensureBound(what);
     try {
       await fn();
     } catch (err) {

@@ -254,17 +254,26 @@ describeWithServer('slapd')('directory connector: server loss and trimmed change
       const f = await new SlapdFixture(slapd).init();
       await f.seed(PEOPLE);
       const c = f.connector();
+      await c.testConnection(); // c's own session is open and bound
       const it = c.fullImport({ pageSize: 2 })[Symbol.asyncIterator]();
       const first = await it.next();
       expect(first.value.objects).toHaveLength(2);
       await (await f.client()).unbind().catch(() => undefined);
-      await slapd.stop();
+      await slapd.halt();
       const e = await caught(it.next());
       expect(e.code).toBe('connection_failed');
       expect(e.retriable).toBe(true);
       const x = await caught(c.export(f.exportAdd({ key: 'E9', givenName: 'A', sn: 'B' })));
       expect(['connection_failed', 'timeout']).toContain(x.code);
+      // The server back: the old session does not go on unbound (ldapts would reconnect anonymously, and an
+      // anonymous search sees nothing); a new connector instance binds again.
+      await slapd.restart();
+      const y = await caught(c.export(f.exportUpdate(first.value.objects[0].anchor, 'E001', { mail: 'x@example.test' })));
+      expect(y.code).toBe('connection_failed');
       await c.close();
+      const again = f.connector();
+      expect(await again.export(f.exportUpdate(first.value.objects[0].anchor, 'E001', { mail: 'x@example.test' }))).toMatchObject({ status: 'success' });
+      await again.close();
     } finally {
       await closeParkedSearches();
       await slapd.stop();
