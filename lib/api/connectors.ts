@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
-import { connectorTypeConfig, isConnectorType, type ConnectorType } from '../connectors/registry';
+import { connectorTypeConfig, isConnectorType, testConnectorOnSave, type ConnectorType } from '../connectors/registry';
+import { canonicalJson, isConnectorError, redactSecrets } from '../connectors/sdk';
 import { clearAssignment, assignmentOf } from '../engine/assignments';
 import { badRequest, conflict, type FieldError } from '../errors';
 import { validate } from '../schemas/ajv';
@@ -91,6 +92,24 @@ function prepareConfig(type: ConnectorType, raw: Record<string, unknown>, previo
   return { config: full, secrets };
 }
 
+/**
+ * The live test of a type with `testOnSave` (lib/connectors/registry.ts), run with the secrets (the stored
+ * ones where the placeholder was sent) before anything is stored. A failure is a 400 whose detail says what
+ * failed (the connector's message, secrets redacted once more); any other error stays a logged 500.
+ */
+async function testBeforeSave(type: ConnectorType, { config, secrets }: PreparedConfig): Promise<void> {
+  if (!connectorTypeConfig(type).testOnSave) return;
+  let full = config;
+  for (const [path, value] of secrets) full = setPath(full, path, value);
+  try {
+    await testConnectorOnSave(type, full);
+  } catch (err) {
+    if (!isConnectorError(err)) throw err;
+    const message = redactSecrets(err.message, secrets.map(([, value]) => value));
+    throw badRequest(`The test connection failed, nothing was saved: ${message}`, [{ path: '/config', message: `${err.code}: ${message}` }]);
+  }
+}
+
 function seal(id: string, secrets: SecretEntry[]): string | null {
   return secrets.length ? encryptSecret(JSON.stringify(secrets), id) : null;
 }
@@ -105,6 +124,7 @@ export async function createConnector(input: CreateConnectorRequest, caller: Cal
   if (limit !== null && (await listConnectorRows()).length >= limit) {
     throw conflict(`The license allows at most ${limit} connectors.`);
   }
+  await testBeforeSave(input.type, { config, secrets });
   const id = randomUUID();
   const now = new Date().toISOString();
   const stored = await insertConnector({
@@ -129,7 +149,11 @@ export async function updateConnector(id: string, input: UpdateConnectorRequest,
     throw badRequest('The connector type cannot change; create a new connector instead.', [{ path: '/type', message: `must be '${current.type}' (the type cannot change)` }]);
   }
   if (!isConnectorType(current.type)) throw badRequest(`Connectors of type '${current.type}' cannot be updated.`);
-  const { config, secrets } = prepareConfig(current.type, input.config, unseal(current));
+  const previous = unseal(current);
+  const { config, secrets } = prepareConfig(current.type, input.config, previous);
+  // What was stored passed its test when it was saved: a PUT that changes only the name needs no source.
+  const sameConfig = canonicalJson(config) === canonicalJson(current.config) && canonicalJson(secrets) === canonicalJson(previous);
+  if (!sameConfig) await testBeforeSave(current.type, { config, secrets });
   const stored = await replaceConnector(current, {
     name: input.name,
     config,

@@ -1,6 +1,6 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { FieldError } from '../errors';
-import type { ConnectorDefinition } from './sdk';
+import { ConnectorError, type ConnectionTestResult, type ConnectorDefinition } from './sdk';
 import { ActiveDirectoryConfigSchema, DIRECTORY_EXPRESSIONS, LdapConfigSchema, directoryChecks, directoryDefaults, type DirectoryConfig } from './ldap/schema';
 import { SQL_EXPRESSIONS, SqlConfigSchema, sqlChecks, sqlDefaults, type SqlConfig } from './sql/schema';
 import { validateSqlConfig } from './sql/validate';
@@ -28,6 +28,12 @@ export interface ConnectorTypeConfig {
   checks(config: Record<string, unknown>): FieldError[];
   /** Config fields whose value is a transformScript-language expression. */
   expressions: readonly string[];
+  /**
+   * Create and update run {@link testConnectorOnSave} before storing anything: a configuration the source
+   * refuses (wrong password, unknown table, unreachable server) is a 400, not a connector that fails at its
+   * first run. Off for types whose test needs more than the configuration (or is not built yet).
+   */
+  testOnSave?: boolean;
 }
 
 /** The two directory types share everything but their schema and type-dependent defaults. */
@@ -50,6 +56,7 @@ const TYPES: Record<ConnectorType, ConnectorTypeConfig> = {
     defaults: (c) => sqlDefaults(c as SqlConfig),
     checks: (c) => [...sqlChecks(c as SqlConfig), ...validateSqlConfig(c as SqlConfig)],
     expressions: SQL_EXPRESSIONS,
+    testOnSave: true,
   },
   custom: { type: 'custom', configSchema: CustomConfigSchema, defaults: (c) => c, checks: customChecks, expressions: CUSTOM_EXPRESSIONS },
 };
@@ -90,4 +97,36 @@ export function connectorImplementation(type: string): ConnectorDefinition | und
     require('./builtin');
   }
   return implementations.get(type);
+}
+
+/** The longest a test on save may take: an Admin API request must not hang on an unreachable server. */
+export const SAVE_TEST_MAX_SECONDS = 10;
+
+/**
+ * The live test create and update run for a type with `testOnSave`: the registered implementation is made
+ * from the full configuration (secrets included; nothing is kept), its `testConnection()` must succeed, and it
+ * is closed. The test is bounded by `timeoutSeconds` from the configuration, at most
+ * {@link SAVE_TEST_MAX_SECONDS}; a configuration with `timeoutSeconds` is handed to the implementation with it
+ * lowered to that bound, so its drivers give up in time too. Throws a ConnectorError whose message is safe to
+ * show (`timeout` when the bound is reached).
+ */
+export async function testConnectorOnSave(type: string, config: Record<string, unknown>): Promise<ConnectionTestResult> {
+  const def = connectorImplementation(type);
+  if (!def) throw new ConnectorError('unsupported', `No implementation of connector type '${type}' is installed in this engine.`);
+  const configured = typeof config.timeoutSeconds === 'number' ? config.timeoutSeconds : SAVE_TEST_MAX_SECONDS;
+  const seconds = Math.min(configured, SAVE_TEST_MAX_SECONDS);
+  const connector = def.create('timeoutSeconds' in config ? { ...config, timeoutSeconds: seconds } : config, {});
+  const test = connector.testConnection();
+  // After the bound the attempt still runs until its drivers time out: its outcome is no longer anyone's.
+  test.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ConnectorError('timeout', `The test connection did not finish within ${seconds} s.`)), seconds * 1000);
+  });
+  try {
+    return await Promise.race([test, deadline]);
+  } finally {
+    clearTimeout(timer);
+    await connector.close().catch(() => undefined);
+  }
 }
