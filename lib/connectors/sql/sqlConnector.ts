@@ -5,6 +5,7 @@ import path from 'node:path';
 import {
   ConnectorError,
   contentHash,
+  isConnectorError,
   throwIfAborted,
   valuesOf,
   type AttributeSchema,
@@ -244,30 +245,42 @@ export class SqlConnector {
     }
   }
 
+  /** Run one configured query with no rows; a query the database rejects says which setting holds it. */
+  private async probe(s: SqlSession, sql: string, what: string, values?: Record<string, unknown>): Promise<QueryResult> {
+    try {
+      return await s.query(this.wrap(sql, what, '*', 'WHERE 1 = 0'), values);
+    } catch (err) {
+      if (isConnectorError(err) && err.code === 'configuration_invalid' && !err.message.startsWith(what)) {
+        throw new ConnectorError('configuration_invalid', `${what}: ${err.message}`, { cause: err.cause });
+      }
+      throw err;
+    }
+  }
+
   /**
    * Run every configured query with no rows (`WHERE 1 = 0`) to check it against the server, and check that the
    * configured columns and export parameters exist. Throws `configuration_invalid` naming the problem.
    */
   private async describeAll(s: SqlSession): Promise<{ full: QueryResult }> {
     const c = this.config;
-    const full = await s.query(this.wrap(c.fullImportQuery, 'fullImportQuery', '*', 'WHERE 1 = 0'));
+    const full = await this.probe(s, c.fullImportQuery, 'fullImportQuery');
     const cols = new Set(full.fields);
     const need = (col: string | undefined, what: string, fields: Set<string>) => {
       if (col !== undefined && !fields.has(col)) throw new ConnectorError('configuration_invalid', `${what} '${col}' is not a column of the query (it returns: ${[...fields].join(', ')}).`);
     };
     need(c.anchorColumn, 'anchorColumn', cols);
     if (c.deltaImportQuery) {
-      const d = await s.query(this.wrap(c.deltaImportQuery, 'deltaImportQuery', '*', 'WHERE 1 = 0'), { watermark: null });
+      const d = await this.probe(s, c.deltaImportQuery, 'deltaImportQuery', { watermark: null });
       const dcols = new Set(d.fields);
       need(c.anchorColumn, 'anchorColumn (in deltaImportQuery)', dcols);
       need(c.deltaColumn, 'deltaColumn (in deltaImportQuery)', dcols);
       need(c.deltaColumn, 'deltaColumn (in fullImportQuery)', cols);
     }
     if (c.deleteDetection?.mode === 'softDeleteColumn') need(c.deleteDetection.column, 'deleteDetection.column', cols);
-    if (c.deleteDetection?.mode === 'query') await s.query(this.wrap(c.deleteDetection.query, 'deleteDetection.query', '*', 'WHERE 1 = 0'), { watermark: null });
+    if (c.deleteDetection?.mode === 'query') await this.probe(s, c.deleteDetection.query, 'deleteDetection.query', { watermark: null });
     const attrs = new Set(cols);
     for (const [attr, sql] of Object.entries(c.multiValueQueries ?? {})) {
-      const r = await s.query(this.wrap(sql, `multiValueQueries.${attr}`, '*', 'WHERE 1 = 0'));
+      const r = await this.probe(s, sql, `multiValueQueries.${attr}`);
       if (r.fields.length < 2) throw new ConnectorError('configuration_invalid', `multiValueQueries.${attr} must return two columns: the anchor and the value.`);
       attrs.add(attr);
     }
