@@ -1,7 +1,16 @@
+import { startPostgres, type Postgres } from '../../support/postgres';
+import { serverAvailable } from '../../support/servers';
 import { dumpTable, startService, USERS, type ServiceUnderTest } from '../../support/service';
 
-/** Connectors over HTTP against the running service and Azurite. */
+/**
+ * Connectors over HTTP against the running service and Azurite. Creating an `sql` connector runs a live test
+ * connection, so `sql` connectors here point at a real PostgreSQL (table `people`, and a role `canary` whose
+ * password is the canary of the secrets test).
+ */
 let svc: ServiceUnderTest;
+let pg: Postgres | undefined;
+const hasPostgres = serverAvailable('postgres');
+const withPostgres = hasPostgres ? it : it.skip;
 
 const ldapConfig = (extra: Record<string, unknown> = {}) => ({
   host: 'ldap.example.test',
@@ -13,9 +22,10 @@ const ldapConfig = (extra: Record<string, unknown> = {}) => ({
 
 const sqlConfig = (extra: Record<string, unknown> = {}) => ({
   dialect: 'postgres',
-  host: 'db.example.test',
+  host: '127.0.0.1',
+  port: pg?.port,
   database: 'hr',
-  user: 'sync',
+  user: 'postgres',
   password: 'Sql-Pa55word-XYZ',
   anchorColumn: 'id',
   fullImportQuery: 'SELECT * FROM people',
@@ -24,10 +34,15 @@ const sqlConfig = (extra: Record<string, unknown> = {}) => ({
 
 beforeAll(async () => {
   svc = await startService();
+  if (!hasPostgres) return;
+  pg = await startPostgres({ password: 'Sql-Pa55word-XYZ' });
+  await pg.createDatabase('hr');
+  await pg.query("CREATE TABLE people (id int PRIMARY KEY, name text); CREATE ROLE canary LOGIN PASSWORD 'Plaintext-Canary-42'; GRANT SELECT ON people TO canary", [], 'hr');
 });
 
 afterAll(async () => {
   await svc?.dispose();
+  await pg?.stop();
 });
 
 async function create(name: string, type = 'ldap', config: Record<string, unknown> = ldapConfig()) {
@@ -56,20 +71,25 @@ describe('create, read, list', () => {
     expect(got.body).toEqual(res.body);
   });
 
-  it('applies type-dependent defaults for active_directory and sql', async () => {
+  it('applies type-dependent defaults for active_directory and custom', async () => {
     const ad = await create('Corp AD', 'active_directory', ldapConfig({ security: 'starttls' }));
     expect(ad.body.config).toMatchObject({ port: 389, anchorAttribute: 'objectGUID', objectClasses: { user: 'User', group: 'Group' } });
-    const sql = await create('HR DB', 'sql', sqlConfig());
-    expect(sql.body.config).toMatchObject({ port: 5432, password: '********', objectType: 'User', deltaOverlapSeconds: 0 });
     const settings = { path: '/srv/hr-exports', anchorColumn: 'employeeId' };
     const custom = await create('Custom One', 'custom', { implementation: 'file', settings, secrets: { apiKey: 'custom-api-key-value' } });
     expect(custom.body.config).toEqual({ implementation: 'file', settings, secrets: { apiKey: '********' }, objectType: 'User' });
   });
 
+  // The sql port default (5432) cannot be reached by a test connection here: test/unit/connectors/sql/schema.test.ts.
+  withPostgres('applies sql defaults and accepts its deletion threshold', async () => {
+    const sql = await create('HR DB', 'sql', sqlConfig({ deletionThreshold: { objects: 10, percent: 5 } }));
+    expect(sql.body.config).toMatchObject({ port: pg!.port, password: '********', objectType: 'User', deltaOverlapSeconds: 0, timeoutSeconds: 30 });
+    expect(sql.body.config.deletionThreshold).toEqual({ objects: 10, percent: 5 });
+  });
+
   it('accepts a deletion threshold as a count or { objects, percent }, and refuses one out of range', async () => {
     const counted = await create('Threshold Count', 'ldap', ldapConfig({ deletionThreshold: 250 }));
     expect(counted.body.config.deletionThreshold).toBe(250);
-    const shaped = await create('Threshold Shape', 'sql', sqlConfig({ deletionThreshold: { objects: 10, percent: 5 } }));
+    const shaped = await create('Threshold Shape', 'ldap', ldapConfig({ deletionThreshold: { objects: 10, percent: 5 } }));
     expect(shaped.body.config.deletionThreshold).toEqual({ objects: 10, percent: 5 });
     const bad = await svc.call('POST', 'connectors', { body: { name: 'Threshold Bad', type: 'ldap', config: ldapConfig({ deletionThreshold: { percent: 101 } }) } });
     expect(bad.status).toBe(400);
@@ -95,8 +115,8 @@ describe('create, read, list', () => {
 });
 
 describe('secrets', () => {
-  it('never stores a secret in clear text and never returns it', async () => {
-    const res = await create('Secret Holder', 'sql', sqlConfig({ password: 'Plaintext-Canary-42' }));
+  withPostgres('never stores a secret in clear text and never returns it', async () => {
+    const res = await create('Secret Holder', 'sql', sqlConfig({ user: 'canary', password: 'Plaintext-Canary-42' }));
     const raw = JSON.stringify(await dumpTable('Connectors'));
     expect(raw).toContain(res.body.id);
     expect(raw).not.toContain('Plaintext-Canary-42');
