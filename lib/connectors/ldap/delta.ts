@@ -1,7 +1,7 @@
 import { ConnectorError, type ConnectorObject, type DeltaChange, type DeltaImportOptions, type DeltaPage, type ObjectError } from '../sdk';
-import { anchorOf, classFilter, inScope, isObjectError, type Scope } from './objects';
+import { anchorOf, classFilter, inScope, isObjectError, objectTypeOf, REFERENCE_ATTRIBUTES, type Scope } from './objects';
 import { Control, type DirectorySession, type LdapEntry } from './session';
-import { csnAt, csnMicros, generalizedTimeToMicros, isUnder, microsToGeneralizedTime, normalizeDn, parentDn } from './values';
+import { csnAt, csnMicros, escapeFilterValue, generalizedTimeToMicros, isUnder, microsToGeneralizedTime, normalizeDn, parentDn } from './values';
 
 /**
  * Delta import strategies of the directory connector, one per kind of change log:
@@ -246,6 +246,62 @@ class AccesslogStrategy implements DeltaStrategy {
     return out;
   }
 
+  /**
+   * The entries whose references changed as a side effect of the logged renames, moves and deletes. Overlays
+   * (refint rewriting member/manager values on a rename, dropping them on a delete; memberof) write without
+   * a log entry and without a new entryCSN, so neither the log nor the CSN sweep shows them. They are found
+   * instead: the entries that reference a renamed entry's new DN, and the groups a deleted entry was a member
+   * of (its memberOf, which the log's copy of the deleted entry carries). refint works in the background just
+   * after the operation: the delta first waits (bounded) until nothing references the old DNs any more.
+   */
+  private async referrers(log: LdapEntry[]): Promise<LdapEntry[]> {
+    const oldDns: string[] = [];
+    const newDns: string[] = [];
+    const groups: string[] = [];
+    for (const e of log) {
+      const type = first(e, 'reqType');
+      const dn = first(e, 'reqDN') ?? '';
+      if (type === 'modrdn') {
+        oldDns.push(dn);
+        newDns.push(`${first(e, 'reqNewRDN')},${first(e, 'reqNewSuperior') ?? parentDn(dn)}`);
+      } else if (type === 'delete') {
+        oldDns.push(dn);
+        for (const line of all(e, 'reqOld')) {
+          const m = /^memberOf:\s*(.+)$/i.exec(line);
+          if (m) groups.push(m[1]);
+        }
+      }
+    }
+    if (!oldDns.length) return [];
+    const attrs = this.ctx.readAttributes;
+    for (let i = 0; i < REFINT_POLLS && (await this.referencing(oldDns, ['1.1'])).length; i++) {
+      await new Promise((r) => setTimeout(r, REFINT_PAUSE_MS));
+    }
+    const out = [...(await this.referencing(oldDns, attrs)), ...(await this.referencing(newDns, attrs))];
+    for (const dn of new Set(groups.filter((g) => inScope(g, this.ctx.scope)))) {
+      const [g] = await this.ctx.session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: attrs }).catch((err: unknown) => {
+        if (err instanceof ConnectorError && err.code === 'configuration_invalid') return []; // gone since
+        throw err;
+      });
+      if (g) out.push(g);
+    }
+    return out.filter((e) => objectTypeOf(e, this.ctx.scope) !== undefined && inScope(e.dn, this.ctx.scope));
+  }
+
+  /** The in-scope entries of mapped classes whose reference attributes (member, manager, ...) name one of `dns`. */
+  private async referencing(dns: string[], attributes: string[]): Promise<LdapEntry[]> {
+    const out: LdapEntry[] = [];
+    const names = Object.keys(REFERENCE_ATTRIBUTES);
+    for (let i = 0; i < dns.length; i += REFERENCE_BATCH) {
+      const terms = dns.slice(i, i + REFERENCE_BATCH).flatMap((dn) => names.map((n) => `(${n}=${escapeFilterValue(dn)})`));
+      for (const base of this.ctx.scope.include) {
+        const req = { base, scope: 'sub' as const, filter: `(&${wrap(classFilter(this.ctx.scope))}(|${terms.join('')}))`, attributes };
+        for await (const page of this.ctx.session.searchPages(req, 1000)) out.push(...page);
+      }
+    }
+    return out;
+  }
+
   async *delta(watermark: string, options: DeltaImportOptions): AsyncGenerator<DeltaPage> {
     const w = parseWatermark<AccesslogWatermark>(watermark, 'accesslog');
     if ('reason' in w) {
@@ -310,6 +366,12 @@ class AccesslogStrategy implements DeltaStrategy {
       const a = anchorOf(e, this.ctx.scope.anchorAttribute);
       if (!a) continue;
       const p = get(a);
+      if (!p.deleted) p.entry = asRead(this.ctx, e, ['entryCSN']);
+    }
+    for (const e of await this.referrers(log)) {
+      const a = anchorOf(e, this.ctx.scope.anchorAttribute);
+      if (!a) continue;
+      const p = get(a);
       if (!p.deleted) p.entry = e;
     }
 
@@ -331,6 +393,26 @@ class AccesslogStrategy implements DeltaStrategy {
     };
     yield* emit(this.ctx, pending, options, JSON.stringify(next), errors);
   }
+}
+
+/** How long a delta waits for refint to rewrite references to renamed or deleted entries (polls, pause). */
+const REFINT_POLLS = 20;
+const REFINT_PAUSE_MS = 100;
+/** DNs per reference search (each DN is one term per reference attribute). */
+const REFERENCE_BATCH = 50;
+
+/**
+ * An entry without the attributes a strategy read for its own bookkeeping (entryCSN, modifyTimestamp,
+ * uSNCreated) unless the configured attributes ask for them (or, on Active Directory, `*` returns them too):
+ * an object must look the same as in a full import, or its hash differs and every delta looks like an update.
+ */
+function asRead(ctx: DeltaContext, e: LdapEntry, bookkeeping: string[]): LdapEntry {
+  const asked = new Set(ctx.readAttributes.map((x) => x.toLowerCase()));
+  const drop = new Set(bookkeeping.map((x) => x.toLowerCase()).filter((x) => !asked.has(x) && !(ctx.scope.isAd && asked.has('*') && x.startsWith('usn'))));
+  if (!drop.size) return e;
+  const out: LdapEntry = { dn: e.dn };
+  for (const [k, v] of Object.entries(e)) if (!drop.has(k.toLowerCase())) out[k] = v;
+  return out;
 }
 
 function wrap(filter: string): string {
@@ -495,7 +577,7 @@ class UsnStrategy implements DeltaStrategy {
           for (const e of page) {
             const a = anchorOf(e, this.ctx.scope.anchorAttribute);
             if (!a) continue;
-            pending.set(a, { added: Number(first(e, 'uSNCreated') ?? 0) > w.u, deleted: false, entry: e });
+            pending.set(a, { added: Number(first(e, 'uSNCreated') ?? 0) > w.u, deleted: false, entry: asRead(this.ctx, e, ['uSNCreated']) });
           }
         }
       }
@@ -575,7 +657,7 @@ class TimestampStrategy implements DeltaStrategy {
           const a = anchorOf(e, this.ctx.scope.anchorAttribute);
           const mt = first(e, 'modifyTimestamp') ?? w.t;
           if (!a || seen.has(`${a}@${mt}`)) continue;
-          pending.set(a, { added: (first(e, 'createTimestamp') ?? '') >= w.t && first(e, 'createTimestamp') === mt, deleted: false, entry: e });
+          pending.set(a, { added: (first(e, 'createTimestamp') ?? '') >= w.t && first(e, 'createTimestamp') === mt, deleted: false, entry: asRead(this.ctx, e, ['modifyTimestamp', 'createTimestamp']) });
           if (mt > newest) {
             newest = mt;
             atNewest.length = 0;

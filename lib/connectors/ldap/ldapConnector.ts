@@ -23,7 +23,7 @@ import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnector
 import { park, unpark } from './parked';
 import { directoryDefaults, type DirectoryConfig } from './schema';
 import { Attribute, Change, openSession, type DirectorySession, type LdapEntry, type SearchRequest } from './session';
-import { escapeFilterBytes, guidToBytes, isUnder, normalizeDn, parentDn } from './values';
+import { escapeFilterBytes, escapeFilterValue, guidToBytes, isUnder, normalizeDn, parentDn } from './values';
 
 /**
  * The directory connector (`ldap`, `active_directory`) on the connector SDK: paged full import with a
@@ -305,7 +305,7 @@ export class LdapConnector implements Connector {
         return '\\00';
       }
     }
-    return anchor.replace(/[\\*()\0]/g, (c) => '\\' + c.charCodeAt(0).toString(16).padStart(2, '0'));
+    return escapeFilterValue(anchor);
   }
 
   // -------------------------------------------------------------------------------------------------------

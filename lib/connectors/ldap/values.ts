@@ -39,6 +39,11 @@ export function sidToString(b: Buffer): string {
   return parts.join('-');
 }
 
+/** A string as an LDAP filter assertion value (RFC 4515: `\\`, `*`, `(`, `)` and NUL escaped). */
+export function escapeFilterValue(v: string): string {
+  return v.replace(/[\\*()\0]/g, (c) => '\\' + c.charCodeAt(0).toString(16).padStart(2, '0'));
+}
+
 /** Bytes as an LDAP filter value (`\3f\25...`), for matching a binary attribute. */
 export function escapeFilterBytes(b: Buffer): string {
   let out = '';

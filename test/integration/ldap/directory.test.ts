@@ -116,6 +116,7 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
 
   test('delta: group membership changes, a deleted user leaves every group, moves are renames', async () => {
     await addGroup('eng', ['E001', 'E002', 'E004']);
+    await addGroup('sales', ['E004', 'E005']); // changed by refint only
     const fp = await fullImport(c);
     const anchors = new Map(objectsOf(fp).map((o) => [String(o.attributes.uid ?? o.attributes.cn), o.anchor]));
     const admin = await f.client();
@@ -141,6 +142,17 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
     expect(eng.object!.references!.member.map(rdnValue).sort()).toEqual(['E001', 'E002', 'E003']);
     expect(eng.object!.references!.member).toContain(`uid=E001,ou=Sales,${f.base}`);
     expect(d.changes.filter((ch) => ch.anchor === anchors.get('E004'))).toHaveLength(1);
+    // Side effects of overlays have no log entry and no new entryCSN: the groups a deleted user was in (its
+    // memberOf in the log's copy) and the entries that reference a moved one come all the same.
+    const sales = kinds.get(anchors.get('sales')!)!;
+    expect(sales.kind).toBe('update');
+    expect(sales.object!.references!.member).toEqual([f.dns.get('E005')]);
+    const e002 = kinds.get(anchors.get('E002')!)!;
+    expect(e002.kind).toBe('update');
+    expect(e002.object!.references!.manager).toEqual([`uid=E001,ou=Sales,${f.base}`]);
+    // A delta's object looks exactly like the full import's (no bookkeeping attribute such as entryCSN).
+    const full = new Map(objectsOf(await fullImport(f.connector())).map((o) => [o.anchor, o]));
+    for (const ch of d.changes) if (ch.object) expect(ch.object).toEqual(full.get(ch.anchor));
     // Nothing more since: the next delta is empty.
     expect((await delta(f.connector(), d.next!)).changes).toEqual([]);
   });
