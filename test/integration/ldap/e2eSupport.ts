@@ -1,0 +1,81 @@
+import type { Client } from 'ldapts';
+import { iterateMesh } from '../../../lib/mesh/store';
+import type { MeshObject } from '../../../lib/sync/model';
+import type { ServiceUnderTest } from '../../support/service';
+import { rule, waitRun } from '../sync/syncSupport';
+
+/**
+ * Helpers of the directory connector's end-to-end tests (the running service over HTTP, real slapd): a
+ * connector of type `ldap` made with the Admin API, the rules a directory administrator would write, the mesh
+ * objects linked to one connector.
+ */
+
+/** Create an `ldap` connector over the Admin API; the answer must not carry the bind password. */
+export async function ldapConnector(rt: ServiceUnderTest, name: string, config: Record<string, unknown>): Promise<string> {
+  const res = await rt.call('POST', 'connectors', { body: { name, type: 'ldap', config } });
+  if (res.status !== 201) throw new Error(`create connector: ${res.status} ${res.text}`);
+  if (res.text.includes(String(config.bindPassword))) throw new Error('the connector answer shows the bind password');
+  return res.body.id as string;
+}
+
+/**
+ * Rules for users and groups of one directory connector:
+ * - users (inetOrgPerson, they have a uid) project as User with the uid as anchor value; groups (groupOfNames)
+ *   as Group with the cn, by a projection condition on objectClass;
+ * - inbound flows: `dn` (the entry DN, which member and manager values name), uid, cn, names, mail,
+ *   container, member, manager;
+ * - relationships: `member` and `manager` values (DNs) resolved against the mesh attribute `dn`.
+ * The relationship rules are mesh-wide (MeshComposerRule): call {@link relationshipRules} once per service.
+ */
+export async function directoryRules(rt: ServiceUnderTest, connectorId: string, extraFlows: string[] = []): Promise<void> {
+  await rule(rt, { ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'uid', objectType: 'User', priority: 10 });
+  await rule(rt, { ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'cn', objectType: 'Group', priority: 20, transformScript: 'object.objectClass.includes("groupOfNames")' });
+  for (const a of ['dn', 'uid', 'cn', 'givenName', 'sn', 'mail', 'container', 'member', 'manager', ...extraFlows]) {
+    await rule(rt, { ruleType: 'FlowRule', connectorId, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+  }
+}
+
+export async function relationshipRules(rt: ServiceUnderTest): Promise<void> {
+  await rule(rt, { ruleType: 'MeshComposerRule', relationshipType: 'member', sourceAttribute: 'member', targetAttribute: 'dn' });
+  await rule(rt, { ruleType: 'MeshComposerRule', relationshipType: 'manager', sourceAttribute: 'manager', targetAttribute: 'dn' });
+}
+
+/** The mesh objects linked to `connectorId` (read from the service's tables), by anchor value. */
+export async function meshOf(connectorId: string): Promise<Map<string, MeshObject>> {
+  const out = new Map<string, MeshObject>();
+  for await (const page of iterateMesh()) for (const o of page) if (o.links[connectorId] !== undefined) out.set(o.anchorValue, o);
+  return out;
+}
+
+/** The target ids of `o`'s relationships of one type, sorted. */
+export const targets = (o: MeshObject | undefined, type: string): string[] =>
+  (o?.relationships ?? [])
+    .filter((r) => r.type === type)
+    .map((r) => r.targetId)
+    .sort();
+
+/** The mesh ids of these anchors, sorted. */
+export const idsOf = (mesh: Map<string, MeshObject>, anchors: string[]): string[] => anchors.map((a) => mesh.get(a)!.id).sort();
+
+/** Poll `check` until it is true (directory overlays and the mesh read model work in the background). */
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`waited in vain for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** How many entries under `base` match `filter` (as the directory's administrator). */
+export async function count(admin: Client, base: string, filter: string): Promise<number> {
+  return (await admin.search(base, { scope: 'sub', filter, attributes: ['1.1'] })).searchEntries.length;
+}
+
+/** Trigger an import and return the run id at once (for tests that act while it runs). */
+export async function startImport(rt: ServiceUnderTest, connectorId: string, runType: 'FullImport' | 'DeltaImport'): Promise<string> {
+  const res = await rt.call('POST', `connectors/${connectorId}/import`, { body: { runType } });
+  if (res.status !== 202) throw new Error(`import: ${res.status} ${res.text}`);
+  return res.body.runId as string;
+}
+
+export { waitRun };
