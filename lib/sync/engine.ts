@@ -698,6 +698,7 @@ async function exportDocs(
     if (c.doc.links[info.connectorId] !== r.anchor) {
       const doc = structuredClone(c.doc);
       doc.links[info.connectorId] = r.anchor;
+      if (c.change.kind === 'add') doc.provisioned = [...new Set([...(doc.provisioned ?? []), info.connectorId])];
       doc.updatedOn = now;
       meshUpserts.push(doc);
     }

@@ -62,6 +62,12 @@ export interface MeshObject {
   contributions: Record<string, Contribution[]>;
   /** The connector-space objects joined to it: connector id -> that connector's anchor. */
   links: Record<string, string>;
+  /**
+   * Connectors the engine provisioned this object into (an export add). Such a link does not keep the object
+   * alive: when no other connector is left, the object goes, and the next export deletes it there
+   * (deprovisioning). Absent: none.
+   */
+  provisioned?: string[];
   relationships: Relationship[];
   pendingReferences: PendingReference[];
 }

@@ -201,9 +201,14 @@ function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined
   if (current && current.links[rules.connectorId] === anchor) {
     const doc = clone(current);
     delete doc.links[rules.connectorId];
+    if (doc.provisioned) {
+      doc.provisioned = doc.provisioned.filter((c) => c !== rules.connectorId);
+      if (!doc.provisioned.length) delete doc.provisioned;
+    }
     setContributions(doc, rules.connectorId, {}, now);
-    if (Object.keys(doc.links).length === 0) {
-      // The object deletion rule: no connector left, the object goes, and relationships to it with it.
+    if (Object.keys(doc.links).every((c) => doc.provisioned?.includes(c))) {
+      // The object deletion rule: no connector left (but those it was provisioned into: deprovisioning), the
+      // object goes, and relationships to it with it.
       ws.remove(doc.id);
       followUps.push(...ws.index.incoming(doc.id));
     } else {
