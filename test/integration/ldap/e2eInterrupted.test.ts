@@ -1,5 +1,6 @@
 import { Attribute, Change, Client } from 'ldapts';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
+import { DEFAULT_PAGE_SIZE } from '../../../lib/sync/engine';
 import { readSyncState } from '../../../lib/sync/state';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
@@ -8,14 +9,15 @@ import { rule, runImport, valueOf } from '../sync/syncSupport';
 import { ldapConnector, meshOf, startImport, waitRun } from './e2eSupport';
 
 /**
- * The directory server stopped in the middle of a run of the sync engine: 4,000 users bulk-loaded into slapd,
- * so a full import is four pages of 1,000; slapd is stopped once the first page is committed. The run must end
+ * The directory server stopped in the middle of a run of the sync engine: four engine pages of users
+ * bulk-loaded into slapd; slapd is stopped once the first page is committed. The run must end
  * Failed with the reason, keep the last committed watermark, and a delta after the restart must bring the
  * changes made before the failed run (which that run never reached).
  */
 jest.setTimeout(600_000);
 
-const USERS = 4000;
+const USERS = 4 * DEFAULT_PAGE_SIZE;
+const LAST = `u${String(USERS - 1).padStart(4, '0')}`;
 const pad = (i: number) => String(i).padStart(4, '0');
 
 function bulkLdif(base: string): string {
@@ -64,11 +66,12 @@ describeWithServer('slapd')('directory connector: the server stopped in the midd
     const watermark = (await readSyncState(id)).watermark;
     expect(watermark).toEqual(expect.any(String));
 
-    // Changes after the watermark, in the last page of the directory's order (u3999, a new entry) and a delete.
+    // Changes after the watermark, in the last page of the directory's order (the last but one user, a new
+    // entry) and a delete.
     admin = new Client({ url: slapd.url });
     await admin.bind(slapd.rootDN, slapd.rootPassword);
-    await admin.modify(`uid=u3999,${base}`, [new Change({ operation: 'replace', modification: new Attribute({ type: 'sn', values: ['Changed'] }) })]);
-    await admin.add(`uid=u9000,${base}`, { objectClass: 'inetOrgPerson', uid: 'u9000', cn: 'New Person', sn: 'Person' });
+    await admin.modify(`uid=${LAST},${base}`, [new Change({ operation: 'replace', modification: new Attribute({ type: 'sn', values: ['Changed'] }) })]);
+    await admin.add(`uid=u99999,${base}`, { objectClass: 'inetOrgPerson', uid: 'u99999', cn: 'New Person', sn: 'Person' });
     await admin.del(`uid=u0002,${base}`);
     await admin.unbind();
 
@@ -78,7 +81,7 @@ describeWithServer('slapd')('directory connector: the server stopped in the midd
     for (;;) {
       const run = (await rt.call('GET', `runs/${runId}`)).body;
       if (run.status !== 'Running') throw new Error(`the run ended before the server could be stopped: ${JSON.stringify(run)}`);
-      if (run.stats.objectsProcessed >= 1000) break;
+      if (run.stats.objectsProcessed >= DEFAULT_PAGE_SIZE) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     await slapd.halt();
@@ -91,7 +94,7 @@ describeWithServer('slapd')('directory connector: the server stopped in the midd
     expect((await rt.call('GET', `connectors/${id}`)).body.status).toBe('error');
     expect((await readSyncState(id)).watermark).toBe(watermark);
     const during = await meshOf(id);
-    expect(valueOf(during.get('u3999'), 'sn')).toBe('Surname3999');
+    expect(valueOf(during.get(LAST), 'sn')).toBe(`Surname${USERS - 1}`);
     expect(during.has('u0002')).toBe(true);
 
     await slapd.restart();
@@ -99,8 +102,8 @@ describeWithServer('slapd')('directory connector: the server stopped in the midd
     expect(delta).toMatchObject({ status: 'Completed', runType: 'DeltaImport', stats: { objectsCreated: 1, objectsUpdated: 1, objectsDeleted: 1, errors: 0 } });
     expect(delta.errors ?? []).toEqual([]);
     const after = await meshOf(id);
-    expect(valueOf(after.get('u3999'), 'sn')).toBe('Changed');
-    expect(valueOf(after.get('u9000'), 'dn')).toBe(`uid=u9000,${base}`);
+    expect(valueOf(after.get(LAST), 'sn')).toBe('Changed');
+    expect(valueOf(after.get('u99999'), 'dn')).toBe(`uid=u99999,${base}`);
     expect(after.has('u0002')).toBe(false);
     expect(after.size).toBe(USERS);
     expect((await rt.call('GET', `connectors/${id}`)).body.status).toBe('active');
