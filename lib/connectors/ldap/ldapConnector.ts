@@ -188,7 +188,9 @@ export class LdapConnector implements Connector {
       let errors: ObjectError[] = [];
       for (;;) {
         throwIfAborted(options.signal);
-        if (!pages) pages = session.searchPages(this.fullSearch(this.scope.include[cur.b]), pageSize);
+        // The directory's page (config pageSize, RFC 2696) is independent of the engine's page: several of
+        // one fill one of the other, and a server's own limit (AD's MaxPageSize) is respected.
+        if (!pages) pages = session.searchPages(this.fullSearch(this.scope.include[cur.b]), this.config.pageSize ?? 1000);
         if (buffer.length === 0) {
           const next = await pages.next();
           if (next.done) {

@@ -265,7 +265,7 @@ describeWithServer('slapd')('directory connector: server loss and trimmed change
     try {
       const f = await new SlapdFixture(slapd).init();
       await f.seed(PEOPLE);
-      const c = f.connector();
+      const c = f.connector({ pageSize: 2 }); // directory pages of 2: the next one is read from the server
       await c.testConnection(); // c's own session is open and bound
       const it = c.fullImport({ pageSize: 2 })[Symbol.asyncIterator]();
       const first = await it.next();
