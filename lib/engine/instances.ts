@@ -1,3 +1,4 @@
+import { setFlagsFromString } from 'node:v8';
 import { conflict, notFound } from '../errors';
 import { addServiceStep } from '../service';
 import { deleteAssignment, listAssignments } from '../storage/assignments';
@@ -226,6 +227,8 @@ function schedule(cfg: EngineConfig): void {
 /** Start step: recover interrupted renames and removals, register, then heartbeat until stop. */
 export async function startEngineInstance(): Promise<void> {
   const cfg = readEngineConfig();
+  // Read by V8 at every full collection, so setting it at start takes effect for the whole life of the process.
+  if (cfg.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${cfg.heapGrowingPercent}`);
   for (const r of await recoverRenames(cfg.instanceId)) console.warn(`Engine instance ${r.instanceId}: interrupted rename recovered (${r.action}).`);
   await sweepRemovedInstances();
   await registerInstance(cfg);

@@ -30,7 +30,7 @@ describe('recoveryAction', () => {
   });
 });
 
-const cfg = (name: string, id = randomUUID()): EngineConfig => ({ instanceId: id, instanceName: name, heartbeatSeconds: 15, offlineAfterSeconds: 60, renamePauseMs: 0 });
+const cfg = (name: string, id = randomUUID()): EngineConfig => ({ instanceId: id, instanceName: name, heartbeatSeconds: 15, offlineAfterSeconds: 60, renamePauseMs: 0, heapGrowingPercent: 0 });
 const uniq = () => randomUUID().slice(0, 8);
 
 /** Every place an instance's name is stored, as a set of the names found (one entry when consistent). */
