@@ -38,7 +38,7 @@ import { claimCsOwner, deleteRunState, loadDeletePage, loadSeen, readSyncState, 
  * same mesh states again (projected ids are deterministic, contributions replace per connector).
  */
 
-export const DEFAULT_PAGE_SIZE = 1000;
+export const DEFAULT_PAGE_SIZE = 2000;
 
 export interface RunTotals {
   stats: RunStats;
