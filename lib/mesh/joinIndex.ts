@@ -24,6 +24,8 @@ interface Entry {
 }
 
 const ANCHOR = '';
+/** The one empty list every entry without pending references or relationships shares (most of them). */
+const NONE: string[] = Object.freeze([]) as unknown as string[];
 const k2 = (by: string, key: string) => by + '\u0000' + key;
 
 export class MeshIndex {
@@ -75,9 +77,9 @@ export class MeshIndex {
       const a = state.attributes[attr];
       if (a) for (const k of indexKeys(a.value)) keys.add(k2(attr, k));
     }
-    const pend = [...new Set(state.pendingReferences.map((p) => k2(p.by ?? ANCHOR, p.value.toLowerCase())))];
-    const rels = [...new Set(state.relationships.map((r) => r.targetId))];
-    const e: Entry = { t: state.objectType, a: state.anchorValue, keys: [...keys], pend, rels };
+    const pend = state.pendingReferences.length ? [...new Set(state.pendingReferences.map((p) => k2(p.by ?? ANCHOR, p.value.toLowerCase())))] : NONE;
+    const rels = state.relationships.length ? [...new Set(state.relationships.map((r) => r.targetId))] : NONE;
+    const e: Entry = { t: internType(state.objectType), a: state.anchorValue, keys: [...keys], pend, rels };
     this.entries.set(id, e);
     for (const k of e.keys) add(this.byKey, k, id);
     for (const k of e.pend) add(this.pending, k, id);
@@ -110,6 +112,15 @@ export class MeshIndex {
     await ix.sync();
     return ix;
   }
+}
+
+const types = new Map<string, string>();
+/** One string per object type for the whole index (each state parsed from storage has its own copy). */
+function internType(t: string): string {
+  const known = types.get(t);
+  if (known !== undefined) return known;
+  types.set(t, t);
+  return t;
 }
 
 /** One id, or several. */
