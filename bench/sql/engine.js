@@ -60,8 +60,8 @@ async function main() {
         {
           rows: N,
           plainCursorRead: plain,
-          fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, stats: full.run.stats, targetSeconds: 60, servicePeakRssMB: rssAfterFull },
-          delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, stats: delta.run.stats, targetSeconds: 3 },
+          fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, ...(full.run.error ? { error: full.run.error } : {}), stats: full.run.stats, cpu: full.cpu, targetSeconds: 60, servicePeakRssMB: rssAfterFull },
+          delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, ...(delta.run.error ? { error: delta.run.error } : {}), stats: delta.run.stats, cpu: delta.cpu, targetSeconds: 3 },
           ratioFullImportToPlainRead: +(full.seconds / plain.seconds).toFixed(1),
           servicePeakRssMB: peakRssMB(svc.pid),
         },

@@ -116,6 +116,7 @@ class PgSession implements SqlSession {
   private constructor(
     private readonly client: PgModule.Client,
     private readonly Cursor: typeof PgCursorClass,
+    private readonly timeoutMs: number,
     private readonly secrets: string[],
   ) {
     this.gone = new Promise<never>((_, reject) => {
@@ -143,7 +144,7 @@ class PgSession implements SqlSession {
       statement_timeout: s.timeoutSeconds * 1000,
       application_name: 'identity-sync',
     });
-    const session = new PgSession(client, Cursor, [s.password]);
+    const session = new PgSession(client, Cursor, s.timeoutSeconds * 1000, [s.password]);
     try {
       await client.connect();
     } catch (err) {
@@ -167,22 +168,42 @@ class PgSession implements SqlSession {
     }
   }
 
+  /**
+   * Rows of a cursor, `chunk` at a time. The server's statement_timeout would count the whole life of the
+   * cursor (its fetches are one statement until it closes), and an import keeps it open across engine pages
+   * for minutes: so it is off while the cursor is open, and each fetch is bounded here by timeoutSeconds
+   * instead (a fetch that does not answer in time fails the read with `timeout` and drops the connection).
+   */
   async *stream(stmt: CompiledStatement, values: Record<string, unknown>, chunk: number): AsyncGenerator<Row[]> {
+    await this.query({ text: 'SET statement_timeout = 0', params: [] });
     const cursor = this.client.query(new this.Cursor<Row>(stmt.text, bindValues(stmt, values, 'postgres') as unknown[]));
     try {
       for (;;) {
         let rows: Row[];
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(Object.assign(new Error('The cursor read timed out.'), { code: '57014' })), this.timeoutMs);
+        });
         try {
-          rows = await Promise.race([cursor.read(chunk), this.gone]);
+          rows = await Promise.race([cursor.read(chunk), this.gone, late]);
         } catch (err) {
+          if ((err as { code?: string }).code === '57014' && !this.broken) {
+            this.broken = err;
+            await this.close();
+          }
           throw this.fail(err, 'query');
+        } finally {
+          clearTimeout(timer);
         }
         if (rows.length === 0) return;
         yield rows;
         if (rows.length < chunk) return;
       }
     } finally {
-      if (!this.closed && !this.broken) await Promise.race([cursor.close(), this.gone]).catch(() => undefined);
+      if (!this.closed && !this.broken) {
+        await Promise.race([cursor.close(), this.gone]).catch(() => undefined);
+        await this.query({ text: `SET statement_timeout = ${this.timeoutMs}`, params: [] }).catch(() => undefined);
+      }
     }
   }
 
@@ -214,6 +235,7 @@ class MysqlSession implements SqlSession {
 
   private constructor(
     private readonly conn: MysqlModule.Connection,
+    private readonly timeoutSeconds: number,
     private readonly secrets: string[],
   ) {
     conn.on('error', () => {
@@ -239,7 +261,7 @@ class MysqlSession implements SqlSession {
       multipleStatements: false,
       charset: 'utf8mb4',
     });
-    const session = new MysqlSession(conn, [s.password]);
+    const session = new MysqlSession(conn, s.timeoutSeconds, [s.password]);
     try {
       await new Promise<void>((resolve, reject) => conn.connect((err) => (err ? reject(err) : resolve())));
       await session.raw("SET time_zone = '+00:00'");
@@ -278,9 +300,16 @@ class MysqlSession implements SqlSession {
 
   async *stream(stmt: CompiledStatement, values: Record<string, unknown>, chunk: number): AsyncGenerator<Row[]> {
     const params = bindValues(stmt, values, 'mysql') as MysqlModule.ExecuteValues[];
+    // max_statement_time would count the whole stream, which an import keeps open across engine pages.
+    await this.raw('SET SESSION max_statement_time = 0').catch(() => this.raw('SET SESSION max_execution_time = 0').catch(() => undefined));
     const cmd = params.length ? this.conn.execute(stmt.text, params) : this.conn.query(stmt.text);
     const rows = (cmd as unknown as { stream(o: { highWaterMark: number }): Readable }).stream({ highWaterMark: chunk });
-    yield* batches(rows, chunk, (err) => sqlError(err, 'mysql', this.secrets, 'query'), () => rows.destroy());
+    const timeout = { ms: this.timeoutSeconds * 1000, error: () => Object.assign(new Error('The statement timed out.'), { errno: 1969 }) };
+    try {
+      yield* batches(rows, chunk, (err) => sqlError(err, 'mysql', this.secrets, 'query'), () => rows.destroy(), timeout);
+    } finally {
+      if (!this.closed) await this.raw(`SET SESSION max_statement_time = ${this.timeoutSeconds}`).catch(() => this.raw(`SET SESSION max_execution_time = ${this.timeoutSeconds * 1000}`).catch(() => undefined));
+    }
   }
 
   async begin(snapshot = false): Promise<void> {
@@ -408,21 +437,44 @@ class MssqlSession implements SqlSession {
 
 /**
  * A driver's row stream in batches of `chunk` rows. A driver error is rethrown as `onError` maps it (no
- * secrets in it); `close` runs however the stream ends (drained, failed, or the consumer stopped early).
+ * secret in it); `close` stops the stream when the consumer leaves early or fails. With `timeout`, a batch the
+ * server does not deliver within `ms` (the time the consumer spends between batches does not count) stops
+ * the stream and fails with `timeout.error()` mapped by `onError`: the server-side statement timeout is off
+ * while a stream is open, since it would count the whole stream.
  */
-async function* batches(rows: AsyncIterable<unknown>, chunk: number, onError: (err: unknown) => Error, close: () => void): AsyncGenerator<Row[]> {
+async function* batches(
+  rows: AsyncIterable<unknown>,
+  chunk: number,
+  onError: (err: unknown) => Error,
+  close: () => void,
+  timeout?: { ms: number; error: () => Error },
+): AsyncGenerator<Row[]> {
   let batch: Row[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  const arm = () => {
+    if (!timeout) return;
+    timer = setTimeout(() => {
+      timedOut = true;
+      close();
+    }, timeout.ms);
+  };
   try {
+    arm();
     for await (const row of rows) {
       batch.push(row as Row);
       if (batch.length >= chunk) {
+        clearTimeout(timer);
         yield batch;
         batch = [];
+        arm();
       }
     }
+    if (timedOut) throw timeout!.error();
   } catch (err) {
-    throw onError(err);
+    throw onError(timedOut ? timeout!.error() : err);
   } finally {
+    clearTimeout(timer);
     close();
   }
   if (batch.length) yield batch;

@@ -40,6 +40,20 @@ function behaviour(label: string, server: () => SqlServer, kill: () => Promise<v
     await f.cleanup();
   });
 
+  test(`${label}: a full import that stays open longer than timeoutSeconds completes: the timeout bounds each fetch, not the whole cursor`, async () => {
+    const c = f.connector({ timeoutSeconds: 1 });
+    const seen: string[] = [];
+    const started = Date.now();
+    for await (const page of c.fullImport({ pageSize: 1 })) {
+      seen.push(...page.objects.map((o) => o.anchor));
+      // The engine plans and writes each page before it asks for the next: here, longer than the timeout.
+      await new Promise((r) => setTimeout(r, 700));
+    }
+    expect(Date.now() - started).toBeGreaterThan(1500);
+    expect(seen.sort()).toEqual(PEOPLE.map((p) => p.key).sort());
+    await c.close();
+  });
+
   test(`${label}: soft-delete column: a flagged row leaves the full import and is a delete in the delta`, async () => {
     const c = f.connector({
       fullImportQuery: f.config().fullImportQuery.replace(/ FROM people WHERE deleted = false/, ', deleted FROM people'),
