@@ -1,5 +1,5 @@
 import type { MeshObject } from '../sync/model';
-import { currentFeedSeq, iterateMesh, MESH_PARTITIONS, readFeed, type FeedEntry } from './store';
+import { currentFeedSeq, iterateMesh, keepOwnFeedRows, MESH_PARTITIONS, readFeed, releaseOwnFeedRows, type FeedEntry } from './store';
 
 /**
  * A reader of the mesh and its change feed (lib/mesh/store.ts), for an in-memory copy of the mesh that every
@@ -34,6 +34,8 @@ export class MeshFeedReader {
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Between startTailing and stop: this process keeps the rows it appends for this reader. */
+  private tailing = false;
   private polling: Promise<void> | undefined;
   private lastPollAt = 0;
 
@@ -74,7 +76,7 @@ export class MeshFeedReader {
   private async pollOnce(): Promise<void> {
     const limit = this.options.batchRows ?? 500;
     for (;;) {
-      const rows = await readFeed(this.seq, { limit });
+      const rows = await readFeed(this.seq, { limit, ownFromMemory: true });
       if (rows.length) {
         // Rows are gapless: stop at a hole (cannot happen with the counter protocol, but never skip one).
         const applied: FeedEntry[] = [];
@@ -87,6 +89,7 @@ export class MeshFeedReader {
         if (seq === this.seq) break;
         this.consumer.applyEntries(applied);
         this.seq = seq;
+        releaseOwnFeedRows(seq);
       }
       if (rows.length < limit) break;
     }
@@ -95,6 +98,8 @@ export class MeshFeedReader {
 
   /** Poll every `pollMs` until {@link stop}. A failed poll is reported and retried at the next tick. */
   startTailing(): void {
+    if (!this.tailing) keepOwnFeedRows(true);
+    this.tailing = true;
     this.stopped = false;
     const tick = async () => {
       try {
@@ -113,6 +118,8 @@ export class MeshFeedReader {
   }
 
   async stop(): Promise<void> {
+    if (this.tailing) keepOwnFeedRows(false);
+    this.tailing = false;
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.polling?.catch(() => undefined);

@@ -157,11 +157,43 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   });
   await submitBatched(meshTable, actions);
   await deleteRows(w.deletes.map((d) => d.id));
-  const entries: string[] = [
-    ...w.upserts.map((o, i) => `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},"state":${texts[i]}}`),
-    ...w.deletes.map((d) => JSON.stringify({ id: d.id, objectType: d.objectType, deleted: true } satisfies FeedEntry)),
+  const entries: FeedEntry[] = [
+    ...w.upserts.map((o): FeedEntry => ({ id: o.id, objectType: o.objectType, state: o })),
+    ...w.deletes.map((d): FeedEntry => ({ id: d.id, objectType: d.objectType, deleted: true })),
   ];
-  return appendFeedText(entries);
+  const entryTexts: string[] = [
+    ...w.upserts.map((o, i) => `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},"state":${texts[i]}}`),
+    ...w.deletes.map((d, i) => JSON.stringify(entries[w.upserts.length + i])),
+  ];
+  return appendFeedText(entryTexts, entries);
+}
+
+/**
+ * Feed rows this process appended, by sequence number, while a reader in this process wants them
+ * ({@link keepOwnFeedRows}): the reader applies them from here instead of reading back what it just wrote
+ * (a bulk import writes the whole mesh again into the feed: 100,000 states read, downloaded and parsed a
+ * second time). A cache only: a row not here is read from the table. A row goes when a reader has applied it
+ * ({@link releaseOwnFeedRows}), and the oldest go first beyond 64 rows.
+ */
+const ownRows = new Map<number, FeedEntry[]>();
+const OWN_ROWS_MAX = 64;
+let ownRowReaders = 0;
+
+/** A reader of this process starts (true) or stops (false) wanting the rows this process appends. */
+export function keepOwnFeedRows(on: boolean): void {
+  ownRowReaders = Math.max(0, ownRowReaders + (on ? 1 : -1));
+  if (!ownRowReaders) ownRows.clear();
+}
+
+/** A reader applied every row up to `seq`: kept rows up to it are no longer needed. */
+export function releaseOwnFeedRows(seq: number): void {
+  for (const k of ownRows.keys()) if (k <= seq) ownRows.delete(k);
+}
+
+function rememberOwnRow(seq: number, entries: FeedEntry[]): void {
+  if (!ownRowReaders) return;
+  ownRows.set(seq, entries);
+  if (ownRows.size > OWN_ROWS_MAX) ownRows.delete(ownRows.keys().next().value as number);
 }
 
 async function deleteRows(ids: string[]): Promise<void> {
@@ -181,30 +213,33 @@ async function deleteRows(ids: string[]): Promise<void> {
   }
 }
 
-/** Split entries (JSON texts) into feed rows of bounded size. */
-function feedChunks(entries: string[]): string[][] {
-  const rows: string[][] = [];
-  let cur: string[] = [];
+/** Split entries (JSON texts) into feed rows of bounded size: the index ranges [start, end) of each row. */
+function feedChunks(entries: string[]): [number, number][] {
+  const rows: [number, number][] = [];
+  let start = 0;
   let size = 0;
-  for (const en of entries) {
-    if (cur.length && size + en.length > FEED_ROW_CHARS) {
-      rows.push(cur);
-      cur = [];
+  entries.forEach((en, i) => {
+    if (i > start && size + en.length > FEED_ROW_CHARS) {
+      rows.push([start, i]);
+      start = i;
       size = 0;
     }
-    cur.push(en);
     size += en.length + 1;
-  }
-  if (cur.length) rows.push(cur);
+  });
+  if (start < entries.length) rows.push([start, entries.length]);
   return rows;
 }
 
 /** Append entries to the feed (gapless sequence, see the module comment). Returns the last sequence number. */
 export async function appendFeed(entries: FeedEntry[]): Promise<number> {
-  return appendFeedText(entries.map((e) => JSON.stringify(e)));
+  return appendFeedText(
+    entries.map((e) => JSON.stringify(e)),
+    entries,
+  );
 }
 
-async function appendFeedText(entries: string[]): Promise<number> {
+/** Append entries given as JSON texts (`objects`: the same entries, for readers of this process). */
+async function appendFeedText(entries: string[], objects: FeedEntry[]): Promise<number> {
   if (!entries.length) return 0;
   const client = await table(FEED);
   const rows = feedChunks(entries);
@@ -213,20 +248,21 @@ async function appendFeedText(entries: string[]): Promise<number> {
     const part = rows.slice(start, start + FEED_ROWS_PER_TRANSACTION);
     for (let attempt = 0; ; attempt++) {
       const { seq, etag } = await readCounter(client);
-      const actions: TransactionAction[] = part.map((entriesOfRow, i) => {
+      const actions: TransactionAction[] = part.map(([from, to], i) => {
         const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
           partitionKey: FEED_PK,
           rowKey: seqKey(seq + 1 + i),
           writer: PROCESS_WRITER,
-          n: entriesOfRow.length,
+          n: to - from,
         };
-        putJsonText(e, 'e', '[' + entriesOfRow.join(',') + ']');
+        putJsonText(e, 'e', '[' + entries.slice(from, to).join(',') + ']');
         return ['create', e];
       });
       const next = seq + part.length;
       actions.push(etag ? ['update', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }, 'Replace', { etag }] : ['create', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }]);
       try {
         await submitTransaction(client, actions);
+        part.forEach(([from, to], i) => rememberOwnRow(seq + 1 + i, objects.slice(from, to)));
         if (start + FEED_ROWS_PER_TRANSACTION >= rows.length) return next;
         break;
       } catch (err) {
@@ -259,25 +295,34 @@ export async function currentFeedSeq(): Promise<number> {
 
 /**
  * Feed rows after `afterSeq`, in order, at most `limit` rows. With `skipWriter`, rows written by that writer
- * come back without entries (their `entries` is empty): a process skips its own writes cheaply.
+ * come back without entries (their `entries` is empty): a process skips its own writes cheaply. With
+ * `ownFromMemory`, rows this process appended come from memory when still kept ({@link keepOwnFeedRows}),
+ * the others from the table.
  */
-export async function readFeed(afterSeq: number, options: { limit?: number; skipWriter?: string } = {}): Promise<FeedRow[]> {
+export async function readFeed(afterSeq: number, options: { limit?: number; skipWriter?: string; ownFromMemory?: boolean } = {}): Promise<FeedRow[]> {
   const client = await table(FEED);
   const limit = options.limit ?? 1000;
   const filter = `PartitionKey eq '${FEED_PK}' and RowKey gt '${seqKey(afterSeq)}' and RowKey lt '~'`;
   const out: FeedRow[] = [];
   const heads: { seq: number; writer: string }[] = [];
-  if (options.skipWriter) {
+  if (options.skipWriter || options.ownFromMemory) {
     for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'writer'] } })) {
       heads.push({ seq: Number(e.rowKey), writer: String(e.writer) });
       if (heads.length >= limit) break;
     }
     await mapLimit(heads, 8, async (h) => {
-      if (h.writer === options.skipWriter) return;
+      if (h.writer === options.skipWriter) {
+        out.push({ seq: h.seq, writer: h.writer, entries: [] });
+        return;
+      }
+      const kept = options.ownFromMemory && h.writer === PROCESS_WRITER ? ownRows.get(h.seq) : undefined;
+      if (kept) {
+        out.push({ seq: h.seq, writer: h.writer, entries: kept });
+        return;
+      }
       const e = await client.getEntity<Record<string, unknown>>(FEED_PK, seqKey(h.seq));
       out.push({ seq: h.seq, writer: h.writer, entries: getJson<FeedEntry[]>(e, 'e') ?? [] });
     });
-    for (const h of heads) if (h.writer === options.skipWriter) out.push({ seq: h.seq, writer: h.writer, entries: [] });
     return out.sort((a, b) => a.seq - b.seq);
   }
   for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { MeshFeedReader } from '../../../lib/mesh/feed';
 import { MeshReadModel } from '../../../lib/mesh/readModel';
-import { commitMeshWrite, iterateMesh } from '../../../lib/mesh/store';
-import { resetTableClients } from '../../../lib/storage/tables';
+import { commitMeshWrite, iterateMesh, readFeed, seqKey } from '../../../lib/mesh/store';
+import { resetTableClients, table } from '../../../lib/storage/tables';
 import { gid, meshObject } from '../../unit/mesh/meshSupport';
 
 /**
@@ -71,4 +71,34 @@ test('tailing picks up a write without an explicit poll', async () => {
   } finally {
     await reader.stop();
   }
+});
+
+test("a tailing reader takes this process's own rows from memory, and a reader that did not keep them reads the table", async () => {
+  const m = new MeshReadModel();
+  const reader = new MeshFeedReader(m, { pollMs: 60_000 });
+  await reader.load();
+  reader.startTailing();
+  try {
+    const seq = await commitMeshWrite({ upserts: [meshObject(gid(600), 'from-memory')], deletes: [] });
+    // Overwrite the stored row: only a reader that takes the kept row still sees the original state.
+    const feed = await table('MeshFeed');
+    const row = await feed.getEntity<Record<string, unknown>>('f', seqKey(seq));
+    await feed.updateEntity({ ...row, e0: String(row.e0).replace('from-memory', 'from-table') }, 'Replace');
+    await reader.poll();
+    expect(m.get(gid(600))?.anchorValue).toBe('from-memory');
+    // Applied, so released: read again, the row comes from the table.
+    const old = (await readFeed(seq - 1, { ownFromMemory: true }))[0];
+    expect((old.entries[0] as { state: { anchorValue: string } }).state.anchorValue).toBe('from-table');
+  } finally {
+    await reader.stop();
+  }
+});
+
+test('without a tailing reader nothing is kept: the rows are read from the table', async () => {
+  const seq = await commitMeshWrite({ upserts: [meshObject(gid(700), 'kept?')], deletes: [] });
+  const feed = await table('MeshFeed');
+  const row = await feed.getEntity<Record<string, unknown>>('f', seqKey(seq));
+  await feed.updateEntity({ ...row, e0: String(row.e0).replace('kept?', 'table') }, 'Replace');
+  const rows = await readFeed(seq - 1, { ownFromMemory: true });
+  expect((rows[0].entries[0] as { state: { anchorValue: string } }).state.anchorValue).toBe('table');
 });
