@@ -131,9 +131,12 @@ async function startService(o = {}) {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let logs = '';
+  // BENCH_SERVICE_LOG=<file>: everything the service prints also goes to that file (to see a stalled run).
+  const logFile = process.env.BENCH_SERVICE_LOG;
   const keep = (d) => {
     const text = d.toString();
     logs = (logs + text).slice(-20000);
+    if (logFile) require('node:fs').appendFileSync(logFile, text);
     o.onOutput?.(text);
   };
   child.stdout.on('data', keep);

@@ -212,15 +212,17 @@ class AccesslogStrategy implements DeltaStrategy {
     const dataNow = b.dataCsn ? csnMicros(b.dataCsn) : Date.now() * 1000;
     const c = csnAt(dataNow - this.overlap);
     const swept = await this.sweep(c, ['entryCSN']);
+    const logFloor = capSeen(f, log.map((e) => first(e, 'reqStart')!));
+    const dataFloor = capSeen(c, swept.map((e) => first(e, 'entryCSN')!).filter(Boolean));
     const w: AccesslogWatermark = {
       s: 'accesslog',
       u: b.uuid,
       lb: b.logBase,
-      f,
-      ls: log.map((e) => first(e, 'reqStart')!),
+      f: logFloor.floor,
+      ls: logFloor.seen,
       a: maxString(log.map((e) => first(e, 'reqStart')!)),
-      c,
-      cs: swept.map((e) => first(e, 'entryCSN')!).filter(Boolean),
+      c: dataFloor.floor,
+      cs: dataFloor.seen,
     };
     return JSON.stringify(w);
   }
@@ -381,18 +383,37 @@ class AccesslogStrategy implements DeltaStrategy {
     const csAll = [...w.cs, ...swept.map((e) => first(e, 'entryCSN')!).filter(Boolean)];
     const newestCsn = maxString(csAll);
     const c = newestCsn ? maxString([w.c, csnAt(csnMicros(newestCsn) - this.overlap)])! : w.c;
+    const logFloor = capSeen(f, [...new Set(lsAll.filter((x) => x >= f))]);
+    const dataFloor = capSeen(c, [...new Set(csAll.filter((x) => x >= c))]);
     const next: AccesslogWatermark = {
       s: 'accesslog',
       u: b.uuid ?? w.u,
       lb: w.lb,
-      f,
-      ls: [...new Set(lsAll.filter((x) => x >= f))],
+      f: logFloor.floor,
+      ls: logFloor.seen,
       a: maxString([w.a ?? '', ...log.map((e) => first(e, 'reqStart')!)]) || null,
-      c,
-      cs: [...new Set(csAll.filter((x) => x >= c))],
+      c: dataFloor.floor,
+      cs: dataFloor.seen,
     };
     yield* emit(this.ctx, pending, options, JSON.stringify(next), errors);
   }
+}
+
+/** Values kept in a watermark's "already processed at or above the floor" lists. */
+export const MAX_SEEN = 1000;
+
+/**
+ * A floor and the values at or above it already processed, bounded: a bulk load or a burst of more than
+ * {@link MAX_SEEN} changes inside the overlap window would otherwise put every one of them in the watermark
+ * (100,000 entries loaded in a few seconds made a 4 MB watermark, carried in every page's cursor). Past the
+ * bound the floor moves up to the newest value and only the values equal to it stay listed. The cost: a change
+ * that commits inside that window after the watermark was taken, with an older CSN or reqStart than the
+ * newest, is missed until the next full import. Under the bound nothing changes.
+ */
+export function capSeen(floor: string, seen: string[]): { floor: string; seen: string[] } {
+  if (seen.length <= MAX_SEEN) return { floor, seen };
+  const newest = maxString(seen)!;
+  return { floor: newest > floor ? newest : floor, seen: [...new Set(seen.filter((x) => x === newest))] };
 }
 
 /** How long a delta waits for refint to rewrite references to renamed or deleted entries (polls, pause). */

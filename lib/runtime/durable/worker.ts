@@ -28,6 +28,13 @@ const TOMBSTONE_MS = 120_000;
  * entity to 1 MiB, so a group is closed at this budget and larger single messages travel alone.
  */
 const GROUP_BUDGET = 200_000;
+/**
+ * Largest activity result (JSON, UTF-16 code units) the hub stores: one result travels in one work row and
+ * then in one history row, each a table entity of at most 1 MiB. A larger result fails its activity with a
+ * message saying so, instead of a store that can never succeed (Azure's Durable Functions moves large
+ * payloads to blobs; this runtime does not: see docs/runtime-durable.md).
+ */
+export const MAX_RESULT_CHARS = 400_000;
 
 /** In-memory key of the i-th part of a group row: `#` never occurs in a stored row key (Tables forbid it). */
 const partKey = (groupRk: string, i: number): string => `${groupRk}#${i}`;
@@ -491,6 +498,13 @@ export class TaskHubWorker {
       r = { ok: false, reason: `Activity function '${item.name}' failed: ${errorText(err)}`, details: '' };
     } finally {
       this.executingActivities--;
+    }
+    if (r.ok && r.result.length > MAX_RESULT_CHARS) {
+      r = {
+        ok: false,
+        reason: `Activity function '${item.name}' failed: its result is ${r.result.length} characters of JSON, more than the ${MAX_RESULT_CHARS} a task hub row can hold.`,
+        details: '',
+      };
     }
     const now = Date.now();
     const msg: WorkMessage = {

@@ -77,6 +77,15 @@ describe('durable task hub (runtime + Azurite)', () => {
     expect(String(s.output)).not.toContain('/work/');
   });
 
+  it('an activity result too large for a task hub row fails the activity with a clear message (it is not retried forever)', async () => {
+    await rt.start202('hugeResult', 'huge-ok', 300_000);
+    await rt.start202('hugeResult', 'huge-ko', 2_000_000);
+    expect((await rt.waitFor('huge-ok')).output).toEqual({ ok: true, length: 300_000 });
+    const ko = (await rt.waitFor('huge-ko')).output as { ok: boolean; message: string };
+    expect(ko.ok).toBe(false);
+    expect(ko.message).toContain("Activity function 'huge' failed: its result is 2000002 characters of JSON");
+  });
+
   it('durable timers, and an external event raised through the client binding racing a timer', async () => {
     await rt.start202('sleeper', 'sleep-1', 300);
     await rt.start202('approval', 'appr-yes', { timeoutMs: 60000 });

@@ -1,4 +1,4 @@
-import { deltaStrategyFor, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { capSeen, deltaStrategyFor, MAX_SEEN, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
 import { gatherRanged, toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
 import type { DirectorySession, LdapEntry, SearchRequest } from '../../../../lib/connectors/ldap/session';
 import { guidToBytes, guidToString, isUnder, normalizeDn, sidToString } from '../../../../lib/connectors/ldap/values';
@@ -169,5 +169,21 @@ describe('changelog strategy (recorded cn=changelog)', () => {
     expect(JSON.parse(pages[pages.length - 1].nextWatermark!)).toEqual({ s: 'changelog', n: 9 });
     const trimmed = await collect(strategy.delta(JSON.stringify({ s: 'changelog', n: 2 }), { pageSize: 10 }));
     expect(trimmed[0].fullImportRequired?.reason).toMatch(/trimmed/);
+  });
+});
+
+describe('accesslog watermark bounds', () => {
+  const csn = (i: number) => `20261122040501.${String(i).padStart(6, '0')}Z#000000#000#000000`;
+
+  it('keeps the floor and every value seen while they are few', () => {
+    const seen = Array.from({ length: MAX_SEEN }, (_, i) => csn(i));
+    expect(capSeen(csn(0), seen)).toEqual({ floor: csn(0), seen });
+  });
+
+  it('after a bulk load inside the overlap window, moves the floor to the newest value and keeps only it', () => {
+    const seen = Array.from({ length: 100_000 }, (_, i) => csn(i % 50_000));
+    const capped = capSeen(csn(0), seen);
+    expect(capped).toEqual({ floor: csn(49_999), seen: [csn(49_999)] });
+    expect(JSON.stringify(capped).length).toBeLessThan(200);
   });
 });
