@@ -155,9 +155,10 @@ interface Context {
 }
 
 async function context(info: RunInfo): Promise<Context> {
-  const rules = compileRuleSet(info.connectorId, await listRules());
+  const all = await listRules();
+  const rules = compileRuleSet(info.connectorId, all);
   const attrs = new Set<string>();
-  for (const r of await listRules()) {
+  for (const r of all) {
     if (!r.isEnabled) continue;
     if (r.ruleType === 'JoinRule' && r.targetAttribute) attrs.add(r.targetAttribute);
     if (r.ruleType === 'MeshComposerRule' && r.relationshipType && r.targetAttribute) attrs.add(r.targetAttribute);
@@ -480,11 +481,12 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     const last = page.cursor === null;
     const result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })), held, last);
     if (last) heldRuns.delete(runId);
-    if (TRACE) console.log(`[sync] page ${input.page}: read ${t1 - t0} ms, plan and apply ${Date.now() - t1} ms`);
+    const t2 = Date.now();
     const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
     await saveSeen(runId, input.page, seen);
     const totals = addPage(input.totals, result, page.errors);
     await updateRun(runId, { stats: totals.stats, errors: totals.errors });
+    if (TRACE) console.log(`[sync] page ${input.page}: start ${t0}, read ${t1 - t0} ms, plan and apply ${t2 - t1} ms, seen and stats ${Date.now() - t2} ms, end ${Date.now()}`);
     return { cursor: page.cursor, watermark: last ? (page.watermark ?? null) : null, totals, holder: last ? null : holder, noHold: input.noHold };
   } catch (err) {
     await closeLiveReader(runId);
@@ -502,7 +504,8 @@ export interface DeletionPlan {
 /** After the last page: which objects the import did not see (to delete), against the deletion threshold. */
 export async function planFullImportDeletes(info: RunInfo, config: { deletionThreshold?: unknown }): Promise<DeletionPlan> {
   const seen = await loadSeen(info.runId);
-  const summaries = await loadCsSummaries(info.connectorId);
+  // This process's summaries when it wrote the space last (the pages of this run, usually), else from storage.
+  const { summaries } = await csCache(info.connectorId);
   const gone: string[] = [];
   let existing = 0;
   for (const [anchor, s] of summaries) {
