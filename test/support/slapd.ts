@@ -134,7 +134,7 @@ olcRootDN: ${rootDN}
 olcRootPW: ${hash}
 olcDbMaxSize: ${maxSize}
 olcDbNoSync: TRUE
-olcDbIndex: objectClass,uid,mail,employeeNumber,member,manager,memberOf,entryUUID,entryCSN,modifyTimestamp eq
+olcDbIndex: objectClass,uid,mail,employeeNumber,member,uniqueMember,manager,secretary,owner,memberOf,entryUUID,entryCSN,modifyTimestamp eq
 olcDbIndex: cn,sn,givenName eq,sub
 olcSizeLimit: unlimited
 olcAccess: {0}to attrs=userPassword by self write by anonymous auth by * none

@@ -276,7 +276,13 @@ class AccesslogStrategy implements DeltaStrategy {
     }
     if (!oldDns.length) return [];
     const attrs = this.ctx.readAttributes;
-    for (let i = 0; i < REFINT_POLLS && (await this.referencing(oldDns, ['1.1'])).length; i++) {
+    // Wait while refint is still rewriting: until nothing references the old DNs, or the count of entries
+    // that do stops changing (references refint does not maintain stay, and must not cost 2 s per delta).
+    let before = -1;
+    for (let i = 0; i < REFINT_POLLS; i++) {
+      const now = (await this.referencing(oldDns, ['1.1'])).length;
+      if (now === 0 || now === before) break;
+      before = now;
       await new Promise((r) => setTimeout(r, REFINT_PAUSE_MS));
     }
     const out = [...(await this.referencing(oldDns, attrs)), ...(await this.referencing(newDns, attrs))];
