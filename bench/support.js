@@ -24,15 +24,20 @@ function arg(name, dflt) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Peak resident set (VmHWM) of a process in MB, or null when /proc does not have it. */
-function peakRssMB(pid) {
+/** A memory field of /proc/<pid>/status in MB, or null when /proc does not have it. */
+function statusMB(pid, field) {
   try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Math.round(Number(m[1]) / 1024) : null;
   } catch {
     return null;
   }
 }
+
+/** Peak resident set (VmHWM) of a process in MB, or null when /proc does not have it. */
+const peakRssMB = (pid) => statusMB(pid, 'VmHWM');
+/** Resident set now (VmRSS) of a process in MB, or null when /proc does not have it. */
+const rssMB = (pid) => statusMB(pid, 'VmRSS');
 
 /** CPU seconds (user + system) a process has used so far, from /proc; null when not available. */
 function cpuSeconds(pid) {
@@ -238,4 +243,4 @@ async function startService(o = {}) {
   return { base, pid: child.pid, tablePid, azurite, dataDir, token, startSeconds, call, must, runImport, logs: () => logs, stop };
 }
 
-module.exports = { ROOT, arg, sleep, peakRssMB, cpuSeconds, stealSeconds, onInterrupt, startService };
+module.exports = { ROOT, arg, sleep, peakRssMB, rssMB, cpuSeconds, stealSeconds, onInterrupt, startService };

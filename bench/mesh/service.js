@@ -8,17 +8,7 @@
 const { spawn } = require('node:child_process');
 const { readFileSync } = require('node:fs');
 const path = require('node:path');
-const { ROOT: root, onInterrupt, sleep } = require('../support');
-
-/** Resident memory of a process now (MB), or null when /proc does not have it. */
-function rssMB(pid) {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 1024) : null;
-  } catch {
-    return null;
-  }
-}
+const { ROOT: root, onInterrupt, rssMB, sleep } = require('../support');
 
 /**
  * Spawn the service on `azurite` with table prefix `prefix` and data folder `dataDir` (a restart on the same
