@@ -277,11 +277,17 @@ class AccesslogStrategy implements DeltaStrategy {
     if (!oldDns.length) return [];
     const attrs = this.ctx.readAttributes;
     // Wait while refint is still rewriting: until nothing references the old DNs, or the count of entries
-    // that do stops changing (references refint does not maintain stay, and must not cost 2 s per delta).
+    // that do has not changed for REFINT_STABLE_POLLS polls, at most REFINT_POLLS. References refint does not
+    // maintain stay for good and would cost the whole wait on every delta with deletes (measured at 100,000
+    // entries: 5.9 s delta waiting for zero, 3.8 s with this, the same 1,006 objects updated; stopping after
+    // one unchanged poll updated 1,003: refint had not finished).
     let before = -1;
+    let stable = 0;
     for (let i = 0; i < REFINT_POLLS; i++) {
       const now = (await this.referencing(oldDns, ['1.1'])).length;
-      if (now === 0 || now === before) break;
+      if (now === 0) break;
+      stable = now === before ? stable + 1 : 0;
+      if (stable >= REFINT_STABLE_POLLS) break;
       before = now;
       await new Promise((r) => setTimeout(r, REFINT_PAUSE_MS));
     }
@@ -425,6 +431,7 @@ export function capSeen(floor: string, seen: string[]): { floor: string; seen: s
 /** How long a delta waits for refint to rewrite references to renamed or deleted entries (polls, pause). */
 const REFINT_POLLS = 20;
 const REFINT_PAUSE_MS = 100;
+const REFINT_STABLE_POLLS = 5;
 /** DNs per reference search (each DN is one term per reference attribute). */
 const REFERENCE_BATCH = 50;
 
