@@ -83,7 +83,7 @@ test("a tailing reader takes this process's own rows from memory, and a reader t
     // Overwrite the stored row: only a reader that takes the kept row still sees the original state.
     const feed = await table('MeshFeed');
     const row = await feed.getEntity<Record<string, unknown>>('f', seqKey(seq));
-    await feed.updateEntity({ ...row, e0: String(row.e0).replace('from-memory', 'from-table') }, 'Replace');
+    await feed.updateEntity({ ...row, partitionKey: 'f', rowKey: seqKey(seq), e0: String(row.e0).replace('from-memory', 'from-table') }, 'Replace');
     await reader.poll();
     expect(m.get(gid(600))?.anchorValue).toBe('from-memory');
     // Applied, so released: read again, the row comes from the table.
@@ -98,7 +98,7 @@ test('without a tailing reader nothing is kept: the rows are read from the table
   const seq = await commitMeshWrite({ upserts: [meshObject(gid(700), 'kept?')], deletes: [] });
   const feed = await table('MeshFeed');
   const row = await feed.getEntity<Record<string, unknown>>('f', seqKey(seq));
-  await feed.updateEntity({ ...row, e0: String(row.e0).replace('kept?', 'table') }, 'Replace');
+  await feed.updateEntity({ ...row, partitionKey: 'f', rowKey: seqKey(seq), e0: String(row.e0).replace('kept?', 'table') }, 'Replace');
   const rows = await readFeed(seq - 1, { ownFromMemory: true });
   expect((rows[0].entries[0] as { state: { anchorValue: string } }).state.anchorValue).toBe('table');
 });
