@@ -180,10 +180,12 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
 
     doc.links[cid] = anchor;
     setContributions(doc, cid, inboundValues(rules.inbound, object.attributes), now);
-    compose(doc, rules, ws.index, now);
+    const ambiguous = compose(doc, rules, ws.index, now);
     doc.updatedOn = now;
     ws.put(doc);
     cs.meshId = doc.id;
+    // The object is applied; an ambiguous reference is reported on it (and on its row) for this run.
+    if (ambiguous.length) return { cs: { ...cs, error: ambiguous.join(' ') }, outcome: isNew ? 'created' : 'updated', error: ambiguous.join(' '), followUps: [] };
     return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
   } catch (err) {
     return fail(`The rules could not be applied: ${(err as Error).message}`);
@@ -286,7 +288,7 @@ export function attributeValues(doc: MeshObject): Record<string, AttributeValue>
  * Mesh-composer rules on one object: computed attributes (in priority order, each sees the ones before it),
  * then relationships resolved through the index (unresolved ones stay pending until their target arrives).
  */
-export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: string): void {
+export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: string): string[] {
   const computed: Record<string, { v: AttributeValue; rule: CompiledRule }> = {};
   for (const cr of rules.composers) {
     const target = cr.rule.targetAttribute;
@@ -305,13 +307,18 @@ export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: 
     setContributions(doc, COMPOSER, computed, now);
   }
   setContributions(doc, COMPOSER, computed, now);
-  resolveReferences(doc, rules, index);
+  return resolveReferences(doc, rules, index);
 }
 
-/** Recompute `doc.relationships` and `doc.pendingReferences` from the relationship rules. */
-export function resolveReferences(doc: MeshObject, rules: RuleSet, index: IndexView): void {
+/**
+ * Recompute `doc.relationships` and `doc.pendingReferences` from the relationship rules. A value that names
+ * several mesh objects makes no relationship (as a join with several candidates joins nothing) and is
+ * returned as a message naming them, for the run's per-object errors.
+ */
+export function resolveReferences(doc: MeshObject, rules: RuleSet, index: IndexView): string[] {
   const relationships: Relationship[] = [];
   const pending: PendingReference[] = [];
+  const ambiguous: string[] = [];
   for (const cr of rules.composers) {
     const type = cr.rule.relationshipType;
     if (!type || !cr.rule.sourceAttribute) continue;
@@ -328,11 +335,15 @@ export function resolveReferences(doc: MeshObject, rules: RuleSet, index: IndexV
         const p: PendingReference = { type, value: String(value) };
         if (by) p.by = by;
         pending.push(p);
+      } else {
+        const shown = ids.slice(0, 5).join(', ') + (ids.length > 5 ? ', ...' : '');
+        ambiguous.push(`The ${type} reference '${String(value)}' matched ${ids.length} mesh objects (${shown}): no relationship was made.`);
       }
     }
   }
   doc.relationships = relationships;
   doc.pendingReferences = pending;
+  return ambiguous;
 }
 
 /** Keys other objects may reference this one by: its anchor and its indexed attributes. */

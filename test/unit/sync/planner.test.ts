@@ -107,6 +107,24 @@ describe('planImport', () => {
     expect(ws.get(e1)!.pendingReferences).toEqual([{ type: 'manager', value: 'E0', by: 'employeeId' }]);
   });
 
+  test('a reference that names several mesh objects makes no relationship and is a per-object error naming them', () => {
+    const { ws, a } = setup();
+    planImport({ rules: a, now: NOW, ws }, 'h0', obj('h0', { employeeId: 'E0' }), 'x', undefined);
+    const other = compileRuleSet('00000000-0000-4000-8000-0000000000cc', [
+      r({ connectorId: '00000000-0000-4000-8000-0000000000cc', ruleType: 'ProjectionRule', sourceAttribute: 'k' }),
+      r({ connectorId: '00000000-0000-4000-8000-0000000000cc', sourceAttribute: 'employeeId', targetAttribute: 'employeeId', confidence: 1 }),
+    ]);
+    planImport({ rules: other, now: NOW, ws }, 'z', obj('z', { k: 'Z', employeeId: 'E0' }), 'x', undefined);
+    const plan = planImport({ rules: a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1', managerId: 'E0' }), 'x', undefined);
+    expect(plan.outcome).toBe('created');
+    expect(plan.error).toMatch(/The manager reference 'E0' matched 2 mesh objects/);
+    expect(plan.error).toContain(projectedMeshId(A, 'h0'));
+    expect(plan.cs).toMatchObject({ hash: 'x', error: plan.error });
+    const doc = ws.get(projectedMeshId(A, 'h1'))!;
+    expect(doc.relationships).toEqual([]);
+    expect(doc.pendingReferences).toEqual([]);
+  });
+
   test('a late-arriving target resolves the objects waiting for it', () => {
     const { ws, a, index } = setup();
     planImport({ rules: a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1', managerId: 'E9' }), 'x', undefined);
