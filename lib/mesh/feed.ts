@@ -1,5 +1,5 @@
 import type { MeshObject } from '../sync/model';
-import { currentFeedSeq, iterateMesh, keepOwnFeedRows, MESH_PARTITIONS, readFeed, releaseOwnFeedRows, type FeedEntry } from './store';
+import { currentFeedSeq, iterateMesh, keepOwnFeedRows, MESH_PARTITIONS, onOwnFeedAppend, readFeed, releaseOwnFeedRows, type FeedEntry } from './store';
 
 /**
  * A reader of the mesh and its change feed (lib/mesh/store.ts), for an in-memory copy of the mesh that every
@@ -37,6 +37,7 @@ export class MeshFeedReader {
   /** Between startTailing and stop: this process keeps the rows it appends for this reader. */
   private tailing = false;
   private polling: Promise<void> | undefined;
+  private pollAgain = false;
   private lastPollAt = 0;
 
   constructor(
@@ -69,7 +70,17 @@ export class MeshFeedReader {
 
   /** Apply every feed row after the current position (one at a time: concurrent calls share the same poll). */
   poll(): Promise<void> {
-    this.polling ??= this.pollOnce().finally(() => (this.polling = undefined));
+    if (this.polling) {
+      // Rows appended after the running poll read the feed: it reads once more before it settles.
+      this.pollAgain = true;
+      return this.polling;
+    }
+    this.polling = (async () => {
+      do {
+        this.pollAgain = false;
+        await this.pollOnce();
+      } while (this.pollAgain && !this.stopped);
+    })().finally(() => (this.polling = undefined));
     return this.polling;
   }
 
@@ -98,7 +109,10 @@ export class MeshFeedReader {
 
   /** Poll every `pollMs` until {@link stop}. A failed poll is reported and retried at the next tick. */
   startTailing(): void {
-    if (!this.tailing) keepOwnFeedRows(true);
+    if (!this.tailing) {
+      keepOwnFeedRows(true);
+      onOwnFeedAppend(this.ownAppend);
+    }
     this.tailing = true;
     this.stopped = false;
     const tick = async () => {
@@ -117,8 +131,16 @@ export class MeshFeedReader {
     this.timer.unref();
   }
 
+  /** This process appended rows: apply them now (reads your own writes), not at the next tick. */
+  private readonly ownAppend = () => {
+    if (!this.stopped) this.poll().catch((err: unknown) => this.options.onError?.(err));
+  };
+
   async stop(): Promise<void> {
-    if (this.tailing) keepOwnFeedRows(false);
+    if (this.tailing) {
+      keepOwnFeedRows(false);
+      onOwnFeedAppend(this.ownAppend, true);
+    }
     this.tailing = false;
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);

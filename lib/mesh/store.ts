@@ -190,6 +190,15 @@ export function releaseOwnFeedRows(seq: number): void {
   for (const k of ownRows.keys()) if (k <= seq) ownRows.delete(k);
 }
 
+/** Called after this process appended feed rows (a tailing reader polls at once instead of at its next tick). */
+const appendListeners = new Set<() => void>();
+
+/** Register (or with `off`, remove) a callback run after every append of this process. */
+export function onOwnFeedAppend(listener: () => void, off = false): void {
+  if (off) appendListeners.delete(listener);
+  else appendListeners.add(listener);
+}
+
 function rememberOwnRow(seq: number, entries: FeedEntry[]): void {
   if (!ownRowReaders) return;
   ownRows.set(seq, entries);
@@ -263,6 +272,7 @@ async function appendFeedText(entries: string[], objects: FeedEntry[]): Promise<
       try {
         await submitTransaction(client, actions);
         part.forEach(([from, to], i) => rememberOwnRow(seq + 1 + i, objects.slice(from, to)));
+        for (const l of appendListeners) l();
         if (start + FEED_ROWS_PER_TRANSACTION >= rows.length) return next;
         break;
       } catch (err) {

@@ -102,3 +102,18 @@ test('without a tailing reader nothing is kept: the rows are read from the table
   const rows = await readFeed(seq - 1, { ownFromMemory: true });
   expect((rows[0].entries[0] as { state: { anchorValue: string } }).state.anchorValue).toBe('table');
 });
+
+test("a tailing reader applies its own process's commits at once, not at its next tick", async () => {
+  const m = new MeshReadModel();
+  const reader = new MeshFeedReader(m, { pollMs: 60_000 });
+  await reader.load();
+  reader.startTailing();
+  try {
+    await commitMeshWrite({ upserts: [meshObject(gid(800), 'right-away')], deletes: [] });
+    const deadline = Date.now() + 10_000;
+    while (!m.get(gid(800)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(m.get(gid(800))?.anchorValue).toBe('right-away');
+  } finally {
+    await reader.stop();
+  }
+});
