@@ -271,10 +271,6 @@ async function appendFeedText(entries: string[], objects: FeedEntry[]): Promise<
       actions.push(etag ? ['update', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }, 'Replace', { etag }] : ['create', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }]);
       try {
         await submitTransaction(client, actions);
-        part.forEach(([from, to], i) => rememberOwnRow(seq + 1 + i, objects.slice(from, to)));
-        for (const l of appendListeners) l();
-        if (start + FEED_ROWS_PER_TRANSACTION >= rows.length) return next;
-        break;
       } catch (err) {
         // Another writer advanced the counter first: read it again and retry.
         if ((isStatus(err, 412) || isStatus(err, 409)) && attempt < 50) {
@@ -283,6 +279,17 @@ async function appendFeedText(entries: string[], objects: FeedEntry[]): Promise<
         }
         throw err;
       }
+      // Committed: hand the rows to this process's readers (their failures are theirs, not the append's).
+      part.forEach(([from, to], i) => rememberOwnRow(seq + 1 + i, objects.slice(from, to)));
+      for (const l of appendListeners) {
+        try {
+          l();
+        } catch {
+          // a reader reports its own errors
+        }
+      }
+      if (start + FEED_ROWS_PER_TRANSACTION >= rows.length) return next;
+      break;
     }
   }
   return 0;
