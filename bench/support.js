@@ -65,6 +65,15 @@ function stealSeconds() {
   }
 }
 
+/** SIGTERM a child process and wait for `exited` (its exit promise); SIGKILL after 15 s. */
+async function stopChild(child, exited) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
+  await exited;
+  clearTimeout(timer);
+}
+
 const interruptCleanups = [];
 let interruptHooked = false;
 
@@ -152,12 +161,7 @@ async function startService(o = {}) {
   const stop = () => {
     stopped ??= (async () => {
       removeInterrupt();
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await stopChild(child, exited);
       await azurite.stop();
       if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
     })();
@@ -243,4 +247,4 @@ async function startService(o = {}) {
   return { base, pid: child.pid, tablePid, azurite, dataDir, token, startSeconds, call, must, runImport, logs: () => logs, stop };
 }
 
-module.exports = { ROOT, arg, sleep, peakRssMB, rssMB, cpuSeconds, stealSeconds, onInterrupt, startService };
+module.exports = { ROOT, arg, sleep, peakRssMB, rssMB, cpuSeconds, stealSeconds, onInterrupt, stopChild, startService };

@@ -8,7 +8,7 @@
 const { spawn } = require('node:child_process');
 const { readFileSync } = require('node:fs');
 const path = require('node:path');
-const { ROOT: root, onInterrupt, rssMB, sleep } = require('../support');
+const { ROOT: root, onInterrupt, rssMB, sleep, stopChild } = require('../support');
 
 /**
  * Spawn the service on `azurite` with table prefix `prefix` and data folder `dataDir` (a restart on the same
@@ -48,12 +48,7 @@ async function startService({ azurite, prefix, dataDir, nodeOptions, env = {} })
     logs: () => logs,
     async stop() {
       removeInterrupt();
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await stopChild(child, exited);
     },
   };
   const removeInterrupt = onInterrupt(() => svc.stop());

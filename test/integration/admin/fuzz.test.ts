@@ -1,4 +1,5 @@
 import { dumpTable, startService, type ServiceUnderTest } from '../../support/service';
+import { rng } from '../../unit/mesh/meshSupport';
 
 /**
  * Fuzz: a few thousand random and mutated request bodies and query strings across the Admin API routes.
@@ -14,16 +15,6 @@ let svc: ServiceUnderTest;
 let connectorId: string;
 let ruleId: string;
 
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = rng(SEED);
 const int = (n: number) => Math.floor(rand() * n);
 const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)];
