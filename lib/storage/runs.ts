@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TableClient, TableEntity, TableEntityResult, TransactionAction } from '@azure/data-tables';
 import { AppError } from '../errors';
-import { isStatus, odata, table } from './tables';
+import { isStatus, odata, submitTransaction, table } from './tables';
 
 /**
  * Runs repository (table `Runs`): import and export runs, their history, and the one-active-run-per-connector
@@ -246,7 +246,7 @@ export async function createRun(input: CreateRunInput): Promise<StoredRun> {
     ['create', toEntity(pk, run, key)],
   ];
   try {
-    await client.submitTransaction(actions);
+    await submitTransaction(client, actions);
   } catch (err) {
     await client.deleteEntity(ID_PK, runId).catch(() => undefined);
     if (isStatus(err, 409)) throw new AppError('conflict', 'A run of this connector is already Running or Queued.');
@@ -340,7 +340,7 @@ export async function completeRun(runId: string, outcome: RunOutcome, options: {
     if (!isStatus(err, 404)) throw err;
   }
   try {
-    await client.submitTransaction(actions);
+    await submitTransaction(client, actions);
   } catch (err) {
     if (isStatus(err, 412) || isStatus(err, 409)) throw new AppError('conflict', 'The run changed since it was read.');
     if (isStatus(err, 404)) throw new AppError('not_found', 'The run does not exist.');
