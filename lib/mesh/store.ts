@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TableClient, TransactionAction } from '@azure/data-tables';
 import { isStatus, odata, submitTransaction, table } from '../storage/tables';
 import type { MeshObject } from '../sync/model';
+import { encodeMeshObject, fromStoredMeshObject } from './codec';
 import { getJson, mapLimit, putJsonText, submitBatched } from '../sync/tableUtil';
 
 /**
@@ -13,7 +14,7 @@ import { getJson, mapLimit, putJsonText, submitBatched } from '../sync/tableUtil
  * partitions of one table: Azurite (LokiJS) pays for every replaced or deleted row, and for every query page,
  * in proportion to the size of the whole table (index positions are shifted, queries filter and sort the whole
  * collection), so one 100,000-row table made every write of a large import slower as the table filled. Columns: `objectType`, `anchorValue`, `anchorLower` (for range scans),
- * `updatedOn`, and the whole {@link MeshObject} as chunked JSON (`d0..`, `dn`).
+ * `updatedOn`, and the whole {@link MeshObject} in its stored form (lib/mesh/codec.ts) as chunked JSON (`d0..`, `dn`).
  *
  * Change feed: PartitionKey `f`; RowKey the sequence number (15 digits, zero-padded), `writer` (the writing
  * process), `n` (entries) and chunked JSON `e`: an array of {@link FeedEntry}, each the object's whole new
@@ -60,7 +61,7 @@ export const meshPartition = (id: string) => 'm' + id[0].toLowerCase() + (Number
 export const MESH_PARTITIONS = '0123456789abcdef'.split('').map((c) => 'm' + c);
 export const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
 
-export function toMeshEntity(o: MeshObject, json = JSON.stringify(o)): Record<string, unknown> & { partitionKey: string; rowKey: string } {
+export function toMeshEntity(o: MeshObject, json = encodeMeshObject(o)): Record<string, unknown> & { partitionKey: string; rowKey: string } {
   const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
     partitionKey: meshPartition(o.id),
     rowKey: o.id,
@@ -74,7 +75,14 @@ export function toMeshEntity(o: MeshObject, json = JSON.stringify(o)): Record<st
 }
 
 export function fromMeshEntity(e: Record<string, unknown>): MeshObject {
-  return getJson<MeshObject>(e, 'd')!;
+  return fromStoredMeshObject(getJson<unknown>(e, 'd'));
+}
+
+/** Feed entries as stored (states in their stored form, see lib/mesh/codec.ts) to entries. */
+function feedEntries(e: Record<string, unknown>): FeedEntry[] {
+  const entries = getJson<FeedEntry[]>(e, 'e') ?? [];
+  for (const en of entries) if ('state' in en) en.state = fromStoredMeshObject(en.state);
+  return entries;
 }
 
 /** One mesh object, or null. */
@@ -148,8 +156,8 @@ export interface MeshWrite {
  */
 export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   if (!w.upserts.length && !w.deletes.length) return 0;
-  // Each state is serialized once, for its row and for its feed entry.
-  const texts = w.upserts.map((o) => JSON.stringify(o));
+  // Each state is encoded once, for its row and for its feed entry.
+  const texts = w.upserts.map(encodeMeshObject);
   const actions: TransactionAction[] = w.upserts.map((o, i) => {
     const e = toMeshEntity(o, texts[i]);
     if (w.fresh?.has(o.id)) return ['create', e];
@@ -239,15 +247,10 @@ function feedChunks(entries: string[]): [number, number][] {
   return rows;
 }
 
-/** Append entries to the feed (gapless sequence, see the module comment). Returns the last sequence number. */
-export async function appendFeed(entries: FeedEntry[]): Promise<number> {
-  return appendFeedText(
-    entries.map((e) => JSON.stringify(e)),
-    entries,
-  );
-}
-
-/** Append entries given as JSON texts (`objects`: the same entries, for readers of this process). */
+/**
+ * Append feed entries (gapless sequence, see the module comment), given as JSON texts with states in their
+ * stored form (`objects`: the same entries, for readers of this process). Returns the last sequence number.
+ */
 async function appendFeedText(entries: string[], objects: FeedEntry[]): Promise<number> {
   if (!entries.length) return 0;
   const client = await table(FEED);
@@ -338,12 +341,12 @@ export async function readFeed(afterSeq: number, options: { limit?: number; skip
         return;
       }
       const e = await client.getEntity<Record<string, unknown>>(FEED_PK, seqKey(h.seq));
-      out.push({ seq: h.seq, writer: h.writer, entries: getJson<FeedEntry[]>(e, 'e') ?? [] });
+      out.push({ seq: h.seq, writer: h.writer, entries: feedEntries(e) });
     });
     return out.sort((a, b) => a.seq - b.seq);
   }
   for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
-    out.push({ seq: Number(e.rowKey), writer: String(e.writer), entries: getJson<FeedEntry[]>(e, 'e') ?? [] });
+    out.push({ seq: Number(e.rowKey), writer: String(e.writer), entries: feedEntries(e) });
     if (out.length >= limit) break;
   }
   return out;

@@ -143,3 +143,30 @@ export function indexKeys(v: AttributeValue | undefined): string[] {
   const k = indexKey(v);
   return k === null ? [] : [k];
 }
+
+/** The contributor id of a computed attribute (a mesh-composer rule). */
+export const COMPOSER = 'composer';
+
+/**
+ * Precedence: the highest confidence wins; ties go to the lower priority, then to the newer value.
+ * Recomputed from the contributions, so a withdrawn winner hands over to the next contributor.
+ */
+export function winner(list: readonly Contribution[]): Contribution | undefined {
+  let best: Contribution | undefined;
+  for (const c of list) {
+    if (!best || c.conf > best.conf || (c.conf === best.conf && (c.pri < best.pri || (c.pri === best.pri && c.at > best.at)))) best = c;
+  }
+  return best;
+}
+
+/** Recompute the consolidated attributes from the contributions (the winner of each). */
+export function consolidate(doc: MeshObject): void {
+  const attributes: MeshObject['attributes'] = {};
+  for (const [name, list] of Object.entries(doc.contributions)) {
+    const w = winner(list);
+    if (!w) continue;
+    attributes[name] = { value: w.v, sourceConnectorId: w.c === COMPOSER ? null : w.c, confidence: w.conf, updatedOn: w.at };
+  }
+  doc.attributes = attributes;
+}
+

@@ -1,14 +1,16 @@
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
 import {
+  COMPOSER,
+  consolidate,
   indexKeys,
   isEmptyValue,
   projectedMeshId,
   sameValue,
-  type Contribution,
   type CsObject,
   type MeshObject,
   type PendingReference,
   type Relationship,
+  winner,
 } from './model';
 import { applyScript, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
 
@@ -253,29 +255,7 @@ export function setContributions(doc: MeshObject, source: string, values: Record
   consolidate(doc);
 }
 
-/**
- * Precedence: the highest confidence wins; ties go to the lower priority, then to the newer value.
- * Recomputed from the contributions, so a withdrawn winner hands over to the next contributor.
- */
-export function winner(list: readonly Contribution[]): Contribution | undefined {
-  let best: Contribution | undefined;
-  for (const c of list) {
-    if (!best || c.conf > best.conf || (c.conf === best.conf && (c.pri < best.pri || (c.pri === best.pri && c.at > best.at)))) best = c;
-  }
-  return best;
-}
-
-export function consolidate(doc: MeshObject): void {
-  const attributes: MeshObject['attributes'] = {};
-  for (const [name, list] of Object.entries(doc.contributions)) {
-    const w = winner(list);
-    if (!w) continue;
-    attributes[name] = { value: w.v, sourceConnectorId: w.c === COMPOSER ? null : w.c, confidence: w.conf, updatedOn: w.at };
-  }
-  doc.attributes = attributes;
-}
-
-export const COMPOSER = 'composer';
+export { COMPOSER, consolidate, winner };
 
 /** Plain values of the consolidated attributes (the `source` of a computed attribute). */
 export function attributeValues(doc: MeshObject): Record<string, AttributeValue> {

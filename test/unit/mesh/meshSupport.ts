@@ -1,7 +1,7 @@
 import type { AttributeValue } from '../../../lib/connectors/sdk';
-import type { MeshObject, Relationship } from '../../../lib/sync/model';
+import { COMPOSER, consolidate, type MeshObject, type Relationship } from '../../../lib/sync/model';
 
-/** A mesh object for read-model tests: `attrs` become consolidated attributes from connector `src`. */
+/** A mesh object for read-model tests: `attrs` become contributions of connector `src` (null: computed), and so its attributes. */
 export function meshObject(
   id: string,
   anchorValue: string,
@@ -9,22 +9,24 @@ export function meshObject(
   options: { objectType?: string; src?: string | null; relationships?: Relationship[] } = {},
 ): MeshObject {
   const at = '2026-01-01T00:00:00.000Z';
-  const attributes: MeshObject['attributes'] = {};
-  for (const [k, v] of Object.entries(attrs)) {
-    attributes[k] = { value: v, sourceConnectorId: options.src === undefined ? 'c0000000-0000-4000-8000-000000000001' : options.src, confidence: 50, updatedOn: at };
-  }
-  return {
+  const src = options.src === undefined ? 'c0000000-0000-4000-8000-000000000001' : options.src;
+  const contributions: MeshObject['contributions'] = {};
+  for (const [k, v] of Object.entries(attrs)) contributions[k] = [{ c: src ?? COMPOSER, r: 'r0000000-0000-4000-8000-000000000001', conf: 50, pri: 100, v, at }];
+  const doc: MeshObject = {
     id,
     objectType: options.objectType ?? 'User',
     anchorValue,
     createdOn: at,
     updatedOn: at,
-    attributes,
-    contributions: {},
+    attributes: {},
+    contributions,
     links: {},
     relationships: options.relationships ?? [],
     pendingReferences: [],
   };
+  // The consolidated attributes follow from the contributions, as in every stored object.
+  consolidate(doc);
+  return doc;
 }
 
 /** A GUID from a number (ordered like the number). */

@@ -1,0 +1,106 @@
+import type { AttributeValue } from '../connectors/sdk';
+import { consolidate, type Contribution, type MeshObject, type PendingReference, type Relationship } from '../sync/model';
+
+/**
+ * The stored form of a mesh object: what a mesh row and a change-feed entry hold (lib/mesh/store.ts).
+ *
+ * A mesh object in memory repeats itself: every attribute appears once consolidated and once per contribution,
+ * and each contribution names its connector, rule and time in full (three GUID-sized strings). Stored like
+ * that, an object with five attributes is about 2 KB, written twice (mesh row and feed), and Azurite's work per
+ * row grows with its size. The stored form (version 2) is about a third of that:
+ *
+ * - the consolidated attributes are not stored: they are a function of the contributions ({@link consolidate})
+ *   and are recomputed when the object is read;
+ * - connector ids, rule ids, times (created, updated, contributed), relationship and target types are stored
+ *   once per object in a list `k`
+ *   and referred to by position;
+ * - contributions, relationships and pending references are arrays, not objects with named fields.
+ *
+ * `{"v":2,"id","t":objectType,"a":anchorValue,"co":createdOn,"up":updatedOn,"k":[strings],
+ *   "c":{attribute:[[connector,rule,confidence,priority,value,at]]},"l":[[connector,anchor]],"p":[connector],
+ *   "r":[[type,targetId,targetAnchor,targetType]],"q":[[type,value,by?]]}` (co, up, and the numbers in c, l, p,
+ * r, q other than confidence and priority are positions in `k`; `p` is absent when nothing was provisioned).
+ *
+ * Reading accepts the first form too (the whole object as JSON), so rows written before stay readable.
+ */
+export const STORED_VERSION = 2;
+
+interface StoredV2 {
+  v: 2;
+  id: string;
+  t: string;
+  a: string;
+  co: number;
+  up: number;
+  k: string[];
+  c: Record<string, [number, number, number, number, AttributeValue, number][]>;
+  l: [number, string][];
+  p?: number[];
+  r: [number, string, string, number][];
+  q: ([number, string] | [number, string, string])[];
+}
+
+/** The stored JSON text of a mesh object. */
+export function encodeMeshObject(o: MeshObject): string {
+  const k: string[] = [];
+  const at = new Map<string, number>();
+  const ref = (s: string): number => {
+    let i = at.get(s);
+    if (i === undefined) {
+      i = k.length;
+      k.push(s);
+      at.set(s, i);
+    }
+    return i;
+  };
+  const c: StoredV2['c'] = {};
+  for (const [name, list] of Object.entries(o.contributions)) c[name] = list.map((x) => [ref(x.c), ref(x.r), x.conf, x.pri, x.v, ref(x.at)]);
+  const stored: StoredV2 = {
+    v: 2,
+    id: o.id,
+    t: o.objectType,
+    a: o.anchorValue,
+    co: 0,
+    up: 0,
+    k,
+    c,
+    l: Object.entries(o.links).map(([connector, anchor]) => [ref(connector), anchor]),
+    r: o.relationships.map((r) => [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType)]),
+    q: o.pendingReferences.map((p) => (p.by === undefined ? [ref(p.type), p.value] : [ref(p.type), p.value, p.by])),
+  };
+  stored.co = ref(o.createdOn);
+  stored.up = ref(o.updatedOn);
+  if (o.provisioned) stored.p = o.provisioned.map(ref);
+  return JSON.stringify(stored);
+}
+
+/** A mesh object from its stored JSON text. */
+export function decodeMeshObject(json: string): MeshObject {
+  return fromStoredMeshObject(JSON.parse(json));
+}
+
+/** A mesh object from its stored form already parsed (a feed row parses all its entries at once). */
+export function fromStoredMeshObject(x: unknown): MeshObject {
+  const s = x as StoredV2 | MeshObject;
+  if (!('v' in s) || s.v !== STORED_VERSION) return s as MeshObject;
+  const k = s.k;
+  const contributions: Record<string, Contribution[]> = {};
+  for (const [name, list] of Object.entries(s.c)) contributions[name] = list.map(([c, r, conf, pri, v, at]) => ({ c: k[c], r: k[r], conf, pri, v, at: k[at] }));
+  const links: Record<string, string> = {};
+  for (const [connector, anchor] of s.l) links[k[connector]] = anchor;
+  const o: MeshObject = {
+    id: s.id,
+    objectType: s.t,
+    anchorValue: s.a,
+    createdOn: k[s.co],
+    updatedOn: k[s.up],
+    attributes: {},
+    contributions,
+    links,
+    relationships: s.r.map(([type, targetId, targetAnchor, targetType]): Relationship => ({ type: k[type], targetId, targetAnchor, targetType: k[targetType] })),
+    pendingReferences: s.q.map(([type, value, by]): PendingReference => (by === undefined ? { type: k[type], value } : { type: k[type], value, by })),
+  };
+  if (s.p) o.provisioned = s.p.map((i) => k[i]);
+  consolidate(o);
+  return o;
+}
