@@ -18,6 +18,7 @@ import {
 import { setConnectorRunState } from '../storage/connectors';
 import { listRules } from '../storage/rules';
 import { completeRun, getRun, updateRun, type RunObjectError, type RunStats, type TerminalRunStatus } from '../storage/runs';
+import { decodeMeshObject, encodeMeshObject } from '../mesh/codec';
 import { dropSharedIndex, sharedIndex, type MeshIndex } from '../mesh/joinIndex';
 import { PROCESS_WRITER, commitMeshWrite, getMeshObjects, iterateMesh } from '../mesh/store';
 import { loadCsSummaries, readCsObjects, summarize, writeCsObjects, type CsSummary } from './connectorSpace';
@@ -101,8 +102,9 @@ async function csCache(connectorId: string): Promise<CsCache> {
 }
 
 /**
- * Mesh objects this process wrote that still wait for a reference target, as JSON (compact): when the target
- * arrives, re-resolving them needs no read. Objects another process changes leave it (index feed sync).
+ * Mesh objects this process wrote that still wait for a reference target, in their stored form
+ * (lib/mesh/codec.ts): when the target arrives, re-resolving them needs no read. Objects another process
+ * changes leave it (index feed sync).
  */
 const waitingDocs = new Map<string, string>();
 
@@ -112,7 +114,7 @@ async function loadDocs(ids: string[]): Promise<Map<string, MeshObject>> {
   const read: string[] = [];
   for (const id of ids) {
     const json = waitingDocs.get(id);
-    if (json) out.set(id, JSON.parse(json) as MeshObject);
+    if (json) out.set(id, decodeMeshObject(json));
     else read.push(id);
   }
   for (const [id, doc] of await getMeshObjects(read)) out.set(id, doc);
@@ -137,6 +139,36 @@ class Held {
   }
 }
 const heldRuns = new Map<string, Held>();
+
+/**
+ * A run's previous page's connector-space write, still in flight (runs that hold objects back, see
+ * {@link Held}): a page returns once its mesh rows and feed are committed, and its connector-space rows are
+ * written while the next page reads and plans (storage works while the engine computes). The next page waits
+ * for it before it writes anything, and the last page before it returns. Lost with the process like the held
+ * objects, and recovered the same way: the next page finds the run's Held gone and restarts the import without
+ * holding, which writes the rows again. Not cleared with the caches: whatever happens, a page of the run waits
+ * for its predecessor's write before going on.
+ */
+const deferredCsWrites = new Map<string, Promise<{ error?: unknown }>>();
+
+function deferCsWrite(runId: string, write: Promise<void>): void {
+  deferredCsWrites.set(
+    runId,
+    write.then(
+      () => ({}),
+      (error: unknown) => ({ error }),
+    ),
+  );
+}
+
+/** Wait for the run's deferred connector-space write; its failure is thrown here (the waiting page fails). */
+async function settleCsWrite(runId: string): Promise<void> {
+  const pending = deferredCsWrites.get(runId);
+  if (!pending) return;
+  const { error } = await pending;
+  deferredCsWrites.delete(runId);
+  if (error !== undefined) throw error;
+}
 
 /** Forget everything cached (after a failed or dry-run page whose effects were applied to caches only). */
 function dropCaches(connectorId: string): void {
@@ -225,10 +257,10 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
   tr.mark(`hash(${work.length})`);
   if (!work.length && !(flush && held?.rows.size)) return result;
 
-  const full = await readCsObjects(
-    ctx.info.connectorId,
-    work.filter((w) => w.sum?.exported || !w.item.object).map((w) => w.item.anchor),
-  );
+  const fullAnchors = work.filter((w) => w.sum?.exported || !w.item.object).map((w) => w.item.anchor);
+  // Rows read whole must be the committed ones: the previous page's write lands first.
+  if (fullAnchors.length) await settleCsWrite(ctx.info.runId);
+  const full = await readCsObjects(ctx.info.connectorId, fullAnchors);
   const prevOf = (w: (typeof work)[number]): CsObject | undefined => {
     if (!w.sum) return undefined;
     return full.get(w.item.anchor) ?? { anchor: w.item.anchor, objectType: w.item.object?.objectType ?? 'User', attributes: {}, hash: w.sum.hash, rulesHash: w.sum.rulesHash, meshId: w.sum.meshId, deleted: w.sum.deleted, updatedOn: now };
@@ -292,7 +324,7 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
       const doc = ws.get(id);
       if (doc && held && !flush && doc.pendingReferences.length && !stored.has(id)) {
         holdNow.add(id);
-        waitingDocs.set(id, JSON.stringify(doc));
+        waitingDocs.set(id, encodeMeshObject(doc));
       } else if (doc) upserts.push(doc);
       else deletes.push({ id, objectType: ctx.index.info(id)?.objectType ?? 'User' });
     }
@@ -318,24 +350,34 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
         held.rows.delete(id);
         if (!ws.dirty.has(id)) {
           const json = waitingDocs.get(id);
-          if (json) upserts.push(JSON.parse(json) as MeshObject);
+          if (json) upserts.push(decodeMeshObject(json));
         }
       }
       for (const id of holdNow) if (!held.rows.has(id)) held.rows.set(id, new Map());
     }
     const fresh = new Set<string>();
     for (const d of upserts) if (!stored.has(d.id)) fresh.add(d.id);
+    // Writes stay in page order: the previous page's connector-space rows are committed before this page writes.
+    await settleCsWrite(ctx.info.runId);
     await commitMeshWrite({ upserts, deletes, fresh, stored });
     tr.mark(`mesh(${upserts.length}+${deletes.length}, held ${held?.rows.size ?? 0})`);
     for (const d of upserts) {
-      if (d.pendingReferences.length) waitingDocs.set(d.id, JSON.stringify(d));
+      if (d.pendingReferences.length) waitingDocs.set(d.id, encodeMeshObject(d));
       else waitingDocs.delete(d.id);
     }
     for (const d of deletes) waitingDocs.delete(d.id);
     rows = dedupeRows(rows);
-    await writeCsObjects(ctx.info.connectorId, rows, (anchor) => cs.summaries.has(anchor));
+    const known = new Set<string>();
+    for (const r of rows) if (cs.summaries.has(r.anchor)) known.add(r.anchor);
     for (const r of rows) cs.summaries.set(r.anchor, summarize(ctx.info.connectorId, r));
-    tr.mark(`cs(${rows.length})`);
+    const write = writeCsObjects(ctx.info.connectorId, rows, (anchor) => known.has(anchor));
+    if (held && !flush) {
+      deferCsWrite(ctx.info.runId, write);
+      tr.mark(`cs(${rows.length}, deferred)`);
+    } else {
+      await write;
+      tr.mark(`cs(${rows.length})`);
+    }
     tr.print('items');
   } catch (err) {
     dropCaches(ctx.info.connectorId);
@@ -452,6 +494,9 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
   const { runId } = input.info;
   try {
     const t0 = Date.now();
+    // The previous page's connector-space write (deferred) goes on while this page reads and plans, unless
+    // this process no longer holds the run (its caches were dropped): then it lands before anything is read.
+    if (input.holder !== PROCESS_WRITER || !heldRuns.has(runId)) await settleCsWrite(runId);
     const ctx = await context(input.info);
     let held: Held | undefined;
     let holder = input.holder ?? null;
@@ -470,17 +515,24 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
       }
     }
     const next = await nextImportPage(input);
-    if (next === 'restart') return { cursor: null, watermark: null, totals: input.totals, restart: true, holder, noHold: input.noHold };
+    if (next === 'restart') {
+      await settleCsWrite(runId);
+      return { cursor: null, watermark: null, totals: input.totals, restart: true, holder, noHold: input.noHold };
+    }
     const t1 = Date.now();
     if (next.done) {
       if (held?.rows.size) await processItems(ctx, [], held, true);
+      await settleCsWrite(runId);
       heldRuns.delete(runId);
       return { cursor: null, watermark: null, totals: input.totals, holder: null };
     }
     const page = next.value;
     const last = page.cursor === null;
     const result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })), held, last);
-    if (last) heldRuns.delete(runId);
+    if (last) {
+      await settleCsWrite(runId);
+      heldRuns.delete(runId);
+    }
     const t2 = Date.now();
     const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
     await saveSeen(runId, input.page, seen);
@@ -489,6 +541,8 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     if (TRACE) console.log(`[sync] page ${input.page}: start ${t0}, read ${t1 - t0} ms, plan and apply ${t2 - t1} ms, seen and stats ${Date.now() - t2} ms, end ${Date.now()}`);
     return { cursor: page.cursor, watermark: last ? (page.watermark ?? null) : null, totals, holder: last ? null : holder, noHold: input.noHold };
   } catch (err) {
+    // Nothing of this run may still be writing once the page reports the failure.
+    await settleCsWrite(runId).catch(() => undefined);
     await closeLiveReader(runId);
     return failure(err);
   }
@@ -707,7 +761,7 @@ async function exportDocs(
     }
   });
   await commitMeshWrite({ upserts: meshUpserts, deletes: [] });
-  for (const d of meshUpserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, JSON.stringify(d));
+  for (const d of meshUpserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
   await writeCsObjects(info.connectorId, csRows);
   csCaches.delete(info.connectorId);
   return addPage(totals, { ...result, errors }, []);
