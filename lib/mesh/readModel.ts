@@ -52,6 +52,12 @@ export class Interner {
 
 /** Strings up to this length are shared through the value intern map; longer ones are mostly unique. */
 const INTERN_MAX = 24;
+/**
+ * The value intern map starts over at this many entries. Most short values are unique too (anchors, employee
+ * ids), and an entry costs more than the string it would share; values that do repeat (departments, titles)
+ * are shared again right after a restart, so at most one extra copy per restart survives.
+ */
+const INTERN_ENTRIES_MAX = 65_536;
 /** No source connector (a mesh-composer value). */
 export const NO_SOURCE = -1;
 
@@ -495,7 +501,10 @@ export class MeshReadModel {
   private str(s: string): string {
     if (s.length > INTERN_MAX) return s;
     let v = this.strings.get(s);
-    if (v === undefined) this.strings.set(s, (v = s));
+    if (v === undefined) {
+      if (this.strings.size >= INTERN_ENTRIES_MAX) this.strings.clear();
+      this.strings.set(s, (v = s));
+    }
     return v;
   }
 

@@ -105,6 +105,22 @@ describe('MeshReadModel', () => {
     const f = (name: string) => m.columns[m.nameIds(name)[0]].folded[0];
     expect([f('s'), f('n'), f('b'), f('e'), f('z'), f('l'), f('le')]).toEqual(['mixed', '1', 'false', null, null, ['x', '2'], null]);
   });
+
+  test('values stay right past the point where the value intern map starts over (70,000 distinct values)', () => {
+    const m = new MeshReadModel();
+    const n = 70_000;
+    for (let i = 0; i < n; i += 5000) {
+      m.loadPage(Array.from({ length: 5000 }, (_, k) => meshObject(gid(i + k), `A${i + k}`, { emp: `E${i + k}`, dept: `Dept ${(i + k) % 7}` })));
+    }
+    expect(m.size).toBe(n);
+    const col = (name: string) => m.columns[m.nameIds(name)[0]];
+    for (const i of [0, 65_535, 65_536, 69_999]) {
+      const slot = m.get(gid(i))!.slot;
+      expect(col('emp').values[slot]).toBe(`E${i}`);
+      expect(col('emp').folded[slot]).toBe(`e${i}`);
+      expect(col('dept').folded[slot]).toBe(`dept ${i % 7}`);
+    }
+  });
 });
 
 describe('AttributeColumn.match', () => {
