@@ -448,13 +448,26 @@ interface LiveReader {
   connector: Connector;
   it: AsyncIterator<ImportPage>;
   cursor: string;
+  /**
+   * The page after `cursor`, already being read (read-ahead: the source is read while this process and
+   * storage work on the page before). Settled, never rejected: a read error is handed to the page that asks.
+   */
+  ahead: Promise<{ next: IteratorResult<ImportPage> } | { error: unknown }>;
 }
 const liveReaders = new Map<string, LiveReader>();
+
+function readAhead(it: AsyncIterator<ImportPage>): LiveReader['ahead'] {
+  return it.next().then(
+    (next) => ({ next }),
+    (error: unknown) => ({ error }),
+  );
+}
 
 async function closeLiveReader(runId: string): Promise<void> {
   const live = liveReaders.get(runId);
   if (!live) return;
   liveReaders.delete(runId);
+  await live.ahead;
   await live.it.return?.().catch(() => undefined);
   await live.connector.close().catch(() => undefined);
 }
@@ -462,8 +475,10 @@ async function closeLiveReader(runId: string): Promise<void> {
 async function nextImportPage(input: FullPageInput): Promise<IteratorResult<ImportPage> | 'restart'> {
   const live = liveReaders.get(input.info.runId);
   let reader: { connector: Connector; it: AsyncIterator<ImportPage> };
+  let ahead: LiveReader['ahead'] | undefined;
   if (live && input.cursor !== null && live.cursor === input.cursor) {
     reader = live;
+    ahead = live.ahead;
     liveReaders.delete(input.info.runId);
   } else {
     await closeLiveReader(input.info.runId);
@@ -475,8 +490,13 @@ async function nextImportPage(input: FullPageInput): Promise<IteratorResult<Impo
     reader = { connector, it: connector.fullImport({ pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE, cursor: input.cursor })[Symbol.asyncIterator]() };
   }
   try {
-    const next = await reader.it.next();
-    if (!next.done && next.value.cursor !== null) liveReaders.set(input.info.runId, { ...reader, cursor: next.value.cursor });
+    let next: IteratorResult<ImportPage>;
+    if (ahead) {
+      const got = await ahead;
+      if ('error' in got) throw got.error;
+      next = got.next;
+    } else next = await reader.it.next();
+    if (!next.done && next.value.cursor !== null) liveReaders.set(input.info.runId, { ...reader, cursor: next.value.cursor, ahead: readAhead(reader.it) });
     else {
       await reader.it.return?.().catch(() => undefined);
       await reader.connector.close().catch(() => undefined);
