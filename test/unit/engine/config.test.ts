@@ -4,7 +4,7 @@ import { readEngineConfig } from '../../../lib/engine/config';
 describe('readEngineConfig', () => {
   it('has the documented defaults', () => {
     const c = readEngineConfig(new SettingsReader({ WEBSITE_INSTANCE_ID: 'ABC-1', Engine__InstanceName: 'east' }));
-    expect(c).toEqual({ instanceId: 'abc-1', instanceName: 'east', heartbeatSeconds: 15, offlineAfterSeconds: 60, heapGrowingPercent: 50, renamePauseMs: 0 });
+    expect(c).toEqual({ instanceId: 'abc-1', instanceName: 'east', heartbeatSeconds: 15, offlineAfterSeconds: 60, heapGrowingPercent: 30, renamePauseMs: 0 });
   });
 
   it('reads the heap growing percent, 0 leaving V8 its own heuristic, and refuses nonsense', () => {
