@@ -74,10 +74,17 @@ export function normalizeDn(dn: string): string {
   return rdns.join(',');
 }
 
+/** Normalized bases (a connector asks about the same few containers for every entry it reads). */
+const normalizedBases = new Map<string, string>();
+
 /** True when `dn` is `base` or below it. */
 export function isUnder(dn: string, base: string): boolean {
+  let b = normalizedBases.get(base);
+  if (b === undefined) {
+    if (normalizedBases.size >= 256) normalizedBases.clear();
+    normalizedBases.set(base, (b = normalizeDn(base)));
+  }
   const d = normalizeDn(dn);
-  const b = normalizeDn(base);
   return d === b || d.endsWith(',' + b);
 }
 
