@@ -280,7 +280,9 @@ export class SortedIndex {
 
   /**
    * Remove `removed` and add `added` in one pass: filter, sort the additions, merge. O(n + k log k), for
-   * batches where k splices (each O(n)) would cost more.
+   * batches where k splices (each O(n)) would cost more. The merge finds each addition's place by binary
+   * search and copies the records before it without comparing them (an import adds 2,000 records to 100,000
+   * per page: 2,000 x 17 comparisons instead of 102,000).
    */
   bulk(removed: ReadonlySet<MeshRecord>, added: MeshRecord[]): void {
     if (added.length + removed.size <= 32) {
@@ -292,11 +294,20 @@ export class SortedIndex {
     const add = added.slice().sort(compareRecords);
     const out: MeshRecord[] = new Array(kept.length + add.length);
     let i = 0;
-    let j = 0;
     let k = 0;
-    while (i < kept.length && j < add.length) out[k++] = compareRecords(kept[i], add[j]) <= 0 ? kept[i++] : add[j++];
+    for (const a of add) {
+      // The first kept record after `a` (kept records equal to it go first).
+      let lo = i;
+      let hi = kept.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (compareRecords(kept[mid], a) <= 0) lo = mid + 1;
+        else hi = mid;
+      }
+      while (i < lo) out[k++] = kept[i++];
+      out[k++] = a;
+    }
     while (i < kept.length) out[k++] = kept[i++];
-    while (j < add.length) out[k++] = add[j++];
     this.items = out;
     this.invalidate();
   }
