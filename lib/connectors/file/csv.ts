@@ -23,8 +23,9 @@ export interface CsvRecord {
   end: number;
   /** Line number where the next record starts (with `end`, what a reader resumes from). */
   nextLine?: number;
-  /** The record's fingerprint, with `fingerprintSeed`. */
-  fp?: string;
+  /** The lanes of the record's fingerprint, with `fingerprintSeed` (`fingerprintText(h1, h2, end - start)`). */
+  h1?: number;
+  h2?: number;
   /** Set on a malformed record; `fields` then holds what could be read. */
   error?: string;
   /**
@@ -46,8 +47,40 @@ export interface CsvReadOptions {
   maxRecordBytes?: number;
   /** Attach each record's raw bytes as `raw`. */
   keepRaw?: boolean;
-  /** Fingerprint each record's bytes (`fp`) with this seed. Done here, on the chunk: no per-row view object. */
+  /** Fingerprint each record's bytes (`h1`, `h2`) with this seed. Done here, on the chunk: no per-row view object. */
   fingerprintSeed?: number;
+  /**
+   * Key mode (`pushRows`/`finishRows`): find the field at this index and leave the record as bytes (a delta
+   * compares fingerprints and anchors first, and builds few rows).
+   */
+  keyField?: number;
+}
+
+/**
+ * A record read in key mode: where it is, its fingerprint lanes and its key field. A well-formed record keeps its
+ * fields as bytes until `rowFields` decodes them; a malformed one has `fields` at once. The key field of a
+ * record without quotes is not even decoded: `keyFrom`/`keyTo` say where its bytes are.
+ */
+export interface CsvRow {
+  line: number;
+  nextLine: number;
+  start: number;
+  end: number;
+  /** Fingerprint lanes (0 without `fingerprintSeed`). */
+  h1: number;
+  h2: number;
+  /** The field at `keyField`, decoded when the record has quotes or is malformed; undefined when it is missing. */
+  key: string | undefined;
+  /** In a record without quotes: the key field's bytes in `bytes` (-1 when the record has fewer fields). */
+  keyFrom: number;
+  keyTo: number;
+  /** The fields when already decoded (records with quotes, malformed records). */
+  fields: string[] | undefined;
+  error?: string;
+  /** With `fields` undefined: the record is bytes [from, to) of `bytes`, line break included. */
+  bytes: Buffer;
+  from: number;
+  to: number;
 }
 
 const QUOTE = 0x22;
@@ -89,7 +122,18 @@ export function encodeText(text: string, encoding: FileEncoding): Buffer {
 
 const CP1252_REVERSE = new Map<number, number>([...CP1252_HIGH].map((c, i) => [c.charCodeAt(0), 0x80 + i]));
 
-type ParseOutcome = { record: CsvRecord; next: number; lines: number } | 'incomplete';
+/** The parser's own record: a CsvRecord, or in key mode the makings of a CsvRow. */
+type ParsedRecord = Omit<CsvRecord, 'fields'> & { fields: string[] | undefined } & Partial<Pick<CsvRow, 'key' | 'keyFrom' | 'keyTo' | 'bytes' | 'from' | 'to'>>;
+/** A record, or undefined when the bytes so far end inside it; `next` and `lines` of the parser say where it ends. */
+type ParseOutcome = ParsedRecord | undefined;
+
+/** The fields of a key-mode row (read now from its bytes when the reader left them there). */
+export function rowFields(row: CsvRow, options: Pick<CsvReadOptions, 'delimiter' | 'encoding'>): string[] {
+  if (row.fields) return row.fields;
+  // A well-formed record read again on its own gives the same fields (see the byte offsets test).
+  const [rec] = parseCsv(row.bytes.subarray(row.from, row.to), { ...options, startOffset: row.start, startLine: row.line });
+  return rec.fields;
+}
 
 /** Parses records from chunks of bytes. Feed chunks with `push`, then call `finish`. */
 export class CsvParser {
@@ -103,9 +147,13 @@ export class CsvParser {
   private readonly maxRecordBytes: number;
   private readonly keepRaw: boolean;
   private readonly seed?: number;
+  private readonly keyField: number;
   private bomChecked: boolean;
   /** Cached position of the next quote byte in buf at or after some point, or -1 when none is left. */
   private nextQuote = -2;
+  /** Of the record parsed last: where the next one starts in buf, and how many lines it spans. */
+  private next = 0;
+  private lines = 0;
 
   constructor(options: CsvReadOptions = {}) {
     const d = options.delimiter ?? ',';
@@ -120,23 +168,43 @@ export class CsvParser {
     this.maxRecordBytes = options.maxRecordBytes ?? 1024 * 1024;
     this.keepRaw = options.keepRaw ?? false;
     this.seed = options.fingerprintSeed;
+    this.keyField = options.keyField ?? -1;
     this.bomChecked = this.base !== 0 || (options.encoding ?? 'utf8') !== 'utf8';
   }
 
   /** Add bytes; returns the records now complete. */
   push(chunk: Buffer): CsvRecord[] {
-    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
-    this.nextQuote = -2;
-    return this.drain(false);
+    if (this.keyField >= 0) throw new Error('A parser in key mode reads with pushRows.');
+    this.add(chunk);
+    return this.drain(false) as CsvRecord[];
   }
 
   /** End of input: returns the remaining records. */
   finish(): CsvRecord[] {
-    return this.drain(true);
+    if (this.keyField >= 0) throw new Error('A parser in key mode reads with finishRows.');
+    return this.drain(true) as CsvRecord[];
   }
 
-  private drain(eof: boolean): CsvRecord[] {
-    const out: CsvRecord[] = [];
+  /** Key mode (`keyField`): add bytes; returns the rows now complete. */
+  pushRows(chunk: Buffer): CsvRow[] {
+    if (this.keyField < 0) throw new Error('pushRows needs keyField.');
+    this.add(chunk);
+    return this.drain(false) as CsvRow[];
+  }
+
+  /** Key mode: end of input, the remaining rows. */
+  finishRows(): CsvRow[] {
+    if (this.keyField < 0) throw new Error('finishRows needs keyField.');
+    return this.drain(true) as CsvRow[];
+  }
+
+  private add(chunk: Buffer): void {
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    this.nextQuote = -2;
+  }
+
+  private drain(eof: boolean): ParsedRecord[] {
+    const out: ParsedRecord[] = [];
     let p = 0;
     if (!this.bomChecked) {
       if (this.buf.length < 3 && !eof) return out;
@@ -145,33 +213,77 @@ export class CsvParser {
     }
     const buf = this.buf;
     while (p < buf.length) {
-      const r = this.parseRecord(buf, p, eof);
-      if (r === 'incomplete') {
-        if (buf.length - p > this.maxRecordBytes) {
-          const skip = this.skipBadRecord(buf, p, eof, `The record is longer than ${this.maxRecordBytes} bytes (an unterminated quote?).`);
-          if (skip === 'incomplete') break;
-          if (this.keepRaw) skip.record.raw = buf.subarray(p, skip.next);
-          if (this.seed !== undefined) skip.record.fp = fingerprint(this.seed, buf, p, skip.next);
-          this.line += skip.lines;
-          skip.record.nextLine = this.line;
-          out.push(skip.record);
-          p = skip.next;
-          continue;
-        }
-        break;
+      let rec = this.parseRecord(buf, p, eof);
+      if (rec === undefined) {
+        if (buf.length - p <= this.maxRecordBytes) break;
+        rec = this.skipBadRecord(buf, p, eof, `The record is longer than ${this.maxRecordBytes} bytes (an unterminated quote?).`);
+        if (rec === undefined) break;
       }
-      this.line += r.lines;
-      r.record.nextLine = this.line;
-      if (this.keepRaw) r.record.raw = buf.subarray(p, r.next);
-      if (this.seed !== undefined) r.record.fp = fingerprint(this.seed, buf, p, r.next);
-      p = r.next;
+      const next = this.next;
+      this.line += this.lines;
+      rec.nextLine = this.line;
+      if (this.keepRaw) rec.raw = buf.subarray(p, next);
+      this.finishRecord(rec, buf, p, next);
       // A blank line is no record.
-      if (!(r.record.fields.length === 1 && r.record.fields[0] === '' && !r.record.error)) out.push(r.record);
+      const blank = rec.fields !== undefined && rec.fields.length === 1 && rec.fields[0] === '' && !rec.error;
+      if (!blank) out.push(rec);
+      p = next;
     }
     this.base += p;
     this.buf = p === buf.length ? Buffer.alloc(0) : buf.subarray(p);
     this.nextQuote = -2;
     return out;
+  }
+
+  /** Fingerprint lanes and, in key mode, the key of a decoded record (fields undecoded ones got it already). */
+  private finishRecord(rec: ParsedRecord, buf: Buffer, p: number, next: number): void {
+    if (this.seed !== undefined) {
+      fingerprintLanes(this.seed, buf, p, next);
+      rec.h1 = LANES[0];
+      rec.h2 = LANES[1];
+    }
+    if (this.keyField >= 0 && rec.fields !== undefined) rec.key = this.keyField < rec.fields.length ? rec.fields[this.keyField] : undefined;
+  }
+
+  /**
+   * A record, every property set at once (one object shape, nothing added later); also notes where it ends.
+   * In key mode a record whose `fields` are undefined is kept as bytes [p, next) of `buf`.
+   */
+  private record(buf: Buffer, p: number, next: number, lines: number, fields: string[] | undefined, key?: string, keyFrom = -1, keyTo = -1, error?: string): ParsedRecord {
+    this.next = next;
+    this.lines = lines;
+    const keyed = this.keyField >= 0;
+    return {
+      fields,
+      line: this.line,
+      start: this.base + p,
+      end: this.base + next,
+      nextLine: 0,
+      h1: 0,
+      h2: 0,
+      error,
+      raw: undefined,
+      key,
+      keyFrom,
+      keyTo,
+      bytes: keyed ? buf : undefined,
+      from: keyed ? p : 0,
+      to: keyed ? next : 0,
+    };
+  }
+
+  /** Key mode, a line without quotes: find its key field, keep the record as bytes. */
+  private keyedRecord(buf: Buffer, p: number, contentEnd: number, next: number): ParsedRecord {
+    const d = this.delim;
+    let s = p;
+    let k = this.keyField;
+    while (k > 0 && s < contentEnd) if (buf[s++] === d) k--;
+    let e = -1;
+    if (k === 0) {
+      e = s;
+      while (e < contentEnd && buf[e] !== d) e++;
+    } else s = -1;
+    return this.record(buf, p, next, 1, undefined, undefined, s, e);
   }
 
   private quoteFrom(buf: Buffer, p: number): number {
@@ -182,29 +294,37 @@ export class CsvParser {
 
   private parseRecord(buf: Buffer, p: number, eof: boolean): ParseOutcome {
     const nl = buf.indexOf(LF, p);
-    if (nl < 0 && !eof) return 'incomplete';
+    if (nl < 0 && !eof) return undefined;
     const lineEnd = nl < 0 ? buf.length : nl;
     const q = this.quoteFrom(buf, p);
     if (q < 0 || q >= lineEnd) {
       // Fast path: no quote on this line, so split the decoded line on the delimiter.
       const contentEnd = lineEnd > p && buf[lineEnd - 1] === CR ? lineEnd - 1 : lineEnd;
-      const text = this.decode(buf, p, contentEnd);
       const next = nl < 0 ? buf.length : nl + 1;
-      return { record: { fields: text.split(this.delimChar), line: this.line, start: this.base + p, end: this.base + next }, next, lines: 1 };
+      // A blank line goes the plain way: it is no record.
+      if (this.keyField >= 0 && contentEnd > p) return this.keyedRecord(buf, p, contentEnd, next);
+      return this.record(buf, p, next, 1, this.decode(buf, p, contentEnd).split(this.delimChar));
     }
     return this.parseQuoted(buf, p, eof);
   }
 
-  /** The general state machine, for records with quotes. */
+  /**
+   * The general state machine, for records with quotes. In key mode only the key field is decoded (`fields`
+   * stays empty and `n` counts the fields).
+   */
   private parseQuoted(buf: Buffer, p: number, eof: boolean): ParseOutcome {
     const fields: string[] = [];
+    const keyField = this.keyField;
+    let key: string | undefined;
+    let n = 0;
     let i = p;
     let lines = 0;
     for (;;) {
       if (i >= buf.length) {
-        if (!eof) return 'incomplete';
-        fields.push('');
-        return this.done(fields, p, buf.length, lines + 1);
+        if (!eof) return undefined;
+        if (keyField < 0) fields.push('');
+        else if (n === keyField) key = '';
+        return this.done(buf, fields, p, buf.length, lines + 1, key);
       }
       if (buf[i] === QUOTE) {
         let j = i + 1;
@@ -213,10 +333,10 @@ export class CsvParser {
         for (;;) {
           k = buf.indexOf(QUOTE, j);
           if (k < 0) {
-            if (!eof) return 'incomplete';
+            if (!eof) return undefined;
             return this.skipBadRecord(buf, p, eof, 'A quoted field is not closed.');
           }
-          if (k + 1 >= buf.length && !eof) return 'incomplete';
+          if (k + 1 >= buf.length && !eof) return undefined;
           if (buf[k + 1] === QUOTE) {
             escaped = true;
             j = k + 2;
@@ -224,22 +344,26 @@ export class CsvParser {
           }
           break;
         }
-        let value = this.decode(buf, i + 1, k);
-        if (escaped) value = value.replace(/""/g, '"');
+        if (keyField < 0 || n === keyField) {
+          let value = this.decode(buf, i + 1, k);
+          if (escaped) value = value.replace(/""/g, '"');
+          if (keyField < 0) fields.push(value);
+          else key = value;
+        }
+        n++;
         for (let x = i + 1; x < k; x++) if (buf[x] === LF) lines++;
-        fields.push(value);
         i = k + 1;
-        if (i >= buf.length) return this.done(fields, p, buf.length, lines + 1);
+        if (i >= buf.length) return this.done(buf, fields, p, buf.length, lines + 1, key);
         const c = buf[i];
         if (c === this.delim) {
           i++;
           continue;
         }
-        if (c === LF) return this.done(fields, p, i + 1, lines + 1);
+        if (c === LF) return this.done(buf, fields, p, i + 1, lines + 1, key);
         if (c === CR) {
-          if (i + 1 >= buf.length && !eof) return 'incomplete';
-          if (i + 1 >= buf.length) return this.done(fields, p, buf.length, lines + 1);
-          if (buf[i + 1] === LF) return this.done(fields, p, i + 2, lines + 1);
+          if (i + 1 >= buf.length && !eof) return undefined;
+          if (i + 1 >= buf.length) return this.done(buf, fields, p, buf.length, lines + 1, key);
+          if (buf[i + 1] === LF) return this.done(buf, fields, p, i + 2, lines + 1, key);
         }
         return this.skipBadRecord(buf, p, eof, `Unexpected text after a closing quote (line ${this.line + lines}).`, lines);
       }
@@ -249,17 +373,22 @@ export class CsvParser {
         if (b === this.delim || b === LF) break;
         k++;
       }
-      if (k >= buf.length && !eof) return 'incomplete';
-      const contentEnd = k > i && (k >= buf.length || buf[k] === LF) && buf[k - 1] === CR ? k - 1 : k;
-      fields.push(this.decode(buf, i, contentEnd));
-      if (k >= buf.length) return this.done(fields, p, buf.length, lines + 1);
-      if (buf[k] === LF) return this.done(fields, p, k + 1, lines + 1);
+      if (k >= buf.length && !eof) return undefined;
+      if (keyField < 0 || n === keyField) {
+        const contentEnd = k > i && (k >= buf.length || buf[k] === LF) && buf[k - 1] === CR ? k - 1 : k;
+        const value = this.decode(buf, i, contentEnd);
+        if (keyField < 0) fields.push(value);
+        else key = value;
+      }
+      n++;
+      if (k >= buf.length) return this.done(buf, fields, p, buf.length, lines + 1, key);
+      if (buf[k] === LF) return this.done(buf, fields, p, k + 1, lines + 1, key);
       i = k + 1;
     }
   }
 
-  private done(fields: string[], p: number, next: number, lines: number): ParseOutcome {
-    return { record: { fields, line: this.line, start: this.base + p, end: this.base + next }, next, lines };
+  private done(buf: Buffer, fields: string[], p: number, next: number, lines: number, key: string | undefined): ParseOutcome {
+    return this.record(buf, p, next, lines, this.keyField < 0 ? fields : undefined, key);
   }
 
   /**
@@ -270,11 +399,11 @@ export class CsvParser {
     let from = p;
     for (let n = 0; n < linesBefore; n++) from = buf.indexOf(LF, from) + 1;
     const nl = buf.indexOf(LF, from);
-    if (nl < 0 && !eof) return 'incomplete';
+    if (nl < 0 && !eof) return undefined;
     const next = nl < 0 ? buf.length : nl + 1;
     const contentEnd = nl < 0 ? buf.length : nl;
     const fields = this.decode(buf, p, contentEnd).split(this.delimChar);
-    return { record: { fields, line: this.line, start: this.base + p, end: this.base + next, error }, next, lines: linesBefore + 1 };
+    return this.record(buf, p, next, linesBefore + 1, fields, undefined, -1, -1, error);
   }
 }
 
@@ -319,6 +448,23 @@ export function formatCsvRow(fields: string[], delimiter = ','): string {
  * and it allocates nothing per byte, which matters at 100,000 rows per delta.
  */
 export function fingerprint(seed: number, bytes: Uint8Array, start = 0, end = bytes.length): string {
+  fingerprintLanes(seed, bytes, start, end);
+  return fingerprintText(LANES[0], LANES[1], end - start);
+}
+
+/** `fingerprint` as text from its lanes and the length of the bytes. */
+export function fingerprintText(h1: number, h2: number, length: number): string {
+  return (h1 >>> 0).toString(36) + '.' + (h2 >>> 0).toString(36) + '.' + length.toString(36);
+}
+
+/**
+ * Where `fingerprintLanes` leaves its result (read it right after the call): returning two numbers without
+ * allocating an array per row.
+ */
+export const LANES = new Int32Array(2);
+
+/** The two lanes of `fingerprint`, into `LANES`. */
+export function fingerprintLanes(seed: number, bytes: Uint8Array, start = 0, end = bytes.length): void {
   let h1 = 0xdeadbeef ^ seed;
   let h2 = 0x41c6ce57 ^ seed;
   for (let i = start; i < end; i++) {
@@ -328,5 +474,6 @@ export function fingerprint(seed: number, bytes: Uint8Array, start = 0, end = by
   }
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return (h1 >>> 0).toString(36) + '.' + (h2 >>> 0).toString(36) + '.' + (end - start).toString(36);
+  LANES[0] = h1;
+  LANES[1] = h2;
 }

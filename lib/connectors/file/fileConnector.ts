@@ -19,11 +19,22 @@ import {
   type ImportPage,
   type ObjectError,
 } from '../sdk';
-import { encodeText, formatCsvRow, readCsvBatches, readCsvRecords } from './csv';
+import {
+  CsvParser,
+  decoderFor,
+  encodeText,
+  fingerprintText,
+  formatCsvRow,
+  readCsvBatches,
+  readCsvRecords,
+  rowFields,
+  type CsvRecord,
+  type CsvRow,
+} from './csv';
 import { BufferedWriter, folderError, listFiles, readChunks, writeAtomically, type FileStat } from './files';
 import { readJsonBatches, readJsonRecords, type JsonLayout } from './jsonRecords';
 import { applyMultiValue, checkHeader, csvLine, csvRowToObject, jsonRecordToObject, type FileConfig, type RowResult } from './rows';
-import { SnapshotStore, type RowState } from './state';
+import { SnapshotLines, SnapshotStore, type RowState } from './state';
 
 /** A full import's resume point: the file and byte offset after the last row of a committed page. */
 interface Cursor {
@@ -50,13 +61,40 @@ interface Watermark {
 }
 
 /**
- * One row as read: `fp` fingerprints its source text (with the header it was read under), `anchorHint` is its
- * anchor when it can be seen without building the object, `make` builds the object (or the per-object error).
- * A delta compares fingerprints first, so an unchanged row costs no object and no content hash.
+ * One row as read: `h1`, `h2` and `len` fingerprint its source text, `pfx` stands for the header it was read
+ * under (see `itemHash`), `anchorHint` is its anchor when it can be seen without building the object, `make`
+ * builds the object (or the per-object error). A delta compares fingerprints first, so an unchanged row costs no
+ * object and no content hash.
  */
-type ReadItem = { end: number; nextLine: number; header?: string[]; layout?: JsonLayout; fp: string; anchorHint?: string; make: () => RowResult };
+type ReadItem = {
+  end: number;
+  nextLine: number;
+  header?: string[];
+  layout?: JsonLayout;
+  pfx: string;
+  h1: number;
+  h2: number;
+  len: number;
+  anchorHint?: string;
+  make: () => RowResult;
+};
+
+/** A row's hash as the snapshot keeps it. */
+const itemHash = (pfx: string, h1: number, h2: number, len: number) => pfx + fingerprintText(h1, h2, len);
+
+/** A batch of a delta's CSV rows, with what reading them needs: the header and the key-mode parser. */
+interface CsvBatch {
+  names: string[];
+  anchorIdx: number;
+  /** The header's part of every row hash. */
+  prefix: string;
+  parser: CsvParser;
+  rows: CsvRow[];
+}
 
 const MAX_PAGE = 10000;
+/** Bytes handed to the header parser at a time (it decodes every row it is given). */
+const HEADER_SLICE = 4096;
 
 /**
  * The file connector: a folder of CSV or JSON files as one source of objects (see docs/connectors.md).
@@ -192,23 +230,25 @@ export class FileConnector {
               hdr = names;
               anchorIdx = names.indexOf(cfg.anchorColumn);
               prefix = fingerprintPrefix(names);
-              items.push({ end: rec.end, nextLine, header: names, fp: '', make: () => fail({ code: 'object_error', message: 'header' }) });
+              items.push({ end: rec.end, nextLine, header: names, pfx: '', h1: 0, h2: 0, len: 0, make: () => fail({ code: 'object_error', message: 'header' }) });
               continue;
             }
             const names = hdr;
-            const fp = prefix + rec.fp!;
+            const h1 = rec.h1!;
+            const h2 = rec.h2!;
+            const len = rec.end - rec.start;
             if (rec.error) {
               const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${rec.error}`, location: `${f.name}:${rec.line}`, retriable: false };
               // Trust the anchor of a malformed row only when the row still splits into the header's fields and the
               // anchor field holds no quote (an unterminated quote leaves raw text behind).
               const a = rec.fields.length === names.length ? rec.fields[anchorIdx] : '';
               if (a && !a.includes('"')) e.anchor = a;
-              items.push({ end: rec.end, nextLine, fp, make: () => fail(e) });
+              items.push({ end: rec.end, nextLine, pfx: prefix, h1, h2, len, make: () => fail(e) });
               continue;
             }
             const fields = rec.fields;
             const at = rec.line;
-            items.push({ end: rec.end, nextLine, fp, anchorHint: fields[anchorIdx] || undefined, make: () => csvRowToObject(names, fields, cfg, f.name, at) });
+            items.push({ end: rec.end, nextLine, pfx: prefix, h1, h2, len, anchorHint: fields[anchorIdx] || undefined, make: () => csvRowToObject(names, fields, cfg, f.name, at) });
           }
           yield items;
         }
@@ -217,10 +257,12 @@ export class FileConnector {
           const items: ReadItem[] = [];
           for (const rec of batch.records) {
             const nextLine = rec.nextLine ?? rec.line;
-            const fp = rec.fp!;
+            const h1 = rec.h1!;
+            const h2 = rec.h2!;
+            const len = rec.end - rec.start;
             if (rec.error) {
               const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${rec.error}`, location: `${f.name}:${rec.line}`, retriable: false };
-              items.push({ end: rec.end, nextLine, layout: batch.layout, fp, make: () => fail(e) });
+              items.push({ end: rec.end, nextLine, layout: batch.layout, pfx: '', h1, h2, len, make: () => fail(e) });
               continue;
             }
             const value = rec.value as Record<string, unknown> | null;
@@ -230,7 +272,10 @@ export class FileConnector {
               end: rec.end,
               nextLine,
               layout: batch.layout,
-              fp,
+              pfx: '',
+              h1,
+              h2,
+              len,
               anchorHint: typeof a === 'string' || typeof a === 'number' ? String(a) || undefined : undefined,
               make: () => jsonRecordToObject(value, cfg, f.name, at),
             });
@@ -294,7 +339,7 @@ export class FileConnector {
             } else {
               seen.add(r.object.anchor);
               objects.push(r.object);
-              rows.push(rowState(r.object, f.name, item.fp));
+              rows.push(rowState(r.object, f.name, itemHash(item.pfx, item.h1, item.h2, item.len)));
             }
           } else {
             errors.push(r.error);
@@ -355,90 +400,126 @@ export class FileConnector {
 
     let changes: DeltaChange[] = [];
     let errors: ObjectError[] = [];
-    let rows: RowState[] = [];
-    const seen = new Set<string>();
+    /** The next snapshot: an unchanged row's line is copied from the old one as it is. */
+    const lines = new SnapshotLines();
+    /** Anchors seen so far: the old snapshot's by row, the others by name. */
+    const seenOld = new Uint8Array(old.count);
+    const seenNew = new Set<string>();
+    /** Marks an anchor (the old row `i` when it has one) seen; false when it already was. */
+    const see = (anchor: string, i: number): boolean => {
+      if (i < 0) {
+        if (seenNew.has(anchor)) return false;
+        seenNew.add(anchor);
+        return true;
+      }
+      if (seenOld[i]) return false;
+      seenOld[i] = 1;
+      return true;
+    };
     /** Files with a row whose anchor could not be read: their missing anchors are not taken as deletes. */
     const damaged = new Set<string>();
     const flush = async (): Promise<DeltaPage> => {
-      await this.store.append(snap, rows);
-      rows = [];
+      await this.store.appendLines(snap, lines);
       const page = { changes, errors };
       changes = [];
       errors = [];
       return page;
     };
 
-    const oldByFile = new Map<string, RowState[]>();
-    for (const r of old.values()) {
-      const list = oldByFile.get(r.file);
-      if (list) list.push(r);
-      else oldByFile.set(r.file, [r]);
-    }
+    /**
+     * A row with the text of the old row `i` of its anchor (under the same header) is unchanged: it goes on and
+     * nothing is built.
+     */
+    const unchangedRow = (file: string, fileId: number, i: number, prefix: number, h1: number, h2: number, len: number): boolean => {
+      if (i < 0 || seenOld[i] || !old.sameHash(i, prefix, h1, h2, len)) return false;
+      seenOld[i] = 1;
+      if (old.fileIdOf(i) === fileId) lines.copy(old, i);
+      else lines.add({ ...old.row(i), file });
+      return true;
+    };
+    /** Any other row, built (or failed): the change it makes. */
+    const builtRow = (file: string, r: RowResult, hash: string): void => {
+      if ('error' in r) {
+        errors.push(r.error);
+        const a = r.error.anchor;
+        if (a === undefined) damaged.add(file);
+        else {
+          const i = old.find(a);
+          // Unreadable now: keep what we knew, report no change for it.
+          if (see(a, i) && i >= 0) lines.copy(old, i);
+        }
+        return;
+      }
+      const o = r.object;
+      const i = old.find(o.anchor);
+      if (!see(o.anchor, i)) {
+        errors.push(duplicateError(o, file));
+        return;
+      }
+      const st = rowState(o, file, hash);
+      lines.add(st);
+      if (i < 0) {
+        changes.push({ kind: 'add', anchor: o.anchor, objectType: o.objectType, object: o });
+        return;
+      }
+      const prev = old.row(i);
+      if (prev.dn !== st.dn || prev.container !== st.container) {
+        const ch: DeltaChange = { kind: 'rename', anchor: o.anchor, objectType: o.objectType, object: o };
+        if (prev.dn !== null) ch.previousDn = prev.dn;
+        if (prev.container !== null) ch.previousContainer = prev.container;
+        changes.push(ch);
+      } else {
+        changes.push({ kind: 'update', anchor: o.anchor, objectType: o.objectType, object: o });
+      }
+    };
+
+    const decode = decoderFor(cfg.encoding);
     for (const f of files) {
       if (unchanged(f)) {
-        for (const r of oldByFile.get(f.name) ?? []) {
-          if (!seen.has(r.anchor)) {
-            seen.add(r.anchor);
-            rows.push(r);
+        for (const i of old.rowsOf(f.name)) {
+          if (!seenOld[i]) {
+            seenOld[i] = 1;
+            lines.copy(old, i);
           }
         }
         continue;
       }
-      for await (const batch of this.readFileBatches(f, 0, 1)) {
-        for (const item of batch) {
-          if (item.header) continue;
-          const hint = item.anchorHint;
-          if (hint !== undefined && !seen.has(hint)) {
-            const prev = old.get(hint);
-            if (prev && prev.hash === item.fp) {
-              // Same text under the same header: unchanged, nothing to build.
-              seen.add(hint);
-              rows.push(prev.file === f.name ? prev : { ...prev, file: f.name });
-              continue;
+      const fileId = old.fileId(f.name);
+      if (cfg.format === 'csv') {
+        for await (const b of this.csvDeltaBatches(f)) {
+          const prefix = old.prefixId(b.prefix);
+          for (const row of b.rows) {
+            const len = row.end - row.start;
+            const i = row.keyFrom >= 0 ? (row.keyTo > row.keyFrom ? old.findText(row.bytes, row.keyFrom, row.keyTo, decode) : -1) : row.key ? old.find(row.key) : -1;
+            if (unchangedRow(f.name, fileId, i, prefix, row.h1, row.h2, len)) continue;
+            builtRow(f.name, this.csvRowResult(b, row, f), itemHash(b.prefix, row.h1, row.h2, len));
+            if (changes.length + errors.length >= pageSize) {
+              yield await flush();
+              throwIfAborted(options.signal);
             }
           }
-          const r = item.make();
-          if ('error' in r) {
-            errors.push(r.error);
-            const a = r.error.anchor;
-            if (a === undefined) damaged.add(f.name);
-            else if (!seen.has(a)) {
-              // Unreadable now: keep what we knew, report no change for it.
-              seen.add(a);
-              const prev = old.get(a);
-              if (prev) rows.push(prev);
+        }
+      } else {
+        const prefix = old.prefixId('');
+        for await (const batch of this.readFileBatches(f, 0, 1)) {
+          for (const item of batch) {
+            if (item.header) continue;
+            const i = item.anchorHint === undefined ? -1 : old.find(item.anchorHint);
+            if (unchangedRow(f.name, fileId, i, prefix, item.h1, item.h2, item.len)) continue;
+            builtRow(f.name, item.make(), itemHash(item.pfx, item.h1, item.h2, item.len));
+            if (changes.length + errors.length >= pageSize) {
+              yield await flush();
+              throwIfAborted(options.signal);
             }
-          } else if (seen.has(r.object.anchor)) {
-            errors.push(duplicateError(r.object, f.name));
-          } else {
-            const o = r.object;
-            seen.add(o.anchor);
-            const st = rowState(o, f.name, item.fp);
-            rows.push(st);
-            const prev = old.get(o.anchor);
-            if (!prev) changes.push({ kind: 'add', anchor: o.anchor, objectType: o.objectType, object: o });
-            else {
-              if (prev.dn !== st.dn || prev.container !== st.container) {
-                const ch: DeltaChange = { kind: 'rename', anchor: o.anchor, objectType: o.objectType, object: o };
-                if (prev.dn !== null) ch.previousDn = prev.dn;
-                if (prev.container !== null) ch.previousContainer = prev.container;
-                changes.push(ch);
-              } else {
-                changes.push({ kind: 'update', anchor: o.anchor, objectType: o.objectType, object: o });
-              }
-            }
-          }
-          if (changes.length + errors.length >= pageSize) {
-            yield await flush();
-            throwIfAborted(options.signal);
           }
         }
       }
     }
-    for (const r of old.values()) {
-      if (seen.has(r.anchor)) continue;
+    for (let i = 0; i < old.count; i++) {
+      if (seenOld[i] || !old.isLive(i)) continue;
+      const r = old.row(i);
       if (damaged.has(r.file)) {
-        rows.push(r);
+        lines.copy(old, i);
         continue;
       }
       const ch: DeltaChange = { kind: 'delete', anchor: r.anchor, objectType: cfg.objectType };
@@ -459,6 +540,71 @@ export class FileConnector {
     await this.store.finish(snap);
     const next: Watermark = { v: 1, snap, files, cfg: this.settingsPrint };
     yield { ...last, nextWatermark: JSON.stringify(next) };
+  }
+
+  /**
+   * A delta's reading of a CSV file: the header, then the rows in key mode (each row's anchor decoded, its other
+   * fields left as bytes until it must be built), one batch per chunk read. One open of the file for both.
+   */
+  private async *csvDeltaBatches(f: FileStat): AsyncGenerator<CsvBatch> {
+    const cfg = this.config;
+    const options = { delimiter: cfg.delimiter, encoding: cfg.encoding };
+    const headParser = new CsvParser(options);
+    let head: Omit<CsvBatch, 'rows'> | undefined;
+    const begin = (rec: CsvRecord): Omit<CsvBatch, 'rows'> => {
+      if (rec.error) throw new ConnectorError('configuration_invalid', `${f.name}:${rec.line}: the header row is malformed: ${rec.error}`);
+      const names = checkHeader(rec.fields, cfg, f.name);
+      const anchorIdx = names.indexOf(cfg.anchorColumn);
+      const parser = new CsvParser({ ...options, startOffset: rec.end, startLine: rec.nextLine ?? rec.line + 1, fingerprintSeed: 0, keyField: anchorIdx });
+      return { names, anchorIdx, prefix: fingerprintPrefix(names), parser };
+    };
+    try {
+      let pos = 0;
+      for await (const chunk of readChunks(path.join(cfg.folder, f.name), 0)) {
+        const at = pos;
+        pos += chunk.length;
+        let body: Buffer | undefined = chunk;
+        if (!head) {
+          // The header is parsed in small slices, so the rows after it are read only once, in key mode.
+          body = undefined;
+          for (let o = 0; o < chunk.length && !head; o += HEADER_SLICE) {
+            const recs = headParser.push(chunk.subarray(o, Math.min(o + HEADER_SLICE, chunk.length)));
+            if (recs.length) {
+              head = begin(recs[0]);
+              body = chunk.subarray(recs[0].end - at);
+            }
+          }
+        }
+        if (head && body) {
+          const rows = head.parser.pushRows(body);
+          if (rows.length) yield { ...head, rows };
+        }
+      }
+      if (!head) {
+        const recs = headParser.finish();
+        if (!recs.length) return;
+        head = begin(recs[0]);
+      }
+      const rows = head.parser.finishRows();
+      if (rows.length) yield { ...head, rows };
+    } catch (err) {
+      if (err instanceof ConnectorError) throw err;
+      throw folderError(err, cfg.folder, f.name);
+    }
+  }
+
+  /** A CSV row read in key mode as an object, or its per-object error. */
+  private csvRowResult(b: CsvBatch, row: CsvRow, f: FileStat): RowResult {
+    const cfg = this.config;
+    if (row.error) {
+      const fields = row.fields ?? [];
+      const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${row.line}: ${row.error}`, location: `${f.name}:${row.line}`, retriable: false };
+      // As in a full import: trust the anchor only when the row splits into the header's fields, quote-free.
+      const a = fields.length === b.names.length ? fields[b.anchorIdx] : '';
+      if (a && !a.includes('"')) e.anchor = a;
+      return { error: e };
+    }
+    return csvRowToObject(b.names, rowFields(row, cfg), cfg, f.name, row.line);
   }
 
   async export(change: ExportChange): Promise<ExportResult> {

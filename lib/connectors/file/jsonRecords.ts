@@ -1,4 +1,4 @@
-import { fingerprint } from './csv';
+import { fingerprintLanes, LANES } from './csv';
 
 /**
  * A streaming reader for JSON files of records: either one JSON array of objects (`[{...}, {...}]`) or JSON
@@ -20,8 +20,9 @@ export interface JsonRecord {
   /** Line number at `end` (where a reader resumes). */
   nextLine?: number;
   error?: string;
-  /** The record's fingerprint, with `fingerprintSeed`. */
-  fp?: string;
+  /** The lanes of the record's fingerprint, with `fingerprintSeed` (`fingerprintText(h1, h2, end - start)`). */
+  h1?: number;
+  h2?: number;
 }
 
 export interface JsonReadOptions {
@@ -30,7 +31,7 @@ export interface JsonReadOptions {
   startOffset?: number;
   startLine?: number;
   maxRecordBytes?: number;
-  /** Fingerprint each record's bytes (`fp`) with this seed. */
+  /** Fingerprint each record's bytes (`h1`, `h2`) with this seed. */
   fingerprintSeed?: number;
 }
 
@@ -191,7 +192,11 @@ export class JsonRecordParser {
 
   private record(buf: Buffer, s: number, e: number): JsonRecord {
     const r: JsonRecord = { line: this.recLine, start: this.base + s, end: this.base + e, nextLine: this.line };
-    if (this.seed !== undefined) r.fp = fingerprint(this.seed, buf, s, e);
+    if (this.seed !== undefined) {
+      fingerprintLanes(this.seed, buf, s, e);
+      r.h1 = LANES[0];
+      r.h2 = LANES[1];
+    }
     try {
       r.value = JSON.parse(buf.toString('utf8', s, e));
     } catch (err) {

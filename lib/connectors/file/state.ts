@@ -55,8 +55,7 @@ export class SnapshotStore {
   async append(id: string, rows: RowState[]): Promise<number> {
     try {
       if (rows.length) {
-        const text = rows.map((r) => esc(r.anchor) + '\t' + esc(r.hash) + '\t' + esc(r.file) + '\t' + esc(r.dn) + '\t' + esc(r.container)).join('\n') + '\n';
-        await fs.appendFile(this.partial(id), text);
+        await fs.appendFile(this.partial(id), rows.map(rowLine).join(''));
       }
       return (await fs.stat(this.partial(id))).size;
     } catch (err) {
@@ -86,18 +85,27 @@ export class SnapshotStore {
     }
   }
 
-  /** A completed snapshot by anchor, or undefined when it does not exist (any more). */
-  async load(id: string): Promise<Map<string, RowState> | undefined> {
-    let text: string;
+  /** Append lines built for this snapshot (a delta's: mostly lines copied from the previous snapshot). */
+  async appendLines(id: string, lines: SnapshotLines): Promise<void> {
+    const parts = lines.take();
+    if (!parts.length) return;
     try {
-      text = await fs.readFile(this.complete(id), 'utf8');
+      await fs.appendFile(this.partial(id), parts.length === 1 ? parts[0] : Buffer.concat(parts));
+    } catch (err) {
+      throw stateError(err, this.dir);
+    }
+  }
+
+  /** A completed snapshot, or undefined when it does not exist (any more). */
+  async load(id: string): Promise<Snapshot | undefined> {
+    let text: Buffer;
+    try {
+      text = await fs.readFile(this.complete(id));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw stateError(err, this.dir);
     }
-    const map = new Map<string, RowState>();
-    for (const r of parseRows(text)) map.set(r.anchor, r);
-    return map;
+    return new Snapshot(text);
   }
 
   /** Remove every snapshot but these. */
@@ -122,6 +130,354 @@ export class SnapshotStore {
       return [];
     }
   }
+}
+
+const TAB = 0x09;
+const LF = 0x0a;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const DOT = 0x2e;
+const CR = 0x0d;
+
+/**
+ * A completed snapshot as a delta reads it: the file's bytes, indexed by anchor. A row stays a line of bytes
+ * (its hash as numbers beside it) until it is asked for: a delta compares 100,000 hashes and copies the lines
+ * of unchanged rows into the next snapshot as they are, and looks at few rows any closer.
+ *
+ * The anchor index hashes an anchor's stored bytes (its UTF-8, as no escape is needed in most anchors) into an
+ * open-addressing table, so looking up a CSV row's anchor needs neither a string nor a Map entry. Anchors stored
+ * with escapes (a backslash, tab, CR or LF in them) are kept by value in a small Map instead.
+ */
+export class Snapshot {
+  /** Rows in file order (a row whose anchor appears again later is not live: the later one counts). */
+  readonly count: number;
+  private readonly live: Uint8Array;
+  private readonly lineStart: Float64Array;
+  private readonly lineEnd: Float64Array;
+  /** Anchor bytes are [lineStart, anchorEnd). */
+  private readonly anchorEnd: Float64Array;
+  private readonly anchorHash: Int32Array;
+  /** Row index + 1 by anchor hash (0: empty slot). */
+  private readonly table: Int32Array;
+  private readonly mask: number;
+  private readonly escaped = new Map<string, number>();
+  /** The hash `PREFIX:h1.h2.length` (CSV: the prefix stands for the header) as a prefix id and numbers. */
+  private readonly prefix: Int32Array;
+  private readonly h1: Int32Array;
+  private readonly h2: Int32Array;
+  private readonly length: Float64Array;
+  private readonly prefixIds = new Map<string, number>();
+  private readonly prefixTexts: string[] = [];
+  /** The file of each row, as an index into `files`. */
+  private readonly fileOf: Int32Array;
+  private readonly files: string[] = [];
+  private readonly fileIds = new Map<string, number>();
+  private byFile?: number[][];
+  private scratch = Buffer.allocUnsafe(256);
+
+  constructor(private readonly text: Buffer) {
+    let lines = 0;
+    for (let p = text.indexOf(LF); p >= 0; p = text.indexOf(LF, p + 1)) lines++;
+    if (text.length && text[text.length - 1] !== LF) lines++;
+    this.live = new Uint8Array(lines);
+    this.lineStart = new Float64Array(lines);
+    this.lineEnd = new Float64Array(lines);
+    this.anchorEnd = new Float64Array(lines);
+    this.anchorHash = new Int32Array(lines);
+    let size = 16;
+    while (size < lines * 2) size *= 2;
+    this.table = new Int32Array(size);
+    this.mask = size - 1;
+    this.prefix = new Int32Array(lines);
+    this.h1 = new Int32Array(lines);
+    this.h2 = new Int32Array(lines);
+    this.length = new Float64Array(lines);
+    this.fileOf = new Int32Array(lines);
+    let n = 0;
+    /** The last prefix read from bytes (rows mostly share their header's). */
+    let lastPrefix = -1;
+    let lastPrefixStart = 0;
+    let lastPrefixEnd = 0;
+    let lastFile = -1;
+    let lastFileStart = 0;
+    let lastFileEnd = 0;
+    const tabs = [0, 0, 0, 0];
+    const v = [0, 0, 0];
+    for (let p = 0; p < text.length; ) {
+      let e = p;
+      let t = 0;
+      let escaped = false;
+      let h = FNV_SEED;
+      for (; e < text.length; e++) {
+        const b = text[e];
+        if (b === LF) break;
+        if (b === TAB) {
+          if (t < 4) tabs[t] = e;
+          t++;
+        } else if (t === 0) {
+          if (b === BACKSLASH) escaped = true;
+          h = Math.imul(h ^ b, FNV_PRIME);
+        }
+      }
+      if (e === p) {
+        p = e + 1;
+        continue;
+      }
+      // A line from another writer would have five fields; one without a hash is kept but never matched.
+      const aEnd = t > 0 ? tabs[0] : e;
+      this.lineStart[n] = p;
+      this.lineEnd[n] = e;
+      this.anchorEnd[n] = aEnd;
+      this.anchorHash[n] = h;
+      this.prefix[n] = -2;
+      if (t >= 2) {
+        // The hash: an optional prefix up to ':', then three base-36 numbers separated by '.'.
+        const hs = tabs[0] + 1;
+        const he = tabs[1];
+        let c = hs;
+        while (c < he && text[c] !== COLON) c++;
+        let numbers = hs;
+        let pfx: number;
+        if (c < he) {
+          numbers = c + 1;
+          if (lastPrefix >= 0 && sameBytes(text, lastPrefixStart, lastPrefixEnd, text, hs, c + 1)) pfx = lastPrefix;
+          else {
+            pfx = lastPrefix = this.prefixIdOf(text.toString('latin1', hs, c + 1), true);
+            lastPrefixStart = hs;
+            lastPrefixEnd = c + 1;
+          }
+        } else pfx = this.prefixIdOf('', true);
+        v[0] = v[1] = v[2] = 0;
+        let k = 0;
+        let ok = true;
+        for (let i = numbers; i < he && ok; i++) {
+          const b = text[i];
+          if (b === DOT) ok = ++k <= 2;
+          else if (b >= 0x30 && b <= 0x39) v[k] = v[k] * 36 + b - 0x30;
+          else if (b >= 0x61 && b <= 0x7a) v[k] = v[k] * 36 + b - 0x61 + 10;
+          else ok = false;
+        }
+        if (ok && k === 2) {
+          this.prefix[n] = pfx;
+          this.h1[n] = v[0] | 0;
+          this.h2[n] = v[1] | 0;
+          this.length[n] = v[2];
+        }
+      }
+      // The file: most rows name the same one as the row before.
+      const fileStart = t >= 2 ? tabs[1] + 1 : e;
+      const fileEnd = t >= 3 ? tabs[2] : e;
+      if (lastFile >= 0 && sameBytes(text, lastFileStart, lastFileEnd, text, fileStart, fileEnd)) {
+        this.fileOf[n] = lastFile;
+      } else {
+        const name = unesc(text.toString('utf8', fileStart, fileEnd)) ?? '';
+        let id = this.fileIds.get(name);
+        if (id === undefined) {
+          id = this.files.length;
+          this.files.push(name);
+          this.fileIds.set(name, id);
+        }
+        this.fileOf[n] = lastFile = id;
+        lastFileStart = fileStart;
+        lastFileEnd = fileEnd;
+      }
+      if (escaped) {
+        const anchor = unesc(text.toString('utf8', p, aEnd))!;
+        const before = this.escaped.get(anchor);
+        if (before !== undefined) this.live[before] = 0;
+        this.escaped.set(anchor, n);
+      } else this.insert(n, h);
+      this.live[n] = 1;
+      n++;
+      p = e + 1;
+    }
+    this.count = n;
+  }
+
+  /** Index row `i` by its anchor's hash `h`; an earlier row with the same anchor stops being live. */
+  private insert(i: number, h: number): void {
+    const text = this.text;
+    for (let slot = h & this.mask; ; slot = (slot + 1) & this.mask) {
+      const r = this.table[slot] - 1;
+      if (r < 0) {
+        this.table[slot] = i + 1;
+        return;
+      }
+      if (this.anchorHash[r] === h && sameBytes(text, this.lineStart[r], this.anchorEnd[r], text, this.lineStart[i], this.anchorEnd[i])) {
+        this.table[slot] = i + 1;
+        this.live[r] = 0;
+        return;
+      }
+    }
+  }
+
+  /** The live row whose anchor is `bytes[start, end)`: UTF-8 without a backslash, tab, CR or LF. -1 when none. */
+  private findBytes(bytes: Uint8Array, start: number, end: number, h: number): number {
+    const text = this.text;
+    for (let slot = h & this.mask; ; slot = (slot + 1) & this.mask) {
+      const r = this.table[slot] - 1;
+      if (r < 0) return -1;
+      if (this.anchorHash[r] === h && sameBytes(text, this.lineStart[r], this.anchorEnd[r], bytes, start, end)) return r;
+    }
+  }
+
+  /** The live row with this anchor, -1 when none. */
+  find(anchor: string): number {
+    if (/[\\\t\n\r]/.test(anchor)) return this.escaped.get(anchor) ?? -1;
+    if (this.scratch.length < anchor.length * 3) this.scratch = Buffer.allocUnsafe(anchor.length * 3);
+    const n = this.scratch.write(anchor, 0, 'utf8');
+    let h = FNV_SEED;
+    for (let i = 0; i < n; i++) h = Math.imul(h ^ this.scratch[i], FNV_PRIME);
+    return this.findBytes(this.scratch, 0, n, h);
+  }
+
+  /**
+   * The live row whose anchor is the text of `bytes[start, end)`, -1 when none. Plain ASCII is looked up as it is;
+   * any other text is decoded first (with `decode`: the bytes may be in another encoding, or not valid UTF-8).
+   */
+  findText(bytes: Uint8Array, start: number, end: number, decode: (bytes: Buffer, start: number, end: number) => string): number {
+    let h = FNV_SEED;
+    for (let i = start; i < end; i++) {
+      const b = bytes[i];
+      if (b >= 0x80 || b === BACKSLASH || b === TAB || b === LF || b === CR) return this.find(decode(bytes as Buffer, start, end));
+      h = Math.imul(h ^ b, FNV_PRIME);
+    }
+    return this.findBytes(bytes, start, end, h);
+  }
+
+  private prefixIdOf(text: string, add: boolean): number {
+    let id = this.prefixIds.get(text);
+    if (id === undefined && add) {
+      id = this.prefixTexts.length;
+      this.prefixTexts.push(text);
+      this.prefixIds.set(text, id);
+    }
+    return id ?? -1;
+  }
+
+  /** The id of a hash prefix (a CSV header's, colon included; '' for none) for `sameHash`; -1 when no row has it. */
+  prefixId(text: string): number {
+    return this.prefixIdOf(text, false);
+  }
+
+  /** Whether row `i` has the hash `prefix + fingerprintText(h1, h2, length)`. */
+  sameHash(i: number, prefix: number, h1: number, h2: number, length: number): boolean {
+    return this.prefix[i] === prefix && this.h1[i] === (h1 | 0) && this.h2[i] === (h2 | 0) && this.length[i] === length;
+  }
+
+  isLive(i: number): boolean {
+    return this.live[i] === 1;
+  }
+
+  /** The id of a file's name (-1 when no row is in it), to compare with `fileIdOf`. */
+  fileId(name: string): number {
+    return this.fileIds.get(name) ?? -1;
+  }
+
+  fileIdOf(i: number): number {
+    return this.fileOf[i];
+  }
+
+  /** The live rows of a file, in order. */
+  rowsOf(name: string): number[] {
+    if (!this.byFile) {
+      this.byFile = this.files.map(() => []);
+      for (let i = 0; i < this.count; i++) if (this.live[i]) this.byFile[this.fileOf[i]].push(i);
+    }
+    const id = this.fileIds.get(name);
+    return id === undefined ? [] : this.byFile[id];
+  }
+
+  /** Row `i` decoded. */
+  row(i: number): RowState {
+    const [anchor, hash, file, dn, container] = this.text.toString('utf8', this.lineStart[i], this.lineEnd[i]).split('\t');
+    return { anchor: unesc(anchor)!, hash: unesc(hash)!, file: unesc(file)!, dn: unesc(dn), container: unesc(container) };
+  }
+
+  /** The snapshot's bytes; row `i`'s line is [lineFrom(i), lineTo(i)), line break included. */
+  get bytes(): Buffer {
+    return this.text;
+  }
+
+  lineFrom(i: number): number {
+    return this.lineStart[i];
+  }
+
+  lineTo(i: number): number {
+    return Math.min(this.lineEnd[i] + 1, this.text.length);
+  }
+}
+
+const FNV_SEED = 0x811c9dc5 | 0;
+const FNV_PRIME = 0x01000193;
+
+/**
+ * The lines of a snapshot being written, in order: lines of an older snapshot copied byte for byte (adjacent
+ * ones as one range), and new rows.
+ */
+export class SnapshotLines {
+  private parts: Buffer[] = [];
+  private src?: Buffer;
+  private runStart = 0;
+  private runEnd = 0;
+  private text = '';
+
+  /** Copy row `i` of `from` as it is. */
+  copy(from: Snapshot, i: number): void {
+    const buf = from.bytes;
+    const s = from.lineFrom(i);
+    const e = from.lineTo(i);
+    if (buf === this.src && s === this.runEnd) {
+      this.runEnd = e;
+      return;
+    }
+    this.closeRun();
+    this.closeText();
+    this.src = buf;
+    this.runStart = s;
+    this.runEnd = e;
+    // A last line without a line break (not written by this store) gets one.
+    if (buf[e - 1] !== LF) {
+      this.closeRun();
+      this.text = '\n';
+    }
+  }
+
+  add(r: RowState): void {
+    this.closeRun();
+    this.text += rowLine(r);
+  }
+
+  /** The bytes so far, as buffers to write in order; starts afresh. */
+  take(): Buffer[] {
+    this.closeRun();
+    this.closeText();
+    const out = this.parts;
+    this.parts = [];
+    return out;
+  }
+
+  private closeRun(): void {
+    if (this.src && this.runEnd > this.runStart) this.parts.push(this.src.subarray(this.runStart, this.runEnd));
+    this.src = undefined;
+    this.runStart = this.runEnd = 0;
+  }
+
+  private closeText(): void {
+    if (this.text) this.parts.push(Buffer.from(this.text, 'utf8'));
+    this.text = '';
+  }
+}
+
+/** Whether bytes [a, aEnd) of `x` and [b, bEnd) of `y` are the same. */
+function sameBytes(x: Uint8Array, a: number, aEnd: number, y: Uint8Array, b: number, bEnd: number): boolean {
+  if (aEnd - a !== bEnd - b) return false;
+  for (let i = 0; i < aEnd - a; i++) if (x[a + i] !== y[b + i]) return false;
+  return true;
+}
+
+function rowLine(r: RowState): string {
+  return esc(r.anchor) + '\t' + esc(r.hash) + '\t' + esc(r.file) + '\t' + esc(r.dn) + '\t' + esc(r.container) + '\n';
 }
 
 function parseRows(text: string): RowState[] {
