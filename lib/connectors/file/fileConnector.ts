@@ -474,6 +474,8 @@ export class FileConnector {
     };
 
     const decode = decoderFor(cfg.encoding);
+    /** The old row of the last anchor found: the next row is likely the one after it. */
+    let lastFound = -1;
     for (const f of files) {
       if (unchanged(f)) {
         for (const i of old.rowsOf(f.name)) {
@@ -490,7 +492,8 @@ export class FileConnector {
           const prefix = old.prefixId(b.prefix);
           for (const row of b.rows) {
             const len = row.end - row.start;
-            const i = row.keyFrom >= 0 ? (row.keyTo > row.keyFrom ? old.findText(row.bytes, row.keyFrom, row.keyTo, decode) : -1) : row.key ? old.find(row.key) : -1;
+            const i = row.keyFrom >= 0 ? (row.keyTo > row.keyFrom ? old.findText(row.bytes, row.keyFrom, row.keyTo, decode, lastFound + 1) : -1) : row.key ? old.find(row.key) : -1;
+            if (i >= 0) lastFound = i;
             if (unchangedRow(f.name, fileId, i, prefix, row.h1, row.h2, len)) continue;
             builtRow(f.name, this.csvRowResult(b, row, f), itemHash(b.prefix, row.h1, row.h2, len));
             if (changes.length + errors.length >= pageSize) {

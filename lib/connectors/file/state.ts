@@ -193,105 +193,115 @@ export class Snapshot {
     this.h2 = new Int32Array(lines);
     this.length = new Float64Array(lines);
     this.fileOf = new Int32Array(lines);
-    let n = 0;
-    /** The last prefix read from bytes (rows mostly share their header's). */
-    let lastPrefix = -1;
-    let lastPrefixStart = 0;
-    let lastPrefixEnd = 0;
-    let lastFile = -1;
-    let lastFileStart = 0;
-    let lastFileEnd = 0;
-    const tabs = [0, 0, 0, 0];
-    const v = [0, 0, 0];
-    for (let p = 0; p < text.length; ) {
-      let e = p;
-      let t = 0;
-      let escaped = false;
-      let h = FNV_SEED;
-      for (; e < text.length; e++) {
-        const b = text[e];
-        if (b === LF) break;
-        if (b === TAB) {
-          if (t < 4) tabs[t] = e;
-          t++;
-        } else if (t === 0) {
-          if (b === BACKSLASH) escaped = true;
-          h = Math.imul(h ^ b, FNV_PRIME);
-        }
+    // One small method per step (not one long loop here): each is optimized with the feedback of every row.
+    for (let p = 0; p < text.length; ) p = this.readLine(p);
+    this.count = this.rows;
+  }
+
+  /** Reading state: rows read, tab positions of the current line, the last prefix and file read from bytes. */
+  private rows = 0;
+  private readonly tabs = new Int32Array(4);
+  private readonly numbers = new Float64Array(3);
+  private lastPrefix = -1;
+  private lastPrefixStart = 0;
+  private lastPrefixEnd = 0;
+  private lastFile = -1;
+  private lastFileStart = 0;
+  private lastFileEnd = 0;
+
+  /** Read the line at `p`; returns where the next one starts. */
+  private readLine(p: number): number {
+    const text = this.text;
+    const tabs = this.tabs;
+    let e = p;
+    let t = 0;
+    let escaped = false;
+    let h = FNV_SEED;
+    for (; e < text.length; e++) {
+      const b = text[e];
+      if (b === LF) break;
+      if (b === TAB) {
+        if (t < 4) tabs[t] = e;
+        t++;
+      } else if (t === 0) {
+        if (b === BACKSLASH) escaped = true;
+        h = Math.imul(h ^ b, FNV_PRIME);
       }
-      if (e === p) {
-        p = e + 1;
-        continue;
-      }
-      // A line from another writer would have five fields; one without a hash is kept but never matched.
-      const aEnd = t > 0 ? tabs[0] : e;
-      this.lineStart[n] = p;
-      this.lineEnd[n] = e;
-      this.anchorEnd[n] = aEnd;
-      this.anchorHash[n] = h;
-      this.prefix[n] = -2;
-      if (t >= 2) {
-        // The hash: an optional prefix up to ':', then three base-36 numbers separated by '.'.
-        const hs = tabs[0] + 1;
-        const he = tabs[1];
-        let c = hs;
-        while (c < he && text[c] !== COLON) c++;
-        let numbers = hs;
-        let pfx: number;
-        if (c < he) {
-          numbers = c + 1;
-          if (lastPrefix >= 0 && sameBytes(text, lastPrefixStart, lastPrefixEnd, text, hs, c + 1)) pfx = lastPrefix;
-          else {
-            pfx = lastPrefix = this.prefixIdOf(text.toString('latin1', hs, c + 1), true);
-            lastPrefixStart = hs;
-            lastPrefixEnd = c + 1;
-          }
-        } else pfx = this.prefixIdOf('', true);
-        v[0] = v[1] = v[2] = 0;
-        let k = 0;
-        let ok = true;
-        for (let i = numbers; i < he && ok; i++) {
-          const b = text[i];
-          if (b === DOT) ok = ++k <= 2;
-          else if (b >= 0x30 && b <= 0x39) v[k] = v[k] * 36 + b - 0x30;
-          else if (b >= 0x61 && b <= 0x7a) v[k] = v[k] * 36 + b - 0x61 + 10;
-          else ok = false;
-        }
-        if (ok && k === 2) {
-          this.prefix[n] = pfx;
-          this.h1[n] = v[0] | 0;
-          this.h2[n] = v[1] | 0;
-          this.length[n] = v[2];
-        }
-      }
-      // The file: most rows name the same one as the row before.
-      const fileStart = t >= 2 ? tabs[1] + 1 : e;
-      const fileEnd = t >= 3 ? tabs[2] : e;
-      if (lastFile >= 0 && sameBytes(text, lastFileStart, lastFileEnd, text, fileStart, fileEnd)) {
-        this.fileOf[n] = lastFile;
-      } else {
-        const name = unesc(text.toString('utf8', fileStart, fileEnd)) ?? '';
-        let id = this.fileIds.get(name);
-        if (id === undefined) {
-          id = this.files.length;
-          this.files.push(name);
-          this.fileIds.set(name, id);
-        }
-        this.fileOf[n] = lastFile = id;
-        lastFileStart = fileStart;
-        lastFileEnd = fileEnd;
-      }
-      if (escaped) {
-        const anchor = unesc(text.toString('utf8', p, aEnd))!;
-        const before = this.escaped.get(anchor);
-        if (before !== undefined) this.live[before] = 0;
-        this.escaped.set(anchor, n);
-      } else this.insert(n, h);
-      this.live[n] = 1;
-      n++;
-      p = e + 1;
     }
-    this.count = n;
+    if (e === p) return e + 1;
+    const n = this.rows++;
+    // A line from another writer would have five fields; one without a hash is kept but never matched.
+    const aEnd = t > 0 ? tabs[0] : e;
+    this.lineStart[n] = p;
+    this.lineEnd[n] = e;
+    this.anchorEnd[n] = aEnd;
+    this.anchorHash[n] = h;
+    this.prefix[n] = -2;
+    if (t >= 2) this.readHash(n, tabs[0] + 1, tabs[1]);
+    this.readFile(n, t >= 2 ? tabs[1] + 1 : e, t >= 3 ? tabs[2] : e);
+    this.live[n] = 1;
+    if (escaped) this.insertEscaped(n, unesc(text.toString('utf8', p, aEnd))!);
+    else this.insert(n, h);
+    return e + 1;
+  }
+
+  /** The hash [hs, he): an optional prefix up to ':', then three base-36 numbers separated by '.'. */
+  private readHash(n: number, hs: number, he: number): void {
+    const text = this.text;
+    let c = hs;
+    while (c < he && text[c] !== COLON) c++;
+    let from = hs;
+    let pfx: number;
+    if (c < he) {
+      from = c + 1;
+      pfx = this.lastPrefix >= 0 && sameBytes(text, this.lastPrefixStart, this.lastPrefixEnd, text, hs, from) ? this.lastPrefix : this.newPrefix(hs, from);
+    } else pfx = this.prefixIdOf('', true);
+    const v = this.numbers;
+    v[0] = v[1] = v[2] = 0;
+    let k = 0;
+    for (let i = from; i < he; i++) {
+      const b = text[i];
+      if (b === DOT) {
+        if (++k > 2) return;
+      } else if (b >= 0x30 && b <= 0x39) v[k] = v[k] * 36 + b - 0x30;
+      else if (b >= 0x61 && b <= 0x7a) v[k] = v[k] * 36 + b - 0x61 + 10;
+      else return;
+    }
+    if (k !== 2) return;
+    this.prefix[n] = pfx;
+    this.h1[n] = v[0] | 0;
+    this.h2[n] = v[1] | 0;
+    this.length[n] = v[2];
+  }
+
+  private newPrefix(start: number, end: number): number {
+    this.lastPrefixStart = start;
+    this.lastPrefixEnd = end;
+    return (this.lastPrefix = this.prefixIdOf(this.text.toString('latin1', start, end), true));
+  }
+
+  /** The file [start, end): most rows name the same one as the row before. */
+  private readFile(n: number, start: number, end: number): void {
+    if (this.lastFile >= 0 && sameBytes(this.text, this.lastFileStart, this.lastFileEnd, this.text, start, end)) {
+      this.fileOf[n] = this.lastFile;
+      return;
+    }
+    const name = unesc(this.text.toString('utf8', start, end)) ?? '';
+    let id = this.fileIds.get(name);
+    if (id === undefined) {
+      id = this.files.length;
+      this.files.push(name);
+      this.fileIds.set(name, id);
+    }
+    this.fileOf[n] = this.lastFile = id;
+    this.lastFileStart = start;
+    this.lastFileEnd = end;
+  }
+
+  private insertEscaped(i: number, anchor: string): void {
+    const before = this.escaped.get(anchor);
+    if (before !== undefined) this.live[before] = 0;
+    this.escaped.set(anchor, i);
   }
 
   /** Index row `i` by its anchor's hash `h`; an earlier row with the same anchor stops being live. */
@@ -334,14 +344,18 @@ export class Snapshot {
   /**
    * The live row whose anchor is the text of `bytes[start, end)`, -1 when none. Plain ASCII is looked up as it is;
    * any other text is decoded first (with `decode`: the bytes may be in another encoding, or not valid UTF-8).
+   * `guess` is the row it likely is (the one after the last row found: files mostly keep their order), which
+   * spares a probe of the table.
    */
-  findText(bytes: Uint8Array, start: number, end: number, decode: (bytes: Buffer, start: number, end: number) => string): number {
+  findText(bytes: Uint8Array, start: number, end: number, decode: (bytes: Buffer, start: number, end: number) => string, guess = -1): number {
     let h = FNV_SEED;
     for (let i = start; i < end; i++) {
       const b = bytes[i];
       if (b >= 0x80 || b === BACKSLASH || b === TAB || b === LF || b === CR) return this.find(decode(bytes as Buffer, start, end));
       h = Math.imul(h ^ b, FNV_PRIME);
     }
+    // Plain ASCII equal to a stored anchor is that anchor (stored anchors are UTF-8, escaped ones hold a backslash).
+    if (guess >= 0 && guess < this.count && this.live[guess] && sameBytes(this.text, this.lineStart[guess], this.anchorEnd[guess], bytes, start, end)) return guess;
     return this.findBytes(bytes, start, end, h);
   }
 
