@@ -1,4 +1,17 @@
-import { CsvParser, encodeText, formatCsvField, formatCsvRow, parseCsv, type CsvRecord } from '../../../lib/connectors/file/csv';
+import {
+  CsvParser,
+  decoderFor,
+  encodeText,
+  fingerprint,
+  fingerprintText,
+  formatCsvField,
+  formatCsvRow,
+  parseCsv,
+  rowFields,
+  type CsvReadOptions,
+  type CsvRecord,
+  type CsvRow,
+} from '../../../lib/connectors/file/csv';
 
 const fieldsOf = (records: CsvRecord[]) => records.map((r) => r.fields);
 
@@ -116,5 +129,54 @@ describe('CSV reader', () => {
     const row = ['1', 'a,b', 'q"uote', 'multi\nline', '', 'ü 😀'];
     expect(parseCsv(formatCsvRow(row))[0].fields).toEqual(row);
     expect(parseCsv(formatCsvRow(row, ';'), { delimiter: ';' })[0].fields).toEqual(row);
+  });
+  describe('key mode (a delta reads rows by anchor and fingerprint, fields left as bytes)', () => {
+    /** Feed `bytes` in pieces of `size` to a key-mode parser. */
+    function rowsInPieces(bytes: Buffer, size: number, options: CsvReadOptions): CsvRow[] {
+      const p = new CsvParser(options);
+      const out: CsvRow[] = [];
+      for (let i = 0; i < bytes.length; i += size) out.push(...p.pushRows(bytes.subarray(i, i + size)));
+      return [...out, ...p.finishRows()];
+    }
+    /** The key field of a row as text, whether the reader decoded it or left its bytes. */
+    const keyText = (r: CsvRow, options: CsvReadOptions) => (r.keyFrom >= 0 ? decoderFor(options.encoding ?? 'utf8')(r.bytes, r.keyFrom, r.keyTo) : r.key);
+
+    const samples: [string, Buffer, CsvReadOptions][] = [
+      ['quotes, line breaks, CRLF, blank lines, a last line without a break', Buffer.from('1,"a, b",x\r\n\n2,"say ""hi""","l1\nl2"\n"3",plain,z\n4,,\n5', 'utf8'), {}],
+      ['malformed rows and short rows', Buffer.from('1,"x"y,z\n2\n3,"never closed\n4,ok,k\n,empty,key\n', 'utf8'), {}],
+      ['the key in the middle, a semicolon delimiter, unicode', Buffer.from('a;Zoë 😀;x\nb;"q;""q""";y\nc;;z\nd\n', 'utf8'), { delimiter: ';' }],
+      ['Windows-1252 bytes', Buffer.from([0x31, 0x2c, 0x80, 0xe9, 0x0a, 0x32, 0x2c, 0x22, 0x84, 0x22, 0x0a]), { encoding: 'windows-1252' }],
+    ];
+
+    test.each(samples)('%s: the same records, fingerprints, keys and fields as a full read, in any chunking', (_, bytes, options) => {
+      const full = parseCsv(bytes, { ...options, fingerprintSeed: 7 });
+      for (const keyField of [0, 1, 2]) {
+        for (const size of [1, 3, 7, 4096]) {
+          const rows = rowsInPieces(bytes, size, { ...options, fingerprintSeed: 7, keyField });
+          expect(rows.map((r) => [r.line, r.nextLine, r.start, r.end, r.h1, r.h2, r.error])).toEqual(
+            full.map((r) => [r.line, r.nextLine, r.start, r.end, r.h1, r.h2, r.error]),
+          );
+          expect(rows.map((r) => rowFields(r, options))).toEqual(full.map((r) => r.fields));
+          expect(rows.map((r) => keyText(r, options))).toEqual(full.map((r) => r.fields[keyField]));
+        }
+      }
+    });
+
+    test('a row without quotes keeps even its key as bytes; a quoted one decodes only its key', () => {
+      const [plain, quoted] = rowsInPieces(Buffer.from('k1,a,b\n"k ""2""","x,y",z\n'), 4096, { keyField: 0 });
+      expect(plain).toMatchObject({ key: undefined, fields: undefined });
+      expect(plain.bytes.toString('utf8', plain.keyFrom, plain.keyTo)).toBe('k1');
+      expect(quoted).toMatchObject({ key: 'k "2"', keyFrom: -1, fields: undefined });
+      expect(rowFields(quoted, {})).toEqual(['k "2"', 'x,y', 'z']);
+      expect(() => new CsvParser({ keyField: 0 }).push(Buffer.from('a\n'))).toThrow(/pushRows/);
+      expect(() => new CsvParser().pushRows(Buffer.from('a\n'))).toThrow(/keyField/);
+    });
+
+    test('a fingerprint is its lanes and its length as text', () => {
+      const bytes = Buffer.from('a,b,c\n');
+      const [r] = parseCsv(bytes, { fingerprintSeed: 0 });
+      expect(fingerprintText(r.h1!, r.h2!, r.end - r.start)).toBe(fingerprint(0, bytes));
+      expect(fingerprint(0, bytes)).not.toBe(fingerprint(0, Buffer.from('a,b,d\n')));
+    });
   });
 });

@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createCustomConnector, customConnectorNames, validateCustomSettings } from '../../../lib/connectors/custom';
 import { ConnectorError, type Connector, type DeltaPage, type ImportPage } from '../../../lib/connectors/sdk';
+import { formatCsvField } from '../../../lib/connectors/file/csv';
 import { AppError } from '../../../lib/errors';
 
 /** Behaviour of the file connector beyond the shared contract: its files, its state, its settings. */
@@ -20,7 +21,7 @@ afterEach(async () => {
 });
 
 let tick = Date.now() / 1000 - 3600;
-async function write(name: string, text: string): Promise<void> {
+async function write(name: string, text: string | Buffer): Promise<void> {
   await fs.writeFile(path.join(data, name), text);
   tick += 10;
   await fs.utimes(path.join(data, name), tick, tick);
@@ -245,5 +246,84 @@ describe('file connector', () => {
       { name: 'tags', type: 'string', multiValued: true },
       { name: 'name', type: 'string', multiValued: false },
     ]);
+  });
+  describe('delta state (rows kept as bytes, unchanged rows copied into the next snapshot)', () => {
+    /** The rows of the snapshot a watermark names (the connector's own state file). */
+    async function snapshotRows(wm: string): Promise<string[]> {
+      const dirs = await fs.readdir(path.join(root, 'state'));
+      const text = await fs.readFile(path.join(root, 'state', dirs[0], `${(JSON.parse(wm) as { snap: string }).snap}.rows`), 'utf8');
+      return text.split('\n').filter((l) => l !== '');
+    }
+    const lastWatermark = (pages: DeltaPage[]) => pages[pages.length - 1].nextWatermark!;
+    const kinds = (pages: DeltaPage[]) => pages.flatMap((p) => p.changes).map((ch) => [ch.kind, ch.anchor]);
+
+    test("a delta's snapshot holds what a full import of the same files records, row for row", async () => {
+      const rows = Array.from({ length: 300 }, (_, i) => `${i},name ${i},${i % 3 ? 'x' : '"q, ""y"""'}\n`);
+      await write('a.csv', 'id,n,t\n' + rows.join(''));
+      await write('b.csv', 'id,n,t\n500,b,c\n501,b,d\n');
+      const c = connector({ dnColumn: 'n' });
+      const wm = (await full(c)).pop()!.watermark!;
+      // Changed, removed, added and reordered rows in a.csv; b.csv untouched; a row moved from b to c.
+      const edited = rows.map((r, i) => (i % 50 === 0 ? `${i},renamed ${i},x\n` : r)).filter((_, i) => i !== 7);
+      await write('a.csv', 'id,n,t\n' + [...edited.slice(100), ...edited.slice(0, 100), '900,new,x\n'].join(''));
+      await write('b.csv', 'id,n,t\n500,b,c\n');
+      await write('c.csv', 'id,n,t\n501,b,d\n');
+      const pages = await delta(c, wm);
+      expect(kinds(pages).sort()).toEqual(
+        [['add', '900'], ['delete', '7'], ...[0, 50, 100, 150, 200, 250].map((i) => ['rename', String(i)])].sort(),
+      );
+      const fresh = (await full(connector({ dnColumn: 'n', stateDirectory: path.join(root, 'state') }))).pop()!.watermark!;
+      expect(await snapshotRows(lastWatermark(pages))).toEqual(await snapshotRows(fresh));
+      // And the next delta from it sees nothing new.
+      expect(kinds(await delta(c, lastWatermark(pages)))).toEqual([]);
+    });
+
+    test('anchors that are not plain ASCII, in UTF-8 and Latin-1 files, match their rows across deltas', async () => {
+      for (const encoding of ['utf8', 'latin1'] as const) {
+        const anchors = ['é', 'a\\b', 'tab\there', 'q"x', 'Zoë', 'cr\rx', 'plain', ...(encoding === 'utf8' ? ['😀'] : [])];
+        const text = (n: string) => 'id,n\n' + anchors.map((a) => `${formatCsvField(a)},${a === 'plain' ? n : '1'}\n`).join('');
+        await fs.rm(path.join(root, 'state'), { recursive: true, force: true });
+        await write('u.csv', Buffer.from(text('1'), encoding));
+        const c = connector({ encoding });
+        const wm = (await full(c)).pop()!.watermark!;
+        await write('u.csv', Buffer.from(text('2'), encoding));
+        const pages = await delta(c, wm);
+        expect(kinds(pages)).toEqual([['update', 'plain']]);
+        expect(pages.flatMap((p) => p.errors)).toEqual([]);
+        expect(pages.flatMap((p) => p.changes)[0].object!.attributes.n).toBe('2');
+      }
+    });
+
+    test('a renamed column changes every row; duplicates and reordered rows in a changed file', async () => {
+      await write('a.csv', 'id,n\n1,a\n2,b\n3,c\n');
+      const c = connector();
+      const wm = (await full(c)).pop()!.watermark!;
+      await write('a.csv', 'id,n\n3,c\n1,a\n3,c\n2,b\n');
+      const pages = await delta(c, wm);
+      expect(kinds(pages)).toEqual([]);
+      expect(pages.flatMap((p) => p.errors).map((e) => [e.anchor, /more than once/.test(e.message)])).toEqual([['3', true]]);
+      await write('a.csv', 'id,name\n1,a\n2,b\n3,c\n');
+      expect(kinds(await delta(c, lastWatermark(pages)))).toEqual([
+        ['update', '1'],
+        ['update', '2'],
+        ['update', '3'],
+      ]);
+    });
+
+    test('a snapshot line that is not one this connector writes is kept but never taken as unchanged', async () => {
+      await write('a.csv', 'id,n\n1,a\n2,b\n');
+      const c = connector();
+      const wm = (await full(c)).pop()!.watermark!;
+      const dirs = await fs.readdir(path.join(root, 'state'));
+      const file = path.join(root, 'state', dirs[0], `${(JSON.parse(wm) as { snap: string }).snap}.rows`);
+      const lines = (await fs.readFile(file, 'utf8')).split('\n');
+      // Row 1's hash damaged; no line break at the end.
+      await fs.writeFile(file, [lines[0].replace(/\t[^\t]*\t/, '\tnot-a-hash\t'), lines[1]].join('\n'));
+      await write('a.csv', 'id,n\n1,a\n2,b\n3,c\n');
+      expect(kinds(await delta(c, wm))).toEqual([
+        ['update', '1'],
+        ['add', '3'],
+      ]);
+    });
   });
 });
