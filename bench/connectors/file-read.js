@@ -2,7 +2,11 @@
 /**
  * Full read of a 100,000-row x 15-attribute HR export through the file connector (CSV and JSON), then a delta
  * with nothing changed and a delta after 1,000 rows changed. Prints JSON: rows/s and the reading process's peak
- * RSS. Needs the build (`npx tsc -p tsconfig.json`). Usage: node bench/connectors/file-read.js [rows]
+ * RSS. Needs the build (`npx tsc -p tsconfig.json`).
+ *
+ * Usage: node bench/connectors/file-read.js [rows] [--format csv|json] [--profile DIR]
+ *   --format   measure one format only
+ *   --profile  write a V8 CPU profile of each measurement into DIR (open in Chrome DevTools)
  *
  * Each measurement runs in a fresh child process, so the generator's memory does not count in its peak RSS.
  */
@@ -11,7 +15,18 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const ROWS = Number(process.argv[2] ?? 100000);
+const args = process.argv.slice(2);
+function option(name) {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const value = args[i + 1];
+  args.splice(i, 2);
+  return value;
+}
+const child = args[0] === '--child';
+const FORMATS = child ? [] : (option('--format') ?? 'csv,json').split(',');
+const PROFILE = child ? undefined : option('--profile');
+const ROWS = child ? 0 : Number(args[0] ?? 100000);
 const dist = path.resolve(__dirname, '../../dist/lib/connectors');
 
 function columns(i) {
@@ -108,28 +123,30 @@ async function measure(mode, dir, format, watermarkFile) {
 }
 
 async function main() {
-  if (process.argv[2] === '--child') {
-    const [, , , mode, dir, format, wm] = process.argv;
+  if (child) {
+    const [, mode, dir, format, wm] = args;
     process.stdout.write(JSON.stringify(await measure(mode, dir, format, wm)));
     return;
   }
   const results = { rows: ROWS, attributes: 15, node: process.version, cpus: os.cpus().length, loadAverage: os.loadavg()[0], runs: [] };
-  for (const format of ['csv', 'json']) {
+  if (PROFILE) fs.mkdirSync(PROFILE, { recursive: true });
+  for (const format of FORMATS) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-file-'));
     try {
       fs.mkdirSync(path.join(dir, 'data'));
       const bytes = generate(path.join(dir, 'data'), format);
       const wm = path.join(dir, 'watermark');
-      const run = (mode) => {
-        const r = spawnSync(process.execPath, [__filename, '--child', mode, dir, format, wm], { encoding: 'utf8' });
+      const run = (mode, name) => {
+        const profile = PROFILE ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(PROFILE), '--cpu-prof-name', `${format}-${name}.cpuprofile`] : [];
+        const r = spawnSync(process.execPath, [...profile, __filename, '--child', mode, dir, format, wm], { encoding: 'utf8' });
         if (r.status !== 0) throw new Error(r.stderr);
         return JSON.parse(r.stdout);
       };
-      const full = run('full');
-      const unchanged = run('delta');
+      const full = run('full', 'fullImport');
+      const unchanged = run('delta', 'deltaNothingChanged');
       // 1,000 rows changed: rewrite the file with every 100th row's title changed.
       generate(path.join(dir, 'data'), format, ROWS / 1000);
-      const changed = run('delta');
+      const changed = run('delta', 'delta1000Changed');
       results.runs.push({
         format,
         fileMB: +(bytes / 1048576).toFixed(1),
