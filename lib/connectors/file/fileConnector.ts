@@ -32,9 +32,9 @@ import {
   type CsvRow,
 } from './csv';
 import { BufferedWriter, folderError, listFiles, readChunks, writeAtomically, type FileStat } from './files';
-import { readJsonBatches, readJsonRecords, type JsonLayout } from './jsonRecords';
+import { parseRecord, readJsonBatches, readJsonRecords, type JsonLayout, type JsonRecord } from './jsonRecords';
 import { applyMultiValue, checkHeader, csvLine, csvRowToObject, jsonRecordToObject, type FileConfig, type RowResult } from './rows';
-import { SnapshotLines, SnapshotStore, type RowState } from './state';
+import { SnapshotLines, SnapshotStore, type RowState, type Snapshot } from './state';
 
 /** A full import's resume point: the file and byte offset after the last row of a committed page. */
 interface Cursor {
@@ -474,6 +474,7 @@ export class FileConnector {
     };
 
     const decode = decoderFor(cfg.encoding);
+    const utf8 = decoderFor('utf8');
     /** The old row of the last anchor found: the next row is likely the one after it. */
     let lastFound = -1;
     for (const f of files) {
@@ -504,12 +505,21 @@ export class FileConnector {
         }
       } else {
         const prefix = old.prefixId('');
-        for await (const batch of this.readFileBatches(f, 0, 1)) {
-          for (const item of batch) {
-            if (item.header) continue;
-            const i = item.anchorHint === undefined ? -1 : old.find(item.anchorHint);
-            if (unchangedRow(f.name, fileId, i, prefix, item.h1, item.h2, item.len)) continue;
-            builtRow(f.name, item.make(), itemHash(item.pfx, item.h1, item.h2, item.len));
+        for await (const records of this.jsonDeltaBatches(f)) {
+          for (const rec of records) {
+            const len = rec.end - rec.start;
+            const h1 = rec.h1 ?? 0;
+            const h2 = rec.h2 ?? 0;
+            let i = -1;
+            if (rec.value !== undefined) {
+              const hint = jsonAnchorHint(rec.value, cfg.anchorColumn);
+              if (hint !== undefined) i = old.find(hint);
+            } else if (!rec.error && rec.keyFrom! >= 0) {
+              i = rec.keyPlain ? old.findText(rec.bytes!, rec.keyFrom! + 1, rec.keyTo! - 1, utf8, lastFound + 1) : jsonAnchorRow(old, rec);
+            }
+            if (i >= 0) lastFound = i;
+            if (unchangedRow(f.name, fileId, i, prefix, h1, h2, len)) continue;
+            builtRow(f.name, this.jsonRecordResult(rec, f), itemHash('', h1, h2, len));
             if (changes.length + errors.length >= pageSize) {
               yield await flush();
               throwIfAborted(options.signal);
@@ -594,6 +604,27 @@ export class FileConnector {
       if (err instanceof ConnectorError) throw err;
       throw folderError(err, cfg.folder, f.name);
     }
+  }
+
+  /** A delta's reading of a JSON file: records located and fingerprinted, left unparsed. */
+  private async *jsonDeltaBatches(f: FileStat): AsyncGenerator<JsonRecord[]> {
+    const cfg = this.config;
+    try {
+      for await (const batch of readJsonBatches(readChunks(path.join(cfg.folder, f.name), 0), { fingerprintSeed: 0, keyProperty: cfg.anchorColumn })) yield batch.records;
+    } catch (err) {
+      if (err instanceof ConnectorError) throw err;
+      throw folderError(err, cfg.folder, f.name);
+    }
+  }
+
+  /** A JSON record read lazily as an object, or its per-object error (as `readFileBatches` makes them). */
+  private jsonRecordResult(rec: JsonRecord, f: FileStat): RowResult {
+    const cfg = this.config;
+    const parsed = parseRecord(rec);
+    if ('error' in parsed) {
+      return { error: { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${parsed.error}`, location: `${f.name}:${rec.line}`, retriable: false } };
+    }
+    return jsonRecordToObject(parsed.value, cfg, f.name, rec.line);
   }
 
   /** A CSV row read in key mode as an object, or its per-object error. */
@@ -792,6 +823,23 @@ function fingerprintPrefix(header: string[]): string {
   return createHash('sha256').update(JSON.stringify(header)).digest('base64url').slice(0, 8) + ':';
 }
 
+
+/** The old row of a JSON record's anchor found as a value other than a plain string (a number, say). */
+function jsonAnchorRow(old: Snapshot, rec: JsonRecord): number {
+  let v: unknown;
+  try {
+    v = JSON.parse(rec.bytes!.toString('utf8', rec.keyFrom, rec.keyTo));
+  } catch {
+    return -1;
+  }
+  return (typeof v === 'string' || typeof v === 'number') && String(v) !== '' ? old.find(String(v)) : -1;
+}
+
+/** A parsed JSON record's anchor as far as it can be seen without building the object. */
+function jsonAnchorHint(value: unknown, anchorColumn: string): string | undefined {
+  const a = value && typeof value === 'object' ? (value as Record<string, unknown>)[anchorColumn] : undefined;
+  return typeof a === 'string' || typeof a === 'number' ? String(a) || undefined : undefined;
+}
 
 function duplicateError(o: ConnectorObject, file: string): ObjectError {
   return {

@@ -23,6 +23,17 @@ export interface JsonRecord {
   /** The lanes of the record's fingerprint, with `fingerprintSeed` (`fingerprintText(h1, h2, end - start)`). */
   h1?: number;
   h2?: number;
+  /** With `keyProperty`: the record, not parsed (`parseRecord` does it), is bytes [from, to) of `bytes`. */
+  bytes?: Buffer;
+  from?: number;
+  to?: number;
+  /**
+   * With `keyProperty`: where the first top-level value of that property is in `bytes` (-1 when not found),
+   * and whether it is a string without escapes (its text is then the bytes between the quotes).
+   */
+  keyFrom?: number;
+  keyTo?: number;
+  keyPlain?: boolean;
 }
 
 export interface JsonReadOptions {
@@ -33,6 +44,11 @@ export interface JsonReadOptions {
   maxRecordBytes?: number;
   /** Fingerprint each record's bytes (`h1`, `h2`) with this seed. */
   fingerprintSeed?: number;
+  /**
+   * Lazy mode: records are not parsed, only the value of this property is located (a delta compares
+   * fingerprints first, and parses the few records that changed).
+   */
+  keyProperty?: string;
 }
 
 const LF = 0x0a;
@@ -43,6 +59,7 @@ const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
+const COLON = 0x3a;
 
 function isSpace(b: number): boolean {
   return b === 0x20 || b === 0x09 || b === LF || b === 0x0d;
@@ -56,6 +73,11 @@ export class JsonRecordParser {
   layout: JsonLayout | undefined;
   private readonly maxRecordBytes: number;
   private readonly seed?: number;
+  private readonly keyName?: Buffer;
+  private readonly quotedName?: Buffer;
+  /** Lazy mode: cached positions in buf (-2: not looked for since buf changed, -1: none left). */
+  private backslashAt = -2;
+  private nameAt = -2;
   /** Scan state of the record being read (it may span chunks). */
   private recStart = -1;
   private recLine = 0;
@@ -72,6 +94,10 @@ export class JsonRecordParser {
     this.line = options.startLine ?? 1;
     this.maxRecordBytes = options.maxRecordBytes ?? 16 * 1024 * 1024;
     this.seed = options.fingerprintSeed;
+    if (options.keyProperty !== undefined) {
+      this.keyName = Buffer.from(options.keyProperty, 'utf8');
+      this.quotedName = Buffer.from(JSON.stringify(options.keyProperty), 'utf8');
+    }
     this.started = this.layout !== undefined;
   }
 
@@ -86,6 +112,7 @@ export class JsonRecordParser {
 
   private drain(eof: boolean): JsonRecord[] {
     const out: JsonRecord[] = [];
+    this.backslashAt = this.nameAt = -2;
     const buf = this.buf;
     let i = this.scan;
     let keepFrom = buf.length;
@@ -190,6 +217,18 @@ export class JsonRecordParser {
     return out;
   }
 
+  /** Lazy mode: the position of the next backslash in buf from `p` (cached: records are read in order). */
+  private nextBackslash(buf: Buffer, p: number): number {
+    if (this.backslashAt !== -1 && this.backslashAt < p) this.backslashAt = buf.indexOf(BACKSLASH, p);
+    return this.backslashAt === -1 ? Infinity : this.backslashAt;
+  }
+
+  /** Lazy mode: the position of the next `"name"` in buf from `p` (cached likewise). */
+  private nextName(buf: Buffer, p: number): number {
+    if (this.nameAt !== -1 && this.nameAt < p) this.nameAt = buf.indexOf(this.quotedName!, p);
+    return this.nameAt === -1 ? Infinity : this.nameAt;
+  }
+
   private record(buf: Buffer, s: number, e: number): JsonRecord {
     const r: JsonRecord = { line: this.recLine, start: this.base + s, end: this.base + e, nextLine: this.line };
     if (this.seed !== undefined) {
@@ -197,13 +236,114 @@ export class JsonRecordParser {
       r.h1 = LANES[0];
       r.h2 = LANES[1];
     }
-    try {
-      r.value = JSON.parse(buf.toString('utf8', s, e));
-    } catch (err) {
-      r.error = `Invalid JSON: ${(err as Error).message}`;
+    if (this.keyName) {
+      r.bytes = buf;
+      r.from = s;
+      r.to = e;
+      r.keyFrom = r.keyTo = -1;
+      r.keyPlain = false;
+      // Without a backslash, a property name is spelled only one way and a string ends at the next quote: the
+      // first "name" is the property JSON.parse would read unless "name" appears again. Otherwise parse now.
+      if (this.nextBackslash(buf, s) >= e) {
+        const [from, to, plain] = findProperty(buf, s, e, this.keyName);
+        if (from >= 0 && this.nextName(buf, to) >= e) {
+          r.keyFrom = from;
+          r.keyTo = to;
+          r.keyPlain = plain;
+          return r;
+        }
+      }
     }
+    const parsed = parseRecord(r, buf, s, e);
+    if ('error' in parsed) r.error = parsed.error;
+    else r.value = parsed.value;
     return r;
   }
+}
+
+/** A record's value: parsed now when the reader left it as bytes (lazy mode). */
+export function parseRecord(r: JsonRecord, buf = r.bytes!, s = r.from!, e = r.to!): { value: unknown } | { error: string } {
+  if (r.error) return { error: r.error };
+  if (r.value !== undefined) return { value: r.value };
+  try {
+    return { value: JSON.parse(buf.toString('utf8', s, e)) };
+  } catch (err) {
+    return { error: `Invalid JSON: ${(err as Error).message}` };
+  }
+}
+
+const NOT_FOUND: [number, number, boolean] = [-1, -1, false];
+
+/**
+ * Where the value of the first top-level property `name` (UTF-8, matched as written: a name spelled with escapes
+ * is not found) of the object at [s, e) is: [from, to, is a string without escapes]. Finding it is only a
+ * shortcut: a delta takes a record as unchanged only when its bytes hash the same as the row found.
+ */
+function findProperty(buf: Buffer, s: number, e: number, name: Buffer): [number, number, boolean] {
+  let i = skipSpace(buf, s + 1, e);
+  while (i < e && buf[i] === QUOTE) {
+    const keyStart = i + 1;
+    const [keyEnd, escaped] = stringEnd(buf, i, e);
+    if (keyEnd < 0) return NOT_FOUND;
+    const isName = !escaped && keyEnd - 1 - keyStart === name.length && buf.compare(name, 0, name.length, keyStart, keyEnd - 1) === 0;
+    i = skipSpace(buf, keyEnd, e);
+    if (buf[i] !== COLON) return NOT_FOUND;
+    const from = skipSpace(buf, i + 1, e);
+    let to: number;
+    let plain = false;
+    if (buf[from] === QUOTE) {
+      const [end, esc] = stringEnd(buf, from, e);
+      if (end < 0) return NOT_FOUND;
+      to = end;
+      plain = !esc;
+    } else if (buf[from] === OPEN_BRACE || buf[from] === OPEN_BRACKET) {
+      to = nestedEnd(buf, from, e);
+      if (to < 0) return NOT_FOUND;
+    } else {
+      to = from;
+      while (to < e && buf[to] !== COMMA && buf[to] !== CLOSE_BRACE && !isSpace(buf[to])) to++;
+    }
+    if (isName) return [from, to, plain];
+    i = skipSpace(buf, to, e);
+    if (buf[i] !== COMMA) return NOT_FOUND;
+    i = skipSpace(buf, i + 1, e);
+  }
+  return NOT_FOUND;
+}
+
+function skipSpace(buf: Buffer, i: number, e: number): number {
+  while (i < e && isSpace(buf[i])) i++;
+  return i;
+}
+
+/** The end (after the closing quote; -1 when none) of the string at `i`, and whether it holds an escape. */
+function stringEnd(buf: Buffer, i: number, e: number): [number, boolean] {
+  let escaped = false;
+  for (let k = i + 1; k < e; k++) {
+    const b = buf[k];
+    if (b === BACKSLASH) {
+      escaped = true;
+      k++;
+    } else if (b === QUOTE) return [k + 1, escaped];
+  }
+  return [-1, escaped];
+}
+
+/** The end (after the closing bracket; -1 when none) of the object or array at `i`. */
+function nestedEnd(buf: Buffer, i: number, e: number): number {
+  let depth = 0;
+  for (let k = i; k < e; k++) {
+    const b = buf[k];
+    if (b === QUOTE) {
+      const [end] = stringEnd(buf, k, e);
+      if (end < 0) return -1;
+      k = end - 1;
+    } else if (b === OPEN_BRACE || b === OPEN_BRACKET) depth++;
+    else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) {
+      if (--depth === 0) return k + 1;
+    }
+  }
+  return -1;
 }
 
 /** Stream records, one array per chunk, with the layout found (known once the first byte is read). */

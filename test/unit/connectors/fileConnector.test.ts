@@ -310,6 +310,30 @@ describe('file connector', () => {
       ]);
     });
 
+    test('a JSON delta finds each record by its anchor however the record is written (unchanged ones are not parsed)', async () => {
+      const records = [
+        '{"id": 1, "n": "a"}',
+        '{ "n" : "id", "t": [1, "id", 2], "id" : "two" }',
+        '{"id":"dup","n":"x","id":"three"}',
+        '{"\\u0069d":"spelled","id":"four"}',
+        '{"id":"fi\\u0076e","n":"q\\"uote"}',
+        JSON.stringify({ id: 'six', n: 'pretty' }, null, 2),
+        '{"n":"only","id":7.0}',
+        '{"id":"Zoë 😀"}',
+      ];
+      await write('u.json', records.join('\n') + '\n');
+      const c = connector({ format: 'json' });
+      const wm = (await full(c)).pop()!.watermark!;
+      expect((await snapshotRows(wm)).map((l) => l.split('\t')[0])).toEqual(['1', 'two', 'three', 'four', 'five', 'six', '7', 'Zoë 😀']);
+      await write('u.json', [...records.slice(1), '{"id": 1, "n": "b"}', '{"id": 8}'].join('\n') + '\n');
+      const pages = await delta(c, wm);
+      expect(kinds(pages)).toEqual([
+        ['update', '1'],
+        ['add', '8'],
+      ]);
+      expect(pages.flatMap((p) => p.errors)).toEqual([]);
+    });
+
     test('a snapshot line that is not one this connector writes is kept but never taken as unchanged', async () => {
       await write('a.csv', 'id,n\n1,a\n2,b\n');
       const c = connector();
