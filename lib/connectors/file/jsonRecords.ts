@@ -254,21 +254,25 @@ export class JsonRecordParser {
         }
       }
     }
-    const parsed = parseRecord(r, buf, s, e);
-    if ('error' in parsed) r.error = parsed.error;
-    else r.value = parsed.value;
+    try {
+      r.value = JSON.parse(buf.toString('utf8', s, e));
+    } catch (err) {
+      r.error = invalidJson(err);
+    }
     return r;
   }
 }
 
+const invalidJson = (err: unknown) => `Invalid JSON: ${(err as Error).message}`;
+
 /** A record's value: parsed now when the reader left it as bytes (lazy mode). */
-export function parseRecord(r: JsonRecord, buf = r.bytes!, s = r.from!, e = r.to!): { value: unknown } | { error: string } {
+export function parseRecord(r: JsonRecord): { value: unknown } | { error: string } {
   if (r.error) return { error: r.error };
   if (r.value !== undefined) return { value: r.value };
   try {
-    return { value: JSON.parse(buf.toString('utf8', s, e)) };
+    return { value: JSON.parse(r.bytes!.toString('utf8', r.from, r.to)) };
   } catch (err) {
-    return { error: `Invalid JSON: ${(err as Error).message}` };
+    return { error: invalidJson(err) };
   }
 }
 
@@ -285,7 +289,7 @@ function findProperty(buf: Buffer, s: number, e: number, name: Buffer): [number,
     const keyStart = i + 1;
     const [keyEnd, escaped] = stringEnd(buf, i, e);
     if (keyEnd < 0) return NOT_FOUND;
-    const isName = !escaped && keyEnd - 1 - keyStart === name.length && buf.compare(name, 0, name.length, keyStart, keyEnd - 1) === 0;
+    const isName = !escaped && keyEnd - 1 - keyStart === name.length && sameBytes(buf, keyStart, name);
     i = skipSpace(buf, keyEnd, e);
     if (buf[i] !== COLON) return NOT_FOUND;
     const from = skipSpace(buf, i + 1, e);
@@ -309,6 +313,12 @@ function findProperty(buf: Buffer, s: number, e: number, name: Buffer): [number,
     i = skipSpace(buf, i + 1, e);
   }
   return NOT_FOUND;
+}
+
+/** Whether `name` is at `at` in `buf`. */
+function sameBytes(buf: Buffer, at: number, name: Buffer): boolean {
+  for (let i = 0; i < name.length; i++) if (buf[at + i] !== name[i]) return false;
+  return true;
 }
 
 function skipSpace(buf: Buffer, i: number, e: number): number {
