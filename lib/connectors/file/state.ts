@@ -108,6 +108,19 @@ export class SnapshotStore {
     return new Snapshot(text);
   }
 
+  /** A completed snapshot's live rows by anchor (for a connector that updates it row by row), or undefined. */
+  async loadRows(id: string): Promise<Map<string, RowState> | undefined> {
+    const snap = await this.load(id);
+    if (!snap) return undefined;
+    const rows = new Map<string, RowState>();
+    for (let i = 0; i < snap.count; i++) {
+      if (!snap.isLive(i)) continue;
+      const r = snap.row(i);
+      rows.set(r.anchor, r);
+    }
+    return rows;
+  }
+
   /** Remove every snapshot but these. */
   async pruneExcept(keep: string[]): Promise<void> {
     const names = await this.names();

@@ -490,7 +490,7 @@ export class SqlConnector {
       yield { changes: [], errors: [], fullImportRequired: { reason: 'The connector configuration changed since the last import.' } };
       return;
     }
-    const known = await this.store.load(wm.snap);
+    const known = await this.store.loadRows(wm.snap);
     if (!known) {
       yield { changes: [], errors: [], fullImportRequired: { reason: "The connector's state for this watermark is gone." } };
       return;
