@@ -119,9 +119,17 @@ interface Pending {
 }
 
 /** Read the current state of every pending anchor and turn it into typed changes, `pageSize` per page. */
-async function* emit(ctx: DeltaContext, pending: Map<string, Pending>, options: DeltaImportOptions, nextWatermark: string, extraErrors: ObjectError[] = []): AsyncGenerator<DeltaPage> {
+async function* emit(
+  ctx: DeltaContext,
+  pending: Map<string, Pending>,
+  options: DeltaImportOptions,
+  nextWatermark: string,
+  extraErrors: ObjectError[] = [],
+  adjust: (e: LdapEntry) => LdapEntry = (e) => e,
+): AsyncGenerator<DeltaPage> {
   const missing = [...pending.entries()].filter(([, p]) => !p.deleted && !p.entry).map(([a]) => a);
   const found = missing.length ? await ctx.lookup(missing) : new Map<string, LdapEntry>();
+  for (const [a, e] of found) found.set(a, adjust(e));
   let changes: DeltaChange[] = [];
   let errors: ObjectError[] = [...extraErrors];
   const pageSize = Math.max(1, options.pageSize);
@@ -252,9 +260,11 @@ class AccesslogStrategy implements DeltaStrategy {
    * The entries whose references changed as a side effect of the logged renames, moves and deletes. Overlays
    * (refint rewriting member/manager values on a rename, dropping them on a delete; memberof) write without
    * a log entry and without a new entryCSN, so neither the log nor the CSN sweep shows them. They are found
-   * instead: the entries that reference a renamed entry's new DN, and the groups a deleted entry was a member
-   * of (its memberOf, which the log's copy of the deleted entry carries). refint works in the background just
-   * after the operation: the delta first waits (bounded) until nothing references the old DNs any more.
+   * instead: the entries that reference a deleted or renamed entry's old DN (refint has not reached them yet)
+   * or a renamed entry's new DN (it has), and the groups a deleted entry was a member of (its memberOf, which
+   * the log's copy of the deleted entry carries). refint works in the background after the operation, one
+   * deleted or renamed entry after another (a third of a second each at 100,000 entries), so the delta does
+   * not wait for it: {@link DnFates} applies the same rewrite to what was read.
    */
   private async referrers(log: LdapEntry[]): Promise<LdapEntry[]> {
     const oldDns: string[] = [];
@@ -276,21 +286,6 @@ class AccesslogStrategy implements DeltaStrategy {
     }
     if (!oldDns.length) return [];
     const attrs = this.ctx.readAttributes;
-    // Wait while refint is still rewriting: until nothing references the old DNs, or the count of entries
-    // that do has not changed for REFINT_STABLE_POLLS polls, at most REFINT_POLLS. References refint does not
-    // maintain stay for good and would cost the whole wait on every delta with deletes (measured at 100,000
-    // entries: 5.9 s delta waiting for zero, 3.8 s with this, the same 1,006 objects updated; stopping after
-    // one unchanged poll updated 1,003: refint had not finished).
-    let before = -1;
-    let stable = 0;
-    for (let i = 0; i < REFINT_POLLS; i++) {
-      const now = (await this.referencing(oldDns, ['1.1'])).length;
-      if (now === 0) break;
-      stable = now === before ? stable + 1 : 0;
-      if (stable >= REFINT_STABLE_POLLS) break;
-      before = now;
-      await new Promise((r) => setTimeout(r, REFINT_PAUSE_MS));
-    }
     const out = [...(await this.referencing(oldDns, attrs)), ...(await this.referencing(newDns, attrs))];
     for (const dn of new Set(groups.filter((g) => inScope(g, this.ctx.scope)))) {
       const [g] = await this.ctx.session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: attrs }).catch((err: unknown) => {
@@ -376,17 +371,18 @@ class AccesslogStrategy implements DeltaStrategy {
         p.previousDn = wasInBase && inScope(dn, this.ctx.scope) ? dn : undefined;
       }
     }
+    const fates = DnFates.of(log);
     for (const e of swept) {
       const a = anchorOf(e, this.ctx.scope.anchorAttribute);
       if (!a) continue;
       const p = get(a);
-      if (!p.deleted) p.entry = asRead(this.ctx, e, ['entryCSN']);
+      if (!p.deleted) p.entry = fates.apply(asRead(this.ctx, e, ['entryCSN']));
     }
     for (const e of await this.referrers(log)) {
       const a = anchorOf(e, this.ctx.scope.anchorAttribute);
       if (!a) continue;
       const p = get(a);
-      if (!p.deleted) p.entry = e;
+      if (!p.deleted) p.entry = fates.apply(e);
     }
 
     const lsAll = [...w.ls, ...log.map((e) => first(e, 'reqStart')!)];
@@ -407,7 +403,82 @@ class AccesslogStrategy implements DeltaStrategy {
       c: dataFloor.floor,
       cs: dataFloor.seen,
     };
-    yield* emit(this.ctx, pending, options, JSON.stringify(next), errors);
+    yield* emit(this.ctx, pending, options, JSON.stringify(next), errors, (e) => fates.apply(e));
+  }
+}
+
+/**
+ * What the logged deletes and renames did to DNs, applied to the reference values (member, manager, ...) of
+ * the entries a delta read, as the directory's referential integrity (refint, Active Directory's link
+ * maintenance) does in the background: a deleted entry's DN is dropped, a renamed one's replaced by its new
+ * DN. The log is taken in order: a DN deleted or renamed away and then added again (or renamed into) names an
+ * entry again and is left alone. Only whole DNs are rewritten (not the DNs under a renamed container). A new
+ * DN goes last among the values, where refint puts it (it deletes the old value and adds the new one).
+ */
+export class DnFates {
+  /** By normalized DN: null when deleted, else the DN it was renamed to. */
+  private readonly fate = new Map<string, string | null>();
+
+  static of(log: LdapEntry[]): DnFates {
+    const f = new DnFates();
+    for (const e of log) {
+      const type = first(e, 'reqType');
+      const dn = first(e, 'reqDN') ?? '';
+      if (type === 'delete') f.deleted(dn);
+      else if (type === 'modrdn') f.renamed(dn, `${first(e, 'reqNewRDN')},${first(e, 'reqNewSuperior') ?? parentDn(dn)}`);
+      else if (type === 'add') f.fate.delete(normalizeDn(dn));
+    }
+    return f;
+  }
+
+  deleted(dn: string): void {
+    const n = normalizeDn(dn);
+    for (const [k, v] of this.fate) if (v !== null && normalizeDn(v) === n) this.fate.set(k, null);
+    this.fate.set(n, null);
+  }
+
+  renamed(from: string, to: string): void {
+    const n = normalizeDn(from);
+    const t = normalizeDn(to);
+    for (const [k, v] of this.fate) if (v !== null && normalizeDn(v) === n) this.fate.set(k, to);
+    this.fate.delete(t);
+    if (t !== n) this.fate.set(n, to);
+  }
+
+  /** The entry with its reference values rewritten (the same object when nothing changes). */
+  apply(e: LdapEntry): LdapEntry {
+    if (!this.fate.size) return e;
+    let out: LdapEntry | undefined;
+    for (const key of Object.keys(e)) {
+      if (!REFERENCE_ATTRIBUTES[key.toLowerCase()]) continue;
+      const v = e[key];
+      const values = Array.isArray(v) ? v : [v];
+      let changed = false;
+      const kept: string[] = [];
+      const renamed: string[] = [];
+      for (const x of values) {
+        const text = Buffer.isBuffer(x) ? x.toString('utf8') : String(x);
+        const fate = this.fate.get(normalizeDn(text));
+        if (fate === undefined) kept.push(text);
+        else {
+          changed = true;
+          if (fate !== null) renamed.push(fate);
+        }
+      }
+      if (!changed) continue;
+      out ??= { ...e };
+      // As refint writes it (the old value deleted, the new one added): a new DN comes last.
+      const seen = new Set(kept.map(normalizeDn));
+      for (const dn of renamed) {
+        if (seen.has(normalizeDn(dn))) continue;
+        seen.add(normalizeDn(dn));
+        kept.push(dn);
+      }
+      // The last value deleted removes the attribute, as in the directory.
+      if (kept.length) out[key] = kept;
+      else delete out[key];
+    }
+    return out ?? e;
   }
 }
 
@@ -428,10 +499,6 @@ export function capSeen(floor: string, seen: string[]): { floor: string; seen: s
   return { floor: newest > floor ? newest : floor, seen: [...new Set(seen.filter((x) => x === newest))] };
 }
 
-/** How long a delta waits for refint to rewrite references to renamed or deleted entries (polls, pause). */
-const REFINT_POLLS = 20;
-const REFINT_PAUSE_MS = 100;
-const REFINT_STABLE_POLLS = 5;
 /** DNs per reference search (each DN is one term per reference attribute). */
 const REFERENCE_BATCH = 50;
 

@@ -1,4 +1,4 @@
-import { capSeen, deltaStrategyFor, MAX_SEEN, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { capSeen, deltaStrategyFor, DnFates, MAX_SEEN, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
 import { gatherRanged, toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
 import type { DirectorySession, LdapEntry, SearchRequest } from '../../../../lib/connectors/ldap/session';
 import { guidToBytes, guidToString, isUnder, normalizeDn, sidToString } from '../../../../lib/connectors/ldap/values';
@@ -185,5 +185,57 @@ describe('accesslog watermark bounds', () => {
     const capped = capSeen(csn(0), seen);
     expect(capped).toEqual({ floor: csn(49_999), seen: [csn(49_999)] });
     expect(JSON.stringify(capped).length).toBeLessThan(200);
+  });
+});
+
+describe('accesslog: what refint will do, applied to what a delta read (DnFates)', () => {
+  const base = 'dc=example,dc=test';
+  const u = (k: string, ou = 'People') => `uid=${k},ou=${ou},${base}`;
+  const del = (dn: string): LdapEntry => ({ dn: `reqStart=1,cn=accesslog`, reqType: 'delete', reqDN: dn });
+  const add = (dn: string): LdapEntry => ({ dn: `reqStart=2,cn=accesslog`, reqType: 'add', reqDN: dn });
+  const modrdn = (dn: string, rdn: string, superior?: string): LdapEntry => ({
+    dn: `reqStart=3,cn=accesslog`,
+    reqType: 'modrdn',
+    reqDN: dn,
+    reqNewRDN: rdn,
+    ...(superior ? { reqNewSuperior: superior } : {}),
+  });
+  const group = (members: string[], extra: Record<string, string | string[]> = {}): LdapEntry => ({ dn: `cn=g,ou=Groups,${base}`, cn: 'g', member: members, ...extra });
+
+  it('drops a deleted DN and rewrites a renamed one, last among the values (as refint writes it); other attributes stay', () => {
+    const fates = DnFates.of([del(u('E4')), modrdn(u('E1'), 'uid=E1', `ou=Sales,${base}`)]);
+    const e = group([u('E1'), u('E2'), u('E4'), u('E3')], { description: u('E4') });
+    const out = fates.apply(e);
+    expect(out.member).toEqual([u('E2'), u('E3'), u('E1', 'Sales')]);
+    expect(out.description).toBe(u('E4'));
+    expect(e.member).toEqual([u('E1'), u('E2'), u('E4'), u('E3')]); // the entry read is not changed
+  });
+
+  it('matches DNs as the directory compares them (case, spaces after commas), in any reference attribute', () => {
+    const fates = DnFates.of([del(u('E4'))]);
+    const out = fates.apply({ dn: u('E9'), manager: 'UID=E4, OU=People, DC=example, DC=test', secretary: [u('E5')] });
+    expect(out.manager).toBeUndefined();
+    expect('manager' in out).toBe(false); // the last value gone removes the attribute, as in the directory
+    expect(out.secretary).toEqual([u('E5')]);
+  });
+
+  it('leaves entries without affected values as they are (the same object)', () => {
+    const fates = DnFates.of([del(u('E4'))]);
+    const e = group([u('E1')]);
+    expect(fates.apply(e)).toBe(e);
+    expect(DnFates.of([]).apply(e)).toBe(e);
+  });
+
+  it('follows the log in order: renames chain, a rename then a delete drops, a DN added again is left alone', () => {
+    expect(DnFates.of([modrdn(u('A'), 'uid=B'), modrdn(u('B'), 'uid=C')]).apply(group([u('A'), u('B')])).member).toEqual([u('C')]);
+    expect(DnFates.of([modrdn(u('A'), 'uid=B'), del(u('B'))]).apply(group([u('A'), u('X')])).member).toEqual([u('X')]);
+    // Deleted, then a new entry with the same DN: a value naming it names the new entry.
+    expect(DnFates.of([del(u('A')), add(u('A'))]).apply(group([u('A')])).member).toEqual([u('A')]);
+    // Renamed away, then another entry renamed into the old DN: a value naming A names an entry (left alone),
+    // C's value becomes A (once).
+    expect(DnFates.of([modrdn(u('A'), 'uid=B'), modrdn(u('C'), 'uid=A')]).apply(group([u('A'), u('C')])).member).toEqual([u('A')]);
+    expect(DnFates.of([modrdn(u('A'), 'uid=B'), modrdn(u('C'), 'uid=A')]).apply(group([u('C'), u('X')])).member).toEqual([u('X'), u('A')]);
+    // A case-only rename keeps the value as it is.
+    expect(DnFates.of([modrdn(u('abc'), 'uid=ABC')]).apply(group([u('abc')])).member).toEqual([u('abc')]);
   });
 });
