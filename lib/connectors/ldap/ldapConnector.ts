@@ -453,12 +453,14 @@ export class LdapConnector implements Connector {
       dn = target;
     }
     const changes: Change[] = [];
-    const current = (name: string): string[] => {
+    const raw = (name: string): unknown[] => {
       const key = Object.keys(entry).find((k) => k.toLowerCase() === name.toLowerCase());
       if (!key) return [];
       const v = entry[key];
-      return (Array.isArray(v) ? v : [v]).map((x) => (Buffer.isBuffer(x) ? x.toString('base64') : String(x)));
+      return Array.isArray(v) ? v : [v];
     };
+    const current = (name: string): string[] => raw(name).map((x) => (Buffer.isBuffer(x) ? x.toString('base64') : String(x)));
+    const isBinary = (name: string): boolean => raw(name).some((x) => Buffer.isBuffer(x));
     for (const [name, v] of Object.entries(change.attributes)) {
       if (SKIP_ON_WRITE.has(name.toLowerCase())) continue;
       const next = valuesOf(v).map(ldapString);
@@ -466,6 +468,17 @@ export class LdapConnector implements Connector {
       // Only what changed is written.
       if (sameSet(now, next)) continue;
       if (next.length === 0 && now.length === 0) continue;
+      if (now.length && next.length && (now.length > 1 || next.length > 1) && !isBinary(name)) {
+        // A multi-valued attribute (group membership): the values that went and came, not the whole list again.
+        // Deletes first: a value whose case changed is deleted, then added.
+        const nowSet = new Set(now);
+        const nextSet = new Set(next);
+        const del = now.filter((x) => !nextSet.has(x));
+        const add = next.filter((x) => !nowSet.has(x));
+        if (del.length) changes.push(new Change({ operation: 'delete', modification: new Attribute({ type: name, values: del }) }));
+        if (add.length) changes.push(new Change({ operation: 'add', modification: new Attribute({ type: name, values: add }) }));
+        continue;
+      }
       changes.push(new Change({ operation: 'replace', modification: new Attribute({ type: name, values: next }) }));
     }
     for (const [name, vals] of Object.entries(change.multiValueAdds ?? {})) {
