@@ -3,6 +3,8 @@ import { startService, stopService } from '../lib/service';
 import '../lib/auth/serviceStep';
 import '../lib/api/serviceSteps';
 import '../lib/engine/instances';
+// Before the read model: the join index taps the read model's first scan of the mesh.
+import '../lib/sync/preload';
 import '../lib/mesh/readModel';
 
 // A failure here stops the start: the runtime prints the message (which names the setting at fault) and exits.

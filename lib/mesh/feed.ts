@@ -30,6 +30,25 @@ export interface MeshFeedReaderOptions {
   onError?: (err: unknown) => void;
 }
 
+/**
+ * Something else that wants to see a load's scan (the sync engine's join index, lib/mesh/joinIndex.ts), so
+ * that a process scans the mesh once at start and not once per in-memory structure: it gets the feed
+ * position noted before the scan, every page scanned, and whether the scan finished. A tap that throws is
+ * dropped (told `end(false)`); the load goes on.
+ */
+export interface MeshScanTap {
+  begin(seq: number): void;
+  page(objects: MeshObject[]): void;
+  end(ok: boolean): void;
+}
+
+let nextTaps: MeshScanTap[] = [];
+
+/** Show the next load's scan (of any reader in this process) to `tap` too. */
+export function tapNextMeshLoad(tap: MeshScanTap): void {
+  nextTaps.push(tap);
+}
+
 export class MeshFeedReader {
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -57,14 +76,36 @@ export class MeshFeedReader {
 
   /** Note the counter, scan the whole mesh into the consumer, then catch up with the feed. */
   async load(): Promise<void> {
-    this.seq = await currentFeedSeq();
-    const partitions = MESH_PARTITIONS.map((_, i) => i);
-    const worker = async () => {
-      for (let p = partitions.shift(); p !== undefined; p = partitions.shift()) {
-        for await (const page of iterateMesh(undefined, p)) this.consumer.loadPage(page);
+    let taps = nextTaps;
+    nextTaps = [];
+    const tell = (f: (t: MeshScanTap) => void) => {
+      for (const t of taps) {
+        try {
+          f(t);
+        } catch {
+          taps = taps.filter((x) => x !== t);
+          end(t, false);
+        }
       }
     };
-    await Promise.all(Array.from({ length: this.options.scanConcurrency ?? 4 }, worker));
+    try {
+      this.seq = await currentFeedSeq();
+      tell((t) => t.begin(this.seq));
+      const partitions = MESH_PARTITIONS.map((_, i) => i);
+      const worker = async () => {
+        for (let p = partitions.shift(); p !== undefined; p = partitions.shift()) {
+          for await (const page of iterateMesh(undefined, p)) {
+            this.consumer.loadPage(page);
+            tell((t) => t.page(page));
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: this.options.scanConcurrency ?? 4 }, worker));
+    } catch (err) {
+      for (const t of taps) end(t, false);
+      throw err;
+    }
+    for (const t of taps) end(t, true);
     await this.poll();
   }
 
@@ -145,5 +186,13 @@ export class MeshFeedReader {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.polling?.catch(() => undefined);
+  }
+}
+
+function end(tap: MeshScanTap, ok: boolean): void {
+  try {
+    tap.end(ok);
+  } catch {
+    // A tap's own failure is its business.
   }
 }

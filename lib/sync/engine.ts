@@ -25,7 +25,7 @@ import { loadCsSummaries, readCsObjects, summarize, writeCsObjects, type CsSumma
 import { sameValue, type CsObject, type MeshObject } from './model';
 import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
 import { compileExpression } from './expression';
-import { applyScript, compileRuleSet, toAttributeValue, type RuleSet } from './rules';
+import { applyScript, compileRuleSet, indexedAttributes, toAttributeValue, type RuleSet } from './rules';
 import { claimCsOwner, deleteRunState, loadDeletePage, loadSeen, readSyncState, saveDeletePage, saveSeen, saveWatermark } from './state';
 
 /**
@@ -189,13 +189,7 @@ interface Context {
 async function context(info: RunInfo): Promise<Context> {
   const all = await listRules();
   const rules = compileRuleSet(info.connectorId, all);
-  const attrs = new Set<string>();
-  for (const r of all) {
-    if (!r.isEnabled) continue;
-    if (r.ruleType === 'JoinRule' && r.targetAttribute) attrs.add(r.targetAttribute);
-    if (r.ruleType === 'MeshComposerRule' && r.relationshipType && r.targetAttribute) attrs.add(r.targetAttribute);
-  }
-  const index = await sharedIndex(attrs);
+  const index = await sharedIndex(indexedAttributes(all));
   if (!index.onForeignChange) {
     // A new index (first use, or rebuilt): cached and held objects may not match it any more.
     waitingDocs.clear();

@@ -75,3 +75,14 @@ export function toAttributeValue(v: unknown): AttributeValue {
 }
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The mesh attributes the join index must index for these rules: join targets and relationship matches. */
+export function indexedAttributes(all: readonly Rule[]): Set<string> {
+  const attrs = new Set<string>();
+  for (const r of all) {
+    if (!r.isEnabled) continue;
+    if (r.ruleType === 'JoinRule' && r.targetAttribute) attrs.add(r.targetAttribute);
+    if (r.ruleType === 'MeshComposerRule' && r.relationshipType && r.targetAttribute) attrs.add(r.targetAttribute);
+  }
+  return attrs;
+}

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { MeshFeedReader } from '../../../lib/mesh/feed';
+import { dropSharedIndex, MeshIndex, preloadInProgress, preloadSharedIndex, sharedIndex } from '../../../lib/mesh/joinIndex';
 import { MeshReadModel } from '../../../lib/mesh/readModel';
 import { commitMeshWrite, iterateMesh, readFeed, seqKey } from '../../../lib/mesh/store';
 import { resetTableClients, table } from '../../../lib/storage/tables';
+import type { MeshObject } from '../../../lib/sync/model';
 import { gid, meshObject } from '../../unit/mesh/meshSupport';
 
 /**
@@ -116,4 +118,85 @@ test("a tailing reader applies its own process's commits at once, not at its nex
   } finally {
     await reader.stop();
   }
+});
+
+describe("the sync engine's join index from the read model's scan (one scan of the mesh at process start)", () => {
+  const attrs = ['employeeId'];
+  /** What an index answers for every object of the table: by anchor, by employeeId, type and anchor, incoming. */
+  async function answers(ix: MeshIndex): Promise<string[]> {
+    const all: MeshObject[] = [];
+    for await (const page of iterateMesh()) all.push(...page);
+    return all
+      .map((o) => {
+        const emp = o.attributes.employeeId?.value;
+        return [
+          o.id,
+          ix.find(undefined, o.anchorValue.toLowerCase()).sort().join(','),
+          typeof emp === 'string' ? ix.find('employeeId', emp.toLowerCase()).sort().join(',') : '-',
+          JSON.stringify(ix.info(o.id)),
+          ix.incoming(o.id).sort().join(','),
+        ].join('|');
+      })
+      .sort();
+  }
+
+  beforeAll(async () => {
+    const people = Array.from({ length: 30 }, (_, i) => meshObject(gid(900 + i), `p${i}`, { employeeId: `E${i}` }));
+    // Each reports to the one before: incoming relationships to check.
+    people.forEach((p, i) => {
+      if (i > 0) p.relationships = [{ type: 'manager', targetId: gid(900 + i - 1), targetAnchor: `p${i - 1}`, targetType: 'User' }];
+    });
+    await commitMeshWrite({ upserts: people, deletes: [] });
+  });
+
+  test('a run after the load gets the index built from the scan, and it answers as one built by a scan of its own', async () => {
+    dropSharedIndex();
+    preloadSharedIndex(attrs);
+    const reader = new MeshFeedReader(new MeshReadModel());
+    await reader.load();
+    const ix = await sharedIndex(attrs);
+    expect(ix.builtFrom).toBe('read model scan');
+    expect(ix.size).toBeGreaterThanOrEqual(30);
+    expect(ix.find('employeeId', 'e7')).toEqual([gid(907)]);
+    expect(ix.incoming(gid(907))).toEqual([gid(908)]);
+    expect(await answers(ix)).toEqual(await answers(await MeshIndex.load(new Set(attrs))));
+    // A rule that needs another attribute rebuilds it, as before.
+    expect((await sharedIndex([...attrs, 'mail'])).builtFrom).toBe('scan');
+  });
+
+  test('a run that starts while the scan is going waits for it instead of scanning too', async () => {
+    dropSharedIndex();
+    preloadSharedIndex(attrs);
+    const reader = new MeshFeedReader(new MeshReadModel(), { scanConcurrency: 1 });
+    let loaded = false;
+    const loading = reader.load().then(() => (loaded = true));
+    // Ask once the scan has begun (the feed position is read first); one partition at a time, 16 round trips.
+    while (!preloadInProgress() && !loaded) await new Promise((r) => setImmediate(r));
+    expect(loaded).toBe(false);
+    const asked = sharedIndex(attrs);
+    await loading;
+    const ix = await asked;
+    expect(ix.builtFrom).toBe('read model scan');
+    expect(await answers(ix)).toEqual(await answers(await MeshIndex.load(new Set(attrs))));
+  });
+
+  test('a run before the scan has begun, or after a failed scan, builds its own', async () => {
+    dropSharedIndex();
+    preloadSharedIndex(attrs);
+    expect((await sharedIndex(attrs)).builtFrom).toBe('scan');
+    // The read model's load still runs (the tap sees an index in place and leaves it).
+    await new MeshFeedReader(new MeshReadModel()).load();
+    expect((await sharedIndex(attrs)).builtFrom).toBe('scan');
+
+    dropSharedIndex();
+    preloadSharedIndex(attrs);
+    const failing = new MeshFeedReader({
+      loadPage: () => {
+        throw new Error('the read model failed');
+      },
+      applyEntries: () => undefined,
+    });
+    await expect(failing.load()).rejects.toThrow('the read model failed');
+    expect((await sharedIndex(attrs)).builtFrom).toBe('scan');
+  });
 });
