@@ -242,7 +242,8 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     const sum = cs.summaries.get(item.anchor);
     if (item.object) {
       const hash = contentHash(item.object);
-      if (sum && !sum.deleted && sum.hash === hash && sum.rulesHash === rules.hash) continue;
+      // Unchanged (same content, same rules) is skipped, unless exported values await this import's confirmation.
+      if (sum && !sum.deleted && !sum.exported && sum.hash === hash && sum.rulesHash === rules.hash) continue;
       work.push({ item, hash, sum });
     } else if (sum && !sum.deleted) {
       work.push({ item, hash: '', sum });

@@ -135,10 +135,12 @@ describe('two sources joined on employee id', () => {
     expect(mesh.get('E4')!.pendingReferences).toEqual([{ type: 'manager', value: 'E9' }]);
   });
 
+  const outDir = folder();
+  let out = '';
+
   test('export provisions mesh objects into a third connector; the confirming import joins them', async () => {
-    const outDir = folder();
     writeCsv(outDir, 'export.csv', ['id', 'uid', 'email', 'name'], []);
-    const out = await fileConnector(rt, 'Directory', outDir, { anchorColumn: 'uid' });
+    out = await fileConnector(rt, 'Directory', outDir, { anchorColumn: 'uid' });
     await rule(rt, { ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'employeeId', targetAttribute: 'uid', confidence: 50 });
     await rule(rt, { ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50 });
     await rule(rt, { ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'displayName', targetAttribute: 'name', confidence: 50 });
@@ -156,6 +158,25 @@ describe('two sources joined on employee id', () => {
     expect(confirm).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 4, errors: 0 } });
     const again = await runExport(rt, out);
     expect(again).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0 } });
+  });
+
+  test('an exported update the target does not keep is flagged by the confirming import, and exported again', async () => {
+    const exportFile = path.join(outDir, 'export.csv');
+    const before = readFileSync(exportFile, 'utf8');
+    // A new mail in IT (it wins for mail) flows out as an update...
+    const itRows = readFileSync(path.join(itDir, 'it.csv'), 'utf8').replace('alan@it.test', 'alan.turing@it.test');
+    writeFileSyncText(path.join(itDir, 'it.csv'), itRows);
+    expect(await runImport(rt, it, { runType: 'FullImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1 } });
+    expect(await runExport(rt, out)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
+    expect(readFileSync(exportFile, 'utf8')).toContain('alan.turing@it.test');
+    // ...that the target silently undoes: the row is what the last import saw (an unchanged object).
+    writeFileSyncText(exportFile, before);
+    const confirm = await runImport(rt, out, { runType: 'FullImport' });
+    expect(confirm).toMatchObject({ status: 'CompletedWithErrors', stats: { errors: 1 } });
+    expect(confirm.errors).toEqual([{ object: 'E2', message: 'Exported values did not come back in the confirming import: email.' }]);
+    // The difference is seen again by the next export, which confirms this time.
+    expect(await runExport(rt, out)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
+    expect(await runImport(rt, out, { runType: 'FullImport' })).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
   });
 });
 
