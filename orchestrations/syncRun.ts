@@ -65,8 +65,9 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
         if (isFailure(r)) return yield finish('Failed', { error: r.failed });
         totals = r;
       }
-      const d = (yield context.df.callActivity(EXPORT_DELETES, { info, totals })) as RunTotals | StepFailure;
+      const d = (yield context.df.callActivity(EXPORT_DELETES, { info, totals, config })) as RunTotals | StepFailure | { stopped: string };
       if (isFailure(d)) return yield finish('Failed', { error: d.failed });
+      if ('stopped' in d) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
       totals = d;
       return yield finish(completedStatus(totals));
     }
@@ -128,5 +129,5 @@ df.app.activity(PLAN_DELETES, { handler: (input: { info: RunInfo; config: Record
 df.app.activity(DELETE_PAGE, { handler: (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals) });
 df.app.activity(DELTA_IMPORT, { handler: (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals) });
 df.app.activity(EXPORT_PARTITION, { handler: (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config) });
-df.app.activity(EXPORT_DELETES, { handler: (input: { info: RunInfo; totals: RunTotals }) => exportDeletes(input.info, input.totals) });
+df.app.activity(EXPORT_DELETES, { handler: (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config) });
 df.app.activity(FINISH_RUN, { handler: (input: FinishInput) => finishRun(input) });

@@ -700,6 +700,8 @@ export async function exportPartition(input: ExportPageInput, config: { objectTy
       for await (const page of iterateMesh(objectType, input.partition)) docs.push(...page);
       for (let start = 0; start < docs.length; start += DEFAULT_PAGE_SIZE) {
         totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config);
+        // Progress for GET /runs/{id}, as an import's pages write it.
+        await updateRun(info.runId, { stats: totals.stats, errors: totals.errors });
       }
       return totals;
     });
@@ -788,7 +790,7 @@ const truthyValue = (v: unknown) => (typeof v === 'string' ? v !== '' && !/^(fal
  * Deprovisioning: connector-space objects of this (target) connector whose mesh object is gone are deleted in
  * the target.
  */
-export async function exportDeletes(info: RunInfo, totals: RunTotals): Promise<RunTotals | StepFailure> {
+export async function exportDeletes(info: RunInfo, totals: RunTotals, config: { deletionThreshold?: unknown } = {}): Promise<RunTotals | StepFailure | { stopped: string }> {
   try {
     return await withConnector(info.connectorId, async (connector) => {
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
@@ -800,6 +802,12 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals): Promise<R
       const gone = linked.filter(([, s]) => !docs.has(s.meshId!)).map(([a]) => a);
       const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: gone.length, errors: [] };
       if (!gone.length) return addPage(totals, result, []);
+      // The deletion threshold holds for deprovisioning too (a source connector deleted, a source emptied):
+      // the run stops before deleting anything in the target.
+      let existing = 0;
+      for (const s of summaries.values()) if (!s.deleted) existing++;
+      const stop = thresholdExceeded(gone.length, existing, config.deletionThreshold);
+      if (stop) return { stopped: stop };
       if (info.dryRun) return addPage(totals, { ...result, deleted: gone.length }, []);
       const prev = await readCsObjects(info.connectorId, gone);
       const changes: ExportChange[] = gone.map((anchor) => ({ kind: 'delete', anchor, objectType: prev.get(anchor)?.objectType ?? 'User', attributes: {} }));

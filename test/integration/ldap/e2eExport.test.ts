@@ -55,7 +55,8 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
     for (const a of ['employeeId', 'givenName', 'sn', 'department', 'mail']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
 
     // The directory: people are provisioned into ou=<department>, contractors are not.
-    dir = await ldapConnector(rt, 'Directory', f.config({ provisioningCondition: 'source.department == "Engineering" || source.department == "Sales"' }));
+    // A small directory: deprovisioning one of a few entries is past the default threshold (20 %).
+    dir = await ldapConnector(rt, 'Directory', f.config({ provisioningCondition: 'source.department == "Engineering" || source.department == "Sales"', deletionThreshold: { objects: 10, percent: 100 } }));
     const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
       rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50, ...(transformScript ? { transformScript } : {}) });
     await out('employeeId', 'uid');

@@ -277,3 +277,55 @@ describe('runs: threshold, dry run, per-object errors, API answers', () => {
     expect([...mesh.keys()].filter((k) => /^P\d/.test(k))).toEqual([]);
   });
 });
+
+describe('export: deprovisioning stops at the deletion threshold', () => {
+  const src = folder();
+  const dst = folder();
+  let hr = '';
+  let target = '';
+  const H = ['id', 'contractorId', 'name'];
+  const people = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `c${i}`, contractorId: `C${i}`, name: `Contractor ${i}` }));
+  const dataRows = () => readFileSync(path.join(dst, 'export.csv'), 'utf8').trim().split('\n').length - 1;
+  const targetConfig = (deletionThreshold?: unknown) => ({
+    implementation: 'file',
+    objectType: 'Contractor',
+    settings: { path: dst, anchorColumn: 'uid' },
+    ...(deletionThreshold ? { deletionThreshold } : {}),
+  });
+
+  beforeAll(async () => {
+    writeCsv(src, 'contractors.csv', H, people(10));
+    const created = await rt.call('POST', 'connectors', {
+      body: { name: 'Contractors', type: 'custom', config: { implementation: 'file', objectType: 'Contractor', settings: { path: src, anchorColumn: 'id' }, deletionThreshold: { objects: 100, percent: 100 } } },
+    });
+    hr = created.body.id;
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'contractorId', objectType: 'Contractor' });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'name', targetAttribute: 'name', confidence: 50 });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'contractorId', targetAttribute: 'contractorId', confidence: 50 });
+    writeCsv(dst, 'export.csv', ['uid', 'name'], []);
+    const t = await rt.call('POST', 'connectors', { body: { name: 'Contractor directory', type: 'custom', config: targetConfig() } });
+    target = t.body.id;
+    await rule(rt, { ruleType: 'FlowRule', connectorId: target, direction: 'outbound', sourceAttribute: 'contractorId', targetAttribute: 'uid', confidence: 50 });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: target, direction: 'outbound', sourceAttribute: 'name', targetAttribute: 'name', confidence: 50 });
+  });
+
+  test('4 of 10 provisioned objects gone: the export stops before deleting any; a higher threshold lets it through', async () => {
+    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 10 } });
+    expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 10 } });
+    expect(await runImport(rt, target)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    expect(dataRows()).toBe(10);
+    // Four contractors leave the source: their mesh objects go (the provisioned copies do not keep them).
+    writeCsv(src, 'contractors.csv', H, people(6));
+    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
+    const stopped = await runExport(rt, target);
+    expect(stopped.status).toBe('StoppedDeletionThreshold');
+    expect(stopped.error).toMatch(/would delete 4 of 10 objects \(40 %\), more than the threshold of 20 %; nothing was deleted/);
+    expect(stopped.stats.objectsDeleted).toBe(0);
+    expect(dataRows()).toBe(10);
+    // The connector's own threshold, raised.
+    const put = await rt.call('PUT', `connectors/${target}`, { body: { name: 'Contractor directory', config: targetConfig({ objects: 500, percent: 50 }) } });
+    expect(put.status).toBe(200);
+    expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
+    expect(dataRows()).toBe(6);
+  });
+});
