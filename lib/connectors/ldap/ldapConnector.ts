@@ -21,7 +21,7 @@ import {
 import { deltaStrategyFor, type DeltaContext, type StrategyName } from './delta';
 import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
 import { park, unpark } from './parked';
-import { directoryDefaults, type DirectoryConfig } from './schema';
+import { directoryDefaults, DN_ATTRIBUTES, type DirectoryConfig } from './schema';
 import { Attribute, Change, openSession, type DirectorySession, type LdapEntry, type SearchRequest } from './session';
 import { escapeFilterBytes, escapeFilterValue, guidToBytes, isUnder, normalizeDn, parentDn } from './values';
 
@@ -71,6 +71,9 @@ export class LdapConnector implements Connector {
     const c = this.config;
     if (c.security === 'none' && c.allowInsecure !== true) {
       throw new ConnectorError('configuration_invalid', "security 'none' needs allowInsecure: true (the bind password would travel in clear text).");
+    }
+    if (DN_ATTRIBUTES.has(c.anchorAttribute.toLowerCase())) {
+      throw new ConnectorError('configuration_invalid', 'anchorAttribute must not be the DN (a rename or move changes it).');
     }
     const classes = new Map(Object.entries(c.objectClasses).map(([k, v]) => [k.toLowerCase(), v]));
     if (classes.size === 0) throw new ConnectorError('configuration_invalid', 'objectClasses maps no LDAP object class to a mesh object type.');

@@ -66,12 +66,22 @@ export function directoryDefaults(type: 'ldap' | 'active_directory', config: Dir
   };
 }
 
-/** Rules a JSON schema does not say well: `security: none` needs `allowInsecure: true`. */
+/** Attributes that hold an entry's DN: never an anchor (a rename or move changes them). */
+export const DN_ATTRIBUTES = new Set(['dn', 'distinguishedname', 'entrydn']);
+
+/**
+ * Rules a JSON schema does not say well: `security: none` needs `allowInsecure: true`; the anchor is never
+ * the DN.
+ */
 export function directoryChecks(config: DirectoryConfig): FieldError[] {
+  const errors: FieldError[] = [];
   if (config.security === 'none' && config.allowInsecure !== true) {
-    return [{ path: '/allowInsecure', message: "must be true to use security 'none' (the bind password would travel in clear text)" }];
+    errors.push({ path: '/allowInsecure', message: "must be true to use security 'none' (the bind password would travel in clear text)" });
   }
-  return [];
+  if (config.anchorAttribute && DN_ATTRIBUTES.has(config.anchorAttribute.toLowerCase())) {
+    errors.push({ path: '/anchorAttribute', message: 'must not be the DN (a rename or move changes it): use entryUUID, objectGUID or another immutable attribute' });
+  }
+  return errors;
 }
 
 /** The fields that are expressions (their syntax is checked at create/update). */

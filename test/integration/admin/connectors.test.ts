@@ -161,6 +161,7 @@ describe('validation errors (problem+json, nothing written)', () => {
     ['wrong type', { name: 'x5', type: 'ldap', config: ldapConfig({ port: '389' }) }, 400, 'validation_failed', '/config/port'],
     ['port out of range', { name: 'x6', type: 'ldap', config: ldapConfig({ port: 70000 }) }, 400, 'validation_failed', '/config/port'],
     ['security none without allowInsecure', { name: 'x7', type: 'ldap', config: ldapConfig({ security: 'none' }) }, 400, 'validation_failed', '/config/allowInsecure'],
+    ['the DN as the anchor', { name: 'x11', type: 'ldap', config: ldapConfig({ anchorAttribute: 'distinguishedName' }) }, 400, 'validation_failed', '/config/anchorAttribute'],
     ['blank name', { name: '   ', type: 'ldap', config: ldapConfig() }, 400, 'validation_failed', '/name'],
     ['missing name', { type: 'ldap', config: ldapConfig() }, 400, 'validation_failed', '/name'],
     ['bad expression', { name: 'x8', type: 'ldap', config: ldapConfig({ exportDnTemplate: '"cn=" + source.cn +' }) }, 400, 'validation_failed', '/config/exportDnTemplate'],
