@@ -195,6 +195,41 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
     expect(after.has('E005')).toBe(false);
   });
 
+  test('deltaStrategy timestamp: adds and modifies by modifyTimestamp; deletes only through the anchor set, every 10th delta', async () => {
+    // modifyTimestamp has whole seconds and the watermark an overlap of one: let the seed's seconds pass.
+    await new Promise((r) => setTimeout(r, 2100));
+    const t = f.connector({ deltaStrategy: 'timestamp' });
+    try {
+      const fp = await fullImport(t);
+      expect(JSON.parse(watermarkOf(fp))).toMatchObject({ s: 'timestamp', n: 0 });
+      const anchors = new Map(objectsOf(fp).map((o) => [String(o.attributes.uid), o.anchor]));
+      await f.update('E002', { mail: 'jose.new@example.test' });
+      await f.seed([{ key: 'E600', givenName: 'New', sn: 'Person', container: 'Sales' }]);
+      await f.remove('E005');
+      const d = await delta(t, watermarkOf(fp));
+      const byUid = new Map(d.changes.map((ch) => [String(ch.object?.attributes.uid ?? ''), ch]));
+      expect(byUid.get('E002')).toMatchObject({ kind: 'update', anchor: anchors.get('E002'), object: { attributes: { mail: 'jose.new@example.test' } } });
+      expect(byUid.get('E600')?.kind).toBe('add');
+      // A delete leaves no modifyTimestamp behind.
+      expect(d.changes.some((ch) => ch.anchor === anchors.get('E005'))).toBe(false);
+      // The same changes are not reported twice (seen inside the overlap second).
+      let w = d.next!;
+      const again = await delta(t, w);
+      expect(again.changes).toEqual([]);
+      w = again.next!;
+      for (let i = 3; i <= 9; i++) w = (await delta(t, w)).next!;
+      expect(JSON.parse(w)).toMatchObject({ n: 9 });
+      // The 10th asks for a full import, whose anchor set is where the delete shows (the engine marks it).
+      const tenth = await delta(t, w);
+      expect(tenth.fullImportRequired?.reason).toMatch(/cannot see deletes/);
+      const full = objectsOf(await fullImport(t)).map((o) => o.anchor);
+      expect(full).toContain(anchors.get('E002'));
+      expect(full).not.toContain(anchors.get('E005'));
+    } finally {
+      await t.close();
+    }
+  });
+
   test('export of a whole multi-valued value (as the engine sends it) writes only the values that went and came', async () => {
     await addGroup('ops', ['E001', 'E002', 'E004']);
     const anchors = new Map(objectsOf(await fullImport(c)).map((o) => [String(o.attributes.uid ?? o.attributes.cn), o.anchor]));
