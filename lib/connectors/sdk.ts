@@ -91,16 +91,23 @@ export class ConnectorError extends Error {
   /** The object concerned, for per-object errors. */
   readonly anchor?: string;
   readonly location?: string;
+  /**
+   * A run-level failure in the middle of an export batch: the results of the changes applied before it, in
+   * order (the engine records them before the run fails, so nothing applied is forgotten and nothing is
+   * reported as done that was not).
+   */
+  applied?: ExportResult[];
   constructor(
     readonly code: ConnectorErrorCode,
     message: string,
-    options: { retriable?: boolean; cause?: unknown; anchor?: string; location?: string } = {},
+    options: { retriable?: boolean; cause?: unknown; anchor?: string; location?: string; applied?: ExportResult[] } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ConnectorError';
     this.retriable = options.retriable ?? RETRIABLE_BY_DEFAULT.has(code);
     this.anchor = options.anchor;
     this.location = options.location;
+    if (options.applied) this.applied = options.applied;
   }
 
   /** The per-object form of this error. */
@@ -306,12 +313,35 @@ export const hasFullImport = (c: Connector): c is Connector & FullImport => type
 export const hasDeltaImport = (c: Connector): c is Connector & DeltaImport => typeof c.deltaImport === 'function';
 export const hasExport = (c: Connector): c is Connector & Export => typeof c.export === 'function';
 
-/** Apply a batch through `exportBatch` when the connector has it, else one change at a time. */
+/**
+ * Apply a batch through `exportBatch` when the connector has it, else one change at a time. A run-level
+ * failure part way through the one-at-a-time path throws with `applied` set to the results before it.
+ */
 export async function exportChanges(c: Connector & Export, changes: ExportChange[]): Promise<ExportResult[]> {
   if (c.exportBatch) return c.exportBatch(changes);
   const out: ExportResult[] = [];
-  for (const ch of changes) out.push(await c.export(ch));
+  for (const ch of changes) {
+    try {
+      out.push(await c.export(ch));
+    } catch (err) {
+      throw withApplied(err, out);
+    }
+  }
   return out;
+}
+
+/**
+ * A run-level failure that carries the results applied before it: `err` itself when it is a ConnectorError
+ * (other errors are unexpected ones, left as they are; the run fails on them all the same).
+ */
+export function withApplied(err: unknown, applied: ExportResult[]): unknown {
+  if (err instanceof ConnectorError && applied.length) err.applied = [...applied, ...(err.applied ?? [])];
+  return err;
+}
+
+/** The results a failed export batch applied before it failed (none when it says nothing). */
+export function appliedBefore(err: unknown): ExportResult[] {
+  return err instanceof ConnectorError && err.applied ? err.applied : [];
 }
 
 /** What the engine hands a connector besides its configuration. */

@@ -2,6 +2,7 @@ import { createConnectorFor } from '../connectors/factory';
 import {
   ConnectorError,
   contentHash,
+  appliedBefore,
   exportChanges,
   hasDeltaImport,
   hasExport,
@@ -756,7 +757,13 @@ async function exportDocs(
     result = { ...result, created: changes.filter((c) => c.change.kind === 'add').length, updated: changes.filter((c) => c.change.kind === 'update').length };
     return addPage(totals, result, []);
   }
-  const results = await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes.map((c) => c.change));
+  // A run-level failure part way (a lost connection): what was applied before it is recorded all the same,
+  // then the run fails.
+  let interrupted: unknown;
+  const results = await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes.map((c) => c.change)).catch((err: unknown) => {
+    interrupted = err;
+    return appliedBefore(err);
+  });
   const csRows: CsObject[] = [];
   const meshUpserts: MeshObject[] = [];
   results.forEach((r, i) => {
@@ -781,6 +788,7 @@ async function exportDocs(
   for (const d of meshUpserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
   await writeCsObjects(info.connectorId, csRows);
   csCaches.delete(info.connectorId);
+  if (interrupted !== undefined) throw interrupted;
   return addPage(totals, { ...result, errors }, []);
 }
 
@@ -811,7 +819,11 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals, config: { 
       if (info.dryRun) return addPage(totals, { ...result, deleted: gone.length }, []);
       const prev = await readCsObjects(info.connectorId, gone);
       const changes: ExportChange[] = gone.map((anchor) => ({ kind: 'delete', anchor, objectType: prev.get(anchor)?.objectType ?? 'User', attributes: {} }));
-      const results = await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes);
+      let interrupted: unknown;
+      const results = await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes).catch((err: unknown) => {
+        interrupted = err;
+        return appliedBefore(err);
+      });
       const now = new Date().toISOString();
       const rows: CsObject[] = [];
       results.forEach((r, i) => {
@@ -825,6 +837,7 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals, config: { 
       });
       await writeCsObjects(info.connectorId, rows);
       csCaches.delete(info.connectorId);
+      if (interrupted !== undefined) throw interrupted;
       return addPage(totals, result, []);
     });
   } catch (err) {

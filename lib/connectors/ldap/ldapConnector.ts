@@ -316,16 +316,11 @@ export class LdapConnector implements Connector {
   // -------------------------------------------------------------------------------------------------------
   // Export
 
-  async exportBatch(changes: ExportChange[]): Promise<ExportResult[]> {
-    const out: ExportResult[] = [];
-    for (const ch of changes) out.push(await this.export(ch));
-    return out;
-  }
-
   /**
    * Apply one change. Per-object failures (entryAlreadyExists, noSuchObject, constraint violations) resolve to
    * an error result; a lost connection throws `connection_failed` so the run fails and nothing after it is
-   * reported as done.
+   * reported as done. No `exportBatch`: the engine applies a batch one change at a time through the SDK's
+   * `exportChanges`, which hands the results applied before a lost connection to the engine (`applied`).
    */
   async export(change: ExportChange): Promise<ExportResult> {
     const session = await this.open();

@@ -23,6 +23,7 @@ import {
   type ImportPage,
   type ObjectError,
   type ScalarValue,
+  withApplied,
 } from '../sdk';
 import { SnapshotStore, type RowState } from '../file/state';
 import { connect, type ConnectionSettings, type QueryResult, type Row, type SqlSession } from './drivers';
@@ -698,7 +699,8 @@ export class SqlConnector {
           out.push(r);
         } catch (err) {
           await s.rollback().catch(() => undefined);
-          if (!(err instanceof ConnectorError) || !OBJECT_LEVEL.has(err.code)) throw err;
+          // Rows before this one are committed: a run-level failure says so.
+          if (!(err instanceof ConnectorError) || !OBJECT_LEVEL.has(err.code)) throw withApplied(err, out);
           const e = err.toObjectError(ch.objectType);
           if (ch.anchor !== undefined) e.anchor = ch.anchor;
           out.push(ch.anchor === undefined ? { status: 'error', error: e } : { status: 'error', anchor: ch.anchor, error: e });

@@ -1,6 +1,6 @@
 import { Attribute, Change } from 'ldapts';
 import { closeParkedSearches, LdapConnector } from '../../../lib/connectors/ldap';
-import { ConnectorError, type ConnectorObject, type DeltaChange, type ImportPage } from '../../../lib/connectors/sdk';
+import { ConnectorError, exportChanges, type ConnectorObject, type DeltaChange, type ExportChange, type ExportResult, type ImportPage } from '../../../lib/connectors/sdk';
 import { describeWithServer } from '../../support/servers';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { PEOPLE } from '../../support/connectorContract';
@@ -272,7 +272,7 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
   });
 
   test('export per-object errors: an existing DN, a constraint violation, a missing object; the rest goes on', async () => {
-    const results = await c.exportBatch([
+    const results = await exportChanges(c, [
       f.exportAdd({ key: 'E001', givenName: 'Dup', sn: 'Licate', container: 'Engineering' }),
       { kind: 'add', objectType: 'User', attributes: { uid: 'E600', departmentNumber: 'Sales', givenName: 'No', cn: 'No Surname' } },
       { kind: 'update', anchor: '00000000-0000-0000-0000-000000000000', objectType: 'User', attributes: { mail: 'x@example.test' } },
@@ -354,6 +354,41 @@ describeWithServer('slapd')('directory connector: server loss and trimmed change
       const again = f.connector();
       expect(await again.export(f.exportUpdate(first.value.objects[0].anchor, 'E001', { mail: 'x@example.test' }))).toMatchObject({ status: 'success' });
       await again.close();
+    } finally {
+      await closeParkedSearches();
+      await slapd.stop();
+    }
+  });
+
+  test('the server lost in the middle of an export batch: the error carries the results applied before it', async () => {
+    const slapd = await startSlapd();
+    try {
+      const f = await new SlapdFixture(slapd).init();
+      const c = f.connector();
+      // The server goes away right after the second change is applied.
+      let applied = 0;
+      const exportOne = c.export.bind(c);
+      c.export = async (ch: ExportChange): Promise<ExportResult> => {
+        const r = await exportOne(ch);
+        if (++applied === 2) await slapd.halt();
+        return r;
+      };
+      const batch = ['E701', 'E702', 'E703', 'E704'].map((key) => f.exportAdd({ key, givenName: 'Batch', sn: key, container: 'Sales' }));
+      const e = await caught(exportChanges(c, batch));
+      expect(['connection_failed', 'timeout']).toContain(e.code);
+      expect(e.applied).toHaveLength(2);
+      expect(e.applied!.map((r) => r.status === 'success' && r.dn)).toEqual([`uid=E701,ou=Sales,${f.base}`, `uid=E702,ou=Sales,${f.base}`]);
+      await c.close();
+      // What the error says was applied is what the directory has.
+      await slapd.restart();
+      const now = objectsOf(await fullImport(f.connector())).map((o) => String(o.attributes.uid));
+      expect(now.filter((k) => k.startsWith('E70')).sort()).toEqual(['E701', 'E702']);
+      expect(e.applied!.map((r) => r.anchor).sort()).toEqual(
+        objectsOf(await fullImport(f.connector()))
+          .filter((o) => String(o.attributes.uid).startsWith('E70'))
+          .map((o) => o.anchor)
+          .sort(),
+      );
     } finally {
       await closeParkedSearches();
       await slapd.stop();
