@@ -263,6 +263,10 @@ describe('runs: threshold, dry run, per-object errors, API answers', () => {
       expect(res.body.status).toBe('Queued');
       await new Promise((r) => setTimeout(r, 3000));
       expect((await rt.call('GET', `runs/${res.body.runId}`)).body.status).toBe('Queued');
+      // One run at a time per connector: a Queued one counts.
+      const again = await rt.call('POST', `connectors/${c}/export`, { body: {} });
+      expect(again.status).toBe(409);
+      expect(again.headers.get('content-type')).toBe('application/problem+json');
       expect((await rt.call('POST', `instances/${inst.id}/resume`)).status).toBe(200);
       expect(await waitRun(rt, res.body.runId)).toMatchObject({ status: 'Completed' });
     } finally {
