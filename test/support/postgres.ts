@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -33,6 +33,8 @@ export interface Postgres {
   start(): Promise<void>;
   /** Stop and remove everything. Idempotent. */
   stop(): Promise<void>;
+  /** With `tls`: the server's self-signed certificate (PEM), the CA a client must trust. */
+  caCertificate?: string;
 }
 
 function pgBin(): string {
@@ -40,7 +42,11 @@ function pgBin(): string {
   return path.join('/usr/lib/postgresql', versions[versions.length - 1], 'bin');
 }
 
-export async function startPostgres(options: { password?: string } = {}): Promise<Postgres> {
+/**
+ * `tls`: the server has a self-signed certificate for localhost / 127.0.0.1 (`caCertificate`) and accepts TCP
+ * connections only over TLS (pg_hba `hostssl`).
+ */
+export async function startPostgres(options: { password?: string; tls?: boolean } = {}): Promise<Postgres> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pg-fixture-'));
   const password = options.password ?? 'fixture-' + Math.random().toString(36).slice(2);
   const bin = pgBin();
@@ -61,12 +67,33 @@ export async function startPostgres(options: { password?: string } = {}): Promis
   const data = path.join(dir, 'data');
   await as(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
   rmSync(pwfile, { force: true });
+  let caCertificate: string | undefined;
+  let tlsArgs = '';
+  if (options.tls) {
+    const cert = path.join(dir, 'server.crt');
+    const key = path.join(dir, 'server.key');
+    await run('openssl', [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=localhost',
+      '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', key, '-out', cert,
+    ]);
+    if (asRoot) {
+      const { stdout } = await run('id', ['-u', 'postgres']);
+      const { stdout: gid } = await run('id', ['-g', 'postgres']);
+      for (const f of [cert, key]) chownSync(f, Number(stdout.trim()), Number(gid.trim()));
+    }
+    chmodSync(key, 0o600);
+    caCertificate = readFileSync(cert, 'utf8');
+    tlsArgs = ` -c ssl=on -c ssl_cert_file=${cert} -c ssl_key_file=${key}`;
+    // TCP only over TLS.
+    const hba = path.join(data, 'pg_hba.conf');
+    writeFileSync(hba, readFileSync(hba, 'utf8').replace(/^host(\s)/gm, 'hostssl$1'));
+  }
   const port = await freePort();
   let pid = 0;
   const start = async () => {
     await as(path.join(bin, 'pg_ctl'), [
       '-D', data, '-l', path.join(dir, 'postgres.log'), '-w', '-t', '30', 'start',
-      '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50`,
+      '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50${tlsArgs}`,
     ]);
     pid = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
     trackPid(pid);
@@ -83,8 +110,9 @@ export async function startPostgres(options: { password?: string } = {}): Promis
     get pid() {
       return pid;
     },
+    caCertificate,
     async query<T extends Record<string, unknown>>(text: string, values: unknown[] = [], database = 'postgres'): Promise<T[]> {
-      const client = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database });
+      const client = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database, ...(caCertificate ? { ssl: { ca: caCertificate } } : {}) });
       await client.connect();
       try {
         return (await client.query(text, values)).rows as T[];

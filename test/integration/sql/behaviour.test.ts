@@ -204,3 +204,36 @@ describeWithServer('mariadb')('sql connector behaviour on MariaDB', () => {
     await db.kill();
   });
 });
+
+describeWithServer('postgres')('sql connector over TLS (PostgreSQL that accepts TCP only over TLS)', () => {
+  let pg: Postgres;
+  let f: SqlContractFixture;
+  beforeAll(async () => {
+    pg = await startPostgres({ tls: true });
+    // The server's certificate names localhost.
+    f = await SqlContractFixture.create({ ...pgServer(pg), host: 'localhost' });
+    await f.seed(PEOPLE);
+  });
+  afterAll(async () => {
+    await f?.cleanup();
+    await pg?.stop();
+  });
+
+  test('ssl with the CA: connects and imports; ssl off or the system trust: clear errors, no secret', async () => {
+    const ok = f.connector({ ssl: { ca: pg.caCertificate! } });
+    expect((await testSqlConnection(f.config({ ssl: { ca: pg.caCertificate! } }))).message).toBeTruthy();
+    expect(objects(await full(ok)).map((o) => o.anchor).sort()).toEqual(PEOPLE.map((p) => p.key).sort());
+    await ok.close();
+
+    // Without TLS the server has no entry for the connection.
+    const plain = await rejects(testSqlConnection(f.config({ ssl: false })));
+    expect(plain.message).toMatch(/pg_hba|encryption|SSL/i);
+    // A self-signed certificate is not in the system trust store.
+    const system = await rejects(testSqlConnection(f.config({ ssl: true })));
+    expect(system.code).toBe('connection_failed');
+    expect(system.message).toMatch(/certificate/i);
+    // rejectUnauthorized false skips the check (documented as for tests only).
+    expect((await testSqlConnection(f.config({ ssl: { rejectUnauthorized: false } }))).message).toBeTruthy();
+    for (const e of [plain, system]) for (const s of f.secrets) expect(e.message).not.toContain(s);
+  });
+});
