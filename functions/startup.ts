@@ -3,7 +3,7 @@ import { startService, stopService } from '../lib/service';
 import '../lib/auth/serviceStep';
 import '../lib/api/serviceSteps';
 import '../lib/engine/instances';
-// Before the read model: the join index taps the read model's first scan of the mesh.
+// The join index taps the read model's first scan of the mesh (the read model's step starts last).
 import '../lib/sync/preload';
 import '../lib/mesh/readModel';
 

@@ -35,7 +35,12 @@ async function startService({ azurite, prefix, dataDir, nodeOptions, env = {} })
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let logs = '';
-  const keep = (d) => (logs = (logs + d.toString()).slice(-50000));
+  // BENCH_SERVICE_LOG=<file>: everything the service prints also goes to that file (as bench/support.js).
+  const logFile = process.env.BENCH_SERVICE_LOG;
+  const keep = (d) => {
+    logs = (logs + d.toString()).slice(-50000);
+    if (logFile) require('node:fs').appendFileSync(logFile, d);
+  };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   const exited = new Promise((r) => child.once('exit', r));

@@ -640,6 +640,8 @@ function describe(err: unknown): string {
 
 addServiceStep({
   name: 'meshReadModel',
+  // Last: steps that tap its first scan of the mesh (the sync engine's join index) register before it loads.
+  order: 100,
   async start() {
     startMeshReadModel();
   },

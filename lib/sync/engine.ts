@@ -188,9 +188,11 @@ interface Context {
 }
 
 async function context(info: RunInfo): Promise<Context> {
+  const started = TRACE ? Date.now() : 0;
   const all = await listRules();
   const rules = compileRuleSet(info.connectorId, all);
   const index = await sharedIndex(indexedAttributes(all));
+  if (TRACE) console.log(`[sync] context: rules and join index (${index.builtFrom}, ${index.size}) ${Date.now() - started} ms`);
   if (!index.onForeignChange) {
     // A new index (first use, or rebuilt): cached and held objects may not match it any more.
     waitingDocs.clear();
