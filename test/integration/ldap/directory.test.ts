@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { Attribute, Change } from 'ldapts';
 import { closeParkedSearches, LdapConnector } from '../../../lib/connectors/ldap';
 import { ConnectorError, exportChanges, type ConnectorObject, type DeltaChange, type ExportChange, type ExportResult, type ImportPage } from '../../../lib/connectors/sdk';
@@ -417,6 +418,45 @@ describeWithServer('slapd')('directory connector: server loss and trimmed change
       await f.cleanup();
     } finally {
       await slapd.stop();
+    }
+  });
+
+  test('another server (a restored or rebuilt directory with the same names): the delta asks for a full import', async () => {
+    const [one, two] = [await startSlapd(), await startSlapd()];
+    try {
+      const f = await new SlapdFixture(one).init();
+      await f.seed(PEOPLE);
+      const c = f.connector();
+      const wm = watermarkOf(await fullImport(c));
+      await c.close();
+      // The same configuration pointed at the other server (same suffix, another naming-context entryUUID).
+      const other = new LdapConnector('ldap', { ...f.config(), port: two.ldapsPort, caCertificate: two.caCertificate });
+      const d = await delta(other, wm);
+      expect(d.changes).toEqual([]);
+      expect(d.fullImportRequired?.reason).toMatch(/not the one the watermark was taken on/);
+      await other.close();
+    } finally {
+      await closeParkedSearches();
+      await one.stop();
+      await two.stop();
+    }
+  });
+
+  test('timeoutSeconds bounds a server that accepts the connection and never answers', async () => {
+    const silent = net.createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const port = (silent.address() as net.AddressInfo).port;
+    try {
+      const c = new LdapConnector('ldap', { host: '127.0.0.1', port, baseDN: 'dc=example,dc=com', bindDN: 'cn=admin,dc=example,dc=com', bindPassword: 'secret-pw', security: 'none', allowInsecure: true, timeoutSeconds: 1 });
+      const started = Date.now();
+      const e = await caught(c.testConnection());
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(e.code).toBe('timeout');
+      expect(e.retriable).toBe(true);
+      expect(e.message).not.toContain('secret-pw');
+      await c.close();
+    } finally {
+      silent.close();
     }
   });
 });
