@@ -211,7 +211,7 @@ export function preloadSharedIndex(attributes: Iterable<string>): void {
       if (current()) preloading = new Promise<void>((res) => (settle = res));
     },
     page(objects) {
-      for (const o of objects) ix.apply(o.id, o);
+      if (current()) for (const o of objects) ix.apply(o.id, o);
     },
     end(ok) {
       const done = () => {

@@ -418,6 +418,8 @@ class AccesslogStrategy implements DeltaStrategy {
 export class DnFates {
   /** By normalized DN: null when deleted, else the DN it was renamed to. */
   private readonly fate = new Map<string, string | null>();
+  /** By normalized new DN: the normalized DNs renamed to it (so a chain is followed without a scan). */
+  private readonly sources = new Map<string, Set<string>>();
 
   static of(log: LdapEntry[]): DnFates {
     const f = new DnFates();
@@ -426,23 +428,48 @@ export class DnFates {
       const dn = first(e, 'reqDN') ?? '';
       if (type === 'delete') f.deleted(dn);
       else if (type === 'modrdn') f.renamed(dn, `${first(e, 'reqNewRDN')},${first(e, 'reqNewSuperior') ?? parentDn(dn)}`);
-      else if (type === 'add') f.fate.delete(normalizeDn(dn));
+      else if (type === 'add') f.clear(normalizeDn(dn));
     }
     return f;
   }
 
   deleted(dn: string): void {
     const n = normalizeDn(dn);
-    for (const [k, v] of this.fate) if (v !== null && normalizeDn(v) === n) this.fate.set(k, null);
-    this.fate.set(n, null);
+    for (const k of this.takeSources(n)) this.set(k, null);
+    this.set(n, null);
   }
 
   renamed(from: string, to: string): void {
     const n = normalizeDn(from);
     const t = normalizeDn(to);
-    for (const [k, v] of this.fate) if (v !== null && normalizeDn(v) === n) this.fate.set(k, to);
-    this.fate.delete(t);
-    if (t !== n) this.fate.set(n, to);
+    if (t === n) return;
+    for (const k of this.takeSources(n)) this.set(k, to);
+    // The new DN names an entry (again).
+    this.clear(t);
+    this.set(n, to);
+  }
+
+  /** `k` names an entry: no fate. */
+  private clear(k: string): void {
+    const before = this.fate.get(k);
+    if (before) this.sources.get(normalizeDn(before))?.delete(k);
+    this.fate.delete(k);
+  }
+
+  private set(k: string, to: string | null): void {
+    this.clear(k);
+    this.fate.set(k, to);
+    if (to === null) return;
+    const t = normalizeDn(to);
+    let set = this.sources.get(t);
+    if (!set) this.sources.set(t, (set = new Set()));
+    set.add(k);
+  }
+
+  private takeSources(n: string): string[] {
+    const set = this.sources.get(n);
+    this.sources.delete(n);
+    return set ? [...set] : [];
   }
 
   /** The entry with its reference values rewritten (the same object when nothing changes). */
