@@ -15,7 +15,7 @@ const FLAKY = path.join(__dirname, '..', '..', 'fixtures', 'connectors', 'flaky-
 
 let rt: ServiceUnderTest;
 beforeAll(async () => {
-  rt = await startService({ env: { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${FLAKY}`.trim() } });
+  rt = await startService({ env: { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require "${FLAKY}"`.trim() } });
 });
 afterAll(async () => {
   await rt?.dispose();
