@@ -13,6 +13,7 @@ import {
   type ConnectorObject,
   type DeltaChange,
   type ExportChange,
+  type ExportResult,
   type ImportPage,
   type ObjectError,
 } from '../connectors/sdk';
@@ -759,13 +760,7 @@ async function exportDocs(
     result = { ...result, created: changes.filter((c) => c.change.kind === 'add').length, updated: changes.filter((c) => c.change.kind === 'update').length };
     return addPage(totals, result, []);
   }
-  // A run-level failure part way (a lost connection): what was applied before it is recorded all the same,
-  // then the run fails.
-  let interrupted: unknown;
-  const results = await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes.map((c) => c.change)).catch((err: unknown) => {
-    interrupted = err;
-    return appliedBefore(err);
-  });
+  const { results, interrupted } = await exportRecordingApplied(connector, changes.map((c) => c.change));
   const csRows: CsObject[] = [];
   const meshUpserts: MeshObject[] = [];
   results.forEach((r, i) => {
@@ -792,6 +787,18 @@ async function exportDocs(
   csCaches.delete(info.connectorId);
   if (interrupted !== undefined) throw interrupted;
   return addPage(totals, { ...result, errors }, []);
+}
+
+/**
+ * Apply changes through the connector. A run-level failure part way (a lost connection) gives the results
+ * applied before it and the failure: the caller records what was applied, then throws `interrupted`.
+ */
+async function exportRecordingApplied(connector: Connector, changes: ExportChange[]): Promise<{ results: ExportResult[]; interrupted?: unknown }> {
+  try {
+    return { results: await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes) };
+  } catch (err) {
+    return { results: appliedBefore(err), interrupted: err };
+  }
 }
 
 const truthyValue = (v: unknown) => (typeof v === 'string' ? v !== '' && !/^(false|0|no)$/i.test(v) : !!v);
@@ -821,11 +828,7 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals, config: { 
       if (info.dryRun) return addPage(totals, { ...result, deleted: gone.length }, []);
       const prev = await readCsObjects(info.connectorId, gone);
       const changes: ExportChange[] = gone.map((anchor) => ({ kind: 'delete', anchor, objectType: prev.get(anchor)?.objectType ?? 'User', attributes: {} }));
-      let interrupted: unknown;
-      const results = await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes).catch((err: unknown) => {
-        interrupted = err;
-        return appliedBefore(err);
-      });
+      const { results, interrupted } = await exportRecordingApplied(connector, changes);
       const now = new Date().toISOString();
       const rows: CsObject[] = [];
       results.forEach((r, i) => {
