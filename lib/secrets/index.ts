@@ -14,6 +14,11 @@ import { ConfigError, SettingsReader, readCoreConfig } from '../config';
  */
 const ALGORITHM = 'aes-256-gcm';
 const VERSION = 'v1';
+/**
+ * GCM checks only as many tag bytes as it is handed unless the length is fixed: a tag cut to 4 bytes would
+ * still verify. Every sealed value carries the full 16 bytes, and decryption accepts nothing else.
+ */
+const TAG_BYTES = 16;
 
 let key: Buffer | undefined;
 
@@ -60,7 +65,7 @@ function currentKey(): Buffer {
 /** Encrypt `plaintext`, bound to `owner` (the connector id). */
 export function encryptSecret(plaintext: string, owner: string): string {
   const iv = randomBytes(12);
-  const cipher = createCipheriv(ALGORITHM, currentKey(), iv);
+  const cipher = createCipheriv(ALGORITHM, currentKey(), iv, { authTagLength: TAG_BYTES });
   cipher.setAAD(Buffer.from(owner, 'utf8'));
   const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return [VERSION, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
@@ -70,7 +75,7 @@ export function encryptSecret(plaintext: string, owner: string): string {
 export function decryptSecret(sealed: string, owner: string): string {
   const [version, iv, tag, ct] = sealed.split('.');
   if (version !== VERSION || iv === undefined || tag === undefined || ct === undefined) throw new Error('Not a sealed secret.');
-  const decipher = createDecipheriv(ALGORITHM, currentKey(), Buffer.from(iv, 'base64url'));
+  const decipher = createDecipheriv(ALGORITHM, currentKey(), Buffer.from(iv, 'base64url'), { authTagLength: TAG_BYTES });
   decipher.setAAD(Buffer.from(owner, 'utf8'));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
   return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
