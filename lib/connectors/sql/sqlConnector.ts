@@ -29,6 +29,7 @@ import { SnapshotStore, type RowState } from '../file/state';
 import { connect, type ConnectionSettings, type QueryResult, type Row, type SqlSession } from './drivers';
 import { compileSql, quoteIdent, type CompiledStatement, type SqlDialect } from './params';
 import type { SqlConfig } from './schema';
+import { softDeleteColumnQuery } from './validate';
 
 /** A delta watermark value: the largest deltaColumn value read, typed so it can be bound again. */
 interface MarkValue {
@@ -270,14 +271,18 @@ export class SqlConnector {
       if (col !== undefined && !fields.has(col)) throw new ConnectorError('configuration_invalid', `${what} '${col}' is not a column of the query (it returns: ${[...fields].join(', ')}).`);
     };
     need(c.anchorColumn, 'anchorColumn', cols);
+    let dcols: Set<string> | undefined;
     if (c.deltaImportQuery) {
       const d = await this.probe(s, c.deltaImportQuery, 'deltaImportQuery', { watermark: null });
-      const dcols = new Set(d.fields);
+      dcols = new Set(d.fields);
       need(c.anchorColumn, 'anchorColumn (in deltaImportQuery)', dcols);
       need(c.deltaColumn, 'deltaColumn (in deltaImportQuery)', dcols);
       need(c.deltaColumn, 'deltaColumn (in fullImportQuery)', cols);
     }
-    if (c.deleteDetection?.mode === 'softDeleteColumn') need(c.deleteDetection.column, 'deleteDetection.column', cols);
+    if (c.deleteDetection?.mode === 'softDeleteColumn') {
+      const inDelta = softDeleteColumnQuery(c) === 'deltaImportQuery';
+      need(c.deleteDetection.column, inDelta ? 'deleteDetection.column (in deltaImportQuery)' : 'deleteDetection.column', inDelta ? dcols! : cols);
+    }
     if (c.deleteDetection?.mode === 'query') await this.probe(s, c.deleteDetection.query, 'deleteDetection.query', { watermark: null });
     const attrs = new Set(cols);
     for (const [attr, sql] of Object.entries(c.multiValueQueries ?? {})) {

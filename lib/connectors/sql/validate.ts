@@ -39,3 +39,13 @@ export function validateSqlConfig(config: SqlConfig): FieldError[] {
   if (config.deltaImportQuery !== undefined && config.deltaColumn === undefined) errors.push({ path: '/deltaColumn', message: 'is required with deltaImportQuery' });
   return errors;
 }
+
+/**
+ * The query a `softDeleteColumn` must be a column of: the one whose rows are checked for the flag. A delta
+ * import reads `deltaImportQuery` (when there is one) and a flagged row there is a delete; the full import
+ * needs no flag (a row it does not return is gone), so the usual full query filters deleted rows out and does
+ * not return the column. Without a delta query, deltas run the full query, which must then return it.
+ */
+export function softDeleteColumnQuery(config: Pick<SqlConfig, 'deltaImportQuery'>): 'deltaImportQuery' | 'fullImportQuery' {
+  return config.deltaImportQuery !== undefined ? 'deltaImportQuery' : 'fullImportQuery';
+}
