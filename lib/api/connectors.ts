@@ -22,7 +22,7 @@ import {
 import { addConnectorCleanup, completeOperation, connectorCleanups, noteStepDone, recordOperation, type PendingOperation } from '../storage/operations';
 import { deleteRulesOfConnector } from '../storage/rules';
 import { findActiveRun } from '../storage/runs';
-import { expressionErrors } from './expressions';
+import { configExpressionErrors } from './expressions';
 import { readLicense } from './license';
 
 /**
@@ -72,7 +72,7 @@ function prepareConfig(type: ConnectorType, raw: Record<string, unknown>, previo
   const def = connectorTypeConfig(type);
   const config = validate(def.configSchema, raw, { pathPrefix: '/config', detail: `The configuration is not valid for a '${type}' connector. See errors for each field.` }) as Record<string, unknown>;
   const errors: FieldError[] = def.checks(config).map((e) => ({ ...e, path: '/config' + e.path }));
-  for (const field of def.expressions) errors.push(...expressionErrors(config[field] as string | undefined, `/config/${field}`));
+  errors.push(...configExpressionErrors(config, def.expressions));
   let full = def.defaults(config);
   const secrets: SecretEntry[] = [];
   for (const path of secretPaths(def.configSchema, full)) {

@@ -39,7 +39,7 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   if (body.connectorId !== undefined && body.connectorId !== null && !isGuid(body.connectorId)) {
     errors.push({ path: '/connectorId', message: 'must be a connector id (a GUID)' });
   }
-  errors.push(...expressionErrors(body.transformScript, '/transformScript'));
+  errors.push(...expressionErrors(body.transformScript, '/transformScript', 'rule'));
   return errors;
 }
 
