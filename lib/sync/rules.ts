@@ -12,6 +12,8 @@ import { compileExpression, type CompiledExpression } from './expression';
  * - outbound FlowRule: the consolidated mesh value of `sourceAttribute`; `object` is the mesh attribute
  *   dictionary (consolidated values).
  * - MeshComposerRule (computed attribute): the consolidated attribute dictionary (`object` too).
+ * These are the names of SCOPE_NAMES.rule (lib/sync/expression/scopes.ts): the Admin API refuses a script
+ * that reads any other name, so the scope here and that list must change together.
  */
 export interface CompiledRule {
   rule: Rule;
@@ -55,10 +57,66 @@ export function compileRuleSet(connectorId: string, allRules: readonly Rule[]): 
   };
 }
 
-/** Evaluate a rule's script, or pass the value through when it has none. Throws on evaluation errors. */
+/**
+ * A rule's script failed on one object. The message names the rule (name and id), the attribute and what
+ * failed in the script (`Rule 'Mail to email' (id ...) on attribute 'email': Cannot call 'toLowerCase' on null
+ * at line 1, column 8`): it goes into the run's per-object errors, where an admin must see which rule to fix.
+ * Like the expression errors it wraps, it never quotes an attribute value.
+ */
+export class RuleEvaluationError extends Error {
+  override readonly name = 'RuleEvaluationError';
+  readonly ruleId: string;
+  readonly ruleName: string;
+  /** The attribute the rule computes (flows, computed attributes) or reads (joins, projections). */
+  readonly attribute: string | null;
+  /** What failed, without the rule: the expression error's message. */
+  readonly reason: string;
+  constructor(rule: Rule, cause: unknown) {
+    const attribute = ruleAttribute(rule);
+    const reason = cause instanceof Error ? cause.message : 'The script could not be evaluated';
+    super(`Rule '${rule.ruleName}' (id ${rule.ruleId})${attribute ? ` on attribute '${attribute}'` : ''}: ${reason}`, { cause });
+    this.ruleId = rule.ruleId;
+    this.ruleName = rule.ruleName;
+    this.attribute = attribute;
+    this.reason = reason;
+  }
+}
+
+function ruleAttribute(rule: Rule): string | null {
+  const reads = rule.ruleType === 'JoinRule' || rule.ruleType === 'ProjectionRule';
+  return (reads ? rule.sourceAttribute ?? rule.targetAttribute : rule.targetAttribute ?? rule.sourceAttribute) ?? null;
+}
+
+/**
+ * The per-object error message for a failure while applying the rules to one object: a RuleEvaluationError
+ * names its rule and attribute; anything else is prefixed with `context`.
+ */
+export function ruleFailureMessage(err: unknown, context = 'The rules could not be applied'): string {
+  if (err instanceof RuleEvaluationError) return err.message;
+  return `${context}: ${err instanceof Error ? err.message : String(err)}`;
+}
+
+/**
+ * Evaluate a rule's script, or pass the value through when it has none. Throws a RuleEvaluationError
+ * (naming the rule and its attribute) when the script fails.
+ */
 export function applyScript(cr: CompiledRule, source: unknown, object: Record<string, unknown>): unknown {
   if (!cr.script) return source;
-  return cr.script.evaluate({ source: source === undefined ? null : source, object });
+  try {
+    return cr.script.evaluate({ source: source === undefined ? null : source, object });
+  } catch (err) {
+    throw new RuleEvaluationError(cr.rule, err);
+  }
+}
+
+/** applyScript, then the result as an attribute value: a result that is not one fails as the script would. */
+export function ruleValue(cr: CompiledRule, source: unknown, object: Record<string, unknown>): AttributeValue {
+  const v = applyScript(cr, source, object);
+  try {
+    return toAttributeValue(v);
+  } catch (err) {
+    throw new RuleEvaluationError(cr.rule, err);
+  }
 }
 
 /** Coerce a script result into an attribute value (objects and functions are refused). */
