@@ -40,6 +40,10 @@ export interface NegotiateConfig {
   keytab: string | undefined;
   /** GSSAPI host-based name such as `HTTP@server.example.com`; empty: any key in the keytab. */
   servicePrincipal: string;
+  /** The Kerberos clock skew (krb5.conf `clockskew`): how far an authenticator's time may be from ours. */
+  clockSkewSeconds: number;
+  /** Most authenticators the replay cache holds; when full, new Negotiate tokens are refused until some age out. */
+  replayCacheMaxEntries: number;
   directory: DirectoryConfig;
 }
 
@@ -145,6 +149,8 @@ export function readAuthConfig(settings = new SettingsReader()): AuthConfig {
     enabled: settings.bool('Authentication:Negotiate:Enabled', true),
     keytab: settings.string('Authentication:Negotiate:Keytab'),
     servicePrincipal: settings.string('Authentication:Negotiate:ServicePrincipal', ''),
+    clockSkewSeconds: settings.int('Authentication:Negotiate:ClockSkewSeconds', 300, { min: 1, max: 3600 }),
+    replayCacheMaxEntries: settings.int('Authentication:Negotiate:ReplayCacheMaxEntries', 100_000, { min: 100, max: 10_000_000 }),
     directory,
   };
   if (negotiate.servicePrincipal && !/^[^@\s/]+[@/][^@\s]+$/.test(negotiate.servicePrincipal)) {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { NegotiateConfig } from './authConfig';
 import type { AuthLogger } from './log';
+import { ReplayCache, replayKey } from './negotiateReplay';
 
 /** The part of the optional `kerberos` package we use (server side of GSSAPI/SPNEGO). */
 interface KerberosServer {
@@ -35,10 +36,21 @@ export class NegotiateFailedError extends Error {
  * itself unavailable in one log line and the 401 challenges name only the remaining schemes).
  */
 export class NegotiateAuthenticator {
+  /**
+   * Authenticators accepted lately. Kerberos takes an authenticator whose time is within the clock skew of
+   * ours, so one first seen at t can pass until t + 2 x skew (its time may lie up to one skew ahead of ours):
+   * it is kept that long. In-process: each service process guards its own tokens.
+   */
+  private readonly replays: ReplayCache;
+
   private constructor(
     private readonly kerberos: KerberosModule,
     private readonly servicePrincipal: string,
-  ) {}
+    config: NegotiateConfig,
+    private readonly log: AuthLogger,
+  ) {
+    this.replays = new ReplayCache(2 * config.clockSkewSeconds * 1000, config.replayCacheMaxEntries);
+  }
 
   /** The authenticator, or the one-line reason Negotiate is unavailable on this machine. */
   static create(config: NegotiateConfig, log: AuthLogger, env: NodeJS.ProcessEnv = process.env): NegotiateAuthenticator | { unavailable: string } {
@@ -61,14 +73,43 @@ export class NegotiateAuthenticator {
     }
     const spn = config.servicePrincipal;
     log('info', `Negotiate: available (keytab ${file ?? ktname}, service principal ${spn || 'any key in the keytab'}).`);
-    return new NegotiateAuthenticator(kerberos, spn);
+    return new NegotiateAuthenticator(kerberos, spn, config, log);
   }
 
   /**
    * Accept one `Authorization: Negotiate <token>`. A fresh server context per request: Kerberos through
    * SPNEGO completes in a single leg, and the Functions HTTP model gives no connection to keep a context on.
+   * A token whose Kerberos authenticator was accepted before is refused before GSSAPI sees it (a replay),
+   * whether or not GSSAPI's own replay cache is on.
    */
   async accept(token: string): Promise<NegotiateOutcome> {
+    const { key, kerberos } = replayKey(Buffer.from(token, 'base64'));
+    const verdict = this.replays.reserve(key);
+    if (verdict === 'replay') throw new NegotiateFailedError('The Negotiate token was already used (a replay of an accepted Kerberos authenticator).');
+    if (verdict === 'full') {
+      this.log('warn', `Negotiate: the replay cache holds ${this.replays.maxEntries} authenticators of the last ${this.replays.retentionMs / 1000} s; new tokens are refused until some age out (Authentication__Negotiate__ReplayCacheMaxEntries).`);
+      throw new NegotiateFailedError('The replay cache is full.');
+    }
+    let outcome: NegotiateOutcome;
+    try {
+      outcome = await this.step(token);
+    } catch (err) {
+      this.replays.release(key);
+      throw err;
+    }
+    if (!outcome.complete) {
+      this.replays.release(key);
+      return outcome;
+    }
+    if (!kerberos) {
+      // GSSAPI completed a context from a token that holds no AP-REQ we can find: its replays could not be recognised.
+      this.replays.release(key);
+      throw new NegotiateFailedError('GSSAPI completed a context from a token without a recognisable Kerberos AP-REQ; refused, as its replays could not be detected.');
+    }
+    return outcome;
+  }
+
+  private async step(token: string): Promise<NegotiateOutcome> {
     let server: KerberosServer;
     try {
       server = await this.kerberos.initializeServer(this.servicePrincipal);
