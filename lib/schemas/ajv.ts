@@ -82,6 +82,7 @@ export function toFieldErrors(errors: ErrorObject[], pathPrefix = ''): FieldErro
   const out: FieldError[] = [];
   const seen = new Set<string>();
   const wrappers = new Set(['if', 'anyOf', 'oneOf', 'allOf', 'not']);
+  errors = mergeAlternatives(errors);
   const specific = errors.filter((e) => !wrappers.has(e.keyword));
   for (const e of specific.length ? specific : errors) {
     let path = e.instancePath;
@@ -98,7 +99,7 @@ export function toFieldErrors(errors: ErrorObject[], pathPrefix = ''): FieldErro
     } else if (e.keyword === 'false schema') {
       message = 'is not allowed here';
     } else if (e.keyword === 'enum') {
-      message = `must be one of: ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+      message = `must be one of: ${(params.allowedValues as unknown[]).map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ')}`;
     } else if (e.keyword === 'dependentRequired' || e.keyword === 'dependencies') {
       path += '/' + escapePointer(String(params.missingProperty));
       message = `is required when ${String(params.property)} is set`;
@@ -110,6 +111,42 @@ export function toFieldErrors(errors: ErrorObject[], pathPrefix = ''): FieldErro
     out.push({ path: full, message });
   }
   return out.slice(0, 50);
+}
+
+/**
+ * A choice of literal values (TypeBox `Union([Literal('ldaps'), Literal('starttls'), ...])`, an `anyOf` of
+ * `const` branches, possibly made nullable) fails with one "must be equal to constant" per branch, which
+ * does not tell the caller what is allowed. Such an `anyOf`/`oneOf` and its branch errors become one `enum`
+ * error listing every allowed value. A choice whose branches are not all values is left as it is.
+ */
+function mergeAlternatives(errors: ErrorObject[]): ErrorObject[] {
+  const consumed = new Set<ErrorObject>();
+  const merged = new Map<ErrorObject, ErrorObject>();
+  const choices = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').sort((a, b) => a.schemaPath.length - b.schemaPath.length);
+  for (const choice of choices) {
+    if (consumed.has(choice)) continue;
+    const prefix = choice.schemaPath + '/';
+    const inside = errors.filter((e) => e !== choice && e.schemaPath.startsWith(prefix));
+    const branches = new Map<string, ErrorObject[]>();
+    for (const e of inside) {
+      const branch = e.schemaPath.slice(prefix.length).split('/')[0];
+      branches.set(branch, [...(branches.get(branch) ?? []), e]);
+    }
+    const allowed: unknown[] = [];
+    const isChoiceOfValues =
+      branches.size > 0 &&
+      inside.every((e) => e.instancePath === choice.instancePath) &&
+      [...branches.values()].every((list) => {
+        const values = list.flatMap((e) => (e.keyword === 'const' ? [e.params.allowedValue] : e.keyword === 'enum' ? (e.params.allowedValues as unknown[]) : []));
+        if (values.length === 0 && list.length === 1 && list[0].keyword === 'type' && list[0].params.type === 'null') values.push(null);
+        allowed.push(...values);
+        return values.length > 0;
+      });
+    if (!isChoiceOfValues) continue;
+    for (const e of inside) consumed.add(e);
+    merged.set(choice, { ...choice, keyword: 'enum', params: { allowedValues: [...new Set(allowed)] }, message: 'must be one of the allowed values' });
+  }
+  return errors.filter((e) => !consumed.has(e)).map((e) => merged.get(e) ?? e);
 }
 
 function escapePointer(segment: string): string {
