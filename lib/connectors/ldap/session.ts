@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { Attribute, Change, Client, Control, type Entry } from 'ldapts';
 import { ConnectorError, redactSecrets, type ConnectorErrorCode } from '../sdk';
+import { writeRefusal, type WriteOperation } from './writeErrors';
 
 /**
  * The directory operations the connector needs, over one bound connection. An interface (not ldapts itself)
@@ -51,6 +52,9 @@ const TLS_CODES = new Set([
   'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_SIGNATURE_FAILURE',
   'CERT_UNTRUSTED', 'CERT_REJECTED',
 ]);
+/** Attributes whose values are secrets (never echoed in an error, should the server quote them). */
+const SECRET_ATTRIBUTE = /pass|pwd|secret/i;
+
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNABORTED']);
 
 /** LDAP result codes to connector error codes for one object's operation (the run goes on). */
@@ -136,7 +140,7 @@ export async function openSession(c: SessionConfig): Promise<DirectorySession> {
     await client.unbind().catch(() => undefined);
     throw toConnectorError(err, `Connecting to ${c.host}:${c.port} (${c.security})`, secrets);
   }
-  return new LdaptsSession(client, secrets);
+  return new LdaptsSession(client, secrets, c.bindDN);
 }
 
 class LdaptsSession implements DirectorySession {
@@ -144,6 +148,7 @@ class LdaptsSession implements DirectorySession {
   constructor(
     private readonly client: Client,
     private readonly secrets: string[],
+    private readonly bindDN?: string,
   ) {}
 
   /**
@@ -188,25 +193,33 @@ class LdaptsSession implements DirectorySession {
   }
 
   async add(dn: string, attributes: Record<string, string[]>): Promise<void> {
-    await this.op(() => this.client.add(dn, attributes), `Adding ${dn}`);
+    const written = Object.entries(attributes).flatMap(([name, values]) => (SECRET_ATTRIBUTE.test(name) ? values : []));
+    await this.op(() => this.client.add(dn, attributes), `Adding ${dn}`, { kind: 'add', dn }, written);
   }
   async modify(dn: string, changes: Change[]): Promise<void> {
-    await this.op(() => this.client.modify(dn, changes), `Modifying ${dn}`);
+    const written = changes.flatMap((c) => (SECRET_ATTRIBUTE.test(c.modification.type) ? c.modification.values.map(String) : []));
+    await this.op(() => this.client.modify(dn, changes), `Modifying ${dn}`, { kind: 'modify', dn }, written);
   }
   async del(dn: string): Promise<void> {
-    await this.op(() => this.client.del(dn), `Deleting ${dn}`);
+    await this.op(() => this.client.del(dn), `Deleting ${dn}`, { kind: 'delete', dn });
   }
   async modifyDN(dn: string, newDn: string): Promise<void> {
-    await this.op(() => this.client.modifyDN(dn, newDn), `Moving ${dn} to ${newDn}`);
+    await this.op(() => this.client.modifyDN(dn, newDn), `Moving ${dn} to ${newDn}`, { kind: 'move', dn, newDn });
   }
 
-  /** Write operations: LDAP result errors are per-object, transport errors stay run-level. */
-  private async op(fn: () => Promise<void>, what: string): Promise<void> {
+  /**
+   * Write operations: LDAP results that concern the object are per-object errors with a readable message
+   * (writeErrors.ts); transport errors and run-level results stay run-level. `written` are values being written
+   * that must never show (passwords), redacted like the bind password should a server echo them.
+   */
+  private async op(fn: () => Promise<void>, what: string, operation: WriteOperation, written: string[] = []): Promise<void> {
     this.ensureBound(what);
     try {
       await fn();
     } catch (err) {
-      throw toConnectorError(err, what, this.secrets, typeof (err as { code?: unknown })?.code === 'number');
+      const e = err as { code?: unknown; message?: unknown };
+      const refusal = typeof e?.code === 'number' && !(err instanceof ConnectorError) ? writeRefusal(e.code, String(e.message ?? ''), { ...operation, bindDN: this.bindDN }, [...this.secrets, ...written]) : undefined;
+      throw refusal ?? toConnectorError(err, what, this.secrets, typeof e?.code === 'number');
     }
   }
 
