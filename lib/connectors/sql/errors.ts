@@ -46,6 +46,45 @@ const HINTS: Partial<Record<ConnectorErrorCode, string>> = {
   configuration_invalid: 'The database rejected a configured query or setting',
 };
 
+/** A unique key a row collided with, as the driver reports it. `value` is for comparison only: never show it. */
+export interface UniqueKeyViolation {
+  /** The constraint or index name. */
+  name?: string;
+  /** The key's columns (PostgreSQL says them). */
+  columns?: string[];
+  /** The duplicated key value the server quoted (MySQL, SQL Server, PostgreSQL's detail). */
+  value?: string;
+}
+
+/**
+ * What a unique violation's driver error says about the key: PostgreSQL's `constraint` and `detail`
+ * ("Key (employee_id)=(E001) already exists."), MySQL's "Duplicate entry 'E001' for key 'people.employee_id'",
+ * SQL Server's "Violation of UNIQUE KEY constraint 'UQ_x' ... The duplicate key value is (E001).".
+ */
+export function uniqueKeyOf(err: unknown): UniqueKeyViolation {
+  const e = (err ?? {}) as { constraint?: unknown; detail?: unknown; message?: unknown };
+  const message = typeof e.message === 'string' ? e.message : '';
+  const out: UniqueKeyViolation = {};
+  if (typeof e.constraint === 'string' && e.constraint) out.name = e.constraint;
+  if (typeof e.detail === 'string') {
+    const m = /^Key \((.*)\)=\((.*)\) already exists\.?$/s.exec(e.detail);
+    if (m) {
+      out.columns = m[1].split(/,\s*/).map((c) => c.replace(/^"(.*)"$/, '$1'));
+      out.value = m[2];
+    }
+  }
+  const mysql = /^Duplicate entry '(.*)' for key '([^']+)'$/s.exec(message);
+  if (mysql) {
+    out.value = mysql[1];
+    out.name = mysql[2];
+  }
+  const mssqlName = /(?:constraint|unique index) '([^']+)'/.exec(message);
+  if (mssqlName) out.name ??= mssqlName[1];
+  const mssqlValue = /The duplicate key value is \((.*)\)\.?$/s.exec(message);
+  if (mssqlValue) out.value = mssqlValue[1];
+  return out;
+}
+
 /**
  * A driver error as a {@link ConnectorError}. The message names the kind of failure and, where it helps (an
  * unknown table, a constraint), the server's own text, with every secret redacted. Network failures and
@@ -69,6 +108,12 @@ export function sqlError(err: unknown, dialect: SqlDialect, secrets: string[], w
   if (!code && /timeout|timed out/i.test(raw)) code = what === 'connect' ? 'connection_failed' : 'timeout';
   if (!code && /Connection terminated|connection.*(closed|lost|reset)|socket hang up|Can't add new command when connection is in closed state|server has gone away/i.test(raw)) code = 'connection_failed';
   if (!code) code = what === 'connect' ? 'connection_failed' : 'object_error';
+  if (code === 'already_exists') {
+    // The server's text quotes the duplicated values (any unique column, not only the anchor): never shown.
+    const key = uniqueKeyOf(err);
+    const what = key.name ? `the unique key '${key.name}'${key.columns ? ` (${key.columns.join(', ')})` : ''}` : 'a unique key';
+    return new ConnectorError(code, `Another row already has the same value in ${what}.`, { cause: err, retriable: false });
+  }
   const detail = redactSecrets(raw, secrets).replace(/\s+/g, ' ').trim().slice(0, 300);
   const hint = HINTS[code];
   const message = hint ? `${hint}: ${detail || code}` : detail || code;

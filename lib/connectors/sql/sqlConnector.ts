@@ -27,6 +27,7 @@ import {
 } from '../sdk';
 import { SnapshotStore, type RowState } from '../file/state';
 import { connect, type ConnectionSettings, type QueryResult, type Row, type SqlSession } from './drivers';
+import { uniqueKeyOf } from './errors';
 import { compileSql, quoteIdent, type CompiledStatement, type SqlDialect } from './params';
 import type { SqlConfig } from './schema';
 import { softDeleteColumnQuery } from './validate';
@@ -665,6 +666,27 @@ export class SqlConnector {
   }
 
   /**
+   * A unique violation as an operator reads it: the row's anchor and the key, never the values the database
+   * quoted (a unique column may hold anything). When the key is the anchor itself (the key's columns, or the
+   * duplicated value the server quoted, are the anchor's), the row is simply there already.
+   */
+  private duplicateError(err: ConnectorError, change: ExportChange): ConnectorError {
+    const column = this.config.anchorColumn;
+    const a = this.exportValues(change).anchor;
+    const anchor = a === null || a === undefined ? undefined : String(a);
+    const key = uniqueKeyOf(err.cause);
+    const isAnchor =
+      anchor !== undefined && (key.columns ? key.columns.length === 1 && key.columns[0].toLowerCase() === column.toLowerCase() : key.value !== undefined && key.value === anchor);
+    const keyName = key.name ? `the unique key '${key.name}'${key.columns ? ` (${key.columns.join(', ')})` : ''}` : 'a unique key';
+    const row = anchor === undefined ? 'the row' : `the row with the anchor ${column} '${anchor}'`;
+    const message =
+      change.kind === 'add' && isAnchor
+        ? `A row with the anchor ${column} '${anchor}' already exists${key.name ? ` (unique key '${key.name}')` : ''}.`
+        : `${change.kind === 'add' ? 'Adding' : 'Updating'} ${row}: another row already has the same value in ${keyName}.`;
+    return new ConnectorError('already_exists', message, { retriable: false, cause: err.cause, ...(anchor !== undefined ? { anchor } : {}) });
+  }
+
+  /**
    * One transaction for the batch. A row the database rejects rolls it back; the batch then runs again one
    * row per transaction, so the other rows land and the rejected one is a per-object error. Run-level
    * failures (connection lost, bad statement) throw.
@@ -706,7 +728,7 @@ export class SqlConnector {
           await s.rollback().catch(() => undefined);
           // Rows before this one are committed: a run-level failure says so.
           if (!(err instanceof ConnectorError) || !OBJECT_LEVEL.has(err.code)) throw withApplied(err, out);
-          const e = err.toObjectError(ch.objectType);
+          const e = (err.code === 'already_exists' ? this.duplicateError(err, ch) : err).toObjectError(ch.objectType);
           if (ch.anchor !== undefined) e.anchor = ch.anchor;
           out.push(ch.anchor === undefined ? { status: 'error', error: e } : { status: 'error', anchor: ch.anchor, error: e });
         }
