@@ -18,8 +18,10 @@ import { consolidate, type Contribution, type MeshObject, type PendingReference,
  *
  * `{"v":2,"id","t":objectType,"a":anchorValue,"co":createdOn,"up":updatedOn,"k":[strings],
  *   "c":{attribute:[[connector,rule,confidence,priority,value,at]]},"l":[[connector,anchor]],"p":[connector],
- *   "r":[[type,targetId,targetAnchor,targetType]],"q":[[type,value,by?]]}` (co, up, and the numbers in c, l, p,
- * r, q other than confidence and priority are positions in `k`; `p` is absent when nothing was provisioned).
+ *   "r":[[type,targetId,targetAnchor,targetType(,connector,csAnchor,value,by)?]],"q":[[type,value,by?(,connector)?]]}`
+ * (co, up, and the numbers in c, l, p, r, q other than confidence and priority are positions in `k`; `p` is
+ * absent when nothing was provisioned; the four more fields of `r` and the fourth of `q` are there for a
+ * relationship or pending reference made from a connector's reference attribute).
  *
  * Reading accepts the first form too (the whole object as JSON), so rows written before stay readable.
  */
@@ -36,8 +38,10 @@ interface StoredV2 {
   c: Record<string, [number, number, number, number, AttributeValue, number][]>;
   l: [number, string][];
   p?: number[];
-  r: [number, string, string, number][];
-  q: ([number, string] | [number, string, string])[];
+  /** Relationships; a connector's reference adds `[connector, referenced anchor, value, by]` (positions c, by). */
+  r: ([number, string, string, number] | [number, string, string, number, number, string, string, number])[];
+  /** Pending references; a connector's adds the connector's position (then `by` is always there). */
+  q: ([number, string] | [number, string, string] | [number, string, string, number])[];
 }
 
 /** The stored JSON text of a mesh object. */
@@ -65,8 +69,12 @@ export function encodeMeshObject(o: MeshObject): string {
     k,
     c,
     l: Object.entries(o.links).map(([connector, anchor]) => [ref(connector), anchor]),
-    r: o.relationships.map((r) => [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType)]),
-    q: o.pendingReferences.map((p) => (p.by === undefined ? [ref(p.type), p.value] : [ref(p.type), p.value, p.by])),
+    r: o.relationships.map((r) =>
+      r.c === undefined
+        ? [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType)]
+        : [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType), ref(r.c), r.ca ?? '', r.v ?? '', ref(r.by ?? '')],
+    ),
+    q: o.pendingReferences.map((p) => (p.c !== undefined ? [ref(p.type), p.value, p.by ?? '', ref(p.c)] : p.by === undefined ? [ref(p.type), p.value] : [ref(p.type), p.value, p.by])),
   };
   stored.co = ref(o.createdOn);
   stored.up = ref(o.updatedOn);
@@ -97,8 +105,22 @@ export function fromStoredMeshObject(x: unknown): MeshObject {
     attributes: {},
     contributions,
     links,
-    relationships: s.r.map(([type, targetId, targetAnchor, targetType]): Relationship => ({ type: k[type], targetId, targetAnchor, targetType: k[targetType] })),
-    pendingReferences: s.q.map(([type, value, by]): PendingReference => (by === undefined ? { type: k[type], value } : { type: k[type], value, by })),
+    relationships: s.r.map((x): Relationship => {
+      const r: Relationship = { type: k[x[0]], targetId: x[1], targetAnchor: x[2], targetType: k[x[3]] };
+      if (x.length > 4) {
+        const y = x as [number, string, string, number, number, string, string, number];
+        r.c = k[y[4]];
+        r.ca = y[5];
+        r.v = y[6];
+        r.by = k[y[7]];
+      }
+      return r;
+    }),
+    pendingReferences: s.q.map((x): PendingReference => {
+      if (x.length === 2) return { type: k[x[0]], value: x[1] };
+      if (x.length === 3) return { type: k[x[0]], value: x[1], by: x[2] };
+      return { type: k[x[0]], value: x[1], by: x[2], c: k[x[3]] };
+    }),
   };
   if (s.p) o.provisioned = s.p.map((i) => k[i]);
   consolidate(o);

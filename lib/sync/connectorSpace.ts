@@ -13,8 +13,8 @@ import { getJson, mapLimit, putJson, submitBatched } from './tableUtil';
  * proportion to the size of the whole table; a page of 1,000 objects still goes out in transactions of about
  * 15. The whole space of a connector is 64 partition queries.
  * Properties: `objectType`, `hash` (content hash as imported), `rh` (rules hash), `meshId`, `deleted`,
- * `updatedOn`, and JSON (chunked) `a` attributes, `x` exported values, `p` pending export, `u` unconfirmed
- * attribute names, `error`.
+ * `updatedOn`, `dn`, and JSON (chunked) `a` attributes, `x` exported values, `p` pending export, `u` unconfirmed
+ * attribute names, `error`, `rn` the names of the reference attributes, `jk` a disconnector's join keys.
  *
  * Writes are upserts (Replace) of the whole row: replaying a page writes the same rows again.
  */
@@ -41,6 +41,10 @@ export interface CsSummary {
   deleted: boolean;
   /** True when the row carries exported values awaiting confirmation or a pending export. */
   exported: boolean;
+  /** The object's DN (directories): references by DN are resolved through it. */
+  dn?: string;
+  /** A disconnector's join keys ({@link CsObject.joinKeys}). */
+  joinKeys?: string[];
 }
 
 type Row = TableEntityResult<Record<string, unknown>>;
@@ -62,6 +66,8 @@ export function toCsEntity(connectorId: string, o: CsObject): Record<string, unk
   if (o.pendingExport) putJson(e, 'p', o.pendingExport);
   if (o.unconfirmed?.length) e.u = JSON.stringify(o.unconfirmed);
   if (o.error) e.error = o.error.slice(0, 2000);
+  if (o.refNames?.length) e.rn = JSON.stringify(o.refNames);
+  if (o.joinKeys?.length && !o.meshId && !o.deleted) e.jk = JSON.stringify(o.joinKeys);
   return e;
 }
 
@@ -83,34 +89,44 @@ export function fromCsEntity(e: Record<string, unknown>): CsObject {
   if (p) o.pendingExport = p;
   if (e.u) o.unconfirmed = JSON.parse(String(e.u)) as string[];
   if (e.error) o.error = String(e.error);
+  if (e.rn) o.refNames = JSON.parse(String(e.rn)) as string[];
+  if (e.jk) o.joinKeys = JSON.parse(String(e.jk)) as string[];
   return o;
 }
 
 function summaryOf(e: Record<string, unknown>): CsSummary {
-  return {
+  const s: CsSummary = {
     hash: String(e.hash ?? ''),
     rulesHash: String(e.rh ?? ''),
     meshId: e.meshId ? String(e.meshId) : null,
     deleted: !!e.deleted,
     exported: Number(e.xn ?? 0) > 0 || Number(e.pn ?? 0) > 0,
   };
+  if (e.dn) s.dn = String(e.dn);
+  if (e.jk) s.joinKeys = JSON.parse(String(e.jk)) as string[];
+  return s;
 }
 
 /** The summary of a row about to be written (what {@link loadCsSummaries} would read back). */
-export const summarize = (_connectorId: string, o: CsObject): CsSummary => ({
-  hash: o.hash,
-  rulesHash: o.rulesHash,
-  meshId: o.meshId || null,
-  deleted: !!o.deleted,
-  exported: !!o.exported || !!o.pendingExport,
-});
+export const summarize = (_connectorId: string, o: CsObject): CsSummary => {
+  const s: CsSummary = {
+    hash: o.hash,
+    rulesHash: o.rulesHash,
+    meshId: o.meshId || null,
+    deleted: !!o.deleted,
+    exported: !!o.exported || !!o.pendingExport,
+  };
+  if (o.dn) s.dn = o.dn;
+  if (o.joinKeys?.length && !o.meshId && !o.deleted) s.joinKeys = o.joinKeys;
+  return s;
+};
 
 /** Every row's summary of a connector: anchor -> summary. One partition query with a narrow $select. */
 export async function loadCsSummaries(connectorId: string): Promise<Map<string, CsSummary>> {
   const out = new Map<string, CsSummary>();
   await mapLimit(partitions(connectorId), 4, async (pk) => {
     const it = (await csTable(pk)).listEntities<Record<string, unknown>>({
-      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'pn'] },
+      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'pn', 'dn', 'jk'] },
     });
     for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
   });

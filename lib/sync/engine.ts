@@ -24,6 +24,9 @@ import { decodeMeshObject, encodeMeshObject } from '../mesh/codec';
 import { dropSharedIndex, sharedIndex, type MeshIndex } from '../mesh/joinIndex';
 import { PROCESS_WRITER, commitMeshWrite, getMeshObjects, iterateMesh } from '../mesh/store';
 import { loadCsSummaries, readCsObjects, summarize, writeCsObjects, type CsSummary } from './connectorSpace';
+import { CsCache } from './csCache';
+import { csWakeKeys, referencePolicy, type CsLookup } from './references';
+import { readConnectorRow } from '../storage/connectors';
 import { sameValue, type CsObject, type MeshObject } from './model';
 import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
 import { compileExpression } from './expression';
@@ -87,9 +90,6 @@ export async function beginRun(runId: string): Promise<RunInfo | (StepFailure & 
 // ---------------------------------------------------------------------------------------------------------
 // Caches of this process
 
-interface CsCache {
-  summaries: Map<string, CsSummary>;
-}
 const csCaches = new Map<string, CsCache>();
 
 /** The connector's connector-space summaries, reloaded when another process wrote since this one did. */
@@ -97,7 +97,7 @@ async function csCache(connectorId: string): Promise<CsCache> {
   const state = await readSyncState(connectorId);
   const cached = csCaches.get(connectorId);
   if (cached && state.csOwner === PROCESS_WRITER) return cached;
-  const fresh: CsCache = { summaries: await loadCsSummaries(connectorId) };
+  const fresh = new CsCache(await loadCsSummaries(connectorId));
   await claimCsOwner(connectorId, PROCESS_WRITER);
   csCaches.set(connectorId, fresh);
   return fresh;
@@ -185,13 +185,16 @@ interface Context {
   rules: RuleSet;
   index: MeshIndex;
   cs: CsCache;
+  /** The connector's references, resolved through its connector space (lib/sync/references.ts). */
+  refs: CsLookup;
   now: string;
 }
 
 async function context(info: RunInfo): Promise<Context> {
   const started = TRACE ? Date.now() : 0;
-  const all = await listRules();
+  const [all, record] = await Promise.all([listRules(), readConnectorRow(info.connectorId)]);
   const rules = compileRuleSet(info.connectorId, all);
+  const policy = referencePolicy(info.connectorId, record?.type ?? 'custom', record?.config ?? {}, all);
   const index = await sharedIndex(indexedAttributes(all));
   if (TRACE) console.log(`[sync] context: rules and join index (${index.builtFrom}, ${index.size}) ${Date.now() - started} ms`);
   if (!index.onForeignChange) {
@@ -200,7 +203,8 @@ async function context(info: RunInfo): Promise<Context> {
     heldRuns.clear();
     index.onForeignChange = (id) => waitingDocs.delete(id);
   }
-  return { info, rules, index, cs: await csCache(info.connectorId), now: new Date().toISOString() };
+  const cs = await csCache(info.connectorId);
+  return { info, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString() };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -282,7 +286,8 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
 
   const plans: ObjectPlan[] = [];
   for (const w of work) {
-    const plan = planImport({ rules, now, ws }, w.item.anchor, w.item.object, w.hash, prevOf(w));
+    const plan = planImport({ rules, now, ws, refs: ctx.refs }, w.item.anchor, w.item.object, w.hash, prevOf(w));
+    cs.note(plan.cs);
     plans.push(plan);
     if (plan.outcome === 'created') result.created++;
     else if (plan.outcome === 'updated') result.updated++;
@@ -297,6 +302,15 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
   // Late arrivals and removed targets: objects whose references now resolve differently.
   const follow = new Set<string>();
   for (const p of plans) for (const id of p.followUps) follow.add(id);
+  // References of this connector waiting for an object of this page (it arrived, got a mesh object, or was
+  // renamed), and references to an object whose mesh object changed (a re-join).
+  plans.forEach((p, i) => {
+    const before = work[i].sum;
+    if (before?.meshId && before.meshId !== p.cs.meshId) for (const s of ctx.index.incoming(before.meshId)) follow.add(s);
+    if (!p.cs.meshId || p.cs.deleted) return;
+    if (before && !before.deleted && before.meshId === p.cs.meshId && before.dn === p.cs.dn) return;
+    for (const { by, key } of csWakeKeys(ctx.info.connectorId, p.cs.anchor, p.cs.dn)) for (const s of ctx.index.waiting(by, key)) follow.add(s);
+  });
   for (const id of ws.dirty) {
     const doc = ws.get(id);
     if (!doc) {
@@ -307,7 +321,7 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
   }
   if (follow.size) {
     await load(follow);
-    reresolve(ws, rules, follow, now);
+    reresolve(ws, rules, follow, now, ctx.refs);
   }
   tr.mark(`follow(${follow.size})`);
 
@@ -368,7 +382,7 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     rows = dedupeRows(rows);
     const known = new Set<string>();
     for (const r of rows) if (cs.summaries.has(r.anchor)) known.add(r.anchor);
-    for (const r of rows) cs.summaries.set(r.anchor, summarize(ctx.info.connectorId, r));
+    for (const r of rows) cs.set(r.anchor, summarize(ctx.info.connectorId, r));
     const write = writeCsObjects(ctx.info.connectorId, rows, (anchor) => known.has(anchor));
     if (held && !flush) {
       deferCsWrite(ctx.info.runId, write);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { normalizeDn } from '../connectors/ldap/values';
 import type { AttributeValue } from '../connectors/sdk';
 
 /**
@@ -37,6 +38,17 @@ export interface Relationship {
   targetId: string;
   targetAnchor: string;
   targetType: string;
+  /**
+   * Set on a relationship made from a connector's reference attribute (an LDAP `manager` DN, an SQL reference
+   * column): that connector's id. Absent: made by a mesh-composer rule.
+   */
+  c?: string;
+  /** With `c`: the anchor of the referenced connector-space object (the reference is resolved through it). */
+  ca?: string;
+  /** With `c`: the reference as the connector gave it, as a key (`by` says how it names its target). */
+  v?: string;
+  /** With `c`: how `v` names its target ({@link csReferenceBy}). */
+  by?: string;
 }
 
 /** A reference that names no mesh object yet: it resolves when such an object arrives. */
@@ -44,8 +56,35 @@ export interface PendingReference {
   type: string;
   /** The referenced value (an anchor, or a value of `by`). */
   value: string;
-  /** The mesh attribute the value is matched against; absent: the anchor value. */
+  /**
+   * The mesh attribute the value is matched against; absent: the anchor value. For a connector's reference
+   * (`c` set), a connector-space key space ({@link csReferenceBy}): the value names a connector-space object.
+   */
   by?: string;
+  /** Set on a connector's reference: that connector's id (see {@link Relationship.c}). */
+  c?: string;
+}
+
+/**
+ * The key space of a connector's references in the join index: `@dn:<connector>` (the value is the normalized
+ * DN of a connector-space object, {@link dnKey}) or `@a:<connector>` (the value is its anchor, case-folded).
+ */
+export function csReferenceBy(kind: 'dn' | 'anchor', connectorId: string): string {
+  return (kind === 'dn' ? '@dn:' : '@a:') + connectorId;
+}
+
+/**
+ * A DN as a key: case-folded, without the spaces allowed around separators (`CN=Ann Lee, OU=People` and
+ * `cn=ann lee,ou=people` name the same entry).
+ */
+export function dnKey(dn: string): string {
+  // Escapes and quotes need the parser; the common DN takes the fast path (this runs for every object and
+  // every reference value of a directory import).
+  if (dn.includes('\\') || dn.includes('"')) return normalizeDn(dn);
+  return dn
+    .trim()
+    .replace(/\s*([,=+])\s*/g, '$1')
+    .toLowerCase();
 }
 
 /**
@@ -96,6 +135,14 @@ export interface CsObject {
   unconfirmed?: string[];
   /** A per-object error from the last run (join ambiguity, transform failure). */
   error?: string;
+  /** The names of the reference attributes (their values are in `attributes`), as the connector marked them. */
+  refNames?: string[];
+  /**
+   * A disconnector's join keys (`<mesh attribute>\u0000<key>`, as the join rules computed them): kept light
+   * so that a run can find, without reading every row, the disconnectors a mesh object that appeared since
+   * could join.
+   */
+  joinKeys?: string[];
   updatedOn: string;
 }
 

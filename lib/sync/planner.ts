@@ -12,6 +12,7 @@ import {
   type Relationship,
   winner,
 } from './model';
+import { applyConnectorReferences, dedupeComposed, referencesOf, refreshConnectorReferences, type CsLookup } from './references';
 import { applyScript, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
 
 /**
@@ -80,6 +81,8 @@ export interface PlanInput {
   rules: RuleSet;
   now: string;
   ws: WorkingSet;
+  /** The connector space of the connector being run: its reference attributes are resolved through it. */
+  refs?: CsLookup;
 }
 
 /** The mesh ids an object may need: its current link and its join candidates. Call before planning to load them. */
@@ -121,6 +124,7 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
     updatedOn: now,
   };
   if (object.dn) cs.dn = object.dn;
+  if (object.references && Object.keys(object.references).length) cs.refNames = Object.keys(object.references);
   if (prev?.exported) {
     const missing = Object.keys(prev.exported).filter((k) => !sameValue(object.attributes[k], prev.exported![k]));
     if (missing.length) cs.unconfirmed = missing;
@@ -178,11 +182,17 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
         break;
       }
     }
-    if (!doc) return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
+    if (!doc) {
+      // A disconnector: its join keys let a later run find it when a mesh object it could join appears.
+      const jk = disconnectorJoinKeys(rules, object);
+      if (jk.length) cs.joinKeys = jk;
+      return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
+    }
 
     doc.links[cid] = anchor;
     setContributions(doc, cid, inboundValues(rules.inbound, object.attributes), now);
     const ambiguous = compose(doc, rules, ws.index, now);
+    if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, referencesOf(object));
     doc.updatedOn = now;
     ws.put(doc);
     cs.meshId = doc.id;
@@ -194,14 +204,24 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
   }
 }
 
+/** The join keys of a disconnector (`<mesh attribute>\u0000<key>` per join rule). */
+export function disconnectorJoinKeys(rules: RuleSet, object: ConnectorObject): string[] {
+  const out = new Set<string>();
+  for (const jr of rules.joins) for (const key of joinKeys(jr, object)) out.add((jr.rule.targetAttribute ?? '') + '\u0000' + key);
+  return [...out];
+}
+
 function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined): ObjectPlan {
   const { rules, now, ws } = input;
   const cs: CsObject = { ...(prev ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: rules.hash, updatedOn: now }), meshId: null, deleted: true, hash: '', updatedOn: now };
   delete cs.error;
   delete cs.exported;
   delete cs.unconfirmed;
+  delete cs.joinKeys;
   const followUps: string[] = [];
   const current = prev?.meshId ? ws.get(prev.meshId) : null;
+  // Objects of this connector that reference the deleted one: their relationships to it become pending.
+  if (input.refs && prev?.meshId) followUps.push(...ws.index.incoming(prev.meshId));
   if (current && current.links[rules.connectorId] === anchor) {
     const doc = clone(current);
     delete doc.links[rules.connectorId];
@@ -217,6 +237,8 @@ function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined
       followUps.push(...ws.index.incoming(doc.id));
     } else {
       compose(doc, rules, ws.index, now);
+      // The deleted object no longer references anything.
+      if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, {});
       doc.updatedOn = now;
       ws.put(doc);
     }
@@ -296,12 +318,13 @@ export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: 
  * returned as a message naming them, for the run's per-object errors.
  */
 export function resolveReferences(doc: MeshObject, rules: RuleSet, index: IndexView): string[] {
-  const relationships: Relationship[] = [];
-  const pending: PendingReference[] = [];
+  // Connectors' references are theirs (lib/sync/references.ts): kept as they are.
+  const relationships: Relationship[] = doc.relationships.filter((r) => r.c !== undefined);
+  const pending: PendingReference[] = doc.pendingReferences.filter((p) => p.c !== undefined);
   const ambiguous: string[] = [];
   for (const cr of rules.composers) {
     const type = cr.rule.relationshipType;
-    if (!type || !cr.rule.sourceAttribute) continue;
+    if (!type || !cr.rule.sourceAttribute || isReferenceRename(cr)) continue;
     const raw = doc.attributes[cr.rule.sourceAttribute]?.value;
     const by = cr.rule.targetAttribute ?? undefined;
     for (const value of Array.isArray(raw) ? raw : raw === null || raw === undefined ? [] : [raw]) {
@@ -321,9 +344,18 @@ export function resolveReferences(doc: MeshObject, rules: RuleSet, index: IndexV
       }
     }
   }
-  doc.relationships = relationships;
+  doc.relationships = dedupeComposed(relationships);
   doc.pendingReferences = pending;
   return ambiguous;
+}
+
+/**
+ * A MeshComposerRule of one connector with `relationshipType` and `sourceAttribute` and nothing else names the
+ * relationship type of that connector's reference attribute (lib/sync/references.ts): it matches no mesh
+ * attribute itself.
+ */
+export function isReferenceRename(cr: CompiledRule): boolean {
+  return !!cr.rule.connectorId && !cr.rule.targetAttribute && !cr.script;
 }
 
 /** Keys other objects may reference this one by: its anchor and its indexed attributes. */
@@ -339,13 +371,17 @@ export function truthy(v: unknown): boolean {
   return !!v;
 }
 
-/** Re-resolve the references of objects already loaded (late arrivals, removed targets). True when one changed. */
-export function reresolve(ws: WorkingSet, rules: RuleSet, ids: Iterable<string>, now: string): void {
+/**
+ * Re-resolve the references of objects already loaded (late arrivals, removed targets): the mesh-composer
+ * ones, and those of the connector being run (`refs`).
+ */
+export function reresolve(ws: WorkingSet, rules: RuleSet, ids: Iterable<string>, now: string, refs?: CsLookup): void {
   for (const id of ids) {
     const cur = ws.get(id);
     if (!cur) continue;
     const doc = clone(cur);
     resolveReferences(doc, rules, ws.index);
+    if (refs) refreshConnectorReferences(doc, refs, ws.index);
     if (JSON.stringify(doc.relationships) === JSON.stringify(cur.relationships) && JSON.stringify(doc.pendingReferences) === JSON.stringify(cur.pendingReferences)) continue;
     doc.updatedOn = now;
     ws.put(doc);

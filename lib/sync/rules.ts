@@ -43,6 +43,9 @@ export function compileRuleSet(connectorId: string, allRules: readonly Rule[]): 
   const composers = enabled.filter((r) => r.ruleType === 'MeshComposerRule');
   const relevant = [...own, ...composers.filter((r) => r.connectorId !== connectorId)];
   const hash = createHash('sha256')
+    // The salt changes when the engine processes objects differently (v2: references through the connector
+    // space), so that unchanged objects are processed once more by the next import.
+    .update('v2')
     .update(JSON.stringify(relevant.map((r) => [r.ruleId, r.updatedOn, r.priority, r.isEnabled])))
     .digest('base64url')
     .slice(0, 16);

@@ -54,6 +54,9 @@ export const targets = (o: MeshObject | undefined, type: string): string[] =>
     .map((r) => r.targetId)
     .sort();
 
+/** `o`'s relationships as the API shows them (type, target id, anchor and type; no bookkeeping of how they were resolved). */
+export const plainRelationships = (o: MeshObject | undefined) => (o?.relationships ?? []).map(({ type, targetId, targetAnchor, targetType }) => ({ type, targetId, targetAnchor, targetType }));
+
 /** The mesh ids of these anchors, sorted. */
 export const idsOf = (mesh: Map<string, MeshObject>, anchors: string[]): string[] => anchors.map((a) => mesh.get(a)!.id).sort();
 

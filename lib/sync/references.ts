@@ -1,0 +1,223 @@
+import { REFERENCE_ATTRIBUTES } from '../connectors/ldap/objects';
+import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
+import { csReferenceBy, dnKey, type MeshObject, type PendingReference, type Relationship } from './model';
+import type { Rule } from '../storage/rules';
+
+/**
+ * Reference attributes resolved through the connector space.
+ *
+ * A connector marks some attributes of its objects as references (`ConnectorObject.references`): a directory's
+ * `manager`, `member`, `secretary` (values are DNs), an SQL or CSV reference column (values are the anchors
+ * of other rows). Each value names an object of the *same* connector. It is resolved to that connector-space
+ * object (by DN or by anchor), then to the mesh object joined to it: that is the relationship, of the type
+ * the attribute's name gives (unless a rule renames it). A value whose object is not known yet (it arrives
+ * later in the run, or in a later run), or is known but joined to no mesh object, is a pending reference in
+ * the connector's key space ({@link csReferenceBy}); the engine wakes it when such an object gets a mesh
+ * object. A resolved relationship keeps the referenced object's anchor, so a rename or move of the
+ * referenced object changes nothing, a re-join follows it, and its deletion turns the relationship back into
+ * a pending reference.
+ *
+ * Relationships made this way carry `c` (the connector). Each connector owns its own: a run of connector A
+ * recomputes A's and leaves B's alone. Mesh-composer relationships (no `c`) are recomputed from the mesh
+ * attributes as before; one that repeats a connector's (same type, same target) is left out.
+ */
+
+/** How a connector's reference attribute names its targets: by DN, by anchor, or not through the connector space. */
+export type ReferenceKind = 'dn' | 'anchor';
+
+export interface ReferencePolicy {
+  /** How the values of reference attribute `name` name their target; null: not resolved through the connector space. */
+  kind(name: string): ReferenceKind | null;
+  /** The relationship type made from reference attribute `name`. */
+  typeOf(name: string): string;
+  /** Whether mesh relationships of this type are this connector's references (an outbound flow of a relationship). */
+  readonly targetKind: ReferenceKind;
+}
+
+/**
+ * The policy of a connector from its stored type and configuration: directories name targets by DN; SQL,
+ * CSV/JSON and custom connectors by anchor (a file connector's `referenceColumns` entry with `resolveBy`
+ * `dn` by DN, with `attribute`, not through the connector space: a mesh-composer rule resolves those).
+ * A MeshComposerRule of this connector with `relationshipType` and `sourceAttribute` set to the reference
+ * attribute, and no `targetAttribute`, renames the relationship type.
+ */
+export function referencePolicy(connectorId: string, type: string, config: Record<string, unknown>, rules: readonly Rule[]): ReferencePolicy {
+  const renames = new Map<string, string>();
+  for (const r of rules) {
+    if (r.isEnabled && r.ruleType === 'MeshComposerRule' && r.connectorId === connectorId && r.relationshipType && r.sourceAttribute && !r.targetAttribute && !r.transformScript) {
+      renames.set(r.sourceAttribute.toLowerCase(), r.relationshipType);
+    }
+  }
+  const typeOf = (name: string) => renames.get(name.toLowerCase()) ?? name;
+  if (type === 'ldap' || type === 'active_directory') {
+    return { kind: () => 'dn', typeOf, targetKind: 'dn' };
+  }
+  if (type === 'file') {
+    const cols = (config.referenceColumns ?? {}) as Record<string, string | { resolveBy?: string }>;
+    const byName = new Map<string, ReferenceKind | null>();
+    for (const [col, ref] of Object.entries(cols)) {
+      const by = typeof ref === 'string' ? 'anchor' : (ref.resolveBy ?? 'anchor');
+      byName.set(col, by === 'dn' ? 'dn' : by === 'anchor' ? 'anchor' : null);
+    }
+    return { kind: (name) => byName.get(name) ?? 'anchor', typeOf, targetKind: typeof config.dnColumn === 'string' ? 'dn' : 'anchor' };
+  }
+  return { kind: () => 'anchor', typeOf, targetKind: 'anchor' };
+}
+
+/** The names of the reference attributes a directory connector marks (outbound flows of relationships). */
+export const DIRECTORY_REFERENCE_ATTRIBUTES: ReadonlySet<string> = new Set(Object.keys(REFERENCE_ATTRIBUTES));
+
+/** What the planner asks of the connector space of the connector being run. */
+export interface CsLookup {
+  readonly connectorId: string;
+  readonly policy: ReferencePolicy;
+  /** The anchor of the live connector-space object with this DN key ({@link dnKey}), if any. */
+  anchorOfDn(key: string): string | undefined;
+  /** The connector-space object with this anchor: undefined when absent or deleted; meshId null for a disconnector. */
+  entry(anchor: string): { meshId: string | null; dn?: string } | undefined;
+}
+
+/** The index keys a connector-space object can be referenced by (to wake the references waiting for it). */
+export function csWakeKeys(connectorId: string, anchor: string, dn: string | undefined): { by: string; key: string }[] {
+  const out = [{ by: csReferenceBy('anchor', connectorId), key: anchor.toLowerCase() }];
+  if (dn) out.push({ by: csReferenceBy('dn', connectorId), key: dnKey(dn) });
+  return out;
+}
+
+/** The reference values of an object (its `references`, or for a stored row, the values of `refNames`). */
+export function referencesOf(object: Pick<ConnectorObject, 'references' | 'attributes'>, refNames?: readonly string[]): Record<string, string[]> {
+  if (object.references) return object.references;
+  const out: Record<string, string[]> = {};
+  for (const name of refNames ?? []) {
+    const v: AttributeValue | undefined = object.attributes[name];
+    const vals = (Array.isArray(v) ? v : v === null || v === undefined ? [] : [v]).map(String).filter((x) => x !== '');
+    if (vals.length) out[name] = vals;
+  }
+  return out;
+}
+
+interface IndexInfo {
+  info(id: string): { objectType: string; anchorValue: string } | undefined;
+}
+
+/** Resolve one reference: a relationship, or a pending reference. */
+function resolveOne(doc: MeshObject, lookup: CsLookup, index: IndexInfo, type: string, kind: ReferenceKind, key: string, anchorHint?: string): Relationship | PendingReference {
+  const cid = lookup.connectorId;
+  const by = csReferenceBy(kind, cid);
+  const anchor = anchorHint ?? (kind === 'dn' ? lookup.anchorOfDn(key) : key);
+  const e = anchor === undefined ? undefined : lookup.entry(anchor);
+  const info = e?.meshId ? index.info(e.meshId) : undefined;
+  if (anchor !== undefined && e?.meshId && info && e.meshId !== doc.id) {
+    return { type, targetId: e.meshId, targetAnchor: info.anchorValue, targetType: info.objectType, c: cid, ca: anchor, v: key, by };
+  }
+  return { type, value: key, by, c: cid };
+}
+
+/**
+ * Recompute the relationships and pending references that connector `lookup.connectorId` contributes to
+ * `doc` from the object's reference values. Other connectors' and mesh-composer ones are kept.
+ */
+export function applyConnectorReferences(doc: MeshObject, lookup: CsLookup, index: IndexInfo, refs: Record<string, string[]>): void {
+  const cid = lookup.connectorId;
+  const rels = doc.relationships.filter((r) => r.c !== cid);
+  const pend = doc.pendingReferences.filter((p) => p.c !== cid);
+  const seen = new Set<string>();
+  for (const [name, values] of Object.entries(refs)) {
+    const kind = lookup.policy.kind(name);
+    if (!kind) continue;
+    const type = lookup.policy.typeOf(name);
+    for (const raw of values) {
+      const key = kind === 'dn' ? dnKey(raw) : raw;
+      const dedupe = type + '\u0000' + (kind === 'dn' ? key : key.toLowerCase());
+      if (seen.has(dedupe)) continue;
+      seen.add(dedupe);
+      const got = resolveOne(doc, lookup, index, type, kind, key);
+      if ('targetId' in got) rels.push(got);
+      else pend.push(got);
+    }
+  }
+  doc.relationships = dedupeComposed(rels);
+  doc.pendingReferences = pend;
+}
+
+/**
+ * Re-resolve connector `lookup.connectorId`'s references on `doc` without the object's values: resolved ones
+ * through the referenced object's anchor (a rename changes nothing; a re-join or a delete does), pending ones
+ * by their key (the target may have arrived). Other connectors' are kept.
+ */
+export function refreshConnectorReferences(doc: MeshObject, lookup: CsLookup, index: IndexInfo): void {
+  const cid = lookup.connectorId;
+  const rels: Relationship[] = [];
+  const pend: PendingReference[] = [];
+  for (const r of doc.relationships) {
+    if (r.c !== cid) {
+      rels.push(r);
+      continue;
+    }
+    const kind: ReferenceKind = r.by?.startsWith('@dn:') ? 'dn' : 'anchor';
+    const got = resolveOne(doc, lookup, index, r.type, kind, r.v ?? r.ca ?? '', r.ca);
+    if ('targetId' in got) rels.push(got);
+    // The referenced object went (or lost its mesh object): wait for an object with the reference's value.
+    else pend.push({ ...got, value: r.v ?? got.value });
+  }
+  for (const p of doc.pendingReferences) {
+    if (p.c !== cid) {
+      pend.push(p);
+      continue;
+    }
+    const kind: ReferenceKind = p.by?.startsWith('@dn:') ? 'dn' : 'anchor';
+    const got = resolveOne(doc, lookup, index, p.type, kind, p.value);
+    if ('targetId' in got) rels.push(got);
+    else pend.push(p);
+  }
+  doc.relationships = dedupeComposed(rels);
+  doc.pendingReferences = pend;
+}
+
+/** Drop mesh-composer relationships that repeat a connector's (same type and target). */
+export function dedupeComposed(rels: Relationship[]): Relationship[] {
+  const fromConnectors = new Set<string>();
+  for (const r of rels) if (r.c !== undefined) fromConnectors.add(r.type + '\u0000' + r.targetId);
+  if (!fromConnectors.size) return rels;
+  const out: Relationship[] = [];
+  const kept = new Set<string>();
+  for (const r of rels) {
+    const k = r.type + '\u0000' + r.targetId;
+    if (r.c === undefined && fromConnectors.has(k)) continue;
+    if (r.c !== undefined) {
+      // One relationship per type and target, whichever of the connector's values named it.
+      const ck = r.c + '\u0000' + k;
+      if (kept.has(ck)) continue;
+      kept.add(ck);
+    }
+    out.push(r);
+  }
+  return out;
+}
+
+/**
+ * Connector-side values of an outbound flow of a relationship: for each relationship of `type`, the
+ * referenced mesh object's connector-space object in the target, named as the target names references (its
+ * DN, or its anchor). Targets not (yet) in the target connector are left out and reported in `missing`.
+ */
+export function referenceValuesFor(
+  doc: MeshObject,
+  type: string,
+  targetKind: ReferenceKind,
+  linkOf: (meshId: string) => string | undefined,
+  dnOf: (anchor: string) => string | undefined,
+): { values: string[]; missing: number } {
+  const values: string[] = [];
+  let missing = 0;
+  const seen = new Set<string>();
+  for (const r of doc.relationships) {
+    if (r.type !== type || seen.has(r.targetId)) continue;
+    seen.add(r.targetId);
+    const anchor = linkOf(r.targetId);
+    const v = anchor === undefined ? undefined : targetKind === 'dn' ? dnOf(anchor) : anchor;
+    if (v === undefined) missing++;
+    else values.push(v);
+  }
+  for (const p of doc.pendingReferences) if (p.type === type) missing++;
+  return { values, missing };
+}
