@@ -4,6 +4,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Azurite, connectionStringFor, DEFAULT_ENDPOINTS, isDevelopmentStorage, portAnswers } from './azurite';
 import type { RpcBindingInfo, RpcInvocationRequest, RpcLogCategory, RpcLogLevel } from './coreTypes';
+import { lockDataFolder, type DataFolderLock } from './dataLock';
 import { createDurableExtension } from './durable';
 import type { ExtensionContext, RuntimeExtension } from './extension';
 import { globFiles } from './glob';
@@ -72,6 +73,7 @@ export class FunctionsHost {
   httpUri: string | undefined;
   http: HttpHost | undefined;
   private azurite: Azurite | undefined;
+  private dataLock: DataFolderLock | undefined;
   private readonly extensions: RuntimeExtension[];
   private startedExtensions: RuntimeExtension[] = [];
   private extensionsStarted = false;
@@ -102,6 +104,10 @@ export class FunctionsHost {
     else if (!settings.file) log.info('Host.Startup', 'No local.settings.json: app settings come from the environment only.');
 
     mkdirSync(this.dataDir, { recursive: true });
+    // Before the instance id: a second process on this folder would take the same id and act as the same instance.
+    this.dataLock = lockDataFolder(this.dataDir);
+    const stale = this.dataLock.tookOverFrom;
+    if (stale) log.warn('Host.Startup', `Took over the lock of the data folder ${this.dataDir} from pid ${stale.pid} (started ${stale.startedAt}), which no longer runs.`);
     this.instanceId = readOrCreateInstanceId(this.dataDir, this.env);
     this.env.WEBSITE_INSTANCE_ID = this.instanceId;
     await this.resolveStorage();
@@ -364,6 +370,8 @@ export class FunctionsHost {
       log.info('Host.Startup', 'Stopped Azurite.');
       this.azurite = undefined;
     }
+    this.dataLock?.release();
+    this.dataLock = undefined;
     if (announce) log.info('Host.Startup', 'Host stopped.');
   }
 }
