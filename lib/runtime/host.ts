@@ -11,6 +11,7 @@ import { globFiles } from './glob';
 import { HttpHost } from './httpHost';
 import { invokeFunction, type InvocationOutcome } from './invoke';
 import { Logger, type LogFormat } from './logger';
+import { loopbackUri, withLoopbackServers } from './loopback';
 import { FunctionRegistry, installCoreModule, type RegisteredFunction } from './registry';
 import { getSetting, loadLocalSettings, readAppMain, readHostJson, RuntimeConfigError } from './settings';
 import { createTimerExtension } from './timers';
@@ -117,8 +118,9 @@ export class FunctionsHost {
     await this.loadApp();
     const model = this.registry.programmingModel;
     if (!model) throw new RuntimeConfigError('package.json', 'The app registered no programming model: does it load @azure/functions v4?');
-    const capabilities = (await model.getCapabilities?.({})) ?? {};
-    this.httpUri = capabilities.HttpUri || undefined;
+    // The library opens its HTTP streaming proxy here, on every interface unless told otherwise: loopback only.
+    const capabilities = (await withLoopbackServers(async () => model.getCapabilities?.({}))) ?? {};
+    this.httpUri = loopbackUri(capabilities.HttpUri || undefined);
     log.info('Host.Startup', `Worker process started and initialized (${model.name} ${model.version}${this.httpUri ? ', HTTP streaming' : ''}).`);
 
     for (const hook of this.registry.hooks.get('appStart') ?? []) {
