@@ -14,14 +14,14 @@ async function getConnector(request: HttpRequest): Promise<HttpResponseInit> {
 }
 
 async function createConnector(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
-  const body = await readJson(request, CreateConnectorRequest);
+  const body = await readJson(request, CreateConnectorRequest, { innerErrors: connectors.createRequestInnerErrors });
   const connector = await connectors.createConnector(body, caller);
   return created(apiPath(`connectors/${connector.id}`), connector);
 }
 
 async function updateConnector(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   const id = routeId(request, 'id', 'Connector');
-  const body = await readJson(request, UpdateConnectorRequest);
+  const body = await readJson(request, UpdateConnectorRequest, { innerErrors: (b) => connectors.updateRequestInnerErrors(id, b) });
   return ok(await connectors.updateConnector(id, body, caller));
 }
 

@@ -17,13 +17,13 @@ async function getRule(request: HttpRequest): Promise<HttpResponseInit> {
 }
 
 async function createRule(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
-  const rule = await rules.createRule(await readJson(request, CreateRuleRequest), caller);
+  const rule = await rules.createRule(await readJson(request, CreateRuleRequest, { innerErrors: rules.ruleRequestInnerErrors }), caller);
   return created(apiPath(`rules/${rule.ruleId}`), rule);
 }
 
 async function updateRule(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   const id = routeId(request, 'id', 'Rule');
-  return ok(await rules.updateRule(id, await readJson(request, UpdateRuleRequest), caller));
+  return ok(await rules.updateRule(id, await readJson(request, UpdateRuleRequest, { innerErrors: rules.ruleRequestInnerErrors }), caller));
 }
 
 async function deleteRule(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {

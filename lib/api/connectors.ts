@@ -5,7 +5,7 @@ import { connectorTypeConfig, isConnectorType, testConnectorOnSave, type Connect
 import { canonicalJson, isConnectorError, redactSecrets } from '../connectors/sdk';
 import { clearAssignment, assignmentOf } from '../engine/assignments';
 import { badRequest, conflict, type FieldError } from '../errors';
-import { validate } from '../schemas/ajv';
+import { schemaErrors } from '../schemas/ajv';
 import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';
 import { SECRET_PLACEHOLDER, decryptSecret, deletePath, encryptSecret, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
 import {
@@ -59,6 +59,39 @@ export async function listConnectors(): Promise<{ connectors: Pick<Connector, 'i
   return { connectors: rows.map((c) => ({ id: c.id, name: c.name, type: c.type, status: c.status, lastSync: c.lastSync })), total: rows.length };
 }
 
+/**
+ * Every error of `config` for `type`, without I/O: its type's schema (defaults applied in place), the type's
+ * cross-field checks (on a config the schema accepts: they read typed fields) and its expressions (each one
+ * whose field the schema accepts), all under `/config`.
+ */
+export function configErrors(type: ConnectorType, config: Record<string, unknown>): FieldError[] {
+  const def = connectorTypeConfig(type);
+  const errors = schemaErrors(def.configSchema, config, '/config');
+  if (!errors.length) errors.push(...def.checks(config).map((e) => ({ ...e, path: '/config' + e.path })));
+  const scripts = def.expressions.filter((field) => !errors.some((e) => e.path === `/config/${field}`));
+  errors.push(...configExpressionErrors(config, scripts));
+  return errors;
+}
+
+/**
+ * The `config` errors of a create request that failed its schema (any shape), when its `type` is known, so that
+ * the 400 lists them with the top-level ones (readJson `innerErrors`).
+ */
+export function createRequestInnerErrors(body: unknown): FieldError[] {
+  const { type, config } = (isObject(body) ? body : {}) as { type?: unknown; config?: unknown };
+  return typeof type === 'string' && isConnectorType(type) && isObject(config) ? configErrors(type, config) : [];
+}
+
+/** As createRequestInnerErrors for an update, whose type is the stored connector's. */
+export async function updateRequestInnerErrors(id: string, body: unknown): Promise<FieldError[]> {
+  const config = isObject(body) ? body.config : undefined;
+  if (!isObject(config)) return [];
+  const current = await readConnectorRow(id);
+  return current?.state === 'ready' && isConnectorType(current.type) ? configErrors(current.type, config) : [];
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
 interface PreparedConfig {
   config: Record<string, unknown>;
   secrets: SecretEntry[];
@@ -70,9 +103,9 @@ interface PreparedConfig {
  */
 function prepareConfig(type: ConnectorType, raw: Record<string, unknown>, previous: SecretEntry[] = []): PreparedConfig {
   const def = connectorTypeConfig(type);
-  const config = validate(def.configSchema, raw, { pathPrefix: '/config', detail: `The configuration is not valid for a '${type}' connector. See errors for each field.` }) as Record<string, unknown>;
-  const errors: FieldError[] = def.checks(config).map((e) => ({ ...e, path: '/config' + e.path }));
-  errors.push(...configExpressionErrors(config, def.expressions));
+  const config = raw;
+  const errors = configErrors(type, config);
+  if (errors.length) throw badRequest(`The configuration is not valid for a '${type}' connector. See errors for each field.`, errors);
   let full = def.defaults(config);
   const secrets: SecretEntry[] = [];
   for (const path of secretPaths(def.configSchema, full)) {

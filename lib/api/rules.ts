@@ -16,7 +16,9 @@ import { expressionErrors } from './expressions';
 const REQUIRED: Record<Rule['ruleType'], (keyof RuleRequest)[]> = {
   JoinRule: ['connectorId', 'sourceAttribute', 'targetAttribute'],
   ProjectionRule: ['connectorId', 'sourceAttribute'],
-  FlowRule: ['connectorId', 'sourceAttribute', 'targetAttribute', 'confidence'],
+  // confidence only for an inbound FlowRule: it ranks contributions to the mesh; an outbound one has no use
+  // for it (stored and returned as null when not given).
+  FlowRule: ['connectorId', 'sourceAttribute', 'targetAttribute'],
   MeshComposerRule: [],
 };
 
@@ -30,17 +32,31 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   const errors: FieldError[] = [];
   const required = [...REQUIRED[body.ruleType]];
   if (body.ruleType === 'MeshComposerRule') required.push(...((body.relationshipType ? ['sourceAttribute'] : ['targetAttribute', 'transformScript']) as (keyof RuleRequest)[]));
+  if (body.ruleType === 'FlowRule' && body.direction !== 'outbound') required.push('confidence');
   for (const field of required) {
-    if (body[field] === undefined || body[field] === null) errors.push({ path: `/${field}`, message: `is required for a ${body.ruleType}` });
+    if (body[field] === undefined || body[field] === null) {
+      errors.push({ path: `/${field}`, message: `is required for ${field === 'confidence' ? 'an inbound FlowRule' : `a ${body.ruleType}`}` });
+    }
   }
   for (const [field, type] of Object.entries(ONLY_FOR)) {
     if (body[field as keyof RuleRequest] !== undefined && body.ruleType !== type) errors.push({ path: `/${field}`, message: `applies only to a ${type}` });
   }
-  if (body.connectorId !== undefined && body.connectorId !== null && !isGuid(body.connectorId)) {
+  if (typeof body.connectorId === 'string' && !isGuid(body.connectorId)) {
     errors.push({ path: '/connectorId', message: 'must be a connector id (a GUID)' });
   }
   errors.push(...expressionErrors(body.transformScript, '/transformScript', 'rule'));
   return errors;
+}
+
+/**
+ * The per-type errors of a rule request that failed its schema (any shape): the required fields of its type
+ * and its script, so that the 400 lists them with the schema's errors (readJson `innerErrors`).
+ */
+export function ruleRequestInnerErrors(body: unknown): FieldError[] {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return [];
+  const ruleType = (body as { ruleType?: unknown }).ruleType;
+  if (typeof ruleType !== 'string' || !Object.hasOwn(REQUIRED, ruleType)) return [];
+  return requirementErrors(body as RuleRequest);
 }
 
 async function checkRule(body: RuleRequest): Promise<void> {

@@ -1,12 +1,24 @@
 import type { HttpRequest } from '@azure/functions';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { AppError, badRequest, notFound, type FieldError } from '../errors';
-import { validate } from '../schemas/ajv';
+import { schemaErrors, validate } from '../schemas/ajv';
 
 /** Largest JSON body the Admin API reads (the runtime refuses larger requests with 413 before they get here). */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
 const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json$/i;
+
+export interface ReadJsonOptions {
+  /** No body is read as `{}` (validated by the schema) instead of a 400. */
+  optional?: boolean;
+  /**
+   * The errors of the levels the request schema leaves to a later step (a connector's `config` by its type's
+   * schema, a rule's per-type fields and script). Called when the request schema fails, with the parsed body
+   * (any shape), so that one 400 lists every error: a wrong top-level field does not hide the others.
+   * The later step still checks a body that passes the request schema.
+   */
+  innerErrors?: (body: unknown) => FieldError[] | Promise<FieldError[]>;
+}
 
 /**
  * Read and validate a JSON request body.
@@ -14,9 +26,10 @@ const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json$/i;
  *   content type is 415 too: we never guess.
  * - No body at all: 400 when `optional` is false; `undefined` (validated as `{}` if the schema accepts it)
  *   when the body is optional.
- * - Larger than MAX_JSON_BODY_BYTES: 413. Not JSON: 400 `malformed_json`. Schema violations: 400 with errors.
+ * - Larger than MAX_JSON_BODY_BYTES: 413. Not JSON: 400 `malformed_json`. Schema violations: 400 with errors
+ *   (those of `innerErrors` too).
  */
-export async function readJson<T extends TSchema>(request: HttpRequest, schema: T, options: { optional?: boolean } = {}): Promise<Static<T>> {
+export async function readJson<T extends TSchema>(request: HttpRequest, schema: T, options: ReadJsonOptions = {}): Promise<Static<T>> {
   const text = await readText(request);
   if (text.trim() === '') {
     if (options.optional) return validate(schema, {});
@@ -29,7 +42,16 @@ export async function readJson<T extends TSchema>(request: HttpRequest, schema: 
   } catch {
     throw new AppError('malformed_json', 'The request body is not valid JSON.');
   }
-  return validate(schema, data);
+  const errors = schemaErrors(schema, data);
+  if (!errors.length) return data as Static<T>;
+  if (options.innerErrors) {
+    const seen = new Set(errors.map((e) => `${e.path}\u0000${e.message}`));
+    for (const e of await options.innerErrors(data)) {
+      if (!seen.has(`${e.path}\u0000${e.message}`)) errors.push(e);
+      seen.add(`${e.path}\u0000${e.message}`);
+    }
+  }
+  throw badRequest('The request is not valid. See errors for each field.', errors.slice(0, 50));
 }
 
 async function readText(request: HttpRequest): Promise<string> {

@@ -62,10 +62,15 @@ export function schemaById(id: string): TSchema | undefined {
  * to every path (a connector's config is validated on its own and reported under `/config`).
  */
 export function validate<T extends TSchema>(schema: T, data: unknown, options: { pathPrefix?: string; detail?: string } = {}): Static<T> {
-  const fn = compiled.get(schema.$id ?? '') ?? defineAndGet(schema);
-  if (fn(data)) return data as Static<T>;
-  const errors = toFieldErrors(fn.errors ?? [], options.pathPrefix ?? '');
+  const errors = schemaErrors(schema, data, options.pathPrefix);
+  if (!errors.length) return data as Static<T>;
   throw new AppError('validation_failed', options.detail ?? 'The request is not valid. See errors for each field.', { errors });
+}
+
+/** `validate` without the throw: the field errors of `data` (defaults applied in place), empty when it is valid. */
+export function schemaErrors(schema: TSchema, data: unknown, pathPrefix = ''): FieldError[] {
+  const fn = compiled.get(schema.$id ?? '') ?? defineAndGet(schema);
+  return fn(data) ? [] : toFieldErrors(fn.errors ?? [], pathPrefix);
 }
 
 function defineAndGet(schema: TSchema): ValidateFunction {

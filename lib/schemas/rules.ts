@@ -9,14 +9,19 @@ import { AttributeName, DisplayName, Guid, Nullable, Timestamp } from './common'
  * - JoinRule: connectorId, sourceAttribute, targetAttribute.
  * - ProjectionRule: connectorId, sourceAttribute; optional objectType (default User) and transformScript (the
  *   condition).
- * - FlowRule: connectorId, sourceAttribute, targetAttribute, confidence; optional direction (default inbound).
+ * - FlowRule: connectorId, sourceAttribute, targetAttribute; confidence when inbound (an outbound rule does not
+ *   use it: left out, it is stored as null); optional direction (default inbound).
  * - MeshComposerRule: targetAttribute and transformScript (a computed attribute), or relationshipType and
  *   sourceAttribute (a relationship; targetAttribute then names the attribute the value is matched against);
  *   connectorId optional.
  * Fields of another type (direction, objectType, relationshipType) are a 400.
  */
 const RuleTypeSchema = Type.Union(RULE_TYPES.map((t) => Type.Literal(t)));
-const Script = Type.String({ minLength: 1, maxLength: 4096, description: 'An expression; `source` is the source value. Checked for syntax when saved.' });
+const Script = Type.String({
+  minLength: 1,
+  maxLength: 4096,
+  description: 'An expression; `source` is the source value, `object` the attribute dictionary. Checked when saved: syntax, and no other names.',
+});
 
 const requestFields = {
   ruleName: DisplayName(),
@@ -26,7 +31,9 @@ const requestFields = {
   isEnabled: Type.Optional(Type.Boolean({ default: true })),
   sourceAttribute: Type.Optional(Nullable(AttributeName())),
   targetAttribute: Type.Optional(Nullable(AttributeName())),
-  confidence: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 100 }))),
+  confidence: Type.Optional(
+    Nullable(Type.Integer({ minimum: 0, maximum: 100, description: 'Required for an inbound FlowRule (ranks contributions); an outbound FlowRule does not use it (null when not given).' })),
+  ),
   transformScript: Type.Optional(Nullable(Script)),
   direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')], { description: 'FlowRule only; default inbound.' })),
   objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'ProjectionRule only; default User.' })),

@@ -49,6 +49,23 @@ describe('readJson', () => {
     );
   });
 
+  it('a body that fails the schema also lists the inner errors (innerErrors), each once; a valid body does not ask for them', async () => {
+    const inner = jest.fn(async (body: unknown) => [
+      { path: '/config/port', message: `must be <= 65535 (${typeof body})` },
+      { path: '/x', message: 'is not a known property' },
+    ]);
+    const err = await failure(readJson(post('{"name":"","x":1}'), Body, { innerErrors: inner }));
+    expect(inner).toHaveBeenCalledWith(expect.objectContaining({ name: '', x: 1 }));
+    expect(err.extra.errors).toEqual([
+      { path: '/x', message: 'is not a known property' },
+      { path: '/name', message: expect.any(String) },
+      { path: '/config/port', message: 'must be <= 65535 (object)' },
+    ]);
+    inner.mockClear();
+    await expect(readJson(post('{"name":"a"}'), Body, { innerErrors: inner })).resolves.toEqual({ name: 'a', n: 7 });
+    expect(inner).not.toHaveBeenCalled();
+  });
+
   it('an absent body: 400 unless optional', async () => {
     expect((await failure(readJson(post(undefined, null), Body))).code).toBe('validation_failed');
     const Opt = defineSchema(Type.Object({ a: Type.Optional(Type.String()) }, { $id: 'UnitHttpOptional', additionalProperties: false }));
