@@ -9,6 +9,8 @@ import {
   finishRun,
   fullImportDeletePage,
   fullImportPage,
+  fullSyncPage,
+  CS_PARTITIONS,
   planFullImportDeletes,
   runConfig,
   type DeletionPlan,
@@ -17,6 +19,7 @@ import {
   type FinishInput,
   type FullPageInput,
   type FullPageOutput,
+  type FullSyncPageInput,
   type RunInfo,
   type RunTotals,
   type StepFailure,
@@ -31,6 +34,7 @@ import '../lib/sync/cleanup';
  * did not see) against the deletion threshold, page by page, then the watermark is committed with the run.
  * Delta import: one step (connectors give no cursor inside a delta); a connector that needs a full import
  * first makes the run go on as a full import. Export: the 16 mesh partitions, then deprovisioning deletes.
+ * FullSync: no source read; the connector space, one of its partitions per step, through the current rules.
  */
 export const SYNC_RUN = 'syncRun';
 export const BEGIN_RUN = 'syncBeginRun';
@@ -40,6 +44,7 @@ export const DELETE_PAGE = 'syncDeletePage';
 export const DELTA_IMPORT = 'syncDeltaImport';
 export const EXPORT_PARTITION = 'syncExportPartition';
 export const EXPORT_DELETES = 'syncExportDeletes';
+export const FULL_SYNC_PAGE = 'syncFullSyncPage';
 export const FINISH_RUN = 'syncFinishRun';
 
 type Begin = { info: RunInfo; config: Record<string, unknown> } | (StepFailure & { info?: RunInfo });
@@ -69,6 +74,14 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
       if (isFailure(d)) return yield finish('Failed', { error: d.failed });
       if ('stopped' in d) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
       totals = d;
+      return yield finish(completedStatus(totals));
+    }
+    if (info.runType === 'FullSync') {
+      for (let partition = 0; partition < CS_PARTITIONS; partition++) {
+        const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure;
+        if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+        totals = r;
+      }
       return yield finish(completedStatus(totals));
     }
     if (info.runType === 'DeltaImport') {
@@ -130,4 +143,5 @@ df.app.activity(DELETE_PAGE, { handler: (input: { info: RunInfo; page: number; t
 df.app.activity(DELTA_IMPORT, { handler: (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals) });
 df.app.activity(EXPORT_PARTITION, { handler: (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config) });
 df.app.activity(EXPORT_DELETES, { handler: (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config) });
+df.app.activity(FULL_SYNC_PAGE, { handler: (input: FullSyncPageInput) => fullSyncPage(input) });
 df.app.activity(FINISH_RUN, { handler: (input: FinishInput) => finishRun(input) });

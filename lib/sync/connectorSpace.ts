@@ -148,6 +148,17 @@ export async function readCsObjects(connectorId: string, anchors: readonly strin
   return out;
 }
 
+/** How many partitions a connector's space has ({@link readCsPartition} takes 0 to this less one). */
+export const CS_PARTITIONS = 64;
+
+/** Every full row of one partition of a connector's space (a FullSync reads the space partition by partition). */
+export async function readCsPartition(connectorId: string, index: number): Promise<CsObject[]> {
+  const pk = partitions(connectorId)[index];
+  const out: CsObject[] = [];
+  for await (const e of (await csTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } })) out.push(fromCsEntity(e));
+  return out;
+}
+
 /** Every full row of a connector, page by page (export and deletes). */
 export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsObject[]> {
   for (const pk of partitions(connectorId)) {

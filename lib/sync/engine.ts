@@ -23,9 +23,9 @@ import { completeRun, getRun, updateRun, type RunObjectError, type RunStats, typ
 import { decodeMeshObject, encodeMeshObject } from '../mesh/codec';
 import { dropSharedIndex, sharedIndex, type MeshIndex } from '../mesh/joinIndex';
 import { PROCESS_WRITER, commitMeshWrite, getMeshObjects, iterateMesh } from '../mesh/store';
-import { loadCsSummaries, readCsObjects, summarize, writeCsObjects, type CsSummary } from './connectorSpace';
+import { loadCsSummaries, readCsObjects, readCsPartition, summarize, writeCsObjects, type CsSummary } from './connectorSpace';
 import { CsCache } from './csCache';
-import { csWakeKeys, referencePolicy, type CsLookup } from './references';
+import { csWakeKeys, referencePolicy, referencesOf, type CsLookup } from './references';
 import { readConnectorRow } from '../storage/connectors';
 import { sameValue, type CsObject, type MeshObject } from './model';
 import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
@@ -54,7 +54,7 @@ export interface RunTotals {
 export interface RunInfo {
   runId: string;
   connectorId: string;
-  runType: 'FullImport' | 'DeltaImport' | 'Export';
+  runType: 'FullImport' | 'DeltaImport' | 'Export' | 'FullSync';
   dryRun: boolean;
 }
 
@@ -230,6 +230,8 @@ class Trace {
 interface Item {
   anchor: string;
   object: ConnectorObject | null;
+  /** Process it even when unchanged (a FullSync, a disconnector that may join now), keeping this content hash. */
+  force?: { hash: string; row: CsObject };
 }
 
 interface PageResult {
@@ -248,7 +250,9 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
   const work: { item: Item; hash: string; sum: CsSummary | undefined }[] = [];
   for (const item of items) {
     const sum = cs.summaries.get(item.anchor);
-    if (item.object) {
+    if (item.force) {
+      work.push({ item, hash: item.force.hash, sum });
+    } else if (item.object) {
       const hash = contentHash(item.object);
       // Unchanged (same content, same rules) is skipped, unless exported values await this import's confirmation.
       if (sum && !sum.deleted && !sum.exported && sum.hash === hash && sum.rulesHash === rules.hash) continue;
@@ -260,11 +264,12 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
   tr.mark(`hash(${work.length})`);
   if (!work.length && !(flush && held?.rows.size)) return result;
 
-  const fullAnchors = work.filter((w) => w.sum?.exported || !w.item.object).map((w) => w.item.anchor);
+  const fullAnchors = work.filter((w) => !w.item.force && (w.sum?.exported || !w.item.object)).map((w) => w.item.anchor);
   // Rows read whole must be the committed ones: the previous page's write lands first.
   if (fullAnchors.length) await settleCsWrite(ctx.info.runId);
   const full = await readCsObjects(ctx.info.connectorId, fullAnchors);
   const prevOf = (w: (typeof work)[number]): CsObject | undefined => {
+    if (w.item.force) return w.item.force.row;
     if (!w.sum) return undefined;
     return full.get(w.item.anchor) ?? { anchor: w.item.anchor, objectType: w.item.object?.objectType ?? 'User', attributes: {}, hash: w.sum.hash, rulesHash: w.sum.rulesHash, meshId: w.sum.meshId, deleted: w.sum.deleted, updatedOn: now };
   };
@@ -287,13 +292,14 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
   const plans: ObjectPlan[] = [];
   for (const w of work) {
     const plan = planImport({ rules, now, ws, refs: ctx.refs }, w.item.anchor, w.item.object, w.hash, prevOf(w));
+    if (w.item.force) keepExportState(plan.cs, w.item.force.row);
     cs.note(plan.cs);
     plans.push(plan);
     if (plan.outcome === 'created') result.created++;
     else if (plan.outcome === 'updated') result.updated++;
     else if (plan.outcome === 'deleted') result.deleted++;
     if (plan.error) result.errors.push({ object: w.item.anchor, message: plan.error });
-    if (plan.cs.unconfirmed?.length) {
+    if (plan.cs.unconfirmed?.length && !w.item.force) {
       result.errors.push({ object: w.item.anchor, message: `Exported values did not come back in the confirming import: ${plan.cs.unconfirmed.join(', ')}.` });
     }
   }
@@ -399,6 +405,19 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
   return result;
 }
 
+/**
+ * A stored object processed again (no source read) confirms nothing: what was exported and awaits the next
+ * import stays as it was.
+ */
+function keepExportState(row: CsObject, stored: CsObject): void {
+  delete row.unconfirmed;
+  delete row.exported;
+  delete row.pendingExport;
+  if (stored.exported) row.exported = stored.exported;
+  if (stored.unconfirmed) row.unconfirmed = stored.unconfirmed;
+  if (stored.pendingExport) row.pendingExport = stored.pendingExport;
+}
+
 /** The last row per anchor (a page that lists an anchor twice plans it twice). */
 function dedupeRows(rows: CsObject[]): CsObject[] {
   const byAnchor = new Map<string, CsObject>();
@@ -429,6 +448,88 @@ async function withConnector<T>(connectorId: string, fn: (c: Connector) => Promi
     return await fn(connector);
   } finally {
     await connector.close().catch(() => undefined);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Processing stored connector-space objects again (joins re-evaluated, FullSync)
+
+/** A stored connector-space row as the object the connector last showed (attributes, DN, references). */
+function storedItem(row: CsObject): Item {
+  const object: ConnectorObject = { anchor: row.anchor, objectType: row.objectType, attributes: row.attributes };
+  if (row.dn) object.dn = row.dn;
+  const references = referencesOf(object, row.refNames);
+  if (Object.keys(references).length) object.references = references;
+  return { anchor: row.anchor, object, force: { hash: row.hash, row } };
+}
+
+/**
+ * Disconnectors of this connector that a mesh object could join now (one appeared or changed since they were
+ * imported: a HR person projected after the directory was read) go through the rules again. Found through
+ * their join keys (kept light in the connector-space summaries) looked up in the join index: no scan of the
+ * space or of the mesh. Run at the start of every run of the connector, so an export joins such an object
+ * instead of adding it a second time.
+ */
+async function rejoinDisconnectors(ctx: Context): Promise<PageResult | null> {
+  if (!ctx.rules.joins.length) return null;
+  const anchors: string[] = [];
+  for (const [anchor, s] of ctx.cs.summaries) {
+    if (s.deleted || s.meshId || !s.joinKeys) continue;
+    for (const jk of s.joinKeys) {
+      const i = jk.indexOf('\u0000');
+      if (ctx.index.find(jk.slice(0, i) || undefined, jk.slice(i + 1)).length) {
+        anchors.push(anchor);
+        break;
+      }
+    }
+  }
+  if (!anchors.length) return null;
+  const rows = await readCsObjects(ctx.info.connectorId, anchors);
+  const items = [...rows.values()].filter((r) => !r.deleted && !r.meshId).map(storedItem);
+  let total: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
+  for (let i = 0; i < items.length; i += DEFAULT_PAGE_SIZE) {
+    const r = await processItems(i === 0 ? ctx : await context(ctx.info), items.slice(i, i + DEFAULT_PAGE_SIZE));
+    total = { created: total.created + r.created, updated: total.updated + r.updated, deleted: 0, processed: total.processed + r.processed, errors: [...total.errors, ...r.errors] };
+  }
+  return total;
+}
+
+/** Join re-evaluation at the start of a run, counted in the run's stats when `count` (an export's count its exports only). */
+async function rejoinAtStart(info: RunInfo, totals: RunTotals, count: boolean): Promise<RunTotals> {
+  const r = await rejoinDisconnectors(await context(info));
+  if (!r || !count) return totals;
+  // Objects that joined are updates of the connector space; they are not new objects of the source.
+  return addPage(totals, { ...r, created: 0, updated: r.created + r.updated }, []);
+}
+
+export { CS_PARTITIONS } from './connectorSpace';
+
+export interface FullSyncPageInput {
+  info: RunInfo;
+  /** The connector-space partition (0 to CS_PARTITIONS less one). */
+  partition: number;
+  totals: RunTotals;
+}
+
+/**
+ * A FullSync: no source read; every connector-space object of the connector goes through the current rules
+ * again (joins, projection, flows, references), as after a rule change. One partition of the space per step.
+ * Objects known only from an export (nothing imported yet) are left as they are.
+ */
+export async function fullSyncPage(input: FullSyncPageInput): Promise<RunTotals | StepFailure> {
+  try {
+    let totals = input.totals;
+    if (input.partition === 0) totals = await rejoinAtStart(input.info, totals, true);
+    const rows = (await readCsPartition(input.info.connectorId, input.partition)).filter((r) => !r.deleted && (r.hash !== '' || Object.keys(r.attributes).length > 0));
+    for (let i = 0; i < rows.length; i += DEFAULT_PAGE_SIZE) {
+      const ctx = await context(input.info);
+      const result = await processItems(ctx, rows.slice(i, i + DEFAULT_PAGE_SIZE).map(storedItem));
+      totals = addPage(totals, result, []);
+    }
+    await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors });
+    return totals;
+  } catch (err) {
+    return failure(err);
   }
 }
 
@@ -531,6 +632,11 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     // this process no longer holds the run (its caches were dropped): then it lands before anything is read.
     if (input.holder !== PROCESS_WRITER || !heldRuns.has(runId)) await settleCsWrite(runId);
     const ctx = await context(input.info);
+    // Disconnectors a mesh object could join now: unchanged objects of the source are not planned again.
+    if (input.page === 0 && input.cursor === null && !input.noHold) {
+      const rejoined = await rejoinDisconnectors(ctx);
+      if (rejoined) input = { ...input, totals: addPage(input.totals, { ...rejoined, created: 0, updated: rejoined.created + rejoined.updated }, []) };
+    }
     let held: Held | undefined;
     let holder = input.holder ?? null;
     if (!input.info.dryRun && !input.noHold) {
@@ -665,6 +771,8 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
       if (TRACE) console.log(`[sync] delta read ${changes.length} changes`);
       const ctx = await context(info);
       if (TRACE) console.log(`[sync] delta context ready`);
+      const rejoined = await rejoinDisconnectors(ctx);
+      if (rejoined) totals = addPage(totals, { ...rejoined, created: 0, updated: rejoined.created + rejoined.updated }, []);
       const deletes = changes.filter((c) => c.kind === 'delete' && ctx.cs.summaries.get(c.anchor)?.deleted === false).length;
       let existing = 0;
       for (const s of ctx.cs.summaries.values()) if (!s.deleted) existing++;
@@ -712,6 +820,8 @@ export async function exportPartition(input: ExportPageInput, config: { objectTy
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
       const rules = compileRuleSet(info.connectorId, await listRules());
       if (!rules.outbound.length) return input.totals;
+      // Before anything is added: a disconnector that a mesh object could join now is joined, not added again.
+      if (input.partition === 0) await rejoinAtStart(info, input.totals, false);
       const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
       let totals = input.totals;
       const docs: MeshObject[] = [];

@@ -5,7 +5,12 @@ import { defineSchema } from '../schemas/ajv';
 export const TriggerImportRequestSchema = defineSchema(
   Type.Object(
     {
-      runType: Type.Optional(Type.Union([Type.Literal('FullImport'), Type.Literal('DeltaImport')], { default: 'DeltaImport', description: 'Default DeltaImport.' })),
+      runType: Type.Optional(
+        Type.Union([Type.Literal('FullImport'), Type.Literal('DeltaImport'), Type.Literal('FullSync')], {
+          default: 'DeltaImport',
+          description: 'Default DeltaImport. FullSync reads no source: every connector-space object of the connector goes through the current rules again.',
+        }),
+      ),
       dryRun: Type.Optional(Type.Boolean({ default: false, description: 'Compute and report what would change without writing the mesh.' })),
     },
     { $id: 'TriggerImportRequest', additionalProperties: false },

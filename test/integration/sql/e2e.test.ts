@@ -138,11 +138,13 @@ function e2e(label: string, server: () => SqlServer, kill: () => Promise<void>, 
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'employee_id', objectType: 'User' });
     const flows = [['employee_id', 'employeeId'], ['given_name', 'givenName'], ['sn', 'sn'], ['mail', 'mail'], ['manager_employee_id', 'managerId'], ['department', 'department'], ['proxyAddresses', 'proxyAddresses']];
     for (const [s, t] of flows) await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: s, targetAttribute: t, confidence: 50 });
+    // The reference column is resolved through the connector space (the row it names, then that row's mesh
+    // object); this rule names the relationship `manager` instead of the column's name.
+    await rule(rt, { ruleType: 'MeshComposerRule', connectorId: id, relationshipType: 'manager', sourceAttribute: 'manager_employee_id' });
   };
 
   beforeAll(async () => {
     rt = await startService();
-    await rule(rt, { ruleType: 'MeshComposerRule', relationshipType: 'manager', sourceAttribute: 'managerId' });
   });
   afterAll(async () => {
     await rt?.dispose();
