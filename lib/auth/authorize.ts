@@ -44,9 +44,9 @@ export function authorize(permission: Permission, handler: AuthorizedHandler, op
           headers: { 'retry-after': String(decision.retryAfterSeconds) },
         });
       }
-      return withHeaders(await handler(request, context, caller), headers);
+      return withApiHeaders(withHeaders(await handler(request, context, caller), headers));
     } catch (err) {
-      return renderError(err, request, context);
+      return withApiHeaders(renderError(err, request, context));
     }
   };
   return Object.assign(guarded, { permission, rateLimit: options.rateLimit });
@@ -55,9 +55,9 @@ export function authorize(permission: Permission, handler: AuthorizedHandler, op
 export function anonymous(handler: AnonymousHandler): GuardedHandler {
   const guarded = async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
     try {
-      return await handler(request, context);
+      return withApiHeaders(await handler(request, context));
     } catch (err) {
-      return renderError(err, request, context);
+      return withApiHeaders(renderError(err, request, context));
     }
   };
   return Object.assign(guarded, { permission: 'anonymous' as const, rateLimit: undefined });
@@ -76,6 +76,17 @@ function pathOf(request: HttpRequest): string {
   } catch {
     return '/';
   }
+}
+
+/**
+ * On every answer of the API, success or problem+json, anonymous routes included: answers carry identities,
+ * configuration and audit records, so no cache (browser or proxy) keeps them, and no browser guesses a type
+ * other than the declared one. A handler that sets its own Cache-Control keeps it.
+ */
+const API_HEADERS: Record<string, string> = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' };
+
+function withApiHeaders(response: HttpResponseInit): HttpResponseInit {
+  return withHeaders(response, API_HEADERS);
 }
 
 function withHeaders(response: HttpResponseInit, extra: Record<string, string>): HttpResponseInit {
