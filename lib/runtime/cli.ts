@@ -69,6 +69,15 @@ export function parseArgs(argv: string[]): CliArgs {
   return args;
 }
 
+/**
+ * The start-up warning for a process running as root (uid 0), or undefined. As root the service and every
+ * connector in it can read and write any file of the machine.
+ */
+export function rootWarning(uid: number | undefined): string | undefined {
+  if (uid !== 0) return undefined;
+  return 'Running as root: the service and its connectors can read and write every file of this machine. Run it as an unprivileged user that owns only the app and data folders.';
+}
+
 /** Run `fnhost`: start the host, stop it gracefully on SIGINT/SIGTERM; exit 1 when it cannot start. */
 export async function main(argv: string[]): Promise<void> {
   let args: CliArgs;
@@ -87,6 +96,8 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(2);
   }
   const host = new FunctionsHost({ appDir: args.app, port: args.port, host: args.host, dataDir: args.dataDir });
+  const asRoot = rootWarning(process.getuid?.());
+  if (asRoot) host.logger.warn('Host.Startup', asRoot);
   let signalled = false;
   const shutdown = (signal: string) => {
     if (signalled) return;
