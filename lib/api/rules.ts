@@ -44,7 +44,7 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   if (typeof body.connectorId === 'string' && !isGuid(body.connectorId)) {
     errors.push({ path: '/connectorId', message: 'must be a connector id (a GUID)' });
   }
-  errors.push(...expressionErrors(body.transformScript, '/transformScript', 'rule'));
+  errors.push(...expressionErrors(body.transformScript, '/transformScript', body.ruleType === 'FlowRule' && body.direction === 'outbound' ? 'outboundFlow' : 'rule'));
   return errors;
 }
 

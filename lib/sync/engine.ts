@@ -30,7 +30,8 @@ import { readConnectorRow } from '../storage/connectors';
 import { sameValue, type CsObject, type MeshObject } from './model';
 import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
 import { compileExpression } from './expression';
-import { applyScript, compileRuleSet, indexedAttributes, toAttributeValue, type RuleSet } from './rules';
+import { exportNeedsRelations, exportRelations } from './exportReferences';
+import { compileRuleSet, indexedAttributes, toAttributeValue, type RuleSet } from './rules';
 import { claimCsOwner, deleteRunState, loadDeletePage, loadSeen, readSyncState, saveDeletePage, saveSeen, saveWatermark } from './state';
 
 /**
@@ -853,13 +854,23 @@ async function exportDocs(
   const changes: { change: ExportChange; doc: MeshObject; prev: CsObject | undefined; values: Record<string, AttributeValue> }[] = [];
   const errors: RunObjectError[] = [];
   const condition = typeof config.provisioningCondition === 'string' ? compileExpression(config.provisioningCondition) : null;
+  const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid) : null;
+  const relations = await exportRelations(rules, docs, {
+    connectorId: cid,
+    loadDocs,
+    dnOf: (anchor) => targetCs?.entry(anchor)?.dn,
+    targetKind: targetCs ? await targetReferenceKind(cid) : 'anchor',
+  });
   for (const doc of docs) {
     const values: Record<string, AttributeValue> = {};
     const meshValues = attributeValues(doc);
     try {
+      const related = relations.relatedOf(doc);
       for (const fr of rules.outbound) {
         if (!fr.rule.targetAttribute) continue;
-        const v = toAttributeValue(applyScript(fr, meshValues[fr.rule.sourceAttribute ?? ''] ?? null, meshValues));
+        const name = fr.rule.sourceAttribute ?? '';
+        const source = relations.types.has(name) ? relations.valueOf(doc, name) : (meshValues[name] ?? null);
+        const v = toAttributeValue(fr.script ? fr.script.evaluate({ source, object: meshValues, related }) : source);
         if (values[fr.rule.targetAttribute] === undefined) values[fr.rule.targetAttribute] = v;
       }
     } catch (err) {
@@ -896,7 +907,10 @@ async function exportDocs(
     if (c.change.kind === 'add') result.created++;
     else result.updated++;
     const base: CsObject = c.prev ?? { anchor: r.anchor, objectType: c.change.objectType, attributes: {}, hash: '', rulesHash: '', meshId: c.doc.id, updatedOn: now };
-    csRows.push({ ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...c.values }, pendingExport: null, updatedOn: now });
+    const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...c.values }, pendingExport: null, updatedOn: now };
+    // The DN the target gave the object (an add, a rename or a move): references to it are written with it.
+    if (r.dn) row.dn = r.dn;
+    csRows.push(row);
     if (c.doc.links[info.connectorId] !== r.anchor) {
       const doc = structuredClone(c.doc);
       doc.links[info.connectorId] = r.anchor;
@@ -908,9 +922,17 @@ async function exportDocs(
   await commitMeshWrite({ upserts: meshUpserts, deletes: [] });
   for (const d of meshUpserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
   await writeCsObjects(info.connectorId, csRows);
-  csCaches.delete(info.connectorId);
+  // This process's summaries follow its own writes (a reload per page would read the whole space again).
+  const cached = csCaches.get(info.connectorId);
+  if (cached) for (const r of csRows) cached.set(r.anchor, summarize(info.connectorId, r));
   if (interrupted !== undefined) throw interrupted;
   return addPage(totals, { ...result, errors }, []);
+}
+
+/** How a target connector names the objects its references point at (a DN, or an anchor). */
+async function targetReferenceKind(connectorId: string): Promise<'dn' | 'anchor'> {
+  const record = await readConnectorRow(connectorId);
+  return referencePolicy(connectorId, record?.type ?? 'custom', record?.config ?? {}, []).targetKind;
 }
 
 /**

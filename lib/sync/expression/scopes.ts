@@ -10,12 +10,16 @@ import { children } from './parser';
  *   MeshComposerRule). `source` is the rule's input value (the attribute dictionary for a computed
  *   attribute), `object` the whole attribute dictionary (connector-side for joins, projections and inbound
  *   flows; the consolidated mesh attributes for outbound flows and mesh-composer rules).
+ * - `outboundFlow`: an outbound FlowRule: `source` and `object` as for `rule`, and `related`: for each
+ *   relationship type of the mesh object, the consolidated attributes of the (first) object it names
+ *   (`related.manager.mail`).
  * - `provisioningCondition`: `source` and `object`, both the consolidated mesh attributes of the object.
  * - `exportDnTemplate`: `source` (the connector-side attributes of the change), `baseDN`, `objectType`
  *   and `container`.
  */
 export const SCOPE_NAMES = {
   rule: ['source', 'object'],
+  outboundFlow: ['source', 'object', 'related'],
   provisioningCondition: ['source', 'object'],
   exportDnTemplate: ['source', 'baseDN', 'objectType', 'container'],
 } as const satisfies Record<string, readonly string[]>;

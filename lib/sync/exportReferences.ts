@@ -1,0 +1,101 @@
+import type { AttributeValue } from '../connectors/sdk';
+import type { MeshObject } from './model';
+import { attributeValues } from './planner';
+import { referenceValuesFor, type ReferenceKind } from './references';
+import type { RuleSet } from './rules';
+
+/**
+ * Relationships in an export: an outbound FlowRule whose `sourceAttribute` is a relationship type (`manager`,
+ * `member`) writes, in the target, each related mesh object's connector-space object there, in the target's
+ * own terms: its DN in a directory, its anchor in an SQL table. A related object not (yet) in the target is
+ * left out of the value until it is (the next export writes it). Because the value is computed from the
+ * target's connector space at each export, a referenced object moved in the target (its DN changed) changes
+ * the value of every object that names it.
+ *
+ * An outbound script also sees `related`: per relationship type, the consolidated attributes of the first
+ * object it names (`related.manager.mail`).
+ *
+ * A name that is both a mesh attribute and a relationship type is read as the relationship.
+ */
+export interface ExportRelations {
+  /** The outbound rules' source names that are relationship types on this page. */
+  readonly types: ReadonlySet<string>;
+  /** The connector-side value of relationship `type` of `doc`: a DN or anchor, several for a multi-valued one, or null. */
+  valueOf(doc: MeshObject, type: string): AttributeValue;
+  /** `related` of an outbound script. */
+  relatedOf(doc: MeshObject): Record<string, Record<string, AttributeValue>>;
+}
+
+export interface ExportRelationsSources {
+  /** The target connector. */
+  connectorId: string;
+  /** Mesh objects by id (point reads). */
+  loadDocs(ids: string[]): Promise<Map<string, MeshObject>>;
+  /** The DN of the target connector's connector-space object with this anchor (directories). */
+  dnOf(anchor: string): string | undefined;
+  /** How the target names the objects it references. */
+  targetKind: ReferenceKind;
+}
+
+const NONE: ExportRelations = { types: new Set(), valueOf: () => null, relatedOf: () => ({}) };
+
+/** Whether the page's outbound rules need relationships at all (no read otherwise). */
+export function exportNeedsRelations(rules: RuleSet, docs: readonly MeshObject[]): boolean {
+  return rules.outbound.some((fr) => relationTypes(rules, docs).has(fr.rule.sourceAttribute ?? '') || usesRelated(fr.script?.source));
+}
+
+const usesRelated = (source: string | undefined) => !!source && /\brelated\b/.test(source);
+
+function relationTypes(rules: RuleSet, docs: readonly MeshObject[]): Set<string> {
+  const types = new Set<string>();
+  for (const cr of rules.composers) if (cr.rule.relationshipType) types.add(cr.rule.relationshipType);
+  for (const d of docs) {
+    for (const r of d.relationships) types.add(r.type);
+    for (const p of d.pendingReferences) types.add(p.type);
+  }
+  return types;
+}
+
+/** Read what the page's relationship flows and `related` need: the related mesh objects, once each. */
+export async function exportRelations(rules: RuleSet, docs: readonly MeshObject[], src: ExportRelationsSources): Promise<ExportRelations> {
+  if (!exportNeedsRelations(rules, docs)) return NONE;
+  const all = relationTypes(rules, docs);
+  const types = new Set(rules.outbound.map((fr) => fr.rule.sourceAttribute ?? '').filter((t) => all.has(t)));
+  const wantRelated = rules.outbound.some((fr) => usesRelated(fr.script?.source));
+  const ids = new Set<string>();
+  for (const d of docs) {
+    const firstOfType = new Set<string>();
+    for (const r of d.relationships) {
+      if (types.has(r.type)) ids.add(r.targetId);
+      else if (wantRelated && !firstOfType.has(r.type)) ids.add(r.targetId);
+      firstOfType.add(r.type);
+    }
+  }
+  const targets = await src.loadDocs([...ids]);
+  return {
+    types,
+    valueOf(doc, type) {
+      const { values } = referenceValuesFor(doc, type, src.targetKind, (id) => targets.get(id)?.links[src.connectorId], src.dnOf);
+      if (!values.length) return null;
+      return values.length === 1 && !isMultiValued(doc, type) ? values[0] : values;
+    },
+    relatedOf(doc) {
+      const out: Record<string, Record<string, AttributeValue>> = {};
+      if (!wantRelated) return out;
+      for (const r of doc.relationships) {
+        if (out[r.type]) continue;
+        const t = targets.get(r.targetId);
+        if (t) out[r.type] = attributeValues(t);
+      }
+      return out;
+    },
+  };
+}
+
+/** A relationship type with several targets on this object, or one that came from a multi-valued reference (a group's `member`). */
+function isMultiValued(doc: MeshObject, type: string): boolean {
+  let n = 0;
+  for (const r of doc.relationships) if (r.type === type) n++;
+  for (const p of doc.pendingReferences) if (p.type === type) n++;
+  return n > 1 || type.toLowerCase() === 'member' || type.toLowerCase() === 'uniquemember';
+}

@@ -1,0 +1,111 @@
+import type { Client } from 'ldapts';
+import { closeParkedSearches } from '../../../lib/connectors/ldap';
+import { describeWithServer } from '../../support/servers';
+import { startService, type ServiceUnderTest } from '../../support/service';
+import { startSlapd, type Slapd } from '../../support/slapd';
+import { fileConnector, folder, rule, runExport, runImport, writeCsv } from '../sync/syncSupport';
+import { ldapConnector, meshOf, targets } from './e2eSupport';
+import { SlapdFixture } from './ldapFixture';
+
+/**
+ * Relationships exported in the target's own terms, against a real slapd: an HR file names each person's
+ * manager by the manager's row anchor (a reference column); the engine resolves it through the HR connector
+ * space to a `manager` relationship; an outbound flow of that relationship writes, in the directory, the DN
+ * of the manager's entry there. When the manager moves to another OU, every report's `manager` names the new
+ * DN, and an outbound script reads the manager's attributes (`related.manager`).
+ */
+jest.setTimeout(300_000);
+
+const HR = ['id', 'employeeId', 'givenName', 'sn', 'department', 'managerRow'];
+
+describeWithServer('slapd')('relationships exported as DNs (slapd)', () => {
+  let slapd: Slapd;
+  let rt: ServiceUnderTest;
+  let f: SlapdFixture;
+  let admin: Client;
+  const hrDir = folder('ims-refexport-hr-');
+  let hr = '';
+  let dir = '';
+  const rows = (bossDepartment: string) => [
+    // Reports come before their manager in the file: forward references.
+    { id: 'h2', employeeId: 'E002', givenName: 'José', sn: 'Muñoz', department: 'Engineering', managerRow: 'h1' },
+    { id: 'h3', employeeId: 'E003', givenName: 'Li', sn: 'Lee', department: 'Sales', managerRow: 'h1' },
+    { id: 'h4', employeeId: 'E004', givenName: 'Zoë', sn: 'Obi', department: 'Sales', managerRow: 'h2' },
+    { id: 'h1', employeeId: 'E001', givenName: 'Ada', sn: 'Lovelace', department: bossDepartment, managerRow: '' },
+  ];
+  const entry = async (uid: string) => (await admin.search(f.base, { scope: 'sub', filter: `(uid=${uid})`, attributes: ['manager', 'description'] })).searchEntries[0];
+
+  beforeAll(async () => {
+    slapd = await startSlapd();
+    rt = await startService();
+    f = await new SlapdFixture(slapd).init();
+    admin = await f.client();
+    writeCsv(hrDir, 'hr.csv', HR, rows('Engineering'));
+    hr = await fileConnector(rt, 'HR', hrDir, { referenceColumns: { managerRow: 'User' } });
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
+    for (const a of ['employeeId', 'givenName', 'sn', 'department']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    // The reference column's relationship is named `manager`.
+    await rule(rt, { ruleType: 'MeshComposerRule', connectorId: hr, relationshipType: 'manager', sourceAttribute: 'managerRow' });
+
+    dir = await ldapConnector(rt, 'Directory', f.config({ deletionThreshold: { objects: 10, percent: 100 } }));
+    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
+      rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, ...(transformScript ? { transformScript } : {}) });
+    await out('employeeId', 'uid');
+    await out('employeeId', 'employeeNumber');
+    await out('sn', 'sn');
+    await out('givenName', 'cn', 'object.givenName + " " + object.sn');
+    await out('department', 'departmentNumber');
+    // A relationship flows out as the DN of the related object's entry in this directory.
+    await out('manager', 'manager');
+    // An outbound script reads the manager's attributes.
+    await out('employeeId', 'description', 'related.manager ? "Reports to " + related.manager.givenName : "Reports to nobody"');
+    await rule(rt, { ruleType: 'JoinRule', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
+  });
+  afterAll(async () => {
+    await admin?.unbind().catch(() => undefined);
+    await rt?.dispose();
+    await f?.cleanup();
+    await closeParkedSearches();
+    await slapd?.stop();
+  });
+
+  test('the HR reference column gives manager relationships; the export writes the manager entries\' DNs', async () => {
+    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 4, errors: 0 } });
+    const mesh = await meshOf(hr);
+    expect(targets(mesh.get('E002'), 'manager')).toEqual([mesh.get('E001')!.id]);
+    expect(targets(mesh.get('E004'), 'manager')).toEqual([mesh.get('E002')!.id]);
+
+    // First export: every entry is added; a manager added on the same page may not have its DN yet, so a
+    // second export completes the references (as MIM's reference export after the add).
+    const first = await runExport(rt, dir);
+    expect(first).toMatchObject({ status: 'Completed', stats: { objectsCreated: 4, errors: 0 } });
+    await runImport(rt, dir);
+    const second = await runExport(rt, dir);
+    expect(second).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    expect((await entry('E002')).manager).toBe(`uid=E001,ou=Engineering,${f.base}`);
+    expect((await entry('E003')).manager).toBe(`uid=E001,ou=Engineering,${f.base}`);
+    expect((await entry('E004')).manager).toBe(`uid=E002,ou=Engineering,${f.base}`);
+    expect((await entry('E001')).manager ?? []).toEqual([]);
+    expect((await entry('E004')).description).toBe('Reports to José');
+    expect((await entry('E001')).description).toBe('Reports to nobody');
+    // Nothing left to do.
+    await runImport(rt, dir);
+    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0, errors: 0 } });
+  });
+
+  test('the manager moves to another OU: every report names the new DN, and the next export has nothing to change', async () => {
+    writeCsv(hrDir, 'hr.csv', HR, rows('Sales'));
+    expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
+    const moved = await runExport(rt, dir);
+    expect(moved).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    const newDn = `uid=E001,ou=Sales,${f.base}`;
+    expect((await admin.search(newDn, { scope: 'base', attributes: ['uid'] })).searchEntries).toHaveLength(1);
+    await runImport(rt, dir);
+    // A further export brings every reference in line with the move (the directory's own referential
+    // integrity may already have); after it, there is nothing to change.
+    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    for (const uid of ['E002', 'E003']) expect((await entry(uid)).manager).toBe(newDn);
+    await runImport(rt, dir);
+    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0, errors: 0 } });
+  });
+});
