@@ -101,20 +101,22 @@ export function ruleFailureMessage(err: unknown, context = 'The rules could not 
 
 /**
  * Evaluate a rule's script, or pass the value through when it has none. Throws a RuleEvaluationError
- * (naming the rule and its attribute) when the script fails.
+ * (naming the rule and its attribute) when the script fails. `extra`: the other names of the rule's scope
+ * (an outbound flow's `related`).
  */
-export function applyScript(cr: CompiledRule, source: unknown, object: Record<string, unknown>): unknown {
+export function applyScript(cr: CompiledRule, source: unknown, object: Record<string, unknown>, extra?: Record<string, unknown>): unknown {
   if (!cr.script) return source;
+  const input = source === undefined ? null : source;
   try {
-    return cr.script.evaluate({ source: source === undefined ? null : source, object });
+    return cr.script.evaluate(extra ? { ...extra, source: input, object } : { source: input, object });
   } catch (err) {
     throw new RuleEvaluationError(cr.rule, err);
   }
 }
 
 /** applyScript, then the result as an attribute value: a result that is not one fails as the script would. */
-export function ruleValue(cr: CompiledRule, source: unknown, object: Record<string, unknown>): AttributeValue {
-  const v = applyScript(cr, source, object);
+export function ruleValue(cr: CompiledRule, source: unknown, object: Record<string, unknown>, extra?: Record<string, unknown>): AttributeValue {
+  const v = applyScript(cr, source, object, extra);
   try {
     return toAttributeValue(v);
   } catch (err) {

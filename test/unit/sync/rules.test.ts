@@ -61,6 +61,13 @@ describe('applyScript', () => {
     expect(message({ ruleType: 'MeshComposerRule', ruleName: 'Display', connectorId: null, sourceAttribute: null, targetAttribute: 'displayName', transformScript: 'source.sn.trim()' })).toMatch(/^Rule 'Display' .* on attribute 'displayName': /);
   });
 
+  it('gives the script the other names of its scope (an outbound flow\'s related)', () => {
+    const out = compiled(rule({ direction: 'outbound', transformScript: 'related.manager?.mail ?? source' }));
+    expect(applyScript(out, 'self@x', {}, { related: { manager: { mail: 'boss@x' } } })).toBe('boss@x');
+    expect(ruleValue(out, 'self@x', {}, { related: {} })).toBe('self@x');
+    expect(() => applyScript(out, 'self@x', {})).toThrow(`Rule 'Mail to email' (id ${MAIL_RULE}) on attribute 'email': 'related' is not defined at line 1, column 1`);
+  });
+
   it('passes the value through when the rule has no script', () => {
     expect(applyScript(compiled(rule({ transformScript: null })), 'A@X', {})).toBe('A@X');
   });
