@@ -140,6 +140,8 @@ async function startService(o = {}) {
       Authentication__Negotiate__Enabled: 'false',
       Engine__InstanceName: 'bench',
       LOG_FORMAT: '',
+      // The benches' file connectors read temporary folders.
+      Connectors__File__Roots: os.tmpdir(),
       ...(o.env ?? {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],

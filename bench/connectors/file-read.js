@@ -28,6 +28,8 @@ const FORMATS = child ? [] : (option('--format') ?? 'csv,json').split(',');
 const PROFILE = child ? undefined : option('--profile');
 const ROWS = child ? 0 : Number(args[0] ?? 100000);
 const dist = path.resolve(__dirname, '../../dist/lib/connectors');
+// The file connector works only under its roots: this bench's folders are temporary ones.
+process.env.Connectors__File__Roots ??= os.tmpdir();
 
 function columns(i) {
   const id = `E${String(i).padStart(6, '0')}`;

@@ -8,6 +8,7 @@
 const { spawn } = require('node:child_process');
 const { readFileSync } = require('node:fs');
 const path = require('node:path');
+const os = require('node:os');
 const { ROOT: root, onInterrupt, rssMB, sleep, stopChild } = require('../support');
 
 /**
@@ -30,6 +31,8 @@ async function startService({ azurite, prefix, dataDir, nodeOptions, env = {} })
       Authentication__Negotiate__Enabled: 'false',
       Engine__InstanceName: `bench-${prefix}`,
       LOG_FORMAT: '',
+      // The benches' file connectors read temporary folders.
+      Connectors__File__Roots: os.tmpdir(),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

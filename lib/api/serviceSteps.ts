@@ -1,3 +1,4 @@
+import { checkFileRootsSetting } from '../connectors/file';
 import { addServiceStep } from '../service';
 import { startSecrets } from '../secrets';
 import { listPendingOperations } from '../storage/operations';
@@ -8,6 +9,8 @@ import { readLicense } from './license';
  * The Admin API's start steps (imported once by functions/startup.ts):
  * - `secrets`: load the secrets key; outside Development a missing `Secrets:Key` stops the start.
  * - `license`: read the `License:*` settings, so a malformed one stops the start naming it.
+ * - `fileRoots`: read `Connectors:File:Roots` (a malformed value or a missing folder stops the start naming
+ *   the setting); unset, the default root under the data folder is created.
  * - `pendingOperations`: finish what a crash left half-done (connector deletes). A storage failure here is
  *   logged and does not stop the start: the next start tries again, and readers already see the outcome.
  */
@@ -17,6 +20,13 @@ addServiceStep({
   name: 'license',
   async start() {
     readLicense();
+  },
+});
+
+addServiceStep({
+  name: 'fileRoots',
+  async start() {
+    checkFileRootsSetting();
   },
 });
 

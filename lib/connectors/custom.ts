@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
-import { AppError } from '../errors';
+import { AppError, type FieldError } from '../errors';
 import { validate } from '../schemas/ajv';
 import {
   ConnectorError,
@@ -61,6 +61,11 @@ export interface CustomConnectorImplementation {
   description?: string;
   /** JSON schema (TypeBox, with an `$id`) of `config.settings`. Without one, settings are passed unchecked. */
   settingsSchema?: TSchema;
+  /**
+   * Checks a schema cannot express, on the validated settings (paths relative to `config.settings`): run at
+   * create and update, and again whenever the engine makes the connector. Synchronous, and cheap.
+   */
+  checkSettings?: (settings: Record<string, unknown>) => FieldError[];
   create: CustomConnectorFactory;
 }
 
@@ -73,7 +78,7 @@ const implementations = new Map<string, CustomConnectorImplementation>();
 export function registerCustomConnector(
   name: string,
   factory: CustomConnectorFactory,
-  options: { settingsSchema?: TSchema; description?: string } = {},
+  options: { settingsSchema?: TSchema; description?: string; checkSettings?: CustomConnectorImplementation['checkSettings'] } = {},
 ): void {
   if (!/^[A-Za-z0-9_.:-]{1,256}$/.test(name)) throw new Error(`registerCustomConnector: '${name}' is not a valid implementation name.`);
   if (implementations.has(name)) throw new Error(`registerCustomConnector: '${name}' is already registered.`);
@@ -99,8 +104,15 @@ export function validateCustomSettings(config: CustomConnectorConfig): Record<st
       errors: [{ path: '/config/implementation', message: `must be one of: ${customConnectorNames().join(', ')}` }],
     });
   }
-  const settings = structuredClone(config.settings ?? {});
-  return impl.settingsSchema ? (validate(impl.settingsSchema, settings, { pathPrefix: '/config/settings' }) as Record<string, unknown>) : settings;
+  const raw = structuredClone(config.settings ?? {});
+  const settings = impl.settingsSchema ? (validate(impl.settingsSchema, raw, { pathPrefix: '/config/settings' }) as Record<string, unknown>) : raw;
+  const errors = impl.checkSettings?.(settings) ?? [];
+  if (errors.length) {
+    throw new AppError('validation_failed', `The settings are not valid for the '${impl.name}' implementation. See errors for each field.`, {
+      errors: errors.map((e) => ({ ...e, path: '/config/settings' + e.path })),
+    });
+  }
+  return settings;
 }
 
 /** Make the connector a `custom` config names. Bad settings: `configuration_invalid` naming the fields. */
@@ -150,4 +162,5 @@ export function fromOperations(ops: CustomConnectorOperations): Connector {
 registerCustomConnector(fileConnectorImplementation.name, fileConnectorImplementation.create, {
   settingsSchema: fileConnectorImplementation.settingsSchema,
   description: fileConnectorImplementation.description,
+  checkSettings: fileConnectorImplementation.checkSettings,
 });

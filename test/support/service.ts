@@ -97,6 +97,9 @@ export class ServiceUnderTest {
       Authentication__Negotiate__Enabled: 'false',
       RateLimiting__Sensitive__PermitLimit: '100000',
       Engine__InstanceName: `admin-test-${this.prefix}`,
+      // The suites point file connectors at temporary folders; the product default (a folder under the data
+      // folder) stays strict. A suite can narrow it with its own env.
+      Connectors__File__Roots: os.tmpdir(),
       ...this.env,
       ...extraEnv,
     };

@@ -31,6 +31,7 @@ import {
   type CsvRecord,
   type CsvRow,
 } from './csv';
+import { FileGuard } from './access';
 import { BufferedWriter, folderError, listFiles, readChunks, writeAtomically, type FileStat } from './files';
 import { parseRecord, readJsonBatches, readJsonRecords, type JsonLayout, type JsonRecord } from './jsonRecords';
 import { applyMultiValue, checkHeader, csvLine, csvRowToObject, jsonRecordToObject, type FileConfig, type RowResult } from './rows';
@@ -110,11 +111,14 @@ export class FileConnector {
   readonly type = 'custom';
   readonly implementation = 'file';
   private readonly store: SnapshotStore;
+  /** Every path the connector uses is checked against the file roots when it is used. */
+  private readonly guard: FileGuard;
 
   private readonly settingsPrint: string;
 
   constructor(readonly config: FileConfig) {
-    this.store = new SnapshotStore(config.stateDirectory);
+    this.store = new SnapshotStore(config.stateDirectory, config.stateSetting === undefined ? undefined : `stateDirectory '${config.stateSetting}'`);
+    this.guard = new FileGuard(config);
     const c = config;
     this.settingsPrint = createHash('sha256')
       .update(
@@ -136,11 +140,12 @@ export class FileConnector {
   }
 
   async testConnection(): Promise<ConnectionTestResult> {
+    await this.guard.folder();
     const st = await fs.stat(this.config.folder).catch((err) => {
       throw folderError(err, this.config.folder);
     });
-    if (!st.isDirectory()) throw new ConnectorError('configuration_invalid', `Cannot read the folder '${this.config.folder}': it is not a folder.`);
-    const files = await listFiles(this.config.folder, this.config.fileRegExp);
+    if (!st.isDirectory()) throw new ConnectorError('configuration_invalid', `path: cannot read the folder '${this.config.folder}': it is not a folder.`);
+    const files = await this.files();
     for (const f of files) await this.readHeader(f);
     return { message: `${files.length} file(s) matching ${this.config.filePattern} in ${this.config.folder}.` };
   }
@@ -149,7 +154,7 @@ export class FileConnector {
     const cfg = this.config;
     const names: string[] = [cfg.anchorColumn];
     const types = new Map<string, AttributeSchema['type']>();
-    const files = await listFiles(cfg.folder, cfg.fileRegExp);
+    const files = await this.files();
     for (const f of files) {
       const h = await this.readHeader(f);
       for (const [n, t] of h) {
@@ -172,6 +177,19 @@ export class FileConnector {
 
   async close(): Promise<void> {
     // Nothing stays open between calls.
+  }
+
+  /** The files a run reads, each checked to be inside the file roots: one that is not fails the run here. */
+  private async files(): Promise<FileStat[]> {
+    await this.guard.folder();
+    const files = await listFiles(this.config.folder, this.config.fileRegExp);
+    await this.guard.files(files);
+    return files;
+  }
+
+  /** A file of the folder in chunks, opened through the roots check. */
+  private chunks(name: string, start: number): AsyncGenerator<Buffer> {
+    return readChunks(() => this.guard.open(name), start);
   }
 
   /** Column names (CSV header, or the keys of the first JSON records with their value types). */
@@ -211,8 +229,7 @@ export class FileConnector {
    */
   private async *readFileBatches(f: FileStat, start: number, line: number, header?: string[], layout?: JsonLayout): AsyncGenerator<ReadItem[]> {
     const cfg = this.config;
-    const full = path.join(cfg.folder, f.name);
-    const chunks = readChunks(full, start);
+    const chunks = this.chunks(f.name, start);
     const fail = (error: ObjectError): RowResult => ({ error });
     try {
       if (cfg.format === 'csv') {
@@ -290,13 +307,13 @@ export class FileConnector {
   }
 
   async *fullImport(options: FullImportOptions): AsyncGenerator<ImportPage> {
-    const cfg = this.config;
     const pageSize = clampPageSize(options.pageSize);
     let cur: Cursor;
     let seen: Set<string>;
+    await this.guard.stateDirectory();
     if (options.cursor) {
       cur = parseCursor(options.cursor);
-      const now = await listFiles(cfg.folder, cfg.fileRegExp);
+      const now = await this.files();
       for (let i = cur.fi; i < cur.files.length; i++) {
         const was = cur.files[i];
         const is = now.find((f) => f.name === was.name);
@@ -308,7 +325,7 @@ export class FileConnector {
       if (!resumed) throw new ConnectorError('cursor_invalid', 'The state of the interrupted import is gone; the full import must start again.');
       seen = resumed;
     } else {
-      const files = await listFiles(cfg.folder, cfg.fileRegExp);
+      const files = await this.files();
       const snap = this.store.newId();
       await this.store.begin(snap);
       // Completed snapshots may still back a committed watermark: keep the two newest.
@@ -378,7 +395,7 @@ export class FileConnector {
       yield { changes: [], errors: [], fullImportRequired: { reason: 'The connector settings that shape objects changed since the last import.' } };
       return;
     }
-    const files = await listFiles(cfg.folder, cfg.fileRegExp);
+    const files = await this.files();
     const before = new Map(wm.files.map((f) => [f.name, f]));
     const unchanged = (f: FileStat) => {
       const b = before.get(f.name);
@@ -388,6 +405,7 @@ export class FileConnector {
       yield { changes: [], errors: [], nextWatermark: watermark };
       return;
     }
+    await this.guard.stateDirectory();
     const old = await this.store.load(wm.snap);
     if (!old) {
       yield { changes: [], errors: [], fullImportRequired: { reason: 'The row-hash state this watermark names is gone (state directory cleared or moved).' } };
@@ -573,7 +591,7 @@ export class FileConnector {
     };
     try {
       let pos = 0;
-      for await (const chunk of readChunks(path.join(cfg.folder, f.name), 0)) {
+      for await (const chunk of this.chunks(f.name, 0)) {
         const at = pos;
         pos += chunk.length;
         let body: Buffer | undefined = chunk;
@@ -610,7 +628,7 @@ export class FileConnector {
   private async *jsonDeltaBatches(f: FileStat): AsyncGenerator<JsonRecord[]> {
     const cfg = this.config;
     try {
-      for await (const batch of readJsonBatches(readChunks(path.join(cfg.folder, f.name), 0), { fingerprintSeed: 0, keyProperty: cfg.anchorColumn })) yield batch.records;
+      for await (const batch of readJsonBatches(this.chunks(f.name, 0), { fingerprintSeed: 0, keyProperty: cfg.anchorColumn })) yield batch.records;
     } catch (err) {
       if (err instanceof ConnectorError) throw err;
       throw folderError(err, cfg.folder, f.name);
@@ -680,10 +698,12 @@ export class FileConnector {
     if (byAnchor.size === 0) return results as ExportResult[];
 
     const target = path.join(cfg.folder, cfg.exportFile);
+    await this.guard.folder();
+    await this.guard.exportTarget();
     const dirStat = await fs.stat(cfg.folder).catch((err) => {
       throw folderError(err, cfg.folder);
     });
-    if (!dirStat.isDirectory()) throw new ConnectorError('configuration_invalid', `Cannot write to '${cfg.folder}': it is not a folder.`);
+    if (!dirStat.isDirectory()) throw new ConnectorError('configuration_invalid', `path: cannot write to the folder '${cfg.folder}': it is not a folder.`);
     const existing = await fs.stat(target).then((s) => ({ name: cfg.exportFile, size: s.size, mtimeMs: s.mtimeMs }) as FileStat, () => undefined);
 
     /** Apply every change for one anchor to the row's attributes (undefined: no row). */
@@ -707,7 +727,7 @@ export class FileConnector {
           let added = 0;
           const written = new Set<string>();
           if (existing) {
-            const chunks = readChunks(target, 0);
+            const chunks = this.chunks(cfg.exportFile, 0);
             for await (const rec of readCsvRecords(chunks, { delimiter: cfg.delimiter, encoding: cfg.encoding, keepRaw: true })) {
               if (!header) {
                 if (rec.error) throw new ConnectorError('configuration_invalid', `${cfg.exportFile}: the header row is malformed: ${rec.error}`);
@@ -750,9 +770,9 @@ export class FileConnector {
           };
           let first = true;
           if (existing) {
-            const raw = await fs.open(target, 'r');
+            const raw = await this.guard.open(cfg.exportFile);
             try {
-              for await (const rec of readJsonRecords(readChunks(target, 0))) {
+              for await (const rec of readJsonRecords(this.chunks(cfg.exportFile, 0))) {
                 if (first) {
                   layout = rec.layout;
                   first = false;
@@ -789,7 +809,7 @@ export class FileConnector {
       });
     } catch (err) {
       if (err instanceof ConnectorError) throw err;
-      throw folderError(err, cfg.folder, cfg.exportFile);
+      throw folderError(err, cfg.folder, cfg.exportFile, 'exportFile');
     }
     return results as ExportResult[];
   }

@@ -1,4 +1,5 @@
 import { promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
 import { ConnectorError } from '../sdk';
 
@@ -48,22 +49,29 @@ export async function listFiles(folder: string, pattern: RegExp): Promise<FileSt
   return out;
 }
 
-/** A file-system error as a ConnectorError with a message an operator can act on. */
-export function folderError(err: unknown, folder: string, file?: string): ConnectorError {
+/**
+ * A file-system error as a ConnectorError with a message an operator can act on: the settings field at fault
+ * (`path`, or `exportFile` for the export file), the folder as configured and the file's name. The system's
+ * own message (which can name other paths) stays in `cause`, for the log.
+ */
+export function folderError(err: unknown, folder: string, file?: string, field = 'path'): ConnectorError {
   const code = (err as NodeJS.ErrnoException).code;
-  const what = file ? `the file '${file}' in '${folder}'` : `the folder '${folder}'`;
-  if (code === 'ENOENT') return new ConnectorError('configuration_invalid', `Cannot read ${what}: it does not exist.`, { cause: err });
-  if (code === 'ENOTDIR') return new ConnectorError('configuration_invalid', `Cannot read ${what}: it is not a folder.`, { cause: err });
-  if (code === 'EACCES' || code === 'EPERM') return new ConnectorError('connection_failed', `Cannot read ${what}: permission denied.`, { cause: err, retriable: false });
+  const what = file ? `${field}: cannot use the file '${file}' of the folder '${folder}'` : `${field}: cannot read the folder '${folder}'`;
+  if (code === 'ENOENT') return new ConnectorError('configuration_invalid', `${what}: it does not exist.`, { cause: err });
+  if (code === 'ENOTDIR') return new ConnectorError('configuration_invalid', `${what}: it is not a folder.`, { cause: err });
+  if (code === 'EACCES' || code === 'EPERM') return new ConnectorError('connection_failed', `${what}: permission denied.`, { cause: err, retriable: false });
   if (code === 'EMFILE' || code === 'ENFILE' || code === 'EBUSY' || code === 'EIO') {
-    return new ConnectorError('connection_failed', `Cannot read ${what} (${code}).`, { cause: err, retriable: true });
+    return new ConnectorError('connection_failed', `${what} (${code}).`, { cause: err, retriable: true });
   }
-  return new ConnectorError('connection_failed', `Cannot read ${what}${code ? ` (${code})` : ''}.`, { cause: err });
+  return new ConnectorError('connection_failed', `${what}${code ? ` (${code})` : ''}.`, { cause: err });
 }
 
-/** The bytes of a file from `start`, in chunks. Each chunk is a fresh buffer (readers keep slices of them). */
-export async function* readChunks(file: string, start = 0, chunkSize = 1024 * 1024): AsyncGenerator<Buffer> {
-  const fh = await fs.open(file, 'r');
+/**
+ * The bytes of a file from `start`, in chunks. Each chunk is a fresh buffer (readers keep slices of them).
+ * `file` is a path, or a function that opens the file (the connector's opens check where the file really is).
+ */
+export async function* readChunks(file: string | (() => Promise<FileHandle>), start = 0, chunkSize = 1024 * 1024): AsyncGenerator<Buffer> {
+  const fh = typeof file === 'string' ? await fs.open(file, 'r') : await file();
   try {
     let pos = start;
     for (;;) {
@@ -82,9 +90,10 @@ export async function* readChunks(file: string, start = 0, chunkSize = 1024 * 10
  * Replace `target` atomically: write a hidden temporary file beside it, flush it to disk, rename it over the
  * target. A reader sees the old file or the new one, never half of one.
  */
-export async function writeAtomically(target: string, write: (fh: import('node:fs/promises').FileHandle) => Promise<void>): Promise<void> {
+export async function writeAtomically(target: string, write: (fh: FileHandle) => Promise<void>): Promise<void> {
   const tmp = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${Date.now()}.tmp`);
-  const fh = await fs.open(tmp, 'w');
+  // Exclusive create: a file or link already at that name is never written through.
+  const fh = await fs.open(tmp, 'wx');
   try {
     await write(fh);
     await fh.sync();
@@ -106,7 +115,7 @@ export async function writeAtomically(target: string, write: (fh: import('node:f
 export class BufferedWriter {
   private parts: Buffer[] = [];
   private size = 0;
-  constructor(private readonly fh: import('node:fs/promises').FileHandle) {}
+  constructor(private readonly fh: FileHandle) {}
 
   async write(data: Buffer): Promise<void> {
     this.parts.push(data);

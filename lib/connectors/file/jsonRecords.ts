@@ -263,7 +263,19 @@ export class JsonRecordParser {
   }
 }
 
-const invalidJson = (err: unknown) => `Invalid JSON: ${(err as Error).message}`;
+/**
+ * What is wrong with a record, without the parser's own words: those can quote the record ("Unexpected token
+ * 'r', "root:x:0:0"... is not valid JSON"), and what a file holds is not quoted in run errors.
+ */
+function invalidJson(err: unknown): string {
+  const message = (err as Error).message ?? '';
+  const at = /at position (\d+)/.exec(message);
+  const where = at ? ` at character ${Number(at[1]) + 1} of the record` : '';
+  if (/^Unexpected end/.test(message)) return 'Invalid JSON: the record ends too early.';
+  if (/^Unterminated string/.test(message)) return `Invalid JSON: a string is not closed${where}.`;
+  if (/^Unexpected token/.test(message)) return `Invalid JSON: an unexpected character${where}.`;
+  return `Invalid JSON${where}.`;
+}
 
 /** A record's value: parsed now when the reader left it as bytes (lazy mode). */
 export function parseRecord(r: JsonRecord): { value: unknown } | { error: string } {

@@ -14,6 +14,7 @@ import {
 } from '../sdk';
 import { formatCsvRow, type FileEncoding } from './csv';
 import { globToRegExp } from './files';
+import { readFileRoots } from './roots';
 import type { FileConnectorSettings } from './schema';
 
 /** The settings with every default applied and derived values computed once. */
@@ -34,9 +35,16 @@ export interface FileConfig {
   exportFile: string;
   /** Where this connector's row-hash snapshots live. */
   stateDirectory: string;
+  /** The `stateDirectory` setting as given (unset: the engine's own state folder, not subject to the roots). */
+  stateSetting?: string;
+  /** The folders every path of the connector must be inside (`Connectors:File:Roots`). */
+  roots: readonly string[];
 }
 
-export function resolveConfig(settings: FileConnectorSettings, fallbackObjectType: string | undefined, context: ConnectorContext = {}): FileConfig {
+/** What the file connector takes besides its settings: `fileRoots` replaces the `Connectors:File:Roots` setting. */
+export type FileConnectorContext = ConnectorContext & { fileRoots?: readonly string[] };
+
+export function resolveConfig(settings: FileConnectorSettings, fallbackObjectType: string | undefined, context: FileConnectorContext = {}): FileConfig {
   if (!path.isAbsolute(settings.path)) {
     throw new ConnectorError('configuration_invalid', `The folder path must be absolute, not '${settings.path}'.`);
   }
@@ -75,6 +83,8 @@ export function resolveConfig(settings: FileConnectorSettings, fallbackObjectTyp
     fileRegExp: globToRegExp(filePattern),
     exportFile,
     stateDirectory: path.join(baseState, key.replace(/[^A-Za-z0-9_.-]/g, '_')),
+    stateSetting: settings.stateDirectory,
+    roots: context.fileRoots ?? readFileRoots().folders,
   };
 }
 
@@ -83,14 +93,20 @@ export type RowResult = { object: ConnectorObject } | { error: ObjectError };
 /** Where a row is, for messages. */
 export const locate = (file: string, line: number) => `${file}:${line}`;
 
-/** Checks a CSV header: no duplicate names, the anchor column present. Returns the trimmed names. */
+/**
+ * Checks a CSV header: no duplicate names, the anchor column present. Returns the trimmed names. The messages
+ * give column positions, never the header's text: what a file holds is not quoted in run errors.
+ */
 export function checkHeader(fields: string[], cfg: FileConfig, file: string): string[] {
   const names = fields.map((f) => f.trim());
-  const seen = new Set<string>();
-  for (const n of names) {
-    if (n !== '' && seen.has(n)) throw new ConnectorError('configuration_invalid', `${file}: the header names the column '${n}' twice.`);
-    seen.add(n);
-  }
+  const seen = new Map<string, number>();
+  names.forEach((n, i) => {
+    const first = seen.get(n);
+    if (n !== '' && first !== undefined) {
+      throw new ConnectorError('configuration_invalid', `${file}: the header names the same column twice (columns ${first + 1} and ${i + 1}).`);
+    }
+    seen.set(n, i);
+  });
   if (!seen.has(cfg.anchorColumn)) {
     throw new ConnectorError('configuration_invalid', `${file}: the header has no column '${cfg.anchorColumn}' (the anchorColumn).`);
   }

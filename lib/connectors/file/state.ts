@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { constants, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ConnectorError } from '../sdk';
@@ -21,9 +21,19 @@ export interface RowState {
  *
  * A snapshot must outlive the run that made it until the engine has committed that run and starts a delta from
  * it: `pruneExcept` runs at the start of a delta import (the watermark it got is the committed one).
+ *
+ * Snapshot files are only ever regular files this store wrote: every open refuses a link in their place (a
+ * link planted in the state directory is never written or read through).
  */
 export class SnapshotStore {
-  constructor(readonly dir: string) {}
+  /**
+   * `label` names the directory in error messages (say `stateDirectory '/srv/state'`, as configured); without
+   * one, messages say "the connector's state directory" and do not quote the engine's own path.
+   */
+  constructor(
+    readonly dir: string,
+    private readonly label?: string,
+  ) {}
 
   /** Time-ordered ids, so the newest snapshots sort last. */
   newId(): string {
@@ -45,9 +55,9 @@ export class SnapshotStore {
   async begin(id: string): Promise<void> {
     try {
       await fs.mkdir(this.dir, { recursive: true });
-      await fs.writeFile(this.partial(id), '');
+      await fs.writeFile(this.partial(id), '', { flag: 'wx' });
     } catch (err) {
-      throw stateError(err, this.dir);
+      throw stateError(err, this.label);
     }
   }
 
@@ -55,25 +65,29 @@ export class SnapshotStore {
   async append(id: string, rows: RowState[]): Promise<number> {
     try {
       if (rows.length) {
-        await fs.appendFile(this.partial(id), rows.map(rowLine).join(''));
+        await fs.appendFile(this.partial(id), rows.map(rowLine).join(''), { flag: APPEND });
       }
       return (await fs.stat(this.partial(id))).size;
     } catch (err) {
-      throw stateError(err, this.dir);
+      throw stateError(err, this.label);
     }
   }
 
   /** Resume a partial snapshot at `size` bytes; returns the anchors it holds, or undefined when it is gone. */
   async resume(id: string, size: number): Promise<Set<string> | undefined> {
     try {
-      const st = await fs.stat(this.partial(id));
-      if (st.size < size) return undefined;
-      await fs.truncate(this.partial(id), size);
+      const fh = await fs.open(this.partial(id), constants.O_RDWR | NOFOLLOW);
+      try {
+        if ((await fh.stat()).size < size) return undefined;
+        await fh.truncate(size);
+      } finally {
+        await fh.close();
+      }
     } catch {
       return undefined;
     }
     const anchors = new Set<string>();
-    for (const r of parseRows(await fs.readFile(this.partial(id), 'utf8'))) anchors.add(r.anchor);
+    for (const r of parseRows(await fs.readFile(this.partial(id), { encoding: 'utf8', flag: READ }))) anchors.add(r.anchor);
     return anchors;
   }
 
@@ -81,7 +95,7 @@ export class SnapshotStore {
     try {
       await fs.rename(this.partial(id), this.complete(id));
     } catch (err) {
-      throw stateError(err, this.dir);
+      throw stateError(err, this.label);
     }
   }
 
@@ -90,9 +104,9 @@ export class SnapshotStore {
     const parts = lines.take();
     if (!parts.length) return;
     try {
-      await fs.appendFile(this.partial(id), parts.length === 1 ? parts[0] : Buffer.concat(parts));
+      await fs.appendFile(this.partial(id), parts.length === 1 ? parts[0] : Buffer.concat(parts), { flag: APPEND });
     } catch (err) {
-      throw stateError(err, this.dir);
+      throw stateError(err, this.label);
     }
   }
 
@@ -100,10 +114,10 @@ export class SnapshotStore {
   async load(id: string): Promise<Snapshot | undefined> {
     let text: Buffer;
     try {
-      text = await fs.readFile(this.complete(id));
+      text = await fs.readFile(this.complete(id), { flag: READ });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw stateError(err, this.dir);
+      throw stateError(err, this.label);
     }
     return new Snapshot(text);
   }
@@ -144,6 +158,10 @@ export class SnapshotStore {
     }
   }
 }
+
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | NOFOLLOW;
+const READ = constants.O_RDONLY | NOFOLLOW;
 
 const TAB = 0x09;
 const LF = 0x0a;
@@ -534,7 +552,9 @@ function unesc(v: string | undefined): string | null {
   return v.includes('\\') ? v.replace(/\\(.)/g, (_, c: string) => UNESCAPES[c] ?? c) : v;
 }
 
-function stateError(err: unknown, dir: string): ConnectorError {
+function stateError(err: unknown, label: string | undefined): ConnectorError {
   const code = (err as NodeJS.ErrnoException).code;
-  return new ConnectorError('configuration_invalid', `Cannot write the connector's state directory '${dir}'${code ? ` (${code})` : ''}.`, { cause: err });
+  const what = label ?? "the connector's state directory";
+  const why = code === 'ELOOP' ? ' (a symbolic link where a state file belongs)' : code ? ` (${code})` : '';
+  return new ConnectorError('configuration_invalid', `Cannot use ${what}${why}.`, { cause: err });
 }

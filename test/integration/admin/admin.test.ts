@@ -1,4 +1,9 @@
+import path from 'node:path';
+import os from 'node:os';
 import { dumpTable, rawTable, startService, USERS, type ServiceUnderTest } from '../../support/service';
+
+// A folder of the file connector must be inside its roots (the test service's are the temporary folder).
+const HR_FOLDER = path.join(os.tmpdir(), 'hr-exports');
 
 /** Health, license, audit, OpenAPI, and the resumable connector delete, over HTTP. */
 let svc: ServiceUnderTest;
@@ -44,8 +49,8 @@ describe('license', () => {
 
 describe('audit', () => {
   it('is Admin only, newest first, filterable by actor and target type, paged', async () => {
-    const a = await svc.call('POST', 'connectors', { body: { name: 'Audit One', type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } } });
-    const b = await svc.call('POST', 'connectors', { body: { name: 'Audit Two', type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } } });
+    const a = await svc.call('POST', 'connectors', { body: { name: 'Audit One', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } } });
+    const b = await svc.call('POST', 'connectors', { body: { name: 'Audit Two', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } } });
     expect((await svc.call('GET', 'audit', { role: 'Operator' })).status).toBe(403);
     const all = await svc.call('GET', 'audit?targetType=connector');
     expect(all.status).toBe(200);
@@ -88,7 +93,7 @@ describe('OpenAPI (anonymous)', () => {
 
 describe('connector delete resumes after a crash', () => {
   it('a delete left half-way (operation recorded, connector marked, then kill -9) is finished at the next start', async () => {
-    const c = await svc.call('POST', 'connectors', { body: { name: 'Crashy', type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' }, secrets: { k: 'secret-crashy' } } } });
+    const c = await svc.call('POST', 'connectors', { body: { name: 'Crashy', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' }, secrets: { k: 'secret-crashy' } } } });
     const rule = await svc.call('POST', 'rules', { body: { ruleName: 'r', ruleType: 'JoinRule', connectorId: c.body.id, sourceAttribute: 'a', targetAttribute: 'b' } });
     expect(rule.status).toBe(201);
     await svc.kill();
@@ -103,11 +108,11 @@ describe('connector delete resumes after a crash', () => {
     expect(await dumpTable('Operations')).toEqual([]);
     expect((await dumpTable('Connectors')).some((e) => e.rowKey === c.body.id)).toBe(false);
     expect((await dumpTable('ConnectorNames')).some((e) => e.connectorId === c.body.id)).toBe(false);
-    expect((await svc.call('POST', 'connectors', { body: { name: 'crashy', type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } } })).status).toBe(201);
+    expect((await svc.call('POST', 'connectors', { body: { name: 'crashy', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } } })).status).toBe(201);
   });
 
   it('a deleting connector is a 404 to readers and absent from the list', async () => {
-    const c = await svc.call('POST', 'connectors', { body: { name: 'Half Gone', type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } } });
+    const c = await svc.call('POST', 'connectors', { body: { name: 'Half Gone', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } } });
     const connectors = await rawTable('Connectors');
     await connectors.updateEntity({ partitionKey: 'connector', rowKey: c.body.id, state: 'deleting' }, 'Merge');
     expect((await svc.call('GET', `connectors/${c.body.id}`)).status).toBe(404);

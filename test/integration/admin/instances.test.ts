@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { getAssignment } from '../../../lib/storage/assignments';
 import { getInstance, getNameClaim, getPauseSettings, getRenameJournal } from '../../../lib/storage/instances';
@@ -5,6 +6,9 @@ import { completeRun, createRun, emptyStats, instanceNamesInRuns } from '../../.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { USERS, startService, type Answer, type ServiceUnderTest } from '../../support/service';
+
+// A folder of the file connector must be inside its roots (the test service's are the temporary folder).
+const HR_FOLDER = path.join(os.tmpdir(), 'hr-exports');
 
 /**
  * Engine instances over HTTP against real runtime processes on Azurite: list, pause/resume, rename (with
@@ -45,7 +49,7 @@ function expectProblem(res: Answer, status: number, code: string): void {
 }
 
 async function createConnector(rt: Runtime): Promise<string> {
-  const res = await rt.call('POST', 'connectors', { body: { name: `conn-${uniq()}`, type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } } });
+  const res = await rt.call('POST', 'connectors', { body: { name: `conn-${uniq()}`, type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } } });
   expect(res.status).toBe(201);
   return res.body.id as string;
 }

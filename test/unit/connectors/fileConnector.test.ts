@@ -15,6 +15,8 @@ beforeEach(async () => {
   root = await fs.mkdtemp(path.join(os.tmpdir(), 'file-connector-unit-'));
   data = path.join(root, 'data');
   await fs.mkdir(data);
+  // The connector works only under its roots: each test's folder is one.
+  process.env.Connectors__File__Roots = root;
 });
 afterEach(async () => {
   await fs.rm(root, { recursive: true, force: true });

@@ -23,6 +23,8 @@ export class FileFixture implements ContractFixture {
   static async create(format: 'csv' | 'json'): Promise<FileFixture> {
     const root = await fs.mkdtemp(path.join(os.tmpdir(), 'file-connector-'));
     await fs.mkdir(path.join(root, 'data'));
+    // The connector works only under its roots (read when a connector is made): the temporary folders are.
+    process.env.Connectors__File__Roots = os.tmpdir();
     return new FileFixture(root, format);
   }
 
