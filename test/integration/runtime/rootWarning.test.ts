@@ -4,11 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../../lib/runtime/azurite';
 import { trackPid } from '../../support/processes';
-import { CLI, ROOT, SAMPLE_APP, startRuntime } from './runtimeProcess';
+import { CLI, SAMPLE_APP, startRuntime } from './runtimeProcess';
 
 /**
- * `npm start` (scripts/start.js, which runs the runtime CLI) warns in one line when the process runs as root.
- * As root, the test also starts it as `nobody` (uid 65534) and sees no warning.
+ * `npm start` warns in one line when the process runs as root. scripts/start.js only builds when dist/ is
+ * stale and then runs the runtime CLI's main in its own process, so the test starts the CLI (a rebuild from
+ * inside a test would race other builds of dist/). As root, the test also starts it as `nobody` (uid 65534)
+ * and sees no warning.
  */
 const WARNING = 'Running as root: the service and its connectors can read and write every file of this machine. Run it as an unprivileged user';
 const isRoot = process.getuid?.() === 0;
@@ -42,7 +44,7 @@ async function outputAsUser(uid: number, gid: number): Promise<string> {
 
 describe('npm start warns when it runs as root', () => {
   it(`${isRoot ? 'warns as root (this test runs as root), not as nobody' : 'does not warn (this test does not run as root)'}`, async () => {
-    const rt = await startRuntime({ args: (port, dataDir) => [path.join(ROOT, 'scripts/start.js'), '--app', SAMPLE_APP, '--port', String(port), '--data-dir', dataDir] });
+    const rt = await startRuntime();
     try {
       const warnings = rt.stdout().split('\n').filter((line) => line.includes('Running as root'));
       expect(warnings).toHaveLength(isRoot ? 1 : 0);
