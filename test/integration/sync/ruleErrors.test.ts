@@ -16,32 +16,37 @@ afterAll(async () => {
   await rt?.dispose();
 });
 
-test('import and export: a failing script is a per-object error naming the rule, its id and its attribute', async () => {
-  const hrDir = folder();
-  writeCsv(hrDir, 'hr.csv', ['id', 'givenName', 'mail'], [
-    { id: 'p1', givenName: 'Ada', mail: 'Ada@Example.Test' },
-    { id: 'p2', givenName: 'Alan', mail: null },
-    { id: 'p3', givenName: null, mail: 'Grace@Example.Test' },
-  ]);
-  const hr = await fileConnector(rt, 'HR with gaps', hrDir);
-  await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'id' });
-  await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'id', targetAttribute: 'personId', confidence: 50 });
-  await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'givenName', targetAttribute: 'givenName', confidence: 50 });
-  const mailRule = await rule(rt, { ruleName: 'Mail to email', ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50, transformScript: 'source.toLowerCase()' });
+describe('a failing script is a per-object error naming the rule, its id and its attribute', () => {
+  test('import: an inbound flow rule', async () => {
+    const hrDir = folder();
+    writeCsv(hrDir, 'hr.csv', ['id', 'givenName', 'mail'], [
+      { id: 'p1', givenName: 'Ada', mail: 'Ada@Example.Test' },
+      { id: 'p2', givenName: 'Alan', mail: null },
+      { id: 'p3', givenName: null, mail: 'Grace@Example.Test' },
+    ]);
+    const hr = await fileConnector(rt, 'HR with gaps', hrDir);
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'id' });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'id', targetAttribute: 'personId', confidence: 50 });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'givenName', targetAttribute: 'givenName', confidence: 50 });
+    const mailRule = await rule(rt, { ruleName: 'Mail to email', ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50, transformScript: 'source.toLowerCase()' });
 
-  const run = await runImport(rt, hr);
-  expect(run).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsProcessed: 3, errors: 1 } });
-  expect(run.errors).toEqual([{ object: 'p2', message: expect.stringContaining(`Rule 'Mail to email' (id ${mailRule}) on attribute 'email': Cannot call 'toLowerCase' on null at line 1, column 7`) }]);
-  const mesh = await meshByAnchor();
-  expect(valueOf(mesh.get('p1'), 'email')).toBe('ada@example.test');
+    const run = await runImport(rt, hr);
+    expect(run).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsProcessed: 3, errors: 1 } });
+    expect(run.errors).toEqual([{ object: 'p2', message: expect.stringContaining(`Rule 'Mail to email' (id ${mailRule}) on attribute 'email': Cannot call 'toLowerCase' on null at line 1, column 7`) }]);
+    const mesh = await meshByAnchor();
+    expect(valueOf(mesh.get('p1'), 'email')).toBe('ada@example.test');
+    expect(mesh.has('p3')).toBe(true);
+  });
 
-  const outDir = folder();
-  writeCsv(outDir, 'export.csv', ['uid', 'name'], []);
-  const out = await fileConnector(rt, 'Export target', outDir, { anchorColumn: 'uid' });
-  // Outbound rules without confidence: an outbound FlowRule does not use it.
-  await rule(rt, { ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'personId', targetAttribute: 'uid' });
-  const nameRule = await rule(rt, { ruleName: 'Upper name', ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'givenName', targetAttribute: 'name', transformScript: 'source.toUpperCase()' });
-  const exported = await runExport(rt, out);
-  expect(exported).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsCreated: 1, errors: 1 } });
-  expect(exported.errors).toEqual([{ object: 'p3', message: expect.stringContaining(`Rule 'Upper name' (id ${nameRule}) on attribute 'name': Cannot call 'toUpperCase' on null at line 1, column 7`) }]);
+  test('export: an outbound flow rule (the mesh object p3 has no givenName)', async () => {
+    const outDir = folder();
+    writeCsv(outDir, 'export.csv', ['uid', 'name'], []);
+    const out = await fileConnector(rt, 'Export target', outDir, { anchorColumn: 'uid' });
+    // Outbound rules without confidence: an outbound FlowRule does not use it.
+    await rule(rt, { ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'personId', targetAttribute: 'uid' });
+    const nameRule = await rule(rt, { ruleName: 'Upper name', ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'givenName', targetAttribute: 'name', transformScript: 'source.toUpperCase()' });
+    const exported = await runExport(rt, out);
+    expect(exported).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsCreated: 1, errors: 1 } });
+    expect(exported.errors).toEqual([{ object: 'p3', message: expect.stringContaining(`Rule 'Upper name' (id ${nameRule}) on attribute 'name': Cannot call 'toUpperCase' on null at line 1, column 7`) }]);
+  });
 });
