@@ -25,6 +25,7 @@ import {
   type StepFailure,
 } from '../lib/sync/engine';
 import '../lib/sync/cleanup';
+import { ACTIVE_RUN_STATUSES, getRun } from '../lib/storage/runs';
 
 /**
  * One import or export run (the orchestration instance id is the run id). The generator only yields and
@@ -69,6 +70,16 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
         const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config })) as RunTotals | StepFailure;
         if (isFailure(r)) return yield finish('Failed', { error: r.failed });
         totals = r;
+      }
+      // References to objects this pass added (a manager provisioned with the reports): they are in the
+      // target now, so one more pass writes them. Only what changed is exported again.
+      if (totals.notInTarget && totals.stats.objectsCreated > 0 && !info.dryRun) {
+        totals = { ...totals, notInTarget: 0 };
+        for (let partition = 0; partition < 16; partition++) {
+          const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config })) as RunTotals | StepFailure;
+          if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+          totals = r;
+        }
       }
       const d = (yield context.df.callActivity(EXPORT_DELETES, { info, totals, config })) as RunTotals | StepFailure | { stopped: string };
       if (isFailure(d)) return yield finish('Failed', { error: d.failed });
@@ -132,6 +143,10 @@ df.app.orchestration(SYNC_RUN, syncRun);
 
 df.app.activity(BEGIN_RUN, {
   handler: async (runId: string): Promise<Begin> => {
+    // Only an active run goes on: an orchestration started again for a run that is over (through the durable
+    // management API, say) must not apply anything outside the connector's run lock.
+    const run = await getRun(runId);
+    if (run && !ACTIVE_RUN_STATUSES.includes(run.status)) return { failed: `The run is ${run.status}: it does not run again.` };
     const info = await beginRun(runId);
     if (isFailure(info)) return info;
     return { info, config: await runConfig(info.connectorId) };

@@ -50,6 +50,11 @@ export const DEFAULT_PAGE_SIZE = 2000;
 export interface RunTotals {
   stats: RunStats;
   errors: RunObjectError[];
+  /**
+   * Export: related objects left out of a relationship's value because they were not in the target yet. When
+   * the same pass added objects, the orchestration runs the partitions once more to write those references.
+   */
+  notInTarget?: number;
 }
 
 export interface RunInfo {
@@ -432,6 +437,7 @@ function addPage(totals: RunTotals, page: PageResult, readErrors: ObjectError[])
     if (errors.length < 100) errors.push(e.object === undefined ? { message: e.message } : { object: e.object, message: e.message });
   }
   return {
+    ...(totals.notInTarget ? { notInTarget: totals.notInTarget } : {}),
     stats: {
       objectsProcessed: totals.stats.objectsProcessed + page.processed + readErrors.length,
       objectsCreated: totals.stats.objectsCreated + page.created,
@@ -805,6 +811,8 @@ export interface ExportPageInput {
   /** Index into the mesh partitions (0..15), then the deletes pass (16). */
   partition: number;
   totals: RunTotals;
+  /** The second pass over the partitions (references to objects the first pass added). */
+  second?: boolean;
 }
 
 /**
@@ -822,13 +830,13 @@ export async function exportPartition(input: ExportPageInput, config: { objectTy
       const rules = compileRuleSet(info.connectorId, await listRules());
       if (!rules.outbound.length) return input.totals;
       // Before anything is added: a disconnector that a mesh object could join now is joined, not added again.
-      if (input.partition === 0) await rejoinAtStart(info, input.totals, false);
+      if (input.partition === 0 && !input.second) await rejoinAtStart(info, input.totals, false);
       const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
       let totals = input.totals;
       const docs: MeshObject[] = [];
       for await (const page of iterateMesh(objectType, input.partition)) docs.push(...page);
       for (let start = 0; start < docs.length; start += DEFAULT_PAGE_SIZE) {
-        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config);
+        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config, !!input.second);
         // Progress for GET /runs/{id}, as an import's pages write it.
         await updateRun(info.runId, { stats: totals.stats, errors: totals.errors });
       }
@@ -846,6 +854,7 @@ async function exportDocs(
   docs: MeshObject[],
   totals: RunTotals,
   config: { objectType?: unknown; provisioningCondition?: unknown },
+  second = false,
 ): Promise<RunTotals> {
   const cid = info.connectorId;
   const now = new Date().toISOString();
@@ -889,7 +898,8 @@ async function exportDocs(
     for (const [k, v] of Object.entries(values)) if (!sameValue(shown[k], v)) diff[k] = v;
     if (Object.keys(diff).length) changes.push({ change: { kind: 'update', anchor, objectType: prev.objectType, attributes: diff, previous: prev.attributes }, doc, prev, values: diff });
   }
-  let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: docs.length, errors };
+  // A second pass (references to objects the first added) counts only what it changes.
+  let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: second ? 0 : docs.length, errors };
   if (!changes.length) return addPage(totals, result, []);
   if (info.dryRun) {
     result = { ...result, created: changes.filter((c) => c.change.kind === 'add').length, updated: changes.filter((c) => c.change.kind === 'update').length };
@@ -926,7 +936,9 @@ async function exportDocs(
   const cached = csCaches.get(info.connectorId);
   if (cached) for (const r of csRows) cached.set(r.anchor, summarize(info.connectorId, r));
   if (interrupted !== undefined) throw interrupted;
-  return addPage(totals, { ...result, errors }, []);
+  const next = addPage(totals, { ...result, errors }, []);
+  if (relations.notInTarget) next.notInTarget = (totals.notInTarget ?? 0) + relations.notInTarget;
+  return next;
 }
 
 /** How a target connector names the objects its references point at (a DN, or an anchor). */

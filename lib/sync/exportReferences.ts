@@ -24,6 +24,8 @@ export interface ExportRelations {
   valueOf(doc: MeshObject, type: string): AttributeValue;
   /** `related` of an outbound script. */
   relatedOf(doc: MeshObject): Record<string, Record<string, AttributeValue>>;
+  /** How many related objects {@link valueOf} left out so far because they are not in the target yet. */
+  readonly notInTarget: number;
 }
 
 export interface ExportRelationsSources {
@@ -37,7 +39,7 @@ export interface ExportRelationsSources {
   targetKind: ReferenceKind;
 }
 
-const NONE: ExportRelations = { types: new Set(), valueOf: () => null, relatedOf: () => ({}) };
+const NONE: ExportRelations = { types: new Set(), valueOf: () => null, relatedOf: () => ({}), notInTarget: 0 };
 
 /** Whether the page's outbound rules need relationships at all (no read otherwise). */
 export function exportNeedsRelations(rules: RuleSet, docs: readonly MeshObject[]): boolean {
@@ -72,10 +74,16 @@ export async function exportRelations(rules: RuleSet, docs: readonly MeshObject[
     }
   }
   const targets = await src.loadDocs([...ids]);
+  let notInTarget = 0;
   return {
     types,
+    get notInTarget() {
+      return notInTarget;
+    },
     valueOf(doc, type) {
-      const { values } = referenceValuesFor(doc, type, src.targetKind, (id) => targets.get(id)?.links[src.connectorId], src.dnOf);
+      const linkOf = (id: string) => targets.get(id)?.links[src.connectorId];
+      const { values } = referenceValuesFor(doc, type, src.targetKind, linkOf, src.dnOf);
+      for (const r of doc.relationships) if (r.type === type && linkOf(r.targetId) === undefined) notInTarget++;
       if (!values.length) return null;
       return values.length === 1 && !isMultiValued(doc, type) ? values[0] : values;
     },

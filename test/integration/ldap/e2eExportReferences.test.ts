@@ -75,13 +75,11 @@ describeWithServer('slapd')('relationships exported as DNs (slapd)', () => {
     expect(targets(mesh.get('E002'), 'manager')).toEqual([mesh.get('E001')!.id]);
     expect(targets(mesh.get('E004'), 'manager')).toEqual([mesh.get('E002')!.id]);
 
-    // First export: every entry is added; a manager added on the same page may not have its DN yet, so a
-    // second export completes the references (as MIM's reference export after the add).
+    // One export adds every entry and, in a second pass over what it added, writes the references to the
+    // managers it added with them.
     const first = await runExport(rt, dir);
-    expect(first).toMatchObject({ status: 'Completed', stats: { objectsCreated: 4, errors: 0 } });
-    await runImport(rt, dir);
-    const second = await runExport(rt, dir);
-    expect(second).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    // (How many references the second pass writes depends on the order of the mesh partitions.)
+    expect(first).toMatchObject({ status: 'Completed', stats: { objectsCreated: 4, objectsProcessed: 4, errors: 0 } });
     expect((await entry('E002')).manager).toBe(`uid=E001,ou=Engineering,${f.base}`);
     expect((await entry('E003')).manager).toBe(`uid=E001,ou=Engineering,${f.base}`);
     expect((await entry('E004')).manager).toBe(`uid=E002,ou=Engineering,${f.base}`);
