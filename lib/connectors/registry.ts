@@ -44,6 +44,7 @@ function directoryType(type: 'ldap' | 'active_directory', configSchema: TSchema)
     defaults: (c) => directoryDefaults(type, c as DirectoryConfig),
     checks: (c) => directoryChecks(c as DirectoryConfig),
     expressions: DIRECTORY_EXPRESSIONS,
+    testOnSave: true,
   };
 }
 

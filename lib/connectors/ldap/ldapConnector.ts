@@ -23,6 +23,7 @@ import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnector
 import { park, unpark } from './parked';
 import { directoryDefaults, DN_ATTRIBUTES, type DirectoryConfig } from './schema';
 import { Attribute, Change, openSession, type DirectorySession, type LdapEntry, type SearchRequest } from './session';
+import { testDirectorySession } from './test';
 import { escapeFilterBytes, escapeFilterValue, guidToBytes, isUnder, normalizeDn, parentDn } from './values';
 
 /**
@@ -113,11 +114,9 @@ export class LdapConnector implements Connector {
     return base;
   }
 
+  /** Bind, then read baseDN and the included containers (`testDirectorySession` in test.ts). */
   async testConnection(): Promise<ConnectionTestResult> {
-    const s = await this.open();
-    const [base] = await s.search({ base: this.config.baseDN, scope: 'base', filter: '(objectClass=*)', attributes: ['1.1'] });
-    if (!base) throw new ConnectorError('configuration_invalid', `baseDN ${this.config.baseDN} was not found.`);
-    return { message: `Bound to ${this.config.host}:${this.config.port} (${this.config.security ?? 'ldaps'}) as ${this.config.bindDN}; ${this.config.baseDN} is readable.` };
+    return testDirectorySession(await this.open(), this.config);
   }
 
   async schema(): Promise<ConnectorSchema> {

@@ -1,24 +1,28 @@
-import path from 'node:path';
-import os from 'node:os';
+import { Attribute, Change, Client } from 'ldapts';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
 import { dumpTable, startService, USERS, type ServiceUnderTest } from '../../support/service';
-
-// A folder of the file connector must be inside its roots (the test service's are the temporary folder).
-const HR_FOLDER = path.join(os.tmpdir(), 'hr-exports');
+import { startSlapd, type Slapd } from '../../support/slapd';
 
 /**
- * Connectors over HTTP against the running service and Azurite. Creating an `sql` connector runs a live test
- * connection, so `sql` connectors here point at a real PostgreSQL (table `people`, and a role `canary` whose
- * password is the canary of the secrets test).
+ * Connectors over HTTP against the running service and Azurite. Creating an `sql` or directory connector runs a
+ * live test connection, so `sql` connectors here point at a real PostgreSQL (table `people`, and a role `canary`
+ * whose password is the canary of the secrets test) and `ldap`/`active_directory` ones at a real slapd (suffix
+ * dc=example,dc=test, bound as cn=sync).
  */
 let svc: ServiceUnderTest;
 let pg: Postgres | undefined;
+let slapd: Slapd | undefined;
 const hasPostgres = serverAvailable('postgres');
 const withPostgres = hasPostgres ? it : it.skip;
 
+const SYNC_DN = 'cn=sync,dc=example,dc=test';
+// Values read when called: the table of validation cases below is built before slapd starts (those requests
+// are refused before any connection).
 const ldapConfig = (extra: Record<string, unknown> = {}) => ({
-  host: 'ldap.example.test',
+  host: 'localhost',
+  port: slapd?.ldapsPort,
+  caCertificate: slapd?.caCertificate,
   baseDN: 'dc=example,dc=test',
   bindDN: 'cn=sync,dc=example,dc=test',
   bindPassword: 'S3cret-Bind-Pa55!',
@@ -37,8 +41,21 @@ const sqlConfig = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
+/** The password of the sync account in the directory (what a bind with `bindPassword` must match). */
+async function setSyncPassword(password: string) {
+  const admin = new Client({ url: slapd!.url });
+  await admin.bind(slapd!.rootDN, slapd!.rootPassword);
+  await admin.modify(SYNC_DN, [new Change({ operation: 'replace', modification: new Attribute({ type: 'userPassword', values: [password] }) })]);
+  await admin.unbind();
+}
+
 beforeAll(async () => {
   svc = await startService();
+  slapd = await startSlapd({ suffix: 'dc=example,dc=test' });
+  const admin = new Client({ url: slapd.url });
+  await admin.bind(slapd.rootDN, slapd.rootPassword);
+  await admin.add(SYNC_DN, { objectClass: 'person', cn: 'sync', sn: 'sync', userPassword: 'S3cret-Bind-Pa55!' });
+  await admin.unbind();
   if (!hasPostgres) return;
   pg = await startPostgres({ password: 'Sql-Pa55word-XYZ' });
   await pg.createDatabase('hr');
@@ -48,6 +65,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await svc?.dispose();
   await pg?.stop();
+  await slapd?.stop();
 });
 
 async function create(name: string, type = 'ldap', config: Record<string, unknown> = ldapConfig()) {
@@ -67,7 +85,8 @@ describe('create, read, list', () => {
       status: 'active',
       lastSync: null,
       instanceId: null,
-      config: { host: 'ldap.example.test', port: 636, security: 'ldaps', bindPassword: '********', anchorAttribute: 'entryUUID', objectClasses: { inetOrgPerson: 'User', groupOfNames: 'Group' } },
+      // The port is the test directory's (the default, 636 with ldaps and 389 otherwise: test/unit/connectors/ldap/defaults.test.ts).
+      config: { host: 'localhost', port: slapd!.ldapsPort, security: 'ldaps', bindPassword: '********', anchorAttribute: 'entryUUID', objectClasses: { inetOrgPerson: 'User', groupOfNames: 'Group' } },
     });
     expect(res.body.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(res.body.createdOn).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -77,9 +96,9 @@ describe('create, read, list', () => {
   });
 
   it('applies type-dependent defaults for active_directory and custom', async () => {
-    const ad = await create('Corp AD', 'active_directory', ldapConfig({ security: 'starttls' }));
-    expect(ad.body.config).toMatchObject({ port: 389, anchorAttribute: 'objectGUID', objectClasses: { user: 'User', group: 'Group' } });
-    const settings = { path: HR_FOLDER, anchorColumn: 'employeeId' };
+    const ad = await create('Corp AD', 'active_directory', ldapConfig({ security: 'starttls', port: slapd!.port }));
+    expect(ad.body.config).toMatchObject({ port: slapd!.port, anchorAttribute: 'objectGUID', objectClasses: { user: 'User', group: 'Group' } });
+    const settings = { path: '/srv/hr-exports', anchorColumn: 'employeeId' };
     const custom = await create('Custom One', 'custom', { implementation: 'file', settings, secrets: { apiKey: 'custom-api-key-value' } });
     expect(custom.body.config).toEqual({ implementation: 'file', settings, secrets: { apiKey: '********' }, objectType: 'User' });
   });
@@ -134,20 +153,25 @@ describe('secrets', () => {
   });
 
   it('a PUT with the placeholder keeps the stored secret; a new value replaces it', async () => {
-    const { body: c } = await create('Keeper', 'ldap', ldapConfig({ bindPassword: 'First-Secret-1' }));
-    const kept = await svc.call('PUT', `connectors/${c.id}`, { body: { name: 'Keeper', config: ldapConfig({ bindPassword: '********', host: 'ldap2.example.test' }) } });
-    expect(kept.status).toBe(200);
-    expect(kept.body.config).toMatchObject({ host: 'ldap2.example.test', bindPassword: '********' });
     const { connectorConfigWithSecrets } = await import('../../../lib/api/connectors');
     const { setSecretsKey } = await import('../../../lib/secrets');
     const { readFileSync } = await import('node:fs');
-    const path = await import('node:path');
-    setSecretsKey(Buffer.from(readFileSync(path.join(svc.dataDir, 'secrets.key'), 'utf8').trim(), 'base64'));
-    expect((await connectorConfigWithSecrets(c.id)).config.bindPassword).toBe('First-Secret-1');
-    const replaced = await svc.call('PUT', `connectors/${c.id}`, { body: { name: 'Keeper', config: ldapConfig({ bindPassword: 'Second-Secret-2' }) } });
-    expect(replaced.status).toBe(200);
-    expect((await connectorConfigWithSecrets(c.id)).config.bindPassword).toBe('Second-Secret-2');
-    expect(JSON.stringify(await dumpTable('Connectors'))).not.toContain('Second-Secret-2');
+    await setSyncPassword('First-Secret-1');
+    try {
+      const { body: c } = await create('Keeper', 'ldap', ldapConfig({ bindPassword: 'First-Secret-1' }));
+      const kept = await svc.call('PUT', `connectors/${c.id}`, { body: { name: 'Keeper', config: ldapConfig({ bindPassword: '********', pageSize: 200 }) } });
+      expect(kept.status).toBe(200);
+      expect(kept.body.config).toMatchObject({ pageSize: 200, bindPassword: '********' });
+      setSecretsKey(Buffer.from(readFileSync(`${svc.dataDir}/secrets.key`, 'utf8').trim(), 'base64'));
+      expect((await connectorConfigWithSecrets(c.id)).config.bindPassword).toBe('First-Secret-1');
+      await setSyncPassword('Second-Secret-2');
+      const replaced = await svc.call('PUT', `connectors/${c.id}`, { body: { name: 'Keeper', config: ldapConfig({ bindPassword: 'Second-Secret-2' }) } });
+      expect(replaced.status).toBe(200);
+      expect((await connectorConfigWithSecrets(c.id)).config.bindPassword).toBe('Second-Secret-2');
+      expect(JSON.stringify(await dumpTable('Connectors'))).not.toContain('Second-Secret-2');
+    } finally {
+      await setSyncPassword('S3cret-Bind-Pa55!');
+    }
   });
 
   it('refuses the placeholder on create (nothing to keep)', async () => {

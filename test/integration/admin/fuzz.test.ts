@@ -1,10 +1,6 @@
-import path from 'node:path';
-import os from 'node:os';
 import { dumpTable, startService, type ServiceUnderTest } from '../../support/service';
+import { startSlapd, type Slapd } from '../../support/slapd';
 import { rng } from '../../unit/mesh/meshSupport';
-
-// A folder of the file connector must be inside its roots (the test service's are the temporary folder).
-const HR_FOLDER = path.join(os.tmpdir(), 'hr-exports');
 
 /**
  * Fuzz: a few thousand random and mutated request bodies and query strings across the Admin API routes.
@@ -41,7 +37,7 @@ function randomValue(depth = 0): unknown {
   }
 }
 
-const validConnector = () => ({ name: `fuzz ${int(1e9)}`, type: pick(['ldap', 'active_directory', 'sql', 'custom']), config: { host: 'h', baseDN: 'dc=x', bindDN: 'cn=y', bindPassword: 'fuzz-secret-pw', dialect: 'mysql', database: 'd', user: 'u', password: 'p', anchorColumn: 'id', fullImportQuery: 'q', implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } as Record<string, unknown> });
+const validConnector = () => ({ name: `fuzz ${int(1e9)}`, type: pick(['ldap', 'active_directory', 'sql', 'custom']), config: { host: 'h', baseDN: 'dc=x', bindDN: 'cn=y', bindPassword: 'fuzz-secret-pw', dialect: 'mysql', database: 'd', user: 'u', password: 'p', anchorColumn: 'id', fullImportQuery: 'q', implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } as Record<string, unknown> });
 const validRule = () => ({ ruleName: `r${int(1e9)}`, ruleType: pick(['JoinRule', 'FlowRule', 'ProjectionRule', 'MeshComposerRule']), connectorId, sourceAttribute: 'a', targetAttribute: 'b', confidence: 50, transformScript: 'source' } as Record<string, unknown>);
 
 /** A valid-looking body made invalid for sure (an unknown property, at the top or inside config) plus random damage. */
@@ -99,14 +95,21 @@ function nextRequest(): Req {
   }
 }
 
+let slapd: Slapd;
+
 beforeAll(async () => {
   svc = await startService();
-  connectorId = (await svc.call('POST', 'connectors', { body: { name: 'Fuzz Target', type: 'ldap', config: { host: 'h', baseDN: 'dc=x', bindDN: 'cn=y', bindPassword: 'fuzz-target-pw' } } })).body.id;
+  // Saving a directory connector tests it: the target is a real (throwaway) slapd.
+  slapd = await startSlapd({ rootPassword: 'fuzz-target-pw' });
+  const target = { host: 'localhost', port: slapd.ldapsPort, caCertificate: slapd.caCertificate, baseDN: slapd.suffix, bindDN: slapd.rootDN, bindPassword: 'fuzz-target-pw' };
+  connectorId = (await svc.call('POST', 'connectors', { body: { name: 'Fuzz Target', type: 'ldap', config: target } })).body.id;
+  expect(connectorId).toBeDefined();
   ruleId = (await svc.call('POST', 'rules', { body: { ruleName: 'fuzz rule', ruleType: 'JoinRule', connectorId, sourceAttribute: 'a', targetAttribute: 'b' } })).body.ruleId;
 });
 
 afterAll(async () => {
   await svc?.dispose();
+  await slapd?.stop();
 });
 
 it(`survives ${ROUNDS} random and mutated requests: no 5xx, rejected writes change nothing`, async () => {

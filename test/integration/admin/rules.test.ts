@@ -1,20 +1,28 @@
 import { dumpTable, startService, type ServiceUnderTest } from '../../support/service';
+import { startSlapd, type Slapd } from '../../support/slapd';
 
-/** Rules over HTTP against the running service and Azurite. */
+/** Rules over HTTP against the running service and Azurite; their connectors are directories on a real slapd (saving one tests it). */
 let svc: ServiceUnderTest;
+let slapd: Slapd;
 let connectorId: string;
 let otherConnectorId: string;
 
-const connector = (name: string) => ({ name, type: 'ldap', config: { host: 'h', baseDN: 'dc=x', bindDN: 'cn=y', bindPassword: 'pw-rules-test' } });
+const connector = (name: string) => ({
+  name,
+  type: 'ldap',
+  config: { host: 'localhost', port: slapd.ldapsPort, caCertificate: slapd.caCertificate, baseDN: slapd.suffix, bindDN: slapd.rootDN, bindPassword: slapd.rootPassword },
+});
 
 beforeAll(async () => {
   svc = await startService();
+  slapd = await startSlapd();
   connectorId = (await svc.call('POST', 'connectors', { body: connector('Rules A') })).body.id;
   otherConnectorId = (await svc.call('POST', 'connectors', { body: connector('Rules B') })).body.id;
 });
 
 afterAll(async () => {
   await svc?.dispose();
+  await slapd?.stop();
 });
 
 const flow = (extra: Record<string, unknown> = {}) => ({

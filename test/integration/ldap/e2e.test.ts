@@ -145,20 +145,26 @@ describeWithServer('slapd')('directory connector through the sync engine (slapd)
     expect(next.errors ?? []).toEqual([]);
   });
 
-  test('StartTLS with the CA certificate imports; a wrong CA and a wrong password fail the run with a clear error and no secret', async () => {
+  test('StartTLS with the CA certificate imports; a wrong CA or password is refused at create, a password changed after the save fails the run with a clear error and no secret', async () => {
     const tls = await ldapConnector(rt, 'Directory StartTLS', f.config({ security: 'starttls', port: slapd.port }));
     expect(await runImport(rt, tls)).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 8, errors: 0 } });
 
+    // Saving tests the connection (test/integration/ldap/save.test.ts has every case).
     const other = await startSlapd();
     const wrongCa = other.caCertificate;
     await other.stop();
-    const ca = await ldapConnector(rt, 'Directory wrong CA', f.config({ caCertificate: wrongCa }));
-    const caRun = await runImport(rt, ca);
-    expect(caRun.status).toBe('Failed');
-    expect(caRun.error).toMatch(/certificate is not trusted.*caCertificate/);
+    const ca = await rt.call('POST', 'connectors', { body: { name: 'Directory wrong CA', type: 'ldap', config: f.config({ caCertificate: wrongCa }) } });
+    expect(ca.status).toBe(400);
+    expect(ca.body.detail).toMatch(/certificate is not trusted.*caCertificate/);
 
-    const secret = 'Wrong-Password-7Qx';
-    const bad = await ldapConnector(rt, 'Directory wrong password', f.config({ bindPassword: secret }));
+    // An account whose password changes once the connector is saved (outside the connector's base).
+    const admin = await f.client();
+    const account = `uid=e2e-reader,ou=people,${slapd.suffix}`;
+    const first = 'Reader-Password-1Qx';
+    const secret = 'Reader-Password-7Qx';
+    await admin.add(account, { objectClass: 'inetOrgPerson', uid: 'e2e-reader', cn: 'reader', sn: 'reader', userPassword: first });
+    const bad = await ldapConnector(rt, 'Directory wrong password', f.config({ bindDN: account, bindPassword: first }));
+    await admin.modify(account, [new Change({ operation: 'replace', modification: new Attribute({ type: 'userPassword', values: [secret] }) })]);
     const badRun = await runImport(rt, bad);
     expect(badRun.status).toBe('Failed');
     expect(badRun.error).toMatch(/invalid credentials/);
@@ -166,6 +172,7 @@ describeWithServer('slapd')('directory connector through the sync engine (slapd)
     expect(conn.body.status).toBe('error');
     expect(conn.body.config.bindPassword).toBe('********');
     for (const text of [JSON.stringify(badRun), conn.text, (await rt.call('GET', `runs?connectorId=${bad}`)).text, rt.logs()]) {
+      expect(text).not.toContain(first);
       expect(text).not.toContain(secret);
     }
   });
