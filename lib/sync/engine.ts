@@ -31,7 +31,7 @@ import { sameValue, type CsObject, type MeshObject } from './model';
 import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
 import { compileExpression } from './expression';
 import { exportNeedsRelations, exportRelations } from './exportReferences';
-import { compileRuleSet, indexedAttributes, toAttributeValue, type RuleSet } from './rules';
+import { compileRuleSet, indexedAttributes, ruleFailureMessage, ruleValue, type RuleSet } from './rules';
 import { claimCsOwner, deleteRunState, loadDeletePage, loadSeen, readSyncState, saveDeletePage, saveSeen, saveWatermark } from './state';
 
 /**
@@ -879,11 +879,11 @@ async function exportDocs(
         if (!fr.rule.targetAttribute) continue;
         const name = fr.rule.sourceAttribute ?? '';
         const source = relations.types.has(name) ? relations.valueOf(doc, name) : (meshValues[name] ?? null);
-        const v = toAttributeValue(fr.script ? fr.script.evaluate({ source, object: meshValues, related }) : source);
+        const v = ruleValue(fr, source, meshValues, { related });
         if (values[fr.rule.targetAttribute] === undefined) values[fr.rule.targetAttribute] = v;
       }
     } catch (err) {
-      errors.push({ object: doc.anchorValue, message: `The outbound rules could not be applied: ${(err as Error).message}` });
+      errors.push({ object: doc.anchorValue, message: ruleFailureMessage(err, 'The outbound rules could not be applied') });
       continue;
     }
     const anchor = doc.links[cid];

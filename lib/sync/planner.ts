@@ -13,7 +13,7 @@ import {
   winner,
 } from './model';
 import { applyConnectorReferences, dedupeComposed, referencesOf, refreshConnectorReferences, type CsLookup } from './references';
-import { applyScript, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
+import { applyScript, ruleFailureMessage, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
 
 /**
  * Import planning: from a connector object (or its deletion) and the current state, the next connector-space
@@ -200,7 +200,7 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
     if (ambiguous.length) return { cs: { ...cs, error: ambiguous.join(' ') }, outcome: isNew ? 'created' : 'updated', error: ambiguous.join(' '), followUps: [] };
     return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
   } catch (err) {
-    return fail(`The rules could not be applied: ${(err as Error).message}`);
+    return fail(ruleFailureMessage(err));
   }
 }
 
