@@ -10,10 +10,10 @@ import { compileExpression, type CompiledExpression } from './expression';
  * - JoinRule, inbound FlowRule, ProjectionRule condition: the value of `sourceAttribute` on the connector
  *   object; `object` is the whole attribute dictionary.
  * - outbound FlowRule: the consolidated mesh value of `sourceAttribute`; `object` is the mesh attribute
- *   dictionary (consolidated values).
+ *   dictionary (consolidated values); `related` the related objects' attributes (lib/sync/exportReferences.ts).
  * - MeshComposerRule (computed attribute): the consolidated attribute dictionary (`object` too).
- * These are the names of SCOPE_NAMES.rule (lib/sync/expression/scopes.ts): the Admin API refuses a script
- * that reads any other name, so the scope here and that list must change together.
+ * These are the names of SCOPE_NAMES.rule and SCOPE_NAMES.outboundFlow (lib/sync/expression/scopes.ts): the
+ * Admin API refuses a script that reads any other name, so the scopes here and those lists change together.
  */
 export interface CompiledRule {
   rule: Rule;

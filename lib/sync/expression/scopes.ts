@@ -6,10 +6,10 @@ import { children } from './parser';
  * in its scope, and the Admin API refuses (400) a script that reads any other name when the rule or the
  * connector is saved: a typo such as `sourc` would otherwise fail every object of every run.
  *
- * - `rule`: every rule type (JoinRule, ProjectionRule condition, inbound and outbound FlowRule,
+ * - `rule`: every rule but an outbound FlowRule (JoinRule, ProjectionRule condition, inbound FlowRule,
  *   MeshComposerRule). `source` is the rule's input value (the attribute dictionary for a computed
  *   attribute), `object` the whole attribute dictionary (connector-side for joins, projections and inbound
- *   flows; the consolidated mesh attributes for outbound flows and mesh-composer rules).
+ *   flows; the consolidated mesh attributes for mesh-composer rules).
  * - `outboundFlow`: an outbound FlowRule: `source` and `object` as for `rule`, and `related`: for each
  *   relationship type of the mesh object, the consolidated attributes of the (first) object it names
  *   (`related.manager.mail`).

@@ -48,6 +48,19 @@ describe('unknown names in a script', () => {
     expect(await dumpTable('Rules')).toEqual(before);
   });
 
+  it('related is a name of outbound flows only', async () => {
+    const res = await svc.call('POST', 'rules', { body: flow({ transformScript: 'related.manager.mail' }) });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: '/transformScript', message: "'related' is not defined at line 1, column 1 (offset 0); the names this script can read are source, object" }]);
+    const composer = await svc.call('POST', 'rules', { body: { ruleName: 'c', ruleType: 'MeshComposerRule', targetAttribute: 'x', transformScript: 'related.manager.mail' } });
+    expect(composer.status).toBe(400);
+    const outbound = await svc.call('POST', 'rules', { body: flow({ direction: 'outbound', transformScript: 'relatd.manager.mail' }) });
+    expect(outbound.status).toBe(400);
+    expect(outbound.body.errors).toEqual([
+      { path: '/transformScript', message: "'relatd' is not defined at line 1, column 1 (offset 0) (did you mean 'related'?); the names this script can read are source, object, related" },
+    ]);
+  });
+
   it('update: 400, and the stored rule is unchanged', async () => {
     const created = await svc.call('POST', 'rules', { body: flow({ ruleName: 'valid, then a typo' }) });
     expect(created.status).toBe(201);
@@ -65,6 +78,7 @@ describe('unknown names in a script', () => {
       { ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'uid', transformScript: "object.kind == 'Contact'" },
       { ruleType: 'FlowRule', connectorId, sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50, transformScript: '`${source ?? ""}`.trim() || object.uid' },
       { ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute: 'displayName', targetAttribute: 'cn', confidence: 50, transformScript: 'source ?? object.givenName + " " + object.sn' },
+      { ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute: 'mail', targetAttribute: 'managerMail', transformScript: 'related.manager?.mail ?? object.mail' },
       { ruleType: 'MeshComposerRule', targetAttribute: 'displayName', transformScript: 'source.givenName + " " + source.sn' },
       { ruleType: 'MeshComposerRule', targetAttribute: 'upn', transformScript: 'typeof baseDN === "undefined" ? lower(object.mail) : ""' },
     ];

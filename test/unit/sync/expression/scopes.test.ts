@@ -42,6 +42,8 @@ describe('unknownIdentifiers', () => {
     expect(unknown('"cn=" + dnEscape(source.cn) + "," + (container ?? baseDN) + objectType', SCOPE_NAMES.exportDnTemplate)).toEqual([]);
     expect(unknown('"cn=" + dnEscape(object.cn) + "," + baseDN', SCOPE_NAMES.exportDnTemplate)).toEqual([expect.objectContaining({ name: 'object' })]);
     expect(unknown('source + baseDN')).toEqual([expect.objectContaining({ name: 'baseDN' })]);
+    expect(unknown('related.manager.mail ?? source + object.x', SCOPE_NAMES.outboundFlow)).toEqual([]);
+    expect(unknown('related.manager.mail')).toEqual([expect.objectContaining({ name: 'related' })]);
   });
 });
 
