@@ -25,6 +25,11 @@ async function updateConnector(request: HttpRequest, _context: InvocationContext
   return ok(await connectors.updateConnector(id, body, caller));
 }
 
+/** 200 `{ ok, message, durationMs }` whatever the outcome: a failed test is `ok: false`, not an error status. */
+async function testConnectorConnection(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  return ok(await connectors.testConnector(routeId(request, 'id', 'Connector'), (m) => context.warn(m)));
+}
+
 async function deleteConnector(request: HttpRequest, context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   await connectors.deleteConnector(routeId(request, 'id', 'Connector'), caller, (m) => context.warn(m));
   return noContent();
@@ -34,4 +39,5 @@ app.http('listConnectors', { route: 'connectors', methods: ['GET'], handler: aut
 app.http('getConnector', { route: 'connectors/{id}', methods: ['GET'], handler: authorize('connectors.read', getConnector) });
 app.http('createConnector', { route: 'connectors', methods: ['POST'], handler: authorize('connectors.write', createConnector, { rateLimit: 'sensitive' }) });
 app.http('updateConnector', { route: 'connectors/{id}', methods: ['PUT'], handler: authorize('connectors.write', updateConnector, { rateLimit: 'sensitive' }) });
+app.http('testConnectorConnection', { route: 'connectors/{id}/test', methods: ['POST'], handler: authorize('connectors.test', testConnectorConnection) });
 app.http('deleteConnector', { route: 'connectors/{id}', methods: ['DELETE'], handler: authorize('connectors.write', deleteConnector, { rateLimit: 'sensitive' }) });

@@ -198,6 +198,38 @@ export async function updateConnector(id: string, input: UpdateConnectorRequest,
   return connectorView(stored);
 }
 
+/** The answer of `POST /connectors/{id}/test`. */
+export interface ConnectionTestAnswer {
+  ok: boolean;
+  message: string;
+  durationMs: number;
+}
+
+/**
+ * Test a stored connector's connection now, with its stored configuration and secrets, for any type: bound as
+ * the test on save is (`testConnectorOnSave`: `timeoutSeconds`, at most 10 s). A failed test is an answer
+ * (`ok: false` and what failed, secrets redacted), not an error; an unknown connector is a 404. It changes
+ * nothing: no run, no status change, no audit record (it writes nothing, and it can only reach what an Admin
+ * saved). An error that is not a ConnectorError (a custom implementation's bug) is logged by kind only and
+ * answered with a generic message: its text is not known to be safe to show.
+ */
+export async function testConnector(id: string, log: (message: string) => void = () => undefined): Promise<ConnectionTestAnswer> {
+  const c = await getConnectorRecord(id);
+  const secrets = unseal(c);
+  let config = c.config;
+  for (const [path, value] of secrets) config = setPath(config, path, value);
+  const values = secrets.map(([, value]) => value);
+  const started = performance.now();
+  const answer = (ok: boolean, message: string) => ({ ok, message: redactSecrets(message, values), durationMs: Math.round(performance.now() - started) });
+  try {
+    return answer(true, (await testConnectorOnSave(c.type, config, { connectorId: id })).message);
+  } catch (err) {
+    if (isConnectorError(err)) return answer(false, `${err.code}: ${err.message}`);
+    log(`The connection test of connector ${id} failed with an unexpected ${err instanceof Error ? err.name : typeof err}.`);
+    return answer(false, 'internal: the connection test failed with an unexpected error (the service log has its kind).');
+  }
+}
+
 /**
  * The decrypted configuration of a connector, secrets included: for the sync engine only, never for a
  * response or a log.

@@ -12,6 +12,8 @@ export const PERMISSIONS = {
   'instances.read': ['Viewer', 'Operator', 'Admin'],
   'mesh.read': ['Viewer', 'Operator', 'Admin'],
   'runs.trigger': ['Operator', 'Admin'],
+  /** Test a stored connector's connection (it reaches only what an Admin saved, and changes nothing). */
+  'connectors.test': ['Operator', 'Admin'],
   'instances.operate': ['Operator', 'Admin'],
   'connectors.write': ['Admin'],
   'rules.write': ['Admin'],

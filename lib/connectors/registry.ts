@@ -1,11 +1,11 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { FieldError } from '../errors';
-import { ConnectorError, type ConnectionTestResult, type ConnectorDefinition } from './sdk';
+import { ConnectorError, type ConnectionTestResult, type Connector, type ConnectorContext, type ConnectorDefinition } from './sdk';
 import { ActiveDirectoryConfigSchema, DIRECTORY_EXPRESSIONS, LdapConfigSchema, directoryChecks, directoryDefaults, type DirectoryConfig } from './ldap/schema';
 import { SQL_EXPRESSIONS, SqlConfigSchema, sqlChecks, sqlDefaults, type SqlConfig } from './sql/schema';
 import { validateSqlConfig } from './sql/validate';
 import { CUSTOM_EXPRESSIONS, CustomConfigSchema } from './custom/schema';
-import { validateCustomSettings, type CustomConnectorConfig } from './custom';
+import { createCustomConnector, validateCustomSettings, type CustomConnectorConfig } from './custom';
 import { AppError } from '../errors';
 
 /**
@@ -100,23 +100,22 @@ export function connectorImplementation(type: string): ConnectorDefinition | und
   return implementations.get(type);
 }
 
-/** The longest a test on save may take: an Admin API request must not hang on an unreachable server. */
+/** The longest a test on save (or on demand) may take: an Admin API request must not hang on an unreachable server. */
 export const SAVE_TEST_MAX_SECONDS = 10;
 
 /**
- * The live test create and update run for a type with `testOnSave`: the registered implementation is made
- * from the full configuration (secrets included; nothing is kept), its `testConnection()` must succeed, and it
- * is closed. The test is bounded by `timeoutSeconds` from the configuration, at most
- * {@link SAVE_TEST_MAX_SECONDS}; a configuration with `timeoutSeconds` is handed to the implementation with it
- * lowered to that bound, so its drivers give up in time too. Throws a ConnectorError whose message is safe to
- * show (`timeout` when the bound is reached).
+ * The live test create and update run for a type with `testOnSave`, and `POST /connectors/{id}/test` runs for
+ * any type: the implementation is made from the full configuration (secrets included; nothing is kept), its
+ * `testConnection()` must succeed, and it is closed. `custom` is made by the implementation `config.implementation`
+ * names (one without a test of its own answers that there is nothing to test). The test is bounded by
+ * `timeoutSeconds` from the configuration, at most {@link SAVE_TEST_MAX_SECONDS}; a configuration with
+ * `timeoutSeconds` is handed to the implementation with it lowered to that bound, so its drivers give up in time
+ * too. Throws a ConnectorError whose message is safe to show (`timeout` when the bound is reached).
  */
-export async function testConnectorOnSave(type: string, config: Record<string, unknown>): Promise<ConnectionTestResult> {
-  const def = connectorImplementation(type);
-  if (!def) throw new ConnectorError('unsupported', `No implementation of connector type '${type}' is installed in this engine.`);
+export async function testConnectorOnSave(type: string, config: Record<string, unknown>, context: ConnectorContext = {}): Promise<ConnectionTestResult> {
   const configured = typeof config.timeoutSeconds === 'number' ? config.timeoutSeconds : SAVE_TEST_MAX_SECONDS;
   const seconds = Math.min(configured, SAVE_TEST_MAX_SECONDS);
-  const connector = def.create('timeoutSeconds' in config ? { ...config, timeoutSeconds: seconds } : config, {});
+  const connector = makeConnector(type, 'timeoutSeconds' in config ? { ...config, timeoutSeconds: seconds } : config, context);
   const test = connector.testConnection();
   // After the bound the attempt still runs until its drivers time out: its outcome is no longer anyone's.
   test.catch(() => undefined);
@@ -130,4 +129,11 @@ export async function testConnectorOnSave(type: string, config: Record<string, u
     clearTimeout(timer);
     await connector.close().catch(() => undefined);
   }
+}
+
+function makeConnector(type: string, config: Record<string, unknown>, context: ConnectorContext): Connector {
+  if (type === 'custom') return createCustomConnector(config as CustomConnectorConfig, context);
+  const def = connectorImplementation(type);
+  if (!def) throw new ConnectorError('unsupported', `No implementation of connector type '${type}' is installed in this engine.`);
+  return def.create(config, context);
 }

@@ -70,5 +70,16 @@ export const ConnectorList = defineSchema(
   Type.Object({ connectors: Type.Array(ConnectorListItem), total: Type.Integer({ minimum: 0 }) }, { $id: 'ConnectorList', additionalProperties: false }),
 );
 
+export const ConnectionTestResult = defineSchema(
+  Type.Object(
+    {
+      ok: Type.Boolean({ description: 'false when the test failed: a failed test is still a 200.' }),
+      message: Type.String({ description: 'What was reached, or `<code>: what failed` (a connector error code such as authentication_failed); never a secret.' }),
+      durationMs: Type.Integer({ minimum: 0, description: 'How long the test took, in milliseconds.' }),
+    },
+    { $id: 'ConnectionTestResult', additionalProperties: false },
+  ),
+);
+
 // The per-type configuration schemas are registered with the one Ajv instance at load, like every other.
 for (const t of CONNECTOR_TYPES) defineSchema(connectorTypeConfig(t).configSchema);

@@ -50,6 +50,7 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'POST connectors': [ADMIN, true],
   'PUT connectors/{id}': [ADMIN, true],
   'DELETE connectors/{id}': [ADMIN, true],
+  'POST connectors/{id}/test': [OPERATE, false],
   'POST connectors/{id}/import': [OPERATE, false],
   'POST connectors/{id}/export': [OPERATE, false],
   'PUT connectors/{id}/instance': [ADMIN, false],
