@@ -5,18 +5,17 @@ import { authorize } from '../lib/auth/authorize';
 import { accepted, apiPath, readJson, routeId } from '../lib/http';
 import { triggerRun } from '../lib/sync/runs';
 import { TriggerExportRequestSchema, TriggerImportRequestSchema } from '../lib/sync/schemas';
-import type { StoredRun } from '../lib/storage/runs';
+import { runView } from '../lib/storage/runs';
 import { startRunOrchestration } from '../orchestrations/syncDispatcher';
-
-const view = ({ etag: _etag, ...run }: StoredRun) => run;
+import { runOrchestrations } from '../orchestrations/runReconcile';
 
 /** POST /connectors/{id}/import `{ runType?, dryRun? }`: 202 with the run, Location /api/runs/{runId}. */
 async function triggerImport(request: HttpRequest, context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   const connectorId = routeId(request, 'id', 'Connector');
   const body = await readJson(request, TriggerImportRequestSchema, { optional: true });
   const client = df.getClient(context);
-  const run = await triggerRun({ connectorId, runType: body.runType ?? 'DeltaImport', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId));
-  return accepted(apiPath(`runs/${run.runId}`), view(run));
+  const run = await triggerRun({ connectorId, runType: body.runType ?? 'DeltaImport', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId), runOrchestrations(client));
+  return accepted(apiPath(`runs/${run.runId}`), runView(run));
 }
 
 /** POST /connectors/{id}/export `{ dryRun? }`: 202 with the run. */
@@ -24,8 +23,8 @@ async function triggerExport(request: HttpRequest, context: InvocationContext, c
   const connectorId = routeId(request, 'id', 'Connector');
   const body = await readJson(request, TriggerExportRequestSchema, { optional: true });
   const client = df.getClient(context);
-  const run = await triggerRun({ connectorId, runType: 'Export', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId));
-  return accepted(apiPath(`runs/${run.runId}`), view(run));
+  const run = await triggerRun({ connectorId, runType: 'Export', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId), runOrchestrations(client));
+  return accepted(apiPath(`runs/${run.runId}`), runView(run));
 }
 
 app.http('triggerImport', { route: 'connectors/{id}/import', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.trigger', triggerImport) });

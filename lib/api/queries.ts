@@ -17,7 +17,7 @@ export const AUDIT_QUERY = {
 export const RUNS_QUERY = {
   connectorId: { kind: 'guid' },
   instanceId: { kind: 'string', maxLength: 128 },
-  status: { kind: 'enum', values: ['Queued', 'Running', 'Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold'] },
+  status: { kind: 'enum', values: ['Queued', 'Running', 'Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold', 'Cancelled'] },
   ...PAGING,
 } as const satisfies QuerySpec;
 

@@ -8,14 +8,17 @@ import { appendAudit, type AuditRecord } from '../storage/audit';
  *
  * Called after the write succeeded (`outcome: 'success'`); a request the API rejects writes nothing, the
  * audit log included. A background step finishing an accepted request (a resumed delete) records its own
- * outcome with the `system` actor (`caller` null).
+ * outcome with the `system` actor (`caller` null); an engine task names itself (`system:reconcile` ends the runs
+ * whose orchestration ended outside the engine, with `cancel` or `fail` on the run).
  */
-export type AuditAction = 'create' | 'update' | 'delete' | 'trigger' | 'pause' | 'resume' | 'rename' | 'remove' | 'assign' | 'unassign';
+export type AuditAction = 'create' | 'update' | 'delete' | 'trigger' | 'pause' | 'resume' | 'rename' | 'remove' | 'assign' | 'unassign' | 'cancel' | 'fail';
+/** An engine task acting on its own, as its audit records name it. */
+export type SystemActor = `system:${string}`;
 export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run';
 export type AuditOutcome = 'success' | 'failure';
 
 export async function recordAudit(
-  caller: Caller | null,
+  caller: Caller | SystemActor | null,
   action: AuditAction,
   targetType: AuditTargetType,
   targetId: string,
@@ -25,9 +28,9 @@ export async function recordAudit(
     action,
     targetType,
     targetId,
-    actorUpn: caller ? caller.upn : 'system',
-    actorSid: caller ? caller.sid : null,
-    scheme: caller ? caller.scheme : null,
+    actorUpn: typeof caller === 'string' ? caller : caller ? caller.upn : 'system',
+    actorSid: caller && typeof caller !== 'string' ? caller.sid : null,
+    scheme: caller && typeof caller !== 'string' ? caller.scheme : null,
     outcome,
   });
 }

@@ -15,7 +15,7 @@ export const RunSchema = defineSchema(
       instanceName: Nullable(Type.String({ description: "The instance's current name (kept current by renames)." })),
       runType: Type.Union(RUN_TYPES.map((t) => Type.Literal(t))),
       status: Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)), {
-        description: 'Queued: its instance is paused. CompletedWithErrors: some objects failed (see errors). Failed: see error. StoppedDeletionThreshold: it would have deleted more than the configured share of objects.',
+        description: 'Queued: its instance is paused. CompletedWithErrors: some objects failed (see errors). Failed: see error. StoppedDeletionThreshold: it would have deleted more than the configured share of objects. Cancelled: its orchestration was terminated outside the engine (see error).',
       }),
       startedAt: Timestamp(),
       completedAt: Type.Optional(Timestamp({ description: 'Present once the run has finished.' })),

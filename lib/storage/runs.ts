@@ -22,10 +22,10 @@ import { isStatus, odata, submitTransaction, table } from './tables';
  * instance or all, newest first, status filtered server-side) and keeps only the requested window.
  */
 
-export const RUN_TYPES = ['FullImport', 'DeltaImport', 'Export'] as const;
+export const RUN_TYPES = ['FullImport', 'DeltaImport', 'Export', 'FullSync'] as const;
 export type RunType = (typeof RUN_TYPES)[number];
 
-export const RUN_STATUSES = ['Queued', 'Running', 'Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold'] as const;
+export const RUN_STATUSES = ['Queued', 'Running', 'Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold', 'Cancelled'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ['Queued', 'Running'];
 export type TerminalRunStatus = Exclude<RunStatus, 'Queued' | 'Running'>;
@@ -64,8 +64,24 @@ export interface Run {
   dryRun?: boolean;
 }
 
+/**
+ * Where a run's orchestration was started: set once the orchestration exists (`dispatchedAt`), with the task
+ * hub it lives in when the starter knew it. Kept on the run row only (not in the API's view of a run): the
+ * reconciliation of runs with their orchestrations (lib/sync/runs.ts) reads it.
+ */
+export interface RunDispatch {
+  dispatchedAt: string;
+  taskHub: string | null;
+}
+
 /** A run as read from storage, with the ETag of its row for conditional updates. */
-export type StoredRun = Run & { etag: string };
+export type StoredRun = Run & { etag: string; dispatch?: RunDispatch };
+
+/** The run as the API shows it: without the storage-only ETag and dispatch marker. */
+export function runView(run: StoredRun): Run {
+  const { etag: _etag, dispatch: _dispatch, ...view } = run;
+  return view;
+}
 
 export const MAX_RUN_ERRORS = 100;
 const MAX_ERROR_MESSAGE = 1000;
@@ -106,6 +122,8 @@ interface RunEntity extends TableEntity {
   errors?: string;
   error?: string;
   dryRun?: boolean;
+  dispatchedAt?: string;
+  taskHub?: string;
 }
 
 /** Keep the first MAX_RUN_ERRORS errors, each message bounded, and the whole list within one property. */
@@ -154,6 +172,7 @@ function fromEntity(e: TableEntityResult<Record<string, unknown>>): StoredRun {
   if (typeof e.errors === 'string') run.errors = JSON.parse(e.errors) as RunObjectError[];
   if (typeof e.error === 'string') run.error = e.error;
   if (typeof e.dryRun === 'boolean') run.dryRun = e.dryRun;
+  if (typeof e.dispatchedAt === 'string') run.dispatch = { dispatchedAt: e.dispatchedAt, taskHub: typeof e.taskHub === 'string' && e.taskHub ? e.taskHub : null };
   return run;
 }
 
@@ -311,6 +330,24 @@ export async function updateRun(runId: string, progress: RunProgress, options: {
   const run = (await readPrimary(client, p))!;
   await mergeCopies(client, run, p.runKey, progress);
   return run;
+}
+
+/**
+ * Note on the run row that its orchestration now exists (started by this process's durable client), and in
+ * which task hub when known. Only the run row carries it (the history copies do not need it). A run that is
+ * gone does nothing.
+ */
+export async function markRunDispatched(runId: string, taskHub: string | null, at: Date = new Date()): Promise<void> {
+  const client = await table(TABLE);
+  const p = await pointer(client, runId);
+  if (!p) return;
+  const e: TableEntity<Record<string, unknown>> = { partitionKey: connectorPk(p.connectorId), rowKey: p.runKey, dispatchedAt: at.toISOString() };
+  if (taskHub) e.taskHub = taskHub;
+  try {
+    await client.updateEntity(e, 'Merge');
+  } catch (err) {
+    if (!isStatus(err, 404)) throw err;
+  }
 }
 
 export interface RunOutcome {

@@ -35,7 +35,7 @@ export async function rule(rt: ServiceUnderTest, body: Record<string, unknown>):
   return res.body.ruleId as string;
 }
 
-const FINAL = ['Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold'];
+const FINAL = ['Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold', 'Cancelled'];
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function waitRun(rt: ServiceUnderTest, runId: string, timeoutMs = 120_000): Promise<any> {
