@@ -4,10 +4,11 @@
  * The directory connector end to end through the sync engine (issue 6): slapd bulk-loaded (slapadd -q) with N
  * users (manager = user floor(i/10)) and N/100 groups (user i in group i % groups: N memberships), an `ldap`
  * connector created over HTTP on the running service (local runtime, in-memory Azurite; ldaps, accesslog
- * deltas, `attributes: ['*', 'entryDN']` so the DN reaches the rules), and rules: projections of users (uid)
- * and groups (cn), a join on employeeNumber, flow rules (entryDN -> dn, manager -> managerDn, member, sn, mail,
- * employeeNumber, cn) and two relationship rules (MeshComposerRule: manager by managerDn, member by member,
- * both matched against the mesh attribute dn). Prints JSON:
+ * deltas), and rules: projections of users (uid) and groups (cn), a join on employeeNumber, flow rules (sn,
+ * mail, employeeNumber, cn). Relationships (`--refs`): `space` (default), manager and member DNs resolved
+ * through the connector space with no rule; `composer`, the DNs also flowed into the mesh (entryDN -> dn,
+ * manager -> managerDn, member) and matched by two MeshComposerRules against the mesh attribute dn; `none`, no
+ * reference attribute read (the baseline for what references cost). Prints JSON:
  * - ldapsearch: the same entries and attributes read by ldapsearch (paged 1000) in this run, over ldaps as the
  *   connector reads them and over plain LDAP;
  * - fullImport: into an empty mesh, trigger to Completed (target <= 60 s), the service's peak RSS (target
@@ -17,7 +18,7 @@
  * - delta: 1,000 modified users (sn, title) and 10 deleted users (ldapmodify, then a DeltaImport by
  *   accesslog; target <= 3 s), and the mesh read back after it.
  *
- * Usage: npm run build && node bench/ldap/engine.js [--users 100000] [--groups users/100]
+ * Usage: npm run build && node bench/ldap/engine.js [--users 100000] [--groups users/100] [--refs space|composer|none]
  */
 require('./ts-register');
 const { execFileSync, spawn } = require('node:child_process');
@@ -29,6 +30,18 @@ const { startSlapd } = require('../../test/support/slapd');
 const { arg, onInterrupt, peakRssMB, sleep, startService } = require('../support');
 
 const N = arg('users', 100000);
+/**
+ * How relationships are made: `space` (default) the connector's reference attributes (manager, member)
+ * resolved through the connector space, with no rule; `composer` also flows the DNs into the mesh and resolves
+ * them with mesh-composer rules against the mesh attribute `dn` (the set-up before references went through
+ * the connector space); `none` reads no reference attribute at all (the baseline for the cost of references).
+ */
+const REFS = (() => {
+  const i = process.argv.indexOf('--refs');
+  const v = i >= 0 ? process.argv[i + 1] : 'space';
+  if (!['space', 'composer', 'none'].includes(v)) throw new Error('--refs is space, composer or none');
+  return v;
+})();
 const GROUPS = arg('groups', Math.max(1, Math.round(N / 100)));
 const FILTER = '(|(objectClass=inetOrgPerson)(objectClass=groupOfNames))';
 const uid = (i) => `u${String(i).padStart(6, '0')}`;
@@ -107,7 +120,7 @@ async function main() {
           bindPassword: slapd.rootPassword,
           deltaStrategy: 'accesslog',
           // entryDN (operational, RFC 5020): the DN as an attribute, which the rules can flow and match on.
-          attributes: ['*', 'entryDN'],
+          attributes: REFS === 'composer' ? ['*', 'entryDN'] : REFS === 'none' ? ['objectClass', 'uid', 'cn', 'sn', 'mail', 'employeeNumber', 'title'] : ['*'],
         },
       }),
       201,
@@ -116,11 +129,13 @@ async function main() {
     await rule('users', { ruleType: 'ProjectionRule', sourceAttribute: 'uid', objectType: 'User', priority: 10 });
     await rule('groups', { ruleType: 'ProjectionRule', sourceAttribute: 'cn', objectType: 'Group', priority: 20, transformScript: "object.objectClass.includes('groupOfNames')" });
     await rule('join employeeNumber', { ruleType: 'JoinRule', sourceAttribute: 'employeeNumber', targetAttribute: 'employeeNumber' });
-    for (const [s, d] of [['entryDN', 'dn'], ['manager', 'managerDn'], ['member', 'member'], ['employeeNumber', 'employeeNumber'], ['sn', 'sn'], ['mail', 'mail'], ['cn', 'cn']]) {
-      await rule(`flow ${s}`, { ruleType: 'FlowRule', sourceAttribute: s, targetAttribute: d, confidence: 50 });
+    const flows = [['employeeNumber', 'employeeNumber'], ['sn', 'sn'], ['mail', 'mail'], ['cn', 'cn']];
+    if (REFS === 'composer') flows.push(['entryDN', 'dn'], ['manager', 'managerDn'], ['member', 'member']);
+    for (const [s, d] of flows) await rule(`flow ${s}`, { ruleType: 'FlowRule', sourceAttribute: s, targetAttribute: d, confidence: 50 });
+    if (REFS === 'composer') {
+      await rule('manager', { ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerDn', targetAttribute: 'dn' });
+      await rule('member', { ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'member', sourceAttribute: 'member', targetAttribute: 'dn' });
     }
-    await rule('manager', { ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerDn', targetAttribute: 'dn' });
-    await rule('member', { ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'member', sourceAttribute: 'member', targetAttribute: 'dn' });
 
     console.error('full import through the engine...');
     const rssBeforeMB = peakRssMB(svc.pid);
@@ -222,6 +237,7 @@ async function main() {
       JSON.stringify(
         {
           bench: 'ldap-engine',
+          references: REFS,
           users: N,
           groups: GROUPS,
           memberships: N,
