@@ -1,9 +1,13 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
+import * as df from 'durable-functions';
 import * as connectors from '../lib/api/connectors';
 import { authorize } from '../lib/auth/authorize';
 import type { Caller } from '../lib/auth/permissions';
 import { apiPath, created, noContent, ok, readJson, routeId } from '../lib/http';
 import { CreateConnectorRequest, UpdateConnectorRequest } from '../lib/schemas/connectors';
+import { AppError } from '../lib/errors';
+import { releaseStaleRunLock } from '../lib/sync/runs';
+import { runOrchestrations } from '../orchestrations/runReconcile';
 
 async function listConnectors(): Promise<HttpResponseInit> {
   return ok(await connectors.listConnectors());
@@ -30,8 +34,16 @@ async function testConnectorConnection(request: HttpRequest, context: Invocation
   return ok(await connectors.testConnector(routeId(request, 'id', 'Connector'), (m) => context.warn(m)));
 }
 
+/** 409 while a run is Running or Queued; a run lock held by a run whose orchestration is over is released first. */
 async function deleteConnector(request: HttpRequest, context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
-  await connectors.deleteConnector(routeId(request, 'id', 'Connector'), caller, (m) => context.warn(m));
+  const id = routeId(request, 'id', 'Connector');
+  const warn = (m: string) => context.warn(m);
+  try {
+    await connectors.deleteConnector(id, caller, warn);
+  } catch (err) {
+    if (!(err instanceof AppError && err.code === 'conflict') || !(await releaseStaleRunLock(id, runOrchestrations(df.getClient(context)), warn))) throw err;
+    await connectors.deleteConnector(id, caller, warn);
+  }
   return noContent();
 }
 
@@ -40,4 +52,4 @@ app.http('getConnector', { route: 'connectors/{id}', methods: ['GET'], handler: 
 app.http('createConnector', { route: 'connectors', methods: ['POST'], handler: authorize('connectors.write', createConnector, { rateLimit: 'sensitive' }) });
 app.http('updateConnector', { route: 'connectors/{id}', methods: ['PUT'], handler: authorize('connectors.write', updateConnector, { rateLimit: 'sensitive' }) });
 app.http('testConnectorConnection', { route: 'connectors/{id}/test', methods: ['POST'], handler: authorize('connectors.test', testConnectorConnection) });
-app.http('deleteConnector', { route: 'connectors/{id}', methods: ['DELETE'], handler: authorize('connectors.write', deleteConnector, { rateLimit: 'sensitive' }) });
+app.http('deleteConnector', { route: 'connectors/{id}', methods: ['DELETE'], extraInputs: [df.input.durableClient()], handler: authorize('connectors.write', deleteConnector, { rateLimit: 'sensitive' }) });
