@@ -49,6 +49,11 @@ export interface SlapdOptions {
   noBaseEntries?: boolean;
   /** Map size of the main database (raise it for 100k+ entries). Default 8 GiB (sparse). */
   maxSizeBytes?: number;
+  /**
+   * The attributes the refint overlay rewrites when an entry they name is moved or deleted. Default member and
+   * manager; a test that must see the engine (not slapd) follow a move leaves manager out.
+   */
+  refintAttributes?: string[];
 }
 
 function run(cmd: string, args: string[]): Promise<string> {
@@ -61,7 +66,7 @@ function run(cmd: string, args: string[]): Promise<string> {
 }
 
 /** The config database: the same shape as a production slapd with the overlays the connectors rely on. */
-function configLdif(dir: string, suffix: string, rootDN: string, hash: string, maxSize: number): string {
+function configLdif(dir: string, suffix: string, rootDN: string, hash: string, maxSize: number, refint: string[]): string {
   return `dn: cn=config
 objectClass: olcGlobal
 cn: config
@@ -173,8 +178,7 @@ dn: olcOverlay={3}refint,olcDatabase={2}mdb,cn=config
 objectClass: olcOverlayConfig
 objectClass: olcRefintConfig
 olcOverlay: {3}refint
-olcRefintAttribute: member
-olcRefintAttribute: manager
+${refint.map((a) => `olcRefintAttribute: ${a}`).join('\n')}
 `;
 }
 
@@ -210,7 +214,7 @@ export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
     '-keyout', path.join(dir, 'tls/key.pem'), '-out', path.join(dir, 'tls/cert.pem'),
   ]);
   const hash = (await run('slappasswd', ['-s', rootPassword])).trim();
-  writeFileSync(path.join(dir, 'config.ldif'), configLdif(dir, suffix, rootDN, hash, options.maxSizeBytes ?? 8 * 1024 ** 3));
+  writeFileSync(path.join(dir, 'config.ldif'), configLdif(dir, suffix, rootDN, hash, options.maxSizeBytes ?? 8 * 1024 ** 3, options.refintAttributes ?? ['member', 'manager']));
   await run('slapadd', ['-n0', '-F', path.join(dir, 'slapd.d'), '-l', path.join(dir, 'config.ldif')]);
 
   const data = [options.noBaseEntries ? '' : baseLdif(suffix), options.ldif ?? ''].filter(Boolean).join('\n');

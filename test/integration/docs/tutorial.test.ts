@@ -1,0 +1,288 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'ldapts';
+import { closeParkedSearches } from '../../../lib/connectors/ldap';
+import { codeBlocks, readDoc, type CodeBlock } from '../../support/markdown';
+import { trackPid } from '../../support/processes';
+import { startPostgres, type Postgres } from '../../support/postgres';
+import { serverAvailable } from '../../support/servers';
+import { startService, type ServiceUnderTest } from '../../support/service';
+import { startSlapd, type Slapd } from '../../support/slapd';
+import { meshByAnchor } from '../sync/syncSupport';
+
+/**
+ * docs/tutorial.md, run as written: every shell block, in order, in one bash session, against the running
+ * service, a real slapd and a real PostgreSQL. Only two blocks are not run, each marked in the markdown with a
+ * `<!-- tutorial-test: ... -->` note: `npm start` (this test starts the service itself, on free ports) and the
+ * reader's environment (this test sets the same variables for its own servers). A command that fails (an
+ * error answer, a run that does not end `Completed`) stops the session: `set -e`.
+ *
+ * One test per section of the tutorial, with what the section says should now be true checked against the
+ * servers themselves; a section without a check here fails, so the tutorial cannot grow unchecked steps.
+ */
+jest.setTimeout(600_000);
+
+const DOC = 'docs/tutorial.md';
+const PEOPLE = 'ou=people,dc=example,dc=com';
+const dnOf = (uid: string, ou: string) => `uid=${uid},ou=${ou},${PEOPLE}`;
+
+/** One bash process fed block after block; `set -e`, so the first failing command ends it. */
+class Shell {
+  private output = '';
+  private readonly child: ChildProcess;
+  private exited: number | null = null;
+  private counter = 0;
+
+  constructor(cwd: string, env: Record<string, string>) {
+    this.child = spawn('bash', ['--noprofile', '--norc'], { cwd, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    trackPid(this.child.pid);
+    this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
+    this.child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
+    this.child.on('exit', (code) => (this.exited = code ?? -1));
+    this.child.stdin!.write('set -e\n');
+  }
+
+  get alive(): boolean {
+    return this.exited === null;
+  }
+
+  /** Run `code`; resolves with what it printed, rejects with the output when the shell exits. */
+  async run(code: string, timeoutMs = 300_000): Promise<string> {
+    if (!this.alive) throw new Error('The tutorial shell has ended (an earlier step failed).');
+    const mark = `__TUTORIAL_STEP_${++this.counter}_DONE__`;
+    const from = this.output.length;
+    this.child.stdin!.write(`${code}\necho ${mark}\n`);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const out = this.output.slice(from);
+      const at = out.indexOf(mark);
+      if (at >= 0) return out.slice(0, at);
+      if (!this.alive) throw new Error(`The step failed (bash exited ${this.exited}). Its output:\n${out.slice(-6000)}`);
+      if (Date.now() > deadline) throw new Error(`The step did not finish in ${timeoutMs} ms. Its output:\n${out.slice(-6000)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** The value of a shell variable. */
+  async value(name: string): Promise<string> {
+    return (await this.run(`printf '%s\\n' "$${name}"`)).trim();
+  }
+
+  /** Everything the session printed. */
+  get transcript(): string {
+    return this.output;
+  }
+
+  close(): void {
+    if (this.alive) this.child.kill('SIGKILL');
+  }
+}
+
+/** The names an `export` line of the environment block sets. */
+function exportedNames(code: string): string[] {
+  const names: string[] = [];
+  for (const line of code.split('\n')) {
+    if (!/^\s*export\s/.test(line)) continue;
+    for (const m of line.replace(/^\s*export\s+/, '').matchAll(/(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=/g)) names.push(m[1]);
+  }
+  return names;
+}
+
+const blocks = codeBlocks(DOC, readDoc(DOC)).filter((b) => ['sh', 'bash'].includes(b.lang));
+const sections = [...new Set(blocks.map((b) => b.section))];
+
+const run = serverAvailable('slapd') && serverAvailable('postgres') ? describe : describe.skip;
+
+run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
+  let slapd: Slapd;
+  let pg: Postgres;
+  let rt: ServiceUnderTest;
+  let shell: Shell;
+  let ldap: Client;
+  let work: string;
+  let env: Record<string, string>;
+
+  const runs = async (connectorId: string) => (await rt.call('GET', `runs?connectorId=${connectorId}&take=200`)).body.items as Array<{ runType: string; status: string; stats: Record<string, number>; errors?: unknown[]; dryRun?: boolean }>;
+  const entry = async (dn: string) => (await ldap.search(dn, { scope: 'base', attributes: ['*', 'entryUUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0];
+  const staff = () => pg.query<Record<string, string | null>>('SELECT employee_id, given_name, surname, mail, department, manager_id FROM staff ORDER BY employee_id', [], 'tutorial');
+
+  beforeAll(async () => {
+    // No refint on manager: a report's manager DN must be rewritten by the service, not by slapd.
+    slapd = await startSlapd({ refintAttributes: ['member'] });
+    pg = await startPostgres();
+    await pg.createDatabase('tutorial');
+    rt = await startService();
+    // The tutorial runs in the project folder, whose .data is the service's data folder.
+    work = mkdtempSync(path.join(os.tmpdir(), 'ims-tutorial-'));
+    symlinkSync(rt.dataDir, path.join(work, '.data'));
+    const ca = readFileSync(slapd.caCertificateFile, 'utf8');
+    env = {
+      API: rt.baseUrl,
+      TOKEN: await rt.token('Admin'),
+      // 127.0.0.1, not localhost: libldap checks a localhost URL's certificate against the machine's own name.
+      LDAP_HOST: '127.0.0.1',
+      LDAP_PORT: String(slapd.ldapsPort),
+      LDAPURI: `ldaps://127.0.0.1:${slapd.ldapsPort}`,
+      LDAPBINDDN: slapd.rootDN,
+      LDAP_PASSWORD: slapd.rootPassword,
+      LDAPTLS_CACERT: slapd.caCertificateFile,
+      LDAP_CA: ca.replace(/\n$/, '').split('\n').map((l) => `${l}\\n`).join(''),
+      PGHOST: pg.host,
+      PGPORT: String(pg.port),
+      PGDATABASE: 'tutorial',
+      PGUSER: pg.user,
+      PGPASSWORD: pg.password,
+    };
+    shell = new Shell(work, env);
+    ldap = new Client({ url: slapd.url });
+    await ldap.bind(slapd.rootDN, slapd.rootPassword);
+  });
+  afterAll(async () => {
+    // TUTORIAL_TRANSCRIPT=<file>: keep what the tutorial's commands printed (to compare with what the text says).
+    if (shell && process.env.TUTORIAL_TRANSCRIPT) writeFileSync(process.env.TUTORIAL_TRANSCRIPT, shell.transcript);
+    shell?.close();
+    await ldap?.unbind().catch(() => undefined);
+    await rt?.dispose();
+    await closeParkedSearches();
+    await pg?.stop();
+    await slapd?.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  test('the tutorial has the sections this test checks, and marks only npm start and the environment as not run', () => {
+    expect(sections).toEqual(Object.keys(CHECKS));
+    const notes = blocks.filter((b) => b.note).map((b) => b.note!.split(' ')[0]);
+    expect(notes).toEqual(['skip', 'environment']);
+    expect(blocks.find((b) => b.note?.startsWith('skip'))!.code.trim()).toBe('npm install && npm start');
+  });
+
+  test('the environment block sets exactly the variables this test provides', () => {
+    const block = blocks.find((b) => b.note?.startsWith('environment'))!;
+    expect(exportedNames(block.code).sort()).toEqual(Object.keys(env).sort());
+  });
+
+  type Check = (out: string) => Promise<void>;
+  const CHECKS: Record<string, Check> = {
+    '1. Start the service and get a token': async (out) => {
+      expect(out).toContain('"status":"healthy"');
+      expect(out).toContain('"connectors":[]');
+    },
+    '2. Prepare the directory and the database': async () => {
+      expect(await entry(`ou=Engineering,${PEOPLE}`)).toBeDefined();
+      expect(await entry(`ou=Research,${PEOPLE}`)).toBeDefined();
+      expect(await staff()).toEqual([]);
+    },
+    '3. The HR file': async () => {
+      const file = path.join(rt.dataDir, 'files', 'hr', 'people.csv');
+      expect(existsSync(file)).toBe(true);
+      expect(readFileSync(file, 'utf8').trim().split('\n')).toHaveLength(6);
+    },
+    '4. Connectors': async (out) => {
+      const ids = { HR: await shell.value('HR'), Directory: await shell.value('DIRECTORY'), 'Staff database': await shell.value('STAFF') };
+      const list = (await rt.call('GET', 'connectors')).body;
+      expect(list.connectors.map((c: { name: string; id: string }) => [c.name, c.id]).sort()).toEqual(Object.entries(ids).sort());
+      expect(out).toContain('"bindPassword":"********"');
+      expect(out).not.toContain(slapd.rootPassword);
+      expect(out).not.toContain(pg.password);
+    },
+    '5. Rules': async () => {
+      const count = async (v: string) => (await rt.call('GET', `rules?connectorId=${await shell.value(v)}`)).body.totalCount;
+      expect([await count('HR'), await count('DIRECTORY'), await count('STAFF')]).toEqual([7, 9, 6]);
+    },
+    '6. Import the HR file': async () => {
+      const [imp] = await runs(await shell.value('HR'));
+      expect(imp).toMatchObject({ runType: 'FullImport', status: 'Completed', stats: { objectsCreated: 5, errors: 0 } });
+      const mesh = await meshByAnchor();
+      expect([...mesh.keys()].sort()).toEqual(['E1001', 'E1002', 'E1003', 'E1004', 'E1005']);
+    },
+    '7. Export to the directory and the database': async () => {
+      const [dir, staffId] = [await shell.value('DIRECTORY'), await shell.value('STAFF')];
+      const dirRuns = await runs(dir);
+      // Newest first: the confirming import, the export, the dry run.
+      expect(dirRuns.map((r) => [r.runType, r.status, r.dryRun ?? false])).toEqual([
+        ['FullImport', 'Completed', false],
+        ['Export', 'Completed', false],
+        ['Export', 'Completed', true],
+      ]);
+      expect(dirRuns[1].stats).toMatchObject({ objectsCreated: 5, errors: 0 });
+      expect(dirRuns[0].stats.errors).toBe(0);
+      const staffRuns = await runs(staffId);
+      expect(staffRuns.map((r) => [r.runType, r.status])).toEqual([
+        ['FullImport', 'Completed'],
+        ['Export', 'Completed'],
+      ]);
+      expect(staffRuns[1].stats).toMatchObject({ objectsCreated: 5, errors: 0 });
+      expect(await entry(dnOf('E1001', 'Engineering'))).toMatchObject({ cn: 'Grace Hopper', sn: 'Hopper', employeeNumber: 'E1001', departmentNumber: 'Engineering', mail: 'grace.hopper@example.com', title: 'Head of Engineering' });
+      expect(await entry(dnOf('E1005', 'Research'))).toMatchObject({ cn: 'Dorothy Vaughan' });
+      expect((await staff()).map((r) => [r.employee_id, r.surname, r.department])).toEqual([
+        ['E1001', 'Hopper', 'Engineering'],
+        ['E1002', 'Turing', 'Engineering'],
+        ['E1003', 'Lovelace', 'Engineering'],
+        ['E1004', 'Johnson', 'Research'],
+        ['E1005', 'Vaughan', 'Research'],
+      ]);
+      const mesh = await meshByAnchor();
+      const hr = await shell.value('HR');
+      for (const o of mesh.values()) expect(Object.keys(o.links).sort()).toEqual([hr, dir, staffId].sort());
+    },
+    '8. Managers': async () => {
+      for (const v of ['DIRECTORY', 'STAFF']) {
+        const [exp] = await runs(await shell.value(v));
+        expect(exp).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 3, errors: 0 } });
+      }
+      const mesh = await meshByAnchor();
+      const managerOf = (key: string) => mesh.get(key)!.relationships.filter((r) => r.type === 'manager').map((r) => r.targetId);
+      expect(managerOf('E1002')).toEqual([mesh.get('E1001')!.id]);
+      expect(managerOf('E1005')).toEqual([mesh.get('E1004')!.id]);
+      expect(managerOf('E1001')).toEqual([]);
+      expect((await entry(dnOf('E1002', 'Engineering'))).manager).toBe(dnOf('E1001', 'Engineering'));
+      expect((await entry(dnOf('E1003', 'Engineering'))).manager).toBe(dnOf('E1001', 'Engineering'));
+      expect((await entry(dnOf('E1005', 'Research'))).manager).toBe(dnOf('E1004', 'Research'));
+      expect((await entry(dnOf('E1001', 'Engineering'))).manager).toBeUndefined();
+      expect((await staff()).map((r) => [r.employee_id, r.manager_id])).toEqual([
+        ['E1001', null],
+        ['E1002', 'E1001'],
+        ['E1003', 'E1001'],
+        ['E1004', null],
+        ['E1005', 'E1004'],
+      ]);
+    },
+    '9. A manager moves': async () => {
+      const [hrDelta] = await runs(await shell.value('HR'));
+      expect(hrDelta).toMatchObject({ runType: 'DeltaImport', status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
+      // The manager moved and her two reports' manager: three entries; one row (her department) in the table.
+      const [dirImport, dirExport] = await runs(await shell.value('DIRECTORY'));
+      expect(dirExport).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsUpdated: 3, errors: 0 } });
+      expect(dirImport).toMatchObject({ runType: 'FullImport', status: 'Completed', stats: { errors: 0 } });
+      const [staffExport] = await runs(await shell.value('STAFF'));
+      expect(staffExport).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
+      expect(await entry(dnOf('E1001', 'Engineering'))).toBeUndefined();
+      const moved = await entry(dnOf('E1001', 'Research'));
+      expect(moved).toMatchObject({ departmentNumber: 'Research' });
+      expect((await entry(dnOf('E1002', 'Engineering'))).manager).toBe(dnOf('E1001', 'Research'));
+      expect((await entry(dnOf('E1003', 'Engineering'))).manager).toBe(dnOf('E1001', 'Research'));
+      expect((await entry(dnOf('E1005', 'Research'))).manager).toBe(dnOf('E1004', 'Research'));
+      expect((await staff()).map((r) => [r.employee_id, r.department, r.manager_id])).toEqual([
+        ['E1001', 'Research', null],
+        ['E1002', 'Engineering', 'E1001'],
+        ['E1003', 'Engineering', 'E1001'],
+        ['E1004', 'Research', null],
+        ['E1005', 'Research', 'E1004'],
+      ]);
+      const mesh = await meshByAnchor();
+      expect(mesh.get('E1001')!.links[await shell.value('DIRECTORY')]).toBe(moved.entryUUID);
+    },
+  };
+
+  for (const section of sections) {
+    test(`section "${section}"`, async () => {
+      const check = CHECKS[section];
+      if (!check) throw new Error(`docs/tutorial.md has a section "${section}" this test does not check: add its check.`);
+      let out = '';
+      for (const b of blocks.filter((x: CodeBlock) => x.section === section && !x.note)) out += await shell.run(b.code);
+      await check(out);
+    });
+  }
+});
