@@ -7,7 +7,7 @@ import { clearAssignment, assignmentOf } from '../engine/assignments';
 import { badRequest, conflict, type FieldError } from '../errors';
 import { schemaErrors } from '../schemas/ajv';
 import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';
-import { SECRET_PLACEHOLDER, decryptSecret, deletePath, encryptSecret, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
+import { SECRET_PLACEHOLDER, changedPaths, decryptSecret, deletePath, encryptSecret, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
 import {
   getConnectorRecord,
   insertConnector,
@@ -97,23 +97,36 @@ interface PreparedConfig {
   secrets: SecretEntry[];
 }
 
+/** What is stored of a connector, for a PUT: its public config and its unsealed secrets. */
+interface StoredConfig {
+  config: Record<string, unknown>;
+  secrets: SecretEntry[];
+}
+
 /**
  * Validate `config` for `type` and split it into the stored public part and the secrets. A secret sent as
- * the placeholder takes the value stored in `previous` (400 when there is none).
+ * the placeholder takes the value stored in `previous` (400 when there is none), unless the PUT changes where
+ * or as whom the connector connects (the type's `endpoints`): then every secret must be sent again (400 naming
+ * it), so a stored secret is never handed to a new destination, not even by the test on save.
  */
-function prepareConfig(type: ConnectorType, raw: Record<string, unknown>, previous: SecretEntry[] = []): PreparedConfig {
+function prepareConfig(type: ConnectorType, raw: Record<string, unknown>, previous?: StoredConfig): PreparedConfig {
   const def = connectorTypeConfig(type);
   const config = raw;
   const errors = configErrors(type, config);
   if (errors.length) throw badRequest(`The configuration is not valid for a '${type}' connector. See errors for each field.`, errors);
   let full = def.defaults(config);
+  const moved = previous ? changedPaths(previous.config, full, [...def.endpoints(previous.config), ...def.endpoints(full)]) : [];
   const secrets: SecretEntry[] = [];
   for (const path of secretPaths(def.configSchema, full)) {
     let value = getPath(full, path) as string;
     if (value === SECRET_PLACEHOLDER) {
-      const kept = previous.find(([p]) => pointer(p) === pointer(path));
+      const kept = previous?.secrets.find(([p]) => pointer(p) === pointer(path));
       if (!kept) {
         errors.push({ path: '/config' + pointer(path), message: `is the placeholder ${SECRET_PLACEHOLDER} but no value is stored for it` });
+        continue;
+      }
+      if (moved.length) {
+        errors.push({ path: '/config' + pointer(path), message: resendMessage(moved) });
         continue;
       }
       value = kept[1];
@@ -123,6 +136,11 @@ function prepareConfig(type: ConnectorType, raw: Record<string, unknown>, previo
   }
   if (errors.length) throw badRequest(`The configuration is not valid for a '${type}' connector. See errors for each field.`, errors);
   return { config: full, secrets };
+}
+
+function resendMessage(moved: FieldPath[]): string {
+  const fields = moved.map((p) => p.join('.')).join(', ');
+  return `must be sent again, not as the placeholder ${SECRET_PLACEHOLDER}: the change of ${fields} changes where or as whom the connector connects, and a stored secret is never sent to a new destination`;
 }
 
 /**
@@ -183,7 +201,7 @@ export async function updateConnector(id: string, input: UpdateConnectorRequest,
   }
   if (!isConnectorType(current.type)) throw badRequest(`Connectors of type '${current.type}' cannot be updated.`);
   const previous = unseal(current);
-  const { config, secrets } = prepareConfig(current.type, input.config, previous);
+  const { config, secrets } = prepareConfig(current.type, input.config, { config: current.config, secrets: previous });
   // What was stored passed its test when it was saved: a PUT that changes only the name needs no source.
   const sameConfig = canonicalJson(config) === canonicalJson(current.config) && canonicalJson(secrets) === canonicalJson(previous);
   if (!sameConfig) await testBeforeSave(current.type, { config, secrets });

@@ -1,11 +1,12 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { FieldError } from '../errors';
+import { endpointPaths, type FieldPath } from '../secrets/fields';
 import { ConnectorError, type ConnectionTestResult, type Connector, type ConnectorContext, type ConnectorDefinition } from './sdk';
 import { ActiveDirectoryConfigSchema, DIRECTORY_EXPRESSIONS, LdapConfigSchema, directoryChecks, directoryDefaults, type DirectoryConfig } from './ldap/schema';
 import { SQL_EXPRESSIONS, SqlConfigSchema, sqlChecks, sqlDefaults, type SqlConfig } from './sql/schema';
 import { validateSqlConfig } from './sql/validate';
 import { CUSTOM_EXPRESSIONS, CustomConfigSchema } from './custom/schema';
-import { createCustomConnector, validateCustomSettings, type CustomConnectorConfig } from './custom';
+import { createCustomConnector, customConnectorImplementation, validateCustomSettings, type CustomConnectorConfig } from './custom';
 import { AppError } from '../errors';
 
 /**
@@ -34,6 +35,27 @@ export interface ConnectorTypeConfig {
    * first run. Off for types whose test needs more than the configuration (or is not built yet).
    */
   testOnSave?: boolean;
+  /**
+   * The config fields that say where or as whom the connector connects (host, port, account, TLS trust). A
+   * PUT that changes one of them must send every secret again: a stored secret is never handed to a new
+   * destination (the test on save would otherwise send it there before anything is refused).
+   */
+  endpoints(config: Record<string, unknown>): FieldPath[];
+}
+
+/** Directory: the server, how it is reached, whom it must prove to be (caCertificate), and the account. */
+const DIRECTORY_ENDPOINTS: FieldPath[] = [['host'], ['port'], ['security'], ['allowInsecure'], ['caCertificate'], ['bindDN']];
+/** SQL: the server, the database and account, and the TLS settings (`ssl`, its `ca` and `rejectUnauthorized`). */
+const SQL_ENDPOINTS: FieldPath[] = [['dialect'], ['host'], ['port'], ['database'], ['user'], ['ssl']];
+
+/**
+ * Custom: the implementation, and the settings its schema marks `x-endpoint: true`; an implementation that marks
+ * none cannot say which of its settings point somewhere, so any change of `settings` counts.
+ */
+function customEndpoints(config: Record<string, unknown>): FieldPath[] {
+  const impl = typeof config.implementation === 'string' ? customConnectorImplementation(config.implementation) : undefined;
+  const marked = impl?.settingsSchema ? endpointPaths(impl.settingsSchema, ['settings']) : [];
+  return [['implementation'], ...(marked.length ? marked : [['settings']])];
 }
 
 /** The two directory types share everything but their schema and type-dependent defaults. */
@@ -45,6 +67,7 @@ function directoryType(type: 'ldap' | 'active_directory', configSchema: TSchema)
     checks: (c) => directoryChecks(c as DirectoryConfig),
     expressions: DIRECTORY_EXPRESSIONS,
     testOnSave: true,
+    endpoints: () => DIRECTORY_ENDPOINTS,
   };
 }
 
@@ -58,8 +81,9 @@ const TYPES: Record<ConnectorType, ConnectorTypeConfig> = {
     checks: (c) => [...sqlChecks(c as SqlConfig), ...validateSqlConfig(c as SqlConfig)],
     expressions: SQL_EXPRESSIONS,
     testOnSave: true,
+    endpoints: () => SQL_ENDPOINTS,
   },
-  custom: { type: 'custom', configSchema: CustomConfigSchema, defaults: (c) => c, checks: customChecks, expressions: CUSTOM_EXPRESSIONS },
+  custom: { type: 'custom', configSchema: CustomConfigSchema, defaults: (c) => c, checks: customChecks, expressions: CUSTOM_EXPRESSIONS, endpoints: customEndpoints },
 };
 
 /** A custom connector must name a registered implementation, and its settings must pass that implementation's schema. */

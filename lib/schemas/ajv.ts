@@ -19,6 +19,11 @@ addFormats(ajv);
 
 /** Marks a configuration field whose value is a secret: encrypted at rest, never returned (lib/secrets). */
 ajv.addKeyword({ keyword: 'x-secret', schemaType: 'boolean' });
+/**
+ * Marks a configuration field that says where or as whom a connector connects: changing it on a PUT requires
+ * every secret to be sent again (lib/secrets/fields.ts `endpointPaths`).
+ */
+ajv.addKeyword({ keyword: 'x-endpoint', schemaType: 'boolean' });
 /** OpenAPI annotations carried by schemas; Ajv ignores them. */
 ajv.addKeyword({ keyword: 'x-summary', schemaType: 'string' });
 

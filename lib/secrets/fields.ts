@@ -65,3 +65,46 @@ export function pointer(path: FieldPath): string {
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
+
+/**
+ * Every path the schema marks `x-endpoint: true` (fields that say where or as whom a connector connects: a
+ * host, a port, a user, the TLS trust), following `properties` only. Paths are prefixed with `prefix`.
+ */
+export function endpointPaths(schema: TSchema | Record<string, unknown>, prefix: FieldPath = []): FieldPath[] {
+  const s = schema as { properties?: Record<string, Record<string, unknown>> };
+  const out: FieldPath[] = [];
+  for (const [key, sub] of Object.entries(s.properties ?? {})) {
+    if (sub['x-endpoint'] === true) out.push([...prefix, key]);
+    else if (isPlainObject(sub.properties)) out.push(...endpointPaths(sub, [...prefix, key]));
+  }
+  return out;
+}
+
+/**
+ * The paths among `paths` whose value differs between two configurations (absent and `undefined` are the same;
+ * objects compare by content, whatever the key order).
+ */
+export function changedPaths(before: Record<string, unknown>, after: Record<string, unknown>, paths: FieldPath[]): FieldPath[] {
+  const seen = new Set<string>();
+  const out: FieldPath[] = [];
+  for (const path of paths) {
+    const key = pointer(path);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (stable(getPath(before, path)) !== stable(getPath(after, path))) out.push(path);
+  }
+  return out;
+}
+
+function stable(v: unknown): string {
+  if (v === undefined) return 'undefined';
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (isPlainObject(v)) {
+    return `{${Object.keys(v)
+      .filter((k) => v[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stable(v[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}

@@ -86,4 +86,4 @@ export async function startSecrets(): Promise<void> {
   setSecretsKey(loadSecretsKey());
 }
 
-export { SECRET_PLACEHOLDER, secretPaths, getPath, setPath, deletePath, pointer, type FieldPath } from './fields';
+export { SECRET_PLACEHOLDER, secretPaths, endpointPaths, changedPaths, getPath, setPath, deletePath, pointer, type FieldPath } from './fields';

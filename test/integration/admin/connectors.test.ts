@@ -152,7 +152,7 @@ describe('secrets', () => {
     expect(svc.logs()).not.toContain('Plaintext-Canary-42');
   });
 
-  it('a PUT with the placeholder keeps the stored secret; a new value replaces it', async () => {
+  it('a PUT with the placeholder keeps the stored secret (unless it moves the endpoint); a new value replaces it', async () => {
     const { connectorConfigWithSecrets } = await import('../../../lib/api/connectors');
     const { setSecretsKey } = await import('../../../lib/secrets');
     const { readFileSync } = await import('node:fs');
@@ -164,6 +164,10 @@ describe('secrets', () => {
       expect(kept.body.config).toMatchObject({ pageSize: 200, bindPassword: '********' });
       setSecretsKey(Buffer.from(readFileSync(`${svc.dataDir}/secrets.key`, 'utf8').trim(), 'base64'));
       expect((await connectorConfigWithSecrets(c.id)).config.bindPassword).toBe('First-Secret-1');
+      // Another host with the stored password: the secret must be sent again (test/integration/security/secretDestination.test.ts).
+      const moved = await svc.call('PUT', `connectors/${c.id}`, { body: { name: 'Keeper', config: ldapConfig({ bindPassword: '********', host: '127.0.0.1' }) } });
+      expect(moved.status).toBe(400);
+      expect(moved.body.errors).toEqual([{ path: '/config/bindPassword', message: expect.stringContaining('must be sent again') }]);
       await setSyncPassword('Second-Secret-2');
       const replaced = await svc.call('PUT', `connectors/${c.id}`, { body: { name: 'Keeper', config: ldapConfig({ bindPassword: 'Second-Secret-2' }) } });
       expect(replaced.status).toBe(200);
