@@ -162,7 +162,7 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
         const v = object.attributes[pr.rule.sourceAttribute ?? ''];
         const anchorValue = Array.isArray(v) ? v.find((x) => !isEmptyValue(x)) : v;
         if (isEmptyValue(anchorValue)) continue;
-        if (pr.script && !truthy(pr.script.evaluate({ source: v ?? null, object: object.attributes }))) continue;
+        if (pr.script && !truthy(applyScript(pr, v ?? null, object.attributes))) continue;
         const id = projectedMeshId(cid, anchor);
         const existing = ws.get(id);
         doc = existing

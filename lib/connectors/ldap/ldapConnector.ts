@@ -20,6 +20,7 @@ import {
 } from '../sdk';
 import { deltaStrategyFor, type DeltaContext, type StrategyName } from './delta';
 import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
+import { referenceAttributes } from './schemaReferences';
 import { park, unpark } from './parked';
 import { directoryDefaults, DN_ATTRIBUTES, type DirectoryConfig } from './schema';
 import { Attribute, Change, openSession, type DirectorySession, type LdapEntry, type SearchRequest } from './session';
@@ -102,9 +103,15 @@ export class LdapConnector implements Connector {
 
   private async open(): Promise<DirectorySession> {
     if (!this.session) {
-      this.session = await this.openPrivate();
+      this.session = await this.loadReferences(await this.openPrivate());
     }
     return this.session;
+  }
+
+  /** The directory's reference attributes into the scope (read once per directory, see schemaReferences.ts). */
+  private async loadReferences(session: DirectorySession): Promise<DirectorySession> {
+    if (!this.scope.references) this.scope.references = await referenceAttributes(session, `${this.config.host}:${this.config.port}`);
+    return session;
   }
 
   /** The attributes a search asks for: the configured ones (or all user attributes) plus what the connector needs. */
@@ -174,11 +181,11 @@ export class LdapConnector implements Connector {
         pages = p.pages;
         buffer = p.buffer;
       } else {
-        session = await this.openPrivate();
+        session = await this.loadReferences(await this.openPrivate());
         skipTo = cur.l;
       }
     } else {
-      session = await this.openPrivate();
+      session = await this.loadReferences(await this.openPrivate());
       const strategy = await deltaStrategyFor(this.deltaContext(session)).catch(() => undefined);
       const w = strategy ? await strategy.capture() : null;
       cur = { v: 1, id: randomUUID(), b: 0, n: 0, l: null, w };

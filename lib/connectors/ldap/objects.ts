@@ -28,6 +28,11 @@ export interface Scope {
   include: string[];
   exclude: string[];
   isAd: boolean;
+  /**
+   * The lower-cased names of the reference attributes (DN syntax in the directory's schema,
+   * schemaReferences.ts); absent: the well-known ones ({@link REFERENCE_ATTRIBUTES}).
+   */
+  references?: ReadonlySet<string>;
 }
 
 /** The search filter for the mapped object classes (AD: a computer is a user too, so it is left out). */
@@ -130,8 +135,13 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
     if (NEVER_READ.has(lower) || name === '*' || name === '+') return;
     const vals = convertValues(name, raw);
     if (vals.length === 0) return;
-    attributes[name] = vals.length === 1 && !REFERENCE_ATTRIBUTES[lower] ? vals[0] : vals;
-    if (REFERENCE_ATTRIBUTES[lower]) references[name] = vals.map(String).filter((x) => x.length > 0);
+    const isReference = scope.references ? scope.references.has(lower) : !!REFERENCE_ATTRIBUTES[lower];
+    attributes[name] = vals.length === 1 && !isReference ? vals[0] : vals;
+    // A DN outside the connector's containers can never name one of its objects: it stays an attribute value.
+    if (isReference) {
+      const inside = vals.map(String).filter((x) => x.length > 0 && inScope(x, scope));
+      if (inside.length) references[name] = inside;
+    }
   };
   for (const key of Object.keys(entry)) {
     if (key.toLowerCase() === 'dn' || RANGE.test(key)) continue;

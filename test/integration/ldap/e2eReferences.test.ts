@@ -40,6 +40,10 @@ describeWithServer('slapd')('references through the connector space (slapd)', ()
     await person('U002', userDn('U001'));
     await person('U001');
     await person('U005', userDn('U002'), 'Sales');
+    // seeAlso has DN syntax in the core schema: a reference too, read from the directory's subschema.
+    await admin.modify(userDn('U005', 'Sales'), [new Change({ operation: 'add', modification: new Attribute({ type: 'seeAlso', values: [userDn('U001')] }) })]);
+    // A manager outside the connector's base can never be one of its objects: no reference, nothing waits.
+    await admin.add(userDn('U008'), { objectClass: 'inetOrgPerson', uid: 'U008', cn: 'U008', sn: 'U008', manager: `uid=outside,ou=nowhere,${slapd.suffix}` });
     await admin.add(groupDn('eng'), { objectClass: 'groupOfNames', cn: 'eng', member: [userDn('U001'), userDn('U002'), userDn('U004')] });
     await admin.add(groupDn('all'), { objectClass: 'groupOfNames', cn: 'all', member: [groupDn('eng'), userDn('U005', 'Sales')] });
     id = await ldapConnector(rt, 'Directory', f.config({ deltaStrategy: 'accesslog', pageSize: 2 }));
@@ -54,9 +58,9 @@ describeWithServer('slapd')('references through the connector space (slapd)', ()
     await slapd?.stop();
   });
 
-  test('a full import resolves manager and member DNs (forward references across pages, nested groups) with no rule', async () => {
+  test('a full import resolves manager, member and seeAlso DNs (forward references across pages, nested groups) with no rule', async () => {
     const run = await runImport(rt, id);
-    expect(run).toMatchObject({ status: 'Completed', stats: { objectsCreated: 7, errors: 0 } });
+    expect(run).toMatchObject({ status: 'Completed', stats: { objectsCreated: 8, errors: 0 } });
     const mesh = await meshOf(id);
     expect(targets(mesh.get('U004'), 'manager')).toEqual(ids(mesh, ['U002']));
     expect(targets(mesh.get('U003'), 'manager')).toEqual(ids(mesh, ['U001']));
@@ -65,6 +69,8 @@ describeWithServer('slapd')('references through the connector space (slapd)', ()
     expect(targets(mesh.get('U001'), 'manager')).toEqual([]);
     expect(targets(mesh.get('eng'), 'member')).toEqual(ids(mesh, ['U001', 'U002', 'U004']));
     expect(targets(mesh.get('all'), 'member')).toEqual(ids(mesh, ['eng', 'U005']));
+    expect(targets(mesh.get('U005'), 'seeAlso')).toEqual(ids(mesh, ['U001']));
+    expect(targets(mesh.get('U008'), 'manager')).toEqual([]);
     expect([...mesh.values()].flatMap((o) => o.pendingReferences)).toEqual([]);
     // The mesh has no `dn` or `manager` attribute: the relationships came through the connector space.
     expect(Object.keys(mesh.get('U004')!.attributes)).toEqual(['sn']);
