@@ -1020,6 +1020,16 @@ export interface FinishInput {
   watermark?: string | null;
 }
 
+/**
+ * Let go of what this process holds for a run that ended without its last step (its orchestration terminated
+ * or gone, see lib/sync/runs.ts): the connector's open reader (a paged search, a database cursor) and the
+ * objects a full import held back. A page still in flight finishes on its own.
+ */
+export async function releaseRun(runId: string): Promise<void> {
+  heldRuns.delete(runId);
+  await closeLiveReader(runId).catch(() => undefined);
+}
+
 /** Commit the watermark (only now: the data it covers is committed), set lastSync/status, finish the run. */
 export async function finishRun(input: FinishInput): Promise<void> {
   const { info } = input;

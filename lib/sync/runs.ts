@@ -16,6 +16,7 @@ import {
   type RunType,
   type StoredRun,
 } from '../storage/runs';
+import { releaseRun } from './engine';
 import { deleteRunState } from './state';
 
 /**
@@ -253,6 +254,7 @@ export async function reconcileRun(run: StoredRun, orchestrations: RunOrchestrat
       const ended = await completeRun(current.runId, outcome, { etag: current.etag });
       await recordAudit(RECONCILE_ACTOR, decision.action, 'run', current.runId);
       await deleteRunState(current.runId).catch(() => undefined);
+      await releaseRun(current.runId);
       return ended;
     } catch (err) {
       if (!isConflict(err)) throw err;
