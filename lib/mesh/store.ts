@@ -3,6 +3,7 @@ import type { TableClient, TransactionAction } from '@azure/data-tables';
 import { isStatus, odata, submitTransaction, table } from '../storage/tables';
 import type { MeshObject } from '../sync/model';
 import { encodeMeshObject, fromStoredMeshObject } from './codec';
+import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
 import { getJson, mapLimit, putJsonText, submitBatched } from '../sync/tableUtil';
 
 /**
@@ -14,7 +15,9 @@ import { getJson, mapLimit, putJsonText, submitBatched } from '../sync/tableUtil
  * partitions of one table: Azurite (LokiJS) pays for every replaced or deleted row, and for every query page,
  * in proportion to the size of the whole table (index positions are shifted, queries filter and sort the whole
  * collection), so one 100,000-row table made every write of a large import slower as the table filled. Columns: `objectType`, `anchorValue`, `anchorLower` (for range scans),
- * `updatedOn`, and the whole {@link MeshObject} in its stored form (lib/mesh/codec.ts) as chunked JSON (`d0..`, `dn`).
+ * `updatedOn`, and the whole {@link MeshObject} in its stored form (lib/mesh/codec.ts) as chunked JSON (`d0..`, `dn`),
+ * or, for an object too large for a row, `dref`: the key of that text kept apart (lib/storage/overflow.ts);
+ * its feed entry then carries `ref` (the same key) instead of `state`.
  *
  * Change feed: PartitionKey `f`; RowKey the sequence number (15 digits, zero-padded), `writer` (the writing
  * process), `n` (entries) and chunked JSON `e`: an array of {@link FeedEntry}, each the object's whole new
@@ -61,7 +64,11 @@ export const meshPartition = (id: string) => 'm' + id[0].toLowerCase() + (Number
 export const MESH_PARTITIONS = '0123456789abcdef'.split('').map((c) => 'm' + c);
 export const seqKey = (seq: number) => String(seq).padStart(SEQ_DIGITS, '0');
 
-export function toMeshEntity(o: MeshObject, json = encodeMeshObject(o)): Record<string, unknown> & { partitionKey: string; rowKey: string } {
+/**
+ * The row of a mesh object. `overflow`: the key of its stored form kept apart (lib/storage/overflow.ts; an
+ * object over {@link OVERFLOW_OVER} characters, a group of many members), stored as `dref` instead of `d`.
+ */
+export function toMeshEntity(o: MeshObject, json = encodeMeshObject(o), overflow?: string): Record<string, unknown> & { partitionKey: string; rowKey: string } {
   const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
     partitionKey: meshPartition(o.id),
     rowKey: o.id,
@@ -70,19 +77,40 @@ export function toMeshEntity(o: MeshObject, json = encodeMeshObject(o)): Record<
     anchorLower: o.anchorValue.toLowerCase(),
     updatedOn: o.updatedOn,
   };
-  putJsonText(e, 'd', json);
+  if (overflow) e.dref = overflow;
+  else putJsonText(e, 'd', json);
   return e;
 }
 
+/** A mesh row as an object; a row whose stored form is kept apart must have gone through {@link inflateRows}. */
 export function fromMeshEntity(e: Record<string, unknown>): MeshObject {
   return fromStoredMeshObject(getJson<unknown>(e, 'd'));
 }
 
-/** Feed entries as stored (states in their stored form, see lib/mesh/codec.ts) to entries. */
-function feedEntries(e: Record<string, unknown>): FeedEntry[] {
-  const entries = getJson<FeedEntry[]>(e, 'e') ?? [];
-  for (const en of entries) if ('state' in en) en.state = fromStoredMeshObject(en.state);
-  return entries;
+/** Bring the stored forms kept apart (`dref`) into their rows, in memory. */
+async function inflateRows<T extends Record<string, unknown>>(rows: T[]): Promise<T[]> {
+  await mapLimit(
+    rows.filter((e) => typeof e.dref === 'string' && e.dn === undefined),
+    4,
+    async (e) => {
+      putJsonText(e as Record<string, unknown>, 'd', await getOverflow(String(e.dref)));
+    },
+  );
+  return rows;
+}
+
+/** Feed entries as stored (states in their stored form, see lib/mesh/codec.ts) to entries; kept-apart states are read. */
+async function feedEntries(e: Record<string, unknown>): Promise<FeedEntry[]> {
+  const entries = getJson<(FeedEntry | { id: string; objectType: string; ref: string })[]>(e, 'e') ?? [];
+  const out: FeedEntry[] = [];
+  for (const en of entries) {
+    if ('ref' in en) out.push({ id: en.id, objectType: en.objectType, state: fromStoredMeshObject(JSON.parse(await getOverflow(en.ref))) });
+    else {
+      if ('state' in en) en.state = fromStoredMeshObject(en.state);
+      out.push(en);
+    }
+  }
+  return out;
 }
 
 /** One mesh object, or null. */
@@ -91,7 +119,8 @@ export async function getMeshObject(id: string): Promise<MeshObject | null> {
   const pk = meshPartition(id);
   const client = await meshTable(pk);
   try {
-    return fromMeshEntity(await client.getEntity(pk, id.toLowerCase()));
+    const [row] = await inflateRows([await client.getEntity<Record<string, unknown>>(pk, id.toLowerCase())]);
+    return fromMeshEntity(row);
   } catch (err) {
     if (isStatus(err, 404)) return null;
     throw err;
@@ -120,7 +149,9 @@ export async function getMeshObjects(ids: Iterable<string>): Promise<Map<string,
   await mapLimit(queries, 8, async ({ pk, ids: some }) => {
     const wanted = new Map(some.map((id) => [id.toLowerCase(), id]));
     const filter = `PartitionKey eq '${pk}' and (${[...wanted.keys()].map((id) => `RowKey eq ${odata(id)}`).join(' or ')})`;
-    for await (const e of (await meshTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
+    const rows: Record<string, unknown>[] = [];
+    for await (const e of (await meshTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter } })) rows.push(e);
+    for (const e of await inflateRows(rows)) {
       const id = wanted.get(String(e.rowKey));
       if (id !== undefined) out.set(id, fromMeshEntity(e));
     }
@@ -135,7 +166,7 @@ export async function* iterateMesh(objectType?: string, partition?: number): Asy
     // The table holds mesh rows only: every partition of it.
     const queryOptions = objectType ? { filter: `objectType eq ${odata(objectType)}` } : {};
     for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions }).byPage({ maxPageSize: 1000 })) {
-      yield page.map(fromMeshEntity);
+      yield (await inflateRows(page)).map(fromMeshEntity);
     }
   }
 }
@@ -158,8 +189,12 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   if (!w.upserts.length && !w.deletes.length) return 0;
   // Each state is encoded once, for its row and for its feed entry.
   const texts = w.upserts.map(encodeMeshObject);
+  // Objects too large for a row (a group of many members) are kept apart first: a row never names a text
+  // that is not stored yet.
+  const overflow = new Map<number, string>();
+  for (let i = 0; i < texts.length; i++) if (texts[i].length > OVERFLOW_OVER) overflow.set(i, await putOverflow(texts[i]));
   const actions: TransactionAction[] = w.upserts.map((o, i) => {
-    const e = toMeshEntity(o, texts[i]);
+    const e = toMeshEntity(o, texts[i], overflow.get(i));
     if (w.fresh?.has(o.id)) return ['create', e];
     return w.stored?.has(o.id) ? ['update', e, 'Replace'] : ['upsert', e, 'Replace'];
   });
@@ -170,7 +205,11 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
     ...w.deletes.map((d): FeedEntry => ({ id: d.id, objectType: d.objectType, deleted: true })),
   ];
   const entryTexts: string[] = [
-    ...w.upserts.map((o, i) => `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},"state":${texts[i]}}`),
+    ...w.upserts.map((o, i) => {
+      const ref = overflow.get(i);
+      const head = `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},`;
+      return ref ? `${head}"ref":${JSON.stringify(ref)}}` : `${head}"state":${texts[i]}}`;
+    }),
     ...w.deletes.map((d, i) => JSON.stringify(entries[w.upserts.length + i])),
   ];
   return appendFeedText(entryTexts, entries);
@@ -341,12 +380,12 @@ export async function readFeed(afterSeq: number, options: { limit?: number; skip
         return;
       }
       const e = await client.getEntity<Record<string, unknown>>(FEED_PK, seqKey(h.seq));
-      out.push({ seq: h.seq, writer: h.writer, entries: feedEntries(e) });
+      out.push({ seq: h.seq, writer: h.writer, entries: await feedEntries(e) });
     });
     return out.sort((a, b) => a.seq - b.seq);
   }
   for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
-    out.push({ seq: Number(e.rowKey), writer: String(e.writer), entries: feedEntries(e) });
+    out.push({ seq: Number(e.rowKey), writer: String(e.writer), entries: await feedEntries(e) });
     if (out.length >= limit) break;
   }
   return out;

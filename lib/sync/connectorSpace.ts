@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { TableEntityResult, TransactionAction } from '@azure/data-tables';
 import { decodeKey, encodeKey, isStatus, odata, table } from '../storage/tables';
 import type { CsObject } from './model';
-import { getJson, mapLimit, putJson, submitBatched } from './tableUtil';
+import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
+import { getJson, mapLimit, putJson, putJsonText, submitBatched } from './tableUtil';
 
 /**
  * Connector-space repository (table `ConnectorSpace`): the engine's staging copy of each connector's objects.
@@ -14,7 +15,9 @@ import { getJson, mapLimit, putJson, submitBatched } from './tableUtil';
  * 15. The whole space of a connector is 64 partition queries.
  * Properties: `objectType`, `hash` (content hash as imported), `rh` (rules hash), `meshId`, `deleted`,
  * `updatedOn`, `dn`, and JSON (chunked) `a` attributes, `x` exported values, `p` pending export, `u` unconfirmed
- * attribute names, `error`, `rn` the names of the reference attributes, `jk` a disconnector's join keys.
+ * attribute names, `error`, `rn` the names of the reference attributes, `jk` a disconnector's join keys. A row
+ * whose attributes or exported values are too large for it (a group of many members) keeps them apart
+ * (lib/storage/overflow.ts) and names them with `aref`/`xref`.
  *
  * Writes are upserts (Replace) of the whole row: replaying a page writes the same rows again.
  */
@@ -49,7 +52,11 @@ export interface CsSummary {
 
 type Row = TableEntityResult<Record<string, unknown>>;
 
-export function toCsEntity(connectorId: string, o: CsObject): Record<string, unknown> & { partitionKey: string; rowKey: string } {
+/**
+ * The row of a connector-space object. `apart`: the keys of its attributes (`a`) or exported values (`x`) kept
+ * apart (lib/storage/overflow.ts: a group of many members), stored as `aref`/`xref` instead of the JSON.
+ */
+export function toCsEntity(connectorId: string, o: CsObject, apart: { a?: string; x?: string; aText?: string } = {}): Record<string, unknown> & { partitionKey: string; rowKey: string } {
   const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
     partitionKey: csPartition(connectorId, o.anchor),
     rowKey: encodeKey(o.anchor),
@@ -61,8 +68,10 @@ export function toCsEntity(connectorId: string, o: CsObject): Record<string, unk
     updatedOn: o.updatedOn,
   };
   if (o.dn) e.dn = o.dn;
-  putJson(e, 'a', o.attributes);
-  if (o.exported) putJson(e, 'x', o.exported);
+  if (apart.a) e.aref = apart.a;
+  else putJsonText(e, 'a', apart.aText ?? JSON.stringify(o.attributes));
+  if (apart.x) e.xref = apart.x;
+  else if (o.exported) putJson(e, 'x', o.exported);
   if (o.pendingExport) putJson(e, 'p', o.pendingExport);
   if (o.unconfirmed?.length) e.u = JSON.stringify(o.unconfirmed);
   if (o.error) e.error = o.error.slice(0, 2000);
@@ -94,13 +103,30 @@ export function fromCsEntity(e: Record<string, unknown>): CsObject {
   return o;
 }
 
+/** Bring the JSON kept apart (`aref`, `xref`) into the rows, in memory, before {@link fromCsEntity}. */
+async function inflateCsRows<T extends Record<string, unknown>>(rows: T[]): Promise<T[]> {
+  await mapLimit(
+    rows.filter((e) => typeof e.aref === 'string' || typeof e.xref === 'string'),
+    4,
+    async (e) => {
+      const row = e as Record<string, unknown>;
+      if (typeof row.aref === 'string' && row.an === undefined) putJsonText(row, 'a', await getOverflow(row.aref));
+      if (typeof row.xref === 'string' && row.xn === undefined) putJsonText(row, 'x', await getOverflow(row.xref));
+    },
+  );
+  return rows;
+}
+
+/** Whether a row carries exported values (inline or kept apart). */
+const hasExported = (e: Record<string, unknown>) => Number(e.xn ?? 0) > 0 || typeof e.xref === 'string';
+
 function summaryOf(e: Record<string, unknown>): CsSummary {
   const s: CsSummary = {
     hash: String(e.hash ?? ''),
     rulesHash: String(e.rh ?? ''),
     meshId: e.meshId ? String(e.meshId) : null,
     deleted: !!e.deleted,
-    exported: Number(e.xn ?? 0) > 0 || Number(e.pn ?? 0) > 0,
+    exported: hasExported(e) || Number(e.pn ?? 0) > 0,
   };
   if (e.dn) s.dn = String(e.dn);
   if (e.jk) s.joinKeys = JSON.parse(String(e.jk)) as string[];
@@ -126,7 +152,7 @@ export async function loadCsSummaries(connectorId: string): Promise<Map<string, 
   const out = new Map<string, CsSummary>();
   await mapLimit(partitions(connectorId), 4, async (pk) => {
     const it = (await csTable(pk)).listEntities<Record<string, unknown>>({
-      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'pn', 'dn', 'jk'] },
+      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk'] },
     });
     for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
   });
@@ -139,7 +165,7 @@ export async function readCsObjects(connectorId: string, anchors: readonly strin
   await mapLimit(anchors, 16, async (a) => {
     try {
       const pk = csPartition(connectorId, a);
-      const e: Row = await (await csTable(pk)).getEntity(pk, encodeKey(a));
+      const [e] = await inflateCsRows([(await (await csTable(pk)).getEntity(pk, encodeKey(a))) as Row]);
       out.set(a, fromCsEntity(e));
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
@@ -155,7 +181,9 @@ export const CS_PARTITIONS = 64;
 export async function readCsPartition(connectorId: string, index: number): Promise<CsObject[]> {
   const pk = partitions(connectorId)[index];
   const out: CsObject[] = [];
-  for await (const e of (await csTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } })) out.push(fromCsEntity(e));
+  const rows: Record<string, unknown>[] = [];
+  for await (const e of (await csTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } })) rows.push(e);
+  for (const e of await inflateCsRows(rows)) out.push(fromCsEntity(e));
   return out;
 }
 
@@ -163,7 +191,7 @@ export async function readCsPartition(connectorId: string, index: number): Promi
 export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsObject[]> {
   for (const pk of partitions(connectorId)) {
     const pages = (await csTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } }).byPage({ maxPageSize: 1000 });
-    for await (const page of pages) yield page.map(fromCsEntity);
+    for await (const page of pages) yield (await inflateCsRows(page)).map(fromCsEntity);
   }
 }
 
@@ -173,8 +201,18 @@ export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsO
  */
 export async function writeCsObjects(connectorId: string, objects: readonly CsObject[], known?: (anchor: string) => boolean | undefined): Promise<void> {
   if (!objects.length) return;
+  // Attributes or exported values too large for a row (a group of many members) are kept apart first: a row
+  // never names a text that is not stored yet.
+  const apart = new Map<string, { a?: string; x?: string; aText?: string }>();
+  for (const o of objects) {
+    const a = JSON.stringify(o.attributes);
+    const x = o.exported ? JSON.stringify(o.exported) : '';
+    if (a.length > OVERFLOW_OVER || x.length > OVERFLOW_OVER) {
+      apart.set(o.anchor, { ...(a.length > OVERFLOW_OVER ? { a: await putOverflow(a) } : { aText: a }), ...(x.length > OVERFLOW_OVER ? { x: await putOverflow(x) } : {}) });
+    } else apart.set(o.anchor, { aText: a });
+  }
   const actions: TransactionAction[] = objects.map((o) => {
-    const e = toCsEntity(connectorId, o);
+    const e = toCsEntity(connectorId, o, apart.get(o.anchor));
     const present = known?.(o.anchor);
     return present === undefined ? ['upsert', e, 'Replace'] : present ? ['update', e, 'Replace'] : ['create', e];
   });
