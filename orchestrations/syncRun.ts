@@ -71,10 +71,11 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
         if (isFailure(r)) return yield finish('Failed', { error: r.failed });
         totals = r;
       }
-      // References to objects this pass added (a manager provisioned with the reports): they are in the
-      // target now, so one more pass writes them. Only what changed is exported again.
-      if (totals.notInTarget && totals.stats.objectsCreated > 0 && !info.dryRun) {
-        totals = { ...totals, notInTarget: 0 };
+      // References to objects this pass added (a manager provisioned with the reports) or moved (a manager
+      // moved to another OU): one more pass writes them in the objects that name them. Only what changed is
+      // exported again.
+      if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
+        totals = { ...totals, notInTarget: 0, movedInTarget: 0 };
         for (let partition = 0; partition < 16; partition++) {
           const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config })) as RunTotals | StepFailure;
           if (isFailure(r)) return yield finish('Failed', { error: r.failed });

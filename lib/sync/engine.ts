@@ -27,7 +27,7 @@ import { loadCsSummaries, readCsObjects, readCsPartition, summarize, writeCsObje
 import { CsCache } from './csCache';
 import { csWakeKeys, referencePolicy, referencesOf, type CsLookup } from './references';
 import { readConnectorRow } from '../storage/connectors';
-import { sameValue, type CsObject, type MeshObject } from './model';
+import { dnKey, sameValue, type CsObject, type MeshObject } from './model';
 import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
 import { compileExpression } from './expression';
 import { exportNeedsRelations, exportRelations } from './exportReferences';
@@ -55,6 +55,11 @@ export interface RunTotals {
    * the same pass added objects, the orchestration runs the partitions once more to write those references.
    */
   notInTarget?: number;
+  /**
+   * Export: objects the pass renamed or moved in the target. Relationship values computed earlier in the pass
+   * named their old DN, so the orchestration runs the partitions once more.
+   */
+  movedInTarget?: number;
 }
 
 export interface RunInfo {
@@ -438,6 +443,7 @@ function addPage(totals: RunTotals, page: PageResult, readErrors: ObjectError[])
   }
   return {
     ...(totals.notInTarget ? { notInTarget: totals.notInTarget } : {}),
+    ...(totals.movedInTarget ? { movedInTarget: totals.movedInTarget } : {}),
     stats: {
       objectsProcessed: totals.stats.objectsProcessed + page.processed + readErrors.length,
       objectsCreated: totals.stats.objectsCreated + page.created,
@@ -908,6 +914,7 @@ async function exportDocs(
   const { results, interrupted } = await exportRecordingApplied(connector, changes.map((c) => c.change));
   const csRows: CsObject[] = [];
   const meshUpserts: MeshObject[] = [];
+  let moved = 0;
   results.forEach((r, i) => {
     const c = changes[i];
     if (r.status === 'error') {
@@ -919,7 +926,10 @@ async function exportDocs(
     const base: CsObject = c.prev ?? { anchor: r.anchor, objectType: c.change.objectType, attributes: {}, hash: '', rulesHash: '', meshId: c.doc.id, updatedOn: now };
     const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...c.values }, pendingExport: null, updatedOn: now };
     // The DN the target gave the object (an add, a rename or a move): references to it are written with it.
-    if (r.dn) row.dn = r.dn;
+    if (r.dn) {
+      if (c.prev?.dn && dnKey(c.prev.dn) !== dnKey(r.dn)) moved++;
+      row.dn = r.dn;
+    }
     csRows.push(row);
     if (c.doc.links[info.connectorId] !== r.anchor) {
       const doc = structuredClone(c.doc);
@@ -938,6 +948,7 @@ async function exportDocs(
   if (interrupted !== undefined) throw interrupted;
   const next = addPage(totals, { ...result, errors }, []);
   if (relations.notInTarget) next.notInTarget = (totals.notInTarget ?? 0) + relations.notInTarget;
+  if (moved) next.movedInTarget = (totals.movedInTarget ?? 0) + moved;
   return next;
 }
 

@@ -36,7 +36,8 @@ describeWithServer('slapd')('relationships exported as DNs (slapd)', () => {
   const entry = async (uid: string) => (await admin.search(f.base, { scope: 'sub', filter: `(uid=${uid})`, attributes: ['manager', 'description'] })).searchEntries[0];
 
   beforeAll(async () => {
-    slapd = await startSlapd();
+    // No referential integrity on `manager`: when a manager moves, only the engine can rewrite the reports.
+    slapd = await startSlapd({ refintAttributes: ['member'] });
     rt = await startService();
     f = await new SlapdFixture(slapd).init();
     admin = await f.client();
@@ -91,17 +92,14 @@ describeWithServer('slapd')('relationships exported as DNs (slapd)', () => {
     expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0, errors: 0 } });
   });
 
-  test('the manager moves to another OU: every report names the new DN, and the next export has nothing to change', async () => {
+  test('the manager moves to another OU: one export moves the entry and rewrites every report, the next has nothing to change', async () => {
     writeCsv(hrDir, 'hr.csv', HR, rows('Sales'));
     expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
     const moved = await runExport(rt, dir);
-    expect(moved).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    // The move itself and the two reports' manager values (in whichever pass their partition came).
+    expect(moved).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 3, errors: 0 } });
     const newDn = `uid=E001,ou=Sales,${f.base}`;
     expect((await admin.search(newDn, { scope: 'base', attributes: ['uid'] })).searchEntries).toHaveLength(1);
-    await runImport(rt, dir);
-    // A further export brings every reference in line with the move (the directory's own referential
-    // integrity may already have); after it, there is nothing to change.
-    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
     for (const uid of ['E002', 'E003']) expect((await entry(uid)).manager).toBe(newDn);
     await runImport(rt, dir);
     expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0, errors: 0 } });
