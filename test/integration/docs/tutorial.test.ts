@@ -252,13 +252,9 @@ run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
     '9. A manager moves': async () => {
       const [hrDelta] = await runs(await shell.value('HR'));
       expect(hrDelta).toMatchObject({ runType: 'DeltaImport', status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
-      // The manager moved and her two reports' manager: three entries between the two exports (the first one
-      // moves her; a report reaches her new DN in it or in the next); one row (her department) in the table.
-      const [dirExport2, dirImport, dirExport1] = await runs(await shell.value('DIRECTORY'));
-      for (const e of [dirExport1, dirExport2]) expect(e).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsCreated: 0, errors: 0 } });
-      expect(dirExport1.stats.objectsUpdated).toBeGreaterThanOrEqual(1);
-      expect(dirExport1.stats.objectsUpdated + dirExport2.stats.objectsUpdated).toBe(3);
-      expect(dirImport).toMatchObject({ runType: 'FullImport', status: 'Completed', stats: { errors: 0 } });
+      // One export moves her entry and rewrites her two reports' manager; one row (her department) in the table.
+      const [dirExport] = await runs(await shell.value('DIRECTORY'));
+      expect(dirExport).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 3, errors: 0 } });
       const [staffExport] = await runs(await shell.value('STAFF'));
       expect(staffExport).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
       expect(await entry(dnOf('E1001', 'Engineering'))).toBeUndefined();
