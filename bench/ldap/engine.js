@@ -141,7 +141,7 @@ async function main() {
     const rssBeforeMB = peakRssMB(svc.pid);
     const full = await svc.runImport(conn.id, 'FullImport');
     const rssAfterFull = peakRssMB(svc.pid);
-    console.error(`full import ${full.seconds.toFixed(1)} s (${full.run.status}); checking relationships...`);
+    console.error(`full import ${full.seconds.toFixed(1)} s (${full.run.status}${full.run.error ? `: ${full.run.error}` : ''}); checking relationships...`);
 
     /** Mesh object (detail) by its anchor, or null; the read model follows the feed, so wait a little for it. */
     const byAnchor = async (objectType, anchor) => {
@@ -217,7 +217,7 @@ async function main() {
     // A deleted user leaves its groups: refint rewrites the groups in the directory (not in the access log).
     const g = deleted[0] % GROUPS;
     const group = await byAnchor('Group', groupCn(g));
-    const groupOut = execFileSync('ldapsearch', ['-x', '-LLL', '-H', slapd.url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-b', groupDn(g, slapd.suffix), '-s', 'base', '(objectClass=*)', 'member']).toString();
+    const groupOut = execFileSync('ldapsearch', ['-x', '-LLL', '-H', slapd.url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-b', groupDn(g, slapd.suffix), '-s', 'base', '(objectClass=*)', 'member'], { maxBuffer: 256 * 1024 * 1024 }).toString();
     const afterDelta = {
       meshUsers: meshUsersAfter,
       expectedUsers: N - deleted.length,

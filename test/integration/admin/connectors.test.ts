@@ -1,8 +1,13 @@
+import path from 'node:path';
+import os from 'node:os';
 import { Attribute, Change, Client } from 'ldapts';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
 import { dumpTable, startService, USERS, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
+
+// A folder of the file connector must be inside its roots (the test service's are the temporary folder).
+const HR_FOLDER = path.join(os.tmpdir(), 'hr-exports');
 
 /**
  * Connectors over HTTP against the running service and Azurite. Creating an `sql` or directory connector runs a
@@ -98,7 +103,7 @@ describe('create, read, list', () => {
   it('applies type-dependent defaults for active_directory and custom', async () => {
     const ad = await create('Corp AD', 'active_directory', ldapConfig({ security: 'starttls', port: slapd!.port }));
     expect(ad.body.config).toMatchObject({ port: slapd!.port, anchorAttribute: 'objectGUID', objectClasses: { user: 'User', group: 'Group' } });
-    const settings = { path: '/srv/hr-exports', anchorColumn: 'employeeId' };
+    const settings = { path: HR_FOLDER, anchorColumn: 'employeeId' };
     const custom = await create('Custom One', 'custom', { implementation: 'file', settings, secrets: { apiKey: 'custom-api-key-value' } });
     expect(custom.body.config).toEqual({ implementation: 'file', settings, secrets: { apiKey: '********' }, objectType: 'User' });
   });

@@ -1,6 +1,11 @@
+import path from 'node:path';
+import os from 'node:os';
 import { dumpTable, startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { rng } from '../../unit/mesh/meshSupport';
+
+// A folder of the file connector must be inside its roots (the test service's are the temporary folder).
+const HR_FOLDER = path.join(os.tmpdir(), 'hr-exports');
 
 /**
  * Fuzz: a few thousand random and mutated request bodies and query strings across the Admin API routes.
@@ -37,7 +42,7 @@ function randomValue(depth = 0): unknown {
   }
 }
 
-const validConnector = () => ({ name: `fuzz ${int(1e9)}`, type: pick(['ldap', 'active_directory', 'sql', 'custom']), config: { host: 'h', baseDN: 'dc=x', bindDN: 'cn=y', bindPassword: 'fuzz-secret-pw', dialect: 'mysql', database: 'd', user: 'u', password: 'p', anchorColumn: 'id', fullImportQuery: 'q', implementation: 'file', settings: { path: '/srv/hr', anchorColumn: 'id' } } as Record<string, unknown> });
+const validConnector = () => ({ name: `fuzz ${int(1e9)}`, type: pick(['ldap', 'active_directory', 'sql', 'custom']), config: { host: 'h', baseDN: 'dc=x', bindDN: 'cn=y', bindPassword: 'fuzz-secret-pw', dialect: 'mysql', database: 'd', user: 'u', password: 'p', anchorColumn: 'id', fullImportQuery: 'q', implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } as Record<string, unknown> });
 const validRule = () => ({ ruleName: `r${int(1e9)}`, ruleType: pick(['JoinRule', 'FlowRule', 'ProjectionRule', 'MeshComposerRule']), connectorId, sourceAttribute: 'a', targetAttribute: 'b', confidence: 50, transformScript: 'source' } as Record<string, unknown>);
 
 /** A valid-looking body made invalid for sure (an unknown property, at the top or inside config) plus random damage. */
