@@ -1,4 +1,3 @@
-import { REFERENCE_ATTRIBUTES } from '../connectors/ldap/objects';
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
 import { csReferenceBy, dnKey, type MeshObject, type PendingReference, type Relationship } from './model';
 import type { Rule } from '../storage/rules';
@@ -37,7 +36,8 @@ export interface ReferencePolicy {
 /**
  * The policy of a connector from its stored type and configuration: directories name targets by DN; SQL,
  * CSV/JSON and custom connectors by anchor (a file connector's `referenceColumns` entry with `resolveBy`
- * `dn` by DN, with `attribute`, not through the connector space: a mesh-composer rule resolves those).
+ * `dn` by DN, with `attribute`, not through the connector space: a mesh-composer rule resolves those; a file
+ * connector with a `dnColumn` is written to by DN).
  * A MeshComposerRule of this connector with `relationshipType` and `sourceAttribute` set to the reference
  * attribute, and no `targetAttribute`, renames the relationship type.
  */
@@ -52,20 +52,19 @@ export function referencePolicy(connectorId: string, type: string, config: Recor
   if (type === 'ldap' || type === 'active_directory') {
     return { kind: () => 'dn', typeOf, targetKind: 'dn' };
   }
-  if (type === 'file') {
-    const cols = (config.referenceColumns ?? {}) as Record<string, string | { resolveBy?: string }>;
+  // The file connector is a custom connector (`implementation: "file"`) with its settings under `settings`.
+  const file = type === 'custom' && config.implementation === 'file' ? ((config.settings ?? {}) as Record<string, unknown>) : null;
+  if (file) {
+    const cols = (file.referenceColumns ?? {}) as Record<string, string | { resolveBy?: string }>;
     const byName = new Map<string, ReferenceKind | null>();
     for (const [col, ref] of Object.entries(cols)) {
       const by = typeof ref === 'string' ? 'anchor' : (ref.resolveBy ?? 'anchor');
       byName.set(col, by === 'dn' ? 'dn' : by === 'anchor' ? 'anchor' : null);
     }
-    return { kind: (name) => byName.get(name) ?? 'anchor', typeOf, targetKind: typeof config.dnColumn === 'string' ? 'dn' : 'anchor' };
+    return { kind: (name) => (byName.has(name) ? (byName.get(name) as ReferenceKind | null) : 'anchor'), typeOf, targetKind: typeof file.dnColumn === 'string' ? 'dn' : 'anchor' };
   }
   return { kind: () => 'anchor', typeOf, targetKind: 'anchor' };
 }
-
-/** The names of the reference attributes a directory connector marks (outbound flows of relationships). */
-export const DIRECTORY_REFERENCE_ATTRIBUTES: ReadonlySet<string> = new Set(Object.keys(REFERENCE_ATTRIBUTES));
 
 /** What the planner asks of the connector space of the connector being run. */
 export interface CsLookup {
@@ -100,14 +99,15 @@ interface IndexInfo {
   info(id: string): { objectType: string; anchorValue: string } | undefined;
 }
 
-/** Resolve one reference: a relationship, or a pending reference. */
-function resolveOne(doc: MeshObject, lookup: CsLookup, index: IndexInfo, type: string, kind: ReferenceKind, key: string, anchorHint?: string): Relationship | PendingReference {
+/** Resolve one reference: a relationship, a pending reference, or null (it names the object itself). */
+function resolveOne(doc: MeshObject, lookup: CsLookup, index: IndexInfo, type: string, kind: ReferenceKind, key: string, anchorHint?: string): Relationship | PendingReference | null {
   const cid = lookup.connectorId;
   const by = csReferenceBy(kind, cid);
   const anchor = anchorHint ?? (kind === 'dn' ? lookup.anchorOfDn(key) : key);
   const e = anchor === undefined ? undefined : lookup.entry(anchor);
+  if (e?.meshId === doc.id) return null;
   const info = e?.meshId ? index.info(e.meshId) : undefined;
-  if (anchor !== undefined && e?.meshId && info && e.meshId !== doc.id) {
+  if (anchor !== undefined && e?.meshId && info) {
     return { type, targetId: e.meshId, targetAnchor: info.anchorValue, targetType: info.objectType, c: cid, ca: anchor, v: key, by };
   }
   return { type, value: key, by, c: cid };
@@ -132,6 +132,7 @@ export function applyConnectorReferences(doc: MeshObject, lookup: CsLookup, inde
       if (seen.has(dedupe)) continue;
       seen.add(dedupe);
       const got = resolveOne(doc, lookup, index, type, kind, key);
+      if (!got) continue;
       if ('targetId' in got) rels.push(got);
       else pend.push(got);
     }
@@ -156,6 +157,7 @@ export function refreshConnectorReferences(doc: MeshObject, lookup: CsLookup, in
     }
     const kind: ReferenceKind = r.by?.startsWith('@dn:') ? 'dn' : 'anchor';
     const got = resolveOne(doc, lookup, index, r.type, kind, r.v ?? r.ca ?? '', r.ca);
+    if (!got) continue;
     if ('targetId' in got) rels.push(got);
     // The referenced object went (or lost its mesh object): wait for an object with the reference's value.
     else pend.push({ ...got, value: r.v ?? got.value });
@@ -167,6 +169,7 @@ export function refreshConnectorReferences(doc: MeshObject, lookup: CsLookup, in
     }
     const kind: ReferenceKind = p.by?.startsWith('@dn:') ? 'dn' : 'anchor';
     const got = resolveOne(doc, lookup, index, p.type, kind, p.value);
+    if (!got) continue;
     if ('targetId' in got) rels.push(got);
     else pend.push(p);
   }
