@@ -239,7 +239,15 @@ export interface DeltaImportOptions {
  */
 export interface DeltaChange {
   kind: 'add' | 'update' | 'delete' | 'rename';
+  /**
+   * The object's anchor. A delete whose source names only the DN (389 Directory Server's retro changelog
+   * without `targetUniqueId`) has `anchor` '' and `dn`: the DN the object had at the watermark the delta
+   * started from (before any rename the same delta reports); the engine finds the object by that DN in its
+   * connector space.
+   */
   anchor: string;
+  /** With an empty `anchor` on a delete: the deleted object's DN (see `anchor`). */
+  dn?: string;
   objectType: string;
   object?: ConnectorObject;
   previousDn?: string;

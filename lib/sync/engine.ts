@@ -784,6 +784,7 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
       if (TRACE) console.log(`[sync] delta read ${changes.length} changes`);
       const ctx = await context(info);
       if (TRACE) console.log(`[sync] delta context ready`);
+      resolveDeletesByDn(ctx, changes);
       const rejoined = await rejoinDisconnectors(ctx);
       if (rejoined) totals = addPage(totals, { ...rejoined, created: 0, updated: rejoined.created + rejoined.updated }, []);
       const deletes = changes.filter((c) => c.kind === 'delete' && ctx.cs.summaries.get(c.anchor)?.deleted === false).length;
@@ -806,6 +807,20 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
     });
   } catch (err) {
     return failure(err);
+  }
+}
+
+/**
+ * Deletes the source names by DN only (no anchor, see DeltaChange): found by that DN in the connector space as
+ * it stands before the delta. A DN the space does not know names an object never imported: nothing to do.
+ */
+function resolveDeletesByDn(ctx: Context, changes: DeltaChange[]): void {
+  for (let i = changes.length - 1; i >= 0; i--) {
+    const c = changes[i];
+    if (c.kind !== 'delete' || c.anchor || !c.dn) continue;
+    const anchor = ctx.cs.anchorOfDn(dnKey(c.dn));
+    if (anchor === undefined) changes.splice(i, 1);
+    else changes[i] = { ...c, anchor };
   }
 }
 
