@@ -94,7 +94,7 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
         if (isFailure(r)) return yield finish('Failed', { error: r.failed });
         totals = r;
       }
-      return yield finish(completedStatus(totals));
+      return yield finish(completedStatus(totals), { fullPass: true });
     }
     if (info.runType === 'DeltaImport') {
       const d = (yield context.df.callActivity(DELTA_IMPORT, { info, config, totals })) as DeltaOutput;
@@ -102,7 +102,15 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
       if ('stopped' in d && d.stopped) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
       if ('totals' in d) {
         totals = d.totals;
-        return yield finish(completedStatus(totals), { watermark: d.watermark });
+        if (!d.fullSyncNext) return yield finish(completedStatus(totals), { watermark: d.watermark });
+        // The rules changed since the last full pass and the connector asks for it: a FullSync follows.
+        totals = { ...totals, errors: [...totals.errors, { message: 'The rules of this connector changed since its last full pass: the delta import went on as a FullSync.' }] };
+        for (let partition = 0; partition < CS_PARTITIONS; partition++) {
+          const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure;
+          if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+          totals = r;
+        }
+        return yield finish(completedStatus(totals), { watermark: d.watermark, fullPass: true });
       }
       // fullImportRequired: go on as a full import, and say so in the run (an entry of its errors with no object;
       // not counted in stats.errors, so the run still ends Completed when nothing fails).
@@ -133,7 +141,7 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
     for (let page = 0; page < plan.pages; page++) {
       totals = (yield context.df.callActivity(DELETE_PAGE, { info, page, totals })) as RunTotals;
     }
-    return yield finish(completedStatus(totals), { watermark });
+    return yield finish(completedStatus(totals), { watermark, fullPass: true });
   } catch (err) {
     const message = err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : 'unknown error';
     return yield finish('Failed', { error: `The run stopped on an unexpected error: ${message}` });

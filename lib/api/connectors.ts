@@ -1,3 +1,4 @@
+import { fullSyncRequired } from '../sync/rulesChange';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
@@ -44,6 +45,7 @@ export async function connectorView(c: StoredConnector): Promise<Connector> {
     lastSync: c.lastSync,
     config,
     instanceId: await assignmentOf(c.id),
+    fullSyncRequired: await fullSyncRequired(c.id),
     createdOn: c.createdOn,
     updatedOn: c.updatedOn,
   };

@@ -24,6 +24,7 @@ const REQUIRED: Record<Rule['ruleType'], (keyof RuleRequest)[]> = {
 
 const ONLY_FOR: Partial<Record<keyof RuleRequest, Rule['ruleType']>> = {
   direction: 'FlowRule',
+  evaluateWhenAbsent: 'FlowRule',
   objectType: 'ProjectionRule',
   relationshipType: 'MeshComposerRule',
 };
@@ -82,7 +83,10 @@ function toRule(ruleId: string, body: RuleRequest, createdOn: string, updatedOn:
     createdOn,
     updatedOn,
   };
-  if (body.ruleType === 'FlowRule') rule.direction = body.direction ?? 'inbound';
+  if (body.ruleType === 'FlowRule') {
+    rule.direction = body.direction ?? 'inbound';
+    rule.evaluateWhenAbsent = body.evaluateWhenAbsent ?? false;
+  }
   if (body.ruleType === 'ProjectionRule') rule.objectType = body.objectType ?? 'User';
   if (body.ruleType === 'MeshComposerRule') rule.relationshipType = body.relationshipType ?? null;
   return rule;

@@ -71,3 +71,9 @@ export const DeletionThreshold = () =>
     ],
     { description: 'Stop a run before it deletes more than this many objects ({ objects, percent }); default 500 objects or 20 %.' },
   );
+
+/** A connector's choice to run a FullSync by itself after a delta import when its rules changed. */
+export const FullSyncOnRuleChange = () =>
+  Type.Boolean({
+    description: 'When the rules of the connector changed since its last full import or FullSync, a delta import goes on as a FullSync (default false: the run and the connector say that one is needed).',
+  });

@@ -58,6 +58,9 @@ export const Connector = defineSchema(
       ...listItemFields,
       config: ConfigObject('The configuration with every secret replaced by `********`.'),
       instanceId: Nullable(Type.String({ description: 'The engine instance the connector is assigned to.' })),
+      fullSyncRequired: Type.Boolean({
+        description: 'The rules of this connector changed since its last full import or FullSync: a FullSync (POST /connectors/{id}/import with runType FullSync) brings the objects a delta does not read in line.',
+      }),
       createdOn: Timestamp(),
       updatedOn: Timestamp(),
     },

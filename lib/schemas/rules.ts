@@ -36,6 +36,11 @@ const requestFields = {
   ),
   transformScript: Type.Optional(Nullable(Script)),
   direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')], { description: 'FlowRule only; default inbound.' })),
+  evaluateWhenAbsent: Type.Optional(
+    Type.Boolean({
+      description: 'FlowRule only (false when not given): evaluate the script when the source attribute is absent (source is null). Default false: an absent source contributes nothing (inbound) or leaves the attribute out / clears it (outbound).',
+    }),
+  ),
   objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'ProjectionRule only; default User.' })),
   relationshipType: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 256, description: 'MeshComposerRule only: makes a relationship (e.g. manager).' }))),
 };
@@ -65,6 +70,7 @@ export const Rule = defineSchema(
       confidence: Nullable(Type.Integer()),
       transformScript: Nullable(Type.String()),
       direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')])),
+      evaluateWhenAbsent: Type.Optional(Type.Boolean()),
       objectType: Type.Optional(Type.String()),
       relationshipType: Type.Optional(Nullable(Type.String())),
       createdOn: Timestamp(),

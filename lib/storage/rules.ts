@@ -26,6 +26,12 @@ export interface Rule {
   transformScript: string | null;
   /** FlowRule only. */
   direction?: 'inbound' | 'outbound';
+  /**
+   * FlowRule only: evaluate the script even when the source attribute is absent (`source` is then null). By
+   * default a flow whose source attribute is absent is not evaluated: the connector contributes nothing to
+   * the attribute (inbound), or the attribute is left out of an add and cleared by an update (outbound).
+   */
+  evaluateWhenAbsent?: boolean;
   /** ProjectionRule only. */
   objectType?: string;
   /** MeshComposerRule only (null: the rule computes an attribute). */

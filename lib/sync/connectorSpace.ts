@@ -48,6 +48,8 @@ export interface CsSummary {
   dn?: string;
   /** A disconnector's join keys ({@link CsObject.joinKeys}). */
   joinKeys?: string[];
+  /** The object's rules failed in its last run (kept with its imported state, tried again by every run). */
+  failed?: true;
 }
 
 type Row = TableEntityResult<Record<string, unknown>>;
@@ -77,6 +79,7 @@ export function toCsEntity(connectorId: string, o: CsObject, apart: { a?: string
   if (o.error) e.error = o.error.slice(0, 2000);
   if (o.refNames?.length) e.rn = JSON.stringify(o.refNames);
   if (o.joinKeys?.length && !o.meshId && !o.deleted) e.jk = JSON.stringify(o.joinKeys);
+  if (isFailed(o)) e.failed = true;
   return e;
 }
 
@@ -130,6 +133,7 @@ function summaryOf(e: Record<string, unknown>): CsSummary {
   };
   if (e.dn) s.dn = String(e.dn);
   if (e.jk) s.joinKeys = JSON.parse(String(e.jk)) as string[];
+  if (e.failed) s.failed = true;
   return s;
 }
 
@@ -144,15 +148,19 @@ export const summarize = (_connectorId: string, o: CsObject): CsSummary => {
   };
   if (o.dn) s.dn = o.dn;
   if (o.joinKeys?.length && !o.meshId && !o.deleted) s.joinKeys = o.joinKeys;
+  if (isFailed(o)) s.failed = true;
   return s;
 };
+
+/** A row whose rules failed: it has an error and no hash (so it is never taken as unchanged), and is not deleted. */
+const isFailed = (o: CsObject) => !!o.error && !o.hash && !o.deleted && Object.keys(o.attributes).length > 0;
 
 /** Every row's summary of a connector: anchor -> summary. One partition query with a narrow $select. */
 export async function loadCsSummaries(connectorId: string): Promise<Map<string, CsSummary>> {
   const out = new Map<string, CsSummary>();
   await mapLimit(partitions(connectorId), 4, async (pk) => {
     const it = (await csTable(pk)).listEntities<Record<string, unknown>>({
-      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk'] },
+      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk', 'failed'] },
     });
     for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
   });

@@ -27,12 +27,13 @@ import { loadCsSummaries, readCsObjects, readCsPartition, summarize, writeCsObje
 import { CsCache } from './csCache';
 import { csWakeKeys, referencePolicy, referencesOf, type CsLookup } from './references';
 import { readConnectorRow } from '../storage/connectors';
-import { dnKey, sameValue, type CsObject, type MeshObject } from './model';
+import { dnKey, isEmptyValue, sameValue, type CsObject, type MeshObject } from './model';
 import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
 import { compileExpression } from './expression';
 import { exportNeedsRelations, exportRelations } from './exportReferences';
 import { compileRuleSet, indexedAttributes, ruleFailureMessage, ruleValue, type RuleSet } from './rules';
-import { claimCsOwner, deleteRunState, loadDeletePage, loadSeen, readSyncState, saveDeletePage, saveSeen, saveWatermark } from './state';
+import { RULES_CHANGED_NOTE } from './rulesChange';
+import { claimCsOwner, deleteRunState, loadDeletePage, loadSeen, readSyncState, saveDeletePage, saveFullRulesHash, saveSeen, saveWatermark } from './state';
 
 /**
  * The sync engine's steps, one per orchestration activity (orchestrations/syncRun.ts). Each step is
@@ -484,10 +485,15 @@ function storedItem(row: CsObject): Item {
  * instead of adding it a second time.
  */
 async function rejoinDisconnectors(ctx: Context): Promise<PageResult | null> {
-  if (!ctx.rules.joins.length) return null;
   const anchors: string[] = [];
   for (const [anchor, s] of ctx.cs.summaries) {
-    if (s.deleted || s.meshId || !s.joinKeys) continue;
+    // Objects whose rules failed are tried again by every run until they succeed (MIM's pending imports):
+    // a delta would not read them again, and their change would be lost.
+    if (s.failed && !s.deleted) {
+      anchors.push(anchor);
+      continue;
+    }
+    if (!ctx.rules.joins.length || s.deleted || s.meshId || !s.joinKeys) continue;
     for (const jk of s.joinKeys) {
       const i = jk.indexOf('\u0000');
       if (ctx.index.find(jk.slice(0, i) || undefined, jk.slice(i + 1)).length) {
@@ -498,7 +504,7 @@ async function rejoinDisconnectors(ctx: Context): Promise<PageResult | null> {
   }
   if (!anchors.length) return null;
   const rows = await readCsObjects(ctx.info.connectorId, anchors);
-  const items = [...rows.values()].filter((r) => !r.deleted && !r.meshId).map(storedItem);
+  const items = [...rows.values()].filter((r) => !r.deleted && (!r.meshId || ctx.cs.summaries.get(r.anchor)?.failed)).map(storedItem);
   let total: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
   for (let i = 0; i < items.length; i += DEFAULT_PAGE_SIZE) {
     const r = await processItems(i === 0 ? ctx : await context(ctx.info), items.slice(i, i + DEFAULT_PAGE_SIZE));
@@ -759,7 +765,7 @@ export async function fullImportDeletePage(info: RunInfo, page: number, totals: 
 // ---------------------------------------------------------------------------------------------------------
 // Delta import
 
-export type DeltaOutput = { fullImportRequired: string } | { watermark: string | null; totals: RunTotals; stopped?: string } | StepFailure;
+export type DeltaOutput = { fullImportRequired: string } | { watermark: string | null; totals: RunTotals; stopped?: string; fullSyncNext?: boolean } | StepFailure;
 
 /**
  * A delta import. Connectors give no cursor inside a delta (an interrupted delta is read again from the
@@ -767,11 +773,11 @@ export type DeltaOutput = { fullImportRequired: string } | { watermark: string |
  * applies them page by page, reporting progress after each page. The watermark is committed by the
  * orchestration afterwards.
  */
-export async function deltaImport(info: RunInfo, config: { deletionThreshold?: unknown }, totals: RunTotals): Promise<DeltaOutput> {
+export async function deltaImport(info: RunInfo, config: { deletionThreshold?: unknown; fullSyncOnRuleChange?: unknown }, totals: RunTotals): Promise<DeltaOutput> {
   try {
     return await withConnector(info.connectorId, async (connector) => {
       if (!hasDeltaImport(connector)) return { fullImportRequired: 'This connector has no delta import.' };
-      const { watermark } = await readSyncState(info.connectorId);
+      const { watermark, fullRulesHash } = await readSyncState(info.connectorId);
       const changes: DeltaChange[] = [];
       const readErrors: ObjectError[] = [];
       let next: string | null = watermark;
@@ -785,6 +791,10 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
       const ctx = await context(info);
       if (TRACE) console.log(`[sync] delta context ready`);
       resolveDeletesByDn(ctx, changes);
+      // Rules changed since the last full pass: unchanged objects were processed with the old ones.
+      const rulesChanged = fullRulesHash !== null && fullRulesHash !== ctx.rules.hash;
+      const fullSyncNext = rulesChanged && config.fullSyncOnRuleChange === true;
+      if (rulesChanged && !fullSyncNext) totals = { ...totals, errors: [...totals.errors, { message: RULES_CHANGED_NOTE }] };
       const rejoined = await rejoinDisconnectors(ctx);
       if (rejoined) totals = addPage(totals, { ...rejoined, created: 0, updated: rejoined.created + rejoined.updated }, []);
       const deletes = changes.filter((c) => c.kind === 'delete' && ctx.cs.summaries.get(c.anchor)?.deleted === false).length;
@@ -803,7 +813,7 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
         await updateRun(info.runId, { stats: t.stats, errors: t.errors });
         if (!changes.length) break;
       }
-      return { watermark: next, totals: t };
+      return { watermark: next, totals: t, ...(fullSyncNext ? { fullSyncNext } : {}) };
     });
   } catch (err) {
     return failure(err);
@@ -857,7 +867,7 @@ export async function exportPartition(input: ExportPageInput, config: { objectTy
       const docs: MeshObject[] = [];
       for await (const page of iterateMesh(objectType, input.partition)) docs.push(...page);
       for (let start = 0; start < docs.length; start += DEFAULT_PAGE_SIZE) {
-        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config, !!input.second);
+        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config);
         // Progress for GET /runs/{id}, as an import's pages write it.
         await updateRun(info.runId, { stats: totals.stats, errors: totals.errors });
       }
@@ -875,7 +885,6 @@ async function exportDocs(
   docs: MeshObject[],
   totals: RunTotals,
   config: { objectType?: unknown; provisioningCondition?: unknown },
-  second = false,
 ): Promise<RunTotals> {
   const cid = info.connectorId;
   const now = new Date().toISOString();
@@ -894,33 +903,38 @@ async function exportDocs(
   for (const doc of docs) {
     const values: Record<string, AttributeValue> = {};
     const meshValues = attributeValues(doc);
+    const anchor = doc.links[cid];
+    const prev = anchor ? existing.get(anchor) : undefined;
+    const isAdd = !anchor || !prev || prev.deleted;
     try {
+      // Scope first: the outbound rules run only for objects in the target (joined there) or about to be
+      // provisioned (the provisioning condition holds); an object out of scope is not looked at further.
+      if (isAdd && condition && !truthyValue(condition.evaluate({ source: meshValues, object: meshValues }))) continue;
       const related = relations.relatedOf(doc);
       for (const fr of rules.outbound) {
-        if (!fr.rule.targetAttribute) continue;
+        if (!fr.rule.targetAttribute || values[fr.rule.targetAttribute] !== undefined) continue;
         const name = fr.rule.sourceAttribute ?? '';
         const source = relations.types.has(name) ? relations.valueOf(doc, name) : (meshValues[name] ?? null);
-        const v = ruleValue(fr, source, meshValues, { related });
-        if (values[fr.rule.targetAttribute] === undefined) values[fr.rule.targetAttribute] = v;
+        // An absent source value is not evaluated (unless the rule says so): the attribute is left out of an
+        // add and cleared by an update.
+        values[fr.rule.targetAttribute] = isEmptyValue(source) && !fr.rule.evaluateWhenAbsent ? null : ruleValue(fr, source, meshValues, { related });
       }
     } catch (err) {
       errors.push({ object: doc.anchorValue, message: ruleFailureMessage(err, 'The outbound rules could not be applied') });
       continue;
     }
-    const anchor = doc.links[cid];
-    const prev = anchor ? existing.get(anchor) : undefined;
-    if (!anchor || !prev || prev.deleted) {
-      if (condition && !truthyValue(condition.evaluate({ source: meshValues, object: meshValues }))) continue;
+    if (isAdd) {
       changes.push({ change: { kind: 'add', objectType: typeof config.objectType === 'string' ? config.objectType : 'User', attributes: values }, doc, prev, values });
       continue;
     }
-    const shown = { ...prev.attributes, ...(prev.exported ?? {}) };
+    const shown = { ...prev!.attributes, ...(prev!.exported ?? {}) };
     const diff: Record<string, AttributeValue> = {};
     for (const [k, v] of Object.entries(values)) if (!sameValue(shown[k], v)) diff[k] = v;
-    if (Object.keys(diff).length) changes.push({ change: { kind: 'update', anchor, objectType: prev.objectType, attributes: diff, previous: prev.attributes }, doc, prev, values: diff });
+    if (Object.keys(diff).length) changes.push({ change: { kind: 'update', anchor, objectType: prev!.objectType, attributes: diff, previous: prev!.attributes }, doc, prev, values: diff });
   }
-  // A second pass (references to objects the first added) counts only what it changes.
-  let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: second ? 0 : docs.length, errors };
+  // objectsProcessed counts the changes applied or attempted (and the objects whose rules failed), not the
+  // mesh objects looked at.
+  let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: changes.length + errors.length, errors };
   if (!changes.length) return addPage(totals, result, []);
   if (info.dryRun) {
     result = { ...result, created: changes.filter((c) => c.change.kind === 'add').length, updated: changes.filter((c) => c.change.kind === 'update').length };
@@ -1044,6 +1058,8 @@ export interface FinishInput {
   error?: string;
   /** The watermark to commit (imports that completed); undefined: keep the stored one. */
   watermark?: string | null;
+  /** The run put every object of the connector through the rules (a full import or a FullSync). */
+  fullPass?: boolean;
 }
 
 /**
@@ -1065,6 +1081,7 @@ export async function finishRun(input: FinishInput): Promise<void> {
   if (!run || !['Running', 'Queued'].includes(run.status)) return;
   const completed = input.status === 'Completed' || input.status === 'CompletedWithErrors';
   if (!info.dryRun && completed && input.watermark !== undefined && info.runType !== 'Export') await saveWatermark(info.connectorId, input.watermark);
+  if (!info.dryRun && completed && input.fullPass) await saveFullRulesHash(info.connectorId, compileRuleSet(info.connectorId, await listRules()).hash);
   const now = new Date().toISOString();
   if (input.status === 'Failed') await setConnectorRunState(info.connectorId, { status: 'error' }).catch(() => undefined);
   else if (completed) await setConnectorRunState(info.connectorId, { status: 'active', ...(info.runType !== 'Export' && !info.dryRun ? { lastSync: now } : {}) }).catch(() => undefined);
@@ -1080,6 +1097,7 @@ export async function runConfig(connectorId: string): Promise<Record<string, unk
   const { config } = await createConnectorFor(connectorId);
   return {
     deletionThreshold: config.deletionThreshold,
+    fullSyncOnRuleChange: config.fullSyncOnRuleChange,
     objectType: config.objectType,
     provisioningCondition: config.provisioningCondition,
   };

@@ -13,7 +13,7 @@ import {
   winner,
 } from './model';
 import { applyConnectorReferences, dedupeComposed, referencesOf, refreshConnectorReferences, type CsLookup } from './references';
-import { applyScript, ruleFailureMessage, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
+import { applyScript, ruleFailureMessage, ruleValue, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
 
 /**
  * Import planning: from a connector object (or its deletion) and the current state, the next connector-space
@@ -190,12 +190,19 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
     }
 
     doc.links[cid] = anchor;
-    setContributions(doc, cid, inboundValues(rules.inbound, object.attributes), now);
+    const inbound = inboundValues(rules.inbound, object.attributes);
+    setContributions(doc, cid, inbound.values, now, inbound.failed);
     const ambiguous = compose(doc, rules, ws.index, now);
     if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, referencesOf(object));
     doc.updatedOn = now;
     ws.put(doc);
     cs.meshId = doc.id;
+    if (inbound.errors.length) {
+      // The other rules were applied; the failed ones kept this connector's previous values. The row keeps
+      // its imported state with no hash, so every later run (and the next import) tries it again.
+      const message = inbound.errors.join(' ');
+      return { cs: { ...cs, hash: '', error: message }, outcome: 'error', error: message, followUps: [] };
+    }
     // The object is applied; an ambiguous reference is reported on it (and on its row) for this run.
     if (ambiguous.length) return { cs: { ...cs, error: ambiguous.join(' ') }, outcome: isNew ? 'created' : 'updated', error: ambiguous.join(' '), followUps: [] };
     return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
@@ -246,23 +253,47 @@ function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined
   return { cs, outcome: 'deleted', followUps };
 }
 
-/** Values of the inbound flow rules for one object (null values are withdrawals). */
-export function inboundValues(flows: readonly CompiledRule[], attrs: Record<string, AttributeValue>): Record<string, { v: AttributeValue; rule: CompiledRule }> {
-  const out: Record<string, { v: AttributeValue; rule: CompiledRule }> = {};
+/**
+ * Values of the inbound flow rules for one object. A flow whose source attribute is absent (null, empty) is
+ * not evaluated, unless the rule says `evaluateWhenAbsent`: the connector contributes nothing to that
+ * attribute (its previous value is withdrawn, the next contributor's shows), as MIM and Entra Connect do. A
+ * flow whose script fails does not stop the others: its attribute is listed in `failed` (the connector's
+ * previous value stays) and the rule-naming message in `errors`.
+ */
+export function inboundValues(
+  flows: readonly CompiledRule[],
+  attrs: Record<string, AttributeValue>,
+): { values: Record<string, { v: AttributeValue; rule: CompiledRule }>; failed: Set<string>; errors: string[] } {
+  const values: Record<string, { v: AttributeValue; rule: CompiledRule }> = {};
+  const failed = new Set<string>();
+  const errors: string[] = [];
   for (const fr of flows) {
     const target = fr.rule.targetAttribute;
-    if (!target) continue;
-    const v = toAttributeValue(applyScript(fr, attrs[fr.rule.sourceAttribute ?? ''], attrs));
+    if (!target || values[target] !== undefined || failed.has(target)) continue;
+    const source = attrs[fr.rule.sourceAttribute ?? ''];
+    if (isEmptyValue(source) && !fr.rule.evaluateWhenAbsent) continue;
+    let v: AttributeValue;
+    try {
+      v = ruleValue(fr, source, attrs);
+    } catch (err) {
+      failed.add(target);
+      errors.push(ruleFailureMessage(err));
+      continue;
+    }
     // The first rule (by priority) that gives an attribute a value is this connector's contribution.
-    if (!isEmptyValue(v) && out[target] === undefined) out[target] = { v, rule: fr };
+    if (!isEmptyValue(v)) values[target] = { v, rule: fr };
   }
-  return out;
+  return { values, failed, errors };
 }
 
-/** Replace the contributions of `source` on `doc` (keeping `at` of unchanged values) and re-consolidate. */
-export function setContributions(doc: MeshObject, source: string, values: Record<string, { v: AttributeValue; rule: CompiledRule }>, now: string): void {
+/**
+ * Replace the contributions of `source` on `doc` (keeping `at` of unchanged values) and re-consolidate. The
+ * attributes in `keep` (their rule failed) keep the source's previous contribution.
+ */
+export function setContributions(doc: MeshObject, source: string, values: Record<string, { v: AttributeValue; rule: CompiledRule }>, now: string, keep?: ReadonlySet<string>): void {
   const names = new Set([...Object.keys(doc.contributions), ...Object.keys(values)]);
   for (const name of names) {
+    if (keep?.has(name)) continue;
     const list = doc.contributions[name] ?? [];
     const prior = list.find((c) => c.c === source);
     const rest = list.filter((c) => c.c !== source);

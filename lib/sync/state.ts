@@ -4,9 +4,9 @@ import { getJson, putJson, submitBatched } from './tableUtil';
 
 /**
  * Sync state repository (table `SyncState`):
- * - `connector` / `<connectorId>`: `watermark` (the committed delta watermark) and `csOwner` (the process whose
+ * - `connector` / `<connectorId>`: `watermark` (the committed delta watermark), `csOwner` (the process whose
  *   in-memory connector-space summary is current: another process that writes takes ownership and a former
- *   owner reloads before its next page).
+ *   owner reloads before its next page) and `frh` (the rules hash of the last completed full pass).
  * - `seen_<runId>` / `<page, 8 digits>`: the anchors a full import saw on that page (chunked JSON), so the end
  *   of the run can tell which objects disappeared, however many processes the run moved through.
  * - `del_<runId>` / `<page>`: the anchors a full import will delete, in pages.
@@ -19,17 +19,25 @@ const pageKey = (n: number) => String(n).padStart(8, '0');
 export interface ConnectorSyncState {
   watermark: string | null;
   csOwner: string | null;
+  /** The rules hash of the connector's last completed full pass (full import or FullSync); null: none recorded. */
+  fullRulesHash: string | null;
 }
 
 export async function readSyncState(connectorId: string): Promise<ConnectorSyncState> {
   const client = await table(TABLE);
   try {
     const e = await client.getEntity<Record<string, unknown>>(CONNECTOR_PK, connectorId);
-    return { watermark: getJson<string>(e, 'w') ?? null, csOwner: e.csOwner ? String(e.csOwner) : null };
+    return { watermark: getJson<string>(e, 'w') ?? null, csOwner: e.csOwner ? String(e.csOwner) : null, fullRulesHash: e.frh ? String(e.frh) : null };
   } catch (err) {
-    if (isStatus(err, 404)) return { watermark: null, csOwner: null };
+    if (isStatus(err, 404)) return { watermark: null, csOwner: null, fullRulesHash: null };
     throw err;
   }
+}
+
+/** Record the rules hash a full pass (full import or FullSync) of the connector completed with. */
+export async function saveFullRulesHash(connectorId: string, hash: string): Promise<void> {
+  const client = await table(TABLE);
+  await client.upsertEntity({ partitionKey: CONNECTOR_PK, rowKey: connectorId, frh: hash }, 'Merge');
 }
 
 export async function saveWatermark(connectorId: string, watermark: string | null): Promise<void> {

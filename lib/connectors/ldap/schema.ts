@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold } from '../../schemas/common';
+import { Dictionary, DeletionThreshold, FullSyncOnRuleChange } from '../../schemas/common';
 import type { FieldError } from '../../errors';
 
 /**
@@ -45,6 +45,7 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
       provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
       deletionThreshold: Type.Optional(DeletionThreshold()),
+      fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
     },
     { $id: isAd ? 'ActiveDirectoryConnectorConfig' : 'LdapConnectorConfig', additionalProperties: false },
   );

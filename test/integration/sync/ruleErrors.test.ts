@@ -28,7 +28,8 @@ describe('a failing script is a per-object error naming the rule, its id and its
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'id' });
     await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'id', targetAttribute: 'personId', confidence: 50 });
     await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'givenName', targetAttribute: 'givenName', confidence: 50 });
-    const mailRule = await rule(rt, { ruleName: 'Mail to email', ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50, transformScript: 'source.toLowerCase()' });
+    // Evaluated with the absent value too (by default an absent source is not evaluated): so it fails on p2.
+    const mailRule = await rule(rt, { ruleName: 'Mail to email', ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50, evaluateWhenAbsent: true, transformScript: 'source.toLowerCase()' });
 
     const run = await runImport(rt, hr);
     expect(run).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsProcessed: 3, errors: 1 } });
@@ -44,9 +45,10 @@ describe('a failing script is a per-object error naming the rule, its id and its
     const out = await fileConnector(rt, 'Export target', outDir, { anchorColumn: 'uid' });
     // Outbound rules without confidence: an outbound FlowRule does not use it.
     await rule(rt, { ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'personId', targetAttribute: 'uid' });
-    const nameRule = await rule(rt, { ruleName: 'Upper name', ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'givenName', targetAttribute: 'name', transformScript: 'source.toUpperCase()' });
+    const nameRule = await rule(rt, { ruleName: 'Upper name', ruleType: 'FlowRule', connectorId: out, direction: 'outbound', sourceAttribute: 'givenName', targetAttribute: 'name', evaluateWhenAbsent: true, transformScript: 'source.toUpperCase()' });
     const exported = await runExport(rt, out);
-    expect(exported).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsCreated: 1, errors: 1 } });
+    // p1 and p2 (p2's failed inbound rule did not stop its others: it is in the mesh); p3 fails here.
+    expect(exported).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsCreated: 2, errors: 1 } });
     expect(exported.errors).toEqual([{ object: 'p3', message: expect.stringContaining(`Rule 'Upper name' (id ${nameRule}) on attribute 'name': Cannot call 'toUpperCase' on null at line 1, column 7`) }]);
   });
 });

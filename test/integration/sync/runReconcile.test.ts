@@ -235,7 +235,12 @@ test('a restart reconciles a run left Running whose orchestration does not exist
   expect(ended).toMatchObject({ status: 'Failed', error: expect.stringMatching(/never started or no longer exists/) });
   expect(ended.completedAt).toBeDefined();
   expect(await findActiveRun(mine.id)).toBeNull();
-  expect(await auditOf(stuck.runId)).toEqual([expect.objectContaining({ action: 'fail', actorUpn: 'system:reconcile' })]);
+  // The audit record is written right after the run's end: wait for it as for the run.
+  const audit = await until('the reconciliation audit record', async () => {
+    const records = await auditOf(stuck.runId);
+    return records.length ? records : undefined;
+  });
+  expect(audit).toEqual([expect.objectContaining({ action: 'fail', actorUpn: 'system:reconcile' })]);
 
   // Another instance's run lives in that instance's task hub: neither the start-up pass nor a read touches it.
   expect((await rt.call('GET', `runs/${elsewhere.runId}`)).body).toMatchObject({ status: 'Running' });

@@ -90,11 +90,21 @@ describe('ruleFailureMessage', () => {
 
 describe('a run of the planner', () => {
   it("an inbound flow whose script fails gives a per-object error naming the rule and the attribute", () => {
-    const rules = compileRuleSet(A, [rule({ ruleId: '00000000-0000-4000-8000-000000000102', ruleName: 'People', ruleType: 'ProjectionRule', sourceAttribute: 'id', targetAttribute: null, transformScript: null }), rule({})]);
+    // Evaluated with the absent value too (by default an absent source is not evaluated).
+    const rules = compileRuleSet(A, [rule({ ruleId: '00000000-0000-4000-8000-000000000102', ruleName: 'People', ruleType: 'ProjectionRule', sourceAttribute: 'id', targetAttribute: null, transformScript: null }), rule({ evaluateWhenAbsent: true })]);
     const ws = new WorkingSet(new MeshIndex(new Set()));
     const plan = planImport({ rules, now: '2026-02-01T00:00:00.000Z', ws }, 'p1', { anchor: 'p1', objectType: 'User', attributes: { id: 'p1', mail: null } }, 'h', undefined);
     expect(plan.outcome).toBe('error');
     expect(plan.error).toContain(`Rule 'Mail to email' (id ${MAIL_RULE}) on attribute 'email': Cannot call 'toLowerCase' on null at line 1, column 7`);
     expect(plan.cs.error).toBe(plan.error);
+  });
+
+  it('an inbound flow whose source attribute is absent is not evaluated (no error, no contribution)', () => {
+    const rules = compileRuleSet(A, [rule({ ruleId: '00000000-0000-4000-8000-000000000102', ruleName: 'People', ruleType: 'ProjectionRule', sourceAttribute: 'id', targetAttribute: null, transformScript: null }), rule({})]);
+    const ws = new WorkingSet(new MeshIndex(new Set()));
+    const plan = planImport({ rules, now: '2026-02-01T00:00:00.000Z', ws }, 'p1', { anchor: 'p1', objectType: 'User', attributes: { id: 'p1', mail: null } }, 'h', undefined);
+    expect(plan.outcome).toBe('created');
+    expect(plan.error).toBeUndefined();
+    expect(ws.get(plan.cs.meshId!)!.attributes.email).toBeUndefined();
   });
 });
