@@ -32,6 +32,18 @@ async function plainRead(db) {
   return { rows: n, seconds: +((performance.now() - t0) / 1000).toFixed(3) };
 }
 
+/**
+ * How the manager relationship is made: `space` (default) the reference column resolved through the connector
+ * space (a per-connector rule names it `manager`); `composer` also by a mesh-composer rule over the flowed
+ * `managerId` (the set-up before references went through the connector space: both then run).
+ */
+const REFS = (() => {
+  const i = process.argv.indexOf('--refs');
+  const v = i >= 0 ? process.argv[i + 1] : 'space';
+  if (!['space', 'composer'].includes(v)) throw new Error('--refs is space or composer');
+  return v;
+})();
+
 async function main() {
   const pg = await startBenchPostgres(N);
   const removeInterrupt = onInterrupt(() => pg.stop());
@@ -45,7 +57,9 @@ async function main() {
     for (const [s, t] of [['employee_id', 'employeeId'], ['first_name', 'givenName'], ['last_name', 'sn'], ['email', 'mail'], ['manager_employee_id', 'managerId']]) {
       await rule({ ruleType: 'FlowRule', sourceAttribute: s, targetAttribute: t, confidence: 50 });
     }
-    await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
+    if (REFS === 'composer') await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
+    // The reference column resolved through the connector space, its relationship named `manager`.
+    else await rule({ ruleType: 'MeshComposerRule', relationshipType: 'manager', sourceAttribute: 'manager_employee_id' });
 
     const runOnce = (runType) => svc.runImport(conn.id, runType);
     const plain = await plainRead(pg);
@@ -59,6 +73,7 @@ async function main() {
       JSON.stringify(
         {
           rows: N,
+          references: REFS,
           plainCursorRead: plain,
           fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, ...(full.run.error ? { error: full.run.error } : {}), stats: full.run.stats, cpu: full.cpu, targetSeconds: 60, servicePeakRssMB: rssAfterFull },
           delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, ...(delta.run.error ? { error: delta.run.error } : {}), stats: delta.run.stats, cpu: delta.cpu, targetSeconds: 3 },
