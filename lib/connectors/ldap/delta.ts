@@ -13,8 +13,10 @@ import { csnAt, csnMicros, escapeFilterValue, generalizedTimeToMicros, isUnder, 
  * - `changelog` (cn=changelog with changeNumber: 389 DS, OpenDJ, Oracle): changes after the stored number; the
  *   log no longer reaching it (firstChangeNumber past it) or going backwards means a full import.
  * - `usn` (Active Directory): uSNChanged above the stored highestCommittedUSN; deletes from tombstones with the
- *   Show Deleted control; another DC (dsServiceName) or a watermark older than the tombstone lifetime means a
- *   full import. Not tested against a live AD (no AD here): unit-tested with recorded responses.
+ *   Show Deleted control (named by the DN they had); entries moved out of the containers are deletes; the
+ *   entries naming a moved or renamed entry (AD rewrites member, manager... without moving their uSNChanged)
+ *   are read again; another DC (dsServiceName) or a watermark older than the tombstone lifetime means a
+ *   full import. Tested against a Samba AD DC (test/integration/ldap/adDelta.test.ts).
  * - `timestamp` (any directory): modifyTimestamp with a one-second overlap; it cannot see deletes, so every
  *   {@link ANCHOR_DIFF_EVERY}th delta compares the anchor set with the one stored in the watermark's state.
  *
@@ -116,6 +118,8 @@ interface Pending {
   entry?: LdapEntry;
   /** The DN a delete was logged for. */
   dn?: string;
+  /** The mesh object type of a deleted entry, when the source says its class. */
+  objectType?: string;
 }
 
 /** Read the current state of every pending anchor and turn it into typed changes, `pageSize` per page. */
@@ -166,10 +170,9 @@ async function* emit(
 }
 
 function typeOfDeleted(ctx: DeltaContext, p: Pending): string {
-  // The log does not say the class of a deleted entry; the engine knows the anchor's type. Give the first
+  // A log may not say the class of a deleted entry; the engine knows the anchor's type. Give the first
   // mapped type as a hint.
-  void p;
-  return [...ctx.scope.classes.values()][0];
+  return p.objectType ?? [...ctx.scope.classes.values()][0];
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -653,11 +656,12 @@ class UsnStrategy implements DeltaStrategy {
   readonly name = 'usn' as const;
   constructor(private readonly ctx: DeltaContext) {}
 
-  private async root(): Promise<{ usn: number; ds: string; time: string | null; config: string | null }> {
-    const root = await rootDse(this.ctx.session, ['highestCommittedUSN', 'dsServiceName', 'currentTime', 'configurationNamingContext']);
+  private async root(): Promise<{ usn: number; ds: string; time: string | null; config: string | null; nc: string | null }> {
+    const root = await rootDse(this.ctx.session, ['highestCommittedUSN', 'dsServiceName', 'currentTime', 'configurationNamingContext', 'namingContexts', 'defaultNamingContext']);
     const usn = Number(first(root, 'highestCommittedUSN') ?? NaN);
     if (!Number.isFinite(usn)) throw new ConnectorError('configuration_invalid', 'deltaStrategy usn: the root DSE shows no highestCommittedUSN (is this Active Directory?).');
-    return { usn, ds: first(root, 'dsServiceName') ?? '', time: first(root, 'currentTime') ?? null, config: first(root, 'configurationNamingContext') ?? null };
+    const nc = namingContextOf(this.ctx.baseDN, [...all(root, 'namingContexts'), ...all(root, 'defaultNamingContext')]) ?? null;
+    return { usn, ds: first(root, 'dsServiceName') ?? '', time: first(root, 'currentTime') ?? null, config: first(root, 'configurationNamingContext') ?? null, nc };
   }
 
   async capture(): Promise<string> {
@@ -699,36 +703,133 @@ class UsnStrategy implements DeltaStrategy {
     }
     const pending = new Map<string, Pending>();
     if (r.usn > w.u) {
+      const range = `(uSNChanged>=${w.u + 1})(uSNChanged<=${r.usn})`;
+      /** Entries renamed or moved since the watermark (or, without replication metadata, every changed one). */
+      const movedDns: string[] = [];
+      const bookkeeping = ['uSNCreated', 'replPropertyMetaData'];
       for (const base of this.ctx.scope.include) {
-        const req = { base, scope: 'sub' as const, filter: `(&${wrap(classFilter(this.ctx.scope))}(uSNChanged>=${w.u + 1})(uSNChanged<=${r.usn}))`, attributes: [...this.ctx.readAttributes, 'uSNCreated'] };
+        const req = { base, scope: 'sub' as const, filter: `(&${wrap(classFilter(this.ctx.scope))}${range})`, attributes: [...this.ctx.readAttributes, ...bookkeeping] };
         for await (const page of this.ctx.session.searchPages(req, 1000)) {
           for (const e of page) {
             const a = anchorOf(e, this.ctx.scope.anchorAttribute);
             if (!a) continue;
-            pending.set(a, { added: Number(first(e, 'uSNCreated') ?? 0) > w.u, deleted: false, entry: asRead(this.ctx, e, ['uSNCreated']) });
+            const added = Number(first(e, 'uSNCreated') ?? 0) > w.u;
+            if (!added && placeChangedSince(e, w.u) !== false) movedDns.push(e.dn);
+            pending.set(a, { added, deleted: false, entry: asRead(this.ctx, e, bookkeeping) });
           }
         }
       }
+      // Moved out of the connector's containers (elsewhere in the domain, or into an excluded container): a
+      // delete for this connector. Only entries whose place changed since the watermark can have been inside.
+      const outerBase = r.nc && isUnder(this.ctx.baseDN, r.nc) ? r.nc : this.ctx.baseDN;
+      const coversAll = this.ctx.scope.exclude.length === 0 && this.ctx.scope.include.some((b) => normalizeDn(b) === normalizeDn(outerBase));
+      if (!coversAll) {
+        const req = { base: outerBase, scope: 'sub' as const, filter: `(&${wrap(classFilter(this.ctx.scope))}${range})`, attributes: [this.ctx.scope.anchorAttribute, 'objectClass', ...bookkeeping] };
+        for await (const page of this.ctx.session.searchPages(req, 1000)) {
+          for (const e of page) {
+            const a = anchorOf(e, this.ctx.scope.anchorAttribute);
+            if (!a || pending.has(a) || inScope(e.dn, this.ctx.scope)) continue;
+            if (Number(first(e, 'uSNCreated') ?? 0) > w.u || placeChangedSince(e, w.u) === false) continue;
+            pending.set(a, { added: false, deleted: true, objectType: objectTypeOf(e, this.ctx.scope) });
+          }
+        }
+      }
+      // Tombstones live in CN=Deleted Objects of the naming context, outside a baseDN that names an OU.
       const deleted = {
-        base: this.ctx.baseDN,
+        base: r.nc && isUnder(this.ctx.baseDN, r.nc) ? r.nc : this.ctx.baseDN,
         scope: 'sub' as const,
-        filter: `(&(isDeleted=TRUE)(uSNChanged>=${w.u + 1})(uSNChanged<=${r.usn}))`,
-        attributes: ['objectGUID', this.ctx.scope.anchorAttribute, 'lastKnownParent', 'objectClass'],
+        filter: `(&(isDeleted=TRUE)${range})`,
+        attributes: ['objectGUID', this.ctx.scope.anchorAttribute, 'lastKnownParent', 'objectClass', 'name', 'msDS-LastKnownRDN'],
         controls: [new Control(SHOW_DELETED_OID, { critical: true })],
       };
       for await (const page of this.ctx.session.searchPages(deleted, 1000)) {
         for (const e of page) {
           const a = anchorOf(e, this.ctx.scope.anchorAttribute);
           const parent = first(e, 'lastKnownParent');
-          if (!a || (parent && !this.ctx.scope.include.some((b) => isUnder(parent, b)))) continue;
+          const dn = tombstoneDn(e);
+          if (!a || (dn ? !inScope(dn, this.ctx.scope) : parent && !this.ctx.scope.include.some((b) => isUnder(parent, b)))) continue;
           const p = pending.get(a);
           if (p?.added) pending.delete(a);
-          else pending.set(a, { added: false, deleted: true, dn: e.dn });
+          else pending.set(a, { added: false, deleted: true, dn: dn ?? e.dn, objectType: objectTypeOf(e, this.ctx.scope) });
         }
+      }
+      // Active Directory keeps linked values (member, manager, ...) itself: the entries naming a moved or renamed
+      // entry show its new DN without their own uSNChanged moving, so the search above does not return them.
+      // They are read here, by the new DN the directory already shows them with.
+      for (const e of await referencingEntries(this.ctx, movedDns)) {
+        const a = anchorOf(e, this.ctx.scope.anchorAttribute);
+        if (!a || pending.has(a)) continue;
+        pending.set(a, { added: false, deleted: false, entry: e });
       }
     }
     yield* emit(this.ctx, pending, options, JSON.stringify({ s: 'usn', u: r.usn, ds: r.ds || w.ds, t: r.time } satisfies UsnWatermark));
   }
+}
+
+/** The attribute ID of the RDN (`name`) in Active Directory's replication metadata: a rename or move changes it. */
+const ATT_RDN = 0x00090001;
+
+/**
+ * Whether the entry was renamed or moved after USN `since`, from its `replPropertyMetaData` (version 1:
+ * 16-byte header, then 48 bytes per attribute: attid, version, time, invocation id, originating USN, local USN).
+ * undefined when the metadata was not returned or cannot be read (the caller then assumes it may have moved).
+ */
+export function placeChangedSince(e: LdapEntry, since: number): boolean | undefined {
+  const key = Object.keys(e).find((k) => k.toLowerCase() === 'replpropertymetadata');
+  const v = key ? e[key] : undefined;
+  const b = Array.isArray(v) ? v[0] : v;
+  if (!Buffer.isBuffer(b) || b.length < 16 || b.readUInt32LE(0) !== 1) return undefined;
+  const count = b.readUInt32LE(8);
+  if (b.length < 16 + count * 48) return undefined;
+  for (let i = 0; i < count; i++) {
+    const at = 16 + i * 48;
+    if (b.readUInt32LE(at) !== ATT_RDN) continue;
+    return Number(b.readBigUInt64LE(at + 40)) > since;
+  }
+  return undefined;
+}
+
+/**
+ * The DN a tombstone had before its deletion: its RDN value (`msDS-LastKnownRDN`, else the first line of `name`,
+ * which AD mangles to "value\nDEL:guid") under `lastKnownParent`.
+ */
+export function tombstoneDn(e: LdapEntry): string | undefined {
+  const parent = first(e, 'lastKnownParent');
+  const value = first(e, 'msDS-LastKnownRDN') ?? first(e, 'name')?.split('\n')[0];
+  const type = /^([^=]+)=/.exec(e.dn)?.[1] ?? 'CN';
+  if (!parent || !value) return undefined;
+  return `${type}=${escapeDnValue(value)},${parent}`;
+}
+
+function escapeDnValue(v: string): string {
+  return v
+    .replace(/[\\,+"<>;=#]/g, (c) => `\\${c}`)
+    .replace(/^ /, '\\ ')
+    .replace(/ $/, '\\ ');
+}
+
+/**
+ * The in-scope entries of mapped classes whose reference attributes name one of `dns` (read as a full import
+ * reads them). The reference attributes searched are the configured ones the directory's schema gives DN
+ * syntax, or the well-known ones when every attribute is read.
+ */
+async function referencingEntries(ctx: DeltaContext, dns: string[]): Promise<LdapEntry[]> {
+  if (!dns.length) return [];
+  const configured = ctx.readAttributes.filter((a) => a !== '*' && a !== '+');
+  const isRef = (n: string) => (ctx.scope.references ? ctx.scope.references.has(n.toLowerCase()) : !!REFERENCE_ATTRIBUTES[n.toLowerCase()]);
+  const names = ctx.readAttributes.includes('*') ? [...new Set([...Object.keys(REFERENCE_ATTRIBUTES), ...configured.filter(isRef)])] : configured.filter(isRef);
+  if (!names.length) return [];
+  const out = new Map<string, LdapEntry>();
+  for (let i = 0; i < dns.length; i += REFERENCE_BATCH) {
+    const terms = dns.slice(i, i + REFERENCE_BATCH).flatMap((dn) => names.map((n) => `(${n}=${escapeFilterValue(dn)})`));
+    for (const base of ctx.scope.include) {
+      const req = { base, scope: 'sub' as const, filter: `(&${wrap(classFilter(ctx.scope))}(|${terms.join('')}))`, attributes: ctx.readAttributes };
+      for await (const page of ctx.session.searchPages(req, 1000)) {
+        for (const e of page) if (inScope(e.dn, ctx.scope) && objectTypeOf(e, ctx.scope) !== undefined) out.set(normalizeDn(e.dn), e);
+      }
+    }
+  }
+  return [...out.values()];
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ export interface SessionConfig {
 }
 
 /** Attributes whose values are bytes: read as Buffers, turned into canonical strings by the connector. */
-export const BINARY_ATTRIBUTES = ['objectGUID', 'objectSid', 'sIDHistory', 'jpegPhoto', 'thumbnailPhoto', 'userCertificate', 'msExchMailboxGuid', 'mS-DS-ConsistencyGuid'];
+export const BINARY_ATTRIBUTES = ['objectGUID', 'objectSid', 'sIDHistory', 'replPropertyMetaData', 'nTSecurityDescriptor', 'tokenGroups', 'jpegPhoto', 'thumbnailPhoto', 'userCertificate', 'msExchMailboxGuid', 'mS-DS-ConsistencyGuid'];
 
 const TLS_CODES = new Set([
   'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_GET_ISSUER_CERT',

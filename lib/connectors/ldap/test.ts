@@ -1,6 +1,10 @@
 import { ConnectorError, type ConnectionTestResult } from '../sdk';
+import { adRights } from './adRights';
 import type { DirectoryConfig } from './schema';
 import type { DirectorySession } from './session';
+import { isUnder } from './values';
+
+const AD_CAPABILITY_OID = '1.2.840.113556.1.4.800';
 
 /**
  * The directory connector's connection test, on a session that is already open and bound (opening it is what
@@ -14,14 +18,42 @@ import type { DirectorySession } from './session';
  */
 export async function testDirectorySession(
   session: DirectorySession,
-  config: Pick<DirectoryConfig, 'host' | 'port' | 'security' | 'bindDN' | 'baseDN' | 'containers'>,
+  config: Pick<DirectoryConfig, 'host' | 'port' | 'security' | 'bindDN' | 'baseDN' | 'containers' | 'deltaStrategy'>,
 ): Promise<ConnectionTestResult> {
   const entries: [setting: string, dn: string][] = [['baseDN', config.baseDN]];
   for (const dn of config.containers?.include ?? []) entries.push(['containers.include', dn]);
   for (const [setting, dn] of entries) await readEntry(session, setting, dn);
+  const rights = await deltaRights(session, config);
   const where = `${config.host}:${config.port} (${config.security ?? 'ldaps'})`;
   const also = entries.length > 1 ? ` and ${entries.length - 1} included container(s) are` : ' is';
-  return { message: `Bound to ${where} as ${config.bindDN}; ${config.baseDN}${also} readable.` };
+  return { message: `Bound to ${where} as ${config.bindDN}; ${config.baseDN}${also} readable${rights}.` };
+}
+
+/**
+ * On Active Directory, the `usn` strategy (`deltaStrategy` usn, or auto, which picks it there) reads deletes from
+ * the tombstones in CN=Deleted Objects: an account that cannot list them would miss every delete without an
+ * error, so it is refused, naming the right it lacks. Other directories and strategies: nothing to check.
+ */
+async function deltaRights(session: DirectorySession, config: Pick<DirectoryConfig, 'bindDN' | 'baseDN' | 'deltaStrategy'>): Promise<string> {
+  const strategy = config.deltaStrategy ?? 'auto';
+  if (strategy !== 'usn' && strategy !== 'auto') return '';
+  // A directory that hides its root DSE is not Active Directory (AD always shows it).
+  const [root] = await session.search({ base: '', scope: 'base', filter: '(objectClass=*)', attributes: ['supportedCapabilities', 'namingContexts', 'defaultNamingContext'] }).catch(() => []);
+  const list = (name: string): string[] => {
+    const v = root?.[Object.keys(root ?? {}).find((k) => k.toLowerCase() === name.toLowerCase()) ?? ''];
+    return (Array.isArray(v) ? v : v === undefined ? [] : [v]).map(String);
+  };
+  if (!list('supportedCapabilities').includes(AD_CAPABILITY_OID)) return '';
+  const nc = [...list('namingContexts'), ...list('defaultNamingContext')].filter((x) => x && isUnder(config.baseDN, x)).sort((a, b) => b.length - a.length)[0];
+  if (!nc) return '';
+  const rights = await adRights(session, config.bindDN, nc);
+  if (!rights.seesDeletedObjects) {
+    throw new ConnectorError(
+      'configuration_invalid',
+      `deltaStrategy ${strategy}: the bind account ${config.bindDN} cannot list deleted objects (it lacks List Contents and Read Property on CN=Deleted Objects,${nc}), so a USN delta would miss every delete. Bind as an account that has them (members of Domain Admins do), or grant them to this account.`,
+    );
+  }
+  return '; it can list deleted objects (usn delta)';
 }
 
 /**

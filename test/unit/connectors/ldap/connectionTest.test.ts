@@ -28,6 +28,8 @@ describe('testDirectorySession', () => {
     expect(searches.map((s) => [s.base, s.scope, s.attributes])).toEqual([
       ['dc=corp', 'base', ['1.1']],
       ['ou=a,dc=corp', 'base', ['1.1']],
+      // The root DSE: is this Active Directory (where a usn delta needs the right to list deleted objects)?
+      ['', 'base', ['supportedCapabilities', 'namingContexts', 'defaultNamingContext']],
     ]);
   });
 

@@ -1,0 +1,143 @@
+import { randomBytes } from 'node:crypto';
+import { closeParkedSearches } from '../../../lib/connectors/ldap';
+import { LdapConnector } from '../../../lib/connectors/ldap/ldapConnector';
+import { openSession, type DirectorySession } from '../../../lib/connectors/ldap/session';
+import type { DeltaChange } from '../../../lib/connectors/sdk';
+import { describeWithServer } from '../../support/servers';
+import { startSambaAd, type SambaAd } from '../../support/samba';
+
+/**
+ * USN deltas against a real Active Directory DC (Samba): AD keeps member and manager itself, so the groups and
+ * reports naming a moved or renamed entry show its new DN without their own uSNChanged moving; an entry moved
+ * out of the connector's containers is a delete; a delete names the DN the entry had. And the connection test
+ * of a bind account that cannot list deleted objects.
+ */
+describeWithServer('samba')('Active Directory USN delta: linked values, moves out of scope, rights', () => {
+  let dc: SambaAd;
+  let admin: DirectorySession;
+  const run = randomBytes(4).toString('hex');
+  const top = () => `OU=d${run},${dc.baseDN}`;
+  const out = () => `OU=out${run},${dc.baseDN}`;
+
+  beforeAll(async () => {
+    dc = await startSambaAd();
+    admin = await openSession({ host: 'localhost', port: dc.ldapsPort, bindDN: dc.adminDN, bindPassword: dc.adminPassword, security: 'ldaps', caCertificate: dc.caCertificate, timeoutSeconds: 30 });
+    for (const dn of [top(), `OU=A,${top()}`, `OU=B,${top()}`, out()]) await admin.add(dn, { objectClass: ['organizationalUnit'] });
+  }, 180_000);
+  afterAll(async () => {
+    await closeParkedSearches();
+    await admin?.close();
+    await dc?.release();
+  });
+
+  const connector = (over: Record<string, unknown> = {}) =>
+    new LdapConnector('active_directory', {
+      host: 'localhost',
+      port: dc.ldapsPort,
+      security: 'ldaps',
+      caCertificate: dc.caCertificate,
+      bindDN: dc.adminDN,
+      bindPassword: dc.adminPassword,
+      baseDN: top(),
+      attributes: ['cn', 'sAMAccountName', 'member', 'manager', 'objectGUID', 'objectClass'],
+      deltaStrategy: 'usn',
+      ...over,
+    });
+  const user = (dn: string, extra: Record<string, string[]> = {}) => admin.add(dn, { objectClass: ['user'], sAMAccountName: [`${/^CN=([^,]+)/.exec(dn)![1]}`.slice(0, 20)], ...extra });
+
+  async function baseline(c: LdapConnector): Promise<string> {
+    let w: string | null | undefined;
+    for await (const p of c.fullImport({ pageSize: 1000 })) if (p.watermark !== undefined) w = p.watermark;
+    expect(w).toBeTruthy();
+    return w!;
+  }
+  async function delta(c: LdapConnector, w: string): Promise<DeltaChange[]> {
+    const changes: DeltaChange[] = [];
+    for await (const p of c.deltaImport(w, { pageSize: 1000 })) {
+      expect(p.fullImportRequired).toBeUndefined();
+      expect(p.errors).toEqual([]);
+      changes.push(...p.changes);
+    }
+    return changes;
+  }
+  const byCn = (changes: DeltaChange[], cn: string) => changes.filter((c) => c.object?.attributes.cn === cn || (c.previousDn ?? '').startsWith(`CN=${cn},`));
+
+  test('the group of a moved and a renamed member, the reports of a moved manager, a delete by its former DN, a move out of the containers', async () => {
+    const A = `OU=A,${top()}`;
+    const B = `OU=B,${top()}`;
+    const p = `u${run}`;
+    await user(`CN=${p}mov,${A}`);
+    await user(`CN=${p}ren,${A}`);
+    await user(`CN=${p}del,${A}`);
+    await user(`CN=${p}boss,${A}`);
+    await user(`CN=${p}rep1,${A}`, { manager: [`CN=${p}boss,${A}`] });
+    await user(`CN=${p}rep2,${B}`, { manager: [`CN=${p}boss,${A}`] });
+    await user(`CN=${p}gone,${A}`);
+    await admin.add(`CN=${p}grp,${B}`, { objectClass: ['group'], sAMAccountName: [`${p}grp`], member: [`CN=${p}mov,${A}`, `CN=${p}ren,${A}`, `CN=${p}del,${A}`, `CN=${p}gone,${A}`] });
+    const c = connector();
+    try {
+      const w = await baseline(c);
+      await admin.modifyDN(`CN=${p}mov,${A}`, `CN=${p}mov,${B}`);
+      await admin.modifyDN(`CN=${p}ren,${A}`, `CN=${p}renamed,${A}`);
+      await admin.modifyDN(`CN=${p}boss,${A}`, `CN=${p}boss,${B}`);
+      await admin.modifyDN(`CN=${p}gone,${A}`, `CN=${p}gone,${out()}`);
+      await admin.del(`CN=${p}del,${A}`);
+      const changes = await delta(c, w);
+
+      const [grp] = byCn(changes, `${p}grp`);
+      expect(grp).toMatchObject({ kind: 'update' });
+      // As AD shows the group now: the moved and renamed members' new DNs, the deleted one gone; the member moved
+      // out of the containers stays a member in AD (an attribute value, no longer a reference of this connector).
+      expect((grp.object!.attributes.member as string[]).map((x) => x.toLowerCase()).sort()).toEqual([`CN=${p}mov,${B}`, `CN=${p}renamed,${A}`, `CN=${p}gone,${out()}`].map((x) => x.toLowerCase()).sort());
+      expect(grp.object!.references!.member.map((x) => x.toLowerCase()).sort()).toEqual([`CN=${p}mov,${B}`, `CN=${p}renamed,${A}`].map((x) => x.toLowerCase()).sort());
+      for (const rep of [`${p}rep1`, `${p}rep2`]) {
+        const [r] = byCn(changes, rep);
+        expect(r).toMatchObject({ kind: 'update' });
+        expect(String(r.object!.attributes.manager).toLowerCase()).toBe(`CN=${p}boss,${B}`.toLowerCase());
+      }
+      const [del] = byCn(changes, `${p}del`);
+      expect(del).toMatchObject({ kind: 'delete', previousDn: `CN=${p}del,${A}` });
+      const gone = changes.filter((x) => x.kind === 'delete' && !x.previousDn);
+      expect(gone).toHaveLength(1);
+      expect(gone[0].objectType).toBe('User');
+    } finally {
+      await c.close();
+    }
+  });
+
+  test('an object moved into an excluded container is a delete at the next delta', async () => {
+    const A = `OU=A,${top()}`;
+    const p = `x${run}`;
+    await user(`CN=${p},${A}`);
+    const c = connector({ containers: { exclude: [`OU=B,${top()}`] } });
+    try {
+      const w = await baseline(c);
+      await admin.modifyDN(`CN=${p},${A}`, `CN=${p},OU=B,${top()}`);
+      const changes = await delta(c, w);
+      expect(changes.map((x) => x.kind)).toEqual(['delete']);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test('the connection test refuses usn (and auto) for a bind account that cannot list deleted objects, naming the right; an administrator passes', async () => {
+    const name = `r${run}`;
+    const password = `Pw-${run}-Aa1!`;
+    await dc.tool(['user', 'create', name, password]);
+    const readerDN = `CN=${name},CN=Users,${dc.baseDN}`;
+    for (const deltaStrategy of ['usn', 'auto']) {
+      const c = connector({ bindDN: readerDN, bindPassword: password, deltaStrategy });
+      try {
+        await expect(c.testConnection()).rejects.toThrow(/cannot list deleted objects \(it lacks List Contents and Read Property on CN=Deleted Objects/);
+      } finally {
+        await c.close();
+      }
+    }
+    const ts = connector({ bindDN: readerDN, bindPassword: password, deltaStrategy: 'timestamp' });
+    await expect(ts.testConnection()).resolves.toMatchObject({ message: expect.stringContaining('readable') });
+    await ts.close();
+    const ok = connector();
+    await expect(ok.testConnection()).resolves.toMatchObject({ message: expect.stringContaining('can list deleted objects') });
+    await ok.close();
+  });
+});
