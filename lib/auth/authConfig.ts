@@ -32,7 +32,18 @@ export interface DirectoryConfig {
   /** PEM file trusted for ldaps/StartTLS in addition to the system store. */
   caCertificateFile: string | undefined;
   timeoutSeconds: number;
+  /**
+   * How groups held through nesting are found (docs/authentication.md, "Nested groups"): `auto` (Active
+   * Directory: `tokenGroups`; any other directory: a `memberOf` walk), `tokenGroups`, `inChain` (AD's
+   * LDAP_MATCHING_RULE_IN_CHAIN), `memberOf` (walk), or `direct` (the entry's own `memberOf` only).
+   */
+  nestedGroups: NestedGroupsMode;
+  /** Most levels of nesting the `memberOf` walk follows above the caller's direct groups. */
+  maxNestingDepth: number;
 }
+
+export const NESTED_GROUPS_MODES = ['auto', 'tokenGroups', 'inChain', 'memberOf', 'direct'] as const;
+export type NestedGroupsMode = (typeof NESTED_GROUPS_MODES)[number];
 
 export interface NegotiateConfig {
   enabled: boolean;
@@ -134,6 +145,8 @@ export function readAuthConfig(settings = new SettingsReader()): AuthConfig {
     startTls: settings.bool('Authentication:Negotiate:Ldap:StartTls', false),
     caCertificateFile: settings.string('Authentication:Negotiate:Ldap:CaCertificateFile'),
     timeoutSeconds: settings.int('Authentication:Negotiate:Ldap:TimeoutSeconds', 10, { min: 1, max: 120 }),
+    nestedGroups: settings.oneOf('Authentication:Negotiate:Ldap:NestedGroups', NESTED_GROUPS_MODES, 'auto'),
+    maxNestingDepth: settings.int('Authentication:Negotiate:Ldap:MaxNestingDepth', 10, { min: 1, max: 100 }),
   };
   if (directory.url && !directory.baseDN) {
     throw new ConfigError('Authentication:Negotiate:Ldap:BaseDN', 'is required when Authentication:Negotiate:Ldap:Url is set.');

@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { Client } from 'ldapts';
-import type { DirectoryConfig } from './authConfig';
+import { Client, EqualityFilter, ExtensibleFilter, NoSuchObjectError, OrFilter, type Filter } from 'ldapts';
+import type { DirectoryConfig, NestedGroupsMode } from './authConfig';
 import type { AuthLogger } from './log';
 
 /** What the directory says about a Windows caller: its group names (spec 5.3) and SID (spec 5.4). */
 export interface DirectoryIdentity {
-  /** For each `memberOf` value: the group's name (the value of its DN's first RDN, e.g. its CN) and the DN. */
+  /**
+   * For each group the caller is in, directly or through nesting: the group's name (the value of its DN's first
+   * RDN, e.g. its CN) and its DN; with `tokenGroups`, each group's SID (`S-1-5-21-...`) too.
+   */
   groups: string[];
   /** `objectSid` rendered as `S-1-5-21-...`, when the directory has one (Active Directory). */
   sid: string | null;
@@ -21,14 +24,29 @@ export class DirectoryUnavailableError extends Error {
   }
 }
 
+/** The supportedCapabilities OID of an Active Directory domain controller (LDAP_CAP_ACTIVE_DIRECTORY_OID). */
+export const AD_CAPABILITY = '1.2.840.113556.1.4.800';
+/** LDAP_MATCHING_RULE_IN_CHAIN: Active Directory evaluates `member` transitively. */
+export const IN_CHAIN_RULE = '1.2.840.113556.1.4.1941';
+/** SIDs per search when tokenGroups are resolved to groups (one OR filter each). */
+const SIDS_PER_SEARCH = 100;
+/** Group entries read at once by the memberOf walk, over the one connection. */
+const WALK_CONCURRENCY = 8;
+
+type Strategy = Exclude<NestedGroupsMode, 'auto'>;
+
 /**
- * Looks up a Kerberos principal's groups over LDAP (`memberOf`, as Active Directory and OpenLDAP's memberof
- * overlay maintain it), cached for `cacheMinutes`. When the directory is unreachable a cached answer is used
- * even past its age, so a directory outage does not lock out callers seen before.
+ * Looks up a Kerberos principal's groups over LDAP, cached for `cacheMinutes`: the groups of the entry's
+ * `memberOf` and, by `nestedGroups`, those held through nesting (Active Directory: `tokenGroups` by default, or
+ * the in-chain matching rule; other directories: a walk up `memberOf` with a depth bound). When the directory
+ * is unreachable a cached answer is used even past its age, so a directory outage does not lock out callers
+ * seen before.
  */
 export class DirectoryGroups {
   private readonly cache = new Map<string, { at: number; identity: DirectoryIdentity }>();
   private readonly ca: string | undefined;
+  /** What `auto` resolved to, once the root DSE has been read. */
+  private detected: Strategy | undefined;
 
   constructor(
     private readonly config: DirectoryConfig,
@@ -87,20 +105,177 @@ export class DirectoryGroups {
         return { groups: [], sid: null, upn: null };
       }
       const entry = searchEntries[0];
-      const memberOf = ([] as unknown[]).concat(entry.memberOf ?? []).map(String);
-      const groups = new Set<string>();
-      for (const dn of memberOf) {
+      const memberOf = values(entry.memberOf).map(String);
+      const strategy = await this.strategy(client);
+      const names = new Set<string>();
+      const addGroup = (dn: string) => {
         const name = firstRdnValue(dn);
-        if (name) groups.add(name);
-        groups.add(dn);
+        if (name) names.add(name);
+        names.add(dn);
+      };
+      memberOf.forEach(addGroup);
+      if (strategy === 'tokenGroups') {
+        const { dns, sids } = await this.tokenGroups(client, entry.dn);
+        dns.forEach(addGroup);
+        sids.forEach((sid) => names.add(sid));
+      } else if (strategy === 'inChain') {
+        (await this.inChain(client, entry.dn)).forEach(addGroup);
+      } else if (strategy === 'memberOf') {
+        const walk = await walkGroups(memberOf, (dns) => this.parentsOf(client, dns), c.maxNestingDepth);
+        walk.groups.forEach(addGroup);
+        if (walk.truncated) {
+          this.log('warn', `Negotiate: ${principal} is in groups nested deeper than ${c.maxNestingDepth} levels (Authentication:Negotiate:Ldap:MaxNestingDepth); the groups above that depth were not used.`);
+        }
       }
-      const sidRaw = ([] as unknown[]).concat(entry.objectSid ?? [])[0];
-      const upn = ([] as unknown[]).concat(entry.userPrincipalName ?? [])[0];
-      return { groups: [...groups], sid: Buffer.isBuffer(sidRaw) ? sidToString(sidRaw) : null, upn: typeof upn === 'string' ? upn : null };
+      const sidRaw = values(entry.objectSid)[0];
+      const upn = values(entry.userPrincipalName)[0];
+      return { groups: [...names], sid: Buffer.isBuffer(sidRaw) ? sidToString(sidRaw) : null, upn: typeof upn === 'string' ? upn : null };
     } finally {
       await client.unbind().catch(() => undefined);
     }
   }
+
+  /** The configured strategy; `auto` asks the root DSE once whether the directory is Active Directory. */
+  private async strategy(client: Client): Promise<Strategy> {
+    if (this.config.nestedGroups !== 'auto') return this.config.nestedGroups;
+    if (this.detected) return this.detected;
+    const { searchEntries } = await client.search('', { scope: 'base', filter: '(objectClass=*)', attributes: ['supportedCapabilities'] });
+    const capabilities = values(searchEntries[0]?.supportedCapabilities).map(String);
+    this.detected = capabilities.includes(AD_CAPABILITY) ? 'tokenGroups' : 'memberOf';
+    this.log(
+      'info',
+      this.detected === 'tokenGroups'
+        ? 'Negotiate: the directory is Active Directory; nested groups come from tokenGroups.'
+        : `Negotiate: nested groups come from a walk up memberOf (at most ${this.config.maxNestingDepth} levels).`,
+    );
+    return this.detected;
+  }
+
+  /**
+   * Active Directory: the user's `tokenGroups` (a constructed attribute, read with a base search of the entry:
+   * the SIDs of every security group it is in, directly, through nesting or as its primary group), then one
+   * search per 100 SIDs finds those groups by `objectSid` under the base DN. The filters carry the SIDs as
+   * binary values: a string filter of `\xx` escapes does not survive bytes of 0x80 and above in the client.
+   */
+  private async tokenGroups(client: Client, userDN: string): Promise<{ dns: string[]; sids: string[] }> {
+    const { searchEntries } = await client.search(userDN, {
+      scope: 'base',
+      filter: '(objectClass=*)',
+      attributes: ['tokenGroups'],
+      explicitBufferAttributes: ['tokenGroups'],
+    });
+    const raw = values(searchEntries[0]?.tokenGroups).filter((v): v is Buffer => Buffer.isBuffer(v));
+    const sids = raw.map(sidToString).filter((s): s is string => s !== null);
+    const dns: string[] = [];
+    for (let i = 0; i < raw.length; i += SIDS_PER_SEARCH) {
+      const found = await client.search(this.config.baseDN!, {
+        scope: 'sub',
+        filter: sidFilter(raw.slice(i, i + SIDS_PER_SEARCH)),
+        attributes: ['objectSid'],
+        paged: { pageSize: 500 },
+      });
+      dns.push(...found.searchEntries.map((e) => e.dn));
+    }
+    return { dns, sids };
+  }
+
+  /** Active Directory: every group under the base DN whose `member` holds the user through any chain. */
+  private async inChain(client: Client, userDN: string): Promise<string[]> {
+    const { searchEntries } = await client.search(this.config.baseDN!, {
+      scope: 'sub',
+      filter: inChainFilter(userDN),
+      attributes: ['objectClass'],
+      paged: { pageSize: 500 },
+    });
+    return searchEntries.map((e) => e.dn);
+  }
+
+  /** The `memberOf` of each group entry (a base read each, a few at a time); a group that is gone has none. */
+  private async parentsOf(client: Client, dns: readonly string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    let next = 0;
+    const worker = async () => {
+      while (next < dns.length) {
+        const dn = dns[next++];
+        try {
+          const { searchEntries } = await client.search(dn, { scope: 'base', filter: '(objectClass=*)', attributes: ['memberOf'] });
+          out.set(dn, values(searchEntries[0]?.memberOf).map(String));
+        } catch (err) {
+          if (!(err instanceof NoSuchObjectError)) throw err;
+          out.set(dn, []);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(WALK_CONCURRENCY, dns.length) }, worker));
+    return out;
+  }
+}
+
+/** What a walk found: every group reached (direct ones first), and whether the depth bound left some out. */
+export interface GroupWalk {
+  groups: string[];
+  truncated: boolean;
+}
+
+/**
+ * Breadth-first walk up the group graph from the caller's direct groups (depth 0): a group reached through k
+ * nested memberships has depth k, and groups up to `maxDepth` are kept. `parentsOf` gives the groups each DN
+ * is a member of. DNs are compared case-insensitively, and each group is expanded once, so a cycle (A in B, B
+ * in A) ends the walk instead of looping. The groups of the last level are asked too, only to tell whether the
+ * bound cut anything off (`truncated`).
+ */
+export async function walkGroups(
+  direct: readonly string[],
+  parentsOf: (dns: readonly string[]) => Promise<Map<string, readonly string[]>>,
+  maxDepth: number,
+): Promise<GroupWalk> {
+  const seen = new Map<string, string>();
+  let frontier: string[] = [];
+  for (const dn of direct) {
+    if (seen.has(dnKey(dn))) continue;
+    seen.set(dnKey(dn), dn);
+    frontier.push(dn);
+  }
+  let truncated = false;
+  for (let depth = 1; frontier.length; depth++) {
+    const parents = await parentsOf(frontier);
+    const next: string[] = [];
+    for (const dn of frontier) {
+      for (const parent of parents.get(dn) ?? []) {
+        const key = dnKey(parent);
+        if (seen.has(key)) continue;
+        if (depth > maxDepth) {
+          truncated = true;
+          continue;
+        }
+        seen.set(key, parent);
+        next.push(parent);
+      }
+    }
+    if (depth > maxDepth) break;
+    frontier = next;
+  }
+  return { groups: [...seen.values()], truncated };
+}
+
+/** A DN as the walk compares it: case and the spaces around separators do not matter. */
+function dnKey(dn: string): string {
+  return dn.trim().toLowerCase().replace(/(?<!\\)\s*([,=+])\s*/g, '$1');
+}
+
+/** `(|(objectSid=<bytes>)...)` as a filter object whose values are the SIDs' bytes, untouched. */
+export function sidFilter(sids: readonly Buffer[]): Filter {
+  const parts = sids.map((sid) => new EqualityFilter({ attribute: 'objectSid', value: sid }));
+  return parts.length === 1 ? parts[0] : new OrFilter({ filters: parts });
+}
+
+/** `(member:1.2.840.113556.1.4.1941:=<userDN>)` as a filter object (the DN needs no escaping). */
+export function inChainFilter(userDN: string): Filter {
+  return new ExtensibleFilter({ matchType: 'member', rule: IN_CHAIN_RULE, value: userDN });
+}
+
+function values(v: unknown): unknown[] {
+  return v === undefined || v === null ? [] : ([] as unknown[]).concat(v);
 }
 
 /** RFC 4515 escaping of a value placed in a search filter. */

@@ -1,4 +1,4 @@
-import { Client } from 'ldapts';
+import { Attribute, Change, Client } from 'ldapts';
 import { DirectoryGroups, DirectoryUnavailableError } from '../../../lib/auth/directory';
 import type { DirectoryConfig } from '../../../lib/auth/authConfig';
 import { describeWithServer } from '../../support/servers';
@@ -14,12 +14,24 @@ describeWithServer('slapd')('Windows callers: groups from the directory (real sl
     await client.bind(slapd.rootDN, slapd.rootPassword);
     const people = `ou=people,${slapd.suffix}`;
     const groups = `ou=groups,${slapd.suffix}`;
-    for (const uid of ['alice', 'dave']) {
+    for (const uid of ['alice', 'dave', 'erin', 'frank', 'gina']) {
       await client.add(`uid=${uid},${people}`, { objectClass: ['inetOrgPerson'], uid, cn: uid, sn: uid });
     }
     // Added online, so the memberof overlay maintains memberOf on the members.
     await client.add(`cn=Sync Admins,${groups}`, { objectClass: ['groupOfNames'], cn: 'Sync Admins', member: [`uid=alice,${people}`] });
     await client.add(`cn=Comma\\, Group,${groups}`, { objectClass: ['groupOfNames'], cn: 'Comma, Group', member: [`uid=alice,${people}`] });
+    // Nesting: erin is in Helpdesk Leads, itself a member of Sync Operators. The overlay gives erin
+    // memberOf=Helpdesk Leads and Helpdesk Leads memberOf=Sync Operators, not erin memberOf=Sync Operators.
+    const group = (cn: string, member: string[]) => client.add(`cn=${cn},${groups}`, { objectClass: ['groupOfNames'], cn, member });
+    await group('Helpdesk Leads', [`uid=erin,${people}`]);
+    await group('Sync Operators', [`cn=Helpdesk Leads,${groups}`]);
+    // A cycle: frank in Loop A, Loop A in Loop B, Loop B in Loop A.
+    await group('Loop A', [`uid=frank,${people}`]);
+    await group('Loop B', [`cn=Loop A,${groups}`]);
+    await client.modify(`cn=Loop A,${groups}`, new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [`cn=Loop B,${groups}`] }) }));
+    // A chain four levels deep: gina in Level 0, Level 0 in Level 1, ... Level 3.
+    await group('Level 0', [`uid=gina,${people}`]);
+    for (let i = 1; i <= 3; i++) await group(`Level ${i}`, [`cn=Level ${i - 1},${groups}`]);
     await client.unbind();
   });
 
@@ -37,6 +49,8 @@ describeWithServer('slapd')('Windows callers: groups from the directory (real sl
     startTls: false,
     caCertificateFile: undefined,
     timeoutSeconds: 5,
+    nestedGroups: 'auto',
+    maxNestingDepth: 10,
     ...over,
   });
 
@@ -45,6 +59,32 @@ describeWithServer('slapd')('Windows callers: groups from the directory (real sl
     // The DN is as the server writes it (slapd escapes the comma as \2C); the name has the escape undone.
     expect(identity.groups.sort()).toEqual(['Comma, Group', 'Sync Admins', `cn=Comma\\2C Group,ou=groups,${slapd.suffix}`, `cn=Sync Admins,ou=groups,${slapd.suffix}`].sort());
     expect(identity.sid).toBeNull();
+  });
+
+  it('finds groups held through nesting by walking up memberOf (auto on a directory that is not AD)', async () => {
+    const log = memoryLog();
+    const identity = await new DirectoryGroups(config(), log).lookup('erin@EXAMPLE.TEST');
+    expect(identity.groups.sort()).toEqual(['Helpdesk Leads', 'Sync Operators', `cn=Helpdesk Leads,ou=groups,${slapd.suffix}`, `cn=Sync Operators,ou=groups,${slapd.suffix}`].sort());
+    expect(log.lines).toContain('info: Negotiate: nested groups come from a walk up memberOf (at most 10 levels).');
+    // The entry's own memberOf (the behaviour of nestedGroups=direct) has Helpdesk Leads only.
+    const direct = await new DirectoryGroups(config({ nestedGroups: 'direct' }), memoryLog()).lookup('erin@EXAMPLE.TEST');
+    expect(direct.groups.sort()).toEqual(['Helpdesk Leads', `cn=Helpdesk Leads,ou=groups,${slapd.suffix}`].sort());
+  });
+
+  it('ends the walk on a cycle of groups', async () => {
+    const identity = await new DirectoryGroups(config({ nestedGroups: 'memberOf' }), memoryLog()).lookup('frank@EXAMPLE.TEST');
+    expect(identity.groups.filter((g) => !g.includes('=')).sort()).toEqual(['Loop A', 'Loop B']);
+  });
+
+  it('follows nesting up to MaxNestingDepth levels and logs that deeper groups were left out', async () => {
+    const log = memoryLog();
+    const bounded = await new DirectoryGroups(config({ maxNestingDepth: 2 }), log).lookup('gina@EXAMPLE.TEST');
+    expect(bounded.groups.filter((g) => !g.includes('=')).sort()).toEqual(['Level 0', 'Level 1', 'Level 2']);
+    expect(log.lines.some((l) => l.startsWith('warn: Negotiate: gina@EXAMPLE.TEST is in groups nested deeper than 2 levels'))).toBe(true);
+    const deep = memoryLog();
+    const all = await new DirectoryGroups(config({ maxNestingDepth: 3 }), deep).lookup('gina@EXAMPLE.TEST');
+    expect(all.groups.filter((g) => !g.includes('=')).sort()).toEqual(['Level 0', 'Level 1', 'Level 2', 'Level 3']);
+    expect(deep.lines.filter((l) => l.startsWith('warn:'))).toEqual([]);
   });
 
   it('gives no groups to a principal with none or unknown to the directory', async () => {

@@ -118,19 +118,24 @@ async function token(dataDir: string, role: string, user?: string): Promise<stri
   let dataDir: string;
   let alice: Record<string, string>;
   let carol: Record<string, string>;
+  let erin: Record<string, string>;
 
   beforeAll(async () => {
     [kdc, slapd] = await Promise.all([startKdc(), startSlapd()]);
     await kdc.addUser('alice', 'alice-pw');
     await kdc.addUser('carol', 'carol-pw');
-    [alice, carol] = await Promise.all([kdc.kinit('alice', 'alice-pw'), kdc.kinit('carol', 'carol-pw')]);
+    await kdc.addUser('erin', 'erin-pw');
+    [alice, carol, erin] = await Promise.all([kdc.kinit('alice', 'alice-pw'), kdc.kinit('carol', 'carol-pw'), kdc.kinit('erin', 'erin-pw')]);
 
     const client = new Client({ url: slapd.url });
     await client.bind(slapd.rootDN, slapd.rootPassword);
-    for (const uid of ['alice', 'carol']) {
+    for (const uid of ['alice', 'carol', 'erin']) {
       await client.add(`uid=${uid},ou=people,${slapd.suffix}`, { objectClass: ['inetOrgPerson'], uid, cn: uid, sn: uid });
     }
     await client.add(`cn=Sync Admins,ou=groups,${slapd.suffix}`, { objectClass: ['groupOfNames'], cn: 'Sync Admins', member: [`uid=alice,ou=people,${slapd.suffix}`] });
+    // erin holds Operator only through nesting: Helpdesk Leads is a member of Sync Operators.
+    await client.add(`cn=Helpdesk Leads,ou=groups,${slapd.suffix}`, { objectClass: ['groupOfNames'], cn: 'Helpdesk Leads', member: [`uid=erin,ou=people,${slapd.suffix}`] });
+    await client.add(`cn=Sync Operators,ou=groups,${slapd.suffix}`, { objectClass: ['groupOfNames'], cn: 'Sync Operators', member: [`cn=Helpdesk Leads,ou=groups,${slapd.suffix}`] });
     await client.unbind();
 
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'auth-e2e-'));
@@ -147,6 +152,7 @@ async function token(dataDir: string, role: string, user?: string): Promise<stri
       Authentication__Negotiate__Ldap__BaseDN: slapd.suffix,
       // One configured value serves both populations: a directory group name and a token role value.
       Service__Roles__Admin: 'Sync Admins',
+      Service__Roles__Operator: 'Sync Operators',
       RateLimiting__Sensitive__PermitLimit: '3',
       RateLimiting__Sensitive__WindowSeconds: '600',
     });
@@ -183,6 +189,12 @@ async function token(dataDir: string, role: string, user?: string): Promise<stri
     const write = await curl(`${runtime.base}/api/probe/write`, { method: 'POST', negotiateEnv: carol });
     expect(write.status).toBe(403);
     expect(write.body).toMatchObject({ code: 'forbidden' });
+  });
+
+  it('maps a group held through nesting (Helpdesk Leads inside Sync Operators) to its role', async () => {
+    const res = await curl(`${runtime.base}/api/probe/read`, { negotiateEnv: erin });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ name: 'erin@EXAMPLE.TEST', roles: ['Operator'] });
   });
 
   it('refuses a forged Negotiate token with 401 and the challenges', async () => {

@@ -53,6 +53,15 @@ describe('readAuthConfig', () => {
     expect(settingOf({ RateLimiting__General__Enabled: 'sometimes' })).toBe('RateLimiting:General:Enabled');
   });
 
+  it('reads how nested groups are found: auto by default, one of the named strategies, a bounded depth', () => {
+    expect(read({}).negotiate.directory).toMatchObject({ nestedGroups: 'auto', maxNestingDepth: 10 });
+    const c = read({ Authentication__Negotiate__Ldap__NestedGroups: 'inchain', Authentication__Negotiate__Ldap__MaxNestingDepth: '3' });
+    expect(c.negotiate.directory).toMatchObject({ nestedGroups: 'inChain', maxNestingDepth: 3 });
+    expect(settingOf({ Authentication__Negotiate__Ldap__NestedGroups: 'transitive' })).toBe('Authentication:Negotiate:Ldap:NestedGroups');
+    expect(settingOf({ Authentication__Negotiate__Ldap__MaxNestingDepth: '0' })).toBe('Authentication:Negotiate:Ldap:MaxNestingDepth');
+    expect(settingOf({ Authentication__Negotiate__Ldap__MaxNestingDepth: '101' })).toBe('Authentication:Negotiate:Ldap:MaxNestingDepth');
+  });
+
   it('never puts the LDAP bind password in an error message', () => {
     try {
       read({ Authentication__Negotiate__Ldap__Url: 'ldap://dc', Authentication__Negotiate__Ldap__BindPassword: 'hunter2-secret' });
