@@ -301,7 +301,8 @@ export interface ExportChange {
 
 /** The outcome for one object. `anchor` is set on success (for an add, the anchor the target assigned). */
 export type ExportResult =
-  | { status: 'success'; anchor: string; dn?: string }
+  /** `notes`: what the connector did besides the change (a directory's containers it created), listed in the run, not errors. */
+  | { status: 'success'; anchor: string; dn?: string; notes?: string[] }
   | { status: 'error'; anchor?: string; error: ObjectError };
 
 export interface Export {

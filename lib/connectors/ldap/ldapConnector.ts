@@ -421,11 +421,11 @@ export class LdapConnector implements Connector {
       if (!cls) throw new ConnectorError('object_error', `No LDAP object class is mapped to ${change.objectType}.`);
       attrs.objectClass = [cls];
     }
-    await session.add(dn, attrs);
+    const created = await this.withParents(session, dn, () => session.add(dn, attrs));
     const [entry] = await session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: [this.scope.anchorAttribute] });
     const anchor = entry && anchorOf(entry, this.scope.anchorAttribute);
     if (!anchor) throw new ConnectorError('object_error', `Added ${dn} but could not read its ${this.scope.anchorAttribute}.`);
-    return { status: 'success', anchor, dn };
+    return { status: 'success', anchor, dn, ...containerNotes(created, dn) };
   }
 
   private async find(session: DirectorySession, anchor: string | undefined): Promise<LdapEntry | undefined> {
@@ -449,11 +449,13 @@ export class LdapConnector implements Connector {
     const entry = await this.find(session, change.anchor);
     if (!entry) throw new ConnectorError('not_found', `No directory object has ${this.scope.anchorAttribute} ${change.anchor ?? '(none)'}.`, { anchor: change.anchor });
     let dn = entry.dn;
+    let created: string[] = [];
     // A new place: modifyDN (a move keeps the anchor, group memberships follow through refint/AD links).
     const target = await this.moveTarget(session, entry, change);
     if (target && normalizeDn(target) !== normalizeDn(dn)) {
       if (!isUnder(target, this.config.baseDN)) throw new ConnectorError('object_error', `The DN ${target} is not under baseDN.`);
-      await session.modifyDN(dn, target);
+      const from = dn;
+      created = await this.withParents(session, target, () => session.modifyDN(from, target));
       dn = target;
     }
     const changes: Change[] = [];
@@ -496,7 +498,57 @@ export class LdapConnector implements Connector {
       if (del.length) changes.push(new Change({ operation: 'delete', modification: new Attribute({ type: name, values: del }) }));
     }
     if (changes.length) await session.modify(dn, changes);
-    return { status: 'success', anchor: change.anchor!, dn };
+    return { status: 'success', anchor: change.anchor!, dn, ...containerNotes(created, dn) };
+  }
+
+  /**
+   * Place an entry at `dn` (`write`: the add or the move). When the directory answers that something is missing
+   * (noSuchObject), the missing parents of `dn` between it and baseDN are looked for: with `createContainers`
+   * they are created from the top down (only `OU=` parents: organizational units) and the write is tried
+   * again; without it, or when a missing parent is not an OU, the change fails naming the topmost missing
+   * parent. Returns the DNs created. The parents are only looked for after a refusal, so a write whose
+   * parents exist costs nothing more.
+   */
+  private async withParents(session: DirectorySession, dn: string, write: () => Promise<void>): Promise<string[]> {
+    try {
+      await write();
+      return [];
+    } catch (err) {
+      if (!(err instanceof ConnectorError && err.code === 'not_found')) throw err;
+      const created = await this.ensureParents(session, dn);
+      if (!created.length) throw err;
+      await write();
+      return created;
+    }
+  }
+
+  /** The missing parents of `dn` created (see {@link withParents}); [] when none is missing. */
+  private async ensureParents(session: DirectorySession, dn: string): Promise<string[]> {
+    const missing: string[] = [];
+    for (let p = parentDn(dn); p && isUnder(p, this.config.baseDN) && normalizeDn(p) !== normalizeDn(this.config.baseDN); p = parentDn(p)) {
+      const [found] = await session.search({ base: p, scope: 'base', filter: '(objectClass=*)', attributes: ['1.1'] }).catch((err: unknown) => {
+        if (err instanceof ConnectorError && err.code === 'configuration_invalid' && /no such object/i.test(err.message)) return [];
+        throw err;
+      });
+      if (found) break;
+      missing.unshift(p);
+    }
+    if (!missing.length) return [];
+    if (!this.config.createContainers) {
+      throw new ConnectorError('not_found', `The parent '${missing[0]}' of ${dn} does not exist (set createContainers to create missing OU= containers).`);
+    }
+    const created: string[] = [];
+    for (const p of missing) {
+      const m = /^\s*ou\s*=\s*((?:\\.|[^,])+?)\s*,/i.exec(p);
+      if (!m) throw new ConnectorError('not_found', `The parent '${p}' of ${dn} does not exist, and createContainers creates only OU= containers.`);
+      try {
+        await session.add(p, { objectClass: ['organizationalUnit'], ou: [unescapeDnValue(m[1])] });
+        created.push(p);
+      } catch (err) {
+        if (!(err instanceof ConnectorError && err.code === 'already_exists')) throw err;
+      }
+    }
+    return created;
   }
 
   async close(): Promise<void> {
@@ -512,6 +564,27 @@ function stringAttribute(attributes: Record<string, AttributeValue>, name: strin
   const v = key === undefined ? undefined : attributes[key];
   const x = Array.isArray(v) ? (v.length === 1 ? v[0] : undefined) : v;
   return typeof x === 'string' && x.trim() ? x : undefined;
+}
+
+/** The run's note for the containers created before placing `dn`. */
+function containerNotes(created: string[], dn: string): { notes?: string[] } {
+  return created.length ? { notes: created.map((c) => `Created the container ${c} for ${dn} (createContainers).`) } : {};
+}
+
+/** An RDN value as written in a DN (RFC 4514 escapes: a backslash before a character, or before two hex digits) to the attribute value. */
+export function unescapeDnValue(v: string): string {
+  const parts: Buffer[] = [];
+  for (let i = 0; i < v.length; i++) {
+    if (v[i] === '\\' && /^[0-9a-fA-F]{2}$/.test(v.slice(i + 1, i + 3))) {
+      parts.push(Buffer.from([parseInt(v.slice(i + 1, i + 3), 16)]));
+      i += 2;
+    } else if (v[i] === '\\' && i + 1 < v.length) {
+      parts.push(Buffer.from(v[++i], 'utf8'));
+    } else {
+      parts.push(Buffer.from(v[i], 'utf8'));
+    }
+  }
+  return Buffer.concat(parts).toString('utf8');
 }
 
 function ldapString(v: ScalarValue): string {

@@ -46,6 +46,9 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
       deletionThreshold: Type.Optional(DeletionThreshold()),
       fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
+      createContainers: Type.Optional(
+        Type.Boolean({ default: false, description: 'Create the missing OU= parents of an added or moved entry (in order, from the top) instead of failing it.' }),
+      ),
     },
     { $id: isAd ? 'ActiveDirectoryConnectorConfig' : 'LdapConnectorConfig', additionalProperties: false },
   );

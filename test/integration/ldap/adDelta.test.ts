@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { LdapConnector } from '../../../lib/connectors/ldap/ldapConnector';
 import { openSession, type DirectorySession } from '../../../lib/connectors/ldap/session';
-import type { DeltaChange } from '../../../lib/connectors/sdk';
+import type { DeltaChange, ExportResult } from '../../../lib/connectors/sdk';
 import { describeWithServer } from '../../support/servers';
 import { startSambaAd, type SambaAd } from '../../support/samba';
 
@@ -139,5 +139,27 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
     const ok = connector();
     await expect(ok.testConnection()).resolves.toMatchObject({ message: expect.stringContaining('can list deleted objects') });
     await ok.close();
+  });
+
+  test('createContainers on AD: an add into OUs that do not exist creates them in order and lists them; without it the error names the missing parent', async () => {
+    const dn = `CN=n${run},OU=Team,OU=New,${top()}`;
+    const attributes = { objectClass: 'user', sAMAccountName: `n${run}` };
+    const without = connector();
+    try {
+      const r = await without.export({ kind: 'add', objectType: 'User', dn, attributes });
+      expect(r).toMatchObject({ status: 'error', error: { code: 'not_found', message: expect.stringContaining(`The parent 'OU=New,${top()}' of ${dn} does not exist`) } });
+    } finally {
+      await without.close();
+    }
+    const c = connector({ createContainers: true });
+    try {
+      const r = (await c.export({ kind: 'add', objectType: 'User', dn, attributes })) as Extract<ExportResult, { status: 'success' }>;
+      expect(r).toMatchObject({ status: 'success', dn });
+      expect(r.notes).toEqual([`Created the container OU=New,${top()} for ${dn} (createContainers).`, `Created the container OU=Team,OU=New,${top()} for ${dn} (createContainers).`]);
+      const [e] = await admin.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: ['objectGUID'] });
+      expect(e.dn.toLowerCase()).toBe(dn.toLowerCase());
+    } finally {
+      await c.close();
+    }
   });
 });
