@@ -10,6 +10,7 @@ export const SERVERS = {
   kdc: { binary: '/usr/sbin/krb5kdc', apt: 'apt-get install -y krb5-kdc krb5-admin-server krb5-user libkrb5-dev' },
   postgres: { binary: '/usr/lib/postgresql', apt: 'apt-get install -y postgresql' },
   mariadb: { binary: '/usr/sbin/mariadbd', apt: 'apt-get install -y mariadb-server' },
+  samba: { binary: '/usr/sbin/samba', apt: 'apt-get install -y samba-ad-dc samba-ad-provision samba-vfs-modules krb5-user' },
 } as const;
 
 export type ServerName = keyof typeof SERVERS;
