@@ -7,6 +7,7 @@ import type { RuleRequest } from '../schemas/rules';
 import { connectorExists } from '../storage/connectors';
 import { deleteRule as removeRule, getRule as readRule, insertRule, listRules, replaceRule, type Rule, type RuleQuery, type StoredRule } from '../storage/rules';
 import { expressionErrors } from './expressions';
+import { directoryRuleAttributes } from './ruleAttributes';
 
 /**
  * Rules as the Admin API sees them: per-type required fields, confidence 0..100 (schema), transformScript
@@ -108,20 +109,23 @@ export async function queryRules(q: RuleQuery & { skip: number; take: number }):
   return { items: all.slice(q.skip, q.skip + q.take).map(ruleView), totalCount: all.length };
 }
 
-export async function createRule(body: RuleRequest, caller: Caller): Promise<Rule> {
-  await checkRule(body);
+export async function createRule(request: RuleRequest, caller: Caller): Promise<Rule> {
+  await checkRule(request);
+  // A directory connector's attribute names: checked against its schema, stored in its spelling.
+  const body = await directoryRuleAttributes(request);
   const now = new Date().toISOString();
   const stored = await insertRule(toRule(randomUUID(), body, now, now));
   await recordAudit(caller, 'create', 'rule', stored.ruleId);
   return ruleView(stored);
 }
 
-export async function updateRule(ruleId: string, body: RuleRequest, caller: Caller): Promise<Rule> {
+export async function updateRule(ruleId: string, request: RuleRequest, caller: Caller): Promise<Rule> {
   const current = await getRule(ruleId);
-  if (body.ruleType !== current.ruleType) {
+  if (request.ruleType !== current.ruleType) {
     throw badRequest('The rule type cannot change; create a new rule instead.', [{ path: '/ruleType', message: `must be '${current.ruleType}' (the rule type cannot change)` }]);
   }
-  await checkRule(body);
+  await checkRule(request);
+  const body = await directoryRuleAttributes(request);
   const stored = await replaceRule(toRule(ruleId, body, current.createdOn, new Date().toISOString()), current.etag);
   await recordAudit(caller, 'update', 'rule', ruleId);
   return ruleView(stored);

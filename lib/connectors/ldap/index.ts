@@ -5,6 +5,7 @@ import { ActiveDirectoryConfigSchema, LdapConfigSchema, type DirectoryConfig } f
 
 export { LdapConnector } from './ldapConnector';
 export { closeParkedSearches } from './parked';
+export { directoryAttributeNames } from './attributeNames';
 
 /**
  * The directory connector's definitions for the registry: `ldap` (OpenLDAP and other LDAPv3 servers) and

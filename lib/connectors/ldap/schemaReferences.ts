@@ -67,19 +67,19 @@ export function dnSyntaxAttributes(attributeTypes: readonly string[]): Set<strin
   return out;
 }
 
-const cache = new Map<string, { at: number; names: ReadonlySet<string> }>();
+const cache = new Map<string, { at: number; types: string[] | undefined }>();
 
 /** The well-known reference attributes (when the schema cannot be read). */
 export const WELL_KNOWN_REFERENCES: ReadonlySet<string> = new Set(Object.keys(REFERENCE_ATTRIBUTES));
 
 /**
- * The directory's reference attributes, from its subschema (cached per `key`, the directory's address, for ten
- * minutes). Falls back to the well-known list when the subschema cannot be read.
+ * The directory's `attributeTypes` values, from the subschema entry the root DSE names (cached per `key`, the
+ * directory's address, for ten minutes); undefined when the subschema cannot be read.
  */
-export async function referenceAttributes(session: DirectorySession, key: string): Promise<ReadonlySet<string>> {
+export async function schemaAttributeTypes(session: DirectorySession, key: string): Promise<string[] | undefined> {
   const hit = cache.get(key);
-  if (hit && Date.now() - hit.at < TTL_MS) return hit.names;
-  let names: ReadonlySet<string> = WELL_KNOWN_REFERENCES;
+  if (hit && Date.now() - hit.at < TTL_MS) return hit.types;
+  let types: string[] | undefined;
   try {
     const [root] = await session.search({ base: '', scope: 'base', filter: '(objectClass=*)', attributes: ['subschemaSubentry'] });
     const sub = root?.subschemaSubentry;
@@ -88,12 +88,35 @@ export async function referenceAttributes(session: DirectorySession, key: string
       const [schema] = await session.search({ base: dn, scope: 'base', filter: '(objectClass=subschema)', attributes: ['attributeTypes'] });
       const raw = schema?.attributeTypes ?? schema?.attributetypes;
       const values = (Array.isArray(raw) ? raw : raw ? [raw] : []).map(String);
-      const found = dnSyntaxAttributes(values);
-      if (found.size) names = new Set([...found, ...WELL_KNOWN_REFERENCES]);
+      if (values.length) types = values;
     }
   } catch {
-    // An unreadable schema is not an error of the import: the well-known list applies.
+    // An unreadable schema: the callers fall back (well-known references; rule names kept as written).
   }
-  cache.set(key, { at: Date.now(), names });
-  return names;
+  cache.set(key, { at: Date.now(), types });
+  return types;
+}
+
+/**
+ * The directory's reference attributes, from its subschema (see {@link schemaAttributeTypes}). Falls back to
+ * the well-known list when the subschema cannot be read.
+ */
+export async function referenceAttributes(session: DirectorySession, key: string): Promise<ReadonlySet<string>> {
+  const types = await schemaAttributeTypes(session, key);
+  const found = types ? dnSyntaxAttributes(types) : new Set<string>();
+  return found.size ? new Set([...found, ...WELL_KNOWN_REFERENCES]) : WELL_KNOWN_REFERENCES;
+}
+
+/**
+ * Attribute names as the schema spells them: every NAME of every attribute type, lower-cased, to the type's
+ * first NAME (the one the directory returns entries with). `employeeid` and `EMPLOYEEID` give `employeeID`;
+ * an alias (`commonName`) gives the first name (`cn`).
+ */
+export function canonicalAttributeNames(attributeTypes: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const text of attributeTypes) {
+    const t = parseAttributeType(text);
+    if (t) for (const n of t.names) if (!out.has(n.toLowerCase())) out.set(n.toLowerCase(), t.names[0]);
+  }
+  return out;
 }

@@ -109,7 +109,7 @@ beforeAll(async () => {
   const target = { host: 'localhost', port: slapd.ldapsPort, caCertificate: slapd.caCertificate, baseDN: slapd.suffix, bindDN: slapd.rootDN, bindPassword: 'fuzz-target-pw' };
   connectorId = (await svc.call('POST', 'connectors', { body: { name: 'Fuzz Target', type: 'ldap', config: target } })).body.id;
   expect(connectorId).toBeDefined();
-  ruleId = (await svc.call('POST', 'rules', { body: { ruleName: 'fuzz rule', ruleType: 'JoinRule', connectorId, sourceAttribute: 'a', targetAttribute: 'b' } })).body.ruleId;
+  ruleId = (await svc.call('POST', 'rules', { body: { ruleName: 'fuzz rule', ruleType: 'JoinRule', connectorId, sourceAttribute: 'cn', targetAttribute: 'b' } })).body.ruleId;
 });
 
 afterAll(async () => {

@@ -61,7 +61,7 @@ describe('create and read', () => {
 
   it('lists with filters, ordered by priority then name, paged with skip/take', async () => {
     for (const [name, priority] of [['b', 5], ['a', 5], ['c', 1]] as const) {
-      expect((await svc.call('POST', 'rules', { body: { ruleName: name, ruleType: 'JoinRule', connectorId: otherConnectorId, sourceAttribute: 's', targetAttribute: 't', priority } })).status).toBe(201);
+      expect((await svc.call('POST', 'rules', { body: { ruleName: name, ruleType: 'JoinRule', connectorId: otherConnectorId, sourceAttribute: 'sn', targetAttribute: 't', priority } })).status).toBe(201);
     }
     const all = await svc.call('GET', `rules?connectorId=${otherConnectorId}`, { role: 'Viewer' });
     expect(all.status).toBe(200);
