@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +8,7 @@ import { startKdc, type Kdc } from '../../support/kdc';
 import { trackPid } from '../../support/processes';
 import { serverAvailable } from '../../support/servers';
 import { startSlapd, type Slapd } from '../../support/slapd';
+import { curl, run } from './curl';
 
 /**
  * End to end over HTTP: the local runtime (dist/lib/runtime/cli.js) hosts test/fixtures/auth-app, whose routes
@@ -19,43 +20,6 @@ const CLI = path.join(ROOT, 'dist/lib/runtime/cli.js');
 const APP = path.join(ROOT, 'test/fixtures/auth-app');
 const haveServers = serverAvailable('kdc') && serverAvailable('slapd');
 if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first (npm test does).`);
-
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: Record<string, unknown>;
-}
-
-function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { env: { ...process.env, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
-
-/** One HTTP exchange with curl (GSS-API built in): `--negotiate -u :` uses the Kerberos ticket in env's KRB5CCNAME. */
-async function curl(url: string, options: { method?: string; negotiateEnv?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Answer> {
-  const args = ['-s', '-i', '-X', options.method ?? 'GET'];
-  if (options.negotiateEnv) args.push('--negotiate', '-u', ':');
-  for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}: ${v}`);
-  args.push(url);
-  const { stdout, code, stderr } = await run('curl', args, options.negotiateEnv ?? {});
-  if (code !== 0) throw new Error(`curl failed (${code}): ${stderr}`);
-  // With --negotiate curl prints the 401 of the first leg too: keep the last response.
-  const responses = stdout.split(/\r\n\r\n(?=HTTP\/)/);
-  const last = responses[responses.length - 1];
-  const [head, ...rest] = last.split('\r\n\r\n');
-  const lines = head.split('\r\n');
-  const status = Number(lines[0].split(' ')[1]);
-  const headers: Record<string, string> = {};
-  for (const line of lines.slice(1)) {
-    const i = line.indexOf(':');
-    headers[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
-  }
-  const text = rest.join('\r\n\r\n');
-  return { status, headers, body: text ? JSON.parse(text) : {} };
-}
 
 class Runtime {
   child?: ChildProcess;
