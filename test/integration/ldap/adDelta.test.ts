@@ -4,7 +4,7 @@ import { LdapConnector } from '../../../lib/connectors/ldap/ldapConnector';
 import { openSession, type DirectorySession } from '../../../lib/connectors/ldap/session';
 import type { DeltaChange, ExportResult } from '../../../lib/connectors/sdk';
 import { describeWithServer } from '../../support/servers';
-import { startSambaAd, type SambaAd } from '../../support/samba';
+import { SAMBA_START_TIMEOUT_MS, startSambaAd, type SambaAd } from '../../support/samba';
 
 /**
  * USN deltas against a real Active Directory DC (Samba): AD keeps member and manager itself, so the groups and
@@ -23,7 +23,7 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
     dc = await startSambaAd();
     admin = await openSession({ host: 'localhost', port: dc.ldapsPort, bindDN: dc.adminDN, bindPassword: dc.adminPassword, security: 'ldaps', caCertificate: dc.caCertificate, timeoutSeconds: 30 });
     for (const dn of [top(), `OU=A,${top()}`, `OU=B,${top()}`, out()]) await admin.add(dn, { objectClass: ['organizationalUnit'] });
-  }, 180_000);
+  }, SAMBA_START_TIMEOUT_MS);
   afterAll(async () => {
     await closeParkedSearches();
     await admin?.close();
@@ -160,6 +160,34 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       expect(e.dn.toLowerCase()).toBe(dn.toLowerCase());
     } finally {
       await c.close();
+    }
+  });
+
+  test('least privilege: a non-admin account misses deletes in a usn delta and is refused; once it may list deleted objects (here: a Domain Admins member, as Samba keeps no permissions on CN=Deleted Objects to delegate) it passes and sees them', async () => {
+    const name = `g${run}`;
+    const password = `Pw-${run}-Bb2!`;
+    await dc.tool(['user', 'create', name, password]);
+    const dn = `CN=${name},CN=Users,${dc.baseDN}`;
+    const victim = `CN=v${run},OU=A,${top()}`;
+    await user(victim);
+    const c = connector({ bindDN: dn, bindPassword: password });
+    let w: string;
+    try {
+      w = await baseline(c);
+      await admin.del(victim);
+      // Without the right the tombstone is invisible: the delta reads no delete (what the connection test prevents).
+      expect((await delta(c, w)).filter((x) => x.kind === 'delete')).toEqual([]);
+      await expect(c.testConnection()).rejects.toThrow(/cannot list deleted objects/);
+    } finally {
+      await c.close();
+    }
+    await dc.tool(['group', 'addmembers', 'Domain Admins', name]);
+    const granted = connector({ bindDN: dn, bindPassword: password });
+    try {
+      await expect(granted.testConnection()).resolves.toMatchObject({ message: expect.stringContaining('can list deleted objects') });
+      expect((await delta(granted, w)).filter((x) => x.kind === 'delete').map((x) => x.previousDn)).toEqual([victim]);
+    } finally {
+      await granted.close();
     }
   });
 });
