@@ -23,9 +23,10 @@ import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnector
 import { referenceAttributes } from './schemaReferences';
 import { park, unpark } from './parked';
 import { directoryDefaults, DN_ATTRIBUTES, type DirectoryConfig } from './schema';
-import { Attribute, Change, openSession, type DirectorySession, type LdapEntry, type SearchRequest } from './session';
+import { Attribute, BINARY_ATTRIBUTES, Change, Control, isNoSuchObject, openSession, type DirectorySession, type LdapEntry, type SearchRequest } from './session';
+import { EqualityFilter, OrFilter, type Filter } from 'ldapts';
 import { testDirectorySession } from './test';
-import { escapeFilterBytes, escapeFilterValue, guidToBytes, isUnder, normalizeDn, parentDn } from './values';
+import { binaryValueBytes, escapeFilterValue, isUnder, normalizeDn, parentDn } from './values';
 
 /**
  * The directory connector (`ldap`, `active_directory`) on the connector SDK: paged full import with a
@@ -295,11 +296,10 @@ export class LdapConnector implements Connector {
     const out = new Map<string, LdapEntry>();
     const attr = this.scope.anchorAttribute;
     for (let i = 0; i < anchors.length; i += 100) {
-      const slice = anchors.slice(i, i + 100);
-      const parts = slice.map((a) => `(${attr}=${this.anchorFilterValue(a)})`);
-      const filter = parts.length === 1 ? parts[0] : `(|${parts.join('')})`;
+      const filter = anchorFilter(attr, anchors.slice(i, i + 100));
+      if (!filter) continue;
       for (const base of this.scope.include) {
-        for (const e of await session.search({ base, scope: 'sub', filter, attributes: this.readAttributes })) {
+        for (const e of await session.search({ base, scope: 'sub', ...filter, attributes: this.readAttributes })) {
           const a = anchorOf(e, attr);
           if (a) out.set(a, e);
         }
@@ -308,15 +308,35 @@ export class LdapConnector implements Connector {
     return out;
   }
 
-  private anchorFilterValue(anchor: string): string {
-    if (this.scope.anchorAttribute.toLowerCase() === 'objectguid') {
+  /**
+   * Where the object with this anchor is, when it is not in the connector's containers: `gone` only when the
+   * directory confirms it (Active Directory with objectGUID: a `<GUID=...>` base search with the Show Deleted
+   * control answers noSuchObject or a tombstone; other anchors: a search of the whole baseDN, on AD with Show
+   * Deleted, finds nothing or only a tombstone), `outside` with the DN where it is now. A failing search throws:
+   * the caller makes it a per-object error, never a success.
+   */
+  async locateOutside(session: DirectorySession, anchor: string): Promise<{ state: 'gone'; how: string } | { state: 'outside'; dn: string }> {
+    const attr = this.scope.anchorAttribute;
+    const showDeleted = this.scope.isAd ? [new Control(SHOW_DELETED_OID, { critical: true })] : undefined;
+    const judge = (entries: LdapEntry[], how: string): { state: 'gone'; how: string } | { state: 'outside'; dn: string } => {
+      const live = entries.find((e) => !/^true$/i.test(String(e.isDeleted ?? '')));
+      if (live) return { state: 'outside', dn: live.dn };
+      return { state: 'gone', how: entries.length ? 'its tombstone is in the directory' : how };
+    };
+    if (this.scope.isAd && attr.toLowerCase() === 'objectguid') {
+      if (!anchorFilter(attr, [anchor])) return { state: 'gone', how: 'no object can have that objectGUID' };
       try {
-        return escapeFilterBytes(guidToBytes(anchor));
-      } catch {
-        return '\\00';
+        const found = await session.search({ base: `<GUID=${anchor}>`, scope: 'base', filter: '(objectClass=*)', attributes: ['isDeleted'], controls: showDeleted });
+        return judge(found, 'the directory answers noSuchObject for it');
+      } catch (err) {
+        if (isNoSuchObject(err)) return { state: 'gone', how: 'the directory answers noSuchObject for it' };
+        throw err;
       }
     }
-    return escapeFilterValue(anchor);
+    const filter = anchorFilter(attr, [anchor]);
+    if (!filter) return { state: 'gone', how: `no object can have that ${attr}` };
+    const found = await session.search({ base: this.config.baseDN, scope: 'sub', ...filter, attributes: ['isDeleted'], controls: showDeleted });
+    return judge(found, `no object under ${this.config.baseDN} has it`);
   }
 
   // -------------------------------------------------------------------------------------------------------
@@ -433,21 +453,46 @@ export class LdapConnector implements Connector {
     return (await this.lookup(session, [anchor])).get(anchor);
   }
 
+  /**
+   * Delete the object. "Already gone" (a replayed run) is a success only when the directory confirms it
+   * ({@link locateOutside}); an object found outside the connector's containers, or one that cannot be found for
+   * any other reason, is a per-object error: an account is never reported deleted while it exists.
+   */
   private async exportDelete(session: DirectorySession, change: ExportChange): Promise<ExportResult> {
-    const entry = await this.find(session, change.anchor);
-    // Already gone: a replayed run must not fail on it.
-    if (!entry) return { status: 'success', anchor: change.anchor ?? '' };
-    try {
-      await session.del(entry.dn);
-    } catch (err) {
-      if (!(err instanceof ConnectorError && err.code === 'not_found')) throw err;
+    const anchor = change.anchor;
+    if (!anchor) throw new ConnectorError('object_error', 'A delete needs the anchor of the object to delete.');
+    const attr = this.scope.anchorAttribute;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const entry = await this.find(session, anchor).catch((err: unknown) => {
+        throw objectLevel(err, `Looking up the object with ${attr} ${anchor} to delete it`, anchor);
+      });
+      if (!entry) {
+        const where = await this.locateOutside(session, anchor).catch((err: unknown) => {
+          throw objectLevel(err, `Confirming that the object with ${attr} ${anchor} is gone`, anchor);
+        });
+        if (where.state === 'gone') return { status: 'success', anchor, notes: [`The object with ${attr} ${anchor} was already gone (${where.how}).`] };
+        throw new ConnectorError('object_error', `The object with ${attr} ${anchor} is at ${where.dn}, outside the connector's containers: not deleted.`, { anchor, location: where.dn });
+      }
+      try {
+        await session.del(entry.dn);
+        return { status: 'success', anchor, dn: entry.dn };
+      } catch (err) {
+        // Gone or moved between the lookup and the delete: look again.
+        if (!(err instanceof ConnectorError && err.code === 'not_found')) throw err;
+      }
     }
-    return { status: 'success', anchor: change.anchor!, dn: entry.dn };
+    throw new ConnectorError('object_error', `The object with ${attr} ${anchor} moved while it was being deleted; not deleted.`, { anchor });
   }
 
   private async exportUpdate(session: DirectorySession, change: ExportChange): Promise<ExportResult> {
     const entry = await this.find(session, change.anchor);
-    if (!entry) throw new ConnectorError('not_found', `No directory object has ${this.scope.anchorAttribute} ${change.anchor ?? '(none)'}.`, { anchor: change.anchor });
+    if (!entry) {
+      const attr = this.scope.anchorAttribute;
+      if (!change.anchor) throw new ConnectorError('not_found', `An update needs the anchor (${attr}) of the object.`);
+      const where = await this.locateOutside(session, change.anchor).catch(() => undefined);
+      const why = !where ? '' : where.state === 'gone' ? ` (${where.how})` : ` (it is at ${where.dn}, outside the connector's containers)`;
+      throw new ConnectorError('not_found', `No directory object in the connector's containers has ${attr} ${change.anchor}${why}.`, { anchor: change.anchor });
+    }
     let dn = entry.dn;
     let created: string[] = [];
     // A new place: modifyDN (a move keeps the anchor, group memberships follow through refint/AD links).
@@ -585,6 +630,41 @@ export function unescapeDnValue(v: string): string {
     }
   }
   return Buffer.concat(parts).toString('utf8');
+}
+
+const SHOW_DELETED_OID = '1.2.840.113556.1.4.417';
+const BINARY = new Set(BINARY_ATTRIBUTES.map((a) => a.toLowerCase()));
+
+/**
+ * The filter matching any of these anchors. A binary anchor (objectGUID, ms-DS-ConsistencyGuid, any attribute
+ * the connector reads as bytes) is matched with filter objects whose values are the bytes: a string filter of
+ * `\xx` escapes does not survive ldapts's filter parser for bytes of 0x80 and above. Anchors that cannot be a
+ * value of the attribute are left out; undefined when none is left.
+ */
+export function anchorFilter(attribute: string, anchors: string[]): Pick<SearchRequest, 'filter' | 'filterObject'> | undefined {
+  if (!BINARY.has(attribute.toLowerCase())) {
+    if (!anchors.length) return undefined;
+    const parts = anchors.map((a) => `(${attribute}=${escapeFilterValue(a)})`);
+    return { filter: parts.length === 1 ? parts[0] : `(|${parts.join('')})` };
+  }
+  const filters: Filter[] = [];
+  for (const a of anchors) {
+    try {
+      filters.push(new EqualityFilter({ attribute, value: binaryValueBytes(attribute, a) }));
+    } catch {
+      // not a value this attribute can hold: matches nothing
+    }
+  }
+  if (!filters.length) return undefined;
+  const filterObject = filters.length === 1 ? filters[0] : new OrFilter({ filters });
+  return { filter: filterObject.toString(), filterObject };
+}
+
+/** A failure while looking an object up for an export: the object's error (the run goes on), never a success. */
+function objectLevel(err: unknown, what: string, anchor: string): ConnectorError {
+  if (err instanceof ConnectorError && (err.code === 'connection_failed' || err.code === 'timeout' || err.code === 'authentication_failed')) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new ConnectorError('object_error', `${what}: ${message}`, { anchor });
 }
 
 function ldapString(v: ScalarValue): string {

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
-import { Attribute, Change, Client, Control, type Entry } from 'ldapts';
+import { Attribute, Change, Client, Control, type Entry, type Filter } from 'ldapts';
 import { ConnectorError, redactSecrets, type ConnectorErrorCode } from '../sdk';
 import { writeRefusal, type WriteOperation } from './writeErrors';
 
@@ -12,6 +12,12 @@ export interface SearchRequest {
   base: string;
   scope: 'base' | 'one' | 'sub';
   filter: string;
+  /**
+   * The filter as an ldapts filter object, sent instead of `filter` (which then is its readable form). Needed for
+   * binary values (objectGUID): ldapts parses a string filter's `\xx` escapes as text, so bytes >= 0x80 would
+   * reach the server UTF-8 encoded; an EqualityFilter with a Buffer value is sent as the bytes.
+   */
+  filterObject?: Filter;
   attributes: string[];
   /** Extra request controls (Show Deleted for Active Directory tombstones). */
   controls?: Control[];
@@ -91,7 +97,7 @@ export function toConnectorError(err: unknown, what: string, secrets: string[], 
     if (code === 51 || code === 52) return new ConnectorError('connection_failed', `${what}: the directory is busy or unavailable (LDAP result ${code}).`, { retriable: true });
     if (code === 3) return new ConnectorError('timeout', `${what}: the directory's time limit was exceeded.`);
     if (objectLevel && OBJECT_RESULT_CODES[code]) return new ConnectorError(OBJECT_RESULT_CODES[code], `${what}: ${raw} (LDAP result ${code}).`, { retriable: false });
-    if (code === 32) return new ConnectorError('configuration_invalid', `${what}: no such object (check baseDN and containers).`);
+    if (code === 32) return markNoSuchObject(new ConnectorError('configuration_invalid', `${what}: no such object (check baseDN and containers).`));
     return new ConnectorError(objectLevel ? 'object_error' : 'internal', `${what}: ${raw} (LDAP result ${code}).`, { retriable: false });
   }
   if (typeof code === 'string' && TLS_CODES.has(code)) {
@@ -112,6 +118,16 @@ export function toConnectorError(err: unknown, what: string, secrets: string[], 
     return new ConnectorError('connection_failed', `${what}: TLS failed (${raw}); check caCertificate and security.`, { retriable: false });
   }
   return new ConnectorError('internal', `${what}: ${raw}`, { retriable: false });
+}
+
+const noSuchObject = new WeakSet<ConnectorError>();
+function markNoSuchObject(e: ConnectorError): ConnectorError {
+  noSuchObject.add(e);
+  return e;
+}
+/** True when a search failed because its base does not exist (LDAP result 32, noSuchObject). */
+export function isNoSuchObject(err: unknown): boolean {
+  return err instanceof ConnectorError && noSuchObject.has(err);
 }
 
 function tlsOptions(c: SessionConfig): ConnectionOptions {
@@ -164,7 +180,7 @@ class LdaptsSession implements DirectorySession {
     try {
       const r = await this.client.search(
         req.base,
-        { scope: req.scope, filter: req.filter, attributes: req.attributes, explicitBufferAttributes: BINARY_ATTRIBUTES, sizeLimit: req.sizeLimit },
+        { scope: req.scope, filter: req.filterObject ?? req.filter, attributes: req.attributes, explicitBufferAttributes: BINARY_ATTRIBUTES, sizeLimit: req.sizeLimit },
         req.controls,
       );
       return r.searchEntries;
@@ -176,7 +192,7 @@ class LdaptsSession implements DirectorySession {
   async *searchPages(req: SearchRequest, pageSize: number): AsyncGenerator<LdapEntry[]> {
     const it = this.client.searchPaginated(
       req.base,
-      { scope: req.scope, filter: req.filter, attributes: req.attributes, explicitBufferAttributes: BINARY_ATTRIBUTES, paged: { pageSize } },
+      { scope: req.scope, filter: req.filterObject ?? req.filter, attributes: req.attributes, explicitBufferAttributes: BINARY_ATTRIBUTES, paged: { pageSize } },
       req.controls,
     );
     for (;;) {

@@ -39,12 +39,48 @@ export function sidToString(b: Buffer): string {
   return parts.join('-');
 }
 
+/** `S-1-5-21-...` as the binary SID (inverse of {@link sidToString}). */
+export function sidToBytes(sid: string): Buffer {
+  const m = /^S-(\d+)-(\d+)((?:-\d+)*)$/i.exec(sid.trim());
+  if (!m) throw new Error('not a SID');
+  const subs = m[3] ? m[3].slice(1).split('-').map(Number) : [];
+  if (subs.length > 15 || subs.some((x) => x > 0xffffffff)) throw new Error('not a SID');
+  const b = Buffer.alloc(8 + subs.length * 4);
+  b[0] = Number(m[1]);
+  b[1] = subs.length;
+  b.writeUIntBE(Number(m[2]), 2, 6);
+  subs.forEach((x, i) => b.writeUInt32LE(x, 8 + i * 4));
+  return b;
+}
+
+/** Binary attributes whose 16-byte values the connector shows as GUID strings (see objects.ts convertValues). */
+export const GUID_ATTRIBUTES: ReadonlySet<string> = new Set(['objectguid', 'msexchmailboxguid', 'ms-ds-consistencyguid']);
+
+/**
+ * The bytes a binary attribute holds for a value as the connector shows it (the inverse of convertValues):
+ * a GUID string for the GUID attributes, a SID string for objectSid and sIDHistory, else base64. Throws when the
+ * value is not of that form (it can then match no entry).
+ */
+export function binaryValueBytes(attribute: string, value: string): Buffer {
+  const lower = attribute.toLowerCase();
+  if (GUID_ATTRIBUTES.has(lower) && /^\{?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\}?$/i.test(value)) return guidToBytes(value);
+  if ((lower === 'objectsid' || lower === 'sidhistory') && /^S-/i.test(value)) return sidToBytes(value);
+  const b = Buffer.from(value, 'base64');
+  if (!b.length || b.toString('base64').replace(/=+$/, '') !== value.replace(/=+$/, '')) throw new Error(`not a value of ${attribute}`);
+  return b;
+}
+
 /** A string as an LDAP filter assertion value (RFC 4515: `\\`, `*`, `(`, `)` and NUL escaped). */
 export function escapeFilterValue(v: string): string {
   return v.replace(/[\\*()\0]/g, (c) => '\\' + c.charCodeAt(0).toString(16).padStart(2, '0'));
 }
 
-/** Bytes as an LDAP filter value (`\3f\25...`), for matching a binary attribute. */
+/**
+ * Bytes as an LDAP filter value (`\3f\25...`): for display only. Never send such a string filter through ldapts:
+ * its filter parser turns each `\xx` into a character and encodes the value as UTF-8, so bytes of 0x80 and above
+ * reach the server as two bytes each. Filters on binary attributes are built as filter objects with a Buffer value
+ * (see binaryEqualityFilter in ldapConnector.ts).
+ */
 export function escapeFilterBytes(b: Buffer): string {
   let out = '';
   for (const x of b) out += '\\' + x.toString(16).padStart(2, '0');
