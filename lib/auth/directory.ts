@@ -114,11 +114,18 @@ export class DirectoryGroups {
         names.add(dn);
       };
       memberOf.forEach(addGroup);
+      let useInChain = strategy === 'inChain';
       if (strategy === 'tokenGroups') {
         const { dns, sids } = await this.tokenGroups(client, entry.dn);
         dns.forEach(addGroup);
         sids.forEach((sid) => names.add(sid));
-      } else if (strategy === 'inChain') {
+        // A user's tokenGroups always holds its primary group: none at all means the bind account may not read it.
+        if (!sids.length) {
+          this.log('warn', `Negotiate: the tokenGroups of ${entry.dn} could not be read (the bind account may not read it); its nested groups come from the in-chain rule instead.`);
+          useInChain = true;
+        }
+      }
+      if (useInChain) {
         (await this.inChain(client, entry.dn)).forEach(addGroup);
       } else if (strategy === 'memberOf') {
         const walk = await walkGroups(memberOf, (dns) => this.parentsOf(client, dns), c.maxNestingDepth);

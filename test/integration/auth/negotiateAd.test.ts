@@ -173,6 +173,24 @@ describeWithServer('samba')('Negotiate with a real AD DC: tickets, roles from di
       expect(identity).toMatchObject({ sid: ad.objectSid, upn: 'nick.lead@corp.example' });
     });
 
+    it('needs no rights beyond a domain user\'s: bound as vera, nick\'s tokenGroups are read', async () => {
+      const log = memoryLog();
+      const identity = await new DirectoryGroups(config({ bindDN: dn.vera, bindPassword: PASSWORD.vera }), log).lookup('nick@SAMDOM.TEST');
+      expect(names(identity.groups)).toEqual(['Domain Users', 'Helpdesk Leads', 'Sync Operators', 'Users']);
+      expect(log.lines.filter((l) => l.startsWith('warn:'))).toEqual([]);
+    });
+
+    it('falls back to the in-chain rule, with a warning, when the bind account may not read tokenGroups', async () => {
+      // dora's Sync Admins is itself in Change Board; deny vera reading tokenGroups (its schemaIDGUID) on dora's entry.
+      await dc.addGroup({ cn: 'Change Board', parentDN: `OU=Groups,${dc.baseDN}`, members: [dn.admins] });
+      const veraSid = (await shown('vera')).objectSid;
+      await dc.tool(['dsacl', 'set', `--objectdn=${dn.dora}`, `--sddl=(OD;;RP;b7c69e6d-2cc7-11d2-854e-00a0c983f608;;${veraSid})`]);
+      const log = memoryLog();
+      const identity = await new DirectoryGroups(config({ bindDN: dn.vera, bindPassword: PASSWORD.vera }), log).lookup('dora@SAMDOM.TEST');
+      expect(log.lines).toContain(`warn: Negotiate: the tokenGroups of ${dn.dora} could not be read (the bind account may not read it); its nested groups come from the in-chain rule instead.`);
+      expect(names(identity.groups)).toEqual(['Change Board', 'Sync Admins']);
+    });
+
     it('inChain and memberOf find the nested group too; direct (memberOf only) does not', async () => {
       const inChain = await new DirectoryGroups(config({ nestedGroups: 'inChain' }), memoryLog()).lookup('nick@SAMDOM.TEST');
       expect(names(inChain.groups)).toEqual(['Helpdesk Leads', 'Sync Operators']);
