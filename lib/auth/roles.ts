@@ -2,7 +2,7 @@ import type { Role } from './permissions';
 
 /** What a principal brings to role resolution: `roles` claim values or directory group names, and `groups` GUIDs. */
 export interface RoleEvidence {
-  /** Token `roles` claim values, or the Windows caller's directory group names (and DNs). */
+  /** Token `roles` claim values, or the Windows caller's directory group names and DNs (nesting included; on AD also group SIDs). */
   roleClaims: readonly string[];
   /** Token `groups` claim values (object ids); they match only an identical configured value. */
   groupIds?: readonly string[];
