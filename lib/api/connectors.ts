@@ -150,12 +150,15 @@ function resendMessage(moved: FieldPath[]): string {
  * ones where the placeholder was sent) before anything is stored. A failure is a 400 whose detail says what
  * failed (the connector's message, secrets redacted once more); any other error stays a logged 500.
  */
-async function testBeforeSave(type: ConnectorType, { config, secrets }: PreparedConfig): Promise<void> {
-  if (!connectorTypeConfig(type).testOnSave) return;
+async function testBeforeSave(type: ConnectorType, { config, secrets }: PreparedConfig): Promise<Record<string, unknown>> {
+  if (!connectorTypeConfig(type).testOnSave) return config;
   let full = config;
   for (const [path, value] of secrets) full = setPath(full, path, value);
   try {
-    await testConnectorOnSave(type, full);
+    // Settings the test decided from the server (an ldap connector's default anchorAttribute) are stored too.
+    const { settings } = await testConnectorOnSave(type, full);
+    const decided = Object.entries(settings ?? {}).filter(([k]) => config[k] === undefined);
+    return decided.length ? { ...config, ...Object.fromEntries(decided) } : config;
   } catch (err) {
     if (!isConnectorError(err)) throw err;
     const message = redactSecrets(err.message, secrets.map(([, value]) => value));
@@ -177,7 +180,7 @@ export async function createConnector(input: CreateConnectorRequest, caller: Cal
   if (limit !== null && (await listConnectorRows()).length >= limit) {
     throw conflict(`The license allows at most ${limit} connectors.`);
   }
-  await testBeforeSave(input.type, { config, secrets });
+  const saved = await testBeforeSave(input.type, { config, secrets });
   const id = randomUUID();
   const now = new Date().toISOString();
   const stored = await insertConnector({
@@ -186,7 +189,7 @@ export async function createConnector(input: CreateConnectorRequest, caller: Cal
     type: input.type,
     status: 'active',
     lastSync: null,
-    config,
+    config: saved,
     sealedSecrets: seal(id, secrets),
     secretPaths: secrets.map(([p]) => p),
     createdOn: now,
@@ -203,10 +206,14 @@ export async function updateConnector(id: string, input: UpdateConnectorRequest,
   }
   if (!isConnectorType(current.type)) throw badRequest(`Connectors of type '${current.type}' cannot be updated.`);
   const previous = unseal(current);
-  const { config, secrets } = prepareConfig(current.type, input.config, { config: current.config, secrets: previous });
+  const prepared = prepareConfig(current.type, input.config, { config: current.config, secrets: previous });
+  const { secrets } = prepared;
+  let config = prepared.config;
+  // The anchor identifies every object of the connector: a PUT that leaves it out keeps the stored one.
+  if (config.anchorAttribute === undefined && current.config.anchorAttribute !== undefined) config = { ...config, anchorAttribute: current.config.anchorAttribute };
   // What was stored passed its test when it was saved: a PUT that changes only the name needs no source.
   const sameConfig = canonicalJson(config) === canonicalJson(current.config) && canonicalJson(secrets) === canonicalJson(previous);
-  if (!sameConfig) await testBeforeSave(current.type, { config, secrets });
+  if (!sameConfig) config = await testBeforeSave(current.type, { config, secrets });
   const stored = await replaceConnector(current, {
     name: input.name,
     config,

@@ -175,6 +175,12 @@ export interface ConnectorSchema {
 export interface ConnectionTestResult {
   /** A short human description of what was reached (`3 files in /data/hr`), safe to show. */
   message: string;
+  /**
+   * Settings the connector decided from the server where the configuration left them out (a directory's
+   * default `anchorAttribute`): the Admin API stores them with the connector, so they stay the same for its
+   * lifetime. Never secrets.
+   */
+  settings?: Record<string, unknown>;
 }
 
 /** Every connector has these. */

@@ -120,6 +120,8 @@ interface Pending {
   dn?: string;
   /** The mesh object type of a deleted entry, when the source says its class. */
   objectType?: string;
+  /** A delete known by its DN only (`dn`, the DN at the watermark): the engine finds it in the connector space. */
+  byDn?: boolean;
 }
 
 /** Read the current state of every pending anchor and turn it into typed changes, `pageSize` per page. */
@@ -156,7 +158,8 @@ async function* emit(
       errors.push(o);
     } else if (!o) {
       // Gone, or moved out of scope: a delete (unless it came and went within this delta).
-      if (!p.added) changes.push({ kind: 'delete', anchor, objectType: typeOfDeleted(ctx, p), ...(p.dn ? { previousDn: p.dn, previousContainer: parentDn(p.dn) } : {}) });
+      if (p.byDn) changes.push({ kind: 'delete', anchor: '', dn: p.dn, objectType: typeOfDeleted(ctx, p) });
+      else if (!p.added) changes.push({ kind: 'delete', anchor, objectType: typeOfDeleted(ctx, p), ...(p.dn ? { previousDn: p.dn, previousContainer: parentDn(p.dn) } : {}) });
     } else if (p.added) {
       changes.push({ kind: 'add', anchor, objectType: o.objectType, object: o });
     } else if (p.previousDn && normalizeDn(p.previousDn) !== normalizeDn(o.dn!)) {
@@ -609,35 +612,101 @@ class ChangelogStrategy implements DeltaStrategy {
       };
       for await (const page of this.ctx.session.searchPages(req, 1000)) entries.push(...page);
     }
-    entries.sort((a, b) => Number(first(a, 'changeNumber')) - Number(first(b, 'changeNumber')));
+    const { chains, current } = changelogChains(entries, this.ctx.baseDN, this.ctx.scope.anchorAttribute);
     const pending = new Map<string, Pending>();
     const errors: ObjectError[] = [];
-    const byDn = new Map<string, string>();
-    for (const e of entries) {
-      const dn = first(e, 'targetDN') ?? '';
-      const type = (first(e, 'changeType') ?? '').toLowerCase();
-      const newDn = type === 'modrdn' ? `${first(e, 'newRDN')},${first(e, 'newSuperior') ?? parentDn(dn)}` : dn;
-      if (!isUnder(dn, this.ctx.baseDN) && !isUnder(newDn, this.ctx.baseDN)) continue;
-      let anchor = first(e, 'targetEntryUUID') ?? (this.ctx.scope.anchorAttribute.toLowerCase() === 'nsuniqueid' ? first(e, 'targetUniqueId') : undefined) ?? byDn.get(normalizeDn(dn));
-      if (!anchor && type !== 'delete') {
-        const [cur] = await this.ctx.session.search({ base: newDn, scope: 'base', filter: '(objectClass=*)', attributes: this.ctx.readAttributes }).catch(() => []);
-        anchor = cur ? anchorOf(cur, this.ctx.scope.anchorAttribute) : undefined;
+    for (const c of chains) {
+      let entry: LdapEntry | undefined;
+      let anchor = c.anchor;
+      if (!c.deleted && !anchor) {
+        // The log does not name the entry's anchor: read the entry where the log leaves it.
+        const dn = current.get(c)!;
+        [entry] = await this.ctx.session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: this.ctx.readAttributes }).catch(() => []);
+        anchor = entry ? anchorOf(entry, this.ctx.scope.anchorAttribute) : undefined;
+        if (!anchor) {
+          // Entries the connector does not map (an OU, a class not configured) are not its business.
+          if (entry && (objectTypeOf(entry, this.ctx.scope) === undefined || !inScope(entry.dn, this.ctx.scope))) continue;
+          errors.push({ code: 'object_error', location: dn, message: `Change ${c.lastChange} (${c.lastType}): ${entry ? `the entry has no ${this.ctx.scope.anchorAttribute}` : 'the entry is no longer at this DN'}; a full import will catch it.` });
+          continue;
+        }
       }
       if (!anchor) {
-        errors.push({ code: 'object_error', location: dn, message: `Change ${first(e, 'changeNumber')} (${type}) names no ${this.ctx.scope.anchorAttribute}; a full import will catch it.` });
+        // A delete the log names by DN only. An entry added in this delta was never imported: nothing to do.
+        if (c.origin === null) continue;
+        pending.set(`\u0000dn:${normalizeDn(c.origin)}`, { added: false, deleted: true, byDn: true, dn: c.origin });
         continue;
       }
-      byDn.set(normalizeDn(newDn), anchor);
       const p = pending.get(anchor) ?? { added: false, deleted: false };
       pending.set(anchor, p);
-      if (type === 'add') p.added = true;
-      else if (type === 'delete') {
+      if (c.origin === null) p.added = true;
+      if (c.deleted) {
         p.deleted = true;
-        p.dn = dn;
-      } else if (type === 'modrdn' && p.previousDn === undefined && !p.added) p.previousDn = dn;
+        p.dn = c.deletedDn;
+        p.entry = undefined;
+      } else {
+        if (entry) p.entry = entry;
+        if (c.renamed && c.origin !== null && p.previousDn === undefined) p.previousDn = c.origin;
+      }
     }
     yield* emit(this.ctx, pending, options, JSON.stringify({ s: 'changelog', n: lastN } satisfies ChangelogWatermark), errors);
   }
+}
+
+/** What the change log says happened to one entry during a delta, in log order. */
+export interface ChangelogChain {
+  /** The entry's DN at the watermark; null when the delta added it. */
+  origin: string | null;
+  /** The anchor when the log names it (targetEntryUUID, or targetUniqueId with anchor nsUniqueId). */
+  anchor?: string;
+  renamed: boolean;
+  deleted: boolean;
+  /** The DN the delete was logged for. */
+  deletedDn?: string;
+  lastChange: string;
+  lastType: string;
+}
+
+/**
+ * Follow the change log's entries (in changeNumber order) per entry: a DN names the same entry from its add or
+ * first mention through its renames (modrdn, newSuperior) until it is deleted or renamed away, so a delete
+ * logged by DN only is traced back to the DN the entry had at the watermark (which the connector space knows),
+ * and a DN reused by a new entry after a delete or a rename starts a new chain. Changes outside `baseDN` (before
+ * and after) are left out. `current` gives each chain not deleted the DN where the log leaves it.
+ */
+export function changelogChains(entries: LdapEntry[], baseDN: string, anchorAttribute: string): { chains: ChangelogChain[]; current: Map<ChangelogChain, string> } {
+  const sorted = [...entries].sort((a, b) => Number(first(a, 'changeNumber')) - Number(first(b, 'changeNumber')));
+  const byDn = new Map<string, ChangelogChain>();
+  const chains: ChangelogChain[] = [];
+  const current = new Map<ChangelogChain, string>();
+  const useUniqueId = anchorAttribute.toLowerCase() === 'nsuniqueid';
+  const useEntryUuid = anchorAttribute.toLowerCase() === 'entryuuid';
+  for (const e of sorted) {
+    const dn = first(e, 'targetDN') ?? '';
+    const type = (first(e, 'changeType') ?? '').toLowerCase();
+    const newDn = type === 'modrdn' ? `${first(e, 'newRDN')},${first(e, 'newSuperior') ?? parentDn(dn)}` : dn;
+    if (!isUnder(dn, baseDN) && !isUnder(newDn, baseDN)) continue;
+    const key = normalizeDn(dn);
+    let c = type === 'add' ? undefined : byDn.get(key);
+    if (!c) {
+      c = { origin: type === 'add' ? null : dn, renamed: false, deleted: false, lastChange: '', lastType: '' };
+      chains.push(c);
+    }
+    c.lastChange = first(e, 'changeNumber') ?? '';
+    c.lastType = type;
+    const logged = useEntryUuid ? first(e, 'targetEntryUUID') : useUniqueId ? first(e, 'targetUniqueId') : undefined;
+    if (logged) c.anchor = logged;
+    byDn.delete(key);
+    if (type === 'delete') {
+      c.deleted = true;
+      c.deletedDn = dn;
+      current.delete(c);
+      continue;
+    }
+    if (type === 'modrdn') c.renamed = true;
+    byDn.set(normalizeDn(newDn), c);
+    current.set(c, newDn);
+  }
+  return { chains, current };
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import {
   type ScalarValue,
   type AttributeValue,
 } from '../sdk';
+import { defaultLdapAnchor } from './anchor';
 import { deltaStrategyFor, type DeltaContext, type StrategyName } from './delta';
 import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
 import { referenceAttributes } from './schemaReferences';
@@ -65,12 +66,17 @@ export class LdapConnector implements Connector {
   readonly scope: Scope;
   private session: DirectorySession | undefined;
   private dnTemplate: CompiledExpression | undefined;
+  /** `ldap` without anchorAttribute: decided from the server at the first connection (anchor.ts). */
+  private anchorPending: boolean;
+  private readonly configuredAnchor: string | null;
 
   constructor(
     readonly type: 'ldap' | 'active_directory',
     config: DirectoryConfig,
   ) {
-    this.config = directoryDefaults(type, config) as LdapConnector['config'];
+    this.configuredAnchor = config.anchorAttribute ?? null;
+    this.anchorPending = type === 'ldap' && config.anchorAttribute === undefined;
+    this.config = { ...directoryDefaults(type, config), anchorAttribute: config.anchorAttribute ?? (type === 'ldap' ? 'entryUUID' : 'objectGUID') } as LdapConnector['config'];
     const c = this.config;
     if (c.security === 'none' && c.allowInsecure !== true) {
       throw new ConnectorError('configuration_invalid', "security 'none' needs allowInsecure: true (the bind password would travel in clear text).");
@@ -99,7 +105,7 @@ export class LdapConnector implements Connector {
   /** Identifies the configuration (the password by hash only) for parked searches. */
   private get fingerprint(): string {
     const c = this.config;
-    return createHash('sha256').update(JSON.stringify([this.type, c.host, c.port, c.security, c.bindDN, c.bindPassword, c.baseDN, c.containers, c.objectClasses, c.attributes, c.anchorAttribute])).digest('base64url');
+    return createHash('sha256').update(JSON.stringify([this.type, c.host, c.port, c.security, c.bindDN, c.bindPassword, c.baseDN, c.containers, c.objectClasses, c.attributes, this.configuredAnchor])).digest('base64url');
   }
 
   private async open(): Promise<DirectorySession> {
@@ -111,6 +117,10 @@ export class LdapConnector implements Connector {
 
   /** The directory's reference attributes into the scope (read once per directory, see schemaReferences.ts). */
   private async loadReferences(session: DirectorySession): Promise<DirectorySession> {
+    if (this.anchorPending) {
+      this.config.anchorAttribute = this.scope.anchorAttribute = await defaultLdapAnchor(session);
+      this.anchorPending = false;
+    }
     if (!this.scope.references) this.scope.references = await referenceAttributes(session, `${this.config.host}:${this.config.port}`);
     return session;
   }
@@ -124,7 +134,9 @@ export class LdapConnector implements Connector {
 
   /** Bind, then read baseDN and the included containers (`testDirectorySession` in test.ts). */
   async testConnection(): Promise<ConnectionTestResult> {
-    return testDirectorySession(await this.open(), this.config);
+    const result = await testDirectorySession(await this.open(), this.config);
+    // A default that depends on the server: stored with the connector by the Admin API, so it never changes.
+    return this.configuredAnchor === null ? { ...result, settings: { anchorAttribute: this.config.anchorAttribute } } : result;
   }
 
   async schema(): Promise<ConnectorSchema> {

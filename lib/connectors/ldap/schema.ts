@@ -5,7 +5,8 @@ import type { FieldError } from '../../errors';
 /**
  * Configuration of the directory connector (types `ldap` and `active_directory`), per the contract's
  * directory table. `bindPassword` is secret (`x-secret`): encrypted at rest and never returned.
- * Type-dependent defaults (port, objectClasses, anchorAttribute) are filled by `directoryDefaults`.
+ * Type-dependent defaults (port, objectClasses, anchorAttribute) are filled by `directoryDefaults`; the `ldap`
+ * anchor's default depends on the server and is decided by the connection test when the connector is saved.
  */
 function directorySchema(type: 'ldap' | 'active_directory') {
   const isAd = type === 'active_directory';
@@ -37,9 +38,9 @@ function directorySchema(type: 'ldap' | 'active_directory') {
         }),
       ),
       attributes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 2000, description: 'Default: all user attributes.' })),
-      anchorAttribute: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: isAd ? 'Default: objectGUID.' : 'Default: entryUUID.' })),
+      anchorAttribute: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: isAd ? 'Default: objectGUID.' : 'Default: nsUniqueId on 389 Directory Server (known from the root DSE), else entryUUID; decided when the connector is created and kept.' })),
       deltaStrategy: Type.Optional(
-        Type.Union([Type.Literal('auto'), Type.Literal('changelog'), Type.Literal('accesslog'), Type.Literal('usn'), Type.Literal('timestamp')], { default: 'auto' }),
+        Type.Union([Type.Literal('auto'), Type.Literal('changelog'), Type.Literal('accesslog'), Type.Literal('usn'), Type.Literal('dirsync'), Type.Literal('timestamp')], { default: 'auto' }),
       ),
       exportDnTemplate: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression giving the DN of an object to add.' })),
       objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
@@ -66,7 +67,8 @@ export function directoryDefaults(type: 'ldap' | 'active_directory', config: Dir
     ...config,
     port: config.port ?? (config.security === 'ldaps' || config.security === undefined ? 636 : 389),
     objectClasses: config.objectClasses ?? (isAd ? { user: 'User', group: 'Group' } : { inetOrgPerson: 'User', groupOfNames: 'Group' }),
-    anchorAttribute: config.anchorAttribute ?? (isAd ? 'objectGUID' : 'entryUUID'),
+    // ldap: left out, the default depends on the server (anchor.ts): decided by the connection test on save.
+    ...(config.anchorAttribute !== undefined || isAd ? { anchorAttribute: config.anchorAttribute ?? 'objectGUID' } : {}),
   };
 }
 
