@@ -4,7 +4,9 @@ import {
   beginRun,
   deltaImport,
   emptyTotals,
+  exportDeletedSince,
   exportDeletes,
+  exportIdsPage,
   exportPartition,
   finishRun,
   fullImportDeletePage,
@@ -12,9 +14,12 @@ import {
   fullSyncPage,
   CS_PARTITIONS,
   planFullImportDeletes,
+  planExport,
   runConfig,
   type DeletionPlan,
   type DeltaOutput,
+  type ExportIdsInput,
+  type ExportPlan,
   type ExportPageInput,
   type FinishInput,
   type FullPageInput,
@@ -46,6 +51,9 @@ export const DELTA_IMPORT = 'syncDeltaImport';
 export const EXPORT_PARTITION = 'syncExportPartition';
 export const EXPORT_DELETES = 'syncExportDeletes';
 export const FULL_SYNC_PAGE = 'syncFullSyncPage';
+export const EXPORT_PLAN = 'syncExportPlan';
+export const EXPORT_IDS = 'syncExportIds';
+export const EXPORT_DELETED = 'syncExportDeleted';
 export const FINISH_RUN = 'syncFinishRun';
 
 type Begin = { info: RunInfo; config: Record<string, unknown> } | (StepFailure & { info?: RunInfo });
@@ -66,6 +74,30 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
     context.df.callActivity(FINISH_RUN, { info, status, totals, ...extra } satisfies FinishInput);
   try {
     if (info.runType === 'Export') {
+      const plan = (yield context.df.callActivity(EXPORT_PLAN, { info, config })) as ExportPlan | StepFailure;
+      if (isFailure(plan)) return yield finish('Failed', { error: plan.failed });
+      if (plan.mode === 'none') return yield finish(completedStatus(totals));
+      const exportState = { seq: plan.seq, hash: plan.hash, dirtyKeys: plan.dirtyKeys };
+      if (plan.mode === 'incremental') {
+        // Only what changed since the last export (and what the target's imports marked).
+        for (let page = 0; page < plan.pages; page++) {
+          const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure;
+          if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+          totals = r;
+        }
+        // A second look at the objects that name one this export moved or added.
+        if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
+          totals = { ...totals, notInTarget: 0, movedInTarget: 0 };
+          const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure;
+          if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+          totals = r;
+        }
+        const d = plan.deleted ? ((yield context.df.callActivity(EXPORT_DELETED, { info, totals, config })) as RunTotals | StepFailure | { stopped: string }) : totals;
+        if (isFailure(d)) return yield finish('Failed', { error: d.failed });
+        if ('stopped' in d) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
+        totals = d;
+        return yield finish(completedStatus(totals), { exportState });
+      }
       for (let partition = 0; partition < 16; partition++) {
         const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config })) as RunTotals | StepFailure;
         if (isFailure(r)) return yield finish('Failed', { error: r.failed });
@@ -86,7 +118,7 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
       if (isFailure(d)) return yield finish('Failed', { error: d.failed });
       if ('stopped' in d) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
       totals = d;
-      return yield finish(completedStatus(totals));
+      return yield finish(completedStatus(totals), { exportState });
     }
     if (info.runType === 'FullSync') {
       for (let partition = 0; partition < CS_PARTITIONS; partition++) {
@@ -167,5 +199,8 @@ df.app.activity(DELETE_PAGE, { handler: (input: { info: RunInfo; page: number; t
 df.app.activity(DELTA_IMPORT, { handler: (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals) });
 df.app.activity(EXPORT_PARTITION, { handler: (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config) });
 df.app.activity(EXPORT_DELETES, { handler: (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config) });
+df.app.activity(EXPORT_PLAN, { handler: (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config) });
+df.app.activity(EXPORT_IDS, { handler: (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config) });
+df.app.activity(EXPORT_DELETED, { handler: (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletedSince(input.info, input.totals, input.config) });
 df.app.activity(FULL_SYNC_PAGE, { handler: (input: FullSyncPageInput) => fullSyncPage(input) });
 df.app.activity(FINISH_RUN, { handler: (input: FinishInput) => finishRun(input) });

@@ -46,7 +46,11 @@ const FEED_ROWS_PER_TRANSACTION = 8;
 /** This process as a writer of the feed (lets a reader skip rows it wrote itself). */
 export const PROCESS_WRITER = randomUUID();
 
-export type FeedEntry = { id: string; objectType: string; state: MeshObject } | { id: string; objectType: string; deleted: true };
+/**
+ * A feed entry: an object's new state, or its tombstone. `x`: the connector whose export wrote this state (it
+ * linked the object to what the export added); that connector's next export has nothing to look at in it.
+ */
+export type FeedEntry = { id: string; objectType: string; state: MeshObject; x?: string } | { id: string; objectType: string; deleted: true };
 
 export interface FeedRow {
   seq: number;
@@ -101,10 +105,10 @@ async function inflateRows<T extends Record<string, unknown>>(rows: T[]): Promis
 
 /** Feed entries as stored (states in their stored form, see lib/mesh/codec.ts) to entries; kept-apart states are read. */
 async function feedEntries(e: Record<string, unknown>): Promise<FeedEntry[]> {
-  const entries = getJson<(FeedEntry | { id: string; objectType: string; ref: string })[]>(e, 'e') ?? [];
+  const entries = getJson<(FeedEntry | { id: string; objectType: string; ref: string; x?: string })[]>(e, 'e') ?? [];
   const out: FeedEntry[] = [];
   for (const en of entries) {
-    if ('ref' in en) out.push({ id: en.id, objectType: en.objectType, state: fromStoredMeshObject(JSON.parse(await getOverflow(en.ref))) });
+    if ('ref' in en) out.push({ id: en.id, objectType: en.objectType, state: fromStoredMeshObject(JSON.parse(await getOverflow(en.ref))), ...(en.x ? { x: en.x } : {}) });
     else {
       if ('state' in en) en.state = fromStoredMeshObject(en.state);
       out.push(en);
@@ -178,6 +182,8 @@ export interface MeshWrite {
   fresh?: ReadonlySet<string>;
   /** Ids among `upserts` the writer knows are stored: replaced, not upserted. */
   stored?: ReadonlySet<string>;
+  /** The connector whose export writes these states (see {@link FeedEntry}). */
+  exportOf?: string;
 }
 
 /**
@@ -201,13 +207,13 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   await submitBatched(meshTable, actions);
   await deleteRows(w.deletes.map((d) => d.id));
   const entries: FeedEntry[] = [
-    ...w.upserts.map((o): FeedEntry => ({ id: o.id, objectType: o.objectType, state: o })),
+    ...w.upserts.map((o): FeedEntry => ({ id: o.id, objectType: o.objectType, state: o, ...(w.exportOf ? { x: w.exportOf } : {}) })),
     ...w.deletes.map((d): FeedEntry => ({ id: d.id, objectType: d.objectType, deleted: true })),
   ];
   const entryTexts: string[] = [
     ...w.upserts.map((o, i) => {
       const ref = overflow.get(i);
-      const head = `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},`;
+      const head = `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},${w.exportOf ? `"x":${JSON.stringify(w.exportOf)},` : ''}`;
       return ref ? `${head}"ref":${JSON.stringify(ref)}}` : `${head}"state":${texts[i]}}`;
     }),
     ...w.deletes.map((d, i) => JSON.stringify(entries[w.upserts.length + i])),

@@ -22,7 +22,7 @@ import { listRules } from '../storage/rules';
 import { completeRun, getRun, updateRun, type RunObjectError, type RunStats, type TerminalRunStatus } from '../storage/runs';
 import { decodeMeshObject, encodeMeshObject } from '../mesh/codec';
 import { dropSharedIndex, sharedIndex, type MeshIndex } from '../mesh/joinIndex';
-import { PROCESS_WRITER, commitMeshWrite, getMeshObjects, iterateMesh } from '../mesh/store';
+import { PROCESS_WRITER, commitMeshWrite, currentFeedSeq, getMeshObjects, iterateMesh, readFeed } from '../mesh/store';
 import { loadCsSummaries, readCsObjects, readCsPartition, summarize, writeCsObjects, type CsSummary } from './connectorSpace';
 import { CsCache } from './csCache';
 import { csWakeKeys, referencePolicy, referencesOf, type CsLookup } from './references';
@@ -33,7 +33,23 @@ import { compileExpression } from './expression';
 import { exportNeedsRelations, exportRelations } from './exportReferences';
 import { compileRuleSet, indexedAttributes, ruleFailureMessage, ruleValue, type RuleSet } from './rules';
 import { RULES_CHANGED_NOTE } from './rulesChange';
-import { claimCsOwner, deleteRunState, loadDeletePage, loadSeen, readSyncState, saveDeletePage, saveFullRulesHash, saveSeen, saveWatermark } from './state';
+import {
+  claimCsOwner,
+  clearExportDirty,
+  deleteRunState,
+  loadDeletePage,
+  loadExportPage,
+  loadSeen,
+  markExportDirty,
+  readExportDirty,
+  readSyncState,
+  saveDeletePage,
+  saveExportPage,
+  saveExportState,
+  saveFullRulesHash,
+  saveSeen,
+  saveWatermark,
+} from './state';
 
 /**
  * The sync engine's steps, one per orchestration activity (orchestrations/syncRun.ts). Each step is
@@ -62,6 +78,21 @@ export interface RunTotals {
    */
   movedInTarget?: number;
 }
+
+/**
+ * How an export goes (decided by its first step, {@link planExport}):
+ * - `full`: every mesh object of the connector's type, partition by partition (the first export, or after its
+ *   outbound rules or configuration changed);
+ * - `incremental`: only the mesh objects changed since the last export (read from the change feed), those the
+ *   target's own imports marked (drift, unconfirmed values, a referenced object moved there), and those whose
+ *   export failed: its cost follows the changes, not the size of the mesh;
+ * - `none`: the connector has no outbound rule.
+ * `seq`, `hash` and `dirtyKeys` are recorded by the run's end when it completes.
+ */
+export type ExportPlan =
+  | { mode: 'none' }
+  | { mode: 'full'; seq: number; hash: string; dirtyKeys: string[] }
+  | { mode: 'incremental'; seq: number; hash: string; dirtyKeys: string[]; pages: number; deleted: number };
 
 export interface RunInfo {
   runId: string;
@@ -357,7 +388,7 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
         holdNow.add(id);
         waitingDocs.set(id, encodeMeshObject(doc));
       } else if (doc) upserts.push(doc);
-      else deletes.push({ id, objectType: ctx.index.info(id)?.objectType ?? 'User' });
+      else deletes.push({ id, objectType: ws.removedTypes.get(id) ?? ctx.index.info(id)?.objectType ?? 'User' });
     }
     // Rows to write: this page's, less those of objects held back, plus the held rows of objects written now.
     let rows: CsObject[] = [];
@@ -408,6 +439,18 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     } else {
       await write;
       tr.mark(`cs(${rows.length})`);
+    }
+    // A target's own import: the objects it saw differ (drift, values not confirmed) and those that name one
+    // it saw moved are for its next export to look at (an incremental export reads only what changed).
+    if (rules.outbound.length) {
+      const marked = new Set<string>();
+      plans.forEach((p, i) => {
+        if (!p.cs.meshId) return;
+        marked.add(p.cs.meshId);
+        const before = work[i].sum;
+        if (before?.dn && p.cs.dn && dnKey(before.dn) !== dnKey(p.cs.dn)) for (const r of ctx.index.incoming(p.cs.meshId)) marked.add(r);
+      });
+      await markExportDirty(ctx.info.connectorId, marked);
     }
     tr.print('items');
   } catch (err) {
@@ -860,8 +903,6 @@ export async function exportPartition(input: ExportPageInput, config: { objectTy
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
       const rules = compileRuleSet(info.connectorId, await listRules());
       if (!rules.outbound.length) return input.totals;
-      // Before anything is added: a disconnector that a mesh object could join now is joined, not added again.
-      if (input.partition === 0 && !input.second) await rejoinAtStart(info, input.totals, false);
       const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
       let totals = input.totals;
       const docs: MeshObject[] = [];
@@ -876,6 +917,130 @@ export async function exportPartition(input: ExportPageInput, config: { objectTy
   } catch (err) {
     return failure(err);
   }
+}
+
+/** What an export runs with: its rules (outbound and the rest) and its connector's configuration. */
+async function exportHash(connectorId: string, rules: RuleSet): Promise<string> {
+  const record = await readConnectorRow(connectorId);
+  return `${rules.hash}/${record?.updatedOn ?? ''}`;
+}
+
+/**
+ * The first step of an export: joins re-evaluated (a disconnector a mesh object could join now is joined, not
+ * added again), then the choice of a full or an incremental export (see {@link ExportPlan}); for an incremental
+ * one, the mesh ids to look at are written in pages, and the ids deleted since.
+ */
+export async function planExport(info: RunInfo, config: { objectType?: unknown }): Promise<ExportPlan | StepFailure> {
+  try {
+    const rules = compileRuleSet(info.connectorId, await listRules());
+    if (!rules.outbound.length) return { mode: 'none' };
+    await rejoinAtStart(info, emptyTotals(), false);
+    const hash = await exportHash(info.connectorId, rules);
+    const state = await readSyncState(info.connectorId);
+    // Noted before anything is read: a change after it is the next export's.
+    const seq = await currentFeedSeq();
+    const dirty = await readExportDirty(info.connectorId);
+    if (state.exportSeq === null || state.exportHash !== hash) return { mode: 'full', seq, hash, dirtyKeys: dirty.keys };
+    const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
+    const changed = new Set<string>();
+    const deleted = new Set<string>();
+    for (let from = state.exportSeq; from < seq; ) {
+      const rows = await readFeed(from, { limit: 50 });
+      if (!rows.length) break;
+      for (const r of rows) {
+        if (r.seq > seq) break;
+        for (const en of r.entries) {
+          // This connector's own export wrote it (a link to what it added): nothing new for it.
+          if (en.objectType !== objectType || ('x' in en && en.x === info.connectorId)) continue;
+          if ('deleted' in en) {
+            changed.delete(en.id);
+            deleted.add(en.id);
+          } else {
+            deleted.delete(en.id);
+            changed.add(en.id);
+          }
+        }
+      }
+      from = rows[rows.length - 1].seq;
+    }
+    // Marked objects (drift, failed changes): as they are now; the ones gone from the mesh are deletes to try again.
+    const present = await getMeshObjects(dirty.ids);
+    for (const id of dirty.ids) {
+      if (present.has(id)) {
+        if (!deleted.has(id)) changed.add(id);
+      } else {
+        changed.delete(id);
+        deleted.add(id);
+      }
+    }
+    const ids = [...changed].sort();
+    let pages = 0;
+    for (let i = 0; i < ids.length; i += DEFAULT_PAGE_SIZE) await saveExportPage(info.runId, pages++, ids.slice(i, i + DEFAULT_PAGE_SIZE));
+    await saveExportPage(info.runId, -1, [...deleted]);
+    return { mode: 'incremental', seq, hash, dirtyKeys: dirty.keys, pages, deleted: deleted.size };
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+export interface ExportIdsInput {
+  info: RunInfo;
+  /** A page written by {@link planExport}; -2: the objects the pages asked to look at again (see `again`). */
+  page: number;
+  totals: RunTotals;
+}
+
+/** Export one page of an incremental export: the listed mesh objects that still exist (and are of the type). */
+export async function exportIdsPage(input: ExportIdsInput, config: { objectType?: unknown; provisioningCondition?: unknown }): Promise<RunTotals | StepFailure> {
+  const { info } = input;
+  try {
+    return await withConnector(info.connectorId, async (connector) => {
+      if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
+      const rules = compileRuleSet(info.connectorId, await listRules());
+      const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
+      const ids = input.page === -2 ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
+      const docs = [...(await getMeshObjects(ids)).values()].filter((d) => d.objectType === objectType);
+      const totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs, input.totals, config);
+      await updateRun(info.runId, { stats: totals.stats, errors: totals.errors });
+      return totals;
+    });
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+/** Incremental deprovisioning: the target's objects whose mesh object was deleted since the last export. */
+export async function exportDeletedSince(info: RunInfo, totals: RunTotals, config: { deletionThreshold?: unknown } = {}): Promise<RunTotals | StepFailure | { stopped: string }> {
+  try {
+    const ids = await loadExportPage(info.runId, -1);
+    if (!ids.length) return totals;
+    const stillThere = await getMeshObjects(ids);
+    const gone = new Set(ids.filter((id) => !stillThere.has(id)));
+    const { summaries } = await csCache(info.connectorId);
+    const anchors: string[] = [];
+    let existing = 0;
+    for (const [anchor, s] of summaries) {
+      if (s.deleted) continue;
+      existing++;
+      if (s.meshId && gone.has(s.meshId)) anchors.push(anchor);
+    }
+    return await deprovision(info, totals, config, anchors, existing);
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+/**
+ * Objects to look at again after a page of an export (`SyncState` partition `xa_<runId>`): the objects that
+ * name one the export moved or renamed in the target, and those whose related objects were not in the target
+ * yet when the page computed their values.
+ */
+const againKey = (runId: string) => `xa_${runId}`;
+async function saveAgain(runId: string, ids: string[]): Promise<void> {
+  if (ids.length) await markExportDirty(againKey(runId), ids);
+}
+async function loadAgain(runId: string): Promise<string[]> {
+  return (await readExportDirty(againKey(runId))).ids;
 }
 
 async function exportDocs(
@@ -944,10 +1109,13 @@ async function exportDocs(
   const csRows: CsObject[] = [];
   const meshUpserts: MeshObject[] = [];
   let moved = 0;
+  const movedIds: string[] = [];
+  const failedIds: string[] = [];
   results.forEach((r, i) => {
     const c = changes[i];
     if (r.status === 'error') {
       errors.push({ object: c.doc.anchorValue, message: r.error.message });
+      failedIds.push(c.doc.id);
       return;
     }
     if (c.change.kind === 'add') result.created++;
@@ -956,7 +1124,10 @@ async function exportDocs(
     const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...c.values }, pendingExport: null, updatedOn: now };
     // The DN the target gave the object (an add, a rename or a move): references to it are written with it.
     if (r.dn) {
-      if (c.prev?.dn && dnKey(c.prev.dn) !== dnKey(r.dn)) moved++;
+      if (c.prev?.dn && dnKey(c.prev.dn) !== dnKey(r.dn)) {
+        moved++;
+        movedIds.push(c.doc.id);
+      }
       row.dn = r.dn;
     }
     csRows.push(row);
@@ -968,16 +1139,26 @@ async function exportDocs(
       meshUpserts.push(doc);
     }
   });
-  await commitMeshWrite({ upserts: meshUpserts, deletes: [] });
+  await commitMeshWrite({ upserts: meshUpserts, deletes: [], exportOf: info.connectorId });
   for (const d of meshUpserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
   await writeCsObjects(info.connectorId, csRows);
   // This process's summaries follow its own writes (a reload per page would read the whole space again).
   const cached = csCaches.get(info.connectorId);
   if (cached) for (const r of csRows) cached.set(r.anchor, summarize(info.connectorId, r));
+  // A change the target refused is looked at again by the next export (an incremental one would not see it).
+  await markExportDirty(info.connectorId, failedIds);
   if (interrupted !== undefined) throw interrupted;
   const next = addPage(totals, { ...result, errors }, []);
   if (relations.notInTarget) next.notInTarget = (totals.notInTarget ?? 0) + relations.notInTarget;
   if (moved) next.movedInTarget = (totals.movedInTarget ?? 0) + moved;
+  // For a second pass of an incremental export: the objects that name a moved one, and those with related
+  // objects not in the target yet.
+  const again = [...relations.missingIn];
+  if (movedIds.length) {
+    const index = (await context(info)).index;
+    for (const id of movedIds) again.push(...index.incoming(id));
+  }
+  await saveAgain(info.runId, again);
   return next;
 }
 
@@ -1015,37 +1196,56 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals, config: { 
       const linked = [...summaries].filter(([, s]) => !s.deleted && s.meshId);
       const docs = await getMeshObjects(linked.map(([, s]) => s.meshId!));
       const gone = linked.filter(([, s]) => !docs.has(s.meshId!)).map(([a]) => a);
-      const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: gone.length, errors: [] };
-      if (!gone.length) return addPage(totals, result, []);
-      // The deletion threshold holds for deprovisioning too (a source connector deleted, a source emptied):
-      // the run stops before deleting anything in the target.
       let existing = 0;
       for (const s of summaries.values()) if (!s.deleted) existing++;
-      const stop = thresholdExceeded(gone.length, existing, config.deletionThreshold);
-      if (stop) return { stopped: stop };
-      if (info.dryRun) return addPage(totals, { ...result, deleted: gone.length }, []);
-      const prev = await readCsObjects(info.connectorId, gone);
-      const changes: ExportChange[] = gone.map((anchor) => ({ kind: 'delete', anchor, objectType: prev.get(anchor)?.objectType ?? 'User', attributes: {} }));
-      const { results, interrupted } = await exportRecordingApplied(connector, changes);
-      const now = new Date().toISOString();
-      const rows: CsObject[] = [];
-      results.forEach((r, i) => {
-        if (r.status === 'error') {
-          result.errors.push({ object: gone[i], message: r.error.message });
-          return;
-        }
-        result.deleted++;
-        const p = prev.get(gone[i]);
-        if (p) rows.push({ ...p, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now });
-      });
-      await writeCsObjects(info.connectorId, rows);
-      csCaches.delete(info.connectorId);
-      if (interrupted !== undefined) throw interrupted;
-      return addPage(totals, result, []);
+      return await deprovisionWith(connector, info, totals, config, gone, existing);
     });
   } catch (err) {
     return failure(err);
   }
+}
+
+/** Delete these anchors in the target (their mesh objects are gone), within the deletion threshold. */
+async function deprovision(info: RunInfo, totals: RunTotals, config: { deletionThreshold?: unknown }, gone: string[], existing: number): Promise<RunTotals | { stopped: string }> {
+  if (!gone.length) return totals;
+  return withConnector(info.connectorId, async (connector) => {
+    if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
+    return deprovisionWith(connector, info, totals, config, gone, existing);
+  });
+}
+
+async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunTotals, config: { deletionThreshold?: unknown }, gone: string[], existing: number): Promise<RunTotals | { stopped: string }> {
+  const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: gone.length, errors: [] };
+  if (!gone.length) return addPage(totals, result, []);
+  // The deletion threshold holds for deprovisioning too (a source connector deleted, a source emptied):
+  // the run stops before deleting anything in the target.
+  const stop = thresholdExceeded(gone.length, existing, config.deletionThreshold);
+  if (stop) return { stopped: stop };
+  if (info.dryRun) return addPage(totals, { ...result, deleted: gone.length }, []);
+  const prev = await readCsObjects(info.connectorId, gone);
+  const changes: ExportChange[] = gone.map((anchor) => ({ kind: 'delete', anchor, objectType: prev.get(anchor)?.objectType ?? 'User', attributes: {} }));
+  const { results, interrupted } = await exportRecordingApplied(connector, changes);
+  const now = new Date().toISOString();
+  const rows: CsObject[] = [];
+  const failedIds: string[] = [];
+  results.forEach((r, i) => {
+    if (r.status === 'error') {
+      result.errors.push({ object: gone[i], message: r.error.message });
+      const meshId = prev.get(gone[i])?.meshId;
+      if (meshId) failedIds.push(meshId);
+      return;
+    }
+    result.deleted++;
+    const p = prev.get(gone[i]);
+    if (p) rows.push({ ...p, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now });
+  });
+  await writeCsObjects(info.connectorId, rows);
+  const cached = csCaches.get(info.connectorId);
+  if (cached) for (const r of rows) cached.set(r.anchor, summarize(info.connectorId, r));
+  // A delete the target refused is tried again by the next export.
+  await markExportDirty(info.connectorId, failedIds);
+  if (interrupted !== undefined) throw interrupted;
+  return addPage(totals, result, []);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1060,6 +1260,8 @@ export interface FinishInput {
   watermark?: string | null;
   /** The run put every object of the connector through the rules (a full import or a FullSync). */
   fullPass?: boolean;
+  /** An export that completes records what it considered (see {@link ExportPlan}). */
+  exportState?: { seq: number; hash: string; dirtyKeys: string[] };
 }
 
 /**
@@ -1082,6 +1284,11 @@ export async function finishRun(input: FinishInput): Promise<void> {
   const completed = input.status === 'Completed' || input.status === 'CompletedWithErrors';
   if (!info.dryRun && completed && input.watermark !== undefined && info.runType !== 'Export') await saveWatermark(info.connectorId, input.watermark);
   if (!info.dryRun && completed && input.fullPass) await saveFullRulesHash(info.connectorId, compileRuleSet(info.connectorId, await listRules()).hash);
+  if (!info.dryRun && completed && input.exportState) {
+    await saveExportState(info.connectorId, input.exportState.seq, input.exportState.hash);
+    await clearExportDirty(info.connectorId, input.exportState.dirtyKeys);
+  }
+  await clearExportDirty(againKey(info.runId), (await readExportDirty(againKey(info.runId))).keys).catch(() => undefined);
   const now = new Date().toISOString();
   if (input.status === 'Failed') await setConnectorRunState(info.connectorId, { status: 'error' }).catch(() => undefined);
   else if (completed) await setConnectorRunState(info.connectorId, { status: 'active', ...(info.runType !== 'Export' && !info.dryRun ? { lastSync: now } : {}) }).catch(() => undefined);

@@ -26,6 +26,8 @@ export interface ExportRelations {
   relatedOf(doc: MeshObject): Record<string, Record<string, AttributeValue>>;
   /** How many related objects {@link valueOf} left out so far because they are not in the target yet. */
   readonly notInTarget: number;
+  /** The mesh objects whose values left such related objects out. */
+  readonly missingIn: ReadonlySet<string>;
 }
 
 export interface ExportRelationsSources {
@@ -39,7 +41,7 @@ export interface ExportRelationsSources {
   targetKind: ReferenceKind;
 }
 
-const NONE: ExportRelations = { types: new Set(), valueOf: () => null, relatedOf: () => ({}), notInTarget: 0 };
+const NONE: ExportRelations = { types: new Set(), valueOf: () => null, relatedOf: () => ({}), notInTarget: 0, missingIn: new Set() };
 
 /** Whether the page's outbound rules need relationships at all (no read otherwise). */
 export function exportNeedsRelations(rules: RuleSet, docs: readonly MeshObject[]): boolean {
@@ -75,15 +77,21 @@ export async function exportRelations(rules: RuleSet, docs: readonly MeshObject[
   }
   const targets = await src.loadDocs([...ids]);
   let notInTarget = 0;
+  const missingIn = new Set<string>();
   return {
     types,
+    missingIn,
     get notInTarget() {
       return notInTarget;
     },
     valueOf(doc, type) {
       const linkOf = (id: string) => targets.get(id)?.links[src.connectorId];
       const { values } = referenceValuesFor(doc, type, src.targetKind, linkOf, src.dnOf);
-      for (const r of doc.relationships) if (r.type === type && linkOf(r.targetId) === undefined) notInTarget++;
+      for (const r of doc.relationships) {
+        if (r.type !== type || linkOf(r.targetId) !== undefined) continue;
+        notInTarget++;
+        missingIn.add(doc.id);
+      }
       if (!values.length) return null;
       return values.length === 1 && !isMultiValued(doc, type) ? values[0] : values;
     },

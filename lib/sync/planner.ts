@@ -56,7 +56,11 @@ export class WorkingSet {
     this.dirty.add(doc.id);
     this.index.apply(doc.id, doc);
   }
+  /** The object type of each object removed (its tombstone in the feed carries it). */
+  readonly removedTypes = new Map<string, string>();
   remove(id: string): void {
+    const doc = this.docs.get(id);
+    if (doc) this.removedTypes.set(id, doc.objectType);
     this.docs.set(id, null);
     this.dirty.add(id);
     this.index.apply(id, null);

@@ -21,17 +21,74 @@ export interface ConnectorSyncState {
   csOwner: string | null;
   /** The rules hash of the connector's last completed full pass (full import or FullSync); null: none recorded. */
   fullRulesHash: string | null;
+  /** Exports: the change-feed position the last completed export considered everything up to; null: none yet. */
+  exportSeq: number | null;
+  /** Exports: what the last completed export ran with (outbound rules and connector configuration). */
+  exportHash: string | null;
 }
 
 export async function readSyncState(connectorId: string): Promise<ConnectorSyncState> {
   const client = await table(TABLE);
   try {
     const e = await client.getEntity<Record<string, unknown>>(CONNECTOR_PK, connectorId);
-    return { watermark: getJson<string>(e, 'w') ?? null, csOwner: e.csOwner ? String(e.csOwner) : null, fullRulesHash: e.frh ? String(e.frh) : null };
+    return {
+      watermark: getJson<string>(e, 'w') ?? null,
+      csOwner: e.csOwner ? String(e.csOwner) : null,
+      fullRulesHash: e.frh ? String(e.frh) : null,
+      exportSeq: typeof e.xseq === 'number' || typeof e.xseq === 'string' ? Number(e.xseq) : null,
+      exportHash: e.xh ? String(e.xh) : null,
+    };
   } catch (err) {
-    if (isStatus(err, 404)) return { watermark: null, csOwner: null, fullRulesHash: null };
+    if (isStatus(err, 404)) return { watermark: null, csOwner: null, fullRulesHash: null, exportSeq: null, exportHash: null };
     throw err;
   }
+}
+
+/** Record what a completed export considered: the feed position and what it ran with. */
+export async function saveExportState(connectorId: string, seq: number, hash: string): Promise<void> {
+  const client = await table(TABLE);
+  await client.upsertEntity({ partitionKey: CONNECTOR_PK, rowKey: connectorId, xseq: seq, xh: hash }, 'Merge');
+}
+
+/**
+ * Mesh objects a target connector's next export must look at although the mesh did not change them: the
+ * target's own import saw their objects differ (drift, values not confirmed), or an object they reference
+ * was moved in the target. Partition `xd_<connector>`, one row per page that marked some.
+ */
+export async function markExportDirty(connectorId: string, meshIds: Iterable<string>): Promise<void> {
+  const ids = [...new Set(meshIds)];
+  if (!ids.length) return;
+  const client = await table(TABLE);
+  const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
+    partitionKey: `xd_${connectorId}`,
+    rowKey: `${String(Date.now()).padStart(15, '0')}-${Math.random().toString(36).slice(2, 10)}`,
+  };
+  putJson(e, 'a', ids);
+  await client.upsertEntity(e, 'Replace');
+}
+
+/** The marks of {@link markExportDirty}: their row keys (to clear them once handled) and the ids. */
+export async function readExportDirty(connectorId: string): Promise<{ keys: string[]; ids: string[] }> {
+  const client = await table(TABLE);
+  const keys: string[] = [];
+  const ids = new Set<string>();
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(`xd_${connectorId}`)}` } })) {
+    keys.push(String(e.rowKey));
+    for (const id of getJson<string[]>(e, 'a') ?? []) ids.add(id);
+  }
+  return { keys, ids: [...ids] };
+}
+
+/** Remove handled marks (later ones stay for the next export). */
+export async function clearExportDirty(connectorId: string, keys: string[]): Promise<void> {
+  if (!keys.length) return;
+  const client = await table(TABLE);
+  await submitBatched(
+    client,
+    keys.map((k): TransactionAction => ['delete', { partitionKey: `xd_${connectorId}`, rowKey: k }]),
+  ).catch((err: unknown) => {
+    if (!isStatus(err, 404)) throw err;
+  });
 }
 
 /** Record the rules hash a full pass (full import or FullSync) of the connector completed with. */
@@ -81,20 +138,26 @@ export async function loadSeen(runId: string): Promise<Set<string>> {
 }
 
 export const saveDeletePage = (runId: string, page: number, anchors: string[]) => writeList(`del_${runId}`, page, anchors);
-export async function loadDeletePage(runId: string, page: number): Promise<string[]> {
+export const loadDeletePage = (runId: string, page: number) => readList(`del_${runId}`, page);
+
+/** An incremental export's pages of mesh ids to look at (and, page -1, the mesh ids deleted since). */
+export const saveExportPage = (runId: string, page: number, ids: string[]) => writeList(`xp_${runId}`, page + 1, ids);
+export const loadExportPage = (runId: string, page: number) => readList(`xp_${runId}`, page + 1);
+
+async function readList(pk: string, page: number): Promise<string[]> {
   const client = await table(TABLE);
   try {
-    return getJson<string[]>(await client.getEntity(`del_${runId}`, pageKey(page)), 'a') ?? [];
+    return getJson<string[]>(await client.getEntity(pk, pageKey(page)), 'a') ?? [];
   } catch (err) {
     if (isStatus(err, 404)) return [];
     throw err;
   }
 }
 
-/** Remove the per-run rows (seen anchors, delete pages). Safe to repeat. */
+/** Remove the per-run rows (seen anchors, delete pages, export pages). Safe to repeat. */
 export async function deleteRunState(runId: string): Promise<void> {
   const client = await table(TABLE);
-  for (const pk of [`seen_${runId}`, `del_${runId}`]) {
+  for (const pk of [`seen_${runId}`, `del_${runId}`, `xp_${runId}`]) {
     const actions: TransactionAction[] = [];
     for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } })) {
       actions.push(['delete', { partitionKey: pk, rowKey: String(e.rowKey) }]);

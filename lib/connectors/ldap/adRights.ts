@@ -6,8 +6,8 @@ import { escapeFilterValue, guidToString, sidToString } from './values';
  * What an Active Directory bind account may see, from the directory's own security descriptors: whether it can
  * list the tombstones of deleted objects (the `usn` delta strategy reads deletes from them). A USN delta run
  * by an account that cannot list `CN=Deleted Objects` reads no tombstone and so misses every delete without
- * an error: the connection test refuses it. ({@link granted} also checks extended rights, such as
- * "Replicating Directory Changes", {@link REPLICATING_DIRECTORY_CHANGES}.)
+ * an error: the connection test refuses it. And whether it holds "Replicating Directory Changes" on the
+ * domain, the right the DirSync control (the `dirsync` strategy) needs.
  *
  * The check follows Windows' access check on the DACL: the account's SIDs (its objectSid, its tokenGroups,
  * Everyone and Authenticated Users), the ACEs in order, a deny of a right not yet granted refuses it.
@@ -141,21 +141,26 @@ function isAdministrator(sids: ReadonlySet<string>): boolean {
 export interface AdRights {
   /** The account can list the tombstones in CN=Deleted Objects (List Contents and Read Property there). */
   seesDeletedObjects: boolean;
+  /** The account holds "Replicating Directory Changes" on the naming context (what DirSync needs). */
+  replicatingDirectoryChanges: boolean;
 }
 
 /**
- * The rights of the bind account that the `usn` delta strategy depends on, on naming context `nc`. When the
- * account may not read the Deleted Objects container's permissions, a tombstone it can list shows the right;
- * with none listed it is taken to see them only as an administrator (the container's default permissions).
+ * The rights of the bind account that the delta strategies depend on, on naming context `nc`. When the
+ * account may not read the Deleted Objects container's permissions (Samba keeps none), a tombstone it can list
+ * shows the right; with none listed it is taken to see them only as an administrator (the container's default
+ * permissions). "Replicating Directory Changes" is read from the domain's DACL (readable by authenticated users).
  */
 export async function adRights(session: DirectorySession, bindDN: string, nc: string): Promise<AdRights> {
   const sids = await accountSids(session, bindDN, nc);
+  const ncDacl = await daclAt(session, nc);
+  const replicatingDirectoryChanges = ncDacl ? granted(ncDacl, sids, RIGHT_CONTROL_ACCESS, REPLICATING_DIRECTORY_CHANGES) : false;
   const container = `CN=Deleted Objects,${nc}`;
   const dacl = await daclAt(session, container, true);
-  if (dacl) return { seesDeletedObjects: granted(dacl, sids, RIGHT_LIST_CHILDREN | RIGHT_READ_PROPERTY) };
-  if (isAdministrator(sids)) return { seesDeletedObjects: true };
+  if (dacl) return { seesDeletedObjects: granted(dacl, sids, RIGHT_LIST_CHILDREN | RIGHT_READ_PROPERTY), replicatingDirectoryChanges };
+  if (isAdministrator(sids)) return { seesDeletedObjects: true, replicatingDirectoryChanges };
   const [tombstone] = await session
     .search({ base: container, scope: 'one', filter: '(isDeleted=TRUE)', attributes: ['1.1'], sizeLimit: 1, controls: [new Control(SHOW_DELETED_OID, { critical: true })] })
     .catch(() => []);
-  return { seesDeletedObjects: tombstone !== undefined };
+  return { seesDeletedObjects: tombstone !== undefined, replicatingDirectoryChanges };
 }

@@ -1,5 +1,7 @@
 import { ConnectorError, type ConnectorObject, type DeltaChange, type DeltaImportOptions, type DeltaPage, type ObjectError } from '../sdk';
 import { anchorOf, classFilter, inScope, isObjectError, objectTypeOf, REFERENCE_ATTRIBUTES, type Scope } from './objects';
+import { adRights } from './adRights';
+import { DirSyncStrategy } from './dirsync';
 import { Control, type DirectorySession, type LdapEntry } from './session';
 import { csnAt, csnMicros, escapeFilterValue, generalizedTimeToMicros, isUnder, microsToGeneralizedTime, normalizeDn, parentDn } from './values';
 
@@ -23,7 +25,7 @@ import { csnAt, csnMicros, escapeFilterValue, generalizedTimeToMicros, isUnder, 
  * A watermark is JSON text naming its strategy; a watermark of another strategy than the configured one asks
  * for a full import.
  */
-export type StrategyName = 'accesslog' | 'changelog' | 'usn' | 'timestamp';
+export type StrategyName = 'accesslog' | 'changelog' | 'usn' | 'dirsync' | 'timestamp';
 
 export interface DeltaContext {
   session: DirectorySession;
@@ -33,6 +35,8 @@ export interface DeltaContext {
   readAttributes: string[];
   toObject(entry: LdapEntry): Promise<ConnectorObject | ObjectError | undefined>;
   lookup(anchors: string[]): Promise<Map<string, LdapEntry>>;
+  /** The bind account (Active Directory: `auto` picks `dirsync` for an account that cannot list deleted objects but may use DirSync). */
+  bindDN?: string;
   /** Overlap window for log and CSN floors, microseconds (default 10 s). */
   overlapMicros?: number;
 }
@@ -74,7 +78,7 @@ export async function deltaStrategyFor(ctx: DeltaContext): Promise<DeltaStrategy
   let name = ctx.configured;
   if (name === 'auto') {
     const root = await rootDse(ctx.session, ['supportedCapabilities', 'namingContexts', 'changelog', 'lastChangeNumber', 'firstChangeNumber']);
-    if (all(root, 'supportedCapabilities').includes(AD_CAPABILITY_OID)) name = 'usn';
+    if (all(root, 'supportedCapabilities').includes(AD_CAPABILITY_OID)) name = await adStrategy(ctx);
     else if (first(root, 'changelog') || first(root, 'lastChangeNumber') || all(root, 'namingContexts').some((n) => normalizeDn(n) === 'cn=changelog')) name = 'changelog';
     else {
       const nc = namingContextOf(ctx.baseDN, all(root, 'namingContexts'));
@@ -89,9 +93,24 @@ export async function deltaStrategyFor(ctx: DeltaContext): Promise<DeltaStrategy
       return new ChangelogStrategy(ctx);
     case 'usn':
       return new UsnStrategy(ctx);
+    case 'dirsync':
+      return new DirSyncStrategy(ctx);
     default:
       return new TimestampStrategy(ctx);
   }
+}
+
+/**
+ * `auto` on Active Directory: `usn`, unless the bind account cannot list deleted objects (a USN delta would miss
+ * every delete) and holds "Replicating Directory Changes" (DirSync then shows the deletes).
+ */
+async function adStrategy(ctx: DeltaContext): Promise<StrategyName> {
+  if (!ctx.bindDN) return 'usn';
+  const root = await rootDse(ctx.session, ['namingContexts', 'defaultNamingContext']);
+  const nc = namingContextOf(ctx.baseDN, [...all(root, 'namingContexts'), ...all(root, 'defaultNamingContext')]);
+  if (!nc) return 'usn';
+  const rights = await adRights(ctx.session, ctx.bindDN, nc);
+  return !rights.seesDeletedObjects && rights.replicatingDirectoryChanges ? 'dirsync' : 'usn';
 }
 
 function namingContextOf(baseDN: string, contexts: string[]): string | undefined {
@@ -123,6 +142,9 @@ interface Pending {
   /** A delete known by its DN only (`dn`, the DN at the watermark): the engine finds it in the connector space. */
   byDn?: boolean;
 }
+
+/** {@link Pending} for the strategies in other files (dirsync.ts). */
+export type PendingChange = Pending;
 
 /** Read the current state of every pending anchor and turn it into typed changes, `pageSize` per page. */
 async function* emit(
@@ -171,6 +193,9 @@ async function* emit(
   }
   yield* flush(true);
 }
+
+/** {@link emit} for the strategies in other files (dirsync.ts). */
+export const emitPending = emit;
 
 function typeOfDeleted(ctx: DeltaContext, p: Pending): string {
   // A log may not say the class of a deleted entry; the engine knows the anchor's type. Give the first
@@ -882,7 +907,7 @@ function escapeDnValue(v: string): string {
  * reads them). The reference attributes searched are the configured ones the directory's schema gives DN
  * syntax, or the well-known ones when every attribute is read.
  */
-async function referencingEntries(ctx: DeltaContext, dns: string[]): Promise<LdapEntry[]> {
+export async function referencingEntries(ctx: DeltaContext, dns: string[]): Promise<LdapEntry[]> {
   if (!dns.length) return [];
   const configured = ctx.readAttributes.filter((a) => a !== '*' && a !== '+');
   const isRef = (n: string) => (ctx.scope.references ? ctx.scope.references.has(n.toLowerCase()) : !!REFERENCE_ATTRIBUTES[n.toLowerCase()]);

@@ -18,6 +18,7 @@ import {
   type ScalarValue,
   type AttributeValue,
 } from '../sdk';
+import { accountParts, DISABLED_ATTRIBUTE, encodeUnicodePwd, NORMAL_ACCOUNT, PASSWORD_ATTRIBUTE, userAccountControlOf, withDisabled, type AccountParts } from './adAccount';
 import { defaultLdapAnchor } from './anchor';
 import { deltaStrategyFor, type DeltaContext, type StrategyName } from './delta';
 import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
@@ -290,6 +291,7 @@ export class LdapConnector implements Connector {
       readAttributes: this.readAttributes,
       toObject: (e) => toConnectorObject(session, e, this.scope),
       lookup: (anchors) => this.lookup(session, anchors),
+      bindDN: this.config.bindDN,
     };
   }
 
@@ -442,8 +444,9 @@ export class LdapConnector implements Connector {
 
   private async exportAdd(session: DirectorySession, change: ExportChange): Promise<ExportResult> {
     const dn = this.addDn(change);
+    const account = this.accountOf(change);
     const attrs: Record<string, string[]> = {};
-    for (const [name, v] of Object.entries(change.attributes)) {
+    for (const [name, v] of Object.entries(account.rest)) {
       if (SKIP_ON_WRITE.has(name.toLowerCase()) && name.toLowerCase() !== 'objectclass') continue;
       const vals = valuesOf(v).map(ldapString);
       if (vals.length) attrs[name] = vals;
@@ -453,11 +456,76 @@ export class LdapConnector implements Connector {
       if (!cls) throw new ConnectorError('object_error', `No LDAP object class is mapped to ${change.objectType}.`);
       attrs.objectClass = [cls];
     }
-    const created = await this.withParents(session, dn, () => session.add(dn, attrs));
+    const write = this.accountAdd(attrs, account);
+    const created = await this.withParents(session, dn, () => session.add(dn, write));
     const [entry] = await session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: [this.scope.anchorAttribute] });
     const anchor = entry && anchorOf(entry, this.scope.anchorAttribute);
     if (!anchor) throw new ConnectorError('object_error', `Added ${dn} but could not read its ${this.scope.anchorAttribute}.`);
     return { status: 'success', anchor, dn, ...containerNotes(created, dn) };
+  }
+
+  /**
+   * Active Directory accounts: the password (unicodePwd) and the accountDisabled pseudo-attribute taken out of
+   * the change (adAccount.ts). A password needs an encrypted connection: over plain LDAP it is refused before
+   * anything is written. Other directories: accountDisabled is refused, unicodePwd is an attribute like any other.
+   */
+  private accountOf(change: ExportChange): AccountParts {
+    if (this.type !== 'active_directory') {
+      if (Object.keys(change.attributes).some((k) => k.toLowerCase() === DISABLED_ATTRIBUTE.toLowerCase())) {
+        throw new ConnectorError('object_error', `${DISABLED_ATTRIBUTE} is an Active Directory pseudo-attribute (userAccountControl); this connector is of type ldap.`);
+      }
+      return { rest: change.attributes };
+    }
+    const account = accountParts(change.attributes);
+    const writesPassword = account.password !== undefined && (change.kind === 'add' || this.config.passwordOnUpdate === true);
+    if (writesPassword && (this.config.security ?? 'ldaps') === 'none') {
+      throw new ConnectorError(
+        'object_error',
+        `Active Directory accepts a password (${PASSWORD_ATTRIBUTE}) only over an encrypted connection; this connector uses security 'none'. Set security to ldaps or starttls. Nothing was written for this object.`,
+      );
+    }
+    if (!writesPassword) delete account.password;
+    return account;
+  }
+
+  /**
+   * The values of an AD account's add: the password encoded as AD wants it, in the same add as the
+   * userAccountControl that enables the account; pwdLastSet 0 (must change at first logon) unless
+   * mustChangePassword is false or a flow writes pwdLastSet; accountDisabled applied to the flow's
+   * userAccountControl (or NORMAL_ACCOUNT, 512).
+   */
+  private accountAdd(attrs: Record<string, string[]>, account: AccountParts): Record<string, string[] | Buffer[]> {
+    const out: Record<string, string[] | Buffer[]> = { ...attrs };
+    const key = (name: string) => Object.keys(out).find((k) => k.toLowerCase() === name.toLowerCase());
+    if (account.disabled !== undefined) {
+      const k = key('userAccountControl');
+      const uac = userAccountControlOf(k ? out[k] : undefined) ?? NORMAL_ACCOUNT;
+      if (k) delete out[k];
+      out.userAccountControl = [String(withDisabled(uac, account.disabled))];
+    }
+    if (account.password !== undefined) {
+      out[PASSWORD_ATTRIBUTE] = [encodeUnicodePwd(account.password)];
+      if (this.config.mustChangePassword !== false && !key('pwdLastSet')) out.pwdLastSet = ['0'];
+    }
+    return out;
+  }
+
+  /** The modifications of an AD account's update for the password (passwordOnUpdate) and accountDisabled. */
+  private accountUpdate(entry: LdapEntry, account: AccountParts, flowUac: string[] | undefined): Change[] {
+    const changes: Change[] = [];
+    if (account.disabled !== undefined) {
+      const key = Object.keys(entry).find((k) => k.toLowerCase() === 'useraccountcontrol');
+      const current = userAccountControlOf(flowUac ?? (key ? entry[key] : undefined));
+      if (current === undefined) throw new ConnectorError('object_error', `${DISABLED_ATTRIBUTE}: the account's userAccountControl could not be read.`);
+      const next = withDisabled(current, account.disabled);
+      const now = userAccountControlOf(key ? entry[key] : undefined);
+      if (next !== now) changes.push(new Change({ operation: 'replace', modification: new Attribute({ type: 'userAccountControl', values: [String(next)] }) }));
+    }
+    if (account.password !== undefined) {
+      changes.push(new Change({ operation: 'replace', modification: new Attribute({ type: PASSWORD_ATTRIBUTE, values: [encodeUnicodePwd(account.password)] }) }));
+      if (this.config.mustChangePassword !== false) changes.push(new Change({ operation: 'replace', modification: new Attribute({ type: 'pwdLastSet', values: ['0'] }) }));
+    }
+    return changes;
   }
 
   private async find(session: DirectorySession, anchor: string | undefined): Promise<LdapEntry | undefined> {
@@ -505,6 +573,7 @@ export class LdapConnector implements Connector {
       const why = !where ? '' : where.state === 'gone' ? ` (${where.how})` : ` (it is at ${where.dn}, outside the connector's containers)`;
       throw new ConnectorError('not_found', `No directory object in the connector's containers has ${attr} ${change.anchor}${why}.`, { anchor: change.anchor });
     }
+    const account = this.accountOf(change);
     let dn = entry.dn;
     let created: string[] = [];
     // A new place: modifyDN (a move keeps the anchor, group memberships follow through refint/AD links).
@@ -524,8 +593,12 @@ export class LdapConnector implements Connector {
     };
     const current = (name: string): string[] => raw(name).map((x) => (Buffer.isBuffer(x) ? x.toString('base64') : String(x)));
     const isBinary = (name: string): boolean => raw(name).some((x) => Buffer.isBuffer(x));
-    for (const [name, v] of Object.entries(change.attributes)) {
+    // accountDisabled on the account's current userAccountControl: with a flow's userAccountControl, on that value.
+    const flowUacKey = account.disabled === undefined ? undefined : Object.keys(account.rest).find((k) => k.toLowerCase() === 'useraccountcontrol');
+    const flowUac = flowUacKey ? valuesOf(account.rest[flowUacKey]).map(ldapString) : undefined;
+    for (const [name, v] of Object.entries(account.rest)) {
       if (SKIP_ON_WRITE.has(name.toLowerCase())) continue;
+      if (name === flowUacKey) continue;
       const next = valuesOf(v).map(ldapString);
       const now = current(name);
       // Only what changed is written.
@@ -554,6 +627,7 @@ export class LdapConnector implements Connector {
       const del = vals.filter((x) => x !== null).map(ldapString).filter((x) => now.has(x.toLowerCase()));
       if (del.length) changes.push(new Change({ operation: 'delete', modification: new Attribute({ type: name, values: del }) }));
     }
+    changes.push(...this.accountUpdate(entry, account, flowUac));
     if (changes.length) await session.modify(dn, changes);
     return { status: 'success', anchor: change.anchor!, dn, ...containerNotes(created, dn) };
   }

@@ -50,6 +50,12 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       createContainers: Type.Optional(
         Type.Boolean({ default: false, description: 'Create the missing OU= parents of an added or moved entry (in order, from the top) instead of failing it.' }),
       ),
+      passwordOnUpdate: Type.Optional(
+        Type.Boolean({ default: false, description: 'Active Directory: an outbound flow to unicodePwd is written when the account is created; true: also with every update of the account.' }),
+      ),
+      mustChangePassword: Type.Optional(
+        Type.Boolean({ default: true, description: 'Active Directory: an account given a password (unicodePwd) must change it at first logon (pwdLastSet 0), unless a flow writes pwdLastSet.' }),
+      ),
     },
     { $id: isAd ? 'ActiveDirectoryConnectorConfig' : 'LdapConnectorConfig', additionalProperties: false },
   );

@@ -31,7 +31,8 @@ export interface DirectorySession {
   search(req: SearchRequest): Promise<LdapEntry[]>;
   /** A paged search (RFC 2696), one page of at most `pageSize` entries at a time. */
   searchPages(req: SearchRequest, pageSize: number): AsyncGenerator<LdapEntry[]>;
-  add(dn: string, attributes: Record<string, string[]>): Promise<void>;
+  /** Buffer values are written as bytes (AD's unicodePwd). */
+  add(dn: string, attributes: Record<string, string[] | Buffer[]>): Promise<void>;
   modify(dn: string, changes: Change[]): Promise<void>;
   del(dn: string): Promise<void>;
   modifyDN(dn: string, newDn: string): Promise<void>;
@@ -208,12 +209,14 @@ class LdaptsSession implements DirectorySession {
     }
   }
 
-  async add(dn: string, attributes: Record<string, string[]>): Promise<void> {
-    const written = Object.entries(attributes).flatMap(([name, values]) => (SECRET_ATTRIBUTE.test(name) ? values : []));
-    await this.op(() => this.client.add(dn, attributes), `Adding ${dn}`, { kind: 'add', dn }, written);
+  async add(dn: string, attributes: Record<string, string[] | Buffer[]>): Promise<void> {
+    const written = Object.entries(attributes).flatMap(([name, values]) => (SECRET_ATTRIBUTE.test(name) ? secretTexts(values) : []));
+    const binary = Object.values(attributes).some((values) => values.some((v) => Buffer.isBuffer(v)));
+    const entry = binary ? Object.entries(attributes).map(([type, values]) => new Attribute({ type, values })) : (attributes as Record<string, string[]>);
+    await this.op(() => this.client.add(dn, entry), `Adding ${dn}`, { kind: 'add', dn }, written);
   }
   async modify(dn: string, changes: Change[]): Promise<void> {
-    const written = changes.flatMap((c) => (SECRET_ATTRIBUTE.test(c.modification.type) ? c.modification.values.map(String) : []));
+    const written = changes.flatMap((c) => (SECRET_ATTRIBUTE.test(c.modification.type) ? secretTexts(c.modification.values) : []));
     await this.op(() => this.client.modify(dn, changes), `Modifying ${dn}`, { kind: 'modify', dn }, written);
   }
   async del(dn: string): Promise<void> {
@@ -244,6 +247,15 @@ class LdaptsSession implements DirectorySession {
     this.closed = true;
     await this.client.unbind().catch(() => undefined);
   }
+}
+
+/** The texts of secret values being written, for redaction: a unicodePwd value is the quoted password in UTF-16LE. */
+function secretTexts(values: ReadonlyArray<string | Buffer>): string[] {
+  return values.flatMap((v) => {
+    if (!Buffer.isBuffer(v)) return [v];
+    const text = v.toString('utf16le');
+    return [text, text.replace(/^"|"$/g, ''), v.toString('utf8')].filter((x) => x.length > 0);
+  });
 }
 
 export { Attribute, Change, Control };

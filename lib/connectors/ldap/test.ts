@@ -36,7 +36,7 @@ export async function testDirectorySession(
  */
 async function deltaRights(session: DirectorySession, config: Pick<DirectoryConfig, 'bindDN' | 'baseDN' | 'deltaStrategy'>): Promise<string> {
   const strategy = config.deltaStrategy ?? 'auto';
-  if (strategy !== 'usn' && strategy !== 'auto') return '';
+  if (strategy !== 'usn' && strategy !== 'auto' && strategy !== 'dirsync') return '';
   // A directory that hides its root DSE is not Active Directory (AD always shows it).
   const [root] = await session.search({ base: '', scope: 'base', filter: '(objectClass=*)', attributes: ['supportedCapabilities', 'namingContexts', 'defaultNamingContext'] }).catch(() => []);
   const list = (name: string): string[] => {
@@ -47,10 +47,18 @@ async function deltaRights(session: DirectorySession, config: Pick<DirectoryConf
   const nc = [...list('namingContexts'), ...list('defaultNamingContext')].filter((x) => x && isUnder(config.baseDN, x)).sort((a, b) => b.length - a.length)[0];
   if (!nc) return '';
   const rights = await adRights(session, config.bindDN, nc);
+  if (strategy === 'dirsync') {
+    if (rights.replicatingDirectoryChanges) return '; it holds Replicating Directory Changes (dirsync delta)';
+    throw new ConnectorError(
+      'configuration_invalid',
+      `deltaStrategy dirsync: the bind account ${config.bindDN} lacks the "Replicating Directory Changes" right on ${nc}, which the DirSync control needs. Grant it on the domain, or use deltaStrategy usn with an account that can list deleted objects.`,
+    );
+  }
+  if (strategy === 'auto' && !rights.seesDeletedObjects && rights.replicatingDirectoryChanges) return '; it cannot list deleted objects but holds Replicating Directory Changes (auto: dirsync delta)';
   if (!rights.seesDeletedObjects) {
     throw new ConnectorError(
       'configuration_invalid',
-      `deltaStrategy ${strategy}: the bind account ${config.bindDN} cannot list deleted objects (it lacks List Contents and Read Property on CN=Deleted Objects,${nc}), so a USN delta would miss every delete. Bind as an account that has them (members of Domain Admins do), or grant them to this account.`,
+      `deltaStrategy ${strategy}: the bind account ${config.bindDN} cannot list deleted objects (it lacks List Contents and Read Property on CN=Deleted Objects,${nc}), so a USN delta would miss every delete. Bind as an account that has them (members of Domain Admins do), grant them to this account, or grant it "Replicating Directory Changes" on the domain and use deltaStrategy dirsync (or auto).`,
     );
   }
   return '; it can list deleted objects (usn delta)';
