@@ -888,7 +888,8 @@ export function placeChangedSince(e: LdapEntry, since: number): boolean | undefi
  * which AD mangles to "value\nDEL:guid") under `lastKnownParent`.
  */
 export function tombstoneDn(e: LdapEntry): string | undefined {
-  const parent = first(e, 'lastKnownParent');
+  // DirSync gives DN values in the extended form `<GUID=...>;<SID=...>;DN`.
+  const parent = first(e, 'lastKnownParent')?.replace(/^(<[^>]*>;)+/, '');
   const value = first(e, 'msDS-LastKnownRDN') ?? first(e, 'name')?.split('\n')[0];
   const type = /^([^=]+)=/.exec(e.dn)?.[1] ?? 'CN';
   if (!parent || !value) return undefined;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
+import { Attribute, Change } from '../../../lib/connectors/ldap/session';
 import { LdapConnector } from '../../../lib/connectors/ldap/ldapConnector';
 import { openSession, type DirectorySession } from '../../../lib/connectors/ldap/session';
 import type { DeltaChange, ExportResult } from '../../../lib/connectors/sdk';
@@ -188,6 +189,70 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       expect((await delta(granted, w)).filter((x) => x.kind === 'delete').map((x) => x.previousDn)).toEqual([victim]);
     } finally {
       await granted.close();
+    }
+  });
+
+  test('dirsync: refused without "Replicating Directory Changes"; with it a non-admin account passes, auto picks dirsync, and its deltas see a modify, a move, a move out of the containers and the group of a moved member', async () => {
+    const name = `s${run}`;
+    const password = `Pw-${run}-Cc3!`;
+    await dc.tool(['user', 'create', name, password]);
+    const dn = `CN=${name},CN=Users,${dc.baseDN}`;
+    const A = `OU=A,${top()}`;
+    const B = `OU=B,${top()}`;
+    const p = `ds${run}`;
+    await user(`CN=${p}mod,${A}`);
+    await user(`CN=${p}mov,${A}`);
+    await user(`CN=${p}out,${A}`);
+    await admin.add(`CN=${p}grp,${A}`, { objectClass: ['group'], sAMAccountName: [`${p}grp`], member: [`CN=${p}mov,${A}`] });
+    const without = connector({ bindDN: dn, bindPassword: password, deltaStrategy: 'dirsync' });
+    await expect(without.testConnection()).rejects.toThrow(/lacks the "Replicating Directory Changes" right/);
+    await without.close();
+    await dc.tool(['dsacl', 'set', `--objectdn=${dc.baseDN}`, '--car=get-changes', '--action=allow', `--trusteedn=${dn}`]);
+    for (const deltaStrategy of ['dirsync', 'auto']) {
+      const t = connector({ bindDN: dn, bindPassword: password, deltaStrategy });
+      try {
+        await expect(t.testConnection()).resolves.toMatchObject({ message: expect.stringContaining('Replicating Directory Changes') });
+      } finally {
+        await t.close();
+      }
+    }
+    const c = connector({ bindDN: dn, bindPassword: password, deltaStrategy: 'auto', attributes: ['cn', 'sAMAccountName', 'member', 'manager', 'description', 'objectGUID', 'objectClass'] });
+    try {
+      const w = await baseline(c);
+      expect(JSON.parse(w)).toMatchObject({ s: 'dirsync' });
+      await admin.modify(`CN=${p}mod,${A}`, [new Change({ operation: 'replace', modification: new Attribute({ type: 'description', values: ['changed'] }) })]);
+      await admin.modifyDN(`CN=${p}mov,${A}`, `CN=${p}mov,${B}`);
+      await admin.modifyDN(`CN=${p}out,${A}`, `CN=${p}out,${out()}`);
+      const changes = await delta(c, w);
+      expect(byCn(changes, `${p}mod`)).toEqual([expect.objectContaining({ kind: 'update', object: expect.objectContaining({ attributes: expect.objectContaining({ description: 'changed' }) }) })]);
+      expect(byCn(changes, `${p}mov`)[0].object!.dn!.toLowerCase()).toBe(`CN=${p}mov,${B}`.toLowerCase());
+      const [grp] = byCn(changes, `${p}grp`);
+      expect(grp.object!.references!.member.map((x) => x.toLowerCase())).toEqual([`CN=${p}mov,${B}`.toLowerCase()]);
+      expect(changes.filter((x) => x.kind === 'delete')).toHaveLength(1);
+      expect(changes).toHaveLength(4);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test('dirsync: a delete is named by the DN it had (read as an administrator: Samba returns tombstones through DirSync to administrators only); a second delta from the new cookie is empty', async () => {
+    const A = `OU=A,${top()}`;
+    const p = `dd${run}`;
+    await user(`CN=${p}del,${A}`);
+    const c = connector({ deltaStrategy: 'dirsync' });
+    try {
+      const w = await baseline(c);
+      await admin.del(`CN=${p}del,${A}`);
+      let next: string | undefined;
+      const changes: DeltaChange[] = [];
+      for await (const page of c.deltaImport(w, { pageSize: 1000 })) {
+        changes.push(...page.changes);
+        next = page.nextWatermark ?? next;
+      }
+      expect(changes).toEqual([expect.objectContaining({ kind: 'delete', previousDn: `CN=${p}del,${A}`, objectType: 'User' })]);
+      expect(await delta(c, next!)).toEqual([]);
+    } finally {
+      await c.close();
     }
   });
 });
