@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { Attribute, Change } from '../../../lib/connectors/ldap/session';
+import { canonicalizeRule } from '../../../lib/api/ruleAttributes';
+import { directoryAttributeNames } from '../../../lib/connectors/ldap';
 import { LdapConnector } from '../../../lib/connectors/ldap/ldapConnector';
 import { openSession, type DirectorySession } from '../../../lib/connectors/ldap/session';
 import type { DeltaChange, ExportResult } from '../../../lib/connectors/sdk';
@@ -254,5 +256,14 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
     } finally {
       await c.close();
     }
+  });
+
+  test("rule attribute names: AD's schema read from the subschema entry gives employeeid -> employeeID", async () => {
+    const names = await directoryAttributeNames({ host: 'localhost', port: dc.ldapsPort, security: 'ldaps', caCertificate: dc.caCertificate, bindDN: dc.adminDN, bindPassword: dc.adminPassword, baseDN: dc.baseDN });
+    expect(names?.get('employeeid')).toBe('employeeID');
+    expect(names?.get('samaccountname')).toBe('sAMAccountName');
+    expect(names?.has('employeid')).toBe(false);
+    const rule = canonicalizeRule({ ruleName: 'r', ruleType: 'FlowRule', connectorId: '00000000-0000-4000-8000-000000000001', sourceAttribute: 'employeeid', targetAttribute: 'employeeId', confidence: 50 }, names!, 'active_directory');
+    expect(rule.sourceAttribute).toBe('employeeID');
   });
 });
