@@ -627,6 +627,11 @@ export class LdapConnector implements Connector {
       const del = vals.filter((x) => x !== null).map(ldapString).filter((x) => now.has(x.toLowerCase()));
       if (del.length) changes.push(new Change({ operation: 'delete', modification: new Attribute({ type: name, values: del }) }));
     }
+    if (account.disabled !== undefined && !Object.keys(entry).some((k) => k.toLowerCase() === 'useraccountcontrol')) {
+      // Not among the configured attributes: read it.
+      const [e] = await session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: ['userAccountControl'] });
+      if (e?.userAccountControl !== undefined) entry.userAccountControl = e.userAccountControl;
+    }
     changes.push(...this.accountUpdate(entry, account, flowUac));
     if (changes.length) await session.modify(dn, changes);
     return { status: 'success', anchor: change.anchor!, dn, ...containerNotes(created, dn) };
