@@ -1043,13 +1043,26 @@ async function loadAgain(runId: string): Promise<string[]> {
   return (await readExportDirty(againKey(runId))).ids;
 }
 
+/**
+ * Write-only secrets (Active Directory's unicodePwd): the target never shows them, so they are never compared with
+ * what it shows and never recorded in the connector space (`exported`): an outbound flow to one is sent with an
+ * add, and with an update only when the target's configuration says passwordOnUpdate.
+ */
+const WRITE_ONLY_SECRETS = new Set(['unicodepwd']);
+const isWriteOnlySecret = (name: string) => WRITE_ONLY_SECRETS.has(name.toLowerCase());
+function withoutWriteOnlySecrets(values: Record<string, AttributeValue>): Record<string, AttributeValue> {
+  const out: Record<string, AttributeValue> = {};
+  for (const [k, v] of Object.entries(values)) if (!isWriteOnlySecret(k)) out[k] = v;
+  return out;
+}
+
 async function exportDocs(
   info: RunInfo,
   connector: Connector & Required<Pick<Connector, 'export'>>,
   rules: RuleSet,
   docs: MeshObject[],
   totals: RunTotals,
-  config: { objectType?: unknown; provisioningCondition?: unknown },
+  config: { objectType?: unknown; provisioningCondition?: unknown; passwordOnUpdate?: unknown },
 ): Promise<RunTotals> {
   const cid = info.connectorId;
   const now = new Date().toISOString();
@@ -1094,7 +1107,9 @@ async function exportDocs(
     }
     const shown = { ...prev!.attributes, ...(prev!.exported ?? {}) };
     const diff: Record<string, AttributeValue> = {};
-    for (const [k, v] of Object.entries(values)) if (!sameValue(shown[k], v)) diff[k] = v;
+    for (const [k, v] of Object.entries(values)) if (!isWriteOnlySecret(k) && !sameValue(shown[k], v)) diff[k] = v;
+    // A write-only secret goes with an update only when the target says passwordOnUpdate (then with every update).
+    if (Object.keys(diff).length && config.passwordOnUpdate === true) for (const [k, v] of Object.entries(values)) if (isWriteOnlySecret(k) && !isEmptyValue(v)) diff[k] = v;
     if (Object.keys(diff).length) changes.push({ change: { kind: 'update', anchor, objectType: prev!.objectType, attributes: diff, previous: prev!.attributes }, doc, prev, values: diff });
   }
   // objectsProcessed counts the changes applied or attempted (and the objects whose rules failed), not the
@@ -1121,7 +1136,7 @@ async function exportDocs(
     if (c.change.kind === 'add') result.created++;
     else result.updated++;
     const base: CsObject = c.prev ?? { anchor: r.anchor, objectType: c.change.objectType, attributes: {}, hash: '', rulesHash: '', meshId: c.doc.id, updatedOn: now };
-    const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...c.values }, pendingExport: null, updatedOn: now };
+    const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...withoutWriteOnlySecrets(c.values) }, pendingExport: null, updatedOn: now };
     // The DN the target gave the object (an add, a rename or a move): references to it are written with it.
     if (r.dn) {
       if (c.prev?.dn && dnKey(c.prev.dn) !== dnKey(r.dn)) {
