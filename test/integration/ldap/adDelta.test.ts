@@ -7,6 +7,7 @@ import { LdapConnector } from '../../../lib/connectors/ldap/ldapConnector';
 import { openSession, type DirectorySession } from '../../../lib/connectors/ldap/session';
 import type { DeltaChange, ExportResult } from '../../../lib/connectors/sdk';
 import { describeWithServer } from '../../support/servers';
+import { startService } from '../../support/service';
 import { SAMBA_START_TIMEOUT_MS, startSambaAd, type SambaAd } from '../../support/samba';
 
 /**
@@ -265,5 +266,36 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
     expect(names?.has('employeid')).toBe(false);
     const rule = canonicalizeRule({ ruleName: 'r', ruleType: 'FlowRule', connectorId: '00000000-0000-4000-8000-000000000001', sourceAttribute: 'employeeid', targetAttribute: 'employeeId', confidence: 50 }, names!, 'active_directory');
     expect(rule.sourceAttribute).toBe('employeeID');
+  });
+
+  test('over HTTP: creating an active_directory connector with a bind account that cannot list deleted objects is a 400 naming the right, nothing stored; with timestamp it is saved; the test of an administrator says it can list deleted objects; a rule naming employeeid is stored as employeeID', async () => {
+    const svc = await startService();
+    try {
+      const name = `h${run}`;
+      const password = `Pw-${run}-Dd4!`;
+      await dc.tool(['user', 'create', name, password]);
+      const config = { host: 'localhost', port: dc.ldapsPort, caCertificate: dc.caCertificate, baseDN: top(), bindDN: `CN=${name},CN=Users,${dc.baseDN}`, bindPassword: password, deltaStrategy: 'usn' };
+      const res = await svc.call('POST', 'connectors', { body: { name: 'AD least privilege', type: 'active_directory', config } });
+      expect(res.status).toBe(400);
+      expect(res.body.errors).toEqual([{ path: '/config', message: expect.stringMatching(/^configuration_invalid: deltaStrategy usn: the bind account .* cannot list deleted objects \(it lacks List Contents and Read Property on CN=Deleted Objects,DC=samdom,DC=test\)/) }]);
+      expect(JSON.stringify(res.body)).not.toContain(password);
+      expect((await svc.call('GET', 'connectors')).body.connectors).toEqual([]);
+      // Saved with a strategy that needs no tombstones, then switched on the directory side: the test on demand says so.
+      const saved = await svc.call('POST', 'connectors', { body: { name: 'AD timestamp', type: 'active_directory', config: { ...config, deltaStrategy: 'timestamp' } } });
+      expect(saved.status).toBe(201);
+      const ok = await svc.call('POST', `connectors/${saved.body.id}/test`, { role: 'Operator' });
+      expect(ok.body).toMatchObject({ ok: true });
+      const admin = await svc.call('POST', 'connectors', { body: { name: 'AD admin', type: 'active_directory', config: { ...config, bindDN: dc.adminDN, bindPassword: dc.adminPassword } } });
+      expect(admin.status).toBe(201);
+      const test = await svc.call('POST', `connectors/${admin.body.id}/test`, { role: 'Operator' });
+      expect(test.body).toMatchObject({ ok: true, message: expect.stringContaining('it can list deleted objects') });
+      const rule = await svc.call('POST', 'rules', { body: { ruleName: 'employee id', ruleType: 'FlowRule', connectorId: admin.body.id, sourceAttribute: 'employeeid', targetAttribute: 'employeeId', confidence: 50 } });
+      expect(rule.body).toMatchObject({ sourceAttribute: 'employeeID', targetAttribute: 'employeeId' });
+      const typo = await svc.call('POST', 'rules', { body: { ruleName: 'typo', ruleType: 'JoinRule', connectorId: admin.body.id, sourceAttribute: 'employeid', targetAttribute: 'employeeId' } });
+      expect(typo.status).toBe(400);
+      expect(typo.body.errors).toEqual([{ path: '/sourceAttribute', message: "'employeid' is not an attribute of the directory's schema (active_directory connector)" }]);
+    } finally {
+      await svc.dispose();
+    }
   });
 });
