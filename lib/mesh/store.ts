@@ -218,7 +218,7 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
     }),
     ...w.deletes.map((d, i) => JSON.stringify(entries[w.upserts.length + i])),
   ];
-  return appendFeedText(entryTexts, entries);
+  return appendFeedText(entryTexts, entries, w.exportOf);
 }
 
 /**
@@ -296,7 +296,7 @@ function feedChunks(entries: string[]): [number, number][] {
  * Append feed entries (gapless sequence, see the module comment), given as JSON texts with states in their
  * stored form (`objects`: the same entries, for readers of this process). Returns the last sequence number.
  */
-async function appendFeedText(entries: string[], objects: FeedEntry[]): Promise<number> {
+async function appendFeedText(entries: string[], objects: FeedEntry[], exportOf?: string): Promise<number> {
   if (!entries.length) return 0;
   const client = await table(FEED);
   const rows = feedChunks(entries);
@@ -312,6 +312,8 @@ async function appendFeedText(entries: string[], objects: FeedEntry[]): Promise<
           writer: PROCESS_WRITER,
           n: to - from,
         };
+        // The whole row is one export's link writes: that connector's next export skips it unread.
+        if (exportOf) e.x = exportOf;
         putJsonText(e, 'e', '[' + entries.slice(from, to).join(',') + ']');
         return ['create', e];
       });
@@ -360,23 +362,25 @@ export async function currentFeedSeq(): Promise<number> {
 
 /**
  * Feed rows after `afterSeq`, in order, at most `limit` rows. With `skipWriter`, rows written by that writer
- * come back without entries (their `entries` is empty): a process skips its own writes cheaply. With
+ * come back without entries (their `entries` is empty): a process skips its own writes cheaply; with
+ * `skipExportOf`, so do the rows of that connector's export (its link writes). With
  * `ownFromMemory`, rows this process appended come from memory when still kept ({@link keepOwnFeedRows}),
  * the others from the table.
  */
-export async function readFeed(afterSeq: number, options: { limit?: number; skipWriter?: string; ownFromMemory?: boolean } = {}): Promise<FeedRow[]> {
+export async function readFeed(afterSeq: number, options: { limit?: number; skipWriter?: string; ownFromMemory?: boolean; skipExportOf?: string } = {}): Promise<FeedRow[]> {
   const client = await table(FEED);
   const limit = options.limit ?? 1000;
   const filter = `PartitionKey eq '${FEED_PK}' and RowKey gt '${seqKey(afterSeq)}' and RowKey lt '~'`;
   const out: FeedRow[] = [];
-  const heads: { seq: number; writer: string }[] = [];
-  if (options.skipWriter || options.ownFromMemory) {
-    for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'writer'] } })) {
-      heads.push({ seq: Number(e.rowKey), writer: String(e.writer) });
+  const heads: { seq: number; writer: string; x?: string }[] = [];
+  if (options.skipWriter || options.ownFromMemory || options.skipExportOf) {
+    for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'writer', 'x'] } })) {
+      heads.push({ seq: Number(e.rowKey), writer: String(e.writer), ...(e.x ? { x: String(e.x) } : {}) });
       if (heads.length >= limit) break;
     }
     await mapLimit(heads, 8, async (h) => {
-      if (h.writer === options.skipWriter) {
+      // Rows of that writer, or of that connector's export, come back without their entries.
+      if (h.writer === options.skipWriter || (options.skipExportOf !== undefined && h.x === options.skipExportOf)) {
         out.push({ seq: h.seq, writer: h.writer, entries: [] });
         return;
       }

@@ -945,7 +945,8 @@ export async function planExport(info: RunInfo, config: { objectType?: unknown }
     const changed = new Set<string>();
     const deleted = new Set<string>();
     for (let from = state.exportSeq; from < seq; ) {
-      const rows = await readFeed(from, { limit: 50 });
+      // A few rows at a time: a row holds up to a page of whole states, and only their ids are kept.
+      const rows = await readFeed(from, { limit: 5, skipExportOf: info.connectorId });
       if (!rows.length) break;
       for (const r of rows) {
         if (r.seq > seq) break;
