@@ -671,12 +671,12 @@ export class LdapConnector implements Connector {
     }
     if (!missing.length) return [];
     if (!this.config.createContainers) {
-      throw new ConnectorError('not_found', `The parent '${missing[0]}' of ${dn} does not exist (set createContainers to create missing OU= containers).`);
+      throw new ConnectorError('not_found', `Placing '${dn}': its parent '${missing[0]}' does not exist (set createContainers to create missing OU= containers).`);
     }
     const created: string[] = [];
     for (const p of missing) {
       const m = /^\s*ou\s*=\s*((?:\\.|[^,])+?)\s*,/i.exec(p);
-      if (!m) throw new ConnectorError('not_found', `The parent '${p}' of ${dn} does not exist, and createContainers creates only OU= containers.`);
+      if (!m) throw new ConnectorError('not_found', `Placing '${dn}': its parent '${p}' does not exist, and createContainers creates only OU= containers.`);
       try {
         await session.add(p, { objectClass: ['organizationalUnit'], ou: [unescapeDnValue(m[1])] });
         created.push(p);

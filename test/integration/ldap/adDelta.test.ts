@@ -151,7 +151,7 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
     const without = connector();
     try {
       const r = await without.export({ kind: 'add', objectType: 'User', dn, attributes });
-      expect(r).toMatchObject({ status: 'error', error: { code: 'not_found', message: expect.stringContaining(`The parent 'OU=New,${top()}' of ${dn} does not exist`) } });
+      expect(r).toMatchObject({ status: 'error', error: { code: 'not_found', message: expect.stringContaining(`Placing '${dn}': its parent 'OU=New,${top()}' does not exist`) } });
     } finally {
       await without.close();
     }

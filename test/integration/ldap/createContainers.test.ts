@@ -35,7 +35,7 @@ describeWithServer('slapd')('directory export: createContainers (slapd)', () => 
     const c = f.connector();
     try {
       const r = await c.export({ kind: 'add', objectType: 'User', dn, attributes: person('ann', 'Research') });
-      expect(r).toMatchObject({ status: 'error', error: { code: 'not_found', message: expect.stringContaining(`The parent 'ou=Research,${f.base}' of ${dn} does not exist`) } });
+      expect(r).toMatchObject({ status: 'error', error: { code: 'not_found', message: expect.stringContaining(`Placing '${dn}': its parent 'ou=Research,${f.base}' does not exist (set createContainers`) } });
       expect(await exists(f, `ou=Research,${f.base}`)).toBe(false);
     } finally {
       await c.close();
@@ -66,7 +66,7 @@ describeWithServer('slapd')('directory export: createContainers (slapd)', () => 
       // A missing parent that is not an OU is not created.
       const bad = `uid=dee,cn=Project,${f.base}`;
       const e = await c.export({ kind: 'add', objectType: 'User', dn: bad, attributes: person('dee', 'x') });
-      expect(e).toMatchObject({ status: 'error', error: { message: expect.stringContaining(`The parent 'cn=Project,${f.base}' of ${bad} does not exist, and createContainers creates only OU= containers.`) } });
+      expect(e).toMatchObject({ status: 'error', error: { message: expect.stringContaining(`Placing '${bad}': its parent 'cn=Project,${f.base}' does not exist, and createContainers creates only OU= containers.`) } });
     } finally {
       await c.close();
     }
