@@ -1323,6 +1323,7 @@ export async function runConfig(connectorId: string): Promise<Record<string, unk
     fullSyncOnRuleChange: config.fullSyncOnRuleChange,
     objectType: config.objectType,
     provisioningCondition: config.provisioningCondition,
+    passwordOnUpdate: config.passwordOnUpdate,
   };
 }
 
