@@ -842,6 +842,8 @@ class UsnStrategy implements DeltaStrategy {
           const parent = first(e, 'lastKnownParent');
           const dn = tombstoneDn(e);
           if (!a || (dn ? !inScope(dn, this.ctx.scope) : parent && !this.ctx.scope.include.some((b) => isUnder(parent, b)))) continue;
+          // A tombstone keeps its objectClass: one of a class the connector does not map (an OU, a computer) is not its business.
+          if (hasClasses(e) && objectTypeOf(e, this.ctx.scope) === undefined) continue;
           const p = pending.get(a);
           if (p?.added) pending.delete(a);
           else pending.set(a, { added: false, deleted: true, dn: dn ?? e.dn, objectType: objectTypeOf(e, this.ctx.scope) });
@@ -858,6 +860,11 @@ class UsnStrategy implements DeltaStrategy {
     }
     yield* emit(this.ctx, pending, options, JSON.stringify({ s: 'usn', u: r.usn, ds: r.ds || w.ds, t: r.time } satisfies UsnWatermark));
   }
+}
+
+/** Whether the entry came with objectClass values (DirSync and tombstones may leave them out). */
+export function hasClasses(e: LdapEntry): boolean {
+  return all(e, 'objectClass').length > 0;
 }
 
 /** The attribute ID of the RDN (`name`) in Active Directory's replication metadata: a rename or move changes it. */

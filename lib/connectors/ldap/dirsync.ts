@@ -1,6 +1,6 @@
 import { BerWriter, Control } from 'ldapts';
 import { ConnectorError, type DeltaImportOptions, type DeltaPage } from '../sdk';
-import { emitPending, referencingEntries, tombstoneDn, type DeltaContext, type DeltaStrategy, type PendingChange } from './delta';
+import { emitPending, hasClasses, referencingEntries, tombstoneDn, type DeltaContext, type DeltaStrategy, type PendingChange } from './delta';
 import { anchorOf, classFilter, inScope, objectTypeOf } from './objects';
 import type { LdapEntry } from './session';
 import { isUnder } from './values';
@@ -121,6 +121,7 @@ export class DirSyncStrategy implements DeltaStrategy {
           const a = anchorOf(e, anchorAttribute);
           if (!a) continue;
           const deleted = Object.keys(e).some((k) => k.toLowerCase() === 'isdeleted' && String(Array.isArray(e[k]) ? e[k][0] : e[k]).toUpperCase() === 'TRUE');
+          if (hasClasses(e) && objectTypeOf(e, this.ctx.scope) === undefined) continue;
           if (deleted) {
             const dn = tombstoneDn(e);
             if (dn && !inScope(dn, this.ctx.scope)) continue;

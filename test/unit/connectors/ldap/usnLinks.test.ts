@@ -161,4 +161,19 @@ describe('usn delta: linked values and moves out of scope', () => {
     const out = await changes(s, scope(['DC=corp,DC=test']));
     expect(out).toEqual([{ kind: 'delete', anchor: G(9), objectType: 'Group', previousDn: 'CN=Hal,OU=A,DC=corp,DC=test', previousContainer: 'OU=A,DC=corp,DC=test' }]);
   });
+
+  test('tombstones of classes the connector does not map (an OU, a computer) are not deletes', async () => {
+    const s = new ScriptedSession((r) => {
+      if (r.base === '') return [ROOT];
+      if (r.filter.includes('isDeleted'))
+        return [
+          { dn: 'OU=Old\\0ADEL:1,CN=Deleted Objects,DC=corp,DC=test', objectClass: ['top', 'organizationalUnit'], objectGUID: guidToBytes(G(1)), name: 'Old\nDEL:1', lastKnownParent: 'DC=corp,DC=test' },
+          { dn: 'CN=PC\\0ADEL:2,CN=Deleted Objects,DC=corp,DC=test', objectClass: ['top', 'person', 'user', 'computer'], objectGUID: guidToBytes(G(2)), name: 'PC\nDEL:2', lastKnownParent: 'DC=corp,DC=test' },
+          { dn: 'CN=Ann\\0ADEL:3,CN=Deleted Objects,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(G(3)), name: 'Ann\nDEL:3', lastKnownParent: 'DC=corp,DC=test' },
+        ];
+      return [];
+    });
+    const out = await changes(s, scope(['DC=corp,DC=test']));
+    expect(out.map((c) => [c.kind, c.anchor, c.previousDn])).toEqual([['delete', G(3), 'CN=Ann,DC=corp,DC=test']]);
+  });
 });
