@@ -35,7 +35,7 @@ export interface Ds389 {
   caCertificate: string;
   caCertificateFile: string;
   pid: number;
-  /** Set the retro changelog's trimming (nsslapd-changelogmaxage, e.g. '2s') and wait until it trimmed past `changeNumber`. */
+  /** Make the retro changelog keep 2 s of changes (trimmed every second; a restart applies it) and wait until it trimmed past `changeNumber`. */
   trimChangelogPast(changeNumber: number): Promise<void>;
   /** Stop ns-slapd and remove the instance (its temp directory and /etc/dirsrv/slapd-<instance>). */
   stop(): Promise<void>;
@@ -221,7 +221,10 @@ referint-update-delay: 0
       await run('ldapmodify', ['-x', '-H', server.url, '-D', ROOT_DN, '-w', ROOT_PASSWORD], env, `dn: cn=Retro Changelog Plugin,cn=plugins,cn=config
 changetype: modify
 replace: nsslapd-changelogmaxage
-nsslapd-changelogmaxage: 1s
+nsslapd-changelogmaxage: 2s
+-
+replace: nsslapd-changelog-trim-interval
+nsslapd-changelog-trim-interval: 1
 `);
       // The plugin reads its trimming settings at start; trimming then runs every few seconds.
       await systemctl('restart');
