@@ -583,6 +583,13 @@ export class LdapConnector implements Connector {
       const from = dn;
       created = await this.withParents(session, target, () => session.modifyDN(from, target));
       dn = target;
+      // The rename set the naming attribute to the new RDN's value: it is not written again (Active Directory
+      // refuses any modify of the RDN attribute, even to the value it has: "must use 'rename' operation").
+      const rdn = /^\s*([^=+,\s]+)\s*=\s*((?:\\.|[^,+])+?)\s*,/.exec(target);
+      if (rdn) {
+        for (const k of Object.keys(entry)) if (k.toLowerCase() === rdn[1].toLowerCase()) delete entry[k];
+        entry[rdn[1]] = unescapeDnValue(rdn[2]);
+      }
     }
     const changes: Change[] = [];
     const raw = (name: string): unknown[] => {
