@@ -7,7 +7,10 @@ import { LdapConnector } from '../../../lib/connectors/ldap/ldapConnector';
 import { openSession, type DirectorySession } from '../../../lib/connectors/ldap/session';
 import type { DeltaChange, ExportResult } from '../../../lib/connectors/sdk';
 import { describeWithServer } from '../../support/servers';
+import { iterateCsObjects } from '../../../lib/sync/connectorSpace';
 import { startService } from '../../support/service';
+import { rule, runImport } from '../sync/syncSupport';
+import { idsOf, meshOf, targets } from './e2eSupport';
 import { SAMBA_START_TIMEOUT_MS, startSambaAd, type SambaAd } from '../../support/samba';
 
 /**
@@ -294,6 +297,55 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       const typo = await svc.call('POST', 'rules', { body: { ruleName: 'typo', ruleType: 'JoinRule', connectorId: admin.body.id, sourceAttribute: 'employeid', targetAttribute: 'employeeId' } });
       expect(typo.status).toBe(400);
       expect(typo.body.errors).toEqual([{ path: '/sourceAttribute', message: "'employeid' is not an attribute of the directory's schema (active_directory connector)" }]);
+    } finally {
+      await svc.dispose();
+    }
+  });
+
+  test('end to end over HTTP: after a usn delta the mesh group has the relationships and the member values AD has, and so has its connector-space object (a moved, a renamed and a deleted member), the report the moved manager', async () => {
+    const svc = await startService();
+    try {
+      const base = `OU=e2e,${top()}`;
+      const A = `OU=A,${base}`;
+      const B = `OU=B,${base}`;
+      for (const dn of [base, A, B]) await admin.add(dn, { objectClass: ['organizationalUnit'] });
+      const p = `e${run}`;
+      const dnOf = (n: string, ou = A) => `CN=${p}${n},${ou}`;
+      for (const n of ['m1', 'm2', 'm3', 'm4', 'boss']) await user(dnOf(n));
+      await user(dnOf('rep'), { manager: [dnOf('boss')] });
+      await admin.add(dnOf('grp'), { objectClass: ['group'], sAMAccountName: [`${p}grp`], member: ['m1', 'm2', 'm3', 'm4'].map((n) => dnOf(n)) });
+      const res = await svc.call('POST', 'connectors', {
+        body: { name: 'AD e2e', type: 'active_directory', config: { host: 'localhost', port: dc.ldapsPort, caCertificate: dc.caCertificate, bindDN: dc.adminDN, bindPassword: dc.adminPassword, baseDN: base, deltaStrategy: 'usn', attributes: ['cn', 'sAMAccountName', 'member', 'manager', 'objectGUID', 'objectClass'] } },
+      });
+      expect(res.status).toBe(201);
+      const id = res.body.id as string;
+      await rule(svc, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'Group', priority: 10, transformScript: 'object.objectClass.includes("group")' });
+      await rule(svc, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'User', priority: 20 });
+      for (const a of ['cn', 'member', 'manager']) await rule(svc, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+      expect(await runImport(svc, id)).toMatchObject({ status: 'Completed' });
+      const before = await meshOf(id);
+      expect(targets(before.get(`${p}grp`), 'member')).toEqual(idsOf(before, ['m1', 'm2', 'm3', 'm4'].map((n) => `${p}${n}`)));
+
+      await admin.modifyDN(dnOf('m1'), dnOf('m1', B));
+      await admin.modifyDN(dnOf('m2'), dnOf('m2x'));
+      await admin.del(dnOf('m3'));
+      await admin.modifyDN(dnOf('boss'), dnOf('boss', B));
+      // The moved, renamed and deleted members, the moved manager, and the group and the report read again.
+      expect(await runImport(svc, id, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 6, errors: 0 } });
+      const after = await meshOf(id);
+      const grp = after.get(`${p}grp`);
+      expect(targets(grp, 'member')).toEqual(idsOf(before, ['m1', 'm2', 'm4'].map((n) => `${p}${n}`)));
+      const lower = (v: unknown) => (Array.isArray(v) ? v : [v]).map((x) => String(x).toLowerCase()).sort();
+      expect(lower(grp!.attributes.member.value)).toEqual(lower([dnOf('m1', B), dnOf('m2x'), dnOf('m4')]));
+      const rep = after.get(`${p}rep`);
+      expect(targets(rep, 'manager')).toEqual(idsOf(before, [`${p}boss`]));
+      expect(lower(rep!.attributes.manager.value)).toEqual(lower([dnOf('boss', B)]));
+      expect(after.has(`${p}m3`)).toBe(false);
+      // The connector space holds the values AD has (the group and the report were read again by the delta).
+      const cs = new Map<string, Record<string, unknown>>();
+      for await (const page of iterateCsObjects(id)) for (const o of page) if (!o.deleted) cs.set(String(o.attributes.cn), o.attributes);
+      expect(lower(cs.get(`${p}grp`)!.member)).toEqual(lower([dnOf('m1', B), dnOf('m2x'), dnOf('m4')]));
+      expect(lower(cs.get(`${p}rep`)!.manager)).toEqual(lower([dnOf('boss', B)]));
     } finally {
       await svc.dispose();
     }
