@@ -825,6 +825,8 @@ class UsnStrategy implements DeltaStrategy {
             if (!a || pending.has(a) || inScope(e.dn, this.ctx.scope)) continue;
             if (Number(first(e, 'uSNCreated') ?? 0) > w.u || placeChangedSince(e, w.u) === false) continue;
             pending.set(a, { added: false, deleted: true, objectType: objectTypeOf(e, this.ctx.scope) });
+            // AD shows it under its new DN in the groups and reports naming it: they are read again below.
+            movedDns.push(e.dn);
           }
         }
       }

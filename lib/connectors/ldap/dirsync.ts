@@ -130,7 +130,8 @@ export class DirSyncStrategy implements DeltaStrategy {
           }
           // Read again in full below (DirSync returns the changed attributes only); gone from the containers: a delete.
           pending.set(a, { added: false, deleted: false, objectType: objectTypeOf(e, this.ctx.scope) });
-          if (inScope(e.dn, this.ctx.scope) && Object.keys(e).some((k) => k.toLowerCase() === 'name')) moved.push(e.dn);
+          // Renamed or moved (in the containers, or out of them: AD shows its new DN in the entries naming it).
+          if (Object.keys(e).some((k) => k.toLowerCase() === 'name')) moved.push(e.dn);
         }
       });
     } catch (err) {

@@ -112,16 +112,20 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
     }
   });
 
-  test('an object moved into an excluded container is a delete at the next delta', async () => {
+  test('an object moved into an excluded container is a delete at the next delta, and the group naming it is read again (its member value is no longer a reference)', async () => {
     const A = `OU=A,${top()}`;
     const p = `x${run}`;
     await user(`CN=${p},${A}`);
+    await admin.add(`CN=${p}grp,${A}`, { objectClass: ['group'], sAMAccountName: [`${p}grp`], member: [`CN=${p},${A}`] });
     const c = connector({ containers: { exclude: [`OU=B,${top()}`] } });
     try {
       const w = await baseline(c);
       await admin.modifyDN(`CN=${p},${A}`, `CN=${p},OU=B,${top()}`);
       const changes = await delta(c, w);
-      expect(changes.map((x) => x.kind)).toEqual(['delete']);
+      expect(changes.map((x) => x.kind).sort()).toEqual(['delete', 'update']);
+      const [grp] = byCn(changes, `${p}grp`);
+      expect(grp.object!.references).toBeUndefined();
+      expect(String(grp.object!.attributes.member).toLowerCase()).toBe(`CN=${p},OU=B,${top()}`.toLowerCase());
     } finally {
       await c.close();
     }
