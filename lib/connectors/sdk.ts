@@ -258,6 +258,12 @@ export interface DeltaChange {
   object?: ConnectorObject;
   previousDn?: string;
   previousContainer?: string;
+  /**
+   * On a delete: the source itself removed the deleted object from the reference values naming it (Active
+   * Directory's linked attributes) without reporting those objects as changed, so their connector-space values
+   * still name `previousDn`; the engine should drop that value from them.
+   */
+  referencesDropped?: boolean;
 }
 
 export interface DeltaPage {

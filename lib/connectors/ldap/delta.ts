@@ -141,6 +141,8 @@ interface Pending {
   objectType?: string;
   /** A delete known by its DN only (`dn`, the DN at the watermark): the engine finds it in the connector space. */
   byDn?: boolean;
+  /** A delete whose references the directory dropped without reporting the entries (see DeltaChange.referencesDropped). */
+  referencesDropped?: boolean;
 }
 
 /** {@link Pending} for the strategies in other files (dirsync.ts). */
@@ -181,7 +183,7 @@ async function* emit(
     } else if (!o) {
       // Gone, or moved out of scope: a delete (unless it came and went within this delta).
       if (p.byDn) changes.push({ kind: 'delete', anchor: '', dn: p.dn, objectType: typeOfDeleted(ctx, p) });
-      else if (!p.added) changes.push({ kind: 'delete', anchor, objectType: typeOfDeleted(ctx, p), ...(p.dn ? { previousDn: p.dn, previousContainer: parentDn(p.dn) } : {}) });
+      else if (!p.added) changes.push({ kind: 'delete', anchor, objectType: typeOfDeleted(ctx, p), ...(p.dn ? { previousDn: p.dn, previousContainer: parentDn(p.dn) } : {}), ...(p.referencesDropped ? { referencesDropped: true } : {}) });
     } else if (p.added) {
       changes.push({ kind: 'add', anchor, objectType: o.objectType, object: o });
     } else if (p.previousDn && normalizeDn(p.previousDn) !== normalizeDn(o.dn!)) {
@@ -848,7 +850,7 @@ class UsnStrategy implements DeltaStrategy {
           if (hasClasses(e) && objectTypeOf(e, this.ctx.scope) === undefined) continue;
           const p = pending.get(a);
           if (p?.added) pending.delete(a);
-          else pending.set(a, { added: false, deleted: true, dn: dn ?? e.dn, objectType: objectTypeOf(e, this.ctx.scope) });
+          else pending.set(a, { added: false, deleted: true, dn: dn ?? e.dn, objectType: objectTypeOf(e, this.ctx.scope), referencesDropped: true });
         }
       }
       // Active Directory keeps linked values (member, manager, ...) itself: the entries naming a moved or renamed

@@ -125,7 +125,7 @@ export class DirSyncStrategy implements DeltaStrategy {
           if (deleted) {
             const dn = tombstoneDn(e);
             if (dn && !inScope(dn, this.ctx.scope)) continue;
-            pending.set(a, { added: false, deleted: true, ...(dn ? { dn } : {}), objectType: objectTypeOf(e, this.ctx.scope) });
+            pending.set(a, { added: false, deleted: true, ...(dn ? { dn } : {}), objectType: objectTypeOf(e, this.ctx.scope), referencesDropped: true });
             continue;
           }
           // Read again in full below (DirSync returns the changed attributes only); gone from the containers: a delete.

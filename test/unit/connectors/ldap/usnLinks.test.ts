@@ -159,7 +159,7 @@ describe('usn delta: linked values and moves out of scope', () => {
       return [];
     });
     const out = await changes(s, scope(['DC=corp,DC=test']));
-    expect(out).toEqual([{ kind: 'delete', anchor: G(9), objectType: 'Group', previousDn: 'CN=Hal,OU=A,DC=corp,DC=test', previousContainer: 'OU=A,DC=corp,DC=test' }]);
+    expect(out).toEqual([{ kind: 'delete', anchor: G(9), objectType: 'Group', previousDn: 'CN=Hal,OU=A,DC=corp,DC=test', previousContainer: 'OU=A,DC=corp,DC=test', referencesDropped: true }]);
   });
 
   test('tombstones of classes the connector does not map (an OU, a computer) are not deletes', async () => {
