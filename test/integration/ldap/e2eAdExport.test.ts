@@ -1,4 +1,4 @@
-import { Client } from 'ldapts';
+import { Attribute, Change, Client } from 'ldapts';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { guidToString } from '../../../lib/connectors/ldap/values';
 import { iterateCsObjects } from '../../../lib/sync/connectorSpace';
@@ -160,6 +160,33 @@ describeWithServer('samba')('provisioning Active Directory through the service (
     const live = await dc.ldap(async (c) => c.search(`<GUID=${guid}>`, { scope: 'base', attributes: ['1.1'] }).then((r) => r.searchEntries.length, () => 0));
     expect(live).toBe(0);
     expect(await bindAs('E103@samdom.test', passwordOf('E103'))).toBe('52e');
+  });
+
+  test('the password goes with an update only with passwordOnUpdate (then pwdLastSet is 0 again)', async () => {
+    const rows = (sn: string) => ROWS.filter((r) => r.employeeId !== 'E103').map((r) => (r.employeeId === 'E101' ? { ...r, sn } : r.employeeId === 'E102' ? { ...r, department: 'Sales' } : r));
+    const pwdLastSet = async (cn: string) => (await read(dnOf(cn, 'Engineering'), ['pwdLastSet'])).pwdLastSet as string;
+    // Ada set a password of her own (pwdLastSet: now).
+    await dc.ldap((c) => c.modify(dnOf('Ada King', 'Engineering'), [new Change({ operation: 'replace', modification: new Attribute({ type: 'pwdLastSet', values: ['-1'] }) })]));
+    expect(await pwdLastSet('Ada King')).not.toBe('0');
+
+    writeCsv(hrDir, 'hr.csv', HR, rows('Byron'));
+    expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
+    expect(await runExport(rt, ad)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
+    expect(await pwdLastSet('Ada Byron')).not.toBe('0');
+
+    const current = (await rt.call('GET', `connectors/${ad}`)).body;
+    const put = await rt.call('PUT', `connectors/${ad}`, { body: { name: current.name, config: { ...current.config, passwordOnUpdate: true } } });
+    expect(put.status).toBe(200);
+    writeCsv(hrDir, 'hr.csv', HR, rows('Lovelace'));
+    expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
+    const run = await runExport(rt, ad);
+    expect(run.errors ?? []).toEqual([]);
+    expect(run).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
+    expect(await pwdLastSet('Ada Lovelace')).toBe('0');
+    expect(await bindAs('E101@samdom.test', passwordOf('E101'))).toBe('773');
+    const rowsNow: string[] = [];
+    for await (const page of iterateCsObjects(ad)) rowsNow.push(JSON.stringify(page));
+    expect(rowsNow.join('')).not.toContain(passwordOf('E101'));
   });
 
   test('a wrong bind password and an untrusted CA are refused at create (400), nothing stored', async () => {
