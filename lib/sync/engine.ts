@@ -27,7 +27,7 @@ import { loadCsSummaries, readCsObjects, readCsPartition, summarize, writeCsObje
 import { CsCache } from './csCache';
 import { csWakeKeys, referencePolicy, referencesOf, type CsLookup } from './references';
 import { readConnectorRow } from '../storage/connectors';
-import { dnKey, isEmptyValue, sameValue, type CsObject, type MeshObject } from './model';
+import { csReferenceBy, dnKey, isEmptyValue, sameValue, type CsObject, type MeshObject } from './model';
 import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
 import { compileExpression } from './expression';
 import { exportNeedsRelations, exportRelations } from './exportReferences';
@@ -834,6 +834,7 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
       const ctx = await context(info);
       if (TRACE) console.log(`[sync] delta context ready`);
       resolveDeletesByDn(ctx, changes);
+      await dropDeletedReferences(ctx, changes);
       // Rules changed since the last full pass: unchanged objects were processed with the old ones.
       const rulesChanged = fullRulesHash !== null && fullRulesHash !== ctx.rules.hash;
       const fullSyncNext = rulesChanged && config.fullSyncOnRuleChange === true;
@@ -860,6 +861,54 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
     });
   } catch (err) {
     return failure(err);
+  }
+}
+
+/**
+ * Deletes after which the source dropped the deleted object's DN from every object that named it, without
+ * reporting those objects (Active Directory's linked values: a group loses a deleted member and its
+ * uSNChanged does not move; `DeltaChange.referencesDropped`). The engine drops the value itself: this
+ * connector's objects that reference a deleted one (through its mesh object's incoming relationships, or a
+ * pending reference on its DN) are processed as updates without it, so inbound flows copy the right value.
+ * Objects the delta reads anyway are left to it.
+ */
+async function dropDeletedReferences(ctx: Context, changes: DeltaChange[]): Promise<void> {
+  const cid = ctx.info.connectorId;
+  const gone = new Map<string, string>();
+  const meshIds: string[] = [];
+  for (const c of changes) {
+    if (c.kind !== 'delete' || !c.referencesDropped || !c.anchor) continue;
+    const e = ctx.cs.entry(c.anchor);
+    if (!e?.dn) continue;
+    gone.set(dnKey(e.dn), c.anchor);
+    if (e.meshId) meshIds.push(e.meshId);
+  }
+  if (!gone.size) return;
+  const sources = new Set<string>();
+  for (const id of meshIds) for (const s of ctx.index.incoming(id)) sources.add(s);
+  for (const key of gone.keys()) for (const s of ctx.index.waiting(csReferenceBy('dn', cid), key)) sources.add(s);
+  const inDelta = new Set(changes.map((c) => c.anchor));
+  const anchors = [...(await loadDocs([...sources])).values()].map((d) => d.links[cid]).filter((a): a is string => !!a && !inDelta.has(a));
+  if (!anchors.length) return;
+  for (const row of (await readCsObjects(cid, anchors)).values()) {
+    if (row.deleted) continue;
+    const attributes = { ...row.attributes };
+    let changed = false;
+    for (const name of row.refNames ?? []) {
+      const v = attributes[name];
+      const values = Array.isArray(v) ? v : v === null || v === undefined ? [] : [v];
+      const kept = values.filter((x) => !gone.has(dnKey(String(x))));
+      if (kept.length === values.length) continue;
+      changed = true;
+      if (kept.length) attributes[name] = kept;
+      else delete attributes[name];
+    }
+    if (!changed) continue;
+    const object: ConnectorObject = { anchor: row.anchor, objectType: row.objectType, attributes };
+    if (row.dn) object.dn = row.dn;
+    const references = referencesOf(object, row.refNames);
+    if (Object.keys(references).length) object.references = references;
+    changes.push({ kind: 'update', anchor: row.anchor, objectType: row.objectType, object });
   }
 }
 
@@ -1127,8 +1176,10 @@ async function exportDocs(
   let moved = 0;
   const movedIds: string[] = [];
   const failedIds: string[] = [];
+  const notes: string[] = [];
   results.forEach((r, i) => {
     const c = changes[i];
+    if (r.status === 'success' && r.notes) notes.push(...r.notes);
     if (r.status === 'error') {
       errors.push({ object: c.doc.anchorValue, message: r.error.message });
       failedIds.push(c.doc.id);
@@ -1165,6 +1216,8 @@ async function exportDocs(
   await markExportDirty(info.connectorId, failedIds);
   if (interrupted !== undefined) throw interrupted;
   const next = addPage(totals, { ...result, errors }, []);
+  // What the connector did besides the changes (containers it created): listed in the run, not counted as errors.
+  for (const message of notes) if (next.errors.length < 100) next.errors.push({ message });
   if (relations.notInTarget) next.notInTarget = (totals.notInTarget ?? 0) + relations.notInTarget;
   if (moved) next.movedInTarget = (totals.movedInTarget ?? 0) + moved;
   // For a second pass of an incremental export: the objects that name a moved one, and those with related
