@@ -1,0 +1,265 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * A full import of N users from a real Active Directory domain controller (Samba 4's AD DC, the test fixture
+ * test/support/samba.ts) through the `active_directory` connector over LDAPS, beside the two floors it cannot
+ * beat, measured in the same run on the same machine:
+ * - the directory's read: ldapsearch of the same entries and attributes, LDAPS, paged 1000 (to a pipe that
+ *   only counts entries);
+ * - the storage's write: the service's Azurite batch-inserting N entities of similar size (100 per
+ *   transaction, 4 in flight, as bench/sync/sync.js measures it).
+ * Goal: the full import (trigger to Completed) in at most 1.3x the larger of the two floors.
+ *
+ * The users are loaded through Samba's own code (bench/ldap/adLoad.py: the DC's sam.ldb opened with the system
+ * session, as samba-tool does, so objectGUID, objectSid, USNs and the linked manager attribute are the DC's),
+ * about twice as fast as LDAP adds (123–140 s for 20,000 on machine C). User i: CN=u<i>,OU=Bench,<base>, a dozen
+ * attributes, manager = user floor(i/10).
+ *
+ * The DC is loaded once; each of `--runs` rounds starts a fresh service (empty mesh, in-memory Azurite), reads
+ * with ldapsearch, imports, and measures the floor. Takes the fixture's machine-wide lock for the whole bench.
+ * SYNC_TRACE=1 with BENCH_SERVICE_LOG=<file> writes the engine's per-page step timings to that file;
+ * SYNC_BENCH_CPUPROF=<dir> a V8 CPU profile of the service up to the end of each import (bench/sync/cpuprof.js).
+ * Each round also reads the entries with the connector alone (no engine, a process of its own): its wall and
+ * CPU seconds are what the service's one thread spends on reading.
+ *
+ * Usage: npm run build && node bench/ldap/adImport.js [--users 20000] [--runs 3] [--page-size <connector pageSize>]
+ *   [--service-node-options '<NODE_OPTIONS for the service>']
+ * Prints JSON.
+ */
+require('./ts-register');
+const { execFile, spawn } = require('node:child_process');
+const os = require('node:os');
+const path = require('node:path');
+const { TableClient } = require('@azure/data-tables');
+const { startSambaAd } = require('../../test/support/samba');
+const { arg, onInterrupt, peakRssMB, startService } = require('../support');
+
+const N = arg('users', 20000);
+const RUNS = arg('runs', 3);
+const PAGE_SIZE = arg('page-size', 0);
+/** NODE_OPTIONS for the service (e.g. --max-semi-space-size=64), to try V8 settings. */
+const SERVICE_NODE_OPTIONS = arg('service-node-options', '');
+/** The Python samba-tool runs with (its shebang), which has Samba's bindings (python3 on PATH may be another). */
+const SAMBA_PYTHON = (() => {
+  try {
+    const tool = require('node:child_process').execFileSync('sh', ['-c', 'command -v samba-tool']).toString().trim();
+    const m = /^#!\s*(\S+)/.exec(require('node:fs').readFileSync(tool, 'utf8').split('\n')[0]);
+    return m ? m[1] : 'python3';
+  } catch {
+    return 'python3';
+  }
+})();
+const FILTER = '(|(&(objectClass=user)(!(objectClass=computer)))(objectClass=group))';
+
+function cpuSeconds(pid) {
+  try {
+    const stat = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * ldapsearch of the users (LDAPS, paged 1000, every user attribute as the connector asks): seconds and entries.
+ * By address: libldap canonicalizes `localhost` to the host name, which the DC certificate does not name.
+ */
+function ldapsearch(dc, base) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const c0 = cpuSeconds(dc.pid);
+    const child = spawn('ldapsearch', ['-x', '-LLL', '-H', `ldaps://127.0.0.1:${dc.ldapsPort}`, '-D', dc.adminDN, '-w', dc.adminPassword, '-b', base, '-E', 'pr=1000/noprompt', FILTER, '*', 'objectClass', 'objectGUID'], {
+      env: { ...process.env, LDAPTLS_CACERT: dc.caCertificateFile },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let entries = 0;
+    let tail = '\n';
+    let err = '';
+    child.stdout.on('data', (d) => {
+      const text = tail + d.toString('latin1');
+      entries += (text.match(/\ndn: /g) ?? []).length;
+      tail = text.slice(-4);
+    });
+    child.stderr.on('data', (d) => (err += d));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) return reject(new Error(`ldapsearch exited with ${code}: ${err}`));
+      resolve({ entries, seconds: +((performance.now() - t0) / 1000).toFixed(3), dcCpuSeconds: +(cpuSeconds(dc.pid) - c0).toFixed(1) });
+    });
+  });
+}
+
+/** The storage floor: N entities of about the size of a user's rows, 100 per transaction, 4 in flight. */
+async function floor(svc, table) {
+  const client = TableClient.fromConnectionString(svc.azurite.connectionString, table, { allowInsecureConnection: true });
+  await client.createTable();
+  const pad = 'x'.repeat(600);
+  const c0 = cpuSeconds(svc.tablePid);
+  const t0 = performance.now();
+  const batches = [];
+  for (let i = 0; i < N; i += 100) batches.push(i);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (next < batches.length) {
+        const s = batches[next++];
+        const actions = [];
+        for (let i = s; i < Math.min(N, s + 100); i++) actions.push(['create', { partitionKey: `p${Math.floor(s / 10000)}`, rowKey: String(i).padStart(8, '0'), d: pad }]);
+        await client.submitTransaction(actions);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  return { entities: N, seconds: +seconds.toFixed(2), entitiesPerSecond: Math.round(N / seconds), azuriteCpuSeconds: +(cpuSeconds(svc.tablePid) - c0).toFixed(1) };
+}
+
+/** The connector config of the bench (also used by the connector-only read). */
+function connectorConfig(dc, ou) {
+  return {
+    host: dc.host,
+    port: dc.ldapsPort,
+    security: 'ldaps',
+    caCertificate: dc.caCertificate,
+    baseDN: dc.baseDN,
+    bindDN: dc.adminDN,
+    bindPassword: dc.adminPassword,
+    containers: { include: [ou] },
+    deltaStrategy: 'usn',
+    ...(PAGE_SIZE ? { pageSize: PAGE_SIZE } : {}),
+  };
+}
+
+/**
+ * The connector's own full read without the engine (compiled code in dist/, a child process of its own, engine
+ * pages of 2,000 as the engine asks): wall and CPU seconds. What the service's one thread spends on reading.
+ */
+function connectorRead(dc, ou) {
+  return new Promise((resolve, reject) =>
+    execFile(process.execPath, [__filename, '--read-child', JSON.stringify(connectorConfig(dc, ou))], { maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
+      err ? reject(new Error(stderr || err.message)) : resolve(JSON.parse(stdout)),
+    ),
+  );
+}
+
+async function readChild(cfgJson) {
+  const { LdapConnector, closeParkedSearches } = require(path.join(__dirname, '../../dist/lib/connectors/ldap'));
+  const c = new LdapConnector('active_directory', JSON.parse(cfgJson));
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  let objects = 0;
+  let pages = 0;
+  for await (const page of c.fullImport({ pageSize: 2000 })) {
+    pages++;
+    objects += page.objects.length;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  await c.close();
+  await closeParkedSearches();
+  process.stdout.write(JSON.stringify({ objects, pages, seconds: +seconds.toFixed(2), cpuSeconds: +((cpu.user + cpu.system) / 1e6).toFixed(2) }));
+}
+
+async function round(dc, ou, r) {
+  const ldaps = await ldapsearch(dc, ou);
+  const read = await connectorRead(dc, ou);
+  console.error(`round ${r}: ldapsearch ${ldaps.entries} entries in ${ldaps.seconds} s; connector alone ${read.seconds} s (${read.cpuSeconds} s CPU); starting the service...`);
+  const prof = process.env.SYNC_BENCH_CPUPROF;
+  const nodeOptions = [SERVICE_NODE_OPTIONS, prof ? `--require ${path.join(__dirname, '../sync/cpuprof.js')}` : ''].filter(Boolean).join(' ');
+  const svc = await startService({ env: { ...dc.env, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) } });
+  try {
+    const { call, must } = svc;
+    const conn = await must(
+      call('POST', 'connectors', {
+        name: 'AD',
+        type: 'active_directory',
+        config: connectorConfig(dc, ou),
+      }),
+      201,
+    );
+    const rule = (name, b) => must(call('POST', 'rules', { ruleName: name, connectorId: conn.id, ...b }), 201);
+    await rule('users', { ruleType: 'ProjectionRule', sourceAttribute: 'sAMAccountName', objectType: 'User', priority: 10 });
+    for (const a of ['sAMAccountName', 'employeeID', 'givenName', 'sn', 'mail', 'title', 'department']) {
+      await rule(`flow ${a}`, { ruleType: 'FlowRule', sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    }
+    console.error(`round ${r}: full import through the engine...`);
+    const rssBefore = peakRssMB(svc.pid);
+    const full = await svc.runImport(conn.id, 'FullImport');
+    const rssAfter = peakRssMB(svc.pid);
+    if (prof) process.kill(svc.pid, 'SIGUSR2');
+    console.error(`round ${r}: full import ${full.seconds.toFixed(1)} s (${full.run.status}); storage floor...`);
+    const count = (await must(call('GET', 'mesh/objects?objectType=User&take=0'), 200)).totalCount;
+    const f = await floor(svc, `Floor${r}`);
+    const larger = Math.max(ldaps.seconds, f.seconds);
+    return {
+      round: r,
+      ldapsearch: { ...ldaps, transport: 'ldaps, paged 1000' },
+      connectorAlone: read,
+      floor: f,
+      fullImport: {
+        seconds: +full.seconds.toFixed(2),
+        status: full.run.status,
+        stats: full.run.stats,
+        error: full.run.error,
+        ...full.cpu,
+        servicePeakRssMB: rssAfter,
+        servicePeakRssBeforeImportMB: rssBefore,
+      },
+      meshUsers: count,
+      ratioToLdapsearch: +(full.seconds / ldaps.seconds).toFixed(2),
+      ratioToStorageFloor: +(full.seconds / f.seconds).toFixed(2),
+      ratioToLargerFloor: +(full.seconds / larger).toFixed(2),
+      goalRatio: 1.3,
+      goalMet: full.seconds <= 1.3 * larger && full.run.status === 'Completed' && count === N,
+    };
+  } finally {
+    await svc.stop();
+  }
+}
+
+async function main() {
+  if (!(N >= 10)) throw new Error('--users must be at least 10');
+  let t = performance.now();
+  const dc = await startSambaAd();
+  const removeDcOnInterrupt = onInterrupt(() => dc.release());
+  try {
+    const startSeconds = +((performance.now() - t) / 1000).toFixed(1);
+    const ou = await dc.addOU(`OU=Bench,${dc.baseDN}`);
+    console.error(`DC up in ${startSeconds} s; loading ${N} users through sam.ldb...`);
+    t = performance.now();
+    await new Promise((resolve, reject) => {
+      // Progress on our stderr; nothing on stdout, which is the bench's JSON.
+      const child = spawn(SAMBA_PYTHON, [path.join(__dirname, 'adLoad.py'), path.join(dc.dir, 'etc/smb.conf'), ou, String(N)], { env: { ...process.env, ...dc.env }, stdio: ['ignore', 'ignore', 'inherit'] });
+      child.once('error', reject);
+      child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`adLoad.py exited with ${code}`))));
+    });
+    const loadSeconds = +((performance.now() - t) / 1000).toFixed(1);
+    console.error(`loaded in ${loadSeconds} s`);
+    const rounds = [];
+    for (let r = 1; r <= RUNS; r++) rounds.push(await round(dc, ou, r));
+    console.log(
+      JSON.stringify(
+        {
+          bench: 'ad-import',
+          users: N,
+          connectorPageSize: PAGE_SIZE || 'default',
+          serviceNodeOptions: SERVICE_NODE_OPTIONS || null,
+          dcStartSeconds: startSeconds,
+          loadSeconds,
+          rounds,
+          loadAverage: os.loadavg().map((x) => +x.toFixed(2)),
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await dc.release();
+    removeDcOnInterrupt();
+  }
+}
+
+(process.argv[2] === '--read-child' ? readChild(process.argv[3]) : main()).catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
