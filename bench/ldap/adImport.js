@@ -23,7 +23,7 @@
  * CPU seconds are what the service's one thread spends on reading.
  *
  * Usage: npm run build && node bench/ldap/adImport.js [--users 20000] [--runs 3] [--page-size <connector pageSize>]
- *   [--service-node-options '<NODE_OPTIONS for the service>']
+ *   [--service-node-options '<NODE_OPTIONS for the service>'] [--attributes sAMAccountName,sn,...]
  * Prints JSON.
  */
 require('./ts-register');
@@ -39,6 +39,8 @@ const RUNS = arg('runs', 3);
 const PAGE_SIZE = arg('page-size', 0);
 /** NODE_OPTIONS for the service (e.g. --max-semi-space-size=64), to try V8 settings. */
 const SERVICE_NODE_OPTIONS = arg('service-node-options', '');
+/** The connector's `attributes` (comma-separated); default none: every user attribute ('*'), as ldapsearch reads. */
+const ATTRIBUTES = arg('attributes', '').split(',').filter(Boolean);
 /** The Python samba-tool runs with (its shebang), which has Samba's bindings (python3 on PATH may be another). */
 const SAMBA_PYTHON = (() => {
   try {
@@ -69,7 +71,8 @@ function ldapsearch(dc, base) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const c0 = cpuSeconds(dc.pid);
-    const child = spawn('ldapsearch', ['-x', '-LLL', '-H', `ldaps://127.0.0.1:${dc.ldapsPort}`, '-D', dc.adminDN, '-w', dc.adminPassword, '-b', base, '-E', 'pr=1000/noprompt', FILTER, '*', 'objectClass', 'objectGUID'], {
+    const attrs = ATTRIBUTES.length ? [...ATTRIBUTES, 'objectClass', 'objectGUID'] : ['*', 'objectClass', 'objectGUID'];
+    const child = spawn('ldapsearch', ['-x', '-LLL', '-H', `ldaps://127.0.0.1:${dc.ldapsPort}`, '-D', dc.adminDN, '-w', dc.adminPassword, '-b', base, '-E', 'pr=1000/noprompt', FILTER, ...attrs], {
       env: { ...process.env, LDAPTLS_CACERT: dc.caCertificateFile },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -127,6 +130,7 @@ function connectorConfig(dc, ou) {
     containers: { include: [ou] },
     deltaStrategy: 'usn',
     ...(PAGE_SIZE ? { pageSize: PAGE_SIZE } : {}),
+    ...(ATTRIBUTES.length ? { attributes: ATTRIBUTES } : {}),
   };
 }
 
@@ -244,6 +248,7 @@ async function main() {
           users: N,
           connectorPageSize: PAGE_SIZE || 'default',
           serviceNodeOptions: SERVICE_NODE_OPTIONS || null,
+          attributes: ATTRIBUTES.length ? ATTRIBUTES : '*',
           dcStartSeconds: startSeconds,
           loadSeconds,
           rounds,
