@@ -1,7 +1,5 @@
 import { ConnectorError, type ConnectorObject, type DeltaChange, type DeltaImportOptions, type DeltaPage, type ObjectError } from '../sdk';
 import { anchorOf, classFilter, inScope, isObjectError, objectTypeOf, REFERENCE_ATTRIBUTES, type Scope } from './objects';
-import { adRights } from './adRights';
-import { DirSyncStrategy } from './dirsync';
 import { Control, type DirectorySession, type LdapEntry } from './session';
 import { csnAt, csnMicros, escapeFilterValue, generalizedTimeToMicros, isUnder, microsToGeneralizedTime, normalizeDn, parentDn } from './values';
 
@@ -50,10 +48,10 @@ export interface DeltaStrategy {
 
 export const ANCHOR_DIFF_EVERY = 10;
 const SHOW_DELETED_OID = '1.2.840.113556.1.4.417';
-const AD_CAPABILITY_OID = '1.2.840.113556.1.4.800';
+export const AD_CAPABILITY_OID = '1.2.840.113556.1.4.800';
 const DEFAULT_OVERLAP = 10_000_000;
 
-const first = (e: LdapEntry | undefined, name: string): string | undefined => {
+export const first = (e: LdapEntry | undefined, name: string): string | undefined => {
   if (!e) return undefined;
   const key = Object.keys(e).find((k) => k.toLowerCase() === name.toLowerCase());
   if (!key) return undefined;
@@ -61,59 +59,19 @@ const first = (e: LdapEntry | undefined, name: string): string | undefined => {
   const x = Array.isArray(v) ? v[0] : v;
   return x === undefined ? undefined : Buffer.isBuffer(x) ? x.toString('utf8') : String(x);
 };
-const all = (e: LdapEntry, name: string): string[] => {
+export const all = (e: LdapEntry, name: string): string[] => {
   const key = Object.keys(e).find((k) => k.toLowerCase() === name.toLowerCase());
   if (!key) return [];
   const v = e[key];
   return (Array.isArray(v) ? v : [v]).map((x) => (Buffer.isBuffer(x) ? x.toString('utf8') : String(x)));
 };
 
-async function rootDse(s: DirectorySession, attributes: string[]): Promise<LdapEntry> {
+export async function rootDse(s: DirectorySession, attributes: string[]): Promise<LdapEntry> {
   const [root] = await s.search({ base: '', scope: 'base', filter: '(objectClass=*)', attributes });
   return root ?? { dn: '' };
 }
 
-/** Pick the strategy: the configured one, or from the root DSE (`auto`). */
-export async function deltaStrategyFor(ctx: DeltaContext): Promise<DeltaStrategy> {
-  let name = ctx.configured;
-  if (name === 'auto') {
-    const root = await rootDse(ctx.session, ['supportedCapabilities', 'namingContexts', 'changelog', 'lastChangeNumber', 'firstChangeNumber']);
-    if (all(root, 'supportedCapabilities').includes(AD_CAPABILITY_OID)) name = await adStrategy(ctx);
-    else if (first(root, 'changelog') || first(root, 'lastChangeNumber') || all(root, 'namingContexts').some((n) => normalizeDn(n) === 'cn=changelog')) name = 'changelog';
-    else {
-      const nc = namingContextOf(ctx.baseDN, all(root, 'namingContexts'));
-      const [ncEntry] = nc ? await ctx.session.search({ base: nc, scope: 'base', filter: '(objectClass=*)', attributes: ['auditContext'] }).catch(() => []) : [];
-      name = first(ncEntry, 'auditContext') ? 'accesslog' : 'timestamp';
-    }
-  }
-  switch (name) {
-    case 'accesslog':
-      return new AccesslogStrategy(ctx);
-    case 'changelog':
-      return new ChangelogStrategy(ctx);
-    case 'usn':
-      return new UsnStrategy(ctx);
-    case 'dirsync':
-      return new DirSyncStrategy(ctx);
-    default:
-      return new TimestampStrategy(ctx);
-  }
-}
-
-/**
- * `auto` on Active Directory: `usn`, unless the bind account cannot list deleted objects (a USN delta would miss
- * every delete) and holds "Replicating Directory Changes" (DirSync then shows the deletes).
- */
-async function adStrategy(ctx: DeltaContext): Promise<StrategyName> {
-  if (!ctx.bindDN) return 'usn';
-  const root = await rootDse(ctx.session, ['namingContexts', 'defaultNamingContext']);
-  const nc = namingContextOf(ctx.baseDN, [...all(root, 'namingContexts'), ...all(root, 'defaultNamingContext')]);
-  if (!nc) return 'usn';
-  const rights = await adRights(ctx.session, ctx.bindDN, nc);
-  return !rights.seesDeletedObjects && rights.replicatingDirectoryChanges ? 'dirsync' : 'usn';
-}
-
-function namingContextOf(baseDN: string, contexts: string[]): string | undefined {
+export function namingContextOf(baseDN: string, contexts: string[]): string | undefined {
   return contexts.filter((nc) => nc && isUnder(baseDN, nc)).sort((a, b) => b.length - a.length)[0];
 }
 
@@ -224,7 +182,7 @@ interface AccesslogWatermark {
   cs: string[];
 }
 
-class AccesslogStrategy implements DeltaStrategy {
+export class AccesslogStrategy implements DeltaStrategy {
   readonly name = 'accesslog' as const;
   constructor(private readonly ctx: DeltaContext) {}
 
@@ -598,7 +556,7 @@ interface ChangelogWatermark {
   n: number;
 }
 
-class ChangelogStrategy implements DeltaStrategy {
+export class ChangelogStrategy implements DeltaStrategy {
   readonly name = 'changelog' as const;
   constructor(private readonly ctx: DeltaContext) {}
 
@@ -748,7 +706,7 @@ interface UsnWatermark {
   t: string | null;
 }
 
-class UsnStrategy implements DeltaStrategy {
+export class UsnStrategy implements DeltaStrategy {
   readonly name = 'usn' as const;
   constructor(private readonly ctx: DeltaContext) {}
 
@@ -950,7 +908,7 @@ interface TimestampWatermark {
   n: number;
 }
 
-class TimestampStrategy implements DeltaStrategy {
+export class TimestampStrategy implements DeltaStrategy {
   readonly name = 'timestamp' as const;
   constructor(private readonly ctx: DeltaContext) {}
 

@@ -20,7 +20,8 @@ import {
 } from '../sdk';
 import { accountParts, DISABLED_ATTRIBUTE, encodeUnicodePwd, NORMAL_ACCOUNT, PASSWORD_ATTRIBUTE, userAccountControlOf, withDisabled, type AccountParts } from './adAccount';
 import { defaultLdapAnchor } from './anchor';
-import { deltaStrategyFor, type DeltaContext, type StrategyName } from './delta';
+import { type DeltaContext, type StrategyName } from './delta';
+import { deltaStrategyFor } from './strategies';
 import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
 import { referenceAttributes } from './schemaReferences';
 import { park, unpark } from './parked';

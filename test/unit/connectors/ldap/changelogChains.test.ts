@@ -1,5 +1,6 @@
 import { is389 } from '../../../../lib/connectors/ldap/anchor';
-import { changelogChains, deltaStrategyFor, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { changelogChains, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { deltaStrategyFor } from '../../../../lib/connectors/ldap/strategies';
 import { toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
 import type { DirectorySession, LdapEntry, SearchRequest } from '../../../../lib/connectors/ldap/session';
 import type { DeltaPage } from '../../../../lib/connectors/sdk';

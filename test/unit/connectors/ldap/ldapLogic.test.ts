@@ -1,4 +1,5 @@
-import { capSeen, deltaStrategyFor, DnFates, MAX_SEEN, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { capSeen, DnFates, MAX_SEEN, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { deltaStrategyFor } from '../../../../lib/connectors/ldap/strategies';
 import { gatherRanged, toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
 import type { DirectorySession, LdapEntry, SearchRequest } from '../../../../lib/connectors/ldap/session';
 import { guidToBytes, guidToString, isUnder, normalizeDn, sidToString } from '../../../../lib/connectors/ldap/values';

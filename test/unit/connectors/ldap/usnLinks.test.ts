@@ -1,4 +1,5 @@
-import { deltaStrategyFor, placeChangedSince, tombstoneDn, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { placeChangedSince, tombstoneDn, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { deltaStrategyFor } from '../../../../lib/connectors/ldap/strategies';
 import { toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
 import type { DirectorySession, LdapEntry, SearchRequest } from '../../../../lib/connectors/ldap/session';
 import { guidToBytes } from '../../../../lib/connectors/ldap/values';
