@@ -33,6 +33,7 @@ const path = require('node:path');
 const { TableClient } = require('@azure/data-tables');
 const { startSambaAd } = require('../../test/support/samba');
 const { arg, onInterrupt, peakRssMB, startService } = require('../support');
+const { countingLdapsearch } = require('./ldapsearch');
 
 const N = arg('users', 20000);
 const RUNS = arg('runs', 3);
@@ -67,30 +68,12 @@ function cpuSeconds(pid) {
  * ldapsearch of the users (LDAPS, paged 1000, every user attribute as the connector asks): seconds and entries.
  * By address: libldap canonicalizes `localhost` to the host name, which the DC certificate does not name.
  */
-function ldapsearch(dc, base) {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const c0 = cpuSeconds(dc.pid);
-    const attrs = ATTRIBUTES.length ? [...ATTRIBUTES, 'objectClass', 'objectGUID'] : ['*', 'objectClass', 'objectGUID'];
-    const child = spawn('ldapsearch', ['-x', '-LLL', '-H', `ldaps://127.0.0.1:${dc.ldapsPort}`, '-D', dc.adminDN, '-w', dc.adminPassword, '-b', base, '-E', 'pr=1000/noprompt', FILTER, ...attrs], {
-      env: { ...process.env, LDAPTLS_CACERT: dc.caCertificateFile },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let entries = 0;
-    let tail = '\n';
-    let err = '';
-    child.stdout.on('data', (d) => {
-      const text = tail + d.toString('latin1');
-      entries += (text.match(/\ndn: /g) ?? []).length;
-      tail = text.slice(-4);
-    });
-    child.stderr.on('data', (d) => (err += d));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code !== 0) return reject(new Error(`ldapsearch exited with ${code}: ${err}`));
-      resolve({ entries, seconds: +((performance.now() - t0) / 1000).toFixed(3), dcCpuSeconds: +(cpuSeconds(dc.pid) - c0).toFixed(1) });
-    });
-  });
+async function ldapsearch(dc, base) {
+  const c0 = cpuSeconds(dc.pid);
+  const attrs = ATTRIBUTES.length ? [...ATTRIBUTES, 'objectClass', 'objectGUID'] : ['*', 'objectClass', 'objectGUID'];
+  const args = ['-x', '-LLL', '-H', `ldaps://127.0.0.1:${dc.ldapsPort}`, '-D', dc.adminDN, '-w', dc.adminPassword, '-b', base, '-E', 'pr=1000/noprompt', FILTER, ...attrs];
+  const r = await countingLdapsearch(args, { LDAPTLS_CACERT: dc.caCertificateFile });
+  return { ...r, dcCpuSeconds: +(cpuSeconds(dc.pid) - c0).toFixed(1) };
 }
 
 /** The storage floor: N entities of about the size of a user's rows, 100 per transaction, 4 in flight. */

@@ -21,13 +21,14 @@
  * Usage: npm run build && node bench/ldap/engine.js [--users 100000] [--groups users/100] [--refs space|composer|none]
  */
 require('./ts-register');
-const { execFileSync, spawn } = require('node:child_process');
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { generate, groupDn, userDn } = require('./generate');
 const { startSlapd } = require('../../test/support/slapd');
 const { arg, onInterrupt, peakRssMB, sleep, startService } = require('../support');
+const { countingLdapsearch } = require('./ldapsearch');
 
 const N = arg('users', 100000);
 /**
@@ -49,27 +50,7 @@ const groupCn = (g) => `g${String(g).padStart(4, '0')}`;
 
 /** ldapsearch of every user and group (paged 1000, to a pipe that only counts entries): seconds and entries. */
 function ldapsearch(url, slapd, env = {}) {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn('ldapsearch', ['-x', '-LLL', '-H', url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-b', slapd.suffix, '-E', 'pr=1000/noprompt', FILTER, '*', 'entryUUID', 'entryDN'], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let entries = 0;
-    let tail = '\n';
-    let err = '';
-    child.stdout.on('data', (d) => {
-      const text = tail + d.toString('latin1');
-      entries += (text.match(/\ndn: /g) ?? []).length;
-      tail = text.slice(-4);
-    });
-    child.stderr.on('data', (d) => (err += d));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code !== 0) return reject(new Error(`ldapsearch exited with ${code}: ${err}`));
-      resolve({ entries, seconds: +((performance.now() - t0) / 1000).toFixed(3) });
-    });
-  });
+  return countingLdapsearch(['-x', '-LLL', '-H', url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-b', slapd.suffix, '-E', 'pr=1000/noprompt', FILTER, '*', 'entryUUID', 'entryDN'], env);
 }
 
 /** Indexes of the users the delta modifies (1,000 spread over the directory) and deletes (10 without reports). */

@@ -513,11 +513,16 @@ async function withConnector<T>(connectorId: string, fn: (c: Connector) => Promi
 
 /** A stored connector-space row as the object the connector last showed (attributes, DN, references). */
 function storedItem(row: CsObject): Item {
-  const object: ConnectorObject = { anchor: row.anchor, objectType: row.objectType, attributes: row.attributes };
+  return { anchor: row.anchor, object: storedObject(row), force: { hash: row.hash, row } };
+}
+
+/** The connector object a stored row holds (its references from the names it kept), with other attributes if given. */
+function storedObject(row: CsObject, attributes = row.attributes): ConnectorObject {
+  const object: ConnectorObject = { anchor: row.anchor, objectType: row.objectType, attributes };
   if (row.dn) object.dn = row.dn;
   const references = referencesOf(object, row.refNames);
   if (Object.keys(references).length) object.references = references;
-  return { anchor: row.anchor, object, force: { hash: row.hash, row } };
+  return object;
 }
 
 /**
@@ -559,10 +564,11 @@ async function rejoinDisconnectors(ctx: Context): Promise<PageResult | null> {
 /** Join re-evaluation at the start of a run, counted in the run's stats when `count` (an export's count its exports only). */
 async function rejoinAtStart(info: RunInfo, totals: RunTotals, count: boolean): Promise<RunTotals> {
   const r = await rejoinDisconnectors(await context(info));
-  if (!r || !count) return totals;
-  // Objects that joined are updates of the connector space; they are not new objects of the source.
-  return addPage(totals, { ...r, created: 0, updated: r.created + r.updated }, []);
+  return r && count ? addRejoined(totals, r) : totals;
 }
+
+/** Objects re-evaluated at the start of a run count as updates of the connector space, not new objects of the source. */
+const addRejoined = (totals: RunTotals, r: PageResult): RunTotals => addPage(totals, { ...r, created: 0, updated: r.created + r.updated }, []);
 
 export { CS_PARTITIONS } from './connectorSpace';
 
@@ -697,7 +703,7 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     // Disconnectors a mesh object could join now: unchanged objects of the source are not planned again.
     if (input.page === 0 && input.cursor === null && !input.noHold) {
       const rejoined = await rejoinDisconnectors(ctx);
-      if (rejoined) input = { ...input, totals: addPage(input.totals, { ...rejoined, created: 0, updated: rejoined.created + rejoined.updated }, []) };
+      if (rejoined) input = { ...input, totals: addRejoined(input.totals, rejoined) };
     }
     let held: Held | undefined;
     let holder = input.holder ?? null;
@@ -840,7 +846,7 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
       const fullSyncNext = rulesChanged && config.fullSyncOnRuleChange === true;
       if (rulesChanged && !fullSyncNext) totals = { ...totals, errors: [...totals.errors, { message: RULES_CHANGED_NOTE }] };
       const rejoined = await rejoinDisconnectors(ctx);
-      if (rejoined) totals = addPage(totals, { ...rejoined, created: 0, updated: rejoined.created + rejoined.updated }, []);
+      if (rejoined) totals = addRejoined(totals, rejoined);
       const deletes = changes.filter((c) => c.kind === 'delete' && ctx.cs.summaries.get(c.anchor)?.deleted === false).length;
       let existing = 0;
       for (const s of ctx.cs.summaries.values()) if (!s.deleted) existing++;
@@ -904,11 +910,7 @@ async function dropDeletedReferences(ctx: Context, changes: DeltaChange[]): Prom
       else delete attributes[name];
     }
     if (!changed) continue;
-    const object: ConnectorObject = { anchor: row.anchor, objectType: row.objectType, attributes };
-    if (row.dn) object.dn = row.dn;
-    const references = referencesOf(object, row.refNames);
-    if (Object.keys(references).length) object.references = references;
-    changes.push({ kind: 'update', anchor: row.anchor, objectType: row.objectType, object });
+    changes.push({ kind: 'update', anchor: row.anchor, objectType: row.objectType, object: storedObject(row, attributes) });
   }
 }
 
@@ -1357,7 +1359,8 @@ export async function finishRun(input: FinishInput): Promise<void> {
     await saveExportState(info.connectorId, input.exportState.seq, input.exportState.hash);
     await clearExportDirty(info.connectorId, input.exportState.dirtyKeys);
   }
-  await clearExportDirty(againKey(info.runId), (await readExportDirty(againKey(info.runId))).keys).catch(() => undefined);
+  // An export's list of objects to look at again (see saveAgain) goes with the run.
+  if (info.runType === 'Export') await clearExportDirty(againKey(info.runId), (await readExportDirty(againKey(info.runId))).keys).catch(() => undefined);
   const now = new Date().toISOString();
   if (input.status === 'Failed') await setConnectorRunState(info.connectorId, { status: 'error' }).catch(() => undefined);
   else if (completed) await setConnectorRunState(info.connectorId, { status: 'active', ...(info.runType !== 'Export' && !info.dryRun ? { lastSync: now } : {}) }).catch(() => undefined);
