@@ -2,9 +2,9 @@ import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } 
 import { recordAudit } from '../lib/audit';
 import { authorize } from '../lib/auth/authorize';
 import type { Caller } from '../lib/auth/permissions';
-import { assignConnector, unassignConnector } from '../lib/engine/assignments';
-import { isInstanceId } from '../lib/engine/config';
-import { listInstances as listEngineInstances, removeInstance as removeEngineInstance, renameInstanceByApi, setPaused } from '../lib/engine/instances';
+import { assignConnector, unassignConnector } from '../lib/instances/assignments';
+import { isInstanceId } from '../lib/instances/config';
+import { listInstances as listEngineInstances, removeInstance as removeEngineInstance, renameInstanceByApi, setPaused } from '../lib/instances/instances';
 import { notFound } from '../lib/errors';
 import { noContent, ok, readJson, routeId } from '../lib/http';
 import { AssignConnectorRequest, InstanceActionRequest, RenameInstanceRequest } from '../lib/schemas/instances';

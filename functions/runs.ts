@@ -1,7 +1,7 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
 import * as df from 'durable-functions';
 import { authorize } from '../lib/auth/authorize';
-import { isInstanceId } from '../lib/engine/config';
+import { isInstanceId } from '../lib/instances/config';
 import { badRequest, notFound } from '../lib/errors';
 import { RUNS_QUERY } from '../lib/api/queries';
 import { ok, parseQuery, routeId } from '../lib/http';

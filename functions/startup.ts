@@ -2,7 +2,7 @@ import { app } from '@azure/functions';
 import { startService, stopService } from '../lib/service';
 import '../lib/auth/serviceStep';
 import '../lib/api/serviceSteps';
-import '../lib/engine/instances';
+import '../lib/instances/instances';
 // The join index taps the read model's first scan of the mesh (the read model's step starts last).
 import '../lib/sync/preload';
 import '../lib/mesh/readModel';

@@ -4,7 +4,7 @@ import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
 import { connectorTypeConfig, isConnectorType, testConnectorOnSave, type ConnectorType } from '../connectors/registry';
 import { canonicalJson, isConnectorError, redactSecrets } from '../connectors/sdk';
-import { clearAssignment, assignmentOf } from '../engine/assignments';
+import { clearAssignment, assignmentOf } from '../instances/assignments';
 import { badRequest, conflict, type FieldError } from '../errors';
 import { schemaErrors } from '../schemas/ajv';
 import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';

@@ -1,12 +1,12 @@
 import type { FieldError } from '../errors';
-import { ExpressionSyntaxError, SCOPE_NAMES, closestName, parseExpression, unknownIdentifiers, type ScopeKind } from '../sync/expression';
+import { ExpressionSyntaxError, SCOPE_NAMES, closestName, parseExpression, unknownIdentifiers, type ScopeKind } from '../expression';
 
 /**
  * Check of a transformScript-language expression at create/update time, with the engine's own parser:
  * - a script that does not parse is a field error naming the position (`line 1, column 7 (offset 6)`);
  * - a script that reads a name its scope does not give (`sourc.toUpperCase()` in a rule, whose scope is
  *   `source` and `object`) is a field error naming the name, its position and the names the scope has.
- * `scope` is the place that evaluates the script (lib/sync/expression/scopes.ts).
+ * `scope` is the place that evaluates the script (lib/expression/scopes.ts).
  */
 export function expressionErrors(source: string | null | undefined, path: string, scope: ScopeKind): FieldError[] {
   if (typeof source !== 'string') return [];

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { INSTANCE_ID_PATTERN } from '../engine/config';
+import { INSTANCE_ID_PATTERN } from '../instances/config';
 import { defineSchema } from './ajv';
 import { DisplayName, Guid, Timestamp } from './common';
 

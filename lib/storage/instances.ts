@@ -11,7 +11,7 @@ import { encodeKey, isStatus, odata, table } from './tables';
  *   exactly one succeeds.
  * - `pause` / `<instanceId>`: pause settings `{ paused, instanceName, updatedOn, updatedBy }`.
  * - `rename` / `<instanceId>`: the rename journal `{ oldName, newName, nameSource, startedOn }`: present
- *   only while a rename is being applied (see lib/engine/rename.ts).
+ *   only while a rename is being applied (see lib/instances/rename.ts).
  *
  * Heartbeats Merge only `lastHeartbeat`, so they never collide with the ETag-guarded writes of other fields.
  */

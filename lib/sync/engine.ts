@@ -29,7 +29,7 @@ import { csWakeKeys, referencePolicy, referencesOf, type CsLookup } from './refe
 import { readConnectorRow } from '../storage/connectors';
 import { csReferenceBy, dnKey, isEmptyValue, sameValue, type CsObject, type MeshObject } from './model';
 import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
-import { compileExpression } from './expression';
+import { compileExpression } from '../expression';
 import { exportNeedsRelations, exportRelations } from './exportReferences';
 import { compileRuleSet, indexedAttributes, ruleFailureMessage, ruleValue, type RuleSet } from './rules';
 import { RULES_CHANGED_NOTE } from './rulesChange';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AttributeValue } from '../connectors/sdk';
 import type { Rule } from '../storage/rules';
-import { compileExpression, type CompiledExpression } from './expression';
+import { compileExpression, type CompiledExpression } from '../expression';
 
 /**
  * Rules compiled for one run of one connector. Scripts are parsed once per run, evaluated once per object.
@@ -12,7 +12,7 @@ import { compileExpression, type CompiledExpression } from './expression';
  * - outbound FlowRule: the consolidated mesh value of `sourceAttribute`; `object` is the mesh attribute
  *   dictionary (consolidated values); `related` the related objects' attributes (lib/sync/exportReferences.ts).
  * - MeshComposerRule (computed attribute): the consolidated attribute dictionary (`object` too).
- * These are the names of SCOPE_NAMES.rule and SCOPE_NAMES.outboundFlow (lib/sync/expression/scopes.ts): the
+ * These are the names of SCOPE_NAMES.rule and SCOPE_NAMES.outboundFlow (lib/expression/scopes.ts): the
  * Admin API refuses a script that reads any other name, so the scopes here and those lists change together.
  */
 export interface CompiledRule {

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { compileExpression, type CompiledExpression } from '../../sync/expression';
+import { compileExpression, type CompiledExpression } from '../../expression';
 import {
   ConnectorError,
   throwIfAborted,

@@ -1,4 +1,4 @@
-import { parentDn } from '../../sync/expression/dn';
+import { parentDn } from '../../expression/dn';
 
 /**
  * Value conversions of the directory connector: binary identifiers as canonical strings, DN comparison,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { queryAudit } from '../../../lib/storage/audit';
 import { completeRun, createRun, emptyStats, findActiveRun, getRun, markRunDispatched, updateRun } from '../../../lib/storage/runs';
 import { reconcileRun, type OrchestrationState, type RunOrchestrations } from '../../../lib/sync/runs';
-import { useTestStorage } from '../../unit/engine/storageEnv';
+import { useTestStorage } from '../../unit/instances/storageEnv';
 
 /**
  * Races of the reconciliation on the real runs repository (Azurite): the run changes between the moment it is

@@ -1,7 +1,7 @@
 import { MeshIndex } from '../../../lib/mesh/joinIndex';
 import { planImport, WorkingSet } from '../../../lib/sync/planner';
 import { applyScript, compileRuleSet, RuleEvaluationError, ruleFailureMessage, ruleValue } from '../../../lib/sync/rules';
-import { ExpressionEvaluationError } from '../../../lib/sync/expression';
+import { ExpressionEvaluationError } from '../../../lib/expression';
 import type { Rule } from '../../../lib/storage/rules';
 
 /** Per-object failures of a rule's script name the rule (name and id) and its attribute. */

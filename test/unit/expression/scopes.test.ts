@@ -1,4 +1,4 @@
-import { SCOPE_NAMES, closestName, parseExpression, unknownIdentifiers } from '../../../../lib/sync/expression';
+import { SCOPE_NAMES, closestName, parseExpression, unknownIdentifiers } from '../../../lib/expression';
 
 const unknown = (script: string, names: readonly string[] = SCOPE_NAMES.rule) =>
   unknownIdentifiers(parseExpression(script), names).map((id) => ({ name: id.name, line: id.line, column: id.column }));

@@ -6,8 +6,8 @@ import {
   METHOD_NAMES,
   parseExpression,
   type Expression,
-} from '../../../../lib/sync/expression';
-import { HELPER_ARITY, METHOD_ARITY } from '../../../../lib/sync/expression/names';
+} from '../../../lib/expression';
+import { HELPER_ARITY, METHOD_ARITY } from '../../../lib/expression/names';
 
 function syntaxError(source: string): ExpressionSyntaxError {
   try {

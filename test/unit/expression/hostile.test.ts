@@ -11,7 +11,7 @@ import {
   MAX_SOURCE_LENGTH,
   parseExpression,
   type ExpressionEvaluationErrorCode,
-} from '../../../../lib/sync/expression';
+} from '../../../lib/expression';
 
 function snapshotHost(): Record<string, string[]> {
   const names = (o: object): string[] => Object.getOwnPropertyNames(o).sort();

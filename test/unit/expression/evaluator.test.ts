@@ -5,7 +5,7 @@ import {
   ExpressionEvaluationError,
   parseExpression,
   type ExpressionScope,
-} from '../../../../lib/sync/expression';
+} from '../../../lib/expression';
 
 const run = (script: string, source?: unknown, extra: Record<string, unknown> = {}): unknown =>
   evaluate(parseExpression(script), { source, ...extra });

@@ -119,7 +119,7 @@ export async function setPaused(id: string, paused: boolean, by: string | null):
   return mustView(id);
 }
 
-/** Rename through the API (see lib/engine/rename.ts). Returns the instance. */
+/** Rename through the API (see lib/instances/rename.ts). Returns the instance. */
 export async function renameInstanceByApi(id: string, name: string): Promise<EngineInstance> {
   await renameInstance(id, name, 'api');
   return mustView(id);

@@ -1,4 +1,4 @@
-import { evaluate, ExpressionEvaluationError, parseExpression } from '../../../../lib/sync/expression';
+import { evaluate, ExpressionEvaluationError, parseExpression } from '../../../lib/expression';
 
 const run = (script: string, source?: unknown, extra: Record<string, unknown> = {}): unknown =>
   evaluate(parseExpression(script), { source, ...extra });

@@ -1,4 +1,4 @@
-import { effectiveStatus } from '../../../lib/engine/status';
+import { effectiveStatus } from '../../../lib/instances/status';
 
 describe('effectiveStatus', () => {
   const now = new Date('2026-11-21T10:00:00.000Z');

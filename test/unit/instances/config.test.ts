@@ -1,5 +1,5 @@
 import { ConfigError, SettingsReader } from '../../../lib/config';
-import { readEngineConfig } from '../../../lib/engine/config';
+import { readEngineConfig } from '../../../lib/instances/config';
 
 describe('readEngineConfig', () => {
   it('has the documented defaults', () => {

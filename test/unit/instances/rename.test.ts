@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { EngineConfig } from '../../../lib/engine/config';
-import { listInstances, registerInstance, removeInstance, setPaused } from '../../../lib/engine/instances';
-import { recoverRenames, recoveryAction, renameInstance, STALE_JOURNAL_MS } from '../../../lib/engine/rename';
+import type { EngineConfig } from '../../../lib/instances/config';
+import { listInstances, registerInstance, removeInstance, setPaused } from '../../../lib/instances/instances';
+import { recoverRenames, recoveryAction, renameInstance, STALE_JOURNAL_MS } from '../../../lib/instances/rename';
 import { getAssignment, insertAssignment } from '../../../lib/storage/assignments';
 import {
   claimName,
