@@ -8,7 +8,7 @@ import { clearAssignment, assignmentOf } from '../instances/assignments';
 import { badRequest, conflict, type FieldError } from '../errors';
 import { schemaErrors } from '../schemas/ajv';
 import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';
-import { SECRET_PLACEHOLDER, changedPaths, decryptSecret, deletePath, encryptSecret, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
+import { SECRET_PLACEHOLDER, changedPaths, deletePath, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
 import {
   getConnectorRecord,
   insertConnector,
@@ -25,13 +25,13 @@ import { deleteRulesOfConnector } from '../storage/rules';
 import { findActiveRun } from '../storage/runs';
 import { configExpressionErrors } from './expressions';
 import { readLicense } from './license';
+import { sealSecrets, unsealSecrets, type SecretEntry } from '../secrets/connectorSecrets';
 
 /**
  * Connectors as the Admin API sees them: validation of `config` by the type's schema, secrets sealed at rest
  * and masked on the way out, unique names, audit of every write, and deletion as a resumable operation.
  */
 
-type SecretEntry = [FieldPath, string];
 
 /** The API view: secrets masked, the assignment from the engine. */
 export async function connectorView(c: StoredConnector): Promise<Connector> {
@@ -166,14 +166,6 @@ async function testBeforeSave(type: ConnectorType, { config, secrets }: Prepared
   }
 }
 
-function seal(id: string, secrets: SecretEntry[]): string | null {
-  return secrets.length ? encryptSecret(JSON.stringify(secrets), id) : null;
-}
-
-function unseal(c: StoredConnector): SecretEntry[] {
-  return c.sealedSecrets ? (JSON.parse(decryptSecret(c.sealedSecrets, c.id)) as SecretEntry[]) : [];
-}
-
 export async function createConnector(input: CreateConnectorRequest, caller: Caller): Promise<Connector> {
   const { config, secrets } = prepareConfig(input.type, input.config);
   const limit = readLicense().limits.connectors;
@@ -190,7 +182,7 @@ export async function createConnector(input: CreateConnectorRequest, caller: Cal
     status: 'active',
     lastSync: null,
     config: saved,
-    sealedSecrets: seal(id, secrets),
+    sealedSecrets: sealSecrets(id, secrets),
     secretPaths: secrets.map(([p]) => p),
     createdOn: now,
     updatedOn: now,
@@ -205,7 +197,7 @@ export async function updateConnector(id: string, input: UpdateConnectorRequest,
     throw badRequest('The connector type cannot change; create a new connector instead.', [{ path: '/type', message: `must be '${current.type}' (the type cannot change)` }]);
   }
   if (!isConnectorType(current.type)) throw badRequest(`Connectors of type '${current.type}' cannot be updated.`);
-  const previous = unseal(current);
+  const previous = unsealSecrets(current);
   const prepared = prepareConfig(current.type, input.config, { config: current.config, secrets: previous });
   const { secrets } = prepared;
   let config = prepared.config;
@@ -217,7 +209,7 @@ export async function updateConnector(id: string, input: UpdateConnectorRequest,
   const stored = await replaceConnector(current, {
     name: input.name,
     config,
-    sealedSecrets: seal(id, secrets),
+    sealedSecrets: sealSecrets(id, secrets),
     secretPaths: secrets.map(([p]) => p),
     updatedOn: new Date().toISOString(),
   });
@@ -242,7 +234,7 @@ export interface ConnectionTestAnswer {
  */
 export async function testConnector(id: string, log: (message: string) => void = () => undefined): Promise<ConnectionTestAnswer> {
   const c = await getConnectorRecord(id);
-  const secrets = unseal(c);
+  const secrets = unsealSecrets(c);
   let config = c.config;
   for (const [path, value] of secrets) config = setPath(config, path, value);
   const values = secrets.map(([, value]) => value);
@@ -261,13 +253,6 @@ export async function testConnector(id: string, log: (message: string) => void =
  * The decrypted configuration of a connector, secrets included: for the sync engine only, never for a
  * response or a log.
  */
-export async function connectorConfigWithSecrets(id: string): Promise<{ type: string; config: Record<string, unknown> }> {
-  const c = await getConnectorRecord(id);
-  let config = c.config;
-  for (const [path, value] of unseal(c)) config = setPath(config, path, value);
-  return { type: c.type, config };
-}
-
 /**
  * Delete a connector: 409 while a run of it is Running or Queued. The delete is recorded as a pending
  * operation and the connector marked `deleting` (a 404 from then on) before any cleanup, so a crash at any

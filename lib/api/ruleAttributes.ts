@@ -3,7 +3,7 @@ import { directoryDefaults, type DirectoryConfig } from '../connectors/ldap/sche
 import { isConnectorError } from '../connectors/sdk';
 import { badRequest, type FieldError } from '../errors';
 import type { RuleRequest } from '../schemas/rules';
-import { connectorConfigWithSecrets } from './connectors';
+import { connectorConfigWithSecrets } from '../secrets/connectorSecrets';
 
 /**
  * Attribute names are case-insensitive in LDAP, but a connector object carries them as the directory spells

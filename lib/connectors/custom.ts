@@ -1,11 +1,8 @@
 import type { TSchema } from '@sinclair/typebox';
-import { AppError, type FieldError } from '../errors';
-import { validate } from '../schemas/ajv';
+import type { FieldError } from '../errors';
 import {
-  ConnectorError,
   type Connector,
   type ConnectorContext,
-  type ConnectorDefinition,
   type DeltaImportOptions,
   type DeltaPage,
   type ExportChange,
@@ -13,10 +10,10 @@ import {
   type FullImportOptions,
   type ImportPage,
 } from './sdk';
-import { fileConnectorImplementation } from './file';
 
 /**
- * Custom connectors: implementations registered in code by name; a connector of type `custom` picks one with
+ * Custom connectors: implementations registered in code by name (in lib/connectors/registry.ts, beside the
+ * built-in types); a connector of type `custom` picks one with
  * `config.implementation` and hands it `config.settings` (validated against the implementation's settings
  * schema, defaults applied) and `config.secrets`.
  *
@@ -69,75 +66,7 @@ export interface CustomConnectorImplementation {
   create: CustomConnectorFactory;
 }
 
-const implementations = new Map<string, CustomConnectorImplementation>();
-
-/**
- * Register a custom implementation under `name` (what `config.implementation` says). Registering a name twice
- * is a programming error.
- */
-export function registerCustomConnector(
-  name: string,
-  factory: CustomConnectorFactory,
-  options: { settingsSchema?: TSchema; description?: string; checkSettings?: CustomConnectorImplementation['checkSettings'] } = {},
-): void {
-  if (!/^[A-Za-z0-9_.:-]{1,256}$/.test(name)) throw new Error(`registerCustomConnector: '${name}' is not a valid implementation name.`);
-  if (implementations.has(name)) throw new Error(`registerCustomConnector: '${name}' is already registered.`);
-  implementations.set(name, { name, create: factory, ...options });
-}
-
-export function customConnectorImplementation(name: string): CustomConnectorImplementation | undefined {
-  return implementations.get(name);
-}
-
-export function customConnectorNames(): string[] {
-  return [...implementations.keys()].sort();
-}
-
-/**
- * Check `config.settings` against the implementation's schema (applying defaults to a copy). Throws a 400
- * AppError whose paths are under `/config/settings`, for the Admin API's create/update.
- */
-export function validateCustomSettings(config: CustomConnectorConfig): Record<string, unknown> {
-  const impl = implementations.get(config.implementation);
-  if (!impl) {
-    throw new AppError('validation_failed', `No custom connector implementation is named '${config.implementation}'.`, {
-      errors: [{ path: '/config/implementation', message: `must be one of: ${customConnectorNames().join(', ')}` }],
-    });
-  }
-  const raw = structuredClone(config.settings ?? {});
-  const settings = impl.settingsSchema ? (validate(impl.settingsSchema, raw, { pathPrefix: '/config/settings' }) as Record<string, unknown>) : raw;
-  const errors = impl.checkSettings?.(settings) ?? [];
-  if (errors.length) {
-    throw new AppError('validation_failed', `The settings are not valid for the '${impl.name}' implementation. See errors for each field.`, {
-      errors: errors.map((e) => ({ ...e, path: '/config/settings' + e.path })),
-    });
-  }
-  return settings;
-}
-
-/** Make the connector a `custom` config names. Bad settings: `configuration_invalid` naming the fields. */
-export function createCustomConnector(config: CustomConnectorConfig, context: ConnectorContext = {}): Connector {
-  let settings: Record<string, unknown>;
-  try {
-    settings = validateCustomSettings(config);
-  } catch (err) {
-    if (err instanceof AppError) {
-      const fields = (err.extra.errors ?? []).map((e) => `${e.path} ${e.message}`).join('; ');
-      throw new ConnectorError('configuration_invalid', fields ? `${err.detail} ${fields}` : err.detail);
-    }
-    throw err;
-  }
-  const impl = implementations.get(config.implementation)!;
-  const made = impl.create(settings, { ...context, objectType: config.objectType, secrets: config.secrets });
-  return isOperations(made) ? fromOperations(made) : made;
-}
-
-/** The `custom` connector type's definition, with the type's config schema (owned by the registry). */
-export function customConnectorDefinition(configSchema: object): ConnectorDefinition<CustomConnectorConfig> {
-  return { type: 'custom', configSchema, create: createCustomConnector };
-}
-
-function isOperations(x: Connector | CustomConnectorOperations): x is CustomConnectorOperations {
+export function isOperations(x: Connector | CustomConnectorOperations): x is CustomConnectorOperations {
   return typeof (x as CustomConnectorOperations).FullImport === 'function';
 }
 
@@ -158,9 +87,3 @@ export function fromOperations(ops: CustomConnectorOperations): Connector {
   if (ops.Export) c.export = (ch) => ops.Export!(ch);
   return c;
 }
-
-registerCustomConnector(fileConnectorImplementation.name, fileConnectorImplementation.create, {
-  settingsSchema: fileConnectorImplementation.settingsSchema,
-  description: fileConnectorImplementation.description,
-  checkSettings: fileConnectorImplementation.checkSettings,
-});

@@ -1,8 +1,8 @@
 import path from 'node:path';
-import { connectorConfigWithSecrets } from '../api/connectors';
+import { connectorConfigWithSecrets } from '../secrets/connectorSecrets';
 import { SettingsReader } from '../config';
-import { createCustomConnector, type CustomConnectorConfig } from './custom';
-import { connectorImplementation } from './registry';
+import type { CustomConnectorConfig } from './custom';
+import { connectorImplementation, createCustomConnector } from './registry';
 import { ConnectorError, type Connector } from './sdk';
 
 /**

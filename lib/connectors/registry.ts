@@ -6,16 +6,20 @@ import { ActiveDirectoryConfigSchema, DIRECTORY_EXPRESSIONS, LdapConfigSchema, d
 import { SQL_EXPRESSIONS, SqlConfigSchema, sqlChecks, sqlDefaults, type SqlConfig } from './sql/schema';
 import { validateSqlConfig } from './sql/validate';
 import { CUSTOM_EXPRESSIONS, CustomConfigSchema } from './custom/schema';
-import { createCustomConnector, customConnectorImplementation, validateCustomSettings, type CustomConnectorConfig } from './custom';
+import { fromOperations, isOperations, type CustomConnectorConfig, type CustomConnectorFactory, type CustomConnectorImplementation } from './custom';
+import { BUILTIN_CONNECTORS, BUILTIN_CUSTOM_IMPLEMENTATIONS } from './builtin';
 import { AppError } from '../errors';
+import { validate } from '../schemas/ajv';
 
 /**
- * The connector types the Admin API accepts, each with its configuration schema (fields marked `x-secret`
- * are secrets), type-dependent defaults, cross-field checks and the config fields that hold expressions.
- * This is what create/update validates `config` with; it does no I/O.
- *
- * Implementations (`{ type, configSchema, create }` from lib/connectors/sdk.ts) register themselves with
- * `registerConnectorImplementation`, so this module does not depend on any connector's code.
+ * The one connector registry. It holds:
+ * - the connector types the Admin API accepts, each with its configuration schema (fields marked `x-secret`
+ *   are secrets), type-dependent defaults, cross-field checks and the config fields that hold expressions:
+ *   what create/update validates `config` with (no I/O);
+ * - their implementations (`{ type, configSchema, create }` from lib/connectors/sdk.ts), the built-in ones
+ *   listed in lib/connectors/builtin.ts;
+ * - the implementations a `custom` connector can name (`config.implementation`): the built-in file connector,
+ *   and any registered with {@link registerCustomConnector}.
  */
 export const CONNECTOR_TYPES = ['active_directory', 'ldap', 'sql', 'custom'] as const;
 export type ConnectorType = (typeof CONNECTOR_TYPES)[number];
@@ -105,23 +109,79 @@ export function connectorTypeConfig(type: ConnectorType): ConnectorTypeConfig {
   return TYPES[type];
 }
 
-const implementations = new Map<string, ConnectorDefinition>();
+const implementations = new Map<string, ConnectorDefinition>(BUILTIN_CONNECTORS.map((d) => [d.type, d]));
 
-/** Called by a connector module at load: makes `create(config)` available to the engine for its type. */
+/** Make `create(config)` available to the engine for a type (the built-in ones are there from the start). */
 export function registerConnectorImplementation(definition: ConnectorDefinition): void {
   implementations.set(definition.type, definition);
 }
 
-let builtinsLoaded = false;
-
 /** The implementation registered for `type` (built-in connectors included), or undefined. */
 export function connectorImplementation(type: string): ConnectorDefinition | undefined {
-  if (!builtinsLoaded) {
-    builtinsLoaded = true;
-    // Loaded on first use, not at the top: the built-in modules import this one to register themselves.
-    require('./builtin');
-  }
   return implementations.get(type);
+}
+
+const customImplementations = new Map<string, CustomConnectorImplementation>(BUILTIN_CUSTOM_IMPLEMENTATIONS.map((i) => [i.name, i]));
+
+/**
+ * Register a custom implementation under `name` (what `config.implementation` says). Registering a name twice
+ * is a programming error.
+ */
+export function registerCustomConnector(
+  name: string,
+  factory: CustomConnectorFactory,
+  options: { settingsSchema?: TSchema; description?: string; checkSettings?: CustomConnectorImplementation['checkSettings'] } = {},
+): void {
+  if (!/^[A-Za-z0-9_.:-]{1,256}$/.test(name)) throw new Error(`registerCustomConnector: '${name}' is not a valid implementation name.`);
+  if (customImplementations.has(name)) throw new Error(`registerCustomConnector: '${name}' is already registered.`);
+  customImplementations.set(name, { name, create: factory, ...options });
+}
+
+export function customConnectorImplementation(name: string): CustomConnectorImplementation | undefined {
+  return customImplementations.get(name);
+}
+
+export function customConnectorNames(): string[] {
+  return [...customImplementations.keys()].sort();
+}
+
+/**
+ * Check `config.settings` against the implementation's schema (applying defaults to a copy). Throws a 400
+ * AppError whose paths are under `/config/settings`, for the Admin API's create/update.
+ */
+export function validateCustomSettings(config: CustomConnectorConfig): Record<string, unknown> {
+  const impl = customImplementations.get(config.implementation);
+  if (!impl) {
+    throw new AppError('validation_failed', `No custom connector implementation is named '${config.implementation}'.`, {
+      errors: [{ path: '/config/implementation', message: `must be one of: ${customConnectorNames().join(', ')}` }],
+    });
+  }
+  const raw = structuredClone(config.settings ?? {});
+  const settings = impl.settingsSchema ? (validate(impl.settingsSchema, raw, { pathPrefix: '/config/settings' }) as Record<string, unknown>) : raw;
+  const errors = impl.checkSettings?.(settings) ?? [];
+  if (errors.length) {
+    throw new AppError('validation_failed', `The settings are not valid for the '${impl.name}' implementation. See errors for each field.`, {
+      errors: errors.map((e) => ({ ...e, path: '/config/settings' + e.path })),
+    });
+  }
+  return settings;
+}
+
+/** Make the connector a `custom` config names. Bad settings: `configuration_invalid` naming the fields. */
+export function createCustomConnector(config: CustomConnectorConfig, context: ConnectorContext = {}): Connector {
+  let settings: Record<string, unknown>;
+  try {
+    settings = validateCustomSettings(config);
+  } catch (err) {
+    if (err instanceof AppError) {
+      const fields = (err.extra.errors ?? []).map((e) => `${e.path} ${e.message}`).join('; ');
+      throw new ConnectorError('configuration_invalid', fields ? `${err.detail} ${fields}` : err.detail);
+    }
+    throw err;
+  }
+  const impl = customImplementations.get(config.implementation)!;
+  const made = impl.create(settings, { ...context, objectType: config.objectType, secrets: config.secrets });
+  return isOperations(made) ? fromOperations(made) : made;
 }
 
 /** The longest a test on save (or on demand) may take: an Admin API request must not hang on an unreachable server. */

@@ -1,5 +1,5 @@
 import type { AttributeValue } from '../connectors/sdk';
-import { consolidate, type Contribution, type MeshObject, type PendingReference, type Relationship } from '../sync/model';
+import { consolidate, type Contribution, type MeshObject, type PendingReference, type Relationship } from './model';
 
 /**
  * The stored form of a mesh object: what a mesh row and a change-feed entry hold (lib/mesh/store.ts).

@@ -1,4 +1,4 @@
-import type { MeshObject } from '../sync/model';
+import type { MeshObject } from './model';
 import { currentFeedSeq, iterateMesh, keepOwnFeedRows, MESH_PARTITIONS, onOwnFeedAppend, readFeed, releaseOwnFeedRows, type FeedEntry } from './store';
 
 /**

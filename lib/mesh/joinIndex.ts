@@ -1,4 +1,4 @@
-import { indexKeys, type MeshObject } from '../sync/model';
+import { indexKeys, type MeshObject } from './model';
 import { tapNextMeshLoad } from './feed';
 import { PROCESS_WRITER, currentFeedSeq, iterateMesh, readFeed } from './store';
 

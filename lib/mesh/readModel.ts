@@ -1,7 +1,7 @@
 import type { AttributeValue, ScalarValue } from '../connectors/sdk';
 import { AppError } from '../errors';
 import { addServiceStep } from '../service';
-import type { MeshObject, Relationship } from '../sync/model';
+import type { MeshObject, Relationship } from './model';
 import { MeshFeedReader } from './feed';
 import type { FeedEntry } from './store';
 

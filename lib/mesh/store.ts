@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { TableClient, TransactionAction } from '@azure/data-tables';
 import { isStatus, odata, submitTransaction, table } from '../storage/tables';
-import type { MeshObject } from '../sync/model';
+import type { MeshObject } from './model';
 import { encodeMeshObject, fromStoredMeshObject } from './codec';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
-import { getJson, mapLimit, putJsonText, submitBatched } from '../sync/tableUtil';
+import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
 
 /**
  * The mesh (table `Mesh`) and its change feed (table `MeshFeed`).

@@ -3,7 +3,7 @@ import type { TableEntityResult, TransactionAction } from '@azure/data-tables';
 import { decodeKey, encodeKey, isStatus, odata, table } from '../storage/tables';
 import type { CsObject } from './model';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
-import { getJson, mapLimit, putJson, putJsonText, submitBatched } from './tableUtil';
+import { getJson, mapLimit, putJson, putJsonText, submitBatched } from '../storage/tableUtil';
 
 /**
  * Connector-space repository (table `ConnectorSpace`): the engine's staging copy of each connector's objects.

@@ -1,5 +1,6 @@
 import type { CsSummary } from './connectorSpace';
-import { dnKey, type CsObject } from './model';
+import { dnKey } from '../mesh/model';
+import { type CsObject } from './model';
 import type { CsLookup, ReferencePolicy } from './references';
 
 /**

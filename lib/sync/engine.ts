@@ -27,7 +27,8 @@ import { loadCsSummaries, readCsObjects, readCsPartition, summarize, writeCsObje
 import { CsCache } from './csCache';
 import { csWakeKeys, referencePolicy, referencesOf, type CsLookup } from './references';
 import { readConnectorRow } from '../storage/connectors';
-import { csReferenceBy, dnKey, isEmptyValue, sameValue, type CsObject, type MeshObject } from './model';
+import { csReferenceBy, dnKey, isEmptyValue, sameValue, type MeshObject } from '../mesh/model';
+import { type CsObject } from './model';
 import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
 import { compileExpression } from '../expression';
 import { exportNeedsRelations, exportRelations } from './exportReferences';

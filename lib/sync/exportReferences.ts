@@ -1,5 +1,5 @@
 import type { AttributeValue } from '../connectors/sdk';
-import type { MeshObject } from './model';
+import type { MeshObject } from '../mesh/model';
 import { attributeValues } from './planner';
 import { referenceValuesFor, type ReferenceKind } from './references';
 import type { RuleSet } from './rules';

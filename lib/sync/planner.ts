@@ -1,17 +1,6 @@
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
-import {
-  COMPOSER,
-  consolidate,
-  indexKeys,
-  isEmptyValue,
-  projectedMeshId,
-  sameValue,
-  type CsObject,
-  type MeshObject,
-  type PendingReference,
-  type Relationship,
-  winner,
-} from './model';
+import { COMPOSER, consolidate, indexKeys, isEmptyValue, projectedMeshId, sameValue, type MeshObject, type PendingReference, type Relationship, winner } from '../mesh/model';
+import { type CsObject } from './model';
 import { applyConnectorReferences, dedupeComposed, referencesOf, refreshConnectorReferences, type CsLookup } from './references';
 import { applyScript, ruleFailureMessage, ruleValue, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
 

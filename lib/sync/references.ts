@@ -1,5 +1,5 @@
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
-import { csReferenceBy, dnKey, type MeshObject, type PendingReference, type Relationship } from './model';
+import { csReferenceBy, dnKey, type MeshObject, type PendingReference, type Relationship } from '../mesh/model';
 import type { Rule } from '../storage/rules';
 
 /**

@@ -1,6 +1,6 @@
 import type { TransactionAction } from '@azure/data-tables';
 import { isStatus, odata, table } from '../storage/tables';
-import { getJson, putJson, submitBatched } from './tableUtil';
+import { getJson, putJson, submitBatched } from '../storage/tableUtil';
 
 /**
  * Sync state repository (table `SyncState`):

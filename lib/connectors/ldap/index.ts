@@ -1,4 +1,3 @@
-import { registerConnectorImplementation } from '../registry';
 import type { ConnectorDefinition } from '../sdk';
 import { LdapConnector } from './ldapConnector';
 import { ActiveDirectoryConfigSchema, LdapConfigSchema, type DirectoryConfig } from './schema';
@@ -22,11 +21,3 @@ export const activeDirectoryConnectorDefinition: ConnectorDefinition<DirectoryCo
   configSchema: ActiveDirectoryConfigSchema,
   create: (config) => new LdapConnector('active_directory', config),
 };
-
-/** Make both types available to `createConnectorFor` (lib/connectors/factory.ts). Idempotent. */
-export function registerDirectoryConnectors(): void {
-  registerConnectorImplementation(ldapConnectorDefinition as unknown as ConnectorDefinition);
-  registerConnectorImplementation(activeDirectoryConnectorDefinition as unknown as ConnectorDefinition);
-}
-
-registerDirectoryConnectors();

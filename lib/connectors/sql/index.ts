@@ -1,4 +1,3 @@
-import { registerConnectorImplementation } from '../registry';
 import type { ConnectionTestResult, ConnectorDefinition } from '../sdk';
 import { SqlConfigSchema, type SqlConfig } from './schema';
 import { SqlConnector } from './sqlConnector';
@@ -15,13 +14,6 @@ export const sqlConnectorDefinition: ConnectorDefinition<SqlConfig> = {
   configSchema: SqlConfigSchema,
   create: (config, context) => new SqlConnector(config, context),
 };
-
-/** Make type `sql` available to `createConnectorFor` (lib/connectors/factory.ts). Idempotent. */
-export function registerSqlConnector(): void {
-  registerConnectorImplementation(sqlConnectorDefinition as unknown as ConnectorDefinition);
-}
-
-registerSqlConnector();
 
 export { validateSqlConfig } from './validate';
 

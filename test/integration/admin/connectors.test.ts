@@ -158,7 +158,7 @@ describe('secrets', () => {
   });
 
   it('a PUT with the placeholder keeps the stored secret (unless it moves the endpoint); a new value replaces it', async () => {
-    const { connectorConfigWithSecrets } = await import('../../../lib/api/connectors');
+    const { connectorConfigWithSecrets } = await import('../../../lib/secrets/connectorSecrets');
     const { setSecretsKey } = await import('../../../lib/secrets');
     const { readFileSync } = await import('node:fs');
     await setSyncPassword('First-Secret-1');

@@ -1,6 +1,6 @@
 import { Attribute, Change } from 'ldapts';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
-import type { MeshObject } from '../../../lib/sync/model';
+import type { MeshObject } from '../../../lib/mesh/model';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';

@@ -1,6 +1,6 @@
 import type { Client } from 'ldapts';
 import { iterateMesh } from '../../../lib/mesh/store';
-import type { MeshObject } from '../../../lib/sync/model';
+import type { MeshObject } from '../../../lib/mesh/model';
 import type { ServiceUnderTest } from '../../support/service';
 import { rule, waitRun } from '../sync/syncSupport';
 

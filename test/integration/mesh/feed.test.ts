@@ -4,7 +4,7 @@ import { dropSharedIndex, MeshIndex, preloadInProgress, preloadSharedIndex, shar
 import { MeshReadModel } from '../../../lib/mesh/readModel';
 import { commitMeshWrite, iterateMesh, readFeed, seqKey } from '../../../lib/mesh/store';
 import { resetTableClients, table } from '../../../lib/storage/tables';
-import type { MeshObject } from '../../../lib/sync/model';
+import type { MeshObject } from '../../../lib/mesh/model';
 import { gid, meshObject } from '../../unit/mesh/meshSupport';
 
 /**

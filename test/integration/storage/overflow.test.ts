@@ -3,7 +3,8 @@ import { commitMeshWrite, getMeshObject, getMeshObjects, iterateMesh, readFeed }
 import { getOverflow, putOverflow } from '../../../lib/storage/overflow';
 import { resetTableClients, table } from '../../../lib/storage/tables';
 import { readCsObjects, readCsPartition, writeCsObjects } from '../../../lib/sync/connectorSpace';
-import type { CsObject, MeshObject, Relationship } from '../../../lib/sync/model';
+import type { MeshObject, Relationship } from '../../../lib/mesh/model';
+import type { CsObject } from '../../../lib/sync/model';
 import { gid, meshObject } from '../../unit/mesh/meshSupport';
 
 /**

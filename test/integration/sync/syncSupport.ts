@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ServiceUnderTest } from '../../support/service';
 import { iterateMesh } from '../../../lib/mesh/store';
-import type { MeshObject } from '../../../lib/sync/model';
+import type { MeshObject } from '../../../lib/mesh/model';
 
 /** Helpers of the sync engine's HTTP tests: file-connector folders, connectors, rules, runs, the mesh. */
 

@@ -1,11 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import {
-  createCustomConnector,
-  customConnectorDefinition,
-  customConnectorImplementation,
-  registerCustomConnector,
-  type CustomConnectorOperations,
-} from '../../../lib/connectors/custom';
+import type { CustomConnectorOperations } from '../../../lib/connectors/custom';
+import { createCustomConnector, customConnectorImplementation, registerCustomConnector } from '../../../lib/connectors/registry';
 import { hasDeltaImport, hasExport, hasFullImport, type DeltaPage, type ExportChange, type ImportPage } from '../../../lib/connectors/sdk';
 
 /** A custom connector written the spec's way: FullImport(), DeltaImport(), Export() over an in-memory list. */
@@ -45,7 +40,7 @@ describe('custom connector registry', () => {
   });
 
   test('the spec operations are adapted to the SDK capabilities, settings validated with defaults', async () => {
-    const c = customConnectorDefinition({}).create({ implementation: 'memory-test', settings: { prefix: 'Dr. ' } });
+    const c = createCustomConnector({ implementation: 'memory-test', settings: { prefix: 'Dr. ' } });
     expect(c.type).toBe('custom');
     expect(hasFullImport(c) && hasDeltaImport(c) && hasExport(c)).toBe(true);
     const pages: ImportPage[] = [];

@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createCustomConnector, customConnectorNames, validateCustomSettings } from '../../../lib/connectors/custom';
+import { createCustomConnector, customConnectorNames, validateCustomSettings } from '../../../lib/connectors/registry';
 import { ConnectorError, type Connector, type DeltaPage, type ImportPage } from '../../../lib/connectors/sdk';
 import { formatCsvField } from '../../../lib/connectors/file/csv';
 import { AppError } from '../../../lib/errors';

@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { createCustomConnector } from '../../../lib/connectors/custom';
+import { createCustomConnector } from '../../../lib/connectors/registry';
 import { valuesOf, type Connector, type ConnectorObject, type ExportChange } from '../../../lib/connectors/sdk';
 import type { ContractFixture, ContractPerson, ContractReading } from '../../support/connectorContract';
 import { formatCsvRow } from '../../../lib/connectors/file/csv';

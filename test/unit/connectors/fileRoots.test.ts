@@ -2,7 +2,7 @@ import { existsSync, promises as fs, mkdirSync, readFileSync, symlinkSync, write
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ConfigError, SettingsReader } from '../../../lib/config';
-import { createCustomConnector, validateCustomSettings } from '../../../lib/connectors/custom';
+import { createCustomConnector, validateCustomSettings } from '../../../lib/connectors/registry';
 import { checkFileSettings } from '../../../lib/connectors/file/access';
 import { parseRecord, readJsonRecords } from '../../../lib/connectors/file/jsonRecords';
 import { checkFileRootsSetting, checkPath, checkPathSync, openInside, readFileRoots, type PathCheck } from '../../../lib/connectors/file/roots';

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { registerCustomConnector } from '../../../lib/connectors/custom';
+import { registerCustomConnector } from '../../../lib/connectors/registry';
 import { connectorTypeConfig, testConnectorOnSave } from '../../../lib/connectors/registry';
 
 /**

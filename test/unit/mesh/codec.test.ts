@@ -1,5 +1,5 @@
 import { decodeMeshObject, encodeMeshObject, fromStoredMeshObject } from '../../../lib/mesh/codec';
-import { COMPOSER, consolidate, type MeshObject } from '../../../lib/sync/model';
+import { COMPOSER, consolidate, type MeshObject } from '../../../lib/mesh/model';
 import { gid, rng } from './meshSupport';
 
 const HR = 'c0000000-0000-4000-8000-0000000000aa';

@@ -1,5 +1,5 @@
 import type { AttributeValue } from '../../../lib/connectors/sdk';
-import { COMPOSER, consolidate, type MeshObject, type Relationship } from '../../../lib/sync/model';
+import { COMPOSER, consolidate, type MeshObject, type Relationship } from '../../../lib/mesh/model';
 
 /** A mesh object for read-model tests: `attrs` become contributions of connector `src` (null: computed), and so its attributes. */
 export function meshObject(

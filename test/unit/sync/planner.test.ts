@@ -1,6 +1,6 @@
 import type { ConnectorObject } from '../../../lib/connectors/sdk';
 import { MeshIndex } from '../../../lib/mesh/joinIndex';
-import { projectedMeshId, type Contribution, type MeshObject } from '../../../lib/sync/model';
+import { projectedMeshId, type Contribution, type MeshObject } from '../../../lib/mesh/model';
 import { identityKeys, planImport, reresolve, winner, WorkingSet } from '../../../lib/sync/planner';
 import { compileRuleSet } from '../../../lib/sync/rules';
 import { thresholdExceeded } from '../../../lib/sync/engine';

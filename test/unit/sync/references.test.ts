@@ -1,4 +1,4 @@
-import { dnKey, type MeshObject } from '../../../lib/sync/model';
+import { dnKey, type MeshObject } from '../../../lib/mesh/model';
 import { applyConnectorReferences, dedupeComposed, referencePolicy, referenceValuesFor, refreshConnectorReferences, type CsLookup } from '../../../lib/sync/references';
 import type { Rule } from '../../../lib/storage/rules';
 import { gid, meshObject } from '../mesh/meshSupport';

@@ -1,5 +1,5 @@
 import type { TableClient, TransactionAction } from '@azure/data-tables';
-import { isStatus, submitTransaction } from '../storage/tables';
+import { isStatus, submitTransaction } from './tables';
 
 /**
  * Helpers shared by the sync engine's repositories: JSON split over several string properties (a table

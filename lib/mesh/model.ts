@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import { normalizeDn } from '../connectors/ldap/values';
+import type { AttributeValue } from '../connectors/sdk';
+
+/**
+ * The mesh's data model: objects, the contributions each connector makes to their attributes, relationships and
+ * pending references. Pure types and helpers, shared by the mesh's stores and indexes (this room) and the sync
+ * engine's planner (lib/sync/planner.ts).
+ */
+
+/**
+ * One value a connector (or a mesh-composer rule) contributes to a mesh attribute. Precedence: the highest
+ * `conf` wins, ties go to the lower `pri` (the rule's priority), then the newer `at`.
+ */
+export interface Contribution {
+  /** The contributing connector id, or `composer` for a computed attribute. */
+  c: string;
+  /** The rule that produced it. */
+  r: string;
+  conf: number;
+  pri: number;
+  v: AttributeValue;
+  /** When this value was first contributed (unchanged values keep their time). */
+  at: string;
+}
+
+/** The consolidated value of a mesh attribute, as the API shows it. */
+export interface ConsolidatedAttribute {
+  value: AttributeValue;
+  /** The connector the value comes from (null: computed by a mesh-composer rule). */
+  sourceConnectorId: string | null;
+  confidence: number;
+  updatedOn: string;
+}
+
+export interface Relationship {
+  type: string;
+  targetId: string;
+  targetAnchor: string;
+  targetType: string;
+  /**
+   * Set on a relationship made from a connector's reference attribute (an LDAP `manager` DN, an SQL reference
+   * column): that connector's id. Absent: made by a mesh-composer rule.
+   */
+  c?: string;
+  /** With `c`: the anchor of the referenced connector-space object (the reference is resolved through it). */
+  ca?: string;
+  /** With `c`: the reference as the connector gave it, as a key (`by` says how it names its target). */
+  v?: string;
+  /** With `c`: how `v` names its target ({@link csReferenceBy}). */
+  by?: string;
+}
+
+/** A reference that names no mesh object yet: it resolves when such an object arrives. */
+export interface PendingReference {
+  type: string;
+  /** The referenced value (an anchor, or a value of `by`). */
+  value: string;
+  /**
+   * The mesh attribute the value is matched against; absent: the anchor value. For a connector's reference
+   * (`c` set), a connector-space key space ({@link csReferenceBy}): the value names a connector-space object.
+   */
+  by?: string;
+  /** Set on a connector's reference: that connector's id (see {@link Relationship.c}). */
+  c?: string;
+}
+
+/**
+ * The key space of a connector's references in the join index: `@dn:<connector>` (the value is the normalized
+ * DN of a connector-space object, {@link dnKey}) or `@a:<connector>` (the value is its anchor, case-folded).
+ */
+export function csReferenceBy(kind: 'dn' | 'anchor', connectorId: string): string {
+  return (kind === 'dn' ? '@dn:' : '@a:') + connectorId;
+}
+
+/**
+ * A DN as a key: case-folded, without the spaces allowed around separators (`CN=Ann Lee, OU=People` and
+ * `cn=ann lee,ou=people` name the same entry).
+ */
+export function dnKey(dn: string): string {
+  // Escapes and quotes need the parser; the common DN takes the fast path (this runs for every object and
+  // every reference value of a directory import).
+  if (dn.includes('\\') || dn.includes('"')) return normalizeDn(dn);
+  return dn
+    .trim()
+    .replace(/\s*([,=+])\s*/g, '$1')
+    .toLowerCase();
+}
+
+/**
+ * A mesh object: the unified identity. This whole document is what the mesh table stores and what the change
+ * feed carries, so a reader can apply a feed row without another read.
+ */
+export interface MeshObject {
+  id: string;
+  objectType: string;
+  anchorValue: string;
+  createdOn: string;
+  updatedOn: string;
+  attributes: Record<string, ConsolidatedAttribute>;
+  contributions: Record<string, Contribution[]>;
+  /** The connector-space objects joined to it: connector id -> that connector's anchor. */
+  links: Record<string, string>;
+  /**
+   * Connectors the engine provisioned this object into (an export add). Such a link does not keep the object
+   * alive: when no other connector is left, the object goes, and the next export deletes it there
+   * (deprovisioning). Absent: none.
+   */
+  provisioned?: string[];
+  relationships: Relationship[];
+  pendingReferences: PendingReference[];
+}
+
+/** Equality of attribute values (multi-valued compared as sets, order-insensitive). */
+export function sameValue(a: AttributeValue | undefined, b: AttributeValue | undefined): boolean {
+  const na = a === undefined ? null : a;
+  const nb = b === undefined ? null : b;
+  if (Array.isArray(na) || Array.isArray(nb)) {
+    const x = Array.isArray(na) ? na : na === null ? [] : [na];
+    const y = Array.isArray(nb) ? nb : nb === null ? [] : [nb];
+    if (x.length !== y.length) return false;
+    const key = (v: unknown) => typeof v + ':' + String(v);
+    const sx = x.map(key).sort();
+    const sy = y.map(key).sort();
+    return sx.every((v, i) => v === sy[i]);
+  }
+  return na === nb;
+}
+
+/** True for null, undefined, '' and an empty array: no value. */
+export function isEmptyValue(v: unknown): boolean {
+  return v === null || v === undefined || v === '' || (Array.isArray(v) && v.filter((x) => x !== null && x !== '').length === 0);
+}
+
+/**
+ * The mesh id of an object projected from `anchor` of `connectorId`. Deterministic, so a page processed twice
+ * (activities are at-least-once) projects the same object instead of a duplicate. A GUID (v8 layout).
+ */
+export function projectedMeshId(connectorId: string, anchor: string): string {
+  const h = createHash('sha256').update(connectorId).update('\u0000').update(anchor).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** A string form of a scalar value for indexes and references (case-folded). */
+export function indexKey(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'string') return v === '' ? null : v.toLowerCase();
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v).toLowerCase();
+  return null;
+}
+
+/** The scalar values of an attribute value as index keys. */
+export function indexKeys(v: AttributeValue | undefined): string[] {
+  if (Array.isArray(v)) return v.map(indexKey).filter((k): k is string => k !== null);
+  const k = indexKey(v);
+  return k === null ? [] : [k];
+}
+
+/** The contributor id of a computed attribute (a mesh-composer rule). */
+export const COMPOSER = 'composer';
+
+/**
+ * Precedence: the highest confidence wins; ties go to the lower priority, then to the newer value.
+ * Recomputed from the contributions, so a withdrawn winner hands over to the next contributor.
+ */
+export function winner(list: readonly Contribution[]): Contribution | undefined {
+  let best: Contribution | undefined;
+  for (const c of list) {
+    if (!best || c.conf > best.conf || (c.conf === best.conf && (c.pri < best.pri || (c.pri === best.pri && c.at > best.at)))) best = c;
+  }
+  return best;
+}
+
+/** Recompute the consolidated attributes from the contributions (the winner of each). */
+export function consolidate(doc: MeshObject): void {
+  const attributes: MeshObject['attributes'] = {};
+  for (const [name, list] of Object.entries(doc.contributions)) {
+    const w = winner(list);
+    if (!w) continue;
+    attributes[name] = { value: w.v, sourceConnectorId: w.c === COMPOSER ? null : w.c, confidence: w.conf, updatedOn: w.at };
+  }
+  doc.attributes = attributes;
+}
+
