@@ -6,7 +6,7 @@ import type { Caller } from '../lib/auth/permissions';
 import { apiPath, created, noContent, ok, readJson, routeId } from '../lib/http';
 import { CreateConnectorRequest, UpdateConnectorRequest } from '../lib/schemas/connectors';
 import { AppError } from '../lib/errors';
-import { releaseStaleRunLock } from '../lib/sync/runs';
+import { releaseStaleRunLock } from '../lib/runs/runs';
 import { runOrchestrations } from '../orchestrations/runReconcile';
 
 async function listConnectors(): Promise<HttpResponseInit> {

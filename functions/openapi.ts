@@ -1,7 +1,7 @@
 import { app, type HttpResponseInit } from '@azure/functions';
 import { anonymous } from '../lib/auth/authorize';
 import { ok } from '../lib/http';
-import { openApiDocument } from '../lib/openapi';
+import { openApiDocument } from '../lib/api/openapi';
 
 async function getOpenApi(): Promise<HttpResponseInit> {
   return ok(openApiDocument());

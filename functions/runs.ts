@@ -6,7 +6,7 @@ import { badRequest, notFound } from '../lib/errors';
 import { RUNS_QUERY } from '../lib/api/queries';
 import { ok, parseQuery, routeId } from '../lib/http';
 import { getRun as readRun, listRuns as queryRuns, runView, type RunStatus } from '../lib/storage/runs';
-import { reconcileForRead, reconcileListed } from '../lib/sync/runs';
+import { reconcileForRead, reconcileListed } from '../lib/runs/runs';
 import { runOrchestrations } from '../orchestrations/runReconcile';
 
 /**

@@ -1,6 +1,6 @@
 import { app, type InvocationContext, type Timer } from '@azure/functions';
 import * as df from 'durable-functions';
-import { reconcileActiveRuns, type OrchestrationState, type RunOrchestrations } from '../lib/sync/runs';
+import { reconcileActiveRuns, type OrchestrationState, type RunOrchestrations } from '../lib/runs/runs';
 
 /**
  * Runs reconciled with their orchestrations (lib/sync/runs.ts `reconcileRun`), through the durable client

@@ -1,6 +1,6 @@
 import { app, type InvocationContext, type Timer } from '@azure/functions';
 import * as df from 'durable-functions';
-import { dispatchWaitingRuns } from '../lib/sync/runs';
+import { dispatchWaitingRuns } from '../lib/runs/runs';
 import { SYNC_RUN } from './syncRun';
 
 /**

@@ -6,7 +6,7 @@ import { connectorTypeConfig, isConnectorType, testConnectorOnSave, type Connect
 import { canonicalJson, isConnectorError, redactSecrets } from '../connectors/sdk';
 import { clearAssignment, assignmentOf } from '../instances/assignments';
 import { badRequest, conflict, type FieldError } from '../errors';
-import { schemaErrors } from '../schemas/ajv';
+import { schemaErrors } from '../validation/ajv';
 import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';
 import { SECRET_PLACEHOLDER, changedPaths, deletePath, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
 import {

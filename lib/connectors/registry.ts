@@ -9,7 +9,7 @@ import { CUSTOM_EXPRESSIONS, CustomConfigSchema } from './custom/schema';
 import { fromOperations, isOperations, type CustomConnectorConfig, type CustomConnectorFactory, type CustomConnectorImplementation } from './custom';
 import { BUILTIN_CONNECTORS, BUILTIN_CUSTOM_IMPLEMENTATIONS } from './builtin';
 import { AppError } from '../errors';
-import { validate } from '../schemas/ajv';
+import { validate } from '../validation/ajv';
 
 /**
  * The one connector registry. It holds:

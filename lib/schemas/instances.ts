@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { INSTANCE_ID_PATTERN } from '../instances/config';
-import { defineSchema } from './ajv';
-import { DisplayName, Guid, Timestamp } from './common';
+import { defineSchema } from '../validation/ajv';
+import { DisplayName, Guid, Timestamp } from '../validation/schemas';
 
 /**
  * Schemas of `/instances` and `/connectors/{id}/instance`. Instance ids are the runtime's

@@ -67,7 +67,7 @@ export interface Run {
 /**
  * Where a run's orchestration was started: set once the orchestration exists (`dispatchedAt`), with the task
  * hub it lives in when the starter knew it. Kept on the run row only (not in the API's view of a run): the
- * reconciliation of runs with their orchestrations (lib/sync/runs.ts) reads it.
+ * reconciliation of runs with their orchestrations (lib/runs/runs.ts) reads it.
  */
 export interface RunDispatch {
   dispatchedAt: string;

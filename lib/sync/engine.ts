@@ -1338,7 +1338,7 @@ export interface FinishInput {
 
 /**
  * Let go of what this process holds for a run that ended without its last step (its orchestration terminated
- * or gone, see lib/sync/runs.ts): the connector's open reader (a paged search, a database cursor) and the
+ * or gone, see lib/runs/runs.ts): the connector's open reader (a paged search, a database cursor) and the
  * objects a full import held back. A page still in flight finishes on its own.
  */
 export async function releaseRun(runId: string): Promise<void> {

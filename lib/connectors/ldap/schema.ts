@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, FullSyncOnRuleChange } from '../../schemas/common';
+import { Dictionary, DeletionThreshold, FullSyncOnRuleChange } from '../../validation/schemas';
 import type { FieldError } from '../../errors';
 
 /**

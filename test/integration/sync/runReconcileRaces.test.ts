@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { queryAudit } from '../../../lib/storage/audit';
 import { completeRun, createRun, emptyStats, findActiveRun, getRun, markRunDispatched, updateRun } from '../../../lib/storage/runs';
-import { reconcileRun, type OrchestrationState, type RunOrchestrations } from '../../../lib/sync/runs';
+import { reconcileRun, type OrchestrationState, type RunOrchestrations } from '../../../lib/runs/runs';
 import { useTestStorage } from '../../unit/instances/storageEnv';
 
 /**

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { HttpRequest, InvocationContext } from '@azure/functions';
 import { ROUTES, errorStatuses, routeKey } from '../../../lib/api/routes';
 import { PERMISSIONS, type Permission, type Role } from '../../../lib/auth/permissions';
-import { openApiDocument } from '../../../lib/openapi';
+import { openApiDocument } from '../../../lib/api/openapi';
 import { createCoreApi, FunctionRegistry } from '../../../lib/runtime/registry';
 import { resetTableClients } from '../../../lib/storage/tables';
 

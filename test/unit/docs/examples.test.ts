@@ -7,8 +7,8 @@ import { PERMISSIONS } from '../../../lib/auth/permissions';
 import { ruleRequestInnerErrors } from '../../../lib/api/rules';
 import { AppError, type FieldError } from '../../../lib/errors';
 import { parseQuery } from '../../../lib/http/request';
-import '../../../lib/openapi';
-import { schemaById, schemaErrors } from '../../../lib/schemas/ajv';
+import '../../../lib/api/openapi';
+import { schemaById, schemaErrors } from '../../../lib/validation/ajv';
 import { codeBlocks, docFiles, readDoc, REPO, requestsOf, type CodeBlock, type ExampleRequest } from '../../support/markdown';
 
 /**

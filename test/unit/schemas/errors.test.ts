@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { AppError } from '../../../lib/errors';
 import { connectorTypeConfig } from '../../../lib/connectors/registry';
 import { defineSchema, validate } from '../../../lib/schemas';
-import { Nullable } from '../../../lib/schemas/common';
+import { Nullable } from '../../../lib/validation/schemas';
 import { CreateConnectorRequest } from '../../../lib/schemas/connectors';
 import { CreateRuleRequest } from '../../../lib/schemas/rules';
 

@@ -1,5 +1,5 @@
 import { connectorTypeConfig } from '../../../../lib/connectors/registry';
-import { validate } from '../../../../lib/schemas/ajv';
+import { validate } from '../../../../lib/validation/ajv';
 
 /** The `sql` defaults the Admin API applies before storing (the integration tests cannot reach port 5432). */
 describe('sql configuration defaults', () => {

@@ -1,4 +1,4 @@
-import { COMPLETED_GRACE_MS, UNDISPATCHED_GRACE_MS, readsRunHub, reconcileDecision, type OrchestrationState, type ReconcileFacts } from '../../../lib/sync/runs';
+import { COMPLETED_GRACE_MS, UNDISPATCHED_GRACE_MS, readsRunHub, reconcileDecision, type OrchestrationState, type ReconcileFacts } from '../../../lib/runs/runs';
 
 /**
  * The rules that decide whether an active run is over, from its orchestration's state (pure logic; the

@@ -16,8 +16,8 @@ import {
   type RunType,
   type StoredRun,
 } from '../storage/runs';
-import { releaseRun } from './engine';
-import { deleteRunState } from './state';
+import { releaseRun } from '../sync/engine';
+import { deleteRunState } from '../sync/state';
 
 /**
  * Starting runs. A trigger creates the run (the one-active-run lock makes a second trigger a 409) on the

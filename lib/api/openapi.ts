@@ -1,15 +1,15 @@
 import type { TSchema } from '@sinclair/typebox';
-import { ERROR_CATALOG } from './errors';
-import { ROUTES, errorStatuses, type RouteSpec } from './api/routes';
-import type { QueryParam } from './http/request';
-import { registeredSchemas } from './schemas/ajv';
-import './schemas/admin';
-import './schemas/connectors';
-import './schemas/rules';
-import './schemas/instances';
-import './schemas/runs';
-import './schemas/mesh';
-import './sync/schemas';
+import { ERROR_CATALOG } from '../errors';
+import { ROUTES, errorStatuses, type RouteSpec } from './routes';
+import type { QueryParam } from '../http/request';
+import { registeredSchemas } from '../validation/ajv';
+import '../schemas/admin';
+import '../schemas/connectors';
+import '../schemas/rules';
+import '../schemas/instances';
+import '../schemas/runs';
+import '../schemas/mesh';
+import '../schemas/triggers';
 
 /**
  * The OpenAPI 3.1 document of the Admin API, generated from the route catalog (lib/api/routes.ts) and the
