@@ -1,4 +1,48 @@
 import tseslint from 'typescript-eslint';
+import boundaries from 'eslint-plugin-boundaries';
+
+/**
+ * The rooms of the house, from the ground up (docs/architecture.md draws them). A room may import its own
+ * files and the rooms listed under it in ROOM_IMPORTS; anything else fails `npm run lint` with the rule
+ * `boundaries/dependencies`, naming both rooms. lib/runtime stands apart: only it may import itself.
+ */
+const ROOMS = [
+  ['core', ['lib/core/**']],
+  ['storage', ['lib/storage/**']],
+  ['secrets', ['lib/secrets/**']],
+  ['auth', ['lib/auth/**']],
+  ['audit', ['lib/audit/**']],
+  ['expression', ['lib/expression/**']],
+  ['connectors', ['lib/connectors/**']],
+  ['mesh', ['lib/mesh/**']],
+  ['sync', ['lib/sync/**']],
+  ['instances', ['lib/instances/**']],
+  ['runs', ['lib/runs/**']],
+  ['api', ['lib/api/**', 'lib/schemas/**', 'lib/http/**']],
+  ['app', ['functions/**', 'orchestrations/**']],
+  ['runtime', ['lib/runtime/**']],
+];
+
+const below = (...rooms) => rooms;
+const BASE = below('core');
+const LOWER = [...BASE, 'storage', 'secrets', 'auth', 'audit'];
+/** What each room may import besides itself. */
+const ROOM_IMPORTS = {
+  core: [],
+  storage: BASE,
+  secrets: [...BASE, 'storage'],
+  auth: [...BASE, 'storage'],
+  audit: [...BASE, 'storage', 'auth'],
+  expression: BASE,
+  connectors: [...LOWER, 'expression'],
+  mesh: [...LOWER, 'expression', 'connectors'],
+  sync: [...LOWER, 'expression', 'connectors', 'mesh'],
+  instances: [...LOWER, 'expression', 'connectors', 'mesh', 'sync'],
+  runs: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances'],
+  api: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs'],
+  app: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'api'],
+  runtime: [],
+};
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.data/**', 'coverage/**', 'test/fixtures/**/dist/**'] },
@@ -10,6 +54,24 @@ export default tseslint.config(
       'no-restricted-syntax': ['error',
         { selector: "CallExpression[callee.name='eval']", message: 'No eval: expressions go through our own evaluator.' },
         { selector: "NewExpression[callee.name='Function']", message: 'No new Function.' }],
+    },
+  },
+  {
+    files: ['functions/**/*.ts', 'orchestrations/**/*.ts', 'lib/**/*.ts'],
+    plugins: { boundaries },
+    settings: {
+      'boundaries/elements': ROOMS.flatMap(([type, patterns]) => patterns.map((pattern) => ({ type, pattern, partialMatch: false }))),
+      'import/resolver': { node: { extensions: ['.ts', '.js'] } },
+    },
+    rules: {
+      'boundaries/dependencies': ['error', {
+        default: 'disallow',
+        message: 'Arrows point down only: the room {{from.type}} may not import the room {{to.type}}. Move the helper down, or see docs/architecture.md.',
+        policies: Object.entries(ROOM_IMPORTS).map(([room, allowed]) => ({
+          from: { element: { type: room } },
+          allow: { to: { element: { types: { anyOf: [room, ...allowed] } } } },
+        })),
+      }],
     },
   },
   {

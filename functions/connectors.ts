@@ -5,8 +5,6 @@ import { authorize } from '../lib/auth/authorize';
 import type { Caller } from '../lib/auth/permissions';
 import { apiPath, created, noContent, ok, readJson, routeId } from '../lib/http';
 import { CreateConnectorRequest, UpdateConnectorRequest } from '../lib/schemas/connectors';
-import { AppError } from '../lib/errors';
-import { releaseStaleRunLock } from '../lib/runs/runs';
 import { runOrchestrations } from '../orchestrations/runReconcile';
 
 async function listConnectors(): Promise<HttpResponseInit> {
@@ -37,13 +35,7 @@ async function testConnectorConnection(request: HttpRequest, context: Invocation
 /** 409 while a run is Running or Queued; a run lock held by a run whose orchestration is over is released first. */
 async function deleteConnector(request: HttpRequest, context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   const id = routeId(request, 'id', 'Connector');
-  const warn = (m: string) => context.warn(m);
-  try {
-    await connectors.deleteConnector(id, caller, warn);
-  } catch (err) {
-    if (!(err instanceof AppError && err.code === 'conflict') || !(await releaseStaleRunLock(id, runOrchestrations(df.getClient(context)), warn))) throw err;
-    await connectors.deleteConnector(id, caller, warn);
-  }
+  await connectors.deleteConnectorReleasingStaleLock(id, caller, runOrchestrations(df.getClient(context)), (m) => context.warn(m));
   return noContent();
 }
 

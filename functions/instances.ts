@@ -1,32 +1,18 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
-import { recordAudit } from '../lib/audit';
+import * as instances from '../lib/api/instances';
 import { authorize } from '../lib/auth/authorize';
 import type { Caller } from '../lib/auth/permissions';
-import { assignConnector, unassignConnector } from '../lib/instances/assignments';
-import { isInstanceId } from '../lib/instances/config';
-import { listInstances as listEngineInstances, removeInstance as removeEngineInstance, renameInstanceByApi, setPaused } from '../lib/instances/instances';
-import { notFound } from '../lib/errors';
 import { noContent, ok, readJson, routeId } from '../lib/http';
 import { AssignConnectorRequest, InstanceActionRequest, RenameInstanceRequest } from '../lib/schemas/instances';
 
-/** The `{id}` of an instance route, lower-cased; a value that cannot be an instance id is a 404. */
-function instanceId(request: HttpRequest): string {
-  const value = request.params.id ?? '';
-  if (!isInstanceId(value)) throw notFound('The engine instance does not exist.');
-  return value.toLowerCase();
-}
-
 async function listInstances(): Promise<HttpResponseInit> {
-  const items = await listEngineInstances();
-  return ok({ items, totalCount: items.length });
+  return ok(await instances.listEngineInstances());
 }
 
 async function pause(request: HttpRequest, paused: boolean, caller: Caller): Promise<HttpResponseInit> {
-  const id = instanceId(request);
+  const id = instances.instanceIdFromRoute(request.params.id);
   await readJson(request, InstanceActionRequest, { optional: true });
-  const instance = await setPaused(id, paused, caller.upn ?? caller.name);
-  await recordAudit(caller, paused ? 'pause' : 'resume', 'instance', id);
-  return ok(instance);
+  return ok(await instances.pauseInstance(id, paused, caller));
 }
 
 async function pauseInstance(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
@@ -38,32 +24,25 @@ async function resumeInstance(request: HttpRequest, _context: InvocationContext,
 }
 
 async function renameInstance(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
-  const id = instanceId(request);
+  const id = instances.instanceIdFromRoute(request.params.id);
   const body = await readJson(request, RenameInstanceRequest);
-  const instance = await renameInstanceByApi(id, body.name);
-  await recordAudit(caller, 'rename', 'instance', id);
-  return ok(instance);
+  return ok(await instances.renameInstance(id, body.name, caller));
 }
 
 async function removeInstance(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
-  const id = instanceId(request);
-  await removeEngineInstance(id);
-  await recordAudit(caller, 'remove', 'instance', id);
+  await instances.removeEngineInstance(instances.instanceIdFromRoute(request.params.id), caller);
   return noContent();
 }
 
 async function assignConnectorToInstance(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   const connectorId = routeId(request, 'id', 'Connector');
   const body = await readJson(request, AssignConnectorRequest);
-  const { assignment } = await assignConnector(connectorId, body.instanceId.toLowerCase());
-  await recordAudit(caller, 'assign', 'connector', connectorId);
-  return ok(assignment);
+  return ok(await instances.assignConnectorTo(connectorId, body.instanceId, caller));
 }
 
 async function unassignConnectorFromInstance(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   const connectorId = routeId(request, 'id', 'Connector');
-  await unassignConnector(connectorId);
-  await recordAudit(caller, 'unassign', 'connector', connectorId);
+  await instances.unassignConnectorFrom(connectorId, caller);
   return noContent();
 }
 

@@ -5,11 +5,10 @@ import type { Caller } from '../lib/auth/permissions';
 import { RULES_QUERY } from '../lib/api/queries';
 import { apiPath, created, noContent, ok, parseQuery, readJson, routeId } from '../lib/http';
 import { CreateRuleRequest, UpdateRuleRequest } from '../lib/schemas/rules';
-import type { RuleType } from '../lib/storage/rules';
 
 async function listRules(request: HttpRequest): Promise<HttpResponseInit> {
   const q = parseQuery(request, RULES_QUERY);
-  return ok(await rules.queryRules({ connectorId: q.connectorId, ruleType: q.ruleType as RuleType | undefined, skip: q.skip, take: q.take }));
+  return ok(await rules.queryRules({ connectorId: q.connectorId, ruleType: q.ruleType, skip: q.skip, take: q.take }));
 }
 
 async function getRule(request: HttpRequest): Promise<HttpResponseInit> {

@@ -1,15 +1,10 @@
 import { app } from '@azure/functions';
-import { startService, stopService } from '../lib/service';
-import '../lib/auth/serviceStep';
-import '../lib/api/serviceSteps';
-import '../lib/instances/instances';
-// The join index taps the read model's first scan of the mesh (the read model's step starts last).
-import '../lib/sync/preload';
-import '../lib/mesh/readModel';
+import { SERVICE_STEPS } from '../lib/api/serviceSteps';
+import { startService, stopService } from '../lib/core/service';
 
 // A failure here stops the start: the runtime prints the message (which names the setting at fault) and exits.
 app.hook.appStart(async () => {
-  await startService();
+  await startService(SERVICE_STEPS);
 });
 
 app.hook.appTerminate(async () => {

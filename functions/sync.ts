@@ -3,9 +3,8 @@ import * as df from 'durable-functions';
 import type { Caller } from '../lib/auth/permissions';
 import { authorize } from '../lib/auth/authorize';
 import { accepted, apiPath, readJson, routeId } from '../lib/http';
-import { triggerRun } from '../lib/runs/runs';
+import { startRun } from '../lib/api/runs';
 import { TriggerExportRequestSchema, TriggerImportRequestSchema } from '../lib/schemas/triggers';
-import { runView } from '../lib/storage/runs';
 import { startRunOrchestration } from '../orchestrations/syncDispatcher';
 import { runOrchestrations } from '../orchestrations/runReconcile';
 
@@ -14,8 +13,8 @@ async function triggerImport(request: HttpRequest, context: InvocationContext, c
   const connectorId = routeId(request, 'id', 'Connector');
   const body = await readJson(request, TriggerImportRequestSchema, { optional: true });
   const client = df.getClient(context);
-  const run = await triggerRun({ connectorId, runType: body.runType ?? 'DeltaImport', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId), runOrchestrations(client));
-  return accepted(apiPath(`runs/${run.runId}`), runView(run));
+  const run = await startRun({ connectorId, runType: body.runType ?? 'DeltaImport', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId), runOrchestrations(client));
+  return accepted(apiPath(`runs/${run.runId}`), run);
 }
 
 /** POST /connectors/{id}/export `{ dryRun? }`: 202 with the run. */
@@ -23,8 +22,8 @@ async function triggerExport(request: HttpRequest, context: InvocationContext, c
   const connectorId = routeId(request, 'id', 'Connector');
   const body = await readJson(request, TriggerExportRequestSchema, { optional: true });
   const client = df.getClient(context);
-  const run = await triggerRun({ connectorId, runType: 'Export', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId), runOrchestrations(client));
-  return accepted(apiPath(`runs/${run.runId}`), runView(run));
+  const run = await startRun({ connectorId, runType: 'Export', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId), runOrchestrations(client));
+  return accepted(apiPath(`runs/${run.runId}`), run);
 }
 
 app.http('triggerImport', { route: 'connectors/{id}/import', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.trigger', triggerImport) });

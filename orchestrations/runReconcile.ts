@@ -3,7 +3,7 @@ import * as df from 'durable-functions';
 import { reconcileActiveRuns, type OrchestrationState, type RunOrchestrations } from '../lib/runs/runs';
 
 /**
- * Runs reconciled with their orchestrations (lib/sync/runs.ts `reconcileRun`), through the durable client
+ * Runs reconciled with their orchestrations (lib/runs/runs.ts `reconcileRun`), through the durable client
  * API only, so the same code works on the local runtime and on the Functions host:
  * - `runOrchestrations(client)`: the run orchestrations a function's durable client (`df.input.durableClient()`)
  *   can read, for the readers and the run-lock paths of functions/runs.ts, functions/sync.ts and

@@ -5,7 +5,7 @@ import { SYNC_RUN } from './syncRun';
 
 /**
  * The dispatcher of this instance: every 2 seconds, starts the runs that wait for it (triggered on another
- * instance, or Queued while this one was paused and it is now resumed). See lib/sync/runs.ts.
+ * instance, or Queued while this one was paused and it is now resumed). See lib/runs/runs.ts.
  */
 export async function syncDispatcher(_timer: Timer, context: InvocationContext): Promise<void> {
   const client = df.getClient(context);

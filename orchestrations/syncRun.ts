@@ -29,7 +29,6 @@ import {
   type RunTotals,
   type StepFailure,
 } from '../lib/sync/engine';
-import '../lib/sync/cleanup';
 import { ACTIVE_RUN_STATUSES, getRun } from '../lib/storage/runs';
 
 /**

@@ -5,8 +5,9 @@ import { recordAudit } from '../audit';
 import { connectorTypeConfig, isConnectorType, testConnectorOnSave, type ConnectorType } from '../connectors/registry';
 import { canonicalJson, isConnectorError, redactSecrets } from '../connectors/sdk';
 import { clearAssignment, assignmentOf } from '../instances/assignments';
-import { badRequest, conflict, type FieldError } from '../errors';
-import { schemaErrors } from '../validation/ajv';
+import { AppError, badRequest, conflict, type FieldError } from '../core/errors';
+import { releaseStaleRunLock, type RunOrchestrations } from '../runs/runs';
+import { schemaErrors } from '../core/validation/ajv';
 import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';
 import { SECRET_PLACEHOLDER, changedPaths, deletePath, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
 import {
@@ -20,7 +21,8 @@ import {
   replaceConnector,
   type StoredConnector,
 } from '../storage/connectors';
-import { addConnectorCleanup, completeOperation, connectorCleanups, noteStepDone, recordOperation, type PendingOperation } from '../storage/operations';
+import { completeOperation, noteStepDone, recordOperation, type ConnectorCleanupStep, type PendingOperation } from '../storage/operations';
+import { SYNC_CONNECTOR_CLEANUPS } from '../sync/cleanup';
 import { deleteRulesOfConnector } from '../storage/rules';
 import { findActiveRun } from '../storage/runs';
 import { configExpressionErrors } from './expressions';
@@ -254,6 +256,20 @@ export async function testConnector(id: string, log: (message: string) => void =
  * response or a log.
  */
 /**
+ * `DELETE /connectors/{id}`: as {@link deleteConnector}, except that a run lock held by a run whose orchestration
+ * is over (ended outside the engine) is released first (the run reconciled, lib/runs/runs.ts), so only a live
+ * run makes it a 409.
+ */
+export async function deleteConnectorReleasingStaleLock(id: string, caller: Caller, orchestrations: RunOrchestrations, log: (message: string) => void): Promise<void> {
+  try {
+    await deleteConnector(id, caller, log);
+  } catch (err) {
+    if (!(err instanceof AppError && err.code === 'conflict') || !(await releaseStaleRunLock(id, orchestrations, log))) throw err;
+    await deleteConnector(id, caller, log);
+  }
+}
+
+/**
  * Delete a connector: 409 while a run of it is Running or Queued. The delete is recorded as a pending
  * operation and the connector marked `deleting` (a 404 from then on) before any cleanup, so a crash at any
  * point is finished by `resumePendingOperations` at the next start. The cleanup then runs here; when it
@@ -277,14 +293,16 @@ export async function deleteConnector(id: string, caller: Caller, log: (message:
   }
 }
 
-// The built-in cleanup: rules, then the engine assignment. The sync engine adds its own steps (connector
-// space, mesh contributions) with addConnectorCleanup from lib/storage/operations.ts.
-addConnectorCleanup({ name: 'rules', run: async (id) => void (await deleteRulesOfConnector(id)) });
-addConnectorCleanup({ name: 'assignment', run: clearAssignment });
+/** Every step of a connector's deletion, in order: its rules, its engine assignment, then the sync engine's data. */
+const CONNECTOR_CLEANUPS: readonly ConnectorCleanupStep[] = [
+  { name: 'rules', run: async (id) => void (await deleteRulesOfConnector(id)) },
+  { name: 'assignment', run: clearAssignment },
+  ...SYNC_CONNECTOR_CLEANUPS,
+];
 
 /** Run every cleanup step (each is safe to repeat), then remove the connector and the operation. */
 export async function finishConnectorDelete(op: PendingOperation): Promise<void> {
-  for (const step of connectorCleanups()) {
+  for (const step of CONNECTOR_CLEANUPS) {
     await step.run(op.targetId);
     await noteStepDone(op, step.name);
   }

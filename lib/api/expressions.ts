@@ -1,4 +1,4 @@
-import type { FieldError } from '../errors';
+import type { FieldError } from '../core/errors';
 import { ExpressionSyntaxError, SCOPE_NAMES, closestName, parseExpression, unknownIdentifiers, type ScopeKind } from '../expression';
 
 /**

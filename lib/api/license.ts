@@ -1,4 +1,4 @@
-import { ConfigError, SettingsReader } from '../config';
+import { ConfigError, SettingsReader } from '../core/config';
 
 /**
  * The license, from configuration (`License:LicensedTo`, `License:Edition`, `License:ExpiresOn`,

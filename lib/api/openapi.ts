@@ -1,8 +1,8 @@
 import type { TSchema } from '@sinclair/typebox';
-import { ERROR_CATALOG } from '../errors';
+import { ERROR_CATALOG } from '../core/errors';
 import { ROUTES, errorStatuses, type RouteSpec } from './routes';
 import type { QueryParam } from '../http/request';
-import { registeredSchemas } from '../validation/ajv';
+import { registeredSchemas } from '../core/validation/ajv';
 import '../schemas/admin';
 import '../schemas/connectors';
 import '../schemas/rules';

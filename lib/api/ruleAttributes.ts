@@ -1,7 +1,7 @@
 import { directoryAttributeNames } from '../connectors/ldap';
 import { directoryDefaults, type DirectoryConfig } from '../connectors/ldap/schema';
 import { isConnectorError } from '../connectors/sdk';
-import { badRequest, type FieldError } from '../errors';
+import { badRequest, type FieldError } from '../core/errors';
 import type { RuleRequest } from '../schemas/rules';
 import { connectorConfigWithSecrets } from '../secrets/connectorSecrets';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
-import { badRequest, notFound, type FieldError } from '../errors';
+import { badRequest, notFound, type FieldError } from '../core/errors';
 import { isGuid } from '../http/request';
 import type { RuleRequest } from '../schemas/rules';
 import { connectorExists } from '../storage/connectors';
@@ -104,8 +104,9 @@ export async function getRule(ruleId: string): Promise<StoredRule> {
   return r;
 }
 
-export async function queryRules(q: RuleQuery & { skip: number; take: number }): Promise<{ items: Rule[]; totalCount: number }> {
-  const all = await listRules(q);
+export async function queryRules(q: { connectorId?: string; ruleType?: string; skip: number; take: number }): Promise<{ items: Rule[]; totalCount: number }> {
+  // The query string's ruleType is checked against the rule types by RULES_QUERY (lib/api/queries.ts).
+  const all = await listRules({ connectorId: q.connectorId, ruleType: q.ruleType as RuleQuery['ruleType'] });
   return { items: all.slice(q.skip, q.skip + q.take).map(ruleView), totalCount: all.length };
 }
 

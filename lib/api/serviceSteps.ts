@@ -1,12 +1,19 @@
+import { authenticationStep } from '../auth/serviceStep';
 import { checkFileRootsSetting } from '../connectors/file';
-import { addServiceStep } from '../service';
+import { engineInstanceStep } from '../instances/instances';
+import { meshReadModelStep } from '../mesh/readModel';
+import { joinIndexPreloadStep } from '../sync/preload';
+import type { ServiceStep } from '../core/service';
 import { startSecrets } from '../secrets';
 import { listPendingOperations } from '../storage/operations';
 import { resumeConnectorDeletes } from './connectors';
 import { readLicense } from './license';
+import { areaLog } from '../core/log';
+
+const log = areaLog('api');
 
 /**
- * The Admin API's start steps (imported once by functions/startup.ts):
+ * The Admin API's own start steps (listed with the others in SERVICE_STEPS below):
  * - `secrets`: load the secrets key; outside Development a missing `Secrets:Key` stops the start.
  * - `license`: read the `License:*` settings, so a malformed one stops the start naming it.
  * - `fileRoots`: read `Connectors:File:Roots` (a malformed value or a missing folder stops the start naming
@@ -14,30 +21,47 @@ import { readLicense } from './license';
  * - `pendingOperations`: finish what a crash left half-done (connector deletes). A storage failure here is
  *   logged and does not stop the start: the next start tries again, and readers already see the outcome.
  */
-addServiceStep({ name: 'secrets', start: startSecrets });
+export const secretsStep: ServiceStep = { name: 'secrets', start: startSecrets };
 
-addServiceStep({
+export const licenseStep: ServiceStep = {
   name: 'license',
   async start() {
     readLicense();
   },
-});
+};
 
-addServiceStep({
+export const fileRootsStep: ServiceStep = {
   name: 'fileRoots',
   async start() {
     checkFileRootsSetting();
   },
-});
+};
 
-addServiceStep({
+export const pendingOperationsStep: ServiceStep = {
   name: 'pendingOperations',
   async start() {
     try {
       const finished = await resumeConnectorDeletes(await listPendingOperations());
-      if (finished) console.log(`[api] Finished ${finished} connector delete(s) left pending by an earlier run.`);
+      if (finished) log.info(`Finished ${finished} connector delete(s) left pending by an earlier run.`);
     } catch (err) {
-      console.error(`[api] Pending operations could not be resumed (${(err as Error).name}: ${(err as Error).message}); the next start retries.`);
+      log.error(`Pending operations could not be resumed (${(err as Error).name}: ${(err as Error).message}); the next start retries.`);
     }
   },
-});
+};
+
+/**
+ * Every start step of the service, in the order they start (they stop in reverse), run by functions/startup.ts:
+ * first the settings that must stop a bad start with a message naming them, then authentication, this
+ * process's engine instance, the work a crash left half-done, and last the mesh read model, whose first scan
+ * of the mesh the join index taps (so the index's step comes before it).
+ */
+export const SERVICE_STEPS: readonly ServiceStep[] = [
+  secretsStep,
+  licenseStep,
+  fileRootsStep,
+  authenticationStep,
+  engineInstanceStep,
+  pendingOperationsStep,
+  joinIndexPreloadStep,
+  meshReadModelStep,
+];

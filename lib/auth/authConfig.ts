@@ -1,4 +1,4 @@
-import { ConfigError, SettingsReader } from '../config';
+import { ConfigError, SettingsReader } from '../core/config';
 import type { Role } from './permissions';
 
 /**

@@ -1,4 +1,4 @@
-import { SettingsReader } from '../config';
+import { SettingsReader } from '../core/config';
 import { readAuthConfig, type AuthConfig } from './authConfig';
 import { installAuth, type AuthRuntime } from './authenticate';
 import { DevIssuer } from './devIssuer';

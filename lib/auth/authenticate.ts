@@ -1,6 +1,6 @@
 import type { HttpRequest } from '@azure/functions';
 import type { JwtPayload } from 'jsonwebtoken';
-import { AppError } from '../errors';
+import { AppError } from '../core/errors';
 import type { AuthConfig } from './authConfig';
 import { DirectoryUnavailableError, type DirectoryGroups } from './directory';
 import { SigningKeysUnavailableError, TokenRejectedError, type JwtValidator } from './jwt';

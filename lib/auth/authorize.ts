@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpHandler, HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
-import { AppError, problemResponse } from '../errors';
+import { AppError, problemResponse } from '../core/errors';
 import { authenticate, currentAuth } from './authenticate';
 import { roleHasPermission, type Caller, type Permission } from './permissions';
 
@@ -12,7 +12,7 @@ import { roleHasPermission, type Caller, type Permission } from './permissions';
  * - `authorize(permission, handler, { rateLimit: 'sensitive' })` returns an HttpHandler carrying
  *   `permission` and `rateLimit` as properties, so a test can read them off every registered route.
  * - The handler receives the authenticated `Caller`; errors it throws (AppError or anything) become
- *   problem+json through `problemResponse` in lib/errors.ts.
+ *   problem+json through `problemResponse` in lib/core/errors.ts.
  * - `anonymous(handler)` is the same boundary without authentication (health, openapi).
  *
  * Order: authenticate (401/503), permission (403), rate limit (429 with Retry-After), handler. The

@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
-import { ConfigError } from '../config';
+import { ConfigError } from '../core/config';
 import type { AuthLogger } from './log';
 import { ROLES, type Role } from './permissions';
 

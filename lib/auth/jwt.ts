@@ -1,6 +1,6 @@
 import jwt, { type JwtPayload } from 'jsonwebtoken';
 import { JwksClient } from 'jwks-rsa';
-import { ConfigError } from '../config';
+import { ConfigError } from '../core/config';
 import { checkTransport, type JwtConfig } from './authConfig';
 import type { AuthLogger } from './log';
 

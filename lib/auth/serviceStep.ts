@@ -1,11 +1,11 @@
-import { addServiceStep } from '../service';
+import type { ServiceStep } from '../core/service';
 import { startAuth, stopAuth } from './authService';
 
-// Imported once by functions/startup.ts: authentication starts with the app and refuses a bad configuration.
-addServiceStep({
+/** Authentication starts with the app and refuses a bad configuration (listed in SERVICE_STEPS, lib/api/serviceSteps.ts). */
+export const authenticationStep: ServiceStep = {
   name: 'authentication',
   start: async () => {
     await startAuth();
   },
   stop: stopAuth,
-});
+};

@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
-import type { FieldError } from '../errors';
+import type { FieldError } from '../core/errors';
 import {
   type Connector,
   type ConnectorContext,

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { connectorConfigWithSecrets } from '../secrets/connectorSecrets';
-import { SettingsReader } from '../config';
+import { SettingsReader } from '../core/config';
 import type { CustomConnectorConfig } from './custom';
 import { connectorImplementation, createCustomConnector } from './registry';
 import { ConnectorError, type Connector } from './sdk';

@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
-import type { FieldError } from '../errors';
+import type { FieldError } from '../core/errors';
 import { endpointPaths, type FieldPath } from '../secrets/fields';
 import { ConnectorError, type ConnectionTestResult, type Connector, type ConnectorContext, type ConnectorDefinition } from './sdk';
 import { ActiveDirectoryConfigSchema, DIRECTORY_EXPRESSIONS, LdapConfigSchema, directoryChecks, directoryDefaults, type DirectoryConfig } from './ldap/schema';
@@ -8,8 +8,8 @@ import { validateSqlConfig } from './sql/validate';
 import { CUSTOM_EXPRESSIONS, CustomConfigSchema } from './custom/schema';
 import { fromOperations, isOperations, type CustomConnectorConfig, type CustomConnectorFactory, type CustomConnectorImplementation } from './custom';
 import { BUILTIN_CONNECTORS, BUILTIN_CUSTOM_IMPLEMENTATIONS } from './builtin';
-import { AppError } from '../errors';
-import { validate } from '../validation/ajv';
+import { AppError } from '../core/errors';
+import { validate } from '../core/validation/ajv';
 
 /**
  * The one connector registry. It holds:

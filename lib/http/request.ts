@@ -1,7 +1,7 @@
 import type { HttpRequest } from '@azure/functions';
 import type { Static, TSchema } from '@sinclair/typebox';
-import { AppError, badRequest, notFound, type FieldError } from '../errors';
-import { schemaErrors, validate } from '../validation/ajv';
+import { AppError, badRequest, notFound, type FieldError } from '../core/errors';
+import { schemaErrors, validate } from '../core/validation/ajv';
 
 /** Largest JSON body the Admin API reads (the runtime refuses larger requests with 413 before they get here). */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;

@@ -1,4 +1,4 @@
-import { badRequest, conflict, notFound } from '../errors';
+import { badRequest, conflict, notFound } from '../core/errors';
 import { deleteAssignment, getAssignment, insertAssignment, setAssignmentInstanceName, type Assignment } from '../storage/assignments';
 import { connectorExists } from '../storage/connectors';
 import { getInstance } from '../storage/instances';

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { SettingsReader } from '../config';
+import { SettingsReader } from '../core/config';
 
 /**
  * Engine settings (section `Engine`):

@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
-import { conflict, notFound } from '../errors';
-import { addServiceStep } from '../service';
+import { conflict, notFound } from '../core/errors';
+import type { ServiceStep } from '../core/service';
 import { deleteAssignment, listAssignments } from '../storage/assignments';
 import {
   deleteInstanceRecord,
@@ -20,6 +20,9 @@ import {
 import { readEngineConfig, type EngineConfig } from './config';
 import { claimNameFor, recoverRename, recoverRenames, renameInstance } from './rename';
 import { effectiveStatus, type InstanceStatus } from './status';
+import { areaLog } from '../core/log';
+
+const log = areaLog('instances');
 
 /**
  * Engine instances: every runtime process is one. At start it registers itself (service step below) and
@@ -197,7 +200,7 @@ export async function registerInstance(cfg: EngineConfig = readEngineConfig()): 
       await renameInstance(id, cfg.instanceName, 'config');
       await updateInstance(id, { configuredName: cfg.instanceName });
     } catch (err) {
-      console.warn(`Engine instance ${id}: could not take the configured name '${cfg.instanceName}': ${(err as Error).message}`);
+      log.warn(`Engine instance ${id}: could not take the configured name '${cfg.instanceName}': ${(err as Error).message}`);
     }
   }
   await updateInstance(id, { lastHeartbeat: now });
@@ -215,7 +218,7 @@ let beating: Promise<void> | undefined;
 function schedule(cfg: EngineConfig): void {
   timer = setTimeout(() => {
     beating = heartbeat(cfg)
-      .catch((err: unknown) => console.warn(`Engine instance ${cfg.instanceId}: heartbeat failed: ${(err as Error).message}`))
+      .catch((err: unknown) => log.warn(`Engine instance ${cfg.instanceId}: heartbeat failed: ${(err as Error).message}`))
       .finally(() => {
         beating = undefined;
         if (timer) schedule(cfg);
@@ -229,7 +232,7 @@ export async function startEngineInstance(): Promise<void> {
   const cfg = readEngineConfig();
   // Read by V8 at every full collection, so setting it at start takes effect for the whole life of the process.
   if (cfg.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${cfg.heapGrowingPercent}`);
-  for (const r of await recoverRenames(cfg.instanceId)) console.warn(`Engine instance ${r.instanceId}: interrupted rename recovered (${r.action}).`);
+  for (const r of await recoverRenames(cfg.instanceId)) log.warn(`Engine instance ${r.instanceId}: interrupted rename recovered (${r.action}).`);
   await sweepRemovedInstances();
   await registerInstance(cfg);
   schedule(cfg);
@@ -241,4 +244,5 @@ export async function stopEngineInstance(): Promise<void> {
   await beating;
 }
 
-addServiceStep({ name: 'engine-instance', start: startEngineInstance, stop: stopEngineInstance });
+/** This process's engine instance: registered at start, then kept alive by its heartbeat (listed in SERVICE_STEPS, lib/api/serviceSteps.ts). */
+export const engineInstanceStep: ServiceStep = { name: 'engine-instance', start: startEngineInstance, stop: stopEngineInstance };

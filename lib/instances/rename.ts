@@ -1,4 +1,4 @@
-import { AppError, conflict, notFound } from '../errors';
+import { AppError, conflict, notFound } from '../core/errors';
 import { listAssignments, setAssignmentInstanceName } from '../storage/assignments';
 import {
   claimName,

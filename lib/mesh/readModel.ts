@@ -1,9 +1,12 @@
 import type { AttributeValue, ScalarValue } from '../connectors/sdk';
-import { AppError } from '../errors';
-import { addServiceStep } from '../service';
+import { AppError } from '../core/errors';
+import type { ServiceStep } from '../core/service';
 import type { MeshObject, Relationship } from './model';
 import { MeshFeedReader } from './feed';
 import type { FeedEntry } from './store';
+import { areaLog } from '../core/log';
+
+const log = areaLog('mesh');
 
 /**
  * The mesh read model: a per-process, in-memory copy of the mesh that answers the Admin API's mesh queries
@@ -580,14 +583,14 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
       const m = new MeshReadModel();
       const r = new MeshFeedReader(m, {
         pollMs: options.pollMs,
-        onError: (err) => console.error(`[mesh] Reading the mesh change feed failed (${describe(err)}); retrying.`),
+        onError: (err) => log.error(`Reading the mesh change feed failed (${describe(err)}); retrying.`),
       });
       reader = r;
       try {
         await r.load();
       } catch (err) {
         if (stopping || generation !== generations) throw err;
-        console.error(`[mesh] Loading the mesh read model failed (${describe(err)}); retrying in ${LOAD_RETRY_MS / 1000} s.`);
+        log.error(`Loading the mesh read model failed (${describe(err)}); retrying in ${LOAD_RETRY_MS / 1000} s.`);
         await new Promise((res) => setTimeout(res, LOAD_RETRY_MS).unref());
         continue;
       }
@@ -595,7 +598,7 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
       model = m;
       isReady = true;
       loadedAt = { ms: Date.now() - started, objects: m.size };
-      console.log(`[mesh] Read model loaded: ${m.size} object(s) in ${loadedAt.ms} ms.`);
+      log.info(`Read model loaded: ${m.size} object(s) in ${loadedAt.ms} ms.`);
       r.startTailing();
       return m;
     }
@@ -638,12 +641,11 @@ function describe(err: unknown): string {
   return [e?.name ?? 'Error', e?.statusCode ?? e?.code].filter(Boolean).join(' ');
 }
 
-addServiceStep({
+/** The mesh read model's load. Listed last in SERVICE_STEPS (lib/api/serviceSteps.ts): steps that tap its first scan of the mesh (the sync engine's join index) must be in place before it starts. */
+export const meshReadModelStep: ServiceStep = {
   name: 'meshReadModel',
-  // Last: steps that tap its first scan of the mesh (the sync engine's join index) register before it loads.
-  order: 100,
   async start() {
     startMeshReadModel();
   },
   stop: stopMeshReadModel,
-});
+};

@@ -2,7 +2,7 @@ import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
 import { assignmentOf } from '../instances/assignments';
 import { currentInstanceId, getInstanceView, isPaused } from '../instances/instances';
-import { AppError } from '../errors';
+import { AppError } from '../core/errors';
 import { getConnectorRecord, listConnectorRows } from '../storage/connectors';
 import { isStatus, odata, table } from '../storage/tables';
 import {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { defineSchema } from '../validation/ajv';
-import { Guid, Nullable, ProblemDetailsSchema, Timestamp } from '../validation/schemas';
+import { defineSchema } from '../core/validation/ajv';
+import { Guid, Nullable, ProblemDetailsSchema, Timestamp } from '../core/validation/schemas';
 
 /** Response schemas of `/license`, `/audit` and `/health`, and the problem+json body of every error. */
 export const ProblemDetails = defineSchema(ProblemDetailsSchema);

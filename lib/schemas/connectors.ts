@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { CONNECTOR_TYPES, connectorTypeConfig } from '../connectors/registry';
-import { defineSchema } from '../validation/ajv';
-import { DisplayName, Guid, Nullable, Timestamp } from '../validation/schemas';
+import { defineSchema } from '../core/validation/ajv';
+import { DisplayName, Guid, Nullable, Timestamp } from '../core/validation/schemas';
 
 /**
  * Request and response schemas of `/connectors`. `config` is validated in a second step by the schema of

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { INSTANCE_ID_PATTERN } from '../instances/config';
-import { defineSchema } from '../validation/ajv';
-import { DisplayName, Guid, Timestamp } from '../validation/schemas';
+import { defineSchema } from '../core/validation/ajv';
+import { DisplayName, Guid, Timestamp } from '../core/validation/schemas';
 
 /**
  * Schemas of `/instances` and `/connectors/{id}/instance`. Instance ids are the runtime's

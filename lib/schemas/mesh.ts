@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { OPERATORS, VALUE_OPERATORS, type Operator } from '../mesh/query';
-import { defineSchema } from '../validation/ajv';
-import { AttributeName, Dictionary, Guid, Nullable, Timestamp } from '../validation/schemas';
+import { defineSchema } from '../core/validation/ajv';
+import { AttributeName, Dictionary, Guid, Nullable, Timestamp } from '../core/validation/schemas';
 
 /** Schemas of `/mesh/objects` (list, advanced search, detail). Semantics: docs/mesh-queries.md. */
 const Count = () => Type.Integer({ minimum: 0 });

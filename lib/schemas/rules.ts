@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { RULE_TYPES } from '../storage/rules';
-import { defineSchema } from '../validation/ajv';
-import { AttributeName, DisplayName, Guid, Nullable, Timestamp } from '../validation/schemas';
+import { defineSchema } from '../core/validation/ajv';
+import { AttributeName, DisplayName, Guid, Nullable, Timestamp } from '../core/validation/schemas';
 
 /**
  * Request and response schemas of `/rules`. Which fields each rule type requires is checked after the

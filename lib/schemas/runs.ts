@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { RUN_STATUSES, RUN_TYPES } from '../storage/runs';
-import { defineSchema } from '../validation/ajv';
-import { Guid, Nullable, Timestamp } from '../validation/schemas';
+import { defineSchema } from '../core/validation/ajv';
+import { Guid, Nullable, Timestamp } from '../core/validation/schemas';
 
 /** Schemas of `/runs` (responses only: runs are started by the import/export triggers). */
 const Count = () => Type.Integer({ minimum: 0 });

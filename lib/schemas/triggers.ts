@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { defineSchema } from '../validation/ajv';
+import { defineSchema } from '../core/validation/ajv';
 
 /** Request bodies of the import/export triggers (both optional: an empty body takes the defaults). */
 export const TriggerImportRequestSchema = defineSchema(

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, SettingsReader, readCoreConfig } from '../config';
+import { ConfigError, SettingsReader, readCoreConfig } from '../core/config';
 
 /**
  * Secrets at rest (connector passwords and every config field a connector schema marks `x-secret`):

@@ -1,4 +1,4 @@
-import { AppError } from '../errors';
+import { AppError } from '../core/errors';
 import { isStatus, odata, table } from './tables';
 
 /**

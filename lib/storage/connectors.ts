@@ -1,5 +1,5 @@
 import type { TableClient } from '@azure/data-tables';
-import { AppError, conflict, notFound } from '../errors';
+import { AppError, conflict, notFound } from '../core/errors';
 import { encodeKey, isStatus, table } from './tables';
 
 /**

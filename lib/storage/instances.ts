@@ -1,4 +1,4 @@
-import { AppError } from '../errors';
+import { AppError } from '../core/errors';
 import { encodeKey, isStatus, odata, table } from './tables';
 
 /**

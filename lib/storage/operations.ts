@@ -56,22 +56,12 @@ export async function listPendingOperations(): Promise<PendingOperation[]> {
 }
 
 /**
- * EXTENSION POINT for connector deletion. Every area that keeps data per connector (the sync engine's
- * connector space, its contributions to the mesh, watermarks...) adds a cleanup step here at load. A step
- * receives the connector id, must be safe to run again after a crash (delete what is there, ignore what is
- * gone), and runs after the connector has become invisible to readers and before its row is removed.
+ * One step of a connector's deletion: every area that keeps data per connector (its rules, the sync engine's
+ * connector space, its contributions to the mesh, watermarks...) has one, listed in lib/api/connectors.ts. A
+ * step receives the connector id, must be safe to run again after a crash (delete what is there, ignore what
+ * is gone), and runs after the connector has become invisible to readers and before its row is removed.
  */
 export interface ConnectorCleanupStep {
   name: string;
   run(connectorId: string): Promise<void>;
-}
-
-const connectorCleanupSteps: ConnectorCleanupStep[] = [];
-
-export function addConnectorCleanup(step: ConnectorCleanupStep): void {
-  if (!connectorCleanupSteps.some((s) => s.name === step.name)) connectorCleanupSteps.push(step);
-}
-
-export function connectorCleanups(): readonly ConnectorCleanupStep[] {
-  return connectorCleanupSteps;
 }

@@ -1,4 +1,4 @@
-import { conflict, notFound } from '../errors';
+import { conflict, notFound } from '../core/errors';
 import { isStatus, odata, table } from './tables';
 
 /**

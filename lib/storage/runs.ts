@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TableClient, TableEntity, TableEntityResult, TransactionAction } from '@azure/data-tables';
-import { AppError } from '../errors';
+import { AppError } from '../core/errors';
 import { isStatus, odata, submitTransaction, table } from './tables';
 
 /**

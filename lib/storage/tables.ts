@@ -1,5 +1,5 @@
 import { RestError, TableClient, TableServiceClient, type TransactionAction } from '@azure/data-tables';
-import { AppError } from '../errors';
+import { AppError } from '../core/errors';
 import { canBuild, submitTransactionFast } from './transaction';
 
 /**

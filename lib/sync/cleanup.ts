@@ -1,13 +1,15 @@
-import { addConnectorCleanup } from '../storage/operations';
+import type { ConnectorCleanupStep } from '../storage/operations';
 import { deleteConnectorSpace } from './connectorSpace';
 import { withdrawConnector } from './engine';
 import { deleteSyncState } from './state';
 
 /**
- * The sync engine's steps of a connector delete (lib/storage/operations.ts extension point): recall the
- * connector's contributions from the mesh, then remove its connector space and sync state. Each is safe to
- * run again after a crash.
+ * The sync engine's steps of a connector delete (run by lib/api/connectors.ts after the connector's rules and
+ * assignment): recall the connector's contributions from the mesh, then remove its connector space and sync
+ * state. Each is safe to run again after a crash.
  */
-addConnectorCleanup({ name: 'meshContributions', run: withdrawConnector });
-addConnectorCleanup({ name: 'connectorSpace', run: deleteConnectorSpace });
-addConnectorCleanup({ name: 'syncState', run: deleteSyncState });
+export const SYNC_CONNECTOR_CLEANUPS: readonly ConnectorCleanupStep[] = [
+  { name: 'meshContributions', run: withdrawConnector },
+  { name: 'connectorSpace', run: deleteConnectorSpace },
+  { name: 'syncState', run: deleteSyncState },
+];

@@ -1,28 +1,26 @@
-/** Start-up steps (lib/service.ts): their order, whatever order the modules that add them load in. */
+import { startService, stopService } from '../../lib/core/service';
+import { SERVICE_STEPS } from '../../lib/api/serviceSteps';
 
-test('steps start by `order`, then in registration order, and stop in reverse', async () => {
-  await jest.isolateModulesAsync(async () => {
-    const { addServiceStep, startService, stopService } = await import('../../lib/service');
-    const log: string[] = [];
-    const step = (name: string, order?: number) =>
-      addServiceStep({ name, order, start: async () => void log.push(`start ${name}`), stop: async () => void log.push(`stop ${name}`) });
-    step('late', 100);
-    step('a');
-    step('early', -1);
-    step('b');
-    await startService();
-    await stopService();
-    expect(log).toEqual(['start early', 'start a', 'start b', 'start late', 'stop late', 'stop b', 'stop a', 'stop early']);
-  });
+/** Start-up steps (lib/service.ts): they start in the order listed and stop in reverse. */
+
+test('steps start in the order given and stop in reverse', async () => {
+  const log: string[] = [];
+  const step = (name: string) => ({ name, start: async () => void log.push(`start ${name}`), stop: async () => void log.push(`stop ${name}`) });
+  await startService([step('a'), step('b'), step('c')]);
+  await stopService();
+  expect(log).toEqual(['start a', 'start b', 'start c', 'stop c', 'stop b', 'stop a']);
 });
 
-test("the mesh read model's step starts after the join index preload, even when its module loads first", async () => {
-  await jest.isolateModulesAsync(async () => {
-    await import('../../lib/mesh/readModel');
-    await import('../../lib/sync/preload');
-    const { plannedSteps } = await import('../../lib/service');
-    const names = plannedSteps().map((s) => s.name);
-    expect(names.indexOf('joinIndexPreload')).toBeGreaterThanOrEqual(0);
-    expect(names.indexOf('joinIndexPreload')).toBeLessThan(names.indexOf('meshReadModel'));
-  });
+test('a step that throws stops the start; the steps already started are stopped', async () => {
+  const log: string[] = [];
+  const failing = { name: 'bad', start: async () => { throw new Error('Setting X is wrong'); } };
+  await expect(startService([{ name: 'ok', start: async () => void log.push('start ok'), stop: async () => void log.push('stop ok') }, failing])).rejects.toThrow('Setting X is wrong');
+  await stopService();
+  expect(log).toEqual(['start ok', 'stop ok']);
+});
+
+test("the service's list: settings checks first, the join index preload before the mesh read model, which is last", () => {
+  const names = SERVICE_STEPS.map((s) => s.name);
+  expect(names).toEqual(['secrets', 'license', 'fileRoots', 'authentication', 'engine-instance', 'pendingOperations', 'joinIndexPreload', 'meshReadModel']);
+  expect(new Set(names).size).toBe(names.length);
 });

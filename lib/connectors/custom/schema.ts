@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, FullSyncOnRuleChange } from '../../validation/schemas';
+import { Dictionary, DeletionThreshold, FullSyncOnRuleChange } from '../../core/validation/schemas';
 
 /**
  * Configuration of a custom connector (type `custom`): `implementation` names a connector registered in

@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
-import type { FieldError } from '../../errors';
+import type { FieldError } from '../../core/errors';
 import { ConnectorError } from '../sdk';
 import { globToRegExp, type FileStat } from './files';
 import { checkPath, checkPathSync, describePathProblem, openInside, type PathProblem } from './roots';

@@ -1,4 +1,4 @@
-import type { FieldError } from '../../errors';
+import type { FieldError } from '../../core/errors';
 import { checkFileSettings } from './access';
 import { FileConnector } from './fileConnector';
 import { readFileRoots } from './roots';

@@ -1,7 +1,7 @@
 import { constants, lstatSync, mkdirSync, promises as fs, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
-import { ConfigError, SettingsReader } from '../../config';
+import { ConfigError, SettingsReader } from '../../core/config';
 
 /**
  * The folders the file connector may read and write (`Connectors:File:Roots`). Every path a file connector uses

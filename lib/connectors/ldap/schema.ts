@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, FullSyncOnRuleChange } from '../../validation/schemas';
-import type { FieldError } from '../../errors';
+import { Dictionary, DeletionThreshold, FullSyncOnRuleChange } from '../../core/validation/schemas';
+import type { FieldError } from '../../core/errors';
 
 /**
  * Configuration of the directory connector (types `ldap` and `active_directory`), per the contract's

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, FullSyncOnRuleChange } from '../../validation/schemas';
-import type { FieldError } from '../../errors';
+import { Dictionary, DeletionThreshold, FullSyncOnRuleChange } from '../../core/validation/schemas';
+import type { FieldError } from '../../core/errors';
 
 /**
  * Configuration of the SQL connector (type `sql`), per the contract's SQL table. `password` is secret

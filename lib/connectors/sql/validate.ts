@@ -1,4 +1,4 @@
-import type { FieldError } from '../../errors';
+import type { FieldError } from '../../core/errors';
 import { compileSql } from './params';
 import type { SqlConfig } from './schema';
 

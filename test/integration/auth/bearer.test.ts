@@ -1,4 +1,4 @@
-import { ConfigError } from '../../../lib/config';
+import { ConfigError } from '../../../lib/core/config';
 import { startAuth, stopAuth } from '../../../lib/auth/authService';
 import { startMintingIssuer, startOidcProvider, type MintingIssuer, type OidcProviderIssuer } from '../../support/oidcIssuer';
 import { bearer, call, memoryLog, settings } from './helpers';

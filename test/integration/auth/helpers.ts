@@ -1,5 +1,5 @@
 import { HttpRequest, InvocationContext, type HttpResponseInit } from '@azure/functions';
-import { SettingsReader } from '../../../lib/config';
+import { SettingsReader } from '../../../lib/core/config';
 import { authorize, type AuthorizeOptions } from '../../../lib/auth/authorize';
 import type { Caller, Permission } from '../../../lib/auth/permissions';
 import type { AuthLogger } from '../../../lib/auth/log';

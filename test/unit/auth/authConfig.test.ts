@@ -1,4 +1,4 @@
-import { ConfigError, SettingsReader } from '../../../lib/config';
+import { ConfigError, SettingsReader } from '../../../lib/core/config';
 import { DEV_AUDIENCE, checkTransport, readAuthConfig } from '../../../lib/auth/authConfig';
 
 const read = (env: Record<string, string>) => readAuthConfig(new SettingsReader(env));

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { createCustomConnector, customConnectorNames, validateCustomSettings } from '../../../lib/connectors/registry';
 import { ConnectorError, type Connector, type DeltaPage, type ImportPage } from '../../../lib/connectors/sdk';
 import { formatCsvField } from '../../../lib/connectors/file/csv';
-import { AppError } from '../../../lib/errors';
+import { AppError } from '../../../lib/core/errors';
 
 /** Behaviour of the file connector beyond the shared contract: its files, its state, its settings. */
 

@@ -1,14 +1,14 @@
 import { existsSync, promises as fs, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ConfigError, SettingsReader } from '../../../lib/config';
+import { ConfigError, SettingsReader } from '../../../lib/core/config';
 import { createCustomConnector, validateCustomSettings } from '../../../lib/connectors/registry';
 import { checkFileSettings } from '../../../lib/connectors/file/access';
 import { parseRecord, readJsonRecords } from '../../../lib/connectors/file/jsonRecords';
 import { checkFileRootsSetting, checkPath, checkPathSync, openInside, readFileRoots, type PathCheck } from '../../../lib/connectors/file/roots';
 import { SnapshotStore } from '../../../lib/connectors/file/state';
 import { ConnectorError, type Connector, type DeltaPage, type ImportPage } from '../../../lib/connectors/sdk';
-import { AppError } from '../../../lib/errors';
+import { AppError } from '../../../lib/core/errors';
 
 /**
  * The file roots: the setting, the path check (real paths, `..`, link chains, files not created yet) in its

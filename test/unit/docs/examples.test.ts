@@ -5,10 +5,10 @@ import { createRequestInnerErrors } from '../../../lib/api/connectors';
 import { ROUTES, type RouteSpec } from '../../../lib/api/routes';
 import { PERMISSIONS } from '../../../lib/auth/permissions';
 import { ruleRequestInnerErrors } from '../../../lib/api/rules';
-import { AppError, type FieldError } from '../../../lib/errors';
+import { AppError, type FieldError } from '../../../lib/core/errors';
 import { parseQuery } from '../../../lib/http/request';
 import '../../../lib/api/openapi';
-import { schemaById, schemaErrors } from '../../../lib/validation/ajv';
+import { schemaById, schemaErrors } from '../../../lib/core/validation/ajv';
 import { codeBlocks, docFiles, readDoc, REPO, requestsOf, type CodeBlock, type ExampleRequest } from '../../support/markdown';
 
 /**

@@ -1,6 +1,6 @@
 import { HttpRequest } from '@azure/functions';
 import { Type } from '@sinclair/typebox';
-import { AppError } from '../../../lib/errors';
+import { AppError } from '../../../lib/core/errors';
 import { MAX_JSON_BODY_BYTES, PAGING, parseQuery, readJson, routeId } from '../../../lib/http';
 import { defineSchema } from '../../../lib/schemas';
 

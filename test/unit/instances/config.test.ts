@@ -1,4 +1,4 @@
-import { ConfigError, SettingsReader } from '../../../lib/config';
+import { ConfigError, SettingsReader } from '../../../lib/core/config';
 import { readEngineConfig } from '../../../lib/instances/config';
 
 describe('readEngineConfig', () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AppError } from '../../../lib/errors';
+import { AppError } from '../../../lib/core/errors';
 import {
   MAX_RUN_ERRORS,
   boundErrors,

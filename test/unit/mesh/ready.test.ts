@@ -1,4 +1,4 @@
-import { AppError } from '../../../lib/errors';
+import { AppError } from '../../../lib/core/errors';
 import { freePort } from '../../../lib/runtime/azurite';
 import { meshReadModelStatus, readyModel, startMeshReadModel, stopMeshReadModel } from '../../../lib/mesh/readModel';
 import { resetTableClients } from '../../../lib/storage/tables';

@@ -1,4 +1,4 @@
-import { AppError } from '../../../lib/errors';
+import { AppError } from '../../../lib/core/errors';
 import { CONNECTOR_TYPES, connectorTypeConfig } from '../../../lib/connectors/registry';
 import { ajv, registeredSchemas, validate } from '../../../lib/schemas';
 import { CreateConnectorRequest } from '../../../lib/schemas/connectors';

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
-import { AppError } from '../../../lib/errors';
+import { AppError } from '../../../lib/core/errors';
 import { connectorTypeConfig } from '../../../lib/connectors/registry';
 import { defineSchema, validate } from '../../../lib/schemas';
-import { Nullable } from '../../../lib/validation/schemas';
+import { Nullable } from '../../../lib/core/validation/schemas';
 import { CreateConnectorRequest } from '../../../lib/schemas/connectors';
 import { CreateRuleRequest } from '../../../lib/schemas/rules';
 

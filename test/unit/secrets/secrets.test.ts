@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, SettingsReader } from '../../../lib/config';
+import { ConfigError, SettingsReader } from '../../../lib/core/config';
 import { decryptSecret, encryptSecret, loadSecretsKey, setSecretsKey } from '../../../lib/secrets';
 
 describe('sealing', () => {

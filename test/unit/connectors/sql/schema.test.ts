@@ -1,5 +1,5 @@
 import { connectorTypeConfig } from '../../../../lib/connectors/registry';
-import { validate } from '../../../../lib/validation/ajv';
+import { validate } from '../../../../lib/core/validation/ajv';
 
 /** The `sql` defaults the Admin API applies before storing (the integration tests cannot reach port 5432). */
 describe('sql configuration defaults', () => {

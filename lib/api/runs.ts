@@ -1,0 +1,46 @@
+import type { Caller } from '../auth/permissions';
+import { badRequest, notFound } from '../core/errors';
+import { isInstanceId } from '../instances/config';
+import { reconcileForRead, reconcileListed, triggerRun, type RunOrchestrations, type StartRun, type TriggerInput } from '../runs/runs';
+import { getRun as readRun, listRuns as queryRuns, runView, type RunStatus } from '../storage/runs';
+
+type Warn = (message: string) => void;
+
+/**
+ * A run as the API shows it, reconciled with its orchestration: a Running or Queued run whose orchestration
+ * ended outside the engine is shown, and stored, as it ended. Finished runs cost nothing more. Unknown: 404.
+ */
+export async function getRunView(id: string, orchestrations: RunOrchestrations, warn: Warn) {
+  const run = await readRun(id);
+  if (!run) throw notFound(`Run '${id}' does not exist.`);
+  return runView(await reconcileForRead(run, orchestrations, warn));
+}
+
+export interface RunListQuery {
+  connectorId?: string;
+  instanceId?: string;
+  status?: string;
+  skip: number;
+  take: number;
+}
+
+/** History, newest first: `{ items, totalCount }`. Filters combine with AND; each run reconciled as above. */
+export async function listRunViews(q: RunListQuery, orchestrations: RunOrchestrations, warn: Warn) {
+  if (q.instanceId !== undefined && !isInstanceId(q.instanceId)) {
+    throw badRequest('The query string is not valid. See errors for each parameter.', [{ path: 'instanceId', message: 'must be an engine instance id' }]);
+  }
+  const { items, totalCount } = await queryRuns({
+    connectorId: q.connectorId,
+    instanceId: q.instanceId?.toLowerCase(),
+    status: q.status as RunStatus | undefined,
+    skip: q.skip,
+    take: q.take,
+  });
+  const runs = await reconcileListed(items, orchestrations, warn);
+  return { items: runs.map(runView), totalCount };
+}
+
+/** Start a run of a connector (on the instance it is assigned to) and answer it as the API shows it. */
+export async function startRun(input: TriggerInput, caller: Caller, start: StartRun, orchestrations: RunOrchestrations) {
+  return runView(await triggerRun(input, caller, start, orchestrations));
+}
