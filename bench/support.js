@@ -249,4 +249,50 @@ async function startService(o = {}) {
   return { base, pid: child.pid, tablePid, azurite, dataDir, token, startSeconds, call, must, runImport, logs: () => logs, stop };
 }
 
-module.exports = { ROOT, arg, sleep, peakRssMB, rssMB, cpuSeconds, stealSeconds, onInterrupt, stopChild, startService };
+/**
+ * The storage floor: `n` entities of about 600 bytes batch-inserted into a new table of the Azurite at
+ * `connectionString`, 100 per transaction, 4 transactions in flight. Returns the seconds and the Azurite
+ * table process's CPU seconds (when its pid is given).
+ */
+async function storageFloor(connectionString, table, n, tablePid) {
+  const { TableClient } = require('@azure/data-tables');
+  const client = TableClient.fromConnectionString(connectionString, table, { allowInsecureConnection: true });
+  await client.createTable();
+  const pad = 'x'.repeat(600);
+  const cpu0 = tablePid ? cpuSeconds(tablePid) : 0;
+  const steal0 = stealSeconds();
+  const t0 = performance.now();
+  const batches = [];
+  for (let i = 0; i < n; i += 100) batches.push(i);
+  let next = 0;
+  await Promise.all(Array.from({ length: 4 }, async () => {
+    while (next < batches.length) {
+      const s = batches[next++];
+      const actions = [];
+      for (let i = s; i < Math.min(n, s + 100); i++) actions.push(['create', { partitionKey: `p${Math.floor(s / 10000)}`, rowKey: String(i).padStart(8, '0'), d: pad }]);
+      await client.submitTransaction(actions);
+    }
+  }));
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    entities: n,
+    seconds: +seconds.toFixed(2),
+    entitiesPerSecond: Math.round(n / seconds),
+    ...(tablePid ? { azuriteCpuSeconds: +(cpuSeconds(tablePid) - cpu0).toFixed(1) } : {}),
+    stealSeconds: +(stealSeconds() - steal0).toFixed(1),
+  };
+}
+
+/** The storage floor on a fresh in-memory Azurite process of its own, started for it and stopped after. */
+async function freshStorageFloor(n, root = ROOT) {
+  const { Azurite } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
+  const azurite = new Azurite();
+  await azurite.start();
+  try {
+    return await storageFloor(azurite.connectionString, 'FloorBench', n, azurite.pids[0]);
+  } finally {
+    await azurite.stop();
+  }
+}
+
+module.exports = { ROOT, arg, sleep, peakRssMB, rssMB, cpuSeconds, stealSeconds, onInterrupt, stopChild, startService, storageFloor, freshStorageFloor };
