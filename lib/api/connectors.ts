@@ -6,6 +6,7 @@ import { connectorTypeConfig, isConnectorType, testConnectorOnSave, type Connect
 import { canonicalJson, isConnectorError, redactSecrets } from '../connectors/sdk';
 import { clearAssignment, assignmentOf } from '../engine/assignments';
 import { badRequest, conflict, type FieldError } from '../errors';
+import { deprovisioningChecks } from '../sync/deprovisioning';
 import { schemaErrors } from '../schemas/ajv';
 import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';
 import { SECRET_PLACEHOLDER, changedPaths, decryptSecret, deletePath, encryptSecret, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
@@ -69,7 +70,7 @@ export async function listConnectors(): Promise<{ connectors: Pick<Connector, 'i
 export function configErrors(type: ConnectorType, config: Record<string, unknown>): FieldError[] {
   const def = connectorTypeConfig(type);
   const errors = schemaErrors(def.configSchema, config, '/config');
-  if (!errors.length) errors.push(...def.checks(config).map((e) => ({ ...e, path: '/config' + e.path })));
+  if (!errors.length) errors.push(...[...def.checks(config), ...deprovisioningChecks(type, config)].map((e) => ({ ...e, path: '/config' + e.path })));
   const scripts = def.expressions.filter((field) => !errors.some((e) => e.path === `/config/${field}`));
   errors.push(...configExpressionErrors(config, scripts));
   return errors;

@@ -143,6 +143,20 @@ export interface CsObject {
    * could join.
    */
   joinKeys?: string[];
+  /**
+   * Deprovisioning of a target object (the connector's `config.deprovisioning`, lib/sync/deprovisioning.ts):
+   * `pending` (grace: due at `due`), `disabled` (the disable values were written: `written`, and the values the
+   * target showed for them before, `previous`) or `none` (left as it was, unlinked). `reason`: its mesh object
+   * went away (`gone`) or its provisioning condition stopped holding (`condition`).
+   */
+  deprovisioned?: {
+    state: 'pending' | 'disabled' | 'none';
+    reason: 'gone' | 'condition';
+    at: string;
+    due?: string;
+    written?: string[];
+    previous?: Record<string, AttributeValue>;
+  };
   updatedOn: string;
 }
 
