@@ -1441,10 +1441,16 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
   const disables: CsObject[] = [];
   const left: CsObject[] = [];
   const marks: CsObject[] = [];
+  const lapsed: CsObject[] = [];
   for (const anchor of gone) {
     const row = prev.get(anchor) ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: '', meshId: null, updatedOn: now };
     const m = row.deprovisioned;
-    if (m && m.state !== 'pending') continue;
+    if (m && m.state !== 'pending') {
+      // Disabled because its condition stopped holding (still linked), and now its mesh object is gone too:
+      // unlinked, as a disabled leaver is (a rehire joined to it enables it).
+      if (row.meshId) lapsed.push(row);
+      continue;
+    }
     if (settings.graceDays > 0 && !(m?.state === 'pending' && isDue(m.due, at))) {
       if (!m) marks.push({ ...row, deprovisioned: { state: 'pending', reason: 'gone', at: now, due: dueAt(at, settings.graceDays) }, updatedOn: now });
       continue;
@@ -1459,7 +1465,7 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
   const stop = thresholdExceeded(deletes.length, existing, config.deletionThreshold);
   if (stop) return { stopped: stop };
   if (info.dryRun) return addPage(totals, { ...result, deleted: deletes.length, updated: disables.length }, []);
-  const rules = disables.length || left.length ? compileRuleSet(info.connectorId, await listRules()) : null;
+  const rules = disables.length || left.length || lapsed.length ? compileRuleSet(info.connectorId, await listRules()) : null;
   const unlinked = (row: CsObject, deprovisioned: NonNullable<CsObject['deprovisioned']>): CsObject => {
     const out: CsObject = { ...row, meshId: null, deprovisioned, updatedOn: now };
     // Its join keys: a mesh object that could join it (a rehire) joins it at the start of a later run.
@@ -1497,6 +1503,7 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
     rows.push({ ...unlinked(row, { state: 'disabled', reason: row.deprovisioned?.reason ?? 'gone', at: now, written: Object.keys(d.attributes), previous: d.previous }), exported, pendingExport: null });
   });
   for (const row of left) rows.push(unlinked(row, { state: 'none', reason: row.deprovisioned?.reason ?? 'gone', at: now }));
+  for (const row of lapsed) rows.push(unlinked(row, row.deprovisioned!));
   await writeCsObjects(info.connectorId, rows);
   const cached = csCaches.get(info.connectorId);
   if (cached) for (const r of rows) cached.set(r.anchor, summarize(info.connectorId, r));

@@ -163,7 +163,9 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
         }
       }
     }
-    if (!doc) {
+    // A target object the engine deprovisions (pending, disabled or left) is not projected again by its own
+    // connector: that would bring the leaver back into the mesh. A join (a rehire) still links it.
+    if (!doc && !cs.deprovisioned) {
       for (const pr of rules.projections) {
         const v = object.attributes[pr.rule.sourceAttribute ?? ''];
         const anchorValue = Array.isArray(v) ? v.find((x) => !isEmptyValue(x)) : v;
