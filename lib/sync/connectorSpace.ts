@@ -53,6 +53,8 @@ export interface CsSummary {
   /** Its deprovisioning state ({@link CsObject.deprovisioned}) and, when pending, when it is due. */
   deprov?: 'pending' | 'disabled' | 'none';
   due?: string;
+  /** {@link CsObject.provisioned}. */
+  provisioned?: true;
 }
 
 type Row = TableEntityResult<Record<string, unknown>>;
@@ -83,6 +85,7 @@ export function toCsEntity(connectorId: string, o: CsObject, apart: { a?: string
   if (o.refNames?.length) e.rn = JSON.stringify(o.refNames);
   if (o.joinKeys?.length && !o.meshId && !o.deleted) e.jk = JSON.stringify(o.joinKeys);
   if (isFailed(o)) e.failed = true;
+  if (o.provisioned && !o.deleted) e.pv = true;
   if (o.deprovisioned) {
     e.dp = JSON.stringify(o.deprovisioned);
     e.dps = o.deprovisioned.state;
@@ -112,6 +115,7 @@ export function fromCsEntity(e: Record<string, unknown>): CsObject {
   if (e.rn) o.refNames = JSON.parse(String(e.rn)) as string[];
   if (e.jk) o.joinKeys = JSON.parse(String(e.jk)) as string[];
   if (e.dp) o.deprovisioned = JSON.parse(String(e.dp)) as CsObject['deprovisioned'];
+  if (e.pv) o.provisioned = true;
   return o;
 }
 
@@ -145,6 +149,7 @@ function summaryOf(e: Record<string, unknown>): CsSummary {
   if (e.failed) s.failed = true;
   if (e.dps) s.deprov = String(e.dps) as CsSummary['deprov'];
   if (e.dpd) s.due = String(e.dpd);
+  if (e.pv) s.provisioned = true;
   return s;
 }
 
@@ -162,6 +167,7 @@ export const summarize = (_connectorId: string, o: CsObject): CsSummary => {
   if (isFailed(o)) s.failed = true;
   if (o.deprovisioned) s.deprov = o.deprovisioned.state;
   if (o.deprovisioned?.due) s.due = o.deprovisioned.due;
+  if (o.provisioned && !o.deleted) s.provisioned = true;
   return s;
 };
 
@@ -173,7 +179,7 @@ export async function loadCsSummaries(connectorId: string): Promise<Map<string, 
   const out = new Map<string, CsSummary>();
   await mapLimit(partitions(connectorId), 4, async (pk) => {
     const it = (await csTable(pk)).listEntities<Record<string, unknown>>({
-      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk', 'failed', 'dps', 'dpd'] },
+      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk', 'failed', 'dps', 'dpd', 'pv'] },
     });
     for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
   });

@@ -329,7 +329,19 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
   const prevOf = (w: (typeof work)[number]): CsObject | undefined => {
     if (w.item.force) return w.item.force.row;
     if (!w.sum) return undefined;
-    return full.get(w.item.anchor) ?? { anchor: w.item.anchor, objectType: w.item.object?.objectType ?? 'User', attributes: {}, hash: w.sum.hash, rulesHash: w.sum.rulesHash, meshId: w.sum.meshId, deleted: w.sum.deleted, updatedOn: now };
+    return (
+      full.get(w.item.anchor) ?? {
+        anchor: w.item.anchor,
+        objectType: w.item.object?.objectType ?? 'User',
+        attributes: {},
+        hash: w.sum.hash,
+        rulesHash: w.sum.rulesHash,
+        meshId: w.sum.meshId,
+        deleted: w.sum.deleted,
+        ...(w.sum.provisioned ? { provisioned: true } : {}),
+        updatedOn: now,
+      }
+    );
   };
 
   const ws = new WorkingSet(ctx.index);
@@ -1269,6 +1281,7 @@ async function exportDocs(
       if (restored) {
         const d = structuredClone(doc);
         d.links[cid] = anchor!;
+        if (prev!.provisioned) d.provisioned = [...new Set([...(d.provisioned ?? []), cid])];
         d.updatedOn = now;
         quietDocs.push(d);
       }
@@ -1327,6 +1340,7 @@ async function exportDocs(
     // A pseudo-attribute of deprovisioning (AD's accountDisabled) is never shown by an import: not awaited.
     if (c.tag) for (const k of Object.keys(recorded)) if (isPseudoAttribute(k)) delete recorded[k];
     const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...recorded }, pendingExport: null, updatedOn: now };
+    if (c.change.kind === 'add') row.provisioned = true;
     if (c.tag === 'disable') row.deprovisioned = { state: 'disabled', reason: 'condition', at: now, written: c.disabled!.written, previous: c.disabled!.previous };
     else if (c.tag === 'clear') delete row.deprovisioned;
     // The DN the target gave the object (an add, a rename or a move): references to it are written with it.
@@ -1338,10 +1352,13 @@ async function exportDocs(
       row.dn = r.dn;
     }
     csRows.push(row);
-    if (c.doc.links[info.connectorId] !== r.anchor) {
+    // An object this connector added, linked again after its deprovisioning (a rehire joined to it, a return
+    // inside the grace): its link is a provisioned one again.
+    const owned = c.change.kind === 'add' || (c.tag === 'clear' && !!c.prev?.provisioned && !(c.doc.provisioned ?? []).includes(info.connectorId));
+    if (c.doc.links[info.connectorId] !== r.anchor || owned) {
       const doc = structuredClone(c.doc);
       doc.links[info.connectorId] = r.anchor;
-      if (c.change.kind === 'add') doc.provisioned = [...new Set([...(doc.provisioned ?? []), info.connectorId])];
+      if (owned) doc.provisioned = [...new Set([...(doc.provisioned ?? []), info.connectorId])];
       doc.updatedOn = now;
       meshUpserts.push(doc);
     }

@@ -131,6 +131,7 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
   if (object.references && Object.keys(object.references).length) cs.refNames = Object.keys(object.references);
   // A target object's deprovisioning state stays with it through imports (the export acts on it).
   if (prev?.deprovisioned && !prev.deleted) cs.deprovisioned = prev.deprovisioned;
+  if (prev?.provisioned && !prev.deleted) cs.provisioned = true;
   if (prev?.exported) {
     const missing = Object.keys(prev.exported).filter((k) => !sameValue(object.attributes[k], prev.exported![k]));
     if (missing.length) cs.unconfirmed = missing;

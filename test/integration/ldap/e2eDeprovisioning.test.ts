@@ -37,10 +37,10 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
   const writeHr = () => writeCsv(hrDir, 'hr.csv', HR, rows);
   const hrDelta = async () => expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
   /** The target's connector-space row of a person (by its entry's entryUUID). */
-  const csRow = async (uuid: string) => (await readCsObjects(dir, [uuid])).get(uuid);
-  async function deprovisioning(setting: Record<string, unknown> | undefined): Promise<void> {
+  const csRow = async (uuid: unknown) => (await readCsObjects(dir, [String(uuid)])).get(String(uuid));
+  async function deprovisioning(setting: Record<string, unknown> | undefined, extra: Record<string, unknown> = {}): Promise<void> {
     const current = await rt.call('GET', `connectors/${dir}`);
-    const config = { ...current.body.config };
+    const config = { ...current.body.config, ...extra };
     if (setting) config.deprovisioning = setting;
     else delete config.deprovisioning;
     const res = await rt.call('PUT', `connectors/${dir}`, { body: { name: current.body.name, config } });
@@ -204,6 +204,8 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
     expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 0, errors: 0 } });
     expect((await csRow(fay.entryUUID))?.deprovisioned).toBeUndefined();
     expect((await meshOf(hr)).get('E106')!.links[dir]).toBe(fay.entryUUID);
+    // Still a provisioned link (the export added the entry): it does not keep the mesh object alive.
+    expect((await meshOf(hr)).get('E106')!.provisioned).toContain(dir);
     expect(await entry('E104')).toBeDefined();
 
     await new Promise((r) => setTimeout(r, Math.max(0, firstAt + grace * 1000 + 1000 - Date.now())));
@@ -211,5 +213,39 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
     expect(await entry('E104')).toBeUndefined();
     expect(await entry('E106')).toMatchObject({ entryUUID: fay.entryUUID });
     expect((await csRow(dee.entryUUID))?.deleted).toBe(true);
+  });
+
+  test('the deletion threshold counts deletes only; a disabled object whose mesh object goes away is unlinked; onConditionFalse with delete', async () => {
+    const none = { objects: 0, percent: 0 };
+    await deprovisioning({ action: 'disable', disableAttributes: { employeeType: 'disabled' }, onConditionFalse: true }, { deletionThreshold: none });
+    const fay = await entry('E106');
+    rows = rows.map((r) => (r.employeeId === 'E106' ? { ...r, status: 'terminated' } : r));
+    writeHr();
+    await hrDelta();
+    // A disable is not a delete: a threshold of 0 deletes does not stop it.
+    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, objectsDeleted: 0, errors: 0 } });
+    expect(await entry('E106')).toMatchObject({ employeeType: 'disabled' });
+    expect(await csRow(fay.entryUUID)).toMatchObject({ meshId: expect.any(String), deprovisioned: { state: 'disabled', reason: 'condition' } });
+
+    rows = rows.filter((r) => r.employeeId !== 'E106');
+    writeHr();
+    await hrDelta();
+    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 0, errors: 0 } });
+    expect(await entry('E106')).toMatchObject({ entryUUID: fay.entryUUID, employeeType: 'disabled' });
+    expect(await csRow(fay.entryUUID)).toMatchObject({ meshId: null, deprovisioned: { state: 'disabled' } });
+
+    // delete with onConditionFalse: a delete, held to the threshold.
+    await deprovisioning({ action: 'delete', onConditionFalse: true }, { deletionThreshold: none });
+    rows = rows.map((r) => (r.employeeId === 'E101' ? { ...r, status: 'terminated' } : r));
+    writeHr();
+    await hrDelta();
+    const stopped = await runExport(rt, dir);
+    expect(stopped).toMatchObject({ status: 'StoppedDeletionThreshold', stats: { objectsDeleted: 0 } });
+    expect(stopped.error).toMatch(/threshold/);
+    expect(await entry('E101')).toBeDefined();
+    await deprovisioning({ action: 'delete', onConditionFalse: true }, { deletionThreshold: { objects: 10, percent: 100 } });
+    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
+    expect(await entry('E101')).toBeUndefined();
+    expect((await meshOf(hr)).get('E101')!.links[dir]).toBeUndefined();
   });
 });

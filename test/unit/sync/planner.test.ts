@@ -231,7 +231,12 @@ describe('planImport: a target object the export deprovisioned', () => {
     const { ws, b } = setup();
     const doc = planImport({ rules: setup().a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1' }), 'hash1', undefined);
     expect(doc.cs.meshId).toBeTruthy();
-    const plan = planImport({ rules: b, now: NOW, ws }, 'b1', obj('b1', { emp: 'e1' }), 'hb', { ...prevOf({ state: 'disabled', reason: 'gone', at: NOW, written: ['accountDisabled'] }, null), anchor: 'b1' });
-    expect(plan.cs).toMatchObject({ meshId: doc.cs.meshId, deprovisioned: { state: 'disabled' } });
+    const plan = planImport({ rules: b, now: NOW, ws }, 'b1', obj('b1', { emp: 'e1' }), 'hb', {
+      ...prevOf({ state: 'disabled', reason: 'gone', at: NOW, written: ['accountDisabled'] }, null),
+      anchor: 'b1',
+      provisioned: true,
+    });
+    // It was added by the export (provisioned): that stays known for the export to make the new link a provisioned one.
+    expect(plan.cs).toMatchObject({ meshId: doc.cs.meshId, provisioned: true, deprovisioned: { state: 'disabled' } });
   });
 });
