@@ -1517,7 +1517,12 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
     result.updated++;
     const exported = { ...(row.exported ?? {}) };
     for (const [k, v] of Object.entries(d.attributes)) if (!isPseudoAttribute(k)) exported[k] = v;
-    rows.push({ ...unlinked(row, { state: 'disabled', reason: row.deprovisioned?.reason ?? 'gone', at: now, written: Object.keys(d.attributes), previous: d.previous }), exported, pendingExport: null });
+    rows.push({
+      ...unlinked(row, { state: 'disabled', reason: row.deprovisioned?.reason ?? 'gone', at: now, written: Object.keys(d.attributes), previous: d.previous }),
+      // Nothing awaits confirmation when only a pseudo-attribute was written (AD's accountDisabled).
+      exported: Object.keys(exported).length ? exported : undefined,
+      pendingExport: null,
+    });
   });
   for (const row of left) rows.push(unlinked(row, { state: 'none', reason: row.deprovisioned?.reason ?? 'gone', at: now }));
   for (const row of lapsed) rows.push(unlinked(row, row.deprovisioned!));
