@@ -131,5 +131,13 @@ describeWithServer('samba')('Active Directory deprovisioning by disable (Samba A
     expect((await meshOf(hr)).get('E201')!.links[ad]).toBe(guid);
     expect((await readCsObjects(ad, [guid])).get(guid)?.deprovisioned).toBeUndefined();
     expect(await runImport(rt, ad, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+
+    // The account the engine added stays a provisioned link after the rehire: when the person leaves again, the
+    // mesh object goes (the AD link does not keep it) and the account is disabled again.
+    expect((await meshOf(hr)).get('E201')!.provisioned).toContain(ad);
+    writeCsv(hrDir, 'hr.csv', HR, ROWS.filter((r) => r.employeeId !== 'E201'));
+    expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
+    expect(await runExport(rt, ad)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, objectsDeleted: 0, errors: 0 } });
+    expect(await uac('Ada Lovelace')).toBe(0x10202);
   });
 });
