@@ -83,6 +83,7 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
           const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure;
           if (isFailure(r)) return yield finish('Failed', { error: r.failed });
           totals = r;
+          if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
         }
         // A second look at the objects that name one this export moved or added.
         if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
@@ -90,6 +91,7 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
           const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure;
           if (isFailure(r)) return yield finish('Failed', { error: r.failed });
           totals = r;
+          if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
         }
         const d = plan.deleted ? ((yield context.df.callActivity(EXPORT_DELETED, { info, totals, config })) as RunTotals | StepFailure | { stopped: string }) : totals;
         if (isFailure(d)) return yield finish('Failed', { error: d.failed });
@@ -101,6 +103,7 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
         const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config })) as RunTotals | StepFailure;
         if (isFailure(r)) return yield finish('Failed', { error: r.failed });
         totals = r;
+        if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
       }
       // References to objects this pass added (a manager provisioned with the reports) or moved (a manager
       // moved to another OU): one more pass writes them in the objects that name them. Only what changed is
@@ -111,6 +114,7 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
           const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config })) as RunTotals | StepFailure;
           if (isFailure(r)) return yield finish('Failed', { error: r.failed });
           totals = r;
+          if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
         }
       }
       const d = (yield context.df.callActivity(EXPORT_DELETES, { info, totals, config })) as RunTotals | StepFailure | { stopped: string };

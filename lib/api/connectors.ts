@@ -5,9 +5,10 @@ import { recordAudit } from '../audit';
 import { connectorTypeConfig, isConnectorType, testConnectorOnSave, type ConnectorType } from '../connectors/registry';
 import { canonicalJson, isConnectorError, redactSecrets } from '../connectors/sdk';
 import { clearAssignment, assignmentOf } from '../instances/assignments';
-import { AppError, badRequest, conflict, type FieldError } from '../core/errors';
-import { releaseStaleRunLock, type RunOrchestrations } from '../runs/runs';
+import { badRequest, conflict, type FieldError, AppError } from '../core/errors';
+import { deprovisioningChecks } from '../sync/deprovisioning';
 import { schemaErrors } from '../core/validation/ajv';
+import { releaseStaleRunLock, type RunOrchestrations } from '../runs/runs';
 import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';
 import { SECRET_PLACEHOLDER, changedPaths, deletePath, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
 import {
@@ -71,7 +72,7 @@ export async function listConnectors(): Promise<{ connectors: Pick<Connector, 'i
 export function configErrors(type: ConnectorType, config: Record<string, unknown>): FieldError[] {
   const def = connectorTypeConfig(type);
   const errors = schemaErrors(def.configSchema, config, '/config');
-  if (!errors.length) errors.push(...def.checks(config).map((e) => ({ ...e, path: '/config' + e.path })));
+  if (!errors.length) errors.push(...[...def.checks(config), ...deprovisioningChecks(type, config)].map((e) => ({ ...e, path: '/config' + e.path })));
   const scripts = def.expressions.filter((field) => !errors.some((e) => e.path === `/config/${field}`));
   errors.push(...configExpressionErrors(config, scripts));
   return errors;

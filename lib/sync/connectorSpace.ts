@@ -15,7 +15,7 @@ import { getJson, mapLimit, putJson, putJsonText, submitBatched } from '../stora
  * 15. The whole space of a connector is 64 partition queries.
  * Properties: `objectType`, `hash` (content hash as imported), `rh` (rules hash), `meshId`, `deleted`,
  * `updatedOn`, `dn`, and JSON (chunked) `a` attributes, `x` exported values, `p` pending export, `u` unconfirmed
- * attribute names, `error`, `rn` the names of the reference attributes, `jk` a disconnector's join keys. A row
+ * attribute names, `error`, `rn` the names of the reference attributes, `jk` a disconnector's join keys, `dp` its deprovisioning state (JSON; `dps` the state and `dpd` when a pending one is due, for the summaries). A row
  * whose attributes or exported values are too large for it (a group of many members) keeps them apart
  * (lib/storage/overflow.ts) and names them with `aref`/`xref`.
  *
@@ -50,6 +50,11 @@ export interface CsSummary {
   joinKeys?: string[];
   /** The object's rules failed in its last run (kept with its imported state, tried again by every run). */
   failed?: true;
+  /** Its deprovisioning state ({@link CsObject.deprovisioned}) and, when pending, when it is due. */
+  deprov?: 'pending' | 'disabled' | 'none';
+  due?: string;
+  /** {@link CsObject.provisioned}. */
+  provisioned?: true;
 }
 
 type Row = TableEntityResult<Record<string, unknown>>;
@@ -80,6 +85,12 @@ export function toCsEntity(connectorId: string, o: CsObject, apart: { a?: string
   if (o.refNames?.length) e.rn = JSON.stringify(o.refNames);
   if (o.joinKeys?.length && !o.meshId && !o.deleted) e.jk = JSON.stringify(o.joinKeys);
   if (isFailed(o)) e.failed = true;
+  if (o.provisioned && !o.deleted) e.pv = true;
+  if (o.deprovisioned) {
+    e.dp = JSON.stringify(o.deprovisioned);
+    e.dps = o.deprovisioned.state;
+    if (o.deprovisioned.due) e.dpd = o.deprovisioned.due;
+  }
   return e;
 }
 
@@ -103,6 +114,8 @@ export function fromCsEntity(e: Record<string, unknown>): CsObject {
   if (e.error) o.error = String(e.error);
   if (e.rn) o.refNames = JSON.parse(String(e.rn)) as string[];
   if (e.jk) o.joinKeys = JSON.parse(String(e.jk)) as string[];
+  if (e.dp) o.deprovisioned = JSON.parse(String(e.dp)) as CsObject['deprovisioned'];
+  if (e.pv) o.provisioned = true;
   return o;
 }
 
@@ -134,6 +147,9 @@ function summaryOf(e: Record<string, unknown>): CsSummary {
   if (e.dn) s.dn = String(e.dn);
   if (e.jk) s.joinKeys = JSON.parse(String(e.jk)) as string[];
   if (e.failed) s.failed = true;
+  if (e.dps) s.deprov = String(e.dps) as CsSummary['deprov'];
+  if (e.dpd) s.due = String(e.dpd);
+  if (e.pv) s.provisioned = true;
   return s;
 }
 
@@ -149,6 +165,9 @@ export const summarize = (_connectorId: string, o: CsObject): CsSummary => {
   if (o.dn) s.dn = o.dn;
   if (o.joinKeys?.length && !o.meshId && !o.deleted) s.joinKeys = o.joinKeys;
   if (isFailed(o)) s.failed = true;
+  if (o.deprovisioned) s.deprov = o.deprovisioned.state;
+  if (o.deprovisioned?.due) s.due = o.deprovisioned.due;
+  if (o.provisioned && !o.deleted) s.provisioned = true;
   return s;
 };
 
@@ -160,7 +179,7 @@ export async function loadCsSummaries(connectorId: string): Promise<Map<string, 
   const out = new Map<string, CsSummary>();
   await mapLimit(partitions(connectorId), 4, async (pk) => {
     const it = (await csTable(pk)).listEntities<Record<string, unknown>>({
-      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk', 'failed'] },
+      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk', 'failed', 'dps', 'dpd', 'pv'] },
     });
     for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
   });

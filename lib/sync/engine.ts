@@ -29,7 +29,8 @@ import { csWakeKeys, referencePolicy, referencesOf, type CsLookup } from './refe
 import { readConnectorRow } from '../storage/connectors';
 import { csReferenceBy, dnKey, isEmptyValue, sameValue, type MeshObject } from '../mesh/model';
 import { type CsObject } from './model';
-import { attributeValues, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
+import { attributeValues, disconnectorJoinKeys, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
+import { deprovisioningSettings, disableValues, dueAt, enableValues, isDue, isPseudoAttribute, type DeprovisioningSettings } from './deprovisioning';
 import { compileExpression } from '../expression';
 import { exportNeedsRelations, exportRelations } from './exportReferences';
 import { compileRuleSet, indexedAttributes, ruleFailureMessage, ruleValue, type RuleSet } from './rules';
@@ -78,7 +79,21 @@ export interface RunTotals {
    * named their old DN, so the orchestration runs the partitions once more.
    */
   movedInTarget?: number;
+  /** Export: deprovisioning deletes (a provisioning condition that stopped holding) passed the deletion threshold. */
+  stopped?: string;
 }
+
+/** What the export steps read from the connector's configuration (see {@link runConfig}). */
+type ExportConfig = {
+  objectType?: unknown;
+  provisioningCondition?: unknown;
+  passwordOnUpdate?: unknown;
+  deletionThreshold?: unknown;
+  deprovisioning?: unknown;
+  connectorType?: unknown;
+};
+const settingsOf = (config: ExportConfig): DeprovisioningSettings =>
+  deprovisioningSettings(config as Record<string, unknown>, typeof config.connectorType === 'string' ? config.connectorType : '');
 
 /**
  * How an export goes (decided by its first step, {@link planExport}):
@@ -308,14 +323,26 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
   tr.mark(`hash(${work.length})`);
   if (!work.length && !(flush && held?.rows.size)) return result;
 
-  const fullAnchors = work.filter((w) => !w.item.force && (w.sum?.exported || !w.item.object)).map((w) => w.item.anchor);
+  const fullAnchors = work.filter((w) => !w.item.force && (w.sum?.exported || w.sum?.deprov || !w.item.object)).map((w) => w.item.anchor);
   // Rows read whole must be the committed ones: the previous page's write lands first.
   if (fullAnchors.length) await settleCsWrite(ctx.info.runId);
   const full = await readCsObjects(ctx.info.connectorId, fullAnchors);
   const prevOf = (w: (typeof work)[number]): CsObject | undefined => {
     if (w.item.force) return w.item.force.row;
     if (!w.sum) return undefined;
-    return full.get(w.item.anchor) ?? { anchor: w.item.anchor, objectType: w.item.object?.objectType ?? 'User', attributes: {}, hash: w.sum.hash, rulesHash: w.sum.rulesHash, meshId: w.sum.meshId, deleted: w.sum.deleted, updatedOn: now };
+    return (
+      full.get(w.item.anchor) ?? {
+        anchor: w.item.anchor,
+        objectType: w.item.object?.objectType ?? 'User',
+        attributes: {},
+        hash: w.sum.hash,
+        rulesHash: w.sum.rulesHash,
+        meshId: w.sum.meshId,
+        deleted: w.sum.deleted,
+        ...(w.sum.provisioned ? { provisioned: true } : {}),
+        updatedOn: now,
+      }
+    );
   };
 
   const ws = new WorkingSet(ctx.index);
@@ -948,7 +975,7 @@ export interface ExportPageInput {
  * Applied through the connector (exportBatch), then the connector space records what was exported (awaiting
  * the confirming import) and the mesh object links to it.
  */
-export async function exportPartition(input: ExportPageInput, config: { objectType?: unknown; provisioningCondition?: unknown }): Promise<RunTotals | StepFailure> {
+export async function exportPartition(input: ExportPageInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
   const { info } = input;
   try {
     return await withConnector(info.connectorId, async (connector) => {
@@ -963,6 +990,7 @@ export async function exportPartition(input: ExportPageInput, config: { objectTy
         totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config);
         // Progress for GET /runs/{id}, as an import's pages write it.
         await updateRun(info.runId, { stats: totals.stats, errors: totals.errors });
+        if (totals.stopped) break;
       }
       return totals;
     });
@@ -982,7 +1010,7 @@ async function exportHash(connectorId: string, rules: RuleSet): Promise<string> 
  * added again), then the choice of a full or an incremental export (see {@link ExportPlan}); for an incremental
  * one, the mesh ids to look at are written in pages, and the ids deleted since.
  */
-export async function planExport(info: RunInfo, config: { objectType?: unknown }): Promise<ExportPlan | StepFailure> {
+export async function planExport(info: RunInfo, config: ExportConfig): Promise<ExportPlan | StepFailure> {
   try {
     const rules = compileRuleSet(info.connectorId, await listRules());
     if (!rules.outbound.length) return { mode: 'none' };
@@ -1026,6 +1054,20 @@ export async function planExport(info: RunInfo, config: { objectType?: unknown }
         deleted.add(id);
       }
     }
+    // Deprovisionings waiting for their grace that are due now: found in the target's connector-space summaries
+    // (no scan of the mesh). Gone from the mesh: a delete to deprovision; still there (a provisioning condition
+    // that stopped holding): looked at again.
+    if (settingsOf(config).graceDays > 0) {
+      const due: string[] = [];
+      const at = new Date();
+      for (const s of (await csCache(info.connectorId)).summaries.values()) if (s.deprov === 'pending' && !s.deleted && s.meshId && isDue(s.due, at)) due.push(s.meshId);
+      const there = await getMeshObjects(due);
+      for (const id of due) {
+        if (there.has(id)) {
+          if (!deleted.has(id)) changed.add(id);
+        } else deleted.add(id);
+      }
+    }
     const ids = [...changed].sort();
     let pages = 0;
     for (let i = 0; i < ids.length; i += DEFAULT_PAGE_SIZE) await saveExportPage(info.runId, pages++, ids.slice(i, i + DEFAULT_PAGE_SIZE));
@@ -1044,7 +1086,7 @@ export interface ExportIdsInput {
 }
 
 /** Export one page of an incremental export: the listed mesh objects that still exist (and are of the type). */
-export async function exportIdsPage(input: ExportIdsInput, config: { objectType?: unknown; provisioningCondition?: unknown }): Promise<RunTotals | StepFailure> {
+export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
   const { info } = input;
   try {
     return await withConnector(info.connectorId, async (connector) => {
@@ -1063,7 +1105,7 @@ export async function exportIdsPage(input: ExportIdsInput, config: { objectType?
 }
 
 /** Incremental deprovisioning: the target's objects whose mesh object was deleted since the last export. */
-export async function exportDeletedSince(info: RunInfo, totals: RunTotals, config: { deletionThreshold?: unknown } = {}): Promise<RunTotals | StepFailure | { stopped: string }> {
+export async function exportDeletedSince(info: RunInfo, totals: RunTotals, config: ExportConfig = {}): Promise<RunTotals | StepFailure | { stopped: string }> {
   try {
     const ids = await loadExportPage(info.runId, -1);
     if (!ids.length) return totals;
@@ -1109,20 +1151,48 @@ function withoutWriteOnlySecrets(values: Record<string, AttributeValue>): Record
   return out;
 }
 
+/** One change of an export page, with what the engine records when it is applied. */
+interface DocChange {
+  change: ExportChange;
+  doc: MeshObject;
+  prev: CsObject | undefined;
+  values: Record<string, AttributeValue>;
+  /**
+   * Deprovisioning: `disable` (the disable values; the link stays), `delete` (the object deleted and unlinked),
+   * `clear` (the object's deprovisioning marker goes: a re-enable, a pending one cancelled, a rehire).
+   */
+  tag?: 'disable' | 'delete' | 'clear';
+  disabled?: { written: string[]; previous: Record<string, AttributeValue> };
+}
+
 async function exportDocs(
   info: RunInfo,
   connector: Connector & Required<Pick<Connector, 'export'>>,
   rules: RuleSet,
   docs: MeshObject[],
   totals: RunTotals,
-  config: { objectType?: unknown; provisioningCondition?: unknown; passwordOnUpdate?: unknown },
+  config: ExportConfig,
 ): Promise<RunTotals> {
   const cid = info.connectorId;
-  const now = new Date().toISOString();
-  const anchors = docs.map((d) => d.links[cid]).filter((a): a is string => !!a);
+  const at = new Date();
+  const now = at.toISOString();
+  const settings = settingsOf(config);
+  // A mesh object back inside the grace of its deprovisioning (the same id): found through the target's
+  // connector-space summaries, relinked to its target object and the deprovisioning cancelled.
+  const waiting = new Map<string, string>();
+  if (settings.graceDays > 0 && docs.some((d) => !d.links[cid])) {
+    const ids = new Set(docs.filter((d) => !d.links[cid]).map((d) => d.id));
+    for (const [a, sm] of (await csCache(cid)).summaries) if (sm.deprov === 'pending' && !sm.deleted && sm.meshId && ids.has(sm.meshId)) waiting.set(sm.meshId, a);
+  }
+  const anchorOf = (d: MeshObject): string | undefined => d.links[cid] ?? waiting.get(d.id);
+  const anchors = docs.map(anchorOf).filter((a): a is string => !!a);
   const existing = await readCsObjects(cid, anchors);
-  const changes: { change: ExportChange; doc: MeshObject; prev: CsObject | undefined; values: Record<string, AttributeValue> }[] = [];
+  const changes: DocChange[] = [];
   const errors: RunObjectError[] = [];
+  // Rows (and links) that change without a change in the target: pending marks, cancellations, objects left.
+  const quietRows: CsObject[] = [];
+  const quietDocs: MeshObject[] = [];
+  let left = 0;
   const condition = typeof config.provisioningCondition === 'string' ? compileExpression(config.provisioningCondition) : null;
   const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid) : null;
   const relations = await exportRelations(rules, docs, {
@@ -1131,16 +1201,53 @@ async function exportDocs(
     dnOf: (anchor) => targetCs?.entry(anchor)?.dn,
     targetKind: targetCs ? await targetReferenceKind(cid) : 'anchor',
   });
+  const unlinkedDoc = (doc: MeshObject): MeshObject => {
+    const d = structuredClone(doc);
+    delete d.links[cid];
+    if (d.provisioned) d.provisioned = d.provisioned.filter((c) => c !== cid);
+    d.updatedOn = now;
+    return d;
+  };
   for (const doc of docs) {
     const values: Record<string, AttributeValue> = {};
     const meshValues = attributeValues(doc);
-    const anchor = doc.links[cid];
+    const anchor = anchorOf(doc);
     const prev = anchor ? existing.get(anchor) : undefined;
     const isAdd = !anchor || !prev || prev.deleted;
+    const marker = isAdd ? undefined : prev!.deprovisioned;
+    // Back inside its grace (not linked here, found by its pending deprovisioning).
+    const restored = !isAdd && !doc.links[cid];
     try {
       // Scope first: the outbound rules run only for objects in the target (joined there) or about to be
       // provisioned (the provisioning condition holds); an object out of scope is not looked at further.
       if (isAdd && condition && !truthyValue(condition.evaluate({ source: meshValues, object: meshValues }))) continue;
+      // onConditionFalse: a provisioned object whose condition stopped holding is deprovisioned.
+      if (!isAdd && settings.onConditionFalse && condition && !truthyValue(condition.evaluate({ source: meshValues, object: meshValues }))) {
+        if (marker && marker.state !== 'pending') continue; // already disabled or left: not updated while out of scope
+        if (settings.graceDays > 0 && !(marker?.state === 'pending' && isDue(marker.due, at))) {
+          if (!marker) quietRows.push({ ...prev!, deprovisioned: { state: 'pending', reason: 'condition', at: now, due: dueAt(at, settings.graceDays) }, updatedOn: now });
+          continue;
+        }
+        if (settings.action === 'delete') {
+          changes.push({ change: { kind: 'delete', anchor: anchor!, objectType: prev!.objectType, attributes: {} }, doc, prev, values: {}, tag: 'delete' });
+        } else if (settings.action === 'disable') {
+          const d = disableValues(settings, prev!);
+          changes.push({
+            change: { kind: 'update', anchor: anchor!, objectType: prev!.objectType, attributes: d.attributes, previous: prev!.attributes },
+            doc,
+            prev,
+            values: d.attributes,
+            tag: 'disable',
+            disabled: { written: Object.keys(d.attributes), previous: d.previous },
+          });
+        } else {
+          left++;
+          const row: CsObject = { ...prev!, meshId: null, deprovisioned: { state: 'none', reason: 'condition', at: now }, updatedOn: now };
+          quietRows.push(row);
+          quietDocs.push(unlinkedDoc(doc));
+        }
+        continue;
+      }
       const related = relations.relatedOf(doc);
       for (const fr of rules.outbound) {
         if (!fr.rule.targetAttribute || values[fr.rule.targetAttribute] !== undefined) continue;
@@ -1163,19 +1270,50 @@ async function exportDocs(
     for (const [k, v] of Object.entries(values)) if (!isWriteOnlySecret(k) && !sameValue(shown[k], v)) diff[k] = v;
     // A write-only secret goes with an update only when the target says passwordOnUpdate (then with every update).
     if (Object.keys(diff).length && config.passwordOnUpdate === true) for (const [k, v] of Object.entries(values)) if (isWriteOnlySecret(k) && !isEmptyValue(v)) diff[k] = v;
-    if (Object.keys(diff).length) changes.push({ change: { kind: 'update', anchor, objectType: prev!.objectType, attributes: diff, previous: prev!.attributes }, doc, prev, values: diff });
+    // A disabled object linked again (a rehire, the condition holding again) is enabled: AD's accountDisabled
+    // false, the other disable attributes given their flow's value or the value they had before.
+    if (marker?.state === 'disabled') Object.assign(diff, enableValues(marker, values));
+    const tag = marker ? ('clear' as const) : undefined;
+    if (Object.keys(diff).length) changes.push({ change: { kind: 'update', anchor: anchor!, objectType: prev!.objectType, attributes: diff, previous: prev!.attributes }, doc, prev, values: diff, tag });
+    else if (marker || restored) {
+      const row: CsObject = { ...prev!, meshId: doc.id, updatedOn: now };
+      delete row.deprovisioned;
+      quietRows.push(row);
+      if (restored) {
+        const d = structuredClone(doc);
+        d.links[cid] = anchor!;
+        if (prev!.provisioned) d.provisioned = [...new Set([...(d.provisioned ?? []), cid])];
+        d.updatedOn = now;
+        quietDocs.push(d);
+      }
+    }
   }
-  // objectsProcessed counts the changes applied or attempted (and the objects whose rules failed), not the
-  // mesh objects looked at.
-  let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: changes.length + errors.length, errors };
-  if (!changes.length) return addPage(totals, result, []);
+  // Deprovisioning deletes are held to the deletion threshold like the deletes pass (counted over the run).
+  const deleting = changes.filter((c) => c.tag === 'delete').length;
+  let stopped: string | undefined;
+  if (deleting) {
+    let count = 0;
+    for (const sm of (await csCache(cid)).summaries.values()) if (!sm.deleted) count++;
+    stopped = thresholdExceeded(totals.stats.objectsDeleted + deleting, count, config.deletionThreshold) ?? undefined;
+    if (stopped) for (let i = changes.length - 1; i >= 0; i--) if (changes[i].tag === 'delete') changes.splice(i, 1);
+  }
+  // objectsProcessed counts the changes applied or attempted (and the objects whose rules failed, and those
+  // left as they are by deprovisioning), not the mesh objects looked at.
+  let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: changes.length + errors.length + left, errors };
+  const withStop = (t: RunTotals): RunTotals => (stopped ? { ...t, stopped } : t);
   if (info.dryRun) {
-    result = { ...result, created: changes.filter((c) => c.change.kind === 'add').length, updated: changes.filter((c) => c.change.kind === 'update').length };
-    return addPage(totals, result, []);
+    result = {
+      ...result,
+      created: changes.filter((c) => c.change.kind === 'add').length,
+      updated: changes.filter((c) => c.change.kind === 'update').length,
+      deleted: changes.filter((c) => c.change.kind === 'delete').length,
+    };
+    return withStop(addPage(totals, result, []));
   }
-  const { results, interrupted } = await exportRecordingApplied(connector, changes.map((c) => c.change));
-  const csRows: CsObject[] = [];
-  const meshUpserts: MeshObject[] = [];
+  if (!changes.length && !quietRows.length) return withStop(addPage(totals, result, []));
+  const { results, interrupted } = changes.length ? await exportRecordingApplied(connector, changes.map((c) => c.change)) : { results: [] as ExportResult[], interrupted: undefined };
+  const csRows: CsObject[] = [...quietRows];
+  const meshUpserts: MeshObject[] = [...quietDocs];
   let moved = 0;
   const movedIds: string[] = [];
   const failedIds: string[] = [];
@@ -1188,10 +1326,24 @@ async function exportDocs(
       failedIds.push(c.doc.id);
       return;
     }
+    if (c.tag === 'delete') {
+      result.deleted++;
+      const row: CsObject = { ...c.prev!, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now };
+      delete row.deprovisioned;
+      csRows.push(row);
+      meshUpserts.push(unlinkedDoc(c.doc));
+      return;
+    }
     if (c.change.kind === 'add') result.created++;
     else result.updated++;
     const base: CsObject = c.prev ?? { anchor: r.anchor, objectType: c.change.objectType, attributes: {}, hash: '', rulesHash: '', meshId: c.doc.id, updatedOn: now };
-    const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...withoutWriteOnlySecrets(c.values) }, pendingExport: null, updatedOn: now };
+    const recorded = withoutWriteOnlySecrets(c.values);
+    // A pseudo-attribute of deprovisioning (AD's accountDisabled) is never shown by an import: not awaited.
+    if (c.tag) for (const k of Object.keys(recorded)) if (isPseudoAttribute(k)) delete recorded[k];
+    const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...recorded }, pendingExport: null, updatedOn: now };
+    if (c.change.kind === 'add') row.provisioned = true;
+    if (c.tag === 'disable') row.deprovisioned = { state: 'disabled', reason: 'condition', at: now, written: c.disabled!.written, previous: c.disabled!.previous };
+    else if (c.tag === 'clear') delete row.deprovisioned;
     // The DN the target gave the object (an add, a rename or a move): references to it are written with it.
     if (r.dn) {
       if (c.prev?.dn && dnKey(c.prev.dn) !== dnKey(r.dn)) {
@@ -1201,10 +1353,13 @@ async function exportDocs(
       row.dn = r.dn;
     }
     csRows.push(row);
-    if (c.doc.links[info.connectorId] !== r.anchor) {
+    // An object this connector added, linked again after its deprovisioning (a rehire joined to it, a return
+    // inside the grace): its link is a provisioned one again.
+    const owned = c.change.kind === 'add' || (c.tag === 'clear' && !!c.prev?.provisioned && !(c.doc.provisioned ?? []).includes(info.connectorId));
+    if (c.doc.links[info.connectorId] !== r.anchor || owned) {
       const doc = structuredClone(c.doc);
       doc.links[info.connectorId] = r.anchor;
-      if (c.change.kind === 'add') doc.provisioned = [...new Set([...(doc.provisioned ?? []), info.connectorId])];
+      if (owned) doc.provisioned = [...new Set([...(doc.provisioned ?? []), info.connectorId])];
       doc.updatedOn = now;
       meshUpserts.push(doc);
     }
@@ -1231,7 +1386,7 @@ async function exportDocs(
     for (const id of movedIds) again.push(...index.incoming(id));
   }
   await saveAgain(info.runId, again);
-  return next;
+  return withStop(next);
 }
 
 /** How a target connector names the objects its references point at (a DN, or an anchor). */
@@ -1258,7 +1413,7 @@ const truthyValue = (v: unknown) => (typeof v === 'string' ? v !== '' && !/^(fal
  * Deprovisioning: connector-space objects of this (target) connector whose mesh object is gone are deleted in
  * the target.
  */
-export async function exportDeletes(info: RunInfo, totals: RunTotals, config: { deletionThreshold?: unknown } = {}): Promise<RunTotals | StepFailure | { stopped: string }> {
+export async function exportDeletes(info: RunInfo, totals: RunTotals, config: ExportConfig = {}): Promise<RunTotals | StepFailure | { stopped: string }> {
   try {
     return await withConnector(info.connectorId, async (connector) => {
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
@@ -1278,7 +1433,7 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals, config: { 
 }
 
 /** Delete these anchors in the target (their mesh objects are gone), within the deletion threshold. */
-async function deprovision(info: RunInfo, totals: RunTotals, config: { deletionThreshold?: unknown }, gone: string[], existing: number): Promise<RunTotals | { stopped: string }> {
+async function deprovision(info: RunInfo, totals: RunTotals, config: ExportConfig, gone: string[], existing: number): Promise<RunTotals | { stopped: string }> {
   if (!gone.length) return totals;
   return withConnector(info.connectorId, async (connector) => {
     if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
@@ -1286,35 +1441,96 @@ async function deprovision(info: RunInfo, totals: RunTotals, config: { deletionT
   });
 }
 
-async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunTotals, config: { deletionThreshold?: unknown }, gone: string[], existing: number): Promise<RunTotals | { stopped: string }> {
-  const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: gone.length, errors: [] };
+/**
+ * Deprovision these anchors (their mesh objects are gone) as the connector's `deprovisioning` says: deleted
+ * (within the deletion threshold), disabled (the disable values written, the object unlinked and kept with a
+ * marker and its join keys, so that a rehire joined to it re-enables it) or left as they are and unlinked
+ * (`none`). With `graceDays`, the first export that finds one gone only marks it pending; the export after its
+ * due time applies it.
+ */
+async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunTotals, config: ExportConfig, gone: string[], existing: number): Promise<RunTotals | { stopped: string }> {
+  const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
   if (!gone.length) return addPage(totals, result, []);
-  // The deletion threshold holds for deprovisioning too (a source connector deleted, a source emptied):
-  // the run stops before deleting anything in the target.
-  const stop = thresholdExceeded(gone.length, existing, config.deletionThreshold);
-  if (stop) return { stopped: stop };
-  if (info.dryRun) return addPage(totals, { ...result, deleted: gone.length }, []);
+  const settings = settingsOf(config);
+  const at = new Date();
+  const now = at.toISOString();
   const prev = await readCsObjects(info.connectorId, gone);
-  const changes: ExportChange[] = gone.map((anchor) => ({ kind: 'delete', anchor, objectType: prev.get(anchor)?.objectType ?? 'User', attributes: {} }));
-  const { results, interrupted } = await exportRecordingApplied(connector, changes);
-  const now = new Date().toISOString();
-  const rows: CsObject[] = [];
+  const deletes: CsObject[] = [];
+  const disables: CsObject[] = [];
+  const left: CsObject[] = [];
+  const marks: CsObject[] = [];
+  const lapsed: CsObject[] = [];
+  for (const anchor of gone) {
+    const row = prev.get(anchor) ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: '', meshId: null, updatedOn: now };
+    const m = row.deprovisioned;
+    if (m && m.state !== 'pending') {
+      // Disabled because its condition stopped holding (still linked), and now its mesh object is gone too:
+      // unlinked, as a disabled leaver is (a rehire joined to it enables it).
+      if (row.meshId) lapsed.push(row);
+      continue;
+    }
+    if (settings.graceDays > 0 && !(m?.state === 'pending' && isDue(m.due, at))) {
+      if (!m) marks.push({ ...row, deprovisioned: { state: 'pending', reason: 'gone', at: now, due: dueAt(at, settings.graceDays) }, updatedOn: now });
+      continue;
+    }
+    if (settings.action === 'delete') deletes.push(row);
+    else if (settings.action === 'disable') disables.push(row);
+    else left.push(row);
+  }
+  result.processed = deletes.length + disables.length + left.length;
+  // The deletion threshold holds for deletes (a source connector deleted, a source emptied): the run stops
+  // before deleting anything in the target. A disable or an object left as it is is not a delete.
+  const stop = thresholdExceeded(deletes.length, existing, config.deletionThreshold);
+  if (stop) return { stopped: stop };
+  if (info.dryRun) return addPage(totals, { ...result, deleted: deletes.length, updated: disables.length }, []);
+  const rules = disables.length || left.length || lapsed.length ? compileRuleSet(info.connectorId, await listRules()) : null;
+  const unlinked = (row: CsObject, deprovisioned: NonNullable<CsObject['deprovisioned']>): CsObject => {
+    const out: CsObject = { ...row, meshId: null, deprovisioned, updatedOn: now };
+    // Its join keys: a mesh object that could join it (a rehire) joins it at the start of a later run.
+    const jk = rules ? disconnectorJoinKeys(rules, storedObject(row)) : [];
+    if (jk.length) out.joinKeys = jk;
+    else delete out.joinKeys;
+    return out;
+  };
+  const disabled = disables.map((row) => ({ row, ...disableValues(settings, row) }));
+  const changes: ExportChange[] = [
+    ...deletes.map((row): ExportChange => ({ kind: 'delete', anchor: row.anchor, objectType: row.objectType, attributes: {} })),
+    ...disabled.map((d): ExportChange => ({ kind: 'update', anchor: d.row.anchor, objectType: d.row.objectType, attributes: d.attributes, previous: d.row.attributes })),
+  ];
+  const { results, interrupted } = changes.length ? await exportRecordingApplied(connector, changes) : { results: [] as ExportResult[], interrupted: undefined };
+  const rows: CsObject[] = [...marks];
   const failedIds: string[] = [];
   results.forEach((r, i) => {
+    const row = i < deletes.length ? deletes[i] : disabled[i - deletes.length].row;
     if (r.status === 'error') {
-      result.errors.push({ object: gone[i], message: r.error.message });
-      const meshId = prev.get(gone[i])?.meshId;
-      if (meshId) failedIds.push(meshId);
+      result.errors.push({ object: row.anchor, message: r.error.message });
+      if (row.meshId) failedIds.push(row.meshId);
       return;
     }
-    result.deleted++;
-    const p = prev.get(gone[i]);
-    if (p) rows.push({ ...p, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now });
+    if (i < deletes.length) {
+      result.deleted++;
+      const out: CsObject = { ...row, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now };
+      delete out.deprovisioned;
+      rows.push(out);
+      return;
+    }
+    const d = disabled[i - deletes.length];
+    result.updated++;
+    const exported = { ...(row.exported ?? {}) };
+    for (const [k, v] of Object.entries(d.attributes)) if (!isPseudoAttribute(k)) exported[k] = v;
+    rows.push({
+      ...unlinked(row, { state: 'disabled', reason: row.deprovisioned?.reason ?? 'gone', at: now, written: Object.keys(d.attributes), previous: d.previous }),
+      // Nothing awaits confirmation when only a pseudo-attribute was written (AD's accountDisabled).
+      exported: Object.keys(exported).length ? exported : undefined,
+      pendingExport: null,
+    });
   });
+  for (const row of left) rows.push(unlinked(row, { state: 'none', reason: row.deprovisioned?.reason ?? 'gone', at: now }));
+  for (const row of lapsed) rows.push(unlinked(row, row.deprovisioned!));
   await writeCsObjects(info.connectorId, rows);
   const cached = csCaches.get(info.connectorId);
   if (cached) for (const r of rows) cached.set(r.anchor, summarize(info.connectorId, r));
-  // A delete the target refused is tried again by the next export.
+  // A change the target refused is tried again by the next export.
   await markExportDirty(info.connectorId, failedIds);
   if (interrupted !== undefined) throw interrupted;
   return addPage(totals, result, []);
@@ -1374,9 +1590,11 @@ export async function finishRun(input: FinishInput): Promise<void> {
 
 /** The connector's stored config (for the threshold and export settings), without secrets. */
 export async function runConfig(connectorId: string): Promise<Record<string, unknown>> {
-  const { config } = await createConnectorFor(connectorId);
+  const { type, config } = await createConnectorFor(connectorId);
   return {
     deletionThreshold: config.deletionThreshold,
+    deprovisioning: config.deprovisioning,
+    connectorType: type,
     fullSyncOnRuleChange: config.fullSyncOnRuleChange,
     objectType: config.objectType,
     provisioningCondition: config.provisioningCondition,

@@ -34,5 +34,25 @@ export interface CsObject {
    * could join.
    */
   joinKeys?: string[];
+  /**
+   * Added to the target by an export of this connector: the link is a provisioned one (it does not keep the mesh
+   * object alive). Kept so that a target object deprovisioned and then linked again (a rehire, a return inside
+   * the grace) is a provisioned link again.
+   */
+  provisioned?: boolean;
+  /**
+   * Deprovisioning of a target object (the connector's `config.deprovisioning`, lib/sync/deprovisioning.ts):
+   * `pending` (grace: due at `due`), `disabled` (the disable values were written: `written`, and the values the
+   * target showed for them before, `previous`) or `none` (left as it was, unlinked). `reason`: its mesh object
+   * went away (`gone`) or its provisioning condition stopped holding (`condition`).
+   */
+  deprovisioned?: {
+    state: 'pending' | 'disabled' | 'none';
+    reason: 'gone' | 'condition';
+    at: string;
+    due?: string;
+    written?: string[];
+    previous?: Record<string, AttributeValue>;
+  };
   updatedOn: string;
 }

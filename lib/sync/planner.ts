@@ -118,6 +118,9 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
   };
   if (object.dn) cs.dn = object.dn;
   if (object.references && Object.keys(object.references).length) cs.refNames = Object.keys(object.references);
+  // A target object's deprovisioning state stays with it through imports (the export acts on it).
+  if (prev?.deprovisioned && !prev.deleted) cs.deprovisioned = prev.deprovisioned;
+  if (prev?.provisioned && !prev.deleted) cs.provisioned = true;
   if (prev?.exported) {
     const missing = Object.keys(prev.exported).filter((k) => !sameValue(object.attributes[k], prev.exported![k]));
     if (missing.length) cs.unconfirmed = missing;
@@ -150,7 +153,9 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
         }
       }
     }
-    if (!doc) {
+    // A target object the engine deprovisions (pending, disabled or left) is not projected again by its own
+    // connector: that would bring the leaver back into the mesh. A join (a rehire) still links it.
+    if (!doc && !cs.deprovisioned) {
       for (const pr of rules.projections) {
         const v = object.attributes[pr.rule.sourceAttribute ?? ''];
         const anchorValue = Array.isArray(v) ? v.find((x) => !isEmptyValue(x)) : v;
@@ -176,6 +181,12 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
       }
     }
     if (!doc) {
+      // Waiting for its deprovisioning (grace) since its mesh object went away: it stays with that mesh id, so
+      // that the object's return inside the grace finds it (see lib/sync/deprovisioning.ts).
+      if (cs.deprovisioned?.state === 'pending' && cs.deprovisioned.reason === 'gone' && prev?.meshId) {
+        cs.meshId = prev.meshId;
+        return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
+      }
       // A disconnector: its join keys let a later run find it when a mesh object it could join appears.
       const jk = disconnectorJoinKeys(rules, object);
       if (jk.length) cs.joinKeys = jk;
@@ -218,6 +229,7 @@ function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined
   delete cs.exported;
   delete cs.unconfirmed;
   delete cs.joinKeys;
+  delete cs.deprovisioned;
   const followUps: string[] = [];
   const current = prev?.meshId ? ws.get(prev.meshId) : null;
   // Objects of this connector that reference the deleted one: their relationships to it become pending.

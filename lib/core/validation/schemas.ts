@@ -72,6 +72,36 @@ export const DeletionThreshold = () =>
     { description: 'Stop a run before it deletes more than this many objects ({ objects, percent }); default 500 objects or 20 %.' },
   );
 
+/**
+ * A target connector's deprovisioning: what an export does with a target object whose mesh object went away
+ * (or, with onConditionFalse, whose provisioning condition stopped holding). See docs/sync-engine.md.
+ */
+export const Deprovisioning = () =>
+  Type.Object(
+    {
+      action: Type.Optional(
+        Type.Union([Type.Literal('delete'), Type.Literal('disable'), Type.Literal('none')], {
+          default: 'delete',
+          description: 'delete: the object is deleted in the target; disable: disableAttributes are written instead; none: the object is left as it is and unlinked.',
+        }),
+      ),
+      disableAttributes: Type.Optional(
+        Dictionary(Type.Unsafe<string | number | boolean>({ type: ['string', 'number', 'boolean'], maxLength: 4096 }), {
+          minProperties: 1,
+          maxProperties: 50,
+          description: 'With action disable: the attributes and values that disable an object (connector-side names). Required except on active_directory, where the default sets bit 2 (ACCOUNTDISABLE) of the current userAccountControl.',
+        }),
+      ),
+      graceDays: Type.Optional(
+        Type.Number({ minimum: 0, maximum: 3650, default: 0, description: 'Days (fractions allowed) an object waits, from the export that first finds it due, before it is deprovisioned; a return inside them cancels it.' }),
+      ),
+      onConditionFalse: Type.Optional(
+        Type.Boolean({ default: false, description: 'true: a provisioned object whose provisioningCondition stops holding is deprovisioned the same way.' }),
+      ),
+    },
+    { additionalProperties: false },
+  );
+
 /** A connector's choice to run a FullSync by itself after a delta import when its rules changed. */
 export const FullSyncOnRuleChange = () =>
   Type.Boolean({

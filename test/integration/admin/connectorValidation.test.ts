@@ -96,3 +96,54 @@ describe('expression fields of a config', () => {
     expect(res.status).toBe(201);
   });
 });
+
+describe('config.deprovisioning', () => {
+  const sqlConfig = (extra: Record<string, unknown> = {}) => ({
+    dialect: 'postgres',
+    host: 'db.example.test',
+    database: 'hr',
+    user: 'sync',
+    password: 'S3cret-Db-Pa55!',
+    fullImportQuery: 'SELECT id, name FROM people',
+    anchorColumn: 'id',
+    ...extra,
+  });
+
+  it('bad values are all listed for every type that can export; an action outside the choice lists the allowed values', async () => {
+    const bad = { action: 'archive', graceDays: -2, onConditionFalse: 'yes', disableAttributes: {} };
+    const expected = [
+      { path: '/config/deprovisioning/action', message: 'must be one of: delete, disable, none' },
+      { path: '/config/deprovisioning/disableAttributes', message: 'must NOT have fewer than 1 properties' },
+      { path: '/config/deprovisioning/graceDays', message: 'must be >= 0' },
+      { path: '/config/deprovisioning/onConditionFalse', message: 'must be boolean' },
+    ];
+    for (const [type, config] of [
+      ['ldap', ldapConfig({ deprovisioning: bad })],
+      ['active_directory', ldapConfig({ deprovisioning: bad })],
+      ['sql', sqlConfig({ deprovisioning: bad })],
+      ['custom', fileConfig({ deprovisioning: bad })],
+    ] as const) {
+      const errors = await refused('POST', 'connectors', { name: `Bad ${type}`, type, config });
+      expect(errors).toEqual(expect.arrayContaining(expected));
+      expect(errors.filter((e) => e.path.startsWith('/config/deprovisioning'))).toHaveLength(expected.length);
+    }
+  });
+
+  it('disable without disableAttributes is a 400 naming the field on a type other than active_directory', async () => {
+    const errors = await refused('POST', 'connectors', { name: 'Files disable', type: 'custom', config: fileConfig({ deprovisioning: { action: 'disable' } }) });
+    expect(errors).toEqual([{ path: '/config/deprovisioning/disableAttributes', message: expect.stringContaining("is required with action 'disable'") }]);
+    const sql = await refused('POST', 'connectors', { name: 'SQL disable', type: 'sql', config: sqlConfig({ deprovisioning: { action: 'disable' } }) });
+    expect(sql).toContainEqual({ path: '/config/deprovisioning/disableAttributes', message: expect.stringContaining("is required with action 'disable'") });
+  });
+
+  it('a file target with a disable, a grace of half a day and onConditionFalse is created, the defaults shown', async () => {
+    const res = await svc.call('POST', 'connectors', {
+      body: { name: 'Files deprovisioning', type: 'custom', config: fileConfig({ deprovisioning: { action: 'disable', disableAttributes: { status: 'disabled', active: false }, graceDays: 0.5, onConditionFalse: true } }) },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.config.deprovisioning).toEqual({ action: 'disable', disableAttributes: { status: 'disabled', active: false }, graceDays: 0.5, onConditionFalse: true });
+    const none = await svc.call('POST', 'connectors', { body: { name: 'Files none', type: 'custom', config: fileConfig({ deprovisioning: { action: 'none' } }) } });
+    expect(none.status).toBe(201);
+    expect(none.body.config.deprovisioning).toEqual({ action: 'none', graceDays: 0, onConditionFalse: false });
+  });
+});

@@ -199,3 +199,44 @@ describe('MeshIndex', () => {
     expect(ix.find('employeeId', 'e1')).toEqual([]);
   });
 });
+
+describe('planImport: a target object the export deprovisioned', () => {
+  const prevOf = (deprovisioned: NonNullable<import('../../../lib/sync/model').CsObject['deprovisioned']>, meshId: string | null) => ({
+    anchor: 'h9',
+    objectType: 'User',
+    attributes: { employeeId: 'E9' },
+    hash: 'old',
+    rulesHash: 'r',
+    meshId,
+    deprovisioned,
+    updatedOn: NOW,
+  });
+
+  test('a disabled one is not projected again by its own connector (the leaver stays out of the mesh), and keeps its marker', () => {
+    const { ws, a } = setup();
+    const plan = planImport({ rules: a, now: NOW, ws }, 'h9', obj('h9', { employeeId: 'E9' }), 'hash9', prevOf({ state: 'disabled', reason: 'gone', at: NOW, written: ['x'] }, null));
+    expect(plan.cs.meshId).toBeNull();
+    expect(plan.cs.deprovisioned).toMatchObject({ state: 'disabled' });
+    expect(ws.get(projectedMeshId(A, 'h9'))).toBeFalsy();
+  });
+
+  test('a pending one (its mesh object went away, grace running) keeps that mesh id, so that a return of the object finds it', () => {
+    const { ws, a } = setup();
+    const gone = '00000000-0000-4000-8000-0000000000ff';
+    const plan = planImport({ rules: a, now: NOW, ws }, 'h9', obj('h9', { employeeId: 'E9' }), 'hash9', prevOf({ state: 'pending', reason: 'gone', at: NOW, due: NOW }, gone));
+    expect(plan.cs).toMatchObject({ meshId: gone, deprovisioned: { state: 'pending' } });
+  });
+
+  test('joined again (a rehire), it keeps its marker for the export to enable it', () => {
+    const { ws, b } = setup();
+    const doc = planImport({ rules: setup().a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1' }), 'hash1', undefined);
+    expect(doc.cs.meshId).toBeTruthy();
+    const plan = planImport({ rules: b, now: NOW, ws }, 'b1', obj('b1', { emp: 'e1' }), 'hb', {
+      ...prevOf({ state: 'disabled', reason: 'gone', at: NOW, written: ['accountDisabled'] }, null),
+      anchor: 'b1',
+      provisioned: true,
+    });
+    // It was added by the export (provisioned): that stays known for the export to make the new link a provisioned one.
+    expect(plan.cs).toMatchObject({ meshId: doc.cs.meshId, provisioned: true, deprovisioned: { state: 'disabled' } });
+  });
+});
