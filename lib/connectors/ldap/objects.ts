@@ -110,9 +110,13 @@ export const DEFAULT_MEMBER_RANGE_SIZE = 1500;
 export async function completeRanges(session: DirectorySession, entry: LdapEntry, size?: number): Promise<LdapEntry> {
   const rangedKeys = Object.keys(entry).filter((k) => RANGE.test(k));
   if (!rangedKeys.length) return entry;
+  // ldapts gives every attribute asked for, with no values when the entry has none (a user asked for
+  // `member;range=0-999`): no slice.
+  const isEmpty = (v: LdapEntry[string]) => Array.isArray(v) && v.length === 0;
   const out: LdapEntry = { dn: entry.dn };
   const full = new Map<string, Array<string | Buffer>>();
   for (const key of rangedKeys) {
+    if (isEmpty(entry[key])) continue;
     const m = RANGE.exec(key)!;
     const attr = m[1];
     if (Number(m[2]) !== 0) throw rangeError(entry.dn, `${attr};range=0-...`, key);
@@ -125,11 +129,12 @@ export async function completeRanges(session: DirectorySession, entry: LdapEntry
       const asked = `${attr};range=${from}-${size === undefined ? '*' : from + size - 1}`;
       const [next] = await session.search({ base: entry.dn, scope: 'base', filter: '(objectClass=*)', attributes: [asked] });
       if (!next) throw new ConnectorError('object_error', `${entry.dn} was gone when the values of ${attr} from ${from} on were read (${asked}); it is read again by the next import.`, { location: entry.dn });
-      const k = Object.keys(next).find((x) => RANGE.test(x) && RANGE.exec(x)![1].toLowerCase() === attr.toLowerCase());
+      // The slice answered (ldapts also lists the one asked for, empty, when the DC answered another name).
+      const k = Object.keys(next).find((x) => RANGE.test(x) && RANGE.exec(x)![1].toLowerCase() === attr.toLowerCase() && !isEmpty(next[x]));
       // No slice: nothing from `from` on (the values end exactly at the previous slice's end).
       if (!k) break;
       const got = RANGE.exec(k)!;
-      if (Number(got[2]) !== from) throw rangeError(entry.dn, asked, k);
+      if (Number(got[2]) !== from || (got[3] !== '*' && Number(got[3]) < from)) throw rangeError(entry.dn, asked, k);
       const v = next[k];
       values.push(...(Array.isArray(v) ? v : [v]));
       end = got[3];
@@ -138,7 +143,7 @@ export async function completeRanges(session: DirectorySession, entry: LdapEntry
     out[attr] = values as string[] | Buffer[];
   }
   for (const [k, v] of Object.entries(entry)) {
-    if (k === 'dn' || RANGE.test(k) || full.has(k.toLowerCase())) continue;
+    if (k === 'dn' || RANGE.test(k) || full.has(k.toLowerCase().replace(/;range=.*$/, ''))) continue;
     out[k] = v;
   }
   return out;

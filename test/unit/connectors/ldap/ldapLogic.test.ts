@@ -66,9 +66,10 @@ describe('AD ranged retrieval (member;range=)', () => {
     const dn = 'CN=Big,DC=corp,DC=test';
     const values = Array.from({ length: 2500 }, (_, i) => `CN=U${i},DC=corp,DC=test`);
     // As Samba answers an explicit range: the slice asked for, or `from-*` when it reaches the last value.
+    // ldapts also lists the attribute asked for, with no values, when the DC answered another name.
     const s = new RecordedSession([
       { match: (r) => r.attributes[0] === 'member;range=1000-1999', entries: [{ dn, 'member;range=1000-1999': values.slice(1000, 2000) }] },
-      { match: (r) => r.attributes[0] === 'member;range=2000-2999', entries: [{ dn, 'member;range=2000-*': values.slice(2000) }] },
+      { match: (r) => r.attributes[0] === 'member;range=2000-2999', entries: [{ dn, 'member;range=2000-2999': [], 'member;range=2000-*': values.slice(2000) }] },
     ]);
     const o = await toConnectorObject(s, { dn, objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID), 'member;range=0-999': values.slice(0, 1000) }, { ...adScope, rangeSize: 1000 });
     expect(s.requests.map((r) => [r.base, r.scope, r.attributes])).toEqual([
@@ -78,10 +79,16 @@ describe('AD ranged retrieval (member;range=)', () => {
     expect((o as { attributes: Record<string, string[]> }).attributes.member).toEqual(values);
     expect(Object.keys((o as { attributes: Record<string, unknown> }).attributes).filter((k) => /member/i.test(k))).toEqual(['member']);
   });
+  test('an entry without the attribute (ldapts lists it with no values) is read once, and has no member', async () => {
+    const s = new RecordedSession([]);
+    const u = await toConnectorObject(s, { dn: 'CN=Ann,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(GUID), 'member;range=0-999': [] }, { ...adScope, rangeSize: 1000 });
+    expect(s.requests).toEqual([]);
+    expect(Object.keys((u as { attributes: Record<string, unknown> }).attributes).filter((k) => /member/i.test(k))).toEqual([]);
+  });
   test('values that end exactly at a slice end: a follow-up without the attribute ends the read', async () => {
     const dn = 'CN=Even,DC=corp,DC=test';
     const values = Array.from({ length: 1000 }, (_, i) => `CN=U${i},DC=corp,DC=test`);
-    const s = new RecordedSession([{ match: () => true, entries: [{ dn }] }]);
+    const s = new RecordedSession([{ match: () => true, entries: [{ dn, 'member;range=1000-1999': [] }] }]);
     const whole = await completeRanges(s, { dn, 'member;range=0-999': values }, 1000);
     expect(s.requests.map((r) => r.attributes)).toEqual([['member;range=1000-1999']]);
     expect(whole.member).toEqual(values);
