@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -65,6 +65,12 @@ export interface SambaAd {
   addGroup(group: { cn: string; parentDN?: string; members?: string[]; attributes?: Record<string, string | string[]> }): Promise<string>;
   /** Add member DNs to a group. */
   addMembers(groupDN: string, memberDNs: string[]): Promise<void>;
+  /**
+   * Bulk-load users (added disabled) and then groups with all their members, through the DC's own sam.ldb
+   * (test/support/samLoad.py, as samba-tool writes): about twice as fast as LDAP adds, with Samba's own
+   * objectGUIDs, SIDs, USNs and linked values.
+   */
+  samLoad(spec: { users?: Array<{ dn: string; sAMAccountName: string }>; groups?: Array<{ dn: string; sAMAccountName: string; members?: string[] }> }): Promise<void>;
   /** The entry's objectGUID (16 bytes as AD stores them). */
   objectGuid(dn: string): Promise<Buffer>;
   /** kinit `name@REALM` into a credential cache of its own; returns the env (with KRB5CCNAME) of a client holding the ticket. */
@@ -128,6 +134,16 @@ function run(cmd: string, args: string[], env: Record<string, string> = {}, inpu
     });
     if (input !== undefined) child.stdin?.end(input);
   });
+}
+
+/** The Python samba-tool runs with (its shebang), which has Samba's bindings (python3 on PATH may be another). */
+function sambaPython(): string {
+  try {
+    const tool = execFileSync('sh', ['-c', 'command -v samba-tool']).toString().trim();
+    return /^#!\s*(\S+)/.exec(readFileSync(tool, 'utf8').split('\n')[0])?.[1] ?? 'python3';
+  } catch {
+    return 'python3';
+  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -374,6 +390,9 @@ export async function startSambaAd(options: SambaAdOptions = {}): Promise<SambaA
     },
     async addMembers(groupDN, memberDNs) {
       await ldap((c) => c.modify(groupDN, [new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: memberDNs }) })]));
+    },
+    async samLoad(spec) {
+      await run(sambaPython(), [path.join(__dirname, 'samLoad.py'), conf], env, JSON.stringify(spec), 600_000);
     },
     async objectGuid(dn) {
       return ldap(async (c) => {

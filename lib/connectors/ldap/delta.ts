@@ -879,7 +879,8 @@ function escapeDnValue(v: string): string {
  */
 export async function referencingEntries(ctx: DeltaContext, dns: string[]): Promise<LdapEntry[]> {
   if (!dns.length) return [];
-  const configured = ctx.readAttributes.filter((a) => a !== '*' && a !== '+');
+  // `member;range=0-1499` (Active Directory's first slice) names `member`.
+  const configured = ctx.readAttributes.filter((a) => a !== '*' && a !== '+').map((a) => a.replace(/;range=.*$/i, ''));
   const isRef = (n: string) => (ctx.scope.references ? ctx.scope.references.has(n.toLowerCase()) : !!REFERENCE_ATTRIBUTES[n.toLowerCase()]);
   const names = ctx.readAttributes.includes('*') ? [...new Set([...Object.keys(REFERENCE_ATTRIBUTES), ...configured.filter(isRef)])] : configured.filter(isRef);
   if (!names.length) return [];

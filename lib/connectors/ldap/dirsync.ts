@@ -55,6 +55,12 @@ interface DirSyncWatermark {
 
 const MAX_ROUNDS = 100_000;
 
+/**
+ * An attribute as DirSync is asked for it: without a range option. DirSync only tells which objects changed (each
+ * is read again in full, ranges and all); Samba answers a ranged attribute whole under DirSync anyway.
+ */
+const plainName = (a: string) => a.replace(/;range=.*$/i, '');
+
 export class DirSyncStrategy implements DeltaStrategy {
   readonly name = 'dirsync' as const;
   constructor(private readonly ctx: DeltaContext) {}
@@ -116,7 +122,7 @@ export class DirSyncStrategy implements DeltaStrategy {
     const moved: string[] = [];
     let cookie: Buffer;
     try {
-      cookie = await this.rounds(nc, Buffer.from(w.c, 'base64'), `(|${classFilter(this.ctx.scope)}(isDeleted=TRUE))`, [...new Set([...this.ctx.readAttributes, 'objectGUID', anchorAttribute, 'objectClass', 'isDeleted', 'name', 'lastKnownParent', 'msDS-LastKnownRDN'])], (entries) => {
+      cookie = await this.rounds(nc, Buffer.from(w.c, 'base64'), `(|${classFilter(this.ctx.scope)}(isDeleted=TRUE))`, [...new Set([...this.ctx.readAttributes.map(plainName), 'objectGUID', anchorAttribute, 'objectClass', 'isDeleted', 'name', 'lastKnownParent', 'msDS-LastKnownRDN'])], (entries) => {
         for (const e of entries) {
           const a = anchorOf(e, anchorAttribute);
           if (!a) continue;

@@ -22,7 +22,7 @@ import { accountParts, DISABLED_ATTRIBUTE, encodeUnicodePwd, NORMAL_ACCOUNT, PAS
 import { defaultLdapAnchor } from './anchor';
 import { type DeltaContext, type StrategyName } from './delta';
 import { deltaStrategyFor } from './strategies';
-import { anchorOf, classFilter, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
+import { anchorOf, classFilter, completeRanges, DEFAULT_MEMBER_RANGE_SIZE, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
 import { referenceAttributes } from './schemaReferences';
 import { park, unpark } from './parked';
 import { directoryDefaults, DN_ATTRIBUTES, type DirectoryConfig } from './schema';
@@ -94,7 +94,14 @@ export class LdapConnector implements Connector {
     }
     // A base inside another base would be read twice.
     const bases = include.filter((dn) => !include.some((other) => other !== dn && normalizeDn(other) !== normalizeDn(dn) && isUnder(dn, other)));
-    this.scope = { classes, anchorAttribute: c.anchorAttribute, include: bases, exclude: c.containers?.exclude ?? [], isAd: type === 'active_directory' };
+    this.scope = {
+      classes,
+      anchorAttribute: c.anchorAttribute,
+      include: bases,
+      exclude: c.containers?.exclude ?? [],
+      isAd: type === 'active_directory',
+      ...(type === 'active_directory' ? { rangeSize: c.memberRangeSize ?? DEFAULT_MEMBER_RANGE_SIZE } : {}),
+    };
     if (c.exportDnTemplate) {
       try {
         this.dnTemplate = compileExpression(c.exportDnTemplate);
@@ -107,7 +114,7 @@ export class LdapConnector implements Connector {
   /** Identifies the configuration (the password by hash only) for parked searches. */
   private get fingerprint(): string {
     const c = this.config;
-    return createHash('sha256').update(JSON.stringify([this.type, c.host, c.port, c.security, c.bindDN, c.bindPassword, c.baseDN, c.containers, c.objectClasses, c.attributes, this.configuredAnchor])).digest('base64url');
+    return createHash('sha256').update(JSON.stringify([this.type, c.host, c.port, c.security, c.bindDN, c.bindPassword, c.baseDN, c.containers, c.objectClasses, c.attributes, this.configuredAnchor, this.scope.rangeSize ?? null])).digest('base64url');
   }
 
   private async open(): Promise<DirectorySession> {
@@ -127,10 +134,20 @@ export class LdapConnector implements Connector {
     return session;
   }
 
-  /** The attributes a search asks for: the configured ones (or all user attributes) plus what the connector needs. */
+  /**
+   * The attributes a search asks for: the configured ones (or all user attributes) plus what the connector needs.
+   * Active Directory: `member` is asked for as its first range, `member;range=0-<memberRangeSize - 1>` (in place
+   * of `member`, or beside `*`), and the rest is read by {@link completeRanges}.
+   */
   get readAttributes(): string[] {
     const base = this.config.attributes?.length ? [...this.config.attributes] : ['*'];
     for (const a of ['objectClass', this.config.anchorAttribute]) if (!base.some((x) => x.toLowerCase() === a.toLowerCase())) base.push(a);
+    const size = this.scope.rangeSize;
+    if (size === undefined) return base;
+    const first = `member;range=0-${size - 1}`;
+    const at = base.findIndex((x) => x.toLowerCase() === 'member');
+    if (at >= 0) base[at] = first;
+    else if (base.includes('*')) base.push(first);
     return base;
   }
 
@@ -566,7 +583,9 @@ export class LdapConnector implements Connector {
   }
 
   private async exportUpdate(session: DirectorySession, change: ExportChange): Promise<ExportResult> {
-    const entry = await this.find(session, change.anchor);
+    const found = await this.find(session, change.anchor);
+    // Every value of a ranged attribute (a large group's member): the difference is written against all of them.
+    const entry = found && (await completeRanges(session, found, this.scope.rangeSize));
     if (!entry) {
       const attr = this.scope.anchorAttribute;
       if (!change.anchor) throw new ConnectorError('not_found', `An update needs the anchor (${attr}) of the object.`);

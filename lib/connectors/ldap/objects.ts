@@ -1,4 +1,4 @@
-import type { AttributeValue, ConnectorObject, ObjectError, ScalarValue } from '../sdk';
+import { ConnectorError, type AttributeValue, type ConnectorObject, type ObjectError, type ScalarValue } from '../sdk';
 import type { DirectorySession, LdapEntry } from './session';
 import { guidToString, isUnder, parentDn, sidToString } from './values';
 
@@ -33,6 +33,11 @@ export interface Scope {
    * schemaReferences.ts); absent: the well-known ones ({@link REFERENCE_ATTRIBUTES}).
    */
   references?: ReadonlySet<string>;
+  /**
+   * Active Directory: how many `member` values a read asks for (`memberRangeSize`); the follow-up reads of any
+   * ranged attribute ask for slices of this size. Absent (`ldap`): follow-ups ask for the rest (`;range=N-*`).
+   */
+  rangeSize?: number;
 }
 
 /** The search filter for the mapped object classes (AD: a computer is a user too, so it is left out). */
@@ -87,33 +92,67 @@ export function anchorOf(entry: LdapEntry, anchorAttribute: string): string | un
 
 const RANGE = /^([^;]+);range=(\d+)-(\d+|\*)$/i;
 
+/** How many `member` values an `active_directory` connector asks for per read by default: Windows' MaxValRange. */
+export const DEFAULT_MEMBER_RANGE_SIZE = 1500;
+
 /**
- * Active Directory returns at most 1500 (MaxValRange) values of a large attribute per read, named
- * `member;range=0-1499`; the rest is read with `member;range=1500-*` and so on until a range ends in `*`.
- * Returns the full values by attribute name.
+ * Active Directory ranged retrieval. A domain controller answers a read of a large attribute with one slice of
+ * its values, named for it: `member;range=0-1499` (Windows truncates at MaxValRange, 1500 by default, whenever
+ * the attribute has more values; every DC answers a slice when the request names one, as the connector does
+ * with `member;range=0-<memberRangeSize - 1>`). The rest is read with base reads of the next slice,
+ * `member;range=1500-2999` (with `size`; else `member;range=1500-*`), and so on until the answer's range ends
+ * in `*`, or the attribute is absent (nothing left: Samba leaves out a slice past the last value).
+ *
+ * Returns the entry with every ranged attribute under its plain name and all its values (a plain attribute of
+ * the same name, which a server may add, is replaced). A slice that does not start where it was asked, or a read
+ * that finds the entry gone, is an `object_error`: a partial `member` would read as members leaving the group.
  */
-export async function gatherRanged(session: DirectorySession, entry: LdapEntry): Promise<Record<string, Array<string | Buffer>>> {
-  const out: Record<string, Array<string | Buffer>> = {};
-  for (const key of Object.keys(entry)) {
-    const m = RANGE.exec(key);
-    if (!m) continue;
+export async function completeRanges(session: DirectorySession, entry: LdapEntry, size?: number): Promise<LdapEntry> {
+  const rangedKeys = Object.keys(entry).filter((k) => RANGE.test(k));
+  if (!rangedKeys.length) return entry;
+  // ldapts gives every attribute asked for, with no values when the entry has none (a user asked for
+  // `member;range=0-999`): no slice.
+  const isEmpty = (v: LdapEntry[string]) => Array.isArray(v) && v.length === 0;
+  const out: LdapEntry = { dn: entry.dn };
+  const full = new Map<string, Array<string | Buffer>>();
+  for (const key of rangedKeys) {
+    if (isEmpty(entry[key])) continue;
+    const m = RANGE.exec(key)!;
     const attr = m[1];
+    if (Number(m[2]) !== 0) throw rangeError(entry.dn, `${attr};range=0-...`, key);
     const first = entry[key];
     const values: Array<string | Buffer> = Array.isArray(first) ? [...first] : [first];
     let end = m[3];
     // Each round asks for the next slice; the server answers with the range it actually returned.
-    for (let guard = 0; end !== '*' && guard < 100_000; guard++) {
+    for (let guard = 0; end !== '*' && guard < 1_000_000; guard++) {
       const from = Number(end) + 1;
-      const [next] = await session.search({ base: entry.dn, scope: 'base', filter: '(objectClass=*)', attributes: [`${attr};range=${from}-*`] });
-      const k = next && Object.keys(next).find((x) => RANGE.test(x) && RANGE.exec(x)![1].toLowerCase() === attr.toLowerCase());
-      if (!next || !k) break;
+      const asked = `${attr};range=${from}-${size === undefined ? '*' : from + size - 1}`;
+      const [next] = await session.search({ base: entry.dn, scope: 'base', filter: '(objectClass=*)', attributes: [asked] });
+      if (!next) throw new ConnectorError('object_error', `${entry.dn} was gone when the values of ${attr} from ${from} on were read (${asked}); it is read again by the next import.`, { location: entry.dn });
+      // The slice answered (ldapts also lists the one asked for, empty, when the DC answered another name).
+      const k = Object.keys(next).find((x) => RANGE.test(x) && RANGE.exec(x)![1].toLowerCase() === attr.toLowerCase() && !isEmpty(next[x]));
+      // No slice: nothing from `from` on (the values end exactly at the previous slice's end).
+      if (!k) break;
+      const got = RANGE.exec(k)!;
+      if (Number(got[2]) !== from || (got[3] !== '*' && Number(got[3]) < from)) throw rangeError(entry.dn, asked, k);
       const v = next[k];
       values.push(...(Array.isArray(v) ? v : [v]));
-      end = RANGE.exec(k)![3];
+      end = got[3];
     }
-    out[attr] = values;
+    full.set(attr.toLowerCase(), values);
+    out[attr] = values as string[] | Buffer[];
+  }
+  for (const [k, v] of Object.entries(entry)) {
+    if (k === 'dn' || RANGE.test(k) || full.has(k.toLowerCase().replace(/;range=.*$/, ''))) continue;
+    out[k] = v;
   }
   return out;
+}
+
+function rangeError(dn: string, asked: string, answered: string): ConnectorError {
+  return new ConnectorError('object_error', `Ranged retrieval of ${dn}: the directory answered ${answered} to a request for ${asked}; the values cannot be put together. The entry is skipped.`, {
+    location: dn,
+  });
 }
 
 /**
@@ -127,7 +166,13 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
   if (!anchor) {
     return { code: 'object_error', objectType, location: entry.dn, message: `The entry has no ${scope.anchorAttribute} (the anchor attribute); it is skipped.` };
   }
-  const ranged = Object.keys(entry).some((k) => RANGE.test(k)) ? await gatherRanged(session, entry) : {};
+  let whole: LdapEntry;
+  try {
+    whole = await completeRanges(session, entry, scope.rangeSize);
+  } catch (err) {
+    if (err instanceof ConnectorError && err.code === 'object_error') return { code: 'object_error', objectType, anchor, location: entry.dn, message: err.message };
+    throw err;
+  }
   const attributes: Record<string, AttributeValue> = {};
   const references: Record<string, string[]> = {};
   const put = (name: string, raw: LdapEntry[string]) => {
@@ -143,11 +188,10 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
       if (inside.length) references[name] = inside;
     }
   };
-  for (const key of Object.keys(entry)) {
-    if (key.toLowerCase() === 'dn' || RANGE.test(key)) continue;
-    put(key, entry[key]);
+  for (const key of Object.keys(whole)) {
+    if (key.toLowerCase() === 'dn') continue;
+    put(key, whole[key]);
   }
-  for (const [name, vals] of Object.entries(ranged)) put(name, vals as string[]);
   const container = parentDn(entry.dn);
   attributes.container = container;
   // The entry's own DN as an attribute: references (member, manager) name objects by DN, so a flow rule that

@@ -11,7 +11,7 @@ import type { FieldError } from '../../core/errors';
 function directorySchema(type: 'ldap' | 'active_directory') {
   const isAd = type === 'active_directory';
   return Type.Object(
-    {
+    adOnly(isAd, {
       host: Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\s/]+$', description: 'Server host name or address.' }),
       port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: '636 with ldaps, else 389.' })),
       baseDN: Type.String({ minLength: 1, maxLength: 2048 }),
@@ -54,12 +54,27 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       passwordOnUpdate: Type.Optional(
         Type.Boolean({ default: false, description: 'Active Directory: an outbound flow to unicodePwd is written when the account is created; true: also with every update of the account.' }),
       ),
+      memberRangeSize: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: 1_000_000,
+          default: 1500,
+          description:
+            'Active Directory only: how many values of a group\'s `member` one read asks for (ranged retrieval: `member;range=0-1499`, then `member;range=1500-2999`, ... until the domain controller answers a range ending in `*`). A domain controller answers at most its MaxValRange (1500 by default on Windows) per read.',
+        }),
+      ),
       mustChangePassword: Type.Optional(
         Type.Boolean({ default: true, description: 'Active Directory: an account given a password (unicodePwd) must change it at first logon (pwdLastSet 0), unless a flow writes pwdLastSet.' }),
       ),
-    },
+    }),
     { $id: isAd ? 'ActiveDirectoryConnectorConfig' : 'LdapConnectorConfig', additionalProperties: false },
   );
+}
+
+/** The `active_directory`-only fields, left out of the `ldap` schema (which then refuses them). */
+function adOnly<T extends { memberRangeSize?: unknown }>(isAd: boolean, properties: T): T {
+  if (!isAd) delete properties.memberRangeSize;
+  return properties;
 }
 
 export const LdapConfigSchema = directorySchema('ldap');

@@ -1,6 +1,7 @@
 import { capSeen, DnFates, MAX_SEEN, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
 import { deltaStrategyFor } from '../../../../lib/connectors/ldap/strategies';
-import { gatherRanged, toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
+import { LdapConnector } from '../../../../lib/connectors/ldap/ldapConnector';
+import { completeRanges, toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
 import type { DirectorySession, LdapEntry, SearchRequest } from '../../../../lib/connectors/ldap/session';
 import { guidToBytes, guidToString, isUnder, normalizeDn, sidToString } from '../../../../lib/connectors/ldap/values';
 import type { DeltaPage } from '../../../../lib/connectors/sdk';
@@ -54,11 +55,58 @@ describe('AD ranged retrieval (member;range=)', () => {
       { match: (r) => r.attributes[0] === 'member;range=3000-*', entries: [{ dn: 'CN=Big,DC=corp,DC=test', 'member;range=3000-*': last }] },
     ]);
     const entry: LdapEntry = { dn: 'CN=Big,DC=corp,DC=test', objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID), cn: 'Big', 'member;range=0-1499': first, member: [] };
-    const ranged = await gatherRanged(s, entry);
-    expect(ranged.member).toHaveLength(3001);
+    const whole = await completeRanges(s, entry);
+    expect(whole.member).toHaveLength(3001);
+    expect(Object.keys(whole).filter((k) => k.startsWith('member'))).toEqual(['member']);
     const o = await toConnectorObject(s, entry, adScope);
     expect(o).toMatchObject({ anchor: GUID, objectType: 'Group', container: 'DC=corp,DC=test' });
     expect((o as { references: Record<string, string[]> }).references.member).toHaveLength(3001);
+  });
+  test('with a range size, each follow-up asks for one slice; the last answer ends in *', async () => {
+    const dn = 'CN=Big,DC=corp,DC=test';
+    const values = Array.from({ length: 2500 }, (_, i) => `CN=U${i},DC=corp,DC=test`);
+    // As Samba answers an explicit range: the slice asked for, or `from-*` when it reaches the last value.
+    // ldapts also lists the attribute asked for, with no values, when the DC answered another name.
+    const s = new RecordedSession([
+      { match: (r) => r.attributes[0] === 'member;range=1000-1999', entries: [{ dn, 'member;range=1000-1999': values.slice(1000, 2000) }] },
+      { match: (r) => r.attributes[0] === 'member;range=2000-2999', entries: [{ dn, 'member;range=2000-2999': [], 'member;range=2000-*': values.slice(2000) }] },
+    ]);
+    const o = await toConnectorObject(s, { dn, objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID), 'member;range=0-999': values.slice(0, 1000) }, { ...adScope, rangeSize: 1000 });
+    expect(s.requests.map((r) => [r.base, r.scope, r.attributes])).toEqual([
+      [dn, 'base', ['member;range=1000-1999']],
+      [dn, 'base', ['member;range=2000-2999']],
+    ]);
+    expect((o as { attributes: Record<string, string[]> }).attributes.member).toEqual(values);
+    expect(Object.keys((o as { attributes: Record<string, unknown> }).attributes).filter((k) => /member/i.test(k))).toEqual(['member']);
+  });
+  test('an entry without the attribute (ldapts lists it with no values) is read once, and has no member', async () => {
+    const s = new RecordedSession([]);
+    const u = await toConnectorObject(s, { dn: 'CN=Ann,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(GUID), 'member;range=0-999': [] }, { ...adScope, rangeSize: 1000 });
+    expect(s.requests).toEqual([]);
+    expect(Object.keys((u as { attributes: Record<string, unknown> }).attributes).filter((k) => /member/i.test(k))).toEqual([]);
+  });
+  test('values that end exactly at a slice end: a follow-up without the attribute ends the read', async () => {
+    const dn = 'CN=Even,DC=corp,DC=test';
+    const values = Array.from({ length: 1000 }, (_, i) => `CN=U${i},DC=corp,DC=test`);
+    const s = new RecordedSession([{ match: () => true, entries: [{ dn, 'member;range=1000-1999': [] }] }]);
+    const whole = await completeRanges(s, { dn, 'member;range=0-999': values }, 1000);
+    expect(s.requests.map((r) => r.attributes)).toEqual([['member;range=1000-1999']]);
+    expect(whole.member).toEqual(values);
+  });
+  test('a slice that does not start where it was asked, or an entry gone in between: an object error, never a partial member', async () => {
+    const dn = 'CN=Odd,DC=corp,DC=test';
+    const entry: LdapEntry = { dn, objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID), 'member;range=0-9': ['CN=A,DC=corp,DC=test'] };
+    const shifted = new RecordedSession([{ match: () => true, entries: [{ dn, 'member;range=5-*': ['CN=B,DC=corp,DC=test'] }] }]);
+    expect(await toConnectorObject(shifted, entry, adScope)).toMatchObject({ code: 'object_error', anchor: GUID, location: dn, message: expect.stringContaining('member;range=5-*') });
+    const gone = new RecordedSession([]);
+    expect(await toConnectorObject(gone, entry, adScope)).toMatchObject({ code: 'object_error', message: expect.stringContaining('was gone') });
+  });
+  test('the attributes a search asks for: active_directory asks for the first slice of member', () => {
+    const config = { host: 'dc1', baseDN: 'DC=corp,DC=test', bindDN: 'CN=svc,DC=corp,DC=test', bindPassword: 'x' };
+    expect(new LdapConnector('active_directory', config).readAttributes).toEqual(['*', 'objectClass', 'objectGUID', 'member;range=0-1499']);
+    expect(new LdapConnector('active_directory', { ...config, memberRangeSize: 1000, attributes: ['cn', 'Member'] }).readAttributes).toEqual(['cn', 'member;range=0-999', 'objectClass', 'objectGUID']);
+    expect(new LdapConnector('active_directory', { ...config, attributes: ['cn'] }).readAttributes).toEqual(['cn', 'objectClass', 'objectGUID']);
+    expect(new LdapConnector('ldap', { ...config, anchorAttribute: 'entryUUID' }).readAttributes).toEqual(['*', 'objectClass', 'entryUUID']);
   });
   test('a computer is not a User; objectSid is a string', async () => {
     const s = new RecordedSession([]);
