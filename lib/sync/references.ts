@@ -76,10 +76,13 @@ export interface CsLookup {
   entry(anchor: string): { meshId: string | null; dn?: string } | undefined;
 }
 
-/** The index keys a connector-space object can be referenced by (to wake the references waiting for it). */
-export function csWakeKeys(connectorId: string, anchor: string, dn: string | undefined): { by: string; key: string }[] {
+/**
+ * The index keys a connector-space object can be referenced by (to wake the references waiting for it).
+ * `key`: the DN's key when the caller has it ({@link dnKey} of `dn`).
+ */
+export function csWakeKeys(connectorId: string, anchor: string, dn: string | undefined, key?: string): { by: string; key: string }[] {
   const out = [{ by: csReferenceBy('anchor', connectorId), key: anchor.toLowerCase() }];
-  if (dn) out.push({ by: csReferenceBy('dn', connectorId), key: dnKey(dn) });
+  if (dn) out.push({ by: csReferenceBy('dn', connectorId), key: key ?? dnKey(dn) });
   return out;
 }
 
@@ -99,16 +102,29 @@ interface IndexInfo {
   info(id: string): { objectType: string; anchorValue: string } | undefined;
 }
 
+/** The key spaces of a connector's references ({@link csReferenceBy}), built once per connector id. */
+const bySpaces = new Map<string, { dn: string; anchor: string }>();
+function spacesOf(connectorId: string): { dn: string; anchor: string } {
+  let b = bySpaces.get(connectorId);
+  if (!b) {
+    if (bySpaces.size >= 1024) bySpaces.clear();
+    bySpaces.set(connectorId, (b = { dn: csReferenceBy('dn', connectorId), anchor: csReferenceBy('anchor', connectorId) }));
+  }
+  return b;
+}
+
 /** Resolve one reference: a relationship, a pending reference, or null (it names the object itself). */
 function resolveOne(doc: MeshObject, lookup: CsLookup, index: IndexInfo, type: string, kind: ReferenceKind, key: string, anchorHint?: string): Relationship | PendingReference | null {
   const cid = lookup.connectorId;
-  const by = csReferenceBy(kind, cid);
+  const spaces = spacesOf(cid);
+  const by = kind === 'dn' ? spaces.dn : spaces.anchor;
   const anchor = anchorHint ?? (kind === 'dn' ? lookup.anchorOfDn(key) : key);
   const e = anchor === undefined ? undefined : lookup.entry(anchor);
-  if (e?.meshId === doc.id) return null;
-  const info = e?.meshId ? index.info(e.meshId) : undefined;
-  if (anchor !== undefined && e?.meshId && info) {
-    return { type, targetId: e.meshId, targetAnchor: info.anchorValue, targetType: info.objectType, c: cid, ca: anchor, v: key, by };
+  const meshId = e?.meshId;
+  if (meshId === doc.id) return null;
+  const info = meshId ? index.info(meshId) : undefined;
+  if (anchor !== undefined && meshId && info) {
+    return { type, targetId: meshId, targetAnchor: info.anchorValue, targetType: info.objectType, c: cid, ca: anchor, v: key, by };
   }
   return { type, value: key, by, c: cid };
 }
@@ -119,18 +135,24 @@ function resolveOne(doc: MeshObject, lookup: CsLookup, index: IndexInfo, type: s
  */
 export function applyConnectorReferences(doc: MeshObject, lookup: CsLookup, index: IndexInfo, refs: Record<string, string[]>): void {
   const cid = lookup.connectorId;
-  const rels = doc.relationships.filter((r) => r.c !== cid);
-  const pend = doc.pendingReferences.filter((p) => p.c !== cid);
-  const seen = new Set<string>();
-  for (const [name, values] of Object.entries(refs)) {
+  const rels: Relationship[] = [];
+  for (const r of doc.relationships) if (r.c !== cid) rels.push(r);
+  const pend: PendingReference[] = [];
+  for (const p of doc.pendingReferences) if (p.c !== cid) pend.push(p);
+  // The values already taken, per relationship type (a value named twice is one reference).
+  const seen = new Map<string, Set<string>>();
+  for (const name in refs) {
+    const values = refs[name];
     const kind = lookup.policy.kind(name);
     if (!kind) continue;
     const type = lookup.policy.typeOf(name);
+    let taken = seen.get(type);
+    if (!taken) seen.set(type, (taken = new Set()));
     for (const raw of values) {
       const key = kind === 'dn' ? dnKey(raw) : raw;
-      const dedupe = type + '\u0000' + (kind === 'dn' ? key : key.toLowerCase());
-      if (seen.has(dedupe)) continue;
-      seen.add(dedupe);
+      const dedupe = kind === 'dn' ? key : key.toLowerCase();
+      if (taken.has(dedupe)) continue;
+      taken.add(dedupe);
       const got = resolveOne(doc, lookup, index, type, kind, key);
       if (!got) continue;
       if ('targetId' in got) rels.push(got);
