@@ -26,6 +26,17 @@ describe('connector SDK helpers', () => {
     expect(contentHash(obj)).toBe(expected);
   });
 
+  test('contentHash is the sha256 of the canonical JSON when the references are the attribute values themselves', () => {
+    const member = ['uid=b,dc=x', 'uid=a,dc=x', 'UID=c,dc=x', 'uid=a,dc=x'];
+    for (const o of [
+      { objectType: 'Group', attributes: { member, n: [2, '10', 1] }, references: { member } },
+      { objectType: 'Group', attributes: { member: ['uid=b,dc=x', null, 'uid=a,dc=x'] }, references: { member: ['uid=b,dc=x', 'uid=a,dc=x'] } },
+      { objectType: 'Group', attributes: { member: ['x'] }, references: { member: [] as string[], other: member } },
+    ]) {
+      expect(contentHash(o)).toBe(createHash('sha256').update(canonicalJson(canonicalObject(o))).digest('base64url'));
+    }
+  });
+
   test('attribute order, multi-value order, null and absent attributes do not change the hash', () => {
     const same = {
       objectType: 'User',
