@@ -72,6 +72,30 @@ describe('mesh object stored form', () => {
     expect(decodeMeshObject(encodeMeshObject(o))).toEqual(o);
   });
 
+  it("stores a connector reference's key space without repeating the connector, and reads it back whole", () => {
+    const o = doc({
+      relationships: [
+        { type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User', c: AD, ca: '{g2}', v: 'cn=b,ou=people', by: `@dn:${AD}` },
+        { type: 'member', targetId: gid(3), targetAnchor: 'E000003', targetType: 'User', c: AD, ca: 'a3', v: 'a3', by: `@a:${AD}` },
+        // Not the connector's own key space: stored as it is.
+        { type: 'owner', targetId: gid(4), targetAnchor: 'E000004', targetType: 'User', c: AD, ca: '{g4}', v: 'cn=d', by: `@dn:${HR}` },
+      ],
+      pendingReferences: [
+        { type: 'manager', value: 'cn=x,ou=people', by: `@dn:${AD}`, c: AD },
+        { type: 'member', value: 'a9', by: `@a:${HR}`, c: HR },
+        { type: 'secretary', value: 'e000010', by: 'employeeId' },
+      ],
+    });
+    const text = encodeMeshObject(o);
+    expect(decodeMeshObject(text)).toEqual(o);
+    expect(text).not.toContain(`@dn:${AD}`);
+    expect(text).toContain(`@dn:${HR}`);
+    // Rows written before, with the whole key space, read the same.
+    const stored = JSON.parse(text) as { k: string[]; q: unknown[][] };
+    const old = { ...stored, k: stored.k.map((x) => (x === '@dn:' ? `@dn:${AD}` : x === '@a:' ? `@a:${AD}` : x)), q: stored.q.map((x) => (x.length === 4 && (x[2] === '@dn:' || x[2] === '@a:') ? [x[0], x[1], `${x[2]}${stored.k[x[3] as number]}`, x[3]] : x)) };
+    expect(fromStoredMeshObject(old)).toEqual(o);
+  });
+
   it('reads the first stored form (the whole object as JSON) unchanged', () => {
     const o = doc();
     expect(decodeMeshObject(JSON.stringify(o))).toEqual(o);
