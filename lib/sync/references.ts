@@ -201,23 +201,47 @@ export function refreshConnectorReferences(doc: MeshObject, lookup: CsLookup, in
 
 /** Drop mesh-composer relationships that repeat a connector's (same type and target). */
 export function dedupeComposed(rels: Relationship[]): Relationship[] {
-  const fromConnectors = new Set<string>();
-  for (const r of rels) if (r.c !== undefined) fromConnectors.add(r.type + '\u0000' + r.targetId);
-  if (!fromConnectors.size) return rels;
-  const out: Relationship[] = [];
-  const kept = new Set<string>();
+  let composed = false;
+  let fromConnectors = 0;
   for (const r of rels) {
-    const k = r.type + '\u0000' + r.targetId;
-    if (r.c === undefined && fromConnectors.has(k)) continue;
-    if (r.c !== undefined) {
+    if (r.c === undefined) composed = true;
+    else fromConnectors++;
+  }
+  // Nothing to drop: no connector's relationship, or one and no mesh-composer relationship.
+  if (!fromConnectors || (fromConnectors === 1 && !composed)) return rels;
+  // Targets per connector and type (no key built per relationship: a group names thousands).
+  const kept = new Map<string, Map<string, Set<string>>>();
+  const targetsOf = (c: string, type: string): Set<string> => {
+    let byType = kept.get(c);
+    if (!byType) kept.set(c, (byType = new Map()));
+    let targets = byType.get(type);
+    if (!targets) byType.set(type, (targets = new Set()));
+    return targets;
+  };
+  // Targets any connector names, per type (a mesh-composer relationship to one of them is left out).
+  let named: Map<string, Set<string>> | undefined;
+  if (composed) {
+    named = new Map();
+    for (const r of rels) {
+      if (r.c === undefined) continue;
+      let targets = named.get(r.type);
+      if (!targets) named.set(r.type, (targets = new Set()));
+      targets.add(r.targetId);
+    }
+  }
+  const out: Relationship[] = [];
+  for (const r of rels) {
+    if (r.c === undefined) {
+      if (named!.get(r.type)?.has(r.targetId)) continue;
+    } else {
       // One relationship per type and target, whichever of the connector's values named it.
-      const ck = r.c + '\u0000' + k;
-      if (kept.has(ck)) continue;
-      kept.add(ck);
+      const targets = targetsOf(r.c, r.type);
+      if (targets.has(r.targetId)) continue;
+      targets.add(r.targetId);
     }
     out.push(r);
   }
-  return out;
+  return out.length === rels.length ? rels : out;
 }
 
 /**
