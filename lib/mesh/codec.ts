@@ -61,6 +61,26 @@ function fullBy(stored: string, c: string): string {
 
 /** The stored JSON text of a mesh object. */
 export function encodeMeshObject(o: MeshObject): string {
+  return JSON.stringify(storedForm(o));
+}
+
+/**
+ * The texts of a mesh object for its row (whole, {@link encodeMeshObject}) and for its change-feed entry: the
+ * same, except that a relationship made from a connector's reference attribute is written without how the
+ * connector resolved it (the connector, the referenced connector-space anchor, the value and its key space):
+ * only the engine uses those, and it reads them from the mesh row. Feed readers (the read model, the join
+ * indexes of other processes, exports) use a relationship's type and target only. So the DN values of a
+ * directory's references are not written a third time (connector-space row, mesh row). The same text when the
+ * object has no such relationship.
+ */
+export function encodeMeshTexts(o: MeshObject): { row: string; feed: string } {
+  const stored = storedForm(o);
+  const row = JSON.stringify(stored);
+  if (!stored.r.some((x) => x.length > 4)) return { row, feed: row };
+  return { row, feed: JSON.stringify({ ...stored, r: stored.r.map((x) => (x.length > 4 ? [x[0], x[1], x[2], x[3]] : x)) }) };
+}
+
+function storedForm(o: MeshObject): StoredV2 {
   const k: string[] = [];
   const at = new Map<string, number>();
   const ref = (s: string): number => {
@@ -94,7 +114,7 @@ export function encodeMeshObject(o: MeshObject): string {
   stored.co = ref(o.createdOn);
   stored.up = ref(o.updatedOn);
   if (o.provisioned) stored.p = o.provisioned.map(ref);
-  return JSON.stringify(stored);
+  return stored;
 }
 
 /** A mesh object from its stored JSON text. */

@@ -1,4 +1,4 @@
-import { decodeMeshObject, encodeMeshObject, fromStoredMeshObject } from '../../../lib/mesh/codec';
+import { decodeMeshObject, encodeMeshObject, encodeMeshTexts, fromStoredMeshObject } from '../../../lib/mesh/codec';
 import { COMPOSER, consolidate, type MeshObject } from '../../../lib/sync/model';
 import { gid, rng } from './meshSupport';
 
@@ -94,6 +94,24 @@ describe('mesh object stored form', () => {
     const stored = JSON.parse(text) as { k: string[]; q: unknown[][] };
     const old = { ...stored, k: stored.k.map((x) => (x === '@dn:' ? `@dn:${AD}` : x === '@a:' ? `@a:${AD}` : x)), q: stored.q.map((x) => (x.length === 4 && (x[2] === '@dn:' || x[2] === '@a:') ? [x[0], x[1], `${x[2]}${stored.k[x[3] as number]}`, x[3]] : x)) };
     expect(fromStoredMeshObject(old)).toEqual(o);
+  });
+
+  it("writes a feed entry's connector relationships without how the connector resolved them, the row whole", () => {
+    const composed = { type: 'manager', targetId: gid(5), targetAnchor: 'E000005', targetType: 'User' };
+    const o = doc({
+      relationships: [{ type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User', c: AD, ca: '{g2}', v: 'cn=b,ou=people', by: `@dn:${AD}` }, composed],
+      pendingReferences: [{ type: 'member', value: 'cn=x,ou=people', by: `@dn:${AD}`, c: AD }],
+    });
+    const { row, feed } = encodeMeshTexts(o);
+    expect(row).toBe(encodeMeshObject(o));
+    expect(decodeMeshObject(row)).toEqual(o);
+    const light = decodeMeshObject(feed);
+    expect(light.relationships).toEqual([{ type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User' }, composed]);
+    expect(feed).not.toContain('cn=b,ou=people');
+    // Everything else is the row's: pending references (the join index needs their key space), links, attributes.
+    expect({ ...light, relationships: o.relationships }).toEqual(o);
+    const plain = doc();
+    expect(encodeMeshTexts(plain)).toEqual({ row: encodeMeshObject(plain), feed: encodeMeshObject(plain) });
   });
 
   it('reads the first stored form (the whole object as JSON) unchanged', () => {
