@@ -65,6 +65,14 @@ export function encodeMeshObject(o: MeshObject): string {
 }
 
 /**
+ * `JSON.stringify(s)` with `r` as given, in three parts (the fields before `r`, `r`, the fields after it), so the
+ * row's and the feed's texts share the first and last parts. Same field order as {@link storedForm}'s object.
+ */
+function storedText(head: string, r: StoredV2['r'], tail: string): string {
+  return head + JSON.stringify(r) + tail;
+}
+
+/**
  * The texts of a mesh object for its row (whole, {@link encodeMeshObject}) and for its change-feed entry: the
  * same, except that a relationship made from a connector's reference attribute is written without how the
  * connector resolved it (the connector, the referenced connector-space anchor, the value and its key space):
@@ -75,9 +83,14 @@ export function encodeMeshObject(o: MeshObject): string {
  */
 export function encodeMeshTexts(o: MeshObject): { row: string; feed: string } {
   const stored = storedForm(o);
-  const row = JSON.stringify(stored);
-  if (!stored.r.some((x) => x.length > 4)) return { row, feed: row };
-  return { row, feed: JSON.stringify({ ...stored, r: stored.r.map((x) => (x.length > 4 ? [x[0], x[1], x[2], x[3]] : x)) }) };
+  if (!stored.r.some((x) => x.length > 4)) {
+    const row = JSON.stringify(stored);
+    return { row, feed: row };
+  }
+  const { v, id, t, a, co, up, k, c, l } = stored;
+  const head = JSON.stringify({ v, id, t, a, co, up, k, c, l }).slice(0, -1) + ',"r":';
+  const tail = ',"q":' + JSON.stringify(stored.q) + (stored.p ? ',"p":' + JSON.stringify(stored.p) : '') + '}';
+  return { row: storedText(head, stored.r, tail), feed: storedText(head, stored.r.map((x) => (x.length > 4 ? [x[0], x[1], x[2], x[3]] : x)), tail) };
 }
 
 function storedForm(o: MeshObject): StoredV2 {

@@ -99,11 +99,13 @@ describe('mesh object stored form', () => {
   it("writes a feed entry's connector relationships without how the connector resolved them, the row whole", () => {
     const composed = { type: 'manager', targetId: gid(5), targetAnchor: 'E000005', targetType: 'User' };
     const o = doc({
+      provisioned: [HR],
       relationships: [{ type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User', c: AD, ca: '{g2}', v: 'cn=b,ou=people', by: `@dn:${AD}` }, composed],
       pendingReferences: [{ type: 'member', value: 'cn=x,ou=people', by: `@dn:${AD}`, c: AD }],
     });
     const { row, feed } = encodeMeshTexts(o);
     expect(row).toBe(encodeMeshObject(o));
+    expect(encodeMeshTexts({ ...o, provisioned: undefined }).row).toBe(encodeMeshObject({ ...o, provisioned: undefined }));
     expect(decodeMeshObject(row)).toEqual(o);
     const light = decodeMeshObject(feed);
     expect(light.relationships).toEqual([{ type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User' }, composed]);
