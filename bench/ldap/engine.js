@@ -18,7 +18,14 @@
  * - delta: 1,000 modified users (sn, title) and 10 deleted users (ldapmodify, then a DeltaImport by
  *   accesslog; target <= 3 s), and the mesh read back after it.
  *
- * Usage: npm run build && node bench/ldap/engine.js [--users 100000] [--groups users/100] [--refs space|composer|none]
+ * `--attributes listed` (default): the connector reads the attributes the rules use (objectClass, uid, cn, sn,
+ * mail, employeeNumber, title), plus `manager` and `member` unless `--refs none`, so `space` and `none` differ
+ * by the reference attributes only; `--attributes all`: `*` except with `--refs none` (the set-up before
+ * 2026-11-25, whose `space` also read givenName, departmentNumber and telephoneNumber the baseline did not).
+ *
+ * SYNC_BENCH_CPUPROF=<dir>: a V8 CPU profile of the service up to the end of the full import (bench/sync/cpuprof.js).
+ *
+ * Usage: npm run build && node bench/ldap/engine.js [--users 100000] [--groups users/100] [--refs space|composer|none] [--attributes listed|all]
  */
 require('./ts-register');
 const { execFileSync } = require('node:child_process');
@@ -43,6 +50,17 @@ const REFS = (() => {
   if (!['space', 'composer', 'none'].includes(v)) throw new Error('--refs is space, composer or none');
   return v;
 })();
+const ATTRIBUTES = arg('attributes', 'listed');
+if (!['listed', 'all'].includes(ATTRIBUTES)) throw new Error('--attributes is listed or all');
+/** The attributes the rules use (flows, projections, the join, the groups' condition). */
+const LISTED = ['objectClass', 'uid', 'cn', 'sn', 'mail', 'employeeNumber', 'title'];
+/** The connector's `attributes` for this set-up. */
+const connectorAttributes = () => {
+  if (REFS === 'none') return LISTED;
+  const refs = REFS === 'composer' ? ['entryDN', 'manager', 'member'] : ['manager', 'member'];
+  if (ATTRIBUTES === 'listed') return [...LISTED, ...refs];
+  return REFS === 'composer' ? ['*', 'entryDN'] : ['*'];
+};
 const GROUPS = arg('groups', Math.max(1, Math.round(N / 100)));
 const FILTER = '(|(objectClass=inetOrgPerson)(objectClass=groupOfNames))';
 const uid = (i) => `u${String(i).padStart(6, '0')}`;
@@ -85,7 +103,8 @@ async function main() {
     const plain = await ldapsearch(slapd.url, slapd);
     console.error(`ldapsearch ${ldaps.entries} entries: ldaps ${ldaps.seconds} s, plain ${plain.seconds} s; starting the service...`);
 
-    svc = await startService();
+    const prof = process.env.SYNC_BENCH_CPUPROF;
+    svc = await startService(prof ? { env: { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../sync/cpuprof.js')}`.trim() } } : {});
     const { call, must } = svc;
     const conn = await must(
       call('POST', 'connectors', {
@@ -101,7 +120,7 @@ async function main() {
           bindPassword: slapd.rootPassword,
           deltaStrategy: 'accesslog',
           // entryDN (operational, RFC 5020): the DN as an attribute, which the rules can flow and match on.
-          attributes: REFS === 'composer' ? ['*', 'entryDN'] : REFS === 'none' ? ['objectClass', 'uid', 'cn', 'sn', 'mail', 'employeeNumber', 'title'] : ['*'],
+          attributes: connectorAttributes(),
         },
       }),
       201,
@@ -122,6 +141,7 @@ async function main() {
     const rssBeforeMB = peakRssMB(svc.pid);
     const full = await svc.runImport(conn.id, 'FullImport');
     const rssAfterFull = peakRssMB(svc.pid);
+    if (prof) process.kill(svc.pid, 'SIGUSR2');
     console.error(`full import ${full.seconds.toFixed(1)} s (${full.run.status}${full.run.error ? `: ${full.run.error}` : ''}); checking relationships...`);
 
     /** Mesh object (detail) by its anchor, or null; the read model follows the feed, so wait a little for it. */
@@ -219,6 +239,7 @@ async function main() {
         {
           bench: 'ldap-engine',
           references: REFS,
+          attributes: connectorAttributes(),
           users: N,
           groups: GROUPS,
           memberships: N,

@@ -438,14 +438,29 @@ export function canonicalJson(value: unknown): string {
 export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'container' | 'attributes' | 'references'>): string {
   let text = '[' + JSON.stringify(o.objectType) + ',' + (o.dn === undefined ? 'null' : JSON.stringify(o.dn)) + ',' + (o.container === undefined ? 'null' : JSON.stringify(o.container)) + ',{';
   let first = true;
+  // The text of each array of strings without nulls: a reference attribute's values are usually the same
+  // array as its references (a directory's member values), whose text is the same (strings sort the same way
+  // with or without sortScalars' type prefix), so it is sorted and written once.
+  let stringArrays: Map<readonly unknown[], string> | undefined;
   for (const name of Object.keys(o.attributes).sort()) {
     const v = o.attributes[name];
     if (v === null || v === undefined) continue;
     let part: string;
     if (Array.isArray(v)) {
-      const vals = v.filter((x) => x !== null);
+      let strings = true;
+      let nulls = false;
+      for (const x of v) {
+        if (x === null) nulls = true;
+        else if (typeof x !== 'string') strings = false;
+      }
+      const vals = nulls ? v.filter((x) => x !== null) : v;
       if (vals.length === 0) continue;
-      part = '[' + (vals.length > 1 ? sortScalars(vals) : vals).map((x) => JSON.stringify(x)).join(',') + ']';
+      if (strings) {
+        part = '[' + (vals.length > 1 ? [...vals].sort() : vals).map((x) => JSON.stringify(x)).join(',') + ']';
+        if (!nulls) (stringArrays ??= new Map()).set(v, part);
+      } else {
+        part = '[' + (vals.length > 1 ? sortScalars(vals) : vals).map((x) => JSON.stringify(x)).join(',') + ']';
+      }
     } else {
       part = JSON.stringify(v);
     }
@@ -456,8 +471,9 @@ export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'cont
   first = true;
   const refs = o.references ?? {};
   for (const name of Object.keys(refs).sort()) {
-    if (!refs[name].length) continue;
-    text += (first ? '' : ',') + JSON.stringify(name) + ':[' + [...refs[name]].sort().map((x) => JSON.stringify(x)).join(',') + ']';
+    const r = refs[name];
+    if (!r.length) continue;
+    text += (first ? '' : ',') + JSON.stringify(name) + ':' + (stringArrays?.get(r) ?? '[' + [...r].sort().map((x) => JSON.stringify(x)).join(',') + ']');
     first = false;
   }
   return createHash('sha256').update(text + '}]').digest('base64url');

@@ -21,7 +21,9 @@ import { consolidate, type Contribution, type MeshObject, type PendingReference,
  *   "r":[[type,targetId,targetAnchor,targetType(,connector,csAnchor,value,by)?]],"q":[[type,value,by?(,connector)?]]}`
  * (co, up, and the numbers in c, l, p, r, q other than confidence and priority are positions in `k`; `p` is
  * absent when nothing was provisioned; the four more fields of `r` and the fourth of `q` are there for a
- * relationship or pending reference made from a connector's reference attribute).
+ * relationship or pending reference made from a connector's reference attribute). Such a reference's key space
+ * `by` is that connector's (`@dn:<connector>`, `@a:<connector>`): it is stored as `@dn:` or `@a:` alone, the
+ * connector being in the same entry (about 40 characters less per object that has references).
  *
  * Reading accepts the first form too (the whole object as JSON), so rows written before stay readable.
  */
@@ -44,8 +46,54 @@ interface StoredV2 {
   q: ([number, string] | [number, string, string] | [number, string, string, number])[];
 }
 
+/** A connector reference's key space as stored: `@dn:` or `@a:` when it is the connector's own ({@link csReferenceBy}). */
+function shortBy(by: string | undefined, c: string): string {
+  if (by === undefined) return '';
+  if (by.length === c.length + 4 && by.startsWith('@dn:') && by.endsWith(c)) return '@dn:';
+  if (by.length === c.length + 3 && by.startsWith('@a:') && by.endsWith(c)) return '@a:';
+  return by;
+}
+
+/** The key space `by` of a connector reference from its stored form (see {@link shortBy}). */
+function fullBy(stored: string, c: string): string {
+  return stored === '@dn:' || stored === '@a:' ? stored + c : stored;
+}
+
 /** The stored JSON text of a mesh object. */
 export function encodeMeshObject(o: MeshObject): string {
+  return JSON.stringify(storedForm(o));
+}
+
+/**
+ * `JSON.stringify(s)` with `r` as given, in three parts (the fields before `r`, `r`, the fields after it), so the
+ * row's and the feed's texts share the first and last parts. Same field order as {@link storedForm}'s object.
+ */
+function storedText(head: string, r: StoredV2['r'], tail: string): string {
+  return head + JSON.stringify(r) + tail;
+}
+
+/**
+ * The texts of a mesh object for its row (whole, {@link encodeMeshObject}) and for its change-feed entry: the
+ * same, except that a relationship made from a connector's reference attribute is written without how the
+ * connector resolved it (the connector, the referenced connector-space anchor, the value and its key space):
+ * only the engine uses those, and it reads them from the mesh row. Feed readers (the read model, the join
+ * indexes of other processes, exports) use a relationship's type and target only. So the DN values of a
+ * directory's references are not written a third time (connector-space row, mesh row). The same text when the
+ * object has no such relationship.
+ */
+export function encodeMeshTexts(o: MeshObject): { row: string; feed: string } {
+  const stored = storedForm(o);
+  if (!stored.r.some((x) => x.length > 4)) {
+    const row = JSON.stringify(stored);
+    return { row, feed: row };
+  }
+  const { v, id, t, a, co, up, k, c, l } = stored;
+  const head = JSON.stringify({ v, id, t, a, co, up, k, c, l }).slice(0, -1) + ',"r":';
+  const tail = ',"q":' + JSON.stringify(stored.q) + (stored.p ? ',"p":' + JSON.stringify(stored.p) : '') + '}';
+  return { row: storedText(head, stored.r, tail), feed: storedText(head, stored.r.map((x) => (x.length > 4 ? [x[0], x[1], x[2], x[3]] : x)), tail) };
+}
+
+function storedForm(o: MeshObject): StoredV2 {
   const k: string[] = [];
   const at = new Map<string, number>();
   const ref = (s: string): number => {
@@ -72,14 +120,14 @@ export function encodeMeshObject(o: MeshObject): string {
     r: o.relationships.map((r) =>
       r.c === undefined
         ? [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType)]
-        : [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType), ref(r.c), r.ca ?? '', r.v ?? '', ref(r.by ?? '')],
+        : [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType), ref(r.c), r.ca ?? '', r.v ?? '', ref(shortBy(r.by, r.c))],
     ),
-    q: o.pendingReferences.map((p) => (p.c !== undefined ? [ref(p.type), p.value, p.by ?? '', ref(p.c)] : p.by === undefined ? [ref(p.type), p.value] : [ref(p.type), p.value, p.by])),
+    q: o.pendingReferences.map((p) => (p.c !== undefined ? [ref(p.type), p.value, shortBy(p.by, p.c), ref(p.c)] : p.by === undefined ? [ref(p.type), p.value] : [ref(p.type), p.value, p.by])),
   };
   stored.co = ref(o.createdOn);
   stored.up = ref(o.updatedOn);
   if (o.provisioned) stored.p = o.provisioned.map(ref);
-  return JSON.stringify(stored);
+  return stored;
 }
 
 /** A mesh object from its stored JSON text. */
@@ -112,14 +160,15 @@ export function fromStoredMeshObject(x: unknown): MeshObject {
         r.c = k[y[4]];
         r.ca = y[5];
         r.v = y[6];
-        r.by = k[y[7]];
+        r.by = fullBy(k[y[7]], r.c);
       }
       return r;
     }),
     pendingReferences: s.q.map((x): PendingReference => {
       if (x.length === 2) return { type: k[x[0]], value: x[1] };
       if (x.length === 3) return { type: k[x[0]], value: x[1], by: x[2] };
-      return { type: k[x[0]], value: x[1], by: x[2], c: k[x[3]] };
+      const c = k[x[3]];
+      return { type: k[x[0]], value: x[1], by: fullBy(x[2], c), c };
     }),
   };
   if (s.p) o.provisioned = s.p.map((i) => k[i]);

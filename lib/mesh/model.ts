@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { normalizeDn } from '../connectors/ldap/values';
+import { normalizeDn, plainDnLower } from '../connectors/ldap/values';
 import type { AttributeValue } from '../connectors/sdk';
 
 /**
@@ -78,8 +78,10 @@ export function csReferenceBy(kind: 'dn' | 'anchor', connectorId: string): strin
  * `cn=ann lee,ou=people` name the same entry).
  */
 export function dnKey(dn: string): string {
-  // Escapes and quotes need the parser; the common DN takes the fast path (this runs for every object and
-  // every reference value of a directory import).
+  // The common DN is only lower-cased (one scan, no regular expression: this runs for every object and every
+  // reference value of a directory import); escapes and quotes need the parser.
+  const plain = plainDnLower(dn);
+  if (plain !== undefined) return plain;
   if (dn.includes('\\') || dn.includes('"')) return normalizeDn(dn);
   return dn
     .trim()

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TableClient, TransactionAction } from '@azure/data-tables';
 import { isStatus, odata, submitTransaction, table } from '../storage/tables';
 import type { MeshObject } from './model';
-import { encodeMeshObject, fromStoredMeshObject } from './codec';
+import { encodeMeshObject, encodeMeshTexts, fromStoredMeshObject } from './codec';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
 import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
 
@@ -21,7 +21,9 @@ import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableU
  *
  * Change feed: PartitionKey `f`; RowKey the sequence number (15 digits, zero-padded), `writer` (the writing
  * process), `n` (entries) and chunked JSON `e`: an array of {@link FeedEntry}, each the object's whole new
- * state or a tombstone, so a reader applies it without another read. The counter row `~seq` holds the last
+ * state or a tombstone, so a reader applies it without another read (a relationship made from a connector's
+ * reference attribute comes without the connector's resolution of it, which only the engine uses and reads
+ * from the mesh row: lib/mesh/codec.ts `encodeMeshTexts`; a kept-apart state comes whole). The counter row `~seq` holds the last
  * sequence number; an append inserts its rows and advances the counter in ONE entity-group transaction,
  * conditional on the counter's ETag. So sequence numbers are gapless and appear in commit order: a reader
  * that has applied everything up to N can ask for `RowKey gt N` and never miss a row. Writers append after
@@ -49,6 +51,8 @@ export const PROCESS_WRITER = randomUUID();
 /**
  * A feed entry: an object's new state, or its tombstone. `x`: the connector whose export wrote this state (it
  * linked the object to what the export added); that connector's next export has nothing to look at in it.
+ * A state read from the table has its connectors' relationships without `c`, `ca`, `v` and `by` (see
+ * lib/mesh/codec.ts `encodeMeshTexts`; the mesh row has them).
  */
 export type FeedEntry = { id: string; objectType: string; state: MeshObject; x?: string } | { id: string; objectType: string; deleted: true };
 
@@ -193,8 +197,10 @@ export interface MeshWrite {
  */
 export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   if (!w.upserts.length && !w.deletes.length) return 0;
-  // Each state is encoded once, for its row and for its feed entry.
-  const texts = w.upserts.map(encodeMeshObject);
+  // Each state is encoded once, for its row and for its feed entry (without the connectors' resolution of
+  // their references, see encodeMeshTexts).
+  const both = w.upserts.map(encodeMeshTexts);
+  const texts = both.map((t) => t.row);
   // Objects too large for a row (a group of many members) are kept apart first: a row never names a text
   // that is not stored yet.
   const overflow = new Map<number, string>();
@@ -214,7 +220,7 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
     ...w.upserts.map((o, i) => {
       const ref = overflow.get(i);
       const head = `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},${w.exportOf ? `"x":${JSON.stringify(w.exportOf)},` : ''}`;
-      return ref ? `${head}"ref":${JSON.stringify(ref)}}` : `${head}"state":${texts[i]}}`;
+      return ref ? `${head}"ref":${JSON.stringify(ref)}}` : `${head}"state":${both[i].feed}}`;
     }),
     ...w.deletes.map((d, i) => JSON.stringify(entries[w.upserts.length + i])),
   ];

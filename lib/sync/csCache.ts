@@ -3,6 +3,15 @@ import { dnKey } from '../mesh/model';
 import { type CsObject } from './model';
 import type { CsLookup, ReferencePolicy } from './references';
 
+/** A row the run planned (not written yet), with its DN key computed once. */
+interface Planned {
+  meshId: string | null;
+  dn?: string;
+  /** {@link dnKey} of `dn`. */
+  dnk?: string;
+  deleted: boolean;
+}
+
 /**
  * A process's in-memory view of one connector's connector space: every row's summary (hash comparison,
  * joins, deletes), a DN index (references by DN), and the rows planned by the current run but not yet
@@ -11,10 +20,15 @@ import type { CsLookup, ReferencePolicy } from './references';
  *
  * The summaries are exactly what storage holds ({@link set} after a write); the overlay is what this process
  * has planned on top. A failed or dry-run page drops the whole cache (the engine's `dropCaches`).
+ *
+ * Each object's DN key ({@link dnKey}) is computed once when the run plans it ({@link note}) and reused when it
+ * is written ({@link set}), woken ({@link dnKeyOf}) and referenced ({@link anchorOfDn}), instead of once per
+ * reference that names it.
  */
 export class CsCache {
+  /** DN key -> anchor of the summaries; `dnIndex.get(k) === a` implies summary `a` is live with a DN of key `k`. */
   private dnIndex: Map<string, string> | undefined;
-  private readonly overlay = new Map<string, { meshId: string | null; dn?: string; deleted: boolean }>();
+  private readonly overlay = new Map<string, Planned>();
   private readonly overlayDn = new Map<string, string>();
 
   constructor(readonly summaries: Map<string, CsSummary>) {}
@@ -23,31 +37,34 @@ export class CsCache {
   set(anchor: string, s: CsSummary): void {
     const old = this.summaries.get(anchor);
     this.summaries.set(anchor, s);
+    const o = this.overlay.get(anchor);
     if (this.dnIndex) {
       if (old?.dn) {
-        const k = dnKey(old.dn);
+        const k = old.dn === s.dn && o?.dn === s.dn && o.dnk !== undefined ? o.dnk : dnKey(old.dn);
         if (this.dnIndex.get(k) === anchor) this.dnIndex.delete(k);
       }
-      if (s.dn && !s.deleted) this.dnIndex.set(dnKey(s.dn), anchor);
+      if (s.dn && !s.deleted) this.dnIndex.set(o?.dn === s.dn && o.dnk !== undefined ? o.dnk : dnKey(s.dn), anchor);
     }
-    const o = this.overlay.get(anchor);
     if (o) {
       this.overlay.delete(anchor);
-      if (o.dn) {
-        const k = dnKey(o.dn);
-        if (this.overlayDn.get(k) === anchor) this.overlayDn.delete(k);
-      }
+      if (o.dnk !== undefined && this.overlayDn.get(o.dnk) === anchor) this.overlayDn.delete(o.dnk);
     }
   }
 
   /** Note a row the run planned (not written yet). */
   note(row: CsObject): void {
-    this.overlay.set(row.anchor, { meshId: row.meshId, dn: row.dn, deleted: !!row.deleted });
-    if (row.dn && !row.deleted) this.overlayDn.set(dnKey(row.dn), row.anchor);
+    const p: Planned = { meshId: row.meshId, dn: row.dn, deleted: !!row.deleted };
+    if (row.dn) {
+      p.dnk = dnKey(row.dn);
+      if (!row.deleted) this.overlayDn.set(p.dnk, row.anchor);
+    }
+    this.overlay.set(row.anchor, p);
   }
 
-  private current(anchor: string): { meshId: string | null; dn?: string; deleted: boolean } | undefined {
-    return this.overlay.get(anchor) ?? this.summaries.get(anchor);
+  /** The DN key of a planned row's DN (computed when it was noted), else computed now. */
+  dnKeyOf(anchor: string, dn: string): string {
+    const o = this.overlay.get(anchor);
+    return o?.dn === dn && o.dnk !== undefined ? o.dnk : dnKey(dn);
   }
 
   private dns(): Map<string, string> {
@@ -58,19 +75,30 @@ export class CsCache {
     return this.dnIndex;
   }
 
+  /** Whether `anchor`'s current state (planned, else written) is live with a DN whose key is `key`. */
+  private liveAt(anchor: string, key: string, fromIndex: boolean): boolean {
+    const o = this.overlay.get(anchor);
+    if (o) return !o.deleted && o.dnk === key;
+    const s = this.summaries.get(anchor);
+    if (!s || s.deleted || !s.dn) return false;
+    // The DN index follows the summaries (set), so its entry's key is the summary's; an overlay entry written
+    // since may have left an old key in overlayDn: that one is checked.
+    return fromIndex || dnKey(s.dn) === key;
+  }
+
   anchorOfDn(key: string): string | undefined {
-    for (const a of [this.overlayDn.get(key), this.dns().get(key)]) {
-      if (a === undefined) continue;
-      const e = this.current(a);
-      // An entry renamed since: its old DN names nothing any more.
-      if (e && !e.deleted && e.dn && dnKey(e.dn) === key) return a;
-    }
+    // An entry renamed since: its old DN names nothing any more.
+    const planned = this.overlayDn.get(key);
+    if (planned !== undefined && this.liveAt(planned, key, false)) return planned;
+    const written = this.dns().get(key);
+    if (written !== undefined && this.liveAt(written, key, true)) return written;
     return undefined;
   }
 
-  entry(anchor: string): { meshId: string | null; dn?: string } | undefined {
-    const e = this.current(anchor);
-    return e && !e.deleted ? { meshId: e.meshId, dn: e.dn } : undefined;
+  /** The object with this anchor (planned, else written): undefined when absent or deleted. Not to be changed. */
+  entry(anchor: string): { readonly meshId: string | null; readonly dn?: string } | undefined {
+    const e = this.overlay.get(anchor) ?? this.summaries.get(anchor);
+    return e && !e.deleted ? e : undefined;
   }
 
   /** The lookup the planner resolves this connector's references with. */

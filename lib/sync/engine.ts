@@ -386,7 +386,8 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     if (before?.meshId && before.meshId !== p.cs.meshId) for (const s of ctx.index.incoming(before.meshId)) follow.add(s);
     if (!p.cs.meshId || p.cs.deleted) return;
     if (before && !before.deleted && before.meshId === p.cs.meshId && before.dn === p.cs.dn) return;
-    for (const { by, key } of csWakeKeys(ctx.info.connectorId, p.cs.anchor, p.cs.dn)) for (const s of ctx.index.waiting(by, key)) follow.add(s);
+    const dnk = p.cs.dn ? cs.dnKeyOf(p.cs.anchor, p.cs.dn) : undefined;
+    for (const { by, key } of csWakeKeys(ctx.info.connectorId, p.cs.anchor, p.cs.dn, dnk)) for (const s of ctx.index.waiting(by, key)) follow.add(s);
   });
   for (const id of ws.dirty) {
     const doc = ws.get(id);

@@ -76,10 +76,13 @@ export interface CsLookup {
   entry(anchor: string): { meshId: string | null; dn?: string } | undefined;
 }
 
-/** The index keys a connector-space object can be referenced by (to wake the references waiting for it). */
-export function csWakeKeys(connectorId: string, anchor: string, dn: string | undefined): { by: string; key: string }[] {
+/**
+ * The index keys a connector-space object can be referenced by (to wake the references waiting for it).
+ * `key`: the DN's key when the caller has it ({@link dnKey} of `dn`).
+ */
+export function csWakeKeys(connectorId: string, anchor: string, dn: string | undefined, key?: string): { by: string; key: string }[] {
   const out = [{ by: csReferenceBy('anchor', connectorId), key: anchor.toLowerCase() }];
-  if (dn) out.push({ by: csReferenceBy('dn', connectorId), key: dnKey(dn) });
+  if (dn) out.push({ by: csReferenceBy('dn', connectorId), key: key ?? dnKey(dn) });
   return out;
 }
 
@@ -99,16 +102,29 @@ interface IndexInfo {
   info(id: string): { objectType: string; anchorValue: string } | undefined;
 }
 
+/** The key spaces of a connector's references ({@link csReferenceBy}), built once per connector id. */
+const bySpaces = new Map<string, { dn: string; anchor: string }>();
+function spacesOf(connectorId: string): { dn: string; anchor: string } {
+  let b = bySpaces.get(connectorId);
+  if (!b) {
+    if (bySpaces.size >= 1024) bySpaces.clear();
+    bySpaces.set(connectorId, (b = { dn: csReferenceBy('dn', connectorId), anchor: csReferenceBy('anchor', connectorId) }));
+  }
+  return b;
+}
+
 /** Resolve one reference: a relationship, a pending reference, or null (it names the object itself). */
 function resolveOne(doc: MeshObject, lookup: CsLookup, index: IndexInfo, type: string, kind: ReferenceKind, key: string, anchorHint?: string): Relationship | PendingReference | null {
   const cid = lookup.connectorId;
-  const by = csReferenceBy(kind, cid);
+  const spaces = spacesOf(cid);
+  const by = kind === 'dn' ? spaces.dn : spaces.anchor;
   const anchor = anchorHint ?? (kind === 'dn' ? lookup.anchorOfDn(key) : key);
   const e = anchor === undefined ? undefined : lookup.entry(anchor);
-  if (e?.meshId === doc.id) return null;
-  const info = e?.meshId ? index.info(e.meshId) : undefined;
-  if (anchor !== undefined && e?.meshId && info) {
-    return { type, targetId: e.meshId, targetAnchor: info.anchorValue, targetType: info.objectType, c: cid, ca: anchor, v: key, by };
+  const meshId = e?.meshId;
+  if (meshId === doc.id) return null;
+  const info = meshId ? index.info(meshId) : undefined;
+  if (anchor !== undefined && meshId && info) {
+    return { type, targetId: meshId, targetAnchor: info.anchorValue, targetType: info.objectType, c: cid, ca: anchor, v: key, by };
   }
   return { type, value: key, by, c: cid };
 }
@@ -119,18 +135,24 @@ function resolveOne(doc: MeshObject, lookup: CsLookup, index: IndexInfo, type: s
  */
 export function applyConnectorReferences(doc: MeshObject, lookup: CsLookup, index: IndexInfo, refs: Record<string, string[]>): void {
   const cid = lookup.connectorId;
-  const rels = doc.relationships.filter((r) => r.c !== cid);
-  const pend = doc.pendingReferences.filter((p) => p.c !== cid);
-  const seen = new Set<string>();
-  for (const [name, values] of Object.entries(refs)) {
+  const rels: Relationship[] = [];
+  for (const r of doc.relationships) if (r.c !== cid) rels.push(r);
+  const pend: PendingReference[] = [];
+  for (const p of doc.pendingReferences) if (p.c !== cid) pend.push(p);
+  // The values already taken, per relationship type (a value named twice is one reference).
+  const seen = new Map<string, Set<string>>();
+  for (const name in refs) {
+    const values = refs[name];
     const kind = lookup.policy.kind(name);
     if (!kind) continue;
     const type = lookup.policy.typeOf(name);
+    let taken = seen.get(type);
+    if (!taken) seen.set(type, (taken = new Set()));
     for (const raw of values) {
       const key = kind === 'dn' ? dnKey(raw) : raw;
-      const dedupe = type + '\u0000' + (kind === 'dn' ? key : key.toLowerCase());
-      if (seen.has(dedupe)) continue;
-      seen.add(dedupe);
+      const dedupe = kind === 'dn' ? key : key.toLowerCase();
+      if (taken.has(dedupe)) continue;
+      taken.add(dedupe);
       const got = resolveOne(doc, lookup, index, type, kind, key);
       if (!got) continue;
       if ('targetId' in got) rels.push(got);
@@ -179,23 +201,47 @@ export function refreshConnectorReferences(doc: MeshObject, lookup: CsLookup, in
 
 /** Drop mesh-composer relationships that repeat a connector's (same type and target). */
 export function dedupeComposed(rels: Relationship[]): Relationship[] {
-  const fromConnectors = new Set<string>();
-  for (const r of rels) if (r.c !== undefined) fromConnectors.add(r.type + '\u0000' + r.targetId);
-  if (!fromConnectors.size) return rels;
-  const out: Relationship[] = [];
-  const kept = new Set<string>();
+  let composed = false;
+  let fromConnectors = 0;
   for (const r of rels) {
-    const k = r.type + '\u0000' + r.targetId;
-    if (r.c === undefined && fromConnectors.has(k)) continue;
-    if (r.c !== undefined) {
+    if (r.c === undefined) composed = true;
+    else fromConnectors++;
+  }
+  // Nothing to drop: no connector's relationship, or one and no mesh-composer relationship.
+  if (!fromConnectors || (fromConnectors === 1 && !composed)) return rels;
+  // Targets per connector and type (no key built per relationship: a group names thousands).
+  const kept = new Map<string, Map<string, Set<string>>>();
+  const targetsOf = (c: string, type: string): Set<string> => {
+    let byType = kept.get(c);
+    if (!byType) kept.set(c, (byType = new Map()));
+    let targets = byType.get(type);
+    if (!targets) byType.set(type, (targets = new Set()));
+    return targets;
+  };
+  // Targets any connector names, per type (a mesh-composer relationship to one of them is left out).
+  let named: Map<string, Set<string>> | undefined;
+  if (composed) {
+    named = new Map();
+    for (const r of rels) {
+      if (r.c === undefined) continue;
+      let targets = named.get(r.type);
+      if (!targets) named.set(r.type, (targets = new Set()));
+      targets.add(r.targetId);
+    }
+  }
+  const out: Relationship[] = [];
+  for (const r of rels) {
+    if (r.c === undefined) {
+      if (named!.get(r.type)?.has(r.targetId)) continue;
+    } else {
       // One relationship per type and target, whichever of the connector's values named it.
-      const ck = r.c + '\u0000' + k;
-      if (kept.has(ck)) continue;
-      kept.add(ck);
+      const targets = targetsOf(r.c, r.type);
+      if (targets.has(r.targetId)) continue;
+      targets.add(r.targetId);
     }
     out.push(r);
   }
-  return out;
+  return out.length === rels.length ? rels : out;
 }
 
 /**

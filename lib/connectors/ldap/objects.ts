@@ -184,7 +184,15 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
     attributes[name] = vals.length === 1 && !isReference ? vals[0] : vals;
     // A DN outside the connector's containers can never name one of its objects: it stays an attribute value.
     if (isReference) {
-      const inside = vals.map(String).filter((x) => x.length > 0 && inScope(x, scope));
+      // Usually every value is inside: the references are then the attribute's own array (never changed).
+      let all = true;
+      for (const x of vals) {
+        if (typeof x !== 'string' || x.length === 0 || !inScope(x, scope)) {
+          all = false;
+          break;
+        }
+      }
+      const inside = all ? (vals as string[]) : vals.map(String).filter((x) => x.length > 0 && inScope(x, scope));
       if (inside.length) references[name] = inside;
     }
   };

@@ -87,11 +87,40 @@ export function escapeFilterBytes(b: Buffer): string {
   return out;
 }
 
+/** Whitespace as `String.prototype.trim` and the regular expression `\s` see it. */
+function isSpace(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
+
+/**
+ * The lower-cased DN when lower-casing is all that {@link normalizeDn} and `dnKey` (lib/sync/model.ts) would do
+ * to it: no escape, no quote, and no blank at either end or beside a `,`, `=` or `+`. Undefined otherwise (the
+ * caller takes the full path). The common DN (`uid=u000123,ou=people,dc=example,dc=com`, `CN=Ann Lee,OU=People`)
+ * is plain: a directory import asks this for every entry and every reference value, so it is one scan and one
+ * `toLowerCase`, without the RDN parser's slices.
+ */
+export function plainDnLower(dn: string): string | undefined {
+  const n = dn.length;
+  for (let i = 0; i < n; i++) {
+    const c = dn.charCodeAt(i);
+    if (c === 92 /* \\ */ || c === 34 /* " */) return undefined;
+    if (c > 32 && c < 0xa0) continue;
+    if (!isSpace(c)) continue;
+    if (i === 0 || i === n - 1) return undefined;
+    const before = dn.charCodeAt(i - 1);
+    const after = dn.charCodeAt(i + 1);
+    if (before === 44 || before === 61 || before === 43 || after === 44 || after === 61 || after === 43 || isSpace(after)) return undefined;
+  }
+  return dn.toLowerCase();
+}
+
 /**
  * A DN for comparison: RDNs trimmed, attribute types and values lower-cased (directories compare DNs
  * case-insensitively for the usual naming attributes: cn, ou, dc, uid).
  */
 export function normalizeDn(dn: string): string {
+  const plain = plainDnLower(dn);
+  if (plain !== undefined) return plain;
   const rdns: string[] = [];
   let rest = dn.trim();
   while (rest) {

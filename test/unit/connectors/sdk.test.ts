@@ -9,6 +9,7 @@ import {
   hasExport,
   hasFullImport,
   redactSecrets,
+  type AttributeValue,
   type Connector,
   type ExportChange,
 } from '../../../lib/connectors/sdk';
@@ -24,6 +25,18 @@ describe('connector SDK helpers', () => {
   test('contentHash is the sha256 of the canonical JSON', () => {
     const expected = createHash('sha256').update(canonicalJson(canonicalObject(obj))).digest('base64url');
     expect(contentHash(obj)).toBe(expected);
+  });
+
+  test('contentHash is the sha256 of the canonical JSON when the references are the attribute values themselves', () => {
+    const member = ['uid=b,dc=x', 'uid=a,dc=x', 'UID=c,dc=x', 'uid=a,dc=x'];
+    const cases: { objectType: string; attributes: Record<string, AttributeValue>; references: Record<string, string[]> }[] = [
+      { objectType: 'Group', attributes: { member, n: [2, '10', 1] }, references: { member } },
+      { objectType: 'Group', attributes: { member: ['uid=b,dc=x', null, 'uid=a,dc=x'] }, references: { member: ['uid=b,dc=x', 'uid=a,dc=x'] } },
+      { objectType: 'Group', attributes: { member: ['x'] }, references: { member: [] as string[], other: member } },
+    ];
+    for (const o of cases) {
+      expect(contentHash(o)).toBe(createHash('sha256').update(canonicalJson(canonicalObject(o))).digest('base64url'));
+    }
   });
 
   test('attribute order, multi-value order, null and absent attributes do not change the hash', () => {

@@ -1,4 +1,4 @@
-import { decodeMeshObject, encodeMeshObject, fromStoredMeshObject } from '../../../lib/mesh/codec';
+import { decodeMeshObject, encodeMeshObject, encodeMeshTexts, fromStoredMeshObject } from '../../../lib/mesh/codec';
 import { COMPOSER, consolidate, type MeshObject } from '../../../lib/mesh/model';
 import { gid, rng } from './meshSupport';
 
@@ -70,6 +70,50 @@ describe('mesh object stored form', () => {
     const o = doc({ anchorValue: 'O\'Brien "quoted" \\ back', contributions: { v: [{ c: HR, r: 'k', conf: 1, pri: 2, v: '{"v":2}', at: T1 }], k: [{ c: HR, r: 'c', conf: 1, pri: 2, v: ['k', 'c'], at: T1 }] } });
     consolidate(o);
     expect(decodeMeshObject(encodeMeshObject(o))).toEqual(o);
+  });
+
+  it("stores a connector reference's key space without repeating the connector, and reads it back whole", () => {
+    const o = doc({
+      relationships: [
+        { type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User', c: AD, ca: '{g2}', v: 'cn=b,ou=people', by: `@dn:${AD}` },
+        { type: 'member', targetId: gid(3), targetAnchor: 'E000003', targetType: 'User', c: AD, ca: 'a3', v: 'a3', by: `@a:${AD}` },
+        // Not the connector's own key space: stored as it is.
+        { type: 'owner', targetId: gid(4), targetAnchor: 'E000004', targetType: 'User', c: AD, ca: '{g4}', v: 'cn=d', by: `@dn:${HR}` },
+      ],
+      pendingReferences: [
+        { type: 'manager', value: 'cn=x,ou=people', by: `@dn:${AD}`, c: AD },
+        { type: 'member', value: 'a9', by: `@a:${HR}`, c: HR },
+        { type: 'secretary', value: 'e000010', by: 'employeeId' },
+      ],
+    });
+    const text = encodeMeshObject(o);
+    expect(decodeMeshObject(text)).toEqual(o);
+    expect(text).not.toContain(`@dn:${AD}`);
+    expect(text).toContain(`@dn:${HR}`);
+    // Rows written before, with the whole key space, read the same.
+    const stored = JSON.parse(text) as { k: string[]; q: unknown[][] };
+    const old = { ...stored, k: stored.k.map((x) => (x === '@dn:' ? `@dn:${AD}` : x === '@a:' ? `@a:${AD}` : x)), q: stored.q.map((x) => (x.length === 4 && (x[2] === '@dn:' || x[2] === '@a:') ? [x[0], x[1], `${x[2]}${stored.k[x[3] as number]}`, x[3]] : x)) };
+    expect(fromStoredMeshObject(old)).toEqual(o);
+  });
+
+  it("writes a feed entry's connector relationships without how the connector resolved them, the row whole", () => {
+    const composed = { type: 'manager', targetId: gid(5), targetAnchor: 'E000005', targetType: 'User' };
+    const o = doc({
+      provisioned: [HR],
+      relationships: [{ type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User', c: AD, ca: '{g2}', v: 'cn=b,ou=people', by: `@dn:${AD}` }, composed],
+      pendingReferences: [{ type: 'member', value: 'cn=x,ou=people', by: `@dn:${AD}`, c: AD }],
+    });
+    const { row, feed } = encodeMeshTexts(o);
+    expect(row).toBe(encodeMeshObject(o));
+    expect(encodeMeshTexts({ ...o, provisioned: undefined }).row).toBe(encodeMeshObject({ ...o, provisioned: undefined }));
+    expect(decodeMeshObject(row)).toEqual(o);
+    const light = decodeMeshObject(feed);
+    expect(light.relationships).toEqual([{ type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User' }, composed]);
+    expect(feed).not.toContain('cn=b,ou=people');
+    // Everything else is the row's: pending references (the join index needs their key space), links, attributes.
+    expect({ ...light, relationships: o.relationships }).toEqual(o);
+    const plain = doc();
+    expect(encodeMeshTexts(plain)).toEqual({ row: encodeMeshObject(plain), feed: encodeMeshObject(plain) });
   });
 
   it('reads the first stored form (the whole object as JSON) unchanged', () => {

@@ -3,7 +3,8 @@ import { deltaStrategyFor } from '../../../../lib/connectors/ldap/strategies';
 import { LdapConnector } from '../../../../lib/connectors/ldap/ldapConnector';
 import { completeRanges, toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
 import type { DirectorySession, LdapEntry, SearchRequest } from '../../../../lib/connectors/ldap/session';
-import { guidToBytes, guidToString, isUnder, normalizeDn, sidToString } from '../../../../lib/connectors/ldap/values';
+import { guidToBytes, guidToString, isUnder, normalizeDn, plainDnLower, sidToString } from '../../../../lib/connectors/ldap/values';
+import { dnKey } from '../../../../lib/mesh/model';
 import type { DeltaPage } from '../../../../lib/connectors/sdk';
 
 /**
@@ -42,6 +43,19 @@ describe('values', () => {
     expect(normalizeDn('CN=A, OU=People ,DC=Corp')).toBe('cn=a,ou=people,dc=corp');
     expect(isUnder('uid=x,ou=People,dc=corp', 'OU=people,DC=corp')).toBe(true);
     expect(isUnder('uid=x,ou=peoplex,dc=corp', 'ou=people,dc=corp')).toBe(false);
+  });
+  test('a plain DN is only lower-cased; any other goes through the parser, with the same result as before', () => {
+    expect(plainDnLower('CN=Ann Lee,OU=People,DC=Corp')).toBe('cn=ann lee,ou=people,dc=corp');
+    for (const dn of ['CN=A, OU=People', ' cn=a,ou=b', 'cn=a ,ou=b', 'cn =a', 'cn= a', 'cn=a+ sn=b', 'cn=a\\,b,ou=c', 'cn="a,b",ou=c', 'cn=a\u00a0,ou=b', 'cn=a\t']) {
+      expect(plainDnLower(dn)).toBeUndefined();
+    }
+    // The fast path gives what the parser and the key's blank rule give for plain DNs.
+    for (const dn of ['CN=Ann Lee,OU=People,DC=Corp', 'uid=u000001,ou=people,dc=example,dc=com', 'cn=a=b,ou=c', 'cn=ΟΔΟΣ,ou=x', 'cn=a,,ou=b', 'cn=a+sn=B,ou=c']) {
+      expect(normalizeDn(dn)).toBe(dn.toLowerCase());
+      expect(dnKey(dn)).toBe(dn.toLowerCase());
+    }
+    expect(normalizeDn('cn=a =b,ou=c')).toBe('cn=a =b,ou=c');
+    expect(dnKey('cn=a =b,ou=c')).toBe('cn=a=b,ou=c');
   });
 });
 
