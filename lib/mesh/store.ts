@@ -184,6 +184,11 @@ export interface MeshWrite {
   stored?: ReadonlySet<string>;
   /** The connector whose export writes these states (see {@link FeedEntry}). */
   exportOf?: string;
+  /**
+   * Called with each upsert's stored form (lib/mesh/codec.ts) as it is encoded for the write, so a caller that
+   * keeps stored forms (the engine's objects waiting for a reference target) does not encode them again.
+   */
+  encoded?: (o: MeshObject, text: string) => void;
 }
 
 /**
@@ -195,6 +200,7 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   if (!w.upserts.length && !w.deletes.length) return 0;
   // Each state is encoded once, for its row and for its feed entry.
   const texts = w.upserts.map(encodeMeshObject);
+  if (w.encoded) w.upserts.forEach((o, i) => w.encoded!(o, texts[i]));
   // Objects too large for a row (a group of many members) are kept apart first: a row never names a text
   // that is not stored yet.
   const overflow = new Map<number, string>();

@@ -421,10 +421,13 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     for (const d of upserts) if (!stored.has(d.id)) fresh.add(d.id);
     // Writes stay in page order: the previous page's connector-space rows are committed before this page writes.
     await settleCsWrite(ctx.info.runId);
-    await commitMeshWrite({ upserts, deletes, fresh, stored });
+    // Objects still waiting for a reference target are kept in the stored form the write encodes.
+    const waiting = new Map<string, string>();
+    await commitMeshWrite({ upserts, deletes, fresh, stored, encoded: (d, text) => d.pendingReferences.length && waiting.set(d.id, text) });
     tr.mark(`mesh(${upserts.length}+${deletes.length}, held ${held?.rows.size ?? 0})`);
     for (const d of upserts) {
-      if (d.pendingReferences.length) waitingDocs.set(d.id, encodeMeshObject(d));
+      const text = waiting.get(d.id);
+      if (text !== undefined) waitingDocs.set(d.id, text);
       else waitingDocs.delete(d.id);
     }
     for (const d of deletes) waitingDocs.delete(d.id);

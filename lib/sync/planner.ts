@@ -1,5 +1,6 @@
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
 import {
+  cloneMeshObject,
   COMPOSER,
   consolidate,
   indexKeys,
@@ -110,7 +111,7 @@ function joinKeys(jr: CompiledRule, object: ConnectorObject): string[] {
   }
 }
 
-const clone = (o: MeshObject): MeshObject => structuredClone(o);
+const clone = cloneMeshObject;
 
 /** Plan one imported object (`object` null: it was deleted from the source). */
 export function planImport(input: PlanInput, anchor: string, object: ConnectorObject | null, hash: string, prev: CsObject | undefined): ObjectPlan {

@@ -86,6 +86,22 @@ export function anchorOf(entry: LdapEntry, anchorAttribute: string): string | un
 }
 
 const RANGE = /^([^;]+);range=(\d+)-(\d+|\*)$/i;
+/** A ranged value's name (`member;range=0-1499`); only names with options can be one. */
+const isRanged = (key: string) => key.includes(';') && RANGE.test(key);
+
+/**
+ * Attribute names lower-cased, remembered: every entry of a directory names the same few dozen attributes, and
+ * each lookup would otherwise make a new string per attribute per entry. Bounded (names are the schema's).
+ */
+const lowerNames = new Map<string, string>();
+function lowerName(name: string): string {
+  let lower = lowerNames.get(name);
+  if (lower === undefined) {
+    if (lowerNames.size >= 4096) lowerNames.clear();
+    lowerNames.set(name, (lower = name.toLowerCase()));
+  }
+  return lower;
+}
 
 /**
  * Active Directory returns at most 1500 (MaxValRange) values of a large attribute per read, named
@@ -127,15 +143,21 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
   if (!anchor) {
     return { code: 'object_error', objectType, location: entry.dn, message: `The entry has no ${scope.anchorAttribute} (the anchor attribute); it is skipped.` };
   }
-  const ranged = Object.keys(entry).some((k) => RANGE.test(k)) ? await gatherRanged(session, entry) : {};
+  const keys = Object.keys(entry);
+  const ranged = keys.some(isRanged) ? await gatherRanged(session, entry) : {};
   const attributes: Record<string, AttributeValue> = {};
   const references: Record<string, string[]> = {};
   const put = (name: string, raw: LdapEntry[string]) => {
-    const lower = name.toLowerCase();
+    const lower = lowerName(name);
     if (NEVER_READ.has(lower) || name === '*' || name === '+') return;
+    const isReference = scope.references ? scope.references.has(lower) : !!REFERENCE_ATTRIBUTES[lower];
+    // Most values are one string (the directory's text): kept as it is, without the arrays of convertValues.
+    if (typeof raw === 'string' && !isReference) {
+      attributes[name] = raw;
+      return;
+    }
     const vals = convertValues(name, raw);
     if (vals.length === 0) return;
-    const isReference = scope.references ? scope.references.has(lower) : !!REFERENCE_ATTRIBUTES[lower];
     attributes[name] = vals.length === 1 && !isReference ? vals[0] : vals;
     // A DN outside the connector's containers can never name one of its objects: it stays an attribute value.
     if (isReference) {
@@ -143,8 +165,8 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
       if (inside.length) references[name] = inside;
     }
   };
-  for (const key of Object.keys(entry)) {
-    if (key.toLowerCase() === 'dn' || RANGE.test(key)) continue;
+  for (const key of keys) {
+    if (isRanged(key) || lowerName(key) === 'dn') continue;
     put(key, entry[key]);
   }
   for (const [name, vals] of Object.entries(ranged)) put(name, vals as string[]);
