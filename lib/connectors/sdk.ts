@@ -438,7 +438,7 @@ export function canonicalJson(value: unknown): string {
 export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'container' | 'attributes' | 'references'>): string {
   let text = '[' + JSON.stringify(o.objectType) + ',' + (o.dn === undefined ? 'null' : JSON.stringify(o.dn)) + ',' + (o.container === undefined ? 'null' : JSON.stringify(o.container)) + ',{';
   let first = true;
-  for (const name of Object.keys(o.attributes).sort()) {
+  for (const name of sortedNames(Object.keys(o.attributes))) {
     const v = o.attributes[name];
     if (v === null || v === undefined) continue;
     let part: string;
@@ -449,7 +449,7 @@ export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'cont
     } else {
       part = JSON.stringify(v);
     }
-    text += (first ? '' : ',') + JSON.stringify(name) + ':' + part;
+    text += (first ? '' : ',') + nameJson(name) + ':' + part;
     first = false;
   }
   text += '},{';
@@ -461,6 +461,39 @@ export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'cont
     first = false;
   }
   return createHash('sha256').update(text + '}]').digest('base64url');
+}
+
+/**
+ * The names in sorted order. The objects of a source mostly list the same names in the same order: the last
+ * order sorted is kept, and names in that same order (compared one by one) reuse it instead of sorting again.
+ */
+let lastNames: string[] = [];
+let lastSorted: string[] = [];
+function sortedNames(names: string[]): string[] {
+  if (names.length === lastNames.length) {
+    let same = true;
+    for (let i = 0; i < names.length; i++) {
+      if (names[i] !== lastNames[i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return lastSorted;
+  }
+  lastNames = names;
+  lastSorted = names.slice().sort();
+  return lastSorted;
+}
+
+/** Attribute names as JSON strings, remembered (bounded: names are a schema's, values are not kept). */
+const nameJsons = new Map<string, string>();
+function nameJson(name: string): string {
+  let json = nameJsons.get(name);
+  if (json === undefined) {
+    if (nameJsons.size >= 4096) nameJsons.clear();
+    nameJsons.set(name, (json = JSON.stringify(name)));
+  }
+  return json;
 }
 
 /** True when `v` is a valid {@link AttributeValue} (for connectors that read loosely typed data, like JSON). */

@@ -206,6 +206,26 @@ function deferCsWrite(runId: string, write: Promise<void>): void {
   );
 }
 
+/**
+ * Another write of the run deferred the same way, started once the writes deferred before it are done (a page's
+ * progress, written after its predecessor's): a failure of those is its failure too.
+ */
+function deferAfter(runId: string, start: () => Promise<unknown>): void {
+  const before = deferredCsWrites.get(runId) ?? Promise.resolve({});
+  deferredCsWrites.set(
+    runId,
+    before.then(async (r: { error?: unknown }) => {
+      if (r.error !== undefined) return r;
+      try {
+        await start();
+        return {};
+      } catch (error) {
+        return { error };
+      }
+    }),
+  );
+}
+
 /** Wait for the run's deferred connector-space write; its failure is thrown here (the waiting page fails). */
 async function settleCsWrite(runId: string): Promise<void> {
   const pending = deferredCsWrites.get(runId);
@@ -738,16 +758,31 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     }
     const page = next.value;
     const last = page.cursor === null;
-    const result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })), held, last);
-    if (last) {
-      await settleCsWrite(runId);
-      heldRuns.delete(runId);
+    // The anchors the page saw are written while it is planned and applied (the page returns after both).
+    const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
+    const seenSaved = saveSeen(runId, input.page, seen).then(
+      () => null,
+      (error: unknown) => ({ error }),
+    );
+    let result: PageResult;
+    try {
+      result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })), held, last);
+      if (last) {
+        await settleCsWrite(runId);
+        heldRuns.delete(runId);
+      }
+    } finally {
+      await seenSaved;
     }
     const t2 = Date.now();
-    const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
-    await saveSeen(runId, input.page, seen);
+    const seenFailed = await seenSaved;
+    if (seenFailed) throw seenFailed.error;
     const totals = addPage(input.totals, result, page.errors);
-    await updateRun(runId, { stats: totals.stats, errors: totals.errors });
+    const progress = () => updateRun(runId, { stats: totals.stats, errors: totals.errors });
+    // While this process holds the run, the run's progress is written like the page's connector-space rows:
+    // during the next page, which waits for it before it writes anything (the last page before it returns).
+    if (held && !last) deferAfter(runId, progress);
+    else await progress();
     if (TRACE) console.log(`[sync] page ${input.page}: start ${t0}, read ${t1 - t0} ms, plan and apply ${t2 - t1} ms, seen and stats ${Date.now() - t2} ms, end ${Date.now()}`);
     return { cursor: page.cursor, watermark: last ? (page.watermark ?? null) : null, totals, holder: last ? null : holder, noHold: input.noHold };
   } catch (err) {
