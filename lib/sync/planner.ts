@@ -344,8 +344,15 @@ export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: 
     else delete computed[target];
     setContributions(doc, COMPOSER, computed, now);
   }
-  setContributions(doc, COMPOSER, computed, now);
+  // Nothing computed now or before (no computed-attribute rule, the common case): the composer's
+  // contributions are already what they would be set to, and the consolidated attributes with them.
+  if (Object.keys(computed).length || hasContributor(doc, COMPOSER)) setContributions(doc, COMPOSER, computed, now);
   return resolveReferences(doc, rules, index);
+}
+
+function hasContributor(doc: MeshObject, source: string): boolean {
+  for (const name in doc.contributions) for (const c of doc.contributions[name]) if (c.c === source) return true;
+  return false;
 }
 
 /**
