@@ -207,23 +207,19 @@ function deferCsWrite(runId: string, write: Promise<void>): void {
 }
 
 /**
- * Another write of the run deferred the same way, started once the writes deferred before it are done (a page's
- * progress, written after its predecessor's): a failure of those is its failure too.
+ * A run's last page progress write (its stats and errors on the run), still in flight: while this process
+ * holds the run, a page returns without waiting for it. It is off the path of the pages' writes (they do not
+ * wait for it); the next page's progress write waits for it (so progress lands in page order), as do the last
+ * page and a failing one, and its failure fails the page that waits.
  */
-function deferAfter(runId: string, start: () => Promise<unknown>): void {
-  const before = deferredCsWrites.get(runId) ?? Promise.resolve({});
-  deferredCsWrites.set(
-    runId,
-    before.then(async (r: { error?: unknown }) => {
-      if (r.error !== undefined) return r;
-      try {
-        await start();
-        return {};
-      } catch (error) {
-        return { error };
-      }
-    }),
-  );
+const pendingProgress = new Map<string, Promise<{ error?: unknown }>>();
+
+async function settleProgress(runId: string): Promise<void> {
+  const pending = pendingProgress.get(runId);
+  if (!pending) return;
+  const { error } = await pending;
+  pendingProgress.delete(runId);
+  if (error !== undefined) throw error;
 }
 
 /** Wait for the run's deferred connector-space write; its failure is thrown here (the waiting page fails). */
@@ -740,6 +736,7 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
         if (!held) {
           // The objects earlier pages held back are gone with the process that held them: start over.
           await closeLiveReader(runId);
+          await settleProgress(runId).catch(() => undefined);
           return { cursor: null, watermark: null, totals: input.totals, restart: true, holder: null, noHold: true };
         }
       }
@@ -747,12 +744,14 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     const next = await nextImportPage(input);
     if (next === 'restart') {
       await settleCsWrite(runId);
+      await settleProgress(runId);
       return { cursor: null, watermark: null, totals: input.totals, restart: true, holder, noHold: input.noHold };
     }
     const t1 = Date.now();
     if (next.done) {
       if (held?.rows.size) await processItems(ctx, [], held, true);
       await settleCsWrite(runId);
+      await settleProgress(runId);
       heldRuns.delete(runId);
       return { cursor: null, watermark: null, totals: input.totals, holder: null };
     }
@@ -778,16 +777,25 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     const seenFailed = await seenSaved;
     if (seenFailed) throw seenFailed.error;
     const totals = addPage(input.totals, result, page.errors);
-    const progress = () => updateRun(runId, { stats: totals.stats, errors: totals.errors });
-    // While this process holds the run, the run's progress is written like the page's connector-space rows:
-    // during the next page, which waits for it before it writes anything (the last page before it returns).
-    if (held && !last) deferAfter(runId, progress);
-    else await progress();
+    await settleProgress(runId);
+    const progress = updateRun(runId, { stats: totals.stats, errors: totals.errors });
+    // While this process holds the run, the page returns without waiting for its progress write (see
+    // pendingProgress); the last page waits.
+    if (held && !last)
+      pendingProgress.set(
+        runId,
+        progress.then(
+          () => ({}),
+          (error: unknown) => ({ error }),
+        ),
+      );
+    else await progress;
     if (TRACE) console.log(`[sync] page ${input.page}: start ${t0}, read ${t1 - t0} ms, plan and apply ${t2 - t1} ms, seen and stats ${Date.now() - t2} ms, end ${Date.now()}`);
     return { cursor: page.cursor, watermark: last ? (page.watermark ?? null) : null, totals, holder: last ? null : holder, noHold: input.noHold };
   } catch (err) {
     // Nothing of this run may still be writing once the page reports the failure.
     await settleCsWrite(runId).catch(() => undefined);
+    await settleProgress(runId).catch(() => undefined);
     await closeLiveReader(runId);
     return failure(err);
   }
