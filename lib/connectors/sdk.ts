@@ -442,7 +442,7 @@ export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'cont
   // array as its references (a directory's member values), whose text is the same (strings sort the same way
   // with or without sortScalars' type prefix), so it is sorted and written once.
   let stringArrays: Map<readonly unknown[], string> | undefined;
-  for (const name of Object.keys(o.attributes).sort()) {
+  for (const name of sortedNames(Object.keys(o.attributes))) {
     const v = o.attributes[name];
     if (v === null || v === undefined) continue;
     let part: string;
@@ -464,7 +464,7 @@ export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'cont
     } else {
       part = JSON.stringify(v);
     }
-    text += (first ? '' : ',') + JSON.stringify(name) + ':' + part;
+    text += (first ? '' : ',') + nameJson(name) + ':' + part;
     first = false;
   }
   text += '},{';
@@ -477,6 +477,39 @@ export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'cont
     first = false;
   }
   return createHash('sha256').update(text + '}]').digest('base64url');
+}
+
+/**
+ * The names in sorted order. The objects of a source mostly list the same names in the same order: the last
+ * order sorted is kept, and names in that same order (compared one by one) reuse it instead of sorting again.
+ */
+let lastNames: string[] = [];
+let lastSorted: string[] = [];
+function sortedNames(names: string[]): string[] {
+  if (names.length === lastNames.length) {
+    let same = true;
+    for (let i = 0; i < names.length; i++) {
+      if (names[i] !== lastNames[i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return lastSorted;
+  }
+  lastNames = names;
+  lastSorted = names.slice().sort();
+  return lastSorted;
+}
+
+/** Attribute names as JSON strings, remembered (bounded: names are a schema's, values are not kept). */
+const nameJsons = new Map<string, string>();
+function nameJson(name: string): string {
+  let json = nameJsons.get(name);
+  if (json === undefined) {
+    if (nameJsons.size >= 4096) nameJsons.clear();
+    nameJsons.set(name, (json = JSON.stringify(name)));
+  }
+  return json;
 }
 
 /** True when `v` is a valid {@link AttributeValue} (for connectors that read loosely typed data, like JSON). */

@@ -113,6 +113,35 @@ export interface MeshObject {
   pendingReferences: PendingReference[];
 }
 
+/**
+ * A deep copy of a mesh object, as `structuredClone` makes it (every object and array new, scalars shared),
+ * written out for the shape of a mesh object: the planner copies an object before it changes it, for every
+ * object it changes (a full import with references copies most objects again when their targets arrive), and
+ * `structuredClone`'s generic serialization costs several times this. Leaf records (a contribution, a
+ * relationship, a pending reference, a consolidated attribute) are copied with every field they have.
+ */
+export function cloneMeshObject(o: MeshObject): MeshObject {
+  const attributes: MeshObject['attributes'] = {};
+  for (const k in o.attributes) {
+    const a = o.attributes[k];
+    attributes[k] = { ...a, value: copyValue(a.value) };
+  }
+  const contributions: MeshObject['contributions'] = {};
+  for (const k in o.contributions) contributions[k] = o.contributions[k].map((c) => ({ ...c, v: copyValue(c.v) }));
+  const c: MeshObject = {
+    ...o,
+    attributes,
+    contributions,
+    links: { ...o.links },
+    relationships: o.relationships.map((r) => ({ ...r })),
+    pendingReferences: o.pendingReferences.map((p) => ({ ...p })),
+  };
+  if (o.provisioned) c.provisioned = o.provisioned.slice();
+  return c;
+}
+
+const copyValue = (v: AttributeValue): AttributeValue => (Array.isArray(v) ? v.slice() : v);
+
 /** Equality of attribute values (multi-valued compared as sets, order-insensitive). */
 export function sameValue(a: AttributeValue | undefined, b: AttributeValue | undefined): boolean {
   const na = a === undefined ? null : a;

@@ -188,6 +188,11 @@ export interface MeshWrite {
   stored?: ReadonlySet<string>;
   /** The connector whose export writes these states (see {@link FeedEntry}). */
   exportOf?: string;
+  /**
+   * Called with each upsert's stored form (lib/mesh/codec.ts) as it is encoded for the write, so a caller that
+   * keeps stored forms (the engine's objects waiting for a reference target) does not encode them again.
+   */
+  encoded?: (o: MeshObject, text: string) => void;
 }
 
 /**
@@ -198,9 +203,10 @@ export interface MeshWrite {
 export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   if (!w.upserts.length && !w.deletes.length) return 0;
   // Each state is encoded once, for its row and for its feed entry (without the connectors' resolution of
-  // their references, see encodeMeshTexts).
+  // their references, see encodeMeshTexts); the caller may keep the row's text (w.encoded).
   const both = w.upserts.map(encodeMeshTexts);
   const texts = both.map((t) => t.row);
+  if (w.encoded) w.upserts.forEach((o, i) => w.encoded!(o, texts[i]));
   // Objects too large for a row (a group of many members) are kept apart first: a row never names a text
   // that is not stored yet.
   const overflow = new Map<number, string>();

@@ -222,6 +222,22 @@ function deferCsWrite(runId: string, write: Promise<void>): void {
   );
 }
 
+/**
+ * A run's last page progress write (its stats and errors on the run), still in flight: while this process
+ * holds the run, a page returns without waiting for it. It is off the path of the pages' writes (they do not
+ * wait for it); the next page's progress write waits for it (so progress lands in page order), as do the last
+ * page and a failing one, and its failure fails the page that waits.
+ */
+const pendingProgress = new Map<string, Promise<{ error?: unknown }>>();
+
+async function settleProgress(runId: string): Promise<void> {
+  const pending = pendingProgress.get(runId);
+  if (!pending) return;
+  const { error } = await pending;
+  pendingProgress.delete(runId);
+  if (error !== undefined) throw error;
+}
+
 /** Wait for the run's deferred connector-space write; its failure is thrown here (the waiting page fails). */
 async function settleCsWrite(runId: string): Promise<void> {
   const pending = deferredCsWrites.get(runId);
@@ -450,10 +466,13 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     for (const d of upserts) if (!stored.has(d.id)) fresh.add(d.id);
     // Writes stay in page order: the previous page's connector-space rows are committed before this page writes.
     await settleCsWrite(ctx.info.runId);
-    await commitMeshWrite({ upserts, deletes, fresh, stored });
+    // Objects still waiting for a reference target are kept in the stored form the write encodes.
+    const waiting = new Map<string, string>();
+    await commitMeshWrite({ upserts, deletes, fresh, stored, encoded: (d, text) => d.pendingReferences.length && waiting.set(d.id, text) });
     tr.mark(`mesh(${upserts.length}+${deletes.length}, held ${held?.rows.size ?? 0})`);
     for (const d of upserts) {
-      if (d.pendingReferences.length) waitingDocs.set(d.id, encodeMeshObject(d));
+      const text = waiting.get(d.id);
+      if (text !== undefined) waitingDocs.set(d.id, text);
       else waitingDocs.delete(d.id);
     }
     for (const d of deletes) waitingDocs.delete(d.id);
@@ -746,6 +765,7 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
         if (!held) {
           // The objects earlier pages held back are gone with the process that held them: start over.
           await closeLiveReader(runId);
+          await settleProgress(runId).catch(() => undefined);
           return { cursor: null, watermark: null, totals: input.totals, restart: true, holder: null, noHold: true };
         }
       }
@@ -753,32 +773,58 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     const next = await nextImportPage(input);
     if (next === 'restart') {
       await settleCsWrite(runId);
+      await settleProgress(runId);
       return { cursor: null, watermark: null, totals: input.totals, restart: true, holder, noHold: input.noHold };
     }
     const t1 = Date.now();
     if (next.done) {
       if (held?.rows.size) await processItems(ctx, [], held, true);
       await settleCsWrite(runId);
+      await settleProgress(runId);
       heldRuns.delete(runId);
       return { cursor: null, watermark: null, totals: input.totals, holder: null };
     }
     const page = next.value;
     const last = page.cursor === null;
-    const result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })), held, last);
-    if (last) {
-      await settleCsWrite(runId);
-      heldRuns.delete(runId);
+    // The anchors the page saw are written while it is planned and applied (the page returns after both).
+    const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
+    const seenSaved = saveSeen(runId, input.page, seen).then(
+      () => null,
+      (error: unknown) => ({ error }),
+    );
+    let result: PageResult;
+    try {
+      result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })), held, last);
+      if (last) {
+        await settleCsWrite(runId);
+        heldRuns.delete(runId);
+      }
+    } finally {
+      await seenSaved;
     }
     const t2 = Date.now();
-    const seen = [...page.objects.map((o) => o.anchor), ...page.errors.flatMap((e) => (e.anchor ? [e.anchor] : []))];
-    await saveSeen(runId, input.page, seen);
+    const seenFailed = await seenSaved;
+    if (seenFailed) throw seenFailed.error;
     const totals = addPage(input.totals, result, page.errors);
-    await updateRun(runId, { stats: totals.stats, errors: totals.errors });
+    await settleProgress(runId);
+    const progress = updateRun(runId, { stats: totals.stats, errors: totals.errors });
+    // While this process holds the run, the page returns without waiting for its progress write (see
+    // pendingProgress); the last page waits.
+    if (held && !last)
+      pendingProgress.set(
+        runId,
+        progress.then(
+          () => ({}),
+          (error: unknown) => ({ error }),
+        ),
+      );
+    else await progress;
     if (TRACE) console.log(`[sync] page ${input.page}: start ${t0}, read ${t1 - t0} ms, plan and apply ${t2 - t1} ms, seen and stats ${Date.now() - t2} ms, end ${Date.now()}`);
     return { cursor: page.cursor, watermark: last ? (page.watermark ?? null) : null, totals, holder: last ? null : holder, noHold: input.noHold };
   } catch (err) {
     // Nothing of this run may still be writing once the page reports the failure.
     await settleCsWrite(runId).catch(() => undefined);
+    await settleProgress(runId).catch(() => undefined);
     await closeLiveReader(runId);
     return failure(err);
   }

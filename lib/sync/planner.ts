@@ -1,5 +1,5 @@
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
-import { COMPOSER, consolidate, indexKeys, isEmptyValue, projectedMeshId, sameValue, type MeshObject, type PendingReference, type Relationship, winner } from '../mesh/model';
+import { cloneMeshObject, COMPOSER, consolidate, indexKeys, isEmptyValue, projectedMeshId, sameValue, type MeshObject, type PendingReference, type Relationship, winner } from '../mesh/model';
 import { type CsObject } from './model';
 import { applyConnectorReferences, dedupeComposed, referencesOf, refreshConnectorReferences, type CsLookup } from './references';
 import { applyScript, ruleFailureMessage, ruleValue, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
@@ -99,7 +99,7 @@ function joinKeys(jr: CompiledRule, object: ConnectorObject): string[] {
   }
 }
 
-const clone = (o: MeshObject): MeshObject => structuredClone(o);
+const clone = cloneMeshObject;
 
 /** Plan one imported object (`object` null: it was deleted from the source). */
 export function planImport(input: PlanInput, anchor: string, object: ConnectorObject | null, hash: string, prev: CsObject | undefined): ObjectPlan {
@@ -344,8 +344,15 @@ export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: 
     else delete computed[target];
     setContributions(doc, COMPOSER, computed, now);
   }
-  setContributions(doc, COMPOSER, computed, now);
+  // Nothing computed now or before (no computed-attribute rule, the common case): the composer's
+  // contributions are already what they would be set to, and the consolidated attributes with them.
+  if (Object.keys(computed).length || hasContributor(doc, COMPOSER)) setContributions(doc, COMPOSER, computed, now);
   return resolveReferences(doc, rules, index);
+}
+
+function hasContributor(doc: MeshObject, source: string): boolean {
+  for (const name in doc.contributions) for (const c of doc.contributions[name]) if (c.c === source) return true;
+  return false;
 }
 
 /**

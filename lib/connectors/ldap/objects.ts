@@ -91,6 +91,22 @@ export function anchorOf(entry: LdapEntry, anchorAttribute: string): string | un
 }
 
 const RANGE = /^([^;]+);range=(\d+)-(\d+|\*)$/i;
+/** A ranged value's name (`member;range=0-1499`); only names with options can be one. */
+const isRanged = (key: string) => key.includes(';') && RANGE.test(key);
+
+/**
+ * Attribute names lower-cased, remembered: every entry of a directory names the same few dozen attributes, and
+ * each lookup would otherwise make a new string per attribute per entry. Bounded (names are the schema's).
+ */
+const lowerNames = new Map<string, string>();
+function lowerName(name: string): string {
+  let lower = lowerNames.get(name);
+  if (lower === undefined) {
+    if (lowerNames.size >= 4096) lowerNames.clear();
+    lowerNames.set(name, (lower = name.toLowerCase()));
+  }
+  return lower;
+}
 
 /** How many `member` values an `active_directory` connector asks for per read by default: Windows' MaxValRange. */
 export const DEFAULT_MEMBER_RANGE_SIZE = 1500;
@@ -108,7 +124,7 @@ export const DEFAULT_MEMBER_RANGE_SIZE = 1500;
  * that finds the entry gone, is an `object_error`: a partial `member` would read as members leaving the group.
  */
 export async function completeRanges(session: DirectorySession, entry: LdapEntry, size?: number): Promise<LdapEntry> {
-  const rangedKeys = Object.keys(entry).filter((k) => RANGE.test(k));
+  const rangedKeys = Object.keys(entry).filter(isRanged);
   if (!rangedKeys.length) return entry;
   // ldapts gives every attribute asked for, with no values when the entry has none (a user asked for
   // `member;range=0-999`): no slice.
@@ -176,11 +192,16 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
   const attributes: Record<string, AttributeValue> = {};
   const references: Record<string, string[]> = {};
   const put = (name: string, raw: LdapEntry[string]) => {
-    const lower = name.toLowerCase();
+    const lower = lowerName(name);
     if (NEVER_READ.has(lower) || name === '*' || name === '+') return;
+    const isReference = scope.references ? scope.references.has(lower) : !!REFERENCE_ATTRIBUTES[lower];
+    // Most values are one string (the directory's text): kept as it is, without the arrays of convertValues.
+    if (typeof raw === 'string' && !isReference) {
+      attributes[name] = raw;
+      return;
+    }
     const vals = convertValues(name, raw);
     if (vals.length === 0) return;
-    const isReference = scope.references ? scope.references.has(lower) : !!REFERENCE_ATTRIBUTES[lower];
     attributes[name] = vals.length === 1 && !isReference ? vals[0] : vals;
     // A DN outside the connector's containers can never name one of its objects: it stays an attribute value.
     if (isReference) {
@@ -197,7 +218,7 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
     }
   };
   for (const key of Object.keys(whole)) {
-    if (key.toLowerCase() === 'dn') continue;
+    if (lowerName(key) === 'dn') continue;
     put(key, whole[key]);
   }
   const container = parentDn(entry.dn);

@@ -1,5 +1,5 @@
-import { decodeMeshObject, encodeMeshObject, encodeMeshTexts, fromStoredMeshObject } from '../../../lib/mesh/codec';
-import { COMPOSER, consolidate, type MeshObject } from '../../../lib/mesh/model';
+import { decodeMeshObject, encodeMeshObject, fromStoredMeshObject, encodeMeshTexts } from '../../../lib/mesh/codec';
+import { cloneMeshObject, COMPOSER, consolidate, type MeshObject } from '../../../lib/mesh/model';
 import { gid, rng } from './meshSupport';
 
 const HR = 'c0000000-0000-4000-8000-0000000000aa';
@@ -141,5 +141,31 @@ describe('mesh object stored form', () => {
       consolidate(o);
       expect(decodeMeshObject(encodeMeshObject(o))).toEqual(o);
     }
+  });
+});
+
+describe('cloneMeshObject', () => {
+  it('is a deep copy equal to structuredClone, sharing no object or array', () => {
+    const o = doc({
+      links: { [HR]: 'E000001', [AD]: 'guid-1' },
+      provisioned: [AD],
+      relationships: [{ type: 'manager', targetId: gid(2), targetAnchor: 'E2', targetType: 'User', c: AD, ca: 'g2', v: 'cn=b', by: '@dn:' + AD }],
+      pendingReferences: [{ type: 'manager', value: 'cn=c', by: '@dn:' + AD, c: AD }],
+    });
+    o.contributions.proxy = [{ c: AD, r: 'r2', conf: 50, pri: 1, v: ['a', 'b'], at: T2 }];
+    consolidate(o);
+    const c = cloneMeshObject(o);
+    expect(c).toEqual(structuredClone(o));
+    expect(c).not.toBe(o);
+    for (const k of ['attributes', 'contributions', 'links', 'relationships', 'pendingReferences', 'provisioned'] as const) expect(c[k]).not.toBe(o[k]);
+    expect(c.contributions.proxy[0]).not.toBe(o.contributions.proxy[0]);
+    expect(c.contributions.proxy[0].v).not.toBe(o.contributions.proxy[0].v);
+    expect(c.attributes.proxy.value).not.toBe(o.attributes.proxy.value);
+    expect(c.relationships[0]).not.toBe(o.relationships[0]);
+    // Changing the copy leaves the original as it was.
+    (c.contributions.proxy[0].v as string[]).push('c');
+    c.links.x = 'y';
+    expect(o.contributions.proxy[0].v).toEqual(['a', 'b']);
+    expect(o.links.x).toBeUndefined();
   });
 });
