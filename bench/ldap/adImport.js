@@ -24,6 +24,10 @@
  *
  * Usage: npm run build && node bench/ldap/adImport.js [--users 20000] [--runs 3] [--page-size <connector pageSize>]
  *   [--service-node-options '<NODE_OPTIONS for the service>'] [--attributes sAMAccountName,sn,...]
+ *   [--roots <dir>,<dir>...] [--round-node-options '<opts>|<opts>...']
+ * A/B comparisons over one DC load: with --roots, round r runs the service built in roots[(r-1) % n] (another
+ * checkout or a copy of the tree with its own dist/, node_modules linked), and with --round-node-options it
+ * gets the r-th (mod n) of those NODE_OPTIONS instead of --service-node-options.
  * Prints JSON.
  */
 require('./ts-register');
@@ -42,6 +46,10 @@ const PAGE_SIZE = arg('page-size', 0);
 const SERVICE_NODE_OPTIONS = arg('service-node-options', '');
 /** The connector's `attributes` (comma-separated); default none: every user attribute ('*'), as ldapsearch reads. */
 const ATTRIBUTES = arg('attributes', '').split(',').filter(Boolean);
+/** Service roots, one per round in turn (A/B rounds); default this tree. */
+const ROOTS = arg('roots', '').split(',').filter(Boolean);
+/** NODE_OPTIONS per round in turn ('|'-separated, may be empty); default --service-node-options every round. */
+const ROUND_NODE_OPTIONS = process.argv.includes('--round-node-options') ? arg('round-node-options', '').split('|') : null;
 /** The Python samba-tool runs with (its shebang), which has Samba's bindings (python3 on PATH may be another). */
 const SAMBA_PYTHON = (() => {
   try {
@@ -152,8 +160,11 @@ async function round(dc, ou, r) {
   const read = await connectorRead(dc, ou);
   console.error(`round ${r}: ldapsearch ${ldaps.entries} entries in ${ldaps.seconds} s; connector alone ${read.seconds} s (${read.cpuSeconds} s CPU); starting the service...`);
   const prof = process.env.SYNC_BENCH_CPUPROF;
-  const nodeOptions = [SERVICE_NODE_OPTIONS, prof ? `--require ${path.join(__dirname, '../sync/cpuprof.js')}` : ''].filter(Boolean).join(' ');
-  const svc = await startService({ env: { ...dc.env, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) } });
+  const root = ROOTS.length ? path.resolve(ROOTS[(r - 1) % ROOTS.length]) : undefined;
+  const roundOptions = ROUND_NODE_OPTIONS ? ROUND_NODE_OPTIONS[(r - 1) % ROUND_NODE_OPTIONS.length] : SERVICE_NODE_OPTIONS;
+  if (root || ROUND_NODE_OPTIONS) console.error(`round ${r}: service from ${root ?? 'this tree'}, NODE_OPTIONS '${roundOptions}'`);
+  const nodeOptions = [roundOptions, prof ? `--require ${path.join(__dirname, '../sync/cpuprof.js')}` : ''].filter(Boolean).join(' ');
+  const svc = await startService({ ...(root ? { root } : {}), env: { ...dc.env, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) } });
   try {
     const { call, must } = svc;
     const conn = await must(
@@ -180,6 +191,8 @@ async function round(dc, ou, r) {
     const larger = Math.max(ldaps.seconds, f.seconds);
     return {
       round: r,
+      ...(root ? { serviceRoot: root } : {}),
+      ...(ROUND_NODE_OPTIONS ? { serviceNodeOptions: roundOptions } : {}),
       ldapsearch: { ...ldaps, transport: 'ldaps, paged 1000' },
       connectorAlone: read,
       floor: f,
