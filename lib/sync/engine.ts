@@ -52,6 +52,10 @@ import {
   saveSeen,
   saveWatermark,
 } from './state';
+import { areaLog } from '../core/log';
+
+/** The engine's step timings, with SYNC_TRACE=1 (the benches read them). */
+const log = areaLog('sync');
 
 /**
  * The sync engine's steps, one per orchestration activity (orchestrations/syncRun.ts). Each step is
@@ -271,7 +275,7 @@ async function context(info: RunInfo): Promise<Context> {
   const rules = compileRuleSet(info.connectorId, all);
   const policy = referencePolicy(info.connectorId, record?.type ?? 'custom', record?.config ?? {}, all);
   const index = await sharedIndex(indexedAttributes(all));
-  if (TRACE) console.log(`[sync] context: rules and join index (${index.builtFrom}, ${index.size}) ${Date.now() - started} ms`);
+  if (TRACE) log.info(`context: rules and join index (${index.builtFrom}, ${index.size}) ${Date.now() - started} ms`);
   if (!index.onForeignChange) {
     // A new index (first use, or rebuilt): cached and held objects may not match it any more.
     waitingDocs.clear();
@@ -298,7 +302,7 @@ class Trace {
     this.t = now;
   }
   print(head: string): void {
-    if (TRACE) console.log(`[sync] ${head}: ${this.parts.join(', ')}`);
+    if (TRACE) log.info(`${head}: ${this.parts.join(', ')}`);
   }
 }
 
@@ -819,7 +823,7 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
         ),
       );
     else await progress;
-    if (TRACE) console.log(`[sync] page ${input.page}: start ${t0}, read ${t1 - t0} ms, plan and apply ${t2 - t1} ms, seen and stats ${Date.now() - t2} ms, end ${Date.now()}`);
+    if (TRACE) log.info(`page ${input.page}: start ${t0}, read ${t1 - t0} ms, plan and apply ${t2 - t1} ms, seen and stats ${Date.now() - t2} ms, end ${Date.now()}`);
     return { cursor: page.cursor, watermark: last ? (page.watermark ?? null) : null, totals, holder: last ? null : holder, noHold: input.noHold };
   } catch (err) {
     // Nothing of this run may still be writing once the page reports the failure.
@@ -911,9 +915,9 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
         readErrors.push(...page.errors);
         if (page.nextWatermark !== undefined) next = page.nextWatermark;
       }
-      if (TRACE) console.log(`[sync] delta read ${changes.length} changes`);
+      if (TRACE) log.info(`delta read ${changes.length} changes`);
       const ctx = await context(info);
-      if (TRACE) console.log(`[sync] delta context ready`);
+      if (TRACE) log.info(`delta context ready`);
       resolveDeletesByDn(ctx, changes);
       await dropDeletedReferences(ctx, changes);
       // Rules changed since the last full pass: unchanged objects were processed with the old ones.
