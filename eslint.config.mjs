@@ -82,6 +82,12 @@ export default tseslint.config(
     },
   },
   {
+    // One logger: lib/core/log.ts writes to the console for everything outside an invocation.
+    files: ['lib/**/*.ts'],
+    ignores: ['lib/runtime/**', 'lib/core/log.ts'],
+    rules: { 'no-console': 'error' },
+  },
+  {
     files: ['**/*.js', '**/*.cjs', '**/*.mjs'],
     languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly' } },
   },
