@@ -23,7 +23,8 @@ import { consolidate, type Contribution, type MeshObject, type PendingReference,
  * absent when nothing was provisioned; the four more fields of `r` and the fourth of `q` are there for a
  * relationship or pending reference made from a connector's reference attribute). Such a reference's key space
  * `by` is that connector's (`@dn:<connector>`, `@a:<connector>`): it is stored as `@dn:` or `@a:` alone, the
- * connector being in the same entry (about 40 characters less per object that has references).
+ * connector being in the same entry (about 40 characters less per object that has references); a value equal to
+ * the referenced anchor (a reference by anchor: an SQL or CSV reference column) is stored as `0`.
  *
  * Reading accepts the first form too (the whole object as JSON), so rows written before stay readable.
  */
@@ -41,7 +42,7 @@ interface StoredV2 {
   l: [number, string][];
   p?: number[];
   /** Relationships; a connector's reference adds `[connector, referenced anchor, value, by]` (positions c, by). */
-  r: ([number, string, string, number] | [number, string, string, number, number, string, string, number])[];
+  r: ([number, string, string, number] | [number, string, string, number, number, string, string | 0, number])[];
   /** Pending references; a connector's adds the connector's position (then `by` is always there). */
   q: ([number, string] | [number, string, string] | [number, string, string, number])[];
 }
@@ -120,7 +121,7 @@ function storedForm(o: MeshObject): StoredV2 {
     r: o.relationships.map((r) =>
       r.c === undefined
         ? [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType)]
-        : [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType), ref(r.c), r.ca ?? '', r.v ?? '', ref(shortBy(r.by, r.c))],
+        : [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType), ref(r.c), r.ca ?? '', r.v !== undefined && r.v === r.ca ? 0 : (r.v ?? ''), ref(shortBy(r.by, r.c))],
     ),
     q: o.pendingReferences.map((p) => (p.c !== undefined ? [ref(p.type), p.value, shortBy(p.by, p.c), ref(p.c)] : p.by === undefined ? [ref(p.type), p.value] : [ref(p.type), p.value, p.by])),
   };
@@ -156,10 +157,10 @@ export function fromStoredMeshObject(x: unknown): MeshObject {
     relationships: s.r.map((x): Relationship => {
       const r: Relationship = { type: k[x[0]], targetId: x[1], targetAnchor: x[2], targetType: k[x[3]] };
       if (x.length > 4) {
-        const y = x as [number, string, string, number, number, string, string, number];
+        const y = x as [number, string, string, number, number, string, string | 0, number];
         r.c = k[y[4]];
         r.ca = y[5];
-        r.v = y[6];
+        r.v = y[6] === 0 ? y[5] : y[6];
         r.by = fullBy(k[y[7]], r.c);
       }
       return r;

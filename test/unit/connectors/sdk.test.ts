@@ -9,8 +9,8 @@ import {
   hasExport,
   hasFullImport,
   redactSecrets,
-  type AttributeValue,
   type Connector,
+  type ConnectorObject,
   type ExportChange,
 } from '../../../lib/connectors/sdk';
 
@@ -29,12 +29,12 @@ describe('connector SDK helpers', () => {
 
   test('contentHash is the sha256 of the canonical JSON when the references are the attribute values themselves', () => {
     const member = ['uid=b,dc=x', 'uid=a,dc=x', 'UID=c,dc=x', 'uid=a,dc=x'];
-    const cases: { objectType: string; attributes: Record<string, AttributeValue>; references: Record<string, string[]> }[] = [
+    const objects: Pick<ConnectorObject, 'objectType' | 'attributes' | 'references'>[] = [
       { objectType: 'Group', attributes: { member, n: [2, '10', 1] }, references: { member } },
       { objectType: 'Group', attributes: { member: ['uid=b,dc=x', null, 'uid=a,dc=x'] }, references: { member: ['uid=b,dc=x', 'uid=a,dc=x'] } },
-      { objectType: 'Group', attributes: { member: ['x'] }, references: { member: [] as string[], other: member } },
+      { objectType: 'Group', attributes: { member: ['x'] }, references: { member: [], other: member } },
     ];
-    for (const o of cases) {
+    for (const o of objects) {
       expect(contentHash(o)).toBe(createHash('sha256').update(canonicalJson(canonicalObject(o))).digest('base64url'));
     }
   });

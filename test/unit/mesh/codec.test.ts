@@ -89,6 +89,8 @@ describe('mesh object stored form', () => {
     const text = encodeMeshObject(o);
     expect(decodeMeshObject(text)).toEqual(o);
     expect(text).not.toContain(`@dn:${AD}`);
+    // A reference by anchor: its value is the referenced anchor, stored once.
+    expect(text.split('"a3"').length - 1).toBe(1);
     expect(text).toContain(`@dn:${HR}`);
     // Rows written before, with the whole key space, read the same.
     const stored = JSON.parse(text) as { k: string[]; q: unknown[][] };
