@@ -12,8 +12,9 @@ jest.setTimeout(180_000);
 
 let rt: ServiceUnderTest;
 beforeAll(async () => {
-  // The dispatcher's Executing/Executed lines (host.json keeps them at Warning) are the evidence that it ran.
-  rt = await startService({ env: { 'AzureFunctionsJobHost__logging__logLevel__Function.syncDispatcher': 'Information' } });
+  // The dispatcher's Executing/Executed lines (host.json keeps them at Warning), as text lines, are the
+  // evidence that it ran.
+  rt = await startService({ env: { 'AzureFunctionsJobHost__logging__logLevel__Function.syncDispatcher': 'Information', LOG_FORMAT: 'text' } });
 });
 
 /**
