@@ -56,6 +56,8 @@ export class ServiceUnderTest {
   readonly dataDir = mkdtempSync(path.join(os.tmpdir(), 'ims-admin-'));
   private child: ChildProcess | undefined;
   private output = '';
+  /** Characters of output ever received (the kept `output` is the last 200,000 of them). */
+  private written = 0;
   private readonly tokens = new Map<Role, string>();
 
   constructor(
@@ -111,8 +113,13 @@ export class ServiceUnderTest {
     });
     trackPid(child.pid);
     this.child = child;
-    child.stdout!.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-200_000)));
-    child.stderr!.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-200_000)));
+    const append = (d: Buffer) => {
+      const text = d.toString();
+      this.written += text.length;
+      this.output = (this.output + text).slice(-200_000);
+    };
+    child.stdout!.on('data', append);
+    child.stderr!.on('data', append);
     const deadline = Date.now() + 90_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`The service exited (${child.exitCode}):\n${this.output.slice(-4000)}`);
@@ -159,6 +166,17 @@ export class ServiceUnderTest {
 
   logs(): string {
     return this.output;
+  }
+
+  /** A mark in the output, for `logsSince`. */
+  logMark(): number {
+    return this.written;
+  }
+
+  /** The output received after `mark` (as far as it is still kept). */
+  logsSince(mark: number): string {
+    const n = this.written - mark;
+    return n <= 0 ? '' : this.output.slice(-n);
   }
 
   /** A Bearer token for the test user of `role` (roles claim `Service.<Role>`). */

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RuntimeProcess, sleep } from './durableSupport';
+import { RuntimeProcess } from './durableSupport';
 
 /**
  * The durable task hub end to end: the local runtime hosts test/fixtures/durable-app on the test Azurite;
@@ -131,11 +131,30 @@ describe('durable task hub (runtime + Azurite)', () => {
     await rt.waitFor('term-1', ['Running']);
     expect((await fetch(`${rt.base}/api/client/suspend/sus-1`, { method: 'POST' })).status).toBe(202);
     await rt.waitFor('sus-1', ['Suspended']);
-    await fetch(`${rt.base}/api/client/raise/sus-1`, { method: 'POST', body: JSON.stringify({ event: 'go', data: 4 }) });
-    await sleep(300);
-    expect((await rt.status('sus-1')).body.runtimeStatus).toBe('Suspended');
+    expect((await fetch(`${rt.base}/api/client/raise/sus-1`, { method: 'POST', body: JSON.stringify({ event: 'go', data: 4 }) })).status).toBe(202);
+    // The event reached the task hub: the raise answers once its message is stored in the hub and handed to
+    // the dispatcher (which starts the instance's episode for it then and there), and it waits there, unconsumed.
+    const storedEvents = async () => (await rt.storedMessages('sus-1')).filter((m) => m.kind === 'event');
+    const eventMessage = expect.objectContaining({ kind: 'event', name: 'go', data: '4' });
+    expect(await storedEvents()).toEqual([eventMessage]);
+    const suspended = await rt.status('sus-1', '?showHistory=true');
+    expect(suspended.body.runtimeStatus).toBe('Suspended');
+    expect((suspended.body.historyEvents as { EventType: string }[]).map((e) => e.EventType)).toEqual(['ExecutionStarted', 'ExecutionSuspended']);
+    expect(await storedEvents()).toEqual([eventMessage]);
     expect((await fetch(`${rt.base}/api/client/resume/sus-1`, { method: 'POST' })).status).toBe(202);
     expect((await rt.waitFor('sus-1')).output).toBe(8);
+    // The event entered the history only after the resume. An instance that consumed it while suspended (in
+    // the episode the raise started, before the reads above) would show EventRaised before ExecutionResumed.
+    const resumed = await rt.status('sus-1', '?showHistory=true');
+    expect((resumed.body.historyEvents as { EventType: string }[]).map((e) => e.EventType)).toEqual([
+      'ExecutionStarted',
+      'ExecutionSuspended',
+      'ExecutionResumed',
+      'EventRaised',
+      'TaskCompleted',
+      'ExecutionCompleted',
+    ]);
+    expect(await storedEvents()).toEqual([]);
 
     expect((await fetch(`${rt.base}/api/client/terminate/term-1`, { method: 'POST', body: JSON.stringify({ reason: 'enough' }) })).status).toBe(202);
     expect(await rt.waitFor('term-1')).toMatchObject({ runtimeStatus: 'Terminated', output: 'enough' });

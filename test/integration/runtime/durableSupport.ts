@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, portAnswers } from '../../../lib/runtime/azurite';
+import { TaskHubStore, type WorkMessage } from '../../../lib/runtime/durable/store';
 import { trackPid } from '../../support/processes';
 
 export const ROOT = path.resolve(__dirname, '../../..');
@@ -79,6 +80,23 @@ export class RuntimeProcess {
     const r = await fetch(`${this.api}/instances/${encodeURIComponent(id)}${query}`);
     const text = await r.text();
     return { status: r.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  }
+
+  /** The task hub's name, as the runtime logs it when the hub starts. */
+  get hubName(): string {
+    const m = /Durable task hub '([^']+)' started/.exec(this.output);
+    if (!m) throw new Error(`the runtime did not log its task hub's name: ${this.output}`);
+    return m[1];
+  }
+
+  /**
+   * The orchestration messages waiting in the task hub's own storage (`<hub>Work`, partition `o`) for one
+   * instance, read with the runtime's own store: a message is there from the moment it is accepted until an
+   * episode that consumed it is committed.
+   */
+  async storedMessages(instanceId: string): Promise<WorkMessage[]> {
+    const store = new TaskHubStore(process.env.TEST_STORAGE_CONNECTION_STRING ?? '', this.hubName);
+    return (await store.listWork('o')).filter((m) => m.instanceId === instanceId);
   }
 
   /** Poll until the instance reaches one of `statuses` (no timing assertion: jest's timeout bounds it). */

@@ -12,8 +12,30 @@ jest.setTimeout(180_000);
 
 let rt: ServiceUnderTest;
 beforeAll(async () => {
-  rt = await startService();
+  // The dispatcher's Executing/Executed lines (host.json keeps them at Warning), as text lines, are the
+  // evidence that it ran.
+  rt = await startService({ env: { 'AzureFunctionsJobHost__logging__logLevel__Function.syncDispatcher': 'Information', LOG_FORMAT: 'text' } });
 });
+
+/**
+ * Wait until `count` runs of the dispatcher (the syncDispatcher timer, every 2 s) that began after `since`
+ * (epoch ms, same clock as the service's log times) have completed, from its Executing/Executed lines
+ * written after `mark`.
+ */
+async function dispatcherRuns(mark: number, since: number, count: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const logs = rt.logsSince(mark);
+    const began = new Set<string>();
+    for (const m of logs.matchAll(/^\[(\S+)\] Executing 'Functions\.syncDispatcher' \(.*Id=([\w-]+)\)$/gm)) {
+      if (Date.parse(m[1]) > since) began.add(m[2]);
+    }
+    const done = [...logs.matchAll(/Executed 'Functions\.syncDispatcher' \(Succeeded, Id=([\w-]+)/g)].filter((m) => began.has(m[1])).length;
+    if (done >= count) return;
+    if (Date.now() > deadline) throw new Error(`the dispatcher did not run ${count} times (${done}):\n${logs.slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 afterAll(async () => {
   await rt?.dispose();
 });
@@ -258,10 +280,14 @@ describe('runs: threshold, dry run, per-object errors, API answers', () => {
     const inst = (await rt.call('GET', 'instances')).body.items.find((i: { status: string }) => i.status === 'active');
     expect((await rt.call('POST', `instances/${inst.id}/pause`)).status).toBe(200);
     try {
+      const mark = rt.logMark();
       const res = await rt.call('POST', `connectors/${c}/import`, { body: { runType: 'FullImport' } });
+      const answered = Date.now();
       expect(res.status).toBe(202);
       expect(res.body.status).toBe('Queued');
-      await new Promise((r) => setTimeout(r, 3000));
+      // The run's dispatch row is written before the trigger answers: two dispatcher runs that began after
+      // that saw it waiting on the paused instance, and left it.
+      await dispatcherRuns(mark, answered, 2);
       expect((await rt.call('GET', `runs/${res.body.runId}`)).body.status).toBe('Queued');
       // One run at a time per connector: a Queued one counts.
       const again = await rt.call('POST', `connectors/${c}/export`, { body: {} });
