@@ -146,11 +146,13 @@ export async function* readFileBatches(parts: Pick<FileParts, 'config' | 'guard'
   }
 }
 
+/** The page size asked for, up to the largest page; anything but a positive integer is `configuration_invalid`. */
 export function clampPageSize(n: number): number {
   if (!Number.isInteger(n) || n < 1) throw new ConnectorError('configuration_invalid', `The page size must be a positive integer, not ${n}.`);
   return Math.min(n, MAX_PAGE);
 }
 
+/** What the snapshot keeps of an object read: its anchor, row hash, file, DN and container. */
 export function rowState(o: ConnectorObject, file: string, fp: string): RowState {
   return { anchor: o.anchor, hash: fp, file, dn: o.dn ?? null, container: o.container ?? null };
 }
@@ -160,6 +162,7 @@ export function fingerprintPrefix(header: string[]): string {
   return createHash('sha256').update(JSON.stringify(header)).digest('base64url').slice(0, 8) + ':';
 }
 
+/** The per-object error for a second row with an anchor already read. */
 export function duplicateError(o: ConnectorObject, file: string): ObjectError {
   return {
     anchor: o.anchor,

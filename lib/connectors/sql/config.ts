@@ -24,6 +24,10 @@ export function pageSizeOf(asked: number): number {
 
 const DEFAULT_PORTS: Record<SqlDialect, number> = { postgres: 5432, mysql: 3306, mssql: 1433 };
 
+/**
+ * The configuration with its defaults applied; the state directory is a subfolder per connector (by id, or by a
+ * hash of where it reads when there is none).
+ */
 export function resolveSqlConfig(config: SqlConfig, context: ConnectorContext = {}): ResolvedSqlConfig {
   const key = context.connectorId ?? createHash('sha256').update(JSON.stringify([config.dialect, config.host, config.port ?? null, config.database, config.fullImportQuery])).digest('hex').slice(0, 24);
   const base = context.stateDirectory ?? path.join(os.tmpdir(), 'identity-sync-sql-connector');

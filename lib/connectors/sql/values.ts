@@ -11,6 +11,7 @@ export function toScalar(v: unknown): ScalarValue {
   return JSON.stringify(v);
 }
 
+/** A driver value as an attribute value (an array, from a multi-value lookup, element by element). */
 export function toAttribute(v: unknown): AttributeValue {
   if (Array.isArray(v)) return v.map(toScalar);
   return toScalar(v);
