@@ -1,7 +1,7 @@
-import { startService, stopService } from '../../lib/core/service';
-import { SERVICE_STEPS } from '../../lib/api/serviceSteps';
+import { startService, stopService } from '../../../lib/core/service';
+import { SERVICE_STEPS } from '../../../lib/api/serviceSteps';
 
-/** Start-up steps (lib/service.ts): they start in the order listed and stop in reverse. */
+/** Start-up steps (lib/core/service.ts): they start in the order listed and stop in reverse. */
 
 test('steps start in the order given and stop in reverse', async () => {
   const log: string[] = [];

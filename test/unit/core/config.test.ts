@@ -1,4 +1,4 @@
-import { ConfigError, SettingsReader } from '../../lib/core/config';
+import { ConfigError, SettingsReader } from '../../../lib/core/config';
 
 describe('SettingsReader', () => {
   const env = {
