@@ -34,9 +34,8 @@ require('./ts-register');
 const { execFile, spawn } = require('node:child_process');
 const os = require('node:os');
 const path = require('node:path');
-const { TableClient } = require('@azure/data-tables');
 const { startSambaAd } = require('../../test/support/samba');
-const { arg, onInterrupt, peakRssMB, startService } = require('../support');
+const { arg, cpuSeconds, onInterrupt, peakRssMB, startService, storageFloor } = require('../support');
 const { countingLdapsearch } = require('./ldapsearch');
 
 const N = arg('users', 20000);
@@ -62,16 +61,6 @@ const SAMBA_PYTHON = (() => {
 })();
 const FILTER = '(|(&(objectClass=user)(!(objectClass=computer)))(objectClass=group))';
 
-function cpuSeconds(pid) {
-  try {
-    const stat = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * ldapsearch of the users (LDAPS, paged 1000, every user attribute as the connector asks): seconds and entries.
  * By address: libldap canonicalizes `localhost` to the host name, which the DC certificate does not name.
@@ -84,40 +73,10 @@ async function ldapsearch(dc, base) {
   return { ...r, dcCpuSeconds: +(cpuSeconds(dc.pid) - c0).toFixed(1) };
 }
 
-/** The storage floor: N entities of about the size of a user's rows, 100 per transaction, 4 in flight. */
-async function floor(svc, table) {
-  const client = TableClient.fromConnectionString(svc.azurite.connectionString, table, { allowInsecureConnection: true });
-  await client.createTable();
-  const pad = 'x'.repeat(600);
-  const c0 = cpuSeconds(svc.tablePid);
-  const t0 = performance.now();
-  const batches = [];
-  for (let i = 0; i < N; i += 100) batches.push(i);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 4 }, async () => {
-      while (next < batches.length) {
-        const s = batches[next++];
-        const actions = [];
-        for (let i = s; i < Math.min(N, s + 100); i++) actions.push(['create', { partitionKey: `p${Math.floor(s / 10000)}`, rowKey: String(i).padStart(8, '0'), d: pad }]);
-        await client.submitTransaction(actions);
-      }
-    }),
-  );
-  const seconds = (performance.now() - t0) / 1000;
-  return { entities: N, seconds: +seconds.toFixed(2), entitiesPerSecond: Math.round(N / seconds), azuriteCpuSeconds: +(cpuSeconds(svc.tablePid) - c0).toFixed(1) };
-}
-
 /** The connector config of the bench (also used by the connector-only read). */
 function connectorConfig(dc, ou) {
   return {
-    host: dc.host,
-    port: dc.ldapsPort,
-    security: 'ldaps',
-    caCertificate: dc.caCertificate,
-    baseDN: dc.baseDN,
-    bindDN: dc.adminDN,
-    bindPassword: dc.adminPassword,
+    ...dc.connection,
     containers: { include: [ou] },
     deltaStrategy: 'usn',
     ...(PAGE_SIZE ? { pageSize: PAGE_SIZE } : {}),
@@ -187,7 +146,7 @@ async function round(dc, ou, r) {
     if (prof) process.kill(svc.pid, 'SIGUSR2');
     console.error(`round ${r}: full import ${full.seconds.toFixed(1)} s (${full.run.status}); storage floor...`);
     const count = (await must(call('GET', 'mesh/objects?objectType=User&take=0'), 200)).totalCount;
-    const f = await floor(svc, `Floor${r}`);
+    const f = await storageFloor(svc.azurite.connectionString, `Floor${r}`, N, svc.tablePid);
     const larger = Math.max(ldaps.seconds, f.seconds);
     return {
       round: r,

@@ -47,6 +47,11 @@ export interface SambaAd {
   /** PEM of the CA that issued the DC's certificate. */
   caCertificate: string;
   caCertificateFile: string;
+  /**
+   * How a directory connector reaches this DC: LDAPS with its CA trusted, the domain's base DN, bound as the
+   * administrator. Spread into an `active_directory` connector's config.
+   */
+  connection: { host: string; port: number; security: 'ldaps'; caCertificate: string; baseDN: string; bindDN: string; bindPassword: string };
   /** A krb5.conf naming the DC's KDC (127.0.0.1:88) for the realm, with localhost mapped to it. */
   krb5Conf: string;
   /** KRB5_CONFIG and KRB5RCACHEDIR for processes that use the realm (kinit, the service under test). */
@@ -350,6 +355,7 @@ export async function startSambaAd(options: SambaAdOptions = {}): Promise<SambaA
     ldapsUrl: 'ldaps://localhost:636',
     caCertificate,
     caCertificateFile,
+    connection: { host: 'localhost', port: 636, security: 'ldaps', caCertificate, baseDN: BASE_DN, bindDN: adminDN, bindPassword: adminPassword },
     krb5Conf,
     env,
     pid: samba.pid!,

@@ -27,13 +27,7 @@ describeWithServer('samba')('Active Directory accounts: password, enabled, disab
 
   const connector = (over: Record<string, unknown> = {}) => {
     const c = new LdapConnector('active_directory', {
-      host: dc.host,
-      port: dc.ldapsPort,
-      security: 'ldaps',
-      caCertificate: dc.caCertificate,
-      bindDN: dc.adminDN,
-      bindPassword: dc.adminPassword,
-      baseDN: dc.baseDN,
+      ...dc.connection,
       containers: { include: [ou] },
       exportDnTemplate: "'CN=' + source.cn + ',' + baseDN",
       ...over,

@@ -27,13 +27,7 @@ describeWithServer('samba')('Active Directory export by objectGUID (real DC)', (
       users.push({ dn, guid: guidToString(bytes), bytes });
     }
     ad = new LdapConnector('active_directory', {
-      host: dc.host,
-      port: dc.ldapsPort,
-      security: 'ldaps',
-      caCertificate: dc.caCertificate,
-      bindDN: dc.adminDN,
-      bindPassword: dc.adminPassword,
-      baseDN: dc.baseDN,
+      ...dc.connection,
       containers: { include: [staff] },
     });
   }, SAMBA_START_TIMEOUT_MS);

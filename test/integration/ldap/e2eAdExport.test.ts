@@ -39,13 +39,7 @@ describeWithServer('samba')('provisioning Active Directory through the service (
   const read = (dn: string, attributes: string[]) =>
     dc.ldap(async (c) => (await c.search(dn, { scope: 'base', attributes, explicitBufferAttributes: ['objectGUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0]);
   const adConfig = (over: Record<string, unknown> = {}) => ({
-    host: dc.host,
-    port: dc.ldapsPort,
-    security: 'ldaps',
-    caCertificate: dc.caCertificate,
-    baseDN: dc.baseDN,
-    bindDN: dc.adminDN,
-    bindPassword: dc.adminPassword,
+    ...dc.connection,
     containers: { include: [people] },
     exportDnTemplate: '"CN=" + dnEscape(source.cn) + ",OU=" + dnEscape(source.department) + "," + "OU=People," + baseDN',
     deletionThreshold: { objects: 10, percent: 100 },

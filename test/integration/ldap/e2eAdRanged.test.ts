@@ -39,13 +39,7 @@ describeWithServer('samba')('Active Directory ranged retrieval of member (Samba 
   const members = new Map<string, Set<number>>();
 
   const connectorConfig = () => ({
-    host: dc.host,
-    port: dc.ldapsPort,
-    security: 'ldaps' as const,
-    caCertificate: dc.caCertificate,
-    baseDN: dc.baseDN,
-    bindDN: dc.adminDN,
-    bindPassword: dc.adminPassword,
+    ...dc.connection,
     containers: { include: [top] },
     memberRangeSize: SIZE,
     // Directory pages of 700 entries: the groups' reads happen between the pages of the paged search.
