@@ -859,6 +859,13 @@ export async function planFullImportDeletes(info: RunInfo, config: { deletionThr
   return { toDelete: gone.length, existing, pages, exceeds: thresholdExceeded(gone.length, existing, config.deletionThreshold) };
 }
 
+/** How many objects a connector space holds now (its summaries less the deleted): a threshold's percent base. */
+function liveObjects(summaries: ReadonlyMap<string, CsSummary>): number {
+  let n = 0;
+  for (const s of summaries.values()) if (!s.deleted) n++;
+  return n;
+}
+
 /**
  * The deletion threshold: a run stops before deleting anything when it would delete more than `objects`
  * (default 500) or more than `percent` (default 20) of the connector's objects. `deletionThreshold` in the
@@ -927,9 +934,7 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
       const rejoined = await rejoinDisconnectors(ctx);
       if (rejoined) totals = addRejoined(totals, rejoined);
       const deletes = changes.filter((c) => c.kind === 'delete' && ctx.cs.summaries.get(c.anchor)?.deleted === false).length;
-      let existing = 0;
-      for (const s of ctx.cs.summaries.values()) if (!s.deleted) existing++;
-      const stop = thresholdExceeded(deletes, existing, config.deletionThreshold);
+      const stop = thresholdExceeded(deletes, liveObjects(ctx.cs.summaries), config.deletionThreshold);
       if (stop) return { watermark: null, totals, stopped: stop };
       let t = totals;
       let firstErrors = readErrors;
@@ -1343,9 +1348,7 @@ async function exportDocs(
   const deleting = changes.filter((c) => c.tag === 'delete').length;
   let stopped: string | undefined;
   if (deleting) {
-    let count = 0;
-    for (const sm of (await csCache(cid)).summaries.values()) if (!sm.deleted) count++;
-    stopped = thresholdExceeded(totals.stats.objectsDeleted + deleting, count, config.deletionThreshold) ?? undefined;
+    stopped = thresholdExceeded(totals.stats.objectsDeleted + deleting, liveObjects((await csCache(cid)).summaries), config.deletionThreshold) ?? undefined;
     if (stopped) for (let i = changes.length - 1; i >= 0; i--) if (changes[i].tag === 'delete') changes.splice(i, 1);
   }
   // objectsProcessed counts the changes applied or attempted (and the objects whose rules failed, and those
