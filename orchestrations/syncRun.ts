@@ -30,6 +30,7 @@ import {
   type StepFailure,
 } from '../lib/sync/engine';
 import { ACTIVE_RUN_STATUSES, getRun } from '../lib/storage/runs';
+import { cancelRequested } from '../lib/sync/runProgress';
 
 /**
  * One import or export run (the orchestration instance id is the run id). The generator only yields and
@@ -58,6 +59,10 @@ export const FINISH_RUN = 'syncFinishRun';
 type Begin = { info: RunInfo; config: Record<string, unknown> } | (StepFailure & { info?: RunInfo });
 
 const isFailure = (x: unknown): x is StepFailure => typeof x === 'object' && x !== null && 'failed' in x;
+/** A step that found the run asked to stop: before it began (`Stop`) or between its pages (totals so far). */
+type Stop = { cancelled: true };
+const isCancel = (x: unknown): x is Stop | (RunTotals & Stop) => typeof x === 'object' && x !== null && (x as { cancelled?: unknown }).cancelled === true;
+const isCancelledTotals = (x: Stop | RunTotals): x is RunTotals => 'stats' in x;
 const completedStatus = (t: RunTotals) => (t.stats.errors > 0 ? 'CompletedWithErrors' : 'Completed');
 
 const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) {
@@ -71,37 +76,47 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
   let totals = emptyTotals();
   const finish = (status: FinishInput['status'], extra: Partial<FinishInput> = {}) =>
     context.df.callActivity(FINISH_RUN, { info, status, totals, ...extra } satisfies FinishInput);
+  // Asked to stop (POST /runs/{id}/cancel): what was applied stays and is counted; no watermark, no export state.
+  const cancelled = (r: Stop | RunTotals) => {
+    if (isCancelledTotals(r)) totals = { ...r, cancelled: undefined };
+    return finish('Cancelled');
+  };
   try {
     if (info.runType === 'Export') {
-      const plan = (yield context.df.callActivity(EXPORT_PLAN, { info, config })) as ExportPlan | StepFailure;
+      const plan = (yield context.df.callActivity(EXPORT_PLAN, { info, config })) as ExportPlan | StepFailure | Stop;
       if (isFailure(plan)) return yield finish('Failed', { error: plan.failed });
+      if (isCancel(plan)) return yield cancelled(plan);
       if (plan.mode === 'none') return yield finish(completedStatus(totals));
       const exportState = { seq: plan.seq, hash: plan.hash, dirtyKeys: plan.dirtyKeys };
       if (plan.mode === 'incremental') {
         // Only what changed since the last export (and what the target's imports marked).
         for (let page = 0; page < plan.pages; page++) {
-          const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure;
+          const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure | Stop;
           if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+          if (isCancel(r)) return yield cancelled(r);
           totals = r;
           if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
         }
         // A second look at the objects that name one this export moved or added.
         if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
           totals = { ...totals, notInTarget: 0, movedInTarget: 0 };
-          const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure;
+          const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure | Stop;
           if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+          if (isCancel(r)) return yield cancelled(r);
           totals = r;
           if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
         }
-        const d = plan.deleted ? ((yield context.df.callActivity(EXPORT_DELETED, { info, totals, config })) as RunTotals | StepFailure | { stopped: string }) : totals;
+        const d = plan.deleted ? ((yield context.df.callActivity(EXPORT_DELETED, { info, totals, config })) as RunTotals | StepFailure | Stop | { stopped: string }) : totals;
         if (isFailure(d)) return yield finish('Failed', { error: d.failed });
+        if (isCancel(d)) return yield cancelled(d);
         if ('stopped' in d) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
         totals = d;
         return yield finish(completedStatus(totals), { exportState });
       }
       for (let partition = 0; partition < 16; partition++) {
-        const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config })) as RunTotals | StepFailure;
+        const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config })) as RunTotals | StepFailure | Stop;
         if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+        if (isCancel(r)) return yield cancelled(r);
         totals = r;
         if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
       }
@@ -111,38 +126,44 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
       if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
         totals = { ...totals, notInTarget: 0, movedInTarget: 0 };
         for (let partition = 0; partition < 16; partition++) {
-          const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config })) as RunTotals | StepFailure;
+          const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config })) as RunTotals | StepFailure | Stop;
           if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+          if (isCancel(r)) return yield cancelled(r);
           totals = r;
           if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
         }
       }
-      const d = (yield context.df.callActivity(EXPORT_DELETES, { info, totals, config })) as RunTotals | StepFailure | { stopped: string };
+      const d = (yield context.df.callActivity(EXPORT_DELETES, { info, totals, config })) as RunTotals | StepFailure | Stop | { stopped: string };
       if (isFailure(d)) return yield finish('Failed', { error: d.failed });
+      if (isCancel(d)) return yield cancelled(d);
       if ('stopped' in d) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
       totals = d;
       return yield finish(completedStatus(totals), { exportState });
     }
     if (info.runType === 'FullSync') {
       for (let partition = 0; partition < CS_PARTITIONS; partition++) {
-        const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure;
+        const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure | Stop;
         if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+        if (isCancel(r)) return yield cancelled(r);
         totals = r;
       }
       return yield finish(completedStatus(totals), { fullPass: true });
     }
     if (info.runType === 'DeltaImport') {
-      const d = (yield context.df.callActivity(DELTA_IMPORT, { info, config, totals })) as DeltaOutput;
+      const d = (yield context.df.callActivity(DELTA_IMPORT, { info, config, totals })) as DeltaOutput | Stop;
       if (isFailure(d)) return yield finish('Failed', { error: d.failed });
+      if (isCancel(d)) return yield cancelled(d);
       if ('stopped' in d && d.stopped) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
       if ('totals' in d) {
+        if (isCancel(d.totals)) return yield cancelled(d.totals);
         totals = d.totals;
         if (!d.fullSyncNext) return yield finish(completedStatus(totals), { watermark: d.watermark });
         // The rules changed since the last full pass and the connector asks for it: a FullSync follows.
         totals = { ...totals, errors: [...totals.errors, { message: 'The rules of this connector changed since its last full pass: the delta import went on as a FullSync.' }] };
         for (let partition = 0; partition < CS_PARTITIONS; partition++) {
-          const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure;
+          const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure | Stop;
           if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+          if (isCancel(r)) return yield cancelled(r);
           totals = r;
         }
         return yield finish(completedStatus(totals), { watermark: d.watermark, fullPass: true });
@@ -156,8 +177,10 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
     let holder: string | null = null;
     let noHold = false;
     for (let page = 0; ; page++) {
-      const r = (yield context.df.callActivity(FULL_IMPORT_PAGE, { info, cursor, page, totals, holder, noHold } satisfies FullPageInput)) as FullPageOutput;
+      const r = (yield context.df.callActivity(FULL_IMPORT_PAGE, { info, cursor, page, totals, holder, noHold } satisfies FullPageInput)) as FullPageOutput | Stop;
       if (isFailure(r)) return yield finish('Failed', { error: r.failed });
+      if (isCancel(r)) return yield cancelled(r);
+      if (isCancel(r)) return yield cancelled(r);
       totals = r.totals;
       holder = r.holder ?? null;
       noHold = !!r.noHold;
@@ -171,10 +194,13 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
       }
       cursor = r.cursor;
     }
-    const plan = (yield context.df.callActivity(PLAN_DELETES, { info, config })) as DeletionPlan;
+    const plan = (yield context.df.callActivity(PLAN_DELETES, { info, config })) as DeletionPlan | Stop;
+    if (isCancel(plan)) return yield cancelled(plan);
     if (plan.exceeds) return yield finish('StoppedDeletionThreshold', { error: plan.exceeds });
     for (let page = 0; page < plan.pages; page++) {
-      totals = (yield context.df.callActivity(DELETE_PAGE, { info, page, totals })) as RunTotals;
+      const r = (yield context.df.callActivity(DELETE_PAGE, { info, page, totals })) as RunTotals | Stop;
+      if (isCancel(r)) return yield cancelled(r);
+      totals = r;
     }
     return yield finish(completedStatus(totals), { watermark, fullPass: true });
   } catch (err) {
@@ -196,14 +222,25 @@ df.app.activity(BEGIN_RUN, {
     return { info, config: await runConfig(info.connectorId) };
   },
 });
-df.app.activity(FULL_IMPORT_PAGE, { handler: (input: FullPageInput) => fullImportPage(input) });
-df.app.activity(PLAN_DELETES, { handler: (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config) });
-df.app.activity(DELETE_PAGE, { handler: (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals) });
-df.app.activity(DELTA_IMPORT, { handler: (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals) });
-df.app.activity(EXPORT_PARTITION, { handler: (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config) });
-df.app.activity(EXPORT_DELETES, { handler: (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config) });
-df.app.activity(EXPORT_PLAN, { handler: (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config) });
-df.app.activity(EXPORT_IDS, { handler: (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config) });
-df.app.activity(EXPORT_DELETED, { handler: (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletedSince(input.info, input.totals, input.config) });
-df.app.activity(FULL_SYNC_PAGE, { handler: (input: FullSyncPageInput) => fullSyncPage(input) });
+/**
+ * A page step that first looks whether the run was asked to stop: the run's page boundaries are where a
+ * cancel takes effect (the step then does nothing and says so).
+ */
+function guarded<I>(runIdOf: (input: I) => string, step: (input: I) => Promise<unknown>) {
+  return async (input: I): Promise<unknown> => ((await cancelRequested(runIdOf(input))) ? ({ cancelled: true } satisfies Stop) : step(input));
+}
+type WithInfo = { info: RunInfo };
+const ofInfo = (input: WithInfo) => input.info.runId;
+const ofInner = (input: { input: WithInfo }) => input.input.info.runId;
+
+df.app.activity(FULL_IMPORT_PAGE, { handler: guarded(ofInfo, (input: FullPageInput) => fullImportPage(input)) });
+df.app.activity(PLAN_DELETES, { handler: guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config)) });
+df.app.activity(DELETE_PAGE, { handler: guarded(ofInfo, (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals)) });
+df.app.activity(DELTA_IMPORT, { handler: guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals)) });
+df.app.activity(EXPORT_PARTITION, { handler: guarded(ofInner, (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config)) });
+df.app.activity(EXPORT_DELETES, { handler: guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config)) });
+df.app.activity(EXPORT_PLAN, { handler: guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config)) });
+df.app.activity(EXPORT_IDS, { handler: guarded(ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config)) });
+df.app.activity(EXPORT_DELETED, { handler: guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletedSince(input.info, input.totals, input.config)) });
+df.app.activity(FULL_SYNC_PAGE, { handler: guarded(ofInfo, (input: FullSyncPageInput) => fullSyncPage(input)) });
 df.app.activity(FINISH_RUN, { handler: (input: FinishInput) => finishRun(input) });

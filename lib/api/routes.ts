@@ -59,6 +59,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { name: 'deleteRule', method: 'DELETE', route: 'rules/{id}', permission: 'rules.write', tag: 'Rules', summary: 'Delete a rule', pathParam: ruleId, success: { status: 204 }, errors: [409] },
   // Runs
   { name: 'getRun', method: 'GET', route: 'runs/{id}', permission: 'runs.read', tag: 'Runs', summary: 'Get a run', pathParam: runId, success: { status: 200, schema: 'Run' } },
+  { name: 'cancelRun', method: 'POST', route: 'runs/{id}/cancel', permission: 'runs.trigger', tag: 'Runs', summary: 'Cancel a Queued or Running run (it ends Cancelled at its next page boundary)', pathParam: runId, success: { status: 202, schema: 'Run' }, errors: [409] },
   { name: 'listRuns', method: 'GET', route: 'runs', permission: 'runs.read', tag: 'Runs', summary: 'Run history, newest first', query: RUNS_QUERY, success: { status: 200, schema: 'RunList' } },
   // Engine instances
   { name: 'listInstances', method: 'GET', route: 'instances', permission: 'instances.read', tag: 'Instances', summary: 'List engine instances with their effective status', success: { status: 200, schema: 'EngineInstanceList' } },

@@ -1,7 +1,7 @@
 import type { Caller } from '../auth/permissions';
 import { badRequest, notFound } from '../core/errors';
 import { isInstanceId } from '../instances/config';
-import { reconcileForRead, reconcileListed, triggerRun, type RunOrchestrations, type StartRun, type TriggerInput } from '../runs/runs';
+import { cancelRun, reconcileForRead, reconcileListed, triggerRun, type RunOrchestrations, type StartRun, type TriggerInput } from '../runs/runs';
 import { getRun as readRun, listRuns as queryRuns, runView, type RunStatus } from '../storage/runs';
 
 type Warn = (message: string) => void;
@@ -43,4 +43,13 @@ export async function listRunViews(q: RunListQuery, orchestrations: RunOrchestra
 /** Start a run of a connector (on the instance it is assigned to) and answer it as the API shows it. */
 export async function startRun(input: TriggerInput, caller: Caller, start: StartRun, orchestrations: RunOrchestrations) {
   return runView(await triggerRun(input, caller, start, orchestrations));
+}
+
+/** Cancel a Queued or Running run (see `cancelRun`): the run as it is now. Finished: 409; unknown: 404. */
+export async function cancelRunView(id: string, caller: Caller, orchestrations: RunOrchestrations, warn: Warn) {
+  const run = await readRun(id);
+  if (!run) throw notFound(`Run '${id}' does not exist.`);
+  // A run whose orchestration already ended outside the engine is ended first (then it is a 409).
+  await reconcileForRead(run, orchestrations, warn);
+  return runView(await cancelRun(id, caller));
 }

@@ -12,9 +12,9 @@ import { appendAudit, type AuditRecord } from '../storage/audit';
  * whose orchestration ended outside the engine, with `cancel` or `fail` on the run).
  */
 export type AuditAction = 'create' | 'update' | 'delete' | 'trigger' | 'pause' | 'resume' | 'rename' | 'remove' | 'assign' | 'unassign' | 'cancel' | 'fail';
-/** An engine task acting on its own, as its audit records name it. */
-export type SystemActor = `system:${string}`;
-export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run';
+/** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
+export type SystemActor = `system:${string}` | `schedule:${string}`;
+export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule';
 export type AuditOutcome = 'success' | 'failure';
 
 export async function recordAudit(

@@ -1,5 +1,5 @@
 import type { Caller } from '../auth/permissions';
-import { recordAudit } from '../audit';
+import { recordAudit, type SystemActor } from '../audit';
 import { assignmentOf } from '../instances/assignments';
 import { currentInstanceId, getInstanceView, isPaused } from '../instances/instances';
 import { AppError } from '../core/errors';
@@ -13,6 +13,8 @@ import {
   getRun,
   markRunDispatched,
   updateRun,
+  requestRunCancel,
+  type RunTrigger,
   type RunType,
   type StoredRun,
 } from '../storage/runs';
@@ -73,13 +75,18 @@ export interface TriggerInput {
   connectorId: string;
   runType: RunType;
   dryRun: boolean;
+  /** Who started it; default a manual run by the caller. */
+  trigger?: RunTrigger;
 }
+
+/** The audit actor and the run trigger of a caller: a person, or an engine task named `<kind>:<name>`. */
+const actorOf = (caller: Caller | SystemActor): string | null => (typeof caller === 'string' ? caller : caller.upn);
 
 /**
  * Create and start a run. With `orchestrations`, a trigger that meets the connector's run lock first
  * reconciles the run holding it and, when that run turns out to be over, tries once more.
  */
-export async function triggerRun(input: TriggerInput, caller: Caller, start: StartRun, orchestrations?: RunOrchestrations): Promise<StoredRun> {
+export async function triggerRun(input: TriggerInput, caller: Caller | SystemActor, start: StartRun, orchestrations?: RunOrchestrations): Promise<StoredRun> {
   await getConnectorRecord(input.connectorId);
   const here = currentInstanceId();
   const instanceId = (await assignmentOf(input.connectorId)) ?? here;
@@ -93,6 +100,7 @@ export async function triggerRun(input: TriggerInput, caller: Caller, start: Sta
       runType: input.runType,
       status: paused ? 'Queued' : 'Running',
       dryRun: input.dryRun,
+      trigger: input.trigger ?? { type: 'manual', actorUpn: actorOf(caller) },
     });
   let run: StoredRun;
   try {
@@ -111,7 +119,15 @@ export async function triggerRun(input: TriggerInput, caller: Caller, start: Sta
 async function dispatchOne(runId: string, start: StartRun, taskHub: string | null): Promise<void> {
   const run = await getRun(runId);
   if (run && (run.status === 'Queued' || run.status === 'Running')) {
-    if (run.status === 'Queued') await updateRun(runId, { status: 'Running' });
+    // Conditional: a Queued run cancelled in between stays Cancelled (and is not started).
+    if (run.status === 'Queued') {
+      try {
+        await updateRun(runId, { status: 'Running' }, { etag: run.etag });
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+        return; // moved on: the next dispatcher pass looks again
+      }
+    }
     await start(runId);
     // The marker goes before the dispatch row: at every moment one of them says the run is not gone.
     await markRunDispatched(runId, taskHub);
@@ -136,6 +152,39 @@ export async function dispatchWaitingRuns(start: StartRun, taskHub: string | nul
   if (!waiting.length || (await isPaused(here))) return 0;
   for (const runId of waiting) await dispatchOne(runId, start, taskHub);
   return waiting.length;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Cancel
+
+/**
+ * Cancel a run. A Queued run (no orchestration yet) ends `Cancelled` at once and its dispatch row goes. A
+ * Running run gets a cancel request; its orchestration sees it at the next page boundary and ends the run as
+ * `Cancelled`, with what was applied kept and counted and no watermark committed. Both writes are conditional
+ * on the run row's ETag, so a cancel that races the run's own end leaves one final status: the run's own when
+ * it finished first (then this is a 409, as for any finished run). Returns the run as it is now.
+ */
+export async function cancelRun(runId: string, caller: Caller | SystemActor): Promise<StoredRun> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const run = await getRun(runId);
+    if (!run) throw new AppError('not_found', `Run '${runId}' does not exist.`);
+    if (!isActive(run)) throw new AppError('conflict', `The run is already ${run.status}: only a Queued or Running run can be cancelled.`);
+    try {
+      if (run.status === 'Queued') {
+        const ended = await completeRun(runId, { status: 'Cancelled', stats: run.stats, error: `The run was cancelled by ${actorOf(caller) ?? 'a caller'} before it started.` }, { etag: run.etag });
+        const client = await table(DISPATCH);
+        await client.deleteEntity(run.instanceId ?? currentInstanceId(), runId).catch(() => undefined);
+        await recordAudit(caller, 'cancel', 'run', runId);
+        return ended;
+      }
+      const asked = run.cancel ? run : await requestRunCancel(run, actorOf(caller));
+      await recordAudit(caller, 'cancel', 'run', runId);
+      return asked;
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+    }
+  }
+  throw new AppError('conflict', 'The run kept changing while it was being cancelled; try again.');
 }
 
 // ---------------------------------------------------------------------------------------------------------

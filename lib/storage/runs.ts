@@ -45,6 +45,28 @@ export interface RunObjectError {
   message: string;
 }
 
+/** Who or what started a run: a person (`manual`), a schedule, or the apply of a plan. */
+export interface RunTrigger {
+  type: 'manual' | 'schedule' | 'apply';
+  /** The caller's UPN (manual), `schedule:<name>` (schedule); null when the caller has no UPN. */
+  actorUpn: string | null;
+  scheduleId?: string;
+  scheduleRunId?: string;
+  planRunId?: string;
+}
+
+export const RUN_PHASES = ['reading', 'planning', 'applying', 'exporting', 'finishing'] as const;
+export type RunPhase = (typeof RUN_PHASES)[number];
+
+/** Where a Running run is (refreshed with its stats, at every page). */
+export interface RunProgressView {
+  phase: RunPhase;
+  objectsProcessed: number;
+  /** Null when the number of objects is not known in advance. */
+  objectsTotal: number | null;
+  updatedOn: string;
+}
+
 export interface Run {
   runId: string;
   connectorId: string;
@@ -62,6 +84,15 @@ export interface Run {
   /** Why the run failed or stopped. */
   error?: string;
   dryRun?: boolean;
+  trigger: RunTrigger;
+  /** Present from the moment the run is Running (see `runView`). */
+  progress?: RunProgressView;
+}
+
+/** A cancel asked of an active run (storage only): the run's next page boundary ends it as Cancelled. */
+export interface RunCancelRequest {
+  requestedAt: string;
+  requestedBy: string | null;
 }
 
 /**
@@ -75,12 +106,21 @@ export interface RunDispatch {
 }
 
 /** A run as read from storage, with the ETag of its row for conditional updates. */
-export type StoredRun = Run & { etag: string; dispatch?: RunDispatch };
+export type StoredRun = Run & { etag: string; dispatch?: RunDispatch; cancel?: RunCancelRequest };
 
-/** The run as the API shows it: without the storage-only ETag and dispatch marker. */
+/** The phase a Running run starts in, before its first page reports. */
+export const firstPhase = (runType: RunType): RunPhase => (runType === 'Export' ? 'exporting' : runType === 'FullSync' ? 'applying' : 'reading');
+
+/**
+ * The run as the API shows it: without the storage-only ETag, dispatch marker and cancel request. A Running
+ * run carries `progress` from its start (before its first page reports, its first phase and no objects yet).
+ */
 export function runView(run: StoredRun): Run {
-  const { etag: _etag, dispatch: _dispatch, ...view } = run;
-  return view;
+  const { etag: _etag, dispatch: _dispatch, cancel: _cancel, progress, ...view } = run;
+  if (run.status === 'Running') {
+    return { ...view, progress: progress ?? { phase: firstPhase(run.runType), objectsProcessed: run.stats.objectsProcessed, objectsTotal: null, updatedOn: run.startedAt } };
+  }
+  return progress ? { ...view, progress } : view;
 }
 
 export const MAX_RUN_ERRORS = 100;
@@ -124,6 +164,10 @@ interface RunEntity extends TableEntity {
   dryRun?: boolean;
   dispatchedAt?: string;
   taskHub?: string;
+  trigger?: string;
+  progress?: string;
+  cancelRequestedAt?: string;
+  cancelRequestedBy?: string;
 }
 
 /** Keep the first MAX_RUN_ERRORS errors, each message bounded, and the whole list within one property. */
@@ -146,7 +190,9 @@ function toEntity(pk: string, run: Run, key: string): RunEntity {
     status: run.status,
     startedAt: run.startedAt,
     stats: JSON.stringify(run.stats),
+    trigger: JSON.stringify(run.trigger),
   };
+  if (run.progress) e.progress = JSON.stringify(run.progress);
   if (run.instanceId) e.instanceId = run.instanceId;
   if (run.instanceName) e.instanceName = run.instanceName;
   if (run.completedAt) e.completedAt = run.completedAt;
@@ -166,8 +212,12 @@ function fromEntity(e: TableEntityResult<Record<string, unknown>>): StoredRun {
     status: e.status as RunStatus,
     startedAt: String(e.startedAt),
     stats: { ...emptyStats(), ...(JSON.parse(String(e.stats ?? '{}')) as Partial<RunStats>) },
+    // Runs recorded before triggers were: started by a person, who is not known.
+    trigger: typeof e.trigger === 'string' ? (JSON.parse(e.trigger) as RunTrigger) : { type: 'manual', actorUpn: null },
     etag: e.etag,
   };
+  if (typeof e.progress === 'string') run.progress = JSON.parse(e.progress) as RunProgressView;
+  if (typeof e.cancelRequestedAt === 'string') run.cancel = { requestedAt: e.cancelRequestedAt, requestedBy: typeof e.cancelRequestedBy === 'string' ? e.cancelRequestedBy : null };
   if (typeof e.completedAt === 'string') run.completedAt = e.completedAt;
   if (typeof e.errors === 'string') run.errors = JSON.parse(e.errors) as RunObjectError[];
   if (typeof e.error === 'string') run.error = e.error;
@@ -232,6 +282,8 @@ export interface CreateRunInput {
   /** `Queued` when the instance is paused, else `Running`. */
   status: 'Queued' | 'Running';
   dryRun?: boolean;
+  /** Defaults to a manual run by an unknown caller. */
+  trigger?: RunTrigger;
   /** Defaults to now. */
   startedAt?: Date;
 }
@@ -255,6 +307,7 @@ export async function createRun(input: CreateRunInput): Promise<StoredRun> {
     status: input.status,
     startedAt: started.toISOString(),
     stats: emptyStats(),
+    trigger: input.trigger ?? { type: 'manual', actorUpn: null },
   };
   if (input.dryRun !== undefined) run.dryRun = input.dryRun;
   // The pointer goes first: a crash after it leaves a pointer to nothing, which reads as "no such run".
@@ -281,12 +334,14 @@ export interface RunProgress {
   stats?: RunStats;
   errors?: RunObjectError[];
   error?: string;
+  progress?: RunProgressView;
 }
 
 function patchEntity(pk: string, key: string, patch: RunProgress & { completedAt?: string; instanceName?: string }): TableEntity<Record<string, unknown>> {
   const e: TableEntity<Record<string, unknown>> = { partitionKey: pk, rowKey: key };
   if (patch.status) e.status = patch.status;
   if (patch.stats) e.stats = JSON.stringify(patch.stats);
+  if (patch.progress) e.progress = JSON.stringify(patch.progress);
   if (patch.errors) e.errors = JSON.stringify(boundErrors(patch.errors));
   if (patch.error !== undefined) e.error = patch.error.slice(0, MAX_ERROR_MESSAGE);
   if (patch.completedAt) e.completedAt = patch.completedAt;
@@ -348,6 +403,25 @@ export async function markRunDispatched(runId: string, taskHub: string | null, a
   } catch (err) {
     if (!isStatus(err, 404)) throw err;
   }
+}
+
+/**
+ * Ask an active run to stop: conditional on the run row's ETag (a run that moved on in between is a 409
+ * ConflictError, and the caller reads it again). Only the run row carries the request.
+ */
+export async function requestRunCancel(run: StoredRun, requestedBy: string | null, at: Date = new Date()): Promise<StoredRun> {
+  const client = await table(TABLE);
+  const p = await mustPointer(client, run.runId);
+  const e: TableEntity<Record<string, unknown>> = { partitionKey: connectorPk(p.connectorId), rowKey: p.runKey, cancelRequestedAt: at.toISOString() };
+  if (requestedBy) e.cancelRequestedBy = requestedBy;
+  try {
+    await client.updateEntity(e, 'Merge', { etag: run.etag });
+  } catch (err) {
+    if (isStatus(err, 412)) throw new AppError('conflict', 'The run changed since it was read.');
+    if (isStatus(err, 404)) throw new AppError('not_found', 'The run does not exist.');
+    throw err;
+  }
+  return (await readPrimary(client, p))!;
 }
 
 export interface RunOutcome {

@@ -53,6 +53,7 @@ import {
   saveWatermark,
 } from './state';
 import { areaLog } from '../core/log';
+import { cancelAsked, progressOf } from './runProgress';
 
 /** The engine's step timings, with SYNC_TRACE=1 (the benches read them). */
 const log = areaLog('sync');
@@ -85,6 +86,8 @@ export interface RunTotals {
   movedInTarget?: number;
   /** Export: deprovisioning deletes (a provisioning condition that stopped holding) passed the deletion threshold. */
   stopped?: string;
+  /** The run was asked to stop (see lib/sync/runProgress.ts): the step ended at a page boundary. */
+  cancelled?: boolean;
 }
 
 /** What the export steps read from the connector's configuration (see {@link runConfig}). */
@@ -146,7 +149,14 @@ export async function beginRun(runId: string): Promise<RunInfo | (StepFailure & 
     if (isConnectorError(err)) return { failed: err.message, info };
     return { failed: 'The connector does not exist or its configuration cannot be read.', info };
   }
-  if (run.status === 'Queued') await updateRun(runId, { status: 'Running' });
+  if (run.status === 'Queued') {
+    // Conditional: a run cancelled while Queued stays Cancelled.
+    try {
+      await updateRun(runId, { status: 'Running' }, { etag: run.etag });
+    } catch {
+      return { failed: 'The run is no longer Queued: it does not run.' };
+    }
+  }
   return info;
 }
 
@@ -645,8 +655,9 @@ export async function fullSyncPage(input: FullSyncPageInput): Promise<RunTotals 
       const ctx = await context(input.info);
       const result = await processItems(ctx, rows.slice(i, i + DEFAULT_PAGE_SIZE).map(storedItem));
       totals = addPage(totals, result, []);
+      if (i + DEFAULT_PAGE_SIZE < rows.length && cancelAsked(await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('applying', totals) }))) return { ...totals, cancelled: true };
     }
-    await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors });
+    await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('applying', totals) });
     return totals;
   } catch (err) {
     return failure(err);
@@ -811,7 +822,7 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     if (seenFailed) throw seenFailed.error;
     const totals = addPage(input.totals, result, page.errors);
     await settleProgress(runId);
-    const progress = updateRun(runId, { stats: totals.stats, errors: totals.errors });
+    const progress = updateRun(runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('reading', totals) });
     // While this process holds the run, the page returns without waiting for its progress write (see
     // pendingProgress); the last page waits.
     if (held && !last)
@@ -893,7 +904,7 @@ export async function fullImportDeletePage(info: RunInfo, page: number, totals: 
   const ctx = await context(info);
   const result = await processItems(ctx, anchors.map((anchor) => ({ anchor, object: null })));
   const next = addPage(totals, result, []);
-  await updateRun(info.runId, { stats: next.stats, errors: next.errors });
+  await updateRun(info.runId, { stats: next.stats, errors: next.errors, progress: progressOf('applying', next) });
   return next;
 }
 
@@ -944,8 +955,10 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
         const result = await processItems(c, slice.map((ch) => ({ anchor: ch.anchor, object: ch.kind === 'delete' ? null : (ch.object ?? null) })));
         t = addPage(t, result, firstErrors);
         firstErrors = [];
-        await updateRun(info.runId, { stats: t.stats, errors: t.errors });
+        const run = await updateRun(info.runId, { stats: t.stats, errors: t.errors, progress: progressOf('applying', t, changes.length) });
         if (!changes.length) break;
+        // Asked to stop: what was applied stays; the orchestration ends the run with no watermark.
+        if (cancelAsked(run) && i + DEFAULT_PAGE_SIZE < changes.length) return { watermark: null, totals: { ...t, cancelled: true } };
       }
       return { watermark: next, totals: t, ...(fullSyncNext ? { fullSyncNext } : {}) };
     });
@@ -1045,8 +1058,9 @@ export async function exportPartition(input: ExportPageInput, config: ExportConf
       for (let start = 0; start < docs.length; start += DEFAULT_PAGE_SIZE) {
         totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config);
         // Progress for GET /runs/{id}, as an import's pages write it.
-        await updateRun(info.runId, { stats: totals.stats, errors: totals.errors });
+        const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
         if (totals.stopped) break;
+        if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < docs.length) return { ...totals, cancelled: true };
       }
       return totals;
     });
@@ -1152,7 +1166,7 @@ export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig)
       const ids = input.page === -2 ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
       const docs = [...(await getMeshObjects(ids)).values()].filter((d) => d.objectType === objectType);
       const totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs, input.totals, config);
-      await updateRun(info.runId, { stats: totals.stats, errors: totals.errors });
+      await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
       return totals;
     });
   } catch (err) {
@@ -1619,11 +1633,15 @@ export async function releaseRun(runId: string): Promise<void> {
 /** Commit the watermark (only now: the data it covers is committed), set lastSync/status, finish the run. */
 export async function finishRun(input: FinishInput): Promise<void> {
   const { info } = input;
+  // A run cancelled between pages may still have its last page's writes in flight in this process.
+  await settleCsWrite(info.runId).catch(() => undefined);
+  await settleProgress(info.runId).catch(() => undefined);
   await closeLiveReader(info.runId);
   heldRuns.delete(info.runId);
   const run = await getRun(info.runId);
   if (!run || !['Running', 'Queued'].includes(run.status)) return;
   const completed = input.status === 'Completed' || input.status === 'CompletedWithErrors';
+  if (completed && !info.dryRun) await updateRun(info.runId, { stats: input.totals.stats, progress: progressOf('finishing', input.totals) });
   if (!info.dryRun && completed && input.watermark !== undefined && info.runType !== 'Export') await saveWatermark(info.connectorId, input.watermark);
   if (!info.dryRun && completed && input.fullPass) await saveFullRulesHash(info.connectorId, compileRuleSet(info.connectorId, await listRules()).hash);
   if (!info.dryRun && completed && input.exportState) {
@@ -1638,6 +1656,7 @@ export async function finishRun(input: FinishInput): Promise<void> {
   const outcome: Parameters<typeof completeRun>[1] = { status: input.status, stats: input.totals.stats };
   if (input.totals.errors.length) outcome.errors = input.totals.errors;
   if (input.error) outcome.error = input.error;
+  else if (input.status === 'Cancelled') outcome.error = `The run was cancelled by ${run.cancel?.requestedBy ?? 'a caller'}: what it applied before it stopped stays applied, and no watermark was committed.`;
   await completeRun(info.runId, outcome);
   await deleteRunState(info.runId).catch(() => undefined);
 }

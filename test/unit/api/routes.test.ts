@@ -62,6 +62,7 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'DELETE rules/{id}': [ADMIN, false],
   'GET runs/{id}': [ALL, false],
   'GET runs': [ALL, false],
+  'POST runs/{id}/cancel': [OPERATE, false],
   'GET instances': [ALL, false],
   'POST instances/{id}/pause': [OPERATE, false],
   'POST instances/{id}/resume': [OPERATE, false],
