@@ -112,6 +112,46 @@ function onInterrupt(fn) {
  * @returns {Promise<{ base: string, pid: number, tablePid: number, azurite: object, dataDir: string, token: string,
  *   startSeconds: number, call: Function, must: Function, runImport: Function, logs: () => string, stop: () => Promise<void> }>}
  */
+/**
+ * A counting HTTP proxy in front of Azurite's table endpoint (bench option `countRequests`): the storage
+ * requests the service makes, by kind. `writes` counts HTTP requests that change something (a batch is one),
+ * `batchedWrites` the operations inside batches, `reads` the GETs. `take()` returns the counts and resets them.
+ */
+async function countingProxy(targetPort, freePort) {
+  const http = require('node:http');
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  let counts = { reads: 0, writes: 0, batchedWrites: 0 };
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (req.method === 'GET') counts.reads++;
+      else {
+        counts.writes++;
+        if (req.url.includes('$batch')) counts.batchedWrites += (body.toString('latin1').match(/^(PUT|POST|MERGE|PATCH|DELETE) http/gm) ?? []).length;
+      }
+      const up = http.request({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers, agent }, (r) => {
+        res.writeHead(r.statusCode, r.headers);
+        r.pipe(res);
+      });
+      up.on('error', () => res.destroy());
+      up.end(body);
+    });
+  });
+  const port = await freePort();
+  await new Promise((r) => server.listen(port, '127.0.0.1', r));
+  return {
+    port,
+    take() {
+      const out = counts;
+      counts = { reads: 0, writes: 0, batchedWrites: 0 };
+      return out;
+    },
+    close: () => new Promise((r) => server.close(r)),
+  };
+}
+
 async function startService(o = {}) {
   const root = o.root ?? ROOT;
   const { Azurite, freePort } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
@@ -129,12 +169,14 @@ async function startService(o = {}) {
       else process.env.NODE_OPTIONS = saved;
     }
   }
+  const proxy = o.countRequests ? await countingProxy(azurite.endpoints.tablePort, freePort) : null;
+  const storage = proxy ? azurite.connectionString.replace(/(TableEndpoint=http:\/\/[^:]+:)\d+/, `$1${proxy.port}`) : azurite.connectionString;
   const port = await freePort();
   const t0 = performance.now();
   const child = spawn(process.execPath, [path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', o.app ?? root, '--port', String(port), '--data-dir', dataDir], {
     env: {
       ...process.env,
-      AzureWebJobsStorage: azurite.connectionString,
+      AzureWebJobsStorage: storage,
       AZURE_FUNCTIONS_ENVIRONMENT: 'Development',
       Service__DataDir: dataDir,
       Authentication__Negotiate__Enabled: 'false',
@@ -164,6 +206,7 @@ async function startService(o = {}) {
     stopped ??= (async () => {
       removeInterrupt();
       await stopChild(child, exited);
+      await proxy?.close();
       await azurite.stop();
       if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
     })();
@@ -246,7 +289,7 @@ async function startService(o = {}) {
       await sleep(100);
     }
   };
-  return { base, pid: child.pid, tablePid, azurite, dataDir, token, startSeconds, call, must, runImport, logs: () => logs, stop };
+  return { base, pid: child.pid, tablePid, azurite, storageRequests: proxy ? () => proxy.take() : null, dataDir, token, startSeconds, call, must, runImport, logs: () => logs, stop };
 }
 
 /**

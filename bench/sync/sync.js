@@ -13,7 +13,11 @@
  * - floorLoadedAzurite: the same insert into the service's own Azurite after the three imports (it then holds
  *   the mesh and the connector space, which makes it slower: reported beside, not used for the ratio).
  *
- * Usage: npm run build && node bench/sync/sync.js [--users 100000]
+ * With --count-requests, each import also reports its storage requests (reads, writes, operations inside
+ * batches) counted by a proxy in front of Azurite: the write budget of a run. The proxy slows the run down, so
+ * times from such a run are not comparable.
+ *
+ * Usage: npm run build && node bench/sync/sync.js [--users 100000] [--count-requests]
  */
 const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
@@ -21,6 +25,8 @@ const path = require('node:path');
 const { arg, sleep, peakRssMB, startService, storageFloor, freshStorageFloor } = require('../support');
 
 const N = arg('users', 100000);
+// --count-requests: storage requests of each import through a counting proxy (slower; for write budgets only).
+const COUNT = process.argv.includes('--count-requests');
 const HEADER = ['id', 'employeeId', 'givenName', 'sn', 'mail', 'title', 'department', 'company', 'office', 'phone', 'mobile', 'city', 'country', 'costCenter', 'hireDate', 'managerId'];
 
 function row(i, variant = 0) {
@@ -48,6 +54,7 @@ async function main() {
     // The floor first, on an Azurite of its own, so that nothing the imports leave behind weighs on it.
     const freshFloor = await freshStorageFloor(N);
     svc = await startService({
+      countRequests: COUNT,
       env: { ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}), SYNC_TRACE: process.env.SYNC_TRACE || '' },
       azuriteNodeOptions: nodeOptions,
       onOutput: (text) => {
@@ -65,9 +72,11 @@ async function main() {
     await rule({ ruleType: 'FlowRule', sourceAttribute: 'managerId', targetAttribute: 'managerId', confidence: 50 });
     await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
 
-    const runOnce = (runType) => {
+    const runOnce = async (runType) => {
       trace.push(`--- ${runType}`);
-      return svc.runImport(conn.id, runType);
+      svc.storageRequests?.();
+      const r = await svc.runImport(conn.id, runType);
+      return { ...r, ...(svc.storageRequests ? { storageRequests: svc.storageRequests() } : {}) };
     };
     const rssBeforeMB = peakRssMB(svc.pid);
     const full = await runOnce('FullImport');
@@ -83,9 +92,9 @@ async function main() {
     const loadedFloor = await storageFloor(azurite.connectionString, 'FloorBench', N, tablePid);
     const out = {
       users: N,
-      fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, stats: full.run.stats, ...full.cpu, peakRssMB: rssAfterFull, peakRssBeforeImportMB: rssBeforeMB, targetSeconds: 60, targetRssMB: 512 },
-      unchangedReimport: { seconds: +again.seconds.toFixed(2), status: again.run.status, stats: again.run.stats, ...again.cpu, targetSeconds: 10 },
-      delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, stats: delta.run.stats, ...delta.cpu, targetSeconds: 3 },
+      fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, stats: full.run.stats, ...full.cpu, ...(full.storageRequests ? { storageRequests: full.storageRequests } : {}), peakRssMB: rssAfterFull, peakRssBeforeImportMB: rssBeforeMB, targetSeconds: 60, targetRssMB: 512 },
+      unchangedReimport: { seconds: +again.seconds.toFixed(2), status: again.run.status, stats: again.run.stats, ...again.cpu, ...(again.storageRequests ? { storageRequests: again.storageRequests } : {}), targetSeconds: 10 },
+      delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, stats: delta.run.stats, ...delta.cpu, ...(delta.storageRequests ? { storageRequests: delta.storageRequests } : {}), targetSeconds: 3 },
       floor: freshFloor,
       ratioFullImportToFloor: +(full.seconds / freshFloor.seconds).toFixed(2),
       floorLoadedAzurite: loadedFloor,
