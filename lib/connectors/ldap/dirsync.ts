@@ -1,6 +1,7 @@
 import { BerWriter, Control } from 'ldapts';
 import { ConnectorError, type DeltaImportOptions, type DeltaPage } from '../sdk';
-import { emitPending, hasClasses, referencingEntries, tombstoneDn, type DeltaContext, type DeltaStrategy, type PendingChange } from './delta';
+import { emit, type DeltaContext, type DeltaStrategy, type PendingChange } from './delta';
+import { hasClasses, referencingEntries, tombstoneDn } from './deltaUsn';
 import { anchorOf, classFilter, inScope, objectTypeOf } from './objects';
 import type { LdapEntry } from './session';
 import { isUnder } from './values';
@@ -152,6 +153,6 @@ export class DirSyncStrategy implements DeltaStrategy {
       const a = anchorOf(e, anchorAttribute);
       if (a && !pending.has(a)) pending.set(a, { added: false, deleted: false, entry: e });
     }
-    yield* emitPending(this.ctx, pending, options, JSON.stringify({ s: 'dirsync', c: cookie.toString('base64'), nc } satisfies DirSyncWatermark));
+    yield* emit(this.ctx, pending, options, JSON.stringify({ s: 'dirsync', c: cookie.toString('base64'), nc } satisfies DirSyncWatermark));
   }
 }

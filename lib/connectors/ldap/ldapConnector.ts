@@ -33,7 +33,7 @@ import { binaryValueBytes, escapeFilterValue, isUnder, normalizeDn, parentDn } f
 
 /**
  * The directory connector (`ldap`, `active_directory`) on the connector SDK: paged full import with a
- * resumable cursor, delta import by the directory's change log (see `delta.ts`), export with per-object
+ * resumable cursor, delta import by the directory's change log (see `strategies.ts` and the `delta*.ts` strategies), export with per-object
  * results. One bound connection per connector instance, opened on first use.
  */
 

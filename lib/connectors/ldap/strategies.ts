@@ -1,23 +1,14 @@
 import { adRights } from './adRights';
-import {
-  AccesslogStrategy,
-  AD_CAPABILITY_OID,
-  all,
-  ChangelogStrategy,
-  first,
-  namingContextOf,
-  rootDse,
-  TimestampStrategy,
-  UsnStrategy,
-  type DeltaContext,
-  type DeltaStrategy,
-  type StrategyName,
-} from './delta';
+import { AD_CAPABILITY_OID, all, first, namingContextOf, rootDse, type DeltaContext, type DeltaStrategy, type StrategyName } from './delta';
+import { AccesslogStrategy } from './deltaAccesslog';
+import { ChangelogStrategy } from './deltaChangelog';
+import { TimestampStrategy } from './deltaTimestamp';
+import { UsnStrategy } from './deltaUsn';
 import { DirSyncStrategy } from './dirsync';
 import { normalizeDn } from './values';
 
 /**
- * The choice of the directory connector's delta strategy (delta.ts and dirsync.ts hold the strategies). Apart
+ * The choice of the directory connector's delta strategy (delta.ts holds what they share; deltaAccesslog.ts, deltaChangelog.ts, deltaUsn.ts, deltaTimestamp.ts and dirsync.ts one strategy each). Apart
  * from them so that the strategies' files do not import each other.
  */
 

@@ -1,5 +1,6 @@
 import { is389 } from '../../../../lib/connectors/ldap/anchor';
-import { changelogChains, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import type { DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { changelogChains } from '../../../../lib/connectors/ldap/deltaChangelog';
 import { deltaStrategyFor } from '../../../../lib/connectors/ldap/strategies';
 import { toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
 import type { DirectorySession, LdapEntry, SearchRequest } from '../../../../lib/connectors/ldap/session';

@@ -1,4 +1,5 @@
-import { capSeen, DnFates, MAX_SEEN, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { capSeen, MAX_SEEN, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { DnFates } from '../../../../lib/connectors/ldap/deltaAccesslog';
 import { deltaStrategyFor } from '../../../../lib/connectors/ldap/strategies';
 import { LdapConnector } from '../../../../lib/connectors/ldap/ldapConnector';
 import { completeRanges, toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';

@@ -1,4 +1,5 @@
-import { placeChangedSince, tombstoneDn, type DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import type { DeltaContext } from '../../../../lib/connectors/ldap/delta';
+import { placeChangedSince, tombstoneDn } from '../../../../lib/connectors/ldap/deltaUsn';
 import { deltaStrategyFor } from '../../../../lib/connectors/ldap/strategies';
 import { toConnectorObject, type Scope } from '../../../../lib/connectors/ldap/objects';
 import type { DirectorySession, LdapEntry, SearchRequest } from '../../../../lib/connectors/ldap/session';
