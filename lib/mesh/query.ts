@@ -1,5 +1,6 @@
 import type { AttributeValue } from '../connectors/sdk';
-import { NO_SOURCE, type AttributeColumn, type MatchMode, type MeshReadModel, type MeshRecord, type SortedIndex } from './readModel';
+import type { MeshReadModel } from './readModel';
+import { NO_SOURCE, type AttributeColumn, type MatchMode, type MeshRecord, type SortedIndex } from './readModelIndexes';
 
 /**
  * Mesh queries over the read model (lib/mesh/readModel.ts): the list (`GET /mesh/objects`) and the advanced

@@ -1,4 +1,5 @@
-import { compareRecords, MeshReadModel, MeshRecord, SortedIndex } from '../../../lib/mesh/readModel';
+import { MeshReadModel } from '../../../lib/mesh/readModel';
+import { compareRecords, MeshRecord, SortedIndex } from '../../../lib/mesh/readModelIndexes';
 import { gid, meshObject, rng } from './meshSupport';
 
 const rec = (id: string, anchor: string) => new MeshRecord(id, 'User', anchor, anchor.toLowerCase(), '', '', 0, [], []);
