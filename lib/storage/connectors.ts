@@ -1,6 +1,7 @@
 import type { TableClient } from '@azure/data-tables';
 import { AppError, conflict, notFound } from '../core/errors';
 import { encodeKey, isStatus, table } from './tables';
+import { splitText } from './tableUtil';
 
 /**
  * Connectors repository (tables `Connectors` and `ConnectorNames`).
@@ -45,7 +46,6 @@ const TABLE = 'Connectors';
 const NAMES = 'ConnectorNames';
 const PK = 'connector';
 const NAME_PK = 'name';
-const CHUNK = 30000;
 /** Well under the 1 MiB entity limit, with room for the other properties. */
 export const MAX_STORED_CONFIG_CHARS = 400_000;
 
@@ -67,9 +67,10 @@ function toEntity(c: Omit<StoredConnector, 'etag'>): Entity {
     pendingName: c.pendingName ?? '',
     createdOn: c.createdOn,
     updatedOn: c.updatedOn,
-    configChunks: Math.max(1, Math.ceil(json.length / CHUNK)),
   };
-  for (let i = 0; i * CHUNK < json.length || i === 0; i++) e[`config_${i}`] = json.slice(i * CHUNK, (i + 1) * CHUNK);
+  const pieces = splitText(json);
+  e.configChunks = pieces.length;
+  pieces.forEach((piece, i) => (e[`config_${i}`] = piece));
   return e;
 }
 

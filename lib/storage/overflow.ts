@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { TransactionAction } from '@azure/data-tables';
 import { odata, submitTransaction, table } from './tables';
+import { PROPERTY_CHARS, splitText } from './tableUtil';
 
 /**
  * Large JSON texts kept apart from the rows that name them (table `Overflow`).
@@ -17,7 +18,7 @@ import { odata, submitTransaction, table } from './tables';
  */
 const TABLE = 'Overflow';
 /** Characters per property (a string property holds at most 64 KiB). */
-const PIECE = 30_000;
+const PIECE = PROPERTY_CHARS;
 /** Properties per row: 12 x 30,000 characters is 720 KB in storage, under the 1 MiB entity limit. */
 const PIECES_PER_ROW = 12;
 /** Rows per transaction (a transaction body is at most 4 MiB). */
@@ -38,7 +39,7 @@ export async function putOverflow(text: string): Promise<string> {
   for (let r = 0; r < rows; r++) {
     const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = { partitionKey: key, rowKey: String(r).padStart(6, '0'), rows, length: text.length };
     const part = text.slice(r * perRow, (r + 1) * perRow);
-    for (let i = 0; i * PIECE < part.length; i++) e[`p${i}`] = part.slice(i * PIECE, (i + 1) * PIECE);
+    splitText(part, PIECE).forEach((piece, i) => (e[`p${i}`] = piece));
     actions.push(['upsert', e, 'Replace']);
   }
   for (let i = 0; i < actions.length; i += ROWS_PER_TRANSACTION) await submitTransaction(client, actions.slice(i, i + ROWS_PER_TRANSACTION));

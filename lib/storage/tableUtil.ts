@@ -5,7 +5,18 @@ import { isStatus, submitTransaction } from './tables';
  * Helpers shared by the sync engine's repositories: JSON split over several string properties (a table
  * property holds at most 32K UTF-16 characters) and entity-group transactions of at most 100 actions.
  */
-const CHUNK = 30_000;
+export const PROPERTY_CHARS = 30_000;
+
+/**
+ * A text cut into pieces that each fit one string property (at least one piece, empty for an empty text).
+ * The one way repositories split a text over properties: JSON columns here, connector configurations
+ * (lib/storage/connectors.ts), overflow rows (lib/storage/overflow.ts).
+ */
+export function splitText(text: string, size = PROPERTY_CHARS): string[] {
+  const pieces: string[] = [];
+  for (let i = 0; i * size < text.length || i === 0; i++) pieces.push(text.slice(i * size, (i + 1) * size));
+  return pieces;
+}
 
 /** Put `value` as JSON into `<prefix>0..n` and `<prefix>n` (the chunk count) of `entity`. */
 export function putJson(entity: Record<string, unknown>, prefix: string, value: unknown): void {
@@ -14,9 +25,9 @@ export function putJson(entity: Record<string, unknown>, prefix: string, value: 
 
 /** {@link putJson} of JSON text the caller already has. */
 export function putJsonText(entity: Record<string, unknown>, prefix: string, json: string): void {
-  const n = Math.max(1, Math.ceil(json.length / CHUNK));
-  entity[`${prefix}n`] = n;
-  for (let i = 0; i < n; i++) entity[`${prefix}${i}`] = json.slice(i * CHUNK, (i + 1) * CHUNK);
+  const pieces = splitText(json);
+  entity[`${prefix}n`] = pieces.length;
+  pieces.forEach((piece, i) => (entity[`${prefix}${i}`] = piece));
 }
 
 /** Read what {@link putJson} wrote; undefined when absent. */
