@@ -102,12 +102,6 @@ export function currentInstanceId(): string {
   return readEngineConfig().instanceId;
 }
 
-/** This process's instance record (registered now if it is not, e.g. after an admin removed it). */
-export async function currentInstance(): Promise<InstanceRecord> {
-  const cfg = readEngineConfig();
-  return (await getInstance(cfg.instanceId)) ?? registerInstance(cfg);
-}
-
 /** Pause or resume. Idempotent: setting the state it already has changes nothing. Returns the instance. */
 export async function setPaused(id: string, paused: boolean, by: string | null): Promise<EngineInstance> {
   const rec = await getInstance(id);

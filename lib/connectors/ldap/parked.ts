@@ -54,7 +54,3 @@ async function discard(cursor: string, p: ParkedSearch): Promise<void> {
 export async function closeParkedSearches(): Promise<void> {
   await Promise.all([...parked.entries()].map(([c, p]) => discard(c, p)));
 }
-
-export function parkedCount(): number {
-  return parked.size;
-}

@@ -58,11 +58,6 @@ const REFUSALS: Record<number, (op: WriteOperation) => Refusal> = {
   80: () => ({ code: 'object_error', reason: 'the directory failed with an unexpected error', diagnostic: true }),
 };
 
-/** The result codes this module turns into per-object errors. */
-export function isObjectResultCode(code: number): boolean {
-  return code in REFUSALS;
-}
-
 /** The operation as the sentence's subject: "Adding 'dn'". */
 function doing(op: WriteOperation): string {
   switch (op.kind) {
