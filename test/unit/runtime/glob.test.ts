@@ -1,13 +1,15 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { expandBraces, globFiles, globToPredicate } from '../../../lib/runtime/glob';
+import { globFiles, globToPredicate } from '../../../lib/runtime/glob';
 
 describe('glob', () => {
-  it('expands braces, nested too', () => {
-    expect(expandBraces('dist/{functions,orchestrations}/*.js')).toEqual(['dist/functions/*.js', 'dist/orchestrations/*.js']);
-    expect(expandBraces('{a,b{1,2}}.js')).toEqual(['a.js', 'b1.js', 'b2.js']);
-    expect(expandBraces('plain.js')).toEqual(['plain.js']);
+  it('matches brace alternatives, nested too', () => {
+    const both = globToPredicate('dist/{functions,orchestrations}/*.js');
+    expect(['dist/functions/a.js', 'dist/orchestrations/o.js', 'dist/lib/x.js'].map(both)).toEqual([true, true, false]);
+    const nested = globToPredicate('{a,b{1,2}}.js');
+    expect(['a.js', 'b1.js', 'b2.js', 'b3.js', 'b.js'].map(nested)).toEqual([true, true, true, false, false]);
+    expect(globToPredicate('plain.js')('plain.js')).toBe(true);
   });
 
   it('* stays inside a segment, ** spans segments (including none)', () => {
