@@ -6,7 +6,7 @@ import { iterateMesh } from '../../../lib/mesh/store';
 import { describeWithServer } from '../../support/servers';
 import { SAMBA_START_TIMEOUT_MS, startSambaAd, type SambaAd } from '../../support/samba';
 import { startService, type ServiceUnderTest } from '../../support/service';
-import { folder, rule, runExport, runImport, writeCsv } from '../sync/syncSupport';
+import { folder, rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
 import { meshOf } from './e2eSupport';
 
 /**
@@ -69,8 +69,7 @@ describeWithServer('samba')('provisioning Active Directory through the service (
     });
     expect(res.status).toBe(201);
     hr = res.body.id;
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
-    for (const a of HR.slice(1)) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    await sourceRules(rt, hr, 'employeeId', HR.slice(1));
 
     const created = await rt.call('POST', 'connectors', { body: { name: 'AD', type: 'active_directory', config: adConfig() } });
     expect(created.status).toBe(201);

@@ -1,11 +1,10 @@
 import type { Client } from 'ldapts';
-import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { loadCsSummaries, readCsObjects } from '../../../lib/sync/connectorSpace';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { folder, rule, runExport, runImport, writeCsv } from '../sync/syncSupport';
-import { ldapConnector, meshOf } from './e2eSupport';
+import { folder, rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
+import { ldapConnector, meshOf, stopSlapdSuite } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -58,8 +57,7 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
     });
     expect(res.status).toBe(201);
     hr = res.body.id;
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
-    for (const a of ['employeeId', 'givenName', 'sn', 'status']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'status']);
 
     dir = await ldapConnector(
       rt,
@@ -82,11 +80,7 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
     expect(await runImport(rt, dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
   });
   afterAll(async () => {
-    await admin?.unbind().catch(() => undefined);
-    await rt?.dispose();
-    await f?.cleanup();
-    await closeParkedSearches();
-    await slapd?.stop();
+    await stopSlapdSuite({ admin, rt, f, slapd });
   });
 
   test('the config is validated: a bad action lists the allowed values; disable without disableAttributes is named', async () => {

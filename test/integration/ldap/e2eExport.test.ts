@@ -1,10 +1,9 @@
 import { Attribute, Change, type Client } from 'ldapts';
-import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { folder, rule, runExport, runImport, valueOf, writeCsv } from '../sync/syncSupport';
-import { count, idsOf, ldapConnector, meshOf, relationshipRules, targets, waitFor } from './e2eSupport';
+import { folder, rule, runExport, runImport, sourceRules, valueOf, writeCsv } from '../sync/syncSupport';
+import { count, idsOf, ldapConnector, meshOf, relationshipRules, stopSlapdSuite, targets, waitFor } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -51,8 +50,7 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
     });
     expect(res.status).toBe(201);
     hr = res.body.id;
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
-    for (const a of ['employeeId', 'givenName', 'sn', 'department', 'mail']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department', 'mail']);
 
     // The directory: people are provisioned into ou=<department>, contractors are not.
     // A small directory: deprovisioning one of a few entries is past the default threshold (20 %).
@@ -73,11 +71,7 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
     await relationshipRules(rt);
   });
   afterAll(async () => {
-    await admin?.unbind().catch(() => undefined);
-    await rt?.dispose();
-    await f?.cleanup();
-    await closeParkedSearches();
-    await slapd?.stop();
+    await stopSlapdSuite({ admin, rt, f, slapd });
   });
 
   test('new people are provisioned into the OU of their department; the confirming import joins them; nothing is left to export', async () => {

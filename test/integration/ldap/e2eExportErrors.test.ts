@@ -4,7 +4,7 @@ import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { rule, runExport, runImport, writeCsv } from '../sync/syncSupport';
+import { rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
 import { ldapConnector } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
@@ -45,8 +45,7 @@ describeWithServer('slapd')('export run errors from the directory are readable (
     const res = await rt.call('POST', 'connectors', { body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' } } } });
     expect(res.status).toBe(201);
     const hr = res.body.id as string;
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
-    for (const a of ['employeeId', 'givenName', 'sn', 'department']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department']);
 
     // No join rule and no import of the directory: the engine does not know uid=E001 is there.
     const dir = await ldapConnector(rt, 'Directory', f.config());

@@ -1,10 +1,9 @@
 import type { Client } from 'ldapts';
-import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { fileConnector, folder, rule, runExport, runImport, writeCsv } from '../sync/syncSupport';
-import { ldapConnector, meshOf, targets } from './e2eSupport';
+import { fileConnector, folder, rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
+import { ldapConnector, meshOf, stopSlapdSuite, targets } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -43,8 +42,7 @@ describeWithServer('slapd')('relationships exported as DNs (slapd)', () => {
     admin = await f.client();
     writeCsv(hrDir, 'hr.csv', HR, rows('Engineering'));
     hr = await fileConnector(rt, 'HR', hrDir, { referenceColumns: { managerRow: 'User' } });
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
-    for (const a of ['employeeId', 'givenName', 'sn', 'department']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department']);
     // The reference column's relationship is named `manager`.
     await rule(rt, { ruleType: 'MeshComposerRule', connectorId: hr, relationshipType: 'manager', sourceAttribute: 'managerRow' });
 
@@ -63,11 +61,7 @@ describeWithServer('slapd')('relationships exported as DNs (slapd)', () => {
     await rule(rt, { ruleType: 'JoinRule', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
   });
   afterAll(async () => {
-    await admin?.unbind().catch(() => undefined);
-    await rt?.dispose();
-    await f?.cleanup();
-    await closeParkedSearches();
-    await slapd?.stop();
+    await stopSlapdSuite({ admin, rt, f, slapd });
   });
 
   test('the HR reference column gives manager relationships; the export writes the manager entries\' DNs', async () => {

@@ -1,10 +1,9 @@
 import type { Client } from 'ldapts';
-import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { fileConnector, folder, rule, runExport, runImport, valueOf, writeCsv } from '../sync/syncSupport';
-import { count, ldapConnector, meshOf } from './e2eSupport';
+import { fileConnector, folder, rule, runExport, runImport, sourceRules, valueOf, writeCsv } from '../sync/syncSupport';
+import { count, ldapConnector, meshOf, stopSlapdSuite } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -49,15 +48,10 @@ describeWithServer('slapd')('joins re-evaluated and FullSync (slapd)', () => {
       { id: 'h101', employeeId: 'E101', givenName: 'Grace', sn: 'Hopper', department: 'Engineering' },
     ]);
     hr = await fileConnector(rt, 'HR', hrDir);
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
-    for (const a of ['employeeId', 'givenName', 'sn', 'department']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department']);
   });
   afterAll(async () => {
-    await admin?.unbind().catch(() => undefined);
-    await rt?.dispose();
-    await f?.cleanup();
-    await closeParkedSearches();
-    await slapd?.stop();
+    await stopSlapdSuite({ admin, rt, f, slapd });
   });
 
   test('a directory entry imported before its HR person joins at the next run of its connector; the export adds only the new person', async () => {

@@ -1,4 +1,5 @@
 import type { Client } from 'ldapts';
+import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { iterateMesh } from '../../../lib/mesh/store';
 import type { MeshObject } from '../../../lib/mesh/model';
 import type { ServiceUnderTest } from '../../support/service';
@@ -82,3 +83,15 @@ export async function startImport(rt: ServiceUnderTest, connectorId: string, run
 }
 
 export { waitRun };
+
+/**
+ * The end of a slapd end-to-end suite: the admin connection, the service, the fixture's temporary state, the
+ * searches the connector parked in this process, and slapd, in that order; each may be missing (a failed start).
+ */
+export async function stopSlapdSuite(parts: { admin?: Client; rt?: ServiceUnderTest; f?: { cleanup(): Promise<void> }; slapd?: { stop(): Promise<void> } }): Promise<void> {
+  await parts.admin?.unbind().catch(() => undefined);
+  await parts.rt?.dispose();
+  await parts.f?.cleanup();
+  await closeParkedSearches();
+  await parts.slapd?.stop();
+}

@@ -35,6 +35,15 @@ export async function rule(rt: ServiceUnderTest, body: Record<string, unknown>):
   return res.body.ruleId as string;
 }
 
+/**
+ * The rules of an HR-like source: a projection on `projectOn` (objects of `objectType`) and a flow of each
+ * attribute of `flows` to the mesh attribute of the same name, at confidence 50.
+ */
+export async function sourceRules(rt: ServiceUnderTest, connectorId: string, projectOn: string, flows: readonly string[], objectType = 'User'): Promise<void> {
+  await rule(rt, { ruleType: 'ProjectionRule', connectorId, sourceAttribute: projectOn, objectType });
+  for (const a of flows) await rule(rt, { ruleType: 'FlowRule', connectorId, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+}
+
 const FINAL = ['Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold', 'Cancelled'];
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
