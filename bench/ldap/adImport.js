@@ -10,7 +10,7 @@
  *   transaction, 4 in flight, as bench/sync/sync.js measures it).
  * Goal: the full import (trigger to Completed) in at most 1.3x the larger of the two floors.
  *
- * The users are loaded through Samba's own code (bench/ldap/adLoad.py: the DC's sam.ldb opened with the system
+ * The users are loaded through Samba's own code (test/support/samLoad.py: the DC's sam.ldb opened with the system
  * session, as samba-tool does, so objectGUID, objectSid, USNs and the linked manager attribute are the DC's),
  * about twice as fast as LDAP adds (123–140 s for 20,000 on machine C). User i: CN=u<i>,OU=Bench,<base>, a dozen
  * attributes, manager = user floor(i/10).
@@ -31,7 +31,7 @@
  * Prints JSON.
  */
 require('./ts-register');
-const { execFile, spawn } = require('node:child_process');
+const { execFile } = require('node:child_process');
 const os = require('node:os');
 const path = require('node:path');
 const { startSambaAd } = require('../../test/support/samba');
@@ -49,16 +49,6 @@ const ATTRIBUTES = arg('attributes', '').split(',').filter(Boolean);
 const ROOTS = arg('roots', '').split(',').filter(Boolean);
 /** NODE_OPTIONS per round in turn ('|'-separated, may be empty); default --service-node-options every round. */
 const ROUND_NODE_OPTIONS = process.argv.includes('--round-node-options') ? arg('round-node-options', '').split('|') : null;
-/** The Python samba-tool runs with (its shebang), which has Samba's bindings (python3 on PATH may be another). */
-const SAMBA_PYTHON = (() => {
-  try {
-    const tool = require('node:child_process').execFileSync('sh', ['-c', 'command -v samba-tool']).toString().trim();
-    const m = /^#!\s*(\S+)/.exec(require('node:fs').readFileSync(tool, 'utf8').split('\n')[0]);
-    return m ? m[1] : 'python3';
-  } catch {
-    return 'python3';
-  }
-})();
 const FILTER = '(|(&(objectClass=user)(!(objectClass=computer)))(objectClass=group))';
 
 /**
@@ -176,6 +166,30 @@ async function round(dc, ou, r) {
   }
 }
 
+/**
+ * The bench's users: CN=u<i:06> in `parent`, with the attributes a directory of people carries, disabled, and
+ * a manager (user floor(i/10); none for user 0): loaded through Samba's own sam.ldb (test/support/samLoad.py).
+ */
+function benchUsers(parent, count, realm) {
+  const dn = (i) => `CN=u${String(i).padStart(6, '0')},${parent}`;
+  return Array.from({ length: count }, (_, i) => {
+    const sam = `u${String(i).padStart(6, '0')}`;
+    const attributes = {
+      userPrincipalName: `${sam}@${realm}`,
+      givenName: `Given${i}`,
+      sn: `Surname${i}`,
+      displayName: `Given${i} Surname${i}`,
+      mail: `${sam}@${realm}`,
+      title: `Title ${i % 50}`,
+      department: `Department ${i % 20}`,
+      employeeID: `E${String(i).padStart(6, '0')}`,
+      telephoneNumber: `+1 555 ${String(i).padStart(7, '0')}`,
+    };
+    if (i > 0) attributes.manager = dn(Math.floor(i / 10));
+    return { dn: dn(i), sAMAccountName: sam, attributes };
+  });
+}
+
 async function main() {
   if (!(N >= 10)) throw new Error('--users must be at least 10');
   let t = performance.now();
@@ -186,12 +200,7 @@ async function main() {
     const ou = await dc.addOU(`OU=Bench,${dc.baseDN}`);
     console.error(`DC up in ${startSeconds} s; loading ${N} users through sam.ldb...`);
     t = performance.now();
-    await new Promise((resolve, reject) => {
-      // Progress on our stderr; nothing on stdout, which is the bench's JSON.
-      const child = spawn(SAMBA_PYTHON, [path.join(__dirname, 'adLoad.py'), path.join(dc.dir, 'etc/smb.conf'), ou, String(N)], { env: { ...process.env, ...dc.env }, stdio: ['ignore', 'ignore', 'inherit'] });
-      child.once('error', reject);
-      child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`adLoad.py exited with ${code}`))));
-    });
+    await dc.samLoad({ users: benchUsers(ou, N, dc.realm.toLowerCase()) }, 3_600_000);
     const loadSeconds = +((performance.now() - t) / 1000).toFixed(1);
     console.error(`loaded in ${loadSeconds} s`);
     const rounds = [];

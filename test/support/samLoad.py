@@ -4,9 +4,10 @@
 Opens the DC's sam.ldb with the system session, as samba-tool does, so every entry goes through the DC's module
 stack (objectGUID, objectSid, USNs, linked `member` values and their back-links are Samba's own), about twice as
 fast as LDAP adds. Reads a JSON document from stdin:
-  {"users": [{"dn": ..., "sAMAccountName": ...}], "groups": [{"dn": ..., "sAMAccountName": ..., "members": [DN, ...]}]}
-Users are added disabled (userAccountControl 514), then the groups, each with all its members in one add;
-one transaction per 1,000 entries.
+  {"users": [{"dn": ..., "sAMAccountName": ..., "attributes": {...}}], "groups": [{"dn": ..., "sAMAccountName": ..., "members": [DN, ...]}]}
+Users are added disabled (userAccountControl 514) with their optional attributes (a `manager` must name a user
+listed before), then the groups, each with all its members in one add; one transaction per 1,000 entries.
+Used by the tests (test/support/samba.ts) and the AD import bench (bench/ldap/adImport.js).
 
 Usage: samLoad.py <smb.conf> < spec.json
 """
@@ -24,8 +25,10 @@ def main():
     db = SamDB(url=lp.samdb_url(), session_info=system_session(), lp=lp)
     entries = []
     for u in spec.get('users', []):
-        entries.append({'dn': u['dn'], 'objectClass': ['top', 'person', 'organizationalPerson', 'user'],
-                        'sAMAccountName': u['sAMAccountName'], 'userAccountControl': '514'})
+        msg = {'dn': u['dn'], 'objectClass': ['top', 'person', 'organizationalPerson', 'user'],
+               'sAMAccountName': u['sAMAccountName'], 'userAccountControl': '514'}
+        msg.update(u.get('attributes') or {})
+        entries.append(msg)
     for g in spec.get('groups', []):
         msg = {'dn': g['dn'], 'objectClass': ['top', 'group'], 'sAMAccountName': g['sAMAccountName']}
         if g.get('members'):

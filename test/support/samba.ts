@@ -73,9 +73,13 @@ export interface SambaAd {
   /**
    * Bulk-load users (added disabled) and then groups with all their members, through the DC's own sam.ldb
    * (test/support/samLoad.py, as samba-tool writes): about twice as fast as LDAP adds, with Samba's own
-   * objectGUIDs, SIDs, USNs and linked values.
+   * objectGUIDs, SIDs, USNs and linked values. A user's `attributes` are added with it (a `manager` DN
+   * must name a user loaded before it). `timeoutMs` defaults to 10 minutes.
    */
-  samLoad(spec: { users?: Array<{ dn: string; sAMAccountName: string }>; groups?: Array<{ dn: string; sAMAccountName: string; members?: string[] }> }): Promise<void>;
+  samLoad(
+    spec: { users?: Array<{ dn: string; sAMAccountName: string; attributes?: Record<string, string | string[]> }>; groups?: Array<{ dn: string; sAMAccountName: string; members?: string[] }> },
+    timeoutMs?: number,
+  ): Promise<void>;
   /** The entry's objectGUID (16 bytes as AD stores them). */
   objectGuid(dn: string): Promise<Buffer>;
   /** kinit `name@REALM` into a credential cache of its own; returns the env (with KRB5CCNAME) of a client holding the ticket. */
@@ -397,8 +401,8 @@ export async function startSambaAd(options: SambaAdOptions = {}): Promise<SambaA
     async addMembers(groupDN, memberDNs) {
       await ldap((c) => c.modify(groupDN, [new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: memberDNs }) })]));
     },
-    async samLoad(spec) {
-      await run(sambaPython(), [path.join(__dirname, 'samLoad.py'), conf], env, JSON.stringify(spec), 600_000);
+    async samLoad(spec, timeoutMs = 600_000) {
+      await run(sambaPython(), [path.join(__dirname, 'samLoad.py'), conf], env, JSON.stringify(spec), timeoutMs);
     },
     async objectGuid(dn) {
       return ldap(async (c) => {
