@@ -30,6 +30,7 @@ import {
   type StepFailure,
 } from '../lib/sync/engine';
 import { ACTIVE_RUN_STATUSES, getRun } from '../lib/storage/runs';
+import { newRunTrace, withActivitySpan, type RunTrace } from '../lib/telemetry/tracing';
 
 /**
  * One import or export run (the orchestration instance id is the run id). The generator only yields and
@@ -60,9 +61,23 @@ type Begin = { info: RunInfo; config: Record<string, unknown> } | (StepFailure &
 const isFailure = (x: unknown): x is StepFailure => typeof x === 'object' && x !== null && 'failed' in x;
 const completedStatus = (t: RunTotals) => (t.stats.errors > 0 ? 'CompletedWithErrors' : 'Completed');
 
+/**
+ * The orchestration's input: the run id, with the run's trace context when tracing is on (lib/telemetry
+ * tracing.ts). The first activity puts the trace into the run's `RunInfo`, which every later activity gets.
+ */
+export type SyncRunInput = string | { runId: string; trace?: RunTrace };
+
+/** The input of a run's orchestration about to start (see {@link SyncRunInput}). */
+export function syncRunInput(runId: string): SyncRunInput {
+  const trace = newRunTrace();
+  return trace ? { runId, trace } : runId;
+}
+
+const runInputOf = (input: SyncRunInput) => (typeof input === 'string' ? { runId: input, trace: undefined } : input);
+
 const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) {
-  const runId = context.df.getInput() as string;
-  const begin = (yield context.df.callActivity(BEGIN_RUN, runId)) as Begin;
+  const input = context.df.getInput() as SyncRunInput;
+  const begin = (yield context.df.callActivity(BEGIN_RUN, input)) as Begin;
   if (isFailure(begin)) {
     if (begin.info) yield context.df.callActivity(FINISH_RUN, { info: begin.info, status: 'Failed', totals: emptyTotals(), error: begin.failed } satisfies FinishInput);
     return;
@@ -185,25 +200,34 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
 
 df.app.orchestration(SYNC_RUN, syncRun);
 
-df.app.activity(BEGIN_RUN, {
-  handler: async (runId: string): Promise<Begin> => {
-    // Only an active run goes on: an orchestration started again for a run that is over (through the durable
-    // management API, say) must not apply anything outside the connector's run lock.
-    const run = await getRun(runId);
-    if (run && !ACTIVE_RUN_STATUSES.includes(run.status)) return { failed: `The run is ${run.status}: it does not run again.` };
-    const info = await beginRun(runId);
-    if (isFailure(info)) return info;
-    return { info, config: await runConfig(info.connectorId) };
-  },
-});
-df.app.activity(FULL_IMPORT_PAGE, { handler: (input: FullPageInput) => fullImportPage(input) });
-df.app.activity(PLAN_DELETES, { handler: (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config) });
-df.app.activity(DELETE_PAGE, { handler: (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals) });
-df.app.activity(DELTA_IMPORT, { handler: (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals) });
-df.app.activity(EXPORT_PARTITION, { handler: (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config) });
-df.app.activity(EXPORT_DELETES, { handler: (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config) });
-df.app.activity(EXPORT_PLAN, { handler: (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config) });
-df.app.activity(EXPORT_IDS, { handler: (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config) });
-df.app.activity(EXPORT_DELETED, { handler: (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletedSince(input.info, input.totals, input.config) });
-df.app.activity(FULL_SYNC_PAGE, { handler: (input: FullSyncPageInput) => fullSyncPage(input) });
-df.app.activity(FINISH_RUN, { handler: (input: FinishInput) => finishRun(input) });
+/** An activity of the run inside a span of the run's trace, found in the `RunInfo` of its input (`info` or `input.info`). */
+function traced<I extends { info?: RunInfo; input?: { info: RunInfo } }, O>(name: string, handler: (input: I) => Promise<O>): (input: I) => Promise<O> {
+  return (input: I) => {
+    const info = input.info ?? input.input?.info;
+    return withActivitySpan(name, info?.trace, info ?? {}, () => handler(input));
+  };
+}
+
+async function begin(input: SyncRunInput): Promise<Begin> {
+  const { runId, trace } = runInputOf(input);
+  // Only an active run goes on: an orchestration started again for a run that is over (through the durable
+  // management API, say) must not apply anything outside the connector's run lock.
+  const run = await getRun(runId);
+  if (run && !ACTIVE_RUN_STATUSES.includes(run.status)) return { failed: `The run is ${run.status}: it does not run again.` };
+  const info = await beginRun(runId);
+  if (isFailure(info)) return info.info ? { ...info, info: { ...info.info, trace } } : info;
+  return { info: { ...info, trace }, config: await runConfig(info.connectorId) };
+}
+
+df.app.activity(BEGIN_RUN, { handler: (input: SyncRunInput) => withActivitySpan(BEGIN_RUN, runInputOf(input).trace, { runId: runInputOf(input).runId }, () => begin(input)) });
+df.app.activity(FULL_IMPORT_PAGE, { handler: traced(FULL_IMPORT_PAGE, (input: FullPageInput) => fullImportPage(input)) });
+df.app.activity(PLAN_DELETES, { handler: traced(PLAN_DELETES, (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config)) });
+df.app.activity(DELETE_PAGE, { handler: traced(DELETE_PAGE, (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals)) });
+df.app.activity(DELTA_IMPORT, { handler: traced(DELTA_IMPORT, (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals)) });
+df.app.activity(EXPORT_PARTITION, { handler: traced(EXPORT_PARTITION, (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config)) });
+df.app.activity(EXPORT_DELETES, { handler: traced(EXPORT_DELETES, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config)) });
+df.app.activity(EXPORT_PLAN, { handler: traced(EXPORT_PLAN, (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config)) });
+df.app.activity(EXPORT_IDS, { handler: traced(EXPORT_IDS, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config)) });
+df.app.activity(EXPORT_DELETED, { handler: traced(EXPORT_DELETED, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletedSince(input.info, input.totals, input.config)) });
+df.app.activity(FULL_SYNC_PAGE, { handler: traced(FULL_SYNC_PAGE, (input: FullSyncPageInput) => fullSyncPage(input)) });
+df.app.activity(FINISH_RUN, { handler: traced(FINISH_RUN, (input: FinishInput) => finishRun(input)) });

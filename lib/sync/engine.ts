@@ -1,4 +1,6 @@
 import { createConnectorFor } from '../connectors/factory';
+import { recordRunFinished } from '../telemetry/runs';
+import type { RunTrace } from '../telemetry/tracing';
 import {
   ConnectorError,
   contentHash,
@@ -119,6 +121,8 @@ export interface RunInfo {
   connectorId: string;
   runType: 'FullImport' | 'DeltaImport' | 'Export' | 'FullSync';
   dryRun: boolean;
+  /** The run's trace context, when tracing was on as it started (lib/telemetry/tracing.ts). */
+  trace?: RunTrace;
 }
 
 export const emptyTotals = (): RunTotals => ({ stats: { objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 }, errors: [] });
@@ -1638,7 +1642,7 @@ export async function finishRun(input: FinishInput): Promise<void> {
   const outcome: Parameters<typeof completeRun>[1] = { status: input.status, stats: input.totals.stats };
   if (input.totals.errors.length) outcome.errors = input.totals.errors;
   if (input.error) outcome.error = input.error;
-  await completeRun(info.runId, outcome);
+  await recordRunFinished(await completeRun(info.runId, outcome), info.trace);
   await deleteRunState(info.runId).catch(() => undefined);
 }
 

@@ -74,6 +74,7 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'GET audit': [ADMIN, true],
   'GET health': 'anonymous',
   'GET openapi.json': 'anonymous',
+  'GET metrics': [ALL, false],
 };
 
 const contractKey = (k: string) => routeKey(k.split(' ')[0], k.split(' ')[1]);
