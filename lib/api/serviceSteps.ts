@@ -26,19 +26,19 @@ const log = areaLog('api');
  *   logged and does not stop the start: the next start tries again, and readers already see the outcome.
  */
 /**
- * `telemetry`: read `Metrics:AllowAnonymous` and `OTEL_EXPORTER_OTLP_ENDPOINT` (a malformed one stops the
+ * `telemetry`: read the `Metrics:*` settings and `OTEL_EXPORTER_OTLP_ENDPOINT` (a malformed one stops the
  * start naming it), start tracing when the endpoint is set, and give the metrics' state gauges their source.
  * First to start, so last to stop: the spans of everything else's stop are sent before it ends.
  */
 export const telemetryStep: ServiceStep = {
   name: 'telemetry',
   async start() {
-    const { otlpEndpoint } = telemetryConfig();
+    const { otlpEndpoint, stateMaxAgeSeconds } = telemetryConfig();
     if (otlpEndpoint) {
       startTracing(otlpEndpoint);
       log.info(`Tracing on: spans go to the OTLP/HTTP collector at ${otlpEndpoint.host}.`);
     }
-    setEngineStateSource(readEngineState);
+    setEngineStateSource(readEngineState, stateMaxAgeSeconds * 1000);
   },
   async stop() {
     setEngineStateSource(undefined);
