@@ -55,7 +55,7 @@ test('a problem’s traceId is the trace id of the request’s span (given or ne
   expect(span.attributes).toMatchObject({ 'http.route': 'connectors/{id}', 'http.response.status_code': 404 });
 
   // No traceparent (and a malformed one) start a trace of their own, which the problem names.
-  for (const headers of [{}, { traceparent: 'not-a-traceparent' }]) {
+  for (const headers of [{}, { traceparent: 'not-a-traceparent' }] as Record<string, string>[]) {
     const own = await rt.call('GET', 'metrics', { role: null, headers });
     expect(own.status).toBe(401);
     expect(own.body.traceId).toMatch(/^[0-9a-f]{32}$/);
