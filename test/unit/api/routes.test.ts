@@ -139,6 +139,10 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('documents the Prometheus exposition of GET /metrics as text', () => {
+    expect(doc.paths['/metrics'].get.responses['200']).toEqual({ description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } });
+  });
+
   it('every $ref resolves inside the document', () => {
     const refs: string[] = [];
     const walk = (n: unknown) => {
