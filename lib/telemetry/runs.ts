@@ -24,6 +24,7 @@ export async function recordRunFinished(run: Run, trace?: RunTrace): Promise<voi
     if (Number.isFinite(seconds) && seconds >= 0) runDuration.observe({ connector, run_type: run.runType }, seconds);
     endRunSpan({ ...run, connectorName: connector, objectsProcessed: run.stats?.objectsProcessed ?? 0 }, trace);
   } catch (err) {
-    log.warn(`Counting the finished run ${run.runId} failed (${(err as Error)?.name ?? 'Error'}: ${(err as Error)?.message ?? ''}).`);
+    // The error's name only: a storage error's message may carry the account's URL.
+    log.warn(`Counting the finished run ${run.runId} failed (${(err as Error)?.name ?? 'Error'}); the run itself is finished.`);
   }
 }
