@@ -89,6 +89,24 @@ describe('GET /api/metrics', () => {
     await scrapeUntil((s) => s.some((x) => x.name === 'meshsync_pending_exports' && x.labels.connector === 'Metrics target' && x.value === 0), 'no pending export after the export');
   });
 
+  test('a run with per-object errors: counted as CompletedWithErrors, its objects in error on the gauge', async () => {
+    const dir = folder();
+    writeCsv(dir, 'people.csv', ['id', 'mail'], [
+      { id: 'q1', mail: 'Q1@EXAMPLE.TEST' },
+      { id: 'q2', mail: null },
+      { id: 'q3', mail: null },
+    ]);
+    const src = await fileConnector(rt, 'Metrics errors', dir);
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId: src, sourceAttribute: 'id', objectType: 'Contact' });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: src, sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50, evaluateWhenAbsent: true, transformScript: 'source.toLowerCase()' });
+    expect(await runImport(rt, src)).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsProcessed: 3, errors: 2 } });
+    const s = await scrapeUntil((x) => valueOf(x, 'meshsync_connector_space_errors', { connector: 'Metrics errors' }) === 2, 'two objects in error');
+    expect(valueOf(s, 'meshsync_runs_total', { connector: 'Metrics errors', run_type: 'FullImport', status: 'CompletedWithErrors' })).toBe(1);
+    expect(valueOf(s, 'meshsync_runs_total', { connector: 'Metrics errors', run_type: 'FullImport', status: 'Completed' })).toBe(0);
+    const contacts = [...(await meshByAnchor()).values()].filter((o) => o.objectType === 'Contact').length;
+    await scrapeUntil((x) => valueOf(x, 'meshsync_mesh_objects', { object_type: 'Contact' }) === contacts, `${contacts} Contact objects`);
+  });
+
   test('HTTP durations carry route templates, never ids; no label anywhere carries a GUID', async () => {
     await rt.call('GET', `connectors/${hr}`);
     await rt.call('GET', 'connectors/00000000-0000-4000-8000-000000000000');

@@ -140,7 +140,7 @@ describe('OpenAPI document', () => {
   });
 
   it('documents the Prometheus exposition of GET /metrics as text', () => {
-    expect(doc.paths['/metrics'].get.responses['200']).toEqual({ description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } });
+    expect((doc.paths['/metrics'].get.responses as Record<string, unknown>)['200']).toEqual({ description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } });
   });
 
   it('every $ref resolves inside the document', () => {
