@@ -12,7 +12,7 @@ import type { EngineState } from '../telemetry/metrics';
  * connector that stops at its first match, the instances table, and this process's mesh read model (memory).
  * The telemetry step makes this the gauges' source; lib/telemetry caches it for 30 s.
  */
-export async function readEngineState(now = Date.now()): Promise<EngineState> {
+export async function readEngineState(): Promise<EngineState> {
   const [connectors, rules, instances] = await Promise.all([listConnectorRecords(), listRules(), listInstanceRecords()]);
   const exporting = new Set(rules.filter((r) => r.ruleType === 'FlowRule' && r.direction === 'outbound' && r.connectorId).map((r) => r.connectorId!));
   const pendingExports = new Map<string, number>();
@@ -22,12 +22,12 @@ export async function readEngineState(now = Date.now()): Promise<EngineState> {
     const pending = exporting.has(c.id) ? await pendingExportCount(c) : 0;
     if (pending !== null) pendingExports.set(c.name, pending);
   }
-  const heartbeatAge = new Map<string, number>();
+  const lastHeartbeat = new Map<string, number>();
   for (const i of instances) {
     const at = Date.parse(i.lastHeartbeat);
-    if (Number.isFinite(at)) heartbeatAge.set(i.name, Math.max(0, (now - at) / 1000));
+    if (Number.isFinite(at)) lastHeartbeat.set(i.name, at);
   }
-  return { pendingExports, connectorSpaceErrors, meshObjects: meshObjectCounts(), heartbeatAge };
+  return { pendingExports, connectorSpaceErrors, meshObjects: meshObjectCounts(), lastHeartbeat };
 }
 
 const FINISHED = RUN_STATUSES.filter((s) => !ACTIVE_RUN_STATUSES.includes(s));

@@ -54,8 +54,8 @@ export interface EngineState {
   connectorSpaceErrors: Map<string, number>;
   /** Object type -> mesh objects; null when this process has not loaded the mesh yet (no samples then). */
   meshObjects: Map<string, number> | null;
-  /** Instance name -> seconds since its last heartbeat. */
-  heartbeatAge: Map<string, number>;
+  /** Instance name -> its last heartbeat (epoch ms); the gauge shows the age at the scrape, not at the read. */
+  lastHeartbeat: Map<string, number>;
 }
 
 export type EngineStateSource = () => Promise<EngineState>;
@@ -70,7 +70,7 @@ export function setEngineStateSource(source: EngineStateSource | undefined, maxA
   state = source ? new Cached(source, maxAgeMs) : undefined;
 }
 
-function stateGauge(name: string, help: string, label: string, pick: (s: EngineState) => Map<string, number> | null): Gauge<string> {
+function stateGauge(name: string, help: string, label: string, pick: (s: EngineState, now: number) => Map<string, number> | null): Gauge<string> {
   return new Gauge({
     name,
     help,
@@ -84,7 +84,7 @@ function stateGauge(name: string, help: string, label: string, pick: (s: EngineS
         log.warn(`Reading the engine state for the gauges failed (${(err as Error)?.name ?? 'Error'}); they have no samples this scrape.`);
         return undefined;
       });
-      const values = read && pick(read);
+      const values = read && pick(read, Date.now());
       for (const [key, value] of values ?? []) this.set({ [label]: key }, value);
     },
   });
@@ -93,7 +93,11 @@ function stateGauge(name: string, help: string, label: string, pick: (s: EngineS
 stateGauge('meshsync_pending_exports', 'Changes waiting for the connector\u2019s next export (see docs/operations.md).', 'connector', (s) => s.pendingExports);
 stateGauge('meshsync_connector_space_errors', 'Objects of the connector space in error (see docs/operations.md).', 'connector', (s) => s.connectorSpaceErrors);
 stateGauge('meshsync_mesh_objects', 'Objects in the mesh, by object type.', 'object_type', (s) => s.meshObjects);
-stateGauge('meshsync_instance_heartbeat_age_seconds', 'Seconds since each engine instance\u2019s last heartbeat.', 'instance', (s) => s.heartbeatAge);
+stateGauge('meshsync_instance_heartbeat_age_seconds', 'Seconds since each engine instance\u2019s last heartbeat.', 'instance', (s, now) => ages(s.lastHeartbeat, now));
+
+function ages(at: Map<string, number>, now: number): Map<string, number> {
+  return new Map([...at].map(([instance, ms]) => [instance, Math.max(0, (now - ms) / 1000)]));
+}
 
 /** The exposition of every series, in Prometheus text format. */
 export async function metricsText(): Promise<{ contentType: string; body: string }> {
