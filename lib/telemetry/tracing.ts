@@ -4,7 +4,7 @@ import type { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 
 /**
  * OpenTelemetry traces, on only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set ({@link startTracing}, from the
- * telemetry start step). Off, nothing of OpenTelemetry is loaded and every helper here is a plain call.
+ * telemetry start step). Off, the SDK and the exporter are not loaded and every helper here is a plain call.
  *
  * Spans: one per HTTP request (kind server, child of the request's W3C `traceparent` when it has one), one
  * per run and one per activity of a run, all of a run in one trace. A run crosses activities, and possibly
@@ -39,7 +39,7 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
 /** Start tracing to the OTLP/HTTP collector at `endpoint` (its base URL). Idempotent. */
 export function startTracing(endpoint: URL): void {
   if (tracing) return;
-  // Loaded here, only when tracing is on: with no endpoint, nothing of OpenTelemetry is loaded.
+  // Loaded here, only when tracing is on: with no endpoint the SDK and the exporter are never loaded.
   const api = require('@opentelemetry/api') as typeof Api;
   const { NodeTracerProvider, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-node') as typeof import('@opentelemetry/sdk-trace-node');
   const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
