@@ -9,6 +9,7 @@ import boundaries from 'eslint-plugin-boundaries';
 const ROOMS = [
   ['core', ['lib/core/**']],
   ['storage', ['lib/storage/**']],
+  ['telemetry', ['lib/telemetry/**']],
   ['secrets', ['lib/secrets/**']],
   ['auth', ['lib/auth/**']],
   ['audit', ['lib/audit/**']],
@@ -25,14 +26,15 @@ const ROOMS = [
 
 const below = (...rooms) => rooms;
 const BASE = below('core');
-const LOWER = [...BASE, 'storage', 'secrets', 'auth', 'audit'];
+const LOWER = [...BASE, 'storage', 'telemetry', 'secrets', 'auth', 'audit'];
 /** What each room may import besides itself. */
 const ROOM_IMPORTS = {
   core: [],
   storage: BASE,
+  telemetry: [...BASE, 'storage'],
   secrets: [...BASE, 'storage'],
-  auth: [...BASE, 'storage'],
-  audit: [...BASE, 'storage', 'auth'],
+  auth: [...BASE, 'storage', 'telemetry'],
+  audit: [...BASE, 'storage', 'telemetry', 'auth'],
   expression: BASE,
   connectors: [...LOWER, 'expression'],
   mesh: [...LOWER, 'expression', 'connectors'],

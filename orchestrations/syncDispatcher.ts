@@ -1,7 +1,7 @@
 import { app, type InvocationContext, type Timer } from '@azure/functions';
 import * as df from 'durable-functions';
 import { dispatchWaitingRuns } from '../lib/runs/runs';
-import { SYNC_RUN } from './syncRun';
+import { SYNC_RUN, syncRunInput } from './syncRun';
 
 /**
  * The dispatcher of this instance: every 2 seconds, starts the runs that wait for it (triggered on another
@@ -19,7 +19,7 @@ export async function startRunOrchestration(client: df.DurableClient, runId: str
   const exists = async () => !!(await client.getStatus(runId).catch(() => undefined))?.runtimeStatus;
   if (await exists()) return;
   try {
-    await client.startNew(SYNC_RUN, { instanceId: runId, input: runId });
+    await client.startNew(SYNC_RUN, { instanceId: runId, input: syncRunInput(runId) });
   } catch (err) {
     // The trigger and the dispatcher may both start it: the one that lost finds it started.
     if (!(await exists())) throw err;

@@ -31,6 +31,7 @@ import {
 } from '../lib/sync/engine';
 import { ACTIVE_RUN_STATUSES, getRun } from '../lib/storage/runs';
 import { cancelRequested } from '../lib/sync/runProgress';
+import { newRunTrace, withActivitySpan, type RunTrace } from '../lib/telemetry/tracing';
 
 /**
  * One import or export run (the orchestration instance id is the run id). The generator only yields and
@@ -65,9 +66,23 @@ const isCancel = (x: unknown): x is Stop | (RunTotals & Stop) => typeof x === 'o
 const isCancelledTotals = (x: Stop | RunTotals): x is RunTotals => 'stats' in x;
 const completedStatus = (t: RunTotals) => (t.stats.errors > 0 ? 'CompletedWithErrors' : 'Completed');
 
+/**
+ * The orchestration's input: the run id, with the run's trace context when tracing is on (lib/telemetry
+ * tracing.ts). The first activity puts the trace into the run's `RunInfo`, which every later activity gets.
+ */
+export type SyncRunInput = string | { runId: string; trace?: RunTrace };
+
+/** The input of a run's orchestration about to start (see {@link SyncRunInput}). */
+export function syncRunInput(runId: string): SyncRunInput {
+  const trace = newRunTrace();
+  return trace ? { runId, trace } : runId;
+}
+
+const runInputOf = (input: SyncRunInput) => (typeof input === 'string' ? { runId: input, trace: undefined } : input);
+
 const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) {
-  const runId = context.df.getInput() as string;
-  const begin = (yield context.df.callActivity(BEGIN_RUN, runId)) as Begin;
+  const input = context.df.getInput() as SyncRunInput;
+  const begin = (yield context.df.callActivity(BEGIN_RUN, input)) as Begin;
   if (isFailure(begin)) {
     if (begin.info) yield context.df.callActivity(FINISH_RUN, { info: begin.info, status: 'Failed', totals: emptyTotals(), error: begin.failed } satisfies FinishInput);
     return;
@@ -211,17 +226,14 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
 
 df.app.orchestration(SYNC_RUN, syncRun);
 
-df.app.activity(BEGIN_RUN, {
-  handler: async (runId: string): Promise<Begin> => {
-    // Only an active run goes on: an orchestration started again for a run that is over (through the durable
-    // management API, say) must not apply anything outside the connector's run lock.
-    const run = await getRun(runId);
-    if (run && !ACTIVE_RUN_STATUSES.includes(run.status)) return { failed: `The run is ${run.status}: it does not run again.` };
-    const info = await beginRun(runId);
-    if (isFailure(info)) return info;
-    return { info, config: await runConfig(info.connectorId) };
-  },
-});
+/** An activity of the run inside a span of the run's trace, found in the `RunInfo` of its input (`info` or `input.info`). */
+function traced<I extends { info?: RunInfo; input?: { info: RunInfo } }, O>(name: string, handler: (input: I) => Promise<O>): (input: I) => Promise<O> {
+  return (input: I) => {
+    const info = input.info ?? input.input?.info;
+    return withActivitySpan(name, info?.trace, info ?? {}, () => handler(input));
+  };
+}
+
 /**
  * A page step that first looks whether the run was asked to stop: the run's page boundaries are where a
  * cancel takes effect (the step then does nothing and says so).
@@ -233,14 +245,26 @@ type WithInfo = { info: RunInfo };
 const ofInfo = (input: WithInfo) => input.info.runId;
 const ofInner = (input: { input: WithInfo }) => input.input.info.runId;
 
-df.app.activity(FULL_IMPORT_PAGE, { handler: guarded(ofInfo, (input: FullPageInput) => fullImportPage(input)) });
-df.app.activity(PLAN_DELETES, { handler: guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config)) });
-df.app.activity(DELETE_PAGE, { handler: guarded(ofInfo, (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals)) });
-df.app.activity(DELTA_IMPORT, { handler: guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals)) });
-df.app.activity(EXPORT_PARTITION, { handler: guarded(ofInner, (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config)) });
-df.app.activity(EXPORT_DELETES, { handler: guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config)) });
-df.app.activity(EXPORT_PLAN, { handler: guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config)) });
-df.app.activity(EXPORT_IDS, { handler: guarded(ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config)) });
-df.app.activity(EXPORT_DELETED, { handler: guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletedSince(input.info, input.totals, input.config)) });
-df.app.activity(FULL_SYNC_PAGE, { handler: guarded(ofInfo, (input: FullSyncPageInput) => fullSyncPage(input)) });
-df.app.activity(FINISH_RUN, { handler: (input: FinishInput) => finishRun(input) });
+async function begin(input: SyncRunInput): Promise<Begin> {
+  const { runId, trace } = runInputOf(input);
+  // Only an active run goes on: an orchestration started again for a run that is over (through the durable
+  // management API, say) must not apply anything outside the connector's run lock.
+  const run = await getRun(runId);
+  if (run && !ACTIVE_RUN_STATUSES.includes(run.status)) return { failed: `The run is ${run.status}: it does not run again.` };
+  const info = await beginRun(runId);
+  if (isFailure(info)) return info.info ? { ...info, info: { ...info.info, trace } } : info;
+  return { info: { ...info, trace }, config: await runConfig(info.connectorId) };
+}
+
+df.app.activity(BEGIN_RUN, { handler: (input: SyncRunInput) => withActivitySpan(BEGIN_RUN, runInputOf(input).trace, { runId: runInputOf(input).runId }, () => begin(input)) });
+df.app.activity(FULL_IMPORT_PAGE, { handler: traced(FULL_IMPORT_PAGE, guarded(ofInfo, (input: FullPageInput) => fullImportPage(input))) });
+df.app.activity(PLAN_DELETES, { handler: traced(PLAN_DELETES, guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config))) });
+df.app.activity(DELETE_PAGE, { handler: traced(DELETE_PAGE, guarded(ofInfo, (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals))) });
+df.app.activity(DELTA_IMPORT, { handler: traced(DELTA_IMPORT, guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals))) });
+df.app.activity(EXPORT_PARTITION, { handler: traced(EXPORT_PARTITION, guarded(ofInner, (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config))) });
+df.app.activity(EXPORT_DELETES, { handler: traced(EXPORT_DELETES, guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config))) });
+df.app.activity(EXPORT_PLAN, { handler: traced(EXPORT_PLAN, guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config))) });
+df.app.activity(EXPORT_IDS, { handler: traced(EXPORT_IDS, guarded(ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config))) });
+df.app.activity(EXPORT_DELETED, { handler: traced(EXPORT_DELETED, guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletedSince(input.info, input.totals, input.config))) });
+df.app.activity(FULL_SYNC_PAGE, { handler: traced(FULL_SYNC_PAGE, guarded(ofInfo, (input: FullSyncPageInput) => fullSyncPage(input))) });
+df.app.activity(FINISH_RUN, { handler: traced(FINISH_RUN, (input: FinishInput) => finishRun(input)) });

@@ -95,7 +95,7 @@ function operation(r: RouteSpec, ref: (id: string) => Record<string, unknown>): 
   responses[String(s.status)] = {
     description: s.status === 204 ? 'No content' : s.status === 201 ? 'Created' : s.status === 202 ? 'Accepted' : 'OK',
     ...(s.location ? { headers: { Location: { schema: { type: 'string' }, description: 'The URL of the resource.' } } } : {}),
-    ...(s.status !== 204 ? { content: { 'application/json': { schema: s.schema ? ref(s.schema) : { type: 'object' } } } } : {}),
+    ...(s.status !== 204 ? { content: s.text ? { [s.text]: { schema: { type: 'string' } } } : { 'application/json': { schema: s.schema ? ref(s.schema) : { type: 'object' } } } } : {}),
   };
   for (const status of errorStatuses(r)) responses[String(status)] = { $ref: `#/components/responses/Problem${status}` };
 

@@ -26,7 +26,8 @@ export interface RouteSpec {
   query?: QuerySpec;
   /** The path parameter's kind: `guid` ids answer 404 when malformed; `name` ids are engine instance ids. */
   pathParam?: { name: string; kind: 'guid' | 'instanceId'; description: string };
-  success: { status: 200 | 201 | 202 | 204; schema?: string; location?: boolean };
+  /** `text`: the media type of a body that is not JSON (the Prometheus exposition). */
+  success: { status: 200 | 201 | 202 | 204; schema?: string; location?: boolean; text?: string };
   /** Statuses particular to the route (409, 503...), besides those `errorStatuses` derives. */
   errors?: number[];
 }
@@ -75,6 +76,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { name: 'getLicense', method: 'GET', route: 'license', permission: 'license.read', rateLimit: 'sensitive', tag: 'Administration', summary: 'The license, from configuration', success: { status: 200, schema: 'License' } },
   { name: 'listAudit', method: 'GET', route: 'audit', permission: 'audit.read', rateLimit: 'sensitive', tag: 'Administration', summary: 'Audit records, newest first', query: AUDIT_QUERY, success: { status: 200, schema: 'AuditList' } },
   { name: 'getHealth', method: 'GET', route: 'health', permission: 'anonymous', tag: 'Administration', summary: 'Service health (anonymous)', success: { status: 200, schema: 'Health' }, errors: [503] },
+  { name: 'getMetrics', method: 'GET', route: 'metrics', permission: 'metrics.read', tag: 'Administration', summary: 'Prometheus metrics of this engine process (text format); anonymous when Metrics:AllowAnonymous is true', success: { status: 200, text: 'text/plain' } },
   { name: 'getOpenApi', method: 'GET', route: 'openapi.json', permission: 'anonymous', tag: 'Administration', summary: 'This OpenAPI 3.1 document (anonymous)', success: { status: 200 } },
 ];
 

@@ -9,6 +9,10 @@ import { listPendingOperations } from '../storage/operations';
 import { resumeConnectorDeletes } from './connectors';
 import { readLicense } from './license';
 import { areaLog } from '../core/log';
+import { telemetryConfig } from '../telemetry/config';
+import { setEngineStateSource } from '../telemetry/metrics';
+import { startTracing, stopTracing } from '../telemetry/tracing';
+import { readEngineState } from './engineGauges';
 
 const log = areaLog('api');
 
@@ -21,6 +25,27 @@ const log = areaLog('api');
  * - `pendingOperations`: finish what a crash left half-done (connector deletes). A storage failure here is
  *   logged and does not stop the start: the next start tries again, and readers already see the outcome.
  */
+/**
+ * `telemetry`: read the `Metrics:*` settings and `OTEL_EXPORTER_OTLP_ENDPOINT` (a malformed one stops the
+ * start naming it), start tracing when the endpoint is set, and give the metrics' state gauges their source.
+ * First to start, so last to stop: the spans of everything else's stop are sent before it ends.
+ */
+export const telemetryStep: ServiceStep = {
+  name: 'telemetry',
+  async start() {
+    const { otlpEndpoint, stateMaxAgeSeconds } = telemetryConfig();
+    if (otlpEndpoint) {
+      startTracing(otlpEndpoint);
+      log.info(`Tracing on: spans go to the OTLP/HTTP collector at ${otlpEndpoint.host}.`);
+    }
+    setEngineStateSource(readEngineState, stateMaxAgeSeconds * 1000);
+  },
+  async stop() {
+    setEngineStateSource(undefined);
+    await stopTracing();
+  },
+};
+
 export const secretsStep: ServiceStep = { name: 'secrets', start: startSecrets };
 
 export const licenseStep: ServiceStep = {
@@ -51,11 +76,12 @@ export const pendingOperationsStep: ServiceStep = {
 
 /**
  * Every start step of the service, in the order they start (they stop in reverse), run by functions/startup.ts:
- * first the settings that must stop a bad start with a message naming them, then authentication, this
+ * first telemetry (so it stops last), the settings that must stop a bad start with a message naming them, then authentication, this
  * process's engine instance, the work a crash left half-done, and last the mesh read model, whose first scan
  * of the mesh the join index taps (so the index's step comes before it).
  */
 export const SERVICE_STEPS: readonly ServiceStep[] = [
+  telemetryStep,
   secretsStep,
   licenseStep,
   fileRootsStep,

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { HttpHandler, HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
 import { AppError, problemResponse } from '../core/errors';
+import { observeRequest } from '../telemetry/http';
+import { activeTraceId } from '../telemetry/tracing';
 import { authenticate, currentAuth } from './authenticate';
 import { roleHasPermission, type Caller, type Permission } from './permissions';
 
@@ -14,6 +16,10 @@ import { roleHasPermission, type Caller, type Permission } from './permissions';
  * - The handler receives the authenticated `Caller`; errors it throws (AppError or anything) become
  *   problem+json through `problemResponse` in lib/core/errors.ts.
  * - `anonymous(handler)` is the same boundary without authentication (health, openapi).
+ * - `anonymousWhen`: a setting that opens the route to anonymous callers when true (read per request; the
+ *   route keeps its permission for everyone else).
+ * - Every answer is measured (`meshsync_http_request_duration_seconds`) and, with tracing on, made inside a
+ *   server span whose trace id is the problem's `traceId` (lib/telemetry).
  *
  * Order: authenticate (401/503), permission (403), rate limit (429 with Retry-After), handler. The
  * `sensitive` policy counts per identity name; every other authorized route counts against the general
@@ -24,13 +30,17 @@ export type AnonymousHandler = (request: HttpRequest, context: InvocationContext
 
 export interface AuthorizeOptions {
   rateLimit?: 'sensitive';
+  /** When this answers true, the route needs no authentication (such as `Metrics:AllowAnonymous`). */
+  anonymousWhen?: () => boolean;
 }
 
 export type GuardedHandler = HttpHandler & { permission: Permission | 'anonymous'; rateLimit?: 'sensitive' };
 
 export function authorize(permission: Permission, handler: AuthorizedHandler, options: AuthorizeOptions = {}): GuardedHandler {
-  const guarded = async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
+  const guarded = (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => observeRequest(request, context, () => authorized(request, context));
+  const authorized = async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
     try {
+      if (options.anonymousWhen?.()) return withApiHeaders(await handler(request, context, ANONYMOUS_CALLER));
       const rt = currentAuth();
       if (!rt) throw new AppError('service_unavailable', 'Authentication is not initialised: the service has not finished starting.');
       const { caller, headers } = await authenticate(request, rt);
@@ -52,8 +62,12 @@ export function authorize(permission: Permission, handler: AuthorizedHandler, op
   return Object.assign(guarded, { permission, rateLimit: options.rateLimit });
 }
 
+/** The caller a route opened to anonymous callers by `anonymousWhen` sees: no identity, no role. */
+const ANONYMOUS_CALLER: Caller = Object.freeze({ scheme: 'Bearer', name: 'anonymous', upn: null, sid: null, roles: [] }) as Caller;
+
 export function anonymous(handler: AnonymousHandler): GuardedHandler {
-  const guarded = async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
+  const guarded = (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => observeRequest(request, context, () => answer(request, context));
+  const answer = async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
     try {
       return withApiHeaders(await handler(request, context));
     } catch (err) {
@@ -64,7 +78,8 @@ export function anonymous(handler: AnonymousHandler): GuardedHandler {
 }
 
 function renderError(err: unknown, request: HttpRequest, context: InvocationContext): HttpResponseInit {
-  const traceId = context.invocationId || randomUUID();
+  // With tracing on, the id of the request's trace; else the invocation's id (one per request).
+  const traceId = activeTraceId() ?? (context.invocationId || randomUUID());
   // Only what is not an AppError is unexpected; its message goes to the log, never to the caller.
   if (!(err instanceof AppError)) context.error(`Unhandled error (traceId ${traceId}):`, err instanceof Error ? (err.stack ?? err.message) : String(err));
   return problemResponse(err, pathOf(request), traceId);

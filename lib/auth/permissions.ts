@@ -11,6 +11,8 @@ export const PERMISSIONS = {
   'runs.read': ['Viewer', 'Operator', 'Admin'],
   'instances.read': ['Viewer', 'Operator', 'Admin'],
   'mesh.read': ['Viewer', 'Operator', 'Admin'],
+  /** The Prometheus metrics (`GET /metrics`); anonymous when `Metrics:AllowAnonymous` is true. */
+  'metrics.read': ['Viewer', 'Operator', 'Admin'],
   'runs.trigger': ['Operator', 'Admin'],
   /** Test a stored connector's connection (it reaches only what an Admin saved, and changes nothing). */
   'connectors.test': ['Operator', 'Admin'],

@@ -79,6 +79,13 @@ export class MeshReadModel {
     return this.byType.get(objectType.toLowerCase());
   }
 
+  /** Objects per object type (as the first object of each type spells it): the indexes' sizes, no scan. */
+  typeCounts(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const ix of this.byType.values()) if (ix.size) out.set(ix.at(0).objectType, ix.size);
+    return out;
+  }
+
   /** Ids of every attribute name equal to `name` ignoring case. */
   nameIds(name: string): readonly number[] {
     return this.namesLower.get(name.toLowerCase()) ?? [];
@@ -296,6 +303,22 @@ export async function readyModel(): Promise<MeshReadModel> {
   throw new AppError('service_unavailable', 'The mesh is still loading on this instance. Try again shortly.', {
     headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
   });
+}
+
+/** Mesh objects per object type, or null while this process has not loaded the mesh (metrics). */
+export function meshObjectCounts(): Map<string, number> | null {
+  return isReady && model ? model.typeCounts() : null;
+}
+
+/**
+ * Ids of the mesh objects of `objectType` changed after `since` (ISO time; null: all of them), or null while
+ * this process has not loaded the mesh. An in-memory pass over one type's index (metrics, every 30 s at most).
+ */
+export function meshIdsChangedSince(objectType: string, since: string | null): string[] | null {
+  if (!isReady || !model) return null;
+  const out: string[] = [];
+  for (const r of model.ofType(objectType)?.all ?? []) if (since === null || r.updatedOn > since) out.push(r.id);
+  return out;
 }
 
 /** Load figures of this process (for logs and benchmarks). */

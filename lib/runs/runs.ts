@@ -20,6 +20,7 @@ import {
 } from '../storage/runs';
 import { releaseRun } from '../sync/engine';
 import { deleteRunState } from '../sync/state';
+import { recordRunFinished } from '../telemetry/runs';
 
 /**
  * Starting runs. A trigger creates the run (the one-active-run lock makes a second trigger a 409) on the
@@ -175,6 +176,7 @@ export async function cancelRun(runId: string, caller: Caller | SystemActor): Pr
         const client = await table(DISPATCH);
         await client.deleteEntity(run.instanceId ?? currentInstanceId(), runId).catch(() => undefined);
         await recordAudit(caller, 'cancel', 'run', runId);
+        await recordRunFinished(ended);
         return ended;
       }
       const asked = run.cancel ? run : await requestRunCancel(run, actorOf(caller));
@@ -301,6 +303,7 @@ export async function reconcileRun(run: StoredRun, orchestrations: RunOrchestrat
     try {
       const outcome = { status: decision.status, stats: current.stats, error: decision.error, ...(current.errors ? { errors: current.errors } : {}) };
       const ended = await completeRun(current.runId, outcome, { etag: current.etag });
+      await recordRunFinished(ended);
       await recordAudit(RECONCILE_ACTOR, decision.action, 'run', current.runId);
       await deleteRunState(current.runId).catch(() => undefined);
       await releaseRun(current.runId);

@@ -529,3 +529,15 @@ export async function instanceNamesInRuns(instanceId: string): Promise<Set<strin
   }
   return names;
 }
+
+/**
+ * The newest run of a connector with one of `statuses` (and of `runType` when given), or null: one partition
+ * query that stops at the first match (the partition is newest first).
+ */
+export async function newestRun(connectorId: string, statuses: readonly RunStatus[], runType?: RunType): Promise<StoredRun | null> {
+  const client = await table(TABLE);
+  const filters = [`PartitionKey eq ${odata(connectorPk(connectorId))}`, RUN_ROWS, `(${statuses.map((s) => `status eq ${odata(s)}`).join(' or ')})`];
+  if (runType) filters.push(`runType eq ${odata(runType)}`);
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: filters.join(' and ') } })) return fromEntity(e);
+  return null;
+}

@@ -1,4 +1,6 @@
 import { createConnectorFor } from '../connectors/factory';
+import { recordRunFinished } from '../telemetry/runs';
+import type { RunTrace } from '../telemetry/tracing';
 import {
   ConnectorError,
   contentHash,
@@ -122,6 +124,8 @@ export interface RunInfo {
   connectorId: string;
   runType: 'FullImport' | 'DeltaImport' | 'Export' | 'FullSync';
   dryRun: boolean;
+  /** The run's trace context, when tracing was on as it started (lib/telemetry/tracing.ts). */
+  trace?: RunTrace;
 }
 
 export const emptyTotals = (): RunTotals => ({ stats: { objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 }, errors: [] });
@@ -1657,7 +1661,7 @@ export async function finishRun(input: FinishInput): Promise<void> {
   if (input.totals.errors.length) outcome.errors = input.totals.errors;
   if (input.error) outcome.error = input.error;
   else if (input.status === 'Cancelled') outcome.error = `The run was cancelled by ${run.cancel?.requestedBy ?? 'a caller'}: what it applied before it stopped stays applied, and no watermark was committed.`;
-  await completeRun(info.runId, outcome);
+  await recordRunFinished(await completeRun(info.runId, outcome), info.trace);
   await deleteRunState(info.runId).catch(() => undefined);
 }
 

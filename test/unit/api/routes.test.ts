@@ -75,6 +75,7 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'GET audit': [ADMIN, true],
   'GET health': 'anonymous',
   'GET openapi.json': 'anonymous',
+  'GET metrics': [ALL, false],
 };
 
 const contractKey = (k: string) => routeKey(k.split(' ')[0], k.split(' ')[1]);
@@ -137,6 +138,10 @@ describe('OpenAPI document', () => {
       for (const s of errorStatuses(r)) expect(responses[String(s)]).toEqual({ $ref: `#/components/responses/Problem${s}` });
       expect(responses[String(r.success.status)]).toBeDefined();
     }
+  });
+
+  it('documents the Prometheus exposition of GET /metrics as text', () => {
+    expect((doc.paths['/metrics'].get.responses as Record<string, unknown>)['200']).toEqual({ description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } });
   });
 
   it('every $ref resolves inside the document', () => {

@@ -19,8 +19,8 @@ test('a step that throws stops the start; the steps already started are stopped'
   expect(log).toEqual(['start ok', 'stop ok']);
 });
 
-test("the service's list: settings checks first, the join index preload before the mesh read model, which is last", () => {
+test("the service's list: telemetry first (it stops last, sending the spans of the others' stops), settings checks next, the join index preload before the mesh read model, which is last", () => {
   const names = SERVICE_STEPS.map((s) => s.name);
-  expect(names).toEqual(['secrets', 'license', 'fileRoots', 'authentication', 'engine-instance', 'pendingOperations', 'joinIndexPreload', 'meshReadModel']);
+  expect(names).toEqual(['telemetry', 'secrets', 'license', 'fileRoots', 'authentication', 'engine-instance', 'pendingOperations', 'joinIndexPreload', 'meshReadModel']);
   expect(new Set(names).size).toBe(names.length);
 });
