@@ -18,6 +18,7 @@ const ROOMS = [
   ['sync', ['lib/sync/**']],
   ['instances', ['lib/instances/**']],
   ['runs', ['lib/runs/**']],
+  ['schedules', ['lib/schedules/**']],
   ['api', ['lib/api/**', 'lib/schemas/**', 'lib/http/**']],
   ['app', ['functions/**', 'orchestrations/**']],
   ['runtime', ['lib/runtime/**']],
@@ -39,8 +40,9 @@ const ROOM_IMPORTS = {
   sync: [...LOWER, 'expression', 'connectors', 'mesh'],
   instances: [...LOWER, 'expression', 'connectors', 'mesh', 'sync'],
   runs: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances'],
-  api: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs'],
-  app: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'api'],
+  schedules: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs'],
+  api: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'schedules'],
+  app: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'schedules', 'api'],
   runtime: [],
 };
 
