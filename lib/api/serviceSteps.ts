@@ -9,6 +9,7 @@ import { listPendingOperations } from '../storage/operations';
 import { resumeConnectorDeletes } from './connectors';
 import { readLicense } from './license';
 import { areaLog } from '../core/log';
+import { readSchedulesConfig } from '../schedules/config';
 
 const log = areaLog('api');
 
@@ -37,6 +38,14 @@ export const fileRootsStep: ServiceStep = {
   },
 };
 
+/** `schedules`: read the `Schedules:*` settings, so a malformed one stops the start naming it. */
+export const schedulesConfigStep: ServiceStep = {
+  name: 'schedules',
+  async start() {
+    readSchedulesConfig();
+  },
+};
+
 export const pendingOperationsStep: ServiceStep = {
   name: 'pendingOperations',
   async start() {
@@ -59,6 +68,7 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   secretsStep,
   licenseStep,
   fileRootsStep,
+  schedulesConfigStep,
   authenticationStep,
   engineInstanceStep,
   pendingOperationsStep,

@@ -529,3 +529,21 @@ export async function instanceNamesInRuns(instanceId: string): Promise<Set<strin
   }
   return names;
 }
+
+/**
+ * The run a schedule run started for a connector, if any: the connector's newest runs (`within` of them,
+ * newest first) searched for `trigger.scheduleRunId`. A schedule run that crashed between creating a run and
+ * recording its id finds it here instead of starting it again.
+ */
+export async function findScheduleRunRun(connectorId: string, scheduleRunId: string, within = 50): Promise<StoredRun | null> {
+  const client = await table(TABLE);
+  let seen = 0;
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(connectorPk(connectorId))} and ${RUN_ROWS}` } })) {
+    if (typeof e.trigger === 'string' && e.trigger.includes(scheduleRunId)) {
+      const run = fromEntity(e);
+      if (run.trigger.scheduleRunId === scheduleRunId) return run;
+    }
+    if (++seen >= within) break;
+  }
+  return null;
+}
