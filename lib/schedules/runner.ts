@@ -25,8 +25,9 @@ import { closeSteps, isRunOver, plannedSteps, sequenceStatus, stepOver, stepStat
  * the activity of the step it was in again. `startStep` is idempotent: it starts only the entries still
  * `NotStarted` on the schedule-run row, and records each run id right after its trigger (ETag-conditional).
  * The one window, a crash between the trigger and that write, is closed by looking first for a run of the
- * connector whose `trigger.scheduleRunId` is this schedule run (`findScheduleRunRun`); and while such a run is
- * active the connector's run lock refuses a second one anyway.
+ * connector whose `trigger.scheduleRunId` is this schedule run and that the row does not record yet (a run of
+ * an earlier step is recorded there) (`findScheduleRunRun`); while such a run is active the connector's run
+ * lock refuses a second one anyway.
  */
 export interface ScheduleRunRef {
   scheduleId: string;
@@ -101,7 +102,8 @@ export async function startStep(ref: ScheduleRunRef, i: number, start: StartRun,
     if (run.steps[i].runs[j].status !== 'NotStarted') continue;
     const { connectorId } = step.runs[j];
     let entry: ScheduleRunEntry;
-    const earlier = await findScheduleRunRun(connectorId, ref.scheduleRunId);
+    const recordedIds = new Set(run.steps.flatMap((s) => s.runs.map((r) => r.runId)).filter((id): id is string => !!id));
+    const earlier = await findScheduleRunRun(connectorId, ref.scheduleRunId, recordedIds);
     if (earlier) {
       entry = { connectorId, runId: earlier.runId, status: earlier.status };
     } else {
