@@ -1,6 +1,6 @@
 import { areaLog } from '../core/log';
 import { recordAudit } from '../audit';
-import { activeScheduleRun, claimTick, finishScheduleRun, lastTick, listSchedules, recordTick, type StoredSchedule } from '../storage/schedules';
+import { activeScheduleRun, claimTick, finishScheduleRun, getSchedule, lastTick, listSchedules, recordTick, type StoredSchedule } from '../storage/schedules';
 import { cronSchedule, type CronSchedule } from './cron';
 import { beginScheduleRun, scheduleActor, type ScheduleRunRef } from './runner';
 import { closeSteps } from './status';
@@ -13,7 +13,8 @@ const log = areaLog('schedules');
  * after a write through this process's API: `schedulesChanged()`), so that between ticks a call costs a
  * comparison per schedule and no storage request.
  *
- * A due tick:
+ * A due tick is checked against the schedule as stored (a schedule another process disabled, deleted or
+ * changed since this one loaded it does not tick), then:
  * 1. is claimed with an insert-only row (`claimTick`: PartitionKey the schedule id, RowKey the tick's time). Of
  *    all processes on the storage account exactly one succeeds; the others drop the tick. Nothing starts
  *    before the claim, so every tick starts at most once however many engine processes run this loop.
@@ -84,29 +85,44 @@ export async function firstTick(schedule: StoredSchedule, cron: CronSchedule, no
 async function reload(now: Date): Promise<void> {
   const all = await listSchedules();
   const entries = new Map<string, Entry>();
-  for (const schedule of all) {
-    if (!schedule.isEnabled) continue;
-    const known = state.entries.get(schedule.scheduleId);
-    if (known && known.schedule.etag === schedule.etag) {
-      entries.set(schedule.scheduleId, known);
-      continue;
-    }
-    try {
-      const cron = cronSchedule(schedule.cron, schedule.timeZone);
-      entries.set(schedule.scheduleId, { schedule, cron, next: await firstTick(schedule, cron, now) });
-    } catch (err) {
-      log.error(`Schedule '${schedule.name}' (${schedule.scheduleId}) cannot be scheduled: ${(err as Error).message}`);
-    }
-  }
+  await Promise.all(
+    all.map(async (schedule) => {
+      if (!schedule.isEnabled) return;
+      const known = state.entries.get(schedule.scheduleId);
+      if (known && known.schedule.etag === schedule.etag) {
+        entries.set(schedule.scheduleId, known);
+        return;
+      }
+      try {
+        const cron = cronSchedule(schedule.cron, schedule.timeZone);
+        entries.set(schedule.scheduleId, { schedule, cron, next: await firstTick(schedule, cron, now) });
+      } catch (err) {
+        log.error(`Schedule '${schedule.name}' (${schedule.scheduleId}) cannot be scheduled: ${(err as Error).message}`);
+      }
+    }),
+  );
   state.entries = entries;
   state.all = all;
   state.loadedAt = now.getTime();
   state.stale = false;
 }
 
-/** Claim and start (or skip) one tick. True when this process claimed it. */
+/**
+ * Claim and start (or skip) one tick. True when this process claimed it. The schedule is read once more first:
+ * another process may have disabled, deleted or changed it since this one loaded it (up to RELOAD_MS ago).
+ */
 async function fire(entry: Entry, tick: Date, host: SchedulerHost): Promise<boolean> {
-  const { schedule } = entry;
+  const schedule = await getSchedule(entry.schedule.scheduleId);
+  if (!schedule || !schedule.isEnabled) {
+    state.stale = true;
+    return false;
+  }
+  if (schedule.etag !== entry.schedule.etag) {
+    state.stale = true;
+    // Changed meanwhile: the tick is still due only if the schedule as it is now has it.
+    const next = cronSchedule(schedule.cron, schedule.timeZone).next(new Date(tick.getTime() - 1));
+    if (next?.getTime() !== tick.getTime()) return false;
+  }
   if (!(await claimTick(schedule.scheduleId, tick, host.instanceId))) return false;
   await recordTick(schedule.scheduleId, tick);
   const begun = await beginScheduleRun(schedule, 'schedule', tick, host.taskHub);
