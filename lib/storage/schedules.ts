@@ -18,7 +18,7 @@ import { concurrencyConflict, isStatus, odata, submitTransaction, table } from '
  * - `id_<scheduleRunId>`: pointer `{ runKey }`, so a schedule run is two point reads.
  * - `t_<tick ISO time>`: the claim of one tick of the cron, insert-only. Of all processes sharing the storage
  *   account exactly one inserts it (`claimTick` true); the others get 409 (false). Nothing is started before
- *   the claim, so a tick starts at most one schedule run.
+ *   the claim, so a tick starts at most one schedule run. Claims older than a day are purged (`purgeClaims`).
  * - `~active`: the lock `{ scheduleRunId, runKey }` of the schedule's Running schedule run, inserted in one
  *   entity-group transaction with the run row (a second start while one runs: 409, nothing written) and
  *   deleted in one transaction with the final write of the run.
@@ -211,6 +211,21 @@ export async function claimTick(scheduleId: string, tick: Date, claimedBy: strin
     if (isStatus(err, 409)) return false;
     throw err;
   }
+}
+
+/**
+ * Delete the schedule's claims of ticks before `before` (a claim matters only around its tick: past-due ticks go
+ * by the `~tick` row). One RowKey-range query of the partition; returns how many were deleted.
+ */
+export async function purgeClaims(scheduleId: string, before: Date): Promise<number> {
+  const client = await table(RUNS);
+  const keys: string[] = [];
+  const filter = `PartitionKey eq ${odata(scheduleId)} and RowKey ge 't_' and RowKey lt ${odata(`t_${before.toISOString()}`)}`;
+  for await (const e of client.listEntities({ queryOptions: { filter, select: ['RowKey'] } })) keys.push(String(e.rowKey));
+  for (let i = 0; i < keys.length; i += 100) {
+    await submitTransaction(client, keys.slice(i, i + 100).map((rowKey): TransactionAction => ['delete', { partitionKey: scheduleId, rowKey }]));
+  }
+  return keys.length;
 }
 
 /** The last tick handled for the schedule (by any process), or null. */
