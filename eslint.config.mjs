@@ -19,6 +19,7 @@ const ROOMS = [
   ['sync', ['lib/sync/**']],
   ['instances', ['lib/instances/**']],
   ['runs', ['lib/runs/**']],
+  ['schedules', ['lib/schedules/**']],
   ['api', ['lib/api/**', 'lib/schemas/**', 'lib/http/**']],
   ['app', ['functions/**', 'orchestrations/**']],
   ['runtime', ['lib/runtime/**']],
@@ -41,8 +42,9 @@ const ROOM_IMPORTS = {
   sync: [...LOWER, 'expression', 'connectors', 'mesh'],
   instances: [...LOWER, 'expression', 'connectors', 'mesh', 'sync'],
   runs: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances'],
-  api: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs'],
-  app: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'api'],
+  schedules: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs'],
+  api: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'schedules'],
+  app: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'schedules', 'api'],
   runtime: [],
 };
 

@@ -10,6 +10,7 @@ import '../schemas/instances';
 import '../schemas/runs';
 import '../schemas/mesh';
 import '../schemas/triggers';
+import '../schemas/schedules';
 
 /**
  * The OpenAPI 3.1 document of the Admin API, generated from the route catalog (lib/api/routes.ts) and the
@@ -79,13 +80,13 @@ function build(schemas: ReadonlyMap<string, TSchema>): Record<string, unknown> {
 
 function operation(r: RouteSpec, ref: (id: string) => Record<string, unknown>): Record<string, unknown> {
   const parameters: Record<string, unknown>[] = [];
-  if (r.pathParam) {
+  for (const p of [...(r.pathParam ? [r.pathParam] : []), ...(r.morePathParams ?? [])]) {
     parameters.push({
-      name: r.pathParam.name,
+      name: p.name,
       in: 'path',
       required: true,
-      description: r.pathParam.description + (r.pathParam.kind === 'guid' ? ' A value that is not a GUID is a 404.' : ''),
-      schema: r.pathParam.kind === 'guid' ? { type: 'string', format: 'uuid' } : { type: 'string', pattern: '^[0-9a-z][0-9a-z-]{0,127}$' },
+      description: p.description + (p.kind === 'guid' ? ' A value that is not a GUID is a 404.' : ''),
+      schema: p.kind === 'guid' ? { type: 'string', format: 'uuid' } : { type: 'string', pattern: '^[0-9a-z][0-9a-z-]{0,127}$' },
     });
   }
   for (const [name, p] of Object.entries(r.query ?? {})) parameters.push({ name, in: 'query', required: false, schema: queryParamSchema(p) });

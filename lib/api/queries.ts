@@ -27,3 +27,7 @@ export const MESH_QUERY = {
   objectType: { kind: 'string', maxLength: 256 },
   search: { kind: 'string', maxLength: 1024 },
 } as const satisfies QuerySpec;
+
+export const SCHEDULES_QUERY = { ...PAGING } as const satisfies QuerySpec;
+
+export const SCHEDULE_RUNS_QUERY = { ...PAGING } as const satisfies QuerySpec;

@@ -1,6 +1,6 @@
 import type { Permission } from '../auth/permissions';
 import type { QuerySpec } from '../http/request';
-import { AUDIT_QUERY, MESH_QUERY, RULES_QUERY, RUNS_QUERY } from './queries';
+import { AUDIT_QUERY, MESH_QUERY, RULES_QUERY, RUNS_QUERY, SCHEDULE_RUNS_QUERY, SCHEDULES_QUERY } from './queries';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -12,6 +12,13 @@ import { AUDIT_QUERY, MESH_QUERY, RULES_QUERY, RUNS_QUERY } from './queries';
  * route's shape are added by `errorStatuses`: 401/403/429 for authorized routes, 400/413/415 for bodies, 400
  * for query strings, 404 for ids, 500 everywhere.
  */
+/** A path parameter: `guid` ids answer 404 when malformed; `instanceId` ids are engine instance ids. */
+export interface PathParam {
+  name: string;
+  kind: 'guid' | 'instanceId';
+  description: string;
+}
+
 export interface RouteSpec {
   /** The registration name (`app.http(name, ...)`) and OpenAPI operationId. */
   name: string;
@@ -25,7 +32,9 @@ export interface RouteSpec {
   request?: { schema: string; optional?: boolean };
   query?: QuerySpec;
   /** The path parameter's kind: `guid` ids answer 404 when malformed; `name` ids are engine instance ids. */
-  pathParam?: { name: string; kind: 'guid' | 'instanceId'; description: string };
+  pathParam?: PathParam;
+  /** Further path parameters after the first (a schedule run under its schedule). */
+  morePathParams?: PathParam[];
   /** `text`: the media type of a body that is not JSON (the Prometheus exposition). */
   success: { status: 200 | 201 | 202 | 204; schema?: string; location?: boolean; text?: string };
   /** Statuses particular to the route (409, 503...), besides those `errorStatuses` derives. */
@@ -37,6 +46,8 @@ const ruleId = { name: 'id', kind: 'guid', description: 'The rule id.' } as cons
 const runId = { name: 'id', kind: 'guid', description: 'The run id.' } as const;
 const instanceId = { name: 'id', kind: 'instanceId', description: 'The engine instance id.' } as const;
 const meshId = { name: 'id', kind: 'guid', description: 'The mesh object id.' } as const;
+const scheduleId = { name: 'id', kind: 'guid', description: 'The schedule id.' } as const;
+const scheduleRunId = { name: 'scheduleRunId', kind: 'guid', description: 'The schedule run id.' } as const;
 
 export const ROUTES: readonly RouteSpec[] = [
   // Connectors
@@ -62,6 +73,16 @@ export const ROUTES: readonly RouteSpec[] = [
   { name: 'getRun', method: 'GET', route: 'runs/{id}', permission: 'runs.read', tag: 'Runs', summary: 'Get a run', pathParam: runId, success: { status: 200, schema: 'Run' } },
   { name: 'cancelRun', method: 'POST', route: 'runs/{id}/cancel', permission: 'runs.trigger', tag: 'Runs', summary: 'Cancel a Queued or Running run (it ends Cancelled at its next page boundary)', pathParam: runId, success: { status: 202, schema: 'Run' }, errors: [409] },
   { name: 'listRuns', method: 'GET', route: 'runs', permission: 'runs.read', tag: 'Runs', summary: 'Run history, newest first', query: RUNS_QUERY, success: { status: 200, schema: 'RunList' } },
+  // Schedules
+  { name: 'listSchedules', method: 'GET', route: 'schedules', permission: 'schedules.read', tag: 'Schedules', summary: 'List schedules, by name', query: SCHEDULES_QUERY, success: { status: 200, schema: 'ScheduleList' } },
+  { name: 'getSchedule', method: 'GET', route: 'schedules/{id}', permission: 'schedules.read', tag: 'Schedules', summary: 'Get a schedule with its next tick and newest run', pathParam: scheduleId, success: { status: 200, schema: 'Schedule' } },
+  { name: 'createSchedule', method: 'POST', route: 'schedules', permission: 'schedules.write', tag: 'Schedules', summary: 'Create a schedule (NCRONTAB in an IANA time zone, steps run in order)', request: { schema: 'CreateScheduleRequest' }, success: { status: 201, schema: 'Schedule', location: true }, errors: [409] },
+  { name: 'updateSchedule', method: 'PUT', route: 'schedules/{id}', permission: 'schedules.write', tag: 'Schedules', summary: 'Replace a schedule', pathParam: scheduleId, request: { schema: 'UpdateScheduleRequest' }, success: { status: 200, schema: 'Schedule' }, errors: [409] },
+  { name: 'deleteSchedule', method: 'DELETE', route: 'schedules/{id}', permission: 'schedules.write', tag: 'Schedules', summary: 'Delete a schedule and its run history (409 while one of its runs is Running)', pathParam: scheduleId, success: { status: 204 }, errors: [409] },
+  { name: 'runScheduleNow', method: 'POST', route: 'schedules/{id}/run', permission: 'runs.trigger', tag: 'Schedules', summary: 'Start a schedule run now, also of a disabled schedule (409 while one is Running)', pathParam: scheduleId, success: { status: 202, schema: 'ScheduleRun', location: true }, errors: [409] },
+  { name: 'listScheduleRuns', method: 'GET', route: 'schedules/{id}/runs', permission: 'schedules.read', tag: 'Schedules', summary: 'Schedule runs, newest first', pathParam: scheduleId, query: SCHEDULE_RUNS_QUERY, success: { status: 200, schema: 'ScheduleRunList' } },
+  { name: 'getScheduleRun', method: 'GET', route: 'schedules/{id}/runs/{scheduleRunId}', permission: 'schedules.read', tag: 'Schedules', summary: 'Get a schedule run with its steps and runs', pathParam: scheduleId, morePathParams: [scheduleRunId], success: { status: 200, schema: 'ScheduleRun' } },
+  { name: 'cancelScheduleRun', method: 'POST', route: 'schedules/{id}/runs/{scheduleRunId}/cancel', permission: 'runs.trigger', tag: 'Schedules', summary: 'Cancel a Running schedule run and its unfinished runs (409 when it is over)', pathParam: scheduleId, morePathParams: [scheduleRunId], success: { status: 202, schema: 'ScheduleRun' }, errors: [409] },
   // Engine instances
   { name: 'listInstances', method: 'GET', route: 'instances', permission: 'instances.read', tag: 'Instances', summary: 'List engine instances with their effective status', success: { status: 200, schema: 'EngineInstanceList' } },
   { name: 'pauseInstance', method: 'POST', route: 'instances/{id}/pause', permission: 'instances.operate', tag: 'Instances', summary: 'Pause an instance (idempotent)', pathParam: instanceId, request: { schema: 'InstanceActionRequest', optional: true }, success: { status: 200, schema: 'EngineInstance' } },

@@ -13,6 +13,7 @@ import { telemetryConfig } from '../telemetry/config';
 import { setEngineStateSource } from '../telemetry/metrics';
 import { startTracing, stopTracing } from '../telemetry/tracing';
 import { readEngineState } from './engineGauges';
+import { readSchedulesConfig } from '../schedules/config';
 
 const log = areaLog('api');
 
@@ -62,6 +63,14 @@ export const fileRootsStep: ServiceStep = {
   },
 };
 
+/** `schedules`: read the `Schedules:*` settings, so a malformed one stops the start naming it. */
+export const schedulesConfigStep: ServiceStep = {
+  name: 'schedules',
+  async start() {
+    readSchedulesConfig();
+  },
+};
+
 export const pendingOperationsStep: ServiceStep = {
   name: 'pendingOperations',
   async start() {
@@ -85,6 +94,7 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   secretsStep,
   licenseStep,
   fileRootsStep,
+  schedulesConfigStep,
   authenticationStep,
   engineInstanceStep,
   pendingOperationsStep,

@@ -13,12 +13,14 @@ export const PERMISSIONS = {
   'mesh.read': ['Viewer', 'Operator', 'Admin'],
   /** The Prometheus metrics (`GET /metrics`); anonymous when `Metrics:AllowAnonymous` is true. */
   'metrics.read': ['Viewer', 'Operator', 'Admin'],
+  'schedules.read': ['Viewer', 'Operator', 'Admin'],
   'runs.trigger': ['Operator', 'Admin'],
   /** Test a stored connector's connection (it reaches only what an Admin saved, and changes nothing). */
   'connectors.test': ['Operator', 'Admin'],
   'instances.operate': ['Operator', 'Admin'],
   'connectors.write': ['Admin'],
   'rules.write': ['Admin'],
+  'schedules.write': ['Admin'],
   'instances.write': ['Admin'],
   'license.read': ['Admin'],
   'audit.read': ['Admin'],

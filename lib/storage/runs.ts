@@ -541,3 +541,22 @@ export async function newestRun(connectorId: string, statuses: readonly RunStatu
   for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: filters.join(' and ') } })) return fromEntity(e);
   return null;
 }
+
+/**
+ * The run a schedule run started for a connector, if any, other than those in `except` (the runs it already
+ * recorded, e.g. in an earlier step): the connector's newest runs (`within` of them, newest first) searched for
+ * `trigger.scheduleRunId`. A schedule run that crashed between creating a run and
+ * recording its id finds it here instead of starting it again.
+ */
+export async function findScheduleRunRun(connectorId: string, scheduleRunId: string, except: ReadonlySet<string> = new Set(), within = 50): Promise<StoredRun | null> {
+  const client = await table(TABLE);
+  let seen = 0;
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(connectorPk(connectorId))} and ${RUN_ROWS}` } })) {
+    if (typeof e.trigger === 'string' && e.trigger.includes(scheduleRunId)) {
+      const run = fromEntity(e);
+      if (run.trigger.scheduleRunId === scheduleRunId && !except.has(run.runId)) return run;
+    }
+    if (++seen >= within) break;
+  }
+  return null;
+}

@@ -1,4 +1,5 @@
 import { RestError, TableClient, TableServiceClient, type TransactionAction } from '@azure/data-tables';
+import { AppError } from '../core/errors';
 import { canBuild, submitTransactionFast } from './transaction';
 
 /**
@@ -69,6 +70,12 @@ export function resetTableClients(): void {
 
 export function isStatus(err: unknown, status: number): boolean {
   return err instanceof RestError && err.statusCode === status;
+}
+
+/** Map an ETag mismatch (412) or an insert of an existing key (409) to the API's 409 Conflict. */
+export function concurrencyConflict(err: unknown, detail: string): never {
+  if (isStatus(err, 412) || isStatus(err, 409)) throw new AppError('conflict', detail);
+  throw err;
 }
 
 /**

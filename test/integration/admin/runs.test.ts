@@ -68,6 +68,8 @@ describe('GET /runs/{id}', () => {
       startedAt: new Date(base + 3 * 60_000).toISOString(),
       completedAt: new Date(base + 3 * 60_000 + 5000).toISOString(),
       stats: { objectsProcessed: 3, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 },
+      // seeded without a trigger: a manual run by an unknown caller
+      trigger: { type: 'manual', actorUpn: null },
     });
     const failed = await rt.call('GET', `runs/${made[2].runId}`, { role: 'Viewer' });
     expect(failed.body).toMatchObject({ status: 'Failed', error: 'connection refused' });
