@@ -9,6 +9,7 @@ import { listPendingOperations } from '../storage/operations';
 import { resumeConnectorDeletes } from './connectors';
 import { readLicense } from './license';
 import { areaLog } from '../core/log';
+import { readExportMaxAttempts } from '../core/config';
 
 const log = areaLog('api');
 
@@ -18,6 +19,7 @@ const log = areaLog('api');
  * - `license`: read the `License:*` settings, so a malformed one stops the start naming it.
  * - `fileRoots`: read `Connectors:File:Roots` (a malformed value or a missing folder stops the start naming
  *   the setting); unset, the default root under the data folder is created.
+ * - `exportSettings`: read `Export:MaxAttempts`, so a malformed value stops the start naming it.
  * - `pendingOperations`: finish what a crash left half-done (connector deletes). A storage failure here is
  *   logged and does not stop the start: the next start tries again, and readers already see the outcome.
  */
@@ -34,6 +36,13 @@ export const fileRootsStep: ServiceStep = {
   name: 'fileRoots',
   async start() {
     checkFileRootsSetting();
+  },
+};
+
+export const exportSettingsStep: ServiceStep = {
+  name: 'exportSettings',
+  async start() {
+    readExportMaxAttempts();
   },
 };
 
@@ -59,6 +68,7 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   secretsStep,
   licenseStep,
   fileRootsStep,
+  exportSettingsStep,
   authenticationStep,
   engineInstanceStep,
   pendingOperationsStep,

@@ -21,6 +21,6 @@ test('a step that throws stops the start; the steps already started are stopped'
 
 test("the service's list: settings checks first, the join index preload before the mesh read model, which is last", () => {
   const names = SERVICE_STEPS.map((s) => s.name);
-  expect(names).toEqual(['secrets', 'license', 'fileRoots', 'authentication', 'engine-instance', 'pendingOperations', 'joinIndexPreload', 'meshReadModel']);
+  expect(names).toEqual(['secrets', 'license', 'fileRoots', 'exportSettings', 'authentication', 'engine-instance', 'pendingOperations', 'joinIndexPreload', 'meshReadModel']);
   expect(new Set(names).size).toBe(names.length);
 });
