@@ -100,6 +100,10 @@ describeWithServer('slapd')('export retry (slapd, Azurite, over HTTP)', () => {
     const e002Row = async () => (await readCsObjects(dir, [e002Anchor])).get(e002Anchor)!;
     expect((await e002Row()).exportError).toMatchObject({ attempts: 1, runId: run2.runId });
     expect((await e002Row()).pendingExport).toMatchObject({ kind: 'update', attributes: { departmentNumber: 'Sales' } });
+    // An import of the target (it rewrites the rows it reads) keeps the pending change and its attempts.
+    expect(await runImport(rt, dir)).toMatchObject({ status: 'Completed' });
+    expect((await e002Row()).exportError).toMatchObject({ attempts: 1, runId: run2.runId });
+    expect((await e002Row()).pendingExport).toMatchObject({ kind: 'update', attributes: { departmentNumber: 'Sales' } });
 
     // 3: E001 is at the maximum: skipped (not attempted: no error, its failure is still run 2's). E002 fails
     // (attempt 2), E005 is added.
