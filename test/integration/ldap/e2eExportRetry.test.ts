@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
+import { schemaErrors } from '../../../lib/core/validation/ajv';
+import { ConnectorSpaceObject } from '../../../lib/schemas/connectorSpace';
 import { readCsObjects } from '../../../lib/sync/connectorSpace';
 import { anchoredCsObjectId, stagedCsObjectId } from '../../../lib/sync/csIds';
 import { skippedNote } from '../../../lib/sync/exportRetry';
@@ -159,6 +161,7 @@ describeWithServer('slapd')('export retry (slapd, Azurite, over HTTP)', () => {
     });
     const r2 = await retry(dir, e002Id);
     expect(r2.status).toBe(200);
+    for (const item of [r1.body, r2.body]) expect(schemaErrors(ConnectorSpaceObject, item)).toEqual([]);
     expect(r2.body).toMatchObject({
       csObjectId: e002Id,
       anchor: e002Anchor,
@@ -180,6 +183,7 @@ describeWithServer('slapd')('export retry (slapd, Azurite, over HTTP)', () => {
     expect(await readStagedAdd(dir, e001)).toBeNull();
     const again = await retry(dir, stagedId);
     expect(again.status).toBe(200);
+    expect(schemaErrors(ConnectorSpaceObject, again.body)).toEqual([]);
     expect(again.body).toMatchObject({ csObjectId: stagedId, anchor: (await meshOf(dir)).get('E001')!.links[dir], dn: `uid=E001,ou=Engineering,${f.base}`, pendingExport: null, awaitingConfirmation: true, error: null });
     expect((await retry(dir, e002Id)).body).toMatchObject({ dn: `uid=E002,ou=Sales,${f.base}`, pendingExport: null, error: null });
   });
