@@ -15,7 +15,7 @@ import { getJson, mapLimit, putJson, putJsonText, submitBatched } from '../stora
  * 15. The whole space of a connector is 64 partition queries.
  * Properties: `objectType`, `hash` (content hash as imported), `rh` (rules hash), `meshId`, `deleted`,
  * `updatedOn`, `dn`, and JSON (chunked) `a` attributes, `x` exported values, `p` pending export, `u` unconfirmed
- * attribute names, `error`, `rn` the names of the reference attributes, `jk` a disconnector's join keys, `dp` its deprovisioning state (JSON; `dps` the state and `dpd` when a pending one is due, for the summaries), `xe` the last export failure of its pending export (JSON, lib/sync/exportRetry.ts), `cid` its csObjectId when it is not the name-based one (lib/sync/csIds.ts), `io`/`eo` when an import or an export last wrote it. A row
+ * attribute names, `error`, `rn` the names of the reference attributes, `jk` a disconnector's join keys, `dp` its deprovisioning state (JSON; `dps` the state and `dpd` when a pending one is due, for the summaries), `xe` the last export failure of its pending export (JSON, lib/sync/exportRetry.ts), `cid` its csObjectId when it is not the name-based one (lib/sync/csIds.ts), `io`/`eo` when an import or an export last wrote it (`io` only when it is not `updatedOn`). A row
  * whose attributes or exported values are too large for it (a group of many members) keeps them apart
  * (lib/storage/overflow.ts) and names them with `aref`/`xref`.
  *
@@ -92,7 +92,8 @@ export function toCsEntity(connectorId: string, o: CsObject, apart: { a?: string
   if (o.provisioned && !o.deleted) e.pv = true;
   if (o.exportError) e.xe = JSON.stringify(o.exportError);
   if (o.csObjectId) e.cid = o.csObjectId;
-  if (o.importedOn) e.io = o.importedOn;
+  // An import writes the row when it reads it: `io` is kept only when another write came since (no bytes more per import).
+  if (o.importedOn && o.importedOn !== o.updatedOn) e.io = o.importedOn;
   if (o.exportedOn) e.eo = o.exportedOn;
   if (o.deprovisioned) {
     e.dp = JSON.stringify(o.deprovisioned);
@@ -127,6 +128,7 @@ export function fromCsEntity(e: Record<string, unknown>): CsObject {
   if (e.xe) o.exportError = JSON.parse(String(e.xe)) as CsObject['exportError'];
   if (e.cid) o.csObjectId = String(e.cid);
   if (e.io) o.importedOn = String(e.io);
+  else if (o.hash || e.error) o.importedOn = o.updatedOn;
   if (e.eo) o.exportedOn = String(e.eo);
   return o;
 }

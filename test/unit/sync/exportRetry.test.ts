@@ -3,6 +3,7 @@ import { MeshIndex } from '../../../lib/mesh/joinIndex';
 import { exhausted, failedAgain, pendingOf, SKIPPED_NOTE_PREFIX, skippedNote, withSkipped } from '../../../lib/sync/exportRetry';
 import type { CsObject } from '../../../lib/sync/model';
 import { planImport, WorkingSet } from '../../../lib/sync/planner';
+import { fromCsEntity, toCsEntity } from '../../../lib/sync/connectorSpace';
 import { compileRuleSet } from '../../../lib/sync/rules';
 
 /** The pure parts of export retry (lib/sync/exportRetry.ts), and what an import of the target keeps of it. */
@@ -86,5 +87,23 @@ describe('an import of the target keeps the pending change, its failures and the
     expect(plan.cs.deleted).toBe(true);
     expect(plan.cs.pendingExport).toBeUndefined();
     expect(plan.cs.exportError).toBeUndefined();
+  });
+});
+
+describe('the connector-space row keeps the retry state and the dates', () => {
+  const base: CsObject = { anchor: 'a1', objectType: 'User', attributes: { sn: 'X' }, hash: 'h', rulesHash: 'r', meshId: null, updatedOn: T2 };
+
+  test('failure, pending change and kept id round-trip', () => {
+    const row: CsObject = { ...base, pendingExport: { kind: 'add', attributes: { sn: 'Y' }, stagedOn: T1 }, exportError: failedAgain(undefined, 'm', 'run', T1), csObjectId: 'kept', exportedOn: T1 };
+    expect(fromCsEntity(toCsEntity(C1, row))).toMatchObject({ pendingExport: row.pendingExport, exportError: row.exportError, csObjectId: 'kept', exportedOn: T1 });
+  });
+
+  test('an import stores no date of its own (it is the row time); another write keeps it', () => {
+    const imported = toCsEntity(C1, { ...base, importedOn: T2 });
+    expect(imported).not.toHaveProperty('io');
+    expect(fromCsEntity(imported).importedOn).toBe(T2);
+    const laterWrite = toCsEntity(C1, { ...base, importedOn: T1, updatedOn: T2 });
+    expect(fromCsEntity(laterWrite).importedOn).toBe(T1);
+    expect(fromCsEntity(toCsEntity(C1, { ...base, hash: '' })).importedOn).toBeUndefined();
   });
 });
