@@ -188,3 +188,79 @@ describeWithServer('slapd')('export retry (slapd, Azurite, over HTTP)', () => {
     expect((await retry(dir, e002Id)).body).toMatchObject({ dn: `uid=E002,ou=Sales,${f.base}`, pendingExport: null, error: null });
   });
 });
+
+/**
+ * Deprovisioning follows the same rule: a leaver's delete that the directory refuses (an entry was put below
+ * it) is counted on its row, retried, skipped at the maximum, and applied after a retry once the cause is gone.
+ */
+describeWithServer('slapd')('export retry of a deprovisioning delete (slapd, Azurite, over HTTP)', () => {
+  let slapd: Slapd;
+  let rt: ServiceUnderTest;
+  let f: SlapdFixture;
+
+  beforeAll(async () => {
+    slapd = await startSlapd();
+    rt = await startService({ env: { Export__MaxAttempts: '2' } });
+    f = await new SlapdFixture(slapd).init();
+  });
+  afterAll(async () => {
+    await rt?.dispose();
+    await f?.cleanup();
+    await closeParkedSearches();
+    await slapd?.stop();
+  });
+
+  test('a refused delete is retried, skipped at the maximum, and applied after a retry', async () => {
+    const hrDir = path.join(rt.dataDir, 'files', 'hr2');
+    mkdirSync(hrDir, { recursive: true });
+    const header = ['id', 'employeeId', 'givenName', 'sn', 'department'];
+    const row = (n: number) => ({ id: `h${n}`, employeeId: `E00${n}`, givenName: `Given${n}`, sn: `Surname${n}`, department: 'Engineering' });
+    writeCsv(hrDir, 'people.csv', header, [row(1), row(2), row(3)]);
+    const res = await rt.call('POST', 'connectors', { body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } } } });
+    expect(res.status).toBe(201);
+    const hr = res.body.id as string;
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
+    for (const a of ['employeeId', 'givenName', 'sn', 'department']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    const dir = await ldapConnector(rt, 'Directory', { ...f.config(), deletionThreshold: { objects: 10, percent: 100 } });
+    for (const [s, t] of [['employeeId', 'uid'], ['givenName', 'givenName'], ['sn', 'sn'], ['sn', 'cn'], ['department', 'departmentNumber']]) {
+      await rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute: s, targetAttribute: t, confidence: 50 });
+    }
+    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 3 } });
+    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 3, errors: 0 } });
+    const e003 = `uid=E003,ou=Engineering,${f.base}`;
+    const anchor = (await meshOf(dir)).get('E003')!.links[dir];
+    const id = anchoredCsObjectId(dir, anchor);
+    const csRow = async () => (await readCsObjects(dir, [anchor])).get(anchor)!;
+
+    // E003 leaves HR; the directory refuses its delete (an entry below it).
+    const admin = await f.client();
+    await admin.add(`cn=below,${e003}`, { objectClass: 'organizationalRole', cn: 'below' });
+    writeCsv(hrDir, 'people.csv', header, [row(1), row(2)]);
+    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1 } });
+    const run2 = await runExport(rt, dir);
+    expect(run2).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsDeleted: 0, errors: 1 } });
+    expect((await csRow()).exportError).toMatchObject({ attempts: 1, runId: run2.runId });
+    expect((await csRow()).pendingExport).toMatchObject({ kind: 'delete' });
+    const run3 = await runExport(rt, dir);
+    expect(run3).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsDeleted: 0, errors: 1 } });
+    expect((await csRow()).exportError).toMatchObject({ attempts: 2, runId: run3.runId });
+
+    // At the maximum: not attempted, noted once.
+    const run4 = await runExport(rt, dir);
+    expect(run4).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 0, objectsDeleted: 0, errors: 0 } });
+    expect(run4.errors).toEqual([skippedNote(1, 2)]);
+    expect((await csRow()).exportError).toMatchObject({ attempts: 2, runId: run3.runId });
+
+    // The cause goes; a retry; the next export deletes it.
+    await admin.del(`cn=below,${e003}`);
+    const r = await rt.call('POST', `connectors/${dir}/space/${id}/retry`, { role: 'Operator' });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ csObjectId: id, anchor, dn: e003, pendingExport: { operation: 'Delete', attributeCount: 0 }, error: null });
+    const run5 = await runExport(rt, dir);
+    expect(run5).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
+    const { searchEntries } = await admin.search(`ou=Engineering,${f.base}`, { scope: 'one', filter: '(uid=E003)' });
+    expect(searchEntries).toHaveLength(0);
+    // Gone from the connector space: its id answers 404 now.
+    expect((await rt.call('POST', `connectors/${dir}/space/${id}/retry`, { role: 'Operator' })).status).toBe(404);
+  });
+});
