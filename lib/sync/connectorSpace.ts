@@ -22,6 +22,13 @@ import { getJson, mapLimit, putJson, putJsonText, submitBatched } from '../stora
  * Writes are upserts (Replace) of the whole row: replaying a page writes the same rows again.
  */
 const TABLE = 'ConnectorSpace';
+
+/**
+ * Object ids (csObjectId) are part of this repository's contract, kept in lib/sync/csIds.ts: `csObjectIdOf(row)`
+ * (computed for a row with an anchor, kept for one that was a staged add), `indexCsObjectIds` (make ids
+ * resolvable) and `findCsObjectRef` (an id to its anchor or staged add, one point read).
+ */
+export { anchoredCsObjectId, csObjectIdOf, findCsObjectRef, indexCsObjectIds, stagedCsObjectId, type CsObjectRef } from './csIds';
 const BUCKETS = '0123456789abcdef'.split('');
 /** The table of a partition (`<connector id>_<bucket>`). */
 const csTable = (pk: string) => table(TABLE + pk.slice(-2, -1));
