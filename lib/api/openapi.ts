@@ -11,6 +11,7 @@ import '../schemas/runs';
 import '../schemas/mesh';
 import '../schemas/triggers';
 import '../schemas/schedules';
+import '../schemas/connectorSpace';
 
 /**
  * The OpenAPI 3.1 document of the Admin API, generated from the route catalog (lib/api/routes.ts) and the
@@ -88,6 +89,9 @@ function operation(r: RouteSpec, ref: (id: string) => Record<string, unknown>): 
       description: p.description + (p.kind === 'guid' ? ' A value that is not a GUID is a 404.' : ''),
       schema: p.kind === 'guid' ? { type: 'string', format: 'uuid' } : { type: 'string', pattern: '^[0-9a-z][0-9a-z-]{0,127}$' },
     });
+  }
+  if (r.subParam) {
+    parameters.push({ name: r.subParam.name, in: 'path', required: true, description: r.subParam.description + ' A value that is not a GUID is a 400.', schema: { type: 'string', format: 'uuid' } });
   }
   for (const [name, p] of Object.entries(r.query ?? {})) parameters.push({ name, in: 'query', required: false, schema: queryParamSchema(p) });
 

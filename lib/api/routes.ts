@@ -35,6 +35,8 @@ export interface RouteSpec {
   pathParam?: PathParam;
   /** Further path parameters after the first (a schedule run under its schedule). */
   morePathParams?: PathParam[];
+  /** A second path parameter, a GUID naming a part of the resource (`csObjectId`): a malformed one is a 400. */
+  subParam?: { name: string; description: string };
   /** `text`: the media type of a body that is not JSON (the Prometheus exposition). */
   success: { status: 200 | 201 | 202 | 204; schema?: string; location?: boolean; text?: string };
   /** Statuses particular to the route (409, 503...), besides those `errorStatuses` derives. */
@@ -48,6 +50,7 @@ const instanceId = { name: 'id', kind: 'instanceId', description: 'The engine in
 const meshId = { name: 'id', kind: 'guid', description: 'The mesh object id.' } as const;
 const scheduleId = { name: 'id', kind: 'guid', description: 'The schedule id.' } as const;
 const scheduleRunId = { name: 'scheduleRunId', kind: 'guid', description: 'The schedule run id.' } as const;
+const csObjectId = { name: 'csObjectId', description: 'The connector-space object id.' } as const;
 
 export const ROUTES: readonly RouteSpec[] = [
   // Connectors
@@ -60,6 +63,8 @@ export const ROUTES: readonly RouteSpec[] = [
   // Import and export (sync engine)
   { name: 'triggerImport', method: 'POST', route: 'connectors/{id}/import', permission: 'runs.trigger', tag: 'Runs', summary: 'Trigger a full import, a delta import or a full synchronization (FullSync)', pathParam: connectorId, request: { schema: 'TriggerImportRequest', optional: true }, success: { status: 202, schema: 'Run', location: true }, errors: [409] },
   { name: 'triggerExport', method: 'POST', route: 'connectors/{id}/export', permission: 'runs.trigger', tag: 'Runs', summary: 'Trigger an export of the staged changes', pathParam: connectorId, request: { schema: 'TriggerExportRequest', optional: true }, success: { status: 202, schema: 'Run', location: true }, errors: [409] },
+  // Connector space
+  { name: 'retryConnectorSpaceObject', method: 'POST', route: 'connectors/{id}/space/{csObjectId}/retry', permission: 'connectorSpace.operate', tag: 'Connector space', summary: "Reset an object's export failure (error and attempts) so that the next export tries its pending change again", pathParam: connectorId, subParam: csObjectId, success: { status: 200, schema: 'ConnectorSpaceObject' } },
   // Assignment
   { name: 'assignConnectorToInstance', method: 'PUT', route: 'connectors/{id}/instance', permission: 'instances.write', tag: 'Instances', summary: 'Assign a connector to an engine instance (409 when assigned to another)', pathParam: connectorId, request: { schema: 'AssignConnectorRequest' }, success: { status: 200, schema: 'ConnectorAssignment' }, errors: [409] },
   { name: 'unassignConnectorFromInstance', method: 'DELETE', route: 'connectors/{id}/instance', permission: 'instances.write', tag: 'Instances', summary: 'Unassign a connector', pathParam: connectorId, success: { status: 204 } },
@@ -108,6 +113,7 @@ export function errorStatuses(r: RouteSpec): number[] {
   if (r.request) [400, 413, 415].forEach((x) => s.add(x));
   if (r.query) s.add(400);
   if (r.pathParam) s.add(404);
+  if (r.subParam) s.add(400);
   if (r.name !== 'getHealth' && r.name !== 'getOpenApi') s.add(500);
   return [...s].sort((a, b) => a - b);
 }

@@ -14,6 +14,7 @@ import { setEngineStateSource } from '../telemetry/metrics';
 import { startTracing, stopTracing } from '../telemetry/tracing';
 import { readEngineState } from './engineGauges';
 import { readSchedulesConfig } from '../schedules/config';
+import { readExportMaxAttempts } from '../core/config';
 
 const log = areaLog('api');
 
@@ -23,6 +24,7 @@ const log = areaLog('api');
  * - `license`: read the `License:*` settings, so a malformed one stops the start naming it.
  * - `fileRoots`: read `Connectors:File:Roots` (a malformed value or a missing folder stops the start naming
  *   the setting); unset, the default root under the data folder is created.
+ * - `exportSettings`: read `Export:MaxAttempts`, so a malformed value stops the start naming it.
  * - `pendingOperations`: finish what a crash left half-done (connector deletes). A storage failure here is
  *   logged and does not stop the start: the next start tries again, and readers already see the outcome.
  */
@@ -71,6 +73,14 @@ export const schedulesConfigStep: ServiceStep = {
   },
 };
 
+/** `exportSettings`: read `Export:MaxAttempts`, so a malformed one stops the start naming it. */
+export const exportSettingsStep: ServiceStep = {
+  name: 'exportSettings',
+  async start() {
+    readExportMaxAttempts();
+  },
+};
+
 export const pendingOperationsStep: ServiceStep = {
   name: 'pendingOperations',
   async start() {
@@ -95,6 +105,7 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   licenseStep,
   fileRootsStep,
   schedulesConfigStep,
+  exportSettingsStep,
   authenticationStep,
   engineInstanceStep,
   pendingOperationsStep,

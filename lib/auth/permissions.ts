@@ -18,6 +18,8 @@ export const PERMISSIONS = {
   /** Test a stored connector's connection (it reaches only what an Admin saved, and changes nothing). */
   'connectors.test': ['Operator', 'Admin'],
   'instances.operate': ['Operator', 'Admin'],
+  /** Act on one connector-space object (retry a refused export change). */
+  'connectorSpace.operate': ['Operator', 'Admin'],
   'connectors.write': ['Admin'],
   'rules.write': ['Admin'],
   'schedules.write': ['Admin'],

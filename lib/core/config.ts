@@ -117,3 +117,11 @@ export function readCoreConfig(settings = new SettingsReader()): CoreConfig {
     dataDir: settings.string('Service:DataDir', '.data'),
   };
 }
+
+/** `Export:MaxAttempts` (default 5): how many export runs try a change the target refuses before skipping it. */
+export const DEFAULT_EXPORT_MAX_ATTEMPTS = 5;
+
+/** `Export__MaxAttempts`, a whole number from 1 to 1000 (read at start by a service step, and by every export page). */
+export function readExportMaxAttempts(settings = new SettingsReader()): number {
+  return settings.int('Export:MaxAttempts', DEFAULT_EXPORT_MAX_ATTEMPTS, { min: 1, max: 1000 });
+}

@@ -99,6 +99,16 @@ export function routeId(request: HttpRequest, name: string, what: string): strin
   return value.toLowerCase();
 }
 
+/**
+ * A GUID path parameter that names a part of a resource (`csObjectId` under a connector): a value that is not a
+ * GUID is a 400 naming the parameter (the resource's own id stays a 404, see {@link routeId}).
+ */
+export function routeGuid(request: HttpRequest, name: string): string {
+  const value = request.params[name] ?? '';
+  if (!isGuid(value)) throw badRequest(`The path parameter '${name}' must be a GUID, not '${truncate(value)}'.`, [{ path: name, message: 'must be a GUID' }]);
+  return value.toLowerCase();
+}
+
 function truncate(value: string): string {
   const safe = value.replace(/[^\x20-\x7e]/g, '?');
   return safe.length > 64 ? safe.slice(0, 64) + '...' : safe;

@@ -15,13 +15,20 @@ import { getJson, mapLimit, putJson, putJsonText, submitBatched } from '../stora
  * 15. The whole space of a connector is 64 partition queries.
  * Properties: `objectType`, `hash` (content hash as imported), `rh` (rules hash), `meshId`, `deleted`,
  * `updatedOn`, `dn`, and JSON (chunked) `a` attributes, `x` exported values, `p` pending export, `u` unconfirmed
- * attribute names, `error`, `rn` the names of the reference attributes, `jk` a disconnector's join keys, `dp` its deprovisioning state (JSON; `dps` the state and `dpd` when a pending one is due, for the summaries). A row
+ * attribute names, `error`, `rn` the names of the reference attributes, `jk` a disconnector's join keys, `dp` its deprovisioning state (JSON; `dps` the state and `dpd` when a pending one is due, for the summaries), `xe` the last export failure of its pending export (JSON, lib/sync/exportRetry.ts), `cid` its csObjectId when it is not the name-based one (lib/sync/csIds.ts), `io`/`eo` when an import or an export last wrote it (`io` only when it is not `updatedOn`). A row
  * whose attributes or exported values are too large for it (a group of many members) keeps them apart
  * (lib/storage/overflow.ts) and names them with `aref`/`xref`.
  *
  * Writes are upserts (Replace) of the whole row: replaying a page writes the same rows again.
  */
 const TABLE = 'ConnectorSpace';
+
+/**
+ * Object ids (csObjectId) are part of this repository's contract, kept in lib/sync/csIds.ts: `csObjectIdOf(row)`
+ * (computed for a row with an anchor, kept for one that was a staged add), `indexCsObjectIds` (make ids
+ * resolvable) and `findCsObjectRef` (an id to its anchor or staged add, one point read).
+ */
+export { anchoredCsObjectId, csObjectIdOf, findCsObjectRef, indexCsObjectIds, stagedCsObjectId, type CsObjectRef } from './csIds';
 const BUCKETS = '0123456789abcdef'.split('');
 /** The table of a partition (`<connector id>_<bucket>`). */
 const csTable = (pk: string) => table(TABLE + pk.slice(-2, -1));
@@ -55,6 +62,10 @@ export interface CsSummary {
   due?: string;
   /** {@link CsObject.provisioned}. */
   provisioned?: true;
+  /** {@link CsObject.csObjectId} (kept through imports, which rewrite rows from their summaries). */
+  cid?: string;
+  /** {@link CsObject.exportedOn} (kept through imports likewise). */
+  eo?: string;
 }
 
 type Row = TableEntityResult<Record<string, unknown>>;
@@ -86,6 +97,11 @@ export function toCsEntity(connectorId: string, o: CsObject, apart: { a?: string
   if (o.joinKeys?.length && !o.meshId && !o.deleted) e.jk = JSON.stringify(o.joinKeys);
   if (isFailed(o)) e.failed = true;
   if (o.provisioned && !o.deleted) e.pv = true;
+  if (o.exportError) e.xe = JSON.stringify(o.exportError);
+  if (o.csObjectId) e.cid = o.csObjectId;
+  // An import writes the row when it reads it: `io` is kept only when another write came since (no bytes more per import).
+  if (o.importedOn && o.importedOn !== o.updatedOn) e.io = o.importedOn;
+  if (o.exportedOn) e.eo = o.exportedOn;
   if (o.deprovisioned) {
     e.dp = JSON.stringify(o.deprovisioned);
     e.dps = o.deprovisioned.state;
@@ -116,6 +132,11 @@ export function fromCsEntity(e: Record<string, unknown>): CsObject {
   if (e.jk) o.joinKeys = JSON.parse(String(e.jk)) as string[];
   if (e.dp) o.deprovisioned = JSON.parse(String(e.dp)) as CsObject['deprovisioned'];
   if (e.pv) o.provisioned = true;
+  if (e.xe) o.exportError = JSON.parse(String(e.xe)) as CsObject['exportError'];
+  if (e.cid) o.csObjectId = String(e.cid);
+  if (e.io) o.importedOn = String(e.io);
+  else if (o.hash || e.error) o.importedOn = o.updatedOn;
+  if (e.eo) o.exportedOn = String(e.eo);
   return o;
 }
 
@@ -150,6 +171,8 @@ function summaryOf(e: Record<string, unknown>): CsSummary {
   if (e.dps) s.deprov = String(e.dps) as CsSummary['deprov'];
   if (e.dpd) s.due = String(e.dpd);
   if (e.pv) s.provisioned = true;
+  if (e.cid) s.cid = String(e.cid);
+  if (e.eo) s.eo = String(e.eo);
   return s;
 }
 
@@ -168,6 +191,8 @@ export const summarize = (_connectorId: string, o: CsObject): CsSummary => {
   if (o.deprovisioned) s.deprov = o.deprovisioned.state;
   if (o.deprovisioned?.due) s.due = o.deprovisioned.due;
   if (o.provisioned && !o.deleted) s.provisioned = true;
+  if (o.csObjectId) s.cid = o.csObjectId;
+  if (o.exportedOn) s.eo = o.exportedOn;
   return s;
 };
 
@@ -179,7 +204,7 @@ export async function loadCsSummaries(connectorId: string): Promise<Map<string, 
   const out = new Map<string, CsSummary>();
   await mapLimit(partitions(connectorId), 4, async (pk) => {
     const it = (await csTable(pk)).listEntities<Record<string, unknown>>({
-      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk', 'failed', 'dps', 'dpd', 'pv'] },
+      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk', 'failed', 'dps', 'dpd', 'pv', 'cid', 'eo'] },
     });
     for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
   });
@@ -255,4 +280,19 @@ export async function deleteConnectorSpace(connectorId: string): Promise<void> {
     }
   }
   await submitBatched(csTable, keys);
+}
+
+/**
+ * Reset the export failure of an object (its pending change stays: the next export tries it again). A Merge of
+ * the one property, so a run writing the row at the same moment is not undone. False when the row is gone.
+ */
+export async function clearCsExportError(connectorId: string, anchor: string): Promise<boolean> {
+  const pk = csPartition(connectorId, anchor);
+  try {
+    await (await csTable(pk)).updateEntity({ partitionKey: pk, rowKey: encodeKey(anchor), xe: '' }, 'Merge');
+    return true;
+  } catch (err) {
+    if (isStatus(err, 404)) return false;
+    throw err;
+  }
 }

@@ -37,6 +37,7 @@ import { compileExpression } from '../expression';
 import { exportNeedsRelations, exportRelations } from './exportReferences';
 import { compileRuleSet, indexedAttributes, ruleFailureMessage, ruleValue, type RuleSet } from './rules';
 import { RULES_CHANGED_NOTE } from './rulesChange';
+import { dropGoneStagedAdds, ExportRetry } from './exportRetry';
 import {
   claimCsOwner,
   clearExportDirty,
@@ -90,6 +91,8 @@ export interface RunTotals {
   stopped?: string;
   /** The run was asked to stop (see lib/sync/runProgress.ts): the step ended at a page boundary. */
   cancelled?: boolean;
+  /** Export: objects skipped for reaching Export__MaxAttempts (lib/sync/exportRetry.ts), counted once per run. */
+  skipped?: string[];
 }
 
 /** What the export steps read from the connector's configuration (see {@link runConfig}). */
@@ -374,6 +377,8 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
         meshId: w.sum.meshId,
         deleted: w.sum.deleted,
         ...(w.sum.provisioned ? { provisioned: true } : {}),
+        ...(w.sum.cid ? { csObjectId: w.sum.cid } : {}),
+        ...(w.sum.eo ? { exportedOn: w.sum.eo } : {}),
         updatedOn: now,
       }
     );
@@ -537,6 +542,8 @@ function keepExportState(row: CsObject, stored: CsObject): void {
   if (stored.exported) row.exported = stored.exported;
   if (stored.unconfirmed) row.unconfirmed = stored.unconfirmed;
   if (stored.pendingExport) row.pendingExport = stored.pendingExport;
+  if (stored.importedOn) row.importedOn = stored.importedOn;
+  else delete row.importedOn;
 }
 
 /** The last row per anchor (a page that lists an anchor twice plans it twice). */
@@ -554,6 +561,7 @@ function addPage(totals: RunTotals, page: PageResult, readErrors: ObjectError[])
   return {
     ...(totals.notInTarget ? { notInTarget: totals.notInTarget } : {}),
     ...(totals.movedInTarget ? { movedInTarget: totals.movedInTarget } : {}),
+    ...(totals.skipped ? { skipped: totals.skipped } : {}),
     stats: {
       objectsProcessed: totals.stats.objectsProcessed + page.processed + readErrors.length,
       objectsCreated: totals.stats.objectsCreated + page.created,
@@ -1089,6 +1097,7 @@ export async function planExport(info: RunInfo, config: ExportConfig): Promise<E
     const rules = compileRuleSet(info.connectorId, await listRules());
     if (!rules.outbound.length) return { mode: 'none' };
     await rejoinAtStart(info, emptyTotals(), false);
+    if (!info.dryRun) await dropGoneStagedAdds(info.connectorId);
     const hash = await exportHash(info.connectorId, rules);
     const state = await readSyncState(info.connectorId);
     // Noted before anything is read: a change after it is the next export's.
@@ -1261,6 +1270,9 @@ async function exportDocs(
   const anchorOf = (d: MeshObject): string | undefined => d.links[cid] ?? waiting.get(d.id);
   const anchors = docs.map(anchorOf).filter((a): a is string => !!a);
   const existing = await readCsObjects(cid, anchors);
+  // Objects whose change failed Export__MaxAttempts times are left out (lib/sync/exportRetry.ts).
+  const { retry, docs: attempted } = await ExportRetry.forPage(info, now, docs, (d) => existing.get(anchorOf(d) ?? ''));
+  docs = attempted;
   const changes: DocChange[] = [];
   const errors: RunObjectError[] = [];
   // Rows (and links) that change without a change in the target: pending marks, cancellations, objects left.
@@ -1362,6 +1374,7 @@ async function exportDocs(
       }
     }
   }
+  retry.settle(new Set(changes.map((c) => c.doc.id)), quietRows);
   // Deprovisioning deletes are held to the deletion threshold like the deletes pass (counted over the run).
   const deleting = changes.filter((c) => c.tag === 'delete').length;
   let stopped: string | undefined;
@@ -1372,7 +1385,7 @@ async function exportDocs(
   // objectsProcessed counts the changes applied or attempted (and the objects whose rules failed, and those
   // left as they are by deprovisioning), not the mesh objects looked at.
   let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: changes.length + errors.length + left, errors };
-  const withStop = (t: RunTotals): RunTotals => (stopped ? { ...t, stopped } : t);
+  const withStop = (t: RunTotals): RunTotals => retry.note(stopped ? { ...t, stopped } : t);
   if (info.dryRun) {
     result = {
       ...result,
@@ -1382,7 +1395,7 @@ async function exportDocs(
     };
     return withStop(addPage(totals, result, []));
   }
-  if (!changes.length && !quietRows.length) return withStop(addPage(totals, result, []));
+  if (!changes.length && !quietRows.length && !retry.dirty) return withStop(addPage(totals, result, []));
   const { results, interrupted } = changes.length ? await exportRecordingApplied(connector, changes.map((c) => c.change)) : { results: [] as ExportResult[], interrupted: undefined };
   const csRows: CsObject[] = [...quietRows];
   const meshUpserts: MeshObject[] = [...quietDocs];
@@ -1396,12 +1409,15 @@ async function exportDocs(
     if (r.status === 'error') {
       errors.push({ object: c.doc.anchorValue, message: r.error.message });
       failedIds.push(c.doc.id);
+      const pending = retry.failed(c.change, c.doc, c.prev, r.error.message);
+      if (pending) csRows.push(pending);
       return;
     }
     if (c.tag === 'delete') {
       result.deleted++;
       const row: CsObject = { ...c.prev!, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now };
       delete row.deprovisioned;
+      retry.succeeded(c.doc, row);
       csRows.push(row);
       meshUpserts.push(unlinkedDoc(c.doc));
       return;
@@ -1412,8 +1428,9 @@ async function exportDocs(
     const recorded = withoutWriteOnlySecrets(c.values);
     // A pseudo-attribute of deprovisioning (AD's accountDisabled) is never shown by an import: not awaited.
     if (c.tag) for (const k of Object.keys(recorded)) if (isPseudoAttribute(k)) delete recorded[k];
-    const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...recorded }, pendingExport: null, updatedOn: now };
+    const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...recorded }, pendingExport: null, exportedOn: now, updatedOn: now };
     if (c.change.kind === 'add') row.provisioned = true;
+    retry.succeeded(c.doc, row);
     if (c.tag === 'disable') row.deprovisioned = { state: 'disabled', reason: 'condition', at: now, written: c.disabled!.written, previous: c.disabled!.previous };
     else if (c.tag === 'clear') delete row.deprovisioned;
     // The DN the target gave the object (an add, a rename or a move): references to it are written with it.
@@ -1436,9 +1453,11 @@ async function exportDocs(
       meshUpserts.push(doc);
     }
   });
+  await retry.stage();
   await commitMeshWrite({ upserts: meshUpserts, deletes: [], exportOf: info.connectorId });
   for (const d of meshUpserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
   await writeCsObjects(info.connectorId, csRows);
+  await retry.commit();
   // This process's summaries follow its own writes (a reload per page would read the whole space again).
   const cached = csCaches.get(info.connectorId);
   if (cached) for (const r of csRows) cached.set(r.anchor, summarize(info.connectorId, r));
@@ -1527,6 +1546,7 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
   const at = new Date();
   const now = at.toISOString();
   const prev = await readCsObjects(info.connectorId, gone);
+  const retry = ExportRetry.forRows(info, now);
   const deletes: CsObject[] = [];
   const disables: CsObject[] = [];
   const left: CsObject[] = [];
@@ -1534,6 +1554,7 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
   const lapsed: CsObject[] = [];
   for (const anchor of gone) {
     const row = prev.get(anchor) ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: '', meshId: null, updatedOn: now };
+    if (retry.skipRow(row)) continue;
     const m = row.deprovisioned;
     if (m && m.state !== 'pending') {
       // Disabled because its condition stopped holding (still linked), and now its mesh object is gone too:
@@ -1554,7 +1575,7 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
   // before deleting anything in the target. A disable or an object left as it is is not a delete.
   const stop = thresholdExceeded(deletes.length, existing, config.deletionThreshold);
   if (stop) return { stopped: stop };
-  if (info.dryRun) return addPage(totals, { ...result, deleted: deletes.length, updated: disables.length }, []);
+  if (info.dryRun) return retry.note(addPage(totals, { ...result, deleted: deletes.length, updated: disables.length }, []));
   const rules = disables.length || left.length || lapsed.length ? compileRuleSet(info.connectorId, await listRules()) : null;
   const unlinked = (row: CsObject, deprovisioned: NonNullable<CsObject['deprovisioned']>): CsObject => {
     const out: CsObject = { ...row, meshId: null, deprovisioned, updatedOn: now };
@@ -1577,12 +1598,14 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
     if (r.status === 'error') {
       result.errors.push({ object: row.anchor, message: r.error.message });
       if (row.meshId) failedIds.push(row.meshId);
+      rows.push(retry.failedRow(row, changes[i], r.error.message));
       return;
     }
     if (i < deletes.length) {
       result.deleted++;
       const out: CsObject = { ...row, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now };
       delete out.deprovisioned;
+      retry.succeeded(undefined, out);
       rows.push(out);
       return;
     }
@@ -1590,22 +1613,24 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
     result.updated++;
     const exported = { ...(row.exported ?? {}) };
     for (const [k, v] of Object.entries(d.attributes)) if (!isPseudoAttribute(k)) exported[k] = v;
-    rows.push({
+    const out: CsObject = {
       ...unlinked(row, { state: 'disabled', reason: row.deprovisioned?.reason ?? 'gone', at: now, written: Object.keys(d.attributes), previous: d.previous }),
       // Nothing awaits confirmation when only a pseudo-attribute was written (AD's accountDisabled).
       exported: Object.keys(exported).length ? exported : undefined,
-      pendingExport: null,
-    });
+    };
+    retry.succeeded(undefined, out);
+    rows.push(out);
   });
   for (const row of left) rows.push(unlinked(row, { state: 'none', reason: row.deprovisioned?.reason ?? 'gone', at: now }));
   for (const row of lapsed) rows.push(unlinked(row, row.deprovisioned!));
+  await retry.stage();
   await writeCsObjects(info.connectorId, rows);
   const cached = csCaches.get(info.connectorId);
   if (cached) for (const r of rows) cached.set(r.anchor, summarize(info.connectorId, r));
   // A change the target refused is tried again by the next export.
   await markExportDirty(info.connectorId, failedIds);
   if (interrupted !== undefined) throw interrupted;
-  return addPage(totals, result, []);
+  return retry.note(addPage(totals, result, []));
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,4 +1,23 @@
-import type { AttributeValue } from '../connectors/sdk';
+import type { AttributeValue, ExportChange } from '../connectors/sdk';
+
+/**
+ * The last failure of an export change of one object (lib/sync/exportRetry.ts): the target's message, the run
+ * and time of the failure, and how many export runs in a row tried the change and failed (`attempts`). At
+ * `Export__MaxAttempts` the export runs skip the object until it is retried (`POST .../space/{csObjectId}/retry`).
+ */
+export interface ExportError {
+  message: string;
+  runId: string;
+  occurredOn: string;
+  attempts: number;
+}
+
+/** A change staged for the target and not applied yet (it failed): its kind, values and when it was first staged. */
+export interface PendingExport {
+  kind: ExportChange['kind'];
+  attributes: Record<string, AttributeValue>;
+  stagedOn?: string;
+}
 
 /**
  * The connector space's data model (the mesh's is lib/mesh/model.ts).
@@ -20,8 +39,19 @@ export interface CsObject {
   deleted?: boolean;
   /** Values written by the last export, awaiting the confirming import (connector-side names). */
   exported?: Record<string, AttributeValue>;
-  /** Staged export not yet applied (add/update/delete with the values). */
-  pendingExport?: { kind: 'add' | 'update' | 'delete'; attributes: Record<string, AttributeValue> } | null;
+  /** Staged export not yet applied (add/update/delete with the values): a change the target refused. */
+  pendingExport?: PendingExport | null;
+  /** Why the pending export failed, and how many times (see {@link ExportError}). */
+  exportError?: ExportError;
+  /**
+   * The object's id when it is not the name-based one of its anchor: an object added by an export after its add
+   * had failed keeps the id of its staged add (lib/sync/csIds.ts).
+   */
+  csObjectId?: string;
+  /** When an import last wrote the object as its source showed it (an unchanged object is not written again). */
+  importedOn?: string;
+  /** When an export last applied a change to the object. */
+  exportedOn?: string;
   /** Exported values that did not come back in the confirming import. */
   unconfirmed?: string[];
   /** A per-object error from the last run (join ambiguity, transform failure). */

@@ -114,6 +114,7 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
     hash,
     rulesHash: rules.hash,
     meshId: null,
+    importedOn: now,
     updatedOn: now,
   };
   if (object.dn) cs.dn = object.dn;
@@ -121,6 +122,12 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
   // A target object's deprovisioning state stays with it through imports (the export acts on it).
   if (prev?.deprovisioned && !prev.deleted) cs.deprovisioned = prev.deprovisioned;
   if (prev?.provisioned && !prev.deleted) cs.provisioned = true;
+  // A change the target refused stays pending, with its failures counted, until an export applies it; the
+  // object keeps its id (lib/sync/csIds.ts).
+  if (prev?.pendingExport && !prev.deleted) cs.pendingExport = prev.pendingExport;
+  if (prev?.exportError && !prev.deleted) cs.exportError = prev.exportError;
+  if (prev?.csObjectId) cs.csObjectId = prev.csObjectId;
+  if (prev?.exportedOn) cs.exportedOn = prev.exportedOn;
   if (prev?.exported) {
     const missing = Object.keys(prev.exported).filter((k) => !sameValue(object.attributes[k], prev.exported![k]));
     if (missing.length) cs.unconfirmed = missing;
@@ -226,6 +233,8 @@ function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined
   const { rules, now, ws } = input;
   const cs: CsObject = { ...(prev ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: rules.hash, updatedOn: now }), meshId: null, deleted: true, hash: '', updatedOn: now };
   delete cs.error;
+  delete cs.exportError;
+  delete cs.pendingExport;
   delete cs.exported;
   delete cs.unconfirmed;
   delete cs.joinKeys;

@@ -53,6 +53,7 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'POST connectors/{id}/test': [OPERATE, false],
   'POST connectors/{id}/import': [OPERATE, false],
   'POST connectors/{id}/export': [OPERATE, false],
+  'POST connectors/{id}/space/{csObjectId}/retry': [OPERATE, false],
   'PUT connectors/{id}/instance': [ADMIN, false],
   'DELETE connectors/{id}/instance': [ADMIN, false],
   'GET rules': [ALL, false],

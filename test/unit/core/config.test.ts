@@ -1,4 +1,4 @@
-import { ConfigError, SettingsReader } from '../../../lib/core/config';
+import { ConfigError, readExportMaxAttempts, SettingsReader } from '../../../lib/core/config';
 
 describe('SettingsReader', () => {
   const env = {
@@ -34,5 +34,20 @@ describe('SettingsReader', () => {
       Edition: 'Enterprise',
       LicensedTo: 'Contoso',
     });
+  });
+});
+
+describe('Export:MaxAttempts', () => {
+  const read = (env: Record<string, string>) => readExportMaxAttempts(new SettingsReader(env));
+
+  it('defaults to 5 and reads either spelling', () => {
+    expect(read({})).toBe(5);
+    expect(read({ Export__MaxAttempts: '2' })).toBe(2);
+    expect(read({ 'Export:MaxAttempts': '1000' })).toBe(1000);
+  });
+
+  it.each(['0', '-1', '1001', '2.5', 'five'])('refuses %s with a message naming the setting', (v) => {
+    expect(() => read({ Export__MaxAttempts: v })).toThrow(ConfigError);
+    expect(() => read({ Export__MaxAttempts: v })).toThrow(/setting 'Export:MaxAttempts'/);
   });
 });

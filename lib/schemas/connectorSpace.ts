@@ -1,0 +1,44 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { defineSchema } from '../core/validation/ajv';
+import { Guid, Nullable, Timestamp } from '../core/validation/schemas';
+
+/** Schemas of `/connectors/{id}/space/...` (the connector space: what the engine holds of each connector's objects). */
+const Count = () => Type.Integer({ minimum: 0 });
+
+export const ConnectorSpaceObject = defineSchema(
+  Type.Object(
+    {
+      csObjectId: Guid({ description: 'The id of the object in this connector space, stable for its life there (a staged add keeps it once added).' }),
+      anchor: Nullable(Type.String({ description: "The object's anchor in the connector; null for a staged add (no object in the target yet)." })),
+      dn: Nullable(Type.String({ description: 'Its distinguished name (directories), else null.' })),
+      objectType: Type.String(),
+      meshObjectId: Nullable(Guid({ description: 'The mesh object it is joined to (a staged add: the one it adds), else null.' })),
+      pendingExport: Nullable(
+        Type.Object(
+          {
+            operation: Type.Union([Type.Literal('Add'), Type.Literal('Update'), Type.Literal('Delete'), Type.Literal('Rename')]),
+            attributeCount: Count(),
+            stagedOn: Timestamp({ description: 'When the change was first staged (its first failure).' }),
+          },
+          { additionalProperties: false, description: 'A change staged for the target and not applied yet (the target refused it).' },
+        ),
+      ),
+      awaitingConfirmation: Type.Boolean({ description: 'Exported values not yet seen back by an import of the connector.' }),
+      error: Nullable(
+        Type.Object(
+          {
+            message: Type.String({ description: "The target's message." }),
+            runId: Guid({ description: 'The export run of the last failure.' }),
+            occurredOn: Timestamp(),
+            attempts: Type.Integer({ minimum: 1, description: 'Export runs that tried the change and failed; at Export__MaxAttempts exports skip it until retried.' }),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+      lastImportedOn: Nullable(Timestamp({ description: 'When an import last wrote the object as the connector showed it.' })),
+      lastExportedOn: Nullable(Timestamp({ description: 'When an export last applied a change to it.' })),
+    },
+    { $id: 'ConnectorSpaceObject', additionalProperties: false },
+  ),
+);
+export type ConnectorSpaceObject = Static<typeof ConnectorSpaceObject>;
