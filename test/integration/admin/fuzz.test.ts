@@ -15,7 +15,9 @@ const HR_FOLDER = path.join(os.tmpdir(), 'hr-exports');
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 20261121);
 const ROUNDS = Number(process.env.FUZZ_ROUNDS ?? 3000);
-const TABLES = ['Connectors', 'ConnectorNames', 'Rules', 'Audit', 'Operations', 'ConnectorAssignments', 'Runs'];
+const TABLES = ['Connectors', 'ConnectorNames', 'Rules', 'Audit', 'Operations', 'ConnectorAssignments', 'Runs', 'Schedules', 'ScheduleRuns', 'ConnectorSpaceIds', 'ConnectorSpaceStaged'];
+
+jest.setTimeout(240_000);
 
 let svc: ServiceUnderTest;
 let connectorId: string;
@@ -43,6 +45,7 @@ function randomValue(depth = 0): unknown {
 }
 
 const validConnector = () => ({ name: `fuzz ${int(1e9)}`, type: pick(['ldap', 'active_directory', 'sql', 'custom']), config: { host: 'h', baseDN: 'dc=x', bindDN: 'cn=y', bindPassword: 'fuzz-secret-pw', dialect: 'mysql', database: 'd', user: 'u', password: 'p', anchorColumn: 'id', fullImportQuery: 'q', implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } as Record<string, unknown> });
+const validSchedule = () => ({ name: `s${int(1e9)}`, cron: pick(['0 */5 * * * *', '*/10 * * * *', '0 30 2 * * *']), timeZone: pick(['UTC', 'Europe/Berlin']), isEnabled: false, steps: [{ runType: 'DeltaImport', connectorIds: [connectorId] }], stopOnFailure: true } as Record<string, unknown>);
 const validRule = () => ({ ruleName: `r${int(1e9)}`, ruleType: pick(['JoinRule', 'FlowRule', 'ProjectionRule', 'MeshComposerRule']), connectorId, sourceAttribute: 'a', targetAttribute: 'b', confidence: 50, transformScript: 'source' } as Record<string, unknown>);
 
 /** A valid-looking body made invalid for sure (an unknown property, at the top or inside config) plus random damage. */
@@ -82,7 +85,7 @@ function randomId(): string {
 function nextRequest(): Req {
   const rawBody = () => pick<unknown>([randomValue(), '{"name": ', '[1,2', 'true', '"str"', Buffer.from([0xff, 0xfe, 0x00, 0x7b]), '{"a":1}'.repeat(3)]);
   const contentType = () => pick(['application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'application/problem+json', '']);
-  switch (int(14)) {
+  switch (int(19)) {
     case 0: return { method: 'POST', route: 'connectors', body: mutated(validConnector()), write: true };
     case 1: return { method: 'POST', route: 'connectors', body: rawBody(), headers: { 'content-type': contentType() }, write: true };
     case 2: return { method: 'PUT', route: `connectors/${rand() < 0.7 ? connectorId : randomId()}`, body: mutated({ ...validConnector(), type: undefined }), write: true };
@@ -96,7 +99,12 @@ function nextRequest(): Req {
     case 10: return { method: 'GET', route: pick([`connectors/${randomId()}`, `rules/${randomId()}`, `runs/${randomId()}`, 'connectors', 'license', 'instances', 'health', 'openapi.json']), write: false };
     case 11: return { method: 'POST', route: `instances/${pick(['nope', 'UPPER', randomId()])}/${pick(['pause', 'resume', 'rename'])}`, body: { unexpected: randomValue() }, write: true };
     case 12: return { method: 'PUT', route: `connectors/${pick([connectorId, randomId()])}/instance`, body: mutated({ instanceId: 'x' }), write: true };
-    default: return { method: pick(['POST', 'PUT', 'DELETE']), route: pick(['connectors', 'rules', 'audit', 'license']), body: randomValue(), write: true };
+    case 13: return { method: 'POST', route: 'schedules', body: rand() < 0.8 ? mutated(validSchedule()) : rawBody(), headers: { 'content-type': contentType() }, write: true };
+    case 14: return { method: 'PUT', route: `schedules/${randomId()}`, body: mutated(validSchedule()), write: true };
+    case 15: return { method: 'POST', route: pick([`runs/${randomId()}/cancel`, `schedules/${randomId()}/run`, `schedules/${randomId()}/runs/${randomId()}/cancel`]), body: rand() < 0.5 ? undefined : randomValue(), write: true };
+    case 16: return { method: 'POST', route: `connectors/${pick([connectorId, randomId()])}/space/${randomId()}/retry`, write: true };
+    case 17: return { method: 'GET', route: pick([`schedules?${randomQuery()}`, `schedules/${randomId()}`, `schedules/${randomId()}/runs?${randomQuery()}`]), write: false };
+    default: return { method: pick(['POST', 'PUT', 'DELETE']), route: pick(['connectors', 'rules', 'audit', 'license', 'schedules', 'metrics']), body: randomValue(), write: true };
   }
 }
 
