@@ -1,4 +1,5 @@
 import { RestError, TableClient, TableServiceClient, type TransactionAction } from '@azure/data-tables';
+import type { PipelinePolicy } from '@azure/core-rest-pipeline';
 import { AppError } from '../core/errors';
 import { canBuild, submitTransactionFast } from './transaction';
 
@@ -27,6 +28,25 @@ function isLoopbackHttp(cs: string): boolean {
   return /TableEndpoint=http:\/\/(127\.0\.0\.1|localhost|\[::1\])/i.test(cs) || /UseDevelopmentStorage=true/i.test(cs);
 }
 
+/**
+ * A request whose socket broke while it was being written (`EPIPE`: a kept-alive connection the server closed
+ * at that moment, or a busy emulator dropping it) never reached the service whole, so sending it again is
+ * safe; the SDK's own retries leave this code out. Tried up to 3 more times, 50, 100, 150 ms apart.
+ */
+export const brokenSocketRetry: PipelinePolicy = {
+  name: 'brokenSocketRetry',
+  async sendRequest(request, next) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await next(request);
+      } catch (err) {
+        if (attempt > 3 || (err as { code?: unknown })?.code !== 'EPIPE') throw err;
+        await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+  },
+};
+
 /** The client for table `name` (prefix applied), created if it does not exist yet. */
 export function table(name: string): Promise<TableClient> {
   const full = tablePrefix() + name;
@@ -35,6 +55,7 @@ export function table(name: string): Promise<TableClient> {
     p = (async () => {
       const cs = storageConnectionString();
       const client = TableClient.fromConnectionString(cs, full, { allowInsecureConnection: isLoopbackHttp(cs) });
+      client.pipeline.addPolicy(brokenSocketRetry, { phase: 'Retry' });
       try {
         await client.createTable();
       } catch (err) {
