@@ -61,6 +61,11 @@ export interface RuntimeExtension {
    * with the value the function set; a throw fails the invocation, as a failed flush does on the host.
    */
   readonly outputBindings?: Record<string, OutputBindingWriter>;
+  /**
+   * Check the app's configuration for this extension (connections, host.json sections) before anything
+   * starts: a throw stops the start with its message.
+   */
+  validate?(registry: FunctionRegistry, hostJson: Record<string, unknown>): void;
   start(ctx: ExtensionContext): Promise<void>;
   /** Stop taking new work and wait (bounded) for work in flight. */
   stop(): Promise<void>;

@@ -127,6 +127,7 @@ export class FunctionsHost {
     const capabilities = (await withLoopbackServers(async () => model.getCapabilities?.({}))) ?? {};
     this.httpUri = loopbackUri(capabilities.HttpUri || undefined);
     enforceSupportedBindings(this.registry, this.extensions, this.env, (message) => log.warn('Host.Startup', message));
+    for (const ext of this.extensions) ext.validate?.(this.registry, this.hostJson);
     log.info('Host.Startup', `Worker process started and initialized (${model.name} ${model.version}${this.httpUri ? ', HTTP streaming' : ''}).`);
 
     for (const hook of this.registry.hooks.get('appStart') ?? []) {

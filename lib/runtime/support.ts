@@ -9,7 +9,7 @@ export interface UnsupportedBinding {
   functionName: string;
   bindingName: string;
   type: string;
-  direction: string;
+  role: 'trigger' | 'input' | 'output';
 }
 
 /**
@@ -22,12 +22,12 @@ export function unsupportedBindings(registry: FunctionRegistry, extensions: Runt
     for (const [bindingName, binding] of Object.entries(fn.metadata.bindings)) {
       const type = String(binding.type ?? '');
       const t = type.toLowerCase();
-      const direction = String(binding.direction ?? 'in');
+      const role = bindingName === fn.triggerName ? 'trigger' : binding.direction === 'out' ? 'output' : 'input';
       let ok: boolean;
-      if (bindingName === fn.triggerName) ok = t === 'httptrigger' || extensions.some((e) => e.triggerTypes.includes(t));
-      else if (direction === 'out') ok = t === 'http' || extensions.some((e) => e.outputBindings?.[t] !== undefined);
+      if (role === 'trigger') ok = t === 'httptrigger' || extensions.some((e) => e.triggerTypes.includes(t));
+      else if (role === 'output') ok = t === 'http' || extensions.some((e) => e.outputBindings?.[t] !== undefined);
       else ok = extensions.some((e) => e.inputBindings?.[t] !== undefined);
-      if (!ok) out.push({ functionName: fn.metadata.name, bindingName, type, direction });
+      if (!ok) out.push({ functionName: fn.metadata.name, bindingName, type, role });
     }
   }
   return out;
@@ -40,7 +40,7 @@ export function unsupportedBindings(registry: FunctionRegistry, extensions: Runt
 export function enforceSupportedBindings(registry: FunctionRegistry, extensions: RuntimeExtension[], env: NodeJS.ProcessEnv, warn: (message: string) => void): void {
   const found = unsupportedBindings(registry, extensions);
   if (found.length === 0) return;
-  const describe = (u: UnsupportedBinding) => `function '${u.functionName}' uses the ${u.type} ${u.bindingName === '$return' ? 'return' : u.direction === 'out' ? 'output' : 'trigger/input'} binding '${u.bindingName}'`;
+  const describe = (u: UnsupportedBinding) => `function '${u.functionName}' uses the ${u.type} ${u.bindingName === '$return' ? 'return' : u.role} binding '${u.bindingName}'`;
   const skip = /^(true|1|yes)$/i.test(getSetting(SKIP_UNSUPPORTED_SETTING, env)?.trim() ?? '');
   if (!skip) {
     const lines = found.map((u) => `  - ${describe(u)}, which this runtime does not support.`);

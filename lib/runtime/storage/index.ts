@@ -67,6 +67,11 @@ export function createStorageExtension(env: NodeJS.ProcessEnv = process.env): Ru
       blob: (binding, fn, data, request) => writeBlobOutput(bindingCtx, binding, fn, data, request),
       table: (binding, fn, data, request) => writeTableOutput(bindingCtx, binding, fn, data, request),
     },
+    validate(registry, hostJson) {
+      queueOptions(hostJson);
+      checkConnections([...registry.functions.values()]);
+      for (const fn of registry.byTriggerType('blobTrigger')) compileBlobPath(required(fn, fn.metadata.bindings[fn.triggerName], 'path'), fn.metadata.name);
+    },
     async start(ctx: ExtensionContext) {
       const options = queueOptions(ctx.hostJson);
       messageEncoding = options.messageEncoding;

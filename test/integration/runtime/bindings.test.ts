@@ -217,7 +217,7 @@ describe('start-up refusals', () => {
     expect(exit.code).toBe(1);
     const err = rt.stderr();
     expect(err).toContain('The host could not start: The app declares bindings this runtime cannot run:');
-    expect(err).toMatch(/function 'orders' uses the serviceBusTrigger trigger\/input binding '\w+', which this runtime does not support\./);
+    expect(err).toMatch(/function 'orders' uses the serviceBusTrigger trigger binding '\w+', which this runtime does not support\./);
     expect(err).toMatch(/function 'saveDoc' uses the cosmosDB output binding '\w+', which this runtime does not support\./);
     expect(err).toContain('set Runtime__SkipUnsupportedFunctions=true to start without them');
     expect(err).not.toContain("'ping'");
