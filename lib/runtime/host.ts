@@ -34,7 +34,7 @@ export interface HostOptions {
   dataDir?: string;
   /** Process environment the app sees (default: process.env; local settings are copied into it). */
   env?: NodeJS.ProcessEnv;
-  /** Extensions to host (default: the durable task hub and timers). */
+  /** Extensions to host (default: defaultExtensions(): the durable task hub, timers, Azure Storage). */
   extensions?: RuntimeExtension[];
   /** Where log lines go (default: stdout). */
   write?: (line: string) => void;
@@ -43,6 +43,11 @@ export interface HostOptions {
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** The extensions `fnhost` hosts: durable task hub, timers, Azure Storage. */
+export function defaultExtensions(env: NodeJS.ProcessEnv): RuntimeExtension[] {
+  return [createDurableExtension(), createTimerExtension(), createStorageExtension(env)];
+}
 
 /** The outcome of an invocation that failed before or after the handler ran (binding errors). */
 function failedOutcome(invocationId: string, err: Error, durationMs: number): InvocationOutcome {
@@ -90,7 +95,7 @@ export class FunctionsHost {
     this.appDir = path.resolve(options.appDir);
     this.env = options.env ?? process.env;
     this.dataDir = path.resolve(options.dataDir ?? path.join(this.appDir, '.data'));
-    this.extensions = options.extensions ?? [createDurableExtension(), createTimerExtension(), createStorageExtension(this.env)];
+    this.extensions = options.extensions ?? defaultExtensions(this.env);
     this.logger = new Logger({ write: options.write, format: this.logFormat() });
   }
 
@@ -126,7 +131,10 @@ export class FunctionsHost {
     // The library opens its HTTP streaming proxy here, on every interface unless told otherwise: loopback only.
     const capabilities = (await withLoopbackServers(async () => model.getCapabilities?.({}))) ?? {};
     this.httpUri = loopbackUri(capabilities.HttpUri || undefined);
-    enforceSupportedBindings(this.registry, this.extensions, this.env, (message) => log.warn('Host.Startup', message));
+    // Refused: what no extension of this runtime runs. An embedder that leaves out one of them (a benchmark
+    // hosting HTTP only) gets a warning per function it does not run, in the Functions list.
+    const known = this.options.extensions ? [...this.extensions, ...defaultExtensions(this.env)] : this.extensions;
+    enforceSupportedBindings(this.registry, known, this.env, (message) => log.warn('Host.Startup', message));
     for (const ext of this.extensions) ext.validate?.(this.registry, this.hostJson);
     log.info('Host.Startup', `Worker process started and initialized (${model.name} ${model.version}${this.httpUri ? ', HTTP streaming' : ''}).`);
 
@@ -374,6 +382,8 @@ export class FunctionsHost {
         lines.push(`        ${fn.metadata.name}: [${methods.join(',')}] ${http.urlFor(route, this.baseUrl)}`, '');
       } else {
         lines.push(`        ${fn.metadata.name}: ${fn.triggerType}`, '');
+        const owned = this.extensions.some((e) => e.triggerTypes.includes(fn.triggerType.toLowerCase()));
+        if (!owned) this.logger.warn('Host.Startup', `This host was started without the extension that runs '${fn.triggerType}' triggers: function '${fn.metadata.name}' will not be triggered.`);
       }
     }
     this.logger.plain('Host.Startup', lines.join('\n'), { functions: fns.map((f) => ({ name: f.metadata.name, trigger: f.triggerType })) });
