@@ -63,6 +63,8 @@ export class BlobListener {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
+  /** ETags settled (run, or given up) per blob name: later scans skip them without reading their receipt. */
+  private readonly settled = new Map<string, string>();
 
   constructor(
     private readonly ctx: ExtensionContext,
@@ -114,8 +116,12 @@ export class BlobListener {
       const match = this.pattern.regex.exec(item.name);
       if (!match) continue;
       const etag = item.properties.etag ?? '';
+      if (this.settled.get(item.name) === etag) continue;
       const seen = await this.receipt(item.name);
-      if (seen && seen.ETag === etag && (seen.Done || seen.Attempts >= this.options.maxDequeueCount)) continue;
+      if (seen && seen.ETag === etag && (seen.Done || seen.Attempts >= this.options.maxDequeueCount)) {
+        this.settled.set(item.name, etag);
+        continue;
+      }
       const attempts = seen && seen.ETag === etag ? seen.Attempts : 0;
       await this.fire(item.name, etag, match, item.metadata ?? {}, item.properties as unknown as Record<string, unknown>, attempts);
     }
@@ -153,5 +159,6 @@ export class BlobListener {
       this.ctx.logger.log('warning', `Function.${name}`, `Blob ${this.pattern.container}/${blobName} failed ${tries} times (maxDequeueCount). Moving it to queue '${BLOB_POISON_QUEUE}'.`);
     }
     await this.receipts.upsertEntity({ partitionKey: this.partition, rowKey: rowKeyOf(blobName), ETag: etag, Attempts: tries, Done: !failed }, 'Replace');
+    if (!failed || tries >= this.options.maxDequeueCount) this.settled.set(blobName, etag);
   }
 }

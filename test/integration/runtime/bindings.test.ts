@@ -23,6 +23,7 @@ interface AppState {
   queueRetry: { message: string; retryContext: { retryCount: number; maxRetryCount: number; exception?: { message?: string } } | null; dequeueCount: number }[];
   timerRetry: { retryContext: { retryCount: number; maxRetryCount: number; exception?: { message?: string } } | null; at: number }[];
   blobFires: { name: string; text: string; isBuffer: boolean; blobTrigger: string }[];
+  badBlobAttempts: number;
   hooks: Record<string, { error: string | null }>;
 }
 
@@ -185,6 +186,22 @@ describe('storage bindings on Azurite, through the embedded host (test/fixtures/
     expect(second.map((f) => f.text)).toEqual(['v1', 'v2']);
     expect(second.some((f) => f.name.startsWith('ignored'))).toBe(false);
     expect(await until('the second copy', async () => ((await blobText('bindings-copies', 'one.txt')) === 'copy of v2' ? true : undefined))).toBe(true);
+  });
+
+  it('blob trigger: a blob that keeps failing is given up after maxDequeueCount attempts, reported to webjobs-blobtrigger-poison', async () => {
+    const container = blobs().getContainerClient('bindings-bad');
+    await container.createIfNotExists();
+    await container.getBlockBlobClient('broken.txt').upload('x', 1);
+    const poison = queues().getQueueClient('webjobs-blobtrigger-poison');
+    const msg = await until('the blob poison message', async () => {
+      if (!(await poison.exists())) return undefined;
+      return (await poison.peekMessages()).peekedMessageItems[0];
+    });
+    expect(JSON.parse(Buffer.from(msg.messageText, 'base64').toString('utf8'))).toMatchObject({ Type: 'BlobTrigger', FunctionId: 'Host.Functions.watchFails', BlobType: 'BlockBlob', ContainerName: 'bindings-bad', BlobName: 'broken.txt', ETag: expect.any(String) });
+    // Several scans later: no further attempt.
+    await new Promise((r) => setTimeout(r, 1200));
+    expect((await state()).badBlobAttempts).toBe(2);
+    expect(rt.stdout()).toContain("Blob bindings-bad/broken.txt failed 2 times (maxDequeueCount). Moving it to queue 'webjobs-blobtrigger-poison'.");
   });
 
   it('postInvocation hooks receive error: null when there was none', async () => {
