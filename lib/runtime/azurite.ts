@@ -10,8 +10,11 @@ export const DEV_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErC
 export interface AzuriteEndpoints {
   tablePort: number;
   queuePort: number;
+  blobPort: number;
   host: string;
 }
+
+export type AzuriteService = 'table' | 'queue' | 'blob';
 
 export function connectionStringFor(e: AzuriteEndpoints): string {
   return [
@@ -20,6 +23,7 @@ export function connectionStringFor(e: AzuriteEndpoints): string {
     `AccountKey=${DEV_KEY}`,
     `TableEndpoint=http://${e.host}:${e.tablePort}/${DEV_ACCOUNT}`,
     `QueueEndpoint=http://${e.host}:${e.queuePort}/${DEV_ACCOUNT}`,
+    `BlobEndpoint=http://${e.host}:${e.blobPort}/${DEV_ACCOUNT}`,
   ].join(';');
 }
 
@@ -28,7 +32,7 @@ export function isDevelopmentStorage(connectionString: string): boolean {
   return /^\s*UseDevelopmentStorage\s*=\s*true\s*;?\s*$/i.test(connectionString);
 }
 
-export const DEFAULT_ENDPOINTS: AzuriteEndpoints = { host: '127.0.0.1', tablePort: 10002, queuePort: 10001 };
+export const DEFAULT_ENDPOINTS: AzuriteEndpoints = { host: '127.0.0.1', tablePort: 10002, queuePort: 10001, blobPort: 10000 };
 
 export function portAnswers(host: string, port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((resolve) => {
@@ -59,11 +63,13 @@ export interface AzuriteOptions {
   /** Folder for disk persistence; omitted: in-memory (tests). */
   location?: string;
   endpoints?: Partial<AzuriteEndpoints>;
+  /** The services to run (default: all three). */
+  services?: AzuriteService[];
   onLog?: (line: string) => void;
 }
 
 /**
- * Azurite's table and queue services as two child processes (each gets a core of its own: Azurite's
+ * Azurite's table, queue and blob services as child processes (each gets a core of its own: Azurite's
  * LokiJS store is CPU-bound). Disk persistence writes every few seconds; `stop()` sends SIGTERM so Azurite
  * saves before it exits. A SIGKILL of Azurite can lose the last seconds of writes.
  */
@@ -81,16 +87,20 @@ export class Azurite {
     const host = this.options.endpoints?.host ?? '127.0.0.1';
     const tablePort = this.options.endpoints?.tablePort ?? (await freePort(host));
     const queuePort = this.options.endpoints?.queuePort ?? (await freePort(host));
-    this.endpoints = { host, tablePort, queuePort };
+    const blobPort = this.options.endpoints?.blobPort ?? (await freePort(host));
+    this.endpoints = { host, tablePort, queuePort, blobPort };
     const bin = path.dirname(require.resolve('azurite/package.json'));
     const common = ['--silent', '--skipApiVersionCheck', '--loose', '--disableProductStyleUrl', '--disableTelemetry'];
     const location = this.options.location;
     if (location) mkdirSync(location, { recursive: true });
     const persistence = location ? ['--location', location] : ['--inMemoryPersistence'];
-    const specs: [string, string[]][] = [
-      [path.join(bin, 'dist/src/table/main.js'), ['--tableHost', host, '--tablePort', String(tablePort)]],
-      [path.join(bin, 'dist/src/queue/main.js'), ['--queueHost', host, '--queuePort', String(queuePort)]],
-    ];
+    const services = this.options.services ?? ['table', 'queue', 'blob'];
+    const all: Record<AzuriteService, [string, string[], number]> = {
+      table: [path.join(bin, 'dist/src/table/main.js'), ['--tableHost', host, '--tablePort', String(tablePort)], tablePort],
+      queue: [path.join(bin, 'dist/src/queue/main.js'), ['--queueHost', host, '--queuePort', String(queuePort)], queuePort],
+      blob: [path.join(bin, 'dist/src/blob/main.js'), ['--blobHost', host, '--blobPort', String(blobPort)], blobPort],
+    };
+    const specs = services.map((s) => all[s]);
     for (const [script, args] of specs) {
       const child = spawn(process.execPath, [script, ...args, ...persistence, ...common], {
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -101,7 +111,7 @@ export class Azurite {
       this.procs.push(child);
     }
     const deadline = Date.now() + 20_000;
-    for (const port of [tablePort, queuePort]) {
+    for (const [, , port] of specs) {
       while (!(await portAnswers(host, port))) {
         if (Date.now() > deadline) {
           await this.stop();

@@ -6,7 +6,8 @@ import { isConfigLikeError } from './settings';
 const USAGE = `Usage: fnhost start [--app DIR] [--port N] [--host H] [--data-dir DIR]
 
 Hosts an Azure Functions v4 Node.js app folder (host.json + package.json "main") the way
-'func start' does: HTTP functions on http://HOST:PORT/<routePrefix>/<route>, timers, durable functions.
+'func start' does: HTTP functions on http://HOST:PORT/<routePrefix>/<route>, timers, durable functions,
+storage queues, blobs and tables. A binding it does not run stops the start (docs/runtime-bindings.md).
 
 Options:
   --app DIR        The app folder (default: the current folder)
@@ -15,8 +16,9 @@ Options:
   --data-dir DIR   Runtime data: instance id, Azurite files (default: <app>/.data)
   -h, --help       Show this help
 
-Environment: LOG_FORMAT=json for JSON log lines; local.settings.json Values are loaded where the
-environment does not set them.`;
+Environment: LOG_FORMAT=json for JSON log lines; Runtime__SkipUnsupportedFunctions=true starts without
+the functions whose bindings it does not run; local.settings.json Values are loaded where the environment
+does not set them.`;
 
 export interface CliArgs {
   command?: string;

@@ -44,12 +44,28 @@ export interface ExtensionContext {
   authorizeAdmin(req: IncomingMessage): Promise<AdminAuthorization>;
 }
 
+export type InputBindingProvider = (binding: RpcBindingInfo, fn: RegisteredFunction, request: RpcInvocationRequest) => RpcTypedData | Promise<RpcTypedData>;
+export type OutputBindingWriter = (binding: RpcBindingInfo, fn: RegisteredFunction, data: RpcTypedData, request: RpcInvocationRequest) => Promise<void>;
+
 export interface RuntimeExtension {
   readonly name: string;
   /** Trigger binding types (lower case, e.g. `orchestrationtrigger`) this extension dispatches. */
   readonly triggerTypes: string[];
-  /** Input binding providers by binding type (lower case, e.g. `durableclient`). */
-  readonly inputBindings?: Record<string, (binding: RpcBindingInfo, fn: RegisteredFunction) => RpcTypedData>;
+  /**
+   * Input binding providers by binding type (lower case, e.g. `durableclient`, `blob`): the value the function
+   * receives, read before it runs (the request gives the trigger data binding expressions read).
+   */
+  readonly inputBindings?: Record<string, InputBindingProvider>;
+  /**
+   * Output binding writers by binding type (lower case, e.g. `queue`): called after a successful invocation
+   * with the value the function set; a throw fails the invocation, as a failed flush does on the host.
+   */
+  readonly outputBindings?: Record<string, OutputBindingWriter>;
+  /**
+   * Check the app's configuration for this extension (connections, host.json sections) before anything
+   * starts: a throw stops the start with its message.
+   */
+  validate?(registry: FunctionRegistry, hostJson: Record<string, unknown>): void;
   start(ctx: ExtensionContext): Promise<void>;
   /** Stop taking new work and wait (bounded) for work in flight. */
   stop(): Promise<void>;

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Azurite, connectionStringFor, DEFAULT_ENDPOINTS, isDevelopmentStorage, portAnswers } from './azurite';
+import { Azurite, type AzuriteService, connectionStringFor, DEFAULT_ENDPOINTS, isDevelopmentStorage, portAnswers } from './azurite';
 import type { RpcBindingInfo, RpcInvocationRequest, RpcLogCategory, RpcLogLevel } from './coreTypes';
 import { lockDataFolder, type DataFolderLock } from './dataLock';
 import { createDurableExtension } from './durable';
-import type { ExtensionContext, RuntimeExtension } from './extension';
+import type { ExtensionContext, InputBindingProvider, OutputBindingWriter, RuntimeExtension } from './extension';
 import { globFiles } from './glob';
 import { HttpHost } from './httpHost';
 import { invokeFunction, type InvocationOutcome } from './invoke';
@@ -14,6 +14,8 @@ import { Logger, type LogFormat } from './logger';
 import { loopbackUri, withLoopbackServers } from './loopback';
 import { FunctionRegistry, installCoreModule, type RegisteredFunction } from './registry';
 import { getSetting, loadLocalSettings, readAppMain, readHostJson, RuntimeConfigError } from './settings';
+import { createStorageExtension } from './storage';
+import { enforceSupportedBindings } from './support';
 import { createTimerExtension } from './timers';
 
 /**
@@ -32,7 +34,7 @@ export interface HostOptions {
   dataDir?: string;
   /** Process environment the app sees (default: process.env; local settings are copied into it). */
   env?: NodeJS.ProcessEnv;
-  /** Extensions to host (default: the durable task hub and timers). */
+  /** Extensions to host (default: defaultExtensions(): the durable task hub, timers, Azure Storage). */
   extensions?: RuntimeExtension[];
   /** Where log lines go (default: stdout). */
   write?: (line: string) => void;
@@ -42,7 +44,15 @@ export interface HostOptions {
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
-type InputBindingProvider = NonNullable<RuntimeExtension['inputBindings']>[string];
+/** The extensions `fnhost` hosts: durable task hub, timers, Azure Storage. */
+export function defaultExtensions(env: NodeJS.ProcessEnv): RuntimeExtension[] {
+  return [createDurableExtension(), createTimerExtension(), createStorageExtension(env)];
+}
+
+/** The outcome of an invocation that failed before or after the handler ran (binding errors). */
+function failedOutcome(invocationId: string, err: Error, durationMs: number): InvocationOutcome {
+  return { invocationId, error: err, durationMs, response: { invocationId, result: { status: 'failure', exception: { message: err.message, stackTrace: err.stack ?? null, source: err.name } } } };
+}
 
 function readOrCreateInstanceId(dataDir: string, env: NodeJS.ProcessEnv): string {
   const fromEnv = env.WEBSITE_INSTANCE_ID?.trim();
@@ -85,7 +95,7 @@ export class FunctionsHost {
     this.appDir = path.resolve(options.appDir);
     this.env = options.env ?? process.env;
     this.dataDir = path.resolve(options.dataDir ?? path.join(this.appDir, '.data'));
-    this.extensions = options.extensions ?? [createDurableExtension(), createTimerExtension()];
+    this.extensions = options.extensions ?? defaultExtensions(this.env);
     this.logger = new Logger({ write: options.write, format: this.logFormat() });
   }
 
@@ -121,6 +131,11 @@ export class FunctionsHost {
     // The library opens its HTTP streaming proxy here, on every interface unless told otherwise: loopback only.
     const capabilities = (await withLoopbackServers(async () => model.getCapabilities?.({}))) ?? {};
     this.httpUri = loopbackUri(capabilities.HttpUri || undefined);
+    // Refused: what no extension of this runtime runs. An embedder that leaves out one of them (a benchmark
+    // hosting HTTP only) gets a warning per function it does not run, in the Functions list.
+    const known = this.options.extensions ? [...this.extensions, ...defaultExtensions(this.env)] : this.extensions;
+    enforceSupportedBindings(this.registry, known, this.env, (message) => log.warn('Host.Startup', message));
+    for (const ext of this.extensions) ext.validate?.(this.registry, this.hostJson);
     log.info('Host.Startup', `Worker process started and initialized (${model.name} ${model.version}${this.httpUri ? ', HTTP streaming' : ''}).`);
 
     for (const hook of this.registry.hooks.get('appStart') ?? []) {
@@ -210,21 +225,28 @@ export class FunctionsHost {
       this.storageConnectionString = raw;
       return;
     }
-    const { host, tablePort, queuePort } = DEFAULT_ENDPOINTS;
-    const [tableUp, queueUp] = await Promise.all([portAnswers(host, tablePort), portAnswers(host, queuePort)]);
-    if (tableUp && queueUp) {
-      log.info('Host.Startup', `Using the Azurite (development storage) already listening on ${host}:${tablePort} (table) and ${host}:${queuePort} (queue).`);
-    } else if (tableUp || queueUp) {
-      throw new RuntimeConfigError(
-        'AzureWebJobsStorage',
-        `AzureWebJobsStorage is UseDevelopmentStorage=true, but only ${tableUp ? `${tablePort} (table)` : `${queuePort} (queue)`} answers on ${host}; free the other port or set a full connection string.`,
-      );
-    } else {
-      const location = path.join(this.dataDir, 'azurite');
-      const azurite = new Azurite({ location, endpoints: DEFAULT_ENDPOINTS, onLog: (line) => log.log('debug', 'Host.Azurite', line) });
+    const { host, tablePort, queuePort, blobPort } = DEFAULT_ENDPOINTS;
+    const [tableUp, queueUp, blobUp] = await Promise.all([portAnswers(host, tablePort), portAnswers(host, queuePort), portAnswers(host, blobPort)]);
+    const where = `table ${host}:${tablePort}, queue ${host}:${queuePort}, blob ${host}:${blobPort}`;
+    const location = path.join(this.dataDir, 'azurite');
+    const start = async (services: AzuriteService[]) => {
+      const azurite = new Azurite({ location, endpoints: DEFAULT_ENDPOINTS, services, onLog: (line) => log.log('debug', 'Host.Azurite', line) });
       await azurite.start();
       this.azurite = azurite;
-      log.info('Host.Startup', `Started Azurite (table ${host}:${tablePort}, queue ${host}:${queuePort}) with data in ${location}.`, { azuritePids: azurite.pids });
+      return azurite;
+    };
+    if (tableUp && queueUp && blobUp) {
+      log.info('Host.Startup', `Using the Azurite (development storage) already listening on ${where}.`);
+    } else if (tableUp && queueUp) {
+      // An Azurite of an earlier runtime version serves table and queue only: add the blob service beside it.
+      const azurite = await start(['blob']);
+      log.info('Host.Startup', `Using the Azurite (development storage) already listening on ${host}:${tablePort} (table) and ${host}:${queuePort} (queue); started its blob service on ${host}:${blobPort} with data in ${location}.`, { azuritePids: azurite.pids });
+    } else if (tableUp || queueUp || blobUp) {
+      const up = [tableUp && `${tablePort} (table)`, queueUp && `${queuePort} (queue)`, blobUp && `${blobPort} (blob)`].filter(Boolean).join(', ');
+      throw new RuntimeConfigError('AzureWebJobsStorage', `AzureWebJobsStorage is UseDevelopmentStorage=true, but only ${up} answers on ${host}; free the other ports or set a full connection string.`);
+    } else {
+      const azurite = await start(['table', 'queue', 'blob']);
+      log.info('Host.Startup', `Started Azurite (${where}) with data in ${location}.`, { azuritePids: azurite.pids });
     }
     this.storageConnectionString = connectionStringFor(DEFAULT_ENDPOINTS);
     for (const key of Object.keys(this.env)) if (key.toLowerCase() === 'azurewebjobsstorage') delete this.env[key];
@@ -265,19 +287,39 @@ export class FunctionsHost {
   async invoke(fn: RegisteredFunction, request: RpcInvocationRequest, reason: string): Promise<InvocationOutcome> {
     const invocationId = request.invocationId ?? randomUUID();
     const name = fn.metadata.name;
-    let inputData = request.inputData ?? [];
-    const providers = this.inputProviders(fn);
-    if (providers.length) {
-      inputData = [...inputData];
-      for (const [bindingName, binding, provider] of providers) {
-        if (!inputData.some((i) => i.name === bindingName)) inputData.push({ name: bindingName, data: provider(binding, fn) });
-      }
-    }
     const category = `Function.${name}`;
     const log = this.logger;
     // Lines are formatted only when their level is enabled: three lines per HTTP request add up.
     if (log.enabled('information', category)) log.info(category, `Executing 'Functions.${name}' (Reason='${reason}', Id=${invocationId})`, { invocationId, functionName: name });
-    const outcome = await invokeFunction(this.registry, fn, { ...request, invocationId, inputData }, { invocationId, log: this.handlerLog });
+    let inputData = request.inputData ?? [];
+    const providers = this.inputProviders(fn);
+    let outcome: InvocationOutcome | undefined;
+    if (providers.length) {
+      const t0 = Date.now();
+      try {
+        inputData = [...inputData];
+        for (const [bindingName, binding, provider] of providers) {
+          if (inputData.some((i) => i.name === bindingName)) continue;
+          const value = provider(binding, fn, request);
+          inputData.push({ name: bindingName, data: value instanceof Promise ? await value : value });
+        }
+      } catch (err) {
+        outcome = failedOutcome(invocationId, new Error(`Exception binding an input of 'Functions.${name}': ${(err as Error)?.message ?? String(err)}`), Date.now() - t0);
+      }
+    }
+    outcome ??= await invokeFunction(this.registry, fn, { ...request, invocationId, inputData }, { invocationId, log: this.handlerLog });
+    const writers = this.outputWriters(fn);
+    if (writers.length && outcome.response.result?.status !== 'failure') {
+      const t0 = Date.now();
+      try {
+        for (const [bindingName, binding, writer] of writers) {
+          const data = bindingName === '$return' ? outcome.response.returnValue : outcome.response.outputData?.find((o) => o.name === bindingName)?.data;
+          if (data !== undefined && data !== null) await writer(binding, fn, data, request);
+        }
+      } catch (err) {
+        outcome = failedOutcome(invocationId, new Error(`Error while handling the output binding of 'Functions.${name}': ${(err as Error)?.message ?? String(err)}`), outcome.durationMs + Date.now() - t0);
+      }
+    }
     const duration = Math.round(outcome.durationMs);
     if (outcome.response.result?.status === 'failure') {
       const fields = { invocationId, functionName: name };
@@ -291,8 +333,9 @@ export class FunctionsHost {
   }
 
   private readonly providers = new WeakMap<RegisteredFunction, [string, RpcBindingInfo, InputBindingProvider][]>();
+  private readonly writers = new WeakMap<RegisteredFunction, [string, RpcBindingInfo, OutputBindingWriter][]>();
 
-  /** A function's extension input bindings (durableClient...), found once per function after extensions started. */
+  /** A function's extension input bindings (durableClient, blob, table...), found once per function after extensions started. */
   private inputProviders(fn: RegisteredFunction): [string, RpcBindingInfo, InputBindingProvider][] {
     const hit = this.providers.get(fn);
     if (hit) return hit;
@@ -305,6 +348,21 @@ export class FunctionsHost {
     }
     // Extensions still starting may add providers: remember only what a fully started host found.
     if (this.extensionsStarted) this.providers.set(fn, out);
+    return out;
+  }
+
+  /** A function's extension output bindings (queue, blob, table), found once per function after extensions started. */
+  private outputWriters(fn: RegisteredFunction): [string, RpcBindingInfo, OutputBindingWriter][] {
+    const hit = this.writers.get(fn);
+    if (hit) return hit;
+    const out: [string, RpcBindingInfo, OutputBindingWriter][] = [];
+    for (const [bindingName, binding] of Object.entries(fn.metadata.bindings)) {
+      if (binding.direction !== 'out') continue;
+      const type = String(binding.type ?? '').toLowerCase();
+      const writer = this.startedExtensions.map((ext) => ext.outputBindings?.[type]).find((p) => p !== undefined);
+      if (writer) out.push([bindingName, binding, writer]);
+    }
+    if (this.extensionsStarted) this.writers.set(fn, out);
     return out;
   }
 
@@ -325,7 +383,7 @@ export class FunctionsHost {
       } else {
         lines.push(`        ${fn.metadata.name}: ${fn.triggerType}`, '');
         const owned = this.extensions.some((e) => e.triggerTypes.includes(fn.triggerType.toLowerCase()));
-        if (!owned) this.logger.warn('Host.Startup', `No extension of this runtime runs '${fn.triggerType}' triggers: function '${fn.metadata.name}' will not be triggered.`);
+        if (!owned) this.logger.warn('Host.Startup', `This host was started without the extension that runs '${fn.triggerType}' triggers: function '${fn.metadata.name}' will not be triggered.`);
       }
     }
     this.logger.plain('Host.Startup', lines.join('\n'), { functions: fns.map((f) => ({ name: f.metadata.name, trigger: f.triggerType })) });

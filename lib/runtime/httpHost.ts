@@ -34,7 +34,15 @@ export interface HttpHostOptions {
   httpUri?: string;
   /** host.json localRuntime.adminAuthorizationFunction. */
   adminAuthorizationFunction?: string;
+  /**
+   * How long a request whose forward to the library's HTTP server failed waits for its invocation to settle
+   * before it is answered 502 and the invocation is abandoned (default 5000 ms).
+   */
+  forwardGraceMs?: number;
 }
+
+/** Default of HttpHostOptions.forwardGraceMs. */
+export const FORWARD_GRACE_MS = 5000;
 
 /** How long a connection refused with 413 lingers (discarding input) before it is destroyed. */
 const LINGER_MS = 2000;
@@ -393,6 +401,11 @@ export class HttpHost {
     return { status: Number.isInteger(status) && status >= 100 && status <= 999 ? status : 500, headers, body: bytes, invocationId };
   }
 
+  private badGateway(url: URL, invocationId: string): HttpResult {
+    const body = problemBody(502, 'Bad Gateway', 'The function did not receive the request. The trace id identifies it in the service log.', url.pathname, invocationId);
+    return { status: 502, headers: { 'content-type': 'application/problem+json', 'content-length': body.length }, body, invocationId };
+  }
+
   private failure(url: URL, invocationId: string): HttpResult {
     const body = problemBody(500, 'Internal Server Error', 'An unexpected error occurred. The trace id identifies it in the service log.', url.pathname, invocationId);
     return { status: 500, headers: { 'content-type': 'application/problem+json', 'content-length': body.length }, body, invocationId };
@@ -413,14 +426,21 @@ export class HttpHost {
     proxyHeaders['x-ms-invocation-id'] = invocationId;
     proxyHeaders['x-forwarded-host'] = url.host;
     proxyHeaders['x-forwarded-proto'] = url.protocol.replace(/:$/, '');
-    const proxyReq = http.request(target, { method, headers: proxyHeaders, agent: this.proxyAgent });
     let tooLarge = false;
-    const gotResponse = new Promise<IncomingMessage>((resolve, reject) => {
-      proxyReq.once('response', resolve);
-      proxyReq.once('error', reject);
-    });
-    gotResponse.catch(() => undefined);
+    let proxyReq!: http.ClientRequest;
+    let gotResponse!: Promise<IncomingMessage>;
+    const forward = (): void => {
+      proxyReq = http.request(target, { method, headers: proxyHeaders, agent: this.proxyAgent });
+      gotResponse = new Promise<IncomingMessage>((resolve, reject) => {
+        proxyReq.once('response', resolve);
+        proxyReq.once('error', reject);
+      });
+      gotResponse.catch(() => undefined);
+    };
+    forward();
     const invocation = this.options.invoke(fn, request, HTTP_REASON);
+    // Whatever happens below, a rejected invocation is never left unhandled.
+    invocation.catch(() => undefined);
     if (body) {
       const limiter = byteLimiter(this.options.bodyLimit);
       limiter.on('error', (err) => {
@@ -432,11 +452,20 @@ export class HttpHost {
     } else {
       proxyReq.end();
     }
-    type First = { kind: 'response'; res: IncomingMessage } | { kind: 'outcome'; outcome: InvocationOutcome } | { kind: 'error' };
-    const first: First = await Promise.race([
-      gotResponse.then((r) => ({ kind: 'response' as const, res: r }), () => ({ kind: 'error' as const })),
-      invocation.then((o) => ({ kind: 'outcome' as const, outcome: o })),
-    ]);
+    type First = { kind: 'response'; res: IncomingMessage } | { kind: 'outcome'; outcome: InvocationOutcome } | { kind: 'error'; err: unknown };
+    const race = (): Promise<First> =>
+      Promise.race([
+        gotResponse.then((r) => ({ kind: 'response' as const, res: r }), (err: unknown) => ({ kind: 'error' as const, err })),
+        invocation.then((o) => ({ kind: 'outcome' as const, outcome: o })),
+      ]);
+    let first = await race();
+    // A keep-alive socket the library's server closed as we reused it fails before the server read anything:
+    // a body-less request is sent once more (the library never saw the first copy, so nothing runs twice).
+    if (first.kind === 'error' && !body && proxyReq.reusedSocket && isResetBeforeResponse(first.err)) {
+      forward();
+      proxyReq.end();
+      first = await race();
+    }
     let proxyRes: IncomingMessage | undefined;
     if (first.kind === 'response') proxyRes = first.res;
     else if (first.kind === 'outcome') {
@@ -445,24 +474,27 @@ export class HttpHost {
         return tooLarge ? 'too-large' : this.failure(url, invocationId);
       }
       // The library has written its response to the proxy before the invocation completed; it is on its way.
-      const late = await Promise.race([gotResponse.catch(() => undefined), new Promise<undefined>((r) => setTimeout(() => r(undefined), 2000).unref())]);
+      const late = await Promise.race([gotResponse.catch(() => undefined), delay(2000)]);
       if (!late) {
         proxyReq.destroy();
         return { status: 204, headers: {}, body: Buffer.alloc(0), invocationId };
       }
       proxyRes = late;
     } else {
-      const outcome = await invocation;
+      // The forward failed. The library may have received the request (then the invocation settles soon, as
+      // the handler sees its body end early), or not (then it waits for a request that never comes): wait a
+      // bounded time, then answer 502 and stop waiting for that invocation.
+      const outcome = await Promise.race([invocation.catch(() => undefined), delay(this.options.forwardGraceMs ?? FORWARD_GRACE_MS)]);
       if (tooLarge) return 'too-large';
-      if (outcome.response.result?.status === 'failure') return this.failure(url, invocationId);
-      throw new Error('The HTTP stream proxy request failed.');
+      if (outcome?.response.result?.status === 'failure') return this.failure(url, invocationId);
+      const reason = (first.err as Error)?.message ?? String(first.err);
+      this.options.logger.error('Host.Http', `Forwarding invocation ${invocationId} of '${fn.metadata.name}' to the worker's HTTP server failed (${reason})${outcome ? '' : '; the invocation is abandoned'}.`, { invocationId, functionName: fn.metadata.name });
+      return this.badGateway(url, invocationId);
     }
     const outHeaders: OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(proxyRes.headers)) {
       if (!HOP_BY_HOP.has(k) && k !== 'x-ms-invocation-id' && v !== undefined) outHeaders[k] = v;
     }
-    // The invocation settles after the body is written; its failure is logged by the host's invoke.
-    invocation.catch(() => undefined);
     return { status: proxyRes.statusCode ?? 500, headers: outHeaders, body: proxyRes, invocationId };
   }
 
@@ -499,6 +531,15 @@ export class HttpHost {
   get address(): AddressInfo | undefined {
     return (this.server?.address() as AddressInfo | null) ?? undefined;
   }
+}
+
+function delay(ms: number): Promise<undefined> {
+  return new Promise((resolve) => setTimeout(() => resolve(undefined), ms).unref());
+}
+
+function isResetBeforeResponse(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ECONNRESET' || code === 'EPIPE';
 }
 
 function byteLimiter(limit: number): Transform {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { CoreInvocationContext, RpcInvocationRequest, RpcInvocationResponse, RpcLogCategory, RpcLogLevel } from './coreTypes';
+import type { CoreInvocationContext, FunctionCallback, RpcInvocationRequest, RpcInvocationResponse, RpcLogCategory, RpcLogLevel } from './coreTypes';
 import type { FunctionRegistry, RegisteredFunction } from './registry';
 
 export interface InvocationLog {
@@ -48,20 +48,24 @@ export async function invokeFunction(
   let response: RpcInvocationResponse = { invocationId };
   try {
     const { context, inputs } = await invocationModel.getArguments();
-    const pre = { hookData, appHookData, invocationContext: context, inputs, functionCallback: fn.callback };
+    // One context object for both hook kinds, as the worker does (Object.assign(preContext, { result: null, error: null })):
+    // a hook sees `error: null` and `result: null` when there is none, never undefined.
+    const hookContext: Record<string, unknown> = { hookData, appHookData, invocationContext: context, inputs, functionCallback: fn.callback };
     coreCtx.state = 'preInvocationHooks';
-    for (const hook of registry.hooks.get('preInvocation') ?? []) await hook(pre);
+    for (const hook of registry.hooks.get('preInvocation') ?? []) await hook(hookContext);
     coreCtx.state = 'invocation';
-    let result: unknown;
-    let handlerError: unknown;
+    const post = Object.assign(hookContext, { result: null as unknown, error: null as unknown });
     try {
-      result = await invocationModel.invokeFunction(context, pre.inputs, pre.functionCallback);
+      post.result = await invocationModel.invokeFunction(context, post.inputs as unknown[], post.functionCallback as FunctionCallback);
     } catch (err) {
-      handlerError = err;
+      post.error = err;
     }
-    const post = { hookData, appHookData, invocationContext: context, inputs: pre.inputs, result, error: handlerError };
     coreCtx.state = 'postInvocationHooks';
-    for (const hook of registry.hooks.get('postInvocation') ?? []) await hook(post);
+    try {
+      for (const hook of registry.hooks.get('postInvocation') ?? []) await hook(post);
+    } catch (err) {
+      post.error = err;
+    }
     if (post.error !== undefined && post.error !== null) throw post.error;
     response = await invocationModel.getResponse(context, post.result);
     response.result = { status: 'success' };

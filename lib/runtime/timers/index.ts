@@ -1,6 +1,7 @@
 import { TableClient } from '@azure/data-tables';
 import type { ExtensionContext, RuntimeExtension } from '../extension';
 import type { RegisteredFunction } from '../registry';
+import { invokeWithRetry, retryPolicyOf, type RetryPolicy } from '../retry';
 import { resolveString } from '../settings';
 import { defaultUseMonitor, parseSchedule, type Schedule } from './ncrontab';
 
@@ -22,6 +23,7 @@ interface TimerState {
   schedule: Schedule;
   useMonitor: boolean;
   runOnStartup: boolean;
+  retry?: RetryPolicy;
   status?: ScheduleStatus;
   handle?: NodeJS.Timeout;
   running?: Promise<void>;
@@ -83,7 +85,10 @@ export function createTimerExtension(): RuntimeExtension {
     const input = timerInput(t.useMonitor ? t.status : undefined, isPastDue);
     const reason = isPastDue ? `Timer fired at ${new Date().toISOString()} (past due)` : `Timer fired at ${new Date().toISOString()}`;
     try {
-      await ctx.invoke(t.fn, { inputData: [{ name: t.fn.triggerName, data: { json: JSON.stringify(input) } }], triggerMetadata: {} }, reason);
+      const request = { inputData: [{ name: t.fn.triggerName, data: { json: JSON.stringify(input) } }], triggerMetadata: {} };
+      await invokeWithRetry((r) => ctx.invoke(t.fn, r, reason), t.retry, request, () => stopped, (retry, ms) =>
+        ctx.logger.log('information', `Function.${name}`, `Retry ${retry} of '${name}' in ${Math.round(ms)}ms (retry policy ${t.retry?.strategy}).`),
+      );
     } catch (err) {
       ctx.logger.log('error', `Function.${name}`, `Timer invocation failed: ${(err as Error).message}`);
     }
@@ -132,7 +137,7 @@ export function createTimerExtension(): RuntimeExtension {
           throw Object.assign(new Error(`Function '${fn.metadata.name}': ${(err as Error).message}`), { setting: `${fn.metadata.name}.schedule` });
         }
         const useMonitor = typeof binding.useMonitor === 'boolean' ? binding.useMonitor : defaultUseMonitor(schedule);
-        timers.push({ fn, schedule, useMonitor, runOnStartup: binding.runOnStartup === true });
+        timers.push({ fn, schedule, useMonitor, runOnStartup: binding.runOnStartup === true, retry: retryPolicyOf(fn) });
       }
       if (timers.some((t) => t.useMonitor)) {
         if (context.storageConnectionString) {

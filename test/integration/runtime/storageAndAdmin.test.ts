@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DEFAULT_ENDPOINTS, portAnswers } from '../../../lib/runtime/azurite';
 import { ROOT, startRuntime } from './runtimeProcess';
 
-const { host, tablePort, queuePort } = DEFAULT_ENDPOINTS;
+const { host, tablePort, queuePort, blobPort } = DEFAULT_ENDPOINTS;
 
 describe('development storage (AzureWebJobsStorage=UseDevelopmentStorage=true)', () => {
   it('starts Azurite on the default ports when none answers, persists under the data dir, and stops it on exit', async () => {
@@ -17,9 +17,10 @@ describe('development storage (AzureWebJobsStorage=UseDevelopmentStorage=true)',
       // The app sees the real connection string, not the UseDevelopmentStorage shorthand.
       expect(state.storageIsConnectionString).toBe(true);
       if (!busy) {
-        expect(rt.stdout()).toContain(`Started Azurite (table ${host}:${tablePort}, queue ${host}:${queuePort}) with data in ${path.join(dataDir, 'azurite')}`);
+        expect(rt.stdout()).toContain(`Started Azurite (table ${host}:${tablePort}, queue ${host}:${queuePort}, blob ${host}:${blobPort}) with data in ${path.join(dataDir, 'azurite')}`);
         expect(await portAnswers(host, tablePort)).toBe(true);
         expect(await portAnswers(host, queuePort)).toBe(true);
+        expect(await portAnswers(host, blobPort)).toBe(true);
       } else {
         // Another Azurite already serves the default ports: the runtime must use it and leave it alone.
         expect(rt.stdout()).toContain('Using the Azurite (development storage) already listening');
@@ -32,6 +33,7 @@ describe('development storage (AzureWebJobsStorage=UseDevelopmentStorage=true)',
       expect(rt.stdout()).toContain('Stopped Azurite.');
       expect(await portAnswers(host, tablePort)).toBe(false);
       expect(await portAnswers(host, queuePort)).toBe(false);
+      expect(await portAnswers(host, blobPort)).toBe(false);
       // Azurite saved its table database (the timer status table was written) to the data dir on SIGTERM.
       expect(existsSync(path.join(dataDir, 'azurite'))).toBe(true);
       expect(readdirSync(path.join(dataDir, 'azurite')).some((f) => f.includes('table'))).toBe(true);
