@@ -130,6 +130,8 @@ export interface RunInfo {
   dryRun: boolean;
   /** The run's trace context, when tracing was on as it started (lib/telemetry/tracing.ts). */
   trace?: RunTrace;
+  /** A one-object preview (no run): reads only, never claims a connector space (see {@link csCache}). */
+  preview?: boolean;
 }
 
 export const emptyTotals = (): RunTotals => ({ stats: { objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 }, errors: [] });
@@ -173,12 +175,16 @@ export async function beginRun(runId: string): Promise<RunInfo | (StepFailure & 
 
 const csCaches = new Map<string, CsCache>();
 
-/** The connector's connector-space summaries, reloaded when another process wrote since this one did. */
-async function csCache(connectorId: string): Promise<CsCache> {
+/**
+ * The connector's connector-space summaries, reloaded when another process wrote since this one did. `claim`
+ * false (a preview): a reload is not kept and ownership is not claimed, so nothing is written.
+ */
+async function csCache(connectorId: string, claim = true): Promise<CsCache> {
   const state = await readSyncState(connectorId);
   const cached = csCaches.get(connectorId);
   if (cached && state.csOwner === PROCESS_WRITER) return cached;
   const fresh = new CsCache(await loadCsSummaries(connectorId));
+  if (!claim) return fresh;
   await claimCsOwner(connectorId, PROCESS_WRITER);
   csCaches.set(connectorId, fresh);
   return fresh;
@@ -1134,7 +1140,7 @@ async function previewContext(info: RunInfo): Promise<Context> {
   // The summaries as stored, shared read-only (planning only reads them; its notes go to this overlay).
   const cached = csCaches.get(info.connectorId);
   const cs = new CsCache(cached && state.csOwner === PROCESS_WRITER ? cached.summaries : await loadCsSummaries(info.connectorId));
-  return { info: { ...info, dryRun: true }, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString() };
+  return { info: { ...info, dryRun: true, preview: true }, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString() };
 }
 
 /** Every target (a connector with an enabled outbound rule): what its next export would do with `docs`. */
@@ -1145,12 +1151,14 @@ async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
   for (const target of targets) {
     const rules = compileRuleSet(target, all);
     if (!rules.outbound.length) continue;
-    const config = (await runConfig(target)) as ExportConfig;
+    const made = await createConnectorFor(target);
+    const { connector } = made;
+    const config = configOfRun(made.type, made.config) as ExportConfig;
     const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
     const mine = docs.filter((d) => d.objectType === objectType);
-    if (!mine.length) continue;
-    await withConnector(target, async (connector) => {
-      const info: RunInfo = { runId: `preview-${target}`, connectorId: target, runType: 'Export', dryRun: true };
+    try {
+      if (!mine.length) continue;
+      const info: RunInfo = { runId: `preview-${target}`, connectorId: target, runType: 'Export', dryRun: true, preview: true };
       await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, mine, emptyTotals(), config, (changes) => {
         for (const c of changes) {
           const dn = c.change.kind === 'add' ? (connector.plannedDn?.(c.change) ?? null) : (c.prev?.dn ?? null);
@@ -1158,7 +1166,9 @@ async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
           out.push({ connectorId: target, kind: c.change.kind, meshId: c.doc.id, prev: c.prev, dn, values: withoutWriteOnlySecrets(c.values), shown });
         }
       });
-    });
+    } finally {
+      await connector.close().catch(() => undefined);
+    }
   }
   return out;
 }
@@ -1392,7 +1402,7 @@ async function exportDocs(
   const waiting = new Map<string, string>();
   if (settings.graceDays > 0 && docs.some((d) => !d.links[cid])) {
     const ids = new Set(docs.filter((d) => !d.links[cid]).map((d) => d.id));
-    for (const [a, sm] of (await csCache(cid)).summaries) if (sm.deprov === 'pending' && !sm.deleted && sm.meshId && ids.has(sm.meshId)) waiting.set(sm.meshId, a);
+    for (const [a, sm] of (await csCache(cid, !info.preview)).summaries) if (sm.deprov === 'pending' && !sm.deleted && sm.meshId && ids.has(sm.meshId)) waiting.set(sm.meshId, a);
   }
   const anchorOf = (d: MeshObject): string | undefined => d.links[cid] ?? waiting.get(d.id);
   const anchors = docs.map(anchorOf).filter((a): a is string => !!a);
@@ -1407,7 +1417,7 @@ async function exportDocs(
   const quietDocs: MeshObject[] = [];
   let left = 0;
   const condition = typeof config.provisioningCondition === 'string' ? compileExpression(config.provisioningCondition) : null;
-  const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid) : null;
+  const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid, !info.preview) : null;
   const relations = await exportRelations(rules, docs, {
     connectorId: cid,
     loadDocs,
@@ -1506,7 +1516,7 @@ async function exportDocs(
   const deleting = changes.filter((c) => c.tag === 'delete').length;
   let stopped: string | undefined;
   if (deleting) {
-    stopped = thresholdExceeded(totals.stats.objectsDeleted + deleting, liveObjects((await csCache(cid)).summaries), config.deletionThreshold) ?? undefined;
+    stopped = thresholdExceeded(totals.stats.objectsDeleted + deleting, liveObjects((await csCache(cid, !info.preview)).summaries), config.deletionThreshold) ?? undefined;
     if (stopped) for (let i = changes.length - 1; i >= 0; i--) if (changes[i].tag === 'delete') changes.splice(i, 1);
   }
   // objectsProcessed counts the changes applied or attempted (and the objects whose rules failed, and those
@@ -1821,6 +1831,10 @@ export async function finishRun(input: FinishInput): Promise<void> {
 /** The connector's stored config (for the threshold and export settings), without secrets. */
 export async function runConfig(connectorId: string): Promise<Record<string, unknown>> {
   const { type, config } = await createConnectorFor(connectorId);
+  return configOfRun(type, config);
+}
+
+function configOfRun(type: string, config: Record<string, unknown>): Record<string, unknown> {
   return {
     deletionThreshold: config.deletionThreshold,
     deprovisioning: config.deprovisioning,
