@@ -1111,17 +1111,23 @@ export interface OneObjectPlan {
 export async function planOneObject(info: RunInfo, row: CsObject, apply: boolean): Promise<OneObjectPlan> {
   const ctx = apply ? await context(info) : await previewContext(info);
   const page = await planItems(ctx, [storedItem(row)]);
-  const plan = page.plans[0];
-  const ids = new Set(page.ws.dirty);
-  if (plan.cs.meshId) ids.add(plan.cs.meshId);
-  const before = await getMeshObjects([...ids]);
-  const mesh = [...ids].map((id) => ({ id, before: before.get(id) ?? null, after: page.ws.has(id) ? page.ws.get(id) : (before.get(id) ?? null) }));
-  const exports = await plannedExports(mesh.map((m) => m.after).filter((d): d is MeshObject => !!d));
-  if (apply) {
-    await applyItems(ctx, page);
-    for (const id of new Set(exports.map((e) => e.connectorId))) await markExportDirty(id, [...ids]);
+  try {
+    const plan = page.plans[0];
+    const ids = new Set(page.ws.dirty);
+    if (plan.cs.meshId) ids.add(plan.cs.meshId);
+    const before = await getMeshObjects([...ids]);
+    const mesh = [...ids].map((id) => ({ id, before: before.get(id) ?? null, after: page.ws.has(id) ? page.ws.get(id) : (before.get(id) ?? null) }));
+    const exports = await plannedExports(mesh.map((m) => m.after).filter((d): d is MeshObject => !!d));
+    if (apply) {
+      await applyItems(ctx, page);
+      for (const id of new Set(exports.map((e) => e.connectorId))) await markExportDirty(id, [...ids]);
+    }
+    return { plan, mesh, exports };
+  } catch (err) {
+    // A sync's plan was applied to the shared caches: not committed, they are dropped (as after a failed page).
+    if (apply) dropCaches(info.connectorId);
+    throw err;
   }
-  return { plan, mesh, exports };
 }
 
 /** A staged add (a target's object not added yet): the export its mesh object would get from that target now. */
