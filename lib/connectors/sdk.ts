@@ -325,6 +325,11 @@ export interface Export {
    * order. Optional: without it the engine calls `export` per change.
    */
   exportBatch?(changes: ExportChange[]): Promise<ExportResult[]>;
+  /**
+   * The DN an add would get, computed without touching the target (the one-object preview shows it).
+   * Optional: directories implement it; undefined when the add would fail or names no DN.
+   */
+  plannedDn?(change: ExportChange): string | undefined;
 }
 
 /** A connector: the base plus whichever capabilities it implements. */

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { defineSchema } from '../core/validation/ajv';
-import { Guid, Nullable, Timestamp } from '../core/validation/schemas';
+import { Dictionary, Guid, Nullable, Timestamp } from '../core/validation/schemas';
 
 /** Schemas of `/connectors/{id}/space/...` (the connector space: what the engine holds of each connector's objects). */
 const Count = () => Type.Integer({ minimum: 0 });
@@ -42,3 +42,52 @@ export const ConnectorSpaceObject = defineSchema(
   ),
 );
 export type ConnectorSpaceObject = Static<typeof ConnectorSpaceObject>;
+
+/** An attribute value as the engine holds it: a string, number, boolean, null, or a list of those. */
+const Value = () =>
+  Type.Unsafe<unknown>({
+    description: 'An attribute value: a string, number, boolean, null, or an array of those.',
+    anyOf: [{ type: ['string', 'number', 'boolean', 'null'] }, { type: 'array', items: { type: ['string', 'number', 'boolean', 'null'] } }],
+  });
+const OldNew = () => Type.Object({ old: Value(), new: Value() }, { additionalProperties: false });
+
+export const OneObjectSync = defineSchema(
+  Type.Object(
+    {
+      csObjectId: Guid(),
+      meshObjectId: Nullable(Guid({ description: 'The mesh object the object is (or would be) joined to; null when it joins nothing.' })),
+      join: Type.Object(
+        {
+          outcome: Type.Union([Type.Literal('joined'), Type.Literal('projected'), Type.Literal('none'), Type.Literal('ambiguous')], {
+            description: '`joined`: linked already, or a join rule found one mesh object; `projected`: a projection rule makes a new mesh object; `none`: a disconnector; `ambiguous`: a join rule found several (nothing joined).',
+          }),
+          ruleId: Nullable(Guid({ description: 'The join or projection rule that decided; null for an object linked already.' })),
+          candidates: Type.Array(Guid(), { description: 'The mesh objects the join found (several: ambiguous).' }),
+        },
+        { additionalProperties: false },
+      ),
+      meshChanges: Type.Array(
+        Type.Object(
+          { attribute: Type.String(), old: Value(), new: Value(), ruleId: Nullable(Type.String({ description: 'The rule whose value wins (flow or composer); for an attribute that goes, the rule of the old value.' })) },
+          { additionalProperties: false },
+        ),
+      ),
+      exports: Type.Array(
+        Type.Object(
+          {
+            connectorId: Guid({ description: 'The target connector.' }),
+            operation: Type.Union([Type.Literal('Add'), Type.Literal('Update'), Type.Literal('Delete'), Type.Literal('Rename')]),
+            csObjectId: Guid({ description: "The object in the target's connector space (an add: the id it is staged with)." }),
+            dn: Nullable(Type.String({ description: 'Directories: the DN (an add: the one the DN template gives).' })),
+            attributes: Dictionary(OldNew(), { description: 'Connector-side attributes: what the target shows now (`old`) and what the export writes (`new`). Write-only secrets are never listed.' }),
+          },
+          { additionalProperties: false },
+        ),
+        { description: "What the targets' next exports do for the object (exporting stays the export run's job)." },
+      ),
+      applied: Type.Optional(Type.Literal(true, { description: 'Present on a sync: the mesh and the connector spaces were written.' })),
+    },
+    { $id: 'OneObjectSync', additionalProperties: false },
+  ),
+);
+export type OneObjectSync = Static<typeof OneObjectSync>;

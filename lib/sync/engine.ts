@@ -24,6 +24,7 @@ import { listRules } from '../storage/rules';
 import { completeRun, getRun, updateRun, type RunObjectError, type RunStats, type TerminalRunStatus } from '../storage/runs';
 import { decodeMeshObject, encodeMeshObject } from '../mesh/codec';
 import { dropSharedIndex, sharedIndex, type MeshIndex } from '../mesh/joinIndex';
+import { IndexOverlay } from '../mesh/indexOverlay';
 import { PROCESS_WRITER, commitMeshWrite, currentFeedSeq, getMeshObjects, iterateMesh, readFeed } from '../mesh/store';
 import { loadCsSummaries, readCsObjects, readCsPartition, summarize, writeCsObjects, type CsSummary } from './connectorSpace';
 import { CsCache } from './csCache';
@@ -129,6 +130,8 @@ export interface RunInfo {
   dryRun: boolean;
   /** The run's trace context, when tracing was on as it started (lib/telemetry/tracing.ts). */
   trace?: RunTrace;
+  /** A one-object preview (no run): reads only, never claims a connector space (see {@link csCache}). */
+  preview?: boolean;
 }
 
 export const emptyTotals = (): RunTotals => ({ stats: { objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 }, errors: [] });
@@ -172,12 +175,16 @@ export async function beginRun(runId: string): Promise<RunInfo | (StepFailure & 
 
 const csCaches = new Map<string, CsCache>();
 
-/** The connector's connector-space summaries, reloaded when another process wrote since this one did. */
-async function csCache(connectorId: string): Promise<CsCache> {
+/**
+ * The connector's connector-space summaries, reloaded when another process wrote since this one did. `claim`
+ * false (a preview): a reload is not kept and ownership is not claimed, so nothing is written.
+ */
+async function csCache(connectorId: string, claim = true): Promise<CsCache> {
   const state = await readSyncState(connectorId);
   const cached = csCaches.get(connectorId);
   if (cached && state.csOwner === PROCESS_WRITER) return cached;
   const fresh = new CsCache(await loadCsSummaries(connectorId));
+  if (!claim) return fresh;
   await claimCsOwner(connectorId, PROCESS_WRITER);
   csCaches.set(connectorId, fresh);
   return fresh;
@@ -279,7 +286,8 @@ function dropCaches(connectorId: string): void {
 interface Context {
   info: RunInfo;
   rules: RuleSet;
-  index: MeshIndex;
+  /** The process's shared index; for a preview, a private layer over it (lib/mesh/indexOverlay.ts). */
+  index: MeshIndex | IndexOverlay;
   cs: CsCache;
   /** The connector's references, resolved through its connector space (lib/sync/references.ts). */
   refs: CsLookup;
@@ -340,10 +348,44 @@ interface PageResult {
 
 /** Plan and (unless dry run) apply one page of imported objects and deletions. */
 async function processItems(ctx: Context, items: Item[], held?: Held, flush = false): Promise<PageResult> {
+  const page = await planItems(ctx, items, held, flush);
+  if (!page.planned) return page.result;
+  if (ctx.info.dryRun) {
+    dropCaches(ctx.info.connectorId);
+    return page.result;
+  }
+  await applyItems(ctx, page, held, flush);
+  return page.result;
+}
+
+interface WorkItem {
+  item: Item;
+  hash: string;
+  sum: CsSummary | undefined;
+}
+
+/**
+ * A planned page: its objects' plans and the mesh objects they change (`ws.dirty`), in memory only.
+ * {@link applyItems} writes it; a dry run drops it; the one-object preview (lib/sync/oneObject.ts) reads it.
+ */
+interface PagePlan {
+  /** False: nothing to plan (every object unchanged). */
+  planned: boolean;
+  result: PageResult;
+  work: WorkItem[];
+  plans: ObjectPlan[];
+  ws: WorkingSet;
+  /** Objects that exist in storage (anything else dirty is new: a candidate for holding). */
+  stored: Set<string>;
+  tr: Trace;
+}
+
+/** Plan one page: join, projection, inbound flows, composer and references, on the context's caches only. */
+async function planItems(ctx: Context, items: Item[], held?: Held, flush = false): Promise<PagePlan> {
   const { rules, cs, now } = ctx;
   const tr = new Trace();
   const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: items.length, errors: [] };
-  const work: { item: Item; hash: string; sum: CsSummary | undefined }[] = [];
+  const work: WorkItem[] = [];
   for (const item of items) {
     const sum = cs.summaries.get(item.anchor);
     if (item.force) {
@@ -358,7 +400,10 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     }
   }
   tr.mark(`hash(${work.length})`);
-  if (!work.length && !(flush && held?.rows.size)) return result;
+  const ws = new WorkingSet(ctx.index);
+  const stored = new Set<string>();
+  const plans: ObjectPlan[] = [];
+  if (!work.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr };
 
   const fullAnchors = work.filter((w) => !w.item.force && (w.sum?.exported || w.sum?.deprov || !w.item.object)).map((w) => w.item.anchor);
   // Rows read whole must be the committed ones: the previous page's write lands first.
@@ -384,13 +429,10 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     );
   };
 
-  const ws = new WorkingSet(ctx.index);
   const need = new Set<string>();
   // The index is current: an id it does not know is not in the mesh, so no read is spent on it.
   for (const w of work) for (const id of idsToLoad(rules, ctx.index, w.item.object, prevOf(w))) if (ctx.index.info(id)) need.add(id);
   tr.mark('readCs');
-  // Objects that exist in storage (anything else dirty is new in this run: a candidate for holding).
-  const stored = new Set<string>();
   const load = async (ids: Iterable<string>) => {
     const docs = await loadDocs(ws.missing(ids));
     for (const id of docs.keys()) if (!held?.has(id)) stored.add(id);
@@ -399,7 +441,6 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
   await load(need);
   tr.mark(`loadDocs(${need.size})`);
 
-  const plans: ObjectPlan[] = [];
   for (const w of work) {
     const plan = planImport({ rules, now, ws, refs: ctx.refs }, w.item.anchor, w.item.object, w.hash, prevOf(w));
     if (w.item.force) keepExportState(plan.cs, w.item.force.row);
@@ -441,11 +482,13 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     reresolve(ws, rules, follow, now, ctx.refs);
   }
   tr.mark(`follow(${follow.size})`);
+  return { planned: true, result, work, plans, ws, stored, tr };
+}
 
-  if (ctx.info.dryRun) {
-    dropCaches(ctx.info.connectorId);
-    return result;
-  }
+/** Write a planned page: mesh rows, the feed, then the connector-space rows (see the order above). */
+async function applyItems(ctx: Context, page: PagePlan, held?: Held, flush = false): Promise<void> {
+  const { rules, cs } = ctx;
+  const { work, plans, ws, stored, tr } = page;
   try {
     const upserts: MeshObject[] = [];
     const deletes: { id: string; objectType: string }[] = [];
@@ -528,7 +571,6 @@ async function processItems(ctx: Context, items: Item[], held?: Held, flush = fa
     dropCaches(ctx.info.connectorId);
     throw err;
   }
-  return result;
 }
 
 /**
@@ -1038,6 +1080,106 @@ function resolveDeletesByDn(ctx: Context, changes: DeltaChange[]): void {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// One object (lib/sync/oneObject.ts): one stored connector-space object through the page pipeline
+
+/** An export change a target's next export would make, with the values the target shows now. */
+export interface PlannedExport {
+  connectorId: string;
+  kind: ExportChange['kind'];
+  meshId: string;
+  prev: CsObject | undefined;
+  dn: string | null;
+  values: Record<string, AttributeValue>;
+  /** What the target shows now (its last import, then what was exported to it since). */
+  shown: Record<string, AttributeValue>;
+}
+
+export interface OneObjectPlan {
+  plan: ObjectPlan;
+  /** The mesh objects the plan changes: as stored (null: new) and as planned (null: deleted). */
+  mesh: { id: string; before: MeshObject | null; after: MeshObject | null }[];
+  exports: PlannedExport[];
+}
+
+/**
+ * One stored connector-space object through the same steps as a FullSync page ({@link planItems}, then
+ * {@link applyItems} when `apply`), and the changes every target's export would make for the mesh objects the
+ * plan changes (the export's own planning, {@link exportDocs} as a dry run). Without `apply` nothing is
+ * written and no cache of the process changes: the plan runs on a private layer of the join index and a
+ * private overlay of the connector-space cache, and the source's cache is not claimed.
+ */
+export async function planOneObject(info: RunInfo, row: CsObject, apply: boolean): Promise<OneObjectPlan> {
+  const ctx = apply ? await context(info) : await previewContext(info);
+  const page = await planItems(ctx, [storedItem(row)]);
+  try {
+    const plan = page.plans[0];
+    const ids = new Set(page.ws.dirty);
+    if (plan.cs.meshId) ids.add(plan.cs.meshId);
+    const before = await getMeshObjects([...ids]);
+    const mesh = [...ids].map((id) => ({ id, before: before.get(id) ?? null, after: page.ws.has(id) ? page.ws.get(id) : (before.get(id) ?? null) }));
+    const exports = await plannedExports(mesh.map((m) => m.after).filter((d): d is MeshObject => !!d));
+    if (apply) {
+      await applyItems(ctx, page);
+      for (const id of new Set(exports.map((e) => e.connectorId))) await markExportDirty(id, [...ids]);
+    }
+    return { plan, mesh, exports };
+  } catch (err) {
+    // A sync's plan was applied to the shared caches: not committed, they are dropped (as after a failed page).
+    if (apply) dropCaches(info.connectorId);
+    throw err;
+  }
+}
+
+/** A staged add (a target's object not added yet): the export its mesh object would get from that target now. */
+export async function planStagedObject(connectorId: string, meshId: string, apply: boolean): Promise<PlannedExport[]> {
+  const docs = [...(await getMeshObjects([meshId])).values()];
+  const exports = (await plannedExports(docs)).filter((e) => e.connectorId === connectorId);
+  if (apply) await markExportDirty(connectorId, [meshId]);
+  return exports;
+}
+
+async function previewContext(info: RunInfo): Promise<Context> {
+  const [all, record, state] = await Promise.all([listRules(), readConnectorRow(info.connectorId), readSyncState(info.connectorId)]);
+  const rules = compileRuleSet(info.connectorId, all);
+  const policy = referencePolicy(info.connectorId, record?.type ?? 'custom', record?.config ?? {}, all);
+  const index = new IndexOverlay(await sharedIndex(indexedAttributes(all)));
+  // The summaries as stored, shared read-only (planning only reads them; its notes go to this overlay).
+  const cached = csCaches.get(info.connectorId);
+  const cs = new CsCache(cached && state.csOwner === PROCESS_WRITER ? cached.summaries : await loadCsSummaries(info.connectorId));
+  return { info: { ...info, dryRun: true, preview: true }, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString() };
+}
+
+/** Every target (a connector with an enabled outbound rule): what its next export would do with `docs`. */
+async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
+  const all = await listRules();
+  const targets = [...new Set(all.filter((r) => r.ruleType === 'FlowRule' && r.direction === 'outbound' && r.isEnabled !== false && r.connectorId).map((r) => r.connectorId!))].sort();
+  const out: PlannedExport[] = [];
+  for (const target of targets) {
+    const rules = compileRuleSet(target, all);
+    if (!rules.outbound.length) continue;
+    const made = await createConnectorFor(target);
+    const { connector } = made;
+    const config = configOfRun(made.type, made.config) as ExportConfig;
+    const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
+    const mine = docs.filter((d) => d.objectType === objectType);
+    try {
+      if (!mine.length) continue;
+      const info: RunInfo = { runId: `preview-${target}`, connectorId: target, runType: 'Export', dryRun: true, preview: true };
+      await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, mine, emptyTotals(), config, (changes) => {
+        for (const c of changes) {
+          const dn = c.change.kind === 'add' ? (connector.plannedDn?.(c.change) ?? null) : (c.prev?.dn ?? null);
+          const shown = c.prev && !c.prev.deleted ? { ...c.prev.attributes, ...(c.prev.exported ?? {}) } : {};
+          out.push({ connectorId: target, kind: c.change.kind, meshId: c.doc.id, prev: c.prev, dn, values: withoutWriteOnlySecrets(c.values), shown });
+        }
+      });
+    } finally {
+      await connector.close().catch(() => undefined);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Export
 
 export interface ExportPageInput {
@@ -1227,7 +1369,7 @@ async function loadAgain(runId: string): Promise<string[]> {
  * add, and with an update only when the target's configuration says passwordOnUpdate.
  */
 const WRITE_ONLY_SECRETS = new Set(['unicodepwd']);
-const isWriteOnlySecret = (name: string) => WRITE_ONLY_SECRETS.has(name.toLowerCase());
+export const isWriteOnlySecret = (name: string) => WRITE_ONLY_SECRETS.has(name.toLowerCase());
 function withoutWriteOnlySecrets(values: Record<string, AttributeValue>): Record<string, AttributeValue> {
   const out: Record<string, AttributeValue> = {};
   for (const [k, v] of Object.entries(values)) if (!isWriteOnlySecret(k)) out[k] = v;
@@ -1255,6 +1397,7 @@ async function exportDocs(
   docs: MeshObject[],
   totals: RunTotals,
   config: ExportConfig,
+  observe?: (changes: readonly DocChange[]) => void,
 ): Promise<RunTotals> {
   const cid = info.connectorId;
   const at = new Date();
@@ -1265,7 +1408,7 @@ async function exportDocs(
   const waiting = new Map<string, string>();
   if (settings.graceDays > 0 && docs.some((d) => !d.links[cid])) {
     const ids = new Set(docs.filter((d) => !d.links[cid]).map((d) => d.id));
-    for (const [a, sm] of (await csCache(cid)).summaries) if (sm.deprov === 'pending' && !sm.deleted && sm.meshId && ids.has(sm.meshId)) waiting.set(sm.meshId, a);
+    for (const [a, sm] of (await csCache(cid, !info.preview)).summaries) if (sm.deprov === 'pending' && !sm.deleted && sm.meshId && ids.has(sm.meshId)) waiting.set(sm.meshId, a);
   }
   const anchorOf = (d: MeshObject): string | undefined => d.links[cid] ?? waiting.get(d.id);
   const anchors = docs.map(anchorOf).filter((a): a is string => !!a);
@@ -1280,7 +1423,7 @@ async function exportDocs(
   const quietDocs: MeshObject[] = [];
   let left = 0;
   const condition = typeof config.provisioningCondition === 'string' ? compileExpression(config.provisioningCondition) : null;
-  const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid) : null;
+  const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid, !info.preview) : null;
   const relations = await exportRelations(rules, docs, {
     connectorId: cid,
     loadDocs,
@@ -1379,7 +1522,7 @@ async function exportDocs(
   const deleting = changes.filter((c) => c.tag === 'delete').length;
   let stopped: string | undefined;
   if (deleting) {
-    stopped = thresholdExceeded(totals.stats.objectsDeleted + deleting, liveObjects((await csCache(cid)).summaries), config.deletionThreshold) ?? undefined;
+    stopped = thresholdExceeded(totals.stats.objectsDeleted + deleting, liveObjects((await csCache(cid, !info.preview)).summaries), config.deletionThreshold) ?? undefined;
     if (stopped) for (let i = changes.length - 1; i >= 0; i--) if (changes[i].tag === 'delete') changes.splice(i, 1);
   }
   // objectsProcessed counts the changes applied or attempted (and the objects whose rules failed, and those
@@ -1387,6 +1530,7 @@ async function exportDocs(
   let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: changes.length + errors.length + left, errors };
   const withStop = (t: RunTotals): RunTotals => retry.note(stopped ? { ...t, stopped } : t);
   if (info.dryRun) {
+    observe?.(changes);
     result = {
       ...result,
       created: changes.filter((c) => c.change.kind === 'add').length,
@@ -1693,6 +1837,10 @@ export async function finishRun(input: FinishInput): Promise<void> {
 /** The connector's stored config (for the threshold and export settings), without secrets. */
 export async function runConfig(connectorId: string): Promise<Record<string, unknown>> {
   const { type, config } = await createConnectorFor(connectorId);
+  return configOfRun(type, config);
+}
+
+function configOfRun(type: string, config: Record<string, unknown>): Record<string, unknown> {
   return {
     deletionThreshold: config.deletionThreshold,
     deprovisioning: config.deprovisioning,

@@ -68,6 +68,15 @@ export interface ObjectPlan {
   error?: string;
   /** Mesh objects whose references must be re-resolved (late arrivals, removed targets). */
   followUps: string[];
+  /** How the object found its mesh object (the one-object preview shows it). */
+  join?: JoinDecision;
+}
+
+/** The join step's decision for one object: linked already or joined by a rule, projected, none, ambiguous. */
+export interface JoinDecision {
+  outcome: 'joined' | 'projected' | 'none' | 'ambiguous';
+  ruleId: string | null;
+  candidates: string[];
 }
 
 export interface PlanInput {
@@ -135,10 +144,14 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
   const isNew = !prev || prev.deleted;
   const fail = (message: string): ObjectPlan => ({ cs: { ...cs, hash: '', meshId: prev?.meshId ?? null, error: message }, outcome: 'error', error: message, followUps: [] });
 
+  let join: JoinDecision = { outcome: 'none', ruleId: null, candidates: [] };
   try {
     let doc: MeshObject | null = null;
     const linked = prev?.meshId ? ws.get(prev.meshId) : null;
-    if (linked && linked.links[cid] === anchor) doc = clone(linked);
+    if (linked && linked.links[cid] === anchor) {
+      doc = clone(linked);
+      join = { outcome: 'joined', ruleId: null, candidates: [linked.id] };
+    }
     if (!doc) {
       for (const jr of rules.joins) {
         const keys = joinKeys(jr, object);
@@ -152,10 +165,11 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
           }
         }
         if (cands.size > 1) {
-          return fail(`Join rule '${jr.rule.ruleName}' matched ${cands.size} mesh objects (${[...cands].sort().join(', ')}): not joined.`);
+          return { ...fail(`Join rule '${jr.rule.ruleName}' matched ${cands.size} mesh objects (${[...cands].sort().join(', ')}): not joined.`), join: { outcome: 'ambiguous', ruleId: jr.rule.ruleId, candidates: [...cands].sort() } };
         }
         if (cands.size === 1) {
           doc = clone(ws.get([...cands][0])!);
+          join = { outcome: 'joined', ruleId: jr.rule.ruleId, candidates: [...cands] };
           break;
         }
       }
@@ -184,6 +198,7 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
               relationships: [],
               pendingReferences: [],
             };
+        join = { outcome: existing ? 'joined' : 'projected', ruleId: pr.rule.ruleId, candidates: existing ? [id] : [] };
         break;
       }
     }
@@ -192,12 +207,12 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
       // that the object's return inside the grace finds it (see lib/sync/deprovisioning.ts).
       if (cs.deprovisioned?.state === 'pending' && cs.deprovisioned.reason === 'gone' && prev?.meshId) {
         cs.meshId = prev.meshId;
-        return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
+        return { cs, outcome: isNew ? 'created' : 'updated', followUps: [], join };
       }
       // A disconnector: its join keys let a later run find it when a mesh object it could join appears.
       const jk = disconnectorJoinKeys(rules, object);
       if (jk.length) cs.joinKeys = jk;
-      return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
+      return { cs, outcome: isNew ? 'created' : 'updated', followUps: [], join };
     }
 
     doc.links[cid] = anchor;
@@ -212,13 +227,13 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
       // The other rules were applied; the failed ones kept this connector's previous values. The row keeps
       // its imported state with no hash, so every later run (and the next import) tries it again.
       const message = inbound.errors.join(' ');
-      return { cs: { ...cs, hash: '', error: message }, outcome: 'error', error: message, followUps: [] };
+      return { cs: { ...cs, hash: '', error: message }, outcome: 'error', error: message, followUps: [], join };
     }
     // The object is applied; an ambiguous reference is reported on it (and on its row) for this run.
-    if (ambiguous.length) return { cs: { ...cs, error: ambiguous.join(' ') }, outcome: isNew ? 'created' : 'updated', error: ambiguous.join(' '), followUps: [] };
-    return { cs, outcome: isNew ? 'created' : 'updated', followUps: [] };
+    if (ambiguous.length) return { cs: { ...cs, error: ambiguous.join(' ') }, outcome: isNew ? 'created' : 'updated', error: ambiguous.join(' '), followUps: [], join };
+    return { cs, outcome: isNew ? 'created' : 'updated', followUps: [], join };
   } catch (err) {
-    return fail(ruleFailureMessage(err));
+    return { ...fail(ruleFailureMessage(err)), join };
   }
 }
 

@@ -399,6 +399,14 @@ export class LdapConnector implements Connector {
     }
   }
 
+  plannedDn(change: ExportChange): string | undefined {
+    try {
+      return this.addDn(change);
+    } catch {
+      return undefined;
+    }
+  }
+
   private addDn(change: ExportChange): string {
     const explicit = change.dn ?? stringAttribute(change.attributes, 'dn');
     if (explicit) {

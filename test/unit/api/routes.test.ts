@@ -54,6 +54,8 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'POST connectors/{id}/import': [OPERATE, false],
   'POST connectors/{id}/export': [OPERATE, false],
   'POST connectors/{id}/space/{csObjectId}/retry': [OPERATE, false],
+  'POST connectors/{id}/space/{csObjectId}/preview': [OPERATE, false],
+  'POST connectors/{id}/space/{csObjectId}/sync': [OPERATE, false],
   'PUT connectors/{id}/instance': [ADMIN, false],
   'DELETE connectors/{id}/instance': [ADMIN, false],
   'GET rules': [ALL, false],
