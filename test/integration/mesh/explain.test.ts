@@ -1,3 +1,4 @@
+import { appendFileSync } from 'node:fs';
 import { purgeAllHistory } from '../../../lib/mesh/history';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { anchoredCsObjectId } from '../../../lib/sync/csIds';
@@ -29,7 +30,13 @@ jest.setTimeout(300_000);
   let hrRun = '';
   let dirRun = '';
   let id = '';
-  const explain = async (attr: string) => rt.call('GET', `mesh/objects/${id}/attributes/${attr}/explain`);
+  // EXPLAIN_EXAMPLES=<file>: keep the answers (docs/troubleshooting.md quotes them).
+  const keep = (path: string, body: unknown) => process.env.EXPLAIN_EXAMPLES && appendFileSync(process.env.EXPLAIN_EXAMPLES, `GET /api/${path}\n${JSON.stringify(body, null, 2)}\n\n`);
+  const explain = async (attr: string) => {
+    const res = await rt.call('GET', `mesh/objects/${id}/attributes/${attr}/explain`);
+    keep(`mesh/objects/${id}/attributes/${attr}/explain`, res.body);
+    return res;
+  };
   const outcomes = (body: { candidates: { connectorId: string | null; outcome: string }[] }) =>
     Object.fromEntries(body.candidates.map((c) => [c.connectorId === hr ? 'hr' : c.connectorId === dir ? 'dir' : 'composer', c.outcome]));
 
@@ -126,6 +133,7 @@ jest.setTimeout(300_000);
 
   test('history: Created then Updated with old and new values and their runs, newest first, paged', async () => {
     const res = await rt.call('GET', `mesh/objects/${id}/history`);
+    keep(`mesh/objects/${id}/history`, res.body);
     expect(res.status).toBe(200);
     const { items, totalCount } = res.body;
     // The HR import created it, the directory's first import changed sn and department (its confirming import
