@@ -1,6 +1,6 @@
 import type { AttributeValue } from '../connectors/sdk';
-import { odata, table } from '../storage/tables';
-import { getJson, putJsonText, submitBatched } from '../storage/tableUtil';
+import { isStatus, odata, table } from '../storage/tables';
+import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
 import { sameValue, type MeshObject } from './model';
 
 /**
@@ -14,7 +14,8 @@ import { sameValue, type MeshObject } from './model';
  * `R`estored) and chunked JSON `d`: `[[attribute, old, new], ...]` (null: no value).
  *
  * Written by the engine alongside the mesh rows of a page (in parallel with them, in transactions of up to 100
- * rows per table); an object whose attribute values did not change (a relationship resolved, an export's
+ * rows per table, as inserts: Azurite looks an upserted row up twice, and each lookup costs in proportion to
+ * the table); an object whose attribute values did not change (a relationship resolved, an export's
  * bookkeeping) gets no row. Retention: `Mesh:HistoryRetentionDays` (default 90); older rows are deleted in the
  * background, a bounded number per tick ({@link purgeHistory}).
  */
@@ -98,10 +99,16 @@ export function historyRows(runId: string, connectorId: string, timestamp: strin
 export async function writeHistory(runId: string, connectorId: string, timestamp: string, changes: readonly ObjectChange[]): Promise<number> {
   const rows = historyRows(runId, connectorId, timestamp, changes);
   if (!rows.length) return 0;
-  await submitBatched(
-    (pk) => historyTable(pk[1]),
-    rows.map((e) => ['upsert', e, 'Replace']),
-  );
+  try {
+    await submitBatched(
+      (pk) => historyTable(pk[1]),
+      rows.map((e) => ['create', e]),
+    );
+  } catch (err) {
+    // A page written again (activities are at-least-once) finds some of its rows there: one by one, as upserts.
+    if (!isStatus(err, 409)) throw err;
+    await mapLimit(rows, 8, async (e) => (await historyTable(e.partitionKey[1])).upsertEntity(e, 'Replace'));
+  }
   return rows.length;
 }
 

@@ -1,5 +1,6 @@
 import { appendFileSync } from 'node:fs';
-import { purgeAllHistory } from '../../../lib/mesh/history';
+import { purgeAllHistory, writeHistory } from '../../../lib/mesh/history';
+import { getMeshObject } from '../../../lib/mesh/store';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { anchoredCsObjectId } from '../../../lib/sync/csIds';
 import { serverAvailable } from '../../support/servers';
@@ -182,9 +183,20 @@ jest.setTimeout(300_000);
     }
   });
 
+  test('a commit written again (a replayed page) leaves one row per object and run', async () => {
+    const doc = (await getMeshObject(id))!;
+    const change = [{ id, before: { ...doc, attributes: {} }, after: doc }];
+    const at = '2026-01-01T00:00:00.000Z';
+    await writeHistory('11111111-1111-4111-8111-111111111111', hr, at, change);
+    await writeHistory('11111111-1111-4111-8111-111111111111', hr, at, change);
+    const res = await rt.call('GET', `mesh/objects/${id}/history`);
+    expect(res.body.totalCount).toBe(3);
+    expect(res.body.items[2]).toMatchObject({ timestamp: at, operation: 'Updated' });
+  });
+
   test('retention: rows older than Mesh__HistoryRetentionDays are purged', async () => {
     // Seen from two days on, with a retention of one day, every row is past it.
-    expect(await purgeAllHistory(1, new Date(Date.now() + 2 * 86_400_000))).toBeGreaterThanOrEqual(3);
+    expect(await purgeAllHistory(1, new Date(Date.now() + 2 * 86_400_000))).toBeGreaterThanOrEqual(4);
     expect((await rt.call('GET', `mesh/objects/${id}/history`)).body).toEqual({ items: [], totalCount: 0 });
   });
 });
