@@ -1,6 +1,7 @@
 import { app, type HttpRequest, type HttpResponseInit } from '@azure/functions';
+import { explainAttribute, meshHistory } from '../lib/api/explain';
 import { meshObject, meshPage } from '../lib/api/mesh';
-import { MESH_QUERY } from '../lib/api/queries';
+import { MESH_HISTORY_QUERY, MESH_QUERY } from '../lib/api/queries';
 import { authorize } from '../lib/auth/authorize';
 import { ok, parseQuery, readJson, routeId } from '../lib/http';
 import { MeshSearchRequest } from '../lib/schemas/mesh';
@@ -21,6 +22,21 @@ async function getMeshObject(request: HttpRequest): Promise<HttpResponseInit> {
   return ok(await meshObject(routeId(request, 'id', 'Mesh object')));
 }
 
+/** `GET /mesh/objects/{id}/attributes/{name}/explain`. */
+async function explainMeshAttribute(request: HttpRequest): Promise<HttpResponseInit> {
+  const id = routeId(request, 'id', 'Mesh object');
+  return ok(await explainAttribute(id, request.params.name ?? ''));
+}
+
+/** `GET /mesh/objects/{id}/history?skip=&take=`. */
+async function getMeshObjectHistory(request: HttpRequest): Promise<HttpResponseInit> {
+  const id = routeId(request, 'id', 'Mesh object');
+  const q = parseQuery(request, MESH_HISTORY_QUERY);
+  return ok(await meshHistory(id, q.skip, q.take));
+}
+
 app.http('listMeshObjects', { route: 'mesh/objects', methods: ['GET'], handler: authorize('mesh.read', listMeshObjects) });
 app.http('searchMeshObjects', { route: 'mesh/objects/search', methods: ['POST'], handler: authorize('mesh.read', searchMeshObjects) });
 app.http('getMeshObject', { route: 'mesh/objects/{id}', methods: ['GET'], handler: authorize('mesh.read', getMeshObject) });
+app.http('explainMeshAttribute', { route: 'mesh/objects/{id}/attributes/{name}/explain', methods: ['GET'], handler: authorize('mesh.read', explainMeshAttribute) });
+app.http('getMeshObjectHistory', { route: 'mesh/objects/{id}/history', methods: ['GET'], handler: authorize('mesh.read', getMeshObjectHistory) });

@@ -9,6 +9,7 @@ import '../schemas/rules';
 import '../schemas/instances';
 import '../schemas/runs';
 import '../schemas/mesh';
+import '../schemas/meshExplain';
 import '../schemas/triggers';
 import '../schemas/schedules';
 import '../schemas/connectorSpace';
@@ -87,7 +88,7 @@ function operation(r: RouteSpec, ref: (id: string) => Record<string, unknown>): 
       in: 'path',
       required: true,
       description: p.description + (p.kind === 'guid' ? ' A value that is not a GUID is a 404.' : ''),
-      schema: p.kind === 'guid' ? { type: 'string', format: 'uuid' } : { type: 'string', pattern: '^[0-9a-z][0-9a-z-]{0,127}$' },
+      schema: p.kind === 'guid' ? { type: 'string', format: 'uuid' } : p.kind === 'attribute' ? { type: 'string', minLength: 1, maxLength: 256 } : { type: 'string', pattern: '^[0-9a-z][0-9a-z-]{0,127}$' },
     });
   }
   if (r.subParam) {

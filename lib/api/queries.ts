@@ -31,3 +31,5 @@ export const MESH_QUERY = {
 export const SCHEDULES_QUERY = { ...PAGING } as const satisfies QuerySpec;
 
 export const SCHEDULE_RUNS_QUERY = { ...PAGING } as const satisfies QuerySpec;
+
+export const MESH_HISTORY_QUERY = { ...PAGING } as const satisfies QuerySpec;

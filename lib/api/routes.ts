@@ -1,6 +1,6 @@
 import type { Permission } from '../auth/permissions';
 import type { QuerySpec } from '../http/request';
-import { AUDIT_QUERY, MESH_QUERY, RULES_QUERY, RUNS_QUERY, SCHEDULE_RUNS_QUERY, SCHEDULES_QUERY } from './queries';
+import { AUDIT_QUERY, MESH_HISTORY_QUERY, MESH_QUERY, RULES_QUERY, RUNS_QUERY, SCHEDULE_RUNS_QUERY, SCHEDULES_QUERY } from './queries';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -15,7 +15,7 @@ import { AUDIT_QUERY, MESH_QUERY, RULES_QUERY, RUNS_QUERY, SCHEDULE_RUNS_QUERY, 
 /** A path parameter: `guid` ids answer 404 when malformed; `instanceId` ids are engine instance ids. */
 export interface PathParam {
   name: string;
-  kind: 'guid' | 'instanceId';
+  kind: 'guid' | 'instanceId' | 'attribute';
   description: string;
 }
 
@@ -50,6 +50,7 @@ const instanceId = { name: 'id', kind: 'instanceId', description: 'The engine in
 const meshId = { name: 'id', kind: 'guid', description: 'The mesh object id.' } as const;
 const scheduleId = { name: 'id', kind: 'guid', description: 'The schedule id.' } as const;
 const scheduleRunId = { name: 'scheduleRunId', kind: 'guid', description: 'The schedule run id.' } as const;
+const attributeName = { name: 'name', kind: 'attribute', description: 'The mesh attribute name.' } as const;
 const csObjectId = { name: 'csObjectId', description: 'The connector-space object id.' } as const;
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -100,6 +101,8 @@ export const ROUTES: readonly RouteSpec[] = [
   { name: 'listMeshObjects', method: 'GET', route: 'mesh/objects', permission: 'mesh.read', tag: 'Mesh', summary: 'List mesh objects (ordered by anchorValue case-insensitive, then id)', query: MESH_QUERY, success: { status: 200, schema: 'MeshObjectList' }, errors: [503] },
   { name: 'searchMeshObjects', method: 'POST', route: 'mesh/objects/search', permission: 'mesh.read', tag: 'Mesh', summary: 'Search mesh objects by anchor substring and criteria (AND)', request: { schema: 'MeshSearchRequest' }, success: { status: 200, schema: 'MeshObjectList' }, errors: [503] },
   { name: 'getMeshObject', method: 'GET', route: 'mesh/objects/{id}', permission: 'mesh.read', tag: 'Mesh', summary: 'Mesh object detail with attributes and relationships', pathParam: meshId, success: { status: 200, schema: 'MeshObject' }, errors: [503] },
+  { name: 'explainMeshAttribute', method: 'GET', route: 'mesh/objects/{id}/attributes/{name}/explain', permission: 'mesh.read', tag: 'Mesh', summary: "Why a mesh attribute has its value: the winning contribution, every candidate with its outcome, the composer rule and each target's exported value and state", pathParam: meshId, morePathParams: [attributeName], success: { status: 200, schema: 'AttributeExplanation' } },
+  { name: 'getMeshObjectHistory', method: 'GET', route: 'mesh/objects/{id}/history', permission: 'mesh.read', tag: 'Mesh', summary: 'History of a mesh object (created, updated, deleted, restored, with attribute-level old and new values), newest first', pathParam: meshId, query: MESH_HISTORY_QUERY, success: { status: 200, schema: 'MeshHistoryPage' } },
   // Administration
   { name: 'getLicense', method: 'GET', route: 'license', permission: 'license.read', rateLimit: 'sensitive', tag: 'Administration', summary: 'The license, from configuration', success: { status: 200, schema: 'License' } },
   { name: 'listAudit', method: 'GET', route: 'audit', permission: 'audit.read', rateLimit: 'sensitive', tag: 'Administration', summary: 'Audit records, newest first', query: AUDIT_QUERY, success: { status: 200, schema: 'AuditList' } },

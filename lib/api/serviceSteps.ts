@@ -1,6 +1,7 @@
 import { authenticationStep } from '../auth/serviceStep';
 import { checkFileRootsSetting } from '../connectors/file';
 import { engineInstanceStep } from '../instances/instances';
+import { historyPurgeStep } from '../mesh/historyPurge';
 import { meshReadModelStep } from '../mesh/readModel';
 import { joinIndexPreloadStep } from '../sync/preload';
 import type { ServiceStep } from '../core/service';
@@ -25,6 +26,8 @@ const log = areaLog('api');
  * - `fileRoots`: read `Connectors:File:Roots` (a malformed value or a missing folder stops the start naming
  *   the setting); unset, the default root under the data folder is created.
  * - `exportSettings`: read `Export:MaxAttempts`, so a malformed value stops the start naming it.
+ * - `meshHistoryPurge` (lib/mesh/historyPurge.ts): read `Mesh:HistoryRetentionDays` (a malformed value stops
+ *   the start naming it) and purge older mesh history in the background.
  * - `pendingOperations`: finish what a crash left half-done (connector deletes). A storage failure here is
  *   logged and does not stop the start: the next start tries again, and readers already see the outcome.
  */
@@ -106,6 +109,7 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   fileRootsStep,
   schedulesConfigStep,
   exportSettingsStep,
+  historyPurgeStep,
   authenticationStep,
   engineInstanceStep,
   pendingOperationsStep,

@@ -125,3 +125,11 @@ export const DEFAULT_EXPORT_MAX_ATTEMPTS = 5;
 export function readExportMaxAttempts(settings = new SettingsReader()): number {
   return settings.int('Export:MaxAttempts', DEFAULT_EXPORT_MAX_ATTEMPTS, { min: 1, max: 1000 });
 }
+
+/** `Mesh:HistoryRetentionDays` (default 90): how long the history of mesh objects is kept. */
+export const DEFAULT_HISTORY_RETENTION_DAYS = 90;
+
+/** `Mesh__HistoryRetentionDays`, a whole number of days from 1 to 36500 (read at start by a service step). */
+export function readHistoryRetentionDays(settings = new SettingsReader()): number {
+  return settings.int('Mesh:HistoryRetentionDays', DEFAULT_HISTORY_RETENTION_DAYS, { min: 1, max: 36500 });
+}

@@ -17,10 +17,11 @@ import { consolidate, type Contribution, type MeshObject, type PendingReference,
  * - contributions, relationships and pending references are arrays, not objects with named fields.
  *
  * `{"v":2,"id","t":objectType,"a":anchorValue,"co":createdOn,"up":updatedOn,"k":[strings],
- *   "c":{attribute:[[connector,rule,confidence,priority,value,at]]},"l":[[connector,anchor]],"p":[connector],
+ *   "c":{attribute:[[connector,rule,confidence,priority,value,at(,run)?]]},"l":[[connector,anchor]],"p":[connector],
  *   "r":[[type,targetId,targetAnchor,targetType(,connector,csAnchor,value,by)?]],"q":[[type,value,by?(,connector)?]]}`
  * (co, up, and the numbers in c, l, p, r, q other than confidence and priority are positions in `k`; `p` is
- * absent when nothing was provisioned; the four more fields of `r` and the fourth of `q` are there for a
+ * absent when nothing was provisioned; a contribution's run is a seventh element when known, and a run's id is
+ * one entry of `k` shared by the contributions of that run, about 40 bytes per object; the four more fields of `r` and the fourth of `q` are there for a
  * relationship or pending reference made from a connector's reference attribute). Such a reference's key space
  * `by` is that connector's (`@dn:<connector>`, `@a:<connector>`): it is stored as `@dn:` or `@a:` alone, the
  * connector being in the same entry (about 40 characters less per object that has references); a value equal to
@@ -38,7 +39,7 @@ interface StoredV2 {
   co: number;
   up: number;
   k: string[];
-  c: Record<string, [number, number, number, number, AttributeValue, number][]>;
+  c: Record<string, ([number, number, number, number, AttributeValue, number] | [number, number, number, number, AttributeValue, number, number])[]>;
   l: [number, string][];
   p?: number[];
   /** Relationships; a connector's reference adds `[connector, referenced anchor, value, by]` (positions c, by). */
@@ -107,7 +108,7 @@ function storedForm(o: MeshObject): StoredV2 {
     return i;
   };
   const c: StoredV2['c'] = {};
-  for (const [name, list] of Object.entries(o.contributions)) c[name] = list.map((x) => [ref(x.c), ref(x.r), x.conf, x.pri, x.v, ref(x.at)]);
+  for (const [name, list] of Object.entries(o.contributions)) c[name] = list.map((x) => (x.u === undefined ? [ref(x.c), ref(x.r), x.conf, x.pri, x.v, ref(x.at)] : [ref(x.c), ref(x.r), x.conf, x.pri, x.v, ref(x.at), ref(x.u)]));
   const stored: StoredV2 = {
     v: 2,
     id: o.id,
@@ -142,7 +143,7 @@ export function fromStoredMeshObject(x: unknown): MeshObject {
   if (!('v' in s) || s.v !== STORED_VERSION) return s as MeshObject;
   const k = s.k;
   const contributions: Record<string, Contribution[]> = {};
-  for (const [name, list] of Object.entries(s.c)) contributions[name] = list.map(([c, r, conf, pri, v, at]) => ({ c: k[c], r: k[r], conf, pri, v, at: k[at] }));
+  for (const [name, list] of Object.entries(s.c)) contributions[name] = list.map(([c, r, conf, pri, v, at, u]) => (u === undefined ? { c: k[c], r: k[r], conf, pri, v, at: k[at] } : { c: k[c], r: k[r], conf, pri, v, at: k[at], u: k[u] }));
   const links: Record<string, string> = {};
   for (const [connector, anchor] of s.l) links[k[connector]] = anchor;
   const o: MeshObject = {

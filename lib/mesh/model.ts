@@ -22,6 +22,8 @@ export interface Contribution {
   v: AttributeValue;
   /** When this value was first contributed (unchanged values keep their time). */
   at: string;
+  /** The run that contributed this value (unchanged values keep their run); absent on values older than it. */
+  u?: string;
 }
 
 /** The consolidated value of a mesh attribute, as the API shows it. */

@@ -32,6 +32,7 @@ import { csWakeKeys, referencePolicy, referencesOf, type CsLookup } from './refe
 import { readConnectorRow } from '../storage/connectors';
 import { csReferenceBy, dnKey, isEmptyValue, sameValue, type MeshObject } from '../mesh/model';
 import { type CsObject } from './model';
+import { writePageHistory } from './pageHistory';
 import { attributeValues, disconnectorJoinKeys, identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
 import { deprovisioningSettings, disableValues, dueAt, enableValues, isDue, isPseudoAttribute, type DeprovisioningSettings } from './deprovisioning';
 import { compileExpression } from '../expression';
@@ -442,7 +443,7 @@ async function planItems(ctx: Context, items: Item[], held?: Held, flush = false
   tr.mark(`loadDocs(${need.size})`);
 
   for (const w of work) {
-    const plan = planImport({ rules, now, ws, refs: ctx.refs }, w.item.anchor, w.item.object, w.hash, prevOf(w));
+    const plan = planImport({ rules, now, ws, refs: ctx.refs, runId: ctx.info.runId }, w.item.anchor, w.item.object, w.hash, prevOf(w));
     if (w.item.force) keepExportState(plan.cs, w.item.force.row);
     cs.note(plan.cs);
     plans.push(plan);
@@ -534,7 +535,10 @@ async function applyItems(ctx: Context, page: PagePlan, held?: Held, flush = fal
     await settleCsWrite(ctx.info.runId);
     // Objects still waiting for a reference target are kept in the stored form the write encodes.
     const waiting = new Map<string, string>();
-    await commitMeshWrite({ upserts, deletes, fresh, stored, encoded: (d, text) => d.pendingReferences.length && waiting.set(d.id, text) });
+    await Promise.all([
+      commitMeshWrite({ upserts, deletes, fresh, stored, encoded: (d, text) => d.pendingReferences.length && waiting.set(d.id, text) }),
+      writePageHistory(ctx.info, ws, upserts, deletes, fresh, new Date().toISOString()),
+    ]);
     tr.mark(`mesh(${upserts.length}+${deletes.length}, held ${held?.rows.size ?? 0})`);
     for (const d of upserts) {
       const text = waiting.get(d.id);

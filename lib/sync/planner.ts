@@ -1,5 +1,5 @@
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
-import { cloneMeshObject, COMPOSER, consolidate, indexKeys, isEmptyValue, projectedMeshId, sameValue, type MeshObject, type PendingReference, type Relationship, winner } from '../mesh/model';
+import { cloneMeshObject, COMPOSER, consolidate, indexKeys, isEmptyValue, projectedMeshId, sameValue, type Contribution, type MeshObject, type PendingReference, type Relationship, winner } from '../mesh/model';
 import { type CsObject } from './model';
 import { applyConnectorReferences, dedupeComposed, referencesOf, refreshConnectorReferences, type CsLookup } from './references';
 import { applyScript, ruleFailureMessage, ruleValue, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
@@ -29,10 +29,17 @@ export interface IndexView {
 export class WorkingSet {
   readonly docs = new Map<string, MeshObject | null>();
   readonly dirty = new Set<string>();
+  /** The state of each loaded object before the page changed it (null: none): the history's old values. */
+  readonly before = new Map<string, MeshObject | null>();
   constructor(readonly index: IndexView) {}
 
   load(docs: Map<string, MeshObject>, ids: Iterable<string>): void {
-    for (const id of ids) if (!this.docs.has(id)) this.docs.set(id, docs.get(id) ?? null);
+    for (const id of ids) {
+      if (this.docs.has(id)) continue;
+      const doc = docs.get(id) ?? null;
+      this.docs.set(id, doc);
+      this.before.set(id, doc);
+    }
   }
   has(id: string): boolean {
     return this.docs.has(id);
@@ -82,6 +89,8 @@ export interface JoinDecision {
 export interface PlanInput {
   rules: RuleSet;
   now: string;
+  /** The run planning: recorded on the contributions it makes (explain shows it). */
+  runId?: string;
   ws: WorkingSet;
   /** The connector space of the connector being run: its reference attributes are resolved through it. */
   refs?: CsLookup;
@@ -112,7 +121,7 @@ const clone = cloneMeshObject;
 
 /** Plan one imported object (`object` null: it was deleted from the source). */
 export function planImport(input: PlanInput, anchor: string, object: ConnectorObject | null, hash: string, prev: CsObject | undefined): ObjectPlan {
-  const { rules, now, ws } = input;
+  const { rules, now, ws, runId } = input;
   const cid = rules.connectorId;
   if (!object) return planDelete(input, anchor, prev);
 
@@ -217,8 +226,8 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
 
     doc.links[cid] = anchor;
     const inbound = inboundValues(rules.inbound, object.attributes);
-    setContributions(doc, cid, inbound.values, now, inbound.failed);
-    const ambiguous = compose(doc, rules, ws.index, now);
+    setContributions(doc, cid, inbound.values, now, inbound.failed, runId);
+    const ambiguous = compose(doc, rules, ws.index, now, runId);
     if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, referencesOf(object));
     doc.updatedOn = now;
     ws.put(doc);
@@ -245,7 +254,7 @@ export function disconnectorJoinKeys(rules: RuleSet, object: ConnectorObject): s
 }
 
 function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined): ObjectPlan {
-  const { rules, now, ws } = input;
+  const { rules, now, ws, runId } = input;
   const cs: CsObject = { ...(prev ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: rules.hash, updatedOn: now }), meshId: null, deleted: true, hash: '', updatedOn: now };
   delete cs.error;
   delete cs.exportError;
@@ -265,14 +274,14 @@ function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined
       doc.provisioned = doc.provisioned.filter((c) => c !== rules.connectorId);
       if (!doc.provisioned.length) delete doc.provisioned;
     }
-    setContributions(doc, rules.connectorId, {}, now);
+    setContributions(doc, rules.connectorId, {}, now, undefined, runId);
     if (Object.keys(doc.links).every((c) => doc.provisioned?.includes(c))) {
       // The object deletion rule: no connector left (but those it was provisioned into: deprovisioning), the
       // object goes, and relationships to it with it.
       ws.remove(doc.id);
       followUps.push(...ws.index.incoming(doc.id));
     } else {
-      compose(doc, rules, ws.index, now);
+      compose(doc, rules, ws.index, now, runId);
       // The deleted object no longer references anything.
       if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, {});
       doc.updatedOn = now;
@@ -319,7 +328,7 @@ export function inboundValues(
  * Replace the contributions of `source` on `doc` (keeping `at` of unchanged values) and re-consolidate. The
  * attributes in `keep` (their rule failed) keep the source's previous contribution.
  */
-export function setContributions(doc: MeshObject, source: string, values: Record<string, { v: AttributeValue; rule: CompiledRule }>, now: string, keep?: ReadonlySet<string>): void {
+export function setContributions(doc: MeshObject, source: string, values: Record<string, { v: AttributeValue; rule: CompiledRule }>, now: string, keep?: ReadonlySet<string>, runId?: string): void {
   const names = new Set([...Object.keys(doc.contributions), ...Object.keys(values)]);
   for (const name of names) {
     if (keep?.has(name)) continue;
@@ -329,7 +338,11 @@ export function setContributions(doc: MeshObject, source: string, values: Record
     const nv = values[name];
     if (nv) {
       const r = nv.rule.rule;
-      rest.push({ c: source, r: r.ruleId, conf: r.confidence ?? 0, pri: r.priority, v: nv.v, at: prior && sameValue(prior.v, nv.v) ? prior.at : now });
+      const same = prior && sameValue(prior.v, nv.v);
+      const c: Contribution = { c: source, r: r.ruleId, conf: r.confidence ?? 0, pri: r.priority, v: nv.v, at: same ? prior.at : now };
+      const u = same ? prior.u : runId;
+      if (u !== undefined) c.u = u;
+      rest.push(c);
     }
     if (rest.length) doc.contributions[name] = rest;
     else delete doc.contributions[name];
@@ -350,7 +363,7 @@ export function attributeValues(doc: MeshObject): Record<string, AttributeValue>
  * Mesh-composer rules on one object: computed attributes (in priority order, each sees the ones before it),
  * then relationships resolved through the index (unresolved ones stay pending until their target arrives).
  */
-export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: string): string[] {
+export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: string, runId?: string): string[] {
   const computed: Record<string, { v: AttributeValue; rule: CompiledRule }> = {};
   for (const cr of rules.composers) {
     const target = cr.rule.targetAttribute;
@@ -366,11 +379,11 @@ export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: 
     }
     if (!isEmptyValue(v)) computed[target] = { v, rule: { ...cr, rule: { ...cr.rule, confidence: cr.rule.confidence ?? 100 } } };
     else delete computed[target];
-    setContributions(doc, COMPOSER, computed, now);
+    setContributions(doc, COMPOSER, computed, now, undefined, runId);
   }
   // Nothing computed now or before (no computed-attribute rule, the common case): the composer's
   // contributions are already what they would be set to, and the consolidated attributes with them.
-  if (Object.keys(computed).length || hasContributor(doc, COMPOSER)) setContributions(doc, COMPOSER, computed, now);
+  if (Object.keys(computed).length || hasContributor(doc, COMPOSER)) setContributions(doc, COMPOSER, computed, now, undefined, runId);
   return resolveReferences(doc, rules, index);
 }
 

@@ -83,6 +83,8 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'GET mesh/objects': [ALL, false],
   'POST mesh/objects/search': [ALL, false],
   'GET mesh/objects/{id}': [ALL, false],
+  'GET mesh/objects/{id}/attributes/{name}/explain': [ALL, false],
+  'GET mesh/objects/{id}/history': [ALL, false],
   'GET license': [ADMIN, true],
   'GET audit': [ADMIN, true],
   'GET health': 'anonymous',

@@ -1,4 +1,4 @@
-import { ConfigError, readExportMaxAttempts, SettingsReader } from '../../../lib/core/config';
+import { ConfigError, readExportMaxAttempts, readHistoryRetentionDays, SettingsReader } from '../../../lib/core/config';
 
 describe('SettingsReader', () => {
   const env = {
@@ -49,5 +49,17 @@ describe('Export:MaxAttempts', () => {
   it.each(['0', '-1', '1001', '2.5', 'five'])('refuses %s with a message naming the setting', (v) => {
     expect(() => read({ Export__MaxAttempts: v })).toThrow(ConfigError);
     expect(() => read({ Export__MaxAttempts: v })).toThrow(/setting 'Export:MaxAttempts'/);
+  });
+});
+
+describe('Mesh:HistoryRetentionDays', () => {
+  const read = (env: Record<string, string>) => readHistoryRetentionDays(new SettingsReader(env));
+  it('defaults to 90 and reads either spelling', () => {
+    expect(read({})).toBe(90);
+    expect(read({ Mesh__HistoryRetentionDays: '7' })).toBe(7);
+    expect(read({ 'Mesh:HistoryRetentionDays': '365' })).toBe(365);
+  });
+  it.each(['0', '-1', '2.5', 'ninety'])('refuses %s with a message naming the setting', (v) => {
+    expect(() => read({ Mesh__HistoryRetentionDays: v })).toThrow(/HistoryRetentionDays/);
   });
 });

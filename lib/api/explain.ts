@@ -1,0 +1,138 @@
+import type { AttributeValue } from '../connectors/sdk';
+import { notFound } from '../core/errors';
+import { compileExpression } from '../expression';
+import { classifyContributions, composerContribution, scriptInputs, type Classified } from '../mesh/explain';
+import { readHistory, shownValue } from '../mesh/history';
+import { COMPOSER, sameValue, type MeshObject } from '../mesh/model';
+import { getMeshObject } from '../mesh/store';
+import { anchoredCsObjectId, readCsObjects } from '../sync/connectorSpace';
+import { attributeValues } from '../sync/planner';
+import { ruleValue, type CompiledRule } from '../sync/rules';
+import { readStagedAdd } from '../sync/stagedAdds';
+import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
+import { listRules, type Rule } from '../storage/rules';
+
+/**
+ * `GET /mesh/objects/{id}/attributes/{name}/explain` and `GET /mesh/objects/{id}/history`: why a mesh
+ * attribute has its value, from what the engine records (each contribution's connector, rule, confidence,
+ * priority, time and run), the rules as they are now and each target's connector-space row of the object.
+ */
+
+type ExportState = 'confirmed' | 'pendingExport' | 'awaitingConfirmation';
+
+async function loadObject(id: string): Promise<MeshObject> {
+  const doc = await getMeshObject(id);
+  if (!doc) throw notFound(`Mesh object '${id}' does not exist.`);
+  return doc;
+}
+
+export async function explainAttribute(id: string, attribute: string) {
+  const doc = await loadObject(id);
+  const list = doc.contributions[attribute];
+  if (!list?.length) throw notFound(`Mesh object '${id}' has no attribute '${attribute}'.`);
+  const [rules, connectors] = await Promise.all([listRules(), listConnectorRecords()]);
+  const ruleById = new Map(rules.map((r) => [r.ruleId, r]));
+  const connectorById = new Map(connectors.map((c) => [c.id, c]));
+  const { winner, candidates } = classifyContributions(list, (ruleId) => ruleById.get(ruleId)?.isEnabled === true);
+
+  const view = (x: Classified) => {
+    const c = x.contribution;
+    const rule = ruleById.get(c.r);
+    const connectorId = c.c === COMPOSER ? null : c.c;
+    const anchor = connectorId ? doc.links[connectorId] : undefined;
+    return {
+      connectorId,
+      connectorName: connectorId ? (connectorById.get(connectorId)?.name ?? null) : null,
+      csObjectId: connectorId && anchor !== undefined ? anchoredCsObjectId(connectorId, anchor) : null,
+      sourceAttribute: rule?.sourceAttribute ?? null,
+      value: shownValue(attribute, c.v),
+      ruleId: c.r,
+      ruleType: rule?.ruleType ?? null,
+      confidence: c.conf,
+      priority: c.pri,
+      updatedOn: c.at,
+      runId: c.u ?? null,
+      outcome: x.outcome,
+    };
+  };
+  const composer = composerContribution(list);
+  const composerRule = composer ? ruleById.get(composer.r) : undefined;
+  const composedBy = composer
+    ? { ruleId: composer.r, inputs: [...new Set([...(composerRule?.sourceAttribute ? [composerRule.sourceAttribute] : []), ...scriptInputs(composerRule?.transformScript ?? null)])] }
+    : null;
+  return {
+    meshObjectId: doc.id,
+    attribute,
+    value: shownValue(attribute, doc.attributes[attribute]?.value ?? null),
+    winner: winner ? view(winner) : null,
+    candidates: candidates.map(view),
+    composedBy,
+    exports: await exportsOf(doc, attribute, rules, connectorById),
+  };
+}
+
+/** Per outbound flow of `attribute` (enabled, of an existing target): the value for the target and its state. */
+async function exportsOf(doc: MeshObject, attribute: string, rules: readonly Rule[], connectors: Map<string, StoredConnector>) {
+  const flows = rules.filter(
+    (r) => r.isEnabled && r.ruleType === 'FlowRule' && r.direction === 'outbound' && r.connectorId && r.targetAttribute && (r.sourceAttribute === attribute || scriptInputs(r.transformScript).includes(attribute)),
+  );
+  flows.sort((a, b) => a.priority - b.priority);
+  const values = attributeValues(doc);
+  const out: { connectorId: string; connectorName: string; targetAttribute: string; value: AttributeValue; state: ExportState }[] = [];
+  const seen = new Set<string>();
+  for (const r of flows) {
+    const connector = connectors.get(r.connectorId!);
+    const target = r.targetAttribute!;
+    if (!connector || seen.has(connector.id + '\u0000' + target)) continue;
+    seen.add(connector.id + '\u0000' + target);
+    const state = await exportState(doc, connector, r, target, values);
+    if (state) out.push({ connectorId: connector.id, connectorName: connector.name, targetAttribute: target, value: shownValue(target, state.value), state: state.state });
+  }
+  return out;
+}
+
+async function exportState(
+  doc: MeshObject,
+  connector: StoredConnector,
+  rule: Rule,
+  target: string,
+  values: Record<string, AttributeValue>,
+): Promise<{ value: AttributeValue; state: ExportState } | null> {
+  const anchor = doc.links[connector.id];
+  const row = anchor !== undefined ? (await readCsObjects(connector.id, [anchor])).get(anchor) : undefined;
+  if (row?.pendingExport && target in row.pendingExport.attributes) return { value: row.pendingExport.attributes[target], state: 'pendingExport' };
+  if (row?.exported && target in row.exported) return { value: row.exported[target], state: 'awaitingConfirmation' };
+  if (!row || row.deleted) {
+    const staged = await readStagedAdd(connector.id, doc.id);
+    if (staged && target in staged.pendingExport.attributes) return { value: staged.pendingExport.attributes[target], state: 'pendingExport' };
+  }
+  let expected: AttributeValue;
+  try {
+    const compiled: CompiledRule = { rule, script: rule.transformScript ? compileExpression(rule.transformScript) : null };
+    expected = ruleValue(compiled, values[rule.sourceAttribute ?? ''] ?? null, values);
+  } catch {
+    return null;
+  }
+  if (!row || row.deleted) {
+    // Not in the target yet: the next export adds it when the provisioning condition holds.
+    const condition = connector.config.provisioningCondition;
+    if (typeof condition === 'string') {
+      try {
+        const v = compileExpression(condition).evaluate({ source: values, object: values });
+        if (!(typeof v === 'string' ? v !== '' && !/^(false|0|no)$/i.test(v) : !!v)) return null;
+      } catch {
+        return null;
+      }
+    }
+    return { value: expected, state: 'pendingExport' };
+  }
+  if (row.unconfirmed?.includes(target)) return { value: expected, state: 'awaitingConfirmation' };
+  return sameValue(expected, row.attributes[target] ?? null) ? { value: row.attributes[target] ?? null, state: 'confirmed' } : { value: expected, state: 'pendingExport' };
+}
+
+/** A page of a mesh object's history, newest first; unknown object: 404. */
+export async function meshHistory(id: string, skip: number, take: number) {
+  const page = await readHistory(id, skip, take);
+  if (!page.totalCount && !(await getMeshObject(id))) throw notFound(`Mesh object '${id}' does not exist.`);
+  return page;
+}

@@ -1,0 +1,72 @@
+import { Type } from '@sinclair/typebox';
+import { defineSchema } from '../core/validation/ajv';
+import { Guid, Nullable, Timestamp } from '../core/validation/schemas';
+
+/** Schemas of explain (`/mesh/objects/{id}/attributes/{name}/explain`) and history (`/mesh/objects/{id}/history`). */
+const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
+const Value = Type.Union([Scalar, Type.Array(Scalar)]);
+
+const Candidate = Type.Object(
+  {
+    connectorId: Nullable(Guid({ description: 'The contributing connector; null for a value computed by a MeshComposerRule.' })),
+    connectorName: Nullable(Type.String()),
+    csObjectId: Nullable(Guid({ description: "The contributing connector-space object (the connector's object joined to this mesh object)." })),
+    sourceAttribute: Nullable(Type.String()),
+    value: Value,
+    ruleId: Guid(),
+    ruleType: Nullable(Type.String({ description: 'FlowRule or MeshComposerRule; null when the rule no longer exists.' })),
+    confidence: Type.Integer(),
+    priority: Type.Integer(),
+    updatedOn: Timestamp({ description: 'When this value was contributed (an unchanged value keeps its time).' }),
+    runId: Nullable(Guid({ description: 'The run that contributed this value; null for values contributed before runs were recorded.' })),
+    outcome: Type.Union(['won', 'lowerConfidence', 'lowerPriority', 'older', 'ruleDisabled'].map((o) => Type.Literal(o))),
+  },
+  { additionalProperties: false },
+);
+
+export const AttributeExplanation = defineSchema(
+  Type.Object(
+    {
+      meshObjectId: Guid(),
+      attribute: Type.String(),
+      value: Value,
+      winner: Nullable(Candidate),
+      candidates: Type.Array(Candidate),
+      composedBy: Nullable(Type.Object({ ruleId: Guid(), inputs: Type.Array(Type.String()) }, { additionalProperties: false })),
+      exports: Type.Array(
+        Type.Object(
+          {
+            connectorId: Guid(),
+            connectorName: Type.String(),
+            targetAttribute: Type.String(),
+            value: Value,
+            state: Type.Union([Type.Literal('confirmed'), Type.Literal('pendingExport'), Type.Literal('awaitingConfirmation')]),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    },
+    { $id: 'AttributeExplanation', additionalProperties: false },
+  ),
+);
+
+export const MeshHistoryPage = defineSchema(
+  Type.Object(
+    {
+      items: Type.Array(
+        Type.Object(
+          {
+            timestamp: Timestamp(),
+            runId: Guid(),
+            connectorId: Guid(),
+            operation: Type.Union([Type.Literal('Created'), Type.Literal('Updated'), Type.Literal('Deleted'), Type.Literal('Restored')]),
+            changes: Type.Array(Type.Object({ attribute: Type.String(), old: Value, new: Value }, { additionalProperties: false })),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+      totalCount: Type.Integer({ minimum: 0 }),
+    },
+    { $id: 'MeshHistoryPage', additionalProperties: false, description: 'Newest first; totalCount counts every entry of the object.' },
+  ),
+);
