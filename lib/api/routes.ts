@@ -1,6 +1,6 @@
 import type { Permission } from '../auth/permissions';
 import type { QuerySpec } from '../http/request';
-import { AUDIT_QUERY, MESH_QUERY, RULES_QUERY, RUNS_QUERY, SCHEDULE_RUNS_QUERY, SCHEDULES_QUERY } from './queries';
+import { AUDIT_QUERY, MESH_QUERY, RULES_QUERY, RUNS_QUERY, SCHEDULE_RUNS_QUERY, SCHEDULES_QUERY, SPACE_QUERY } from './queries';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -64,6 +64,8 @@ export const ROUTES: readonly RouteSpec[] = [
   { name: 'triggerImport', method: 'POST', route: 'connectors/{id}/import', permission: 'runs.trigger', tag: 'Runs', summary: 'Trigger a full import, a delta import or a full synchronization (FullSync)', pathParam: connectorId, request: { schema: 'TriggerImportRequest', optional: true }, success: { status: 202, schema: 'Run', location: true }, errors: [409] },
   { name: 'triggerExport', method: 'POST', route: 'connectors/{id}/export', permission: 'runs.trigger', tag: 'Runs', summary: 'Trigger an export of the staged changes', pathParam: connectorId, request: { schema: 'TriggerExportRequest', optional: true }, success: { status: 202, schema: 'Run', location: true }, errors: [409] },
   // Connector space
+  { name: 'listConnectorSpace', method: 'GET', route: 'connectors/{id}/space', permission: 'connectors.read', tag: 'Connector space', summary: "List a connector's space, ordered by anchor: state filter (joined, disconnector, pendingExport, awaitingConfirmation, error), object type, search (substring of anchor or dn), paging; staged adds with anchor null", pathParam: connectorId, query: SPACE_QUERY, success: { status: 200, schema: 'ConnectorSpaceList' } },
+  { name: 'getConnectorSpaceObject', method: 'GET', route: 'connectors/{id}/space/{csObjectId}', permission: 'connectors.read', tag: 'Connector space', summary: 'Get one connector-space object: attributes as last imported, the pending change per attribute (old/new), exported values awaiting confirmation', pathParam: connectorId, subParam: csObjectId, success: { status: 200, schema: 'ConnectorSpaceObjectDetail' } },
   { name: 'retryConnectorSpaceObject', method: 'POST', route: 'connectors/{id}/space/{csObjectId}/retry', permission: 'connectorSpace.operate', tag: 'Connector space', summary: "Reset an object's export failure (error and attempts) so that the next export tries its pending change again", pathParam: connectorId, subParam: csObjectId, success: { status: 200, schema: 'ConnectorSpaceObject' } },
   // Assignment
   { name: 'assignConnectorToInstance', method: 'PUT', route: 'connectors/{id}/instance', permission: 'instances.write', tag: 'Instances', summary: 'Assign a connector to an engine instance (409 when assigned to another)', pathParam: connectorId, request: { schema: 'AssignConnectorRequest' }, success: { status: 200, schema: 'ConnectorAssignment' }, errors: [409] },
