@@ -48,6 +48,8 @@ const SELECT = ['RowKey', 'objectType', 'meshId', 'deleted', 'dn', 'hash', 'erro
 /** Re-read a connector's changed rows at least this often, even with no new run (writes outside runs). */
 export const SPACE_INDEX_MAX_AGE_MS = 30_000;
 const MAX_CONNECTORS = 8;
+/** How long one look at the connector's newest run serves (the list may lag a run's write by this much). */
+const RUN_CHECK_MS = 250;
 /** Rows whose Timestamp is this close before the last read are read again (clock of the storage vs ours). */
 const OVERLAP_MS = 5_000;
 const BUCKETS = '0123456789abcdef'.split('');
@@ -140,6 +142,7 @@ class ConnectorSpaceIndex {
   private ordered: SpaceEntry[] | null = null;
   private readAt = 0;
   private runToken = '';
+  private checkedAt = 0;
   private refreshing: Promise<void> | null = null;
 
   constructor(readonly connectorId: string) {}
@@ -147,6 +150,9 @@ class ConnectorSpaceIndex {
   /** Bring the index up to date when the connector's runs moved or it is older than the maximum age. */
   async current(force = false): Promise<void> {
     if (this.refreshing) return this.refreshing;
+    // Requests in a burst share one look at the runs (a page of requests is not a storage query each).
+    if (!force && this.readAt && Date.now() - this.checkedAt < RUN_CHECK_MS) return;
+    this.checkedAt = Date.now();
     const token = await newestRunToken(this.connectorId);
     if (!force && this.readAt && token === this.runToken && Date.now() - this.readAt < SPACE_INDEX_MAX_AGE_MS) return;
     this.refreshing = this.read(token).finally(() => (this.refreshing = null));
@@ -199,6 +205,7 @@ class ConnectorSpaceIndex {
 
   invalidate(): void {
     this.runToken = '';
+    this.checkedAt = 0;
   }
 }
 

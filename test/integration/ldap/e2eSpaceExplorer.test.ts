@@ -82,7 +82,7 @@ describeWithServer('slapd')('connector space explorer (slapd, Azurite, over HTTP
     const refused = `An entry with the DN 'uid=E001,ou=Engineering,${f.base}' already exists.`;
     const dn2 = `uid=E002,ou=Engineering,${f.base}`;
     const dn3 = `uid=E003,ou=Engineering,${f.base}`;
-    let body = await space(dir);
+    const body = await space(dir);
     expect(body.totalCount).toBe(3);
     expect(anchorsOf(body).slice(0, 2).sort()).toEqual([dn2, dn3]);
     const staged = body.items[2];
