@@ -134,12 +134,67 @@ export function queryEntries(ordered: readonly SpaceEntry[], q: SpaceQuery): { i
   return { items, totalCount };
 }
 
+/**
+ * The ordered entries with what makes a page cheap, built once per change of the index (not per request):
+ * one ordered list per state (a state page is a slice, its count a length) and the folded anchors and dns
+ * joined in one string, searched with the native `indexOf` (a match is mapped back to its entry by a binary
+ * search over the entries' offsets), so a search does not visit 100,000 strings one by one.
+ */
+export class SpaceView {
+  readonly byState = new Map<SpaceState, SpaceEntry[]>();
+  private readonly text: string;
+  private readonly starts: Int32Array;
+
+  constructor(readonly ordered: readonly SpaceEntry[]) {
+    for (const st of SPACE_STATES) this.byState.set(st, []);
+    const parts: string[] = [];
+    this.starts = new Int32Array(ordered.length);
+    let at = 0;
+    ordered.forEach((e, i) => {
+      for (const st of SPACE_STATES) if (inState(e, st)) this.byState.get(st)!.push(e);
+      this.starts[i] = at;
+      parts.push(e.folded);
+      at += e.folded.length + 1;
+    });
+    // Entries are joined by \u0001: a needle without it cannot match across two entries.
+    this.text = parts.join('\u0001');
+  }
+
+  /** Entries whose folded anchor or dn contains the needle, in order. */
+  private matches(needle: string): SpaceEntry[] {
+    const out: SpaceEntry[] = [];
+    if (needle.includes('\u0001')) return out;
+    let from = 0;
+    for (;;) {
+      const at = this.text.indexOf(needle, from);
+      if (at < 0) return out;
+      let lo = 0;
+      let hi = this.starts.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (this.starts[mid] <= at) lo = mid;
+        else hi = mid - 1;
+      }
+      const e = this.ordered[lo];
+      out.push(e);
+      from = this.starts[lo] + e.folded.length + 1;
+    }
+  }
+
+  query(q: SpaceQuery): { items: SpaceEntry[]; totalCount: number } {
+    if (q.search) return queryEntries(this.matches(q.search.toLowerCase()), { ...q, search: undefined });
+    const base = q.state ? this.byState.get(q.state)! : this.ordered;
+    if (q.objectType) return queryEntries(base, { ...q, state: undefined });
+    return { items: base.slice(q.skip, q.skip + q.take), totalCount: base.length };
+  }
+}
+
 /** One connector's index. */
 class ConnectorSpaceIndex {
   private readonly byAnchor = new Map<string, SpaceEntry>();
   private staged: SpaceEntry[] = [];
   private readonly byId = new Map<string, SpaceEntry>();
-  private ordered: SpaceEntry[] | null = null;
+  private view: SpaceView | null = null;
   private readAt = 0;
   private runToken = '';
   private checkedAt = 0;
@@ -162,12 +217,16 @@ class ConnectorSpaceIndex {
   private async read(token: string): Promise<void> {
     const started = Date.now();
     const since = this.readAt ? new Date(this.readAt - OVERLAP_MS).toISOString() : null;
+    let changed = false;
     await mapLimit(partitions(this.connectorId), 4, async (pk) => {
       const filter = `PartitionKey eq ${odata(pk)}` + (since ? ` and Timestamp ge datetime'${since}'` : '');
       const it = (await table('ConnectorSpace' + pk.slice(-2, -1))).listEntities<Record<string, unknown>>({ queryOptions: { filter, select: SELECT } });
-      for await (const row of it) this.put(decodeKey(String(row.rowKey)), entryOfRow(this.connectorId, row));
+      for await (const row of it) {
+        this.put(decodeKey(String(row.rowKey)), entryOfRow(this.connectorId, row));
+        changed = true;
+      }
     });
-    this.staged = [...(await loadStagedAdds(this.connectorId)).values()].map((s) => ({
+    const staged = [...(await loadStagedAdds(this.connectorId)).values()].map((s) => ({
       csObjectId: s.csObjectId,
       anchor: null,
       dn: null,
@@ -181,10 +240,17 @@ class ConnectorSpaceIndex {
       stagedMeshId: s.meshId,
       folded: '\n',
     }));
+    // Nothing written since the last read: the view (sorted, per state, search text) stays.
+    if (!changed && JSON.stringify(staged) === JSON.stringify(this.staged)) {
+      this.readAt = started;
+      this.runToken = token;
+      return;
+    }
+    this.staged = staged;
     this.byId.clear();
     for (const e of this.byAnchor.values()) this.byId.set(e.csObjectId, e);
     for (const e of this.staged) if (!this.byId.has(e.csObjectId)) this.byId.set(e.csObjectId, e);
-    this.ordered = null;
+    this.view = null;
     this.readAt = started;
     this.runToken = token;
   }
@@ -194,9 +260,9 @@ class ConnectorSpaceIndex {
     else this.byAnchor.delete(anchor);
   }
 
-  list(): readonly SpaceEntry[] {
-    if (!this.ordered) this.ordered = [...this.byAnchor.values()].sort(compareEntries).concat([...this.staged].sort(compareEntries));
-    return this.ordered;
+  list(): SpaceView {
+    this.view ??= new SpaceView([...this.byAnchor.values()].sort(compareEntries).concat([...this.staged].sort(compareEntries)));
+    return this.view;
   }
 
   find(csObjectId: string): SpaceEntry | undefined {
@@ -223,7 +289,7 @@ async function indexOf(connectorId: string): Promise<ConnectorSpaceIndex> {
 
 /** A page of a connector's space (see {@link queryEntries}). */
 export async function querySpace(connectorId: string, q: SpaceQuery): Promise<{ items: SpaceEntry[]; totalCount: number }> {
-  return queryEntries((await indexOf(connectorId)).list(), q);
+  return (await indexOf(connectorId)).list().query(q);
 }
 
 /** The entry a csObjectId names (any id the list hands out), or undefined. */

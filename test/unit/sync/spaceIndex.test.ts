@@ -1,4 +1,4 @@
-import { compareEntries, entryOfRow, inState, queryEntries, SPACE_STATES, type SpaceEntry } from '../../../lib/sync/spaceIndex';
+import { compareEntries, entryOfRow, inState, queryEntries, SPACE_STATES, SpaceView, type SpaceEntry } from '../../../lib/sync/spaceIndex';
 import { anchoredCsObjectId } from '../../../lib/sync/csIds';
 import { encodeKey } from '../../../lib/storage/tables';
 import { pendingAttributes, SECRET_MASK } from '../../../lib/api/connectorSpace';
@@ -64,5 +64,40 @@ describe('connector space index (pure parts)', () => {
       unicodePwd: { old: null, new: SECRET_MASK },
     });
     expect(pendingAttributes({ kind: 'add', attributes: { sn: 'S' } }, { sn: 'X' }, undefined)).toEqual({ sn: { old: null, new: 'S' } });
+  });
+
+  test('the view (per-state lists, joined search text) answers as the plain pass does', () => {
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    const list: SpaceEntry[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const anchor = rnd(50) === 0 ? null : `A${String(i).padStart(5, '0')}x${rnd(100)}`;
+      const dn = rnd(3) ? `uid=U${rnd(500)},ou=Dept${rnd(7)},dc=example` : null;
+      list.push(
+        entry(anchor, {
+          csObjectId: `id-${i}`,
+          dn,
+          folded: `${anchor ?? ''}\n${dn ?? ''}`.toLowerCase(),
+          objectType: rnd(5) ? 'User' : 'Group',
+          meshObjectId: rnd(4) ? `m${i}` : null,
+          awaitingConfirmation: rnd(10) === 0,
+          error: rnd(20) === 0 ? { message: 'm', runId: 'r', occurredOn: 'o', attempts: 1 } : null,
+          pendingExport: rnd(15) === 0 ? { operation: 'Update', attributeCount: 1, stagedOn: 'o' } : null,
+        }),
+      );
+    }
+    list.sort(compareEntries);
+    const view = new SpaceView(list);
+    const searches = [undefined, 'u1', 'DEPT3', 'x9', 'a0001', '\nuid=u4', 'zzz', ',dc=example', '\u0001'];
+    for (const search of searches) {
+      for (const state of [undefined, ...SPACE_STATES]) {
+        for (const objectType of [undefined, 'group']) {
+          for (const [skip, take] of [[0, 50], [30, 7], [1990, 200]]) {
+            const q = { search, state, objectType, skip, take };
+            expect(view.query(q)).toEqual(queryEntries(list, q));
+          }
+        }
+      }
+    }
   });
 });
