@@ -68,11 +68,27 @@ export async function retryConnectorSpaceObject(connectorId: string, csObjectId:
   return spaceItem(now);
 }
 
+/**
+ * The attribute that holds a connector's anchor when an export can give it (a SQL table's or a file's
+ * `anchorColumn`); directories make their anchors themselves (entryUUID, objectGUID): none.
+ */
+export function anchorAttributeOf(config: unknown): string | undefined {
+  const c = (config ?? {}) as { anchorColumn?: unknown; settings?: { anchorColumn?: unknown } };
+  const a = c.anchorColumn ?? c.settings?.anchorColumn;
+  return typeof a === 'string' && a ? a : undefined;
+}
+
+/** A staged add's anchor-to-be: the value its add sends to the anchor attribute, when it is one scalar. */
+export function anchorToBe(values: Record<string, AttributeValue> | undefined, anchorAttribute: string | undefined): string | null {
+  const v = anchorAttribute ? valueOf(values, anchorAttribute) : undefined;
+  return typeof v === 'string' || typeof v === 'number' ? String(v) : null;
+}
+
 /** The API item of an index entry (the same fields as {@link spaceItem}). */
-function entryItem(e: SpaceEntry): ConnectorSpaceObject {
+function entryItem(e: SpaceEntry, anchorAttribute: string | undefined): ConnectorSpaceObject {
   return {
     csObjectId: e.csObjectId,
-    anchor: e.anchor,
+    anchor: e.stagedMeshId ? anchorToBe(e.addValues, anchorAttribute) : e.anchor,
     dn: e.dn,
     objectType: e.objectType,
     meshObjectId: e.meshObjectId,
@@ -86,9 +102,10 @@ function entryItem(e: SpaceEntry): ConnectorSpaceObject {
 
 /** `GET /connectors/{id}/space`: a page of the connector's space, ordered by anchor. 404 unknown connector. */
 export async function listConnectorSpace(connectorId: string, q: SpaceQuery): Promise<ConnectorSpaceList> {
-  await getConnectorRecord(connectorId);
+  const connector = await getConnectorRecord(connectorId);
   const { items, totalCount } = await querySpace(connectorId, q);
-  return { items: items.map(entryItem), totalCount };
+  const anchorAttribute = anchorAttributeOf(connector.config);
+  return { items: items.map((e) => entryItem(e, anchorAttribute)), totalCount };
 }
 
 /**
@@ -128,10 +145,11 @@ export function pendingAttributes(
 
 /** `GET /connectors/{id}/space/{csObjectId}`: the item with its attributes, pending change and exported values. */
 export async function getConnectorSpaceObject(connectorId: string, csObjectId: string): Promise<ConnectorSpaceObjectDetail> {
-  await getConnectorRecord(connectorId);
+  const connector = await getConnectorRecord(connectorId);
   const found = await findSpaceObject(connectorId, csObjectId);
   if (!found) throw notFound(`Connector-space object '${csObjectId}' does not exist in connector '${connectorId}'.`);
   const item = spaceItem(found);
+  if (found.kind === 'staged') item.anchor = anchorToBe(found.staged.pendingExport.attributes, anchorAttributeOf(connector.config));
   const p = found.kind === 'row' ? found.row.pendingExport : found.staged.pendingExport;
   const imported = found.kind === 'row' ? found.row.attributes : {};
   const exported = found.kind === 'row' ? found.row.exported : undefined;

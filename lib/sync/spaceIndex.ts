@@ -2,6 +2,7 @@ import { newestRunToken } from '../storage/runs';
 import { decodeKey, odata, table } from '../storage/tables';
 import { getJson, mapLimit } from '../storage/tableUtil';
 import { csObjectIdOf } from './csIds';
+import type { AttributeValue } from '../connectors/sdk';
 import type { ExportError, PendingExport } from './model';
 import { loadStagedAdds } from './stagedAdds';
 
@@ -40,6 +41,8 @@ export interface SpaceEntry {
   lastImportedOn: string | null;
   lastExportedOn: string | null;
   stagedMeshId?: string;
+  /** A staged add's values (few objects): its anchor-to-be when an outbound flow gives the anchor attribute. */
+  addValues?: Record<string, AttributeValue>;
   /** Lower-cased anchor and dn, for the search. */
   folded: string;
 }
@@ -238,6 +241,7 @@ class ConnectorSpaceIndex {
       lastImportedOn: null,
       lastExportedOn: null,
       stagedMeshId: s.meshId,
+      addValues: s.pendingExport.attributes,
       folded: '\n',
     }));
     // Nothing written since the last read: the view (sorted, per state, search text) stays.

@@ -1,7 +1,7 @@
 import { compareEntries, entryOfRow, inState, queryEntries, SPACE_STATES, SpaceView, type SpaceEntry } from '../../../lib/sync/spaceIndex';
 import { anchoredCsObjectId } from '../../../lib/sync/csIds';
 import { encodeKey } from '../../../lib/storage/tables';
-import { pendingAttributes, SECRET_MASK } from '../../../lib/api/connectorSpace';
+import { anchorAttributeOf, anchorToBe, pendingAttributes, SECRET_MASK } from '../../../lib/api/connectorSpace';
 
 const C = '6f1c2d3e-4a5b-4c6d-8e7f-901234567890';
 const entry = (anchor: string | null, over: Partial<SpaceEntry> = {}): SpaceEntry => ({
@@ -99,5 +99,16 @@ describe('connector space index (pure parts)', () => {
         }
       }
     }
+  });
+
+  test("a staged add's anchor-to-be: the value its add gives the connector's anchor column, else null", () => {
+    expect(anchorAttributeOf({ anchorColumn: 'id' })).toBe('id');
+    expect(anchorAttributeOf({ implementation: 'file', settings: { anchorColumn: 'EmpId' } })).toBe('EmpId');
+    expect(anchorAttributeOf({ host: 'ldap' })).toBeUndefined();
+    expect(anchorToBe({ empid: 'E7', sn: 'S' }, 'EmpId')).toBe('E7');
+    expect(anchorToBe({ id: 42 }, 'id')).toBe('42');
+    expect(anchorToBe({ sn: 'S' }, 'id')).toBeNull();
+    expect(anchorToBe({ id: ['a', 'b'] }, 'id')).toBeNull();
+    expect(anchorToBe({ uid: 'E1' }, undefined)).toBeNull();
   });
 });
