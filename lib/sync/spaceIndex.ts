@@ -139,12 +139,14 @@ export function queryEntries(ordered: readonly SpaceEntry[], q: SpaceQuery): { i
 
 /**
  * The ordered entries with what makes a page cheap, built once per change of the index (not per request):
- * one ordered list per state (a state page is a slice, its count a length) and the folded anchors and dns
+ * one ordered list per state and per object type (such a page is a slice, its count a length) and the folded anchors and dns
  * joined in one string, searched with the native `indexOf` (a match is mapped back to its entry by a binary
  * search over the entries' offsets), so a search does not visit 100,000 strings one by one.
  */
 export class SpaceView {
   readonly byState = new Map<SpaceState, SpaceEntry[]>();
+  /** Entries by lower-cased object type. */
+  readonly byType = new Map<string, SpaceEntry[]>();
   private readonly text: string;
   private readonly starts: Int32Array;
 
@@ -155,6 +157,10 @@ export class SpaceView {
     let at = 0;
     ordered.forEach((e, i) => {
       for (const st of SPACE_STATES) if (inState(e, st)) this.byState.get(st)!.push(e);
+      const type = e.objectType.toLowerCase();
+      let ofType = this.byType.get(type);
+      if (!ofType) this.byType.set(type, (ofType = []));
+      ofType.push(e);
       this.starts[i] = at;
       parts.push(e.folded);
       at += e.folded.length + 1;
@@ -186,8 +192,12 @@ export class SpaceView {
 
   query(q: SpaceQuery): { items: SpaceEntry[]; totalCount: number } {
     if (q.search) return queryEntries(this.matches(q.search.toLowerCase()), { ...q, search: undefined });
+    if (q.objectType) {
+      const ofType = this.byType.get(q.objectType.toLowerCase()) ?? [];
+      if (q.state) return queryEntries(ofType, { ...q, objectType: undefined });
+      return { items: ofType.slice(q.skip, q.skip + q.take), totalCount: ofType.length };
+    }
     const base = q.state ? this.byState.get(q.state)! : this.ordered;
-    if (q.objectType) return queryEntries(base, { ...q, state: undefined });
     return { items: base.slice(q.skip, q.skip + q.take), totalCount: base.length };
   }
 }
