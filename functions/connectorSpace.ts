@@ -1,9 +1,24 @@
 import { app, type HttpRequest, type HttpResponseInit, type InvocationContext } from '@azure/functions';
-import { retryConnectorSpaceObject as retry } from '../lib/api/connectorSpace';
+import { getConnectorSpaceObject as getObject, listConnectorSpace as list, retryConnectorSpaceObject as retry } from '../lib/api/connectorSpace';
+import { SPACE_QUERY } from '../lib/api/queries';
 import { previewSpaceObject as preview, syncOneSpaceObject as syncOne } from '../lib/api/spaceObjectSync';
 import { authorize } from '../lib/auth/authorize';
 import type { Caller } from '../lib/auth/permissions';
-import { ok, routeGuid, routeId } from '../lib/http';
+import { ok, parseQuery, routeGuid, routeId } from '../lib/http';
+import type { SpaceState } from '../lib/sync/spaceIndex';
+
+/** GET /connectors/{id}/space: a page of the connector space (state, objectType, search, skip, take). */
+async function listConnectorSpace(request: HttpRequest): Promise<HttpResponseInit> {
+  const connectorId = routeId(request, 'id', 'Connector');
+  const q = parseQuery(request, SPACE_QUERY);
+  return ok(await list(connectorId, { state: q.state as SpaceState | undefined, objectType: q.objectType, search: q.search, skip: q.skip, take: q.take }));
+}
+
+/** GET /connectors/{id}/space/{csObjectId}: one object with its attributes, pending change and exported values. */
+async function getConnectorSpaceObject(request: HttpRequest): Promise<HttpResponseInit> {
+  const connectorId = routeId(request, 'id', 'Connector');
+  return ok(await getObject(connectorId, routeGuid(request, 'csObjectId')));
+}
 
 /**
  * POST /connectors/{id}/space/{csObjectId}/retry: 200 with the object, its export failure reset so that the next
@@ -29,6 +44,8 @@ async function syncConnectorSpaceObject(request: HttpRequest, _context: Invocati
   return ok(await syncOne(connectorId, csObjectId, caller));
 }
 
+app.http('listConnectorSpace', { route: 'connectors/{id}/space', methods: ['GET'], handler: authorize('connectors.read', listConnectorSpace) });
+app.http('getConnectorSpaceObject', { route: 'connectors/{id}/space/{csObjectId}', methods: ['GET'], handler: authorize('connectors.read', getConnectorSpaceObject) });
 app.http('retryConnectorSpaceObject', { route: 'connectors/{id}/space/{csObjectId}/retry', methods: ['POST'], handler: authorize('connectorSpace.operate', retryConnectorSpaceObject) });
 app.http('previewConnectorSpaceObject', { route: 'connectors/{id}/space/{csObjectId}/preview', methods: ['POST'], handler: authorize('connectorSpace.operate', previewConnectorSpaceObject) });
 app.http('syncConnectorSpaceObject', { route: 'connectors/{id}/space/{csObjectId}/sync', methods: ['POST'], handler: authorize('connectorSpace.operate', syncConnectorSpaceObject) });

@@ -1,9 +1,11 @@
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
 import { notFound } from '../core/errors';
-import type { ConnectorSpaceObject } from '../schemas/connectorSpace';
+import type { ConnectorSpaceList, ConnectorSpaceObject, ConnectorSpaceObjectDetail } from '../schemas/connectorSpace';
 import { getConnectorRecord } from '../storage/connectors';
 import type { PendingExport } from '../sync/model';
+import type { AttributeValue } from '../connectors/sdk';
+import { querySpace, type SpaceEntry, type SpaceQuery } from '../sync/spaceIndex';
 import { findSpaceObject, retrySpaceObject, type SpaceObject } from '../sync/spaceObjects';
 
 /**
@@ -64,4 +66,97 @@ export async function retryConnectorSpaceObject(connectorId: string, csObjectId:
   if (!now) throw missing();
   await recordAudit(caller, 'retry', 'connectorSpaceObject', csObjectId);
   return spaceItem(now);
+}
+
+/**
+ * The attribute that holds a connector's anchor when an export can give it (a SQL table's or a file's
+ * `anchorColumn`); directories make their anchors themselves (entryUUID, objectGUID): none.
+ */
+export function anchorAttributeOf(config: unknown): string | undefined {
+  const c = (config ?? {}) as { anchorColumn?: unknown; settings?: { anchorColumn?: unknown } };
+  const a = c.anchorColumn ?? c.settings?.anchorColumn;
+  return typeof a === 'string' && a ? a : undefined;
+}
+
+/** A staged add's anchor-to-be: the value its add sends to the anchor attribute, when it is one scalar. */
+export function anchorToBe(values: Record<string, AttributeValue> | undefined, anchorAttribute: string | undefined): string | null {
+  const v = anchorAttribute ? valueOf(values, anchorAttribute) : undefined;
+  return typeof v === 'string' || typeof v === 'number' ? String(v) : null;
+}
+
+/** The API item of an index entry (the same fields as {@link spaceItem}). */
+function entryItem(e: SpaceEntry, anchorAttribute: string | undefined): ConnectorSpaceObject {
+  return {
+    csObjectId: e.csObjectId,
+    anchor: e.stagedMeshId ? anchorToBe(e.addValues, anchorAttribute) : e.anchor,
+    dn: e.dn,
+    objectType: e.objectType,
+    meshObjectId: e.meshObjectId,
+    pendingExport: e.pendingExport,
+    awaitingConfirmation: e.awaitingConfirmation,
+    error: e.error,
+    lastImportedOn: e.lastImportedOn,
+    lastExportedOn: e.lastExportedOn,
+  };
+}
+
+/** `GET /connectors/{id}/space`: a page of the connector's space, ordered by anchor. 404 unknown connector. */
+export async function listConnectorSpace(connectorId: string, q: SpaceQuery): Promise<ConnectorSpaceList> {
+  const connector = await getConnectorRecord(connectorId);
+  const { items, totalCount } = await querySpace(connectorId, q);
+  const anchorAttribute = anchorAttributeOf(connector.config);
+  return { items: items.map((e) => entryItem(e, anchorAttribute)), totalCount };
+}
+
+/**
+ * Password attributes: a pending add may carry one (it is sent once, never recorded as exported); it is never
+ * shown, only that it is set.
+ */
+const SECRET_NAMES = new Set(['unicodepwd', 'userpassword']);
+export const SECRET_MASK = '********';
+const shown = (name: string, v: AttributeValue | undefined): AttributeValue | null => (v === undefined ? null : SECRET_NAMES.has(name.toLowerCase()) ? SECRET_MASK : v);
+const masked = (values: Record<string, AttributeValue>): Record<string, AttributeValue | null> => Object.fromEntries(Object.entries(values).map(([k, v]) => [k, shown(k, v)]));
+
+/** A value by name, the name matched case-insensitively (directories do not mind case). */
+function valueOf(values: Record<string, AttributeValue> | undefined, name: string): AttributeValue | undefined {
+  if (!values) return undefined;
+  if (name in values) return values[name];
+  const lower = name.toLowerCase();
+  const key = Object.keys(values).find((k) => k.toLowerCase() === lower);
+  return key === undefined ? undefined : values[key];
+}
+
+/**
+ * The pending change per attribute: `old` the value the space holds now (exported and awaiting confirmation,
+ * else as imported; null for an add or an attribute it does not have), `new` the value the change sends.
+ */
+export function pendingAttributes(
+  p: PendingExport,
+  imported: Record<string, AttributeValue>,
+  exported: Record<string, AttributeValue> | undefined,
+): Record<string, { old: AttributeValue | null; new: AttributeValue | null }> {
+  const out: Record<string, { old: AttributeValue | null; new: AttributeValue | null }> = {};
+  for (const [name, v] of Object.entries(p.attributes)) {
+    const old = p.kind === 'add' ? undefined : (valueOf(exported, name) ?? valueOf(imported, name));
+    out[name] = { old: shown(name, old), new: shown(name, v) };
+  }
+  return out;
+}
+
+/** `GET /connectors/{id}/space/{csObjectId}`: the item with its attributes, pending change and exported values. */
+export async function getConnectorSpaceObject(connectorId: string, csObjectId: string): Promise<ConnectorSpaceObjectDetail> {
+  const connector = await getConnectorRecord(connectorId);
+  const found = await findSpaceObject(connectorId, csObjectId);
+  if (!found) throw notFound(`Connector-space object '${csObjectId}' does not exist in connector '${connectorId}'.`);
+  const item = spaceItem(found);
+  if (found.kind === 'staged') item.anchor = anchorToBe(found.staged.pendingExport.attributes, anchorAttributeOf(connector.config));
+  const p = found.kind === 'row' ? found.row.pendingExport : found.staged.pendingExport;
+  const imported = found.kind === 'row' ? found.row.attributes : {};
+  const exported = found.kind === 'row' ? found.row.exported : undefined;
+  return {
+    ...item,
+    attributes: masked(imported),
+    pendingExport: item.pendingExport && p ? { ...item.pendingExport, attributes: pendingAttributes(p, imported, exported) } : null,
+    exportedValues: masked(exported ?? {}),
+  };
 }

@@ -1,5 +1,6 @@
 import { PAGING, type QuerySpec } from '../http/request';
 import { RULE_TYPES } from '../storage/rules';
+import { SPACE_STATES } from '../sync/spaceIndex';
 
 /**
  * Query parameters of the list routes: the handlers parse with these and the OpenAPI document describes
@@ -33,3 +34,10 @@ export const SCHEDULES_QUERY = { ...PAGING } as const satisfies QuerySpec;
 export const SCHEDULE_RUNS_QUERY = { ...PAGING } as const satisfies QuerySpec;
 
 export const MESH_HISTORY_QUERY = { ...PAGING } as const satisfies QuerySpec;
+
+export const SPACE_QUERY = {
+  state: { kind: 'enum', values: SPACE_STATES },
+  objectType: { kind: 'string', maxLength: 256 },
+  search: { kind: 'string', maxLength: 1024 },
+  ...PAGING,
+} as const satisfies QuerySpec;

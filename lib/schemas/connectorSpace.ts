@@ -4,6 +4,11 @@ import { Dictionary, Guid, Nullable, Timestamp } from '../core/validation/schema
 
 /** Schemas of `/connectors/{id}/space/...` (the connector space: what the engine holds of each connector's objects). */
 const Count = () => Type.Integer({ minimum: 0 });
+const pendingProps = () => ({
+  operation: Type.Union([Type.Literal('Add'), Type.Literal('Update'), Type.Literal('Delete'), Type.Literal('Rename')]),
+  attributeCount: Count(),
+  stagedOn: Timestamp({ description: 'When the change was first staged (its first failure).' }),
+});
 
 export const ConnectorSpaceObject = defineSchema(
   Type.Object(
@@ -14,13 +19,7 @@ export const ConnectorSpaceObject = defineSchema(
       objectType: Type.String(),
       meshObjectId: Nullable(Guid({ description: 'The mesh object it is joined to (a staged add: the one it adds), else null.' })),
       pendingExport: Nullable(
-        Type.Object(
-          {
-            operation: Type.Union([Type.Literal('Add'), Type.Literal('Update'), Type.Literal('Delete'), Type.Literal('Rename')]),
-            attributeCount: Count(),
-            stagedOn: Timestamp({ description: 'When the change was first staged (its first failure).' }),
-          },
-          { additionalProperties: false, description: 'A change staged for the target and not applied yet (the target refused it).' },
+        Type.Object(pendingProps(), { additionalProperties: false, description: 'A change staged for the target and not applied yet (the target refused it).' },
         ),
       ),
       awaitingConfirmation: Type.Boolean({ description: 'Exported values not yet seen back by an import of the connector.' }),
@@ -91,3 +90,37 @@ export const OneObjectSync = defineSchema(
   ),
 );
 export type OneObjectSync = Static<typeof OneObjectSync>;
+
+export const ConnectorSpaceList = defineSchema(
+  Type.Object(
+    { items: Type.Array(Type.Ref('ConnectorSpaceObject')), totalCount: Count() },
+    { $id: 'ConnectorSpaceList', additionalProperties: false, description: 'Ordered by anchor; staged adds (anchor null) last, by csObjectId.' },
+  ),
+);
+export type ConnectorSpaceList = Static<typeof ConnectorSpaceList>;
+
+/** An attribute value as a connector shows it: a scalar or a list (secret attributes are masked). */
+const ShownValue = () => Type.Unknown({ description: 'A value or a list of values.' });
+
+export const ConnectorSpaceObjectDetail = defineSchema(
+  Type.Object(
+    {
+      ...ConnectorSpaceObject.properties,
+      attributes: Dictionary(ShownValue(), { description: 'The attributes as last imported (a staged add: none).' }),
+      pendingExport: Nullable(
+        Type.Object(
+          {
+            ...pendingProps(),
+            attributes: Dictionary(Type.Object({ old: ShownValue(), new: ShownValue() }, { additionalProperties: false }), {
+              description: 'Per attribute, the value the connector space holds now (exported, else imported; null when none) and the value the change sends.',
+            }),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+      exportedValues: Dictionary(ShownValue(), { description: 'Values exported and not yet seen back by an import (awaiting confirmation).' }),
+    },
+    { $id: 'ConnectorSpaceObjectDetail', additionalProperties: false },
+  ),
+);
+export type ConnectorSpaceObjectDetail = Static<typeof ConnectorSpaceObjectDetail>;

@@ -560,3 +560,16 @@ export async function findScheduleRunRun(connectorId: string, scheduleRunId: str
   }
   return null;
 }
+
+/**
+ * A token that changes whenever a run of the connector is created or updated (its newest run row's key and
+ * ETag; a run updates its row at every page). One query of one row.
+ */
+export async function newestRunToken(connectorId: string): Promise<string> {
+  const pages = (await table(TABLE)).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(connectorPk(connectorId))}`, select: ['RowKey'] } }).byPage({ maxPageSize: 1 });
+  for await (const page of pages) {
+    const e = page[0];
+    return e ? `${String(e.rowKey)}|${String(e.etag)}` : '';
+  }
+  return '';
+}

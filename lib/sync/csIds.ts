@@ -22,8 +22,8 @@ import { submitBatched } from '../storage/tableUtil';
  * id; `anchor` for an object with an anchor, `meshId` for a staged add. A lookup is one point read
  * ({@link findCsObjectRef}). Ids are not inverted by computation (an anchor cannot be read back from its hash),
  * so an id resolves once its index row is written: the engine writes it for every object whose export fails
- * (anchored or staged), and code that hands ids out for other objects (the connector-space explorer) calls
- * {@link indexCsObjectIds} for the ids it returns first. Index rows are idempotent (an id is a function of the
+ * (anchored or staged). The connector-space explorer resolves every other id it hands out through its
+ * in-memory index, which computes each row's id as it reads it (lib/sync/spaceIndex.ts): no write per read. Index rows are idempotent (an id is a function of the
  * object), so writing one again is harmless; a row whose object is gone resolves to nothing
  * ({@link findCsObjectRef}'s callers read the object and answer 404).
  */

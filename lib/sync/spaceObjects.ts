@@ -2,6 +2,7 @@ import { clearCsExportError, readCsObjects } from './connectorSpace';
 import { csObjectIdOf, findCsObjectRef } from './csIds';
 import type { CsObject } from './model';
 import { clearStagedAddError, readStagedAdd, type StagedAdd } from './stagedAdds';
+import { findSpaceEntry, touchSpaceIndex } from './spaceIndex';
 import { markExportDirty } from './state';
 
 /**
@@ -13,8 +14,13 @@ export type SpaceObject = { kind: 'row'; csObjectId: string; row: CsObject } | {
 
 /** The object with this id, or null (not indexed, gone, or deleted from the target). Two point reads. */
 export async function findSpaceObject(connectorId: string, csObjectId: string): Promise<SpaceObject | null> {
-  const ref = await findCsObjectRef(connectorId, csObjectId);
-  if (!ref) return null;
+  // Ids of failed exports are in the id index; any other id the explorer listed, in its in-memory index.
+  let ref: Awaited<ReturnType<typeof findCsObjectRef>> = await findCsObjectRef(connectorId, csObjectId);
+  if (!ref) {
+    const entry = await findSpaceEntry(connectorId, csObjectId);
+    if (!entry) return null;
+    ref = entry.stagedMeshId ? { stagedMeshId: entry.stagedMeshId } : { anchor: entry.anchor! };
+  }
   if ('anchor' in ref) {
     const row = (await readCsObjects(connectorId, [ref.anchor])).get(ref.anchor);
     if (!row || row.deleted || csObjectIdOf(connectorId, row) !== csObjectId) return null;
@@ -30,6 +36,7 @@ export async function findSpaceObject(connectorId: string, csObjectId: string): 
  * reads only what changed or was marked). Returns the object as it is now. Safe to repeat.
  */
 export async function retrySpaceObject(connectorId: string, obj: SpaceObject): Promise<SpaceObject | null> {
+  touchSpaceIndex(connectorId);
   if (obj.kind === 'row') {
     if (!(await clearCsExportError(connectorId, obj.row.anchor))) return null;
     if (obj.row.meshId) await markExportDirty(connectorId, [obj.row.meshId]);

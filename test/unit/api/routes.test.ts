@@ -53,6 +53,8 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'POST connectors/{id}/test': [OPERATE, false],
   'POST connectors/{id}/import': [OPERATE, false],
   'POST connectors/{id}/export': [OPERATE, false],
+  'GET connectors/{id}/space': [ALL, false],
+  'GET connectors/{id}/space/{csObjectId}': [ALL, false],
   'POST connectors/{id}/space/{csObjectId}/retry': [OPERATE, false],
   'POST connectors/{id}/space/{csObjectId}/preview': [OPERATE, false],
   'POST connectors/{id}/space/{csObjectId}/sync': [OPERATE, false],
