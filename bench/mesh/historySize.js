@@ -2,8 +2,9 @@
 'use strict';
 /**
  * Storage that explain and history add per changed mesh object, computed from the service's own encoders
- * (dist/, `npm run build` first): the mesh row's growth from recording the run on contributions, and the
- * history row of a created object and of an updated one, for the user of bench/sync/sync.js (3 inbound
+ * (dist/, `npm run build` first): the mesh row's growth from recording the run on contributions and the
+ * run and connector that created the object (a created object writes no history row: its `Created` entry is
+ * derived when read), and the history row of an updated one, for the user of bench/sync/sync.js (3 inbound
  * attributes) and for one with 15 attributes. Sizes: the entity's JSON text (what Azurite stores) and Azure
  * Table Storage's billed size (4 + 2 x (PartitionKey + RowKey characters) + per property 8 + 2 x name characters
  * + the value: 4 + 2 x characters for a string).
@@ -41,13 +42,13 @@ function measure(label, attrs) {
   const first = Object.keys(attrs)[1];
   changed.contributions[first][0].v = String(changed.contributions[first][0].v) + 'X';
   consolidate(changed);
-  const [created] = historyRows(run, randomUUID(), new Date().toISOString(), [{ id: withRun.id, before: null, after: withRun }]);
+  const created = { ...withRun, createdRun: run, createdBy: Object.keys(withRun.links)[0] };
   const [updated] = historyRows(run, randomUUID(), new Date().toISOString(), [{ id: withRun.id, before: withRun, after: changed }]);
   return {
     label,
     attributes: Object.keys(attrs).length,
-    meshRowText: { before: encodeMeshObject(without).length, after: encodeMeshObject(withRun).length },
-    historyCreated: { textBytes: textBytes(created), azureBytes: azureBytes(created) },
+    meshRowText: { before: encodeMeshObject(without).length, after: encodeMeshObject(withRun).length, withCreation: encodeMeshObject(created).length },
+    historyRowsOfCreated: historyRows(run, randomUUID(), new Date().toISOString(), [{ id: withRun.id, before: null, after: created }]).length,
     historyUpdatedOneAttribute: { textBytes: textBytes(updated), azureBytes: azureBytes(updated) },
   };
 }

@@ -132,7 +132,7 @@ async function exportState(
 
 /** A page of a mesh object's history, newest first; unknown object: 404. */
 export async function meshHistory(id: string, skip: number, take: number) {
-  const page = await readHistory(id, skip, take);
-  if (!page.totalCount && !(await getMeshObject(id))) throw notFound(`Mesh object '${id}' does not exist.`);
-  return page;
+  const { items, totalCount, exists } = await readHistory(id, skip, take);
+  if (!totalCount && !exists) throw notFound(`Mesh object '${id}' does not exist.`);
+  return { items, totalCount };
 }

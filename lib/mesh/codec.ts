@@ -18,9 +18,11 @@ import { consolidate, type Contribution, type MeshObject, type PendingReference,
  *
  * `{"v":2,"id","t":objectType,"a":anchorValue,"co":createdOn,"up":updatedOn,"k":[strings],
  *   "c":{attribute:[[connector,rule,confidence,priority,value,at(,run)?]]},"l":[[connector,anchor]],"p":[connector],
- *   "r":[[type,targetId,targetAnchor,targetType(,connector,csAnchor,value,by)?]],"q":[[type,value,by?(,connector)?]]}`
- * (co, up, and the numbers in c, l, p, r, q other than confidence and priority are positions in `k`; `p` is
- * absent when nothing was provisioned; a contribution's run is a seventh element when known, and a run's id is
+ *   "r":[[type,targetId,targetAnchor,targetType(,connector,csAnchor,value,by)?]],"q":[[type,value,by?(,connector)?]],
+ *   "cb":[createdRun,createdBy]}`
+ * (co, up, cb and the numbers in c, l, p, r, q other than confidence and priority are positions in `k`; `p` is
+ * absent when nothing was provisioned; `cb` (the run and connector that created the object, about 12 bytes: both
+ * are usually in `k` already) is absent on objects created before it was recorded; a contribution's run is a seventh element when known, and a run's id is
  * one entry of `k` shared by the contributions of that run, about 40 bytes per object; the four more fields of `r` and the fourth of `q` are there for a
  * relationship or pending reference made from a connector's reference attribute). Such a reference's key space
  * `by` is that connector's (`@dn:<connector>`, `@a:<connector>`): it is stored as `@dn:` or `@a:` alone, the
@@ -42,6 +44,8 @@ interface StoredV2 {
   c: Record<string, ([number, number, number, number, AttributeValue, number] | [number, number, number, number, AttributeValue, number, number])[]>;
   l: [number, string][];
   p?: number[];
+  /** The run and connector that created the object (positions in `k`). */
+  cb?: [number, number];
   /** Relationships; a connector's reference adds `[connector, referenced anchor, value, by]` (positions c, by). */
   r: ([number, string, string, number] | [number, string, string, number, number, string, string | 0, number])[];
   /** Pending references; a connector's adds the connector's position (then `by` is always there). */
@@ -91,7 +95,7 @@ export function encodeMeshTexts(o: MeshObject): { row: string; feed: string } {
   }
   const { v, id, t, a, co, up, k, c, l } = stored;
   const head = JSON.stringify({ v, id, t, a, co, up, k, c, l }).slice(0, -1) + ',"r":';
-  const tail = ',"q":' + JSON.stringify(stored.q) + (stored.p ? ',"p":' + JSON.stringify(stored.p) : '') + '}';
+  const tail = ',"q":' + JSON.stringify(stored.q) + (stored.p ? ',"p":' + JSON.stringify(stored.p) : '') + (stored.cb ? ',"cb":' + JSON.stringify(stored.cb) : '') + '}';
   return { row: storedText(head, stored.r, tail), feed: storedText(head, stored.r.map((x) => (x.length > 4 ? [x[0], x[1], x[2], x[3]] : x)), tail) };
 }
 
@@ -129,6 +133,7 @@ function storedForm(o: MeshObject): StoredV2 {
   stored.co = ref(o.createdOn);
   stored.up = ref(o.updatedOn);
   if (o.provisioned) stored.p = o.provisioned.map(ref);
+  if (o.createdRun !== undefined && o.createdBy !== undefined) stored.cb = [ref(o.createdRun), ref(o.createdBy)];
   return stored;
 }
 
@@ -174,6 +179,10 @@ export function fromStoredMeshObject(x: unknown): MeshObject {
     }),
   };
   if (s.p) o.provisioned = s.p.map((i) => k[i]);
+  if (s.cb) {
+    o.createdRun = k[s.cb[0]];
+    o.createdBy = k[s.cb[1]];
+  }
   consolidate(o);
   return o;
 }

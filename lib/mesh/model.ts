@@ -100,6 +100,12 @@ export interface MeshObject {
   objectType: string;
   anchorValue: string;
   createdOn: string;
+  /**
+   * The run and the connector that created it (its history's `Created` entry is derived from these and
+   * `createdOn`, lib/mesh/history.ts). Absent on objects created before they were recorded.
+   */
+  createdRun?: string;
+  createdBy?: string;
   updatedOn: string;
   attributes: Record<string, ConsolidatedAttribute>;
   contributions: Record<string, Contribution[]>;

@@ -200,6 +200,8 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
               objectType: pr.rule.objectType ?? 'User',
               anchorValue: String(anchorValue),
               createdOn: now,
+              // Its history's Created entry is derived from these (lib/mesh/history.ts): no row is written.
+              ...(runId !== undefined ? { createdRun: runId, createdBy: cid } : {}),
               updatedOn: now,
               attributes: {},
               contributions: {},

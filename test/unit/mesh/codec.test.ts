@@ -56,6 +56,17 @@ describe('mesh object stored form', () => {
     expect('by' in without.pendingReferences[0]).toBe(false);
   });
 
+  it('keeps the run and connector that created the object in a few bytes (both already in k), in the row and the feed', () => {
+    const run = 'a0000000-0000-4000-8000-0000000000cc';
+    const base = doc({ contributions: { mail: [{ c: HR, r: 'rule-hr-mail', conf: 50, pri: 100, v: 'a@x.test', at: T1, u: run }] } });
+    const created = { ...base, createdRun: run, createdBy: HR };
+    expect(decodeMeshObject(encodeMeshObject(created))).toEqual(created);
+    expect(encodeMeshObject(created).length - encodeMeshObject(base).length).toBeLessThanOrEqual(14);
+    const withRef = { ...created, relationships: [{ type: 'manager', targetId: gid(2), targetAnchor: 'E2', targetType: 'User', c: HR, ca: 'E2', v: 'E2', by: '@a:' + HR }] };
+    expect(fromStoredMeshObject(JSON.parse(encodeMeshTexts(withRef).feed))).toMatchObject({ createdRun: run, createdBy: HR });
+    const without = decodeMeshObject(encodeMeshObject(base));
+    expect('createdRun' in without || 'createdBy' in without).toBe(false);
+  });
   it('stores each connector id, rule id and time once, and no consolidated attributes', () => {
     const o = doc();
     const text = encodeMeshObject(o);
