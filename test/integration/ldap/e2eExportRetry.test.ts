@@ -11,8 +11,8 @@ import { readStagedAdd } from '../../../lib/sync/stagedAdds';
 import { describeWithServer } from '../../support/servers';
 import { startService, USERS, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { rule, runExport, runImport, writeCsv } from '../sync/syncSupport';
-import { ldapConnector, meshOf } from './e2eSupport';
+import { rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
+import { ldapConnector, meshOf, outboundFlows, PEOPLE_OUTBOUND } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -60,15 +60,9 @@ describeWithServer('slapd')('export retry (slapd, Azurite, over HTTP)', () => {
     const res = await rt.call('POST', 'connectors', { body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' } } } });
     expect(res.status).toBe(201);
     hr = res.body.id as string;
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
-    for (const a of ['employeeId', 'givenName', 'sn', 'department']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department']);
     dir = await ldapConnector(rt, 'Directory', f.config());
-    const out = (sourceAttribute: string, targetAttribute: string) => rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50 });
-    await out('employeeId', 'uid');
-    await out('givenName', 'givenName');
-    await out('sn', 'sn');
-    await out('sn', 'cn');
-    await out('department', 'departmentNumber');
+    await outboundFlows(rt, dir, PEOPLE_OUTBOUND);
   });
   afterAll(async () => {
     await rt?.dispose();
@@ -219,8 +213,7 @@ describeWithServer('slapd')('export retry of a deprovisioning delete (slapd, Azu
     const res = await rt.call('POST', 'connectors', { body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } } } });
     expect(res.status).toBe(201);
     const hr = res.body.id as string;
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
-    for (const a of ['employeeId', 'givenName', 'sn', 'department']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department']);
     const dir = await ldapConnector(rt, 'Directory', { ...f.config(), deletionThreshold: { objects: 10, percent: 100 } });
     for (const [s, t] of [['employeeId', 'uid'], ['givenName', 'givenName'], ['sn', 'sn'], ['sn', 'cn'], ['department', 'departmentNumber']]) {
       await rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute: s, targetAttribute: t, confidence: 50 });

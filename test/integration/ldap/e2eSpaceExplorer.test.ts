@@ -7,8 +7,8 @@ import { stagedCsObjectId } from '../../../lib/sync/csIds';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
-import { ldapConnector, meshOf, stopSlapdSuite } from './e2eSupport';
+import { runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
+import { ldapConnector, meshOf, outboundFlows, PEOPLE_OUTBOUND, stopSlapdSuite } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -56,12 +56,7 @@ describeWithServer('slapd')('connector space explorer (slapd, Azurite, over HTTP
     hr = res.body.id as string;
     await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department']);
     dir = await ldapConnector(rt, 'Directory', f.config());
-    const out = (sourceAttribute: string, targetAttribute: string) => rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50 });
-    await out('employeeId', 'uid');
-    await out('givenName', 'givenName');
-    await out('sn', 'sn');
-    await out('sn', 'cn');
-    await out('department', 'departmentNumber');
+    await outboundFlows(rt, dir, PEOPLE_OUTBOUND);
   });
   afterAll(() => stopSlapdSuite({ rt, f, slapd }));
 

@@ -84,6 +84,14 @@ export async function startImport(rt: ServiceUnderTest, connectorId: string, run
 
 export { waitRun };
 
+/** Outbound flow rules of a directory target, one per `[mesh attribute, directory attribute]` pair, confidence 50. */
+export async function outboundFlows(rt: ServiceUnderTest, connectorId: string, pairs: ReadonlyArray<readonly [string, string]>): Promise<void> {
+  for (const [sourceAttribute, targetAttribute] of pairs) await rule(rt, { ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50 });
+}
+
+/** The outbound flows of the people tests: uid from the employee id, names, department. */
+export const PEOPLE_OUTBOUND = [['employeeId', 'uid'], ['givenName', 'givenName'], ['sn', 'sn'], ['sn', 'cn'], ['department', 'departmentNumber']] as const;
+
 /**
  * The end of a slapd end-to-end suite: the admin connection, the service, the fixture's temporary state, the
  * searches the connector parked in this process, and slapd, in that order; each may be missing (a failed start).
