@@ -1,11 +1,10 @@
-import { getRun, type RunPhase, type RunProgressView, type StoredRun } from '../storage/runs';
-import type { RunTotals } from './engine';
+import { getRun, type RunPhase, type RunProgressView, type RunStats, type StoredRun } from '../storage/runs';
 
 /**
  * A run's `progress` as its pages write it, with their stats (no write of its own: progress rides on the
  * write each page already makes). `objectsTotal` is given where the step knows it, else null.
  */
-export function progressOf(phase: RunPhase, totals: Pick<RunTotals, 'stats'>, objectsTotal: number | null = null): RunProgressView {
+export function progressOf(phase: RunPhase, totals: { stats: RunStats }, objectsTotal: number | null = null): RunProgressView {
   return { phase, objectsProcessed: totals.stats.objectsProcessed, objectsTotal, updatedOn: new Date().toISOString() };
 }
 
