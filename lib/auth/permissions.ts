@@ -21,6 +21,8 @@ export const PERMISSIONS = {
   /** Act on one connector-space object (retry a refused export change). */
   'connectorSpace.operate': ['Operator', 'Admin'],
   'connectors.write': ['Admin'],
+  /** Restore a deleted mesh object (a tombstone) as a live one. */
+  'mesh.restore': ['Admin'],
   'rules.write': ['Admin'],
   'schedules.write': ['Admin'],
   'instances.write': ['Admin'],

@@ -87,6 +87,7 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'GET mesh/objects/{id}': [ALL, false],
   'GET mesh/objects/{id}/attributes/{name}/explain': [ALL, false],
   'GET mesh/objects/{id}/history': [ALL, false],
+  'POST mesh/objects/{id}/restore': [ADMIN, false],
   'GET license': [ADMIN, true],
   'GET audit': [ADMIN, true],
   'GET health': 'anonymous',
