@@ -157,6 +157,30 @@ export async function getTombstones(ids: Iterable<string>): Promise<Map<string, 
   return out;
 }
 
+/**
+ * When each of `ids` was deleted (its tombstone's `deletedOn`; absent: no tombstone, never made or purged), read
+ * without the states: a target's deprovisioning grace counts from it.
+ */
+export async function tombstoneDeletedOn(ids: Iterable<string>): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const byPk = new Map<string, string[]>();
+  for (const raw of new Set(ids)) {
+    if (!/^[0-9a-f]/i.test(raw)) continue;
+    const list = byPk.get(partitionOf(raw)) ?? [];
+    list.push(raw.toLowerCase());
+    byPk.set(partitionOf(raw), list);
+  }
+  const queries: { pk: string; ids: string[] }[] = [];
+  for (const [pk, list] of byPk) for (let i = 0; i < list.length; i += IDS_PER_QUERY) queries.push({ pk, ids: list.slice(i, i + IDS_PER_QUERY) });
+  if (!queries.length) return out;
+  const client = await table(TABLE);
+  await mapLimit(queries, 8, async ({ pk, ids: some }) => {
+    const filter = `PartitionKey eq '${pk}' and (${some.map((id) => `RowKey eq ${odata(id)}`).join(' or ')})`;
+    for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'deletedOn'] } })) out.set(String(e.rowKey), String(e.deletedOn));
+  });
+  return out;
+}
+
 /** Every tombstone's identity fields (the list of deleted objects; its order is the caller's). */
 export async function listTombstoneHeads(): Promise<TombstoneHead[]> {
   const client = await table(TABLE);
