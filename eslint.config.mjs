@@ -23,6 +23,7 @@ const ROOMS = [
   ['api', ['lib/api/**', 'lib/schemas/**', 'lib/http/**']],
   ['app', ['functions/**', 'orchestrations/**']],
   ['runtime', ['lib/runtime/**']],
+  ['cli', ['lib/cli/**']],
 ];
 
 const below = (...rooms) => rooms;
@@ -46,6 +47,7 @@ const ROOM_IMPORTS = {
   api: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'schedules'],
   app: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'schedules', 'api'],
   runtime: [],
+  cli: [],
 };
 
 export default tseslint.config(
