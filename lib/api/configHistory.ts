@@ -65,8 +65,8 @@ async function committedVersion(versionId: string): Promise<StoredVersion> {
 }
 
 /** The request a rule's snapshot was saved from. */
-export function ruleRequestOf(r: RuleSnapshot): RuleRequest {
-  const { ruleId: _id, createdOn: _c, updatedOn: _u, ...fields } = r;
+export function ruleRequestOf(r: RuleSnapshot & { etag?: string }): RuleRequest {
+  const { ruleId: _id, createdOn: _c, updatedOn: _u, etag: _e, ...fields } = r;
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as RuleRequest;
 }
 
@@ -100,7 +100,8 @@ async function plannedRestore(v: StoredVersion, target: Snapshot, now: string): 
     const current = await getRule(v.targetId);
     const request = ruleRequestOf(snap);
     const errors = await ruleErrors(request, connectorExists);
-    if (errors.length) throw badRequest('The rule is not valid. See errors for each field.', errors);
+    const gone = errors.some((e) => e.path === '/connectorId');
+    if (errors.length) throw badRequest(gone ? `The rule names a connector that does not exist (${request.connectorId}); restore the connector first.` : 'The rule is not valid. See errors for each field.', errors);
     const body = await directoryRuleAttributes(request);
     return { ...base, before: current ? plainSnapshot(current) : null, after: toRule(v.targetId, body, current?.createdOn ?? snap.createdOn, now) };
   }
