@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Client } from 'ldapts';
 import { projectedMeshId } from '../../../lib/mesh/model';
 import { purgeAllTombstones } from '../../../lib/mesh/tombstones';
@@ -24,6 +25,8 @@ jest.setTimeout(300_000);
 const available = serverAvailable('slapd') && serverAvailable('postgres');
 const d = available ? describe : describe.skip;
 const DAY = 86_400_000;
+/** One secrets key for the suite's two engine processes on one storage (each would make its own in Development). */
+const SECRETS_KEY = randomBytes(32).toString('base64');
 
 interface HrRow {
   id: string;
@@ -91,7 +94,7 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
 
   beforeAll(async () => {
     [pg, slapd] = await Promise.all([startPostgres(), startSlapd()]);
-    rt = await startService();
+    rt = await startService({ env: { Engine__InstanceName: 'tomb-a', Secrets__Key: SECRETS_KEY } });
     f = await new SlapdFixture(slapd).init();
     admin = await f.client();
     hr = await hrSource(pg, rt, [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person(4, 'Dee'), person(5, 'Eve'), person(6, 'Fay')]);
@@ -262,6 +265,35 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
     expect((await rt.call('GET', `mesh/objects/${fresh}`)).body).toMatchObject({ meshObjectId: fresh, state: 'active', anchorValue: 'E205' });
     expect((await rt.call('GET', `mesh/objects/${eve}`)).status).toBe(404);
     expect((await rt.call('GET', `mesh/objects/${fresh}/history`)).body.items.map((h: { operation: string }) => h.operation)).toEqual(['Created']);
+  });
+  test('a tombstone left by another engine process is found: a person deleted by a run on B and rehired by a run on A keeps the id', async () => {
+    // The same storage and the same secrets key (the HR connector's password is sealed with it).
+    const other = await startService({ prefix: rt.prefix, env: { Engine__InstanceName: 'tomb-b', Secrets__Key: SECRETS_KEY } });
+    try {
+      const instances = (await rt.call('GET', 'instances')).body.items as { id: string; name: string }[];
+      const idA = instances.find((i) => i.name === 'tomb-a')!.id;
+      const idB = instances.find((i) => i.name === 'tomb-b')!.id;
+      const fay = meshIdOf(6);
+      expect((await rt.call('PUT', `connectors/${hr.id}/instance`, { body: { instanceId: idB } })).status).toBe(200);
+      await hr.remove('h6');
+      const onB = await runImport(rt, hr.id, { runType: 'FullImport' });
+      expect(onB).toMatchObject({ status: 'Completed', instanceId: idB, stats: { objectsDeleted: 1, errors: 0 } });
+      // A's read model follows B's deletion from the feed within a poll (a deadline, not a timing assertion).
+      const deadline = Date.now() + 10_000;
+      while (!(await deletedIds()).includes(fay) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect(await deletedIds()).toContain(fay);
+
+      // A's index of tombstones was loaded before B wrote this one: A learns it from the change feed.
+      expect((await rt.call('DELETE', `connectors/${hr.id}/instance`)).status).toBe(204);
+      expect((await rt.call('PUT', `connectors/${hr.id}/instance`, { body: { instanceId: idA } })).status).toBe(200);
+      await hr.insert({ ...person(6, 'Fay'), id: 'h60' });
+      const onA = await runImport(rt, hr.id, { runType: 'FullImport' });
+      expect(onA).toMatchObject({ status: 'Completed', instanceId: idA, stats: { objectsCreated: 1, errors: 0 } });
+      expect((await rt.call('GET', `mesh/objects/${fay}`)).body).toMatchObject({ meshObjectId: fay, state: 'active', anchorValue: 'E206' });
+      expect((await rt.call('GET', `mesh/objects/${projectedMeshId(hr.id, 'h60')}`)).status).toBe(404);
+    } finally {
+      await other.dispose();
+    }
   });
 });
 
