@@ -76,7 +76,8 @@ export async function restoreMeshObject(id: string): Promise<MeshObject> {
   const now = new Date().toISOString();
   const doc = await reconciledState(t.state);
   doc.updatedOn = now;
-  await commitMeshWrite({ upserts: [doc], deletes: [], fresh: new Set([doc.id]), revived: [doc.id] });
+  // Upserted, not inserted: two restores at once both succeed and leave the same object.
+  await commitMeshWrite({ upserts: [doc], deletes: [], revived: [doc.id] });
   await writeHistory(randomUUID(), t.connector ?? Object.keys(t.state.links)[0] ?? '', now, [{ id: doc.id, before: null, after: doc, restored: true }]);
   return doc;
 }
