@@ -266,6 +266,26 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
     expect((await rt.call('GET', `mesh/objects/${eve}`)).status).toBe(404);
     expect((await rt.call('GET', `mesh/objects/${fresh}/history`)).body.items.map((h: { operation: string }) => h.operation)).toEqual(['Created']);
   });
+  test('graceDays counts from the deletion (the tombstone): an export that first sees the object after its grace deprovisions at once', async () => {
+    const grace = 3; // seconds
+    await deprovisioning({ action: 'delete', graceDays: grace / 86_400 });
+    await hr.insert(person(9, 'Ike'));
+    await hrImport();
+    // (The purged Eve's old entry still waits for its one-day grace: the new E205's add fails meanwhile.)
+    expect(await runExport(rt, dir)).toMatchObject({ stats: { objectsCreated: 1 } });
+    expect(await entry('E209')).toBeDefined();
+    await hr.remove('h9');
+    await hrImport();
+    const deletedOn = Date.parse(((await rt.call('GET', 'mesh/objects?state=deleted&search=E209')).body.items[0] as { deletedOn: string }).deletedOn);
+    await new Promise((r) => setTimeout(r, Math.max(0, deletedOn + grace * 1000 + 500 - Date.now())));
+    // No export saw it before: its grace is over all the same, so this export deletes it (not left pending).
+    // The other delete is the purged Eve's old entry: with no tombstone left, its grace counted from the
+    // export that first saw it gone (this test's first one, more than 3 s ago).
+    expect(await runExport(rt, dir)).toMatchObject({ stats: { objectsDeleted: 2 } });
+    expect(await entry('E209')).toBeUndefined();
+    expect(await entry('E205')).toBeUndefined();
+  });
+
   test('a tombstone left by another engine process is found: a person deleted by a run on B and rehired by a run on A keeps the id', async () => {
     // The same storage and the same secrets key (the HR connector's password is sealed with it).
     const other = await startService({ prefix: rt.prefix, env: { Engine__InstanceName: 'tomb-b', Secrets__Key: SECRETS_KEY } });
