@@ -341,8 +341,8 @@ async function freshStorageFloor(n, root = ROOT) {
 /**
  * The sync benches' source (bench/sync/sync.js, bench/space/oneObject.js): an `HR` file connector reading
  * users.csv in `csvDir` (anchor `id`), a join and a projection on employeeId, flows of employeeId, sn
- * (upper-cased) and managerId, and the `manager` relationship. Returns the connector and `rule`, which adds a
- * rule to it.
+ * (upper-cased) and managerId, and the `manager` relationship; `extraConfig` joins the connector's config (a
+ * deletion threshold). Returns the connector and `rule`, which adds a rule to it.
  */
 async function hrSource({ call, must }, csvDir, extraConfig = {}) {
   const conn = await must(call('POST', 'connectors', { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' }, ...extraConfig } }), 201);
