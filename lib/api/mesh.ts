@@ -19,7 +19,7 @@ export async function meshPage(q: MeshQuery & { state?: MeshObjectState }) {
   if (q.state === 'deleted') return deletedPage(q);
   const model = await readyModel();
   const { items, totalCount } = queryMesh(model, q);
-  return { items: items.map((r) => ({ ...toListItem(model, r), state: 'active' as const })), totalCount, skip: q.skip, take: q.take };
+  return { items: items.map((r) => toListItem(model, r)), totalCount, skip: q.skip, take: q.take };
 }
 
 /**
@@ -71,7 +71,7 @@ function detailOf(o: MeshObject) {
 export async function meshObject(id: string) {
   const model = await readyModel();
   const r = model.get(id);
-  if (r) return { ...toDetail(model, r), state: 'active' as const };
+  if (r) return toDetail(model, r);
   const t = await readTombstone(id);
   if (!t) throw notFound(`Mesh object '${id}' does not exist.`);
   return { ...detailOf(t.state), state: 'deleted' as const, deletedOn: t.deletedOn, purgeOn: t.purgeOn };
