@@ -239,4 +239,33 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     const table = await as('Admin', ['audit', '--target', connectorId]);
     expect(table.stdout.split('\n')[0]).toMatch(/^TIME\s+ACTION\s+TARGET TYPE\s+TARGET\s+ACTOR\s+OUTCOME$/);
   });
+
+  test('config: export to a file, import it back as a dry run (all unchanged), history and restore of a version', async () => {
+    const exportFile = path.join(home, 'config.json');
+    const exported = await as('Admin', ['config', 'export', '--file', exportFile]);
+    expect(exported.code).toBe(0);
+    const doc = JSON.parse(readFileSync(exportFile, 'utf8'));
+    expect(doc.formatVersion).toBe(1);
+    expect(doc.connectors.find((c: { name: string }) => c.name === 'HR cli').config.password).toBe('********');
+    expect(doc.rules).toHaveLength(5);
+
+    const dry = await as('Admin', ['config', 'import', exportFile, '--dry-run']);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout.split('\n')[0]).toMatch(/^ACTION\s+TARGET TYPE\s+TARGET\s+NAME$/);
+    expect(dry.stdout.match(/^unchanged\s/gm)).toHaveLength(6);
+    expect(dry.stdout).toContain('not applied (dry run)');
+
+    // Rename the connector, then put it back from its history.
+    const renamed = await as('Admin', ['connectors', 'update', connectorId, '-f', file('renamed.json', { name: 'HR renamed', config: { ...f.config(), password: '********' } })]);
+    expect(renamed.code).toBe(0);
+    const history = await json('Viewer', ['config', 'history', '--type', 'connector', '--id', connectorId]);
+    expect(history.items.map((v: { action: string }) => v.action)).toEqual(['update', 'create']);
+    expect(JSON.stringify(history)).not.toContain(f.config().password as string);
+    const created = history.items[1].versionId as string;
+    const restored = await as('Admin', ['config', 'restore', created, '-o', 'json']);
+    expect(restored.code).toBe(0);
+    expect((await json('Viewer', ['connectors', 'show', connectorId])).name).toBe('HR cli');
+    // A Viewer may read the history but not restore: 4.
+    expect((await as('Viewer', ['config', 'restore', created])).code).toBe(4);
+  });
 });
