@@ -23,6 +23,8 @@ export const PERMISSIONS = {
   'connectors.write': ['Admin'],
   'rules.write': ['Admin'],
   'schedules.write': ['Admin'],
+  /** Approve or reject a run that waits for approval (it exceeded a threshold). */
+  'runs.approve': ['Admin'],
   'instances.write': ['Admin'],
   'license.read': ['Admin'],
   'audit.read': ['Admin'],

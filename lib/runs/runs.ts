@@ -19,6 +19,7 @@ import {
   type StoredRun,
 } from '../storage/runs';
 import { releaseRun } from '../sync/engine';
+import { expireIfDue } from './expiry';
 import { deleteRunState } from '../sync/state';
 import { recordRunFinished } from '../telemetry/runs';
 
@@ -102,6 +103,7 @@ export async function triggerRun(input: TriggerInput, caller: Caller | SystemAct
       status: paused ? 'Queued' : 'Running',
       dryRun: input.dryRun,
       trigger: input.trigger ?? { type: 'manual', actorUpn: actorOf(caller) },
+      actorId: typeof caller === 'string' ? null : caller.sid,
     });
   let run: StoredRun;
   try {
@@ -362,6 +364,8 @@ export async function releaseStaleRunLock(connectorId: string, orchestrations: R
   try {
     const active = await findActiveRun(connectorId);
     if (!active) return true;
+    // A run waiting for approval holds the lock until it is decided or its approval expires.
+    if (active.status === 'AwaitingApproval') return (await expireIfDue(active)).status !== 'AwaitingApproval';
     return !isActive(await reconcileRun(active, orchestrations));
   } catch (err) {
     warn(`The run lock of connector ${connectorId} could not be checked against its orchestration (${errorLine(err)}).`);
