@@ -4,7 +4,7 @@ import { AppError } from '../core/errors';
 import { readPlanSettings, hoursAfter } from '../plans/settings';
 import { reasonsText } from '../plans/thresholds';
 import { completeRun, getRun, updateRun, type ApprovalReason, type RunStats, type StoredRun } from '../storage/runs';
-import { recordRunFinished } from '../telemetry/runs';
+import { recordRunFinished, recordRunParked } from '../telemetry/runs';
 import { expireIfDue } from './expiry';
 import { triggerRun, type RunOrchestrations, type StartRun } from './runs';
 
@@ -46,7 +46,9 @@ export async function parkRun(runId: string, reasons: ApprovalReason[], stats: R
   const run = await getRun(runId);
   if (!run) throw new AppError('not_found', 'The run does not exist.');
   const approval = { reasons, requestedBy: run.trigger.actorUpn, expiresOn: hoursAfter(now, readPlanSettings().approvalExpireHours) };
-  return updateRun(runId, { status: 'AwaitingApproval', stats, approval, progress: { phase: 'planning', objectsProcessed: stats.objectsProcessed, objectsTotal: null, updatedOn: now.toISOString() } }, { etag: run.etag });
+  const parked = await updateRun(runId, { status: 'AwaitingApproval', stats, approval, progress: { phase: 'planning', objectsProcessed: stats.objectsProcessed, objectsTotal: null, updatedOn: now.toISOString() } }, { etag: run.etag });
+  await recordRunParked(parked);
+  return parked;
 }
 
 async function mustRun(runId: string): Promise<StoredRun> {
