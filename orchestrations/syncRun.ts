@@ -1,41 +1,23 @@
 import * as df from 'durable-functions';
 import type { OrchestrationContext, OrchestrationHandler } from 'durable-functions';
-import {
-  beginRun,
-  deltaImport,
-  emptyTotals,
-  exportDeletedSince,
-  exportDeletes,
-  exportIdsPage,
-  exportPartition,
-  finishRun,
-  fullImportDeletePage,
-  fullImportPage,
-  fullSyncPage,
-  CS_PARTITIONS,
-  planFullImportDeletes,
-  planExport,
-  runConfig,
-  type DeletionPlan,
-  type DeltaOutput,
-  type ExportIdsInput,
-  type ExportPlan,
-  type ExportPageInput,
-  type FinishInput,
-  type FullPageInput,
-  type FullPageOutput,
-  type FullSyncPageInput,
-  type RunInfo,
-  type RunTotals,
-  type StepFailure,
-} from '../lib/sync/engine';
+import { CS_PARTITIONS } from '../lib/sync/connectorSpace';
+import { fullImportDeletePage, planFullImportDeletes, type DeletionPlan } from '../lib/sync/deletes';
+import { deltaImport, type DeltaOutput } from '../lib/sync/deltaImport';
+import { exportDeletedSince, exportDeletes } from '../lib/sync/exportDeletes';
+import { exportIdsPage, exportPartition, planExport, type ExportIdsInput, type ExportPageInput } from '../lib/sync/exportSteps';
+import { fullImportPage, type FullPageInput, type FullPageOutput } from '../lib/sync/fullImport';
+import { fullSyncPage, type FullSyncPageInput } from '../lib/sync/fullSync';
+import { runConfig } from '../lib/sync/runConnector';
+import { beginRun, finishRun, type FinishInput } from '../lib/sync/runLifecycle';
+import { emptyTotals, type ExportPlan, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/runTypes';
 import { ACTIVE_RUN_STATUSES, getRun } from '../lib/storage/runs';
 import { cancelRequested } from '../lib/sync/runProgress';
 import { newRunTrace, withActivitySpan, type RunTrace } from '../lib/telemetry/tracing';
 
 /**
  * One import or export run (the orchestration instance id is the run id). The generator only yields and
- * branches; every step is an activity over lib/sync/engine.ts, one per page of objects.
+ * branches; every step is an activity over the sync engine's steps (lib/sync/: fullImport.ts, deletes.ts,
+ * deltaImport.ts, fullSync.ts, exportSteps.ts, exportDeletes.ts, runLifecycle.ts), one per page of objects.
  *
  * Full import: pages from the connector's cursor until the last page, then the deletes (objects the import
  * did not see) against the deletion threshold, page by page, then the watermark is committed with the run.

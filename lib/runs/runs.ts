@@ -18,7 +18,7 @@ import {
   type RunType,
   type StoredRun,
 } from '../storage/runs';
-import { releaseRun } from '../sync/engine';
+import { releaseRun } from '../sync/runLifecycle';
 import { expireIfDue } from './expiry';
 import { deleteRunState } from '../sync/state';
 import { recordRunFinished } from '../telemetry/runs';

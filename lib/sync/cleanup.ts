@@ -1,8 +1,10 @@
 import type { ConnectorCleanupStep } from '../storage/operations';
-import { deleteConnectorSpace } from './connectorSpace';
+import { deleteConnectorSpace, loadCsSummaries } from './connectorSpace';
 import { deleteCsObjectIds } from './csIds';
 import { deleteConnectorStagedAdds } from './stagedAdds';
-import { withdrawConnector } from './engine';
+import { processItems } from './pages';
+import { csCaches, context } from './runContext';
+import { DEFAULT_PAGE_SIZE, type RunInfo } from './runTypes';
 import { deleteSyncState } from './state';
 
 /**
@@ -17,3 +19,19 @@ export const SYNC_CONNECTOR_CLEANUPS: readonly ConnectorCleanupStep[] = [
   { name: 'connectorSpaceIds', run: deleteCsObjectIds },
   { name: 'syncState', run: deleteSyncState },
 ];
+
+/**
+ * Connector deletion: every object of the connector's space is treated as deleted (its contributions are
+ * recalled, mesh objects left with no connector are deleted, relationships re-resolved), then the space and
+ * the sync state go. Safe to repeat after a crash.
+ */
+export async function withdrawConnector(connectorId: string): Promise<void> {
+  const info: RunInfo = { runId: 'withdraw', connectorId, runType: 'FullImport', dryRun: false };
+  const summaries = await loadCsSummaries(connectorId);
+  const anchors = [...summaries].filter(([, s]) => !s.deleted && s.meshId).map(([a]) => a);
+  for (let i = 0; i < anchors.length; i += DEFAULT_PAGE_SIZE) {
+    const ctx = await context(info);
+    await processItems(ctx, anchors.slice(i, i + DEFAULT_PAGE_SIZE).map((anchor) => ({ anchor, object: null })));
+  }
+  csCaches.delete(connectorId);
+}

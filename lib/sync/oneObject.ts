@@ -1,7 +1,8 @@
 import type { AttributeValue } from '../connectors/sdk';
 import { sameValue, winner, type MeshObject } from '../mesh/model';
 import { csObjectIdOf, stagedCsObjectId } from './csIds';
-import { isWriteOnlySecret, planOneObject, planStagedObject, type PlannedExport } from './engine';
+import { isWriteOnlySecret } from './exportPage';
+import { planOneObject, planStagedObject, type PlannedExport } from './oneObjectPlan';
 import type { JoinDecision } from './planner';
 import type { SpaceObject } from './spaceObjects';
 

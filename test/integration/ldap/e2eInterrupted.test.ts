@@ -1,6 +1,6 @@
 import { Attribute, Change, Client } from 'ldapts';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
-import { DEFAULT_PAGE_SIZE } from '../../../lib/sync/engine';
+import { DEFAULT_PAGE_SIZE } from '../../../lib/sync/runTypes';
 import { readSyncState } from '../../../lib/sync/state';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';

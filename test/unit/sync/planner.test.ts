@@ -3,7 +3,7 @@ import { MeshIndex } from '../../../lib/mesh/joinIndex';
 import { projectedMeshId, type Contribution, type MeshObject } from '../../../lib/mesh/model';
 import { identityKeys, planImport, reresolve, winner, WorkingSet } from '../../../lib/sync/planner';
 import { compileRuleSet } from '../../../lib/sync/rules';
-import { thresholdExceeded } from '../../../lib/sync/engine';
+import { thresholdExceeded } from '../../../lib/sync/deletes';
 import type { Rule } from '../../../lib/storage/rules';
 
 /** The pure import planning: join, projection, flow precedence, composer, relationships, deletes. */

@@ -1,0 +1,173 @@
+import { ConnectorError, hasExport, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
+import { getMeshObjects } from '../mesh/store';
+import { listRules } from '../storage/rules';
+import { loadCsSummaries, readCsObjects, summarize, writeCsObjects } from './connectorSpace';
+import { thresholdExceeded } from './deletes';
+import { disableValues, dueAt, isDue, isPseudoAttribute } from './deprovisioning';
+import { exportRecordingApplied } from './exportPage';
+import { ExportRetry } from './exportRetry';
+import type { CsObject } from './model';
+import { storedObject } from './pages';
+import { disconnectorJoinKeys } from './planner';
+import { compileRuleSet } from './rules';
+import { type ExportConfig, settingsOf, withConnector } from './runConnector';
+import { csCaches, csCache } from './runContext';
+import { type RunTotals, type RunInfo, type StepFailure, failure, type PageResult, addPage } from './runTypes';
+import { loadExportPage, markExportDirty } from './state';
+
+// Export: deprovisioning, the target's objects whose mesh object is gone
+
+/** Incremental deprovisioning: the target's objects whose mesh object was deleted since the last export. */
+export async function exportDeletedSince(info: RunInfo, totals: RunTotals, config: ExportConfig = {}): Promise<RunTotals | StepFailure | { stopped: string }> {
+  try {
+    const ids = await loadExportPage(info.runId, -1);
+    if (!ids.length) return totals;
+    const stillThere = await getMeshObjects(ids);
+    const gone = new Set(ids.filter((id) => !stillThere.has(id)));
+    const { summaries } = await csCache(info.connectorId);
+    const anchors: string[] = [];
+    let existing = 0;
+    for (const [anchor, s] of summaries) {
+      if (s.deleted) continue;
+      existing++;
+      if (s.meshId && gone.has(s.meshId)) anchors.push(anchor);
+    }
+    return await deprovision(info, totals, config, anchors, existing);
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+
+/**
+ * Deprovisioning: connector-space objects of this (target) connector whose mesh object is gone are deleted in
+ * the target.
+ */
+export async function exportDeletes(info: RunInfo, totals: RunTotals, config: ExportConfig = {}): Promise<RunTotals | StepFailure | { stopped: string }> {
+  try {
+    return await withConnector(info.connectorId, async (connector) => {
+      if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
+      const rules = compileRuleSet(info.connectorId, await listRules());
+      if (!rules.outbound.length) return totals;
+      const summaries = await loadCsSummaries(info.connectorId);
+      const linked = [...summaries].filter(([, s]) => !s.deleted && s.meshId);
+      const docs = await getMeshObjects(linked.map(([, s]) => s.meshId!));
+      const gone = linked.filter(([, s]) => !docs.has(s.meshId!)).map(([a]) => a);
+      let existing = 0;
+      for (const s of summaries.values()) if (!s.deleted) existing++;
+      return await deprovisionWith(connector, info, totals, config, gone, existing);
+    });
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+/** Delete these anchors in the target (their mesh objects are gone), within the deletion threshold. */
+export async function deprovision(info: RunInfo, totals: RunTotals, config: ExportConfig, gone: string[], existing: number): Promise<RunTotals | { stopped: string }> {
+  if (!gone.length) return totals;
+  return withConnector(info.connectorId, async (connector) => {
+    if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
+    return deprovisionWith(connector, info, totals, config, gone, existing);
+  });
+}
+
+/**
+ * Deprovision these anchors (their mesh objects are gone) as the connector's `deprovisioning` says: deleted
+ * (within the deletion threshold), disabled (the disable values written, the object unlinked and kept with a
+ * marker and its join keys, so that a rehire joined to it re-enables it) or left as they are and unlinked
+ * (`none`). With `graceDays`, the first export that finds one gone only marks it pending; the export after its
+ * due time applies it.
+ */
+async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunTotals, config: ExportConfig, gone: string[], existing: number): Promise<RunTotals | { stopped: string }> {
+  const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
+  if (!gone.length) return addPage(totals, result, []);
+  const settings = settingsOf(config);
+  const at = new Date();
+  const now = at.toISOString();
+  const prev = await readCsObjects(info.connectorId, gone);
+  const retry = ExportRetry.forRows(info, now);
+  const deletes: CsObject[] = [];
+  const disables: CsObject[] = [];
+  const left: CsObject[] = [];
+  const marks: CsObject[] = [];
+  const lapsed: CsObject[] = [];
+  for (const anchor of gone) {
+    const row = prev.get(anchor) ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: '', meshId: null, updatedOn: now };
+    if (retry.skipRow(row)) continue;
+    const m = row.deprovisioned;
+    if (m && m.state !== 'pending') {
+      // Disabled because its condition stopped holding (still linked), and now its mesh object is gone too:
+      // unlinked, as a disabled leaver is (a rehire joined to it enables it).
+      if (row.meshId) lapsed.push(row);
+      continue;
+    }
+    if (settings.graceDays > 0 && !(m?.state === 'pending' && isDue(m.due, at))) {
+      if (!m) marks.push({ ...row, deprovisioned: { state: 'pending', reason: 'gone', at: now, due: dueAt(at, settings.graceDays) }, updatedOn: now });
+      continue;
+    }
+    if (settings.action === 'delete') deletes.push(row);
+    else if (settings.action === 'disable') disables.push(row);
+    else left.push(row);
+  }
+  result.processed = deletes.length + disables.length + left.length;
+  // The deletion threshold holds for deletes (a source connector deleted, a source emptied): the run stops
+  // before deleting anything in the target. A disable or an object left as it is is not a delete.
+  const stop = thresholdExceeded(deletes.length, existing, config.deletionThreshold);
+  if (stop) return { stopped: stop };
+  if (info.dryRun) return retry.note(addPage(totals, { ...result, deleted: deletes.length, updated: disables.length }, []));
+  const rules = disables.length || left.length || lapsed.length ? compileRuleSet(info.connectorId, await listRules()) : null;
+  const unlinked = (row: CsObject, deprovisioned: NonNullable<CsObject['deprovisioned']>): CsObject => {
+    const out: CsObject = { ...row, meshId: null, deprovisioned, updatedOn: now };
+    // Its join keys: a mesh object that could join it (a rehire) joins it at the start of a later run.
+    const jk = rules ? disconnectorJoinKeys(rules, storedObject(row)) : [];
+    if (jk.length) out.joinKeys = jk;
+    else delete out.joinKeys;
+    return out;
+  };
+  const disabled = disables.map((row) => ({ row, ...disableValues(settings, row) }));
+  const changes: ExportChange[] = [
+    ...deletes.map((row): ExportChange => ({ kind: 'delete', anchor: row.anchor, objectType: row.objectType, attributes: {} })),
+    ...disabled.map((d): ExportChange => ({ kind: 'update', anchor: d.row.anchor, objectType: d.row.objectType, attributes: d.attributes, previous: d.row.attributes })),
+  ];
+  const { results, interrupted } = changes.length ? await exportRecordingApplied(connector, changes) : { results: [] as ExportResult[], interrupted: undefined };
+  const rows: CsObject[] = [...marks];
+  const failedIds: string[] = [];
+  results.forEach((r, i) => {
+    const row = i < deletes.length ? deletes[i] : disabled[i - deletes.length].row;
+    if (r.status === 'error') {
+      result.errors.push({ object: row.anchor, message: r.error.message });
+      if (row.meshId) failedIds.push(row.meshId);
+      rows.push(retry.failedRow(row, changes[i], r.error.message));
+      return;
+    }
+    if (i < deletes.length) {
+      result.deleted++;
+      const out: CsObject = { ...row, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now };
+      delete out.deprovisioned;
+      retry.succeeded(undefined, out);
+      rows.push(out);
+      return;
+    }
+    const d = disabled[i - deletes.length];
+    result.updated++;
+    const exported = { ...(row.exported ?? {}) };
+    for (const [k, v] of Object.entries(d.attributes)) if (!isPseudoAttribute(k)) exported[k] = v;
+    const out: CsObject = {
+      ...unlinked(row, { state: 'disabled', reason: row.deprovisioned?.reason ?? 'gone', at: now, written: Object.keys(d.attributes), previous: d.previous }),
+      // Nothing awaits confirmation when only a pseudo-attribute was written (AD's accountDisabled).
+      exported: Object.keys(exported).length ? exported : undefined,
+    };
+    retry.succeeded(undefined, out);
+    rows.push(out);
+  });
+  for (const row of left) rows.push(unlinked(row, { state: 'none', reason: row.deprovisioned?.reason ?? 'gone', at: now }));
+  for (const row of lapsed) rows.push(unlinked(row, row.deprovisioned!));
+  await retry.stage();
+  await writeCsObjects(info.connectorId, rows);
+  const cached = csCaches.get(info.connectorId);
+  if (cached) for (const r of rows) cached.set(r.anchor, summarize(info.connectorId, r));
+  // A change the target refused is tried again by the next export.
+  await markExportDirty(info.connectorId, failedIds);
+  if (interrupted !== undefined) throw interrupted;
+  return retry.note(addPage(totals, result, []));
+}

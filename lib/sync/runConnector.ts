@@ -1,0 +1,44 @@
+import { createConnectorFor } from '../connectors/factory';
+import type { Connector } from '../connectors/sdk';
+import { deprovisioningSettings, type DeprovisioningSettings } from './deprovisioning';
+
+/** The connector a run works with: the part of its configuration the steps read, and the connector opened for a step. */
+
+/** What the export steps read from the connector's configuration (see {@link runConfig}). */
+export type ExportConfig = {
+  objectType?: unknown;
+  provisioningCondition?: unknown;
+  passwordOnUpdate?: unknown;
+  deletionThreshold?: unknown;
+  deprovisioning?: unknown;
+  connectorType?: unknown;
+};
+export const settingsOf = (config: ExportConfig): DeprovisioningSettings =>
+  deprovisioningSettings(config as Record<string, unknown>, typeof config.connectorType === 'string' ? config.connectorType : '');
+
+export async function withConnector<T>(connectorId: string, fn: (c: Connector) => Promise<T>): Promise<T> {
+  const { connector } = await createConnectorFor(connectorId);
+  try {
+    return await fn(connector);
+  } finally {
+    await connector.close().catch(() => undefined);
+  }
+}
+
+/** The connector's stored config (for the threshold and export settings), without secrets. */
+export async function runConfig(connectorId: string): Promise<Record<string, unknown>> {
+  const { type, config } = await createConnectorFor(connectorId);
+  return configOfRun(type, config);
+}
+
+export function configOfRun(type: string, config: Record<string, unknown>): Record<string, unknown> {
+  return {
+    deletionThreshold: config.deletionThreshold,
+    deprovisioning: config.deprovisioning,
+    connectorType: type,
+    fullSyncOnRuleChange: config.fullSyncOnRuleChange,
+    objectType: config.objectType,
+    provisioningCondition: config.provisioningCondition,
+    passwordOnUpdate: config.passwordOnUpdate,
+  };
+}
