@@ -115,7 +115,9 @@ export function meshItems(objects: readonly PlannedObject[], mesh: ReadonlyMap<s
 
 /** One change of an export page, as planned or as the target answered it. */
 export interface ExportItem {
-  kind: 'add' | 'update' | 'delete';
+  kind: 'add' | 'update' | 'delete' | 'rename';
+  /** The object's key in the plan (the mesh id; `cs:<anchor>` for a deprovisioning of an object whose mesh object is gone). */
+  key: string;
   meshObjectId: string | null;
   csObjectId: string | null;
   anchor: string | null;
@@ -136,7 +138,7 @@ export function connectorItems(changes: readonly ExportItem[]): StoredChange[] {
     if (c.kind !== 'delete') for (const [name, v] of Object.entries(c.values)) attributes[name] = { old: masked(name, c.shown[name]), new: masked(name, v) };
     else for (const [name, v] of Object.entries(c.shown)) attributes[name] = { old: masked(name, v), new: null };
     const moved = c.kind === 'update' && !!c.dnBefore && !!c.dnAfter && dnKey(c.dnBefore) !== dnKey(c.dnAfter);
-    const operation: ChangeOperation = c.kind === 'add' ? 'Add' : c.kind === 'delete' ? 'Delete' : moved ? 'Rename' : 'Update';
+    const operation: ChangeOperation = c.kind === 'add' ? 'Add' : c.kind === 'delete' ? 'Delete' : moved || c.kind === 'rename' ? 'Rename' : 'Update';
     return {
       target: 'connector',
       operation,
@@ -147,7 +149,7 @@ export function connectorItems(changes: readonly ExportItem[]): StoredChange[] {
       attributes,
       outcome: c.outcome,
       error: c.error ?? null,
-      ...(c.meshObjectId ? { key: c.meshObjectId, fp: c.fp } : {}),
+      ...(c.fp ? { key: c.key, fp: c.fp } : {}),
     };
   });
 }

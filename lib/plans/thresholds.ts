@@ -100,3 +100,9 @@ export function guardsMoreThanDeletes(thresholds: Thresholds): boolean {
 export function reasonsText(reasons: readonly ApprovalReason[]): string {
   return reasons.map((r) => `${r.count} ${r.operation} (limit ${r.limit})`).join(', ');
 }
+
+/** The threshold counts of a run's stored changes of one outcome (`planned`: a plan's). */
+export function countsOf(stored: Record<string, number>, outcome: string): OperationCounts {
+  const n = (op: string) => stored[`${op}|${outcome}`] ?? 0;
+  return { adds: n('Add'), updates: n('Update'), deletes: n('Delete'), renames: n('Rename'), blanks: n('Blank') };
+}

@@ -66,11 +66,18 @@ export type ChangeCounts = Record<string, number>;
 
 export const countKey = (operation: ChangeOperation, outcome: ChangeOutcome) => `${operation}|${outcome}`;
 
-export function countChanges(items: readonly Pick<RunChange, 'operation' | 'outcome'>[]): ChangeCounts {
+const empty = (v: unknown) => v === null || v === undefined || v === '' || (Array.isArray(v) && v.length === 0);
+
+/**
+ * The counts of a page's items by `<operation>|<outcome>`, and, under `Blank|<outcome>`, the updates that empty
+ * an attribute that had a value (a `blanks` threshold counts them; the list's totals leave them out).
+ */
+export function countChanges(items: readonly Pick<RunChange, 'operation' | 'outcome' | 'attributes'>[]): ChangeCounts {
   const k: ChangeCounts = {};
+  const add = (key: string) => (k[key] = (k[key] ?? 0) + 1);
   for (const c of items) {
-    const key = countKey(c.operation, c.outcome);
-    k[key] = (k[key] ?? 0) + 1;
+    add(countKey(c.operation, c.outcome));
+    if ((c.operation === 'Update' || c.operation === 'Rename') && Object.values(c.attributes).some((a) => !empty(a.old) && empty(a.new))) add(`Blank|${c.outcome}`);
   }
   return k;
 }
@@ -165,6 +172,7 @@ function matchingCount(counts: ChangeCounts, f: ChangeFilter): number {
   let n = 0;
   for (const [key, count] of Object.entries(counts)) {
     const [operation, outcome] = key.split('|');
+    if (operation === 'Blank') continue;
     if ((!f.operation || operation === f.operation) && (!f.outcome || outcome === f.outcome)) n += count;
   }
   return n;

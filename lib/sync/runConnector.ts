@@ -34,6 +34,7 @@ export async function runConfig(connectorId: string): Promise<Record<string, unk
 export function configOfRun(type: string, config: Record<string, unknown>): Record<string, unknown> {
   return {
     deletionThreshold: config.deletionThreshold,
+    thresholds: config.thresholds,
     deprovisioning: config.deprovisioning,
     connectorType: type,
     fullSyncOnRuleChange: config.fullSyncOnRuleChange,

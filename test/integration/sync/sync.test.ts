@@ -226,15 +226,20 @@ describe('runs: threshold, dry run, per-object errors, API answers', () => {
     expect(conn.body.lastSync).toBeNull();
   });
 
-  test('the import itself, then a full import that would delete 30 % stops before deleting anything', async () => {
+  test('the import itself, then a full import that would delete 30 % waits for approval before deleting anything', async () => {
     expect(await runImport(rt, c)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 10 } });
     writeCsv(dir, 'people.csv', H, rows(7));
     const run = await runImport(rt, c);
-    expect(run.status).toBe('StoppedDeletionThreshold');
-    expect(run.error).toMatch(/would delete 3 of 10 objects/);
+    expect(run).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'deletes', count: 3, limit: 2 }] } });
     expect(run.stats.objectsDeleted).toBe(0);
     const mesh = await meshByAnchor();
     expect(['P7', 'P8', 'P9'].every((a) => mesh.has(a))).toBe(true);
+    // The connector stays locked while the run waits; a reject ends it and releases it.
+    expect((await rt.call('POST', `connectors/${c}/import`, { body: { runType: 'FullImport' } })).status).toBe(409);
+    const rejected = await rt.call('POST', `runs/${run.runId}/reject`);
+    expect(rejected.status).toBe(200);
+    expect(rejected.body).toMatchObject({ status: 'Rejected', stats: { objectsDeleted: 0 } });
+    expect(rejected.body.error).toMatch(/nothing was applied \(3 deletes \(limit 2\)\)/);
   });
 
   test('join ambiguity is a per-object error naming the candidates; the run completes with errors', async () => {
@@ -348,10 +353,14 @@ describe('export: deprovisioning stops at the deletion threshold', () => {
     writeCsv(src, 'contractors.csv', H, people(6));
     expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
     const stopped = await runExport(rt, target);
-    expect(stopped.status).toBe('StoppedDeletionThreshold');
-    expect(stopped.error).toMatch(/would delete 4 of 10 objects \(40 %\), more than the threshold of 20 %; nothing was deleted/);
+    expect(stopped).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'deletes', count: 4, limit: 2 }] } });
     expect(stopped.stats.objectsDeleted).toBe(0);
     expect(dataRows()).toBe(10);
+    // The planned deletes are listed, nothing applied; rejecting it releases the connector.
+    const planned = await rt.call('GET', `runs/${stopped.runId}/changes?operation=Delete`);
+    expect(planned.body).toMatchObject({ totalCount: 4 });
+    expect(planned.body.items.every((i: { target: string; outcome: string }) => i.target === 'connector' && i.outcome === 'planned')).toBe(true);
+    expect((await rt.call('POST', `runs/${stopped.runId}/reject`)).body).toMatchObject({ status: 'Rejected' });
     // The connector's own threshold, raised.
     const put = await rt.call('PUT', `connectors/${target}`, { body: { name: 'Contractor directory', config: targetConfig({ objects: 500, percent: 50 }) } });
     expect(put.status).toBe(200);

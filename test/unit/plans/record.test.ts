@@ -49,9 +49,9 @@ describe('change items of an import page', () => {
 
   test('export items: add, update (a move is a Rename), delete', () => {
     const items = connectorItems([
-      { kind: 'add', meshObjectId: 'm1', csObjectId: null, anchor: null, dnBefore: null, dnAfter: 'uid=a', shown: {}, values: { cn: 'A' }, outcome: 'planned', fp: 'f1' },
-      { kind: 'update', meshObjectId: 'm2', csObjectId: 'c2', anchor: 'a2', dnBefore: 'uid=b,ou=x', dnAfter: 'uid=b,ou=y', shown: { cn: 'B' }, values: { cn: 'B2' }, outcome: 'applied', fp: 'f2' },
-      { kind: 'delete', meshObjectId: 'm3', csObjectId: 'c3', anchor: 'a3', dnBefore: 'uid=c', dnAfter: null, shown: { cn: 'C' }, values: {}, outcome: 'failed', error: 'refused', fp: 'f3' },
+      { kind: 'add', key: 'm1', meshObjectId: 'm1', csObjectId: null, anchor: null, dnBefore: null, dnAfter: 'uid=a', shown: {}, values: { cn: 'A' }, outcome: 'planned', fp: 'f1' },
+      { kind: 'update', key: 'm2', meshObjectId: 'm2', csObjectId: 'c2', anchor: 'a2', dnBefore: 'uid=b,ou=x', dnAfter: 'uid=b,ou=y', shown: { cn: 'B' }, values: { cn: 'B2' }, outcome: 'applied', fp: 'f2' },
+      { kind: 'delete', key: 'm3', meshObjectId: 'm3', csObjectId: 'c3', anchor: 'a3', dnBefore: 'uid=c', dnAfter: null, shown: { cn: 'C' }, values: {}, outcome: 'failed', error: 'refused', fp: 'f3' },
     ]);
     expect(items.map((i) => [i.target, i.operation, i.outcome])).toEqual([
       ['connector', 'Add', 'planned'],
