@@ -13,6 +13,7 @@ const ROOMS = [
   ['secrets', ['lib/secrets/**']],
   ['auth', ['lib/auth/**']],
   ['audit', ['lib/audit/**']],
+  ['config', ['lib/config/**']],
   ['expression', ['lib/expression/**']],
   ['connectors', ['lib/connectors/**']],
   ['mesh', ['lib/mesh/**']],
@@ -24,11 +25,12 @@ const ROOMS = [
   ['api', ['lib/api/**', 'lib/schemas/**', 'lib/http/**']],
   ['app', ['functions/**', 'orchestrations/**']],
   ['runtime', ['lib/runtime/**']],
+  ['cli', ['lib/cli/**']],
 ];
 
 const below = (...rooms) => rooms;
 const BASE = below('core');
-const LOWER = [...BASE, 'storage', 'telemetry', 'secrets', 'auth', 'audit'];
+const LOWER = [...BASE, 'storage', 'telemetry', 'secrets', 'auth', 'audit', 'config'];
 /** What each room may import besides itself. */
 const ROOM_IMPORTS = {
   core: [],
@@ -37,6 +39,7 @@ const ROOM_IMPORTS = {
   secrets: [...BASE, 'storage'],
   auth: [...BASE, 'storage', 'telemetry'],
   audit: [...BASE, 'storage', 'telemetry', 'auth'],
+  config: [...BASE, 'storage', 'telemetry', 'secrets', 'auth', 'audit'],
   expression: BASE,
   connectors: [...LOWER, 'expression'],
   mesh: [...LOWER, 'expression', 'connectors'],
@@ -48,6 +51,7 @@ const ROOM_IMPORTS = {
   api: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs', 'schedules'],
   app: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs', 'schedules', 'api'],
   runtime: [],
+  cli: [],
 };
 
 export default tseslint.config(

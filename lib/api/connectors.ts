@@ -13,18 +13,17 @@ import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '
 import { SECRET_PLACEHOLDER, changedPaths, deletePath, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
 import {
   getConnectorRecord,
-  insertConnector,
   listConnectorRecords,
   listConnectorRows,
-  markConnectorDeleting,
   readConnectorRow,
   removeConnectorRow,
-  replaceConnector,
   type StoredConnector,
 } from '../storage/connectors';
 import { completeOperation, noteStepDone, recordOperation, type ConnectorCleanupStep, type PendingOperation } from '../storage/operations';
 import { SYNC_CONNECTOR_CLEANUPS } from '../sync/cleanup';
-import { deleteRulesOfConnector } from '../storage/rules';
+import { listRules } from '../storage/rules';
+import { connectorSnapshot, plainSnapshot, type ConnectorSnapshot } from '../config/snapshots';
+import { storageWriter } from '../config/writer';
 import { findActiveRun } from '../storage/runs';
 import { configExpressionErrors } from './expressions';
 import { readLicense } from './license';
@@ -169,29 +168,59 @@ async function testBeforeSave(type: ConnectorType, { config, secrets }: Prepared
   }
 }
 
-export async function createConnector(input: CreateConnectorRequest, caller: Caller): Promise<Connector> {
-  const { config, secrets } = prepareConfig(input.type, input.config);
+/** What a connector's save stores: the public configuration and the secrets, validated (and tested when changed). */
+export interface PreparedConnector {
+  config: Record<string, unknown>;
+  secrets: SecretEntry[];
+  /** True when the configuration and secrets are those stored in `current` (then nothing was tested). */
+  unchanged: boolean;
+}
+
+/**
+ * Validate `raw` as the configuration of a `type` connector, as a create (no `current`) or an update of
+ * `current` (a secret sent as the placeholder keeps the stored one; a PUT that leaves out the anchor keeps
+ * it), then run the type's test on save unless nothing changed. Every refusal is a 400 naming its fields.
+ */
+export async function prepareConnectorSave(type: ConnectorType, raw: Record<string, unknown>, current?: StoredConnector): Promise<PreparedConnector> {
+  if (!current) {
+    const prepared = prepareConfig(type, raw);
+    return { config: await testBeforeSave(type, prepared), secrets: prepared.secrets, unchanged: false };
+  }
+  const previous = unsealSecrets(current);
+  const prepared = prepareConfig(type, raw, { config: current.config, secrets: previous });
+  const { secrets } = prepared;
+  let config = prepared.config;
+  // The anchor identifies every object of the connector: a PUT that leaves it out keeps the stored one.
+  if (config.anchorAttribute === undefined && current.config.anchorAttribute !== undefined) config = { ...config, anchorAttribute: current.config.anchorAttribute };
+  // What was stored passed its test when it was saved: a PUT that changes only the name needs no source.
+  const unchanged = canonicalJson(config) === canonicalJson(current.config) && canonicalJson(secrets) === canonicalJson(previous);
+  if (!unchanged) config = await testBeforeSave(type, { config, secrets });
+  return { config, secrets, unchanged };
+}
+
+/** A prepared connector as a stored snapshot (its secrets sealed for its id). */
+export function preparedSnapshot(id: string, name: string, type: string, prepared: PreparedConnector, createdOn: string, updatedOn: string): ConnectorSnapshot {
+  return { id, name, type, config: prepared.config, secretPaths: prepared.secrets.map(([p]) => p), sealedSecrets: sealSecrets(id, prepared.secrets), createdOn, updatedOn };
+}
+
+/** 409 when the license's connector limit is reached. */
+export async function checkConnectorLimit(adding = 1): Promise<void> {
   const limit = readLicense().limits.connectors;
-  if (limit !== null && (await listConnectorRows()).length >= limit) {
+  if (limit !== null && (await listConnectorRows()).length + adding > limit) {
     throw conflict(`The license allows at most ${limit} connectors.`);
   }
-  const saved = await testBeforeSave(input.type, { config, secrets });
+}
+
+export async function createConnector(input: CreateConnectorRequest, caller: Caller): Promise<Connector> {
+  prepareConfig(input.type, input.config);
+  await checkConnectorLimit();
+  const prepared = await prepareConnectorSave(input.type, input.config);
   const id = randomUUID();
   const now = new Date().toISOString();
-  const stored = await insertConnector({
-    id,
-    name: input.name,
-    type: input.type,
-    status: 'active',
-    lastSync: null,
-    config: saved,
-    sealedSecrets: sealSecrets(id, secrets),
-    secretPaths: secrets.map(([p]) => p),
-    createdOn: now,
-    updatedOn: now,
-  });
+  const after = preparedSnapshot(id, input.name, input.type, prepared, now, now);
+  await storageWriter.apply({ targetType: 'connector', targetId: id, action: 'create', before: null, after }, caller);
   await recordAudit(caller, 'create', 'connector', id);
-  return connectorView(stored);
+  return getConnector(id);
 }
 
 export async function updateConnector(id: string, input: UpdateConnectorRequest, caller: Caller): Promise<Connector> {
@@ -200,24 +229,11 @@ export async function updateConnector(id: string, input: UpdateConnectorRequest,
     throw badRequest('The connector type cannot change; create a new connector instead.', [{ path: '/type', message: `must be '${current.type}' (the type cannot change)` }]);
   }
   if (!isConnectorType(current.type)) throw badRequest(`Connectors of type '${current.type}' cannot be updated.`);
-  const previous = unsealSecrets(current);
-  const prepared = prepareConfig(current.type, input.config, { config: current.config, secrets: previous });
-  const { secrets } = prepared;
-  let config = prepared.config;
-  // The anchor identifies every object of the connector: a PUT that leaves it out keeps the stored one.
-  if (config.anchorAttribute === undefined && current.config.anchorAttribute !== undefined) config = { ...config, anchorAttribute: current.config.anchorAttribute };
-  // What was stored passed its test when it was saved: a PUT that changes only the name needs no source.
-  const sameConfig = canonicalJson(config) === canonicalJson(current.config) && canonicalJson(secrets) === canonicalJson(previous);
-  if (!sameConfig) config = await testBeforeSave(current.type, { config, secrets });
-  const stored = await replaceConnector(current, {
-    name: input.name,
-    config,
-    sealedSecrets: sealSecrets(id, secrets),
-    secretPaths: secrets.map(([p]) => p),
-    updatedOn: new Date().toISOString(),
-  });
+  const prepared = await prepareConnectorSave(current.type, input.config, current);
+  const after = preparedSnapshot(id, input.name, current.type, prepared, current.createdOn, new Date().toISOString());
+  await storageWriter.apply({ targetType: 'connector', targetId: id, action: 'update', before: connectorSnapshot(current), after }, caller);
   await recordAudit(caller, 'update', 'connector', id);
-  return connectorView(stored);
+  return getConnector(id);
 }
 
 /** The answer of `POST /connectors/{id}/test`. */
@@ -279,16 +295,10 @@ export async function deleteConnectorReleasingStaleLock(id: string, caller: Call
 export async function deleteConnector(id: string, caller: Caller, log: (message: string) => void = () => undefined): Promise<void> {
   const current = await getConnectorRecord(id);
   if (await findActiveRun(id)) throw conflict('A run of this connector is Running or Queued; wait for it to finish before deleting the connector.');
-  const op = await recordOperation('deleteConnector', id);
-  try {
-    await markConnectorDeleting(current);
-  } catch (err) {
-    await completeOperation(op).catch(() => undefined);
-    throw err;
-  }
+  const { operation: op } = await storageWriter.apply({ targetType: 'connector', targetId: id, action: 'delete', before: connectorSnapshot(current), after: null }, caller);
   await recordAudit(caller, 'delete', 'connector', id);
   try {
-    await finishConnectorDelete(op);
+    await finishConnectorDelete(op!);
   } catch (err) {
     log(`Cleanup of deleted connector ${id} did not finish (${(err as Error).name}); it is retried at the next start.`);
   }
@@ -296,10 +306,17 @@ export async function deleteConnector(id: string, caller: Caller, log: (message:
 
 /** Every step of a connector's deletion, in order: its rules, its engine assignment, then the sync engine's data. */
 const CONNECTOR_CLEANUPS: readonly ConnectorCleanupStep[] = [
-  { name: 'rules', run: async (id) => void (await deleteRulesOfConnector(id)) },
+  { name: 'rules', run: deleteRulesVersioned },
   { name: 'assignment', run: clearAssignment },
   ...SYNC_CONNECTOR_CLEANUPS,
 ];
+
+/** Delete every rule of a deleted connector, each with its version (so a restored connector can get them back). */
+async function deleteRulesVersioned(connectorId: string): Promise<void> {
+  for (const rule of await listRules({ connectorId })) {
+    await storageWriter.apply({ targetType: 'rule', targetId: rule.ruleId, action: 'delete', before: plainSnapshot(rule), after: null }, 'system:connectorDelete');
+  }
+}
 
 /** Run every cleanup step (each is safe to repeat), then remove the connector and the operation. */
 export async function finishConnectorDelete(op: PendingOperation): Promise<void> {

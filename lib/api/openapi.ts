@@ -13,6 +13,7 @@ import '../schemas/meshExplain';
 import '../schemas/triggers';
 import '../schemas/schedules';
 import '../schemas/connectorSpace';
+import '../schemas/config';
 
 /**
  * The OpenAPI 3.1 document of the Admin API, generated from the route catalog (lib/api/routes.ts) and the

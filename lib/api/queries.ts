@@ -3,6 +3,7 @@ import { RULE_TYPES } from '../storage/rules';
 import { CHANGE_OPERATIONS, CHANGE_OUTCOMES } from '../storage/runChanges';
 import { RUN_STATUSES } from '../storage/runs';
 import { SPACE_STATES } from '../sync/spaceIndex';
+import { TARGET_TYPES } from '../config/snapshots';
 
 /**
  * Query parameters of the list routes: the handlers parse with these and the OpenAPI document describes
@@ -48,4 +49,11 @@ export const SPACE_QUERY = {
   objectType: { kind: 'string', maxLength: 256 },
   search: { kind: 'string', maxLength: 1024 },
   ...PAGING,
+} as const satisfies QuerySpec;
+
+export const CONFIG_HISTORY_QUERY = { targetType: { kind: 'enum', values: TARGET_TYPES }, targetId: { kind: 'guid' }, ...PAGING } as const satisfies QuerySpec;
+
+export const CONFIG_IMPORT_QUERY = {
+  dryRun: { kind: 'enum', values: ['true', 'false'] },
+  prune: { kind: 'enum', values: ['true', 'false'] },
 } as const satisfies QuerySpec;

@@ -1,6 +1,6 @@
 import type { Permission } from '../auth/permissions';
 import type { QuerySpec } from '../http/request';
-import { AUDIT_QUERY, MESH_HISTORY_QUERY, MESH_QUERY, RULES_QUERY, RUN_CHANGES_QUERY, RUNS_QUERY, SCHEDULE_RUNS_QUERY, SCHEDULES_QUERY, SPACE_QUERY } from './queries';
+import { AUDIT_QUERY, CONFIG_HISTORY_QUERY, CONFIG_IMPORT_QUERY, MESH_HISTORY_QUERY, MESH_QUERY, RULES_QUERY, RUN_CHANGES_QUERY, RUNS_QUERY, SCHEDULE_RUNS_QUERY, SCHEDULES_QUERY, SPACE_QUERY } from './queries';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -51,6 +51,7 @@ const meshId = { name: 'id', kind: 'guid', description: 'The mesh object id.' } 
 const scheduleId = { name: 'id', kind: 'guid', description: 'The schedule id.' } as const;
 const scheduleRunId = { name: 'scheduleRunId', kind: 'guid', description: 'The schedule run id.' } as const;
 const attributeName = { name: 'name', kind: 'attribute', description: 'The mesh attribute name.' } as const;
+const versionId = { name: 'versionId', kind: 'guid', description: 'The configuration version id.' } as const;
 const csObjectId = { name: 'csObjectId', description: 'The connector-space object id.' } as const;
 
 export const ROUTES: readonly RouteSpec[] = [
@@ -109,6 +110,11 @@ export const ROUTES: readonly RouteSpec[] = [
   { name: 'getMeshObject', method: 'GET', route: 'mesh/objects/{id}', permission: 'mesh.read', tag: 'Mesh', summary: 'Mesh object detail with attributes and relationships', pathParam: meshId, success: { status: 200, schema: 'MeshObject' }, errors: [503] },
   { name: 'explainMeshAttribute', method: 'GET', route: 'mesh/objects/{id}/attributes/{name}/explain', permission: 'mesh.read', tag: 'Mesh', summary: "Why a mesh attribute has its value: the winning contribution, every candidate with its outcome, the composer rule and each target's exported value and state", pathParam: meshId, morePathParams: [attributeName], success: { status: 200, schema: 'AttributeExplanation' } },
   { name: 'getMeshObjectHistory', method: 'GET', route: 'mesh/objects/{id}/history', permission: 'mesh.read', tag: 'Mesh', summary: 'History of a mesh object (created, updated, deleted, restored, with attribute-level old and new values), newest first', pathParam: meshId, query: MESH_HISTORY_QUERY, success: { status: 200, schema: 'MeshHistoryPage' } },
+  // Configuration history and configuration as code
+  { name: 'listConfigHistory', method: 'GET', route: 'config/history', permission: 'config.read', tag: 'Configuration', summary: 'Versions of connectors, rules and schedules (before and after each create, update, delete and restore; secrets as ********), newest first', query: CONFIG_HISTORY_QUERY, success: { status: 200, schema: 'ConfigHistoryList' } },
+  { name: 'restoreConfigVersion', method: 'POST', route: 'config/history/{versionId}/restore', permission: 'config.write', rateLimit: 'sensitive', tag: 'Configuration', summary: "Put the target back as the version left it (a delete's version: as it was before), re-creating a deleted one with its id and its secrets; checked as an update (400/409, nothing changed)", pathParam: versionId, success: { status: 200, schema: 'ConfigVersion' }, errors: [409] },
+  { name: 'exportConfig', method: 'GET', route: 'config/export', permission: 'config.write', rateLimit: 'sensitive', tag: 'Configuration', summary: 'The whole configuration as one document (connectors with secrets as ********, rules, schedules)', success: { status: 200, schema: 'ConfigDocument' } },
+  { name: 'importConfig', method: 'POST', route: 'config/import', permission: 'config.write', rateLimit: 'sensitive', tag: 'Configuration', summary: 'Make the document the configuration, all or nothing: matched by id, then name; dryRun lists the changes and writes nothing; prune deletes what the document lacks', query: CONFIG_IMPORT_QUERY, request: { schema: 'ConfigDocument' }, success: { status: 200, schema: 'ConfigImportResult' }, errors: [409] },
   // Administration
   { name: 'getLicense', method: 'GET', route: 'license', permission: 'license.read', rateLimit: 'sensitive', tag: 'Administration', summary: 'The license, from configuration', success: { status: 200, schema: 'License' } },
   { name: 'listAudit', method: 'GET', route: 'audit', permission: 'audit.read', rateLimit: 'sensitive', tag: 'Administration', summary: 'Audit records, newest first', query: AUDIT_QUERY, success: { status: 200, schema: 'AuditList' } },

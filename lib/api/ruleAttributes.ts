@@ -61,7 +61,15 @@ export function canonicalizeRule(body: RuleRequest, names: ReadonlyMap<string, s
 /** {@link canonicalizeRule} against the connector's directory, for a rule of a directory connector. */
 export async function directoryRuleAttributes(body: RuleRequest): Promise<RuleRequest> {
   if (!body.connectorId || !directorySideFields(body).length) return body;
-  const { type, config } = await connectorConfigWithSecrets(body.connectorId.toLowerCase());
+  return directoryRuleAttributesOf(body, await connectorConfigWithSecrets(body.connectorId.toLowerCase()));
+}
+
+/**
+ * {@link directoryRuleAttributes} against a connector given by its type and configuration with its secrets (a
+ * configuration import checks rules against the connectors it is about to save).
+ */
+export async function directoryRuleAttributesOf(body: RuleRequest, { type, config }: { type: string; config: Record<string, unknown> }): Promise<RuleRequest> {
+  if (!directorySideFields(body).length) return body;
   if (type !== 'ldap' && type !== 'active_directory') return body;
   let names: Map<string, string> | undefined;
   try {

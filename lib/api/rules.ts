@@ -5,7 +5,9 @@ import { badRequest, notFound, type FieldError } from '../core/errors';
 import { isGuid } from '../http/request';
 import type { RuleRequest } from '../schemas/rules';
 import { connectorExists } from '../storage/connectors';
-import { deleteRule as removeRule, getRule as readRule, insertRule, listRules, replaceRule, type Rule, type RuleQuery, type StoredRule } from '../storage/rules';
+import { getRule as readRule, listRules, type Rule, type RuleQuery, type StoredRule } from '../storage/rules';
+import { plainSnapshot } from '../config/snapshots';
+import { storageWriter } from '../config/writer';
 import { expressionErrors } from './expressions';
 import { directoryRuleAttributes } from './ruleAttributes';
 
@@ -69,7 +71,20 @@ async function checkRule(body: RuleRequest): Promise<void> {
   }
 }
 
-function toRule(ruleId: string, body: RuleRequest, createdOn: string, updatedOn: string): Rule {
+/**
+ * Every error of a rule as a create or update checks it, without I/O beyond `connectorExists` (the connectors
+ * the rule may name): the per-type requirements, the script, and the connector.
+ */
+export async function ruleErrors(body: RuleRequest, connectorExists: (id: string) => Promise<boolean>): Promise<FieldError[]> {
+  const errors = requirementErrors(body);
+  if (!errors.length && body.connectorId && !(await connectorExists(body.connectorId.toLowerCase()))) {
+    errors.push({ path: '/connectorId', message: 'is not an existing connector' });
+  }
+  return errors;
+}
+
+/** A valid rule request as the stored rule (defaults applied). */
+export function toRule(ruleId: string, body: RuleRequest, createdOn: string, updatedOn: string): Rule {
   const rule: Rule = {
     ruleId,
     ruleName: body.ruleName,
@@ -115,9 +130,10 @@ export async function createRule(request: RuleRequest, caller: Caller): Promise<
   // A directory connector's attribute names: checked against its schema, stored in its spelling.
   const body = await directoryRuleAttributes(request);
   const now = new Date().toISOString();
-  const stored = await insertRule(toRule(randomUUID(), body, now, now));
-  await recordAudit(caller, 'create', 'rule', stored.ruleId);
-  return ruleView(stored);
+  const rule = toRule(randomUUID(), body, now, now);
+  await storageWriter.apply({ targetType: 'rule', targetId: rule.ruleId, action: 'create', before: null, after: rule }, caller);
+  await recordAudit(caller, 'create', 'rule', rule.ruleId);
+  return ruleView(await getRule(rule.ruleId));
 }
 
 export async function updateRule(ruleId: string, request: RuleRequest, caller: Caller): Promise<Rule> {
@@ -127,13 +143,14 @@ export async function updateRule(ruleId: string, request: RuleRequest, caller: C
   }
   await checkRule(request);
   const body = await directoryRuleAttributes(request);
-  const stored = await replaceRule(toRule(ruleId, body, current.createdOn, new Date().toISOString()), current.etag);
+  const rule = toRule(ruleId, body, current.createdOn, new Date().toISOString());
+  await storageWriter.apply({ targetType: 'rule', targetId: ruleId, action: 'update', before: plainSnapshot(current), after: rule }, caller);
   await recordAudit(caller, 'update', 'rule', ruleId);
-  return ruleView(stored);
+  return ruleView(await getRule(ruleId));
 }
 
 export async function deleteRule(ruleId: string, caller: Caller): Promise<void> {
   const current = await getRule(ruleId);
-  await removeRule(ruleId, current.etag);
+  await storageWriter.apply({ targetType: 'rule', targetId: ruleId, action: 'delete', before: plainSnapshot(current), after: null }, caller);
   await recordAudit(caller, 'delete', 'rule', ruleId);
 }

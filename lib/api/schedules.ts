@@ -9,16 +9,16 @@ import { cronSchedule, parseCron } from '../schedules/cron';
 import { beginScheduleRun, cancelScheduleRun, scheduleRunView } from '../schedules/runner';
 import { schedulesChanged } from '../schedules/scheduler';
 import { connectorExists } from '../storage/connectors';
+import { plainSnapshot } from '../config/snapshots';
+import { storageWriter } from '../config/writer';
 import {
   activeScheduleRun,
-  deleteSchedule as removeSchedule,
+  deleteScheduleRuns,
   getSchedule as readSchedule,
   getScheduleRun as readScheduleRun,
-  insertSchedule,
   latestScheduleRun,
   listScheduleRuns,
   listSchedules,
-  replaceSchedule,
   type Schedule,
   type ScheduleRun,
   type StoredSchedule,
@@ -39,6 +39,19 @@ export type ScheduleView = Schedule & {
 export type StartScheduleRun = (ref: { scheduleId: string; scheduleRunId: string }) => Promise<void>;
 
 async function checkRequest(body: ScheduleRequest): Promise<Omit<Schedule, 'scheduleId' | 'createdOn' | 'updatedOn'>> {
+  const { errors, fields } = await scheduleErrors(body, connectorExists);
+  if (errors.length) throw badRequest('The schedule is not valid. See errors for each field.', errors);
+  return fields;
+}
+
+/**
+ * Every error of a schedule request (sorted by path), with the schedule's fields as they would be stored;
+ * `exists` tells which connectors the steps may name.
+ */
+export async function scheduleErrors(
+  body: ScheduleRequest,
+  exists: (id: string) => Promise<boolean>,
+): Promise<{ errors: FieldError[]; fields: Omit<Schedule, 'scheduleId' | 'createdOn' | 'updatedOn'> }> {
   const errors: FieldError[] = [];
   const timeZone = body.timeZone ?? 'UTC';
   const parsed = parseCron(body.cron, timeZone, readSchedulesConfig().minIntervalSeconds);
@@ -49,12 +62,12 @@ async function checkRequest(body: ScheduleRequest): Promise<Omit<Schedule, 'sche
       step.map(async (id, j) => {
         const path = `/steps/${i}/connectorIds/${j}`;
         if (!isGuid(id)) errors.push({ path, message: 'must be a connector id (a GUID)' });
-        else if (!(await connectorExists(id))) errors.push({ path, message: 'is not an existing connector' });
+        else if (!(await exists(id))) errors.push({ path, message: 'is not an existing connector' });
       }),
     ),
   );
-  if (errors.length) throw badRequest('The schedule is not valid. See errors for each field.', errors.sort((a, b) => a.path.localeCompare(b.path)));
-  return {
+  errors.sort((a, b) => a.path.localeCompare(b.path));
+  const fields = {
     name: body.name,
     cron: body.cron.trim().replace(/\s+/g, ' '),
     timeZone,
@@ -62,6 +75,7 @@ async function checkRequest(body: ScheduleRequest): Promise<Omit<Schedule, 'sche
     steps: body.steps.map((s, i) => ({ runType: s.runType, connectorIds: ids[i] })),
     stopOnFailure: body.stopOnFailure ?? true,
   };
+  return { errors, fields };
 }
 
 /** The schedule with its next tick (null while disabled) and its newest schedule run. */
@@ -97,26 +111,29 @@ export async function querySchedules(q: { skip: number; take: number }): Promise
 export async function createSchedule(body: ScheduleRequest, caller: Caller): Promise<ScheduleView> {
   const fields = await checkRequest(body);
   const now = new Date().toISOString();
-  const stored = await insertSchedule({ scheduleId: randomUUID(), ...fields, createdOn: now, updatedOn: now });
-  await recordAudit(caller, 'create', 'schedule', stored.scheduleId);
+  const schedule: Schedule = { scheduleId: randomUUID(), ...fields, createdOn: now, updatedOn: now };
+  await storageWriter.apply({ targetType: 'schedule', targetId: schedule.scheduleId, action: 'create', before: null, after: schedule }, caller);
+  await recordAudit(caller, 'create', 'schedule', schedule.scheduleId);
   schedulesChanged();
-  return scheduleView(stored);
+  return scheduleView(await getSchedule(schedule.scheduleId));
 }
 
 export async function updateSchedule(scheduleId: string, body: ScheduleRequest, caller: Caller): Promise<ScheduleView> {
   const current = await getSchedule(scheduleId);
   const fields = await checkRequest(body);
-  const stored = await replaceSchedule(current, { scheduleId, ...fields, createdOn: current.createdOn, updatedOn: new Date().toISOString() });
+  const schedule: Schedule = { scheduleId, ...fields, createdOn: current.createdOn, updatedOn: new Date().toISOString() };
+  await storageWriter.apply({ targetType: 'schedule', targetId: scheduleId, action: 'update', before: plainSnapshot(current), after: schedule }, caller);
   await recordAudit(caller, 'update', 'schedule', scheduleId);
   schedulesChanged();
-  return scheduleView(stored);
+  return scheduleView(await getSchedule(scheduleId));
 }
 
 /** Delete a schedule with its history. While a schedule run of it is Running: 409 (cancel it first). */
 export async function deleteSchedule(scheduleId: string, caller: Caller): Promise<void> {
   const current = await getSchedule(scheduleId);
   if (await activeScheduleRun(scheduleId)) throw conflict('A run of this schedule is Running: cancel it or wait for it to end, then delete the schedule.');
-  await removeSchedule(current);
+  await storageWriter.apply({ targetType: 'schedule', targetId: scheduleId, action: 'delete', before: plainSnapshot(current), after: null }, caller);
+  await deleteScheduleRuns(scheduleId);
   await recordAudit(caller, 'delete', 'schedule', scheduleId);
   schedulesChanged();
 }

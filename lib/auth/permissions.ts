@@ -14,6 +14,8 @@ export const PERMISSIONS = {
   /** The Prometheus metrics (`GET /metrics`); anonymous when `Metrics:AllowAnonymous` is true. */
   'metrics.read': ['Viewer', 'Operator', 'Admin'],
   'schedules.read': ['Viewer', 'Operator', 'Admin'],
+  /** The history of connectors, rules and schedules (`GET /config/history`; secrets masked, as every read). */
+  'config.read': ['Viewer', 'Operator', 'Admin'],
   'runs.trigger': ['Operator', 'Admin'],
   /** Test a stored connector's connection (it reaches only what an Admin saved, and changes nothing). */
   'connectors.test': ['Operator', 'Admin'],
@@ -26,6 +28,8 @@ export const PERMISSIONS = {
   /** Approve or reject a run that waits for approval (it exceeded a threshold). */
   'runs.approve': ['Admin'],
   'instances.write': ['Admin'],
+  /** Export and import of the whole configuration, restore of a version. */
+  'config.write': ['Admin'],
   'license.read': ['Admin'],
   'audit.read': ['Admin'],
   /** Operator surfaces of the runtime itself, such as the Durable Functions HTTP API. */

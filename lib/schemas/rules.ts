@@ -23,7 +23,7 @@ const Script = Type.String({
   description: 'An expression; `source` is the source value, `object` the attribute dictionary. Checked when saved: syntax, and no other names.',
 });
 
-const requestFields = {
+export const requestFields = {
   ruleName: DisplayName(),
   ruleType: RuleTypeSchema,
   connectorId: Type.Optional(Nullable(Type.String({ description: 'The connector the rule belongs to (a GUID; an unknown connector is a 400).' }))),

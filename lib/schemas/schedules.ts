@@ -19,7 +19,7 @@ const StepRequest = Type.Object(
   { additionalProperties: false, description: 'One step: a run of each connector, all started together and running in parallel.' },
 );
 
-const requestFields = {
+export const requestFields = {
   name: DisplayName({ description: 'Unique, compared case-insensitively (409).' }),
   cron: Type.String({
     minLength: 1,

@@ -193,6 +193,12 @@ export async function markConnectorDeleting(current: StoredConnector): Promise<v
   await mergeChecked(client, current.id, { state: 'deleting' }, current.etag);
 }
 
+/** Undo {@link markConnectorDeleting}: the connector is `ready` again (a configuration import that is undone). */
+export async function markConnectorReady(id: string): Promise<void> {
+  const client = await table(TABLE);
+  await client.updateEntity({ partitionKey: PK, rowKey: id, state: 'ready' }, 'Merge');
+}
+
 /** Remove the connector row and its name claim(s). Safe to repeat. */
 export async function removeConnectorRow(id: string): Promise<void> {
   const row = await readConnectorRow(id);

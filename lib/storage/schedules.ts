@@ -182,6 +182,15 @@ export async function replaceSchedule(current: StoredSchedule, next: Schedule): 
 
 /** Delete a schedule as read, with its name and its schedule runs, claims and markers. */
 export async function deleteSchedule(current: StoredSchedule): Promise<void> {
+  await removeScheduleRow(current);
+  await deleteScheduleRuns(current.scheduleId);
+}
+
+/**
+ * Delete a schedule as read and free its name, keeping its schedule runs (a configuration import deletes them
+ * with {@link deleteScheduleRuns} once all its changes are made, so an undone import finds them again).
+ */
+export async function removeScheduleRow(current: StoredSchedule): Promise<void> {
   const client = await table(SCHEDULES);
   try {
     await client.deleteEntity(DEF_PK, current.scheduleId, { etag: current.etag });
@@ -190,16 +199,17 @@ export async function deleteSchedule(current: StoredSchedule): Promise<void> {
     concurrencyConflict(err, 'The schedule changed while it was being deleted; read it again.');
   }
   await freeName(current.name, current.scheduleId);
-  const runs = await table(RUNS);
-  const keys: string[] = [];
-  for await (const e of runs.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(current.scheduleId)}`, select: ['RowKey'] } })) keys.push(String(e.rowKey));
-  for (let i = 0; i < keys.length; i += 100) {
-    await submitTransaction(runs, keys.slice(i, i + 100).map((rowKey): TransactionAction => ['delete', { partitionKey: current.scheduleId, rowKey }]));
-  }
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// Ticks
+/** Delete every schedule run, claim and marker of a schedule. Safe to repeat. */
+export async function deleteScheduleRuns(scheduleId: string): Promise<void> {
+  const runs = await table(RUNS);
+  const keys: string[] = [];
+  for await (const e of runs.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(scheduleId)}`, select: ['RowKey'] } })) keys.push(String(e.rowKey));
+  for (let i = 0; i < keys.length; i += 100) {
+    await submitTransaction(runs, keys.slice(i, i + 100).map((rowKey): TransactionAction => ['delete', { partitionKey: scheduleId, rowKey }]));
+  }
+}
 
 /** Claim one tick of a schedule for this process: true when this insert made the claim, false when another did. */
 export async function claimTick(scheduleId: string, tick: Date, claimedBy: string): Promise<boolean> {

@@ -15,7 +15,7 @@ const HR_FOLDER = path.join(os.tmpdir(), 'hr-exports');
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 20261121);
 const ROUNDS = Number(process.env.FUZZ_ROUNDS ?? 3000);
-const TABLES = ['Connectors', 'ConnectorNames', 'Rules', 'Audit', 'Operations', 'ConnectorAssignments', 'Runs', 'Schedules', 'ScheduleRuns', 'ConnectorSpaceIds', 'ConnectorSpaceStaged'];
+const TABLES = ['Connectors', 'ConnectorNames', 'Rules', 'Audit', 'Operations', 'ConnectorAssignments', 'Runs', 'Schedules', 'ScheduleRuns', 'ConnectorSpaceIds', 'ConnectorSpaceStaged', 'ConfigVersions'];
 
 jest.setTimeout(240_000);
 
@@ -85,7 +85,7 @@ function randomId(): string {
 function nextRequest(): Req {
   const rawBody = () => pick<unknown>([randomValue(), '{"name": ', '[1,2', 'true', '"str"', Buffer.from([0xff, 0xfe, 0x00, 0x7b]), '{"a":1}'.repeat(3)]);
   const contentType = () => pick(['application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'application/problem+json', '']);
-  switch (int(19)) {
+  switch (int(21)) {
     case 0: return { method: 'POST', route: 'connectors', body: mutated(validConnector()), write: true };
     case 1: return { method: 'POST', route: 'connectors', body: rawBody(), headers: { 'content-type': contentType() }, write: true };
     case 2: return { method: 'PUT', route: `connectors/${rand() < 0.7 ? connectorId : randomId()}`, body: mutated({ ...validConnector(), type: undefined }), write: true };
@@ -104,7 +104,9 @@ function nextRequest(): Req {
     case 15: return { method: 'POST', route: pick([`runs/${randomId()}/cancel`, `schedules/${randomId()}/run`, `schedules/${randomId()}/runs/${randomId()}/cancel`]), body: rand() < 0.5 ? undefined : randomValue(), write: true };
     case 16: return { method: 'POST', route: `connectors/${pick([connectorId, randomId()])}/space/${randomId()}/retry`, write: true };
     case 17: return { method: 'GET', route: pick([`schedules?${randomQuery()}`, `schedules/${randomId()}`, `schedules/${randomId()}/runs?${randomQuery()}`]), write: false };
-    default: return { method: pick(['POST', 'PUT', 'DELETE']), route: pick(['connectors', 'rules', 'audit', 'license', 'schedules', 'metrics']), body: randomValue(), write: true };
+    case 18: return { method: 'POST', route: `config/import?${pick(['', 'dryRun=true', 'dryRun=false', 'prune=true', 'dryRun=maybe', 'prune=1'])}`, body: rand() < 0.8 ? mutated({ formatVersion: 1, connectors: [{ ...validConnector(), id: connectorId }], rules: [validRule()], schedules: [validSchedule()] }) : rawBody(), headers: { 'content-type': contentType() }, write: true };
+    case 19: return rand() < 0.5 ? { method: 'GET', route: `config/history?${randomQuery()}`, write: false } : { method: 'POST', route: `config/history/${randomId()}/restore`, body: rand() < 0.5 ? undefined : randomValue(), write: true };
+    default: return { method: pick(['POST', 'PUT', 'DELETE']), route: pick(['connectors', 'rules', 'audit', 'license', 'schedules', 'metrics', 'config/import', 'config/export', 'config/history']), body: randomValue(), write: true };
   }
 }
 

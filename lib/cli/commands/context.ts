@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { Api, type GlobalOptions } from '../api';
+import { CliError, EXIT, type ExitCode } from '../exitCodes';
+import { print, type Column, type OutputFormat } from '../output';
+
+/** What a command's action gets: the API (signed in as the profile says), its options, and output. */
+export interface Context {
+  api: Api;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  opts: GlobalOptions & Record<string, any>;
+  format: OutputFormat;
+  print(data: unknown, columns?: Column[]): void;
+}
+
+type Handler = (ctx: Context, ...args: string[]) => Promise<ExitCode | void>;
+
+/** The exit code the program ends with (set by the last action). */
+export const outcome = { code: EXIT.ok as ExitCode };
+
+/**
+ * Wrap a command's handler: commander passes the positional arguments, then the options and the command;
+ * the handler gets a {@link Context} and the positional arguments, and may return an exit code.
+ */
+export function action(handler: Handler) {
+  return async (...args: unknown[]): Promise<void> => {
+    const command = args[args.length - 1] as Command;
+    const positional = args.slice(0, -2).map((a) => a as string);
+    const opts = command.optsWithGlobals() as Context['opts'];
+    const format = (opts.output ?? 'table') as OutputFormat;
+    const api = await Api.connect(opts);
+    const code = await handler({ api, opts, format, print: (data, columns) => print(data, format, columns) }, ...positional);
+    outcome.code = code ?? EXIT.ok;
+  };
+}
+
+/** A JSON document from a file, or from standard input when the path is `-`. */
+export function readJsonFile(file: string): unknown {
+  let text: string;
+  try {
+    text = file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliError(`Cannot read ${file}: ${(err as Error).message}`, EXIT.usage);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new CliError(`${file} is not valid JSON: ${(err as Error).message}`, EXIT.usage);
+  }
+}
+
+/** A paging option pair on a list command. */
+export function paged(cmd: Command): Command {
+  return cmd.option('--skip <n>', 'items to skip', toInt).option('--take <n>', 'items per page (the service caps it)', toInt);
+}
+
+export function toInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new CliError(`'${value}' is not a whole number.`, EXIT.usage);
+  return n;
+}

@@ -1,0 +1,133 @@
+import type { Command } from 'commander';
+import { CliError, EXIT } from '../exitCodes';
+import { cellText, col, type Column } from '../output';
+import { action, paged, toInt } from './context';
+
+const OPERATORS = ['equals', 'contains', 'startswith', 'endswith', 'ispresent', 'isnotpresent', 'istrue', 'isfalse'];
+const NEEDS_VALUE = new Set(['equals', 'contains', 'startswith', 'endswith']);
+
+export interface Criterion {
+  attributeName: string;
+  operator: string;
+  value?: string;
+}
+
+/**
+ * One `--where` criterion: `attribute operator [value]`, e.g. `department equals Sales`,
+ * `mail ispresent`, `displayName contains van der`. The value is the rest of the text, spaces kept.
+ */
+export function parseWhere(text: string): Criterion {
+  const m = /^\s*(\S+)\s+(\S+)(?:\s+([\s\S]*?))?\s*$/.exec(text);
+  if (!m) throw new CliError(`--where '${text}': write "attribute operator [value]", e.g. "department equals Sales".`, EXIT.usage);
+  const [, attributeName, op, value] = m;
+  const operator = op.toLowerCase();
+  if (!OPERATORS.includes(operator)) throw new CliError(`--where '${text}': unknown operator '${op}' (one of ${OPERATORS.join(', ')}).`, EXIT.usage);
+  if (NEEDS_VALUE.has(operator) && !value) throw new CliError(`--where '${text}': ${operator} needs a value.`, EXIT.usage);
+  if (!NEEDS_VALUE.has(operator) && value) throw new CliError(`--where '${text}': ${operator} takes no value.`, EXIT.usage);
+  return NEEDS_VALUE.has(operator) ? { attributeName, operator, value } : { attributeName, operator };
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** Columns of mesh lists: identity, then the `--columns` attributes picked by the operator. */
+function meshColumns(attributes: string[]): Column[] {
+  return [
+    col('MESH OBJECT ID', 'meshObjectId'),
+    col('TYPE', 'objectType'),
+    col('ANCHOR', 'anchorValue'),
+    ...attributes.map((a) => col(a, (item) => cellText((item.attributeValues as Record<string, unknown> | undefined)?.[a]))),
+    ...(attributes.length ? [] : [col('UPDATED', 'updatedOn')]),
+  ];
+}
+
+const splitList = (v: string | undefined) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []);
+
+/** `mesh`: the unified identity store (list, search, detail, explain, history, restore). */
+export function registerMesh(program: Command): void {
+  const m = program.command('mesh').description('The mesh: the unified identities');
+  paged(
+    m
+      .command('ls')
+      .description('List mesh objects, by anchor')
+      .option('--type <objectType>', 'object type, e.g. User')
+      .option('--search <text>', 'substring of the anchor')
+      .option('--state <state>', 'deleted: list tombstones instead of live objects')
+      .option('--columns <names>', 'attributes to show as columns, comma-separated'),
+  ).action(
+    action(async (ctx) => {
+      const { type, search, state, skip, take, columns } = ctx.opts;
+      const res = await ctx.api.get('mesh/objects', { objectType: type, search, state, skip, take });
+      const cols = meshColumns(splitList(columns));
+      if (state === 'deleted') cols.push(col('DELETED', 'deletedOn'), col('PURGE', 'purgeOn'));
+      ctx.print(res, cols);
+    }),
+  );
+  m.command('search')
+    .description('Search mesh objects: criteria combined with AND (operators: ' + OPERATORS.join(', ') + ')')
+    .option('--type <objectType>', 'object type')
+    .option('--anchor <text>', 'substring of the anchor')
+    .option('--where <criterion>', 'attribute operator [value]; repeat for AND', collect, [])
+    .option('--columns <names>', 'attributes to show as columns, comma-separated')
+    .option('--skip <n>', 'items to skip', toInt)
+    .option('--take <n>', 'items per page', toInt)
+    .action(
+      action(async (ctx) => {
+        const { type, anchor, where, skip, take, columns } = ctx.opts;
+        const body: Record<string, unknown> = { criteria: (where as string[]).map(parseWhere) };
+        if (type) body.objectType = type;
+        if (anchor) body.anchorSearch = anchor;
+        if (skip !== undefined) body.skip = skip;
+        if (take !== undefined) body.take = take;
+        ctx.print(await ctx.api.post('mesh/objects/search', body), meshColumns(splitList(columns)));
+      }),
+    );
+  m.command('show <meshObjectId>')
+    .description('A mesh object with its attributes and relationships')
+    .action(
+      action(async (ctx, id) => {
+        const obj = await ctx.api.get<Record<string, unknown>>(`mesh/objects/${id}`);
+        if (ctx.format !== 'table') return void ctx.print(obj);
+        const { attributes, relationships, ...rest } = obj as { attributes?: Record<string, unknown>[]; relationships?: Record<string, unknown>[] };
+        ctx.print(rest);
+        if (attributes?.length) {
+          process.stdout.write('\n');
+          ctx.print({ items: attributes, totalCount: attributes.length }, [col('ATTRIBUTE', 'attributeName'), col('VALUE', 'attributeValue'), col('SOURCE', 'source'), col('CONFIDENCE', 'confidence'), col('UPDATED', 'updatedOn')]);
+        }
+        if (relationships?.length) {
+          process.stdout.write('\n');
+          ctx.print({ items: relationships, totalCount: relationships.length }, Object.keys(relationships[0]).map((k) => col(k.toUpperCase(), k)));
+        }
+      }),
+    );
+  m.command('explain <meshObjectId> <attribute>')
+    .description('Why an attribute has its value: every contribution, the winner, the exports')
+    .action(
+      action(async (ctx, id, name) => {
+        const ex = await ctx.api.get<Record<string, unknown>>(`mesh/objects/${id}/attributes/${encodeURIComponent(name)}/explain`);
+        if (ctx.format !== 'table') return void ctx.print(ex);
+        process.stdout.write(`${ex.attribute} = ${cellText(ex.value)}\n`);
+        const composed = ex.composedBy as { ruleId: string; inputs: string[] } | null;
+        if (composed) process.stdout.write(`composed by rule ${composed.ruleId} from ${composed.inputs.join(', ')}\n`);
+        const candidates = (ex.candidates as Record<string, unknown>[]) ?? [];
+        process.stdout.write('\ncontributions:\n');
+        ctx.print({ items: candidates, totalCount: candidates.length }, [col('OUTCOME', 'outcome'), col('CONNECTOR', 'connectorName'), col('SOURCE', 'sourceAttribute'), col('VALUE', 'value'), col('CONFIDENCE', 'confidence'), col('PRIORITY', 'priority'), col('UPDATED', 'updatedOn')]);
+        const exports = (ex.exports as Record<string, unknown>[]) ?? [];
+        if (exports.length) {
+          process.stdout.write('\nexports:\n');
+          ctx.print({ items: exports, totalCount: exports.length }, [col('CONNECTOR', 'connectorName'), col('TARGET ATTRIBUTE', 'targetAttribute'), col('VALUE', 'value'), col('STATE', 'state')]);
+        }
+      }),
+    );
+  paged(m.command('history <meshObjectId>').description('What happened to a mesh object, newest first')).action(
+    action(async (ctx, id) => {
+      const { skip, take } = ctx.opts;
+      ctx.print(await ctx.api.get(`mesh/objects/${id}/history`, { skip, take }), [
+        col('TIME', 'timestamp'),
+        col('OPERATION', 'operation'),
+        col('RUN', 'runId'),
+        col('CHANGES', (h) => ((h.changes as { attribute: string; old: unknown; new: unknown }[]) ?? []).map((c) => `${c.attribute}: ${cellText(c.old)} -> ${cellText(c.new)}`).join('; ')),
+      ]);
+    }),
+  );
+  m.command('restore <meshObjectId>').description('Restore a deleted mesh object (a tombstone); targets that had it provision it again').action(action(async (ctx, id) => ctx.print(await ctx.api.post(`mesh/objects/${id}/restore`))));
+}

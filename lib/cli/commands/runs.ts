@@ -1,0 +1,114 @@
+import type { Command } from 'commander';
+import { CliError, EXIT, exitCodeOfRun, type ExitCode } from '../exitCodes';
+import { col, renderTable } from '../output';
+import { waitForRun, type Run } from '../wait';
+import { action, paged, type Context } from './context';
+
+export const RUN_COLUMNS = [
+  col('RUN ID', 'runId'),
+  col('CONNECTOR', 'connectorId'),
+  col('TYPE', (r) => `${r.runType}${r.dryRun ? ' (dry run)' : ''}`),
+  col('STATUS', 'status'),
+  col('STARTED', 'startedAt'),
+  col('PROCESSED', 'stats.objectsProcessed'),
+  col('ERRORS', 'stats.errors'),
+];
+
+const CHANGE_COLUMNS = [
+  col('TARGET', 'target'),
+  col('OPERATION', 'operation'),
+  col('OUTCOME', 'outcome'),
+  col('ANCHOR', 'anchor'),
+  col('ATTRIBUTES', (c) => Object.keys((c.attributes as object) ?? {}).join(', ')),
+  col('ERROR', 'error'),
+  col('DN', 'dn'),
+];
+
+/**
+ * Print a run and end with its exit code: with --wait, follow it to its end first (live progress on a
+ * terminal). The run's stats end the output in table mode; json/yaml print the run as the API answers it.
+ */
+async function finish(ctx: Context, run: Run): Promise<ExitCode> {
+  if (!ctx.opts.wait) {
+    ctx.print(run);
+    return EXIT.ok;
+  }
+  const ended = await waitForRun(ctx.api, run.runId);
+  if (ctx.format !== 'table') ctx.print(ended);
+  else {
+    const s = ended.stats;
+    process.stdout.write(`run ${ended.runId} ${ended.status}\n`);
+    process.stdout.write(`${renderTable([{ processed: s.objectsProcessed, created: s.objectsCreated, updated: s.objectsUpdated, deleted: s.objectsDeleted, errors: s.errors }], ['processed', 'created', 'updated', 'deleted', 'errors'].map((k) => col(k.toUpperCase(), k)))}\n`);
+    if (ended.error) process.stdout.write(`error: ${ended.error}\n`);
+    if (ended.status === 'AwaitingApproval' && ended.approval) {
+      for (const r of ended.approval.reasons) process.stdout.write(`awaits approval: ${r.operation} ${r.count} over the limit ${r.limit}\n`);
+      process.stdout.write(`approve with: meshsync runs approve ${ended.runId} (another admin), or reject it; it expires ${ended.approval.expiresOn}\n`);
+    }
+  }
+  return exitCodeOfRun(ended.status);
+}
+
+/** `runs`: history, start, follow, cancel, changes, plans (apply) and approval. */
+export function registerRuns(program: Command): void {
+  const r = program.command('runs').alias('run').description('Import and export runs');
+  paged(
+    r
+      .command('ls')
+      .description('Run history, newest first')
+      .option('--connector <id>', 'runs of one connector')
+      .option('--status <status>', 'runs with this status')
+      .option('--instance <id>', 'runs of one engine instance'),
+  ).action(
+    action(async (ctx) => {
+      const { connector, status, instance, skip, take } = ctx.opts;
+      ctx.print(await ctx.api.get('runs', { connectorId: connector, status, instanceId: instance, skip, take }), RUN_COLUMNS);
+    }),
+  );
+  r.command('show <runId>').description('A run with its stats, progress and errors').action(action(async (ctx, id) => ctx.print(await ctx.api.get(`runs/${id}`))));
+  r.command('wait <runId>')
+    .description('Follow a run to its end with live progress; the exit code says how it ended')
+    .action(action(async (ctx, id) => finish({ ...ctx, opts: { ...ctx.opts, wait: true } }, await ctx.api.get<Run>(`runs/${id}`))));
+
+  r.command('import <connectorId>')
+    .description('Start an import (delta by default)')
+    .option('--full', 'a full import (FullImport)')
+    .option('--full-sync', 'no source read: every connector-space object through the current rules (FullSync)')
+    .option('--dry-run', 'plan only: nothing is written; the run is a plan that can be applied')
+    .option('-w, --wait', 'follow the run to its end (live progress); exit code by its status')
+    .action(
+      action(async (ctx, id) => {
+        if (ctx.opts.full && ctx.opts.fullSync) throw new CliError('--full and --full-sync exclude each other.', EXIT.usage);
+        const runType = ctx.opts.full ? 'FullImport' : ctx.opts.fullSync ? 'FullSync' : 'DeltaImport';
+        const body: Record<string, unknown> = { runType };
+        if (ctx.opts.dryRun) body.dryRun = true;
+        return finish(ctx, await ctx.api.post<Run>(`connectors/${id}/import`, body));
+      }),
+    );
+  r.command('export <connectorId>')
+    .description('Start an export of the staged changes')
+    .option('--dry-run', 'plan only: nothing is written to the target')
+    .option('-w, --wait', 'follow the run to its end (live progress); exit code by its status')
+    .action(action(async (ctx, id) => finish(ctx, await ctx.api.post<Run>(`connectors/${id}/export`, ctx.opts.dryRun ? { dryRun: true } : {}))));
+  r.command('cancel <runId>').description('Cancel a Queued or Running run').action(action(async (ctx, id) => ctx.print(await ctx.api.post(`runs/${id}/cancel`))));
+  paged(
+    r
+      .command('changes <runId>')
+      .description('What a run changed or would change, object by object')
+      .option('--operation <op>', 'Add, Update, Delete or Rename')
+      .option('--outcome <outcome>', 'applied, planned, failed or drifted'),
+  ).action(
+    action(async (ctx, id) => {
+      const { operation, outcome, skip, take } = ctx.opts;
+      ctx.print(await ctx.api.get(`runs/${id}/changes`, { operation, outcome, skip, take }), CHANGE_COLUMNS);
+    }),
+  );
+  r.command('apply <runId>')
+    .description('Apply a dry run\'s plan exactly (objects whose inputs changed are skipped as drifted)')
+    .option('-w, --wait', 'follow the new run to its end')
+    .action(action(async (ctx, id) => finish(ctx, await ctx.api.post<Run>(`runs/${id}/apply`))));
+  r.command('approve <runId>')
+    .description('Approve a run that awaits approval: it applies its plan')
+    .option('-w, --wait', 'follow the run to its end')
+    .action(action(async (ctx, id) => finish(ctx, await ctx.api.post<Run>(`runs/${id}/approve`))));
+  r.command('reject <runId>').description('Reject a run that awaits approval').action(action(async (ctx, id) => ctx.print(await ctx.api.post(`runs/${id}/reject`))));
+}

@@ -1,0 +1,90 @@
+import { stringify as toYaml } from 'yaml';
+
+export type OutputFormat = 'table' | 'json' | 'yaml';
+
+/** A column of a table: the header and how to get the cell from an item (a dotted path or a function). */
+export interface Column {
+  header: string;
+  get: string | ((item: Record<string, unknown>) => unknown);
+}
+
+/** `name:path` shorthand for a column list: `col('ID', 'id')`. */
+export const col = (header: string, get: Column['get']): Column => ({ header, get });
+
+function pick(item: Record<string, unknown>, get: Column['get']): unknown {
+  if (typeof get === 'function') return get(item);
+  let v: unknown = item;
+  for (const key of get.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined;
+  return v;
+}
+
+/** A cell's text: strings as they are, null/undefined empty, objects as compact JSON, one line. */
+export function cellText(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'string') return v.replace(/\s+/g, ' ');
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return JSON.stringify(v);
+}
+
+/** The terminal's width (stdout), or 120 when it is not a terminal, or COLUMNS when set. */
+export function terminalWidth(): number {
+  const env = Number(process.env.COLUMNS);
+  if (Number.isInteger(env) && env > 20) return env;
+  return process.stdout.isTTY && process.stdout.columns ? process.stdout.columns : 120;
+}
+
+/**
+ * A table that fits `width`: columns as wide as their widest cell; when the sum is too wide, the widest
+ * columns are narrowed (never below 8 characters) and their cells cut with "…".
+ */
+export function renderTable(rows: Record<string, unknown>[], columns: Column[], width = terminalWidth()): string {
+  const cells = rows.map((row) => columns.map((c) => cellText(pick(row, c.get))));
+  const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((r) => r[i].length)));
+  const gap = 2;
+  const total = () => widths.reduce((a, b) => a + b, 0) + gap * (widths.length - 1);
+  while (total() > width) {
+    const widest = widths.indexOf(Math.max(...widths));
+    if (widths[widest] <= 8) break;
+    widths[widest] = Math.max(8, widths[widest] - (total() - width));
+  }
+  const fit = (s: string, w: number) => (s.length > w ? `${s.slice(0, w - 1)}…` : s.padEnd(w));
+  const line = (values: string[]) => values.map((v, i) => fit(v, widths[i])).join(' '.repeat(gap)).trimEnd();
+  return [line(columns.map((c) => c.header)), ...cells.map(line)].join('\n');
+}
+
+/** One object as `key: value` lines (nested objects as compact JSON), for `show` commands in table mode. */
+export function renderDetail(item: Record<string, unknown>, width = terminalWidth()): string {
+  const keys = Object.keys(item);
+  const pad = Math.min(28, Math.max(0, ...keys.map((k) => k.length)));
+  return keys
+    .map((k) => {
+      const text = cellText(item[k]);
+      const room = Math.max(20, width - pad - 2);
+      return `${k.padEnd(pad)}  ${text.length > room ? `${text.slice(0, room - 1)}…` : text}`;
+    })
+    .join('\n');
+}
+
+/**
+ * Print a command's result. json and yaml print the API's answer as it is (scripts get every field);
+ * table prints the columns for lists (with "N of TOTAL" when paged) and key/value lines for one object.
+ */
+export function print(data: unknown, format: OutputFormat, columns?: Column[]): void {
+  if (format === 'json') return void process.stdout.write(`${JSON.stringify(data, null, 2)}\n`);
+  if (format === 'yaml') return void process.stdout.write(toYaml(data ?? null));
+  if (data === undefined || data === null) return;
+  if (Array.isArray(data)) return void process.stdout.write(`${renderTable(data as Record<string, unknown>[], columns ?? autoColumns(data))}\n`);
+  const obj = data as Record<string, unknown>;
+  if (Array.isArray(obj.items) && columns) {
+    const items = obj.items as Record<string, unknown>[];
+    const table = items.length ? `${renderTable(items, columns)}\n` : '';
+    const total = typeof obj.totalCount === 'number' ? obj.totalCount : items.length;
+    return void process.stdout.write(`${table}${items.length} of ${total}\n`);
+  }
+  process.stdout.write(`${renderDetail(obj)}\n`);
+}
+
+function autoColumns(rows: unknown[]): Column[] {
+  const keys = [...new Set(rows.flatMap((r) => (r && typeof r === 'object' ? Object.keys(r) : [])))].slice(0, 8);
+  return keys.map((k) => col(k, k));
+}

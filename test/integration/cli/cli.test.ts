@@ -1,0 +1,242 @@
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { startPostgres, type Postgres } from '../../support/postgres';
+import { describeWithServer } from '../../support/servers';
+import { startService, USERS, type Role, type ServiceUnderTest } from '../../support/service';
+import { pgServer, SqlContractFixture } from '../sql/sqlFixture';
+import { inTmux, meshsync, newHome } from './cliSupport';
+
+/**
+ * The `meshsync` CLI as a real process against a real service (Azurite, a PostgreSQL HR source): resources
+ * created from files, a full import followed with --wait to its end, the mesh listed, searched, shown and
+ * explained, the connector space, output formats, table width, and the exit codes of every kind of failure
+ * (usage 3, auth 4, not found 5, conflict 6, unreachable 7) with the problem's detail and no stack.
+ */
+jest.setTimeout(600_000);
+
+const ROWS = 5_000;
+
+describeWithServer('postgres')('meshsync CLI against a real service', () => {
+  let pg: Postgres;
+  let rt: ServiceUnderTest;
+  let f: SqlContractFixture;
+  const home = newHome();
+  let connectorId: string;
+
+  /** Run the CLI as `role` (a Bearer token through MESHSYNC_TOKEN), or signed out with null. */
+  async function as(role: Role | null, args: string[], env: Record<string, string> = {}, input?: string) {
+    return meshsync(args, { MESHSYNC_HOME: home, MESHSYNC_URL: rt.baseUrl, ...(role ? { MESHSYNC_TOKEN: await rt.token(role) } : {}), ...env }, input);
+  }
+  const json = async (role: Role, args: string[]) => {
+    const r = await as(role, [...args, '-o', 'json']);
+    if (r.code !== 0) throw new Error(`meshsync ${args.join(' ')}: ${r.code}\n${r.stderr}`);
+    return JSON.parse(r.stdout);
+  };
+  const file = (name: string, body: unknown) => {
+    const p = path.join(home, name);
+    writeFileSync(p, JSON.stringify(body));
+    return p;
+  };
+
+  beforeAll(async () => {
+    pg = await startPostgres();
+    rt = await startService();
+    f = await SqlContractFixture.create(pgServer(pg));
+    await f.exec(`INSERT INTO people (employee_id, given_name, sn, department) SELECT 'E' || lpad(i::text, 5, '0'), 'Given' || i, 'Sn' || i, CASE WHEN i % 2 = 0 THEN 'Sales' ELSE 'Ops' END FROM generate_series(1, ${ROWS}) i`);
+  });
+  afterAll(async () => {
+    await rt?.dispose();
+    await f?.cleanup();
+    await pg?.stop();
+  });
+
+  test('health answers without sign-in; --version and --help exit 0', async () => {
+    const health = await as(null, ['health', '-o', 'json']);
+    expect(health.code).toBe(0);
+    expect(JSON.parse(health.stdout)).toMatchObject({ status: 'healthy' });
+    const version = await as(null, ['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toBe(JSON.parse(readFileSync(path.join(__dirname, '../../../package.json'), 'utf8')).version);
+    const help = await as(null, ['runs', 'import', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--dry-run');
+  });
+
+  test('connectors and rules are created from files and listed; secrets stay masked', async () => {
+    const created = await as('Admin', ['connectors', 'create', '--file', file('hr.json', { name: 'HR cli', type: 'sql', config: f.config() }), '-o', 'json']);
+    expect(created.code).toBe(0);
+    const connector = JSON.parse(created.stdout);
+    connectorId = connector.id;
+    expect(connector.config.password).toBe('********');
+    // Standard input works as a file.
+    const projection = await as('Admin', ['rules', 'create', '--file', '-', '-o', 'json'], {}, JSON.stringify({ ruleType: 'ProjectionRule', ruleName: 'project', connectorId, sourceAttribute: 'employee_id', objectType: 'User' }));
+    expect(projection.code).toBe(0);
+    for (const [s, t] of [['employee_id', 'employeeId'], ['given_name', 'givenName'], ['sn', 'sn'], ['department', 'department']]) {
+      const flow = await as('Admin', ['rules', 'create', '-f', file(`${t}.json`, { ruleType: 'FlowRule', ruleName: `flow ${t}`, connectorId, sourceAttribute: s, targetAttribute: t, confidence: 50 })]);
+      expect(flow.code).toBe(0);
+    }
+    const ls = await as('Viewer', ['connectors', 'ls']);
+    expect(ls.code).toBe(0);
+    expect(ls.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+TYPE\s+STATUS\s+LAST SYNC$/);
+    expect(ls.stdout).toContain('HR cli');
+    expect(ls.stdout).not.toContain(f.config().password as string);
+    const rules = await json('Viewer', ['rules', 'ls', '--connector', connectorId]);
+    expect(rules.totalCount).toBe(5);
+  });
+
+  test('a full import with --wait follows the run to its end (plain lines off a terminal) and exits 0 with the stats', async () => {
+    const r = await as('Operator', ['runs', 'import', connectorId, '--full', '--wait']);
+    expect(r.stderr).toMatch(new RegExp(`run [0-9a-f-]{36} (reading|planning|applying|finishing|Completed): \\d+/(\\d+|\\?) objects, \\d+/s`));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/run [0-9a-f-]{36} Completed/);
+    expect(r.stdout).toMatch(new RegExp(`PROCESSED\\s+CREATED\\s+UPDATED\\s+DELETED\\s+ERRORS\\n${ROWS}\\s+${ROWS}\\s+0\\s+0\\s+0`));
+    const runs = await json('Viewer', ['runs', 'ls', '--connector', connectorId]);
+    expect(runs.items[0]).toMatchObject({ status: 'Completed', trigger: { type: 'manual', actorUpn: USERS.Operator.upn } });
+    // yaml prints the API's answer as it is.
+    const yaml = await as('Viewer', ['runs', 'show', runs.items[0].runId, '-o', 'yaml']);
+    expect(yaml.code).toBe(0);
+    expect(parseYaml(yaml.stdout)).toMatchObject({ runId: runs.items[0].runId, stats: { objectsCreated: ROWS } });
+  });
+
+  test('on a terminal (tmux) --wait draws a live progress bar with the total, rate and ETA, then the stats', async () => {
+    await f.exec("UPDATE people SET sn = sn || 'x'");
+    const frames = await inTmux(
+      ['runs', 'import', connectorId, '--wait'],
+      { MESHSYNC_HOME: home, MESHSYNC_URL: rt.baseUrl, MESHSYNC_TOKEN: await rt.token('Operator'), MESHSYNC_POLL_MS: '200' },
+    );
+    const last = frames[frames.length - 1];
+    expect(last).toMatch(/EXIT=0/);
+    expect(last).toMatch(/run [0-9a-f-]{36} Completed/);
+    expect(last).toMatch(new RegExp(`PROCESSED\\s+CREATED\\s+UPDATED\\s+DELETED\\s+ERRORS\\n${ROWS}\\s+0\\s+${ROWS}\\s+0\\s+0`));
+    // The bar was drawn while the run went: block characters, objects of the known total, a rate and an ETA.
+    const bar = new RegExp(`^(reading|planning|applying|finishing|Completed)\\s*\\|[\u2588\u2591]+\\| \\d+/(\\d+|\\?) objects \\| \\d+/s \\| ETA (\\d+s|\\?)`, 'm');
+    const drawn = frames.filter((fr) => bar.test(fr));
+    expect(drawn.length).toBeGreaterThan(0);
+    expect(frames.some((fr) => new RegExp(`applying\\s*\\|[\u2588\u2591]+\\| \\d+/${ROWS} objects \\| \\d+/s \\| ETA \\d+s`).test(fr))).toBe(true);
+    // No plain progress lines on a terminal.
+    expect(frames.some((fr) => /objects, \d+\/s$/m.test(fr))).toBe(false);
+  });
+
+  test('the mesh: list with picked columns, search with the operators, show, explain and history', async () => {
+    const ls = await as('Viewer', ['mesh', 'ls', '--type', 'User', '--take', '3', '--columns', 'givenName,department']);
+    expect(ls.code).toBe(0);
+    const lines = ls.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^MESH OBJECT ID\s+TYPE\s+ANCHOR\s+givenName\s+department$/);
+    expect(lines[1]).toMatch(/^[0-9a-f-]{36}\s+User\s+E00001\s+Given1\s+Ops$/);
+    expect(lines[lines.length - 1]).toBe(`3 of ${ROWS}`);
+
+    const found = await json('Viewer', ['mesh', 'search', '--where', 'sn equals Sn42x', '--where', 'department ispresent']);
+    expect(found.totalCount).toBe(1);
+    expect(found.items[0].anchorValue).toBe('E00042');
+    const sales = await json('Viewer', ['mesh', 'search', '--type', 'User', '--where', 'department startswith sal', '--take', '1']);
+    expect(sales.totalCount).toBe(ROWS / 2);
+    const id = found.items[0].meshObjectId as string;
+
+    const show = await as('Viewer', ['mesh', 'show', id]);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/anchorValue\s+E00042/);
+    expect(show.stdout).toMatch(/givenName\s+Given42\s+[0-9a-f-]{36}\s+50/);
+
+    const explain = await as('Viewer', ['mesh', 'explain', id, 'givenName']);
+    expect(explain.code).toBe(0);
+    expect(explain.stdout).toContain('givenName = Given42');
+    expect(explain.stdout).toMatch(/won\s+HR cli\s+given_name\s+Given42\s+50/);
+
+    const history = await json('Viewer', ['mesh', 'history', id]);
+    expect(history.items.map((h: { operation: string }) => h.operation)).toEqual(['Updated', 'Created']);
+    const historyTable = await as('Viewer', ['mesh', 'history', id]);
+    expect(historyTable.stdout).toMatch(/Updated\s+[0-9a-f-]{36}\s+sn: Sn42 -> Sn42x/);
+  });
+
+  test('the connector space: list by state, show and preview one object', async () => {
+    const ls = await json('Viewer', ['space', 'ls', connectorId, '--state', 'joined', '--take', '2']);
+    expect(ls.totalCount).toBe(ROWS);
+    const cs = ls.items[0];
+    const show = await json('Viewer', ['space', 'show', connectorId, cs.csObjectId]);
+    expect(show.attributes.employee_id).toBe(cs.anchor);
+    const preview = await json('Operator', ['space', 'preview', connectorId, cs.csObjectId]);
+    expect(preview).toMatchObject({ csObjectId: cs.csObjectId, join: { outcome: 'joined' }, meshChanges: [] });
+    const errors = await as('Viewer', ['space', 'ls', connectorId, '--state', 'error']);
+    expect(errors.code).toBe(0);
+    expect(errors.stdout.trim()).toBe('0 of 0');
+  });
+
+  test('tables fit the terminal width', async () => {
+    const narrow = await as('Viewer', ['mesh', 'ls', '--take', '5', '--columns', 'givenName,sn,department,employeeId'], { COLUMNS: '70' });
+    expect(narrow.code).toBe(0);
+    for (const line of narrow.stdout.trim().split('\n')) expect(line.length).toBeLessThanOrEqual(70);
+    expect(narrow.stdout).toContain('…');
+  });
+
+  test('failures: the problem detail on stderr, no stack, and the documented exit codes', async () => {
+    const noStack = (s: string) => expect(s).not.toMatch(/\n\s+at .+:\d+:\d+/);
+    // 4: signed out, and a role without the permission.
+    const signedOut = await as(null, ['connectors', 'ls']);
+    expect(signedOut.code).toBe(4);
+    expect(signedOut.stderr).toContain('401');
+    expect(signedOut.stderr).toContain('meshsync login');
+    const viewer = await as('Viewer', ['runs', 'import', connectorId]);
+    expect(viewer.code).toBe(4);
+    expect(viewer.stderr).toContain('403');
+    noStack(viewer.stderr);
+    // 5: not found.
+    const missing = await as('Viewer', ['connectors', 'show', '00000000-0000-4000-8000-000000000000']);
+    expect(missing.code).toBe(5);
+    expect(missing.stderr).toContain('404');
+    // 6: conflict (a name taken), with the service's detail.
+    const taken = await as('Admin', ['connectors', 'create', '-f', path.join(home, 'hr.json')]);
+    expect(taken.code).toBe(6);
+    expect(taken.stderr).toMatch(/409 .*HR cli/);
+    // 3: the service refused the content (400), with the field errors listed.
+    const invalid = await as('Admin', ['rules', 'create', '-f', file('bad-rule.json', { ruleType: 'FlowRule', connectorId, sourceAttribute: 'sn', confidence: 500 })]);
+    expect(invalid.code).toBe(3);
+    expect(invalid.stderr).toMatch(/400 /);
+    expect(invalid.stderr).toMatch(/^\s+\/\S*: /m);
+    noStack(invalid.stderr);
+    // 3: usage errors found before any call.
+    expect((await as('Viewer', ['mesh', 'search', '--where', 'sn frobs x'])).code).toBe(3);
+    expect((await as('Viewer', ['runs', 'import'])).code).toBe(3);
+    const notJson = path.join(home, 'not.json');
+    writeFileSync(notJson, '{ nope');
+    const badFile = await as('Admin', ['connectors', 'create', '-f', notJson]);
+    expect(badFile.code).toBe(3);
+    expect(badFile.stderr).toContain('not valid JSON');
+    // 7: nothing listens there.
+    const down = await as('Viewer', ['health', '--url', 'http://127.0.0.1:9/api']);
+    expect(down.code).toBe(7);
+    expect(down.stderr).toContain('could not be reached');
+    // A finished run cannot be cancelled: 6.
+    const runs = await json('Viewer', ['runs', 'ls', '--connector', connectorId, '--take', '1']);
+    expect((await as('Operator', ['runs', 'cancel', runs.items[0].runId])).code).toBe(6);
+  });
+
+  test('login --token caches the token per profile in a file only the user can read; profiles switch services', async () => {
+    const token = await rt.token('Viewer');
+    const login = await meshsync(['login', '--token', token, '--url', rt.baseUrl], { MESHSYNC_HOME: home });
+    expect(login.code).toBe(0);
+    const credentials = path.join(home, 'credentials.json');
+    expect(existsSync(credentials)).toBe(true);
+    expect(statSync(credentials).mode & 0o777).toBe(0o600);
+    // The profile remembers the URL and the token: no flags needed.
+    const ls = await meshsync(['connectors', 'ls', '-o', 'json'], { MESHSYNC_HOME: home });
+    expect(ls.code).toBe(0);
+    expect(JSON.parse(ls.stdout).connectors.map((c: { name: string }) => c.name)).toContain('HR cli');
+    // A second profile pointing elsewhere, then back.
+    expect((await meshsync(['profile', 'set', 'other', '--url', 'http://127.0.0.1:9/api'], { MESHSYNC_HOME: home })).code).toBe(0);
+    expect((await meshsync(['connectors', 'ls', '--profile', 'other'], { MESHSYNC_HOME: home })).code).toBe(7);
+    const profiles = await meshsync(['profile', 'ls'], { MESHSYNC_HOME: home });
+    expect(profiles.stdout).toMatch(/\*\s+default\s+http:\/\/127\.0\.0\.1:\d+\/api\s+bearer/);
+    expect(profiles.stdout).toMatch(/other\s+http:\/\/127\.0\.0\.1:9\/api/);
+    const logout = await meshsync(['logout'], { MESHSYNC_HOME: home });
+    expect(logout.code).toBe(0);
+    expect((await meshsync(['connectors', 'ls'], { MESHSYNC_HOME: home })).code).toBe(4);
+  });
+
+  test('audit lists the import the CLI triggered, with its actor', async () => {
+    const audit = await json('Admin', ['audit', '--target-type', 'connector', '--target', connectorId]);
+    expect(audit.items.map((a: { action: string; actorUpn: string }) => `${a.action} ${a.actorUpn}`)).toEqual(expect.arrayContaining([`trigger ${USERS.Operator.upn}`, `create ${USERS.Admin.upn}`]));
+    const table = await as('Admin', ['audit', '--target', connectorId]);
+    expect(table.stdout.split('\n')[0]).toMatch(/^TIME\s+ACTION\s+TARGET TYPE\s+TARGET\s+ACTOR\s+OUTCOME$/);
+  });
+});
