@@ -248,6 +248,33 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect(valueOf((await hrMesh()).get('E002'), 'title')).toBe('Director');
   });
 
+  test('limits beyond deletes: the run plans everything first, applies nothing over a limit, and applies its plan once approved', async () => {
+    const current = await rt.call('GET', `connectors/${hr}`);
+    const put = await rt.call('PUT', `connectors/${hr}`, { body: { name: 'HR', config: { ...current.body.config, thresholds: { updates: { count: 2 }, blanks: { count: 0 } } } } });
+    expect(put.status).toBe(200);
+    expect(put.body.config.thresholds).toEqual({ updates: { count: 2 }, blanks: { count: 0 } });
+    for (const id of ['E004', 'E005', 'E006']) await sql('UPDATE hr SET title = $1 WHERE employee_id = $2', ['Architect', id]);
+    const parked = await trigger(`connectors/${hr}/import`, { runType: 'FullImport' });
+    expect(parked).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'updates', count: 3, limit: 2 }] } });
+    const mesh = await hrMesh();
+    expect(['E004', 'E005', 'E006'].map((id) => valueOf(mesh.get(id), 'title'))).toEqual(['Engineer', 'Engineer', 'Engineer']);
+    const planned = await changes(parked.runId, '?outcome=planned');
+    expect(planned.items.map((i: Json) => [i.anchor, i.operation]).sort()).toEqual([['E004', 'Update'], ['E005', 'Update'], ['E006', 'Update']]);
+    expect((await approve(parked.runId, SECOND_ADMIN)).status).toBe(202);
+    expect(await waitRun(rt, parked.runId)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 3 } });
+    expect((await changes(parked.runId, '?outcome=applied')).totalCount).toBe(3);
+    const after = await hrMesh();
+    expect(['E004', 'E005', 'E006'].map((id) => valueOf(after.get(id), 'title'))).toEqual(['Architect', 'Architect', 'Architect']);
+
+    // An update that empties a value is a blank: over `blanks: { count: 0 }`.
+    await sql('UPDATE hr SET title = NULL WHERE employee_id = $1', ['E007']);
+    const blank = await trigger(`connectors/${hr}/import`, { runType: 'FullImport' });
+    expect(blank).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'blanks', count: 1, limit: 0 }] } });
+    expect((await changes(blank.runId)).items).toEqual([expect.objectContaining({ anchor: 'E007', operation: 'Update', outcome: 'planned', attributes: { title: { old: 'Engineer', new: null } } })]);
+    expect((await rt.call('POST', `runs/${blank.runId}/reject`)).body.status).toBe('Rejected');
+    expect(valueOf((await hrMesh()).get('E007'), 'title')).toBe('Engineer');
+  });
+
   test('the changes list: filters, paging with an exact total, bad queries are 400, an unknown run 404', async () => {
     const all = await changes(truncatedRun.runId);
     const total = all.totalCount;
