@@ -271,8 +271,12 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     const blank = await trigger(`connectors/${hr}/import`, { runType: 'FullImport' });
     expect(blank).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'blanks', count: 1, limit: 0 }] } });
     expect((await changes(blank.runId)).items).toEqual([expect.objectContaining({ anchor: 'E007', operation: 'Update', outcome: 'planned', attributes: { title: { old: 'Engineer', new: null } } })]);
-    expect((await rt.call('POST', `runs/${blank.runId}/reject`)).body.status).toBe('Rejected');
+    // An Operator cannot reject it, but can cancel it: it ends Cancelled, nothing applied, the connector free.
+    const cancelled = await rt.call('POST', `runs/${blank.runId}/cancel`, { role: 'Operator' });
+    expect(cancelled.status).toBe(202);
+    expect(cancelled.body).toMatchObject({ status: 'Cancelled', error: expect.stringMatching(/while it waited for approval: nothing of its plan was applied/) });
     expect(valueOf((await hrMesh()).get('E007'), 'title')).toBe('Engineer');
+    expect((await rt.call('POST', `runs/${blank.runId}/cancel`)).status).toBe(409);
   });
 
   test('the changes list: filters, paging with an exact total, bad queries are 400, an unknown run 404', async () => {

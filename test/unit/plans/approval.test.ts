@@ -4,6 +4,7 @@ import { applyPlan, approveRun, expireIfDue, isTriggeringCaller, parkRun, reject
 import { completeRun, createRun, emptyStats, getRun } from '../../../lib/storage/runs';
 import { randomUUID } from 'node:crypto';
 import { useTestStorage } from '../instances/storageEnv';
+import { cancelRun } from '../../../lib/runs/runs';
 
 const admin = (sid: string | null, upn: string | null): Caller => ({ scheme: 'Bearer', name: upn ?? 'x', upn, sid, roles: ['Admin'] });
 const raised: { runId: string; approved: boolean }[] = [];
@@ -67,5 +68,12 @@ describe('approvals (storage-backed)', () => {
     const real = await createRun({ connectorId: randomUUID(), instanceId: null, runType: 'FullImport', status: 'Running' });
     await completeRun(real.runId, { status: 'Completed', stats: emptyStats() });
     await expect(applyPlan(real.runId, caller, start)).rejects.toThrow(/not a dry run/);
+  });
+
+  test('a cancel ends a waiting run Cancelled at once, nothing applied; the lock is released', async () => {
+    const id = await parked();
+    const ended = await cancelRun(id, admin('oid-op', 'op@x'));
+    expect(ended).toMatchObject({ status: 'Cancelled', error: 'The run was cancelled by op@x while it waited for approval: nothing of its plan was applied.' });
+    expect(await code(cancelRun(id, admin('oid-op', 'op@x')))).toBe('conflict');
   });
 });
