@@ -10,6 +10,7 @@ export type ExportConfig = {
   provisioningCondition?: unknown;
   passwordOnUpdate?: unknown;
   deletionThreshold?: unknown;
+  thresholds?: unknown;
   deprovisioning?: unknown;
   connectorType?: unknown;
 };

@@ -368,3 +368,38 @@ describe('export: deprovisioning stops at the deletion threshold', () => {
     expect(dataRows()).toBe(6);
   });
 });
+
+describe('delta import over the deletes threshold', () => {
+  const dir = folder();
+  const H = ['id', 'employeeId', 'givenName'];
+  const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `d${i}`, employeeId: `D${i}`, givenName: `Delta${i}` }));
+  let c = '';
+
+  beforeAll(async () => {
+    writeCsv(dir, 'people.csv', H, rows(10));
+    c = await fileConnector(rt, 'Delta people', dir);
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId: c, sourceAttribute: 'employeeId' });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: 'givenName', targetAttribute: 'givenName', confidence: 50 });
+    expect(await runImport(rt, c)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 10 } });
+  });
+
+  test('the whole delta is planned, nothing applied; approved by another Admin, the second pass applies the plan and commits the watermark', async () => {
+    // 4 of 10 gone (over 20 %), one renamed: nothing of it is applied while the run waits.
+    writeCsv(dir, 'people.csv', H, rows(6).map((r) => (r.id === 'd0' ? { ...r, givenName: 'Changed' } : r)));
+    const run = await runImport(rt, c, { runType: 'DeltaImport' });
+    expect(run).toMatchObject({ status: 'AwaitingApproval', runType: 'DeltaImport', approval: { reasons: [{ operation: 'deletes', count: 4, limit: 2 }] } });
+    const planned = await rt.call('GET', `runs/${run.runId}/changes?outcome=planned`);
+    expect(planned.body.items.map((i: { anchor: string; operation: string }) => `${i.operation} ${i.anchor}`).sort()).toEqual(['Delete d6', 'Delete d7', 'Delete d8', 'Delete d9', 'Update d0']);
+    let mesh = await meshByAnchor();
+    expect(['D6', 'D7', 'D8', 'D9'].every((a) => mesh.has(a))).toBe(true);
+    expect(valueOf(mesh.get('D0'), 'givenName')).toBe('Delta0');
+    const approved = await rt.call('POST', `runs/${run.runId}/approve`, { as: { oid: 'c0000000-0000-4000-8000-00000000000c', upn: 'other.admin@example.test' } });
+    expect(approved.status).toBe(202);
+    expect(await waitRun(rt, run.runId)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4, objectsUpdated: 1 } });
+    mesh = await meshByAnchor();
+    expect(['D6', 'D7', 'D8', 'D9'].some((a) => mesh.has(a))).toBe(false);
+    expect(valueOf(mesh.get('D0'), 'givenName')).toBe('Changed');
+    // Everything planned was applied, so the watermark moved: the next delta has nothing to do.
+    expect(await runImport(rt, c, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0 } });
+  });
+});
