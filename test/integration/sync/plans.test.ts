@@ -299,6 +299,34 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect((await rt.call('GET', 'runs/00000000-0000-4000-8000-000000000000/changes')).status).toBe(404);
     expect((await rt.call('GET', `runs/${truncatedRun.runId}/changes`, { role: null })).status).toBe(401);
   });
+
+  test('an export dry run is a plan too: applied in LDAP, an object whose mesh values changed since is drifted', async () => {
+    await sql('UPDATE hr SET title = $1 WHERE employee_id = $2', ['Engineer', 'E007']);
+    const plan = await trigger(`connectors/${dir}/export`, { dryRun: true });
+    expect(plan).toMatchObject({ status: 'Completed', dryRun: true, plan: { expiresOn: expect.any(String) } });
+    const planned = await changes(plan.runId, '?take=200');
+    const updates = planned.items.filter((i: Json) => i.operation === 'Update');
+    expect(updates.find((i: Json) => i.dn === `uid=E001,ou=Engineering,${f.base}`)).toMatchObject({ target: 'connector', outcome: 'planned', attributes: { title: { old: 'Engineer', new: 'Lead' } } });
+    expect(planned.items.filter((i: Json) => i.operation === 'Add').map((i: Json) => i.attributes.uid.new).sort()).toEqual([...ids.slice(4), 'E099']);
+    expect(await entries()).toEqual(ids.slice(0, 4));
+    // Between plan and apply: E003's title changes in HR and reaches the mesh.
+    await sql('UPDATE hr SET title = $1 WHERE employee_id = $2', ['CTO', 'E003']);
+    expect(await trigger(`connectors/${hr}/import`, { runType: 'FullImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1 } });
+    const started = await rt.call('POST', `runs/${plan.runId}/apply`, { role: 'Operator' });
+    expect(started.status).toBe(202);
+    const applied = await waitRun(rt, started.body.runId);
+    expect(applied).toMatchObject({ status: 'Completed', runType: 'Export', stats: { objectsCreated: 17, errors: 0 } });
+    const list = await changes(applied.runId, '?take=200');
+    const e003 = list.items.find((i: Json) => i.outcome === 'drifted');
+    expect(e003).toMatchObject({ target: 'connector', operation: 'Update', dn: `uid=E003,ou=Engineering,${f.base}` });
+    expect(list.items.filter((i: Json) => i.outcome === 'drifted')).toHaveLength(1);
+    const title = async (id: string) => (await admin.search(`uid=${id},ou=Engineering,${f.base}`, { scope: 'base', attributes: ['title'] })).searchEntries[0]?.title;
+    expect([await title('E001'), await title('E003'), await title('E004')]).toEqual(['Lead', 'Engineer', 'Architect']);
+    expect(await entries()).toEqual([...ids, 'E099'].sort());
+    // The next export sends what the apply left out.
+    expect(await trigger(`connectors/${dir}/export`)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1 } });
+    expect(await title('E003')).toBe('CTO');
+  });
 });
 
 const valueOf = (o: MeshObject | undefined, attr: string) => o?.attributes[attr]?.value;
