@@ -135,6 +135,9 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     // The connector stays locked while it waits.
     expect((await rt.call('POST', `connectors/${hr}/import`, { body: { runType: 'FullImport' } })).status).toBe(409);
     expect((await rt.call('GET', `runs?connectorId=${hr}&status=AwaitingApproval`)).body.totalCount).toBe(1);
+    // The mass-change alarm's series.
+    const metrics = await rt.call('GET', 'metrics', { role: 'Viewer' });
+    expect(metrics.text).toMatch(/^meshsync_runs_awaiting_approval_total\{connector="HR",run_type="FullImport",operation="deletes"\} 1$/m);
   });
 
   test('the Admin who started it cannot approve it (four-eyes, on the oid, not the name); an Operator cannot either', async () => {
