@@ -17,6 +17,7 @@ import { startTracing, stopTracing } from '../telemetry/tracing';
 import { readEngineState } from './engineGauges';
 import { readSchedulesConfig } from '../schedules/config';
 import { readExportMaxAttempts } from '../core/config';
+import { readPlanSettings } from '../plans/settings';
 
 const log = areaLog('api');
 
@@ -27,6 +28,7 @@ const log = areaLog('api');
  * - `fileRoots`: read `Connectors:File:Roots` (a malformed value or a missing folder stops the start naming
  *   the setting); unset, the default root under the data folder is created.
  * - `exportSettings`: read `Export:MaxAttempts`, so a malformed value stops the start naming it.
+ * - `planSettings`: read `Plans:ExpireHours`, `Approvals:ExpireHours` and `Approvals:RequireSecondPerson` likewise.
  * - `meshHistoryPurge` (lib/mesh/historyPurge.ts): read `Mesh:HistoryRetentionDays` (a malformed value stops
  *   the start naming it) and purge older mesh history in the background.
  * - `pendingOperations`: finish what a crash left half-done (connector deletes). A storage failure here is
@@ -85,6 +87,14 @@ export const exportSettingsStep: ServiceStep = {
   },
 };
 
+/** `planSettings`: read `Plans:ExpireHours` and `Approvals:*`, so a malformed one stops the start naming it. */
+export const planSettingsStep: ServiceStep = {
+  name: 'planSettings',
+  async start() {
+    readPlanSettings();
+  },
+};
+
 export const pendingOperationsStep: ServiceStep = {
   name: 'pendingOperations',
   async start() {
@@ -110,6 +120,7 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   fileRootsStep,
   schedulesConfigStep,
   exportSettingsStep,
+  planSettingsStep,
   historyPurgeStep,
   tombstonePurgeStep,
   authenticationStep,
