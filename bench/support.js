@@ -341,11 +341,11 @@ async function freshStorageFloor(n, root = ROOT) {
 /**
  * The sync benches' source (bench/sync/sync.js, bench/space/oneObject.js): an `HR` file connector reading
  * users.csv in `csvDir` (anchor `id`), a join and a projection on employeeId, flows of employeeId, sn
- * (upper-cased) and managerId, and the `manager` relationship. Returns the connector and `rule`, which adds a
- * rule to it.
+ * (upper-cased) and managerId, and the `manager` relationship; `extraConfig` joins the connector's config (a
+ * deletion threshold). Returns the connector and `rule`, which adds a rule to it.
  */
-async function hrSource({ call, must }, csvDir) {
-  const conn = await must(call('POST', 'connectors', { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' } } }), 201);
+async function hrSource({ call, must }, csvDir, extraConfig = {}) {
+  const conn = await must(call('POST', 'connectors', { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' }, ...extraConfig } }), 201);
   const rule = (b) => must(call('POST', 'rules', { ruleName: `r${Math.random()}`, connectorId: conn.id, ...b }), 201);
   await rule({ ruleType: 'JoinRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId' });
   await rule({ ruleType: 'ProjectionRule', sourceAttribute: 'employeeId' });

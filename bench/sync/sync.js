@@ -13,11 +13,14 @@
  * - floorLoadedAzurite: the same insert into the service's own Azurite after the three imports (it then holds
  *   the mesh and the connector space, which makes it slower: reported beside, not used for the ratio).
  *
+ * - deltaDelete (with --delete-percent P): then a delta import of the same rows less P % of them (deleted from
+ *   the source: their mesh objects lose their last contributor and become tombstones).
+ *
  * With --count-requests, each import also reports its storage requests (reads, writes, operations inside
  * batches) counted by a proxy in front of Azurite: the write budget of a run. The proxy slows the run down, so
  * times from such a run are not comparable.
  *
- * Usage: npm run build && node bench/sync/sync.js [--users 100000] [--count-requests]
+ * Usage: npm run build && node bench/sync/sync.js [--users 100000] [--count-requests] [--delete-percent 1]
  */
 const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
@@ -27,6 +30,8 @@ const { arg, sleep, peakRssMB, startService, storageFloor, freshStorageFloor, hr
 const N = arg('users', 100000);
 // --count-requests: storage requests of each import through a counting proxy (slower; for write budgets only).
 const COUNT = process.argv.includes('--count-requests');
+// --delete-percent P: a last delta import with P % of the rows deleted from the source (0: none).
+const DELETE_PERCENT = arg('delete-percent', 0);
 const HEADER = ['id', 'employeeId', 'givenName', 'sn', 'mail', 'title', 'department', 'company', 'office', 'phone', 'mobile', 'city', 'country', 'costCenter', 'hireDate', 'managerId'];
 
 function row(i, variant = 0) {
@@ -37,9 +42,9 @@ function row(i, variant = 0) {
   ].join(',');
 }
 
-function writeUsers(dir, changed = new Set()) {
+function writeUsers(dir, changed = new Set(), deleted = new Set()) {
   const lines = [HEADER.join(',')];
-  for (let i = 0; i < N; i++) lines.push(row(i, changed.has(i) ? 1 : 0));
+  for (let i = 0; i < N; i++) if (!deleted.has(i)) lines.push(row(i, changed.has(i) ? 1 : 0));
   writeFileSync(path.join(dir, 'users.csv'), lines.join('\n') + '\n');
 }
 
@@ -63,7 +68,8 @@ async function main() {
     });
     const { azurite, tablePid } = svc;
     writeUsers(csvDir);
-    const { conn } = await hrSource(svc, csvDir);
+    // Deleting 1 % is over the default deletion threshold (500): the bench raises it for its connector.
+    const { conn } = await hrSource(svc, csvDir, DELETE_PERCENT > 0 ? { deletionThreshold: { objects: N, percent: 100 } } : {});
 
     const runOnce = async (runType) => {
       trace.push(`--- ${runType}`);
@@ -81,6 +87,15 @@ async function main() {
     await sleep(1100);
     writeUsers(csvDir, changed);
     const delta = await runOnce('DeltaImport');
+    let deltaDelete;
+    if (DELETE_PERCENT > 0) {
+      const deleted = new Set();
+      const want = Math.round((N * DELETE_PERCENT) / 100);
+      for (let k = 0; deleted.size < want; k++) deleted.add((k * 131 + 7) % N);
+      await sleep(1100);
+      writeUsers(csvDir, changed, deleted);
+      deltaDelete = await runOnce('DeltaImport');
+    }
 
     const loadedFloor = await storageFloor(azurite.connectionString, 'FloorBench', N, tablePid);
     const out = {
@@ -88,6 +103,7 @@ async function main() {
       fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, stats: full.run.stats, ...full.cpu, ...(full.storageRequests ? { storageRequests: full.storageRequests } : {}), peakRssMB: rssAfterFull, peakRssBeforeImportMB: rssBeforeMB, targetSeconds: 60, targetRssMB: 512 },
       unchangedReimport: { seconds: +again.seconds.toFixed(2), status: again.run.status, stats: again.run.stats, ...again.cpu, ...(again.storageRequests ? { storageRequests: again.storageRequests } : {}), targetSeconds: 10 },
       delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, stats: delta.run.stats, ...delta.cpu, ...(delta.storageRequests ? { storageRequests: delta.storageRequests } : {}), targetSeconds: 3 },
+      ...(deltaDelete ? { deltaDelete: { percent: DELETE_PERCENT, seconds: +deltaDelete.seconds.toFixed(2), status: deltaDelete.run.status, stats: deltaDelete.run.stats, ...deltaDelete.cpu, ...(deltaDelete.storageRequests ? { storageRequests: deltaDelete.storageRequests } : {}) } } : {}),
       floor: freshFloor,
       ratioFullImportToFloor: +(full.seconds / freshFloor.seconds).toFixed(2),
       floorLoadedAzurite: loadedFloor,

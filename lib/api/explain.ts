@@ -5,6 +5,7 @@ import { classifyContributions, composerContribution, scriptInputs, type Classif
 import { readHistory, shownValue } from '../mesh/history';
 import { COMPOSER, sameValue, type MeshObject } from '../mesh/model';
 import { getMeshObject } from '../mesh/store';
+import { getTombstone } from '../mesh/tombstones';
 import { anchoredCsObjectId, readCsObjects } from '../sync/connectorSpace';
 import { attributeValues } from '../sync/planner';
 import { ruleValue, type CompiledRule } from '../sync/rules';
@@ -20,8 +21,9 @@ import { listRules, type Rule } from '../storage/rules';
 
 type ExportState = 'confirmed' | 'pendingExport' | 'awaitingConfirmation';
 
+/** The live object, else its tombstone's state (a deleted object is explained as it was when deleted). */
 async function loadObject(id: string): Promise<MeshObject> {
-  const doc = await getMeshObject(id);
+  const doc = (await getMeshObject(id)) ?? (await getTombstone(id))?.state;
   if (!doc) throw notFound(`Mesh object '${id}' does not exist.`);
   return doc;
 }

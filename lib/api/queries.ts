@@ -36,6 +36,8 @@ export const MESH_QUERY = {
   take: { kind: 'int', min: 0, max: 200, default: 50 },
   objectType: { kind: 'string', maxLength: 256 },
   search: { kind: 'string', maxLength: 1024 },
+  /** `active` (default): live objects; `deleted`: tombstones, with `deletedOn` and `purgeOn`. */
+  state: { kind: 'enum', values: ['active', 'deleted'] },
 } as const satisfies QuerySpec;
 
 export const SCHEDULES_QUERY = { ...PAGING } as const satisfies QuerySpec;

@@ -2,6 +2,7 @@ import { authenticationStep } from '../auth/serviceStep';
 import { checkFileRootsSetting } from '../connectors/file';
 import { engineInstanceStep } from '../instances/instances';
 import { historyPurgeStep } from '../mesh/historyPurge';
+import { tombstonePurgeStep } from '../mesh/tombstonePurge';
 import { meshReadModelStep } from '../mesh/readModel';
 import { joinIndexPreloadStep } from '../sync/preload';
 import type { ServiceStep } from '../core/service';
@@ -121,6 +122,7 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   exportSettingsStep,
   planSettingsStep,
   historyPurgeStep,
+  tombstonePurgeStep,
   authenticationStep,
   engineInstanceStep,
   pendingOperationsStep,

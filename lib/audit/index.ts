@@ -14,7 +14,7 @@ import { appendAudit, type AuditRecord } from '../storage/audit';
 export type AuditAction = 'create' | 'update' | 'delete' | 'trigger' | 'pause' | 'resume' | 'rename' | 'remove' | 'assign' | 'unassign' | 'cancel' | 'fail' | 'retry' | 'sync' | 'restore' | 'apply' | 'approve' | 'reject';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
 export type SystemActor = `system:${string}` | `schedule:${string}`;
-export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject';
+export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject' | 'meshObject';
 export type AuditOutcome = 'success' | 'failure';
 
 export async function recordAudit(

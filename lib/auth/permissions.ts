@@ -23,6 +23,8 @@ export const PERMISSIONS = {
   /** Act on one connector-space object (retry a refused export change). */
   'connectorSpace.operate': ['Operator', 'Admin'],
   'connectors.write': ['Admin'],
+  /** Restore a deleted mesh object (a tombstone) as a live one. */
+  'mesh.restore': ['Admin'],
   'rules.write': ['Admin'],
   'schedules.write': ['Admin'],
   /** Approve or reject a run that waits for approval (it exceeded a threshold). */

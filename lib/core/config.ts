@@ -133,3 +133,29 @@ export const DEFAULT_HISTORY_RETENTION_DAYS = 90;
 export function readHistoryRetentionDays(settings = new SettingsReader()): number {
   return settings.int('Mesh:HistoryRetentionDays', DEFAULT_HISTORY_RETENTION_DAYS, { min: 1, max: 36500 });
 }
+
+/** `Mesh:TombstoneRetentionDays` (default 30): how long a deleted mesh object is kept as a tombstone. */
+export const DEFAULT_TOMBSTONE_RETENTION_DAYS = 30;
+
+/**
+ * `Mesh__TombstoneRetentionDays`: days, fractions allowed (0.5 is twelve hours), from 0.0001 to 36500 (read by
+ * the engine when it deletes a mesh object, and at start by the tombstone purge's service step).
+ */
+export function readTombstoneRetentionDays(settings = new SettingsReader()): number {
+  const name = 'Mesh:TombstoneRetentionDays';
+  const v = settings.raw(name);
+  if (v === undefined) return DEFAULT_TOMBSTONE_RETENTION_DAYS;
+  if (!/^\d+(\.\d+)?$/.test(v.trim())) throw new ConfigError(name, `must be a number of days (fractions allowed), not '${v}'.`);
+  const n = Number(v);
+  if (n < 0.0001) throw new ConfigError(name, `must be at least 0.0001, not ${n}.`);
+  if (n > 36500) throw new ConfigError(name, `must be at most 36500, not ${n}.`);
+  return n;
+}
+
+/**
+ * `Mesh__TombstonePurgeSeconds` (default 60, 1 to 60). TEST ONLY: the period of the tombstone purge's tick.
+ * Tests lower it so that a purge comes within seconds; leave it unset in production.
+ */
+export function readTombstonePurgeSeconds(settings = new SettingsReader()): number {
+  return settings.int('Mesh:TombstonePurgeSeconds', 60, { min: 1, max: 60 });
+}

@@ -1,6 +1,7 @@
 import { indexKeys, type MeshObject } from './model';
 import { tapNextMeshLoad } from './feed';
 import { PROCESS_WRITER, currentFeedSeq, iterateMesh, readFeed } from './store';
+import { noteForeignChanges } from './tombstoneIndex';
 
 /**
  * The in-memory join index of a process: what the sync engine looks up per object without a storage read.
@@ -102,13 +103,18 @@ export class MeshIndex {
   async sync(): Promise<void> {
     for (;;) {
       const rows = await readFeed(this.lastSeq, { limit: 500, skipWriter: PROCESS_WRITER });
+      const deleted: string[] = [];
+      const written: string[] = [];
       for (const r of rows) {
         for (const en of r.entries) {
           this.apply(en.id, 'state' in en ? en.state : null);
+          ('state' in en ? written : deleted).push(en.id);
           this.onForeignChange?.(en.id);
         }
         this.lastSeq = r.seq;
       }
+      // Another process's deletions left tombstones, and its writes brought objects back (lib/mesh/tombstoneIndex.ts).
+      if (deleted.length || written.length) await noteForeignChanges(deleted, written);
       if (rows.length < 500) return;
     }
   }

@@ -131,7 +131,8 @@ function matches(hits: Uint8Array, columns: AttributeColumn[], patterns: [MatchM
 export function toListItem(model: MeshReadModel, r: MeshRecord) {
   const attributeValues: Record<string, AttributeValue> = {};
   for (const n of r.names) attributeValues[model.names.values[n]] = model.columns[n].values[r.slot] as AttributeValue;
-  return { meshObjectId: r.id, objectType: r.objectType, anchorValue: r.anchorValue, createdOn: r.createdOn, updatedOn: r.updatedOn, attributeValues };
+  // The read model holds live objects only (deleted ones are tombstones, lib/mesh/tombstones.ts).
+  return { meshObjectId: r.id, objectType: r.objectType, anchorValue: r.anchorValue, createdOn: r.createdOn, updatedOn: r.updatedOn, state: 'active' as const, attributeValues };
 }
 
 /**
@@ -158,5 +159,5 @@ export function toDetail(model: MeshReadModel, r: MeshRecord) {
     const t = model.target(rel);
     return { relationshipType: rel.type, targetMeshObjectId: rel.targetId, targetAnchorValue: t.targetAnchor, targetObjectType: t.targetType };
   });
-  return { meshObjectId: r.id, objectType: r.objectType, anchorValue: r.anchorValue, createdOn: r.createdOn, updatedOn: r.updatedOn, attributes, relationships };
+  return { meshObjectId: r.id, objectType: r.objectType, anchorValue: r.anchorValue, createdOn: r.createdOn, updatedOn: r.updatedOn, state: 'active' as const, attributes, relationships };
 }

@@ -5,6 +5,9 @@ import type { MeshObject } from './model';
 import { encodeMeshObject, encodeMeshTexts, fromStoredMeshObject } from './codec';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
 import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
+import { readTombstoneRetentionDays } from '../core/config';
+import { deleteTombstones, putTombstones, type Tombstone } from './tombstones';
+import { noteTombstones } from './tombstoneIndex';
 
 /**
  * The mesh (table `Mesh`) and its change feed (table `MeshFeed`).
@@ -181,7 +184,15 @@ export async function* iterateMesh(objectType?: string, partition?: number): Asy
 
 export interface MeshWrite {
   upserts: MeshObject[];
-  deletes: { id: string; objectType: string }[];
+  /**
+   * Objects to delete. With `last` (its last live state: what it was before its last contributor left), the
+   * object becomes a tombstone (lib/mesh/tombstones.ts), written before its row is deleted.
+   */
+  deletes: { id: string; objectType: string; last?: MeshObject }[];
+  /** The run and connector whose import deletes the objects (recorded on their tombstones). */
+  deletedBy?: { run: string; connector: string };
+  /** Ids among `upserts` brought back from their tombstones: the tombstones go once the rows are written. */
+  revived?: readonly string[];
   /** Ids among `upserts` the writer knows are not stored yet: inserted, not upserted (cheaper in Azurite). */
   fresh?: ReadonlySet<string>;
   /** Ids among `upserts` the writer knows are stored: replaced, not upserted. */
@@ -216,8 +227,13 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
     if (w.fresh?.has(o.id)) return ['create', e];
     return w.stored?.has(o.id) ? ['update', e, 'Replace'] : ['upsert', e, 'Replace'];
   });
-  await submitBatched(meshTable, actions);
+  // Tombstones land with the live rows, before the rows they stand for are deleted: a crash in between leaves
+  // both (the live object wins), never neither.
+  const tombs = tombstonesOf(w);
+  await Promise.all([submitBatched(meshTable, actions), putTombstones(tombs)]);
   await deleteRows(w.deletes.map((d) => d.id));
+  if (w.revived?.length) await deleteTombstones(w.revived);
+  if (tombs.length || w.revived?.length) noteTombstones(tombs.map((t) => t.state), w.revived ?? []);
   const entries: FeedEntry[] = [
     ...w.upserts.map((o): FeedEntry => ({ id: o.id, objectType: o.objectType, state: o, ...(w.exportOf ? { x: w.exportOf } : {}) })),
     ...w.deletes.map((d): FeedEntry => ({ id: d.id, objectType: d.objectType, deleted: true })),
@@ -231,6 +247,16 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
     ...w.deletes.map((d, i) => JSON.stringify(entries[w.upserts.length + i])),
   ];
   return appendFeedText(entryTexts, entries, w.exportOf);
+}
+
+/** The tombstones of a write's deletes that carry their last state (purged `Mesh:TombstoneRetentionDays` later). */
+function tombstonesOf(w: MeshWrite): Tombstone[] {
+  const withState = w.deletes.filter((d) => d.last);
+  if (!withState.length) return [];
+  const now = new Date();
+  const deletedOn = now.toISOString();
+  const purgeOn = new Date(now.getTime() + Math.round(readTombstoneRetentionDays() * 86_400_000)).toISOString();
+  return withState.map((d) => ({ state: d.last!, deletedOn, purgeOn, ...(w.deletedBy ? { run: w.deletedBy.run, connector: w.deletedBy.connector } : {}) }));
 }
 
 /**

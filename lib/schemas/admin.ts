@@ -25,8 +25,8 @@ export const AuditRecord = defineSchema(
     {
       auditId: Guid(),
       timestamp: Timestamp(),
-      action: Type.String({ description: 'create, update, delete, trigger, pause, resume, rename, remove, assign, unassign, cancel, fail, retry, sync, apply, approve, reject.' }),
-      targetType: Type.String({ description: 'connector, rule, instance, run, connectorSpaceObject.' }),
+      action: Type.String({ description: 'create, update, delete, trigger, pause, resume, rename, remove, assign, unassign, cancel, fail, retry, sync, apply, approve, reject, restore.' }),
+      targetType: Type.String({ description: 'connector, rule, instance, run, connectorSpaceObject, meshObject.' }),
       targetId: Type.String(),
       actorUpn: Nullable(Type.String({ description: 'upn, else preferred_username (tokens); the principal (Negotiate); system for background work.' })),
       actorSid: Nullable(Type.String({ description: 'oid (tokens); the SID (Negotiate) where known.' })),

@@ -15,10 +15,20 @@ const identity = {
   updatedOn: Timestamp(),
 };
 
+/** Live (`active`) or a tombstone (`deleted`, with when it was deleted and when it is purged). */
+const lifecycle = {
+  state: Type.Union([Type.Literal('active'), Type.Literal('deleted')], {
+    description: 'active: a live object. deleted: a tombstone (lost its last contributor), kept until purgeOn; it can be restored.',
+  }),
+  deletedOn: Type.Optional(Timestamp({ description: 'deleted only: when the object lost its last contributor.' })),
+  purgeOn: Type.Optional(Timestamp({ description: 'deleted only: when the tombstone is purged (then the object is gone for good).' })),
+};
+
 export const MeshObjectListItem = defineSchema(
   Type.Object(
     {
       ...identity,
+      ...lifecycle,
       attributeValues: Dictionary(Type.Union([Scalar, Type.Array(Scalar)]), {
         description: 'Attribute name -> consolidated value (an array for a multi-valued attribute).',
       }),
@@ -47,6 +57,7 @@ export const MeshObjectDetail = defineSchema(
   Type.Object(
     {
       ...identity,
+      ...lifecycle,
       attributes: Type.Array(
         Type.Object(
           {

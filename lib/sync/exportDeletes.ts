@@ -1,5 +1,6 @@
 import { ConnectorError, hasExport, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
 import { getMeshObjects } from '../mesh/store';
+import { tombstoneDeletedOn } from '../mesh/tombstones';
 import { listRules } from '../storage/rules';
 import { loadCsSummaries, readCsObjects, summarize, writeCsObjects } from './connectorSpace';
 import { exportItems, filterByPlan, type ExportRecord } from './exportChanges';
@@ -78,8 +79,9 @@ export async function deprovision(info: RunInfo, totals: RunTotals, config: Expo
  * Deprovision these anchors (their mesh objects are gone) as the connector's `deprovisioning` says: deleted
  * (within the deletion threshold), disabled (the disable values written, the object unlinked and kept with a
  * marker and its join keys, so that a rehire joined to it re-enables it) or left as they are and unlinked
- * (`none`). With `graceDays`, the first export that finds one gone only marks it pending; the export after its
- * due time applies it.
+ * (`none`). With `graceDays`, the first export that finds one gone marks it pending, due `graceDays` after the
+ * mesh object's deletion (its tombstone's `deletedOn`; without a tombstone, after this export); the first export
+ * after its due time applies it (at once when the grace is already over).
  */
 async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunTotals, config: ExportConfig, gone: string[], existing: number): Promise<RunTotals> {
   const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
@@ -88,6 +90,7 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
   const at = new Date();
   const now = at.toISOString();
   const prev = await readCsObjects(info.connectorId, gone);
+  const deletedOn = settings.graceDays > 0 ? await tombstoneDeletedOn([...prev.values()].filter((r) => r.meshId && !r.deprovisioned).map((r) => r.meshId!)) : new Map<string, string>();
   const retry = ExportRetry.forRows(info, now);
   const deletes: CsObject[] = [];
   const disables: CsObject[] = [];
@@ -105,8 +108,14 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
       continue;
     }
     if (settings.graceDays > 0 && !(m?.state === 'pending' && isDue(m.due, at))) {
-      if (!m) marks.push({ ...row, deprovisioned: { state: 'pending', reason: 'gone', at: now, due: dueAt(at, settings.graceDays) }, updatedOn: now });
-      continue;
+      if (m) continue;
+      // The grace counts from the mesh object's deletion (its tombstone's deletedOn; without one, from now).
+      const since = row.meshId ? deletedOn.get(row.meshId.toLowerCase()) : undefined;
+      const due = dueAt(since ? new Date(since) : at, settings.graceDays);
+      if (!isDue(due, at)) {
+        marks.push({ ...row, deprovisioned: { state: 'pending', reason: 'gone', at: now, due }, updatedOn: now });
+        continue;
+      }
     }
     if (settings.action === 'delete') deletes.push(row);
     else if (settings.action === 'disable') disables.push(row);

@@ -4,7 +4,8 @@ import type { WorkingSet } from './planner';
 
 /**
  * The history rows of a page's mesh commit (lib/mesh/history.ts): an object not stored before is `Created`
- * (all its values new), a removed one `Deleted` (all its values gone), any other compared with its state when
+ * (all its values new), a removed one `Deleted` (all its values gone), one back from its tombstone `Restored`
+ * (all its values new again), any other compared with its state when
  * the page loaded it. Written in parallel with the mesh rows.
  */
 export function writePageHistory(
@@ -17,7 +18,9 @@ export function writePageHistory(
 ): Promise<number> {
   const changes: ObjectChange[] = [];
   for (const d of upserts) {
-    if (fresh.has(d.id)) changes.push({ id: d.id, before: null, after: d });
+    // Back from its tombstone: `Restored`, its values new again (its `Deleted` entry removed them all).
+    if (ws.revived.has(d.id)) changes.push({ id: d.id, before: null, after: d, restored: true });
+    else if (fresh.has(d.id)) changes.push({ id: d.id, before: null, after: d });
     else {
       const before = ws.before.get(d.id);
       if (before) changes.push({ id: d.id, before, after: d });

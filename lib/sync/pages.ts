@@ -5,6 +5,7 @@ import { commitMeshWrite } from '../mesh/store';
 import { readCsObjects, summarize, writeCsObjects, type CsSummary } from './connectorSpace';
 import type { CsObject } from './model';
 import { writePageHistory } from './pageHistory';
+import { loadPageTombstones } from './tombstones';
 import { identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from './planner';
 import { csWakeKeys, referencesOf } from './references';
 import { waitingDocs, loadDocs, Held, deferCsWrite, settleCsWrite, dropCaches, type Context, Trace } from './runContext';
@@ -153,6 +154,9 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     result.leftOut = before - kept.length;
     if (!work.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr, drifted };
   }
+  // Objects about to be projected that may be coming back to their tombstones (nothing is read without any).
+  const tombs = await loadPageTombstones(ws, rules, work.map((w) => ({ object: w.item.object, prev: prevOf(w) })));
+  if (tombs) tr.mark(`tombstones(${tombs})`);
 
   for (const w of work) {
     const plan = planImport({ rules, now, ws, refs: ctx.refs, runId: ctx.info.runId }, w.item.anchor, w.item.object, w.hash, prevOf(w));
@@ -204,15 +208,17 @@ export async function applyItems(ctx: Context, page: PagePlan, held?: Held, flus
   const { work, plans, ws, stored, tr } = page;
   try {
     const upserts: MeshObject[] = [];
-    const deletes: { id: string; objectType: string }[] = [];
+    const deletes: { id: string; objectType: string; last?: MeshObject }[] = [];
     const holdNow = new Set<string>();
     for (const id of ws.dirty) {
       const doc = ws.get(id);
-      if (doc && held && !flush && doc.pendingReferences.length && !stored.has(id)) {
+      // An object back from its tombstone is written now (its tombstone goes with this commit).
+      if (doc && held && !flush && doc.pendingReferences.length && !stored.has(id) && !ws.revived.has(id)) {
         holdNow.add(id);
         waitingDocs.set(id, encodeMeshObject(doc));
       } else if (doc) upserts.push(doc);
-      else deletes.push({ id, objectType: ws.removedTypes.get(id) ?? ctx.index.info(id)?.objectType ?? 'User' });
+      // Deleted with its last state: it becomes a tombstone (lib/mesh/tombstones.ts).
+      else deletes.push({ id, objectType: ws.removedTypes.get(id) ?? ctx.index.info(id)?.objectType ?? 'User', last: ws.removedStates.get(id) });
     }
     // Rows to write: this page's, less those of objects held back, plus the held rows of objects written now.
     let rows: CsObject[] = [];
@@ -248,7 +254,15 @@ export async function applyItems(ctx: Context, page: PagePlan, held?: Held, flus
     // Objects still waiting for a reference target are kept in the stored form the write encodes.
     const waiting = new Map<string, string>();
     await Promise.all([
-      commitMeshWrite({ upserts, deletes, fresh, stored, encoded: (d, text) => d.pendingReferences.length && waiting.set(d.id, text) }),
+      commitMeshWrite({
+        upserts,
+        deletes,
+        fresh,
+        stored,
+        deletedBy: { run: ctx.info.runId, connector: ctx.info.connectorId },
+        revived: upserts.filter((d) => ws.revived.has(d.id)).map((d) => d.id),
+        encoded: (d, text) => d.pendingReferences.length && waiting.set(d.id, text),
+      }),
       writePageHistory(ctx.info, ws, upserts, deletes, fresh, new Date().toISOString()),
     ]);
     tr.mark(`mesh(${upserts.length}+${deletes.length}, held ${held?.rows.size ?? 0})`);

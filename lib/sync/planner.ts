@@ -54,17 +54,41 @@ export class WorkingSet {
   }
   /** The object type of each object removed (its tombstone in the feed carries it). */
   readonly removedTypes = new Map<string, string>();
-  remove(id: string): void {
+  /** The last live state of each object removed (before its last contributor left): its tombstone keeps it. */
+  readonly removedStates = new Map<string, MeshObject>();
+  remove(id: string, last?: MeshObject): void {
     const doc = this.docs.get(id);
     if (doc) this.removedTypes.set(id, doc.objectType);
+    const kept = last ?? doc;
+    if (kept) this.removedStates.set(id, kept);
     this.docs.set(id, null);
     this.dirty.add(id);
     this.index.apply(id, null);
+  }
+  /**
+   * Tombstones an object of this page may come back to (lib/mesh/tombstones.ts): the lookup of the process's
+   * tombstone index, and the states read for the ids it named (with their links to targets reconciled,
+   * lib/sync/tombstones.ts). Absent: no tombstones to look at.
+   */
+  tombstones?: TombstoneLookup;
+  readonly tombs = new Map<string, MeshObject>();
+  /** Objects brought back from their tombstones by this page: id -> the tombstone's state. */
+  readonly revived = new Map<string, MeshObject>();
+  loadTombstones(states: Iterable<MeshObject>): void {
+    for (const t of states) if (!this.docs.get(t.id)) this.tombs.set(t.id, t);
   }
   /** Ids not loaded yet among `ids`. */
   missing(ids: Iterable<string>): string[] {
     return [...new Set(ids)].filter((id) => !this.docs.has(id));
   }
+}
+
+/** What the planner asks of the tombstone index (lib/mesh/tombstoneIndex.ts implements it). */
+export interface TombstoneLookup {
+  readonly size: number;
+  has(id: string): boolean;
+  byLink(connectorId: string, anchor: string): string[];
+  find(by: string | undefined, key: string): string[];
 }
 
 export type Outcome = 'created' | 'updated' | 'deleted' | 'unchanged' | 'error';
@@ -107,6 +131,62 @@ export function idsToLoad(rules: RuleSet, index: IndexView, object: ConnectorObj
     if (rules.projections.length) ids.push(projectedMeshId(rules.connectorId, object.anchor));
   }
   return ids;
+}
+
+/**
+ * The tombstones an object may come back to (call before planning, to read them): for an object that would be
+ * projected (not linked yet), those linked before to the same anchor of this connector, the one its projection
+ * would make, and those its join rules' values match. Nothing when there are no tombstones.
+ */
+export function tombstonesToLoad(rules: RuleSet, tombs: TombstoneLookup | undefined, object: ConnectorObject | null, prev: CsObject | undefined): string[] {
+  if (!tombs?.size || !object || prev?.meshId || !rules.projections.length) return [];
+  const ids = tombs.byLink(rules.connectorId, object.anchor);
+  const projected = projectedMeshId(rules.connectorId, object.anchor);
+  if (tombs.has(projected)) ids.push(projected);
+  for (const jr of rules.joins) for (const key of joinKeys(jr, object)) ids.push(...tombs.find(jr.rule.targetAttribute ?? undefined, key));
+  return ids;
+}
+
+/**
+ * The tombstone a projected object comes back to, if any: the one linked to the same anchor of this connector
+ * (or made by the same projection), else the one its join rules match (by priority; a rule that matches several
+ * is an error, as a join with several candidates is). Only tombstones of the projection's object type.
+ */
+function tombstoneOf(ws: WorkingSet, rules: RuleSet, object: ConnectorObject, anchor: string, objectType: string): { id: string; ruleId: string | null } | { ambiguous: string } | null {
+  if (!ws.tombstones || !ws.tombs.size) return null;
+  const usable = (id: string) => {
+    const t = ws.tombs.get(id);
+    return !!t && t.objectType.toLowerCase() === objectType.toLowerCase() && !ws.get(id);
+  };
+  const same = [...ws.tombstones.byLink(rules.connectorId, anchor), projectedMeshId(rules.connectorId, anchor)].filter(usable);
+  if (same.length) return { id: same[0], ruleId: null };
+  for (const jr of rules.joins) {
+    const cands = new Set<string>();
+    for (const key of joinKeys(jr, object)) for (const id of ws.tombstones.find(jr.rule.targetAttribute ?? undefined, key)) if (usable(id)) cands.add(id);
+    if (cands.size > 1) return { ambiguous: `Join rule '${jr.rule.ruleName}' matched ${cands.size} deleted mesh objects (${[...cands].sort().join(', ')}): none was brought back.` };
+    if (cands.size === 1) return { id: [...cands][0], ruleId: jr.rule.ruleId };
+  }
+  return null;
+}
+
+/**
+ * A tombstone's state as a live object again: the links and contributions of the connectors it is still linked
+ * to (those its reconciled state keeps), nothing of the others (the object that comes back gives its own values).
+ */
+function revive(ws: WorkingSet, id: string, now: string): MeshObject {
+  const t = ws.tombs.get(id)!;
+  ws.tombs.delete(id);
+  ws.revived.set(id, t);
+  const doc = clone(t);
+  const linked = new Set(Object.keys(doc.links));
+  for (const name of Object.keys(doc.contributions)) {
+    const kept = doc.contributions[name].filter((c) => c.c === COMPOSER || linked.has(c.c));
+    if (kept.length) doc.contributions[name] = kept;
+    else delete doc.contributions[name];
+  }
+  consolidate(doc);
+  doc.updatedOn = now;
+  return doc;
 }
 
 function joinKeys(jr: CompiledRule, object: ConnectorObject): string[] {
@@ -193,6 +273,15 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
         if (pr.script && !truthy(applyScript(pr, v ?? null, object.attributes))) continue;
         const id = projectedMeshId(cid, anchor);
         const existing = ws.get(id);
+        // Not in the mesh: an object that comes back inside the tombstone retention rejoins its tombstone (the
+        // same id, its history goes on), instead of a new object.
+        const back = existing ? null : tombstoneOf(ws, rules, object, anchor, pr.rule.objectType ?? 'User');
+        if (back && 'ambiguous' in back) return { ...fail(back.ambiguous), join };
+        if (back) {
+          doc = revive(ws, back.id, now);
+          join = { outcome: 'joined', ruleId: back.ruleId ?? pr.rule.ruleId, candidates: [back.id] };
+          break;
+        }
         doc = existing
           ? clone(existing)
           : {
@@ -280,7 +369,7 @@ function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined
     if (Object.keys(doc.links).every((c) => doc.provisioned?.includes(c))) {
       // The object deletion rule: no connector left (but those it was provisioned into: deprovisioning), the
       // object goes, and relationships to it with it.
-      ws.remove(doc.id);
+      ws.remove(doc.id, current);
       followUps.push(...ws.index.incoming(doc.id));
     } else {
       compose(doc, rules, ws.index, now, runId);

@@ -91,6 +91,7 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'GET mesh/objects/{id}': [ALL, false],
   'GET mesh/objects/{id}/attributes/{name}/explain': [ALL, false],
   'GET mesh/objects/{id}/history': [ALL, false],
+  'POST mesh/objects/{id}/restore': [ADMIN, false],
   'GET config/history': [ALL, false],
   'POST config/history/{versionId}/restore': [ADMIN, true],
   'GET config/export': [ADMIN, true],

@@ -1,4 +1,4 @@
-import { ConfigError, readExportMaxAttempts, readHistoryRetentionDays, SettingsReader } from '../../../lib/core/config';
+import { ConfigError, readExportMaxAttempts, readHistoryRetentionDays, readTombstonePurgeSeconds, readTombstoneRetentionDays, SettingsReader } from '../../../lib/core/config';
 import { readPlanSettings } from '../../../lib/plans/settings';
 
 describe('SettingsReader', () => {
@@ -62,6 +62,23 @@ describe('Mesh:HistoryRetentionDays', () => {
   });
   it.each(['0', '-1', '2.5', 'ninety'])('refuses %s with a message naming the setting', (v) => {
     expect(() => read({ Mesh__HistoryRetentionDays: v })).toThrow(/HistoryRetentionDays/);
+  });
+});
+
+describe('Mesh:TombstoneRetentionDays and Mesh:TombstonePurgeSeconds', () => {
+  const read = (env: Record<string, string>) => readTombstoneRetentionDays(new SettingsReader(env));
+  it('defaults to 30 days and takes fractions', () => {
+    expect(read({})).toBe(30);
+    expect(read({ Mesh__TombstoneRetentionDays: '7' })).toBe(7);
+    expect(read({ 'Mesh:TombstoneRetentionDays': '0.5' })).toBe(0.5);
+  });
+  it.each(['0', '-1', '0.00001', '36501', 'thirty', '1e3'])('refuses %s with a message naming the setting', (v) => {
+    expect(() => read({ Mesh__TombstoneRetentionDays: v })).toThrow(/setting 'Mesh:TombstoneRetentionDays'/);
+  });
+  it('the purge period (test only) is 60 s by default, 1 to 60', () => {
+    expect(readTombstonePurgeSeconds(new SettingsReader({}))).toBe(60);
+    expect(readTombstonePurgeSeconds(new SettingsReader({ Mesh__TombstonePurgeSeconds: '1' }))).toBe(1);
+    expect(() => readTombstonePurgeSeconds(new SettingsReader({ Mesh__TombstonePurgeSeconds: '0' }))).toThrow(/TombstonePurgeSeconds/);
   });
 });
 

@@ -93,7 +93,7 @@ describe('queryMesh', () => {
 });
 
 describe('views', () => {
-  test('list item: identity and attributeValues as stored', () => {
+  test('list item: identity, state active (the read model holds live objects) and attributeValues as stored', () => {
     const m = model();
     expect(toListItem(m, m.get(gid(1))!)).toEqual({
       meshObjectId: gid(1),
@@ -101,6 +101,7 @@ describe('views', () => {
       anchorValue: 'alice',
       createdOn: '2026-01-01T00:00:00.000Z',
       updatedOn: '2026-01-01T00:00:00.000Z',
+      state: 'active',
       attributeValues: { Department: 'Sales', active: 'TRUE', groups: ['g1', 'G2'], level: 3, mail: 'Alice@Corp.test' },
     });
   });
@@ -115,6 +116,7 @@ describe('views', () => {
       },
     ]);
     const d = toDetail(m, m.get(gid(7))!);
+    expect(d.state).toBe('active');
     expect(d.attributes).toEqual([
       { attributeName: 'groups', attributeValue: 'a', source: SRC, confidence: 50, updatedOn: '2026-01-01T00:00:00.000Z' },
       { attributeName: 'groups', attributeValue: 'b', source: SRC, confidence: 50, updatedOn: '2026-01-01T00:00:00.000Z' },

@@ -1,0 +1,37 @@
+import { readTombstonePurgeSeconds, readTombstoneRetentionDays } from '../core/config';
+import { areaLog } from '../core/log';
+import type { ServiceStep } from '../core/service';
+import { noteTombstones } from './tombstoneIndex';
+import { purgeTombstones } from './tombstones';
+
+/**
+ * The background purge of tombstones past their `purgeOn` (set from `Mesh:TombstoneRetentionDays` when the
+ * object was deleted): every minute (`Mesh:TombstonePurgeSeconds`, test only), one of the 16 partitions, at
+ * most 500 tombstones, so a tick's work stays bounded and a backlog drains over later ticks. A purged
+ * tombstone is gone: it can no longer be restored, and an object that comes back is a new one. The start step
+ * reads the settings first, so a malformed value stops the start naming it.
+ */
+const log = areaLog('mesh');
+let timer: NodeJS.Timeout | null = null;
+let running = false;
+
+export const tombstonePurgeStep: ServiceStep = {
+  name: 'meshTombstonePurge',
+  async start() {
+    readTombstoneRetentionDays();
+    const seconds = readTombstonePurgeSeconds();
+    timer = setInterval(() => {
+      if (running) return;
+      running = true;
+      purgeTombstones()
+        .then((ids) => noteTombstones([], ids))
+        .catch((err) => log.warn(`Tombstone purge failed: ${err instanceof Error ? err.message : String(err)}`))
+        .finally(() => (running = false));
+    }, seconds * 1000);
+    timer.unref();
+  },
+  async stop() {
+    if (timer) clearInterval(timer);
+    timer = null;
+  },
+};
