@@ -19,7 +19,7 @@ import { readSyncState, saveFullReadAttributes } from './state';
  *   `sourceAttribute` (the reference attribute it renames);
  * - the names a join, projection or inbound flow script reads of `object` (`object.title`);
  * - the attributes `deprovisioning.disableAttributes` writes (the values they had are kept for a re-enable).
- * The connector adds what it needs itself: the anchor, objectClass, and every reference attribute of the
+ * The connector adds what it needs itself: the anchor, objectClass, and the
  * well-known reference attributes (manager, member...: references become relationships without a rule). `dn` and
  * `container` are on every object anyway; AD's pseudo-attribute `accountDisabled` is never read.
  *

@@ -7,7 +7,7 @@ import { SlapdFixture } from './ldapFixture';
 
 /**
  * What an import reads of a directory (real slapd, over HTTP): with no `attributes` in its config, the
- * connector reads the attributes its rules use, the anchor, objectClass and the reference attributes (a manager
+ * connector reads the attributes its rules use, the anchor, objectClass and the well-known reference attributes (a manager
  * becomes a relationship without a rule); a rule that reads an attribute the last full import did not read
  * makes the next delta import a full import, which brings it for every object; `attributes: ["*"]` reads
  * everything.
