@@ -20,7 +20,7 @@ import { readSyncState, saveFullReadAttributes } from './state';
  * - the names a join, projection or inbound flow script reads of `object` (`object.title`);
  * - the attributes `deprovisioning.disableAttributes` writes (the values they had are kept for a re-enable).
  * The connector adds what it needs itself: the anchor, objectClass, and the
- * well-known reference attributes (manager, member...: references become relationships without a rule). `dn` and
+ * reference attributes (all of the schema's on `ldap`, the well-known ones on Active Directory: references become relationships without a rule). `dn` and
  * `container` are on every object anyway; AD's pseudo-attribute `accountDisabled` is never read.
  *
  * Everything is read (`*`, as before) when the connector has no such rule (a new connector, imported to see

@@ -23,7 +23,7 @@ import { defaultLdapAnchor } from './anchor';
 import { type DeltaContext, type StrategyName } from './delta';
 import { deltaStrategyFor } from './strategies';
 import { anchorOf, classFilter, completeRanges, DEFAULT_MEMBER_RANGE_SIZE, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
-import { referenceAttributes } from './schemaReferences';
+import { canonicalAttributeNames, referenceAttributes, schemaAttributeTypes } from './schemaReferences';
 import { park, unpark } from './parked';
 import { directoryDefaults, DN_ATTRIBUTES, type DirectoryConfig } from './schema';
 import { Attribute, BINARY_ATTRIBUTES, Change, Control, isNoSuchObject, openSession, type DirectorySession, type LdapEntry, type SearchRequest } from './session';
@@ -81,6 +81,8 @@ export class LdapConnector implements Connector {
    * attributes instead of every user attribute.
    */
   private readonly ruleAttributes: readonly string[] | undefined;
+  /** `ldap` with ruleAttributes: the schema's reference attributes as it spells them (read with the references). */
+  private referenceNames: string[] | undefined;
 
   constructor(
     readonly type: 'ldap' | 'active_directory',
@@ -142,23 +144,31 @@ export class LdapConnector implements Connector {
       this.config.anchorAttribute = this.scope.anchorAttribute = await defaultLdapAnchor(session);
       this.anchorPending = false;
     }
-    if (!this.scope.references) this.scope.references = await referenceAttributes(session, `${this.config.host}:${this.config.port}`);
+    const key = `${this.config.host}:${this.config.port}`;
+    if (!this.scope.references) this.scope.references = await referenceAttributes(session, key);
+    if (this.ruleAttributes && !this.scope.isAd && !this.referenceNames) {
+      // Asked for as the schema spells them (the directory answers with the names asked for).
+      const types = await schemaAttributeTypes(session, key);
+      const canonical = types ? canonicalAttributeNames(types) : new Map<string, string>();
+      this.referenceNames = [...this.scope.references].map((n) => canonical.get(n) ?? n);
+    }
     return session;
   }
 
   /**
    * The attributes a search asks for: the configured ones (or those the rules use, or all user attributes) plus
-   * what the connector needs: objectClass, the anchor and, with the rules' attributes, the well-known reference
-   * attributes (references become relationships without a rule; other DN-valued attributes when a rule names them).
+   * what the connector needs: objectClass, the anchor and, with the rules' attributes, the reference attributes
+   * (references become relationships without a rule): on `ldap` every one of the schema, on Active Directory
+   * the well-known ones (other DN-valued attributes when a rule names them).
    * Active Directory: `member` is asked for as its first range, `member;range=0-<memberRangeSize - 1>` (in place
    * of `member`, or beside `*`), and the rest is read by {@link completeRanges}.
    */
   get readAttributes(): string[] {
     const base = this.config.attributes?.length ? [...this.config.attributes] : this.ruleAttributes ? [...this.ruleAttributes] : ['*'];
     const extra = ['objectClass', this.config.anchorAttribute];
-    // Not every reference attribute of the schema (Active Directory has about 130): asking Samba's DC for that
-    // many names made reading 2.5 times as costly for the same values returned.
-    if (this.ruleAttributes && !base.includes('*')) extra.push(...WELL_KNOWN_REFERENCES);
+    // Active Directory: the well-known ones, not every reference attribute of its schema (about 130): asking
+    // Samba's DC for that many names made reading 2.5 times as costly for the same values returned.
+    if (this.ruleAttributes && !base.includes('*')) extra.push(...(this.scope.isAd ? WELL_KNOWN_REFERENCES : (this.referenceNames ?? WELL_KNOWN_REFERENCES)));
     const have = new Set(base.map((x) => x.toLowerCase()));
     for (const a of extra) if (!have.has(a.toLowerCase())) {
       have.add(a.toLowerCase());
