@@ -28,7 +28,7 @@
  * A/B comparisons over one DC load: with --roots, round r runs the service built in roots[(r-1) % n] (another
  * checkout or a copy of the tree with its own dist/, node_modules linked), and with --round-node-options it
  * gets the r-th (mod n) of those NODE_OPTIONS instead of --service-node-options; with --round-attributes the r-th
- * (mod n) connector `attributes` (`*`: every user attribute, as before the rules' attributes; empty: the default).
+ * (mod n) connector `attributes` (`*`: every user attribute, the product default; empty: attributesFromRules).
  * Prints JSON.
  */
 require('./ts-register');
@@ -45,7 +45,7 @@ const PAGE_SIZE = arg('page-size', 0);
 /** NODE_OPTIONS for the service (e.g. --max-semi-space-size=64), to try V8 settings. */
 const SERVICE_NODE_OPTIONS = arg('service-node-options', '');
 /**
- * The connector's `attributes` (comma-separated); default none: the connector reads what its rules use (with the
+ * The connector's `attributes` (comma-separated); default none: `attributesFromRules: true`, the connector reads what its rules use (with the
  * anchor, objectClass and the schema's reference attributes); `*` reads every user attribute. ldapsearch asks for
  * exactly what the connector asked for (the list it reports).
  */
@@ -78,7 +78,8 @@ function connectorConfig(dc, ou, attributes) {
     containers: { include: [ou] },
     deltaStrategy: 'usn',
     ...(PAGE_SIZE ? { pageSize: PAGE_SIZE } : {}),
-    ...(attributes.length ? { attributes } : {}),
+    // No list: the connector reads what its rules use (attributesFromRules); `*` every user attribute.
+    ...(attributes.length ? { attributes } : { attributesFromRules: true }),
   };
 }
 

@@ -6,9 +6,9 @@ import { deprovisioningSettings, AD_DISABLED } from './deprovisioning';
 import { readSyncState, saveFullReadAttributes } from './state';
 
 /**
- * What an import reads of a directory connector's objects (`ldap`, `active_directory`) when its config names
- * no `attributes`: the attributes its rules use, as Microsoft Identity Manager reads only a management agent's
- * attribute inclusion list. Active Directory answers `*` with about 35 attributes per user (logon counters,
+ * What an import reads of a directory connector's objects (`ldap`, `active_directory`). By default every user
+ * attribute (`*`). With `attributesFromRules: true` in its config and no `attributes` list: the attributes its
+ * rules use, as Microsoft Identity Manager reads only a management agent's attribute inclusion list. Active Directory answers `*` with about 35 attributes per user (logon counters,
  * codePage, USNs...) that no rule reads, and every one of them is decoded, hashed and stored in the
  * connector space on every import.
  *
@@ -43,13 +43,15 @@ const configured = (config: Record<string, unknown>): string[] | undefined =>
   Array.isArray(config.attributes) && config.attributes.length > 0 ? config.attributes.map(String) : undefined;
 
 /**
- * What imports of this connector read: its configured `attributes` (`*` when they include it), else the
- * rules' ({@link ruleAttributes}); null for a connector that is not a directory (it reads what it reads).
+ * What imports of this connector read: its configured `attributes` (`*` when they include it), else with
+ * `attributesFromRules: true` the rules' ({@link ruleAttributes}), else every user attribute; null for a
+ * connector that is not a directory (it reads what it reads).
  */
 export function importReads(connectorId: string, type: string, config: Record<string, unknown>, rules: readonly Rule[]): ReadAttributes | null {
   if (!isDirectory(type)) return null;
   const listed = configured(config);
   if (listed) return listed.includes(ALL_ATTRIBUTES) ? ALL_ATTRIBUTES : listed;
+  if (config.attributesFromRules !== true) return ALL_ATTRIBUTES;
   return ruleAttributes(connectorId, type, config, rules);
 }
 
@@ -118,7 +120,7 @@ export function newlyReadNote(missing: string[]): string {
 }
 
 /**
- * An import's connector: a directory connector with no configured `attributes` reads the rules' attributes
+ * An import's connector: a directory connector with `attributesFromRules` and no configured `attributes` reads the rules' attributes
  * (ConnectorContext.importAttributes). `missing`: what it reads that the last full import did not
  * ({@link newlyRead}).
  */

@@ -6,11 +6,11 @@ import { ldapConnector, meshOf, plainRelationships, stopSlapdSuite } from './e2e
 import { SlapdFixture } from './ldapFixture';
 
 /**
- * What an import reads of a directory (real slapd, over HTTP): with no `attributes` in its config, the
- * connector reads the attributes its rules use, the anchor, objectClass and the well-known reference attributes (a manager
+ * What an import reads of a directory (real slapd, over HTTP): with `attributesFromRules: true` and no
+ * `attributes` in its config, the connector reads the attributes its rules use, the anchor, objectClass and the well-known reference attributes (a manager
  * becomes a relationship without a rule); a rule that reads an attribute the last full import did not read
- * makes the next delta import a full import, which brings it for every object; `attributes: ["*"]` reads
- * everything.
+ * makes the next delta import a full import, which brings it for every object; the default (no
+ * `attributesFromRules`) reads every user attribute.
  */
 jest.setTimeout(300_000);
 
@@ -28,7 +28,7 @@ describeWithServer('slapd')('what a directory import reads (slapd, Azurite, over
       { key: 'E001', givenName: 'Ann', sn: 'Boss', mail: 'ann@corp.test' },
       { key: 'E002', givenName: 'Bob', sn: 'Report', mail: 'bob@corp.test', manager: 'E001' },
     ]);
-    dir = await ldapConnector(rt, 'Directory', f.config());
+    dir = await ldapConnector(rt, 'Directory', f.config({ attributesFromRules: true }));
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: dir, sourceAttribute: 'uid', objectType: 'User' });
     await rule(rt, { ruleType: 'FlowRule', connectorId: dir, sourceAttribute: 'givenName', targetAttribute: 'givenName', confidence: 50 });
   });
@@ -71,8 +71,8 @@ describeWithServer('slapd')('what a directory import reads (slapd, Azurite, over
     expect((await meshOf(dir)).get('E002')!.attributes.surname?.value).toBe('Reported');
   });
 
-  test('attributes ["*"] reads every attribute of the entries', async () => {
-    const res = await rt.call('PUT', `connectors/${dir}`, { body: { name: 'Directory', config: f.config({ attributes: ['*'] }) } });
+  test('the default (no attributesFromRules) reads every user attribute of the entries', async () => {
+    const res = await rt.call('PUT', `connectors/${dir}`, { body: { name: 'Directory', config: f.config() } });
     expect(res.status).toBe(200);
     const run = await runImport(rt, dir, { runType: 'DeltaImport' });
     expect(run.status).toBe('Completed');

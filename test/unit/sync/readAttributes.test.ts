@@ -50,7 +50,9 @@ describe("the attributes a directory connector's rules use", () => {
   test("what an import reads: a directory's configured attributes win (`*` among them: everything); other connector types are not limited", () => {
     expect(importReads('ad', 'active_directory', { attributes: ['cn', 'sn'] }, rules)).toEqual(['cn', 'sn']);
     expect(importReads('ad', 'active_directory', { attributes: ['*'] }, rules)).toBe(ALL_ATTRIBUTES);
-    expect(importReads('ad', 'ldap', {}, rules.slice(0, 1))).toEqual(['sAMAccountName']);
+    expect(importReads('ad', 'ldap', {}, rules.slice(0, 1))).toBe(ALL_ATTRIBUTES);
+    expect(importReads('ad', 'ldap', { attributesFromRules: true }, rules.slice(0, 1))).toEqual(['sAMAccountName']);
+    expect(importReads('ad', 'ldap', { attributesFromRules: true, attributes: ['cn'] }, rules.slice(0, 1))).toEqual(['cn']);
     expect(importReads('ad', 'sql', {}, rules)).toBeNull();
   });
   test('what a full import must read that the last one did not', () => {
