@@ -186,7 +186,7 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     if (isCancel(r)) return cancelled(r);
     totals = r;
   }
-  return end(completedStatus(totals), { watermark, fullPass: true });
+  return end(completedStatus(totals), { watermark, fullPass: true, fullRead: true });
 }
 
 /** How often a waiting run looks at itself, for a decision whose event went to another instance's task hub. */

@@ -4,8 +4,8 @@
  * A full import of N users from a real Active Directory domain controller (Samba 4's AD DC, the test fixture
  * test/support/samba.ts) through the `active_directory` connector over LDAPS, beside the two floors it cannot
  * beat, measured in the same run on the same machine:
- * - the directory's read: ldapsearch of the same entries and attributes, LDAPS, paged 1000 (to a pipe that
- *   only counts entries);
+ * - the directory's read: ldapsearch of the same entries and attributes (exactly the list the connector asks
+ *   for, which it reports), LDAPS, paged 1000 (to a pipe that only counts entries);
  * - the storage's write: the service's Azurite batch-inserting N entities of similar size (100 per
  *   transaction, 4 in flight, as bench/sync/sync.js measures it).
  * Goal: the full import (trigger to Completed) in at most 1.3x the larger of the two floors.
@@ -24,10 +24,11 @@
  *
  * Usage: npm run build && node bench/ldap/adImport.js [--users 20000] [--runs 3] [--page-size <connector pageSize>]
  *   [--service-node-options '<NODE_OPTIONS for the service>'] [--attributes sAMAccountName,sn,...]
- *   [--roots <dir>,<dir>...] [--round-node-options '<opts>|<opts>...']
+ *   [--roots <dir>,<dir>...] [--round-node-options '<opts>|<opts>...'] [--round-attributes '<list>|<list>...']
  * A/B comparisons over one DC load: with --roots, round r runs the service built in roots[(r-1) % n] (another
  * checkout or a copy of the tree with its own dist/, node_modules linked), and with --round-node-options it
- * gets the r-th (mod n) of those NODE_OPTIONS instead of --service-node-options.
+ * gets the r-th (mod n) of those NODE_OPTIONS instead of --service-node-options; with --round-attributes the r-th
+ * (mod n) connector `attributes` (`*`: every user attribute, the product default; empty: attributesFromRules).
  * Prints JSON.
  */
 require('./ts-register');
@@ -43,8 +44,16 @@ const RUNS = arg('runs', 3);
 const PAGE_SIZE = arg('page-size', 0);
 /** NODE_OPTIONS for the service (e.g. --max-semi-space-size=64), to try V8 settings. */
 const SERVICE_NODE_OPTIONS = arg('service-node-options', '');
-/** The connector's `attributes` (comma-separated); default none: every user attribute ('*'), as ldapsearch reads. */
+/**
+ * The connector's `attributes` (comma-separated); default none: `attributesFromRules: true`, the connector reads what its rules use (with the
+ * anchor, objectClass and the schema's reference attributes); `*` reads every user attribute. ldapsearch asks for
+ * exactly what the connector asked for (the list it reports).
+ */
 const ATTRIBUTES = arg('attributes', '').split(',').filter(Boolean);
+/** `attributes` per round in turn ('|'-separated lists, empty: the default), for A/B rounds over one DC load. */
+const ROUND_ATTRIBUTES = process.argv.includes('--round-attributes') ? arg('round-attributes', '').split('|').map((x) => x.split(',').filter(Boolean)) : null;
+/** The bench's rules: one projection and seven flows (the same in every round). */
+const FLOWS = ['sAMAccountName', 'employeeID', 'givenName', 'sn', 'mail', 'title', 'department'];
 /** Service roots, one per round in turn (A/B rounds); default this tree. */
 const ROOTS = arg('roots', '').split(',').filter(Boolean);
 /** NODE_OPTIONS per round in turn ('|'-separated, may be empty); default --service-node-options every round. */
@@ -55,32 +64,41 @@ const FILTER = '(|(&(objectClass=user)(!(objectClass=computer)))(objectClass=gro
  * ldapsearch of the users (LDAPS, paged 1000, every user attribute as the connector asks): seconds and entries.
  * By address: libldap canonicalizes `localhost` to the host name, which the DC certificate does not name.
  */
-async function ldapsearch(dc, base) {
+async function ldapsearch(dc, base, attrs) {
   const c0 = cpuSeconds(dc.pid);
-  const attrs = ATTRIBUTES.length ? [...ATTRIBUTES, 'objectClass', 'objectGUID'] : ['*', 'objectClass', 'objectGUID'];
   const args = ['-x', '-LLL', '-H', `ldaps://127.0.0.1:${dc.ldapsPort}`, '-D', dc.adminDN, '-w', dc.adminPassword, '-b', base, '-E', 'pr=1000/noprompt', FILTER, ...attrs];
   const r = await countingLdapsearch(args, { LDAPTLS_CACERT: dc.caCertificateFile });
   return { ...r, dcCpuSeconds: +(cpuSeconds(dc.pid) - c0).toFixed(1) };
 }
 
 /** The connector config of the bench (also used by the connector-only read). */
-function connectorConfig(dc, ou) {
+function connectorConfig(dc, ou, attributes) {
   return {
     ...dc.connection,
     containers: { include: [ou] },
     deltaStrategy: 'usn',
     ...(PAGE_SIZE ? { pageSize: PAGE_SIZE } : {}),
-    ...(ATTRIBUTES.length ? { attributes: ATTRIBUTES } : {}),
+    // No list: the connector reads what its rules use (attributesFromRules); `*` every user attribute.
+    ...(attributes.length ? { attributes } : { attributesFromRules: true }),
   };
+}
+
+/** The attributes the engine hands an import's connector for the bench's rules (lib/sync/readAttributes.ts). */
+function importAttributes(config) {
+  const { importReads } = require(path.join(__dirname, '../../dist/lib/sync/readAttributes'));
+  const rule = (ruleType, sourceAttribute, extra = {}) => ({ ruleType, connectorId: 'c', isEnabled: true, sourceAttribute, targetAttribute: sourceAttribute, transformScript: null, ...extra });
+  const rules = [rule('ProjectionRule', 'sAMAccountName', { targetAttribute: null }), ...FLOWS.map((a) => rule('FlowRule', a))];
+  const reads = importReads('c', 'active_directory', config, rules);
+  return Array.isArray(reads) && !config.attributes ? reads : undefined;
 }
 
 /**
  * The connector's own full read without the engine (compiled code in dist/, a child process of its own, engine
  * pages of 2,000 as the engine asks): wall and CPU seconds. What the service's one thread spends on reading.
  */
-function connectorRead(dc, ou) {
+function connectorRead(dc, ou, attributes) {
   return new Promise((resolve, reject) =>
-    execFile(process.execPath, [__filename, '--read-child', JSON.stringify(connectorConfig(dc, ou))], { maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
+    execFile(process.execPath, [__filename, '--read-child', JSON.stringify(connectorConfig(dc, ou, attributes))], { maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
       err ? reject(new Error(stderr || err.message)) : resolve(JSON.parse(stdout)),
     ),
   );
@@ -88,7 +106,8 @@ function connectorRead(dc, ou) {
 
 async function readChild(cfgJson) {
   const { LdapConnector, closeParkedSearches } = require(path.join(__dirname, '../../dist/lib/connectors/ldap'));
-  const c = new LdapConnector('active_directory', JSON.parse(cfgJson));
+  const config = JSON.parse(cfgJson);
+  const c = new LdapConnector('active_directory', config, importAttributes(config));
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   let objects = 0;
@@ -101,13 +120,15 @@ async function readChild(cfgJson) {
   const cpu = process.cpuUsage(cpu0);
   await c.close();
   await closeParkedSearches();
-  process.stdout.write(JSON.stringify({ objects, pages, seconds: +seconds.toFixed(2), cpuSeconds: +((cpu.user + cpu.system) / 1e6).toFixed(2) }));
+  process.stdout.write(JSON.stringify({ objects, pages, seconds: +seconds.toFixed(2), cpuSeconds: +((cpu.user + cpu.system) / 1e6).toFixed(2), attributes: c.readAttributes }));
 }
 
 async function round(dc, ou, r) {
-  const ldaps = await ldapsearch(dc, ou);
-  const read = await connectorRead(dc, ou);
-  console.error(`round ${r}: ldapsearch ${ldaps.entries} entries in ${ldaps.seconds} s; connector alone ${read.seconds} s (${read.cpuSeconds} s CPU); starting the service...`);
+  const attributes = ROUND_ATTRIBUTES ? ROUND_ATTRIBUTES[(r - 1) % ROUND_ATTRIBUTES.length] : ATTRIBUTES;
+  // The connector alone first: ldapsearch then asks for exactly the attributes it asked for.
+  const { attributes: asked, ...read } = await connectorRead(dc, ou, attributes);
+  const ldaps = await ldapsearch(dc, ou, asked);
+  console.error(`round ${r}: ldapsearch ${ldaps.entries} entries in ${ldaps.seconds} s; connector alone ${read.seconds} s (${read.cpuSeconds} s CPU), ${asked.length} attributes asked; starting the service...`);
   const prof = process.env.SYNC_BENCH_CPUPROF;
   const root = ROOTS.length ? path.resolve(ROOTS[(r - 1) % ROOTS.length]) : undefined;
   const roundOptions = ROUND_NODE_OPTIONS ? ROUND_NODE_OPTIONS[(r - 1) % ROUND_NODE_OPTIONS.length] : SERVICE_NODE_OPTIONS;
@@ -120,13 +141,13 @@ async function round(dc, ou, r) {
       call('POST', 'connectors', {
         name: 'AD',
         type: 'active_directory',
-        config: connectorConfig(dc, ou),
+        config: connectorConfig(dc, ou, attributes),
       }),
       201,
     );
     const rule = (name, b) => must(call('POST', 'rules', { ruleName: name, connectorId: conn.id, ...b }), 201);
     await rule('users', { ruleType: 'ProjectionRule', sourceAttribute: 'sAMAccountName', objectType: 'User', priority: 10 });
-    for (const a of ['sAMAccountName', 'employeeID', 'givenName', 'sn', 'mail', 'title', 'department']) {
+    for (const a of FLOWS) {
       await rule(`flow ${a}`, { ruleType: 'FlowRule', sourceAttribute: a, targetAttribute: a, confidence: 50 });
     }
     console.error(`round ${r}: full import through the engine...`);
@@ -142,6 +163,8 @@ async function round(dc, ou, r) {
       round: r,
       ...(root ? { serviceRoot: root } : {}),
       ...(ROUND_NODE_OPTIONS ? { serviceNodeOptions: roundOptions } : {}),
+      attributes: attributes.length ? attributes : 'the rules\' (default)',
+      attributesAsked: asked,
       ldapsearch: { ...ldaps, transport: 'ldaps, paged 1000' },
       connectorAlone: read,
       floor: f,
@@ -212,7 +235,7 @@ async function main() {
           users: N,
           connectorPageSize: PAGE_SIZE || 'default',
           serviceNodeOptions: SERVICE_NODE_OPTIONS || null,
-          attributes: ATTRIBUTES.length ? ATTRIBUTES : '*',
+          attributes: ROUND_ATTRIBUTES ? ROUND_ATTRIBUTES.map((a) => (a.length ? a : 'default')) : ATTRIBUTES.length ? ATTRIBUTES : 'the rules\' (default)',
           dcStartSeconds: startSeconds,
           loadSeconds,
           rounds,

@@ -12,11 +12,17 @@ import { ConnectorError, type Connector } from './sdk';
  *
  * Every connector gets a private state directory under `<Service:DataDir>/connectors/<id>` (the file
  * connector keeps its row-hash snapshots there), so state survives restarts of the process.
+ * `importAttributes`: for an import's connector, the attributes its rules use (given the stored type and
+ * config; undefined: read as configured), handed over as `ConnectorContext.importAttributes`.
  */
-export async function createConnectorFor(connectorId: string): Promise<{ type: string; config: Record<string, unknown>; connector: Connector }> {
+export async function createConnectorFor(
+  connectorId: string,
+  options: { importAttributes?: (type: string, config: Record<string, unknown>) => readonly string[] | undefined } = {},
+): Promise<{ type: string; config: Record<string, unknown>; connector: Connector }> {
   const { type, config } = await connectorConfigWithSecrets(connectorId);
   const dataDir = new SettingsReader().string('Service:DataDir', '.data');
-  const context = { connectorId, stateDirectory: path.resolve(dataDir, 'connectors') };
+  const importAttributes = options.importAttributes?.(type, config);
+  const context = { connectorId, stateDirectory: path.resolve(dataDir, 'connectors'), ...(importAttributes ? { importAttributes } : {}) };
   if (type === 'custom') {
     return { type, config, connector: createCustomConnector(config as CustomConnectorConfig, context) };
   }

@@ -376,6 +376,12 @@ export interface ConnectorContext {
   connectorId?: string;
   /** A directory the connector may keep private state in (row hashes, caches) across runs and restarts. */
   stateDirectory?: string;
+  /**
+   * The attributes the connector's rules use (an import's connector; the engine computes them, see
+   * lib/sync/readAttributes.ts): a connector that can read fewer than all may read only these, plus what it
+   * needs itself. Absent: read as configured.
+   */
+  importAttributes?: readonly string[];
 }
 
 /**

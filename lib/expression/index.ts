@@ -12,6 +12,7 @@ export { MAX_NESTING_DEPTH, MAX_SOURCE_LENGTH, MAX_TREE_DEPTH, parseExpression }
 export { DEFAULT_MAX_OUTPUT_LENGTH, DEFAULT_MAX_STEPS, evaluate, type EvaluationLimits, type ExpressionScope } from './evaluator';
 export { HELPER_NAMES, METHOD_NAMES } from './names';
 export { SCOPE_NAMES, closestName, unknownIdentifiers, type ScopeKind } from './scopes';
+export { memberNames } from './members';
 export { escapeRdnValue, firstRdnValue, parentDn } from './dn';
 
 /** A parsed script, ready to be evaluated many times (once per object in a sync run). */

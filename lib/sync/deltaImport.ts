@@ -8,6 +8,7 @@ import { pageKey } from '../storage/runChanges';
 import { rejoinDisconnectors, addRejoined } from './fullSync';
 import { processItems, storedObject } from './pages';
 import { RULES_CHANGED_NOTE } from './rulesChange';
+import { importConnectorFor, newlyReadNote } from './readAttributes';
 import { withConnector } from './runConnector';
 import { log, loadDocs, type Context, context, TRACE } from './runContext';
 import { cancelAsked, progressOf } from './runProgress';
@@ -29,8 +30,11 @@ export type DeltaOutput = { fullImportRequired: string } | { watermark: string |
  */
 export async function deltaImport(info: RunInfo, config: { deletionThreshold?: unknown; thresholds?: unknown; fullSyncOnRuleChange?: unknown }, totals: RunTotals): Promise<DeltaOutput> {
   try {
-    return await withConnector(info.connectorId, async (connector) => {
+    const made = await importConnectorFor(info.connectorId);
+    return await withConnector(made, async (connector) => {
       if (!hasDeltaImport(connector)) return { fullImportRequired: 'This connector has no delta import.' };
+      // The rules read attributes the stored objects lack: a delta would bring them for changed objects only.
+      if (made.missing.length) return { fullImportRequired: newlyReadNote(made.missing) };
       const { watermark, fullRulesHash } = await readSyncState(info.connectorId);
       const changes: DeltaChange[] = [];
       const readErrors: ObjectError[] = [];

@@ -1,5 +1,5 @@
-import { createConnectorFor } from '../connectors/factory';
 import { ConnectorError, hasFullImport, isConnectorError, type Connector, type ImportPage } from '../connectors/sdk';
+import { importConnectorFor } from './readAttributes';
 import { PROCESS_WRITER } from '../mesh/store';
 import { updateRun } from '../storage/runs';
 import { rejoinDisconnectors, addRejoined } from './fullSync';
@@ -72,7 +72,7 @@ async function nextImportPage(input: FullPageInput): Promise<IteratorResult<Impo
     liveReaders.delete(input.info.runId);
   } else {
     await closeLiveReader(input.info.runId);
-    const { connector } = await createConnectorFor(input.info.connectorId);
+    const { connector } = await importConnectorFor(input.info.connectorId);
     if (!hasFullImport(connector)) {
       await connector.close().catch(() => undefined);
       throw new ConnectorError('unsupported', 'This connector cannot import.');

@@ -1,4 +1,5 @@
 import { updateRun } from '../storage/runs';
+import { missingForFullSync, newlyReadNote } from './readAttributes';
 import { readCsObjects, readCsPartition } from './connectorSpace';
 import { processItems, storedItem } from './pages';
 import { pageKey } from '../storage/runChanges';
@@ -69,7 +70,12 @@ export interface FullSyncPageInput {
 export async function fullSyncPage(input: FullSyncPageInput): Promise<RunTotals | StepFailure> {
   try {
     let totals = input.totals;
-    if (input.partition === 0) totals = await rejoinAtStart(input.info, totals, true);
+    if (input.partition === 0) {
+      totals = await rejoinAtStart(input.info, totals, true);
+      // Stored objects hold what the last full import read: attributes the rules read since are not there.
+      const missing = await missingForFullSync(input.info.connectorId);
+      if (missing.length) totals = { ...totals, errors: [...totals.errors, { message: newlyReadNote(missing) }] };
+    }
     const rows = (await readCsPartition(input.info.connectorId, input.partition)).filter((r) => !r.deleted && (r.hash !== '' || Object.keys(r.attributes).length > 0));
     for (let i = 0; i < rows.length; i += DEFAULT_PAGE_SIZE) {
       const ctx = await context(input.info);

@@ -17,8 +17,9 @@ export type ExportConfig = {
 export const settingsOf = (config: ExportConfig): DeprovisioningSettings =>
   deprovisioningSettings(config as Record<string, unknown>, typeof config.connectorType === 'string' ? config.connectorType : '');
 
-export async function withConnector<T>(connectorId: string, fn: (c: Connector) => Promise<T>): Promise<T> {
-  const { connector } = await createConnectorFor(connectorId);
+/** Run `fn` with the connector (made from its id, or one already made), closed afterwards. */
+export async function withConnector<T>(connectorId: string | { connector: Connector }, fn: (c: Connector) => Promise<T>): Promise<T> {
+  const { connector } = typeof connectorId === 'string' ? await createConnectorFor(connectorId) : connectorId;
   try {
     return await fn(connector);
   } finally {

@@ -1,4 +1,5 @@
 import { createConnectorFor } from '../connectors/factory';
+import { recordFullRead } from './readAttributes';
 import { isConnectorError } from '../connectors/sdk';
 import { setConnectorRunState } from '../storage/connectors';
 import { listRules } from '../storage/rules';
@@ -52,6 +53,8 @@ export interface FinishInput {
   watermark?: string | null;
   /** The run put every object of the connector through the rules (a full import or a FullSync). */
   fullPass?: boolean;
+  /** The run read every object from the connector (a full import): what it read is recorded (readAttributes.ts). */
+  fullRead?: boolean;
   /** An export that completes records what it considered (see {@link ExportPlan}). */
   exportState?: { seq: number; hash: string; dirtyKeys: string[] };
 }
@@ -83,6 +86,7 @@ export async function finishRun(input: FinishInput): Promise<void> {
   const whole = completed && !info.dryRun && !input.totals.leftOut;
   if (whole && input.watermark !== undefined && info.runType !== 'Export') await saveWatermark(info.connectorId, input.watermark);
   if (whole && input.fullPass) await saveFullRulesHash(info.connectorId, compileRuleSet(info.connectorId, await listRules()).hash);
+  if (whole && input.fullRead) await recordFullRead(info.connectorId);
   if (whole && input.exportState) {
     await saveExportState(info.connectorId, input.exportState.seq, input.exportState.hash);
     await clearExportDirty(info.connectorId, input.exportState.dirtyKeys);

@@ -6,7 +6,8 @@ import { getJson, putJson, submitBatched } from '../storage/tableUtil';
  * Sync state repository (table `SyncState`):
  * - `connector` / `<connectorId>`: `watermark` (the committed delta watermark), `csOwner` (the process whose
  *   in-memory connector-space summary is current: another process that writes takes ownership and a former
- *   owner reloads before its next page) and `frh` (the rules hash of the last completed full pass).
+ *   owner reloads before its next page), `frh` (the rules hash of the last completed full pass) and `fra`
+ *   (what the last completed full import read of a directory: the attributes, or `*`; lib/sync/readAttributes.ts).
  * - `seen_<runId>` / `<page, 8 digits>`: the anchors a full import saw on that page (chunked JSON), so the end
  *   of the run can tell which objects disappeared, however many processes the run moved through.
  * - `del_<runId>` / `<page>`: the anchors a full import will delete, in pages.
@@ -21,6 +22,8 @@ export interface ConnectorSyncState {
   csOwner: string | null;
   /** The rules hash of the connector's last completed full pass (full import or FullSync); null: none recorded. */
   fullRulesHash: string | null;
+  /** What the last completed full import read (a directory connector's attributes, or `*`); null: not recorded. */
+  fullReadAttributes: string[] | '*' | null;
   /** Exports: the change-feed position the last completed export considered everything up to; null: none yet. */
   exportSeq: number | null;
   /** Exports: what the last completed export ran with (outbound rules and connector configuration). */
@@ -35,11 +38,12 @@ export async function readSyncState(connectorId: string): Promise<ConnectorSyncS
       watermark: getJson<string>(e, 'w') ?? null,
       csOwner: e.csOwner ? String(e.csOwner) : null,
       fullRulesHash: e.frh ? String(e.frh) : null,
+      fullReadAttributes: getJson<string[] | '*'>(e, 'fra') ?? null,
       exportSeq: typeof e.xseq === 'number' || typeof e.xseq === 'string' ? Number(e.xseq) : null,
       exportHash: e.xh ? String(e.xh) : null,
     };
   } catch (err) {
-    if (isStatus(err, 404)) return { watermark: null, csOwner: null, fullRulesHash: null, exportSeq: null, exportHash: null };
+    if (isStatus(err, 404)) return { watermark: null, csOwner: null, fullRulesHash: null, fullReadAttributes: null, exportSeq: null, exportHash: null };
     throw err;
   }
 }
@@ -95,6 +99,14 @@ export async function clearExportDirty(connectorId: string, keys: string[]): Pro
 export async function saveFullRulesHash(connectorId: string, hash: string): Promise<void> {
   const client = await table(TABLE);
   await client.upsertEntity({ partitionKey: CONNECTOR_PK, rowKey: connectorId, frh: hash }, 'Merge');
+}
+
+/** Record what a completed full import read (see ConnectorSyncState.fullReadAttributes). */
+export async function saveFullReadAttributes(connectorId: string, read: string[] | '*'): Promise<void> {
+  const client = await table(TABLE);
+  const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = { partitionKey: CONNECTOR_PK, rowKey: connectorId };
+  putJson(e, 'fra', read);
+  await client.upsertEntity(e, 'Merge');
 }
 
 export async function saveWatermark(connectorId: string, watermark: string | null): Promise<void> {

@@ -13,11 +13,11 @@ export { directoryAttributeNames } from './attributeNames';
 export const ldapConnectorDefinition: ConnectorDefinition<DirectoryConfig> = {
   type: 'ldap',
   configSchema: LdapConfigSchema,
-  create: (config) => new LdapConnector('ldap', config),
+  create: (config, context) => new LdapConnector('ldap', config, context?.importAttributes),
 };
 
 export const activeDirectoryConnectorDefinition: ConnectorDefinition<DirectoryConfig> = {
   type: 'active_directory',
   configSchema: ActiveDirectoryConfigSchema,
-  create: (config) => new LdapConnector('active_directory', config),
+  create: (config, context) => new LdapConnector('active_directory', config, context?.importAttributes),
 };

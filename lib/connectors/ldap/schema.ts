@@ -38,6 +38,12 @@ function directorySchema(type: 'ldap' | 'active_directory') {
         }),
       ),
       attributes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 2000, description: 'Default: all user attributes.' })),
+      attributesFromRules: Type.Optional(
+        Type.Boolean({
+          default: false,
+          description: 'With no `attributes` list: read only the attributes the connector\'s rules use, with the anchor, objectClass and the reference attributes (docs/connector-ldap.md, "What an import reads").',
+        }),
+      ),
       anchorAttribute: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: isAd ? 'Default: objectGUID.' : 'Default: nsUniqueId on 389 Directory Server (known from the root DSE), else entryUUID; decided when the connector is created and kept.' })),
       deltaStrategy: Type.Optional(
         Type.Union([Type.Literal('auto'), Type.Literal('changelog'), Type.Literal('accesslog'), Type.Literal('usn'), Type.Literal('dirsync'), Type.Literal('timestamp')], { default: 'auto' }),

@@ -123,6 +123,26 @@ describe('AD ranged retrieval (member;range=)', () => {
     expect(new LdapConnector('active_directory', { ...config, attributes: ['cn'] }).readAttributes).toEqual(['cn', 'objectClass', 'objectGUID']);
     expect(new LdapConnector('ldap', { ...config, anchorAttribute: 'entryUUID' }).readAttributes).toEqual(['*', 'objectClass', 'entryUUID']);
   });
+  test("the rules' attributes (an import's connector): those, the anchor, objectClass and the reference attributes; configured attributes win", () => {
+    const config = { host: 'dc1', baseDN: 'DC=corp,DC=test', bindDN: 'CN=svc,DC=corp,DC=test', bindPassword: 'x' };
+    // Before the directory's schema is read: the well-known reference attributes, as directories spell them.
+    expect(new LdapConnector('active_directory', config, ['sn', 'title', 'Manager']).readAttributes).toEqual([
+      'sn',
+      'title',
+      'Manager',
+      'objectClass',
+      'objectGUID',
+      'secretary',
+      'member;range=0-1499',
+      'uniqueMember',
+      'owner',
+      'managedBy',
+    ]);
+    expect(new LdapConnector('ldap', { ...config, anchorAttribute: 'entryUUID' }, ['mail']).readAttributes).toEqual(['mail', 'objectClass', 'entryUUID', 'manager', 'secretary', 'member', 'uniqueMember', 'owner', 'managedBy']);
+    // Configured attributes (a list, or `*`) are read as they are, whatever the rules use.
+    expect(new LdapConnector('active_directory', { ...config, attributes: ['cn'] }, ['sn']).readAttributes).toEqual(['cn', 'objectClass', 'objectGUID']);
+    expect(new LdapConnector('active_directory', { ...config, attributes: ['*'] }, ['sn']).readAttributes).toEqual(['*', 'objectClass', 'objectGUID', 'member;range=0-1499']);
+  });
   test('a computer is not a User; objectSid is a string', async () => {
     const s = new RecordedSession([]);
     expect(await toConnectorObject(s, { dn: 'CN=PC1,DC=corp,DC=test', objectClass: ['top', 'person', 'user', 'computer'], objectGUID: guidToBytes(GUID) }, adScope)).toBeUndefined();
