@@ -21,6 +21,7 @@ const ROOMS = [
   ['instances', ['lib/instances/**']],
   ['runs', ['lib/runs/**']],
   ['schedules', ['lib/schedules/**']],
+  ['console', ['lib/console/**']],
   ['api', ['lib/api/**', 'lib/schemas/**', 'lib/http/**']],
   ['app', ['functions/**', 'orchestrations/**']],
   ['runtime', ['lib/runtime/**']],
@@ -46,8 +47,9 @@ const ROOM_IMPORTS = {
   instances: [...LOWER, 'expression', 'connectors', 'mesh', 'sync'],
   runs: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances'],
   schedules: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs'],
+  console: BASE,
   api: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'schedules'],
-  app: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'schedules', 'api'],
+  app: [...LOWER, 'expression', 'connectors', 'mesh', 'sync', 'instances', 'runs', 'schedules', 'api', 'console'],
   runtime: [],
   cli: [],
 };
