@@ -22,12 +22,17 @@ export async function signIn(browser: Browser, rt: ServiceUnderTest, user: strin
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   await page.goto(consoleUrl(rt, rel));
+  await signInHere(page, user, role);
+  return { context, page };
+}
+
+/** On a page showing the console's sign-in screen: sign in; the console comes back to the URL it was opened at. */
+export async function signInHere(page: Page, user: string, role: Role): Promise<void> {
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByLabel('User name').fill(user);
   await page.getByLabel('Role').selectOption(role);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByTestId('who').waitFor();
-  return { context, page };
 }
 
 /** A token from the development issuer (client credentials, as `meshsync login --dev` gets one) for test setup. */

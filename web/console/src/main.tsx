@@ -96,7 +96,17 @@ function App({ config }: { config: ConsoleConfig }) {
   }
   return (
     <div class="shell">
-      <a class="skip" href="#main">Skip to content</a>
+      <a
+        class="skip"
+        href="#main"
+        onClick={(e) => {
+          // With <base href>, "#main" would load the base URL: move the focus instead.
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
+        Skip to content
+      </a>
       <header>
         <button type="button" class="menu" aria-expanded={menu} aria-controls="nav" onClick={() => setMenu(!menu)}>Menu</button>
         <span class="brand">Identity Mesh Sync</span>

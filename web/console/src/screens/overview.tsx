@@ -9,7 +9,6 @@ export function Overview(_: { session: Session }) {
   const instances = useLoad<Page<any>>(() => api('GET', 'instances'), []);
   const runs = useLoad<Page<any>>(() => api('GET', 'runs', { query: { take: 200 } }), []);
   const awaiting = useLoad<Page<any>>(() => api('GET', 'runs', { query: { status: 'AwaitingApproval', take: 50 } }), []);
-  const lastPerConnector = runs.data ? [...new Map(runs.data.items.map((r: any) => [r.connectorId, r])).values()].reverse().reverse() : undefined;
   const firstSeen = new Map<string, any>();
   for (const r of runs.data?.items ?? []) if (!firstSeen.has(r.connectorId)) firstSeen.set(r.connectorId, r);
   const failing = runs.data?.items.filter((r: any) => r.status === 'Failed' || r.status === 'CompletedWithErrors').slice(0, 10);
@@ -37,13 +36,14 @@ export function Overview(_: { session: Session }) {
         </div>
         <div class="card">
           <h2>Awaiting approval</h2>
-          <ErrorBox error={awaiting.error} />
+          {/* A service without the approval flow refuses the status (400): nothing can await approval there. */}
+          {awaiting.error && (awaiting.error as { status?: number }).status === 400 ? <p class="muted">This service has no approval flow.</p> : <ErrorBox error={awaiting.error} />}
           <Table caption="Runs awaiting approval" skeletonRows={2} columns={runColumns(names)} rows={awaiting.data?.items ?? (awaiting.error ? [] : undefined)} loading={awaiting.loading} empty="Nothing awaits approval." rowKey={(r: any) => r.runId} />
         </div>
       </div>
       <h2>Last run per connector</h2>
       <ErrorBox error={runs.error} />
-      <Table caption="Last run per connector" skeletonRows={4} columns={runColumns(names)} rows={lastPerConnector && [...firstSeen.values()]} loading={runs.loading} empty="No run yet." rowKey={(r: any) => r.runId} />
+      <Table caption="Last run per connector" skeletonRows={4} columns={runColumns(names)} rows={runs.data && [...firstSeen.values()]} loading={runs.loading} empty="No run yet." rowKey={(r: any) => r.runId} />
       <h2>Recent errors</h2>
       <Table caption="Recent failed runs" skeletonRows={2} columns={[...runColumns(names), { label: 'Error', cell: (r: any) => r.error ?? `${r.stats?.errors ?? 0} object errors` }]} rows={failing} loading={runs.loading} empty="No failed runs among the last 200." rowKey={(r: any) => r.runId} />
       <p><Link to={['runs']}>All runs</Link></p>
