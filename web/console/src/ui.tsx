@@ -1,4 +1,4 @@
-import type { ComponentChildren, JSX } from 'preact';
+import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api';
 import { href, setQuery } from './router';
@@ -17,7 +17,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data: T |
     return () => {
       live = false;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // `deps` are the caller's: the load re-runs when they change.
   }, [...deps, tick]);
   return { data: state.data, error: state.error, loading: state.loading, reload: useCallback(() => setTick((t) => t + 1), []) };
 }
@@ -129,7 +129,17 @@ export function When({ value }: { value: string | null | undefined }) {
   return <time dateTime={value} title={value}>{new Date(value).toLocaleString()}</time>;
 }
 
-export function Link({ to, query, children, ...rest }: { to: string[]; query?: Record<string, string | number | undefined | null>; children: ComponentChildren } & Omit<JSX.HTMLAttributes<HTMLAnchorElement>, 'href'>) {
+interface LinkProps {
+  to: string[];
+  query?: Record<string, string | number | undefined | null>;
+  children: ComponentChildren;
+  role?: 'tab';
+  class?: string;
+  'aria-selected'?: boolean;
+  'aria-label'?: string;
+}
+
+export function Link({ to, query, children, ...rest }: LinkProps) {
   return (
     <a href={href(to, query)} {...rest}>
       {children}

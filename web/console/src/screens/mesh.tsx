@@ -27,7 +27,10 @@ function withCriteria(route: Route, criteria: Criterion[], extra: Record<string,
   q.delete('where');
   q.delete('skip');
   for (const c of criteria) q.append('where', [c.attributeName, c.operator, c.value ?? ''].join('~'));
-  for (const [k, v] of Object.entries(extra)) (v ? q.set(k, v) : q.delete(k));
+  for (const [k, v] of Object.entries(extra)) {
+    if (v) q.set(k, v);
+    else q.delete(k);
+  }
   const qs = q.toString();
   return href(route.segments) + (qs ? `?${qs}` : '');
 }
