@@ -89,7 +89,7 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     expect(deep.status).toBe(200);
     expect(await deep.text()).toBe(html);
     expect((await fetch(base + 'nothing-here.js')).status).toBe(404);
-    const config = await (await fetch(base + 'config.json')).json();
+    const config = (await (await fetch(base + 'config.json')).json()) as { authority: string };
     expect(config).toMatchObject({ clientId: 'meshsync-console', apiBase: '/api', developmentIssuer: true, roles: { Admin: ['Service.Admin'] } });
     expect(config.authority).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     // The API keeps its prefix: /api/console is no route.
@@ -209,10 +209,10 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await page.reload();
     await page.getByText(`1–50 of ${ROWS}`).waitFor();
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    expect(await page.locator(':focus').textContent()).toBe('Skip to content');
     await page.keyboard.press('Enter');
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Active');
+    expect(await page.locator(':focus').textContent()).toBe('Active');
     await context.close();
   });
 });

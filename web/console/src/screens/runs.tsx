@@ -105,7 +105,7 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
         <Action label="Cancel run" kind="danger" allowed={can(session, 'Operator') && live} run={async () => (await api('POST', `runs/${id}/cancel`), reload())} confirm="Cancel this run? What was applied stays applied." />
         <Action label="Apply plan" kind="primary" allowed={can(session, 'Operator') && !!run?.dryRun && run?.status === 'Completed' && !!run?.plan} run={async () => { const next: any = await api('POST', `runs/${id}/apply`); navigate(href(['runs', next.runId])); }} />
         <Action label="Approve" kind="primary" allowed={can(session, 'Admin') && run?.status === 'AwaitingApproval'} run={async () => (await api('POST', `runs/${id}/approve`), reload())} />
-        <Action label="Reject" kind="danger" allowed={can(session, 'Admin') && run?.status === 'AwaitingApproval'} run={async () => (await api('POST', `runs/${id}/reject`), reload())} />
+        <Action label="Reject" kind="danger" allowed={can(session, 'Admin') && run?.status === 'AwaitingApproval'} run={async () => (await api('POST', `runs/${id}/reject`), reload())} confirm="Reject this run? It applies nothing and ends as Rejected." />
       </div>
       {run?.errors?.length > 0 && (
         <>
