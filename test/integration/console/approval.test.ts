@@ -3,7 +3,7 @@ import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { pgServer, SqlContractFixture } from '../sql/sqlFixture';
-import { devCall, devToken, launch, signIn } from './browser';
+import { devCall, devToken, launch, shot, signIn } from './browser';
 
 /**
  * Approval in the console (four-eyes): an import over its connector's update threshold waits AwaitingApproval;
@@ -78,6 +78,7 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     await starter.page.getByRole('table', { name: 'Runs awaiting approval' }).getByRole('link', { name: runId.slice(0, 8) }).click();
     await starter.page.getByRole('heading', { name: 'Awaiting approval' }).waitFor();
     expect(await starter.page.getByText(`updates: ${ROWS} (limit 5)`).count()).toBe(1);
+    await shot(starter.page, 'run-approval');
     await starter.page.getByRole('button', { name: 'Approve' }).click();
     await starter.page.getByRole('alert').filter({ hasText: /four-eyes/ }).waitFor();
     expect((await devCall(rt, first, 'GET', `runs/${runId}`)).body.status).toBe('AwaitingApproval');
@@ -88,6 +89,10 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     const run = await devCall(rt, first, 'GET', `runs/${runId}`);
     expect(run.body).toMatchObject({ status: 'Completed', stats: { objectsUpdated: ROWS } });
     expect(await second.page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    // The run's changes, object by object: the planned updates, now applied.
+    const changes = second.page.getByRole('table', { name: 'Changes' });
+    await changes.getByRole('cell', { name: 'applied' }).first().waitFor();
+    expect(await changes.getByRole('row').nth(1).textContent()).toMatch(/^UpdateE00001mesh.*sn: Sn1 → Sn1xapplied$/);
     await starter.context.close();
     await second.context.close();
   });

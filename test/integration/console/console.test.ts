@@ -1,11 +1,9 @@
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { pgServer, SqlContractFixture } from '../sql/sqlFixture';
-import { consoleUrl, devCall, devToken, launch, signIn, signInHere } from './browser';
+import { consoleUrl, devCall, devToken, launch, shot, signIn, signInHere } from './browser';
 
 /**
  * The web console in a real browser (Debian's Chromium through playwright-core) against a real service started
@@ -19,15 +17,8 @@ import { consoleUrl, devCall, devToken, launch, signIn, signInHere } from './bro
 jest.setTimeout(600_000);
 
 const ROWS = 120;
-const SHOTS = process.env.CONSOLE_SCREENSHOTS === '1' ? path.resolve(__dirname, '../../../docs/console') : undefined;
 const available = serverAvailable('chromium') && serverAvailable('postgres');
 
-async function shot(page: Page, name: string): Promise<void> {
-  if (!SHOTS) return;
-  mkdirSync(SHOTS, { recursive: true });
-  await page.waitForLoadState('networkidle');
-  await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
-}
 
 /** Wait until the element's text matches (the run monitor polls the run every second). */
 async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
@@ -172,6 +163,35 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await shot(page, 'mesh-explain');
     await page.getByRole('tab', { name: 'History' }).click();
     await page.getByRole('table', { name: 'History' }).getByRole('cell', { name: 'Created' }).waitFor();
+    await context.close();
+  });
+
+  test('rules, configuration history, audit, schedules and tombstones show what the service holds', async () => {
+    const { context, page } = await signIn(browser, rt, 'ada@example.test', 'Admin', 'rules');
+    const rules = page.getByRole('table', { name: 'Rules' });
+    await rules.getByRole('cell', { name: 'ProjectionRule' }).waitFor();
+    expect(await rules.getByRole('cell', { name: 'FlowRule' }).count()).toBe(4);
+    await shot(page, 'rules');
+    await page.getByRole('link', { name: 'Configuration' }).click();
+    const versions = page.getByRole('table', { name: 'Configuration versions' });
+    await versions.getByRole('cell', { name: 'connector HR console' }).waitFor();
+    expect(await versions.getByRole('cell', { name: 'setup@example.test' }).count()).toBe(6);
+    expect(await page.getByRole('button', { name: 'Restore' }).count()).toBe(6);
+    await shot(page, 'config');
+    await page.getByRole('link', { name: 'Audit' }).click();
+    const audit = page.getByRole('table', { name: 'Audit records' });
+    await audit.getByRole('cell', { name: 'olga@example.test' }).first().waitFor();
+    await page.getByLabel('Actor (UPN)').fill('setup@example.test');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/actor=setup%40example\.test/);
+    await audit.getByRole('cell', { name: 'olga@example.test' }).waitFor({ state: 'detached' });
+    expect(await audit.getByRole('cell', { name: 'setup@example.test' }).count()).toBe(6);
+    await shot(page, 'audit');
+    await page.getByRole('link', { name: 'Schedules' }).click();
+    await page.getByRole('table', { name: 'Schedules' }).getByText('No schedules.').waitFor();
+    await page.goto(consoleUrl(rt, 'mesh?state=deleted'));
+    await page.getByRole('heading', { name: 'Mesh – deleted objects' }).waitFor();
+    await page.getByText('No mesh object matches.').waitFor();
     await context.close();
   });
 

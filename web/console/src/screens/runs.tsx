@@ -113,15 +113,15 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
           <ul class="errors">{run.errors.map((e: any, i: number) => <li key={i}>{e.object ? `${e.object}: ` : ''}{e.message}</li>)}</ul>
         </>
       )}
-      <Changes id={id} route={route} live={live} />
+      <Changes id={id} route={route} live={live} status={run?.status} />
     </section>
   );
 }
 
-function Changes({ id, route, live }: { id: string; route: Route; live: boolean }) {
+function Changes({ id, route, live, status }: { id: string; route: Route; live: boolean; status: string | undefined }) {
   const q = route.query;
   const skip = num(q, 'skip', 0);
-  const { data, error, loading, reload } = useLoad<Page<any>>(() => api('GET', `runs/${id}/changes`, { query: { operation: q.get('operation'), outcome: q.get('outcome'), skip, take: 50 } }), [id, q.toString()]);
+  const { data, error, loading, reload } = useLoad<Page<any>>(() => api('GET', `runs/${id}/changes`, { query: { operation: q.get('operation'), outcome: q.get('outcome'), skip, take: 50 } }), [id, q.toString(), status]);
   useInterval(reload, 3000, live);
   return (
     <>
