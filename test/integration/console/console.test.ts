@@ -219,8 +219,16 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await context.close();
   });
 
-  test('works in a narrow window: the sections sit behind a menu button', async () => {
+  test('keyboard: sections open with Enter and focus their content; a narrow window puts the sections behind a menu button', async () => {
     const { context, page } = await signIn(browser, rt, 'ada@example.test', 'Admin', 'runs');
+    // Keyboard only: a section link with Enter opens the page and puts the focus on its content.
+    await page.getByRole('link', { name: 'Audit' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/audit$/);
+    await page.getByRole('heading', { name: 'Audit' }).waitFor();
+    expect(await page.locator(':focus').getAttribute('id')).toBe('main');
+    await page.keyboard.press('Tab');
+    expect(await page.locator(':focus').getAttribute('name')).toBe('actor');
     await page.setViewportSize({ width: 420, height: 800 });
     expect(await page.getByRole('navigation', { name: 'Sections' }).isVisible()).toBe(false);
     await page.getByRole('button', { name: 'Menu' }).click();

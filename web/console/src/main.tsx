@@ -45,6 +45,14 @@ function App({ config }: { config: ConsoleConfig }) {
       (e: Error) => setError(e.message),
     );
   }, [route.segments[0]]);
+  // A new page (not a new filter): move the focus to the content, as a page load would reset it.
+  const path = route.segments.join('/');
+  const [shownPath, setShownPath] = useState(path);
+  useEffect(() => {
+    if (path === shownPath) return;
+    setShownPath(path);
+    document.getElementById('main')?.focus({ preventScroll: true });
+  }, [path]);
   useEffect(() => {
     const title = NAV.find(([k]) => k === (route.segments[0] ?? ''))?.[1] ?? 'Console';
     document.title = `${title} · Identity Mesh Sync`;
