@@ -87,7 +87,7 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     expect((await fetch(`${rt.baseUrl}/console/`)).status).toBe(404);
   });
 
-  test('an Operator signs in through the issuer form, starts a full import and watches it finish on the run monitor', async () => {
+  test('an Operator signs in through the issuer form, starts a full import and watches it finish; explores the connector space, previews and syncs an object', async () => {
     const { context, page } = await signIn(browser, rt, 'olga@example.test', 'Operator', 'connectors');
     expect(await page.getByTestId('who').textContent()).toContain('olga@example.test · Operator');
     // Back where the sign-in started.
@@ -109,6 +109,22 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await page.getByRole('link', { name: 'Overview' }).click();
     await page.getByRole('table', { name: 'Last run per connector' }).getByRole('link', { name: runId.slice(0, 8) }).waitFor();
     await shot(page, 'overview');
+    // The connector-space explorer: one object's attributes, then a preview and a sync of it (nothing to change).
+    await page.getByRole('link', { name: 'Connectors' }).click();
+    await page.getByRole('link', { name: 'HR console' }).click();
+    await page.getByLabel('State').selectOption('joined');
+    await page.getByText(`1–50 of ${ROWS}`).waitFor();
+    await page.getByRole('link', { name: 'E00002' }).click();
+    const panel = page.getByRole('complementary');
+    await panel.getByRole('heading', { name: 'E00002' }).waitFor();
+    expect(new URL(page.url()).searchParams.get('state')).toBe('joined');
+    expect(new URL(page.url()).searchParams.get('cs')).toMatch(/^[0-9a-f-]{36}$/);
+    await panel.getByText('Given2').waitFor();
+    await panel.getByRole('button', { name: 'Preview' }).click();
+    await panel.getByRole('heading', { name: 'Preview: join joined' }).waitFor();
+    expect(await panel.getByText('Nothing to change.').count()).toBe(1);
+    await panel.getByRole('button', { name: 'Sync now' }).click();
+    await panel.getByRole('heading', { name: 'Sync: join joined' }).waitFor();
     await context.close();
   });
 
@@ -190,6 +206,26 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await shot(page, 'audit');
     await page.getByRole('link', { name: 'Schedules' }).click();
     await page.getByRole('table', { name: 'Schedules' }).getByText('No schedules.').waitFor();
+    // A schedule run from the console: its runs, their steps and the run each step started.
+    const created = await devCall(rt, admin, 'POST', 'schedules', { name: 'nightly HR', cron: '0 0 2 * * *', timeZone: 'Europe/Paris', isEnabled: true, steps: [{ runType: 'DeltaImport', connectorIds: [connectorId] }] });
+    expect(created.status).toBe(201);
+    await page.reload();
+    const schedules = page.getByRole('table', { name: 'Schedules' });
+    await schedules.getByRole('cell', { name: 'Europe/Paris' }).waitFor();
+    await schedules.getByRole('button', { name: 'Run now' }).click();
+    await schedules.getByRole('link', { name: 'nightly HR' }).click();
+    await page.waitForURL(new RegExp(`/console/schedules/${created.body.scheduleId}$`));
+    const scheduleRuns = page.getByRole('table', { name: 'Schedule runs' });
+    await scheduleRuns.getByRole('cell', { name: 'manual' }).waitFor();
+    for (;;) {
+      const runs = await devCall(rt, admin, 'GET', `schedules/${created.body.scheduleId}/runs`);
+      if (runs.body.items[0]?.status === 'Completed') break;
+      expect(['Running', undefined]).toContain(runs.body.items[0]?.status);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    await page.reload();
+    await scheduleRuns.getByRole('cell', { name: /^DeltaImport: Completed$/ }).waitFor();
+    await shot(page, 'schedules');
     await page.goto(consoleUrl(rt, 'mesh?state=deleted'));
     await page.getByRole('heading', { name: 'Mesh – deleted objects' }).waitFor();
     expect(await page.getByRole('tab', { name: 'Deleted (tombstones)' }).getAttribute('aria-selected')).toBe('true');
