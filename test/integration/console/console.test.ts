@@ -31,6 +31,7 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
   let pg: Postgres;
   let rt: ServiceUnderTest;
   let f: SqlContractFixture;
+  let big: SqlContractFixture | undefined;
   let browser: Browser;
   let connectorId: string;
   let admin: string;
@@ -55,6 +56,7 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await browser?.close();
     await rt?.dispose();
     await f?.cleanup();
+    await big?.cleanup();
     await pg?.stop();
   });
 
@@ -278,6 +280,37 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await page.keyboard.press('Enter');
     await page.keyboard.press('Tab');
     expect(await page.locator(':focus').textContent()).toBe('Active');
+    await context.close();
+  });
+
+  test('the run monitor shows the live progress of a long run, and an Operator cancels it', async () => {
+    big = await SqlContractFixture.create(pgServer(pg));
+    await big.exec(`INSERT INTO people (employee_id, given_name, sn) SELECT 'B' || lpad(i::text, 6, '0'), 'G' || i, 'S' || i FROM generate_series(1, 60000) i`);
+    const connector = await devCall(rt, admin, 'POST', 'connectors', { name: 'HR big', type: 'sql', config: big.config() });
+    expect(connector.status).toBe(201);
+    const bigId = connector.body.id;
+    for (const rule of [
+      { ruleType: 'ProjectionRule', ruleName: 'project big', connectorId: bigId, sourceAttribute: 'employee_id', objectType: 'User' },
+      { ruleType: 'FlowRule', ruleName: 'flow big sn', connectorId: bigId, sourceAttribute: 'sn', targetAttribute: 'sn', confidence: 50 },
+    ]) {
+      expect((await devCall(rt, admin, 'POST', 'rules', rule)).status).toBe(201);
+    }
+    const { context, page } = await signIn(browser, rt, 'olga@example.test', 'Operator', `connectors/${bigId}`);
+    await page.getByLabel('Run type for HR big').selectOption('FullImport');
+    await page.getByRole('button', { name: 'Start' }).click();
+    await page.waitForURL(/\/console\/runs\/[0-9a-f-]{36}$/);
+    const runId = page.url().split('/').pop()!;
+    // Progress as the run reports it: the phase and the objects done so far, refreshed while it goes.
+    const progress = await textOf(page, 'progress-text', /^(reading|planning|applying|exporting|finishing): [1-9]\d* /);
+    expect(progress).toMatch(/objects$/);
+    expect(await page.getByRole('progressbar', { name: 'Run progress' }).count()).toBe(1);
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await textOf(page, 'run-outcome', /^Cancelled/);
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    const run = await devCall(rt, admin, 'GET', `runs/${runId}`);
+    expect(run.body.status).toBe('Cancelled');
+    expect(run.body.stats.objectsProcessed).toBeLessThan(60000);
     await context.close();
   });
 });
