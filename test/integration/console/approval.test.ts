@@ -106,4 +106,31 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     expect((await devCall(rt, first, 'GET', `runs/${runId}`)).body.status).toBe('Rejected');
     await context.close();
   });
+
+  test('an Operator makes a dry run from the console, reads its plan and applies it', async () => {
+    // Under the threshold this time: the plan applies without approval.
+    const put = await devCall(rt, first, 'PUT', `connectors/${connectorId}`, { name: 'HR approvals', config: { ...(await devCall(rt, first, 'GET', `connectors/${connectorId}`)).body.config, thresholds: { updates: { count: 1000 } } } });
+    expect(put.status).toBe(200);
+    await f.exec("UPDATE people SET sn = 'Planned' WHERE employee_id IN ('E00001', 'E00002')");
+    const { context, page } = await signIn(browser, rt, 'olga@example.test', 'Operator', 'connectors');
+    await page.getByLabel('Run type for HR approvals').selectOption('DeltaImport');
+    await page.getByRole('checkbox', { name: 'dry run' }).check();
+    await page.getByRole('button', { name: 'Start' }).click();
+    await page.waitForURL(/\/console\/runs\/[0-9a-f-]{36}$/);
+    const planId = page.url().split('/').pop()!;
+    await page.getByTestId('run-outcome').filter({ hasText: /^Completed/ }).waitFor({ timeout: 240_000 });
+    await page.getByRole('heading', { name: 'DeltaImport (dry run) of HR approvals' }).waitFor();
+    const changes = page.getByRole('table', { name: 'Changes' });
+    await changes.getByRole('cell', { name: 'planned' }).first().waitFor();
+    expect(await changes.getByRole('cell', { name: /^sn: .* → Planned$/ }).count()).toBe(2);
+    // Nothing applied yet.
+    expect((await devCall(rt, first, 'GET', 'mesh/objects?search=E00001')).body.items[0].attributeValues.sn).not.toBe('Planned');
+    await page.getByRole('button', { name: 'Apply plan' }).click();
+    await page.waitForURL((url) => /\/console\/runs\/[0-9a-f-]{36}$/.test(url.pathname) && !url.pathname.endsWith(planId));
+    await page.getByTestId('run-outcome').filter({ hasText: /^Completed/ }).waitFor({ timeout: 240_000 });
+    const applied = await devCall(rt, first, 'GET', `runs/${page.url().split('/').pop()}`);
+    expect(applied.body).toMatchObject({ status: 'Completed', trigger: { type: 'apply', planRunId: planId } });
+    expect((await devCall(rt, first, 'GET', 'mesh/objects?search=E00001')).body.items[0].attributeValues.sn).toBe('Planned');
+    await context.close();
+  });
 });
