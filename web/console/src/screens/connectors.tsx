@@ -6,7 +6,7 @@ import { href, navigate, setQuery, type Route } from '../router';
 import { Action, ErrorBox, Field, Link, Pager, Status, Table, useLoad, value, When, num } from '../ui';
 
 export function ConnectorsScreen({ route, session }: { route: Route; session: Session }) {
-  return route.segments[1] ? <Space id={route.segments[1]} route={route} session={session} /> : <ConnectorList session={session} />;
+  return route.segments[1] ? <Space key={route.segments[1]} id={route.segments[1]} route={route} session={session} /> : <ConnectorList session={session} />;
 }
 
 function StartRun({ connector, session }: { connector: any; session: Session }) {
@@ -112,7 +112,7 @@ function Space({ id, route, session }: { id: string; route: Route; session: Sess
           />
           <Pager skip={skip} take={50} total={data?.totalCount} />
         </div>
-        {cs && <CsObject connectorId={id} csId={cs} session={session} />}
+        {cs && <CsObject key={cs} connectorId={id} csId={cs} session={session} />}
       </div>
     </section>
   );

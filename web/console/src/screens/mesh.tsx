@@ -36,7 +36,7 @@ function withCriteria(route: Route, criteria: Criterion[], extra: Record<string,
 }
 
 export function MeshScreen({ route, session }: { route: Route; session: Session }) {
-  return route.segments[1] ? <MeshDetail route={route} id={route.segments[1]} session={session} /> : <MeshList route={route} session={session} />;
+  return route.segments[1] ? <MeshDetail key={route.segments[1]} route={route} id={route.segments[1]} session={session} /> : <MeshList route={route} session={session} />;
 }
 
 function MeshList({ route, session }: { route: Route; session: Session }) {
@@ -188,7 +188,7 @@ function MeshDetail({ route, id, session }: { route: Route; id: string; session:
             empty="No attributes."
             rowKey={(a: any) => `${a.attributeName}=${a.attributeValue}`}
           />
-          {attr && <Explain id={id} attr={attr} />}
+          {attr && <Explain key={attr} id={id} attr={attr} />}
         </div>
       )}
       {tab === 'history' && <History id={id} route={route} />}

@@ -8,7 +8,7 @@ export const RUN_STATUSES = ['Queued', 'Running', 'Completed', 'CompletedWithErr
 const LIVE = new Set(['Queued', 'Running']);
 
 export function RunsScreen({ route, session }: { route: Route; session: Session }) {
-  return route.segments[1] ? <RunMonitor id={route.segments[1]} route={route} session={session} /> : <RunList route={route} />;
+  return route.segments[1] ? <RunMonitor key={route.segments[1]} id={route.segments[1]} route={route} session={session} /> : <RunList route={route} />;
 }
 
 export function runColumns(connectorName: (id: string) => string) {
