@@ -32,9 +32,12 @@ function App({ config }: { config: ConsoleConfig }) {
   const [session, setSession] = useState<Session | null>(currentSession);
   const [error, setError] = useState<string>();
   const [menu, setMenu] = useState(false);
-  useEffect(() => {
-    configureApi(config.apiBase, () => setSession(null));
-  }, []);
+  // Before the screens' first loads (their effects run before this component's): the API base, and a 401
+  // (expired or revoked token) brings the sign-in screen back.
+  configureApi(config.apiBase, () => {
+    signOut();
+    setSession(null);
+  });
   useEffect(() => {
     if (route.segments[0] !== 'callback') return;
     completeSignIn(config, route.query).then(
