@@ -110,6 +110,7 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     // The overview lists it as the connector's last run.
     await page.getByRole('link', { name: 'Overview' }).click();
     await page.getByRole('table', { name: 'Last run per connector' }).getByRole('link', { name: runId.slice(0, 8) }).waitFor();
+    await page.getByRole('table', { name: 'Connector-space objects in error' }).getByText('No connector-space object is in error.').waitFor();
     await shot(page, 'overview');
     // The connector-space explorer: one object's attributes, then a preview and a sync of it (nothing to change).
     await page.getByRole('link', { name: 'Connectors' }).click();

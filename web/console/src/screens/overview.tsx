@@ -11,6 +11,12 @@ export function Overview(_: { session: Session }) {
   const awaiting = useLoad<Page<any>>(() => api('GET', 'runs', { query: { status: 'AwaitingApproval', take: 50 } }), []);
   const firstSeen = new Map<string, any>();
   for (const r of runs.data?.items ?? []) if (!firstSeen.has(r.connectorId)) firstSeen.set(r.connectorId, r);
+  // Connector-space errors (exports a target refused), per connector: each links to its error list.
+  const spaceErrors = useLoad<any[]>(async () => {
+    const { connectors } = await api<any>('GET', 'connectors');
+    const counts = await Promise.all(connectors.map(async (c: any) => ({ c, n: (await api<Page<any>>('GET', `connectors/${c.id}/space`, { query: { state: 'error', take: 1 } })).totalCount })));
+    return counts.filter((x) => x.n > 0);
+  }, []);
   const failing = runs.data?.items.filter((r: any) => r.status === 'Failed' || r.status === 'CompletedWithErrors').slice(0, 10);
   return (
     <section aria-labelledby="ov-title">
@@ -46,6 +52,20 @@ export function Overview(_: { session: Session }) {
       <Table caption="Last run per connector" skeletonRows={4} columns={runColumns(names)} rows={runs.data && [...firstSeen.values()]} loading={runs.loading} empty="No run yet." rowKey={(r: any) => r.runId} />
       <h2>Recent errors</h2>
       <Table caption="Recent failed runs" skeletonRows={2} columns={[...runColumns(names), { label: 'Error', cell: (r: any) => r.error ?? `${r.stats?.errors ?? 0} object errors` }]} rows={failing} loading={runs.loading} empty="No failed runs among the last 200." rowKey={(r: any) => r.runId} />
+      <h2>Objects in error</h2>
+      <ErrorBox error={spaceErrors.error} />
+      <Table
+        caption="Connector-space objects in error"
+        skeletonRows={1}
+        columns={[
+          { label: 'Connector', cell: (x: any) => <Link to={['connectors', x.c.id]} query={{ state: 'error' }}>{x.c.name}</Link> },
+          { label: 'Objects in error', cell: (x: any) => x.n },
+        ]}
+        rows={spaceErrors.data}
+        loading={spaceErrors.loading}
+        empty="No connector-space object is in error."
+        rowKey={(x: any) => x.c.id}
+      />
       <p><Link to={['runs']}>All runs</Link></p>
     </section>
   );
