@@ -338,4 +338,22 @@ async function freshStorageFloor(n, root = ROOT) {
   }
 }
 
-module.exports = { ROOT, arg, sleep, peakRssMB, rssMB, cpuSeconds, stealSeconds, onInterrupt, stopChild, startService, storageFloor, freshStorageFloor };
+/**
+ * The sync benches' source (bench/sync/sync.js, bench/space/oneObject.js): an `HR` file connector reading
+ * users.csv in `csvDir` (anchor `id`), a join and a projection on employeeId, flows of employeeId, sn
+ * (upper-cased) and managerId, and the `manager` relationship. Returns the connector and `rule`, which adds a
+ * rule to it.
+ */
+async function hrSource({ call, must }, csvDir) {
+  const conn = await must(call('POST', 'connectors', { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' } } }), 201);
+  const rule = (b) => must(call('POST', 'rules', { ruleName: `r${Math.random()}`, connectorId: conn.id, ...b }), 201);
+  await rule({ ruleType: 'JoinRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId' });
+  await rule({ ruleType: 'ProjectionRule', sourceAttribute: 'employeeId' });
+  await rule({ ruleType: 'FlowRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId', confidence: 50 });
+  await rule({ ruleType: 'FlowRule', sourceAttribute: 'sn', targetAttribute: 'sn', confidence: 50, transformScript: 'source.toUpperCase()' });
+  await rule({ ruleType: 'FlowRule', sourceAttribute: 'managerId', targetAttribute: 'managerId', confidence: 50 });
+  await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
+  return { conn, rule };
+}
+
+module.exports = { ROOT, arg, sleep, peakRssMB, rssMB, cpuSeconds, stealSeconds, onInterrupt, stopChild, startService, storageFloor, freshStorageFloor, hrSource };

@@ -15,7 +15,7 @@
 const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT, arg, startService } = require('../support');
+const { ROOT, arg, startService, hrSource } = require('../support');
 
 const N = arg('users', 100000);
 const SAMPLES = arg('samples', 200);
@@ -47,15 +47,8 @@ async function main() {
     for (let i = 0; i < N; i++) lines.push(row(i));
     writeFileSync(path.join(csvDir, 'users.csv'), lines.join('\n') + '\n');
     writeFileSync(path.join(targetDir, 'people.csv'), 'id,sn,title\n');
-    const conn = await must(call('POST', 'connectors', { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' } } }), 201);
+    const { conn, rule } = await hrSource(svc, csvDir);
     const target = await must(call('POST', 'connectors', { name: 'Target', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: targetDir, anchorColumn: 'id' } } }), 201);
-    const rule = (b) => must(call('POST', 'rules', { ruleName: `r${Math.random()}`, connectorId: conn.id, ...b }), 201);
-    await rule({ ruleType: 'JoinRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId' });
-    await rule({ ruleType: 'ProjectionRule', sourceAttribute: 'employeeId' });
-    await rule({ ruleType: 'FlowRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId', confidence: 50 });
-    await rule({ ruleType: 'FlowRule', sourceAttribute: 'sn', targetAttribute: 'sn', confidence: 50, transformScript: 'source.toUpperCase()' });
-    await rule({ ruleType: 'FlowRule', sourceAttribute: 'managerId', targetAttribute: 'managerId', confidence: 50 });
-    await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
     for (const [s, t] of [['employeeId', 'id'], ['sn', 'sn'], ['title', 'title']]) await rule({ ruleType: 'FlowRule', connectorId: target.id, direction: 'outbound', sourceAttribute: s, targetAttribute: t, confidence: 50 });
     const full = await svc.runImport(conn.id, 'FullImport');
     if (full.run.status !== 'Completed') throw new Error(`import: ${JSON.stringify(full.run)}`);

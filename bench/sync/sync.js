@@ -22,7 +22,7 @@
 const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { arg, sleep, peakRssMB, startService, storageFloor, freshStorageFloor } = require('../support');
+const { arg, sleep, peakRssMB, startService, storageFloor, freshStorageFloor, hrSource } = require('../support');
 
 const N = arg('users', 100000);
 // --count-requests: storage requests of each import through a counting proxy (slower; for write budgets only).
@@ -61,16 +61,9 @@ async function main() {
         if (process.env.SYNC_TRACE) for (const l of text.split('\n')) if (l.includes('[sync]')) trace.push(l);
       },
     });
-    const { call, must, azurite, tablePid } = svc;
+    const { azurite, tablePid } = svc;
     writeUsers(csvDir);
-    const conn = await must(call('POST', 'connectors', { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' } } }), 201);
-    const rule = (b) => must(call('POST', 'rules', { ruleName: `r${Math.random()}`, connectorId: conn.id, ...b }), 201);
-    await rule({ ruleType: 'JoinRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId' });
-    await rule({ ruleType: 'ProjectionRule', sourceAttribute: 'employeeId' });
-    await rule({ ruleType: 'FlowRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId', confidence: 50 });
-    await rule({ ruleType: 'FlowRule', sourceAttribute: 'sn', targetAttribute: 'sn', confidence: 50, transformScript: 'source.toUpperCase()' });
-    await rule({ ruleType: 'FlowRule', sourceAttribute: 'managerId', targetAttribute: 'managerId', confidence: 50 });
-    await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
+    const { conn } = await hrSource(svc, csvDir);
 
     const runOnce = async (runType) => {
       trace.push(`--- ${runType}`);

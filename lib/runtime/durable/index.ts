@@ -7,7 +7,8 @@ import type { InvokeResult, OrchestrationTriggerPayload } from './episode';
 import { managementPayload, serveApi } from './httpApi';
 import { parseOrchestratorFailure, typedDataToJson, typedDataToValue, type OrchestratorState } from './protocol';
 import { TaskHubStore } from './store';
-import { TaskHubWorker, type ActivityResult } from './worker';
+import type { ActivityResult } from './workCache';
+import { TaskHubWorker } from './worker';
 
 export const WEBHOOK_PREFIX = '/runtime/webhooks/durabletask';
 

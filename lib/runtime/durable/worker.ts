@@ -1,16 +1,10 @@
 import os from 'node:os';
-import { runEpisode, startMessage, type InvokeResult, type OrchestrationTriggerPayload } from './episode';
+import { ActivityRunner } from './activityRuns';
+import type { WorkerHost } from './workCache';
+import { chunkBySize, errorText } from './workGroups';
+import { runEpisode, startMessage } from './episode';
 import { isTerminal, type HistoryEvent, type RuntimeStatus } from './protocol';
 import { ConcurrencyError, newExecutionId, pad, TaskHubStore, type ChildCreation, type InstanceRecord, type Outbox, type WorkMessage } from './store';
-
-export type ActivityResult = { ok: true; result: string } | { ok: false; reason: string; details: string };
-
-/** What the worker needs from the host: run functions through the programming model, and log. */
-export interface WorkerHost {
-  invokeOrchestrator(name: string, payload: OrchestrationTriggerPayload): Promise<InvokeResult>;
-  invokeActivity(name: string, input: string | undefined, instanceId: string): Promise<ActivityResult>;
-  log(level: 'debug' | 'information' | 'warning' | 'error', message: string): void;
-}
 
 export interface WorkerOptions {
   maxConcurrentActivityFunctions?: number;
@@ -22,46 +16,6 @@ export interface WorkerOptions {
 
 export class InstanceConflictError extends Error {}
 
-const TOMBSTONE_MS = 120_000;
-/**
- * Largest text (UTF-16 code units) one group row carries: Azure Tables stores strings as UTF-16 and limits an
- * entity to 1 MiB, so a group is closed at this budget and larger single messages travel alone.
- */
-const GROUP_BUDGET = 200_000;
-/**
- * Largest activity result (JSON, UTF-16 code units) the hub stores: one result travels in one work row and
- * then in one history row, each a table entity of at most 1 MiB. A larger result fails its activity with a
- * message saying so, instead of a store that can never succeed (Azure's Durable Functions moves large
- * payloads to blobs; this runtime does not: see docs/runtime-durable.md).
- */
-export const MAX_RESULT_CHARS = 400_000;
-
-/** In-memory key of the i-th part of a group row: `#` never occurs in a stored row key (Tables forbid it). */
-const partKey = (groupRk: string, i: number): string => `${groupRk}#${i}`;
-
-function messageSize(m: WorkMessage): number {
-  return 200 + (m.data?.length ?? 0) + (m.reason?.length ?? 0) + (m.details?.length ?? 0) + (m.name?.length ?? 0);
-}
-
-/** Split messages into runs that fit one group row each. */
-function chunkBySize(messages: WorkMessage[]): WorkMessage[][] {
-  const out: WorkMessage[][] = [];
-  let cur: WorkMessage[] = [];
-  let size = 0;
-  for (const m of messages) {
-    const n = messageSize(m);
-    if (cur.length && size + n > GROUP_BUDGET) {
-      out.push(cur);
-      cur = [];
-      size = 0;
-    }
-    cur.push(m);
-    size += n;
-  }
-  if (cur.length) out.push(cur);
-  return out;
-}
-
 /**
  * Runs one task hub: dispatches orchestration episodes and activity work items from storage, with the
  * concurrency limits of host.json. Storage is the only truth: the in-memory maps are a cache of what a poll
@@ -71,48 +25,24 @@ function chunkBySize(messages: WorkMessage[]): WorkMessage[][] {
  * committed; an activity's work item only after its result message is stored; so a kill -9 at any point
  * loses nothing and at worst repeats an activity (at-least-once) or an episode (de-duplicated by task id).
  */
-export class TaskHubWorker {
-  private readonly pending = new Map<string, Map<string, WorkMessage>>();
-  private readonly activities = new Map<string, WorkMessage>();
-  private readonly runningActivities = new Set<string>();
-  /** Activity functions executing right now (the concurrency limit counts these, not results awaiting storage). */
-  private executingActivities = 0;
+export class TaskHubWorker extends ActivityRunner {
   private readonly busy = new Set<string>();
   /** Instances whose remaining messages the last episode left alone (suspended): key = their row keys. */
   private readonly parked = new Map<string, string>();
-  private readonly tombstones = new Map<string, number>();
   private readonly historyCache = new Map<string, { executionId: string; episodes: number; events: HistoryEvent[] }>();
   /** `$state` rows as this process last wrote them (with ETag): a stale entry only costs a failed commit. */
   private readonly stateCache = new Map<string, InstanceRecord>();
-  /** `results` group rows in memory: row key -> in-memory keys of the parts no episode consumed yet. */
-  private readonly resultGroups = new Map<string, Set<string>>();
-  /** `activities` group rows in memory: row key -> work items without a stored result, and those with one. */
-  private readonly activityGroups = new Map<string, { remaining: Set<string>; done: number[] }>();
-  /** Activity work item row key -> the `activities` group row it came from. */
-  private readonly itemGroup = new Map<string, string>();
-  /** Finished activities whose result messages are written (and work items deleted) in one batch. */
-  private completions: { item: WorkMessage; msg: WorkMessage }[] = [];
-  private flushTimer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
-  /** A flush is chained behind the running one and will take every completion present when it starts. */
-  private flushQueued = false;
-  private readonly inflight = new Set<Promise<unknown>>();
-  private readonly timerHandles = new Set<NodeJS.Timeout>();
   private pollTimer: NodeJS.Timeout | undefined;
   private pollInterval: number;
   private polling = false;
   private pollAgain = false;
-  private stopped = true;
   private readonly maxActivities: number;
   private readonly maxOrchestrations: number;
   private readonly minPoll: number;
   private readonly maxPoll: number;
 
-  constructor(
-    readonly store: TaskHubStore,
-    private readonly host: WorkerHost,
-    options: WorkerOptions = {},
-  ) {
+  constructor(store: TaskHubStore, host: WorkerHost, options: WorkerOptions = {}) {
+    super(store, host);
     const cpus = Math.max(1, os.cpus().length);
     this.maxActivities = positive(options.maxConcurrentActivityFunctions) ?? 10 * cpus;
     this.maxOrchestrations = positive(options.maxConcurrentOrchestratorFunctions) ?? 10 * cpus;
@@ -229,96 +159,11 @@ export class TaskHubWorker {
 
   // ---- dispatch --------------------------------------------------------------------------------------
 
-  private kick(): void {
+  protected kick(): void {
     if (this.stopped) return;
     this.pump();
   }
 
-  private track<T>(p: Promise<T>): void {
-    this.inflight.add(p);
-    void p.finally(() => this.inflight.delete(p));
-  }
-
-  private accept(m: WorkMessage): boolean {
-    const key = `${m.pk}:${m.rk}`;
-    if (this.tombstones.has(key)) return false;
-    if (m.kind === 'activities') return this.acceptActivityGroup(m);
-    if (m.kind === 'results') return this.acceptResultGroup(m);
-    if (m.pk === 'a') {
-      if (this.activities.has(m.rk) || this.runningActivities.has(m.rk)) return false;
-      this.activities.set(m.rk, m);
-      return true;
-    }
-    if (m.visibleAt > Date.now()) {
-      this.wakeAt(m);
-      return false;
-    }
-    let map = this.pending.get(m.instanceId);
-    if (!map) this.pending.set(m.instanceId, (map = new Map()));
-    if (map.has(m.rk)) return false;
-    map.set(m.rk, m);
-    return true;
-  }
-
-  private acceptResultGroup(g: WorkMessage): boolean {
-    if (this.resultGroups.has(g.rk)) return false;
-    let map = this.pending.get(g.instanceId);
-    if (!map) this.pending.set(g.instanceId, (map = new Map()));
-    const remaining = new Set<string>();
-    (g.parts ?? []).forEach((p, i) => {
-      const k = partKey(g.rk, i);
-      remaining.add(k);
-      map.set(k, { ...p, rk: k });
-    });
-    this.resultGroups.set(g.rk, remaining);
-    return true;
-  }
-
-  private acceptActivityGroup(g: WorkMessage): boolean {
-    if (this.activityGroups.has(g.rk)) return false;
-    const done = new Set(g.done ?? []);
-    const group = { remaining: new Set<string>(), done: [...done] };
-    this.activityGroups.set(g.rk, group);
-    let fresh = false;
-    for (const item of g.parts ?? []) {
-      if (item.taskId !== undefined && done.has(item.taskId)) continue;
-      group.remaining.add(item.rk);
-      this.itemGroup.set(item.rk, g.rk);
-      if (this.activities.has(item.rk) || this.runningActivities.has(item.rk)) continue;
-      this.activities.set(item.rk, item);
-      fresh = true;
-    }
-    if (!group.remaining.size) {
-      // Every result was stored but the row outlived a crash: drop it now.
-      this.track(
-        this.store.settleWork('a', [g.rk], []).then(
-          () => this.dropActivityGroup(g.rk),
-          (err) => this.host.log('warning', `Durable task hub '${this.store.hubName}': deleting a finished activity group failed: ${errorText(err)}`),
-        ),
-      );
-    }
-    return fresh;
-  }
-
-  private dropActivityGroup(rk: string): void {
-    this.activityGroups.delete(rk);
-    this.tombstone('a', [rk]);
-  }
-
-  private wakeAt(m: WorkMessage): void {
-    const delay = m.visibleAt - Date.now();
-    if (delay > 24 * 3600_000 || this.stopped) return; // far timers are found by polling
-    const h = setTimeout(() => {
-      this.timerHandles.delete(h);
-      if (this.accept({ ...m, visibleAt: 0 })) this.kick();
-    }, delay + 1);
-    this.timerHandles.add(h);
-  }
-
-  private tombstone(pk: string, rks: string[]): void {
-    const until = Date.now() + TOMBSTONE_MS;
-    for (const rk of rks) this.tombstones.set(`${pk}:${rk}`, until);
-  }
 
   private pump(): void {
     if (this.stopped) return;
@@ -439,48 +284,6 @@ export class TaskHubWorker {
     }
   }
 
-  /**
-   * Delete consumed messages from storage, then forget them. A part of a `results` group only empties its
-   * group: the row goes when its last part is consumed (until then a restart re-reads the row, and the
-   * episode drops the parts already in the history as duplicates).
-   */
-  private async release(instanceId: string, rks: string[]): Promise<void> {
-    const rows: string[] = [];
-    const byGroup = new Map<string, string[]>();
-    for (const rk of rks) {
-      const hash = rk.indexOf('#');
-      if (hash < 0) {
-        rows.push(rk);
-        continue;
-      }
-      const g = rk.slice(0, hash);
-      const parts = byGroup.get(g);
-      if (parts) parts.push(rk);
-      else byGroup.set(g, [rk]);
-    }
-    const emptied: string[] = [];
-    for (const [g, parts] of byGroup) {
-      const remaining = this.resultGroups.get(g);
-      const consumed = new Set(parts);
-      if (remaining && [...remaining].every((k) => consumed.has(k))) emptied.push(g);
-    }
-    if (rows.length || emptied.length) await this.store.deleteWork('o', [...rows, ...emptied]);
-    for (const [g, parts] of byGroup) {
-      const remaining = this.resultGroups.get(g);
-      for (const k of parts) remaining?.delete(k);
-    }
-    for (const g of emptied) this.resultGroups.delete(g);
-    this.tombstone('o', emptied);
-    this.consumed(instanceId, rks);
-  }
-
-  private consumed(instanceId: string, rks: string[]): void {
-    this.tombstone('o', rks);
-    const map = this.pending.get(instanceId);
-    if (!map) return;
-    for (const rk of rks) map.delete(rk);
-    if (!map.size) this.pending.delete(instanceId);
-  }
 
   private async history(state: InstanceRecord): Promise<HistoryEvent[]> {
     const cached = this.historyCache.get(state.instanceId);
@@ -488,102 +291,6 @@ export class TaskHubWorker {
     const events = state.episodes === 0 ? [] : await this.store.loadHistory(state.instanceId, state.executionId);
     this.historyCache.set(state.instanceId, { executionId: state.executionId, episodes: state.episodes, events });
     return events;
-  }
-
-  private async activity(item: WorkMessage): Promise<void> {
-    let r: ActivityResult;
-    try {
-      r = await this.host.invokeActivity(item.name ?? '', item.data, item.instanceId);
-    } catch (err) {
-      r = { ok: false, reason: `Activity function '${item.name}' failed: ${errorText(err)}`, details: '' };
-    } finally {
-      this.executingActivities--;
-    }
-    if (r.ok && r.result.length > MAX_RESULT_CHARS) {
-      r = {
-        ok: false,
-        reason: `Activity function '${item.name}' failed: its result is ${r.result.length} characters of JSON, more than the ${MAX_RESULT_CHARS} a task hub row can hold.`,
-        details: '',
-      };
-    }
-    const now = Date.now();
-    const msg: WorkMessage = {
-      pk: 'o',
-      rk: `r.${item.executionId}.${item.taskId}`,
-      instanceId: item.instanceId,
-      kind: r.ok ? 'taskCompleted' : 'taskFailed',
-      executionId: item.executionId,
-      taskId: item.taskId,
-      enqueuedAt: now,
-      visibleAt: now,
-      ...(r.ok ? { data: r.result } : { reason: r.reason, details: r.details }),
-    };
-    this.completions.push({ item, msg });
-    // Results finishing within a few milliseconds share one transaction (and one for the deletes).
-    if (this.completions.length >= 100) void this.flushCompletions();
-    else if (!this.flushTimer) this.flushTimer = setTimeout(() => void this.flushCompletions(), 3);
-    this.kick();
-  }
-
-  private flushCompletions(): Promise<void> {
-    if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
-    if (this.flushQueued && this.flushing) return this.flushing;
-    this.flushQueued = true;
-    const run = async (): Promise<void> => {
-      this.flushQueued = false;
-      const batch = this.completions;
-      this.completions = [];
-      if (!batch.length) return;
-      const messages = groupResults(batch.map((c) => c.msg));
-      try {
-        await this.store.putWork(messages);
-      } catch (err) {
-        this.host.log('error', `Durable task hub '${this.store.hubName}': storing ${batch.length} activity result(s) failed, will retry: ${errorText(err)}`);
-        const h = setTimeout(() => {
-          this.timerHandles.delete(h);
-          this.completions.push(...batch);
-          void this.flushCompletions();
-        }, 1000);
-        this.timerHandles.add(h);
-        return;
-      }
-      // Work items whose result is stored: single rows are deleted, groups record the task ids as done
-      // (and are deleted once every item is), all in one transaction where possible.
-      const deletes: string[] = [];
-      const touched = new Set<string>();
-      for (const c of batch) {
-        const g = this.itemGroup.get(c.item.rk);
-        const group = g === undefined ? undefined : this.activityGroups.get(g);
-        if (g === undefined || !group) {
-          deletes.push(c.item.rk);
-          continue;
-        }
-        group.remaining.delete(c.item.rk);
-        if (c.item.taskId !== undefined) group.done.push(c.item.taskId);
-        touched.add(g);
-      }
-      const finished = [...touched].filter((g) => this.activityGroups.get(g)?.remaining.size === 0);
-      const partial = [...touched].filter((g) => !finished.includes(g)).map((g) => ({ rk: g, taskIds: [...(this.activityGroups.get(g)?.done ?? [])] }));
-      try {
-        await this.store.settleWork('a', [...deletes, ...finished], partial);
-      } catch (err) {
-        // The results are stored: a leftover work item only means the activity may run once more.
-        this.host.log('warning', `Durable task hub '${this.store.hubName}': deleting activity work items failed: ${errorText(err)}`);
-      }
-      this.tombstone('a', batch.map((c) => c.item.rk));
-      for (const g of finished) this.dropActivityGroup(g);
-      for (const c of batch) {
-        this.runningActivities.delete(c.item.rk);
-        this.itemGroup.delete(c.item.rk);
-      }
-      for (const m of messages) this.accept(m);
-      this.kick();
-    };
-    const p = (this.flushing ?? Promise.resolve()).then(run);
-    this.flushing = p;
-    this.track(p);
-    return p;
   }
 
   /** Deliver an episode's outbox to the work table (idempotent), then drop the outbox row. */
@@ -645,48 +352,8 @@ export class TaskHubWorker {
   }
 }
 
-/**
- * Activity results of one flush as few `o` rows as possible: one `results` group per execution (within the
- * size budget); a lone result keeps its own deterministic row `r.<exec>.<taskId>`. Group keys are unique, so
- * a group never replaces another; a result stored twice is dropped by the episode as a duplicate.
- */
-function groupResults(msgs: WorkMessage[]): WorkMessage[] {
-  const byExec = new Map<string, WorkMessage[]>();
-  for (const m of msgs) {
-    const k = `${m.instanceId}\u0000${m.executionId ?? ''}`;
-    const list = byExec.get(k);
-    if (list) list.push(m);
-    else byExec.set(k, [m]);
-  }
-  const out: WorkMessage[] = [];
-  for (const list of byExec.values()) {
-    if (list.length === 1) {
-      out.push(list[0]);
-      continue;
-    }
-    for (const parts of chunkBySize(list)) {
-      const first = parts[0];
-      out.push({
-        pk: 'o',
-        rk: `r.${first.executionId ?? ''}.g${newExecutionId().slice(0, 16)}`,
-        instanceId: first.instanceId,
-        kind: 'results',
-        executionId: first.executionId,
-        enqueuedAt: first.enqueuedAt,
-        visibleAt: first.visibleAt,
-        parts,
-      });
-    }
-  }
-  return out;
-}
-
 function positive(n: unknown): number | undefined {
   return typeof n === 'number' && Number.isFinite(n) && n >= 1 ? Math.floor(n) : undefined;
-}
-
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 export type { RuntimeStatus };

@@ -1,3 +1,5 @@
+import { Cron } from 'croner';
+
 /**
  * Timer schedules as the Functions host reads them, evaluated in UTC:
  * - NCRONTAB with six fields `{second} {minute} {hour} {day} {month} {day-of-week}` (five fields are read
@@ -5,6 +7,9 @@
  *   or a comma list of those. Months take JAN-DEC, days of week SUN-SAT (0 = Sunday..6). As in NCrontab,
  *   day-of-month and day-of-week must BOTH match when both are restricted.
  * - A TimeSpan `hh:mm:ss` (or `d.hh:mm:ss`): a fixed interval.
+ * croner computes the occurrences; this file is the NCRONTAB layer in front of it: it checks each field and
+ * refuses what NCRONTAB refuses and croner would take (day-of-week 7, `?`, `L`, `W`, `#`, `@daily`, a seventh
+ * field), and hands croner the fields in plain numbers with day-of-month AND day-of-week.
  */
 export interface Schedule {
   readonly expression: string;
@@ -55,25 +60,29 @@ function parseValue(expr: string, spec: FieldSpec, text: string): number {
   return n;
 }
 
-/** Parse one field into the sorted set of values it allows. */
-export function parseField(expr: string, spec: FieldSpec, text: string): { values: boolean[]; any: boolean } {
-  const values = new Array<boolean>(spec.max + 1).fill(false);
-  let any = false;
+/**
+ * Check one field as NCRONTAB reads it, naming the problem, and give it to croner in plain numbers: names
+ * become their values, `*\/n` and `a/n` become explicit ranges with a step (`min-max/n`, `a-max/n`), so
+ * croner reads exactly the values NCRONTAB allows.
+ */
+export function checkField(expr: string, spec: FieldSpec, text: string): string {
+  const out: string[] = [];
   for (const item of text.split(',')) {
     if (item === '') throw new ScheduleError(expr, `empty item in the ${spec.name} field.`);
     const [rangeText, stepText, extra] = item.split('/');
     if (extra !== undefined) throw new ScheduleError(expr, `'${item}' has more than one step.`);
-    let step = 1;
-    if (stepText !== undefined) {
-      if (!/^\d+$/.test(stepText) || Number(stepText) === 0) throw new ScheduleError(expr, `step '${stepText}' in the ${spec.name} field must be a positive number.`);
-      step = Number(stepText);
+    if (stepText !== undefined && (!/^\d+$/.test(stepText) || Number(stepText) === 0)) {
+      throw new ScheduleError(expr, `step '${stepText}' in the ${spec.name} field must be a positive number.`);
     }
     let lo: number;
     let hi: number;
     if (rangeText === '*') {
+      if (stepText === undefined) {
+        out.push('*');
+        continue;
+      }
       lo = spec.min;
       hi = spec.max;
-      if (step === 1) any = true;
     } else if (rangeText.includes('-')) {
       const [a, b] = rangeText.split('-');
       lo = parseValue(expr, spec, a);
@@ -84,65 +93,35 @@ export function parseField(expr: string, spec: FieldSpec, text: string): { value
       // `a/n` means from a to the end of the field, every n.
       hi = stepText !== undefined ? spec.max : lo;
     }
-    for (let v = lo; v <= hi; v += step) values[v] = true;
+    const step = stepText === undefined ? 1 : Number(stepText);
+    // A step longer than its range leaves its first value (croner refuses such a step).
+    if (step === 1 || step > hi - lo) out.push(lo === hi || step > hi - lo ? String(lo) : `${lo}-${hi}`);
+    else out.push(`${lo}-${hi}/${step}`);
   }
-  return { values, any };
+  return out.join(',');
 }
 
-const DAY_MS = 86_400_000;
-const daysInMonth = (year: number, month0: number) => new Date(Date.UTC(year, month0 + 1, 0)).getUTCDate();
+/** A fixed point to ask croner from whether an expression ever fires (any date would do). */
+const EPOCH_2000 = new Date(Date.UTC(2000, 0, 1));
 
 class CronSchedule implements Schedule {
-  private readonly fields: { values: boolean[]; any: boolean }[];
+  private readonly cron: Cron;
 
   constructor(readonly expression: string) {
     const parts = expression.trim().split(/\s+/);
     if (parts.length === 5) parts.unshift('0');
     if (parts.length !== 6) throw new ScheduleError(expression, `expected 6 fields (second minute hour day month day-of-week), found ${parts.length}.`);
-    this.fields = parts.map((p, i) => parseField(expression, FIELDS[i], p));
-    const [, , , day, month] = this.fields;
-    // A day that no allowed month has (e.g. 30 in February only) never occurs.
-    const possible = day.values.some((ok, d) => ok && month.values.some((m, mi) => m && d <= [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mi - 1]));
-    if (!possible) throw new ScheduleError(expression, 'the day and month fields never match a real date.');
+    const fields = parts.map((p, i) => checkField(expression, FIELDS[i], p));
+    // Day-of-month AND day-of-week, as NCrontab; croner's own extensions are never reached (checked above).
+    this.cron = new Cron(fields.join(' '), { timezone: 'UTC', paused: true, mode: '6-part', domAndDow: true });
+    // A day that no allowed month has (e.g. 30 in February only) never occurs: croner finds no run at all.
+    if (!this.cron.nextRun(EPOCH_2000)) throw new ScheduleError(expression, 'the day and month fields never match a real date.');
   }
 
   next(after: Date): Date | undefined {
-    const [sec, min, hour, day, month, dow] = this.fields;
-    let t = Math.floor(after.getTime() / 1000) * 1000 + 1000;
-    const limitYear = after.getUTCFullYear() + 50;
-    for (;;) {
-      const d = new Date(t);
-      const y = d.getUTCFullYear();
-      if (y > limitYear) return undefined;
-      const mo = d.getUTCMonth();
-      if (!month.values[mo + 1]) {
-        t = Date.UTC(y, mo + 1, 1);
-        continue;
-      }
-      const dom = d.getUTCDate();
-      if (!day.values[dom] || !dow.values[d.getUTCDay()] || dom > daysInMonth(y, mo)) {
-        t = Date.UTC(y, mo, dom) + DAY_MS;
-        continue;
-      }
-      const h = d.getUTCHours();
-      if (!hour.values[h]) {
-        t = Date.UTC(y, mo, dom, h + 1);
-        continue;
-      }
-      const m = d.getUTCMinutes();
-      if (!min.values[m]) {
-        t = Date.UTC(y, mo, dom, h, m + 1);
-        continue;
-      }
-      const s = d.getUTCSeconds();
-      if (!sec.values[s]) {
-        let ns = s + 1;
-        while (ns < 60 && !sec.values[ns]) ns++;
-        t = Date.UTC(y, mo, dom, h, m, ns);
-        continue;
-      }
-      return d;
-    }
+    const d = this.cron.nextRun(after);
+    if (!d || d.getUTCFullYear() > after.getUTCFullYear() + 50) return undefined;
+    return d;
   }
 }
 

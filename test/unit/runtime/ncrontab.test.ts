@@ -75,6 +75,43 @@ describe('NCRONTAB schedules (UTC)', () => {
   });
 });
 
+describe('NCRONTAB where croner alone would differ', () => {
+  it('refuses what croner accepts but NCRONTAB does not', () => {
+    expect(() => parseSchedule('0 0 0 * * 7')).toThrow(/day-of-week 7 is outside 0-6/);
+    expect(() => parseSchedule('0 0 0 ? * MON')).toThrow(/'\?' is not a valid day/);
+    expect(() => parseSchedule('0 0 0 L * *')).toThrow(/'L' is not a valid day/);
+    expect(() => parseSchedule('0 0 0 15W * *')).toThrow(/'15W' is not a valid day/);
+    expect(() => parseSchedule('0 0 0 * * 5#2')).toThrow(/'5#2' is not a valid day-of-week/);
+    expect(() => parseSchedule('0 0 0 * * FRIL')).toThrow(/not a valid day-of-week/);
+    expect(() => parseSchedule('@daily')).toThrow(/expected 6 fields .* found 1/);
+    expect(() => parseSchedule('0 0 0 1 1 * 2030')).toThrow(/expected 6 fields .* found 7/);
+    expect(next('0 0 1 1 *', '2024-06-01T00:00:00Z')).toBe('2025-01-01T00:00:00.000Z');
+  });
+
+  it('steps from the start of the field and from a value to its end, as NCRONTAB reads them', () => {
+    expect(series('0 0 0 */10 * *', '2024-01-01T00:00:00Z', 4)).toEqual(['2024-01-11T00:00:00.000Z', '2024-01-21T00:00:00.000Z', '2024-01-31T00:00:00.000Z', '2024-02-01T00:00:00.000Z']);
+    expect(series('0 0 0 1 */4 *', '2024-01-01T00:00:00Z', 3)).toEqual(['2024-05-01T00:00:00.000Z', '2024-09-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z']);
+    expect(series('0 0 0 * * 1/2', '2024-01-01T00:00:00Z', 4)).toEqual(['2024-01-03T00:00:00.000Z', '2024-01-05T00:00:00.000Z', '2024-01-08T00:00:00.000Z', '2024-01-10T00:00:00.000Z']);
+    expect(series('30/15 0 0 1 1 *', '2024-01-01T00:00:00Z', 3)).toEqual(['2024-01-01T00:00:30.000Z', '2024-01-01T00:00:45.000Z', '2025-01-01T00:00:30.000Z']);
+  });
+
+  it('a step longer than its range leaves its first value (croner refuses such a step)', () => {
+    expect(series('0 0 0 * * */8', '2024-01-01T00:00:00Z', 2)).toEqual(['2024-01-07T00:00:00.000Z', '2024-01-14T00:00:00.000Z']);
+    expect(series('10-20/30 0 0 1 1 *', '2024-01-01T00:00:00Z', 2)).toEqual(['2024-01-01T00:00:10.000Z', '2025-01-01T00:00:10.000Z']);
+  });
+
+  it('day-of-month and day-of-week both restricted: AND, where croner by default would take either', () => {
+    // Either (croner's default) would fire on 2024-01-01, a Monday; both: the first Monday the 13th.
+    expect(next('0 0 0 13 * MON', '2023-12-31T00:00:00Z')).toBe('2024-05-13T00:00:00.000Z');
+    expect(next('0 0 0 29 2 MON', '2024-03-01T00:00:00Z')).toBe('2044-02-29T00:00:00.000Z');
+  });
+
+  it('names in any case and in ranges, the same as their numbers', () => {
+    expect(series('0 0 0 * * mon-wed', '2024-01-01T00:00:00Z', 3)).toEqual(series('0 0 0 * * 1-3', '2024-01-01T00:00:00Z', 3));
+    expect(series('0 0 0 1 Feb-Apr/2 *', '2024-01-01T00:00:00Z', 2)).toEqual(['2024-02-01T00:00:00.000Z', '2024-04-01T00:00:00.000Z']);
+  });
+});
+
 describe('TimeSpan schedules', () => {
   it('parses hh:mm:ss and d.hh:mm:ss', () => {
     expect(parseTimeSpan('00:00:30')).toBe(30_000);

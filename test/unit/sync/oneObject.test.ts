@@ -6,32 +6,12 @@ import { anchoredCsObjectId, stagedCsObjectId } from '../../../lib/sync/csIds';
 import { exportView, meshChanges } from '../../../lib/sync/oneObject';
 import { planImport, WorkingSet } from '../../../lib/sync/planner';
 import { compileRuleSet } from '../../../lib/sync/rules';
-import type { Rule } from '../../../lib/storage/rules';
+import { A, B, ruleBuilder } from './syncSupport';
 
 /** The pure parts of the one-object preview: the planner's join decision, the private index layer, the views. */
 
-const A = '00000000-0000-4000-8000-00000000000a';
-const B = '00000000-0000-4000-8000-00000000000b';
 const T = '00000000-0000-4000-8000-00000000000c';
-let n = 0;
-function r(partial: Partial<Rule>): Rule {
-  n++;
-  return {
-    ruleId: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    ruleName: `rule${n}`,
-    ruleType: 'FlowRule',
-    connectorId: A,
-    priority: 100,
-    isEnabled: true,
-    sourceAttribute: null,
-    targetAttribute: null,
-    confidence: null,
-    transformScript: null,
-    createdOn: '2026-01-01T00:00:00.000Z',
-    updatedOn: '2026-01-01T00:00:00.000Z',
-    ...partial,
-  };
-}
+const r = ruleBuilder();
 const PROJECT = r({ ruleType: 'ProjectionRule', sourceAttribute: 'employeeId', objectType: 'User' });
 const FLOW = r({ sourceAttribute: 'employeeId', targetAttribute: 'employeeId', confidence: 50 });
 const JOIN = r({ ruleType: 'JoinRule', connectorId: B, sourceAttribute: 'emp', targetAttribute: 'employeeId' });

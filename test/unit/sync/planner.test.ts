@@ -5,30 +5,11 @@ import { identityKeys, planImport, reresolve, winner, WorkingSet } from '../../.
 import { compileRuleSet } from '../../../lib/sync/rules';
 import { thresholdExceeded } from '../../../lib/sync/deletes';
 import type { Rule } from '../../../lib/storage/rules';
+import { A, B, ruleBuilder } from './syncSupport';
 
 /** The pure import planning: join, projection, flow precedence, composer, relationships, deletes. */
 
-const A = '00000000-0000-4000-8000-00000000000a';
-const B = '00000000-0000-4000-8000-00000000000b';
-let n = 0;
-function r(partial: Partial<Rule>): Rule {
-  n++;
-  return {
-    ruleId: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    ruleName: `rule${n}`,
-    ruleType: 'FlowRule',
-    connectorId: A,
-    priority: 100,
-    isEnabled: true,
-    sourceAttribute: null,
-    targetAttribute: null,
-    confidence: null,
-    transformScript: null,
-    createdOn: '2026-01-01T00:00:00.000Z',
-    updatedOn: '2026-01-01T00:00:00.000Z',
-    ...partial,
-  };
-}
+const r = ruleBuilder();
 
 const RULES: Rule[] = [
   r({ ruleType: 'ProjectionRule', sourceAttribute: 'employeeId', objectType: 'User' }),
