@@ -1,52 +1,64 @@
 import * as df from 'durable-functions';
 import type { OrchestrationContext, OrchestrationHandler } from 'durable-functions';
-import { CS_PARTITIONS } from '../lib/sync/connectorSpace';
-import { fullImportDeletePage, planFullImportDeletes, type DeletionPlan } from '../lib/sync/deletes';
-import { deltaImport, type DeltaOutput } from '../lib/sync/deltaImport';
+import { approvalState, parkRun } from '../lib/runs/approval';
+import { fullImportDeletePage, planDeletePage, planFullImportDeletes } from '../lib/sync/deletes';
+import { deltaImport } from '../lib/sync/deltaImport';
 import { exportDeletedSince, exportDeletes } from '../lib/sync/exportDeletes';
 import { exportIdsPage, exportPartition, planExport, type ExportIdsInput, type ExportPageInput } from '../lib/sync/exportSteps';
-import { fullImportPage, type FullPageInput, type FullPageOutput } from '../lib/sync/fullImport';
+import { fullImportPage, type FullPageInput } from '../lib/sync/fullImport';
 import { fullSyncPage, type FullSyncPageInput } from '../lib/sync/fullSync';
+import { checkPlan } from '../lib/sync/planCheck';
 import { runConfig } from '../lib/sync/runConnector';
-import { beginRun, finishRun, type FinishInput } from '../lib/sync/runLifecycle';
-import { emptyTotals, type ExportPlan, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/runTypes';
-import { ACTIVE_RUN_STATUSES, getRun } from '../lib/storage/runs';
+import { beginRun, finishRun, releaseRun, type FinishInput } from '../lib/sync/runLifecycle';
+import { emptyTotals, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/runTypes';
+import { deleteRunState } from '../lib/sync/state';
+import { guardsMoreThanDeletes, thresholdsOf } from '../lib/plans/thresholds';
+import { ACTIVE_RUN_STATUSES, getRun, type ApprovalReason, type RunStats } from '../lib/storage/runs';
 import { cancelRequested } from '../lib/sync/runProgress';
 import { newRunTrace, withActivitySpan, type RunTrace } from '../lib/telemetry/tracing';
+import {
+  APPROVAL_STATE,
+  BEGIN_RUN,
+  CHECK_PLAN,
+  DELETE_PAGE,
+  DELTA_IMPORT,
+  EXPORT_DELETED,
+  EXPORT_DELETES,
+  EXPORT_IDS,
+  EXPORT_PARTITION,
+  EXPORT_PLAN,
+  FINISH_RUN,
+  FULL_IMPORT_PAGE,
+  FULL_SYNC_PAGE,
+  PARK_RUN,
+  PLAN_DELETE_PAGE,
+  PLAN_DELETES,
+  awaitApproval,
+  isCancel,
+  isFailure,
+  runPass,
+  type PassEnd,
+  type Stop,
+} from './syncRunPass';
 
 /**
  * One import or export run (the orchestration instance id is the run id). The generator only yields and
  * branches; every step is an activity over the sync engine's steps (lib/sync/: fullImport.ts, deletes.ts,
  * deltaImport.ts, fullSync.ts, exportSteps.ts, exportDeletes.ts, runLifecycle.ts), one per page of objects.
+ * The passes over those steps are in syncRunPass.ts.
  *
- * Full import: pages from the connector's cursor until the last page, then the deletes (objects the import
- * did not see) against the deletion threshold, page by page, then the watermark is committed with the run.
- * Delta import: one step (connectors give no cursor inside a delta); a connector that needs a full import
- * first makes the run go on as a full import. Export: the 16 mesh partitions, then deprovisioning deletes.
- * FullSync: no source read; the connector space, one of its partitions per step, through the current rules.
+ * Thresholds and plans (docs/safety.md):
+ * - a run over its connector's deletes threshold ends its pass planning its deletes, not applying them; it
+ *   then waits `AwaitingApproval`; approved, it makes a second pass that applies its own plan (the drift rule:
+ *   objects changed since are not touched); rejected or expired, it is over;
+ * - a connector with limits beyond deletes makes each run plan first (a dry pass), count, wait for approval
+ *   when over a limit, then apply its plan;
+ * - an apply run (`trigger.type` apply) checks its plan against the thresholds, then applies it.
  */
 export const SYNC_RUN = 'syncRun';
-export const BEGIN_RUN = 'syncBeginRun';
-export const FULL_IMPORT_PAGE = 'syncFullImportPage';
-export const PLAN_DELETES = 'syncPlanDeletes';
-export const DELETE_PAGE = 'syncDeletePage';
-export const DELTA_IMPORT = 'syncDeltaImport';
-export const EXPORT_PARTITION = 'syncExportPartition';
-export const EXPORT_DELETES = 'syncExportDeletes';
-export const FULL_SYNC_PAGE = 'syncFullSyncPage';
-export const EXPORT_PLAN = 'syncExportPlan';
-export const EXPORT_IDS = 'syncExportIds';
-export const EXPORT_DELETED = 'syncExportDeleted';
-export const FINISH_RUN = 'syncFinishRun';
+export { BEGIN_RUN, FULL_IMPORT_PAGE, PLAN_DELETES, DELETE_PAGE, DELTA_IMPORT, EXPORT_PARTITION, EXPORT_DELETES, FULL_SYNC_PAGE, EXPORT_PLAN, EXPORT_IDS, EXPORT_DELETED, FINISH_RUN };
 
 type Begin = { info: RunInfo; config: Record<string, unknown> } | (StepFailure & { info?: RunInfo });
-
-const isFailure = (x: unknown): x is StepFailure => typeof x === 'object' && x !== null && 'failed' in x;
-/** A step that found the run asked to stop: before it began (`Stop`) or between its pages (totals so far). */
-type Stop = { cancelled: true };
-const isCancel = (x: unknown): x is Stop | (RunTotals & Stop) => typeof x === 'object' && x !== null && (x as { cancelled?: unknown }).cancelled === true;
-const isCancelledTotals = (x: Stop | RunTotals): x is RunTotals => 'stats' in x;
-const completedStatus = (t: RunTotals) => (t.stats.errors > 0 ? 'CompletedWithErrors' : 'Completed');
 
 /**
  * The orchestration's input: the run id, with the run's trace context when tracing is on (lib/telemetry
@@ -62,6 +74,8 @@ export function syncRunInput(runId: string): SyncRunInput {
 
 const runInputOf = (input: SyncRunInput) => (typeof input === 'string' ? { runId: input, trace: undefined } : input);
 
+const completed = (e: PassEnd) => 'status' in e && (e.status === 'Completed' || e.status === 'CompletedWithErrors');
+
 const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) {
   const input = context.df.getInput() as SyncRunInput;
   const begin = (yield context.df.callActivity(BEGIN_RUN, input)) as Begin;
@@ -69,140 +83,51 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
     if (begin.info) yield context.df.callActivity(FINISH_RUN, { info: begin.info, status: 'Failed', totals: emptyTotals(), error: begin.failed } satisfies FinishInput);
     return;
   }
-  const { info, config } = begin;
+  const { config } = begin;
+  let info = begin.info;
   let totals = emptyTotals();
-  const finish = (status: FinishInput['status'], extra: Partial<FinishInput> = {}) =>
-    context.df.callActivity(FINISH_RUN, { info, status, totals, ...extra } satisfies FinishInput);
-  // Asked to stop (POST /runs/{id}/cancel): what was applied stays and is counted; no watermark, no export state.
-  const cancelled = (r: Stop | RunTotals) => {
-    if (isCancelledTotals(r)) totals = { ...r, cancelled: undefined };
-    return finish('Cancelled');
-  };
+  const finish = (end: PassEnd) =>
+    'status' in end
+      ? context.df.callActivity(FINISH_RUN, { info, status: end.status, totals: end.totals, ...end.extra } satisfies FinishInput)
+      : context.df.callActivity(FINISH_RUN, { info, status: 'Failed', totals: end.totals, error: 'The run exceeded a threshold while applying an approved plan.' } satisfies FinishInput);
+  const cancelledEnd = (): PassEnd => ({ status: 'Cancelled', totals });
   try {
-    if (info.runType === 'Export') {
-      const plan = (yield context.df.callActivity(EXPORT_PLAN, { info, config })) as ExportPlan | StepFailure | Stop;
-      if (isFailure(plan)) return yield finish('Failed', { error: plan.failed });
-      if (isCancel(plan)) return yield cancelled(plan);
-      if (plan.mode === 'none') return yield finish(completedStatus(totals));
-      const exportState = { seq: plan.seq, hash: plan.hash, dirtyKeys: plan.dirtyKeys };
-      if (plan.mode === 'incremental') {
-        // Only what changed since the last export (and what the target's imports marked).
-        for (let page = 0; page < plan.pages; page++) {
-          const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure | Stop;
-          if (isFailure(r)) return yield finish('Failed', { error: r.failed });
-          if (isCancel(r)) return yield cancelled(r);
-          totals = r;
-          if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
-        }
-        // A second look at the objects that name one this export moved or added.
-        if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
-          totals = { ...totals, notInTarget: 0, movedInTarget: 0 };
-          const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure | Stop;
-          if (isFailure(r)) return yield finish('Failed', { error: r.failed });
-          if (isCancel(r)) return yield cancelled(r);
-          totals = r;
-          if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
-        }
-        const d = plan.deleted ? ((yield context.df.callActivity(EXPORT_DELETED, { info, totals, config })) as RunTotals | StepFailure | Stop | { stopped: string }) : totals;
-        if (isFailure(d)) return yield finish('Failed', { error: d.failed });
-        if (isCancel(d)) return yield cancelled(d);
-        if ('stopped' in d) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
-        totals = d;
-        return yield finish(completedStatus(totals), { exportState });
+    if (info.planRunId && !info.dryRun) {
+      // An apply run: the plan against the connector's thresholds before anything of it is applied.
+      const reasons = (yield context.df.callActivity(CHECK_PLAN, { info, config })) as ApprovalReason[] | Stop;
+      if (isCancel(reasons)) return yield finish(cancelledEnd());
+      if (reasons.length) {
+        const decided = yield* awaitApproval(context, info, reasons, totals.stats);
+        if (decided === 'cancelled') return yield finish(cancelledEnd());
+        if (decided === 'over') return;
       }
-      for (let partition = 0; partition < 16; partition++) {
-        const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config })) as RunTotals | StepFailure | Stop;
-        if (isFailure(r)) return yield finish('Failed', { error: r.failed });
-        if (isCancel(r)) return yield cancelled(r);
-        totals = r;
-        if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
+    } else if (!info.dryRun && guardsMoreThanDeletes(thresholdsOf(config))) {
+      // Limits beyond deletes: the whole run is planned first (a dry pass recording its plan), then counted.
+      const planning = yield* runPass(context, { ...info, dryRun: true }, config, totals);
+      if (!completed(planning)) return yield finish(planning);
+      info = { ...info, planRunId: info.runId };
+      const reasons = (yield context.df.callActivity(CHECK_PLAN, { info, config })) as ApprovalReason[] | Stop;
+      if (isCancel(reasons)) return yield finish(cancelledEnd());
+      if (reasons.length) {
+        const decided = yield* awaitApproval(context, info, reasons, totals.stats);
+        if (decided === 'cancelled') return yield finish(cancelledEnd());
+        if (decided === 'over') return;
       }
-      // References to objects this pass added (a manager provisioned with the reports) or moved (a manager
-      // moved to another OU): one more pass writes them in the objects that name them. Only what changed is
-      // exported again.
-      if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
-        totals = { ...totals, notInTarget: 0, movedInTarget: 0 };
-        for (let partition = 0; partition < 16; partition++) {
-          const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config })) as RunTotals | StepFailure | Stop;
-          if (isFailure(r)) return yield finish('Failed', { error: r.failed });
-          if (isCancel(r)) return yield cancelled(r);
-          totals = r;
-          if (r.stopped) return yield finish('StoppedDeletionThreshold', { error: r.stopped });
-        }
-      }
-      const d = (yield context.df.callActivity(EXPORT_DELETES, { info, totals, config })) as RunTotals | StepFailure | Stop | { stopped: string };
-      if (isFailure(d)) return yield finish('Failed', { error: d.failed });
-      if (isCancel(d)) return yield cancelled(d);
-      if ('stopped' in d) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
-      totals = d;
-      return yield finish(completedStatus(totals), { exportState });
     }
-    if (info.runType === 'FullSync') {
-      for (let partition = 0; partition < CS_PARTITIONS; partition++) {
-        const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure | Stop;
-        if (isFailure(r)) return yield finish('Failed', { error: r.failed });
-        if (isCancel(r)) return yield cancelled(r);
-        totals = r;
-      }
-      return yield finish(completedStatus(totals), { fullPass: true });
+    let end = yield* runPass(context, info, config, totals);
+    if ('parked' in end) {
+      totals = end.totals;
+      const decided = yield* awaitApproval(context, info, end.parked, totals.stats);
+      if (decided === 'cancelled') return yield finish(cancelledEnd());
+      if (decided === 'over') return;
+      // Approved: a second pass applies the run's own plan (objects changed since are drifted).
+      info = { ...info, planRunId: info.runId };
+      end = yield* runPass(context, info, config, totals);
     }
-    if (info.runType === 'DeltaImport') {
-      const d = (yield context.df.callActivity(DELTA_IMPORT, { info, config, totals })) as DeltaOutput | Stop;
-      if (isFailure(d)) return yield finish('Failed', { error: d.failed });
-      if (isCancel(d)) return yield cancelled(d);
-      if ('stopped' in d && d.stopped) return yield finish('StoppedDeletionThreshold', { error: d.stopped });
-      if ('totals' in d) {
-        if (isCancel(d.totals)) return yield cancelled(d.totals);
-        totals = d.totals;
-        if (!d.fullSyncNext) return yield finish(completedStatus(totals), { watermark: d.watermark });
-        // The rules changed since the last full pass and the connector asks for it: a FullSync follows.
-        totals = { ...totals, errors: [...totals.errors, { message: 'The rules of this connector changed since its last full pass: the delta import went on as a FullSync.' }] };
-        for (let partition = 0; partition < CS_PARTITIONS; partition++) {
-          const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure | Stop;
-          if (isFailure(r)) return yield finish('Failed', { error: r.failed });
-          if (isCancel(r)) return yield cancelled(r);
-          totals = r;
-        }
-        return yield finish(completedStatus(totals), { watermark: d.watermark, fullPass: true });
-      }
-      // fullImportRequired: go on as a full import, and say so in the run (an entry of its errors with no object;
-      // not counted in stats.errors, so the run still ends Completed when nothing fails).
-      totals = { ...totals, errors: [...totals.errors, { message: `The delta import ran as a full import: ${d.fullImportRequired}` }] };
-    }
-    let cursor: string | null = null;
-    let watermark: string | null = null;
-    let holder: string | null = null;
-    let noHold = false;
-    for (let page = 0; ; page++) {
-      const r = (yield context.df.callActivity(FULL_IMPORT_PAGE, { info, cursor, page, totals, holder, noHold } satisfies FullPageInput)) as FullPageOutput | Stop;
-      if (isFailure(r)) return yield finish('Failed', { error: r.failed });
-      if (isCancel(r)) return yield cancelled(r);
-      if (isCancel(r)) return yield cancelled(r);
-      totals = r.totals;
-      holder = r.holder ?? null;
-      noHold = !!r.noHold;
-      if (r.restart) {
-        cursor = null;
-        continue;
-      }
-      if (r.cursor === null) {
-        watermark = r.watermark;
-        break;
-      }
-      cursor = r.cursor;
-    }
-    const plan = (yield context.df.callActivity(PLAN_DELETES, { info, config })) as DeletionPlan | Stop;
-    if (isCancel(plan)) return yield cancelled(plan);
-    if (plan.exceeds) return yield finish('StoppedDeletionThreshold', { error: plan.exceeds });
-    for (let page = 0; page < plan.pages; page++) {
-      const r = (yield context.df.callActivity(DELETE_PAGE, { info, page, totals })) as RunTotals | Stop;
-      if (isCancel(r)) return yield cancelled(r);
-      totals = r;
-    }
-    return yield finish(completedStatus(totals), { watermark, fullPass: true });
+    return yield finish(end);
   } catch (err) {
     const message = err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : 'unknown error';
-    return yield finish('Failed', { error: `The run stopped on an unexpected error: ${message}` });
+    return yield finish({ status: 'Failed', totals, extra: { error: `The run stopped on an unexpected error: ${message}` } });
   }
 };
 
@@ -238,6 +163,24 @@ async function begin(input: SyncRunInput): Promise<Begin> {
   return { info: { ...info, trace }, config: await runConfig(info.connectorId) };
 }
 
+/** Park the run: `{ expiresOn }`, or `{ over }` when the run is no longer Running (ended meanwhile). */
+async function park(input: { info: RunInfo; reasons: ApprovalReason[]; stats: RunStats }): Promise<{ expiresOn: string } | { over: true }> {
+  const run = await getRun(input.info.runId);
+  if (!run || run.status !== 'Running') return { over: true };
+  const parked = await parkRun(input.info.runId, input.reasons, input.stats);
+  return { expiresOn: parked.approval!.expiresOn };
+}
+
+/** The waiting run's decision; a run that is over lets go of what this process holds for it. */
+async function lookAtApproval(info: RunInfo): Promise<'approved' | 'waiting' | 'over'> {
+  const state = await approvalState(info.runId);
+  if (state === 'over') {
+    await releaseRun(info.runId);
+    await deleteRunState(info.runId).catch(() => undefined);
+  }
+  return state;
+}
+
 df.app.activity(BEGIN_RUN, { handler: (input: SyncRunInput) => withActivitySpan(BEGIN_RUN, runInputOf(input).trace, { runId: runInputOf(input).runId }, () => begin(input)) });
 df.app.activity(FULL_IMPORT_PAGE, { handler: traced(FULL_IMPORT_PAGE, guarded(ofInfo, (input: FullPageInput) => fullImportPage(input))) });
 df.app.activity(PLAN_DELETES, { handler: traced(PLAN_DELETES, guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config))) });
@@ -248,5 +191,9 @@ df.app.activity(EXPORT_DELETES, { handler: traced(EXPORT_DELETES, guarded(ofInfo
 df.app.activity(EXPORT_PLAN, { handler: traced(EXPORT_PLAN, guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config))) });
 df.app.activity(EXPORT_IDS, { handler: traced(EXPORT_IDS, guarded(ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config))) });
 df.app.activity(EXPORT_DELETED, { handler: traced(EXPORT_DELETED, guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletedSince(input.info, input.totals, input.config))) });
+df.app.activity(PLAN_DELETE_PAGE, { handler: traced(PLAN_DELETE_PAGE, guarded(ofInfo, async (input: { info: RunInfo; page: number }) => (await planDeletePage(input.info, input.page), null))) });
+df.app.activity(CHECK_PLAN, { handler: traced(CHECK_PLAN, guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => checkPlan(input.info, input.config))) });
+df.app.activity(PARK_RUN, { handler: traced(PARK_RUN, guarded(ofInfo, (input: { info: RunInfo; reasons: ApprovalReason[]; stats: RunStats }) => park(input))) });
+df.app.activity(APPROVAL_STATE, { handler: traced(APPROVAL_STATE, (input: { info: RunInfo }) => lookAtApproval(input.info)) });
 df.app.activity(FULL_SYNC_PAGE, { handler: traced(FULL_SYNC_PAGE, guarded(ofInfo, (input: FullSyncPageInput) => fullSyncPage(input))) });
 df.app.activity(FINISH_RUN, { handler: traced(FINISH_RUN, (input: FinishInput) => finishRun(input)) });

@@ -1,5 +1,7 @@
 import { PAGING, type QuerySpec } from '../http/request';
 import { RULE_TYPES } from '../storage/rules';
+import { CHANGE_OPERATIONS, CHANGE_OUTCOMES } from '../storage/runChanges';
+import { RUN_STATUSES } from '../storage/runs';
 import { SPACE_STATES } from '../sync/spaceIndex';
 import { TARGET_TYPES } from '../config/snapshots';
 
@@ -19,7 +21,13 @@ export const AUDIT_QUERY = {
 export const RUNS_QUERY = {
   connectorId: { kind: 'guid' },
   instanceId: { kind: 'string', maxLength: 128 },
-  status: { kind: 'enum', values: ['Queued', 'Running', 'Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold', 'Cancelled'] },
+  status: { kind: 'enum', values: RUN_STATUSES },
+  ...PAGING,
+} as const satisfies QuerySpec;
+
+export const RUN_CHANGES_QUERY = {
+  operation: { kind: 'enum', values: CHANGE_OPERATIONS },
+  outcome: { kind: 'enum', values: CHANGE_OUTCOMES },
   ...PAGING,
 } as const satisfies QuerySpec;
 

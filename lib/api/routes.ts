@@ -1,6 +1,6 @@
 import type { Permission } from '../auth/permissions';
 import type { QuerySpec } from '../http/request';
-import { AUDIT_QUERY, CONFIG_HISTORY_QUERY, CONFIG_IMPORT_QUERY, MESH_HISTORY_QUERY, MESH_QUERY, RULES_QUERY, RUNS_QUERY, SCHEDULE_RUNS_QUERY, SCHEDULES_QUERY, SPACE_QUERY } from './queries';
+import { AUDIT_QUERY, CONFIG_HISTORY_QUERY, CONFIG_IMPORT_QUERY, MESH_HISTORY_QUERY, MESH_QUERY, RULES_QUERY, RUN_CHANGES_QUERY, RUNS_QUERY, SCHEDULE_RUNS_QUERY, SCHEDULES_QUERY, SPACE_QUERY } from './queries';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -83,6 +83,10 @@ export const ROUTES: readonly RouteSpec[] = [
   // Runs
   { name: 'getRun', method: 'GET', route: 'runs/{id}', permission: 'runs.read', tag: 'Runs', summary: 'Get a run', pathParam: runId, success: { status: 200, schema: 'Run' } },
   { name: 'cancelRun', method: 'POST', route: 'runs/{id}/cancel', permission: 'runs.trigger', tag: 'Runs', summary: 'Cancel a Queued or Running run (it ends Cancelled at its next page boundary)', pathParam: runId, success: { status: 202, schema: 'Run' }, errors: [409] },
+  { name: 'listRunChanges', method: 'GET', route: 'runs/{id}/changes', permission: 'runs.read', tag: 'Runs', summary: 'The changes a run made or would make, one item per object, in the order the run made them', pathParam: runId, query: RUN_CHANGES_QUERY, success: { status: 200, schema: 'RunChangeList' } },
+  { name: 'applyPlan', method: 'POST', route: 'runs/{id}/apply', permission: 'runs.trigger', tag: 'Runs', summary: 'Apply the plan of a completed dry run: a new run applies exactly its changes (objects changed since: drifted); 409 when expired, already applied or not a dry run', pathParam: runId, success: { status: 202, schema: 'Run', location: true }, errors: [409] },
+  { name: 'approveRun', method: 'POST', route: 'runs/{id}/approve', permission: 'runs.approve', tag: 'Runs', summary: 'Approve a run that waits for approval: it applies its plan (objects changed since: drifted); 403 for the Admin who triggered it (four-eyes rule); 409 when it does not await', pathParam: runId, success: { status: 202, schema: 'Run' }, errors: [409] },
+  { name: 'rejectRun', method: 'POST', route: 'runs/{id}/reject', permission: 'runs.approve', tag: 'Runs', summary: 'Reject a run that waits for approval: it ends Rejected, nothing applied; 409 when it does not await', pathParam: runId, success: { status: 200, schema: 'Run' }, errors: [409] },
   { name: 'listRuns', method: 'GET', route: 'runs', permission: 'runs.read', tag: 'Runs', summary: 'Run history, newest first', query: RUNS_QUERY, success: { status: 200, schema: 'RunList' } },
   // Schedules
   { name: 'listSchedules', method: 'GET', route: 'schedules', permission: 'schedules.read', tag: 'Schedules', summary: 'List schedules, by name', query: SCHEDULES_QUERY, success: { status: 200, schema: 'ScheduleList' } },

@@ -3,6 +3,8 @@ import { badRequest, notFound } from '../core/errors';
 import { isInstanceId } from '../instances/config';
 import { cancelRun, reconcileForRead, reconcileListed, triggerRun, type RunOrchestrations, type StartRun, type TriggerInput } from '../runs/runs';
 import { getRun as readRun, listRuns as queryRuns, runView, type RunStatus } from '../storage/runs';
+import { listRunChanges, type ChangeOperation, type ChangeOutcome } from '../storage/runChanges';
+import { applyPlan, approveRun, expireIfDue, rejectRun, type RaiseApproval } from '../runs/approval';
 
 type Warn = (message: string) => void;
 
@@ -13,7 +15,8 @@ type Warn = (message: string) => void;
 export async function getRunView(id: string, orchestrations: RunOrchestrations, warn: Warn) {
   const run = await readRun(id);
   if (!run) throw notFound(`Run '${id}' does not exist.`);
-  return runView(await reconcileForRead(run, orchestrations, warn));
+  // A run whose approval expired unseen (its orchestration gone) is ended as the expiry says.
+  return runView(await expireIfDue(await reconcileForRead(run, orchestrations, warn)));
 }
 
 export interface RunListQuery {
@@ -52,4 +55,32 @@ export async function cancelRunView(id: string, caller: Caller, orchestrations: 
   // A run whose orchestration already ended outside the engine is ended first (then it is a 409).
   await reconcileForRead(run, orchestrations, warn);
   return runView(await cancelRun(id, caller));
+}
+
+export interface RunChangesQuery {
+  operation?: string;
+  outcome?: string;
+  skip: number;
+  take: number;
+}
+
+/** The run's changes, `{ items, totalCount }` (unknown run: 404). */
+export async function listRunChangesView(id: string, q: RunChangesQuery) {
+  if (!(await readRun(id))) throw notFound(`Run '${id}' does not exist.`);
+  return listRunChanges(id, { operation: q.operation as ChangeOperation | undefined, outcome: q.outcome as ChangeOutcome | undefined }, q.skip, q.take);
+}
+
+/** POST /runs/{id}/apply: the new run that applies the plan, as the API shows it. */
+export async function applyPlanView(id: string, caller: Caller, start: StartRun, orchestrations: RunOrchestrations) {
+  return runView(await applyPlan(id, caller, start, orchestrations));
+}
+
+/** POST /runs/{id}/approve: the run, Running again. */
+export async function approveRunView(id: string, caller: Caller, raise: RaiseApproval) {
+  return runView(await approveRun(id, caller, raise));
+}
+
+/** POST /runs/{id}/reject: the run, Rejected. */
+export async function rejectRunView(id: string, caller: Caller, raise: RaiseApproval) {
+  return runView(await rejectRun(id, caller, raise));
 }

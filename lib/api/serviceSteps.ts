@@ -16,6 +16,7 @@ import { startTracing, stopTracing } from '../telemetry/tracing';
 import { readEngineState } from './engineGauges';
 import { readSchedulesConfig } from '../schedules/config';
 import { readExportMaxAttempts } from '../core/config';
+import { readPlanSettings } from '../plans/settings';
 
 const log = areaLog('api');
 
@@ -26,6 +27,7 @@ const log = areaLog('api');
  * - `fileRoots`: read `Connectors:File:Roots` (a malformed value or a missing folder stops the start naming
  *   the setting); unset, the default root under the data folder is created.
  * - `exportSettings`: read `Export:MaxAttempts`, so a malformed value stops the start naming it.
+ * - `planSettings`: read `Plans:ExpireHours`, `Approvals:ExpireHours` and `Approvals:RequireSecondPerson` likewise.
  * - `meshHistoryPurge` (lib/mesh/historyPurge.ts): read `Mesh:HistoryRetentionDays` (a malformed value stops
  *   the start naming it) and purge older mesh history in the background.
  * - `pendingOperations`: finish what a crash left half-done (connector deletes). A storage failure here is
@@ -84,6 +86,14 @@ export const exportSettingsStep: ServiceStep = {
   },
 };
 
+/** `planSettings`: read `Plans:ExpireHours` and `Approvals:*`, so a malformed one stops the start naming it. */
+export const planSettingsStep: ServiceStep = {
+  name: 'planSettings',
+  async start() {
+    readPlanSettings();
+  },
+};
+
 export const pendingOperationsStep: ServiceStep = {
   name: 'pendingOperations',
   async start() {
@@ -109,6 +119,7 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   fileRootsStep,
   schedulesConfigStep,
   exportSettingsStep,
+  planSettingsStep,
   historyPurgeStep,
   authenticationStep,
   engineInstanceStep,

@@ -11,7 +11,7 @@ import { appendAudit, type AuditRecord } from '../storage/audit';
  * outcome with the `system` actor (`caller` null); an engine task names itself (`system:reconcile` ends the runs
  * whose orchestration ended outside the engine, with `cancel` or `fail` on the run).
  */
-export type AuditAction = 'create' | 'update' | 'delete' | 'trigger' | 'pause' | 'resume' | 'rename' | 'remove' | 'assign' | 'unassign' | 'cancel' | 'fail' | 'retry' | 'sync' | 'restore';
+export type AuditAction = 'create' | 'update' | 'delete' | 'trigger' | 'pause' | 'resume' | 'rename' | 'remove' | 'assign' | 'unassign' | 'cancel' | 'fail' | 'retry' | 'sync' | 'restore' | 'apply' | 'approve' | 'reject';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
 export type SystemActor = `system:${string}` | `schedule:${string}`;
 export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject';
@@ -23,6 +23,7 @@ export async function recordAudit(
   targetType: AuditTargetType,
   targetId: string,
   outcome: AuditOutcome = 'success',
+  details?: string,
 ): Promise<AuditRecord> {
   return appendAudit({
     action,
@@ -32,5 +33,6 @@ export async function recordAudit(
     actorSid: caller && typeof caller !== 'string' ? caller.sid : null,
     scheme: caller && typeof caller !== 'string' ? caller.scheme : null,
     outcome,
+    ...(details ? { details } : {}),
   });
 }

@@ -25,6 +25,8 @@ export const PERMISSIONS = {
   'connectors.write': ['Admin'],
   'rules.write': ['Admin'],
   'schedules.write': ['Admin'],
+  /** Approve or reject a run that waits for approval (it exceeded a threshold). */
+  'runs.approve': ['Admin'],
   'instances.write': ['Admin'],
   /** Export and import of the whole configuration, restore of a version. */
   'config.write': ['Admin'],

@@ -19,6 +19,7 @@ import {
   type StoredRun,
 } from '../storage/runs';
 import { releaseRun } from '../sync/runLifecycle';
+import { expireIfDue } from './expiry';
 import { deleteRunState } from '../sync/state';
 import { recordRunFinished } from '../telemetry/runs';
 
@@ -102,6 +103,7 @@ export async function triggerRun(input: TriggerInput, caller: Caller | SystemAct
       status: paused ? 'Queued' : 'Running',
       dryRun: input.dryRun,
       trigger: input.trigger ?? { type: 'manual', actorUpn: actorOf(caller) },
+      actorId: typeof caller === 'string' ? null : caller.sid,
     });
   let run: StoredRun;
   try {
@@ -159,7 +161,8 @@ export async function dispatchWaitingRuns(start: StartRun, taskHub: string | nul
 // Cancel
 
 /**
- * Cancel a run. A Queued run (no orchestration yet) ends `Cancelled` at once and its dispatch row goes. A
+ * Cancel a run. A Queued run (no orchestration yet) ends `Cancelled` at once and its dispatch row goes, and so
+ * does a run AwaitingApproval (it applied nothing; its orchestration finds it over when it next looks). A
  * Running run gets a cancel request; its orchestration sees it at the next page boundary and ends the run as
  * `Cancelled`, with what was applied kept and counted and no watermark committed. Both writes are conditional
  * on the run row's ETag, so a cancel that races the run's own end leaves one final status: the run's own when
@@ -169,8 +172,15 @@ export async function cancelRun(runId: string, caller: Caller | SystemActor): Pr
   for (let attempt = 0; attempt < 5; attempt++) {
     const run = await getRun(runId);
     if (!run) throw new AppError('not_found', `Run '${runId}' does not exist.`);
-    if (!isActive(run)) throw new AppError('conflict', `The run is already ${run.status}: only a Queued or Running run can be cancelled.`);
+    if (!isActive(run) && run.status !== 'AwaitingApproval') throw new AppError('conflict', `The run is already ${run.status}: only a Queued, Running or AwaitingApproval run can be cancelled.`);
     try {
+      if (run.status === 'AwaitingApproval') {
+        // It applied nothing and waits: it ends now (its orchestration sees it at its next look and stops).
+        const ended = await completeRun(runId, { status: 'Cancelled', stats: run.stats, error: `The run was cancelled by ${actorOf(caller) ?? 'a caller'} while it waited for approval: nothing of its plan was applied.` }, { etag: run.etag });
+        await recordAudit(caller, 'cancel', 'run', runId);
+        await recordRunFinished(ended);
+        return ended;
+      }
       if (run.status === 'Queued') {
         const ended = await completeRun(runId, { status: 'Cancelled', stats: run.stats, error: `The run was cancelled by ${actorOf(caller) ?? 'a caller'} before it started.` }, { etag: run.etag });
         const client = await table(DISPATCH);
@@ -362,6 +372,8 @@ export async function releaseStaleRunLock(connectorId: string, orchestrations: R
   try {
     const active = await findActiveRun(connectorId);
     if (!active) return true;
+    // A run waiting for approval holds the lock until it is decided or its approval expires.
+    if (active.status === 'AwaitingApproval') return (await expireIfDue(active)).status !== 'AwaitingApproval';
     return !isActive(await reconcileRun(active, orchestrations));
   } catch (err) {
     warn(`The run lock of connector ${connectorId} could not be checked against its orchestration (${errorLine(err)}).`);

@@ -4,7 +4,7 @@ import type { ScheduleRunEntry, ScheduleRunStatus, ScheduleRunStep, Schedule, St
  * How the statuses of runs fold into their step and into the schedule run (pure).
  *
  * A run is over when its status is final: Completed, CompletedWithErrors, Failed, Cancelled, and the other
- * endings a run may have (StoppedDeletionThreshold, Rejected). Anything else (Queued, Running,
+ * ending a run waiting for approval may have (Rejected: rejected, or its approval expired). Anything else (Queued, Running,
  * AwaitingApproval, a run not started yet) holds its step.
  *
  * Step: Running while any run is not over (`Queued` when every run not over is Queued: its instance is paused);
@@ -15,7 +15,7 @@ import type { ScheduleRunEntry, ScheduleRunStatus, ScheduleRunStep, Schedule, St
  * started: NotRun); else CompletedWithErrors when any run did not end Completed (a Failed run with
  * `stopOnFailure` false, a run CompletedWithErrors, a run cancelled on its own); else Completed.
  */
-export const FINAL_RUN_STATUSES = ['Completed', 'CompletedWithErrors', 'Failed', 'Cancelled', 'StoppedDeletionThreshold', 'Rejected'] as const;
+export const FINAL_RUN_STATUSES = ['Completed', 'CompletedWithErrors', 'Failed', 'Cancelled', 'Rejected'] as const;
 
 export const isRunOver = (status: string) => (FINAL_RUN_STATUSES as readonly string[]).includes(status);
 

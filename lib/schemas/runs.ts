@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { RUN_PHASES, RUN_STATUSES, RUN_TYPES } from '../storage/runs';
+import { RUN_PHASES, RUN_STATUSES, RUN_TYPES, THRESHOLD_OPERATIONS } from '../storage/runs';
+import { CHANGE_OPERATIONS, CHANGE_OUTCOMES, CHANGE_TARGETS } from '../storage/runChanges';
 import { defineSchema } from '../core/validation/ajv';
 import { Guid, Nullable, Timestamp } from '../core/validation/schemas';
 
@@ -15,7 +16,7 @@ export const RunSchema = defineSchema(
       instanceName: Nullable(Type.String({ description: "The instance's current name (kept current by renames)." })),
       runType: Type.Union(RUN_TYPES.map((t) => Type.Literal(t))),
       status: Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)), {
-        description: 'Queued: its instance is paused. CompletedWithErrors: some objects failed (see errors). Failed: see error. StoppedDeletionThreshold: it would have deleted more than the configured share of objects. Cancelled: cancelled through POST /runs/{id}/cancel, or its orchestration was terminated outside the engine (see error).',
+        description: 'Queued: its instance is paused. CompletedWithErrors: some objects failed (see errors). Failed: see error. Cancelled: cancelled through POST /runs/{id}/cancel, or its orchestration was terminated outside the engine (see error). AwaitingApproval: it would exceed a threshold of its connector; it applied nothing and waits for an Admin (POST /runs/{id}/approve or /reject; see approval), holding the connector. Rejected: an Admin rejected it, or its approval expired (see error); nothing was applied.',
       }),
       startedAt: Timestamp(),
       completedAt: Type.Optional(Timestamp({ description: 'Present once the run has finished.' })),
@@ -52,6 +53,31 @@ export const RunSchema = defineSchema(
           { additionalProperties: false, description: 'Present while the run is Running (refreshed with its stats at every page), and as it last was on a finished run.' },
         ),
       ),
+      plan: Type.Optional(
+        Type.Object(
+          { expiresOn: Timestamp({ description: 'Until when POST /runs/{id}/apply applies it (Plans__ExpireHours, default 24).' }) },
+          { additionalProperties: false, description: 'A completed dry run is a plan: its changes are listed with outcome planned.' },
+        ),
+      ),
+      approval: Type.Optional(
+        Type.Object(
+          {
+            reasons: Type.Array(
+              Type.Object(
+                {
+                  operation: Type.Union(THRESHOLD_OPERATIONS.map((o) => Type.Literal(o)), { description: "The threshold's key." }),
+                  count: Count(),
+                  limit: Type.Integer({ minimum: 0, description: 'The number the count exceeded.' }),
+                },
+                { additionalProperties: false },
+              ),
+            ),
+            requestedBy: Nullable(Type.String({ description: "Who triggered the run (its trigger's actor)." })),
+            expiresOn: Timestamp({ description: 'When the run is rejected if no Admin decided (Approvals__ExpireHours, default 24).' }),
+          },
+          { additionalProperties: false, description: 'Present on a run that exceeded a threshold: why it waits (or waited) for approval.' },
+        ),
+      ),
     },
     { $id: 'Run', additionalProperties: false },
   ),
@@ -59,4 +85,28 @@ export const RunSchema = defineSchema(
 
 export const RunList = defineSchema(
   Type.Object({ items: Type.Array(Type.Ref('Run')), totalCount: Count() }, { $id: 'RunList', additionalProperties: false }),
+);
+
+const ChangeValue = () =>
+  Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null(), Type.Array(Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]))]);
+
+export const RunChange = defineSchema(
+  Type.Object(
+    {
+      target: Type.Union(CHANGE_TARGETS.map((t) => Type.Literal(t)), { description: 'mesh: a change of a mesh object (imports, FullSync); connector: a change of an object in the target (exports).' }),
+      operation: Type.Union(CHANGE_OPERATIONS.map((o) => Type.Literal(o))),
+      csObjectId: Nullable(Guid({ description: 'The connector-space object.' })),
+      meshObjectId: Nullable(Guid()),
+      anchor: Nullable(Type.String()),
+      dn: Nullable(Type.String({ description: 'null outside directories.' })),
+      attributes: Type.Record(Type.String(), Type.Object({ old: ChangeValue(), new: ChangeValue() }, { additionalProperties: false }), { description: 'Attribute-level old and new values (secrets masked).' }),
+      outcome: Type.Union(CHANGE_OUTCOMES.map((o) => Type.Literal(o)), { description: 'applied, planned (a dry run, a run awaiting approval), failed (see error), drifted (its inputs changed since the plan: not touched).' }),
+      error: Nullable(Type.String()),
+    },
+    { $id: 'RunChange', additionalProperties: false },
+  ),
+);
+
+export const RunChangeList = defineSchema(
+  Type.Object({ items: Type.Array(Type.Ref('RunChange')), totalCount: Count() }, { $id: 'RunChangeList', additionalProperties: false }),
 );

@@ -18,6 +18,8 @@ export interface AuditRecord {
   actorSid: string | null;
   scheme: string | null;
   outcome: string;
+  /** What the action was about, when a record needs more than its target (an approval's reasons). */
+  details?: string;
 }
 
 const TABLE = 'Audit';
@@ -43,6 +45,7 @@ export async function appendAudit(input: Omit<AuditRecord, 'auditId' | 'timestam
     actorSid: record.actorSid ?? '',
     scheme: record.scheme ?? '',
     outcome: record.outcome,
+    ...(record.details ? { details: record.details.slice(0, 4000) } : {}),
   };
   await client.createEntity({ partitionKey: targetPk(record.targetType, record.targetId), ...entity });
   await client.createEntity({ partitionKey: ALL, ...entity });
@@ -91,5 +94,6 @@ function fromEntity(e: Record<string, unknown>): AuditRecord {
     actorSid: s('actorSid'),
     scheme: s('scheme'),
     outcome: String(e.outcome),
+    ...(e.details ? { details: String(e.details) } : {}),
   };
 }

@@ -25,10 +25,35 @@ import { isStatus, odata, submitTransaction, table } from './tables';
 export const RUN_TYPES = ['FullImport', 'DeltaImport', 'Export', 'FullSync'] as const;
 export type RunType = (typeof RUN_TYPES)[number];
 
-export const RUN_STATUSES = ['Queued', 'Running', 'Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold', 'Cancelled'] as const;
+export const RUN_STATUSES = ['Queued', 'Running', 'Completed', 'CompletedWithErrors', 'Failed', 'Cancelled', 'AwaitingApproval', 'Rejected'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
+/** Runs the engine is working on (an orchestration runs them); an AwaitingApproval run waits, holding its connector's lock. */
 export const ACTIVE_RUN_STATUSES: readonly RunStatus[] = ['Queued', 'Running'];
-export type TerminalRunStatus = Exclude<RunStatus, 'Queued' | 'Running'>;
+export type TerminalRunStatus = Exclude<RunStatus, 'Queued' | 'Running' | 'AwaitingApproval'>;
+
+/** The operations thresholds count (a connector's `config.thresholds` keys). */
+export const THRESHOLD_OPERATIONS = ['adds', 'updates', 'deletes', 'renames', 'blanks'] as const;
+export type ThresholdOperation = (typeof THRESHOLD_OPERATIONS)[number];
+
+/** One threshold a run would exceed: its count of that operation and the limit it exceeds. */
+export interface ApprovalReason {
+  operation: ThresholdOperation;
+  count: number;
+  limit: number;
+}
+
+/** Why and until when an AwaitingApproval run waits (kept on the run once decided). */
+export interface RunApproval {
+  reasons: ApprovalReason[];
+  /** Who triggered the run (its trigger's actor: a UPN, `schedule:<name>`), null when unknown. */
+  requestedBy: string | null;
+  expiresOn: string;
+}
+
+/** A dry run's plan: applicable through POST /runs/{id}/apply until `expiresOn`. */
+export interface RunPlan {
+  expiresOn: string;
+}
 
 export interface RunStats {
   objectsProcessed: number;
@@ -87,6 +112,10 @@ export interface Run {
   trigger: RunTrigger;
   /** Present from the moment the run is Running (see `runView`). */
   progress?: RunProgressView;
+  /** A completed dry run: its plan and when it expires. */
+  plan?: RunPlan;
+  /** A run that exceeded a threshold: why it waits (or waited) for an Admin's approval. */
+  approval?: RunApproval;
 }
 
 /** A cancel asked of an active run (storage only): the run's next page boundary ends it as Cancelled. */
@@ -106,7 +135,17 @@ export interface RunDispatch {
 }
 
 /** A run as read from storage, with the ETag of its row for conditional updates. */
-export type StoredRun = Run & { etag: string; dispatch?: RunDispatch; cancel?: RunCancelRequest };
+export type StoredRun = Run & {
+  etag: string;
+  dispatch?: RunDispatch;
+  cancel?: RunCancelRequest;
+  /** The stable identity (token `oid`, Windows SID) of the caller who triggered it: the four-eyes rule compares it. */
+  actorId?: string;
+  /** A plan whose apply was started: the run that applies it (a plan is applied once). */
+  appliedBy?: string;
+  /** An AwaitingApproval run that was approved (by whom): its orchestration goes on applying its plan. */
+  approvedBy?: string;
+};
 
 /** The phase a Running run starts in, before its first page reports. */
 export const firstPhase = (runType: RunType): RunPhase => (runType === 'Export' ? 'exporting' : runType === 'FullSync' ? 'applying' : 'reading');
@@ -116,7 +155,7 @@ export const firstPhase = (runType: RunType): RunPhase => (runType === 'Export' 
  * run carries `progress` from its start (before its first page reports, its first phase and no objects yet).
  */
 export function runView(run: StoredRun): Run {
-  const { etag: _etag, dispatch: _dispatch, cancel: _cancel, progress, ...view } = run;
+  const { etag: _etag, dispatch: _dispatch, cancel: _cancel, actorId: _actorId, appliedBy: _appliedBy, approvedBy: _approvedBy, progress, ...view } = run;
   if (run.status === 'Running') {
     return { ...view, progress: progress ?? { phase: firstPhase(run.runType), objectsProcessed: run.stats.objectsProcessed, objectsTotal: null, updatedOn: run.startedAt } };
   }
@@ -168,6 +207,11 @@ interface RunEntity extends TableEntity {
   progress?: string;
   cancelRequestedAt?: string;
   cancelRequestedBy?: string;
+  plan?: string;
+  approval?: string;
+  actorId?: string;
+  appliedBy?: string;
+  approvedBy?: string;
 }
 
 /** Keep the first MAX_RUN_ERRORS errors, each message bounded, and the whole list within one property. */
@@ -199,6 +243,8 @@ function toEntity(pk: string, run: Run, key: string): RunEntity {
   if (run.errors) e.errors = JSON.stringify(boundErrors(run.errors));
   if (run.error) e.error = run.error.slice(0, MAX_ERROR_MESSAGE);
   if (run.dryRun !== undefined) e.dryRun = run.dryRun;
+  if (run.plan) e.plan = JSON.stringify(run.plan);
+  if (run.approval) e.approval = JSON.stringify(run.approval);
   return e;
 }
 
@@ -222,6 +268,11 @@ function fromEntity(e: TableEntityResult<Record<string, unknown>>): StoredRun {
   if (typeof e.errors === 'string') run.errors = JSON.parse(e.errors) as RunObjectError[];
   if (typeof e.error === 'string') run.error = e.error;
   if (typeof e.dryRun === 'boolean') run.dryRun = e.dryRun;
+  if (typeof e.plan === 'string') run.plan = JSON.parse(e.plan) as RunPlan;
+  if (typeof e.approval === 'string') run.approval = JSON.parse(e.approval) as RunApproval;
+  if (typeof e.actorId === 'string' && e.actorId) run.actorId = e.actorId;
+  if (typeof e.appliedBy === 'string' && e.appliedBy) run.appliedBy = e.appliedBy;
+  if (typeof e.approvedBy === 'string' && e.approvedBy) run.approvedBy = e.approvedBy;
   if (typeof e.dispatchedAt === 'string') run.dispatch = { dispatchedAt: e.dispatchedAt, taskHub: typeof e.taskHub === 'string' && e.taskHub ? e.taskHub : null };
   return run;
 }
@@ -286,6 +337,8 @@ export interface CreateRunInput {
   trigger?: RunTrigger;
   /** Defaults to now. */
   startedAt?: Date;
+  /** The triggering caller's stable identity (oid, SID), for the four-eyes rule of approvals. */
+  actorId?: string | null;
 }
 
 /**
@@ -313,15 +366,17 @@ export async function createRun(input: CreateRunInput): Promise<StoredRun> {
   // The pointer goes first: a crash after it leaves a pointer to nothing, which reads as "no such run".
   await client.createEntity({ partitionKey: ID_PK, rowKey: runId, connectorId: input.connectorId, runKey: key });
   const pk = connectorPk(input.connectorId);
+  const primary = toEntity(pk, run, key);
+  if (input.actorId) primary.actorId = input.actorId;
   const actions: TransactionAction[] = [
     ['create', { partitionKey: pk, rowKey: LOCK_ROW, runId, runKey: key }],
-    ['create', toEntity(pk, run, key)],
+    ['create', primary],
   ];
   try {
     await submitTransaction(client, actions);
   } catch (err) {
     await client.deleteEntity(ID_PK, runId).catch(() => undefined);
-    if (isStatus(err, 409)) throw new AppError('conflict', 'A run of this connector is already Running or Queued.');
+    if (isStatus(err, 409)) throw new AppError('conflict', 'A run of this connector is already Running, Queued or AwaitingApproval.');
     throw err;
   }
   for (const cp of copyPartitions(run)) await client.upsertEntity(toEntity(cp, run, key), 'Replace');
@@ -335,6 +390,11 @@ export interface RunProgress {
   errors?: RunObjectError[];
   error?: string;
   progress?: RunProgressView;
+  plan?: RunPlan;
+  approval?: RunApproval;
+  /** Storage only (see {@link StoredRun}): written on the run row alone. */
+  appliedBy?: string;
+  approvedBy?: string;
 }
 
 function patchEntity(pk: string, key: string, patch: RunProgress & { completedAt?: string; instanceName?: string }): TableEntity<Record<string, unknown>> {
@@ -346,6 +406,10 @@ function patchEntity(pk: string, key: string, patch: RunProgress & { completedAt
   if (patch.error !== undefined) e.error = patch.error.slice(0, MAX_ERROR_MESSAGE);
   if (patch.completedAt) e.completedAt = patch.completedAt;
   if (patch.instanceName !== undefined) e.instanceName = patch.instanceName;
+  if (patch.plan) e.plan = JSON.stringify(patch.plan);
+  if (patch.approval) e.approval = JSON.stringify(patch.approval);
+  if (patch.appliedBy) e.appliedBy = patch.appliedBy;
+  if (patch.approvedBy) e.approvedBy = patch.approvedBy;
   return e;
 }
 
@@ -429,6 +493,8 @@ export interface RunOutcome {
   stats: RunStats;
   errors?: RunObjectError[];
   error?: string;
+  /** A dry run that completes: its plan. */
+  plan?: RunPlan;
   /** Defaults to now. */
   completedAt?: Date;
 }

@@ -1,4 +1,6 @@
-import { updateRun } from '../storage/runs';
+import { updateRun, type ApprovalReason } from '../storage/runs';
+import { pageKey } from '../storage/runChanges';
+import { exceeded, thresholdsOf } from '../plans/thresholds';
 import type { CsSummary } from './connectorSpace';
 import { processItems } from './pages';
 import { csCache, context } from './runContext';
@@ -6,17 +8,22 @@ import { progressOf } from './runProgress';
 import { DEFAULT_PAGE_SIZE, type RunTotals, type RunInfo, addPage } from './runTypes';
 import { loadDeletePage, loadSeen, saveDeletePage } from './state';
 
-// A full import's deletes (the objects it did not see), and the deletion threshold every delete is held to
+// A full import's deletes (the objects it did not see), held to the connector's deletes threshold
 
 export interface DeletionPlan {
   toDelete: number;
   existing: number;
   pages: number;
-  exceeds: string | null;
+  /** The thresholds the deletes would exceed (empty: none): nothing is deleted, the run waits for approval. */
+  exceeds: ApprovalReason[];
 }
 
-/** After the last page: which objects the import did not see (to delete), against the deletion threshold. */
-export async function planFullImportDeletes(info: RunInfo, config: { deletionThreshold?: unknown }): Promise<DeletionPlan> {
+/**
+ * After the last page: which objects the import did not see (to delete), against the connector's deletes
+ * threshold (lib/plans/thresholds.ts). Not checked for a dry run (a plan) nor for a run applying a plan (its
+ * plan was checked, or approved).
+ */
+export async function planFullImportDeletes(info: RunInfo, config: { deletionThreshold?: unknown; thresholds?: unknown }): Promise<DeletionPlan> {
   const seen = await loadSeen(info.runId);
   // This process's summaries when it wrote the space last (the pages of this run, usually), else from storage.
   const { summaries } = await csCache(info.connectorId);
@@ -30,7 +37,8 @@ export async function planFullImportDeletes(info: RunInfo, config: { deletionThr
   gone.sort();
   let pages = 0;
   for (let i = 0; i < gone.length; i += DEFAULT_PAGE_SIZE) await saveDeletePage(info.runId, pages++, gone.slice(i, i + DEFAULT_PAGE_SIZE));
-  return { toDelete: gone.length, existing, pages, exceeds: thresholdExceeded(gone.length, existing, config.deletionThreshold) };
+  const checked = !info.dryRun && !info.planRunId;
+  return { toDelete: gone.length, existing, pages, exceeds: checked ? exceeded(thresholdsOf(config), { deletes: gone.length }, existing) : [] };
 }
 
 /** How many objects a connector space holds now (its summaries less the deleted): a threshold's percent base. */
@@ -40,33 +48,22 @@ export function liveObjects(summaries: ReadonlyMap<string, CsSummary>): number {
   return n;
 }
 
-/**
- * The deletion threshold: a run stops before deleting anything when it would delete more than `objects`
- * (default 500) or more than `percent` (default 20) of the connector's objects. `deletionThreshold` in the
- * connector config is a number (objects) or `{ objects, percent }`.
- */
-export function thresholdExceeded(toDelete: number, existing: number, setting: unknown): string | null {
-  let objects = 500;
-  let percent = 20;
-  if (typeof setting === 'number') objects = setting;
-  else if (setting && typeof setting === 'object') {
-    const s = setting as { objects?: unknown; percent?: unknown };
-    if (typeof s.objects === 'number') objects = s.objects;
-    if (typeof s.percent === 'number') percent = s.percent;
-  }
-  if (toDelete > objects) return `The run would delete ${toDelete} objects, more than the threshold of ${objects}; nothing was deleted.`;
-  if (existing > 0 && toDelete * 100 > percent * existing) {
-    return `The run would delete ${toDelete} of ${existing} objects (${Math.round((toDelete * 1000) / existing) / 10} %), more than the threshold of ${percent} %; nothing was deleted.`;
-  }
-  return null;
-}
-
-/** Apply one page of the planned deletes. */
+/** Apply one page of the planned deletes (with the run's plan, when it applies one: see lib/plans/planIndex.ts). */
 export async function fullImportDeletePage(info: RunInfo, page: number, totals: RunTotals): Promise<RunTotals> {
   const anchors = await loadDeletePage(info.runId, page);
   const ctx = await context(info);
-  const result = await processItems(ctx, anchors.map((anchor) => ({ anchor, object: null })));
+  const result = await processItems(ctx, anchors.map((anchor) => ({ anchor, object: null })), undefined, false, pageKey('d', page));
   const next = addPage(totals, result, []);
   await updateRun(info.runId, { stats: next.stats, errors: next.errors, progress: progressOf('applying', next) });
   return next;
+}
+
+/**
+ * Plan one page of the deletes without applying it (a run over its deletes threshold): its changes are
+ * recorded `planned`, with their fingerprints, for the approval to apply. The run's stats do not count them.
+ */
+export async function planDeletePage(info: RunInfo, page: number): Promise<void> {
+  const anchors = await loadDeletePage(info.runId, page);
+  const ctx = await context({ ...info, dryRun: true });
+  await processItems(ctx, anchors.map((anchor) => ({ anchor, object: null })), undefined, false, pageKey('d', page));
 }

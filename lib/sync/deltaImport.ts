@@ -2,7 +2,9 @@ import { hasDeltaImport, type DeltaChange, type ObjectError } from '../connector
 import { csReferenceBy, dnKey } from '../mesh/model';
 import { updateRun } from '../storage/runs';
 import { readCsObjects } from './connectorSpace';
-import { liveObjects, thresholdExceeded } from './deletes';
+import { liveObjects } from './deletes';
+import { exceeded, thresholdsOf } from '../plans/thresholds';
+import { pageKey } from '../storage/runChanges';
 import { rejoinDisconnectors, addRejoined } from './fullSync';
 import { processItems, storedObject } from './pages';
 import { RULES_CHANGED_NOTE } from './rulesChange';
@@ -14,15 +16,18 @@ import { readSyncState } from './state';
 
 // Delta import
 
-export type DeltaOutput = { fullImportRequired: string } | { watermark: string | null; totals: RunTotals; stopped?: string; fullSyncNext?: boolean } | StepFailure;
+export type DeltaOutput = { fullImportRequired: string } | { watermark: string | null; totals: RunTotals; fullSyncNext?: boolean } | StepFailure;
 
 /**
  * A delta import. Connectors give no cursor inside a delta (an interrupted delta is read again from the
- * committed watermark), so this one step reads the changes, checks the deletion threshold, then plans and
+ * committed watermark), so this one step reads the changes, checks the deletes threshold, then plans and
  * applies them page by page, reporting progress after each page. The watermark is committed by the
- * orchestration afterwards.
+ * orchestration afterwards. Deletes over the threshold: every page is planned, not applied (its changes
+ * recorded `planned`), and the run waits for approval (`totals.parked`); the approved run reads the delta again
+ * and applies its plan. A run applying a plan gives no watermark when it left objects out (the next delta
+ * reads them again).
  */
-export async function deltaImport(info: RunInfo, config: { deletionThreshold?: unknown; fullSyncOnRuleChange?: unknown }, totals: RunTotals): Promise<DeltaOutput> {
+export async function deltaImport(info: RunInfo, config: { deletionThreshold?: unknown; thresholds?: unknown; fullSyncOnRuleChange?: unknown }, totals: RunTotals): Promise<DeltaOutput> {
   try {
     return await withConnector(info.connectorId, async (connector) => {
       if (!hasDeltaImport(connector)) return { fullImportRequired: 'This connector has no delta import.' };
@@ -48,14 +53,22 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
       const rejoined = await rejoinDisconnectors(ctx);
       if (rejoined) totals = addRejoined(totals, rejoined);
       const deletes = changes.filter((c) => c.kind === 'delete' && ctx.cs.summaries.get(c.anchor)?.deleted === false).length;
-      const stop = thresholdExceeded(deletes, liveObjects(ctx.cs.summaries), config.deletionThreshold);
-      if (stop) return { watermark: null, totals, stopped: stop };
+      const over = info.dryRun || info.planRunId ? [] : exceeded(thresholdsOf(config), { deletes }, liveObjects(ctx.cs.summaries));
+      if (over.length) {
+        // The whole delta is planned (recorded with its fingerprints) and nothing applied.
+        const dry = { ...info, dryRun: true };
+        for (let i = 0; i < changes.length; i += DEFAULT_PAGE_SIZE) {
+          const slice = changes.slice(i, i + DEFAULT_PAGE_SIZE);
+          await processItems(await context(dry), slice.map((ch) => ({ anchor: ch.anchor, object: ch.kind === 'delete' ? null : (ch.object ?? null) })), undefined, false, pageKey('t', i / DEFAULT_PAGE_SIZE));
+        }
+        return { watermark: null, totals: { ...totals, parked: over } };
+      }
       let t = totals;
       let firstErrors = readErrors;
       for (let i = 0; i < changes.length || i === 0; i += DEFAULT_PAGE_SIZE) {
         const slice = changes.slice(i, i + DEFAULT_PAGE_SIZE);
         const c = i === 0 ? ctx : await context(info);
-        const result = await processItems(c, slice.map((ch) => ({ anchor: ch.anchor, object: ch.kind === 'delete' ? null : (ch.object ?? null) })));
+        const result = await processItems(c, slice.map((ch) => ({ anchor: ch.anchor, object: ch.kind === 'delete' ? null : (ch.object ?? null) })), undefined, false, pageKey('t', i / DEFAULT_PAGE_SIZE));
         t = addPage(t, result, firstErrors);
         firstErrors = [];
         const run = await updateRun(info.runId, { stats: t.stats, errors: t.errors, progress: progressOf('applying', t, changes.length) });

@@ -1,8 +1,11 @@
-import { ConnectorError, hasExport, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
+import { ConnectorError, hasExport, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
 import { getMeshObjects } from '../mesh/store';
 import { listRules } from '../storage/rules';
 import { loadCsSummaries, readCsObjects, summarize, writeCsObjects } from './connectorSpace';
-import { thresholdExceeded } from './deletes';
+import { exportItems, filterByPlan, type ExportRecord } from './exportChanges';
+import { exceeded, thresholdsOf } from '../plans/thresholds';
+import { planIndex } from '../plans/planIndex';
+import { pageKey, writeRunChanges, type StoredChange } from '../storage/runChanges';
 import { disableValues, dueAt, isDue, isPseudoAttribute } from './deprovisioning';
 import { exportRecordingApplied } from './exportPage';
 import { ExportRetry } from './exportRetry';
@@ -18,7 +21,7 @@ import { loadExportPage, markExportDirty } from './state';
 // Export: deprovisioning, the target's objects whose mesh object is gone
 
 /** Incremental deprovisioning: the target's objects whose mesh object was deleted since the last export. */
-export async function exportDeletedSince(info: RunInfo, totals: RunTotals, config: ExportConfig = {}): Promise<RunTotals | StepFailure | { stopped: string }> {
+export async function exportDeletedSince(info: RunInfo, totals: RunTotals, config: ExportConfig = {}): Promise<RunTotals | StepFailure> {
   try {
     const ids = await loadExportPage(info.runId, -1);
     if (!ids.length) return totals;
@@ -43,7 +46,7 @@ export async function exportDeletedSince(info: RunInfo, totals: RunTotals, confi
  * Deprovisioning: connector-space objects of this (target) connector whose mesh object is gone are deleted in
  * the target.
  */
-export async function exportDeletes(info: RunInfo, totals: RunTotals, config: ExportConfig = {}): Promise<RunTotals | StepFailure | { stopped: string }> {
+export async function exportDeletes(info: RunInfo, totals: RunTotals, config: ExportConfig = {}): Promise<RunTotals | StepFailure> {
   try {
     return await withConnector(info.connectorId, async (connector) => {
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
@@ -63,7 +66,7 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals, config: Ex
 }
 
 /** Delete these anchors in the target (their mesh objects are gone), within the deletion threshold. */
-export async function deprovision(info: RunInfo, totals: RunTotals, config: ExportConfig, gone: string[], existing: number): Promise<RunTotals | { stopped: string }> {
+export async function deprovision(info: RunInfo, totals: RunTotals, config: ExportConfig, gone: string[], existing: number): Promise<RunTotals> {
   if (!gone.length) return totals;
   return withConnector(info.connectorId, async (connector) => {
     if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
@@ -78,7 +81,7 @@ export async function deprovision(info: RunInfo, totals: RunTotals, config: Expo
  * (`none`). With `graceDays`, the first export that finds one gone only marks it pending; the export after its
  * due time applies it.
  */
-async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunTotals, config: ExportConfig, gone: string[], existing: number): Promise<RunTotals | { stopped: string }> {
+async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunTotals, config: ExportConfig, gone: string[], existing: number): Promise<RunTotals> {
   const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
   if (!gone.length) return addPage(totals, result, []);
   const settings = settingsOf(config);
@@ -109,12 +112,32 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
     else if (settings.action === 'disable') disables.push(row);
     else left.push(row);
   }
+  const record = pageKey('z', 0);
+  const planned = () => exportItems(info.connectorId, null, [...deletes.map((row) => goneRecord(row, { kind: 'delete', anchor: row.anchor, objectType: row.objectType, attributes: {} }, {})), ...disables.map((row) => goneRecord(row, { kind: 'update', anchor: row.anchor, objectType: row.objectType, attributes: disableValues(settings, row).attributes }, disableValues(settings, row).attributes))]);
+  // Applying a plan: only the deprovisionings it planned, of target objects as they were then.
+  let drifted: StoredChange[] = [];
+  if (info.planRunId) {
+    const plan = await planIndex(info.planRunId);
+    const d = filterByPlan(plan, deletes, (row) => goneRecord(row, { kind: 'delete', anchor: row.anchor, objectType: row.objectType, attributes: {} }, {}));
+    const u = filterByPlan(plan, disables, (row) => goneRecord(row, { kind: 'update', anchor: row.anchor, objectType: row.objectType, attributes: disableValues(settings, row).attributes }, disableValues(settings, row).attributes));
+    deletes.splice(0, deletes.length, ...d.kept);
+    disables.splice(0, disables.length, ...u.kept);
+    drifted = [...d.drifted, ...u.drifted];
+    result.leftOut = d.leftOut + u.leftOut;
+  }
   result.processed = deletes.length + disables.length + left.length;
-  // The deletion threshold holds for deletes (a source connector deleted, a source emptied): the run stops
-  // before deleting anything in the target. A disable or an object left as it is is not a delete.
-  const stop = thresholdExceeded(deletes.length, existing, config.deletionThreshold);
-  if (stop) return { stopped: stop };
-  if (info.dryRun) return retry.note(addPage(totals, { ...result, deleted: deletes.length, updated: disables.length }, []));
+  // The deletes threshold holds for deletes (a source connector deleted, a source emptied): over it, nothing is
+  // deleted in the target; the deletes are planned (recorded) and the run waits for approval. A disable or an
+  // object left as it is is not a delete.
+  const over = info.dryRun || info.planRunId ? [] : exceeded(thresholdsOf(config), { deletes: deletes.length }, existing);
+  if (over.length) {
+    await writeRunChanges(info.runId, record, planned());
+    return { ...totals, parked: [...(totals.parked ?? []), ...over] };
+  }
+  if (info.dryRun) {
+    await writeRunChanges(info.runId, record, planned());
+    return retry.note(addPage(totals, { ...result, deleted: deletes.length, updated: disables.length }, []));
+  }
   const rules = disables.length || left.length || lapsed.length ? compileRuleSet(info.connectorId, await listRules()) : null;
   const unlinked = (row: CsObject, deprovisioned: NonNullable<CsObject['deprovisioned']>): CsObject => {
     const out: CsObject = { ...row, meshId: null, deprovisioned, updatedOn: now };
@@ -168,6 +191,13 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
   if (cached) for (const r of rows) cached.set(r.anchor, summarize(info.connectorId, r));
   // A change the target refused is tried again by the next export.
   await markExportDirty(info.connectorId, failedIds);
+  const records = [...deletes.map((row, i) => goneRecord(row, changes[i], {})), ...disabled.map((d, i) => goneRecord(d.row, changes[deletes.length + i], d.attributes))];
+  await writeRunChanges(info.runId, record, [...exportItems(info.connectorId, null, records.slice(0, results.length), results), ...drifted]);
   if (interrupted !== undefined) throw interrupted;
   return retry.note(addPage(totals, result, []));
+}
+
+/** A deprovisioning as the run's changes list it (keyed by the target object: its mesh object is gone). */
+function goneRecord(row: CsObject, change: ExportChange, values: Record<string, AttributeValue>): ExportRecord {
+  return { key: `cs:${row.anchor}`, change, doc: null, prev: row, values };
 }

@@ -6,7 +6,11 @@ import { commitMeshWrite } from '../mesh/store';
 import { readConnectorRow } from '../storage/connectors';
 import type { RunObjectError } from '../storage/runs';
 import { readCsObjects, summarize, writeCsObjects } from './connectorSpace';
-import { liveObjects, thresholdExceeded } from './deletes';
+import { liveObjects } from './deletes';
+import { exportItems, filterByPlan, type ExportRecord } from './exportChanges';
+import { exceeded, thresholdsOf } from '../plans/thresholds';
+import { planIndex } from '../plans/planIndex';
+import { writeRunChanges, type StoredChange } from '../storage/runChanges';
 import { disableValues, dueAt, enableValues, isDue, isPseudoAttribute } from './deprovisioning';
 import { exportNeedsRelations, exportRelations } from './exportReferences';
 import { ExportRetry } from './exportRetry';
@@ -69,6 +73,7 @@ export async function exportDocs(
   totals: RunTotals,
   config: ExportConfig,
   observe?: (changes: readonly DocChange[]) => void,
+  record?: string,
 ): Promise<RunTotals> {
   const cid = info.connectorId;
   const at = new Date();
@@ -188,20 +193,37 @@ export async function exportDocs(
       }
     }
   }
+  // Applying a plan: only its changes, and only those computed from the inputs it was planned from.
+  const recordOf = (c: DocChange): ExportRecord => ({ key: c.doc.id, change: c.change, doc: c.doc, prev: c.prev, values: withoutWriteOnlySecrets(c.values) });
+  let drifted: StoredChange[] = [];
+  let leftOut = 0;
+  if (info.planRunId && !info.preview) {
+    const f = filterByPlan(await planIndex(info.planRunId), changes, recordOf);
+    changes.splice(0, changes.length, ...f.kept);
+    drifted = f.drifted;
+    leftOut = f.leftOut;
+  }
   retry.settle(new Set(changes.map((c) => c.doc.id)), quietRows);
-  // Deprovisioning deletes are held to the deletion threshold like the deletes pass (counted over the run).
+  // Deprovisioning deletes are held to the deletes threshold like the deletes pass (counted over the run):
+  // over it, they are planned (recorded), not applied, and the run waits for approval after this page.
   const deleting = changes.filter((c) => c.tag === 'delete').length;
-  let stopped: string | undefined;
-  if (deleting) {
-    stopped = thresholdExceeded(totals.stats.objectsDeleted + deleting, liveObjects((await csCache(cid, !info.preview)).summaries), config.deletionThreshold) ?? undefined;
-    if (stopped) for (let i = changes.length - 1; i >= 0; i--) if (changes[i].tag === 'delete') changes.splice(i, 1);
+  let parked: RunTotals['parked'];
+  const held: DocChange[] = [];
+  if (deleting && !info.dryRun && !info.planRunId) {
+    const over = exceeded(thresholdsOf(config), { deletes: totals.stats.objectsDeleted + deleting }, liveObjects((await csCache(cid, !info.preview)).summaries));
+    if (over.length) {
+      parked = over;
+      for (let i = changes.length - 1; i >= 0; i--) if (changes[i].tag === 'delete') held.unshift(...changes.splice(i, 1));
+    }
   }
   // objectsProcessed counts the changes applied or attempted (and the objects whose rules failed, and those
   // left as they are by deprovisioning), not the mesh objects looked at.
-  let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: changes.length + errors.length + left, errors };
-  const withStop = (t: RunTotals): RunTotals => retry.note(stopped ? { ...t, stopped } : t);
+  let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: changes.length + errors.length + left, errors, ...(leftOut ? { leftOut } : {}) };
+  const withStop = (t: RunTotals): RunTotals => retry.note(parked ? { ...t, parked: [...(t.parked ?? []), ...parked] } : t);
+  const planned = (list: readonly DocChange[]) => exportItems(cid, connector, list.map(recordOf));
   if (info.dryRun) {
     observe?.(changes);
+    if (record) await writeRunChanges(info.runId, record, planned(changes));
     result = {
       ...result,
       created: changes.filter((c) => c.change.kind === 'add').length,
@@ -210,7 +232,10 @@ export async function exportDocs(
     };
     return withStop(addPage(totals, result, []));
   }
-  if (!changes.length && !quietRows.length && !retry.dirty) return withStop(addPage(totals, result, []));
+  if (!changes.length && !quietRows.length && !retry.dirty) {
+    if (record) await writeRunChanges(info.runId, record, [...drifted, ...planned(held)]);
+    return withStop(addPage(totals, result, []));
+  }
   const { results, interrupted } = changes.length ? await exportRecordingApplied(connector, changes.map((c) => c.change)) : { results: [] as ExportResult[], interrupted: undefined };
   const csRows: CsObject[] = [...quietRows];
   const meshUpserts: MeshObject[] = [...quietDocs];
@@ -278,6 +303,9 @@ export async function exportDocs(
   if (cached) for (const r of csRows) cached.set(r.anchor, summarize(info.connectorId, r));
   // A change the target refused is looked at again by the next export (an incremental one would not see it).
   await markExportDirty(info.connectorId, failedIds);
+  // The page's changes as the target answered them (those answered before an interruption), the drifted ones
+  // and the deletes held for approval.
+  if (record) await writeRunChanges(info.runId, record, [...exportItems(cid, connector, changes.slice(0, results.length).map(recordOf), results), ...drifted, ...planned(held)]);
   if (interrupted !== undefined) throw interrupted;
   const next = addPage(totals, { ...result, errors }, []);
   // What the connector did besides the changes (containers it created): listed in the run, not counted as errors.

@@ -4,6 +4,7 @@ import { currentFeedSeq, getMeshObjects, iterateMesh, readFeed } from '../mesh/s
 import { readConnectorRow } from '../storage/connectors';
 import { listRules } from '../storage/rules';
 import { updateRun } from '../storage/runs';
+import { pageKey } from '../storage/runChanges';
 import { isDue } from './deprovisioning';
 import { loadAgain, exportDocs } from './exportPage';
 import { dropGoneStagedAdds } from './exportRetry';
@@ -45,10 +46,10 @@ export async function exportPartition(input: ExportPageInput, config: ExportConf
       const docs: MeshObject[] = [];
       for await (const page of iterateMesh(objectType, input.partition)) docs.push(...page);
       for (let start = 0; start < docs.length; start += DEFAULT_PAGE_SIZE) {
-        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config);
+        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config, undefined, pageKey(input.second ? 'y' : 'x', input.partition * 1000 + start / DEFAULT_PAGE_SIZE));
         // Progress for GET /runs/{id}, as an import's pages write it.
         const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
-        if (totals.stopped) break;
+        if (totals.parked) break;
         if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < docs.length) return { ...totals, cancelled: true };
       }
       return totals;
@@ -155,7 +156,7 @@ export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig)
       const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
       const ids = input.page === -2 ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
       const docs = [...(await getMeshObjects(ids)).values()].filter((d) => d.objectType === objectType);
-      const totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs, input.totals, config);
+      const totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs, input.totals, config, undefined, input.page === -2 ? pageKey('y', 0) : pageKey('x', input.page));
       await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
       return totals;
     });

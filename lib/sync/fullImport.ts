@@ -4,6 +4,7 @@ import { PROCESS_WRITER } from '../mesh/store';
 import { updateRun } from '../storage/runs';
 import { rejoinDisconnectors, addRejoined } from './fullSync';
 import { processItems } from './pages';
+import { pageKey } from '../storage/runChanges';
 import { log, Held, heldRuns, pendingProgress, settleProgress, settleCsWrite, context, TRACE } from './runContext';
 import { progressOf } from './runProgress';
 import { DEFAULT_PAGE_SIZE, type RunTotals, type RunInfo, type StepFailure, failure, type PageResult, addPage } from './runTypes';
@@ -153,7 +154,7 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     );
     let result: PageResult;
     try {
-      result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })), held, last);
+      result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })), held, last, pageKey('i', input.page));
       if (last) {
         await settleCsWrite(runId);
         heldRuns.delete(runId);

@@ -1,6 +1,7 @@
 import { updateRun } from '../storage/runs';
 import { readCsObjects, readCsPartition } from './connectorSpace';
 import { processItems, storedItem } from './pages';
+import { pageKey } from '../storage/runChanges';
 import { type Context, context } from './runContext';
 import { cancelAsked, progressOf } from './runProgress';
 import { DEFAULT_PAGE_SIZE, type RunTotals, type RunInfo, type StepFailure, failure, type PageResult, addPage } from './runTypes';
@@ -37,7 +38,7 @@ export async function rejoinDisconnectors(ctx: Context): Promise<PageResult | nu
   const items = [...rows.values()].filter((r) => !r.deleted && (!r.meshId || ctx.cs.summaries.get(r.anchor)?.failed)).map(storedItem);
   let total: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
   for (let i = 0; i < items.length; i += DEFAULT_PAGE_SIZE) {
-    const r = await processItems(i === 0 ? ctx : await context(ctx.info), items.slice(i, i + DEFAULT_PAGE_SIZE));
+    const r = await processItems(i === 0 ? ctx : await context(ctx.info), items.slice(i, i + DEFAULT_PAGE_SIZE), undefined, false, pageKey('j', i / DEFAULT_PAGE_SIZE));
     total = { created: total.created + r.created, updated: total.updated + r.updated, deleted: 0, processed: total.processed + r.processed, errors: [...total.errors, ...r.errors] };
   }
   return total;
@@ -72,7 +73,7 @@ export async function fullSyncPage(input: FullSyncPageInput): Promise<RunTotals 
     const rows = (await readCsPartition(input.info.connectorId, input.partition)).filter((r) => !r.deleted && (r.hash !== '' || Object.keys(r.attributes).length > 0));
     for (let i = 0; i < rows.length; i += DEFAULT_PAGE_SIZE) {
       const ctx = await context(input.info);
-      const result = await processItems(ctx, rows.slice(i, i + DEFAULT_PAGE_SIZE).map(storedItem));
+      const result = await processItems(ctx, rows.slice(i, i + DEFAULT_PAGE_SIZE).map(storedItem), undefined, false, pageKey('s', input.partition * 1000 + i / DEFAULT_PAGE_SIZE));
       totals = addPage(totals, result, []);
       if (i + DEFAULT_PAGE_SIZE < rows.length && cancelAsked(await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('applying', totals) }))) return { ...totals, cancelled: true };
     }

@@ -10,6 +10,9 @@ import { csWakeKeys, referencesOf } from './references';
 import { waitingDocs, loadDocs, Held, deferCsWrite, settleCsWrite, dropCaches, type Context, Trace } from './runContext';
 import type { PageResult } from './runTypes';
 import { markExportDirty } from './state';
+import { csObjectIdOf } from './csIds';
+import { importFingerprint, meshItems, type MeshPair, type PlannedObject } from '../plans/record';
+import { writeRunChanges, type StoredChange } from '../storage/runChanges';
 
 /**
  * The sync engine's steps, one per orchestration activity (orchestrations/syncRun.ts). Each step is
@@ -30,19 +33,29 @@ export interface Item {
 }
 
 
-/** Plan and (unless dry run) apply one page of imported objects and deletions. */
-export async function processItems(ctx: Context, items: Item[], held?: Held, flush = false): Promise<PageResult> {
+/**
+ * Plan and (unless dry run) apply one page of imported objects and deletions. `record`: the key of the page in
+ * the run's changes (lib/storage/runChanges.ts), which are written with the page (`planned` in a dry run,
+ * `applied` else); without it (a connector's withdrawal) nothing is recorded.
+ */
+export async function processItems(ctx: Context, items: Item[], held?: Held, flush = false, record?: string): Promise<PageResult> {
   const page = await planItems(ctx, items, held, flush);
-  if (!page.planned) return page.result;
-  if (ctx.info.dryRun) {
-    dropCaches(ctx.info.connectorId);
+  if (!page.planned) {
+    if (record && page.drifted.length) await writeRunChanges(ctx.info.runId, record, page.drifted);
     return page.result;
   }
-  await applyItems(ctx, page, held, flush);
+  if (ctx.info.dryRun) {
+    const changes = record ? pageChanges(ctx, page, 'planned') : [];
+    dropCaches(ctx.info.connectorId);
+    if (record) await writeRunChanges(ctx.info.runId, record, changes);
+    return page.result;
+  }
+  // The page's changes are written beside its mesh and connector-space rows (a page replayed writes them again).
+  await Promise.all([applyItems(ctx, page, held, flush), record ? writeRunChanges(ctx.info.runId, record, pageChanges(ctx, page, 'applied')) : undefined]);
   return page.result;
 }
 
-interface WorkItem {
+export interface WorkItem {
   item: Item;
   hash: string;
   sum: CsSummary | undefined;
@@ -62,6 +75,8 @@ export interface PagePlan {
   /** Objects that exist in storage (anything else dirty is new: a candidate for holding). */
   stored: Set<string>;
   tr: Trace;
+  /** Applying a plan: the objects of the plan whose inputs changed since (not planned, not touched). */
+  drifted: StoredChange[];
 }
 
 /** Plan one page: join, projection, inbound flows, composer and references, on the context's caches only. */
@@ -87,7 +102,8 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
   const ws = new WorkingSet(ctx.index);
   const stored = new Set<string>();
   const plans: ObjectPlan[] = [];
-  if (!work.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr };
+  const drifted: StoredChange[] = [];
+  if (!work.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr, drifted };
 
   const fullAnchors = work.filter((w) => !w.item.force && (w.sum?.exported || w.sum?.deprov || !w.item.object)).map((w) => w.item.anchor);
   // Rows read whole must be the committed ones: the previous page's write lands first.
@@ -124,6 +140,19 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
   };
   await load(need);
   tr.mark(`loadDocs(${need.size})`);
+  if (ctx.plan) {
+    // Applying a plan: only its objects, and only those whose inputs are as planned (lib/plans/planIndex.ts).
+    const plan = ctx.plan;
+    const before = work.length;
+    const kept = work.filter((w) => {
+      const verdict = plan.verdict(w.item.anchor, importFingerprint(w.hash, linkedDoc(ws, w)));
+      if (verdict === 'drifted') drifted.push(plan.drifted(w.item.anchor, 'Its source object or its mesh object changed since the plan: not applied.'));
+      return verdict === 'apply';
+    });
+    work.splice(0, work.length, ...kept);
+    result.leftOut = before - kept.length;
+    if (!work.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr, drifted };
+  }
 
   for (const w of work) {
     const plan = planImport({ rules, now, ws, refs: ctx.refs, runId: ctx.info.runId }, w.item.anchor, w.item.object, w.hash, prevOf(w));
@@ -166,7 +195,7 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     reresolve(ws, rules, follow, now, ctx.refs);
   }
   tr.mark(`follow(${follow.size})`);
-  return { planned: true, result, work, plans, ws, stored, tr };
+  return { planned: true, result, work, plans, ws, stored, tr, drifted };
 }
 
 /** Write a planned page: mesh rows, the feed, then the connector-space rows (see the order above). */
@@ -295,4 +324,38 @@ export function storedObject(row: CsObject, attributes = row.attributes): Connec
   const references = referencesOf(object, row.refNames);
   if (Object.keys(references).length) object.references = references;
   return object;
+}
+
+/** The mesh object an import object was linked to when the page loaded it (its fingerprint's mesh state). */
+function linkedDoc(ws: WorkingSet, w: WorkItem): MeshObject | null {
+  const id = w.item.force?.row.meshId ?? w.sum?.meshId ?? null;
+  return id ? (ws.before.get(id) ?? null) : null;
+}
+
+/**
+ * The run's change items of a planned page (lib/plans/record.ts): one per mesh object it changes, named by the
+ * connector object that changed it, and the drifted objects of a plan being applied. A `planned` page carries
+ * each object's fingerprint (an apply compares it); an `applied` one does not need it.
+ */
+export function pageChanges(ctx: Context, page: PagePlan, outcome: 'applied' | 'planned'): StoredChange[] {
+  const cid = ctx.info.connectorId;
+  const objects: PlannedObject[] = page.plans.map((p, i) => {
+    const w = page.work[i];
+    const before = w.item.force?.row ?? w.sum;
+    return {
+      anchor: p.cs.anchor,
+      csObjectId: csObjectIdOf(cid, p.cs),
+      meshBefore: before && !before.deleted ? (before.meshId ?? null) : null,
+      meshAfter: p.cs.deleted ? null : p.cs.meshId,
+      dnBefore: before?.dn ?? null,
+      dnAfter: p.cs.dn ?? null,
+      ...(p.error ? { error: p.error } : {}),
+      fp: outcome === 'planned' ? importFingerprint(w.hash, linkedDoc(page.ws, w)) : '',
+    };
+  });
+  const mesh = new Map<string, MeshPair>();
+  for (const id of page.ws.dirty) mesh.set(id, { before: page.ws.before.get(id) ?? null, after: page.ws.get(id) });
+  const items = meshItems(objects, mesh, outcome);
+  if (outcome === 'applied') for (const c of items) delete c.fp;
+  return [...items, ...page.drifted];
 }

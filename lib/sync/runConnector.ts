@@ -10,6 +10,7 @@ export type ExportConfig = {
   provisioningCondition?: unknown;
   passwordOnUpdate?: unknown;
   deletionThreshold?: unknown;
+  thresholds?: unknown;
   deprovisioning?: unknown;
   connectorType?: unknown;
 };
@@ -34,6 +35,7 @@ export async function runConfig(connectorId: string): Promise<Record<string, unk
 export function configOfRun(type: string, config: Record<string, unknown>): Record<string, unknown> {
   return {
     deletionThreshold: config.deletionThreshold,
+    thresholds: config.thresholds,
     deprovisioning: config.deprovisioning,
     connectorType: type,
     fullSyncOnRuleChange: config.fullSyncOnRuleChange,

@@ -12,6 +12,7 @@ import type { CsObject } from './model';
 import { referencePolicy, type CsLookup } from './references';
 import { compileRuleSet, indexedAttributes, type RuleSet } from './rules';
 import type { RunInfo } from './runTypes';
+import { planIndex, type PlanIndex } from '../plans/planIndex';
 import { claimCsOwner, readSyncState } from './state';
 
 /**
@@ -142,6 +143,8 @@ export interface Context {
   /** The connector's references, resolved through its connector space (lib/sync/references.ts). */
   refs: CsLookup;
   now: string;
+  /** The plan the run applies ({@link RunInfo.planRunId}), loaded once per process. */
+  plan?: PlanIndex;
 }
 
 export async function context(info: RunInfo): Promise<Context> {
@@ -158,7 +161,8 @@ export async function context(info: RunInfo): Promise<Context> {
     index.onForeignChange = (id) => waitingDocs.delete(id);
   }
   const cs = await csCache(info.connectorId);
-  return { info, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString() };
+  const plan = info.planRunId ? await planIndex(info.planRunId) : undefined;
+  return { info, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString(), ...(plan ? { plan } : {}) };
 }
 
 export const TRACE = !!process.env.SYNC_TRACE;

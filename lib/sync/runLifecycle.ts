@@ -4,6 +4,8 @@ import { setConnectorRunState } from '../storage/connectors';
 import { listRules } from '../storage/rules';
 import { completeRun, getRun, updateRun, type TerminalRunStatus } from '../storage/runs';
 import { recordRunFinished } from '../telemetry/runs';
+import { dropPlanIndex } from '../plans/planIndex';
+import { hoursAfter, readPlanSettings } from '../plans/settings';
 import { againKey } from './exportPage';
 import { closeLiveReader } from './fullImport';
 import { compileRuleSet } from './rules';
@@ -19,6 +21,8 @@ export async function beginRun(runId: string): Promise<RunInfo | (StepFailure & 
   const run = await getRun(runId);
   if (!run) return { failed: 'The run no longer exists.' };
   const info: RunInfo = { runId, connectorId: run.connectorId, runType: run.runType, dryRun: !!run.dryRun };
+  // An apply run applies its plan (the dry run it names).
+  if (run.trigger.type === 'apply' && run.trigger.planRunId && !run.dryRun) info.planRunId = run.trigger.planRunId;
   try {
     const { connector } = await createConnectorFor(run.connectorId);
     await connector.close();
@@ -74,9 +78,12 @@ export async function finishRun(input: FinishInput): Promise<void> {
   if (!run || !['Running', 'Queued'].includes(run.status)) return;
   const completed = input.status === 'Completed' || input.status === 'CompletedWithErrors';
   if (completed && !info.dryRun) await updateRun(info.runId, { stats: input.totals.stats, progress: progressOf('finishing', input.totals) });
-  if (!info.dryRun && completed && input.watermark !== undefined && info.runType !== 'Export') await saveWatermark(info.connectorId, input.watermark);
-  if (!info.dryRun && completed && input.fullPass) await saveFullRulesHash(info.connectorId, compileRuleSet(info.connectorId, await listRules()).hash);
-  if (!info.dryRun && completed && input.exportState) {
+  // A run that applied a plan and left objects out (not in the plan, or drifted) moves no watermark and records
+  // no export state: the next run reads those objects again.
+  const whole = completed && !info.dryRun && !input.totals.leftOut;
+  if (whole && input.watermark !== undefined && info.runType !== 'Export') await saveWatermark(info.connectorId, input.watermark);
+  if (whole && input.fullPass) await saveFullRulesHash(info.connectorId, compileRuleSet(info.connectorId, await listRules()).hash);
+  if (whole && input.exportState) {
     await saveExportState(info.connectorId, input.exportState.seq, input.exportState.hash);
     await clearExportDirty(info.connectorId, input.exportState.dirtyKeys);
   }
@@ -86,6 +93,9 @@ export async function finishRun(input: FinishInput): Promise<void> {
   if (input.status === 'Failed') await setConnectorRunState(info.connectorId, { status: 'error' }).catch(() => undefined);
   else if (completed) await setConnectorRunState(info.connectorId, { status: 'active', ...(info.runType !== 'Export' && !info.dryRun ? { lastSync: now } : {}) }).catch(() => undefined);
   const outcome: Parameters<typeof completeRun>[1] = { status: input.status, stats: input.totals.stats };
+  // A completed dry run is a plan, applicable until it expires.
+  if (completed && info.dryRun) outcome.plan = { expiresOn: hoursAfter(new Date(), readPlanSettings().planExpireHours) };
+  if (info.planRunId) dropPlanIndex(info.planRunId);
   if (input.totals.errors.length) outcome.errors = input.totals.errors;
   if (input.error) outcome.error = input.error;
   else if (input.status === 'Cancelled') outcome.error = `The run was cancelled by ${run.cancel?.requestedBy ?? 'a caller'}: what it applied before it stopped stays applied, and no watermark was committed.`;

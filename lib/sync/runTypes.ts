@@ -1,5 +1,5 @@
 import { isConnectorError, type ObjectError } from '../connectors/sdk';
-import type { RunObjectError, RunStats } from '../storage/runs';
+import type { ApprovalReason, RunObjectError, RunStats } from '../storage/runs';
 import type { RunTrace } from '../telemetry/tracing';
 
 /**
@@ -22,12 +22,17 @@ export interface RunTotals {
    * named their old DN, so the orchestration runs the partitions once more.
    */
   movedInTarget?: number;
-  /** Export: deprovisioning deletes (a provisioning condition that stopped holding) passed the deletion threshold. */
-  stopped?: string;
   /** The run was asked to stop (see lib/sync/runProgress.ts): the step ended at a page boundary. */
   cancelled?: boolean;
   /** Export: objects skipped for reaching Export__MaxAttempts (lib/sync/exportRetry.ts), counted once per run. */
   skipped?: string[];
+  /**
+   * Applying a plan: objects left out (not in the plan, or drifted). The run then commits no watermark and no
+   * export state, so the next run reads them again.
+   */
+  leftOut?: number;
+  /** A threshold the run would exceed (its deletes, counted before any is applied): the run waits for approval. */
+  parked?: ApprovalReason[];
 }
 
 /**
@@ -54,6 +59,12 @@ export interface RunInfo {
   trace?: RunTrace;
   /** A one-object preview (no run): reads only, never claims a connector space (see {@link csCache}). */
   preview?: boolean;
+  /**
+   * The plan this run applies (lib/plans/planIndex.ts): the dry run an apply run applies, or the run's own plan
+   * once it was approved. Objects the plan does not list are left for the next run; those whose inputs changed
+   * since are listed drifted and not touched.
+   */
+  planRunId?: string;
 }
 
 export const emptyTotals = (): RunTotals => ({ stats: { objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 }, errors: [] });
@@ -74,6 +85,8 @@ export interface PageResult {
   deleted: number;
   processed: number;
   errors: RunObjectError[];
+  /** See {@link RunTotals.leftOut}. */
+  leftOut?: number;
 }
 
 export function addPage(totals: RunTotals, page: PageResult, readErrors: ObjectError[]): RunTotals {
@@ -85,6 +98,7 @@ export function addPage(totals: RunTotals, page: PageResult, readErrors: ObjectE
     ...(totals.notInTarget ? { notInTarget: totals.notInTarget } : {}),
     ...(totals.movedInTarget ? { movedInTarget: totals.movedInTarget } : {}),
     ...(totals.skipped ? { skipped: totals.skipped } : {}),
+    ...(totals.leftOut || page.leftOut ? { leftOut: (totals.leftOut ?? 0) + (page.leftOut ?? 0) } : {}),
     stats: {
       objectsProcessed: totals.stats.objectsProcessed + page.processed + readErrors.length,
       objectsCreated: totals.stats.objectsCreated + page.created,

@@ -23,6 +23,14 @@ export const runsTotal = new Counter({
   registers: [registry],
 });
 
+/** Runs that exceeded a threshold and stopped to wait for an Admin's approval (the mass-change alarm). */
+export const runsAwaitingApproval = new Counter({
+  name: 'meshsync_runs_awaiting_approval_total',
+  help: 'Runs that exceeded a threshold of their connector and wait for approval, by connector name, run type and the threshold operation exceeded.',
+  labelNames: ['connector', 'run_type', 'operation'] as const,
+  registers: [registry],
+});
+
 export const runDuration = new Histogram({
   name: 'meshsync_run_duration_seconds',
   help: 'Duration of finished runs, from start to final status.',

@@ -1,7 +1,7 @@
 import { areaLog } from '../core/log';
 import { readConnectorRow } from '../storage/connectors';
 import type { Run } from '../storage/runs';
-import { objectsProcessed, runDuration, runsTotal } from './metrics';
+import { objectsProcessed, runDuration, runsAwaitingApproval, runsTotal } from './metrics';
 import { endRunSpan, type RunTrace } from './tracing';
 
 const log = areaLog('metrics');
@@ -26,5 +26,18 @@ export async function recordRunFinished(run: Run, trace?: RunTrace): Promise<voi
   } catch (err) {
     // The error's name only: a storage error's message may carry the account's URL.
     log.warn(`Counting the finished run ${run.runId} failed (${(err as Error)?.name ?? 'Error'}); the run itself is finished.`);
+  }
+}
+
+/**
+ * Count a run that stopped to wait for approval (`meshsync_runs_awaiting_approval_total`, one per threshold it
+ * exceeded). Never throws.
+ */
+export async function recordRunParked(run: Run): Promise<void> {
+  try {
+    const connector = (await readConnectorRow(run.connectorId))?.name ?? DELETED_CONNECTOR;
+    for (const r of run.approval?.reasons ?? []) runsAwaitingApproval.inc({ connector, run_type: run.runType, operation: r.operation });
+  } catch (err) {
+    log.warn(`Counting the run ${run.runId} awaiting approval failed (${(err as Error)?.name ?? 'Error'}).`);
   }
 }

@@ -32,6 +32,8 @@ export interface Answer {
 export interface CallOptions {
   /** Who calls (default Admin); null: no Authorization header. */
   role?: Role | null;
+  /** Another person of `role` than its test user: these claims (`oid`, `upn`, `preferred_username`) in the token. */
+  as?: { oid: string; upn?: string; preferred_username?: string };
   /** An object is sent as JSON (content-type application/json unless `headers` set one); a string or Buffer as is. */
   body?: unknown;
   headers?: Record<string, string>;
@@ -193,7 +195,8 @@ export class ServiceUnderTest {
   async call(method: string, route: string, options: CallOptions = {}): Promise<Answer> {
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     const role = options.role === undefined ? 'Admin' : options.role;
-    if (role) headers.authorization = `Bearer ${await this.token(role)}`;
+    if (role && options.as) headers.authorization = `Bearer ${await this.issuer.mint({ ...USERS[role], ...options.as, roles: [`Service.${role}`] }, { aud: AUDIENCE, exp: 3600 })}`;
+    else if (role) headers.authorization = `Bearer ${await this.token(role)}`;
     let body: string | Buffer | undefined;
     if (options.body !== undefined) {
       body = typeof options.body === 'string' || Buffer.isBuffer(options.body) ? options.body : JSON.stringify(options.body);

@@ -56,9 +56,10 @@ export const Dictionary = <T extends TSchema>(value: T, options: Record<string, 
   });
 
 /**
- * A connector's deletion threshold: a run that would delete more objects than this stops before deleting
- * anything (status StoppedDeletionThreshold). A number is a count of objects; an object sets the count and/or
- * the share of the connector's objects. Default: 500 objects or 20 %.
+ * A connector's deletion threshold (the older form of `thresholds.deletes`): a run that would delete more
+ * objects than this deletes nothing and waits for an Admin's approval (status AwaitingApproval). A number is a
+ * count of objects; an object sets the count and/or the share of the connector's objects. Default: 500 objects
+ * or 20 %.
  */
 export const DeletionThreshold = () =>
   Type.Union(
@@ -69,7 +70,27 @@ export const DeletionThreshold = () =>
         { additionalProperties: false },
       ),
     ],
-    { description: 'Stop a run before it deletes more than this many objects ({ objects, percent }); default 500 objects or 20 %.' },
+    { description: 'The older form of thresholds.deletes: a run that would delete more objects than this ({ objects, percent }) waits for approval; default 500 objects or 20 %.' },
+  );
+
+/** One threshold: a count, a percent of the connector's connector-space objects, or both (the smaller wins). */
+const Threshold = () =>
+  Type.Object(
+    { count: Type.Optional(Type.Integer({ minimum: 0 })), percent: Type.Optional(Type.Number({ minimum: 0, maximum: 100 })) },
+    { additionalProperties: false },
+  );
+
+/**
+ * A connector's thresholds per operation (docs/safety.md): a run whose changes of one operation exceed its
+ * limit applies nothing and waits for an Admin's approval. Default `{ deletes: { count: 500, percent: 20 } }`.
+ */
+export const Thresholds = () =>
+  Type.Object(
+    { adds: Type.Optional(Threshold()), updates: Type.Optional(Threshold()), deletes: Type.Optional(Threshold()), renames: Type.Optional(Threshold()), blanks: Type.Optional(Threshold()) },
+    {
+      additionalProperties: false,
+      description: 'Per operation { count, percent } (percent of the connector space); a run over one waits for approval. blanks: updates that empty an attribute that had a value. Default { deletes: { count: 500, percent: 20 } }.',
+    },
   );
 
 /**

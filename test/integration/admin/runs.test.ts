@@ -16,7 +16,7 @@ const instB = randomUUID();
 /** Seeded run ids, oldest first. */
 const made: Array<{ runId: string; connectorId: string; instanceId: string; status: RunStatus }> = [];
 const base = Date.parse('2031-05-01T08:00:00.000Z');
-const STATUSES: TerminalRunStatus[] = ['Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold'];
+const STATUSES: TerminalRunStatus[] = ['Completed', 'CompletedWithErrors', 'Failed', 'Rejected'];
 
 function expectProblem(res: Answer, status: number, code: string): void {
   expect({ status: res.status, code: res.body?.code }).toEqual({ status, code });
@@ -64,7 +64,7 @@ describe('GET /runs/{id}', () => {
       instanceId: instB,
       instanceName: 'B',
       runType: 'DeltaImport',
-      status: 'StoppedDeletionThreshold',
+      status: 'Rejected',
       startedAt: new Date(base + 3 * 60_000).toISOString(),
       completedAt: new Date(base + 3 * 60_000 + 5000).toISOString(),
       stats: { objectsProcessed: 3, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 },

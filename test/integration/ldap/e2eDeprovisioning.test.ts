@@ -234,9 +234,9 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
     writeHr();
     await hrDelta();
     const stopped = await runExport(rt, dir);
-    expect(stopped).toMatchObject({ status: 'StoppedDeletionThreshold', stats: { objectsDeleted: 0 } });
-    expect(stopped.error).toMatch(/threshold/);
+    expect(stopped).toMatchObject({ status: 'AwaitingApproval', stats: { objectsDeleted: 0 }, approval: { reasons: [{ operation: 'deletes' }] } });
     expect(await entry('E101')).toBeDefined();
+    expect((await rt.call('POST', `runs/${stopped.runId}/reject`)).status).toBe(200);
     await deprovisioning({ action: 'delete', onConditionFalse: true }, { deletionThreshold: { objects: 10, percent: 100 } });
     expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
     expect(await entry('E101')).toBeUndefined();

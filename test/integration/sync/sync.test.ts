@@ -226,15 +226,20 @@ describe('runs: threshold, dry run, per-object errors, API answers', () => {
     expect(conn.body.lastSync).toBeNull();
   });
 
-  test('the import itself, then a full import that would delete 30 % stops before deleting anything', async () => {
+  test('the import itself, then a full import that would delete 30 % waits for approval before deleting anything', async () => {
     expect(await runImport(rt, c)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 10 } });
     writeCsv(dir, 'people.csv', H, rows(7));
     const run = await runImport(rt, c);
-    expect(run.status).toBe('StoppedDeletionThreshold');
-    expect(run.error).toMatch(/would delete 3 of 10 objects/);
+    expect(run).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'deletes', count: 3, limit: 2 }] } });
     expect(run.stats.objectsDeleted).toBe(0);
     const mesh = await meshByAnchor();
     expect(['P7', 'P8', 'P9'].every((a) => mesh.has(a))).toBe(true);
+    // The connector stays locked while the run waits; a reject ends it and releases it.
+    expect((await rt.call('POST', `connectors/${c}/import`, { body: { runType: 'FullImport' } })).status).toBe(409);
+    const rejected = await rt.call('POST', `runs/${run.runId}/reject`);
+    expect(rejected.status).toBe(200);
+    expect(rejected.body).toMatchObject({ status: 'Rejected', stats: { objectsDeleted: 0 } });
+    expect(rejected.body.error).toMatch(/nothing was applied \(3 deletes \(limit 2\)\)/);
   });
 
   test('join ambiguity is a per-object error naming the candidates; the run completes with errors', async () => {
@@ -348,14 +353,53 @@ describe('export: deprovisioning stops at the deletion threshold', () => {
     writeCsv(src, 'contractors.csv', H, people(6));
     expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
     const stopped = await runExport(rt, target);
-    expect(stopped.status).toBe('StoppedDeletionThreshold');
-    expect(stopped.error).toMatch(/would delete 4 of 10 objects \(40 %\), more than the threshold of 20 %; nothing was deleted/);
+    expect(stopped).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'deletes', count: 4, limit: 2 }] } });
     expect(stopped.stats.objectsDeleted).toBe(0);
     expect(dataRows()).toBe(10);
+    // The planned deletes are listed, nothing applied; rejecting it releases the connector.
+    const planned = await rt.call('GET', `runs/${stopped.runId}/changes?operation=Delete`);
+    expect(planned.body).toMatchObject({ totalCount: 4 });
+    expect(planned.body.items.every((i: { target: string; outcome: string }) => i.target === 'connector' && i.outcome === 'planned')).toBe(true);
+    expect((await rt.call('POST', `runs/${stopped.runId}/reject`)).body).toMatchObject({ status: 'Rejected' });
     // The connector's own threshold, raised.
     const put = await rt.call('PUT', `connectors/${target}`, { body: { name: 'Contractor directory', config: targetConfig({ objects: 500, percent: 50 }) } });
     expect(put.status).toBe(200);
     expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
     expect(dataRows()).toBe(6);
+  });
+});
+
+describe('delta import over the deletes threshold', () => {
+  const dir = folder();
+  const H = ['id', 'employeeId', 'givenName'];
+  const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `d${i}`, employeeId: `D${i}`, givenName: `Delta${i}` }));
+  let c = '';
+
+  beforeAll(async () => {
+    writeCsv(dir, 'people.csv', H, rows(10));
+    c = await fileConnector(rt, 'Delta people', dir);
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId: c, sourceAttribute: 'employeeId' });
+    await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: 'givenName', targetAttribute: 'givenName', confidence: 50 });
+    expect(await runImport(rt, c)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 10 } });
+  });
+
+  test('the whole delta is planned, nothing applied; approved by another Admin, the second pass applies the plan and commits the watermark', async () => {
+    // 4 of 10 gone (over 20 %), one renamed: nothing of it is applied while the run waits.
+    writeCsv(dir, 'people.csv', H, rows(6).map((r) => (r.id === 'd0' ? { ...r, givenName: 'Changed' } : r)));
+    const run = await runImport(rt, c, { runType: 'DeltaImport' });
+    expect(run).toMatchObject({ status: 'AwaitingApproval', runType: 'DeltaImport', approval: { reasons: [{ operation: 'deletes', count: 4, limit: 2 }] } });
+    const planned = await rt.call('GET', `runs/${run.runId}/changes?outcome=planned`);
+    expect(planned.body.items.map((i: { anchor: string; operation: string }) => `${i.operation} ${i.anchor}`).sort()).toEqual(['Delete d6', 'Delete d7', 'Delete d8', 'Delete d9', 'Update d0']);
+    let mesh = await meshByAnchor();
+    expect(['D6', 'D7', 'D8', 'D9'].every((a) => mesh.has(a))).toBe(true);
+    expect(valueOf(mesh.get('D0'), 'givenName')).toBe('Delta0');
+    const approved = await rt.call('POST', `runs/${run.runId}/approve`, { as: { oid: 'c0000000-0000-4000-8000-00000000000c', upn: 'other.admin@example.test' } });
+    expect(approved.status).toBe(202);
+    expect(await waitRun(rt, run.runId)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4, objectsUpdated: 1 } });
+    mesh = await meshByAnchor();
+    expect(['D6', 'D7', 'D8', 'D9'].some((a) => mesh.has(a))).toBe(false);
+    expect(valueOf(mesh.get('D0'), 'givenName')).toBe('Changed');
+    // Everything planned was applied, so the watermark moved: the next delta has nothing to do.
+    expect(await runImport(rt, c, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0 } });
   });
 });

@@ -44,7 +44,7 @@ export async function sourceRules(rt: ServiceUnderTest, connectorId: string, pro
   for (const a of flows) await rule(rt, { ruleType: 'FlowRule', connectorId, sourceAttribute: a, targetAttribute: a, confidence: 50 });
 }
 
-const FINAL = ['Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold', 'Cancelled'];
+const FINAL = ['Completed', 'CompletedWithErrors', 'Failed', 'Cancelled', 'Rejected', 'AwaitingApproval'];
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function waitRun(rt: ServiceUnderTest, runId: string, timeoutMs = 120_000): Promise<any> {

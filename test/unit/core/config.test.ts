@@ -1,4 +1,5 @@
 import { ConfigError, readExportMaxAttempts, readHistoryRetentionDays, SettingsReader } from '../../../lib/core/config';
+import { readPlanSettings } from '../../../lib/plans/settings';
 
 describe('SettingsReader', () => {
   const env = {
@@ -61,5 +62,16 @@ describe('Mesh:HistoryRetentionDays', () => {
   });
   it.each(['0', '-1', '2.5', 'ninety'])('refuses %s with a message naming the setting', (v) => {
     expect(() => read({ Mesh__HistoryRetentionDays: v })).toThrow(/HistoryRetentionDays/);
+  });
+});
+
+describe('plans and approvals settings', () => {
+  test('defaults: plans and approvals expire after 24 hours, the four-eyes rule is on', () => {
+    expect(readPlanSettings(new SettingsReader({}))).toEqual({ planExpireHours: 24, approvalExpireHours: 24, requireSecondPerson: true });
+  });
+  test('set, and a malformed value names its setting', () => {
+    expect(readPlanSettings(new SettingsReader({ Plans__ExpireHours: '2', Approvals__ExpireHours: '48', Approvals__RequireSecondPerson: 'false' }))).toEqual({ planExpireHours: 2, approvalExpireHours: 48, requireSecondPerson: false });
+    expect(() => readPlanSettings(new SettingsReader({ Approvals__ExpireHours: '0' }))).toThrow(/Approvals:ExpireHours/);
+    expect(() => readPlanSettings(new SettingsReader({ Approvals__RequireSecondPerson: 'maybe' }))).toThrow(/Approvals:RequireSecondPerson/);
   });
 });

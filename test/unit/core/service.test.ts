@@ -21,6 +21,6 @@ test('a step that throws stops the start; the steps already started are stopped'
 
 test("the service's list: telemetry first (it stops last, sending the spans of the others' stops), settings checks next, the join index preload before the mesh read model, which is last", () => {
   const names = SERVICE_STEPS.map((s) => s.name);
-  expect(names).toEqual(['telemetry', 'secrets', 'license', 'fileRoots', 'schedules', 'exportSettings', 'meshHistoryPurge', 'authentication', 'engine-instance', 'pendingOperations', 'joinIndexPreload', 'meshReadModel']);
+  expect(names).toEqual(['telemetry', 'secrets', 'license', 'fileRoots', 'schedules', 'exportSettings', 'planSettings', 'meshHistoryPurge', 'authentication', 'engine-instance', 'pendingOperations', 'joinIndexPreload', 'meshReadModel']);
   expect(new Set(names).size).toBe(names.length);
 });

@@ -64,7 +64,7 @@ describe('reconcileDecision', () => {
     });
   });
 
-  test.each(['Completed', 'CompletedWithErrors', 'Failed', 'StoppedDeletionThreshold', 'Cancelled'] as const)('a %s run is never changed', (status) => {
+  test.each(['Completed', 'CompletedWithErrors', 'Failed', 'Rejected', 'Cancelled', 'AwaitingApproval'] as const)('a %s run is never changed', (status) => {
     for (const state of [null, { runtimeStatus: 'Terminated' }, { runtimeStatus: 'Failed' }]) {
       expect(reconcileDecision(facts({ state, run: { status, startedAt: ago(86_400_000) } }))).toBeNull();
     }

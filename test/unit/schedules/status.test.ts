@@ -19,7 +19,9 @@ describe('schedule runs: statuses fold into steps and the sequence', () => {
   it('a finished step: Failed over Cancelled over CompletedWithErrors over Completed', () => {
     expect(stepStatus([entry('Completed'), entry('Completed')])).toBe('Completed');
     expect(stepStatus([entry('Completed'), entry('CompletedWithErrors')])).toBe('CompletedWithErrors');
-    expect(stepStatus([entry('StoppedDeletionThreshold'), entry('Completed')])).toBe('CompletedWithErrors');
+    expect(stepStatus([entry('Rejected'), entry('Completed')])).toBe('CompletedWithErrors');
+    // A run waiting for approval holds its step.
+    expect(stepStatus([entry('AwaitingApproval'), entry('Completed')])).toBe('Running');
     expect(stepStatus([entry('Cancelled'), entry('CompletedWithErrors')])).toBe('Cancelled');
     expect(stepStatus([entry('Failed', null), entry('Cancelled')])).toBe('Failed'); // could not start: Failed
   });

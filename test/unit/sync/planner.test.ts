@@ -3,7 +3,7 @@ import { MeshIndex } from '../../../lib/mesh/joinIndex';
 import { projectedMeshId, type Contribution, type MeshObject } from '../../../lib/mesh/model';
 import { identityKeys, planImport, reresolve, winner, WorkingSet } from '../../../lib/sync/planner';
 import { compileRuleSet } from '../../../lib/sync/rules';
-import { thresholdExceeded } from '../../../lib/sync/deletes';
+import { exceeded, thresholdsOf } from '../../../lib/plans/thresholds';
 import type { Rule } from '../../../lib/storage/rules';
 import { A, B, ruleBuilder } from './syncSupport';
 
@@ -148,12 +148,13 @@ describe('precedence', () => {
 
 describe('deletion threshold', () => {
   test('default 500 objects or 20 %, configurable', () => {
-    expect(thresholdExceeded(2, 10, undefined)).toBeNull();
-    expect(thresholdExceeded(3, 10, undefined)).toMatch(/3 of 10/);
-    expect(thresholdExceeded(501, 100000, undefined)).toMatch(/more than the threshold of 500/);
-    expect(thresholdExceeded(501, 100000, 1000)).toBeNull();
-    expect(thresholdExceeded(3, 10, { percent: 50 })).toBeNull();
-    expect(thresholdExceeded(0, 0, undefined)).toBeNull();
+    const deletes = (n: number, base: number, deletionThreshold?: unknown) => exceeded(thresholdsOf({ deletionThreshold }), { deletes: n }, base);
+    expect(deletes(2, 10)).toEqual([]);
+    expect(deletes(3, 10)).toEqual([{ operation: 'deletes', count: 3, limit: 2 }]);
+    expect(deletes(501, 100000)).toEqual([{ operation: 'deletes', count: 501, limit: 500 }]);
+    expect(deletes(501, 100000, 1000)).toEqual([]);
+    expect(deletes(3, 10, { percent: 50 })).toEqual([]);
+    expect(deletes(0, 0)).toEqual([]);
   });
 });
 
