@@ -7,7 +7,7 @@ export const EXIT = {
   ok: 0,
   /** A run waited for ended CompletedWithErrors. */
   completedWithErrors: 1,
-  /** A run waited for ended Failed, Rejected or Cancelled (or StoppedDeletionThreshold). */
+  /** A run waited for ended Failed, Rejected or Cancelled. */
   runFailed: 2,
   /** Bad arguments, or the service refused the request's content (400). */
   usage: 3,

@@ -16,7 +16,7 @@ export interface Run {
 }
 
 /** Statuses after which a run changes no more; AwaitingApproval is where waiting stops too. */
-const DONE = new Set(['Completed', 'CompletedWithErrors', 'Failed', 'Cancelled', 'Rejected', 'StoppedDeletionThreshold', 'AwaitingApproval']);
+const DONE = new Set(['Completed', 'CompletedWithErrors', 'Failed', 'Cancelled', 'Rejected', 'AwaitingApproval']);
 
 export const isDone = (status: string) => DONE.has(status);
 

@@ -239,4 +239,74 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     const table = await as('Admin', ['audit', '--target', connectorId]);
     expect(table.stdout.split('\n')[0]).toMatch(/^TIME\s+ACTION\s+TARGET TYPE\s+TARGET\s+ACTOR\s+OUTCOME$/);
   });
+
+  test('config: export to a file, import it back as a dry run (all unchanged), history and restore of a version', async () => {
+    const exportFile = path.join(home, 'config.json');
+    const exported = await as('Admin', ['config', 'export', '--file', exportFile]);
+    expect(exported.code).toBe(0);
+    const doc = JSON.parse(readFileSync(exportFile, 'utf8'));
+    expect(doc.formatVersion).toBe(1);
+    expect(doc.connectors.find((c: { name: string }) => c.name === 'HR cli').config.password).toBe('********');
+    expect(doc.rules).toHaveLength(5);
+
+    const dry = await as('Admin', ['config', 'import', exportFile, '--dry-run']);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout.split('\n')[0]).toMatch(/^ACTION\s+TARGET TYPE\s+TARGET\s+NAME$/);
+    expect(dry.stdout.match(/^unchanged\s/gm)).toHaveLength(6);
+    expect(dry.stdout).toContain('not applied (dry run)');
+
+    // Rename the connector, then put it back from its history.
+    const renamed = await as('Admin', ['connectors', 'update', connectorId, '-f', file('renamed.json', { name: 'HR renamed', config: { ...f.config(), password: '********' } })]);
+    expect(renamed.code).toBe(0);
+    const history = await json('Viewer', ['config', 'history', '--type', 'connector', '--id', connectorId]);
+    expect(history.items.map((v: { action: string }) => v.action)).toEqual(['update', 'create']);
+    expect(JSON.stringify(history)).not.toContain(f.config().password as string);
+    const created = history.items[1].versionId as string;
+    const restored = await as('Admin', ['config', 'restore', created, '-o', 'json']);
+    expect(restored.code).toBe(0);
+    expect((await json('Viewer', ['connectors', 'show', connectorId])).name).toBe('HR cli');
+    // A Viewer may read the history but not restore: 4.
+    expect((await as('Viewer', ['config', 'restore', created])).code).toBe(4);
+  });
+
+  test('plans and approval: a dry run listed with its changes and applied; a run over a threshold waits (exit 8) and a second admin approves it', async () => {
+    // A dry run of a changed row: planned, nothing written.
+    await f.exec("UPDATE people SET given_name = 'Planned' WHERE employee_id = 'E00007'");
+    const dry = await as('Operator', ['runs', 'import', connectorId, '--dry-run', '--wait', '-o', 'json']);
+    expect(dry.code).toBe(0);
+    const plan = JSON.parse(dry.stdout);
+    expect(plan).toMatchObject({ status: 'Completed', dryRun: true, plan: { expiresOn: expect.any(String) } });
+    const changes = await as('Viewer', ['runs', 'changes', plan.runId, '--outcome', 'planned']);
+    expect(changes.code).toBe(0);
+    expect(changes.stdout.split('\n')[0]).toMatch(/^TARGET\s+OPERATION\s+OUTCOME\s+ANCHOR\s+ATTRIBUTES\s+ERROR\s+DN$/);
+    expect(changes.stdout).toMatch(/mesh\s+Update\s+planned\s+E00007\s+givenName/);
+    expect(changes.stdout.trim().endsWith('1 of 1')).toBe(true);
+    const applied = await as('Operator', ['runs', 'apply', plan.runId, '--wait', '-o', 'json']);
+    expect(applied.code).toBe(0);
+    expect(JSON.parse(applied.stdout)).toMatchObject({ status: 'Completed', trigger: { type: 'apply', planRunId: plan.runId } });
+    const found = await json('Viewer', ['mesh', 'search', '--where', 'givenName equals Planned']);
+    expect(found.items.map((i: { anchorValue: string }) => i.anchorValue)).toEqual(['E00007']);
+    // Applying it again: 409, exit 6.
+    expect((await as('Operator', ['runs', 'apply', plan.runId])).code).toBe(6);
+
+    // A deletes threshold of 10, then 50 rows gone: the import waits for approval.
+    const current = await json('Admin', ['connectors', 'show', connectorId]);
+    const limited = await as('Admin', ['connectors', 'update', connectorId, '-f', file('limited.json', { name: current.name, config: { ...current.config, thresholds: { deletes: { count: 10 } } } })]);
+    expect(limited.code).toBe(0);
+    await f.exec("DELETE FROM people WHERE employee_id <= 'E00050'");
+    const parked = await as('Operator', ['runs', 'import', connectorId, '--wait']);
+    expect(parked.code).toBe(8);
+    expect(parked.stdout).toMatch(/run [0-9a-f-]{36} AwaitingApproval/);
+    expect(parked.stdout).toContain('awaits approval: deletes 50 over the limit 10');
+    const runId = /run ([0-9a-f-]{36}) AwaitingApproval/.exec(parked.stdout)![1];
+    expect((await json('Viewer', ['mesh', 'ls', '--take', '0'])).totalCount).toBe(ROWS);
+    // The Operator who started it may not approve (403: exit 4); an Admin may.
+    expect((await as('Operator', ['runs', 'approve', runId])).code).toBe(4);
+    const approved = await as('Admin', ['runs', 'approve', runId, '--wait']);
+    expect(approved.code).toBe(0);
+    expect(approved.stdout).toMatch(new RegExp(`run ${runId} Completed`));
+    expect((await json('Viewer', ['mesh', 'ls', '--take', '0'])).totalCount).toBe(ROWS - 50);
+    const deletes = await json('Viewer', ['runs', 'changes', runId, '--operation', 'Delete']);
+    expect(deletes.totalCount).toBe(50);
+  });
 });
