@@ -22,6 +22,7 @@ const ROOMS = [
   ['instances', ['lib/instances/**']],
   ['runs', ['lib/runs/**']],
   ['schedules', ['lib/schedules/**']],
+  ['console', ['lib/console/**']],
   ['api', ['lib/api/**', 'lib/schemas/**', 'lib/http/**']],
   ['app', ['functions/**', 'orchestrations/**']],
   ['runtime', ['lib/runtime/**']],
@@ -48,8 +49,9 @@ const ROOM_IMPORTS = {
   instances: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync'],
   runs: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances'],
   schedules: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs'],
+  console: BASE,
   api: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs', 'schedules'],
-  app: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs', 'schedules', 'api'],
+  app: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs', 'schedules', 'api', 'console'],
   runtime: [],
   cli: [],
 };

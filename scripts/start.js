@@ -51,6 +51,21 @@ if (stale) {
   if (result.status !== 0) process.stderr.write('tsc reported errors (see above); starting with the emitted output.\n');
 }
 
+/** The web console (web/console) is bundled into dist/console when missing or older than a source of it. */
+function consoleStale() {
+  const index = path.join(root, 'dist/console/index.html');
+  if (!existsSync(index)) return true;
+  const built = statSync(index).mtimeMs;
+  const walk = (dir) => readdirSync(dir, { withFileTypes: true }).some((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : statSync(path.join(dir, e.name)).mtimeMs > built));
+  return walk(path.join(root, 'web/console'));
+}
+
+if (consoleStale()) {
+  process.stdout.write('Building the web console (dist/console)...\n');
+  const result = spawnSync(process.execPath, [path.join(root, 'scripts/buildConsole.js')], { cwd: root, stdio: 'inherit' });
+  if (result.status !== 0) process.stderr.write('The console build failed (see above); the API starts without it.\n');
+}
+
 require(path.join(root, 'dist/lib/runtime/cli.js'))
   .main(['start', '--app', root, ...process.argv.slice(2)])
   .catch((err) => {

@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { ConfigError } from '../core/config';
+import { AuthorizationCodes, CONSOLE_CLIENT_ID, codeRedirect, OAuthError, parseAuthorizeRequest, parseRole, parseUsername, signInPage } from './devAuthorize';
+import { isLoopbackHost } from './authConfig';
 import type { AuthLogger } from './log';
 import { ROLES, type Role } from './permissions';
 
@@ -43,6 +45,12 @@ const KEY_FILE = 'dev-issuer-key.pem';
  * are kept under the data dir (mode 0600), and it listens on the port it used last time when that port is
  * free, so tokens survive a restart. The token endpoint accepts the extra form fields `role`
  * (Admin|Operator|Viewer) and `username` (preferred_username/upn, default `developer@localhost`).
+ *
+ * For the web console it also does the authorization code flow with PKCE (S256) for the public client
+ * `meshsync-console`: GET /authorize shows a small form (user name, role), POST /authorize issues a one-time
+ * code bound to the challenge and the loopback redirect URI, and the token endpoint's `authorization_code`
+ * grant checks the `code_verifier` (lib/auth/devAuthorize.ts). Browsers call it from the service's origin,
+ * so its JSON answers allow loopback origins (CORS).
  */
 export class DevIssuer {
   private server: http.Server | undefined;
@@ -50,6 +58,7 @@ export class DevIssuer {
   private readonly kid: string;
   private readonly jwk: Record<string, unknown>;
   private info!: DevIssuerInfo;
+  private readonly codes = new AuthorizationCodes();
 
   constructor(private readonly options: DevIssuerOptions) {
     if (options.environment.toLowerCase() !== 'development') {
@@ -128,32 +137,54 @@ export class DevIssuer {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    // Browsers (the console) call discovery, JWKS and the token endpoint from the service's loopback origin.
+    const origin = req.headers.origin;
+    const cors: Record<string, string> = {};
+    if (origin && loopbackOrigin(origin)) Object.assign(cors, { 'access-control-allow-origin': origin, vary: 'Origin' });
     const send = (status: number, body: unknown) => {
       // No keep-alive: a client's pooled socket must not outlive a restart of this issuer.
-      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', connection: 'close' }).end(JSON.stringify(body));
+      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', connection: 'close', ...cors }).end(JSON.stringify(body));
     };
     const url = new URL(req.url ?? '/', this.info.issuer);
+    if (!isLoopbackHost(req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '')) return send(403, { error: 'access_denied', error_description: 'loopback callers only' });
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, { ...cors, 'access-control-allow-methods': 'GET, POST', 'access-control-allow-headers': 'content-type', connection: 'close' }).end();
+      return;
+    }
     if (req.method === 'GET' && url.pathname === '/.well-known/openid-configuration') {
       return send(200, {
         issuer: this.info.issuer,
         jwks_uri: `${this.info.issuer}/jwks`,
+        authorization_endpoint: `${this.info.issuer}/authorize`,
         token_endpoint: this.info.tokenEndpoint,
-        grant_types_supported: ['client_credentials'],
-        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+        grant_types_supported: ['client_credentials', 'authorization_code'],
+        token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+        code_challenge_methods_supported: ['S256'],
         id_token_signing_alg_values_supported: ['RS256'],
-        response_types_supported: ['token'],
+        response_types_supported: ['code', 'token'],
         subject_types_supported: ['public'],
+        authorization_response_iss_parameter_supported: true,
       });
     }
     if (req.method === 'GET' && url.pathname === '/jwks') return send(200, { keys: [this.jwk] });
+    if (url.pathname === '/authorize') return this.authorize(req, res, url);
     if (url.pathname !== '/token') return send(404, { error: 'not_found' });
     if (req.method !== 'POST') return send(405, { error: 'invalid_request', error_description: 'use POST' });
-    let body = '';
-    for await (const chunk of req) {
-      body += chunk;
-      if (body.length > 8192) return send(413, { error: 'invalid_request' });
-    }
+    const body = await readForm(req);
+    if (body === undefined) return send(413, { error: 'invalid_request' });
     const form = new URLSearchParams(body);
+    const lifetime = this.options.tokenLifetimeSeconds ?? 8 * 3600;
+    if (form.get('grant_type') === 'authorization_code') {
+      // The console is a public client: PKCE stands in for the secret.
+      if (form.get('client_id') !== CONSOLE_CLIENT_ID) return send(401, { error: 'invalid_client' });
+      try {
+        const { role, username } = this.codes.redeem(form);
+        return send(200, { access_token: this.mint(role, username), token_type: 'Bearer', expires_in: lifetime });
+      } catch (err) {
+        if (err instanceof OAuthError) return send(400, { error: err.error, error_description: err.description });
+        throw err;
+      }
+    }
     let clientId = form.get('client_id');
     let clientSecret = form.get('client_secret');
     const basic = /^Basic\s+(\S+)$/i.exec(req.headers.authorization ?? '');
@@ -170,8 +201,60 @@ export class DevIssuer {
     if (!role) return send(400, { error: 'invalid_scope', error_description: `role must be one of ${ROLES.join(', ')}` });
     const username = form.get('username') || 'developer@localhost';
     if (username.length > 256) return send(400, { error: 'invalid_request', error_description: 'username is too long' });
-    const lifetime = this.options.tokenLifetimeSeconds ?? 8 * 3600;
     return send(200, { access_token: this.mint(role, username), token_type: 'Bearer', expires_in: lifetime });
+  }
+
+  /** GET: the sign-in form; POST (the form): a code, redirected to the client. Errors are a plain page (400). */
+  private async authorize(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> {
+    const page = (status: number, html: string): void => {
+      res
+        .writeHead(status, {
+          'content-type': 'text/html; charset=utf-8',
+          'cache-control': 'no-store',
+          'x-frame-options': 'DENY',
+          'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' http://127.0.0.1:* http://localhost:* http://[::1]:*; frame-ancestors 'none'",
+          connection: 'close',
+        })
+        .end(html);
+    };
+    const fail = (err: unknown) => {
+      if (!(err instanceof OAuthError)) throw err;
+      return page(400, `<!doctype html><title>Sign-in refused</title><h1>Sign-in refused</h1><p>${err.error}: ${err.description.replace(/[<>&]/g, '')}</p>`);
+    };
+    try {
+      if (req.method === 'GET') return page(200, signInPage(parseAuthorizeRequest(url.searchParams), this.info.issuer));
+      if (req.method !== 'POST') return page(405, '<!doctype html><title>Method not allowed</title><p>Use GET or POST.</p>');
+      const body = await readForm(req);
+      if (body === undefined) return page(413, '<!doctype html><title>Too large</title><p>The form is too large.</p>');
+      const form = new URLSearchParams(body);
+      const request = parseAuthorizeRequest(form);
+      const role = parseRole(form.get('role'));
+      const username = parseUsername(form.get('username'));
+      const code = this.codes.issue(request, role, username);
+      this.options.log('info', `Development issuer: signed in ${username} as ${role} for the console.`);
+      res.writeHead(302, { location: codeRedirect(request, code, this.info.issuer), 'cache-control': 'no-store', connection: 'close' }).end();
+    } catch (err) {
+      fail(err);
+    }
+  }
+}
+
+/** The request body, at most 8 KiB (undefined when larger). */
+async function readForm(req: http.IncomingMessage): Promise<string | undefined> {
+  let body = '';
+  for await (const chunk of req) {
+    body += chunk;
+    if (body.length > 8192) return undefined;
+  }
+  return body;
+}
+
+function loopbackOrigin(origin: string): boolean {
+  try {
+    const u = new URL(origin);
+    return /^https?:$/.test(u.protocol) && isLoopbackHost(u.hostname);
+  } catch {
+    return false;
   }
 }
 

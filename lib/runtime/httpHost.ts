@@ -206,6 +206,8 @@ export function problemBody(status: number, title: string, detail: string, insta
  */
 export class HttpHost {
   readonly routes = new RouteTable<RegisteredFunction>();
+  /** Routes whose template starts with `~/`: matched against the whole path, outside the route prefix. */
+  readonly rootRoutes = new RouteTable<RegisteredFunction>();
   private server: http.Server | undefined;
   private inFlight = 0;
   private idleWaiters: (() => void)[] = [];
@@ -222,12 +224,15 @@ export class HttpHost {
       const trigger = fn.metadata.bindings[fn.triggerName];
       const route = typeof trigger.route === 'string' && trigger.route.trim() !== '' ? trigger.route : fn.metadata.name;
       const methods = Array.isArray(trigger.methods) ? (trigger.methods as unknown[]).map((m) => String(m).toUpperCase()) : [];
-      this.routes.add(route, methods, fn);
+      // `~/` opts out of the route prefix, as in ASP.NET Core attribute routes (the console at /console).
+      if (route.startsWith('~/')) this.rootRoutes.add(route, methods, fn);
+      else this.routes.add(route, methods, fn);
     }
   }
 
   /** The public URL of a route template (for the `Functions:` listing). */
   urlFor(route: string, baseUrl: string): string {
+    if (route.startsWith('~/')) return `${baseUrl}/${route.slice(2)}`;
     const r = route.replace(/^\/+/, '');
     return `${baseUrl}/${this.prefix ? `${this.prefix}/` : ''}${r}`;
   }
@@ -311,7 +316,12 @@ export class HttpHost {
       let rel: string | undefined;
       if (!prefix) rel = pathname;
       else if (lowerPath === prefix.toLowerCase() || lowerPath.startsWith(prefix.toLowerCase() + '/')) rel = pathname.slice(prefix.length);
-      const match = rel === undefined ? ({ kind: 'not-found' } as const) : this.routes.match(req.method ?? 'GET', rel);
+      let match = rel === undefined ? ({ kind: 'not-found' } as const) : this.routes.match(req.method ?? 'GET', rel);
+      let rooted = false;
+      if (match.kind === 'not-found' && this.rootRoutes.all.length) {
+        match = this.rootRoutes.match(req.method ?? 'GET', pathname);
+        rooted = true;
+      }
       if (match.kind === 'not-found') {
         return this.sendProblem(res, 404, 'Not Found', 'No function matches the request path.', pathname, traceId());
       }
@@ -320,7 +330,7 @@ export class HttpHost {
         res.setHeader('Allow', match.allow.join(', '));
         return this.sendProblem(res, 405, 'Method Not Allowed', `The method ${req.method} is not allowed on this route.`, pathname, traceId());
       }
-      info.route = `/${prefix ? this.prefix + '/' : ''}${match.entry.template.template.replace(/^\/+/, '')}`;
+      info.route = rooted ? `/${match.entry.template.template.replace(/^[~/]+/, '')}` : `/${prefix ? this.prefix + '/' : ''}${match.entry.template.template.replace(/^\/+/, '')}`;
       const declared = Number(req.headers['content-length'] ?? 0);
       if (declared > this.options.bodyLimit) return this.sendTooLarge(res, pathname, traceId());
       if (expectsContinue) res.writeContinue();

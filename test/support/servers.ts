@@ -12,6 +12,7 @@ export const SERVERS = {
   mariadb: { binary: '/usr/sbin/mariadbd', apt: 'apt-get install -y mariadb-server' },
   samba: { binary: '/usr/sbin/samba', apt: 'apt-get install -y samba-ad-dc samba-ad-provision samba-vfs-modules krb5-user' },
   ds389: { binary: '/usr/sbin/ns-slapd', apt: 'apt-get install -y 389-ds-base ldap-utils' },
+  chromium: { binary: '/usr/bin/chromium', apt: 'apt-get install -y chromium' },
 } as const;
 
 export type ServerName = keyof typeof SERVERS;

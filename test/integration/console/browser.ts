@@ -1,0 +1,69 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Role, ServiceUnderTest } from '../../support/service';
+
+/**
+ * Debian's Chromium driven by playwright-core (no browser download): headless, one context per user so two
+ * users are two separate browser sessions (sessionStorage holds each one's token).
+ */
+export const CHROMIUM = '/usr/bin/chromium';
+
+export async function launch(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+}
+
+export function consoleUrl(rt: ServiceUnderTest, rel = ''): string {
+  return `${rt.baseUrl.replace(/\/api$/, '')}/console/${rel}`;
+}
+
+/** Sign in through the development issuer's authorization-code form, as a person would. */
+export async function signIn(browser: Browser, rt: ServiceUnderTest, user: string, role: Role, rel = ''): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await page.goto(consoleUrl(rt, rel));
+  await signInHere(page, user, role);
+  return { context, page };
+}
+
+/** On a page showing the console's sign-in screen: sign in; the console comes back to the URL it was opened at. */
+export async function signInHere(page: Page, user: string, role: Role): Promise<void> {
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByLabel('User name').fill(user);
+  await page.getByLabel('Role').selectOption(role);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('who').waitFor();
+}
+
+/** A token from the development issuer (client credentials, as `meshsync login --dev` gets one) for test setup. */
+export async function devToken(rt: ServiceUnderTest, role: Role, username: string): Promise<string> {
+  const info = JSON.parse(readFileSync(path.join(rt.dataDir, 'dev-issuer.json'), 'utf8')) as { tokenEndpoint: string; clientId: string; clientSecret: string };
+  const res = await fetch(info.tokenEndpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: info.clientId, client_secret: info.clientSecret, role, username }).toString(),
+  });
+  if (!res.ok) throw new Error(`dev issuer token: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { access_token: string }).access_token;
+}
+
+/** An Admin API call with a development-issuer token. */
+export async function devCall(rt: ServiceUnderTest, token: string, method: string, route: string, body?: unknown): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const res = await fetch(`${rt.baseUrl}/${route}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+const SHOTS = process.env.CONSOLE_SCREENSHOTS === '1' ? path.resolve(__dirname, '../../../docs/console') : undefined;
+
+/** With CONSOLE_SCREENSHOTS=1: the screenshot of docs/console.md named `name` (docs/console/<name>.png). */
+export async function shot(page: Page, name: string): Promise<void> {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await page.waitForLoadState('networkidle');
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+}

@@ -1,0 +1,277 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import { useState } from 'preact/hooks';
+import { api, type Page } from '../api';
+import { can, type Session } from '../auth';
+import { href, navigate, setQuery, type Route } from '../router';
+import { Action, ErrorBox, Field, Link, Pager, Table, useLoad, value, When, num } from '../ui';
+
+export const OPERATORS = ['equals', 'contains', 'startswith', 'endswith', 'ispresent', 'isnotpresent', 'istrue', 'isfalse'];
+const NEEDS_VALUE = new Set(['equals', 'contains', 'startswith', 'endswith']);
+
+interface Criterion {
+  attributeName: string;
+  operator: string;
+  value?: string;
+}
+
+/** `where` in the URL: one `attribute~operator~value` per parameter, repeated (AND). */
+function criteriaOf(q: URLSearchParams): Criterion[] {
+  return q.getAll('where').map((w) => {
+    const [attributeName, operator, ...rest] = w.split('~');
+    return NEEDS_VALUE.has(operator) ? { attributeName, operator, value: rest.join('~') } : { attributeName, operator };
+  });
+}
+
+function withCriteria(route: Route, criteria: Criterion[], extra: Record<string, string | undefined> = {}): string {
+  const q = new URLSearchParams(route.query);
+  q.delete('where');
+  q.delete('skip');
+  for (const c of criteria) q.append('where', [c.attributeName, c.operator, c.value ?? ''].join('~'));
+  for (const [k, v] of Object.entries(extra)) {
+    if (v) q.set(k, v);
+    else q.delete(k);
+  }
+  const qs = q.toString();
+  return href(route.segments) + (qs ? `?${qs}` : '');
+}
+
+export function MeshScreen({ route, session }: { route: Route; session: Session }) {
+  return route.segments[1] ? <MeshDetail key={route.segments[1]} route={route} id={route.segments[1]} session={session} /> : <MeshList route={route} session={session} />;
+}
+
+function MeshList({ route, session }: { route: Route; session: Session }) {
+  const q = route.query;
+  const skip = num(q, 'skip', 0);
+  const take = 50;
+  const type = q.get('type') ?? '';
+  const search = q.get('search') ?? '';
+  const deleted = q.get('state') === 'deleted';
+  const criteria = criteriaOf(q);
+  const cols = (q.get('cols') ?? '').split(',').filter(Boolean);
+  const { data, error, loading, reload } = useLoad<Page<any>>(
+    () =>
+      criteria.length && !deleted
+        ? api('POST', 'mesh/objects/search', { body: { objectType: type || undefined, anchorSearch: search || undefined, criteria, skip, take } })
+        : api('GET', 'mesh/objects', { query: { objectType: type, search, skip, take, state: deleted ? 'deleted' : undefined } }),
+    [q.toString()],
+  );
+  const attrNames = [...new Set((data?.items ?? []).flatMap((o) => Object.keys(o.attributeValues ?? {})))].sort();
+  const [draft, setDraft] = useState<Criterion>({ attributeName: '', operator: 'equals', value: '' });
+  const columns = [
+    { label: 'Anchor', cell: (o: any) => <Link to={['mesh', o.meshObjectId]}>{o.anchorValue}</Link> },
+    { label: 'Type', cell: (o: any) => o.objectType, width: '8em' },
+    ...cols.map((c) => ({ label: c, cell: (o: any) => value(o.attributeValues?.[c]) })),
+    ...(deleted
+      ? [
+          { label: 'Deleted', cell: (o: any) => <When value={o.deletedOn} /> },
+          { label: 'Purged', cell: (o: any) => <When value={o.purgeOn} /> },
+          { label: 'Actions', cell: (o: any) => <Action label="Restore" allowed={can(session, 'Admin')} run={async () => (await api('POST', `mesh/objects/${o.meshObjectId}/restore`), reload())} /> },
+        ]
+      : cols.length
+        ? []
+        : [{ label: 'Updated', cell: (o: any) => <When value={o.updatedOn} />, width: '14em' }]),
+  ];
+  return (
+    <section aria-labelledby="mesh-title">
+      <h1 id="mesh-title">Mesh {deleted ? '– deleted objects' : ''}</h1>
+      <div class="tabs" role="tablist" aria-label="Mesh objects">
+        <Link to={['mesh']} role="tab" aria-selected={!deleted} class={!deleted ? 'on' : ''}>Active</Link>
+        <Link to={['mesh']} query={{ state: 'deleted' }} role="tab" aria-selected={deleted} class={deleted ? 'on' : ''}>Deleted (tombstones)</Link>
+      </div>
+      <form
+        class="filters"
+        role="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const f = new FormData(e.currentTarget);
+          setQuery({ type: String(f.get('type') ?? ''), search: String(f.get('search') ?? ''), skip: undefined });
+        }}
+      >
+        <Field label="Object type">
+          <input name="type" defaultValue={type} placeholder="User" />
+        </Field>
+        <Field label="Anchor contains">
+          <input name="search" defaultValue={search} />
+        </Field>
+        <button type="submit" class="primary">Apply</button>
+      </form>
+      {!deleted && (
+        <form
+          class="filters criteria"
+          aria-label="Attribute criteria"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (!draft.attributeName) return;
+            navigate(withCriteria(route, [...criteria, NEEDS_VALUE.has(draft.operator) ? draft : { attributeName: draft.attributeName, operator: draft.operator }]));
+          }}
+        >
+          <Field label="Attribute">
+            <input list="mesh-attrs" value={draft.attributeName} onInput={(e) => setDraft({ ...draft, attributeName: e.currentTarget.value })} />
+          </Field>
+          <datalist id="mesh-attrs">{attrNames.map((a) => <option key={a} value={a} />)}</datalist>
+          <Field label="Operator">
+            <select value={draft.operator} onChange={(e) => setDraft({ ...draft, operator: e.currentTarget.value })}>
+              {OPERATORS.map((o) => <option key={o}>{o}</option>)}
+            </select>
+          </Field>
+          <Field label="Value">
+            <input value={draft.value} disabled={!NEEDS_VALUE.has(draft.operator)} onInput={(e) => setDraft({ ...draft, value: e.currentTarget.value })} />
+          </Field>
+          <button type="submit">Add criterion</button>
+        </form>
+      )}
+      {criteria.length > 0 && (
+        <ul class="chips" aria-label="Criteria (all must hold)">
+          {criteria.map((c, i) => (
+            <li key={i}>
+              {c.attributeName} {c.operator} {c.value ?? ''}
+              <button type="button" aria-label={`Remove criterion ${c.attributeName} ${c.operator}`} onClick={() => navigate(withCriteria(route, criteria.filter((_, j) => j !== i)))}>×</button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <details class="columns">
+        <summary>Columns ({cols.length ? cols.join(', ') : 'none picked'})</summary>
+        <fieldset>
+          <legend class="sr-only">Attributes shown as columns</legend>
+          {[...new Set([...attrNames, ...cols])].map((a) => (
+            <label key={a} class="check">
+              <input type="checkbox" checked={cols.includes(a)} onChange={(e) => setQuery({ cols: (e.currentTarget.checked ? [...cols, a] : cols.filter((c) => c !== a)).join(',') }, true)} /> {a}
+            </label>
+          ))}
+        </fieldset>
+      </details>
+      <ErrorBox error={error} />
+      <Table caption="Mesh objects" columns={columns} rows={data?.items} loading={loading} empty="No mesh object matches." rowKey={(o) => o.meshObjectId} />
+      <Pager skip={skip} take={take} total={data?.totalCount} />
+    </section>
+  );
+}
+
+function MeshDetail({ route, id, session }: { route: Route; id: string; session: Session }) {
+  const tab = route.query.get('tab') ?? 'attributes';
+  const attr = route.query.get('attr');
+  const { data: obj, error, reload } = useLoad<any>(() => api('GET', `mesh/objects/${id}`), [id]);
+  const tabs = [
+    ['attributes', 'Attributes'],
+    ['history', 'History'],
+    ['relationships', 'Relationships'],
+  ];
+  return (
+    <section aria-labelledby="obj-title">
+      <p class="crumbs"><Link to={['mesh']}>Mesh</Link> / {obj?.anchorValue ?? '…'}</p>
+      <h1 id="obj-title">{obj ? `${obj.anchorValue}` : '…'} <small>{obj?.objectType}</small> {obj?.state === 'deleted' && <span class="status status-failed">deleted</span>}</h1>
+      <ErrorBox error={error} />
+      {obj?.state === 'deleted' && (
+        <p>
+          Deleted <When value={obj.deletedOn} />, purged <When value={obj.purgeOn} />.{' '}
+          <Action label="Restore" kind="primary" allowed={can(session, 'Admin')} run={async () => (await api('POST', `mesh/objects/${id}/restore`), reload())} />
+        </p>
+      )}
+      <div class="tabs" role="tablist" aria-label="Object views">
+        {tabs.map(([k, label]) => (
+          <Link key={k} to={['mesh', id]} query={{ tab: k === 'attributes' ? undefined : k }} role="tab" aria-selected={tab === k} class={tab === k ? 'on' : ''}>{label}</Link>
+        ))}
+      </div>
+      {tab === 'attributes' && (
+        <div class="split">
+          <Table
+            caption="Attributes"
+            columns={[
+              { label: 'Attribute', cell: (a: any) => <Link to={['mesh', id]} query={{ attr: a.attributeName }} aria-label={`Explain ${a.attributeName}`}>{a.attributeName}</Link> },
+              { label: 'Value', cell: (a: any) => a.attributeValue },
+              { label: 'Confidence', cell: (a: any) => a.confidence, width: '7em' },
+              { label: 'Updated', cell: (a: any) => <When value={a.updatedOn} /> },
+            ]}
+            rows={obj?.attributes}
+            loading={!obj}
+            empty="No attributes."
+            rowKey={(a: any) => `${a.attributeName}=${a.attributeValue}`}
+          />
+          {attr && <Explain key={attr} id={id} attr={attr} />}
+        </div>
+      )}
+      {tab === 'history' && <History id={id} route={route} />}
+      {tab === 'relationships' && (
+        <Table
+          caption="Relationships"
+          columns={[
+            { label: 'Relationship', cell: (r: any) => r.relationshipType },
+            { label: 'Target', cell: (r: any) => <Link to={['mesh', r.targetMeshObjectId]}>{r.targetAnchorValue}</Link> },
+            { label: 'Type', cell: (r: any) => r.targetObjectType },
+          ]}
+          rows={obj?.relationships}
+          loading={!obj}
+          empty="No relationships."
+          rowKey={(r: any) => r.relationshipType + r.targetMeshObjectId}
+        />
+      )}
+    </section>
+  );
+}
+
+function Explain({ id, attr }: { id: string; attr: string }) {
+  const { data, error } = useLoad<any>(() => api('GET', `mesh/objects/${id}/attributes/${encodeURIComponent(attr)}/explain`), [id, attr]);
+  return (
+    <aside class="panel" aria-labelledby="explain-title">
+      <h2 id="explain-title">Why {attr} is {data ? `"${value(data.value)}"` : '…'}</h2>
+      <ErrorBox error={error} />
+      {data?.composedBy && <p>Computed by rule {data.composedBy.ruleId} from {data.composedBy.inputs.join(', ')}.</p>}
+      <h3>Contributions</h3>
+      <Table
+        caption="Contributions"
+        skeletonRows={2}
+        columns={[
+          { label: 'Connector', cell: (c: any) => c.connectorName ?? c.connectorId },
+          { label: 'Source attribute', cell: (c: any) => c.sourceAttribute },
+          { label: 'Value', cell: (c: any) => value(c.value) },
+          { label: 'Confidence', cell: (c: any) => c.confidence },
+          { label: 'Outcome', cell: (c: any) => <span class={`status status-${c.outcome === 'won' ? 'completed' : 'none'}`}>{c.outcome}</span> },
+        ]}
+        rows={data?.candidates}
+        loading={!data}
+        empty="No connector contributes (computed value)."
+        rowKey={(c: any) => `${c.connectorId}:${c.csObjectId}:${c.sourceAttribute}`}
+      />
+      <h3>Exports</h3>
+      <Table
+        caption="Exports"
+        skeletonRows={1}
+        columns={[
+          { label: 'Target', cell: (x: any) => x.connectorName ?? x.connectorId },
+          { label: 'Attribute', cell: (x: any) => x.targetAttribute },
+          { label: 'Value', cell: (x: any) => value(x.value) },
+          { label: 'State', cell: (x: any) => x.state },
+        ]}
+        rows={data?.exports}
+        loading={!data}
+        empty="Not exported anywhere."
+        rowKey={(x: any) => `${x.connectorId}:${x.targetAttribute}`}
+      />
+    </aside>
+  );
+}
+
+function History({ id, route }: { id: string; route: Route }) {
+  const skip = num(route.query, 'skip', 0);
+  const { data, error, loading } = useLoad<Page<any>>(() => api('GET', `mesh/objects/${id}/history`, { query: { skip, take: 50 } }), [id, skip]);
+  return (
+    <>
+      <ErrorBox error={error} />
+      <Table
+        caption="History"
+        columns={[
+          { label: 'When', cell: (h: any) => <When value={h.timestamp} /> },
+          { label: 'Operation', cell: (h: any) => h.operation },
+          { label: 'Run', cell: (h: any) => (h.runId ? <Link to={['runs', h.runId]}>{h.runId.slice(0, 8)}</Link> : '–') },
+          { label: 'Changes', cell: (h: any) => (h.changes ?? []).map((c: any) => `${c.attribute}: ${value(c.old)} → ${value(c.new)}`).join('; ') },
+        ]}
+        rows={data?.items}
+        loading={loading}
+        empty="No history."
+        rowKey={(h: any) => `${h.timestamp}:${h.operation}:${h.runId}`}
+      />
+      <Pager skip={skip} take={50} total={data?.totalCount} />
+    </>
+  );
+}
