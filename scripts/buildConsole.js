@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Bundle the web console (web/console/src, Preact + plain CSS) into dist/console with esbuild: app.js, app.css
+// Bundle the web console (lib/console/web/src, Preact + plain CSS) into dist/console with esbuild: app.js, app.css
 // and index.html, which names them with `?v=<content hash>` so the service can let browsers cache them for good.
 'use strict';
 const { createHash } = require('node:crypto');
@@ -8,7 +8,7 @@ const path = require('node:path');
 const esbuild = require('esbuild');
 
 const root = path.resolve(__dirname, '..');
-const src = path.join(root, 'web/console');
+const src = path.join(root, 'lib/console/web');
 const out = path.join(root, 'dist/console');
 
 async function main() {

@@ -51,13 +51,13 @@ if (stale) {
   if (result.status !== 0) process.stderr.write('tsc reported errors (see above); starting with the emitted output.\n');
 }
 
-/** The web console (web/console) is bundled into dist/console when missing or older than a source of it. */
+/** The web console (lib/console/web) is bundled into dist/console when missing or older than a source of it. */
 function consoleStale() {
   const index = path.join(root, 'dist/console/index.html');
   if (!existsSync(index)) return true;
   const built = statSync(index).mtimeMs;
   const walk = (dir) => readdirSync(dir, { withFileTypes: true }).some((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : statSync(path.join(dir, e.name)).mtimeMs > built));
-  return walk(path.join(root, 'web/console'));
+  return walk(path.join(root, 'lib/console/web'));
 }
 
 if (consoleStale()) {
