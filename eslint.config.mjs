@@ -63,9 +63,11 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-require-imports': 'off',
-      'no-restricted-syntax': ['error',
+      'no-restricted-syntax': [
+        'error',
         { selector: "CallExpression[callee.name='eval']", message: 'No eval: expressions go through our own evaluator.' },
-        { selector: "NewExpression[callee.name='Function']", message: 'No new Function.' }],
+        { selector: "NewExpression[callee.name='Function']", message: 'No new Function.' },
+      ],
     },
   },
   {
@@ -76,21 +78,34 @@ export default tseslint.config(
       'import/resolver': { node: { extensions: ['.ts', '.js'] } },
     },
     rules: {
-      'boundaries/dependencies': ['error', {
-        default: 'disallow',
-        message: 'Arrows point down only: the room {{from.type}} may not import the room {{to.type}}. Move the helper down, or see docs/architecture.md.',
-        policies: Object.entries(ROOM_IMPORTS).map(([room, allowed]) => ({
-          from: { element: { type: room } },
-          allow: { to: { element: { types: { anyOf: [room, ...allowed] } } } },
-        })),
-      }],
+      'boundaries/dependencies': [
+        'error',
+        {
+          default: 'disallow',
+          message: 'Arrows point down only: the room {{from.type}} may not import the room {{to.type}}. Move the helper down, or see docs/architecture.md.',
+          policies: Object.entries(ROOM_IMPORTS).map(([room, allowed]) => ({
+            from: { element: { type: room } },
+            allow: { to: { element: { types: { anyOf: [room, ...allowed] } } } },
+          })),
+        },
+      ],
     },
   },
   {
     files: ['functions/**/*.ts', 'orchestrations/**/*.ts', 'lib/**/*.ts'],
     ignores: ['lib/runtime/**'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/runtime', '**/runtime/**'], message: 'The app must run unchanged under the real Functions host: only lib/runtime may import lib/runtime.' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/runtime', '**/runtime/**'],
+              message: 'The app must run unchanged under the real Functions host: only lib/runtime may import lib/runtime.',
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -86,7 +86,12 @@ function onInterrupt(fn) {
   if (!interruptHooked) {
     interruptHooked = true;
     const handler = () => {
-      void Promise.allSettled(interruptCleanups.splice(0).reverse().map((f) => Promise.resolve().then(f))).then(() => process.exit(130));
+      void Promise.allSettled(
+        interruptCleanups
+          .splice(0)
+          .reverse()
+          .map((f) => Promise.resolve().then(f)),
+      ).then(() => process.exit(130));
     };
     process.once('SIGINT', handler);
     process.once('SIGTERM', handler);
@@ -173,21 +178,25 @@ async function startService(o = {}) {
   const storage = proxy ? azurite.connectionString.replace(/(TableEndpoint=http:\/\/[^:]+:)\d+/, `$1${proxy.port}`) : azurite.connectionString;
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', o.app ?? root, '--port', String(port), '--data-dir', dataDir], {
-    env: {
-      ...process.env,
-      AzureWebJobsStorage: storage,
-      AZURE_FUNCTIONS_ENVIRONMENT: 'Development',
-      Service__DataDir: dataDir,
-      Authentication__Negotiate__Enabled: 'false',
-      Engine__InstanceName: 'bench',
-      LOG_FORMAT: '',
-      // The benches' file connectors read temporary folders.
-      Connectors__File__Roots: os.tmpdir(),
-      ...(o.env ?? {}),
+  const child = spawn(
+    process.execPath,
+    [path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', o.app ?? root, '--port', String(port), '--data-dir', dataDir],
+    {
+      env: {
+        ...process.env,
+        AzureWebJobsStorage: storage,
+        AZURE_FUNCTIONS_ENVIRONMENT: 'Development',
+        Service__DataDir: dataDir,
+        Authentication__Negotiate__Enabled: 'false',
+        Engine__InstanceName: 'bench',
+        LOG_FORMAT: '',
+        // The benches' file connectors read temporary folders.
+        Connectors__File__Roots: os.tmpdir(),
+        ...(o.env ?? {}),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  );
   let logs = '';
   // BENCH_SERVICE_LOG=<file>: everything the service prints also goes to that file (to see a stalled run).
   const logFile = process.env.BENCH_SERVICE_LOG;
@@ -283,13 +292,32 @@ async function startService(o = {}) {
       const r = await must(call('GET', `runs/${started.runId}`), 200);
       if (!['Running', 'Queued'].includes(r.status)) {
         const used = (now, before) => (now === null || before === null ? null : +(now - before).toFixed(1));
-        const cpu = { serviceCpuSeconds: used(cpuSeconds(child.pid), c0.service), azuriteCpuSeconds: used(cpuSeconds(tablePid), c0.azurite), stealSeconds: used(stealSeconds(), c0.steal), load: os.loadavg()[0] };
+        const cpu = {
+          serviceCpuSeconds: used(cpuSeconds(child.pid), c0.service),
+          azuriteCpuSeconds: used(cpuSeconds(tablePid), c0.azurite),
+          stealSeconds: used(stealSeconds(), c0.steal),
+          load: os.loadavg()[0],
+        };
         return { seconds: (performance.now() - t) / 1000, run: r, cpu };
       }
       await sleep(100);
     }
   };
-  return { base, pid: child.pid, tablePid, azurite, storageRequests: proxy ? () => proxy.take() : null, dataDir, token, startSeconds, call, must, runImport, logs: () => logs, stop };
+  return {
+    base,
+    pid: child.pid,
+    tablePid,
+    azurite,
+    storageRequests: proxy ? () => proxy.take() : null,
+    dataDir,
+    token,
+    startSeconds,
+    call,
+    must,
+    runImport,
+    logs: () => logs,
+    stop,
+  };
 }
 
 /**
@@ -308,14 +336,17 @@ async function storageFloor(connectionString, table, n, tablePid) {
   const batches = [];
   for (let i = 0; i < n; i += 100) batches.push(i);
   let next = 0;
-  await Promise.all(Array.from({ length: 4 }, async () => {
-    while (next < batches.length) {
-      const s = batches[next++];
-      const actions = [];
-      for (let i = s; i < Math.min(n, s + 100); i++) actions.push(['create', { partitionKey: `p${Math.floor(s / 10000)}`, rowKey: String(i).padStart(8, '0'), d: pad }]);
-      await client.submitTransaction(actions);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (next < batches.length) {
+        const s = batches[next++];
+        const actions = [];
+        for (let i = s; i < Math.min(n, s + 100); i++)
+          actions.push(['create', { partitionKey: `p${Math.floor(s / 10000)}`, rowKey: String(i).padStart(8, '0'), d: pad }]);
+        await client.submitTransaction(actions);
+      }
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
   return {
     entities: n,
@@ -345,7 +376,14 @@ async function freshStorageFloor(n, root = ROOT) {
  * deletion threshold). Returns the connector and `rule`, which adds a rule to it.
  */
 async function hrSource({ call, must }, csvDir, extraConfig = {}) {
-  const conn = await must(call('POST', 'connectors', { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' }, ...extraConfig } }), 201);
+  const conn = await must(
+    call('POST', 'connectors', {
+      name: 'HR',
+      type: 'custom',
+      config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' }, ...extraConfig },
+    }),
+    201,
+  );
   const rule = (b) => must(call('POST', 'rules', { ruleName: `r${Math.random()}`, connectorId: conn.id, ...b }), 201);
   await rule({ ruleType: 'JoinRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId' });
   await rule({ ruleType: 'ProjectionRule', sourceAttribute: 'employeeId' });
@@ -356,4 +394,18 @@ async function hrSource({ call, must }, csvDir, extraConfig = {}) {
   return { conn, rule };
 }
 
-module.exports = { ROOT, arg, sleep, peakRssMB, rssMB, cpuSeconds, stealSeconds, onInterrupt, stopChild, startService, storageFloor, freshStorageFloor, hrSource };
+module.exports = {
+  ROOT,
+  arg,
+  sleep,
+  peakRssMB,
+  rssMB,
+  cpuSeconds,
+  stealSeconds,
+  onInterrupt,
+  stopChild,
+  startService,
+  storageFloor,
+  freshStorageFloor,
+  hrSource,
+};

@@ -29,6 +29,10 @@ async function importDocument(request: HttpRequest, context: InvocationContext, 
 }
 
 app.http('listConfigHistory', { route: 'config/history', methods: ['GET'], handler: authorize('config.read', listHistory) });
-app.http('restoreConfigVersion', { route: 'config/history/{versionId}/restore', methods: ['POST'], handler: authorize('config.write', restore, { rateLimit: 'sensitive' }) });
+app.http('restoreConfigVersion', {
+  route: 'config/history/{versionId}/restore',
+  methods: ['POST'],
+  handler: authorize('config.write', restore, { rateLimit: 'sensitive' }),
+});
 app.http('exportConfig', { route: 'config/export', methods: ['GET'], handler: authorize('config.write', exportDocument, { rateLimit: 'sensitive' }) });
 app.http('importConfig', { route: 'config/import', methods: ['POST'], handler: authorize('config.write', importDocument, { rateLimit: 'sensitive' }) });

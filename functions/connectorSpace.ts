@@ -45,7 +45,23 @@ async function syncConnectorSpaceObject(request: HttpRequest, _context: Invocati
 }
 
 app.http('listConnectorSpace', { route: 'connectors/{id}/space', methods: ['GET'], handler: authorize('connectors.read', listConnectorSpace) });
-app.http('getConnectorSpaceObject', { route: 'connectors/{id}/space/{csObjectId}', methods: ['GET'], handler: authorize('connectors.read', getConnectorSpaceObject) });
-app.http('retryConnectorSpaceObject', { route: 'connectors/{id}/space/{csObjectId}/retry', methods: ['POST'], handler: authorize('connectorSpace.operate', retryConnectorSpaceObject) });
-app.http('previewConnectorSpaceObject', { route: 'connectors/{id}/space/{csObjectId}/preview', methods: ['POST'], handler: authorize('connectorSpace.operate', previewConnectorSpaceObject) });
-app.http('syncConnectorSpaceObject', { route: 'connectors/{id}/space/{csObjectId}/sync', methods: ['POST'], handler: authorize('connectorSpace.operate', syncConnectorSpaceObject) });
+app.http('getConnectorSpaceObject', {
+  route: 'connectors/{id}/space/{csObjectId}',
+  methods: ['GET'],
+  handler: authorize('connectors.read', getConnectorSpaceObject),
+});
+app.http('retryConnectorSpaceObject', {
+  route: 'connectors/{id}/space/{csObjectId}/retry',
+  methods: ['POST'],
+  handler: authorize('connectorSpace.operate', retryConnectorSpaceObject),
+});
+app.http('previewConnectorSpaceObject', {
+  route: 'connectors/{id}/space/{csObjectId}/preview',
+  methods: ['POST'],
+  handler: authorize('connectorSpace.operate', previewConnectorSpaceObject),
+});
+app.http('syncConnectorSpaceObject', {
+  route: 'connectors/{id}/space/{csObjectId}/sync',
+  methods: ['POST'],
+  handler: authorize('connectorSpace.operate', syncConnectorSpaceObject),
+});

@@ -42,6 +42,15 @@ async function deleteConnector(request: HttpRequest, context: InvocationContext,
 app.http('listConnectors', { route: 'connectors', methods: ['GET'], handler: authorize('connectors.read', listConnectors) });
 app.http('getConnector', { route: 'connectors/{id}', methods: ['GET'], handler: authorize('connectors.read', getConnector) });
 app.http('createConnector', { route: 'connectors', methods: ['POST'], handler: authorize('connectors.write', createConnector, { rateLimit: 'sensitive' }) });
-app.http('updateConnector', { route: 'connectors/{id}', methods: ['PUT'], handler: authorize('connectors.write', updateConnector, { rateLimit: 'sensitive' }) });
+app.http('updateConnector', {
+  route: 'connectors/{id}',
+  methods: ['PUT'],
+  handler: authorize('connectors.write', updateConnector, { rateLimit: 'sensitive' }),
+});
 app.http('testConnectorConnection', { route: 'connectors/{id}/test', methods: ['POST'], handler: authorize('connectors.test', testConnectorConnection) });
-app.http('deleteConnector', { route: 'connectors/{id}', methods: ['DELETE'], extraInputs: [df.input.durableClient()], handler: authorize('connectors.write', deleteConnector, { rateLimit: 'sensitive' }) });
+app.http('deleteConnector', {
+  route: 'connectors/{id}',
+  methods: ['DELETE'],
+  extraInputs: [df.input.durableClient()],
+  handler: authorize('connectors.write', deleteConnector, { rateLimit: 'sensitive' }),
+});

@@ -44,6 +44,10 @@ async function restoreMeshObject(request: HttpRequest, _context: InvocationConte
 app.http('listMeshObjects', { route: 'mesh/objects', methods: ['GET'], handler: authorize('mesh.read', listMeshObjects) });
 app.http('searchMeshObjects', { route: 'mesh/objects/search', methods: ['POST'], handler: authorize('mesh.read', searchMeshObjects) });
 app.http('getMeshObject', { route: 'mesh/objects/{id}', methods: ['GET'], handler: authorize('mesh.read', getMeshObject) });
-app.http('explainMeshAttribute', { route: 'mesh/objects/{id}/attributes/{name}/explain', methods: ['GET'], handler: authorize('mesh.read', explainMeshAttribute) });
+app.http('explainMeshAttribute', {
+  route: 'mesh/objects/{id}/attributes/{name}/explain',
+  methods: ['GET'],
+  handler: authorize('mesh.read', explainMeshAttribute),
+});
 app.http('getMeshObjectHistory', { route: 'mesh/objects/{id}/history', methods: ['GET'], handler: authorize('mesh.read', getMeshObjectHistory) });
 app.http('restoreMeshObject', { route: 'mesh/objects/{id}/restore', methods: ['POST'], handler: authorize('mesh.restore', restoreMeshObject) });

@@ -66,5 +66,10 @@ app.http('listRuns', { route: 'runs', methods: ['GET'], extraInputs: [df.input.d
 app.http('cancelRun', { route: 'runs/{id}/cancel', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.trigger', cancelRun) });
 app.http('listRunChanges', { route: 'runs/{id}/changes', methods: ['GET'], handler: authorize('runs.read', listRunChanges) });
 app.http('applyPlan', { route: 'runs/{id}/apply', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.trigger', applyPlan) });
-app.http('approveRun', { route: 'runs/{id}/approve', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.approve', approveRun) });
+app.http('approveRun', {
+  route: 'runs/{id}/approve',
+  methods: ['POST'],
+  extraInputs: [df.input.durableClient()],
+  handler: authorize('runs.approve', approveRun),
+});
 app.http('rejectRun', { route: 'runs/{id}/reject', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.approve', rejectRun) });

@@ -61,7 +61,16 @@ app.http('getSchedule', { route: 'schedules/{id}', methods: ['GET'], handler: au
 app.http('createSchedule', { route: 'schedules', methods: ['POST'], handler: authorize('schedules.write', createSchedule) });
 app.http('updateSchedule', { route: 'schedules/{id}', methods: ['PUT'], handler: authorize('schedules.write', updateSchedule) });
 app.http('deleteSchedule', { route: 'schedules/{id}', methods: ['DELETE'], handler: authorize('schedules.write', deleteSchedule) });
-app.http('runScheduleNow', { route: 'schedules/{id}/run', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.trigger', runScheduleNow) });
+app.http('runScheduleNow', {
+  route: 'schedules/{id}/run',
+  methods: ['POST'],
+  extraInputs: [df.input.durableClient()],
+  handler: authorize('runs.trigger', runScheduleNow),
+});
 app.http('listScheduleRuns', { route: 'schedules/{id}/runs', methods: ['GET'], handler: authorize('schedules.read', listScheduleRuns) });
 app.http('getScheduleRun', { route: 'schedules/{id}/runs/{scheduleRunId}', methods: ['GET'], handler: authorize('schedules.read', getScheduleRun) });
-app.http('cancelScheduleRun', { route: 'schedules/{id}/runs/{scheduleRunId}/cancel', methods: ['POST'], handler: authorize('runs.trigger', cancelScheduleRun) });
+app.http('cancelScheduleRun', {
+  route: 'schedules/{id}/runs/{scheduleRunId}/cancel',
+  methods: ['POST'],
+  handler: authorize('runs.trigger', cancelScheduleRun),
+});

@@ -13,7 +13,12 @@ async function triggerImport(request: HttpRequest, context: InvocationContext, c
   const connectorId = routeId(request, 'id', 'Connector');
   const body = await readJson(request, TriggerImportRequestSchema, { optional: true });
   const client = df.getClient(context);
-  const run = await startRun({ connectorId, runType: body.runType ?? 'DeltaImport', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId), runOrchestrations(client));
+  const run = await startRun(
+    { connectorId, runType: body.runType ?? 'DeltaImport', dryRun: body.dryRun ?? false },
+    caller,
+    (runId) => startRunOrchestration(client, runId),
+    runOrchestrations(client),
+  );
   return accepted(apiPath(`runs/${run.runId}`), run);
 }
 
@@ -22,9 +27,24 @@ async function triggerExport(request: HttpRequest, context: InvocationContext, c
   const connectorId = routeId(request, 'id', 'Connector');
   const body = await readJson(request, TriggerExportRequestSchema, { optional: true });
   const client = df.getClient(context);
-  const run = await startRun({ connectorId, runType: 'Export', dryRun: body.dryRun ?? false }, caller, (runId) => startRunOrchestration(client, runId), runOrchestrations(client));
+  const run = await startRun(
+    { connectorId, runType: 'Export', dryRun: body.dryRun ?? false },
+    caller,
+    (runId) => startRunOrchestration(client, runId),
+    runOrchestrations(client),
+  );
   return accepted(apiPath(`runs/${run.runId}`), run);
 }
 
-app.http('triggerImport', { route: 'connectors/{id}/import', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.trigger', triggerImport) });
-app.http('triggerExport', { route: 'connectors/{id}/export', methods: ['POST'], extraInputs: [df.input.durableClient()], handler: authorize('runs.trigger', triggerExport) });
+app.http('triggerImport', {
+  route: 'connectors/{id}/import',
+  methods: ['POST'],
+  extraInputs: [df.input.durableClient()],
+  handler: authorize('runs.trigger', triggerImport),
+});
+app.http('triggerExport', {
+  route: 'connectors/{id}/export',
+  methods: ['POST'],
+  extraInputs: [df.input.durableClient()],
+  handler: authorize('runs.trigger', triggerExport),
+});

@@ -56,7 +56,20 @@ import {
  * - an apply run (`trigger.type` apply) checks its plan against the thresholds, then applies it.
  */
 export const SYNC_RUN = 'syncRun';
-export { BEGIN_RUN, FULL_IMPORT_PAGE, PLAN_DELETES, DELETE_PAGE, DELTA_IMPORT, EXPORT_PARTITION, EXPORT_DELETES, FULL_SYNC_PAGE, EXPORT_PLAN, EXPORT_IDS, EXPORT_DELETED, FINISH_RUN };
+export {
+  BEGIN_RUN,
+  FULL_IMPORT_PAGE,
+  PLAN_DELETES,
+  DELETE_PAGE,
+  DELTA_IMPORT,
+  EXPORT_PARTITION,
+  EXPORT_DELETES,
+  FULL_SYNC_PAGE,
+  EXPORT_PLAN,
+  EXPORT_IDS,
+  EXPORT_DELETED,
+  FINISH_RUN,
+};
 
 type Begin = { info: RunInfo; config: Record<string, unknown> } | (StepFailure & { info?: RunInfo });
 
@@ -80,7 +93,8 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
   const input = context.df.getInput() as SyncRunInput;
   const begin = (yield context.df.callActivity(BEGIN_RUN, input)) as Begin;
   if (isFailure(begin)) {
-    if (begin.info) yield context.df.callActivity(FINISH_RUN, { info: begin.info, status: 'Failed', totals: emptyTotals(), error: begin.failed } satisfies FinishInput);
+    if (begin.info)
+      yield context.df.callActivity(FINISH_RUN, { info: begin.info, status: 'Failed', totals: emptyTotals(), error: begin.failed } satisfies FinishInput);
     return;
   }
   const { config } = begin;
@@ -89,7 +103,12 @@ const syncRun: OrchestrationHandler = function* (context: OrchestrationContext) 
   const finish = (end: PassEnd) =>
     'status' in end
       ? context.df.callActivity(FINISH_RUN, { info, status: end.status, totals: end.totals, ...end.extra } satisfies FinishInput)
-      : context.df.callActivity(FINISH_RUN, { info, status: 'Failed', totals: end.totals, error: 'The run exceeded a threshold while applying an approved plan.' } satisfies FinishInput);
+      : context.df.callActivity(FINISH_RUN, {
+          info,
+          status: 'Failed',
+          totals: end.totals,
+          error: 'The run exceeded a threshold while applying an approved plan.',
+        } satisfies FinishInput);
   const cancelledEnd = (): PassEnd => ({ status: 'Cancelled', totals });
   try {
     if (info.planRunId && !info.dryRun) {
@@ -181,19 +200,88 @@ async function lookAtApproval(info: RunInfo): Promise<'approved' | 'waiting' | '
   return state;
 }
 
-df.app.activity(BEGIN_RUN, { handler: (input: SyncRunInput) => withActivitySpan(BEGIN_RUN, runInputOf(input).trace, { runId: runInputOf(input).runId }, () => begin(input)) });
-df.app.activity(FULL_IMPORT_PAGE, { handler: traced(FULL_IMPORT_PAGE, guarded(ofInfo, (input: FullPageInput) => fullImportPage(input))) });
-df.app.activity(PLAN_DELETES, { handler: traced(PLAN_DELETES, guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config))) });
-df.app.activity(DELETE_PAGE, { handler: traced(DELETE_PAGE, guarded(ofInfo, (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals))) });
-df.app.activity(DELTA_IMPORT, { handler: traced(DELTA_IMPORT, guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals))) });
-df.app.activity(EXPORT_PARTITION, { handler: traced(EXPORT_PARTITION, guarded(ofInner, (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config))) });
-df.app.activity(EXPORT_DELETES, { handler: traced(EXPORT_DELETES, guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config))) });
-df.app.activity(EXPORT_PLAN, { handler: traced(EXPORT_PLAN, guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config))) });
-df.app.activity(EXPORT_IDS, { handler: traced(EXPORT_IDS, guarded(ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config))) });
-df.app.activity(EXPORT_DELETED, { handler: traced(EXPORT_DELETED, guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletedSince(input.info, input.totals, input.config))) });
-df.app.activity(PLAN_DELETE_PAGE, { handler: traced(PLAN_DELETE_PAGE, guarded(ofInfo, async (input: { info: RunInfo; page: number }) => (await planDeletePage(input.info, input.page), null))) });
-df.app.activity(CHECK_PLAN, { handler: traced(CHECK_PLAN, guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => checkPlan(input.info, input.config))) });
-df.app.activity(PARK_RUN, { handler: traced(PARK_RUN, guarded(ofInfo, (input: { info: RunInfo; reasons: ApprovalReason[]; stats: RunStats }) => park(input))) });
+df.app.activity(BEGIN_RUN, {
+  handler: (input: SyncRunInput) => withActivitySpan(BEGIN_RUN, runInputOf(input).trace, { runId: runInputOf(input).runId }, () => begin(input)),
+});
+df.app.activity(FULL_IMPORT_PAGE, {
+  handler: traced(
+    FULL_IMPORT_PAGE,
+    guarded(ofInfo, (input: FullPageInput) => fullImportPage(input)),
+  ),
+});
+df.app.activity(PLAN_DELETES, {
+  handler: traced(
+    PLAN_DELETES,
+    guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config)),
+  ),
+});
+df.app.activity(DELETE_PAGE, {
+  handler: traced(
+    DELETE_PAGE,
+    guarded(ofInfo, (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals)),
+  ),
+});
+df.app.activity(DELTA_IMPORT, {
+  handler: traced(
+    DELTA_IMPORT,
+    guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals)),
+  ),
+});
+df.app.activity(EXPORT_PARTITION, {
+  handler: traced(
+    EXPORT_PARTITION,
+    guarded(ofInner, (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config)),
+  ),
+});
+df.app.activity(EXPORT_DELETES, {
+  handler: traced(
+    EXPORT_DELETES,
+    guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config)),
+  ),
+});
+df.app.activity(EXPORT_PLAN, {
+  handler: traced(
+    EXPORT_PLAN,
+    guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config)),
+  ),
+});
+df.app.activity(EXPORT_IDS, {
+  handler: traced(
+    EXPORT_IDS,
+    guarded(ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config)),
+  ),
+});
+df.app.activity(EXPORT_DELETED, {
+  handler: traced(
+    EXPORT_DELETED,
+    guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) =>
+      exportDeletedSince(input.info, input.totals, input.config),
+    ),
+  ),
+});
+df.app.activity(PLAN_DELETE_PAGE, {
+  handler: traced(
+    PLAN_DELETE_PAGE,
+    guarded(ofInfo, async (input: { info: RunInfo; page: number }) => (await planDeletePage(input.info, input.page), null)),
+  ),
+});
+df.app.activity(CHECK_PLAN, {
+  handler: traced(
+    CHECK_PLAN,
+    guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => checkPlan(input.info, input.config)),
+  ),
+});
+df.app.activity(PARK_RUN, {
+  handler: traced(
+    PARK_RUN,
+    guarded(ofInfo, (input: { info: RunInfo; reasons: ApprovalReason[]; stats: RunStats }) => park(input)),
+  ),
+});
 df.app.activity(APPROVAL_STATE, { handler: traced(APPROVAL_STATE, (input: { info: RunInfo }) => lookAtApproval(input.info)) });
-df.app.activity(FULL_SYNC_PAGE, { handler: traced(FULL_SYNC_PAGE, guarded(ofInfo, (input: FullSyncPageInput) => fullSyncPage(input))) });
+df.app.activity(FULL_SYNC_PAGE, {
+  handler: traced(
+    FULL_SYNC_PAGE,
+    guarded(ofInfo, (input: FullSyncPageInput) => fullSyncPage(input)),
+  ),
+});
 df.app.activity(FINISH_RUN, { handler: traced(FINISH_RUN, (input: FinishInput) => finishRun(input)) });

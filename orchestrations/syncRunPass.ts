@@ -35,7 +35,8 @@ export const APPROVAL_STATE = 'syncApprovalState';
 export const isFailure = (x: unknown): x is StepFailure => typeof x === 'object' && x !== null && 'failed' in x;
 /** A step that found the run asked to stop: before it began (`Stop`) or between its pages (totals so far). */
 export type Stop = { cancelled: true };
-export const isCancel = (x: unknown): x is Stop | (RunTotals & Stop) => typeof x === 'object' && x !== null && (x as { cancelled?: unknown }).cancelled === true;
+export const isCancel = (x: unknown): x is Stop | (RunTotals & Stop) =>
+  typeof x === 'object' && x !== null && (x as { cancelled?: unknown }).cancelled === true;
 const isCancelledTotals = (x: Stop | RunTotals): x is RunTotals => 'stats' in x;
 const completedStatus = (t: RunTotals) => (t.stats.errors > 0 ? 'CompletedWithErrors' : 'Completed');
 
@@ -69,7 +70,8 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     if (plan.mode === 'incremental') {
       // Only what changed since the last export (and what the target's imports marked).
       for (let page = 0; page < plan.pages; page++) {
-        const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure | Stop;
+        const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config })) as
+          RunTotals | StepFailure | Stop;
         if (isFailure(r)) return failed(r.failed);
         if (isCancel(r)) return cancelled(r);
         totals = r;
@@ -78,7 +80,8 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       // A second look at the objects that name one this export moved or added.
       if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
         totals = { ...totals, notInTarget: 0, movedInTarget: 0 };
-        const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config })) as RunTotals | StepFailure | Stop;
+        const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config })) as
+          RunTotals | StepFailure | Stop;
         if (isFailure(r)) return failed(r.failed);
         if (isCancel(r)) return cancelled(r);
         totals = r;
@@ -92,11 +95,12 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       return end(completedStatus(totals), { exportState });
     }
     for (let partition = 0; partition < 16; partition++) {
-      const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config })) as RunTotals | StepFailure | Stop;
+      const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config })) as
+        RunTotals | StepFailure | Stop;
       if (isFailure(r)) return failed(r.failed);
       if (isCancel(r)) return cancelled(r);
       totals = r;
-        if (r.parked) return parked(r);
+      if (r.parked) return parked(r);
     }
     // References to objects this pass added (a manager provisioned with the reports) or moved (a manager
     // moved to another OU): one more pass writes them in the objects that name them. Only what changed is
@@ -104,7 +108,8 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
       totals = { ...totals, notInTarget: 0, movedInTarget: 0 };
       for (let partition = 0; partition < 16; partition++) {
-        const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config })) as RunTotals | StepFailure | Stop;
+        const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config })) as
+          RunTotals | StepFailure | Stop;
         if (isFailure(r)) return failed(r.failed);
         if (isCancel(r)) return cancelled(r);
         totals = r;
@@ -137,7 +142,10 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       totals = d.totals;
       if (!d.fullSyncNext) return end(completedStatus(totals), { watermark: d.watermark });
       // The rules changed since the last full pass and the connector asks for it: a FullSync follows.
-      totals = { ...totals, errors: [...totals.errors, { message: 'The rules of this connector changed since its last full pass: the delta import went on as a FullSync.' }] };
+      totals = {
+        ...totals,
+        errors: [...totals.errors, { message: 'The rules of this connector changed since its last full pass: the delta import went on as a FullSync.' }],
+      };
       for (let partition = 0; partition < CS_PARTITIONS; partition++) {
         const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure | Stop;
         if (isFailure(r)) return failed(r.failed);
@@ -155,7 +163,8 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
   let holder: string | null = null;
   let noHold = false;
   for (let page = 0; ; page++) {
-    const r = (yield context.df.callActivity(FULL_IMPORT_PAGE, { info, cursor, page, totals, holder, noHold } satisfies FullPageInput)) as FullPageOutput | Stop;
+    const r = (yield context.df.callActivity(FULL_IMPORT_PAGE, { info, cursor, page, totals, holder, noHold } satisfies FullPageInput)) as
+      FullPageOutput | Stop;
     if (isFailure(r)) return failed(r.failed);
     if (isCancel(r)) return cancelled(r);
     totals = r.totals;
@@ -197,7 +206,12 @@ const LOOK_EVERY_MS = 5 * 60_000;
  * `approved` (the run goes on, applying its plan), `over` (rejected, or expired: the run was ended by the
  * decision), `cancelled` (asked to stop before it could wait).
  */
-export function* awaitApproval(context: OrchestrationContext, info: RunInfo, reasons: ApprovalReason[], stats: RunStats): Generator<Task, 'approved' | 'over' | 'cancelled', unknown> {
+export function* awaitApproval(
+  context: OrchestrationContext,
+  info: RunInfo,
+  reasons: ApprovalReason[],
+  stats: RunStats,
+): Generator<Task, 'approved' | 'over' | 'cancelled', unknown> {
   const parkedRun = (yield context.df.callActivity(PARK_RUN, { info, reasons, stats })) as { expiresOn: string } | { over: true } | Stop;
   if (isCancel(parkedRun)) return 'cancelled';
   if ('over' in parkedRun) return 'over';

@@ -26,8 +26,14 @@ async function main() {
     logLevel: 'warning',
     legalComments: 'none',
   });
-  const hash = (file) => createHash('sha256').update(readFileSync(path.join(out, file))).digest('hex').slice(0, 12);
-  const html = readFileSync(path.join(src, 'index.html'), 'utf8').replace('app.js"', `app.js?v=${hash('app.js')}"`).replace('app.css"', `app.css?v=${hash('app.css')}"`);
+  const hash = (file) =>
+    createHash('sha256')
+      .update(readFileSync(path.join(out, file)))
+      .digest('hex')
+      .slice(0, 12);
+  const html = readFileSync(path.join(src, 'index.html'), 'utf8')
+    .replace('app.js"', `app.js?v=${hash('app.js')}"`)
+    .replace('app.css"', `app.css?v=${hash('app.css')}"`);
   writeFileSync(path.join(out, 'index.html'), html);
 }
 

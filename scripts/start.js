@@ -56,7 +56,8 @@ function consoleStale() {
   const index = path.join(root, 'dist/console/index.html');
   if (!existsSync(index)) return true;
   const built = statSync(index).mtimeMs;
-  const walk = (dir) => readdirSync(dir, { withFileTypes: true }).some((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : statSync(path.join(dir, e.name)).mtimeMs > built));
+  const walk = (dir) =>
+    readdirSync(dir, { withFileTypes: true }).some((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : statSync(path.join(dir, e.name)).mtimeMs > built));
   return walk(path.join(root, 'lib/console/web'));
 }
 

@@ -33,7 +33,9 @@ async function main() {
   try {
     info = JSON.parse(readFileSync(file, 'utf8'));
   } catch {
-    fail(`${file} not found: start the service in Development (AZURE_FUNCTIONS_ENVIRONMENT=Development, no Authentication__Jwt__Authority) with npm start first.`);
+    fail(
+      `${file} not found: start the service in Development (AZURE_FUNCTIONS_ENVIRONMENT=Development, no Authentication__Jwt__Authority) with npm start first.`,
+    );
   }
   const form = new URLSearchParams({ grant_type: 'client_credentials', role });
   const user = arg('user');

@@ -121,7 +121,14 @@ async function measure(mode, dir, format, watermarkFile) {
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);
   // cpuSeconds beside wall seconds: on a shared machine the wall time includes waiting for a core.
-  return { seconds: +seconds.toFixed(3), cpuSeconds: +((cpu.user + cpu.system) / 1e6).toFixed(3), objects, errors, pages, peakRssMB: +(process.resourceUsage().maxRSS / 1024).toFixed(1) };
+  return {
+    seconds: +seconds.toFixed(3),
+    cpuSeconds: +((cpu.user + cpu.system) / 1e6).toFixed(3),
+    objects,
+    errors,
+    pages,
+    peakRssMB: +(process.resourceUsage().maxRSS / 1024).toFixed(1),
+  };
 }
 
 async function main() {

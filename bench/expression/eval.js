@@ -20,7 +20,11 @@ const ROUNDS = arg('rounds', 5);
 const EXPRESSIONS = [
   { name: 'concatenation', source: 'source.givenName + " " + source.sn', scope: (o) => ({ source: o, object: o }) },
   { name: 'method call', source: 'source.toLowerCase()', scope: (o) => ({ source: o.mail, object: o }) },
-  { name: 'DN template with dnEscape', source: '"cn=" + dnEscape(source.cn) + ",ou=people," + baseDN', scope: (o) => ({ source: o, baseDN: 'dc=example,dc=test', objectType: 'User', container: null }) },
+  {
+    name: 'DN template with dnEscape',
+    source: '"cn=" + dnEscape(source.cn) + ",ou=people," + baseDN',
+    scope: (o) => ({ source: o, baseDN: 'dc=example,dc=test', objectType: 'User', container: null }),
+  },
 ];
 
 function objects() {

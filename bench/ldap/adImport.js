@@ -51,7 +51,11 @@ const SERVICE_NODE_OPTIONS = arg('service-node-options', '');
  */
 const ATTRIBUTES = arg('attributes', '').split(',').filter(Boolean);
 /** `attributes` per round in turn ('|'-separated lists, empty: the default), for A/B rounds over one DC load. */
-const ROUND_ATTRIBUTES = process.argv.includes('--round-attributes') ? arg('round-attributes', '').split('|').map((x) => x.split(',').filter(Boolean)) : null;
+const ROUND_ATTRIBUTES = process.argv.includes('--round-attributes')
+  ? arg('round-attributes', '')
+      .split('|')
+      .map((x) => x.split(',').filter(Boolean))
+  : null;
 /** The bench's rules: one projection and seven flows (the same in every round). */
 const FLOWS = ['sAMAccountName', 'employeeID', 'givenName', 'sn', 'mail', 'title', 'department'];
 /** Service roots, one per round in turn (A/B rounds); default this tree. */
@@ -66,7 +70,22 @@ const FILTER = '(|(&(objectClass=user)(!(objectClass=computer)))(objectClass=gro
  */
 async function ldapsearch(dc, base, attrs) {
   const c0 = cpuSeconds(dc.pid);
-  const args = ['-x', '-LLL', '-H', `ldaps://127.0.0.1:${dc.ldapsPort}`, '-D', dc.adminDN, '-w', dc.adminPassword, '-b', base, '-E', 'pr=1000/noprompt', FILTER, ...attrs];
+  const args = [
+    '-x',
+    '-LLL',
+    '-H',
+    `ldaps://127.0.0.1:${dc.ldapsPort}`,
+    '-D',
+    dc.adminDN,
+    '-w',
+    dc.adminPassword,
+    '-b',
+    base,
+    '-E',
+    'pr=1000/noprompt',
+    FILTER,
+    ...attrs,
+  ];
   const r = await countingLdapsearch(args, { LDAPTLS_CACERT: dc.caCertificateFile });
   return { ...r, dcCpuSeconds: +(cpuSeconds(dc.pid) - c0).toFixed(1) };
 }
@@ -86,7 +105,15 @@ function connectorConfig(dc, ou, attributes) {
 /** The attributes the engine hands an import's connector for the bench's rules (lib/sync/readAttributes.ts). */
 function importAttributes(config) {
   const { importReads } = require(path.join(__dirname, '../../dist/lib/sync/readAttributes'));
-  const rule = (ruleType, sourceAttribute, extra = {}) => ({ ruleType, connectorId: 'c', isEnabled: true, sourceAttribute, targetAttribute: sourceAttribute, transformScript: null, ...extra });
+  const rule = (ruleType, sourceAttribute, extra = {}) => ({
+    ruleType,
+    connectorId: 'c',
+    isEnabled: true,
+    sourceAttribute,
+    targetAttribute: sourceAttribute,
+    transformScript: null,
+    ...extra,
+  });
   const rules = [rule('ProjectionRule', 'sAMAccountName', { targetAttribute: null }), ...FLOWS.map((a) => rule('FlowRule', a))];
   const reads = importReads('c', 'active_directory', config, rules);
   return Array.isArray(reads) && !config.attributes ? reads : undefined;
@@ -98,8 +125,11 @@ function importAttributes(config) {
  */
 function connectorRead(dc, ou, attributes) {
   return new Promise((resolve, reject) =>
-    execFile(process.execPath, [__filename, '--read-child', JSON.stringify(connectorConfig(dc, ou, attributes))], { maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
-      err ? reject(new Error(stderr || err.message)) : resolve(JSON.parse(stdout)),
+    execFile(
+      process.execPath,
+      [__filename, '--read-child', JSON.stringify(connectorConfig(dc, ou, attributes))],
+      { maxBuffer: 1 << 20 },
+      (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(JSON.parse(stdout))),
     ),
   );
 }
@@ -120,7 +150,9 @@ async function readChild(cfgJson) {
   const cpu = process.cpuUsage(cpu0);
   await c.close();
   await closeParkedSearches();
-  process.stdout.write(JSON.stringify({ objects, pages, seconds: +seconds.toFixed(2), cpuSeconds: +((cpu.user + cpu.system) / 1e6).toFixed(2), attributes: c.readAttributes }));
+  process.stdout.write(
+    JSON.stringify({ objects, pages, seconds: +seconds.toFixed(2), cpuSeconds: +((cpu.user + cpu.system) / 1e6).toFixed(2), attributes: c.readAttributes }),
+  );
 }
 
 async function round(dc, ou, r) {
@@ -128,7 +160,9 @@ async function round(dc, ou, r) {
   // The connector alone first: ldapsearch then asks for exactly the attributes it asked for.
   const { attributes: asked, ...read } = await connectorRead(dc, ou, attributes);
   const ldaps = await ldapsearch(dc, ou, asked);
-  console.error(`round ${r}: ldapsearch ${ldaps.entries} entries in ${ldaps.seconds} s; connector alone ${read.seconds} s (${read.cpuSeconds} s CPU), ${asked.length} attributes asked; starting the service...`);
+  console.error(
+    `round ${r}: ldapsearch ${ldaps.entries} entries in ${ldaps.seconds} s; connector alone ${read.seconds} s (${read.cpuSeconds} s CPU), ${asked.length} attributes asked; starting the service...`,
+  );
   const prof = process.env.SYNC_BENCH_CPUPROF;
   const root = ROOTS.length ? path.resolve(ROOTS[(r - 1) % ROOTS.length]) : undefined;
   const roundOptions = ROUND_NODE_OPTIONS ? ROUND_NODE_OPTIONS[(r - 1) % ROUND_NODE_OPTIONS.length] : SERVICE_NODE_OPTIONS;
@@ -163,7 +197,7 @@ async function round(dc, ou, r) {
       round: r,
       ...(root ? { serviceRoot: root } : {}),
       ...(ROUND_NODE_OPTIONS ? { serviceNodeOptions: roundOptions } : {}),
-      attributes: attributes.length ? attributes : 'the rules\' (default)',
+      attributes: attributes.length ? attributes : "the rules' (default)",
       attributesAsked: asked,
       ldapsearch: { ...ldaps, transport: 'ldaps, paged 1000' },
       connectorAlone: read,
@@ -235,7 +269,7 @@ async function main() {
           users: N,
           connectorPageSize: PAGE_SIZE || 'default',
           serviceNodeOptions: SERVICE_NODE_OPTIONS || null,
-          attributes: ROUND_ATTRIBUTES ? ROUND_ATTRIBUTES.map((a) => (a.length ? a : 'default')) : ATTRIBUTES.length ? ATTRIBUTES : 'the rules\' (default)',
+          attributes: ROUND_ATTRIBUTES ? ROUND_ATTRIBUTES.map((a) => (a.length ? a : 'default')) : ATTRIBUTES.length ? ATTRIBUTES : "the rules' (default)",
           dcStartSeconds: startSeconds,
           loadSeconds,
           rounds,

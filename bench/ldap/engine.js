@@ -68,7 +68,10 @@ const groupCn = (g) => `g${String(g).padStart(4, '0')}`;
 
 /** ldapsearch of every user and group (paged 1000, to a pipe that only counts entries): seconds and entries. */
 function ldapsearch(url, slapd, env = {}) {
-  return countingLdapsearch(['-x', '-LLL', '-H', url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-b', slapd.suffix, '-E', 'pr=1000/noprompt', FILTER, '*', 'entryUUID', 'entryDN'], env);
+  return countingLdapsearch(
+    ['-x', '-LLL', '-H', url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-b', slapd.suffix, '-E', 'pr=1000/noprompt', FILTER, '*', 'entryUUID', 'entryDN'],
+    env,
+  );
 }
 
 /** Indexes of the users the delta modifies (1,000 spread over the directory) and deletes (10 without reports). */
@@ -104,7 +107,9 @@ async function main() {
     console.error(`ldapsearch ${ldaps.entries} entries: ldaps ${ldaps.seconds} s, plain ${plain.seconds} s; starting the service...`);
 
     const prof = process.env.SYNC_BENCH_CPUPROF;
-    svc = await startService(prof ? { env: { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../sync/cpuprof.js')}`.trim() } } : {});
+    svc = await startService(
+      prof ? { env: { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${path.join(__dirname, '../sync/cpuprof.js')}`.trim() } } : {},
+    );
     const { call, must } = svc;
     const conn = await must(
       call('POST', 'connectors', {
@@ -127,13 +132,30 @@ async function main() {
     );
     const rule = (name, b) => must(call('POST', 'rules', { ruleName: name, connectorId: conn.id, ...b }), 201);
     await rule('users', { ruleType: 'ProjectionRule', sourceAttribute: 'uid', objectType: 'User', priority: 10 });
-    await rule('groups', { ruleType: 'ProjectionRule', sourceAttribute: 'cn', objectType: 'Group', priority: 20, transformScript: "object.objectClass.includes('groupOfNames')" });
+    await rule('groups', {
+      ruleType: 'ProjectionRule',
+      sourceAttribute: 'cn',
+      objectType: 'Group',
+      priority: 20,
+      transformScript: "object.objectClass.includes('groupOfNames')",
+    });
     await rule('join employeeNumber', { ruleType: 'JoinRule', sourceAttribute: 'employeeNumber', targetAttribute: 'employeeNumber' });
-    const flows = [['employeeNumber', 'employeeNumber'], ['sn', 'sn'], ['mail', 'mail'], ['cn', 'cn']];
+    const flows = [
+      ['employeeNumber', 'employeeNumber'],
+      ['sn', 'sn'],
+      ['mail', 'mail'],
+      ['cn', 'cn'],
+    ];
     if (REFS === 'composer') flows.push(['entryDN', 'dn'], ['manager', 'managerDn'], ['member', 'member']);
     for (const [s, d] of flows) await rule(`flow ${s}`, { ruleType: 'FlowRule', sourceAttribute: s, targetAttribute: d, confidence: 50 });
     if (REFS === 'composer') {
-      await rule('manager', { ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerDn', targetAttribute: 'dn' });
+      await rule('manager', {
+        ruleType: 'MeshComposerRule',
+        connectorId: null,
+        relationshipType: 'manager',
+        sourceAttribute: 'managerDn',
+        targetAttribute: 'dn',
+      });
       await rule('member', { ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'member', sourceAttribute: 'member', targetAttribute: 'dn' });
     }
 
@@ -189,18 +211,22 @@ async function main() {
       sampledGroupsFound: groupsFound,
       sampledGroupsMemberRelationships: memberRelationships,
       sampledGroupsMembersExpected: memberExpected,
-      sampleRelationshipShape: usersFound ? (await byAnchor('User', uid(sampleUsers[0])))?.relationships?.[0] ?? null : null,
+      sampleRelationshipShape: usersFound ? ((await byAnchor('User', uid(sampleUsers[0])))?.relationships?.[0] ?? null) : null,
     };
 
     // The delta: 1,000 modified users and 10 deleted ones, over LDAP (through the overlays, into the access log).
     const { modified, deleted } = deltaSets();
     const changes = [
-      ...modified.map((i) => `dn: ${userDn(i, slapd.suffix)}\nchangetype: modify\nreplace: sn\nsn: Changed${i}\n-\nreplace: title\ntitle: Changed title ${i}\n`),
+      ...modified.map(
+        (i) => `dn: ${userDn(i, slapd.suffix)}\nchangetype: modify\nreplace: sn\nsn: Changed${i}\n-\nreplace: title\ntitle: Changed title ${i}\n`,
+      ),
       ...deleted.map((i) => `dn: ${userDn(i, slapd.suffix)}\nchangetype: delete\n`),
     ];
     fs.writeFileSync(path.join(dir, 'delta.ldif'), changes.join('\n'));
     t = performance.now();
-    execFileSync('ldapmodify', ['-x', '-H', slapd.url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-f', path.join(dir, 'delta.ldif')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync('ldapmodify', ['-x', '-H', slapd.url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-f', path.join(dir, 'delta.ldif')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     const ldapmodifySeconds = +((performance.now() - t) / 1000).toFixed(2);
     await sleep(1100);
     console.error(`ldapmodify ${ldapmodifySeconds} s; delta import...`);
@@ -218,7 +244,11 @@ async function main() {
     // A deleted user leaves its groups: refint rewrites the groups in the directory (not in the access log).
     const g = deleted[0] % GROUPS;
     const group = await byAnchor('Group', groupCn(g));
-    const groupOut = execFileSync('ldapsearch', ['-x', '-LLL', '-H', slapd.url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-b', groupDn(g, slapd.suffix), '-s', 'base', '(objectClass=*)', 'member'], { maxBuffer: 256 * 1024 * 1024 }).toString();
+    const groupOut = execFileSync(
+      'ldapsearch',
+      ['-x', '-LLL', '-H', slapd.url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-b', groupDn(g, slapd.suffix), '-s', 'base', '(objectClass=*)', 'member'],
+      { maxBuffer: 256 * 1024 * 1024 },
+    ).toString();
     const afterDelta = {
       meshUsers: meshUsersAfter,
       expectedUsers: N - deleted.length,

@@ -29,12 +29,30 @@ const { startSlapd } = require('../../test/support/slapd');
   try {
     const filter = '(|(objectClass=inetOrgPerson)(objectClass=groupOfNames))';
     const s0 = process.hrtime.bigint();
-    const out = execFileSync('ldapsearch', ['-x', '-LLL', '-H', slapd.url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-b', slapd.suffix, '-E', 'pr=1000/noprompt', filter, '*', 'entryUUID'], { maxBuffer: 1024 ** 3 });
+    const out = execFileSync(
+      'ldapsearch',
+      ['-x', '-LLL', '-H', slapd.url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-b', slapd.suffix, '-E', 'pr=1000/noprompt', filter, '*', 'entryUUID'],
+      { maxBuffer: 1024 ** 3 },
+    );
     const ldapsearchSeconds = Number(process.hrtime.bigint() - s0) / 1e9;
     const ldapsearchEntries = (out.toString('latin1').match(/^dn: /gm) ?? []).length;
-    const cfg = { host: 'localhost', port: slapd.ldapsPort, security: 'ldaps', caCertificate: slapd.caCertificate, baseDN: slapd.suffix, bindDN: slapd.rootDN, bindPassword: slapd.rootPassword, deltaStrategy: 'accesslog' };
+    const cfg = {
+      host: 'localhost',
+      port: slapd.ldapsPort,
+      security: 'ldaps',
+      caCertificate: slapd.caCertificate,
+      baseDN: slapd.suffix,
+      bindDN: slapd.rootDN,
+      bindPassword: slapd.rootPassword,
+      deltaStrategy: 'accesslog',
+    };
     const child = await new Promise((resolve, reject) =>
-      execFile(process.execPath, [...(process.env.READ_CPUPROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.READ_CPUPROF] : []), path.join(__dirname, 'read.js'), JSON.stringify(cfg)], { maxBuffer: 1 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(JSON.parse(stdout)))),
+      execFile(
+        process.execPath,
+        [...(process.env.READ_CPUPROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.READ_CPUPROF] : []), path.join(__dirname, 'read.js'), JSON.stringify(cfg)],
+        { maxBuffer: 1 << 20 },
+        (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(JSON.parse(stdout))),
+      ),
     );
     process.stdout.write(
       JSON.stringify(

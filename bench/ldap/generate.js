@@ -18,9 +18,11 @@ function generate(file, { suffix = 'dc=example,dc=com', users = 100000, groups =
     buf = '';
   };
   for (let i = 0; i < users; i++) {
-    buf += `dn: ${userDn(i, suffix)}\nobjectClass: inetOrgPerson\nuid: u${String(i).padStart(6, '0')}\ncn: User ${i}\nsn: Surname${i}\ngivenName: Given${i}\n` +
+    buf +=
+      `dn: ${userDn(i, suffix)}\nobjectClass: inetOrgPerson\nuid: u${String(i).padStart(6, '0')}\ncn: User ${i}\nsn: Surname${i}\ngivenName: Given${i}\n` +
       `mail: u${i}@example.test\nemployeeNumber: ${100000 + i}\ntitle: Title ${i % 50}\ndepartmentNumber: D${i % 100}\ntelephoneNumber: +1 555 ${String(i).padStart(7, '0')}\n` +
-      (i > 0 ? `manager: ${userDn(Math.floor(i / 10), suffix)}\n` : '') + `memberOf: ${groupDn(i % groups, suffix)}\n\n`;
+      (i > 0 ? `manager: ${userDn(Math.floor(i / 10), suffix)}\n` : '') +
+      `memberOf: ${groupDn(i % groups, suffix)}\n\n`;
     if (buf.length > 1 << 20) flush();
   }
   for (let g = 0; g < groups; g++) {

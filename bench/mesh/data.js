@@ -12,8 +12,52 @@
  */
 const { closeSync, openSync, writeSync } = require('node:fs');
 
-const FIRST = ['Ada', 'Alan', 'Grace', 'Edsger', 'Barbara', 'Donald', 'Frances', 'John', 'Margaret', 'Ken', 'Dennis', 'Radia', 'Tim', 'Vint', 'Leslie', 'Niklaus', 'Tony', 'Shafi', 'Whitfield', 'Hedy', 'Élodie', 'Søren'];
-const LAST = ['Lovelace', 'Turing', 'Hopper', 'Dijkstra', 'Liskov', 'Knuth', 'Allen', 'Backus', 'Hamilton', 'Thompson', 'Ritchie', 'Perlman', 'Berners-Lee', 'Cerf', 'Lamport', 'Wirth', 'Hoare', 'Goldwasser', 'Diffie', 'Lamarr'];
+const FIRST = [
+  'Ada',
+  'Alan',
+  'Grace',
+  'Edsger',
+  'Barbara',
+  'Donald',
+  'Frances',
+  'John',
+  'Margaret',
+  'Ken',
+  'Dennis',
+  'Radia',
+  'Tim',
+  'Vint',
+  'Leslie',
+  'Niklaus',
+  'Tony',
+  'Shafi',
+  'Whitfield',
+  'Hedy',
+  'Élodie',
+  'Søren',
+];
+const LAST = [
+  'Lovelace',
+  'Turing',
+  'Hopper',
+  'Dijkstra',
+  'Liskov',
+  'Knuth',
+  'Allen',
+  'Backus',
+  'Hamilton',
+  'Thompson',
+  'Ritchie',
+  'Perlman',
+  'Berners-Lee',
+  'Cerf',
+  'Lamport',
+  'Wirth',
+  'Hoare',
+  'Goldwasser',
+  'Diffie',
+  'Lamarr',
+];
 const DEPTS = Array.from({ length: 20 }, (_, i) => `Department ${String.fromCharCode(65 + i)}`);
 const TITLES = Array.from({ length: 50 }, (_, i) => `Title ${i}`);
 const CITIES = Array.from({ length: 100 }, (_, i) => `City ${i}`);
@@ -33,8 +77,28 @@ const FLAGS = [
 
 /** The CSV columns: the anchor, the row kind (which projection rule applies), then the attributes. */
 const ATTRIBUTES = [
-  'employeeId', 'givenName', 'sn', 'displayName', 'mail', 'userPrincipalName', 'proxyAddresses', 'department', 'title', 'company', 'city', 'country',
-  'preferredLanguage', 'telephoneNumber', 'mobile', 'employeeType', 'costCenter', 'isActive', 'hireDate', 'office', 'memberOf', 'description',
+  'employeeId',
+  'givenName',
+  'sn',
+  'displayName',
+  'mail',
+  'userPrincipalName',
+  'proxyAddresses',
+  'department',
+  'title',
+  'company',
+  'city',
+  'country',
+  'preferredLanguage',
+  'telephoneNumber',
+  'mobile',
+  'employeeType',
+  'costCenter',
+  'isActive',
+  'hireDate',
+  'office',
+  'memberOf',
+  'description',
 ];
 const MULTI_VALUED = ['proxyAddresses', 'memberOf'];
 const HEADER = ['account', 'kind', ...ATTRIBUTES];

@@ -28,8 +28,20 @@ function user(i, attrs, run) {
   const connector = randomUUID();
   const at = new Date(Date.UTC(2026, 10, 25, 0, 0, i % 60)).toISOString();
   const contributions = {};
-  for (const [name, v] of Object.entries(attrs)) contributions[name] = [{ c: connector, r: randomUUID(), conf: 50, pri: 100, v, at, ...(run ? { u: run } : {}) }];
-  const o = { id: randomUUID(), objectType: 'User', anchorValue: `E${String(i).padStart(6, '0')}`, createdOn: at, updatedOn: at, attributes: {}, contributions, links: { [connector]: `u${i}` }, relationships: [], pendingReferences: [] };
+  for (const [name, v] of Object.entries(attrs))
+    contributions[name] = [{ c: connector, r: randomUUID(), conf: 50, pri: 100, v, at, ...(run ? { u: run } : {}) }];
+  const o = {
+    id: randomUUID(),
+    objectType: 'User',
+    anchorValue: `E${String(i).padStart(6, '0')}`,
+    createdOn: at,
+    updatedOn: at,
+    attributes: {},
+    contributions,
+    links: { [connector]: `u${i}` },
+    relationships: [],
+    pendingReferences: [],
+  };
   consolidate(o);
   return o;
 }
@@ -37,7 +49,10 @@ function user(i, attrs, run) {
 function measure(label, attrs) {
   const run = randomUUID();
   const without = user(1, attrs);
-  const withRun = { ...without, contributions: Object.fromEntries(Object.entries(without.contributions).map(([k, l]) => [k, l.map((c) => ({ ...c, u: run }))])) };
+  const withRun = {
+    ...without,
+    contributions: Object.fromEntries(Object.entries(without.contributions).map(([k, l]) => [k, l.map((c) => ({ ...c, u: run }))])),
+  };
   const changed = structuredClone(withRun);
   const first = Object.keys(attrs)[1];
   changed.contributions[first][0].v = String(changed.contributions[first][0].v) + 'X';
@@ -54,5 +69,19 @@ function measure(label, attrs) {
 }
 
 const bench = { employeeId: 'E000001', sn: 'SURNAME1', managerId: 'E007919' };
-const wide = { ...bench, givenName: 'Given1', mail: 'user1@example.test', title: 'Title 1', department: 'Dept 1', company: 'Contoso', office: 'Office 1', phone: '+1 555 0000001', mobile: '+1 666 0000001', city: 'City 1', country: 'US', costCenter: 'CC1', hireDate: '2020-01-01' };
+const wide = {
+  ...bench,
+  givenName: 'Given1',
+  mail: 'user1@example.test',
+  title: 'Title 1',
+  department: 'Dept 1',
+  company: 'Contoso',
+  office: 'Office 1',
+  phone: '+1 555 0000001',
+  mobile: '+1 666 0000001',
+  city: 'City 1',
+  country: 'US',
+  costCenter: 'CC1',
+  hireDate: '2020-01-01',
+};
 console.log(JSON.stringify([measure('bench:sync user (3 attributes)', bench), measure('15 attributes', wide)], null, 2));

@@ -18,7 +18,10 @@ if (dir) {
     const m = process.memoryUsage();
     const file = path.join(dir, `${process.pid}-${++n}.json`);
     // Written then renamed, so the reader never sees half a file.
-    writeFileSync(`${file}.tmp`, JSON.stringify({ gc: Boolean(global.gc), rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers }));
+    writeFileSync(
+      `${file}.tmp`,
+      JSON.stringify({ gc: Boolean(global.gc), rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers }),
+    );
     renameSync(`${file}.tmp`, file);
   });
 }

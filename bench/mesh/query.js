@@ -75,16 +75,28 @@ const CHECKS = [
   ['objectType Contact', { objectType: 'contact' }, (row) => row.kind === 'Contact'],
   ['anchorSearch ada.lov', { anchorSearch: 'ADA.LOV' }, (row) => fold(row.account).includes('ada.lov')],
   ['anchorSearch non-ASCII ÉLODIE', { anchorSearch: 'ÉLODIE' }, (row) => fold(row.account).includes('élodie')],
-  ['equals department', { criteria: [{ attributeName: 'department', operator: 'equals', value: 'department c' }] }, any('department', (v) => v === 'department c')],
+  [
+    'equals department',
+    { criteria: [{ attributeName: 'department', operator: 'equals', value: 'department c' }] },
+    any('department', (v) => v === 'department c'),
+  ],
   ['contains mail', { criteria: [{ attributeName: 'Mail', operator: 'contains', value: 'HOPPER' }] }, any('mail', (v) => v.includes('hopper'))],
   ['startswith city', { criteria: [{ attributeName: 'city', operator: 'startswith', value: 'city 1' }] }, any('city', (v) => v.startsWith('city 1'))],
-  ['endswith userPrincipalName', { criteria: [{ attributeName: 'userPrincipalName', operator: 'endswith', value: '7@corp.example.test' }] }, any('userPrincipalName', (v) => v.endsWith('7@corp.example.test'))],
+  [
+    'endswith userPrincipalName',
+    { criteria: [{ attributeName: 'userPrincipalName', operator: 'endswith', value: '7@corp.example.test' }] },
+    any('userPrincipalName', (v) => v.endsWith('7@corp.example.test')),
+  ],
   ['ispresent mobile (70 %)', { criteria: [{ attributeName: 'mobile', operator: 'ispresent' }] }, (row) => row.values.mobile !== null],
   ['isnotpresent description (50 %)', { criteria: [{ attributeName: 'description', operator: 'isnotpresent' }] }, (row) => row.values.description === null],
   ['istrue isActive', { criteria: [{ attributeName: 'isActive', operator: 'istrue' }] }, any('isActive', (v) => TRUE.includes(v))],
   ['isfalse isActive', { criteria: [{ attributeName: 'isActive', operator: 'isfalse' }] }, any('isActive', (v) => FALSE.includes(v))],
   ['equals memberOf, multi-valued', { criteria: [{ attributeName: 'memberOf', operator: 'equals', value: 'GRP-7' }] }, any('memberOf', (v) => v === 'grp-7')],
-  ['startswith proxyAddresses, multi-valued', { criteria: [{ attributeName: 'proxyAddresses', operator: 'startswith', value: 'smtp:a0' }] }, any('proxyAddresses', (v) => v.startsWith('smtp:a0'))],
+  [
+    'startswith proxyAddresses, multi-valued',
+    { criteria: [{ attributeName: 'proxyAddresses', operator: 'startswith', value: 'smtp:a0' }] },
+    any('proxyAddresses', (v) => v.startsWith('smtp:a0')),
+  ],
   [
     'User + equals + contains + ispresent',
     {
@@ -230,11 +242,22 @@ async function main() {
       'Admin',
       'POST',
       'connectors',
-      { name: 'HR export', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'account', multiValueColumns: MULTI_VALUED } } },
+      {
+        name: 'HR export',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'account', multiValueColumns: MULTI_VALUED } },
+      },
       201,
     );
     const rule = (body) => importer.call('Admin', 'POST', 'rules', { connectorId: conn.id, ...body }, 201);
-    await rule({ ruleName: 'Project contacts', ruleType: 'ProjectionRule', sourceAttribute: 'account', objectType: 'Contact', priority: 10, transformScript: "object.kind == 'Contact'" });
+    await rule({
+      ruleName: 'Project contacts',
+      ruleType: 'ProjectionRule',
+      sourceAttribute: 'account',
+      objectType: 'Contact',
+      priority: 10,
+      transformScript: "object.kind == 'Contact'",
+    });
     await rule({ ruleName: 'Project users', ruleType: 'ProjectionRule', sourceAttribute: 'account', objectType: 'User', priority: 20 });
     for (const a of ATTRIBUTES) await rule({ ruleName: `Flow ${a}`, ruleType: 'FlowRule', sourceAttribute: a, targetAttribute: a, confidence: 50 });
     const rssBeforeImport = rssMB(importer.pid);
@@ -292,11 +315,21 @@ async function main() {
     }
 
     const scenarios = [
-      ['list objectType=User, random page', () => ({ method: 'GET', path: `/api/mesh/objects?objectType=User&skip=${Math.floor(Math.random() * Math.max(1, users - 200))}&take=${pick([50, 200])}` })],
+      [
+        'list objectType=User, random page',
+        () => ({
+          method: 'GET',
+          path: `/api/mesh/objects?objectType=User&skip=${Math.floor(Math.random() * Math.max(1, users - 200))}&take=${pick([50, 200])}`,
+        }),
+      ],
       ['anchor substring search', () => ({ method: 'GET', path: `/api/mesh/objects?search=${encodeURIComponent(pick(NEEDLES))}&skip=${pick([0, 50, 1000])}` })],
       [
         'advanced search equals + contains + ispresent',
-        () => ({ method: 'POST', path: '/api/mesh/objects/search', body: JSON.stringify({ objectType: 'User', criteria: advancedCriteria(), skip: pick([0, 50, 500]), take: 50 }) }),
+        () => ({
+          method: 'POST',
+          path: '/api/mesh/objects/search',
+          body: JSON.stringify({ objectType: 'User', criteria: advancedCriteria(), skip: pick([0, 50, 500]), take: 50 }),
+        }),
       ],
       ['detail', () => ({ method: 'GET', path: `/api/mesh/objects/${pick(sampleIds)}` })],
       [
@@ -304,7 +337,12 @@ async function main() {
         () => ({ method: 'POST', path: '/api/mesh/objects/search', body: JSON.stringify({ criteria: otherCriteria(), skip: pick([0, 50]), take: 50 }) }),
       ],
     ];
-    out.targetsP95Ms = { 'list objectType=User, random page': 30, 'anchor substring search': 50, 'advanced search equals + contains + ispresent': 100, detail: 15 };
+    out.targetsP95Ms = {
+      'list objectType=User, random page': 30,
+      'anchor substring search': 50,
+      'advanced search equals + contains + ispresent': 100,
+      detail: 15,
+    };
     out.scenarios = [];
     for (const connections of [1, 8]) {
       for (const [name, make] of scenarios) out.scenarios.push(await measure(svc.base, headers, name, make, connections));
@@ -321,7 +359,12 @@ async function main() {
       if (performance.now() - delta.completedAt > 30000) throw new Error('the delta-imported object never showed');
       await sleep(10);
     }
-    out.freshness = { deltaImportSeconds: delta.seconds, status: delta.status, stats: delta.stats, visibleAfterRunCompletedMs: Math.round(performance.now() - delta.completedAt) };
+    out.freshness = {
+      deltaImportSeconds: delta.seconds,
+      status: delta.status,
+      stats: delta.stats,
+      visibleAfterRunCompletedMs: Math.round(performance.now() - delta.completedAt),
+    };
 
     if (global.gc) out.inProcess = await inProcess(sampleIds, users);
     out.loadAverageAtEnd = os.loadavg().map((x) => round(x, 1));
@@ -363,11 +406,17 @@ async function inProcess(sampleIds, users) {
     loadSeconds,
     objectsInModel: model.size,
     scenarios: [
-      time('list objectType=User, random page', () => page({ objectType: 'User', skip: Math.floor(Math.random() * Math.max(1, users - 200)), take: pick([50, 200]) })),
+      time('list objectType=User, random page', () =>
+        page({ objectType: 'User', skip: Math.floor(Math.random() * Math.max(1, users - 200)), take: pick([50, 200]) }),
+      ),
       time('anchor substring search', () => page({ search: pick(NEEDLES), skip: pick([0, 50, 1000]), take: 50 })),
-      time('advanced search equals + contains + ispresent', () => page({ objectType: 'User', criteria: advancedCriteria(), skip: pick([0, 50, 500]), take: 50 })),
+      time('advanced search equals + contains + ispresent', () =>
+        page({ objectType: 'User', criteria: advancedCriteria(), skip: pick([0, 50, 500]), take: 50 }),
+      ),
       time('detail', () => toDetail(model, model.get(pick(sampleIds)))),
-      time('advanced search istrue + isnotpresent + multi-valued equals + startswith', () => page({ criteria: otherCriteria(), skip: pick([0, 50]), take: 50 })),
+      time('advanced search istrue + isnotpresent + multi-valued equals + startswith', () =>
+        page({ criteria: otherCriteria(), skip: pick([0, 50]), take: 50 }),
+      ),
     ],
   };
 }

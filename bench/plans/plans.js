@@ -23,20 +23,58 @@ const N = arg('users', 100000);
 const BASELINE = process.argv.includes('--baseline');
 const baselineDry = arg('baseline-dry', 0);
 const baselineReal = arg('baseline-real', 0);
-const HEADER = ['id', 'employeeId', 'givenName', 'sn', 'mail', 'title', 'department', 'company', 'office', 'phone', 'mobile', 'city', 'country', 'costCenter', 'hireDate', 'managerId'];
+const HEADER = [
+  'id',
+  'employeeId',
+  'givenName',
+  'sn',
+  'mail',
+  'title',
+  'department',
+  'company',
+  'office',
+  'phone',
+  'mobile',
+  'city',
+  'country',
+  'costCenter',
+  'hireDate',
+  'managerId',
+];
 
 function row(i) {
   const mgr = i === 0 ? '' : `E${String(Math.floor((i * 7919) % N)).padStart(6, '0')}`;
   return [
-    `u${i}`, `E${String(i).padStart(6, '0')}`, `Given${i}`, `Surname${i}`, `user${i}@example.test`, `Title ${i % 50}`, `Dept ${i % 40}`,
-    'Contoso', `Office ${i % 30}`, `+1 555 ${String(i).padStart(7, '0')}`, `+1 666 ${String(i).padStart(7, '0')}`, `City ${i % 100}`, 'US', `CC${i % 200}`, '2020-01-01', mgr === `E${String(i).padStart(6, '0')}` ? '' : mgr,
+    `u${i}`,
+    `E${String(i).padStart(6, '0')}`,
+    `Given${i}`,
+    `Surname${i}`,
+    `user${i}@example.test`,
+    `Title ${i % 50}`,
+    `Dept ${i % 40}`,
+    'Contoso',
+    `Office ${i % 30}`,
+    `+1 555 ${String(i).padStart(7, '0')}`,
+    `+1 666 ${String(i).padStart(7, '0')}`,
+    `City ${i % 100}`,
+    'US',
+    `CC${i % 200}`,
+    '2020-01-01',
+    mgr === `E${String(i).padStart(6, '0')}` ? '' : mgr,
   ].join(',');
 }
 
 async function setup(svc, csvDir) {
   const { call, must } = svc;
   // No threshold on adds (the default guards deletes only), so the real run applies as it reads.
-  const conn = await must(call('POST', 'connectors', { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' } } }), 201);
+  const conn = await must(
+    call('POST', 'connectors', {
+      name: 'HR',
+      type: 'custom',
+      config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' } },
+    }),
+    201,
+  );
   const rule = (b) => must(call('POST', 'rules', { ruleName: `r${Math.random()}`, connectorId: conn.id, ...b }), 201);
   await rule({ ruleType: 'JoinRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId' });
   await rule({ ruleType: 'ProjectionRule', sourceAttribute: 'employeeId' });
@@ -65,7 +103,13 @@ async function timed(svc, method, route, body) {
   const started = await svc.must(svc.call(method, route, body), 202);
   const r = await waitRun(svc, started.runId, t);
   const used = (now, before) => (now === null || before === null ? null : +(now - before).toFixed(2));
-  return { ...r, runId: started.runId, serviceCpuSeconds: used(cpuSeconds(svc.pid), c0.service), azuriteCpuSeconds: used(cpuSeconds(svc.tablePid), c0.azurite), load: +os.loadavg()[0].toFixed(2) };
+  return {
+    ...r,
+    runId: started.runId,
+    serviceCpuSeconds: used(cpuSeconds(svc.pid), c0.service),
+    azuriteCpuSeconds: used(cpuSeconds(svc.tablePid), c0.azurite),
+    load: +os.loadavg()[0].toFixed(2),
+  };
 }
 
 async function main() {

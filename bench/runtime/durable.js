@@ -30,10 +30,24 @@ async function main() {
   await azurite.start();
   const port = await freePort();
   const nodeArgs = PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROF_DIR] : [];
-  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', path.join(root, 'test/fixtures/durable-app'), '--port', String(port), '--data-dir', dir], {
-    env: { ...process.env, AzureWebJobsStorage: azurite.connectionString, LOG_FORMAT: '' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeArgs,
+      path.join(root, 'dist/lib/runtime/cli.js'),
+      'start',
+      '--app',
+      path.join(root, 'test/fixtures/durable-app'),
+      '--port',
+      String(port),
+      '--data-dir',
+      dir,
+    ],
+    {
+      env: { ...process.env, AzureWebJobsStorage: azurite.connectionString, LOG_FORMAT: '' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const base = `http://127.0.0.1:${port}`;
   const api = `${base}/runtime/webhooks/durabletask`;
   try {
@@ -43,10 +57,14 @@ async function main() {
     }
     await sleep(200);
     const start = async (name, id, input) => {
-      const r = await fetch(`${api}/orchestrators/${name}/${id}`, { method: 'POST', body: JSON.stringify(input), headers: { 'content-type': 'application/json' } });
+      const r = await fetch(`${api}/orchestrators/${name}/${id}`, {
+        method: 'POST',
+        body: JSON.stringify(input),
+        headers: { 'content-type': 'application/json' },
+      });
       if (r.status !== 202) throw new Error(`start ${name}: ${r.status} ${await r.text()}`);
     };
-    const status = async (id) => (await (await fetch(`${api}/instances/${id}`)).json());
+    const status = async (id) => await (await fetch(`${api}/instances/${id}`)).json();
     const waitAll = async (ids, pollMs) => {
       const done = new Map();
       while (done.size < ids.length) {
@@ -97,7 +115,11 @@ async function main() {
           seconds: Number(seconds.toFixed(3)),
           activityExecutionsPerSecond: Math.round(activities / seconds),
           targetActivityExecutionsPerSecond: 300,
-          perOrchestrationOverheadMs: { median: Math.round(overheads[overheads.length >> 1]), min: Math.round(overheads[0]), max: Math.round(overheads[overheads.length - 1]) },
+          perOrchestrationOverheadMs: {
+            median: Math.round(overheads[overheads.length >> 1]),
+            min: Math.round(overheads[0]),
+            max: Math.round(overheads[overheads.length - 1]),
+          },
           cpuSecondsInMeasuredPhase: { runtime: cpuUsed('runtime'), azuriteTable: cpuUsed('azuriteTable') },
           cpus: os.cpus().length,
           loadAverage: { before: loadBefore, after: loadAvg() },

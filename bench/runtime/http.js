@@ -77,19 +77,33 @@ async function withServer(args, env, url, port) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'bench-runtime-'));
   const cli = path.join(root, 'dist/lib/runtime/cli.js');
   const runtime = await withServer(
-    [...(PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROF_DIR] : []), cli, 'start', '--app', path.join(root, 'test/fixtures/sample-app'), '--port', String(runtimePort), '--data-dir', dataDir],
+    [
+      ...(PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROF_DIR] : []),
+      cli,
+      'start',
+      '--app',
+      path.join(root, 'test/fixtures/sample-app'),
+      '--port',
+      String(runtimePort),
+      '--data-dir',
+      dataDir,
+    ],
     // No storage: the ping function needs none, and the sample app's timers then keep no status.
     { AzureWebJobsStorage: '', LOG_FORMAT: '' },
     runtimeUrl,
     runtimePort,
   );
   const bare = await withServer(['-e', BARE, String(barePort)], {}, bareUrl, barePort);
-  const floor = process.argv.includes('--no-floor') ? {} : await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(__dirname, 'invokeFloor.js'), '--concurrency', String(connections), '--duration', String(duration)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`invokeFloor exited with ${code}`))));
-  });
+  const floor = process.argv.includes('--no-floor')
+    ? {}
+    : await new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, [path.join(__dirname, 'invokeFloor.js'), '--concurrency', String(connections), '--duration', String(duration)], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        let out = '';
+        child.stdout.on('data', (d) => (out += d));
+        child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`invokeFloor exited with ${code}`))));
+      });
   const ratio = Math.round((runtime.rps / bare.rps) * 100) / 100;
   const result = {
     benchmark: 'runtime-http',
@@ -116,7 +130,9 @@ async function withServer(args, env, url, port) {
     libraryFloorCpuMicrosPerInvocation: floor.cpuMicrosPerInvocation,
     // Best ratio the library allows: bare HTTP CPU / (bare HTTP CPU + library CPU).
     ratioCeilingFromCpu:
-      bare.cpuMicrosPerRequest && floor.cpuMicrosPerInvocation ? Math.round((bare.cpuMicrosPerRequest / (bare.cpuMicrosPerRequest + floor.cpuMicrosPerInvocation)) * 100) / 100 : null,
+      bare.cpuMicrosPerRequest && floor.cpuMicrosPerInvocation
+        ? Math.round((bare.cpuMicrosPerRequest / (bare.cpuMicrosPerRequest + floor.cpuMicrosPerInvocation)) * 100) / 100
+        : null,
     loadAverage: os.loadavg().map((n) => Number(n.toFixed(2))),
   };
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

@@ -27,7 +27,13 @@ async function idleCpu(svc, seconds) {
   await sleep(seconds * 1000);
   const wall = (performance.now() - c0.t) / 1000;
   const pct = (now, before) => +((100 * (now - before)) / wall).toFixed(3);
-  return { seconds: +wall.toFixed(1), servicePercent: pct(cpuSeconds(svc.pid), c0.service), azuritePercent: pct(cpuSeconds(svc.tablePid), c0.azurite), stealSeconds: +(stealSeconds() - c0.steal).toFixed(2), load: os.loadavg()[0] };
+  return {
+    seconds: +wall.toFixed(1),
+    servicePercent: pct(cpuSeconds(svc.pid), c0.service),
+    azuritePercent: pct(cpuSeconds(svc.tablePid), c0.azurite),
+    stealSeconds: +(stealSeconds() - c0.steal).toFixed(2),
+    load: os.loadavg()[0],
+  };
 }
 
 /** A six-field UTC cron firing once a day at `at`. */
@@ -41,7 +47,14 @@ async function main() {
   try {
     svc = await startService({ env: { Connectors__File__Roots: os.tmpdir() } });
     const { call, must } = svc;
-    const connector = await must(call('POST', 'connectors', { name: 'Bench', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: dir, anchorColumn: 'id' } } }), 201);
+    const connector = await must(
+      call('POST', 'connectors', {
+        name: 'Bench',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: dir, anchorColumn: 'id' } },
+      }),
+      201,
+    );
     await must(call('POST', 'rules', { ruleName: 'p', ruleType: 'ProjectionRule', connectorId: connector.id, sourceAttribute: 'personId' }), 201);
     await sleep(10_000); // start-up work settles
     console.error(`baseline idle ${SECONDS} s...`);
@@ -50,7 +63,14 @@ async function main() {
     // Due twelve hours from now: none ticks during the measurement.
     const far = new Date(Date.now() + 12 * 3600_000);
     for (let i = 0; i < SCHEDULES; i++) {
-      await must(call('POST', 'schedules', { name: `idle-${i}`, cron: `${i % 60} ${far.getUTCMinutes()} ${far.getUTCHours()} * * *`, steps: [{ runType: 'FullImport', connectorIds: [connector.id] }] }), 201);
+      await must(
+        call('POST', 'schedules', {
+          name: `idle-${i}`,
+          cron: `${i % 60} ${far.getUTCMinutes()} ${far.getUTCHours()} * * *`,
+          steps: [{ runType: 'FullImport', connectorIds: [connector.id] }],
+        }),
+        201,
+      );
     }
     await sleep(12_000); // the loop has loaded them all
     console.error(`${SCHEDULES} schedules idle ${SECONDS} s...`);
@@ -59,7 +79,10 @@ async function main() {
     const latency = [];
     for (let k = 0; k < SAMPLES; k++) {
       const at = new Date(Math.ceil((Date.now() + 4000) / 1000) * 1000);
-      const s = await must(call('POST', 'schedules', { name: `due-${k}`, cron: cronAt(at), steps: [{ runType: 'FullImport', connectorIds: [connector.id] }] }), 201);
+      const s = await must(
+        call('POST', 'schedules', { name: `due-${k}`, cron: cronAt(at), steps: [{ runType: 'FullImport', connectorIds: [connector.id] }] }),
+        201,
+      );
       let sample;
       const deadline = Date.now() + 30_000;
       while (!sample && Date.now() < deadline) {
@@ -73,7 +96,15 @@ async function main() {
         } else await sleep(50);
       }
       latency.push(sample ?? { error: 'no run within 30 s' });
-      await must(call('PUT', `schedules/${s.scheduleId}`, { name: `due-${k}`, cron: cronAt(at), isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [connector.id] }] }), 200);
+      await must(
+        call('PUT', `schedules/${s.scheduleId}`, {
+          name: `due-${k}`,
+          cron: cronAt(at),
+          isEnabled: false,
+          steps: [{ runType: 'FullImport', connectorIds: [connector.id] }],
+        }),
+        200,
+      );
     }
     const firstRuns = latency.map((l) => l.firstRunMs).filter((x) => typeof x === 'number');
     console.log(

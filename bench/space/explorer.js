@@ -30,7 +30,14 @@ const pct = (xs, p) => {
 async function main() {
   const s = await startService();
   try {
-    const conn = await s.must(s.call('POST', 'connectors', { name: 'Directory', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: os.tmpdir(), anchorColumn: 'id' } } }), 201);
+    const conn = await s.must(
+      s.call('POST', 'connectors', {
+        name: 'Directory',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: os.tmpdir(), anchorColumn: 'id' } },
+      }),
+      201,
+    );
     const connectorId = conn.id;
     process.env.AzureWebJobsStorage = s.azurite.connectionString;
     const { writeCsObjects } = require(path.join(root, 'dist/lib/sync/connectorSpace.js'));
@@ -64,7 +71,14 @@ async function main() {
     }
     const staged = Array.from({ length: STAGED }, () => {
       const meshId = randomUUID();
-      return { csObjectId: stagedCsObjectId(connectorId, meshId), meshId, objectType: 'User', pendingExport: { kind: 'add', attributes: { uid: 'x', cn: 'x' }, stagedOn: now }, exportError: { message: 'Already exists', runId: randomUUID(), occurredOn: now, attempts: 1 }, updatedOn: now };
+      return {
+        csObjectId: stagedCsObjectId(connectorId, meshId),
+        meshId,
+        objectType: 'User',
+        pendingExport: { kind: 'add', attributes: { uid: 'x', cn: 'x' }, stagedOn: now },
+        exportError: { message: 'Already exists', runId: randomUUID(), occurredOn: now, attempts: 1 },
+        updatedOn: now,
+      };
     });
     await writeStagedAdds(connectorId, staged);
     const writeSeconds = +((performance.now() - t0) / 1000).toFixed(1);
@@ -135,7 +149,11 @@ async function main() {
 async function viewerToken(s) {
   const info = JSON.parse(require('node:fs').readFileSync(path.join(s.dataDir, 'dev-issuer.json'), 'utf8'));
   const basic = Buffer.from(`${encodeURIComponent(info.clientId)}:${encodeURIComponent(info.clientSecret)}`).toString('base64');
-  const res = await fetch(info.tokenEndpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` }, body: 'grant_type=client_credentials&role=Viewer' });
+  const res = await fetch(info.tokenEndpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` },
+    body: 'grant_type=client_credentials&role=Viewer',
+  });
   return (await res.json()).access_token;
 }
 

@@ -19,14 +19,45 @@ const { ROOT, arg, startService, hrSource } = require('../support');
 
 const N = arg('users', 100000);
 const SAMPLES = arg('samples', 200);
-const HEADER = ['id', 'employeeId', 'givenName', 'sn', 'mail', 'title', 'department', 'company', 'office', 'phone', 'mobile', 'city', 'country', 'costCenter', 'hireDate', 'managerId'];
+const HEADER = [
+  'id',
+  'employeeId',
+  'givenName',
+  'sn',
+  'mail',
+  'title',
+  'department',
+  'company',
+  'office',
+  'phone',
+  'mobile',
+  'city',
+  'country',
+  'costCenter',
+  'hireDate',
+  'managerId',
+];
 
 function row(i) {
   const e = (k) => `E${String(k).padStart(6, '0')}`;
   const mgr = i === 0 ? '' : e(Math.floor((i * 7919) % N));
   return [
-    `u${i}`, e(i), `Given${i}`, `Surname${i}`, `user${i}@example.test`, `Title ${i % 50}`, `Dept ${i % 40}`, 'Contoso', `Office ${i % 30}`,
-    `+1 555 ${String(i).padStart(7, '0')}`, `+1 666 ${String(i).padStart(7, '0')}`, `City ${i % 100}`, 'US', `CC${i % 200}`, '2020-01-01', mgr === e(i) ? '' : mgr,
+    `u${i}`,
+    e(i),
+    `Given${i}`,
+    `Surname${i}`,
+    `user${i}@example.test`,
+    `Title ${i % 50}`,
+    `Dept ${i % 40}`,
+    'Contoso',
+    `Office ${i % 30}`,
+    `+1 555 ${String(i).padStart(7, '0')}`,
+    `+1 666 ${String(i).padStart(7, '0')}`,
+    `City ${i % 100}`,
+    'US',
+    `CC${i % 200}`,
+    '2020-01-01',
+    mgr === e(i) ? '' : mgr,
   ].join(',');
 }
 
@@ -48,8 +79,20 @@ async function main() {
     writeFileSync(path.join(csvDir, 'users.csv'), lines.join('\n') + '\n');
     writeFileSync(path.join(targetDir, 'people.csv'), 'id,sn,title\n');
     const { conn, rule } = await hrSource(svc, csvDir);
-    const target = await must(call('POST', 'connectors', { name: 'Target', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: targetDir, anchorColumn: 'id' } } }), 201);
-    for (const [s, t] of [['employeeId', 'id'], ['sn', 'sn'], ['title', 'title']]) await rule({ ruleType: 'FlowRule', connectorId: target.id, direction: 'outbound', sourceAttribute: s, targetAttribute: t, confidence: 50 });
+    const target = await must(
+      call('POST', 'connectors', {
+        name: 'Target',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: targetDir, anchorColumn: 'id' } },
+      }),
+      201,
+    );
+    for (const [s, t] of [
+      ['employeeId', 'id'],
+      ['sn', 'sn'],
+      ['title', 'title'],
+    ])
+      await rule({ ruleType: 'FlowRule', connectorId: target.id, direction: 'outbound', sourceAttribute: s, targetAttribute: t, confidence: 50 });
     const full = await svc.runImport(conn.id, 'FullImport');
     if (full.run.status !== 'Completed') throw new Error(`import: ${JSON.stringify(full.run)}`);
     // Every object changes now: a new inbound flow.

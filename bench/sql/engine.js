@@ -54,10 +54,17 @@ async function main() {
     const conn = await must(call('POST', 'connectors', { name: 'HR database', type: 'sql', config: connectorConfig(pg) }), 201);
     const rule = (b) => must(call('POST', 'rules', { ruleName: `r${Math.random()}`, connectorId: conn.id, ...b }), 201);
     await rule({ ruleType: 'ProjectionRule', sourceAttribute: 'employee_id' });
-    for (const [s, t] of [['employee_id', 'employeeId'], ['first_name', 'givenName'], ['last_name', 'sn'], ['email', 'mail'], ['manager_employee_id', 'managerId']]) {
+    for (const [s, t] of [
+      ['employee_id', 'employeeId'],
+      ['first_name', 'givenName'],
+      ['last_name', 'sn'],
+      ['email', 'mail'],
+      ['manager_employee_id', 'managerId'],
+    ]) {
       await rule({ ruleType: 'FlowRule', sourceAttribute: s, targetAttribute: t, confidence: 50 });
     }
-    if (REFS === 'composer') await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
+    if (REFS === 'composer')
+      await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
     // The reference column resolved through the connector space, its relationship named `manager`.
     else await rule({ ruleType: 'MeshComposerRule', relationshipType: 'manager', sourceAttribute: 'manager_employee_id' });
 
@@ -75,8 +82,23 @@ async function main() {
           rows: N,
           references: REFS,
           plainCursorRead: plain,
-          fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, ...(full.run.error ? { error: full.run.error } : {}), stats: full.run.stats, cpu: full.cpu, targetSeconds: 60, servicePeakRssMB: rssAfterFull },
-          delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, ...(delta.run.error ? { error: delta.run.error } : {}), stats: delta.run.stats, cpu: delta.cpu, targetSeconds: 3 },
+          fullImport: {
+            seconds: +full.seconds.toFixed(2),
+            status: full.run.status,
+            ...(full.run.error ? { error: full.run.error } : {}),
+            stats: full.run.stats,
+            cpu: full.cpu,
+            targetSeconds: 60,
+            servicePeakRssMB: rssAfterFull,
+          },
+          delta1000: {
+            seconds: +delta.seconds.toFixed(2),
+            status: delta.run.status,
+            ...(delta.run.error ? { error: delta.run.error } : {}),
+            stats: delta.run.stats,
+            cpu: delta.cpu,
+            targetSeconds: 3,
+          },
           ratioFullImportToPlainRead: +(full.seconds / plain.seconds).toFixed(1),
           servicePeakRssMB: peakRssMB(svc.pid),
         },

@@ -15,7 +15,13 @@ const QUERY = 'SELECT employee_id, first_name, last_name, email, department, man
 async function startBenchPostgres(N) {
   const { freePort } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-sql-'));
-  const bin = path.join('/usr/lib/postgresql', readdirSync('/usr/lib/postgresql').sort((a, b) => a - b).pop(), 'bin');
+  const bin = path.join(
+    '/usr/lib/postgresql',
+    readdirSync('/usr/lib/postgresql')
+      .sort((a, b) => a - b)
+      .pop(),
+    'bin',
+  );
   const asRoot = process.getuid && process.getuid() === 0;
   const as = (cmd, args) => execFileSync(asRoot ? 'runuser' : cmd, asRoot ? ['-u', 'postgres', '--', cmd, ...args] : args, { stdio: 'pipe' });
   const password = 'bench-' + Math.random().toString(36).slice(2);
@@ -37,8 +43,29 @@ async function startBenchPostgres(N) {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    as(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${path.join(dir, 'pw')}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
-    as(path.join(bin, 'pg_ctl'), ['-D', data, '-l', path.join(dir, 'pg.log'), '-w', 'start', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off`]);
+    as(path.join(bin, 'initdb'), [
+      '-D',
+      data,
+      '-U',
+      'postgres',
+      '--auth-local=trust',
+      '--auth-host=scram-sha-256',
+      `--pwfile=${path.join(dir, 'pw')}`,
+      '-E',
+      'UTF8',
+      '--locale=C.UTF-8',
+      '--no-sync',
+    ]);
+    as(path.join(bin, 'pg_ctl'), [
+      '-D',
+      data,
+      '-l',
+      path.join(dir, 'pg.log'),
+      '-w',
+      'start',
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off`,
+    ]);
     const { Client } = require('pg');
     const admin = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
     await admin.connect();
@@ -80,8 +107,16 @@ async function startBenchPostgres(N) {
 /** The SQL connector configuration over hr_people (row_version delta, manager reference). */
 function connectorConfig(db) {
   return {
-    dialect: 'postgres', host: '127.0.0.1', port: db.port, database: 'postgres', user: 'postgres', password: db.password,
-    anchorColumn: 'employee_id', fullImportQuery: QUERY, deltaImportQuery: `${QUERY} WHERE row_version > :watermark`, deltaColumn: 'row_version',
+    dialect: 'postgres',
+    host: '127.0.0.1',
+    port: db.port,
+    database: 'postgres',
+    user: 'postgres',
+    password: db.password,
+    anchorColumn: 'employee_id',
+    fullImportQuery: QUERY,
+    deltaImportQuery: `${QUERY} WHERE row_version > :watermark`,
+    deltaColumn: 'row_version',
     referenceColumns: { manager_employee_id: 'User' },
   };
 }

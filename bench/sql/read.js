@@ -74,7 +74,10 @@ async function child(mode, db, stateDir) {
 }
 
 function measure(mode, db, stateDir) {
-  const r = spawnSync(process.execPath, [__filename, '--child', mode, '--db', JSON.stringify(db), '--state', stateDir], { encoding: 'utf8', maxBuffer: 1 << 24 });
+  const r = spawnSync(process.execPath, [__filename, '--child', mode, '--db', JSON.stringify(db), '--state', stateDir], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 24,
+  });
   if (r.status !== 0) throw new Error(`${mode} failed: ${r.stderr}`);
   return JSON.parse(r.stdout);
 }

@@ -21,7 +21,10 @@ const HEADER = ['id', 'employeeId', 'givenName', 'sn', 'mail', 'department'];
 
 function writeUsers(dir, changed = new Set()) {
   const lines = [HEADER.join(',')];
-  for (let i = 0; i < N; i++) lines.push([`u${i}`, `E${String(i).padStart(6, '0')}`, `Given${i}`, `Surname${i}${changed.has(i) ? 'x' : ''}`, `user${i}@example.test`, `Dept ${i % 40}`].join(','));
+  for (let i = 0; i < N; i++)
+    lines.push(
+      [`u${i}`, `E${String(i).padStart(6, '0')}`, `Given${i}`, `Surname${i}${changed.has(i) ? 'x' : ''}`, `user${i}@example.test`, `Dept ${i % 40}`].join(','),
+    );
   writeFileSync(path.join(dir, 'users.csv'), lines.join('\n') + '\n');
 }
 
@@ -35,14 +38,26 @@ async function main() {
     svc = await startService();
     const { call, must } = svc;
     writeUsers(src);
-    const hr = await must(call('POST', 'connectors', { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: src, anchorColumn: 'id' } } }), 201);
+    const hr = await must(
+      call('POST', 'connectors', {
+        name: 'HR',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: src, anchorColumn: 'id' } },
+      }),
+      201,
+    );
     const target = await must(
-      call('POST', 'connectors', { name: 'Target', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: dst, anchorColumn: 'uid' }, deletionThreshold: { objects: N, percent: 100 } } }),
+      call('POST', 'connectors', {
+        name: 'Target',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: dst, anchorColumn: 'uid' }, deletionThreshold: { objects: N, percent: 100 } },
+      }),
       201,
     );
     const rule = (connectorId, b) => must(call('POST', 'rules', { ruleName: `r${Math.random()}`, connectorId, ...b }), 201);
     await rule(hr.id, { ruleType: 'ProjectionRule', sourceAttribute: 'employeeId' });
-    for (const a of ['employeeId', 'givenName', 'sn', 'mail', 'department']) await rule(hr.id, { ruleType: 'FlowRule', sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    for (const a of ['employeeId', 'givenName', 'sn', 'mail', 'department'])
+      await rule(hr.id, { ruleType: 'FlowRule', sourceAttribute: a, targetAttribute: a, confidence: 50 });
     await rule(target.id, { ruleType: 'FlowRule', direction: 'outbound', sourceAttribute: 'employeeId', targetAttribute: 'uid' });
     await rule(target.id, { ruleType: 'FlowRule', direction: 'outbound', sourceAttribute: 'givenName', targetAttribute: 'name' });
     await rule(target.id, { ruleType: 'FlowRule', direction: 'outbound', sourceAttribute: 'sn', targetAttribute: 'surname' });
@@ -54,7 +69,8 @@ async function main() {
       const started = await must(call('POST', `connectors/${target.id}/export`, {}), 202);
       for (;;) {
         const r = await must(call('GET', `runs/${started.runId}`), 200);
-        if (!['Queued', 'Running'].includes(r.status)) return { seconds: +((performance.now() - t0) / 1000).toFixed(2), status: r.status, stats: r.stats, error: r.error };
+        if (!['Queued', 'Running'].includes(r.status))
+          return { seconds: +((performance.now() - t0) / 1000).toFixed(2), status: r.status, stats: r.stats, error: r.error };
         await new Promise((res) => setTimeout(res, 20));
       }
     };

@@ -32,13 +32,44 @@ const N = arg('users', 100000);
 const COUNT = process.argv.includes('--count-requests');
 // --delete-percent P: a last delta import with P % of the rows deleted from the source (0: none).
 const DELETE_PERCENT = arg('delete-percent', 0);
-const HEADER = ['id', 'employeeId', 'givenName', 'sn', 'mail', 'title', 'department', 'company', 'office', 'phone', 'mobile', 'city', 'country', 'costCenter', 'hireDate', 'managerId'];
+const HEADER = [
+  'id',
+  'employeeId',
+  'givenName',
+  'sn',
+  'mail',
+  'title',
+  'department',
+  'company',
+  'office',
+  'phone',
+  'mobile',
+  'city',
+  'country',
+  'costCenter',
+  'hireDate',
+  'managerId',
+];
 
 function row(i, variant = 0) {
   const mgr = i === 0 ? '' : `E${String(Math.floor((i * 7919) % N)).padStart(6, '0')}`;
   return [
-    `u${i}`, `E${String(i).padStart(6, '0')}`, `Given${i}`, `Surname${i}${variant ? 'x' : ''}`, `user${i}@example.test`, `Title ${i % 50}`, `Dept ${i % 40}`,
-    'Contoso', `Office ${i % 30}`, `+1 555 ${String(i).padStart(7, '0')}`, `+1 666 ${String(i).padStart(7, '0')}`, `City ${i % 100}`, 'US', `CC${i % 200}`, '2020-01-01', mgr === `E${String(i).padStart(6, '0')}` ? '' : mgr,
+    `u${i}`,
+    `E${String(i).padStart(6, '0')}`,
+    `Given${i}`,
+    `Surname${i}${variant ? 'x' : ''}`,
+    `user${i}@example.test`,
+    `Title ${i % 50}`,
+    `Dept ${i % 40}`,
+    'Contoso',
+    `Office ${i % 30}`,
+    `+1 555 ${String(i).padStart(7, '0')}`,
+    `+1 666 ${String(i).padStart(7, '0')}`,
+    `City ${i % 100}`,
+    'US',
+    `CC${i % 200}`,
+    '2020-01-01',
+    mgr === `E${String(i).padStart(6, '0')}` ? '' : mgr,
   ].join(',');
 }
 
@@ -100,10 +131,45 @@ async function main() {
     const loadedFloor = await storageFloor(azurite.connectionString, 'FloorBench', N, tablePid);
     const out = {
       users: N,
-      fullImport: { seconds: +full.seconds.toFixed(2), status: full.run.status, stats: full.run.stats, ...full.cpu, ...(full.storageRequests ? { storageRequests: full.storageRequests } : {}), peakRssMB: rssAfterFull, peakRssBeforeImportMB: rssBeforeMB, targetSeconds: 60, targetRssMB: 512 },
-      unchangedReimport: { seconds: +again.seconds.toFixed(2), status: again.run.status, stats: again.run.stats, ...again.cpu, ...(again.storageRequests ? { storageRequests: again.storageRequests } : {}), targetSeconds: 10 },
-      delta1000: { seconds: +delta.seconds.toFixed(2), status: delta.run.status, stats: delta.run.stats, ...delta.cpu, ...(delta.storageRequests ? { storageRequests: delta.storageRequests } : {}), targetSeconds: 3 },
-      ...(deltaDelete ? { deltaDelete: { percent: DELETE_PERCENT, seconds: +deltaDelete.seconds.toFixed(2), status: deltaDelete.run.status, stats: deltaDelete.run.stats, ...deltaDelete.cpu, ...(deltaDelete.storageRequests ? { storageRequests: deltaDelete.storageRequests } : {}) } } : {}),
+      fullImport: {
+        seconds: +full.seconds.toFixed(2),
+        status: full.run.status,
+        stats: full.run.stats,
+        ...full.cpu,
+        ...(full.storageRequests ? { storageRequests: full.storageRequests } : {}),
+        peakRssMB: rssAfterFull,
+        peakRssBeforeImportMB: rssBeforeMB,
+        targetSeconds: 60,
+        targetRssMB: 512,
+      },
+      unchangedReimport: {
+        seconds: +again.seconds.toFixed(2),
+        status: again.run.status,
+        stats: again.run.stats,
+        ...again.cpu,
+        ...(again.storageRequests ? { storageRequests: again.storageRequests } : {}),
+        targetSeconds: 10,
+      },
+      delta1000: {
+        seconds: +delta.seconds.toFixed(2),
+        status: delta.run.status,
+        stats: delta.run.stats,
+        ...delta.cpu,
+        ...(delta.storageRequests ? { storageRequests: delta.storageRequests } : {}),
+        targetSeconds: 3,
+      },
+      ...(deltaDelete
+        ? {
+            deltaDelete: {
+              percent: DELETE_PERCENT,
+              seconds: +deltaDelete.seconds.toFixed(2),
+              status: deltaDelete.run.status,
+              stats: deltaDelete.run.stats,
+              ...deltaDelete.cpu,
+              ...(deltaDelete.storageRequests ? { storageRequests: deltaDelete.storageRequests } : {}),
+            },
+          }
+        : {}),
       floor: freshFloor,
       ratioFullImportToFloor: +(full.seconds / freshFloor.seconds).toFixed(2),
       floorLoadedAzurite: loadedFloor,

@@ -14,7 +14,10 @@ const { observeRequest } = require(path.join(root, 'dist/lib/telemetry/http.js')
 const n = arg('n', 200_000);
 const rounds = arg('rounds', 5);
 const request = new HttpRequest({ method: 'GET', url: 'http://127.0.0.1:7071/api/connectors/5b1f0e52-8f0e-4c59-9a43-3d0c7f1c2b7e' });
-const context = new InvocationContext({ functionName: 'getConnector', options: { trigger: { type: 'httpTrigger', name: 'httpTrigger', route: 'connectors/{id}' } } });
+const context = new InvocationContext({
+  functionName: 'getConnector',
+  options: { trigger: { type: 'httpTrigger', name: 'httpTrigger', route: 'connectors/{id}' } },
+});
 const answer = { status: 200 };
 const handle = async () => answer;
 
@@ -34,14 +37,22 @@ async function time(fn) {
     observed.push(await time(() => observeRequest(request, context, handle)));
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  console.log(JSON.stringify({
-    benchmark: 'telemetry-observe-request',
-    requestsPerRound: n,
-    rounds,
-    node: process.version,
-    bareNsPerRequest: Math.round(median(bare)),
-    observedNsPerRequest: Math.round(median(observed)),
-    overheadNsPerRequest: Math.round(median(observed) - median(bare)),
-    loadAverage: require('node:os').loadavg().map((x) => Math.round(x * 100) / 100),
-  }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        benchmark: 'telemetry-observe-request',
+        requestsPerRound: n,
+        rounds,
+        node: process.version,
+        bareNsPerRequest: Math.round(median(bare)),
+        observedNsPerRequest: Math.round(median(observed)),
+        overheadNsPerRequest: Math.round(median(observed) - median(bare)),
+        loadAverage: require('node:os')
+          .loadavg()
+          .map((x) => Math.round(x * 100) / 100),
+      },
+      null,
+      2,
+    ),
+  );
 })();

@@ -1,7 +1,15 @@
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
 import { settlePending } from '../config/record';
-import { connectorSnapshot, plainSnapshot, snapshotView, type ConnectorSnapshot, type RuleSnapshot, type ScheduleSnapshot, type Snapshot } from '../config/snapshots';
+import {
+  connectorSnapshot,
+  plainSnapshot,
+  snapshotView,
+  type ConnectorSnapshot,
+  type RuleSnapshot,
+  type ScheduleSnapshot,
+  type Snapshot,
+} from '../config/snapshots';
 import { listVersionHeads, readVersion, type StoredVersion } from '../config/versions';
 import { storageWriter, type PlannedWrite } from '../config/writer';
 import { isConnectorType } from '../connectors/registry';
@@ -49,7 +57,12 @@ export function versionView(v: StoredVersion): ConfigVersionView {
   };
 }
 
-export async function listConfigHistory(q: { targetType?: string; targetId?: string; skip: number; take: number }): Promise<{ items: ConfigVersionView[]; totalCount: number }> {
+export async function listConfigHistory(q: {
+  targetType?: string;
+  targetId?: string;
+  skip: number;
+  take: number;
+}): Promise<{ items: ConfigVersionView[]; totalCount: number }> {
   const heads = await settlePending(await listVersionHeads({ targetType: q.targetType, targetId: q.targetId?.toLowerCase() }));
   const page = heads.slice(q.skip, q.skip + q.take);
   const items = await Promise.all(page.map(async (h) => (await readVersion(h.versionId))!));
@@ -72,7 +85,14 @@ export function ruleRequestOf(r: RuleSnapshot & { etag?: string }): RuleRequest 
 
 /** The request a schedule's snapshot was saved from. */
 export function scheduleRequestOf(s: ScheduleSnapshot): ScheduleRequest {
-  return { name: s.name, cron: s.cron, timeZone: s.timeZone, isEnabled: s.isEnabled, steps: s.steps.map((x) => ({ runType: x.runType, connectorIds: [...x.connectorIds] })), stopOnFailure: s.stopOnFailure };
+  return {
+    name: s.name,
+    cron: s.cron,
+    timeZone: s.timeZone,
+    isEnabled: s.isEnabled,
+    steps: s.steps.map((x) => ({ runType: x.runType, connectorIds: [...x.connectorIds] })),
+    stopOnFailure: s.stopOnFailure,
+  };
 }
 
 /** A connector snapshot's configuration with its secrets opened (sealed for the connector's id). */
@@ -101,7 +121,13 @@ async function plannedRestore(v: StoredVersion, target: Snapshot, now: string): 
     const request = ruleRequestOf(snap);
     const errors = await ruleErrors(request, connectorExists);
     const gone = errors.some((e) => e.path === '/connectorId');
-    if (errors.length) throw badRequest(gone ? `The rule names a connector that does not exist (${request.connectorId}); restore the connector first.` : 'The rule is not valid. See errors for each field.', errors);
+    if (errors.length)
+      throw badRequest(
+        gone
+          ? `The rule names a connector that does not exist (${request.connectorId}); restore the connector first.`
+          : 'The rule is not valid. See errors for each field.',
+        errors,
+      );
     const body = await directoryRuleAttributes(request);
     return { ...base, before: current ? plainSnapshot(current) : null, after: toRule(v.targetId, body, current?.createdOn ?? snap.createdOn, now) };
   }
@@ -109,7 +135,11 @@ async function plannedRestore(v: StoredVersion, target: Snapshot, now: string): 
   const current = await getSchedule(v.targetId);
   const { errors, fields } = await scheduleErrors(scheduleRequestOf(snap), connectorExists);
   if (errors.length) throw badRequest('The schedule is not valid. See errors for each field.', errors);
-  return { ...base, before: current ? plainSnapshot(current) : null, after: { scheduleId: v.targetId, ...fields, createdOn: current?.createdOn ?? snap.createdOn, updatedOn: now } };
+  return {
+    ...base,
+    before: current ? plainSnapshot(current) : null,
+    after: { scheduleId: v.targetId, ...fields, createdOn: current?.createdOn ?? snap.createdOn, updatedOn: now },
+  };
 }
 
 /**

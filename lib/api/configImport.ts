@@ -53,7 +53,12 @@ const lower = (s: string) => s.toLowerCase();
 const prefixed = (prefix: string, errors: FieldError[] | undefined): FieldError[] => (errors ?? []).map((e) => ({ ...e, path: prefix + e.path }));
 
 /** Match `items` to `stored` by id, then by name; index -> stored item (or undefined: new). */
-function match<S, D>(items: D[], stored: S[], ids: { doc: (d: D) => string | undefined; stored: (s: S) => string }, names: { doc: (d: D) => string; stored: (s: S) => string }): (S | undefined)[] {
+function match<S, D>(
+  items: D[],
+  stored: S[],
+  ids: { doc: (d: D) => string | undefined; stored: (s: S) => string },
+  names: { doc: (d: D) => string; stored: (s: S) => string },
+): (S | undefined)[] {
   const taken = new Set<S>();
   const byId = new Map(stored.map((s) => [lower(ids.stored(s)), s]));
   const out: (S | undefined)[] = items.map((d) => {
@@ -78,7 +83,11 @@ function nameErrors(kind: string, names: string[], kept: string[]): FieldError[]
   const seen = new Set(kept.map(lower));
   const errors: FieldError[] = [];
   names.forEach((n, i) => {
-    if (seen.has(lower(n))) errors.push({ path: `/${kind}/${i}/name`, message: `'${n}' is the name of another ${kind.slice(0, -1)} the import leaves (names are unique, case-insensitive)` });
+    if (seen.has(lower(n)))
+      errors.push({
+        path: `/${kind}/${i}/name`,
+        message: `'${n}' is the name of another ${kind.slice(0, -1)} the import leaves (names are unique, case-insensitive)`,
+      });
     seen.add(lower(n));
   });
   return errors;
@@ -107,7 +116,13 @@ export async function importConfig(doc: ConfigDocument, caller: Caller, opts: Im
     if (d.id) connectorIds.set(lower(d.id), targetId);
   });
   const keptConnectors = opts.prune ? [] : connectors.filter((c) => !cMatch.includes(c));
-  errors.push(...nameErrors('connectors', doc.connectors.map((d) => d.name), keptConnectors.map((c) => c.name)));
+  errors.push(
+    ...nameErrors(
+      'connectors',
+      doc.connectors.map((d) => d.name),
+      keptConnectors.map((c) => c.name),
+    ),
+  );
   for (const c of keptConnectors) finalConnectors.set(c.id, { type: c.type, config: async () => (await connectorConfigWithSecrets(c.id)).config });
   let creates = 0;
   for (const [i, d] of doc.connectors.entries()) {
@@ -128,7 +143,20 @@ export async function importConfig(doc: ConfigDocument, caller: Caller, opts: Im
       for (const [path, value] of prepared.secrets) full = setPath(full, path, value);
       finalConnectors.set(targetId, { type: d.type, config: async () => full });
       const change: ImportChange = { targetType: 'connector', targetId, name: d.name, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
-      plan.push({ change, ...(unchanged ? {} : { write: { targetType: 'connector', targetId, action: change.action as 'create' | 'update', before: current ? connectorSnapshot(current) : null, after } }) });
+      plan.push({
+        change,
+        ...(unchanged
+          ? {}
+          : {
+              write: {
+                targetType: 'connector',
+                targetId,
+                action: change.action as 'create' | 'update',
+                before: current ? connectorSnapshot(current) : null,
+                after,
+              },
+            }),
+      });
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'validation_failed') throw err;
       errors.push(...(err.extra.errors?.length ? prefixed(at, err.extra.errors) : [{ path: at, message: err.detail }]));
@@ -168,13 +196,24 @@ export async function importConfig(doc: ConfigDocument, caller: Caller, opts: Im
     const after = toRule(targetId, body, current?.createdOn ?? now, now);
     const unchanged = !!current && sameFields(plainSnapshot(current), after, ['createdOn', 'updatedOn']);
     const change: ImportChange = { targetType: 'rule', targetId, name: d.ruleName, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
-    plan.push({ change, ...(unchanged ? {} : { write: { targetType: 'rule', targetId, action: change.action as 'create' | 'update', before: current ? plainSnapshot(current) : null, after } }) });
+    plan.push({
+      change,
+      ...(unchanged
+        ? {}
+        : { write: { targetType: 'rule', targetId, action: change.action as 'create' | 'update', before: current ? plainSnapshot(current) : null, after } }),
+    });
   }
 
   // Schedules.
   const sMatch = match(doc.schedules, schedules, { doc: (d) => d.scheduleId, stored: (s) => s.scheduleId }, { doc: (d) => d.name, stored: (s) => s.name });
   const keptSchedules = opts.prune ? [] : schedules.filter((s) => !sMatch.includes(s));
-  errors.push(...nameErrors('schedules', doc.schedules.map((d) => d.name), keptSchedules.map((s) => s.name)));
+  errors.push(
+    ...nameErrors(
+      'schedules',
+      doc.schedules.map((d) => d.name),
+      keptSchedules.map((s) => s.name),
+    ),
+  );
   for (const [i, d] of doc.schedules.entries()) {
     const current: StoredSchedule | undefined = sMatch[i];
     const { scheduleId: docId, ...request } = d;
@@ -188,7 +227,14 @@ export async function importConfig(doc: ConfigDocument, caller: Caller, opts: Im
     const after = { scheduleId: targetId, ...fields, createdOn: current?.createdOn ?? now, updatedOn: now };
     const unchanged = !!current && sameFields(plainSnapshot(current), after, ['createdOn', 'updatedOn']);
     const change: ImportChange = { targetType: 'schedule', targetId, name: d.name, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
-    plan.push({ change, ...(unchanged ? {} : { write: { targetType: 'schedule', targetId, action: change.action as 'create' | 'update', before: current ? plainSnapshot(current) : null, after } }) });
+    plan.push({
+      change,
+      ...(unchanged
+        ? {}
+        : {
+            write: { targetType: 'schedule', targetId, action: change.action as 'create' | 'update', before: current ? plainSnapshot(current) : null, after },
+          }),
+    });
   }
 
   // What prune deletes: rules, then schedules, then connectors (a connector's rules go before it).
@@ -199,18 +245,29 @@ export async function importConfig(doc: ConfigDocument, caller: Caller, opts: Im
     });
     for (const r of rules.filter((x) => !rMatch.includes(x))) deletes.push(del('rule', r.ruleId, r.ruleName, plainSnapshot(r)));
     for (const s of schedules.filter((x) => !sMatch.includes(x))) {
-      if (await activeScheduleRun(s.scheduleId)) errors.push({ path: '/schedules', message: `the schedule '${s.name}' that prune would delete has a Running schedule run; cancel it or wait for it to end` });
+      if (await activeScheduleRun(s.scheduleId))
+        errors.push({
+          path: '/schedules',
+          message: `the schedule '${s.name}' that prune would delete has a Running schedule run; cancel it or wait for it to end`,
+        });
       deletes.push(del('schedule', s.scheduleId, s.name, plainSnapshot(s)));
     }
     for (const c of removedConnectors) {
-      if (await findActiveRun(c.id)) errors.push({ path: '/connectors', message: `the connector '${c.name}' that prune would delete has a run Running or Queued; wait for it to finish` });
+      if (await findActiveRun(c.id))
+        errors.push({ path: '/connectors', message: `the connector '${c.name}' that prune would delete has a run Running or Queued; wait for it to finish` });
       deletes.push(del('connector', c.id, c.name, connectorSnapshot(c)));
     }
   }
 
   if (errors.length) {
-    const shown = errors.slice(0, 5).map((e) => `${e.path} ${e.message}`).join('; ');
-    throw badRequest(`The configuration document cannot be imported, nothing was changed: ${shown}${errors.length > 5 ? ` (and ${errors.length - 5} more)` : ''}.`, errors);
+    const shown = errors
+      .slice(0, 5)
+      .map((e) => `${e.path} ${e.message}`)
+      .join('; ');
+    throw badRequest(
+      `The configuration document cannot be imported, nothing was changed: ${shown}${errors.length > 5 ? ` (and ${errors.length - 5} more)` : ''}.`,
+      errors,
+    );
   }
   const changes = [...plan, ...deletes].map((p) => p.change);
   if (opts.dryRun) return { changes, applied: false };
@@ -219,13 +276,18 @@ export async function importConfig(doc: ConfigDocument, caller: Caller, opts: Im
   const log = opts.log ?? (() => undefined);
   let applied;
   try {
-    applied = await applyAll(opts.writer ?? storageWriter, writes, caller, (w, err) => log(`Undo of the import's change of ${w.targetType} ${w.targetId} failed (${(err as Error).name}).`));
+    applied = await applyAll(opts.writer ?? storageWriter, writes, caller, (w, err) =>
+      log(`Undo of the import's change of ${w.targetType} ${w.targetId} failed (${(err as Error).name}).`),
+    );
   } catch (err) {
     if (err instanceof AppError) throw new AppError(err.code, `The import failed and was undone, nothing was changed: ${err.detail}`, err.extra);
     throw err;
   }
   for (const w of applied) {
-    if (w.operation) await finishConnectorDelete(w.operation).catch((err) => log(`Cleanup of deleted connector ${w.targetId} did not finish (${(err as Error).name}); it is retried at the next start.`));
+    if (w.operation)
+      await finishConnectorDelete(w.operation).catch((err) =>
+        log(`Cleanup of deleted connector ${w.targetId} did not finish (${(err as Error).name}); it is retried at the next start.`),
+      );
     if (w.targetType === 'schedule' && w.action === 'delete') await deleteScheduleRuns(w.targetId);
     await recordAudit(caller, w.action === 'restore' ? 'restore' : w.action, w.targetType, w.targetId);
   }
@@ -249,9 +311,20 @@ export function duplicateIdErrors(doc: ConfigDocument): FieldError[] {
       seen.add(lower(id));
     });
   };
-  check('connectors', doc.connectors.map((c) => c.id), 'id');
-  check('rules', doc.rules.map((r) => r.ruleId), 'ruleId');
-  check('schedules', doc.schedules.map((s) => s.scheduleId), 'scheduleId');
+  check(
+    'connectors',
+    doc.connectors.map((c) => c.id),
+    'id',
+  );
+  check(
+    'rules',
+    doc.rules.map((r) => r.ruleId),
+    'ruleId',
+  );
+  check(
+    'schedules',
+    doc.schedules.map((s) => s.scheduleId),
+    'scheduleId',
+  );
   return errors;
 }
-

@@ -114,8 +114,10 @@ export async function listConnectorSpace(connectorId: string, q: SpaceQuery): Pr
  */
 const SECRET_NAMES = new Set(['unicodepwd', 'userpassword']);
 export const SECRET_MASK = '********';
-const shown = (name: string, v: AttributeValue | undefined): AttributeValue | null => (v === undefined ? null : SECRET_NAMES.has(name.toLowerCase()) ? SECRET_MASK : v);
-const masked = (values: Record<string, AttributeValue>): Record<string, AttributeValue | null> => Object.fromEntries(Object.entries(values).map(([k, v]) => [k, shown(k, v)]));
+const shown = (name: string, v: AttributeValue | undefined): AttributeValue | null =>
+  v === undefined ? null : SECRET_NAMES.has(name.toLowerCase()) ? SECRET_MASK : v;
+const masked = (values: Record<string, AttributeValue>): Record<string, AttributeValue | null> =>
+  Object.fromEntries(Object.entries(values).map(([k, v]) => [k, shown(k, v)]));
 
 /** A value by name, the name matched case-insensitively (directories do not mind case). */
 function valueOf(values: Record<string, AttributeValue> | undefined, name: string): AttributeValue | undefined {

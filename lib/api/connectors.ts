@@ -11,14 +11,7 @@ import { schemaErrors } from '../core/validation/ajv';
 import { releaseStaleRunLock, type RunOrchestrations } from '../runs/runs';
 import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';
 import { SECRET_PLACEHOLDER, changedPaths, deletePath, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
-import {
-  getConnectorRecord,
-  listConnectorRecords,
-  listConnectorRows,
-  readConnectorRow,
-  removeConnectorRow,
-  type StoredConnector,
-} from '../storage/connectors';
+import { getConnectorRecord, listConnectorRecords, listConnectorRows, readConnectorRow, removeConnectorRow, type StoredConnector } from '../storage/connectors';
 import { completeOperation, noteStepDone, recordOperation, type ConnectorCleanupStep, type PendingOperation } from '../storage/operations';
 import { SYNC_CONNECTOR_CLEANUPS } from '../sync/cleanup';
 import { listRules } from '../storage/rules';
@@ -33,7 +26,6 @@ import { sealSecrets, unsealSecrets, type SecretEntry } from '../secrets/connect
  * Connectors as the Admin API sees them: validation of `config` by the type's schema, secrets sealed at rest
  * and masked on the way out, unique names, audit of every write, and deletion as a resumable operation.
  */
-
 
 /** The API view: secrets masked, the assignment from the engine. */
 export async function connectorView(c: StoredConnector): Promise<Connector> {
@@ -163,7 +155,10 @@ async function testBeforeSave(type: ConnectorType, { config, secrets }: Prepared
     return decided.length ? { ...config, ...Object.fromEntries(decided) } : config;
   } catch (err) {
     if (!isConnectorError(err)) throw err;
-    const message = redactSecrets(err.message, secrets.map(([, value]) => value));
+    const message = redactSecrets(
+      err.message,
+      secrets.map(([, value]) => value),
+    );
     throw badRequest(`The test connection failed, nothing was saved: ${message}`, [{ path: '/config', message: `${err.code}: ${message}` }]);
   }
 }
@@ -191,7 +186,8 @@ export async function prepareConnectorSave(type: ConnectorType, raw: Record<stri
   const { secrets } = prepared;
   let config = prepared.config;
   // The anchor identifies every object of the connector: a PUT that leaves it out keeps the stored one.
-  if (config.anchorAttribute === undefined && current.config.anchorAttribute !== undefined) config = { ...config, anchorAttribute: current.config.anchorAttribute };
+  if (config.anchorAttribute === undefined && current.config.anchorAttribute !== undefined)
+    config = { ...config, anchorAttribute: current.config.anchorAttribute };
   // What was stored passed its test when it was saved: a PUT that changes only the name needs no source.
   const unchanged = canonicalJson(config) === canonicalJson(current.config) && canonicalJson(secrets) === canonicalJson(previous);
   if (!unchanged) config = await testBeforeSave(type, { config, secrets });
@@ -200,7 +196,16 @@ export async function prepareConnectorSave(type: ConnectorType, raw: Record<stri
 
 /** A prepared connector as a stored snapshot (its secrets sealed for its id). */
 export function preparedSnapshot(id: string, name: string, type: string, prepared: PreparedConnector, createdOn: string, updatedOn: string): ConnectorSnapshot {
-  return { id, name, type, config: prepared.config, secretPaths: prepared.secrets.map(([p]) => p), sealedSecrets: sealSecrets(id, prepared.secrets), createdOn, updatedOn };
+  return {
+    id,
+    name,
+    type,
+    config: prepared.config,
+    secretPaths: prepared.secrets.map(([p]) => p),
+    sealedSecrets: sealSecrets(id, prepared.secrets),
+    createdOn,
+    updatedOn,
+  };
 }
 
 /** 409 when the license's connector limit is reached. */
@@ -226,7 +231,9 @@ export async function createConnector(input: CreateConnectorRequest, caller: Cal
 export async function updateConnector(id: string, input: UpdateConnectorRequest, caller: Caller): Promise<Connector> {
   const current = await getConnectorRecord(id);
   if (input.type !== undefined && input.type !== current.type) {
-    throw badRequest('The connector type cannot change; create a new connector instead.', [{ path: '/type', message: `must be '${current.type}' (the type cannot change)` }]);
+    throw badRequest('The connector type cannot change; create a new connector instead.', [
+      { path: '/type', message: `must be '${current.type}' (the type cannot change)` },
+    ]);
   }
   if (!isConnectorType(current.type)) throw badRequest(`Connectors of type '${current.type}' cannot be updated.`);
   const prepared = await prepareConnectorSave(current.type, input.config, current);
@@ -277,7 +284,12 @@ export async function testConnector(id: string, log: (message: string) => void =
  * is over (ended outside the engine) is released first (the run reconciled, lib/runs/runs.ts), so only a live
  * run makes it a 409.
  */
-export async function deleteConnectorReleasingStaleLock(id: string, caller: Caller, orchestrations: RunOrchestrations, log: (message: string) => void): Promise<void> {
+export async function deleteConnectorReleasingStaleLock(
+  id: string,
+  caller: Caller,
+  orchestrations: RunOrchestrations,
+  log: (message: string) => void,
+): Promise<void> {
   try {
     await deleteConnector(id, caller, log);
   } catch (err) {
@@ -295,7 +307,10 @@ export async function deleteConnectorReleasingStaleLock(id: string, caller: Call
 export async function deleteConnector(id: string, caller: Caller, log: (message: string) => void = () => undefined): Promise<void> {
   const current = await getConnectorRecord(id);
   if (await findActiveRun(id)) throw conflict('A run of this connector is Running or Queued; wait for it to finish before deleting the connector.');
-  const { operation: op } = await storageWriter.apply({ targetType: 'connector', targetId: id, action: 'delete', before: connectorSnapshot(current), after: null }, caller);
+  const { operation: op } = await storageWriter.apply(
+    { targetType: 'connector', targetId: id, action: 'delete', before: connectorSnapshot(current), after: null },
+    caller,
+  );
   await recordAudit(caller, 'delete', 'connector', id);
   try {
     await finishConnectorDelete(op!);
@@ -314,7 +329,10 @@ const CONNECTOR_CLEANUPS: readonly ConnectorCleanupStep[] = [
 /** Delete every rule of a deleted connector, each with its version (so a restored connector can get them back). */
 async function deleteRulesVersioned(connectorId: string): Promise<void> {
   for (const rule of await listRules({ connectorId })) {
-    await storageWriter.apply({ targetType: 'rule', targetId: rule.ruleId, action: 'delete', before: plainSnapshot(rule), after: null }, 'system:connectorDelete');
+    await storageWriter.apply(
+      { targetType: 'rule', targetId: rule.ruleId, action: 'delete', before: plainSnapshot(rule), after: null },
+      'system:connectorDelete',
+    );
   }
 }
 

@@ -60,7 +60,12 @@ export async function explainAttribute(id: string, attribute: string) {
   const composer = composerContribution(list);
   const composerRule = composer ? ruleById.get(composer.r) : undefined;
   const composedBy = composer
-    ? { ruleId: composer.r, inputs: [...new Set([...(composerRule?.sourceAttribute ? [composerRule.sourceAttribute] : []), ...scriptInputs(composerRule?.transformScript ?? null)])] }
+    ? {
+        ruleId: composer.r,
+        inputs: [
+          ...new Set([...(composerRule?.sourceAttribute ? [composerRule.sourceAttribute] : []), ...scriptInputs(composerRule?.transformScript ?? null)]),
+        ],
+      }
     : null;
   return {
     meshObjectId: doc.id,
@@ -76,7 +81,13 @@ export async function explainAttribute(id: string, attribute: string) {
 /** Per outbound flow of `attribute` (enabled, of an existing target): the value for the target and its state. */
 async function exportsOf(doc: MeshObject, attribute: string, rules: readonly Rule[], connectors: Map<string, StoredConnector>) {
   const flows = rules.filter(
-    (r) => r.isEnabled && r.ruleType === 'FlowRule' && r.direction === 'outbound' && r.connectorId && r.targetAttribute && (r.sourceAttribute === attribute || scriptInputs(r.transformScript).includes(attribute)),
+    (r) =>
+      r.isEnabled &&
+      r.ruleType === 'FlowRule' &&
+      r.direction === 'outbound' &&
+      r.connectorId &&
+      r.targetAttribute &&
+      (r.sourceAttribute === attribute || scriptInputs(r.transformScript).includes(attribute)),
   );
   flows.sort((a, b) => a.priority - b.priority);
   const values = attributeValues(doc);
@@ -88,7 +99,14 @@ async function exportsOf(doc: MeshObject, attribute: string, rules: readonly Rul
     if (!connector || seen.has(connector.id + '\u0000' + target)) continue;
     seen.add(connector.id + '\u0000' + target);
     const state = await exportState(doc, connector, r, target, values);
-    if (state) out.push({ connectorId: connector.id, connectorName: connector.name, targetAttribute: target, value: shownValue(target, state.value), state: state.state });
+    if (state)
+      out.push({
+        connectorId: connector.id,
+        connectorName: connector.name,
+        targetAttribute: target,
+        value: shownValue(target, state.value),
+        state: state.state,
+      });
   }
   return out;
 }
@@ -129,7 +147,9 @@ async function exportState(
     return { value: expected, state: 'pendingExport' };
   }
   if (row.unconfirmed?.includes(target)) return { value: expected, state: 'awaitingConfirmation' };
-  return sameValue(expected, row.attributes[target] ?? null) ? { value: row.attributes[target] ?? null, state: 'confirmed' } : { value: expected, state: 'pendingExport' };
+  return sameValue(expected, row.attributes[target] ?? null)
+    ? { value: row.attributes[target] ?? null, state: 'confirmed' }
+    : { value: expected, state: 'pendingExport' };
 }
 
 /** A page of a mesh object's history, newest first; unknown object: 404. */

@@ -32,7 +32,12 @@ async function deletedPage(q: MeshQuery) {
   const type = q.objectType?.toLowerCase();
   const search = q.search ? q.search.toLowerCase() : undefined;
   const heads = (await listTombstoneHeads())
-    .filter((h) => !model.get(h.id) && (type === undefined || h.objectType.toLowerCase() === type) && (search === undefined || h.anchorValue.toLowerCase().includes(search)))
+    .filter(
+      (h) =>
+        !model.get(h.id) &&
+        (type === undefined || h.objectType.toLowerCase() === type) &&
+        (search === undefined || h.anchorValue.toLowerCase().includes(search)),
+    )
     .map((h) => ({ ...h, lower: h.anchorValue.toLowerCase() }))
     .sort((a, b) => (a.lower < b.lower ? -1 : a.lower > b.lower ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const page = heads.slice(q.skip, q.skip + q.take);
@@ -51,7 +56,13 @@ function deletedListItem(t: Tombstone) {
   return { ...identity(o), attributeValues, state: 'deleted' as const, deletedOn: t.deletedOn, purgeOn: t.purgeOn };
 }
 
-const identity = (o: MeshObject) => ({ meshObjectId: o.id, objectType: o.objectType, anchorValue: o.anchorValue, createdOn: o.createdOn, updatedOn: o.updatedOn });
+const identity = (o: MeshObject) => ({
+  meshObjectId: o.id,
+  objectType: o.objectType,
+  anchorValue: o.anchorValue,
+  createdOn: o.createdOn,
+  updatedOn: o.updatedOn,
+});
 
 /** A mesh object's detail shape from its state (a tombstone's, or a restored object's). */
 function detailOf(o: MeshObject) {
@@ -63,7 +74,12 @@ function detailOf(o: MeshObject) {
       attributes.push({ attributeName: name, attributeValue: String(x), source: a.sourceConnectorId, confidence: a.confidence, updatedOn: a.updatedOn });
     }
   }
-  const relationships = o.relationships.map((r) => ({ relationshipType: r.type, targetMeshObjectId: r.targetId, targetAnchorValue: r.targetAnchor, targetObjectType: r.targetType }));
+  const relationships = o.relationships.map((r) => ({
+    relationshipType: r.type,
+    targetMeshObjectId: r.targetId,
+    targetAnchorValue: r.targetAnchor,
+    targetObjectType: r.targetType,
+  }));
   return { ...identity(o), attributes, relationships };
 }
 

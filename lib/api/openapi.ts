@@ -37,7 +37,8 @@ export function openApiDocument(): Record<string, unknown> {
 function build(schemas: ReadonlyMap<string, TSchema>): Record<string, unknown> {
   const components: Record<string, unknown> = {};
   for (const [id, schema] of schemas) components[componentName(id)] = toOpenApiSchema(schema);
-  const ref = (id: string) => (schemas.has(id) ? { $ref: `#/components/schemas/${componentName(id)}` } : { type: 'object', description: `${id} (schema defined by its module)` });
+  const ref = (id: string) =>
+    schemas.has(id) ? { $ref: `#/components/schemas/${componentName(id)}` } : { type: 'object', description: `${id} (schema defined by its module)` };
 
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of ROUTES) {
@@ -61,7 +62,12 @@ function build(schemas: ReadonlyMap<string, TSchema>): Record<string, unknown> {
     components: {
       schemas: components,
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from the configured OIDC authority (Authentication:Jwt).' },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description: 'An access token from the configured OIDC authority (Authentication:Jwt).',
+        },
         negotiate: { type: 'http', scheme: 'negotiate', description: 'Windows Negotiate (Kerberos, NTLM fallback).' },
       },
       responses: Object.fromEntries(
@@ -89,11 +95,22 @@ function operation(r: RouteSpec, ref: (id: string) => Record<string, unknown>): 
       in: 'path',
       required: true,
       description: p.description + (p.kind === 'guid' ? ' A value that is not a GUID is a 404.' : ''),
-      schema: p.kind === 'guid' ? { type: 'string', format: 'uuid' } : p.kind === 'attribute' ? { type: 'string', minLength: 1, maxLength: 256 } : { type: 'string', pattern: '^[0-9a-z][0-9a-z-]{0,127}$' },
+      schema:
+        p.kind === 'guid'
+          ? { type: 'string', format: 'uuid' }
+          : p.kind === 'attribute'
+            ? { type: 'string', minLength: 1, maxLength: 256 }
+            : { type: 'string', pattern: '^[0-9a-z][0-9a-z-]{0,127}$' },
     });
   }
   if (r.subParam) {
-    parameters.push({ name: r.subParam.name, in: 'path', required: true, description: r.subParam.description + ' A value that is not a GUID is a 400.', schema: { type: 'string', format: 'uuid' } });
+    parameters.push({
+      name: r.subParam.name,
+      in: 'path',
+      required: true,
+      description: r.subParam.description + ' A value that is not a GUID is a 400.',
+      schema: { type: 'string', format: 'uuid' },
+    });
   }
   for (const [name, p] of Object.entries(r.query ?? {})) parameters.push({ name, in: 'query', required: false, schema: queryParamSchema(p) });
 
@@ -102,7 +119,9 @@ function operation(r: RouteSpec, ref: (id: string) => Record<string, unknown>): 
   responses[String(s.status)] = {
     description: s.status === 204 ? 'No content' : s.status === 201 ? 'Created' : s.status === 202 ? 'Accepted' : 'OK',
     ...(s.location ? { headers: { Location: { schema: { type: 'string' }, description: 'The URL of the resource.' } } } : {}),
-    ...(s.status !== 204 ? { content: s.text ? { [s.text]: { schema: { type: 'string' } } } : { 'application/json': { schema: s.schema ? ref(s.schema) : { type: 'object' } } } } : {}),
+    ...(s.status !== 204
+      ? { content: s.text ? { [s.text]: { schema: { type: 'string' } } } : { 'application/json': { schema: s.schema ? ref(s.schema) : { type: 'object' } } } }
+      : {}),
   };
   for (const status of errorStatuses(r)) responses[String(status)] = { $ref: `#/components/responses/Problem${status}` };
 
@@ -122,7 +141,12 @@ function operation(r: RouteSpec, ref: (id: string) => Record<string, unknown>): 
 function queryParamSchema(p: QueryParam): Record<string, unknown> {
   switch (p.kind) {
     case 'int':
-      return { type: 'integer', ...(p.min !== undefined ? { minimum: p.min } : {}), ...(p.max !== undefined ? { maximum: p.max } : {}), ...(p.default !== undefined ? { default: p.default } : {}) };
+      return {
+        type: 'integer',
+        ...(p.min !== undefined ? { minimum: p.min } : {}),
+        ...(p.max !== undefined ? { maximum: p.max } : {}),
+        ...(p.default !== undefined ? { default: p.default } : {}),
+      };
     case 'guid':
       return { type: 'string', format: 'uuid' };
     case 'enum':
@@ -145,7 +169,8 @@ function rewriteRefs(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(rewriteRefs);
   if (node && typeof node === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(node)) out[k] = k === '$ref' && typeof v === 'string' && !v.startsWith('#') ? `#/components/schemas/${componentName(v)}` : rewriteRefs(v);
+    for (const [k, v] of Object.entries(node))
+      out[k] = k === '$ref' && typeof v === 'string' && !v.startsWith('#') ? `#/components/schemas/${componentName(v)}` : rewriteRefs(v);
     return out;
   }
   return node;

@@ -35,7 +35,8 @@ const ONLY_FOR: Partial<Record<keyof RuleRequest, Rule['ruleType']>> = {
 function requirementErrors(body: RuleRequest): FieldError[] {
   const errors: FieldError[] = [];
   const required = [...REQUIRED[body.ruleType]];
-  if (body.ruleType === 'MeshComposerRule') required.push(...((body.relationshipType ? ['sourceAttribute'] : ['targetAttribute', 'transformScript']) as (keyof RuleRequest)[]));
+  if (body.ruleType === 'MeshComposerRule')
+    required.push(...((body.relationshipType ? ['sourceAttribute'] : ['targetAttribute', 'transformScript']) as (keyof RuleRequest)[]));
   if (body.ruleType === 'FlowRule' && body.direction !== 'outbound') required.push('confidence');
   for (const field of required) {
     if (body[field] === undefined || body[field] === null) {
@@ -48,7 +49,9 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   if (typeof body.connectorId === 'string' && !isGuid(body.connectorId)) {
     errors.push({ path: '/connectorId', message: 'must be a connector id (a GUID)' });
   }
-  errors.push(...expressionErrors(body.transformScript, '/transformScript', body.ruleType === 'FlowRule' && body.direction === 'outbound' ? 'outboundFlow' : 'rule'));
+  errors.push(
+    ...expressionErrors(body.transformScript, '/transformScript', body.ruleType === 'FlowRule' && body.direction === 'outbound' ? 'outboundFlow' : 'rule'),
+  );
   return errors;
 }
 
@@ -139,7 +142,9 @@ export async function createRule(request: RuleRequest, caller: Caller): Promise<
 export async function updateRule(ruleId: string, request: RuleRequest, caller: Caller): Promise<Rule> {
   const current = await getRule(ruleId);
   if (request.ruleType !== current.ruleType) {
-    throw badRequest('The rule type cannot change; create a new rule instead.', [{ path: '/ruleType', message: `must be '${current.ruleType}' (the rule type cannot change)` }]);
+    throw badRequest('The rule type cannot change; create a new rule instead.', [
+      { path: '/ruleType', message: `must be '${current.ruleType}' (the rule type cannot change)` },
+    ]);
   }
   await checkRule(request);
   const body = await directoryRuleAttributes(request);

@@ -11,7 +11,25 @@ import { appendAudit, type AuditRecord } from '../storage/audit';
  * outcome with the `system` actor (`caller` null); an engine task names itself (`system:reconcile` ends the runs
  * whose orchestration ended outside the engine, with `cancel` or `fail` on the run).
  */
-export type AuditAction = 'create' | 'update' | 'delete' | 'trigger' | 'pause' | 'resume' | 'rename' | 'remove' | 'assign' | 'unassign' | 'cancel' | 'fail' | 'retry' | 'sync' | 'restore' | 'apply' | 'approve' | 'reject';
+export type AuditAction =
+  | 'create'
+  | 'update'
+  | 'delete'
+  | 'trigger'
+  | 'pause'
+  | 'resume'
+  | 'rename'
+  | 'remove'
+  | 'assign'
+  | 'unassign'
+  | 'cancel'
+  | 'fail'
+  | 'retry'
+  | 'sync'
+  | 'restore'
+  | 'apply'
+  | 'approve'
+  | 'reject';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
 export type SystemActor = `system:${string}` | `schedule:${string}`;
 export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject' | 'meshObject';

@@ -28,7 +28,14 @@ export async function startAuth(settings = new SettingsReader(), log: AuthLogger
   let validator: JwtValidator | undefined;
   try {
     if (config.devIssuer.enabled) {
-      devIssuer = new DevIssuer({ environment: config.environment, dataDir: config.dataDir, audience: config.devIssuer.audience, port: config.devIssuer.port, roles: config.roles, log });
+      devIssuer = new DevIssuer({
+        environment: config.environment,
+        dataDir: config.dataDir,
+        audience: config.devIssuer.audience,
+        port: config.devIssuer.port,
+        roles: config.roles,
+        log,
+      });
       const info = await devIssuer.start();
       config.jwt.authority = info.issuer;
     }
@@ -51,7 +58,10 @@ export async function startAuth(settings = new SettingsReader(), log: AuthLogger
     general: config.rateLimiting.general.enabled ? new FixedWindowLimiter(config.rateLimiting.general) : undefined,
     log,
   };
-  const schemes = [runtime.negotiate && 'Negotiate', validator && `Bearer (authority ${validator.authority}, audience ${config.jwt.audiences.join(', ')})`].filter(Boolean);
+  const schemes = [
+    runtime.negotiate && 'Negotiate',
+    validator && `Bearer (authority ${validator.authority}, audience ${config.jwt.audiences.join(', ')})`,
+  ].filter(Boolean);
   if (schemes.length) log('info', `Authentication schemes: ${schemes.join('; ')}.`);
   else log('error', 'No authentication scheme is available: every protected route answers 503 until Negotiate or Bearer is configured.');
   installAuth(runtime);

@@ -71,7 +71,9 @@ async function bearerCaller(token: string, rt: AuthRuntime): Promise<Caller> {
       throw unauthenticated(rt, `${err.failure}: ${err.description}`, err.description);
     }
     if (err instanceof SigningKeysUnavailableError) {
-      throw new AppError('service_unavailable', 'The token issuer cannot be reached to obtain its signing keys; try again later.', { headers: { 'retry-after': '30' } });
+      throw new AppError('service_unavailable', 'The token issuer cannot be reached to obtain its signing keys; try again later.', {
+        headers: { 'retry-after': '30' },
+      });
     }
     throw err;
   }
@@ -112,7 +114,9 @@ async function negotiateCaller(token: string, negotiate: NegotiateAuthenticator,
   } catch (err) {
     if (err instanceof DirectoryUnavailableError) {
       rt.log('warn', `Negotiate: ${err.message}`);
-      throw new AppError('service_unavailable', "The directory cannot be reached to resolve the caller's groups; try again later.", { headers: { 'retry-after': '30' } });
+      throw new AppError('service_unavailable', "The directory cannot be reached to resolve the caller's groups; try again later.", {
+        headers: { 'retry-after': '30' },
+      });
     }
     throw err;
   }

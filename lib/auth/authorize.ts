@@ -37,7 +37,8 @@ export interface AuthorizeOptions {
 export type GuardedHandler = HttpHandler & { permission: Permission | 'anonymous'; rateLimit?: 'sensitive' };
 
 export function authorize(permission: Permission, handler: AuthorizedHandler, options: AuthorizeOptions = {}): GuardedHandler {
-  const guarded = (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => observeRequest(request, context, () => authorized(request, context));
+  const guarded = (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> =>
+    observeRequest(request, context, () => authorized(request, context));
   const authorized = async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
     try {
       if (options.anonymousWhen?.()) return withApiHeaders(await handler(request, context, ANONYMOUS_CALLER));
@@ -66,7 +67,8 @@ export function authorize(permission: Permission, handler: AuthorizedHandler, op
 const ANONYMOUS_CALLER: Caller = Object.freeze({ scheme: 'Bearer', name: 'anonymous', upn: null, sid: null, roles: [] }) as Caller;
 
 export function anonymous(handler: AnonymousHandler): GuardedHandler {
-  const guarded = (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => observeRequest(request, context, () => answer(request, context));
+  const guarded = (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> =>
+    observeRequest(request, context, () => answer(request, context));
   const answer = async (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> => {
     try {
       return withApiHeaders(await handler(request, context));

@@ -68,7 +68,8 @@ export function parseRole(value: string | null): Role {
 
 export function parseUsername(value: string | null): string {
   const username = (value ?? '').trim() || 'developer@localhost';
-  if (username.length > 256 || /[\u0000-\u001f<>"]/.test(username)) throw new OAuthError('invalid_request', 'username must be up to 256 printable characters, without < > ".');
+  if (username.length > 256 || /[\u0000-\u001f<>"]/.test(username))
+    throw new OAuthError('invalid_request', 'username must be up to 256 printable characters, without < > ".');
   return username;
 }
 

@@ -62,12 +62,18 @@ export class DevIssuer {
 
   constructor(private readonly options: DevIssuerOptions) {
     if (options.environment.toLowerCase() !== 'development') {
-      throw new ConfigError('AZURE_FUNCTIONS_ENVIRONMENT', `the embedded development OIDC issuer runs only in Development, not in '${options.environment}'; configure Authentication__Jwt__Authority instead.`);
+      throw new ConfigError(
+        'AZURE_FUNCTIONS_ENVIRONMENT',
+        `the embedded development OIDC issuer runs only in Development, not in '${options.environment}'; configure Authentication__Jwt__Authority instead.`,
+      );
     }
     mkdirSync(options.dataDir, { recursive: true });
     this.key = loadOrCreateKey(path.join(options.dataDir, KEY_FILE));
     const pub = createPublicKey(this.key);
-    this.kid = createHash('sha256').update(pub.export({ format: 'der', type: 'spki' })).digest('base64url').slice(0, 16);
+    this.kid = createHash('sha256')
+      .update(pub.export({ format: 'der', type: 'spki' }))
+      .digest('base64url')
+      .slice(0, 16);
     this.jwk = { ...pub.export({ format: 'jwk' }), kid: this.kid, alg: 'RS256', use: 'sig' };
   }
 
@@ -146,7 +152,8 @@ export class DevIssuer {
       res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', connection: 'close', ...cors }).end(JSON.stringify(body));
     };
     const url = new URL(req.url ?? '/', this.info.issuer);
-    if (!isLoopbackHost(req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '')) return send(403, { error: 'access_denied', error_description: 'loopback callers only' });
+    if (!isLoopbackHost(req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? ''))
+      return send(403, { error: 'access_denied', error_description: 'loopback callers only' });
     if (req.method === 'OPTIONS') {
       res.writeHead(204, { ...cors, 'access-control-allow-methods': 'GET, POST', 'access-control-allow-headers': 'content-type', connection: 'close' }).end();
       return;
@@ -212,7 +219,8 @@ export class DevIssuer {
           'content-type': 'text/html; charset=utf-8',
           'cache-control': 'no-store',
           'x-frame-options': 'DENY',
-          'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' http://127.0.0.1:* http://localhost:* http://[::1]:*; frame-ancestors 'none'",
+          'content-security-policy':
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' http://127.0.0.1:* http://localhost:* http://[::1]:*; frame-ancestors 'none'",
           connection: 'close',
         })
         .end(html);

@@ -121,7 +121,10 @@ export class DirectoryGroups {
         sids.forEach((sid) => names.add(sid));
         // A user's tokenGroups always holds its primary group: none at all means the bind account may not read it.
         if (!sids.length) {
-          this.log('warn', `Negotiate: the tokenGroups of ${entry.dn} could not be read (the bind account may not read it); its nested groups come from the in-chain rule instead.`);
+          this.log(
+            'warn',
+            `Negotiate: the tokenGroups of ${entry.dn} could not be read (the bind account may not read it); its nested groups come from the in-chain rule instead.`,
+          );
           useInChain = true;
         }
       }
@@ -131,7 +134,10 @@ export class DirectoryGroups {
         const walk = await walkGroups(memberOf, (dns) => this.parentsOf(client, dns), c.maxNestingDepth);
         walk.groups.forEach(addGroup);
         if (walk.truncated) {
-          this.log('warn', `Negotiate: ${principal} is in groups nested deeper than ${c.maxNestingDepth} levels (Authentication:Negotiate:Ldap:MaxNestingDepth); the groups above that depth were not used.`);
+          this.log(
+            'warn',
+            `Negotiate: ${principal} is in groups nested deeper than ${c.maxNestingDepth} levels (Authentication:Negotiate:Ldap:MaxNestingDepth); the groups above that depth were not used.`,
+          );
         }
       }
       const sidRaw = values(entry.objectSid)[0];
@@ -267,7 +273,10 @@ export async function walkGroups(
 
 /** A DN as the walk compares it: case and the spaces around separators do not matter. */
 function dnKey(dn: string): string {
-  return dn.trim().toLowerCase().replace(/(?<!\\)\s*([,=+])\s*/g, '$1');
+  return dn
+    .trim()
+    .toLowerCase()
+    .replace(/(?<!\\)\s*([,=+])\s*/g, '$1');
 }
 
 /** `(|(objectSid=<bytes>)...)` as a filter object whose values are the SIDs' bytes, untouched. */
@@ -306,7 +315,9 @@ export function firstRdnValue(dn: string): string | null {
   const eq = rdn.indexOf('=');
   if (eq < 0) return null;
   const raw = rdn.slice(eq + 1).trim();
-  const value = raw.replace(/\\([0-9a-fA-F]{2})|\\(.)/g, (_m, hex: string | undefined, ch: string | undefined) => (hex ? String.fromCharCode(parseInt(hex, 16)) : ch!));
+  const value = raw.replace(/\\([0-9a-fA-F]{2})|\\(.)/g, (_m, hex: string | undefined, ch: string | undefined) =>
+    hex ? String.fromCharCode(parseInt(hex, 16)) : ch!,
+  );
   return value || null;
 }
 

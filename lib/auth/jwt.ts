@@ -89,7 +89,10 @@ export class JwtValidator {
       await this.refresh();
     } catch (err) {
       if (err instanceof ConfigError) throw err;
-      this.log('warn', `Bearer: the OIDC metadata or keys of ${this.config.authority} could not be fetched (${(err as Error).message}); Bearer callers get 503 until they can be.`);
+      this.log(
+        'warn',
+        `Bearer: the OIDC metadata or keys of ${this.config.authority} could not be fetched (${(err as Error).message}); Bearer callers get 503 until they can be.`,
+      );
     }
     this.timer = setInterval(() => void this.refreshQuietly('scheduled refresh'), this.config.metadataRefreshHours * 3_600_000);
     this.timer.unref();
@@ -119,7 +122,10 @@ export class JwtValidator {
     }
     const algorithms = this.metadata.algorithms;
     if (!(algorithms as string[]).includes(alg)) {
-      throw new TokenRejectedError('SecurityTokenInvalidAlgorithm', `The token algorithm '${String(alg).slice(0, 16)}' is not accepted (accepted: ${algorithms.join(', ')}).`);
+      throw new TokenRejectedError(
+        'SecurityTokenInvalidAlgorithm',
+        `The token algorithm '${String(alg).slice(0, 16)}' is not accepted (accepted: ${algorithms.join(', ')}).`,
+      );
     }
     if (kid !== undefined && !this.keys.has(kid)) {
       await this.refreshIfAllowed(`unknown kid`);
@@ -159,7 +165,10 @@ export class JwtValidator {
     try {
       await this.refresh();
     } catch (err) {
-      this.log(err instanceof ConfigError ? 'error' : 'warn', `Bearer: refreshing the OIDC metadata and keys (${reason}) failed: ${(err as Error).message}; keeping ${this.keys.size} cached key(s).`);
+      this.log(
+        err instanceof ConfigError ? 'error' : 'warn',
+        `Bearer: refreshing the OIDC metadata and keys (${reason}) failed: ${(err as Error).message}; keeping ${this.keys.size} cached key(s).`,
+      );
     }
   }
 
@@ -184,7 +193,10 @@ export class JwtValidator {
     const doc = (await res.json()) as Record<string, unknown>;
     const issuer = typeof doc.issuer === 'string' ? doc.issuer : '';
     if (issuer.replace(/\/+$/, '') !== authority.replace(/\/+$/, '')) {
-      throw new ConfigError(SETTING, `the issuer in the OIDC metadata ('${issuer}') is not the configured Authority ('${authority}'); one authority only is accepted.`);
+      throw new ConfigError(
+        SETTING,
+        `the issuer in the OIDC metadata ('${issuer}') is not the configured Authority ('${authority}'); one authority only is accepted.`,
+      );
     }
     if (typeof doc.jwks_uri !== 'string') throw new Error(`the OIDC metadata at ${url} has no jwks_uri`);
     let jwksUri: URL;

@@ -87,7 +87,10 @@ export class NegotiateAuthenticator {
     const verdict = this.replays.reserve(key);
     if (verdict === 'replay') throw new NegotiateFailedError('The Negotiate token was already used (a replay of an accepted Kerberos authenticator).');
     if (verdict === 'full') {
-      this.log('warn', `Negotiate: the replay cache holds ${this.replays.maxEntries} authenticators of the last ${this.replays.retentionMs / 1000} s; new tokens are refused until some age out (Authentication__Negotiate__ReplayCacheMaxEntries).`);
+      this.log(
+        'warn',
+        `Negotiate: the replay cache holds ${this.replays.maxEntries} authenticators of the last ${this.replays.retentionMs / 1000} s; new tokens are refused until some age out (Authentication__Negotiate__ReplayCacheMaxEntries).`,
+      );
       throw new NegotiateFailedError('The replay cache is full.');
     }
     let outcome: NegotiateOutcome;
@@ -104,7 +107,9 @@ export class NegotiateAuthenticator {
     if (!kerberos) {
       // GSSAPI completed a context from a token that holds no AP-REQ we can find: its replays could not be recognised.
       this.replays.release(key);
-      throw new NegotiateFailedError('GSSAPI completed a context from a token without a recognisable Kerberos AP-REQ; refused, as its replays could not be detected.');
+      throw new NegotiateFailedError(
+        'GSSAPI completed a context from a token without a recognisable Kerberos AP-REQ; refused, as its replays could not be detected.',
+      );
     }
     return outcome;
   }

@@ -37,7 +37,7 @@ function readTlv(buf: Buffer, offset: number, limit = buf.length): Tlv | undefin
 /** The children of a constructed value. */
 function children(buf: Buffer, parent: Tlv): Tlv[] | undefined {
   const out: Tlv[] = [];
-  for (let at = parent.start; at < parent.end; ) {
+  for (let at = parent.start; at < parent.end;) {
     const child = readTlv(buf, at, parent.end);
     if (!child) return undefined;
     out.push(child);

@@ -66,7 +66,12 @@ export class Api {
     return (text ? JSON.parse(text) : undefined) as T;
   }
 
-  private async fetch(method: string, route: string, body: unknown, query: Record<string, string | number | boolean | undefined> | undefined): Promise<Response> {
+  private async fetch(
+    method: string,
+    route: string,
+    body: unknown,
+    query: Record<string, string | number | boolean | undefined> | undefined,
+  ): Promise<Response> {
     const url = new URL(`${this.baseUrl}/${route.replace(/^\/+/, '')}`);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { accept: 'application/json, application/problem+json' };
@@ -77,7 +82,10 @@ export class Api {
     } catch (err) {
       const c = (err as { cause?: { code?: string; message?: string } }).cause;
       const cause = c?.code ?? c?.message ?? (err as Error).message;
-      throw new CliError(`The service at ${this.baseUrl} could not be reached (${cause}). Is it running (npm start), and is --url or the profile's url right?`, EXIT.unavailable);
+      throw new CliError(
+        `The service at ${this.baseUrl} could not be reached (${cause}). Is it running (npm start), and is --url or the profile's url right?`,
+        EXIT.unavailable,
+      );
     }
   }
 
@@ -91,7 +99,8 @@ export class Api {
     const what = problem.detail || problem.title || res.statusText || 'request failed';
     const details = (problem.errors ?? []).map((e) => `  ${e.path}: ${e.message}`);
     let hint = '';
-    if (res.status === 401) hint = this.auth ? ' (the token was refused: sign in again with meshsync login)' : ' (not signed in: meshsync login, --token or MESHSYNC_TOKEN)';
+    if (res.status === 401)
+      hint = this.auth ? ' (the token was refused: sign in again with meshsync login)' : ' (not signed in: meshsync login, --token or MESHSYNC_TOKEN)';
     throw new CliError(`${method} /${route.replace(/^\/+/, '')}: ${res.status} ${what}${hint}`, exitCodeOfStatus(res.status), details);
   }
 }

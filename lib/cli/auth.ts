@@ -14,7 +14,12 @@ interface TokenAnswer {
 }
 
 /** POST a client_credentials form to a token endpoint; the credential to cache. */
-async function requestToken(tokenEndpoint: string, client: { id: string; secret: string }, form: Record<string, string>, renew: Credential['renew']): Promise<Credential> {
+async function requestToken(
+  tokenEndpoint: string,
+  client: { id: string; secret: string },
+  form: Record<string, string>,
+  renew: Credential['renew'],
+): Promise<Credential> {
   let res: Response;
   // client_secret_basic: the method every OAuth server must support (RFC 6749 2.3.1), form-encoded id and secret.
   const basic = Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64');
@@ -69,7 +74,13 @@ export async function discoverTokenEndpoint(authority: string): Promise<string> 
 }
 
 /** Client-credentials sign-in against an OIDC authority. */
-export async function loginClientCredentials(authority: string, clientId: string, clientSecret: string, scope: string | undefined, resource: string | undefined): Promise<Credential> {
+export async function loginClientCredentials(
+  authority: string,
+  clientId: string,
+  clientSecret: string,
+  scope: string | undefined,
+  resource: string | undefined,
+): Promise<Credential> {
   const tokenEndpoint = await discoverTokenEndpoint(authority);
   const renew = { kind: 'clientCredentials' as const, tokenEndpoint, clientId, clientSecret, scope, resource };
   return renewCredential(renew);
@@ -125,7 +136,8 @@ export async function authorization(profileName: string, profile: Profile, token
   if (!credential) return undefined;
   const expired = credential.expiresOn !== undefined && Date.parse(credential.expiresOn) - EARLY_MS <= Date.now();
   if (expired) {
-    if (!credential.renew) throw new CliError(`The token of profile '${profileName}' expired on ${credential.expiresOn}: sign in again (meshsync login).`, EXIT.auth);
+    if (!credential.renew)
+      throw new CliError(`The token of profile '${profileName}' expired on ${credential.expiresOn}: sign in again (meshsync login).`, EXIT.auth);
     credential = await renewCredential(credential.renew);
     saveCredential(profileName, credential);
   }

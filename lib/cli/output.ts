@@ -48,7 +48,11 @@ export function renderTable(rows: Record<string, unknown>[], columns: Column[], 
     widths[widest] = Math.max(8, widths[widest] - (total() - width));
   }
   const fit = (s: string, w: number) => (s.length > w ? `${s.slice(0, w - 1)}…` : s.padEnd(w));
-  const line = (values: string[]) => values.map((v, i) => fit(v, widths[i])).join(' '.repeat(gap)).trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => fit(v, widths[i]))
+      .join(' '.repeat(gap))
+      .trimEnd();
   return [line(columns.map((c) => c.header)), ...cells.map(line)].join('\n');
 }
 

@@ -76,7 +76,12 @@ class BarView {
     const total = p?.objectsTotal ?? null;
     const r = rate(run);
     const eta = total && r > 0 && value < total ? `${Math.ceil((total - value) / r)}s` : total ? '0s' : '?';
-    const payload = { phase: (isDone(run.status) ? run.status : (p?.phase ?? run.status)).padEnd(9), totalText: total ?? '?', rate: Math.round(r), etaText: eta };
+    const payload = {
+      phase: (isDone(run.status) ? run.status : (p?.phase ?? run.status)).padEnd(9),
+      totalText: total ?? '?',
+      rate: Math.round(r),
+      etaText: eta,
+    };
     // Unknown total: the bar spans what is done so far (full), the text says "?".
     const barTotal = total ?? Math.max(value, 1);
     if (!this.started) {

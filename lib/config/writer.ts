@@ -14,7 +14,15 @@ import { deleteRule, getRule, insertRule, replaceRule } from '../storage/rules';
 import { deleteSchedule, getSchedule, insertSchedule, removeScheduleRow, replaceSchedule } from '../storage/schedules';
 import { currentSnapshot } from './current';
 import { versioned } from './record';
-import { sameSnapshot, type ConnectorSnapshot, type RuleSnapshot, type ScheduleSnapshot, type Snapshot, type TargetType, type VersionAction } from './snapshots';
+import {
+  sameSnapshot,
+  type ConnectorSnapshot,
+  type RuleSnapshot,
+  type ScheduleSnapshot,
+  type Snapshot,
+  type TargetType,
+  type VersionAction,
+} from './snapshots';
 import { dropVersion } from './versions';
 
 /**
@@ -45,7 +53,9 @@ export interface ConfigWriter {
 }
 
 const changedSince = (w: PlannedWrite) =>
-  conflict(`The ${w.targetType} '${w.targetId}' was changed by another request while this change was being made; nothing was changed. Read it again and retry.`);
+  conflict(
+    `The ${w.targetType} '${w.targetId}' was changed by another request while this change was being made; nothing was changed. Read it again and retry.`,
+  );
 
 async function applyConnector(w: PlannedWrite): Promise<PendingOperation | undefined> {
   const after = w.after as ConnectorSnapshot | null;
@@ -64,7 +74,13 @@ async function applyConnector(w: PlannedWrite): Promise<PendingOperation | undef
     }
     return op;
   }
-  await replaceConnector(current, { name: after.name, config: after.config, sealedSecrets: after.sealedSecrets, secretPaths: after.secretPaths, updatedOn: after.updatedOn });
+  await replaceConnector(current, {
+    name: after.name,
+    config: after.config,
+    sealedSecrets: after.sealedSecrets,
+    secretPaths: after.secretPaths,
+    updatedOn: after.updatedOn,
+  });
   return undefined;
 }
 
@@ -113,7 +129,13 @@ export const storageWriter: ConfigWriter = {
         if (w.operation) await completeOperation(w.operation);
       } else {
         const current = await getConnectorRecord(w.targetId);
-        await replaceConnector(current, { name: before.name, config: before.config, sealedSecrets: before.sealedSecrets, secretPaths: before.secretPaths, updatedOn: before.updatedOn });
+        await replaceConnector(current, {
+          name: before.name,
+          config: before.config,
+          sealedSecrets: before.sealedSecrets,
+          secretPaths: before.secretPaths,
+          updatedOn: before.updatedOn,
+        });
       }
     } else if (w.targetType === 'rule') {
       const current = await getRule(w.targetId);

@@ -87,7 +87,14 @@ const TYPES: Record<ConnectorType, ConnectorTypeConfig> = {
     testOnSave: true,
     endpoints: () => SQL_ENDPOINTS,
   },
-  custom: { type: 'custom', configSchema: CustomConfigSchema, defaults: (c) => c, checks: customChecks, expressions: CUSTOM_EXPRESSIONS, endpoints: customEndpoints },
+  custom: {
+    type: 'custom',
+    configSchema: CustomConfigSchema,
+    defaults: (c) => c,
+    checks: customChecks,
+    expressions: CUSTOM_EXPRESSIONS,
+    endpoints: customEndpoints,
+  },
 };
 
 /** A custom connector must name a registered implementation, and its settings must pass that implementation's schema. */

@@ -314,8 +314,7 @@ export interface ExportChange {
 /** The outcome for one object. `anchor` is set on success (for an add, the anchor the target assigned). */
 export type ExportResult =
   /** `notes`: what the connector did besides the change (a directory's containers it created), listed in the run, not errors. */
-  | { status: 'success'; anchor: string; dn?: string; notes?: string[] }
-  | { status: 'error'; anchor?: string; error: ObjectError };
+  { status: 'success'; anchor: string; dn?: string; notes?: string[] } | { status: 'error'; anchor?: string; error: ObjectError };
 
 export interface Export {
   /** Apply one change. Per-object failures resolve to an error result; run-level failures throw. */
@@ -436,7 +435,9 @@ function sortScalars(values: ScalarValue[]): ScalarValue[] {
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) return '[' + value.map(canonicalJson).join(',') + ']';
-  const keys = Object.keys(value as Record<string, unknown>).filter((k) => (value as Record<string, unknown>)[k] !== undefined).sort();
+  const keys = Object.keys(value as Record<string, unknown>)
+    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+    .sort();
   return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson((value as Record<string, unknown>)[k])).join(',') + '}';
 }
 
@@ -447,7 +448,14 @@ export function canonicalJson(value: unknown): string {
  * hashes every object of every import.
  */
 export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'container' | 'attributes' | 'references'>): string {
-  let text = '[' + JSON.stringify(o.objectType) + ',' + (o.dn === undefined ? 'null' : JSON.stringify(o.dn)) + ',' + (o.container === undefined ? 'null' : JSON.stringify(o.container)) + ',{';
+  let text =
+    '[' +
+    JSON.stringify(o.objectType) +
+    ',' +
+    (o.dn === undefined ? 'null' : JSON.stringify(o.dn)) +
+    ',' +
+    (o.container === undefined ? 'null' : JSON.stringify(o.container)) +
+    ',{';
   let first = true;
   // The text of each array of strings without nulls: a reference attribute's values are usually the same
   // array as its references (a directory's member values), whose text is the same (strings sort the same way
@@ -484,10 +492,22 @@ export function contentHash(o: Pick<ConnectorObject, 'objectType' | 'dn' | 'cont
   for (const name of Object.keys(refs).sort()) {
     const r = refs[name];
     if (!r.length) continue;
-    text += (first ? '' : ',') + JSON.stringify(name) + ':' + (stringArrays?.get(r) ?? '[' + [...r].sort().map((x) => JSON.stringify(x)).join(',') + ']');
+    text +=
+      (first ? '' : ',') +
+      JSON.stringify(name) +
+      ':' +
+      (stringArrays?.get(r) ??
+        '[' +
+          [...r]
+            .sort()
+            .map((x) => JSON.stringify(x))
+            .join(',') +
+          ']');
     first = false;
   }
-  return createHash('sha256').update(text + '}]').digest('base64url');
+  return createHash('sha256')
+    .update(text + '}]')
+    .digest('base64url');
 }
 
 /**

@@ -52,7 +52,11 @@ export function answerConsole(
     return { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8', ...security }, body: 'Not found' };
   }
   if (rel === 'config.json') {
-    return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...security }, body: JSON.stringify(opts.config) };
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...security },
+      body: JSON.stringify(opts.config),
+    };
   }
   if (!files.built) {
     return {
@@ -65,7 +69,8 @@ export function answerConsole(
   const lastSegment = rel.split('/').pop() ?? '';
   let isIndex = false;
   if (!file) {
-    if (lastSegment.includes('.')) return { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', ...security }, body: 'Not found' };
+    if (lastSegment.includes('.'))
+      return { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', ...security }, body: 'Not found' };
     file = files.get('index.html')!;
     isIndex = true;
   }

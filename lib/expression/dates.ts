@@ -47,12 +47,18 @@ export function formatUtc(ms: number, pattern: string): string {
   const d = new Date(ms);
   return pattern.replace(/yyyy|MM|dd|HH|mm|ss/g, (token) => {
     switch (token) {
-      case 'yyyy': return String(d.getUTCFullYear()).padStart(4, '0');
-      case 'MM': return two(d.getUTCMonth() + 1);
-      case 'dd': return two(d.getUTCDate());
-      case 'HH': return two(d.getUTCHours());
-      case 'mm': return two(d.getUTCMinutes());
-      default: return two(d.getUTCSeconds());
+      case 'yyyy':
+        return String(d.getUTCFullYear()).padStart(4, '0');
+      case 'MM':
+        return two(d.getUTCMonth() + 1);
+      case 'dd':
+        return two(d.getUTCDate());
+      case 'HH':
+        return two(d.getUTCHours());
+      case 'mm':
+        return two(d.getUTCMinutes());
+      default:
+        return two(d.getUTCSeconds());
     }
   });
 }

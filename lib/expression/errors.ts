@@ -19,14 +19,7 @@ export class ExpressionSyntaxError extends Error {
 }
 
 /** Why an evaluation failed, for callers that count or classify per-object errors. */
-export type ExpressionEvaluationErrorCode =
-  | 'not_defined'
-  | 'type_error'
-  | 'forbidden'
-  | 'step_limit'
-  | 'output_limit'
-  | 'invalid_argument'
-  | 'internal';
+export type ExpressionEvaluationErrorCode = 'not_defined' | 'type_error' | 'forbidden' | 'step_limit' | 'output_limit' | 'invalid_argument' | 'internal';
 
 /** A runtime failure of an expression that parsed: the message names the script position when it has one. */
 export class ExpressionEvaluationError extends Error {

@@ -3,19 +3,7 @@ import { ExpressionEvaluationError } from './errors';
 import { HELPERS } from './helpers';
 import { ARRAY_METHODS, BOOLEAN_METHODS, NUMBER_METHODS, STRING_METHODS, type MethodImpl } from './methods';
 import { FORBIDDEN_PROPERTIES } from './names';
-import {
-  chargeWork,
-  checkLength,
-  checkValue,
-  describeType,
-  errorAt,
-  isPlainObject,
-  looseEquals,
-  toNum,
-  toPrimitive,
-  toStr,
-  type EvalContext,
-} from './values';
+import { chargeWork, checkLength, checkValue, describeType, errorAt, isPlainObject, looseEquals, toNum, toPrimitive, toStr, type EvalContext } from './values';
 
 export const DEFAULT_MAX_STEPS = 10_000;
 export const DEFAULT_MAX_OUTPUT_LENGTH = 64 * 1024;
@@ -102,9 +90,12 @@ function ev(node: Expression, scope: ExpressionScope, ctx: EvalContext): unknown
     case 'LogicalExpression': {
       const left = ev(node.left, scope, ctx);
       switch (node.operator) {
-        case '&&': return left ? ev(node.right, scope, ctx) : left;
-        case '||': return left ? left : ev(node.right, scope, ctx);
-        default: return left === null || left === undefined ? ev(node.right, scope, ctx) : left;
+        case '&&':
+          return left ? ev(node.right, scope, ctx) : left;
+        case '||':
+          return left ? left : ev(node.right, scope, ctx);
+        default:
+          return left === null || left === undefined ? ev(node.right, scope, ctx) : left;
       }
     }
     case 'ConditionalExpression':
@@ -115,10 +106,14 @@ function ev(node: Expression, scope: ExpressionScope, ctx: EvalContext): unknown
       const value = ev(node.argument, scope, ctx);
       ctx.node = node;
       switch (node.operator) {
-        case '!': return !value;
-        case '-': return -toNum(ctx, toPrimitive(ctx, value));
-        case '+': return toNum(ctx, toPrimitive(ctx, value));
-        default: return value === null ? 'object' : typeof value;
+        case '!':
+          return !value;
+        case '-':
+          return -toNum(ctx, toPrimitive(ctx, value));
+        case '+':
+          return toNum(ctx, toPrimitive(ctx, value));
+        default:
+          return value === null ? 'object' : typeof value;
       }
     }
     case 'TemplateLiteral': {
@@ -161,7 +156,11 @@ function member(node: MemberExpression, scope: ExpressionScope, ctx: EvalContext
   if (object === SHORT_CIRCUIT) return SHORT_CIRCUIT;
   if (object === null || object === undefined) {
     if (node.optional) return SHORT_CIRCUIT;
-    throw errorAt(node.accessAt, 'type_error', node.computed ? `Cannot read a property of ${describeType(object)}` : `Cannot read '${node.name}' of ${describeType(object)}`);
+    throw errorAt(
+      node.accessAt,
+      'type_error',
+      node.computed ? `Cannot read a property of ${describeType(object)}` : `Cannot read '${node.name}' of ${describeType(object)}`,
+    );
   }
   ctx.node = node.accessAt;
   // A name written after a dot was checked against FORBIDDEN_PROPERTIES at parse time and is never an index.
@@ -252,15 +251,24 @@ function binary(operator: string, left: unknown, right: unknown, node: Expressio
       }
       return toNum(ctx, a) + toNum(ctx, b);
     }
-    case '-': return toNum(ctx, toPrimitive(ctx, left)) - toNum(ctx, toPrimitive(ctx, right));
-    case '*': return toNum(ctx, toPrimitive(ctx, left)) * toNum(ctx, toPrimitive(ctx, right));
-    case '/': return toNum(ctx, toPrimitive(ctx, left)) / toNum(ctx, toPrimitive(ctx, right));
-    case '%': return toNum(ctx, toPrimitive(ctx, left)) % toNum(ctx, toPrimitive(ctx, right));
-    case '===': return left === right;
-    case '!==': return left !== right;
-    case '==': return looseEquals(ctx, left, right);
-    case '!=': return !looseEquals(ctx, left, right);
-    default: return compare(operator, left, right, ctx);
+    case '-':
+      return toNum(ctx, toPrimitive(ctx, left)) - toNum(ctx, toPrimitive(ctx, right));
+    case '*':
+      return toNum(ctx, toPrimitive(ctx, left)) * toNum(ctx, toPrimitive(ctx, right));
+    case '/':
+      return toNum(ctx, toPrimitive(ctx, left)) / toNum(ctx, toPrimitive(ctx, right));
+    case '%':
+      return toNum(ctx, toPrimitive(ctx, left)) % toNum(ctx, toPrimitive(ctx, right));
+    case '===':
+      return left === right;
+    case '!==':
+      return left !== right;
+    case '==':
+      return looseEquals(ctx, left, right);
+    case '!=':
+      return !looseEquals(ctx, left, right);
+    default:
+      return compare(operator, left, right, ctx);
   }
 }
 
@@ -275,9 +283,13 @@ function compare(operator: string, left: unknown, right: unknown, ctx: EvalConte
   const x = a as string | number;
   const y = b as string | number;
   switch (operator) {
-    case '<': return x < y;
-    case '<=': return x <= y;
-    case '>': return x > y;
-    default: return x >= y;
+    case '<':
+      return x < y;
+    case '<=':
+      return x <= y;
+    case '>':
+      return x > y;
+    default:
+      return x >= y;
   }
 }

@@ -36,11 +36,9 @@ function mapText(ctx: EvalContext, value: unknown, helper: string, fn: TextFn, a
 const lowerText: TextFn = (_ctx, s) => s.toLowerCase();
 const upperText: TextFn = (_ctx, s) => s.toUpperCase();
 const trimText: TextFn = (_ctx, s) => s.trim();
-const replaceText: TextFn = (ctx, s, search, replacement) =>
-  replaceEvery(ctx, s, text(ctx, search, 'replace'), text(ctx, replacement, 'replace'));
+const replaceText: TextFn = (ctx, s, search, replacement) => replaceEvery(ctx, s, text(ctx, search, 'replace'), text(ctx, replacement, 'replace'));
 const substringText: TextFn = (ctx, s, start, end) => s.substring(toInt(ctx, start), end === undefined ? undefined : toInt(ctx, end));
-const padStartText: TextFn = (ctx, s, length, fill) =>
-  pad(ctx, s, toInt(ctx, length), fill === undefined ? ' ' : text(ctx, fill, 'padStart'), true);
+const padStartText: TextFn = (ctx, s, length, fill) => pad(ctx, s, toInt(ctx, length), fill === undefined ? ' ' : text(ctx, fill, 'padStart'), true);
 const leftText: TextFn = (ctx, s, count) => s.slice(0, Math.max(0, toInt(ctx, count)));
 const rightText: TextFn = (ctx, s, count) => s.slice(Math.max(0, s.length - Math.max(0, toInt(ctx, count))));
 const parentText: TextFn = (_ctx, s) => parentDn(s);
@@ -57,17 +55,23 @@ export const HELPERS: ReadonlyMap<string, HelperImpl> = new Map<string, HelperIm
   ['lower', (ctx, [value]) => mapText(ctx, value, 'lower', lowerText)],
   ['upper', (ctx, [value]) => mapText(ctx, value, 'upper', upperText)],
   ['trim', (ctx, [value]) => mapText(ctx, value, 'trim', trimText)],
-  ['split', (ctx, [value, separator]) => {
-    if (isNullish(value)) return undefined;
-    const parts = text(ctx, value, 'split').split(text(ctx, separator, 'split'));
-    checkLength(ctx, parts.length);
-    return parts;
-  }],
-  ['join', (ctx, [value, separator]) => {
-    if (isNullish(value)) return undefined;
-    const sep = separator === undefined ? ',' : text(ctx, separator, 'join');
-    return Array.isArray(value) ? joinArray(ctx, value, sep) : text(ctx, value, 'join');
-  }],
+  [
+    'split',
+    (ctx, [value, separator]) => {
+      if (isNullish(value)) return undefined;
+      const parts = text(ctx, value, 'split').split(text(ctx, separator, 'split'));
+      checkLength(ctx, parts.length);
+      return parts;
+    },
+  ],
+  [
+    'join',
+    (ctx, [value, separator]) => {
+      if (isNullish(value)) return undefined;
+      const sep = separator === undefined ? ',' : text(ctx, separator, 'join');
+      return Array.isArray(value) ? joinArray(ctx, value, sep) : text(ctx, value, 'join');
+    },
+  ],
   ['replace', (ctx, [value, search, replacement]) => mapText(ctx, value, 'replace', replaceText, search, replacement)],
   ['substring', (ctx, [value, start, end]) => mapText(ctx, value, 'substring', substringText, start, end)],
   ['padStart', (ctx, [value, length, fill]) => mapText(ctx, value, 'padStart', padStartText, length, fill)],
@@ -77,33 +81,42 @@ export const HELPERS: ReadonlyMap<string, HelperImpl> = new Map<string, HelperIm
   ['isEmpty', (_ctx, [value]) => isEmpty(value)],
   ['first', (_ctx, [value]) => (Array.isArray(value) ? value[0] : value)],
   ['last', (_ctx, [value]) => (Array.isArray(value) ? value[value.length - 1] : value)],
-  ['toNumber', (ctx, [value]) => {
-    if (isNullish(value)) return undefined;
-    if (typeof value === 'number') return value;
-    if (typeof value === 'boolean') return value ? 1 : 0;
-    const s = text(ctx, value, 'toNumber').trim();
-    const n = s === '' ? NaN : Number(s);
-    return Number.isNaN(n) ? undefined : n;
-  }],
+  [
+    'toNumber',
+    (ctx, [value]) => {
+      if (isNullish(value)) return undefined;
+      if (typeof value === 'number') return value;
+      if (typeof value === 'boolean') return value ? 1 : 0;
+      const s = text(ctx, value, 'toNumber').trim();
+      const n = s === '' ? NaN : Number(s);
+      return Number.isNaN(n) ? undefined : n;
+    },
+  ],
   ['toString', (ctx, [value]) => (isNullish(value) ? '' : toStr(ctx, value))],
-  ['formatDate', (ctx, [value, pattern]) => {
-    if (isNullish(value)) return undefined;
-    const ms = toEpochMs(value);
-    if (ms === undefined) fail(ctx, 'invalid_argument', 'formatDate() could not read the value as a date');
-    const format = text(ctx, pattern, 'formatDate');
-    // Every token grows by at most 2 characters ('MM' -> '12'), so the pattern length bounds the result.
-    checkLength(ctx, format.length * 2);
-    return formatUtc(ms, format);
-  }],
-  ['dnEscape', (ctx, [value]) => {
-    // A DN is never built from a missing value: "cn=undefined" would be created in the directory.
-    if (isNullish(value)) fail(ctx, 'invalid_argument', `dnEscape() needs a value, not ${describeType(value)}`);
-    const s = text(ctx, value, 'dnEscape');
-    checkLength(ctx, s.length);
-    const escaped = escapeRdnValue(s);
-    checkLength(ctx, escaped.length);
-    return escaped;
-  }],
+  [
+    'formatDate',
+    (ctx, [value, pattern]) => {
+      if (isNullish(value)) return undefined;
+      const ms = toEpochMs(value);
+      if (ms === undefined) fail(ctx, 'invalid_argument', 'formatDate() could not read the value as a date');
+      const format = text(ctx, pattern, 'formatDate');
+      // Every token grows by at most 2 characters ('MM' -> '12'), so the pattern length bounds the result.
+      checkLength(ctx, format.length * 2);
+      return formatUtc(ms, format);
+    },
+  ],
+  [
+    'dnEscape',
+    (ctx, [value]) => {
+      // A DN is never built from a missing value: "cn=undefined" would be created in the directory.
+      if (isNullish(value)) fail(ctx, 'invalid_argument', `dnEscape() needs a value, not ${describeType(value)}`);
+      const s = text(ctx, value, 'dnEscape');
+      checkLength(ctx, s.length);
+      const escaped = escapeRdnValue(s);
+      checkLength(ctx, escaped.length);
+      return escaped;
+    },
+  ],
   ['dnParent', (ctx, [value]) => mapText(ctx, value, 'dnParent', parentText)],
   ['dnRdnValue', (ctx, [value]) => mapText(ctx, value, 'dnRdnValue', rdnValueText)],
 ]);

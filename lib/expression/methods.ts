@@ -27,12 +27,15 @@ export const STRING_METHODS: ReadonlyMap<string, MethodImpl<string>> = new Map<s
   ['trim', (_ctx, s) => s.trim()],
   ['trimStart', (_ctx, s) => s.trimStart()],
   ['trimEnd', (_ctx, s) => s.trimEnd()],
-  ['split', (ctx, s, [separator, limit]) => {
-    const max = limit === undefined ? undefined : Math.max(0, Math.min(toInt(ctx, limit), 2 ** 32 - 1));
-    const parts = separator === undefined ? [s].slice(0, max) : s.split(toStr(ctx, separator), max);
-    checkLength(ctx, parts.length);
-    return parts;
-  }],
+  [
+    'split',
+    (ctx, s, [separator, limit]) => {
+      const max = limit === undefined ? undefined : Math.max(0, Math.min(toInt(ctx, limit), 2 ** 32 - 1));
+      const parts = separator === undefined ? [s].slice(0, max) : s.split(toStr(ctx, separator), max);
+      checkLength(ctx, parts.length);
+      return parts;
+    },
+  ],
   ['substring', (ctx, s, [start, end]) => s.substring(toInt(ctx, start), optInt(ctx, end))],
   ['slice', (ctx, s, [start, end]) => s.slice(toInt(ctx, start), optInt(ctx, end))],
   ['indexOf', (ctx, s, [search, from]) => s.indexOf(str(ctx, search), toInt(ctx, from))],
@@ -45,12 +48,15 @@ export const STRING_METHODS: ReadonlyMap<string, MethodImpl<string>> = new Map<s
   ['padEnd', (ctx, s, [length, fill]) => pad(ctx, s, toInt(ctx, length), str(ctx, fill, ' '), false)],
   ['charAt', (ctx, s, [index]) => s.charAt(toInt(ctx, index))],
   ['concat', (ctx, s, args) => concatStrings(ctx, s, args)],
-  ['repeat', (ctx, s, [count]) => {
-    const n = toNum(ctx, count);
-    if (!Number.isInteger(n) || n < 0) fail(ctx, 'invalid_argument', 'repeat() needs a whole number of at least 0');
-    checkLength(ctx, s.length * n);
-    return s.repeat(n);
-  }],
+  [
+    'repeat',
+    (ctx, s, [count]) => {
+      const n = toNum(ctx, count);
+      if (!Number.isInteger(n) || n < 0) fail(ctx, 'invalid_argument', 'repeat() needs a whole number of at least 0');
+      checkLength(ctx, s.length * n);
+      return s.repeat(n);
+    },
+  ],
   ['toString', (_ctx, s) => s],
 ]);
 
@@ -59,34 +65,41 @@ export const ARRAY_METHODS: ReadonlyMap<string, MethodImpl<readonly unknown[]>> 
   ['includes', (ctx, a, [value, from]) => a.includes(value, toInt(ctx, from))],
   ['indexOf', (ctx, a, [value, from]) => a.indexOf(value, toInt(ctx, from))],
   ['slice', (ctx, a, [start, end]) => a.slice(toInt(ctx, start), optInt(ctx, end))],
-  ['concat', (ctx, a, args) => {
-    // Our own concat: JavaScript's honours Symbol.isConcatSpreadable, which a scope object could carry.
-    let length = a.length;
-    for (const arg of args) length += Array.isArray(arg) ? arg.length : 1;
-    checkLength(ctx, length);
-    const out = a.slice();
-    for (const arg of args) {
-      if (Array.isArray(arg)) for (const element of arg) out.push(element);
-      else out.push(arg);
-    }
-    return out;
-  }],
+  [
+    'concat',
+    (ctx, a, args) => {
+      // Our own concat: JavaScript's honours Symbol.isConcatSpreadable, which a scope object could carry.
+      let length = a.length;
+      for (const arg of args) length += Array.isArray(arg) ? arg.length : 1;
+      checkLength(ctx, length);
+      const out = a.slice();
+      for (const arg of args) {
+        if (Array.isArray(arg)) for (const element of arg) out.push(element);
+        else out.push(arg);
+      }
+      return out;
+    },
+  ],
   ['toString', (ctx, a) => joinArray(ctx, a, ',')],
 ]);
 
 export const NUMBER_METHODS: ReadonlyMap<string, MethodImpl<number>> = new Map<string, MethodImpl<number>>([
-  ['toFixed', (ctx, n, [digits]) => {
-    const d = toInt(ctx, digits);
-    if (d < 0 || d > 100) fail(ctx, 'invalid_argument', 'toFixed() needs between 0 and 100 digits');
-    return n.toFixed(d);
-  }],
-  ['toString', (ctx, n, [radix]) => {
-    const r = toInt(ctx, radix, 10);
-    if (r < 2 || r > 36) fail(ctx, 'invalid_argument', 'toString() needs a radix between 2 and 36');
-    return n.toString(r);
-  }],
+  [
+    'toFixed',
+    (ctx, n, [digits]) => {
+      const d = toInt(ctx, digits);
+      if (d < 0 || d > 100) fail(ctx, 'invalid_argument', 'toFixed() needs between 0 and 100 digits');
+      return n.toFixed(d);
+    },
+  ],
+  [
+    'toString',
+    (ctx, n, [radix]) => {
+      const r = toInt(ctx, radix, 10);
+      if (r < 2 || r > 36) fail(ctx, 'invalid_argument', 'toString() needs a radix between 2 and 36');
+      return n.toString(r);
+    },
+  ],
 ]);
 
-export const BOOLEAN_METHODS: ReadonlyMap<string, MethodImpl<boolean>> = new Map<string, MethodImpl<boolean>>([
-  ['toString', (_ctx, b) => String(b)],
-]);
+export const BOOLEAN_METHODS: ReadonlyMap<string, MethodImpl<boolean>> = new Map<string, MethodImpl<boolean>>([['toString', (_ctx, b) => String(b)]]);

@@ -5,31 +5,99 @@
 
 /** Built-in helper functions, callable as `name(args)`. `now()` is deliberately absent: results must be deterministic. */
 export const HELPER_NAMES: ReadonlySet<string> = new Set([
-  'lower', 'upper', 'trim', 'split', 'join', 'replace', 'substring', 'padStart', 'coalesce', 'isEmpty',
-  'first', 'last', 'formatDate', 'toNumber', 'toString', 'left', 'right', 'dnEscape', 'dnParent', 'dnRdnValue',
+  'lower',
+  'upper',
+  'trim',
+  'split',
+  'join',
+  'replace',
+  'substring',
+  'padStart',
+  'coalesce',
+  'isEmpty',
+  'first',
+  'last',
+  'formatDate',
+  'toNumber',
+  'toString',
+  'left',
+  'right',
+  'dnEscape',
+  'dnParent',
+  'dnRdnValue',
 ]);
 
 /** [minimum, maximum] argument counts of each helper, checked at parse time. */
 export const HELPER_ARITY: ReadonlyMap<string, readonly [number, number]> = new Map<string, readonly [number, number]>([
-  ['lower', [1, 1]], ['upper', [1, 1]], ['trim', [1, 1]], ['split', [2, 2]], ['join', [1, 2]], ['replace', [3, 3]],
-  ['substring', [2, 3]], ['padStart', [2, 3]], ['coalesce', [1, Infinity]], ['isEmpty', [1, 1]], ['first', [1, 1]],
-  ['last', [1, 1]], ['formatDate', [2, 2]], ['toNumber', [1, 1]], ['toString', [1, 1]], ['left', [2, 2]],
-  ['right', [2, 2]], ['dnEscape', [1, 1]], ['dnParent', [1, 1]], ['dnRdnValue', [1, 1]],
+  ['lower', [1, 1]],
+  ['upper', [1, 1]],
+  ['trim', [1, 1]],
+  ['split', [2, 2]],
+  ['join', [1, 2]],
+  ['replace', [3, 3]],
+  ['substring', [2, 3]],
+  ['padStart', [2, 3]],
+  ['coalesce', [1, Infinity]],
+  ['isEmpty', [1, 1]],
+  ['first', [1, 1]],
+  ['last', [1, 1]],
+  ['formatDate', [2, 2]],
+  ['toNumber', [1, 1]],
+  ['toString', [1, 1]],
+  ['left', [2, 2]],
+  ['right', [2, 2]],
+  ['dnEscape', [1, 1]],
+  ['dnParent', [1, 1]],
+  ['dnRdnValue', [1, 1]],
 ]);
 
 /** [minimum, maximum] argument counts of each method name, over every type that has it; checked at parse time. */
 export const METHOD_ARITY: ReadonlyMap<string, readonly [number, number]> = new Map<string, readonly [number, number]>([
-  ['toLowerCase', [0, 0]], ['toUpperCase', [0, 0]], ['trim', [0, 0]], ['trimStart', [0, 0]], ['trimEnd', [0, 0]],
-  ['split', [0, 2]], ['substring', [1, 2]], ['slice', [0, 2]], ['indexOf', [1, 2]], ['includes', [1, 2]],
-  ['startsWith', [1, 2]], ['endsWith', [1, 2]], ['replace', [2, 2]], ['replaceAll', [2, 2]], ['padStart', [1, 2]],
-  ['padEnd', [1, 2]], ['charAt', [0, 1]], ['concat', [0, Infinity]], ['repeat', [1, 1]], ['toString', [0, 1]],
-  ['join', [0, 1]], ['toFixed', [0, 1]],
+  ['toLowerCase', [0, 0]],
+  ['toUpperCase', [0, 0]],
+  ['trim', [0, 0]],
+  ['trimStart', [0, 0]],
+  ['trimEnd', [0, 0]],
+  ['split', [0, 2]],
+  ['substring', [1, 2]],
+  ['slice', [0, 2]],
+  ['indexOf', [1, 2]],
+  ['includes', [1, 2]],
+  ['startsWith', [1, 2]],
+  ['endsWith', [1, 2]],
+  ['replace', [2, 2]],
+  ['replaceAll', [2, 2]],
+  ['padStart', [1, 2]],
+  ['padEnd', [1, 2]],
+  ['charAt', [0, 1]],
+  ['concat', [0, Infinity]],
+  ['repeat', [1, 1]],
+  ['toString', [0, 1]],
+  ['join', [0, 1]],
+  ['toFixed', [0, 1]],
 ]);
 
 export const STRING_METHOD_NAMES: ReadonlySet<string> = new Set([
-  'toLowerCase', 'toUpperCase', 'trim', 'trimStart', 'trimEnd', 'split', 'substring', 'slice', 'indexOf',
-  'includes', 'startsWith', 'endsWith', 'replace', 'replaceAll', 'padStart', 'padEnd', 'charAt', 'concat',
-  'repeat', 'toString',
+  'toLowerCase',
+  'toUpperCase',
+  'trim',
+  'trimStart',
+  'trimEnd',
+  'split',
+  'substring',
+  'slice',
+  'indexOf',
+  'includes',
+  'startsWith',
+  'endsWith',
+  'replace',
+  'replaceAll',
+  'padStart',
+  'padEnd',
+  'charAt',
+  'concat',
+  'repeat',
+  'toString',
 ]);
 
 export const ARRAY_METHOD_NAMES: ReadonlySet<string> = new Set(['join', 'includes', 'indexOf', 'slice', 'concat', 'toString']);
@@ -39,16 +107,20 @@ export const NUMBER_METHOD_NAMES: ReadonlySet<string> = new Set(['toFixed', 'toS
 export const BOOLEAN_METHOD_NAMES: ReadonlySet<string> = new Set(['toString']);
 
 /** Every method name callable on some type: a call of any other name is a syntax error. */
-export const METHOD_NAMES: ReadonlySet<string> = new Set([
-  ...STRING_METHOD_NAMES, ...ARRAY_METHOD_NAMES, ...NUMBER_METHOD_NAMES, ...BOOLEAN_METHOD_NAMES,
-]);
+export const METHOD_NAMES: ReadonlySet<string> = new Set([...STRING_METHOD_NAMES, ...ARRAY_METHOD_NAMES, ...NUMBER_METHOD_NAMES, ...BOOLEAN_METHOD_NAMES]);
 
 /**
  * Property names refused everywhere, even as own properties (JSON.parse makes `__proto__` an own property):
  * they are the doors to prototypes and constructors.
  */
 export const FORBIDDEN_PROPERTIES: ReadonlySet<string> = new Set([
-  '__proto__', 'constructor', 'prototype', '__defineGetter__', '__defineSetter__', '__lookupGetter__', '__lookupSetter__',
+  '__proto__',
+  'constructor',
+  'prototype',
+  '__defineGetter__',
+  '__defineSetter__',
+  '__lookupGetter__',
+  '__lookupSetter__',
 ]);
 
 /**
@@ -56,9 +128,32 @@ export const FORBIDDEN_PROPERTIES: ReadonlySet<string> = new Set([
  * so a script using them is an attempt to escape, and the admin learns it when the rule is created.
  */
 export const RESERVED_IDENTIFIERS: ReadonlySet<string> = new Set([
-  'globalThis', 'global', 'window', 'self', 'process', 'require', 'module', 'exports', 'Function', 'eval',
-  'arguments', 'Reflect', 'Proxy', 'Object', 'Symbol', 'Buffer', 'constructor', 'prototype', '__proto__',
-  'setTimeout', 'setInterval', 'setImmediate', 'queueMicrotask', 'WebAssembly', 'Atomics', 'SharedArrayBuffer',
+  'globalThis',
+  'global',
+  'window',
+  'self',
+  'process',
+  'require',
+  'module',
+  'exports',
+  'Function',
+  'eval',
+  'arguments',
+  'Reflect',
+  'Proxy',
+  'Object',
+  'Symbol',
+  'Buffer',
+  'constructor',
+  'prototype',
+  '__proto__',
+  'setTimeout',
+  'setInterval',
+  'setImmediate',
+  'queueMicrotask',
+  'WebAssembly',
+  'Atomics',
+  'SharedArrayBuffer',
 ]);
 
 /** JavaScript keywords the language does not support, with the message the parser gives for each. */

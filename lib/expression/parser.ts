@@ -1,21 +1,6 @@
-import type {
-  SourcePosition,
-  BinaryOperator,
-  Expression,
-  LogicalOperator,
-  MemberExpression,
-  UnaryOperator,
-} from './ast';
+import type { SourcePosition, BinaryOperator, Expression, LogicalOperator, MemberExpression, UnaryOperator } from './ast';
 import { ExpressionSyntaxError } from './errors';
-import {
-  FORBIDDEN_PROPERTIES,
-  HELPER_ARITY,
-  HELPER_NAMES,
-  METHOD_ARITY,
-  METHOD_NAMES,
-  RESERVED_IDENTIFIERS,
-  UNSUPPORTED_KEYWORDS,
-} from './names';
+import { FORBIDDEN_PROPERTIES, HELPER_ARITY, HELPER_NAMES, METHOD_ARITY, METHOD_NAMES, RESERVED_IDENTIFIERS, UNSUPPORTED_KEYWORDS } from './names';
 
 /** Longest script `parseExpression` accepts, in UTF-16 code units. */
 export const MAX_SOURCE_LENGTH = 4096;
@@ -43,11 +28,66 @@ interface Token {
 // Longest first, so that `===` is not read as `==` then `=`. Operators the language refuses are still read
 // whole so that the error names them (`+=` is an assignment, not `+` followed by a stray `=`).
 const PUNCTUATORS = [
-  '>>>=', '===', '!==', '**=', '...', '??=', '||=', '&&=', '<<=', '>>=', '>>>',
-  '=>', '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '++', '--', '+=', '-=', '*=', '/=', '%=', '&=', '|=', '^=',
-  '**', '<<', '>>',
-  '(', ')', '[', ']', '{', '}', ',', '.', '?', ':', '!', '+', '-', '*', '/', '%', '<', '>', '=', '`', ';', '&', '|',
-  '^', '~', '@', '#',
+  '>>>=',
+  '===',
+  '!==',
+  '**=',
+  '...',
+  '??=',
+  '||=',
+  '&&=',
+  '<<=',
+  '>>=',
+  '>>>',
+  '=>',
+  '==',
+  '!=',
+  '<=',
+  '>=',
+  '&&',
+  '||',
+  '??',
+  '?.',
+  '++',
+  '--',
+  '+=',
+  '-=',
+  '*=',
+  '/=',
+  '%=',
+  '&=',
+  '|=',
+  '^=',
+  '**',
+  '<<',
+  '>>',
+  '(',
+  ')',
+  '[',
+  ']',
+  '{',
+  '}',
+  ',',
+  '.',
+  '?',
+  ':',
+  '!',
+  '+',
+  '-',
+  '*',
+  '/',
+  '%',
+  '<',
+  '>',
+  '=',
+  '`',
+  ';',
+  '&',
+  '|',
+  '^',
+  '~',
+  '@',
+  '#',
 ];
 
 /** Punctuators by first character, longest first, so the scanner tries only those that can match. */
@@ -68,15 +108,29 @@ const TOKEN_MESSAGES: ReadonlyMap<string, string> = new Map([
 ]);
 
 const BINARY_PRECEDENCE: ReadonlyMap<string, number> = new Map([
-  ['??', 1], ['||', 1], ['&&', 2],
-  ['==', 3], ['!=', 3], ['===', 3], ['!==', 3],
-  ['<', 4], ['<=', 4], ['>', 4], ['>=', 4],
-  ['+', 5], ['-', 5],
-  ['*', 6], ['/', 6], ['%', 6],
+  ['??', 1],
+  ['||', 1],
+  ['&&', 2],
+  ['==', 3],
+  ['!=', 3],
+  ['===', 3],
+  ['!==', 3],
+  ['<', 4],
+  ['<=', 4],
+  ['>', 4],
+  ['>=', 4],
+  ['+', 5],
+  ['-', 5],
+  ['*', 6],
+  ['/', 6],
+  ['%', 6],
 ]);
 
 const LITERAL_NAMES: ReadonlyMap<string, boolean | null | undefined> = new Map<string, boolean | null | undefined>([
-  ['true', true], ['false', false], ['null', null], ['undefined', undefined],
+  ['true', true],
+  ['false', false],
+  ['null', null],
+  ['undefined', undefined],
 ]);
 
 const isDigit = (c: number): boolean => c >= 48 && c <= 57;
@@ -291,17 +345,25 @@ class Parser {
     const ch = src[at + 1];
     if (ch === undefined) this.fail('Unterminated string', at);
     switch (ch) {
-      case 'n': return ['\n', at + 2];
-      case 't': return ['\t', at + 2];
-      case 'r': return ['\r', at + 2];
-      case 'b': return ['\b', at + 2];
-      case 'f': return ['\f', at + 2];
-      case 'v': return ['\v', at + 2];
+      case 'n':
+        return ['\n', at + 2];
+      case 't':
+        return ['\t', at + 2];
+      case 'r':
+        return ['\r', at + 2];
+      case 'b':
+        return ['\b', at + 2];
+      case 'f':
+        return ['\f', at + 2];
+      case 'v':
+        return ['\v', at + 2];
       case '0':
         if (isDigit(src.charCodeAt(at + 2))) this.fail('Octal escapes are not allowed', at);
         return ['\0', at + 2];
-      case '\r': return ['', src[at + 2] === '\n' ? at + 3 : at + 2];
-      case '\n': return ['', at + 2];
+      case '\r':
+        return ['', src[at + 2] === '\n' ? at + 3 : at + 2];
+      case '\n':
+        return ['', at + 2];
       case 'x': {
         const hex = src.slice(at + 2, at + 4);
         if (!/^[0-9a-fA-F]{2}$/.test(hex)) this.fail('Invalid hexadecimal escape', at);
@@ -411,7 +473,14 @@ class Parser {
         if (this.tok.type !== 'name') this.unexpected();
         const nameTok = this.next();
         this.checkPropertyName(nameTok.value, nameTok.start);
-        expr = { ...this.node('MemberExpression', expr.start, nameTok.end), object: expr, computed: false, name: nameTok.value, optional, accessAt: this.at(tok.start) };
+        expr = {
+          ...this.node('MemberExpression', expr.start, nameTok.end),
+          object: expr,
+          computed: false,
+          name: nameTok.value,
+          optional,
+          accessAt: this.at(tok.start),
+        };
       } else if (tok.value === '[') {
         expr = this.parseComputedMember(expr, false, tok.start);
       } else if (tok.value === '(') {
@@ -471,7 +540,14 @@ class Parser {
     }
     if (kind === 'helper') return { ...this.node('HelperCall', callee.start, close.end), name, arguments: args };
     const member = callee as MemberExpression;
-    return { ...this.node('MethodCall', callee.start, close.end), object: member.object, method: name, arguments: args, optional: member.optional, accessAt: member.accessAt };
+    return {
+      ...this.node('MethodCall', callee.start, close.end),
+      object: member.object,
+      method: name,
+      arguments: args,
+      optional: member.optional,
+      accessAt: member.accessAt,
+    };
   }
 
   private parsePrimary(): Expression {

@@ -16,9 +16,7 @@ export interface EvalContext {
 const MAX_STRING_CONVERSION_DEPTH = 8;
 
 export function errorAt(node: SourcePosition | undefined, code: ExpressionEvaluationErrorCode, reason: string): ExpressionEvaluationError {
-  return node
-    ? new ExpressionEvaluationError(code, reason, node.start, node.line, node.column)
-    : new ExpressionEvaluationError(code, reason);
+  return node ? new ExpressionEvaluationError(code, reason, node.start, node.line, node.column) : new ExpressionEvaluationError(code, reason);
 }
 
 export function fail(ctx: EvalContext, code: ExpressionEvaluationErrorCode, reason: string): never {
@@ -49,11 +47,16 @@ export function describeType(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   switch (typeof value) {
-    case 'string': return 'a string';
-    case 'number': return 'a number';
-    case 'boolean': return 'a boolean';
-    case 'object': return 'an object';
-    default: return 'an unsupported value';
+    case 'string':
+      return 'a string';
+    case 'number':
+      return 'a number';
+    case 'boolean':
+      return 'a boolean';
+    case 'object':
+      return 'an object';
+    default:
+      return 'an unsupported value';
   }
 }
 
@@ -71,7 +74,8 @@ export function checkValue(ctx: EvalContext, value: unknown): unknown {
  */
 export function toStr(ctx: EvalContext, value: unknown, depth = 0): string {
   switch (typeof value) {
-    case 'string': return value;
+    case 'string':
+      return value;
     case 'number':
     case 'boolean':
     case 'undefined':
@@ -102,7 +106,8 @@ export function joinArray(ctx: EvalContext, array: readonly unknown[], separator
 /** JavaScript's ToNumber for primitives; arrays through their string form, as JavaScript does; objects refused. */
 export function toNum(ctx: EvalContext, value: unknown): number {
   switch (typeof value) {
-    case 'number': return value;
+    case 'number':
+      return value;
     case 'string':
     case 'boolean':
     case 'undefined':

@@ -123,7 +123,11 @@ export type QueryParam =
 
 export type QuerySpec = Record<string, QueryParam>;
 
-type QueryValue<P extends QueryParam> = P extends { kind: 'int'; default: number } ? number : P extends { kind: 'int' } ? number | undefined : string | undefined;
+type QueryValue<P extends QueryParam> = P extends { kind: 'int'; default: number }
+  ? number
+  : P extends { kind: 'int' }
+    ? number | undefined
+    : string | undefined;
 
 export type ParsedQuery<S extends QuerySpec> = { [K in keyof S]: QueryValue<S[K]> };
 

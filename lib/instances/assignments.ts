@@ -20,7 +20,12 @@ export interface AssignmentView {
   assignedOn: string;
 }
 
-const view = (a: Assignment): AssignmentView => ({ connectorId: a.connectorId, instanceId: a.instanceId, instanceName: a.instanceName, assignedOn: a.assignedOn });
+const view = (a: Assignment): AssignmentView => ({
+  connectorId: a.connectorId,
+  instanceId: a.instanceId,
+  instanceName: a.instanceName,
+  assignedOn: a.assignedOn,
+});
 
 /** The id of the instance the connector is assigned to, or null (also when that instance was removed). */
 export async function assignmentOf(connectorId: string): Promise<string | null> {
@@ -38,7 +43,8 @@ async function requireConnector(connectorId: string): Promise<void> {
   if (!(await connectorExists(connectorId))) throw notFound(`Connector '${connectorId}' does not exist.`);
 }
 
-const unknownInstance = () => badRequest('The engine instance in the request does not exist.', [{ path: '/instanceId', message: 'is not a registered engine instance' }]);
+const unknownInstance = () =>
+  badRequest('The engine instance in the request does not exist.', [{ path: '/instanceId', message: 'is not a registered engine instance' }]);
 
 /**
  * Assign a connector to an instance. 404 for an unknown connector; 400 (`/instanceId`) for an unknown

@@ -75,7 +75,13 @@ export async function getInstanceView(id: string, now = new Date()): Promise<Eng
   const rec = await getInstance(id);
   if (!rec) return null;
   const [pause, assignments] = await Promise.all([getPauseSettings(id), listAssignments(id)]);
-  return toView(rec, pause?.paused ?? false, assignments.map((a) => a.connectorId), readEngineConfig(), now);
+  return toView(
+    rec,
+    pause?.paused ?? false,
+    assignments.map((a) => a.connectorId),
+    readEngineConfig(),
+    now,
+  );
 }
 
 async function mustView(id: string): Promise<EngineInstance> {

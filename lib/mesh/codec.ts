@@ -95,8 +95,16 @@ export function encodeMeshTexts(o: MeshObject): { row: string; feed: string } {
   }
   const { v, id, t, a, co, up, k, c, l } = stored;
   const head = JSON.stringify({ v, id, t, a, co, up, k, c, l }).slice(0, -1) + ',"r":';
-  const tail = ',"q":' + JSON.stringify(stored.q) + (stored.p ? ',"p":' + JSON.stringify(stored.p) : '') + (stored.cb ? ',"cb":' + JSON.stringify(stored.cb) : '') + '}';
-  return { row: storedText(head, stored.r, tail), feed: storedText(head, stored.r.map((x) => (x.length > 4 ? [x[0], x[1], x[2], x[3]] : x)), tail) };
+  const tail =
+    ',"q":' + JSON.stringify(stored.q) + (stored.p ? ',"p":' + JSON.stringify(stored.p) : '') + (stored.cb ? ',"cb":' + JSON.stringify(stored.cb) : '') + '}';
+  return {
+    row: storedText(head, stored.r, tail),
+    feed: storedText(
+      head,
+      stored.r.map((x) => (x.length > 4 ? [x[0], x[1], x[2], x[3]] : x)),
+      tail,
+    ),
+  };
 }
 
 function storedForm(o: MeshObject): StoredV2 {
@@ -112,7 +120,10 @@ function storedForm(o: MeshObject): StoredV2 {
     return i;
   };
   const c: StoredV2['c'] = {};
-  for (const [name, list] of Object.entries(o.contributions)) c[name] = list.map((x) => (x.u === undefined ? [ref(x.c), ref(x.r), x.conf, x.pri, x.v, ref(x.at)] : [ref(x.c), ref(x.r), x.conf, x.pri, x.v, ref(x.at), ref(x.u)]));
+  for (const [name, list] of Object.entries(o.contributions))
+    c[name] = list.map((x) =>
+      x.u === undefined ? [ref(x.c), ref(x.r), x.conf, x.pri, x.v, ref(x.at)] : [ref(x.c), ref(x.r), x.conf, x.pri, x.v, ref(x.at), ref(x.u)],
+    );
   const stored: StoredV2 = {
     v: 2,
     id: o.id,
@@ -126,9 +137,20 @@ function storedForm(o: MeshObject): StoredV2 {
     r: o.relationships.map((r) =>
       r.c === undefined
         ? [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType)]
-        : [ref(r.type), r.targetId, r.targetAnchor, ref(r.targetType), ref(r.c), r.ca ?? '', r.v !== undefined && r.v === r.ca ? 0 : (r.v ?? ''), ref(shortBy(r.by, r.c))],
+        : [
+            ref(r.type),
+            r.targetId,
+            r.targetAnchor,
+            ref(r.targetType),
+            ref(r.c),
+            r.ca ?? '',
+            r.v !== undefined && r.v === r.ca ? 0 : (r.v ?? ''),
+            ref(shortBy(r.by, r.c)),
+          ],
     ),
-    q: o.pendingReferences.map((p) => (p.c !== undefined ? [ref(p.type), p.value, shortBy(p.by, p.c), ref(p.c)] : p.by === undefined ? [ref(p.type), p.value] : [ref(p.type), p.value, p.by])),
+    q: o.pendingReferences.map((p) =>
+      p.c !== undefined ? [ref(p.type), p.value, shortBy(p.by, p.c), ref(p.c)] : p.by === undefined ? [ref(p.type), p.value] : [ref(p.type), p.value, p.by],
+    ),
   };
   stored.co = ref(o.createdOn);
   stored.up = ref(o.updatedOn);
@@ -148,7 +170,10 @@ export function fromStoredMeshObject(x: unknown): MeshObject {
   if (!('v' in s) || s.v !== STORED_VERSION) return s as MeshObject;
   const k = s.k;
   const contributions: Record<string, Contribution[]> = {};
-  for (const [name, list] of Object.entries(s.c)) contributions[name] = list.map(([c, r, conf, pri, v, at, u]) => (u === undefined ? { c: k[c], r: k[r], conf, pri, v, at: k[at] } : { c: k[c], r: k[r], conf, pri, v, at: k[at], u: k[u] }));
+  for (const [name, list] of Object.entries(s.c))
+    contributions[name] = list.map(([c, r, conf, pri, v, at, u]) =>
+      u === undefined ? { c: k[c], r: k[r], conf, pri, v, at: k[at] } : { c: k[c], r: k[r], conf, pri, v, at: k[at], u: k[u] },
+    );
   const links: Record<string, string> = {};
   for (const [connector, anchor] of s.l) links[k[connector]] = anchor;
   const o: MeshObject = {

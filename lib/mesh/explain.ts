@@ -16,14 +16,23 @@ export interface Classified {
   outcome: CandidateOutcome;
 }
 
-export function classifyContributions(list: readonly Contribution[], isEnabled: (ruleId: string) => boolean): { winner: Classified | null; candidates: Classified[] } {
+export function classifyContributions(
+  list: readonly Contribution[],
+  isEnabled: (ruleId: string) => boolean,
+): { winner: Classified | null; candidates: Classified[] } {
   const live = list.filter((c) => isEnabled(c.r));
   const w = winner(live);
   const candidates = list.map((c): Classified => ({ contribution: c, outcome: outcomeOf(c, w, isEnabled(c.r)) }));
   const won = candidates.find((c) => c.contribution === w) ?? null;
   // The winner first, then the others in precedence order.
   const rank = (c: Classified) => (c.outcome === 'won' ? 0 : c.outcome === 'ruleDisabled' ? 2 : 1);
-  candidates.sort((a, b) => rank(a) - rank(b) || b.contribution.conf - a.contribution.conf || a.contribution.pri - b.contribution.pri || (a.contribution.at < b.contribution.at ? 1 : a.contribution.at > b.contribution.at ? -1 : 0));
+  candidates.sort(
+    (a, b) =>
+      rank(a) - rank(b) ||
+      b.contribution.conf - a.contribution.conf ||
+      a.contribution.pri - b.contribution.pri ||
+      (a.contribution.at < b.contribution.at ? 1 : a.contribution.at > b.contribution.at ? -1 : 0),
+  );
   return { winner: won, candidates };
 }
 

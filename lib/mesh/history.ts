@@ -90,7 +90,12 @@ export interface ObjectChange {
  * The history rows of a commit: objects without attribute changes have none, nor have created objects (their
  * `Created` entry is derived when read); a deleted one's row carries its creation.
  */
-export function historyRows(runId: string, connectorId: string, timestamp: string, changes: readonly ObjectChange[]): (Record<string, unknown> & { partitionKey: string; rowKey: string })[] {
+export function historyRows(
+  runId: string,
+  connectorId: string,
+  timestamp: string,
+  changes: readonly ObjectChange[],
+): (Record<string, unknown> & { partitionKey: string; rowKey: string })[] {
   const rows: (Record<string, unknown> & { partitionKey: string; rowKey: string })[] = [];
   for (const ch of changes) {
     const diff = attributeChanges(ch.before, ch.after);
@@ -175,7 +180,13 @@ export function historyItems(id: string, rows: readonly Record<string, unknown>[
     if (!row) {
       const c = creations.get(rowKey)!;
       const names = [...state.keys()].sort();
-      items.push({ timestamp: c.t, runId: c.r, connectorId: c.c, operation: 'Created', changes: names.map((a) => ({ attribute: a, old: null, new: shownValue(a, state.get(a)) })) });
+      items.push({
+        timestamp: c.t,
+        runId: c.r,
+        connectorId: c.c,
+        operation: 'Created',
+        changes: names.map((a) => ({ attribute: a, old: null, new: shownValue(a, state.get(a)) })),
+      });
       state = new Map();
       continue;
     }
@@ -211,7 +222,12 @@ async function purgedUpTo(digit: string): Promise<string | undefined> {
  * A page of an object's history, newest first, with the count of all its entries, and whether the object
  * exists (`current`: its mesh object; `undefined`: read here).
  */
-export async function readHistory(id: string, skip: number, take: number, current?: MeshObject | null): Promise<{ items: HistoryItem[]; totalCount: number; exists: boolean }> {
+export async function readHistory(
+  id: string,
+  skip: number,
+  take: number,
+  current?: MeshObject | null,
+): Promise<{ items: HistoryItem[]; totalCount: number; exists: boolean }> {
   const key = id.toLowerCase();
   const digit = digitOf(key);
   const client = await historyTable(digit);
@@ -246,7 +262,11 @@ export async function purgeHistory(retentionDays: number, now: Date = new Date()
     keys.push({ partitionKey: String(e.partitionKey), rowKey: String(e.rowKey) });
     if (keys.length >= budget) break;
   }
-  if (keys.length) await submitBatched(client, keys.map((k) => ['delete', k]));
+  if (keys.length)
+    await submitBatched(
+      client,
+      keys.map((k) => ['delete', k]),
+    );
   if (keys.length < budget) {
     const upTo = await purgedUpTo(digit);
     if (upTo === undefined || upTo < cutoff) await client.upsertEntity({ ...PURGED, upTo: cutoff }, 'Replace');

@@ -227,13 +227,10 @@ export function preloadSharedIndex(attributes: Iterable<string>): void {
       if (!ok || !current()) return done();
       // Feed rows of other processes appended since the noted position (this process has written nothing
       // meanwhile: its runs wait for this).
-      ix.sync().then(
-        () => {
-          if (current()) shared = { index: ix, attrs: [...ix.attributes].sort().join(',') };
-          done();
-        },
-        done,
-      );
+      ix.sync().then(() => {
+        if (current()) shared = { index: ix, attrs: [...ix.attributes].sort().join(',') };
+        done();
+      }, done);
     },
   });
 }

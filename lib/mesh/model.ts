@@ -220,4 +220,3 @@ export function consolidate(doc: MeshObject): void {
   }
   doc.attributes = attributes;
 }
-

@@ -100,9 +100,17 @@ export function compileCriterion(model: MeshReadModel, c: Criterion, scratch = 0
       return (slot) => !present(slot);
     }
     case 'istrue':
-      return matches(model.scratch(scratch), columns, [...TRUE].map((v): [MatchMode, string] => ['equals', v]));
+      return matches(
+        model.scratch(scratch),
+        columns,
+        [...TRUE].map((v): [MatchMode, string] => ['equals', v]),
+      );
     case 'isfalse':
-      return matches(model.scratch(scratch), columns, [...FALSE].map((v): [MatchMode, string] => ['equals', v]));
+      return matches(
+        model.scratch(scratch),
+        columns,
+        [...FALSE].map((v): [MatchMode, string] => ['equals', v]),
+      );
     default: {
       if (c.value === undefined) throw new Error(`The operator '${c.operator}' needs a value.`);
       return matches(model.scratch(scratch), columns, [[c.operator as MatchMode, c.value.toLowerCase()]]);
@@ -132,7 +140,15 @@ export function toListItem(model: MeshReadModel, r: MeshRecord) {
   const attributeValues: Record<string, AttributeValue> = {};
   for (const n of r.names) attributeValues[model.names.values[n]] = model.columns[n].values[r.slot] as AttributeValue;
   // The read model holds live objects only (deleted ones are tombstones, lib/mesh/tombstones.ts).
-  return { meshObjectId: r.id, objectType: r.objectType, anchorValue: r.anchorValue, createdOn: r.createdOn, updatedOn: r.updatedOn, state: 'active' as const, attributeValues };
+  return {
+    meshObjectId: r.id,
+    objectType: r.objectType,
+    anchorValue: r.anchorValue,
+    createdOn: r.createdOn,
+    updatedOn: r.updatedOn,
+    state: 'active' as const,
+    attributeValues,
+  };
 }
 
 /**
@@ -159,5 +175,14 @@ export function toDetail(model: MeshReadModel, r: MeshRecord) {
     const t = model.target(rel);
     return { relationshipType: rel.type, targetMeshObjectId: rel.targetId, targetAnchorValue: t.targetAnchor, targetObjectType: t.targetType };
   });
-  return { meshObjectId: r.id, objectType: r.objectType, anchorValue: r.anchorValue, createdOn: r.createdOn, updatedOn: r.updatedOn, state: 'active' as const, attributes, relationships };
+  return {
+    meshObjectId: r.id,
+    objectType: r.objectType,
+    anchorValue: r.anchorValue,
+    createdOn: r.createdOn,
+    updatedOn: r.updatedOn,
+    state: 'active' as const,
+    attributes,
+    relationships,
+  };
 }

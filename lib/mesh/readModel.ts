@@ -5,7 +5,17 @@ import type { MeshObject, Relationship } from './model';
 import { MeshFeedReader } from './feed';
 import type { FeedEntry } from './store';
 import { areaLog } from '../core/log';
-import { AttributeColumn, EMPTY_RELS, type FoldedValue, INTERN_ENTRIES_MAX, INTERN_MAX, Interner, MeshRecord, NO_SOURCE, SortedIndex } from './readModelIndexes';
+import {
+  AttributeColumn,
+  EMPTY_RELS,
+  type FoldedValue,
+  INTERN_ENTRIES_MAX,
+  INTERN_MAX,
+  Interner,
+  MeshRecord,
+  NO_SOURCE,
+  SortedIndex,
+} from './readModelIndexes';
 
 const log = areaLog('mesh');
 

@@ -147,7 +147,8 @@ export class AttributeColumn {
   }
 
   private matchSlowly(mode: MatchMode, want: string, hits: Uint8Array): void {
-    const test = (s: string) => (mode === 'equals' ? s === want : mode === 'startswith' ? s.startsWith(want) : mode === 'endswith' ? s.endsWith(want) : s.includes(want));
+    const test = (s: string) =>
+      mode === 'equals' ? s === want : mode === 'startswith' ? s.startsWith(want) : mode === 'endswith' ? s.endsWith(want) : s.includes(want);
     this.folded.forEach((v, slot) => {
       if (v == null) return;
       if (typeof v === 'string' ? test(v) : v.some(test)) hits[slot] = 1;

@@ -115,7 +115,8 @@ async function feedEntries(e: Record<string, unknown>): Promise<FeedEntry[]> {
   const entries = getJson<(FeedEntry | { id: string; objectType: string; ref: string; x?: string })[]>(e, 'e') ?? [];
   const out: FeedEntry[] = [];
   for (const en of entries) {
-    if ('ref' in en) out.push({ id: en.id, objectType: en.objectType, state: fromStoredMeshObject(JSON.parse(await getOverflow(en.ref))), ...(en.x ? { x: en.x } : {}) });
+    if ('ref' in en)
+      out.push({ id: en.id, objectType: en.objectType, state: fromStoredMeshObject(JSON.parse(await getOverflow(en.ref))), ...(en.x ? { x: en.x } : {}) });
     else {
       if ('state' in en) en.state = fromStoredMeshObject(en.state);
       out.push(en);
@@ -233,7 +234,11 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   await Promise.all([submitBatched(meshTable, actions), putTombstones(tombs)]);
   await deleteRows(w.deletes.map((d) => d.id));
   if (w.revived?.length) await deleteTombstones(w.revived);
-  if (tombs.length || w.revived?.length) noteTombstones(tombs.map((t) => t.state), w.revived ?? []);
+  if (tombs.length || w.revived?.length)
+    noteTombstones(
+      tombs.map((t) => t.state),
+      w.revived ?? [],
+    );
   const entries: FeedEntry[] = [
     ...w.upserts.map((o): FeedEntry => ({ id: o.id, objectType: o.objectType, state: o, ...(w.exportOf ? { x: w.exportOf } : {}) })),
     ...w.deletes.map((d): FeedEntry => ({ id: d.id, objectType: d.objectType, deleted: true })),
@@ -299,7 +304,10 @@ function rememberOwnRow(seq: number, entries: FeedEntry[]): void {
 async function deleteRows(ids: string[]): Promise<void> {
   if (!ids.length) return;
   try {
-    await submitBatched(meshTable, ids.map((id) => ['delete', { partitionKey: meshPartition(id), rowKey: id }]));
+    await submitBatched(
+      meshTable,
+      ids.map((id) => ['delete', { partitionKey: meshPartition(id), rowKey: id }]),
+    );
   } catch (err) {
     // A replayed page deletes rows that are already gone, which fails the whole transaction: go one by one.
     if (!isStatus(err, 404)) throw err;
@@ -356,7 +364,11 @@ async function appendFeedText(entries: string[], objects: FeedEntry[], exportOf?
         return ['create', e];
       });
       const next = seq + part.length;
-      actions.push(etag ? ['update', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }, 'Replace', { etag }] : ['create', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }]);
+      actions.push(
+        etag
+          ? ['update', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }, 'Replace', { etag }]
+          : ['create', { partitionKey: FEED_PK, rowKey: COUNTER, seq: next }],
+      );
       try {
         await submitTransaction(client, actions);
       } catch (err) {
@@ -405,7 +417,10 @@ export async function currentFeedSeq(): Promise<number> {
  * `ownFromMemory`, rows this process appended come from memory when still kept ({@link keepOwnFeedRows}),
  * the others from the table.
  */
-export async function readFeed(afterSeq: number, options: { limit?: number; skipWriter?: string; ownFromMemory?: boolean; skipExportOf?: string } = {}): Promise<FeedRow[]> {
+export async function readFeed(
+  afterSeq: number,
+  options: { limit?: number; skipWriter?: string; ownFromMemory?: boolean; skipExportOf?: string } = {},
+): Promise<FeedRow[]> {
   const client = await table(FEED);
   const limit = options.limit ?? 1000;
   const filter = `PartitionKey eq '${FEED_PK}' and RowKey gt '${seqKey(afterSeq)}' and RowKey lt '~'`;

@@ -176,7 +176,8 @@ export async function tombstoneDeletedOn(ids: Iterable<string>): Promise<Map<str
   const client = await table(TABLE);
   await mapLimit(queries, 8, async ({ pk, ids: some }) => {
     const filter = `PartitionKey eq '${pk}' and (${some.map((id) => `RowKey eq ${odata(id)}`).join(' or ')})`;
-    for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'deletedOn'] } })) out.set(String(e.rowKey), String(e.deletedOn));
+    for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'deletedOn'] } }))
+      out.set(String(e.rowKey), String(e.deletedOn));
   });
   return out;
 }

@@ -25,7 +25,16 @@ export class PlanIndex {
   add(c: StoredChange): void {
     if (!c.key || c.fp === undefined) return;
     // A key listed twice (a mesh object and its follow-ups) keeps the first, the object's own change.
-    if (!this.entries.has(c.key)) this.entries.set(c.key, { fp: c.fp, target: c.target, operation: c.operation, meshObjectId: c.meshObjectId, csObjectId: c.csObjectId, anchor: c.anchor, dn: c.dn });
+    if (!this.entries.has(c.key))
+      this.entries.set(c.key, {
+        fp: c.fp,
+        target: c.target,
+        operation: c.operation,
+        meshObjectId: c.meshObjectId,
+        csObjectId: c.csObjectId,
+        anchor: c.anchor,
+        dn: c.dn,
+      });
   }
 
   has(key: string): boolean {
@@ -42,7 +51,17 @@ export class PlanIndex {
   /** The item listing an object of the plan as drifted. */
   drifted(key: string, why: string): StoredChange {
     const e = this.entries.get(key)!;
-    return { target: e.target, operation: e.operation, csObjectId: e.csObjectId, meshObjectId: e.meshObjectId, anchor: e.anchor, dn: e.dn, attributes: {}, outcome: 'drifted', error: why };
+    return {
+      target: e.target,
+      operation: e.operation,
+      csObjectId: e.csObjectId,
+      meshObjectId: e.meshObjectId,
+      anchor: e.anchor,
+      dn: e.dn,
+      attributes: {},
+      outcome: 'drifted',
+      error: why,
+    };
   }
 }
 

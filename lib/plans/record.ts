@@ -24,7 +24,11 @@ import { zeroCounts, type OperationCounts } from './thresholds';
 export function meshStateHash(doc: MeshObject | null | undefined): string {
   if (!doc) return '';
   const h = createHash('sha1');
-  for (const name of Object.keys(doc.attributes).sort()) h.update(name).update('\u0000').update(JSON.stringify(doc.attributes[name].value ?? null)).update('\u0001');
+  for (const name of Object.keys(doc.attributes).sort())
+    h.update(name)
+      .update('\u0000')
+      .update(JSON.stringify(doc.attributes[name].value ?? null))
+      .update('\u0001');
   return h.digest('base64url').slice(0, 16);
 }
 
@@ -34,7 +38,11 @@ export const importFingerprint = (sourceHash: string, linked: MeshObject | null 
 /** An export change's fingerprint: the mesh object's state and the change (kind and values). */
 export function exportFingerprint(doc: MeshObject, kind: string, values: Record<string, AttributeValue>): string {
   const h = createHash('sha1').update(kind);
-  for (const name of Object.keys(values).sort()) h.update('\u0000').update(name).update('\u0001').update(JSON.stringify(values[name] ?? null));
+  for (const name of Object.keys(values).sort())
+    h.update('\u0000')
+      .update(name)
+      .update('\u0001')
+      .update(JSON.stringify(values[name] ?? null));
   return `${meshStateHash(doc)}|${h.digest('base64url').slice(0, 16)}`;
 }
 
@@ -80,7 +88,19 @@ export function meshItems(objects: readonly PlannedObject[], mesh: ReadonlyMap<s
   const byMesh = new Map<string, PlannedObject>();
   for (const o of objects) {
     if (o.error) {
-      items.push({ target: 'mesh', operation: o.meshBefore ? 'Update' : 'Add', csObjectId: o.csObjectId, meshObjectId: o.meshBefore, anchor: o.anchor, dn: o.dnAfter ?? o.dnBefore, attributes: {}, outcome: 'failed', error: o.error, key: o.anchor, fp: o.fp });
+      items.push({
+        target: 'mesh',
+        operation: o.meshBefore ? 'Update' : 'Add',
+        csObjectId: o.csObjectId,
+        meshObjectId: o.meshBefore,
+        anchor: o.anchor,
+        dn: o.dnAfter ?? o.dnBefore,
+        attributes: {},
+        outcome: 'failed',
+        error: o.error,
+        key: o.anchor,
+        fp: o.fp,
+      });
       continue;
     }
     if (o.meshAfter) byMesh.set(o.meshAfter, o);

@@ -46,7 +46,16 @@ export async function parkRun(runId: string, reasons: ApprovalReason[], stats: R
   const run = await getRun(runId);
   if (!run) throw new AppError('not_found', 'The run does not exist.');
   const approval = { reasons, requestedBy: run.trigger.actorUpn, expiresOn: hoursAfter(now, readPlanSettings().approvalExpireHours) };
-  const parked = await updateRun(runId, { status: 'AwaitingApproval', stats, approval, progress: { phase: 'planning', objectsProcessed: stats.objectsProcessed, objectsTotal: null, updatedOn: now.toISOString() } }, { etag: run.etag });
+  const parked = await updateRun(
+    runId,
+    {
+      status: 'AwaitingApproval',
+      stats,
+      approval,
+      progress: { phase: 'planning', objectsProcessed: stats.objectsProcessed, objectsTotal: null, updatedOn: now.toISOString() },
+    },
+    { etag: run.etag },
+  );
   await recordRunParked(parked);
   return parked;
 }
@@ -77,13 +86,17 @@ export async function approveRun(runId: string, caller: Caller, raise: RaiseAppr
   const run = await expireIfDue(await mustRun(runId));
   mustAwait(run, 'approved');
   if (readPlanSettings().requireSecondPerson && isTriggeringCaller(run, caller)) {
-    throw new AppError('forbidden', 'The four-eyes rule (Approvals__RequireSecondPerson) is on: the Admin who triggered the run cannot approve it; another Admin must.');
+    throw new AppError(
+      'forbidden',
+      'The four-eyes rule (Approvals__RequireSecondPerson) is on: the Admin who triggered the run cannot approve it; another Admin must.',
+    );
   }
   let approved: StoredRun;
   try {
     approved = await updateRun(runId, { status: 'Running', approvedBy: actorName(caller) }, { etag: run.etag });
   } catch (err) {
-    if (err instanceof AppError && err.code === 'conflict') throw new AppError('conflict', 'The run changed while it was being approved (decided by someone else, or expired); read it again.');
+    if (err instanceof AppError && err.code === 'conflict')
+      throw new AppError('conflict', 'The run changed while it was being approved (decided by someone else, or expired); read it again.');
     throw err;
   }
   // The orchestration also looks at the run now and then: an event that does not reach it (another
@@ -100,9 +113,14 @@ export async function rejectRun(runId: string, caller: Caller, raise: RaiseAppro
   const reasons = reasonsText(run.approval?.reasons ?? []);
   let ended: StoredRun;
   try {
-    ended = await completeRun(runId, { status: 'Rejected', stats: run.stats, error: `Rejected by ${actorName(caller)}: nothing was applied (${reasons}).` }, { etag: run.etag });
+    ended = await completeRun(
+      runId,
+      { status: 'Rejected', stats: run.stats, error: `Rejected by ${actorName(caller)}: nothing was applied (${reasons}).` },
+      { etag: run.etag },
+    );
   } catch (err) {
-    if (err instanceof AppError && err.code === 'conflict') throw new AppError('conflict', 'The run changed while it was being rejected (decided by someone else, or expired); read it again.');
+    if (err instanceof AppError && err.code === 'conflict')
+      throw new AppError('conflict', 'The run changed while it was being rejected (decided by someone else, or expired); read it again.');
     throw err;
   }
   await raise(runId, { approved: false }).catch(() => undefined);
@@ -119,7 +137,8 @@ export async function rejectRun(runId: string, caller: Caller, raise: RaiseAppro
 export async function applyPlan(planRunId: string, caller: Caller, start: StartRun, orchestrations?: RunOrchestrations, now = new Date()): Promise<StoredRun> {
   const plan = await mustRun(planRunId);
   if (!plan.dryRun) throw new AppError('conflict', 'The run is not a dry run: only a dry run is a plan that can be applied.');
-  if (!plan.plan || (plan.status !== 'Completed' && plan.status !== 'CompletedWithErrors')) throw new AppError('conflict', `The dry run is ${plan.status}: only a completed dry run is a plan that can be applied.`);
+  if (!plan.plan || (plan.status !== 'Completed' && plan.status !== 'CompletedWithErrors'))
+    throw new AppError('conflict', `The dry run is ${plan.status}: only a completed dry run is a plan that can be applied.`);
   if (plan.appliedBy) throw new AppError('conflict', `The plan was already applied by run ${plan.appliedBy}: a plan is applied once.`);
   if (Date.parse(plan.plan.expiresOn) <= now.getTime()) throw new AppError('conflict', `The plan expired on ${plan.plan.expiresOn}: make a new dry run.`);
   const run = await triggerRun(

@@ -14,7 +14,15 @@ export const APPROVALS_ACTOR: SystemActor = 'system:approvals';
 export async function expireIfDue(run: StoredRun, now = new Date()): Promise<StoredRun> {
   if (run.status !== 'AwaitingApproval' || !run.approval || Date.parse(run.approval.expiresOn) > now.getTime()) return run;
   try {
-    const ended = await completeRun(run.runId, { status: 'Rejected', stats: run.stats, error: `The approval expired on ${run.approval.expiresOn} without a decision: nothing was applied (${reasonsText(run.approval.reasons)}).` }, { etag: run.etag });
+    const ended = await completeRun(
+      run.runId,
+      {
+        status: 'Rejected',
+        stats: run.stats,
+        error: `The approval expired on ${run.approval.expiresOn} without a decision: nothing was applied (${reasonsText(run.approval.reasons)}).`,
+      },
+      { etag: run.etag },
+    );
     await recordAudit(APPROVALS_ACTOR, 'reject', 'run', run.runId, 'success', `Approval expired. Reasons: ${reasonsText(run.approval.reasons)}.`);
     await recordRunFinished(ended);
     return ended;
@@ -23,4 +31,3 @@ export async function expireIfDue(run: StoredRun, now = new Date()): Promise<Sto
     throw err;
   }
 }
-

@@ -172,17 +172,30 @@ export async function cancelRun(runId: string, caller: Caller | SystemActor): Pr
   for (let attempt = 0; attempt < 5; attempt++) {
     const run = await getRun(runId);
     if (!run) throw new AppError('not_found', `Run '${runId}' does not exist.`);
-    if (!isActive(run) && run.status !== 'AwaitingApproval') throw new AppError('conflict', `The run is already ${run.status}: only a Queued, Running or AwaitingApproval run can be cancelled.`);
+    if (!isActive(run) && run.status !== 'AwaitingApproval')
+      throw new AppError('conflict', `The run is already ${run.status}: only a Queued, Running or AwaitingApproval run can be cancelled.`);
     try {
       if (run.status === 'AwaitingApproval') {
         // It applied nothing and waits: it ends now (its orchestration sees it at its next look and stops).
-        const ended = await completeRun(runId, { status: 'Cancelled', stats: run.stats, error: `The run was cancelled by ${actorOf(caller) ?? 'a caller'} while it waited for approval: nothing of its plan was applied.` }, { etag: run.etag });
+        const ended = await completeRun(
+          runId,
+          {
+            status: 'Cancelled',
+            stats: run.stats,
+            error: `The run was cancelled by ${actorOf(caller) ?? 'a caller'} while it waited for approval: nothing of its plan was applied.`,
+          },
+          { etag: run.etag },
+        );
         await recordAudit(caller, 'cancel', 'run', runId);
         await recordRunFinished(ended);
         return ended;
       }
       if (run.status === 'Queued') {
-        const ended = await completeRun(runId, { status: 'Cancelled', stats: run.stats, error: `The run was cancelled by ${actorOf(caller) ?? 'a caller'} before it started.` }, { etag: run.etag });
+        const ended = await completeRun(
+          runId,
+          { status: 'Cancelled', stats: run.stats, error: `The run was cancelled by ${actorOf(caller) ?? 'a caller'} before it started.` },
+          { etag: run.etag },
+        );
         const client = await table(DISPATCH);
         await client.deleteEntity(run.instanceId ?? currentInstanceId(), runId).catch(() => undefined);
         await recordAudit(caller, 'cancel', 'run', runId);
@@ -204,7 +217,10 @@ export async function cancelRun(runId: string, caller: Caller | SystemActor): Pr
 
 const isConflict = (err: unknown) => err instanceof AppError && err.code === 'conflict';
 /** An error as a log line: its name and message, with URLs left out (a client URL may carry a key). */
-const errorLine = (err: unknown) => `${(err as Error)?.name ?? 'Error'}: ${String((err as Error)?.message ?? err).replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, '<url>').slice(0, 300)}`;
+const errorLine = (err: unknown) =>
+  `${(err as Error)?.name ?? 'Error'}: ${String((err as Error)?.message ?? err)
+    .replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, '<url>')
+    .slice(0, 300)}`;
 const isActive = (run: Pick<StoredRun, 'status'>) => ACTIVE_RUN_STATUSES.includes(run.status);
 
 /** How a run that is over is ended: its status, the reason shown in `error`, and the audit action. */
@@ -249,7 +265,11 @@ export function reconcileDecision(f: ReconcileFacts): ReconcileDecision | null {
   if (!o) {
     if (f.waitingForDispatch) return null;
     if (f.run.dispatch) {
-      return { status: 'Failed', action: 'fail', error: "The run stopped: its orchestration no longer exists (its history was purged), so the run's outcome was never recorded." };
+      return {
+        status: 'Failed',
+        action: 'fail',
+        error: "The run stopped: its orchestration no longer exists (its history was purged), so the run's outcome was never recorded.",
+      };
     }
     if (!(age(f.run.startedAt) >= UNDISPATCHED_GRACE_MS)) return null;
     return { status: 'Failed', action: 'fail', error: 'The run stopped: its orchestration was never started or no longer exists.' };
@@ -258,7 +278,11 @@ export function reconcileDecision(f: ReconcileFacts): ReconcileDecision | null {
     case 'Terminated':
     case 'Canceled': {
       const reason = reasonText(o.output);
-      return { status: 'Cancelled', action: 'cancel', error: `The run was cancelled: its orchestration was terminated outside the engine${reason ? ` (reason: ${reason})` : ''}.` };
+      return {
+        status: 'Cancelled',
+        action: 'cancel',
+        error: `The run was cancelled: its orchestration was terminated outside the engine${reason ? ` (reason: ${reason})` : ''}.`,
+      };
     }
     case 'Failed':
       return { status: 'Failed', action: 'fail', error: "The run stopped: its orchestration failed before the run's outcome was recorded." };
@@ -275,7 +299,11 @@ export function reconcileDecision(f: ReconcileFacts): ReconcileDecision | null {
  * recorded when it was started, else the run's engine instance's hub (each instance has its own). A run of
  * another hub is left to the process that owns that hub.
  */
-export function readsRunHub(run: Pick<StoredRun, 'instanceId' | 'dispatch'>, orchestrations: Pick<RunOrchestrations, 'taskHub'>, here: string = currentInstanceId()): boolean {
+export function readsRunHub(
+  run: Pick<StoredRun, 'instanceId' | 'dispatch'>,
+  orchestrations: Pick<RunOrchestrations, 'taskHub'>,
+  here: string = currentInstanceId(),
+): boolean {
   const hub = run.dispatch?.taskHub;
   if (hub) return hub.toLowerCase() === orchestrations.taskHub.toLowerCase();
   return run.instanceId !== null && run.instanceId === here;
@@ -368,7 +396,11 @@ export async function reconcileListed(runs: StoredRun[], orchestrations: RunOrch
  * The connector's run lock met a trigger or a delete: reconcile the run holding it. True when the lock is now
  * free (the run was over); false when the run is really active, or when its orchestration cannot be read.
  */
-export async function releaseStaleRunLock(connectorId: string, orchestrations: RunOrchestrations, warn: (message: string) => void = () => undefined): Promise<boolean> {
+export async function releaseStaleRunLock(
+  connectorId: string,
+  orchestrations: RunOrchestrations,
+  warn: (message: string) => void = () => undefined,
+): Promise<boolean> {
   try {
     const active = await findActiveRun(connectorId);
     if (!active) return true;

@@ -51,7 +51,12 @@ export function defaultExtensions(env: NodeJS.ProcessEnv): RuntimeExtension[] {
 
 /** The outcome of an invocation that failed before or after the handler ran (binding errors). */
 function failedOutcome(invocationId: string, err: Error, durationMs: number): InvocationOutcome {
-  return { invocationId, error: err, durationMs, response: { invocationId, result: { status: 'failure', exception: { message: err.message, stackTrace: err.stack ?? null, source: err.name } } } };
+  return {
+    invocationId,
+    error: err,
+    durationMs,
+    response: { invocationId, result: { status: 'failure', exception: { message: err.message, stackTrace: err.stack ?? null, source: err.name } } },
+  };
 }
 
 function readOrCreateInstanceId(dataDir: string, env: NodeJS.ProcessEnv): string {
@@ -118,7 +123,11 @@ export class FunctionsHost {
     // Before the instance id: a second process on this folder would take the same id and act as the same instance.
     this.dataLock = lockDataFolder(this.dataDir);
     const stale = this.dataLock.tookOverFrom;
-    if (stale) log.warn('Host.Startup', `Took over the lock of the data folder ${this.dataDir} from pid ${stale.pid} (started ${stale.startedAt}), which no longer runs.`);
+    if (stale)
+      log.warn(
+        'Host.Startup',
+        `Took over the lock of the data folder ${this.dataDir} from pid ${stale.pid} (started ${stale.startedAt}), which no longer runs.`,
+      );
     this.instanceId = readOrCreateInstanceId(this.dataDir, this.env);
     this.env.WEBSITE_INSTANCE_ID = this.instanceId;
     await this.resolveStorage();
@@ -150,13 +159,19 @@ export class FunctionsHost {
     if (adminFn) {
       const fn = this.registry.get(adminFn);
       if (!fn || fn.triggerType.toLowerCase() !== 'httptrigger') {
-        throw new RuntimeConfigError('localRuntime.adminAuthorizationFunction', `host.json localRuntime.adminAuthorizationFunction names '${adminFn}', which is not an HTTP function of the app.`);
+        throw new RuntimeConfigError(
+          'localRuntime.adminAuthorizationFunction',
+          `host.json localRuntime.adminAuthorizationFunction names '${adminFn}', which is not an HTTP function of the app.`,
+        );
       }
     }
     const limitText = getSetting('FUNCTIONS_REQUEST_BODY_SIZE_LIMIT', this.env);
     const bodyLimit = limitText === undefined || limitText === '' ? DEFAULT_BODY_LIMIT : Number(limitText);
     if (!Number.isInteger(bodyLimit) || bodyLimit <= 0) {
-      throw new RuntimeConfigError('FUNCTIONS_REQUEST_BODY_SIZE_LIMIT', `FUNCTIONS_REQUEST_BODY_SIZE_LIMIT must be a positive whole number of bytes, not '${limitText}'.`);
+      throw new RuntimeConfigError(
+        'FUNCTIONS_REQUEST_BODY_SIZE_LIMIT',
+        `FUNCTIONS_REQUEST_BODY_SIZE_LIMIT must be a positive whole number of bytes, not '${limitText}'.`,
+      );
     }
     const http = new HttpHost({
       registry: this.registry,
@@ -240,10 +255,17 @@ export class FunctionsHost {
     } else if (tableUp && queueUp) {
       // An Azurite of an earlier runtime version serves table and queue only: add the blob service beside it.
       const azurite = await start(['blob']);
-      log.info('Host.Startup', `Using the Azurite (development storage) already listening on ${host}:${tablePort} (table) and ${host}:${queuePort} (queue); started its blob service on ${host}:${blobPort} with data in ${location}.`, { azuritePids: azurite.pids });
+      log.info(
+        'Host.Startup',
+        `Using the Azurite (development storage) already listening on ${host}:${tablePort} (table) and ${host}:${queuePort} (queue); started its blob service on ${host}:${blobPort} with data in ${location}.`,
+        { azuritePids: azurite.pids },
+      );
     } else if (tableUp || queueUp || blobUp) {
       const up = [tableUp && `${tablePort} (table)`, queueUp && `${queuePort} (queue)`, blobUp && `${blobPort} (blob)`].filter(Boolean).join(', ');
-      throw new RuntimeConfigError('AzureWebJobsStorage', `AzureWebJobsStorage is UseDevelopmentStorage=true, but only ${up} answers on ${host}; free the other ports or set a full connection string.`);
+      throw new RuntimeConfigError(
+        'AzureWebJobsStorage',
+        `AzureWebJobsStorage is UseDevelopmentStorage=true, but only ${up} answers on ${host}; free the other ports or set a full connection string.`,
+      );
     } else {
       const azurite = await start(['table', 'queue', 'blob']);
       log.info('Host.Startup', `Started Azurite (${where}) with data in ${location}.`, { azuritePids: azurite.pids });
@@ -257,7 +279,8 @@ export class FunctionsHost {
   private async loadApp(): Promise<void> {
     const main = readAppMain(this.appDir);
     const files = /[*?{]/.test(main) ? globFiles(this.appDir, main) : [path.resolve(this.appDir, main)];
-    if (files.length === 0) throw new RuntimeConfigError('package.json', `package.json "main" ('${main}') matches no files in ${this.appDir}. Did you build the app?`);
+    if (files.length === 0)
+      throw new RuntimeConfigError('package.json', `package.json "main" ('${main}') matches no files in ${this.appDir}. Did you build the app?`);
     for (const file of files) {
       const rel = path.relative(this.appDir, file);
       try {
@@ -290,7 +313,8 @@ export class FunctionsHost {
     const category = `Function.${name}`;
     const log = this.logger;
     // Lines are formatted only when their level is enabled: three lines per HTTP request add up.
-    if (log.enabled('information', category)) log.info(category, `Executing 'Functions.${name}' (Reason='${reason}', Id=${invocationId})`, { invocationId, functionName: name });
+    if (log.enabled('information', category))
+      log.info(category, `Executing 'Functions.${name}' (Reason='${reason}', Id=${invocationId})`, { invocationId, functionName: name });
     let inputData = request.inputData ?? [];
     const providers = this.inputProviders(fn);
     let outcome: InvocationOutcome | undefined;
@@ -304,7 +328,11 @@ export class FunctionsHost {
           inputData.push({ name: bindingName, data: value instanceof Promise ? await value : value });
         }
       } catch (err) {
-        outcome = failedOutcome(invocationId, new Error(`Exception binding an input of 'Functions.${name}': ${(err as Error)?.message ?? String(err)}`), Date.now() - t0);
+        outcome = failedOutcome(
+          invocationId,
+          new Error(`Exception binding an input of 'Functions.${name}': ${(err as Error)?.message ?? String(err)}`),
+          Date.now() - t0,
+        );
       }
     }
     outcome ??= await invokeFunction(this.registry, fn, { ...request, invocationId, inputData }, { invocationId, log: this.handlerLog });
@@ -317,7 +345,11 @@ export class FunctionsHost {
           if (data !== undefined && data !== null) await writer(binding, fn, data, request);
         }
       } catch (err) {
-        outcome = failedOutcome(invocationId, new Error(`Error while handling the output binding of 'Functions.${name}': ${(err as Error)?.message ?? String(err)}`), outcome.durationMs + Date.now() - t0);
+        outcome = failedOutcome(
+          invocationId,
+          new Error(`Error while handling the output binding of 'Functions.${name}': ${(err as Error)?.message ?? String(err)}`),
+          outcome.durationMs + Date.now() - t0,
+        );
       }
     }
     const duration = Math.round(outcome.durationMs);
@@ -327,7 +359,11 @@ export class FunctionsHost {
       const err = outcome.error instanceof Error ? outcome.error : new Error(String(outcome.error));
       log.error(category, `Exception while executing function: Functions.${name}. ${err.stack ?? err.message}`, fields);
     } else if (log.enabled('information', category)) {
-      log.info(category, `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${duration}ms)`, { invocationId, functionName: name, durationMs: duration });
+      log.info(category, `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${duration}ms)`, {
+        invocationId,
+        functionName: name,
+        durationMs: duration,
+      });
     }
     return outcome;
   }
@@ -378,12 +414,19 @@ export class FunctionsHost {
       const trigger = fn.metadata.bindings[fn.triggerName];
       if (fn.triggerType.toLowerCase() === 'httptrigger') {
         const route = typeof trigger.route === 'string' && trigger.route !== '' ? trigger.route : fn.metadata.name;
-        const methods = Array.isArray(trigger.methods) && trigger.methods.length ? (trigger.methods as string[]).map((m) => m.toUpperCase()) : ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
+        const methods =
+          Array.isArray(trigger.methods) && trigger.methods.length
+            ? (trigger.methods as string[]).map((m) => m.toUpperCase())
+            : ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
         lines.push(`        ${fn.metadata.name}: [${methods.join(',')}] ${http.urlFor(route, this.baseUrl)}`, '');
       } else {
         lines.push(`        ${fn.metadata.name}: ${fn.triggerType}`, '');
         const owned = this.extensions.some((e) => e.triggerTypes.includes(fn.triggerType.toLowerCase()));
-        if (!owned) this.logger.warn('Host.Startup', `This host was started without the extension that runs '${fn.triggerType}' triggers: function '${fn.metadata.name}' will not be triggered.`);
+        if (!owned)
+          this.logger.warn(
+            'Host.Startup',
+            `This host was started without the extension that runs '${fn.triggerType}' triggers: function '${fn.metadata.name}' will not be triggered.`,
+          );
       }
     }
     this.logger.plain('Host.Startup', lines.join('\n'), { functions: fns.map((f) => ({ name: f.metadata.name, trigger: f.triggerType })) });

@@ -47,7 +47,17 @@ export const FORWARD_GRACE_MS = 5000;
 /** How long a connection refused with 413 lingers (discarding input) before it is destroyed. */
 const LINGER_MS = 2000;
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'trailers', 'transfer-encoding', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'trailers',
+  'transfer-encoding',
+  'upgrade',
+]);
 
 class BodyTooLargeError extends Error {
   constructor() {
@@ -330,7 +340,9 @@ export class HttpHost {
         res.setHeader('Allow', match.allow.join(', '));
         return this.sendProblem(res, 405, 'Method Not Allowed', `The method ${req.method} is not allowed on this route.`, pathname, traceId());
       }
-      info.route = rooted ? `/${match.entry.template.template.replace(/^[~/]+/, '')}` : `/${prefix ? this.prefix + '/' : ''}${match.entry.template.template.replace(/^\/+/, '')}`;
+      info.route = rooted
+        ? `/${match.entry.template.template.replace(/^[~/]+/, '')}`
+        : `/${prefix ? this.prefix + '/' : ''}${match.entry.template.template.replace(/^\/+/, '')}`;
       const declared = Number(req.headers['content-length'] ?? 0);
       if (declared > this.options.bodyLimit) return this.sendTooLarge(res, pathname, traceId());
       if (expectsContinue) res.writeContinue();
@@ -349,7 +361,15 @@ export class HttpHost {
       this.writeResult(req, res, result);
     } catch (err) {
       this.options.logger.error('Host.Http', `Request failed: ${(err as Error)?.message ?? String(err)}`, { traceId: traceId() });
-      if (!res.headersSent) this.sendProblem(res, 500, 'Internal Server Error', 'An unexpected error occurred. The trace id identifies it in the service log.', url.pathname, traceId());
+      if (!res.headersSent)
+        this.sendProblem(
+          res,
+          500,
+          'Internal Server Error',
+          'An unexpected error occurred. The trace id identifies it in the service log.',
+          url.pathname,
+          traceId(),
+        );
       else res.destroy();
     }
   }
@@ -392,7 +412,14 @@ export class HttpHost {
     this.sendProblem(res, 413, 'Payload Too Large', `The request body exceeds the limit of ${this.options.bodyLimit} bytes.`, instance, traceId, true);
   }
 
-  private async dispatchBuffered(fn: RegisteredFunction, params: Record<string, string>, req: { method?: string; headers: IncomingHttpHeaders }, url: URL, body: Buffer, invocationId: string): Promise<HttpResult> {
+  private async dispatchBuffered(
+    fn: RegisteredFunction,
+    params: Record<string, string>,
+    req: { method?: string; headers: IncomingHttpHeaders },
+    url: URL,
+    body: Buffer,
+    invocationId: string,
+  ): Promise<HttpResult> {
     const method = (req.method ?? 'GET').toUpperCase();
     const request = httpInvocationRequest(fn, params, method, url, flattenHeaders(req.headers), body.length ? body : null, invocationId);
     const outcome = await this.options.invoke(fn, request, HTTP_REASON);
@@ -412,12 +439,24 @@ export class HttpHost {
   }
 
   private badGateway(url: URL, invocationId: string): HttpResult {
-    const body = problemBody(502, 'Bad Gateway', 'The function did not receive the request. The trace id identifies it in the service log.', url.pathname, invocationId);
+    const body = problemBody(
+      502,
+      'Bad Gateway',
+      'The function did not receive the request. The trace id identifies it in the service log.',
+      url.pathname,
+      invocationId,
+    );
     return { status: 502, headers: { 'content-type': 'application/problem+json', 'content-length': body.length }, body, invocationId };
   }
 
   private failure(url: URL, invocationId: string): HttpResult {
-    const body = problemBody(500, 'Internal Server Error', 'An unexpected error occurred. The trace id identifies it in the service log.', url.pathname, invocationId);
+    const body = problemBody(
+      500,
+      'Internal Server Error',
+      'An unexpected error occurred. The trace id identifies it in the service log.',
+      url.pathname,
+      invocationId,
+    );
     return { status: 500, headers: { 'content-type': 'application/problem+json', 'content-length': body.length }, body, invocationId };
   }
 
@@ -426,7 +465,14 @@ export class HttpHost {
    * params in trigger metadata, and the request itself, body included, is proxied to the library's server
    * with `x-ms-invocation-id`; the library answers that proxied request with the function's response.
    */
-  private async dispatchStreaming(fn: RegisteredFunction, params: Record<string, string>, req: { method?: string; headers: IncomingHttpHeaders; url?: string }, url: URL, body: Readable | null, invocationId: string): Promise<HttpResult | 'too-large'> {
+  private async dispatchStreaming(
+    fn: RegisteredFunction,
+    params: Record<string, string>,
+    req: { method?: string; headers: IncomingHttpHeaders; url?: string },
+    url: URL,
+    body: Readable | null,
+    invocationId: string,
+  ): Promise<HttpResult | 'too-large'> {
     const method = (req.method ?? 'GET').toUpperCase();
     const headers = flattenHeaders(req.headers);
     const request = httpInvocationRequest(fn, params, method, url, headers, null, invocationId);
@@ -465,7 +511,10 @@ export class HttpHost {
     type First = { kind: 'response'; res: IncomingMessage } | { kind: 'outcome'; outcome: InvocationOutcome } | { kind: 'error'; err: unknown };
     const race = (): Promise<First> =>
       Promise.race([
-        gotResponse.then((r) => ({ kind: 'response' as const, res: r }), (err: unknown) => ({ kind: 'error' as const, err })),
+        gotResponse.then(
+          (r) => ({ kind: 'response' as const, res: r }),
+          (err: unknown) => ({ kind: 'error' as const, err }),
+        ),
         invocation.then((o) => ({ kind: 'outcome' as const, outcome: o })),
       ]);
     let first = await race();
@@ -498,7 +547,11 @@ export class HttpHost {
       if (tooLarge) return 'too-large';
       if (outcome?.response.result?.status === 'failure') return this.failure(url, invocationId);
       const reason = (first.err as Error)?.message ?? String(first.err);
-      this.options.logger.error('Host.Http', `Forwarding invocation ${invocationId} of '${fn.metadata.name}' to the worker's HTTP server failed (${reason})${outcome ? '' : '; the invocation is abandoned'}.`, { invocationId, functionName: fn.metadata.name });
+      this.options.logger.error(
+        'Host.Http',
+        `Forwarding invocation ${invocationId} of '${fn.metadata.name}' to the worker's HTTP server failed (${reason})${outcome ? '' : '; the invocation is abandoned'}.`,
+        { invocationId, functionName: fn.metadata.name },
+      );
       return this.badGateway(url, invocationId);
     }
     const outHeaders: OutgoingHttpHeaders = {};
@@ -517,7 +570,13 @@ export class HttpHost {
     const name = this.options.adminAuthorizationFunction;
     if (!name) {
       if (isLoopback(req.socket.remoteAddress)) return { ok: true };
-      const body = problemBody(403, 'Forbidden', 'Runtime admin routes accept loopback callers only.', new URL(req.url ?? '/', 'http://x').pathname, randomUUID());
+      const body = problemBody(
+        403,
+        'Forbidden',
+        'Runtime admin routes accept loopback callers only.',
+        new URL(req.url ?? '/', 'http://x').pathname,
+        randomUUID(),
+      );
       return { ok: false, status: 403, headers: { 'content-type': 'application/problem+json' }, body };
     }
     const fn = this.options.registry.get(name);
@@ -602,4 +661,3 @@ async function collect(stream: Readable): Promise<Buffer> {
   for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as Uint8Array));
   return Buffer.concat(chunks);
 }
-

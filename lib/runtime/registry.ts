@@ -1,12 +1,5 @@
 import Module from 'node:module';
-import type {
-  FunctionCallback,
-  FunctionMetadata,
-  HookCallback,
-  ProgrammingModel,
-  RpcLogCategory,
-  RpcLogLevel,
-} from './coreTypes';
+import type { FunctionCallback, FunctionMetadata, HookCallback, ProgrammingModel, RpcLogCategory, RpcLogLevel } from './coreTypes';
 
 /** The version this runtime reports as the host version (HTTP streaming needs >= 4.28, which we support). */
 export const HOST_VERSION = '4.1036.0';

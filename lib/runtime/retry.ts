@@ -31,15 +31,23 @@ export function retryPolicyOf(fn: RegisteredFunction): RetryPolicy | undefined {
   const o = fn.metadata.retryOptions as Record<string, unknown> | undefined;
   if (!o) return undefined;
   const name = fn.metadata.name;
-  const raw = String(o.strategy ?? o.retryStrategy ?? '').toLowerCase().replace(/[_\s]/g, '');
+  const raw = String(o.strategy ?? o.retryStrategy ?? '')
+    .toLowerCase()
+    .replace(/[_\s]/g, '');
   const strategy = raw === 'fixeddelay' ? 'fixedDelay' : raw === 'exponentialbackoff' ? 'exponentialBackoff' : undefined;
-  if (!strategy) throw Object.assign(new Error(`Function '${name}': retry strategy '${String(o.strategy ?? o.retryStrategy)}' is neither 'fixedDelay' nor 'exponentialBackoff'.`), { setting: `${name}.retry` });
+  if (!strategy)
+    throw Object.assign(
+      new Error(`Function '${name}': retry strategy '${String(o.strategy ?? o.retryStrategy)}' is neither 'fixedDelay' nor 'exponentialBackoff'.`),
+      { setting: `${name}.retry` },
+    );
   const maxRetryCount = Number(o.maxRetryCount);
-  if (!Number.isInteger(maxRetryCount) || maxRetryCount < -1) throw Object.assign(new Error(`Function '${name}': retry.maxRetryCount must be a whole number >= -1.`), { setting: `${name}.retry` });
+  if (!Number.isInteger(maxRetryCount) || maxRetryCount < -1)
+    throw Object.assign(new Error(`Function '${name}': retry.maxRetryCount must be a whole number >= -1.`), { setting: `${name}.retry` });
   const delayMs = durationMs(o.delayInterval);
   const minimumMs = durationMs(o.minimumInterval);
   const maximumMs = durationMs(o.maximumInterval);
-  if (strategy === 'fixedDelay' && delayMs === undefined) throw Object.assign(new Error(`Function '${name}': a fixedDelay retry needs delayInterval.`), { setting: `${name}.retry` });
+  if (strategy === 'fixedDelay' && delayMs === undefined)
+    throw Object.assign(new Error(`Function '${name}': a fixedDelay retry needs delayInterval.`), { setting: `${name}.retry` });
   if (strategy === 'exponentialBackoff' && (minimumMs === undefined || maximumMs === undefined || minimumMs > maximumMs)) {
     throw Object.assign(new Error(`Function '${name}': an exponentialBackoff retry needs minimumInterval <= maximumInterval.`), { setting: `${name}.retry` });
   }

@@ -239,10 +239,7 @@ function parseSegment(template: string, text: string): Segment {
     const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     // ASP.NET matches complex segments right to left, each parameter taking as much as it can: greedy-lazy
     // mixture; the lazy form below gives the same split for the common `{a}.{b}` shapes.
-    seg.regex = new RegExp(
-      '^' + parts.map((p) => (p.kind === 'literal' ? esc(p.text) : p.param.optional ? '(.*?)' : '(.+?)')).join('') + '$',
-      'i',
-    );
+    seg.regex = new RegExp('^' + parts.map((p) => (p.kind === 'literal' ? esc(p.text) : p.param.optional ? '(.*?)' : '(.+?)')).join('') + '$', 'i');
   }
   return seg;
 }
@@ -365,9 +362,7 @@ export interface RouteEntry<T> {
 }
 
 export type RouteResult<T> =
-  | { kind: 'match'; entry: RouteEntry<T>; params: Record<string, string> }
-  | { kind: 'method-not-allowed'; allow: string[] }
-  | { kind: 'not-found' };
+  { kind: 'match'; entry: RouteEntry<T>; params: Record<string, string> } | { kind: 'method-not-allowed'; allow: string[] } | { kind: 'not-found' };
 
 /** The route table of the HTTP host: sorted by precedence once, matched per request. */
 export class RouteTable<T> {

@@ -142,7 +142,10 @@ export function applyHostJsonOverrides(json: Record<string, unknown>, env: NodeJ
   const prefix = 'azurefunctionsjobhost__';
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined || !name.toLowerCase().startsWith(prefix)) continue;
-    const path = name.slice(prefix.length).split('__').filter((p) => p !== '');
+    const path = name
+      .slice(prefix.length)
+      .split('__')
+      .filter((p) => p !== '');
     if (path.length === 0) continue;
     let node = json;
     for (let i = 0; i < path.length; i++) {

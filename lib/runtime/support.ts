@@ -37,10 +37,16 @@ export function unsupportedBindings(registry: FunctionRegistry, extensions: Runt
  * Refuse to start when a function declares a binding this runtime does not run (never a silent drop), unless
  * Runtime__SkipUnsupportedFunctions=true: then those functions are removed, and `warn` names each one.
  */
-export function enforceSupportedBindings(registry: FunctionRegistry, extensions: RuntimeExtension[], env: NodeJS.ProcessEnv, warn: (message: string) => void): void {
+export function enforceSupportedBindings(
+  registry: FunctionRegistry,
+  extensions: RuntimeExtension[],
+  env: NodeJS.ProcessEnv,
+  warn: (message: string) => void,
+): void {
   const found = unsupportedBindings(registry, extensions);
   if (found.length === 0) return;
-  const describe = (u: UnsupportedBinding) => `function '${u.functionName}' uses the ${u.type} ${u.bindingName === '$return' ? 'return' : u.role} binding '${u.bindingName}'`;
+  const describe = (u: UnsupportedBinding) =>
+    `function '${u.functionName}' uses the ${u.type} ${u.bindingName === '$return' ? 'return' : u.role} binding '${u.bindingName}'`;
   const skip = /^(true|1|yes)$/i.test(getSetting(SKIP_UNSUPPORTED_SETTING, env)?.trim() ?? '');
   if (!skip) {
     const lines = found.map((u) => `  - ${describe(u)}, which this runtime does not support.`);
@@ -52,6 +58,8 @@ export function enforceSupportedBindings(registry: FunctionRegistry, extensions:
   for (const name of new Set(found.map((u) => u.functionName))) {
     const reasons = found.filter((u) => u.functionName === name).map((u) => `${u.type} '${u.bindingName}'`);
     registry.functions.delete(name.toLowerCase());
-    warn(`Skipped function '${name}' (${SKIP_UNSUPPORTED_SETTING}=true): this runtime does not support its binding${reasons.length > 1 ? 's' : ''} ${reasons.join(', ')}. It will not run.`);
+    warn(
+      `Skipped function '${name}' (${SKIP_UNSUPPORTED_SETTING}=true): this runtime does not support its binding${reasons.length > 1 ? 's' : ''} ${reasons.join(', ')}. It will not run.`,
+    );
   }
 }

@@ -40,7 +40,8 @@ export function isTimeZone(timeZone: string): boolean {
 
 function fieldsOf(cron: string): string[] | string {
   const fields = cron.trim().split(/\s+/);
-  if (fields.length !== 5 && fields.length !== 6) return `must have six fields ({second} {minute} {hour} {day} {month} {day-of-week}) or five, not ${fields.length}`;
+  if (fields.length !== 5 && fields.length !== 6)
+    return `must have six fields ({second} {minute} {hour} {day} {month} {day-of-week}) or five, not ${fields.length}`;
   const six = fields.length === 6 ? fields : ['0', ...fields];
   const named: [number, RegExp][] = [
     [4, NAMES_MONTH],
@@ -97,7 +98,10 @@ export function parseCron(cron: string, timeZone: string, minIntervalSeconds = 6
   }
   const gap = secondsGap(six[0]);
   if (gap < Math.min(60, minIntervalSeconds)) {
-    errors.push({ path: '/cron', message: `fires more than once every ${minIntervalSeconds} seconds (the seconds field '${six[0]}' matches more than one second of a minute)` });
+    errors.push({
+      path: '/cron',
+      message: `fires more than once every ${minIntervalSeconds} seconds (the seconds field '${six[0]}' matches more than one second of a minute)`,
+    });
   } else if (!c.nextRun(new Date())) {
     errors.push({ path: '/cron', message: 'never fires' });
   }

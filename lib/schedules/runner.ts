@@ -44,7 +44,13 @@ export type BeginResult = { run: StoredScheduleRun; started: true } | { run: Sto
  * schedule run of the schedule is still going: a tick is recorded `Skipped` (started false); run-now is a 409.
  * The caller then starts the orchestration (instance id = scheduleRunId) on `taskHub`.
  */
-export async function beginScheduleRun(schedule: Schedule, trigger: 'schedule' | 'manual', tick: Date | null, taskHub: string | null, now: Date = new Date()): Promise<BeginResult> {
+export async function beginScheduleRun(
+  schedule: Schedule,
+  trigger: 'schedule' | 'manual',
+  tick: Date | null,
+  taskHub: string | null,
+  now: Date = new Date(),
+): Promise<BeginResult> {
   const base: ScheduleRun = {
     scheduleRunId: randomUUID(),
     scheduleId: schedule.scheduleId,
@@ -109,7 +115,12 @@ export async function startStep(ref: ScheduleRunRef, i: number, start: StartRun,
     } else {
       try {
         const started = await triggerRun(
-          { connectorId, runType: step.runType, dryRun: false, trigger: { type: 'schedule', actorUpn: actor, scheduleId: ref.scheduleId, scheduleRunId: ref.scheduleRunId } },
+          {
+            connectorId,
+            runType: step.runType,
+            dryRun: false,
+            trigger: { type: 'schedule', actorUpn: actor, scheduleId: ref.scheduleId, scheduleRunId: ref.scheduleRunId },
+          },
           actor,
           start,
           orchestrations,
@@ -225,7 +236,14 @@ export async function cancelScheduleRun(ref: ScheduleRunRef, caller: Caller): Pr
 /** A schedule run as the API shows it: the API fields only, unfinished runs with their current status. */
 export async function scheduleRunView(run: StoredScheduleRun): Promise<ScheduleRun> {
   const live = run.steps.some((s) => s.runs.some((r) => r.runId && !isRunOver(r.status)));
-  const steps = live ? await Promise.all(run.steps.map(async (s) => { const runs = await refreshed(s.runs); return { ...s, runs, status: stepStatus(runs) }; })) : run.steps;
+  const steps = live
+    ? await Promise.all(
+        run.steps.map(async (s) => {
+          const runs = await refreshed(s.runs);
+          return { ...s, runs, status: stepStatus(runs) };
+        }),
+      )
+    : run.steps;
   return {
     scheduleRunId: run.scheduleRunId,
     scheduleId: run.scheduleId,

@@ -1,6 +1,16 @@
 import { areaLog } from '../core/log';
 import { recordAudit } from '../audit';
-import { activeScheduleRun, claimTick, finishScheduleRun, getSchedule, lastTick, listSchedules, purgeClaims, recordTick, type StoredSchedule } from '../storage/schedules';
+import {
+  activeScheduleRun,
+  claimTick,
+  finishScheduleRun,
+  getSchedule,
+  lastTick,
+  listSchedules,
+  purgeClaims,
+  recordTick,
+  type StoredSchedule,
+} from '../storage/schedules';
 import { cronSchedule, type CronSchedule } from './cron';
 import { beginScheduleRun, scheduleActor, type ScheduleRunRef } from './runner';
 import { closeSteps } from './status';
@@ -128,7 +138,9 @@ async function fire(entry: Entry, tick: Date, host: SchedulerHost): Promise<bool
   if (!(await claimTick(schedule.scheduleId, tick, host.instanceId))) return false;
   await recordTick(schedule.scheduleId, tick);
   // A claim only matters around its tick: older ones go (a no-op query when there are none).
-  await purgeClaims(schedule.scheduleId, new Date(tick.getTime() - CLAIM_KEEP_MS)).catch((err) => log.warn(`Old tick claims of '${schedule.name}' could not be purged: ${(err as Error).message}`));
+  await purgeClaims(schedule.scheduleId, new Date(tick.getTime() - CLAIM_KEEP_MS)).catch((err) =>
+    log.warn(`Old tick claims of '${schedule.name}' could not be purged: ${(err as Error).message}`),
+  );
   const begun = await beginScheduleRun(schedule, 'schedule', tick, host.taskHub);
   await recordAudit(scheduleActor(schedule.name), 'trigger', 'schedule', schedule.scheduleId);
   if (begun.started) await host.start({ scheduleId: schedule.scheduleId, scheduleRunId: begun.run.scheduleRunId });

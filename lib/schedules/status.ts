@@ -38,7 +38,11 @@ export const stopsSequence = (step: ScheduleRunStep, stopOnFailure: boolean) => 
 
 /** The steps of a new schedule run: nothing started. */
 export function plannedSteps(schedule: Pick<Schedule, 'steps'>): ScheduleRunStep[] {
-  return schedule.steps.map((s) => ({ runType: s.runType, status: 'NotStarted', runs: s.connectorIds.map((connectorId) => ({ connectorId, runId: null, status: 'NotStarted' })) }));
+  return schedule.steps.map((s) => ({
+    runType: s.runType,
+    status: 'NotStarted',
+    runs: s.connectorIds.map((connectorId) => ({ connectorId, runId: null, status: 'NotStarted' })),
+  }));
 }
 
 /** Steps with every entry not started marked NotRun (the sequence ended before them), statuses refolded. */
@@ -50,7 +54,11 @@ export function closeSteps(steps: readonly ScheduleRunStep[]): ScheduleRunStep[]
 }
 
 /** The final status of a sequence whose steps are all over or not run. */
-export function sequenceStatus(steps: readonly ScheduleRunStep[], stopOnFailure: boolean, cancelled = false): Exclude<ScheduleRunStatus, 'Running' | 'Skipped'> {
+export function sequenceStatus(
+  steps: readonly ScheduleRunStep[],
+  stopOnFailure: boolean,
+  cancelled = false,
+): Exclude<ScheduleRunStatus, 'Running' | 'Skipped'> {
   if (cancelled) return 'Cancelled';
   const ran = steps.flatMap((s) => s.runs).filter((r) => r.status !== 'NotRun' && r.status !== 'NotStarted');
   if (stopOnFailure && ran.some((r) => r.status === 'Failed')) return 'Failed';

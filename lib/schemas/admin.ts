@@ -25,21 +25,32 @@ export const AuditRecord = defineSchema(
     {
       auditId: Guid(),
       timestamp: Timestamp(),
-      action: Type.String({ description: 'create, update, delete, trigger, pause, resume, rename, remove, assign, unassign, cancel, fail, retry, sync, apply, approve, reject, restore.' }),
+      action: Type.String({
+        description:
+          'create, update, delete, trigger, pause, resume, rename, remove, assign, unassign, cancel, fail, retry, sync, apply, approve, reject, restore.',
+      }),
       targetType: Type.String({ description: 'connector, rule, instance, run, connectorSpaceObject, meshObject.' }),
       targetId: Type.String(),
       actorUpn: Nullable(Type.String({ description: 'upn, else preferred_username (tokens); the principal (Negotiate); system for background work.' })),
       actorSid: Nullable(Type.String({ description: 'oid (tokens); the SID (Negotiate) where known.' })),
       scheme: Nullable(Type.String({ description: 'Bearer or Negotiate.' })),
       outcome: Type.String({ description: 'success or failure.' }),
-      details: Type.Optional(Type.String({ description: 'What the action was about when the target alone does not say: the reasons of an approve or reject of a run that exceeded a threshold, the plan an apply applies.' })),
+      details: Type.Optional(
+        Type.String({
+          description:
+            'What the action was about when the target alone does not say: the reasons of an approve or reject of a run that exceeded a threshold, the plan an apply applies.',
+        }),
+      ),
     },
     { $id: 'AuditRecord', additionalProperties: false },
   ),
 );
 
 export const AuditList = defineSchema(
-  Type.Object({ items: Type.Array(Type.Ref('AuditRecord')), totalCount: Type.Integer({ minimum: 0 }) }, { $id: 'AuditList', additionalProperties: false, description: 'Newest first.' }),
+  Type.Object(
+    { items: Type.Array(Type.Ref('AuditRecord')), totalCount: Type.Integer({ minimum: 0 }) },
+    { $id: 'AuditList', additionalProperties: false, description: 'Newest first.' },
+  ),
 );
 
 export const Health = defineSchema(

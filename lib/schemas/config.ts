@@ -18,7 +18,9 @@ export const ConfigVersion = defineSchema(
     {
       versionId: Guid(),
       timestamp: Timestamp(),
-      actorUpn: Nullable(Type.String({ description: 'Who made the change (as in the audit log); `system:connectorDelete` for the rules of a deleted connector.' })),
+      actorUpn: Nullable(
+        Type.String({ description: 'Who made the change (as in the audit log); `system:connectorDelete` for the rules of a deleted connector.' }),
+      ),
       targetType: Type.Union(TARGET_TYPES.map((t) => Type.Literal(t))),
       targetId: Type.String(),
       action: Type.Union(VERSION_ACTIONS.map((a) => Type.Literal(a))),
@@ -30,7 +32,10 @@ export const ConfigVersion = defineSchema(
 );
 
 export const ConfigHistoryList = defineSchema(
-  Type.Object({ items: Type.Array(Type.Ref('ConfigVersion')), totalCount: Type.Integer({ minimum: 0 }) }, { $id: 'ConfigHistoryList', additionalProperties: false, description: 'Newest first.' }),
+  Type.Object(
+    { items: Type.Array(Type.Ref('ConfigVersion')), totalCount: Type.Integer({ minimum: 0 }) },
+    { $id: 'ConfigHistoryList', additionalProperties: false, description: 'Newest first.' },
+  ),
 );
 
 const DocumentConnector = Type.Object(
@@ -38,12 +43,21 @@ const DocumentConnector = Type.Object(
     id: Type.Optional(Guid({ description: 'Matched first; a new connector keeps it.' })),
     name: DisplayName({ description: 'Matched when the id matches no connector (case-insensitive).' }),
     type: Type.Union(CONNECTOR_TYPES.map((t) => Type.Literal(t))),
-    config: Type.Object({}, { additionalProperties: true, description: 'As a connector create or update takes it; a secret as `********` keeps the stored value.' }),
+    config: Type.Object(
+      {},
+      { additionalProperties: true, description: 'As a connector create or update takes it; a secret as `********` keeps the stored value.' },
+    ),
   },
   { additionalProperties: false },
 );
-const DocumentRule = Type.Object({ ruleId: Type.Optional(Guid({ description: 'Matched first; a new rule keeps it.' })), ...ruleFields }, { additionalProperties: false });
-const DocumentSchedule = Type.Object({ scheduleId: Type.Optional(Guid({ description: 'Matched first; a new schedule keeps it.' })), ...scheduleFields }, { additionalProperties: false });
+const DocumentRule = Type.Object(
+  { ruleId: Type.Optional(Guid({ description: 'Matched first; a new rule keeps it.' })), ...ruleFields },
+  { additionalProperties: false },
+);
+const DocumentSchedule = Type.Object(
+  { scheduleId: Type.Optional(Guid({ description: 'Matched first; a new schedule keeps it.' })), ...scheduleFields },
+  { additionalProperties: false },
+);
 
 export const ConfigDocument = defineSchema(
   Type.Object(

@@ -19,8 +19,10 @@ export const ConnectorSpaceObject = defineSchema(
       objectType: Type.String(),
       meshObjectId: Nullable(Guid({ description: 'The mesh object it is joined to (a staged add: the one it adds), else null.' })),
       pendingExport: Nullable(
-        Type.Object(pendingProps(), { additionalProperties: false, description: 'A change staged for the target and not applied yet (the target refused it).' },
-        ),
+        Type.Object(pendingProps(), {
+          additionalProperties: false,
+          description: 'A change staged for the target and not applied yet (the target refused it).',
+        }),
       ),
       awaitingConfirmation: Type.Boolean({ description: 'Exported values not yet seen back by an import of the connector.' }),
       error: Nullable(
@@ -29,7 +31,10 @@ export const ConnectorSpaceObject = defineSchema(
             message: Type.String({ description: "The target's message." }),
             runId: Guid({ description: 'The export run of the last failure.' }),
             occurredOn: Timestamp(),
-            attempts: Type.Integer({ minimum: 1, description: 'Export runs that tried the change and failed; at Export__MaxAttempts exports skip it until retried.' }),
+            attempts: Type.Integer({
+              minimum: 1,
+              description: 'Export runs that tried the change and failed; at Export__MaxAttempts exports skip it until retried.',
+            }),
           },
           { additionalProperties: false },
         ),
@@ -58,7 +63,8 @@ export const OneObjectSync = defineSchema(
       join: Type.Object(
         {
           outcome: Type.Union([Type.Literal('joined'), Type.Literal('projected'), Type.Literal('none'), Type.Literal('ambiguous')], {
-            description: '`joined`: linked already, or a join rule found one mesh object; `projected`: a projection rule makes a new mesh object; `none`: a disconnector; `ambiguous`: a join rule found several (nothing joined).',
+            description:
+              '`joined`: linked already, or a join rule found one mesh object; `projected`: a projection rule makes a new mesh object; `none`: a disconnector; `ambiguous`: a join rule found several (nothing joined).',
           }),
           ruleId: Nullable(Guid({ description: 'The join or projection rule that decided; null for an object linked already.' })),
           candidates: Type.Array(Guid(), { description: 'The mesh objects the join found (several: ambiguous).' }),
@@ -67,7 +73,14 @@ export const OneObjectSync = defineSchema(
       ),
       meshChanges: Type.Array(
         Type.Object(
-          { attribute: Type.String(), old: Value(), new: Value(), ruleId: Nullable(Type.String({ description: 'The rule whose value wins (flow or composer); for an attribute that goes, the rule of the old value.' })) },
+          {
+            attribute: Type.String(),
+            old: Value(),
+            new: Value(),
+            ruleId: Nullable(
+              Type.String({ description: 'The rule whose value wins (flow or composer); for an attribute that goes, the rule of the old value.' }),
+            ),
+          },
           { additionalProperties: false },
         ),
       ),
@@ -78,7 +91,10 @@ export const OneObjectSync = defineSchema(
             operation: Type.Union([Type.Literal('Add'), Type.Literal('Update'), Type.Literal('Delete'), Type.Literal('Rename')]),
             csObjectId: Guid({ description: "The object in the target's connector space (an add: the id it is staged with)." }),
             dn: Nullable(Type.String({ description: 'Directories: the DN (an add: the one the DN template gives).' })),
-            attributes: Dictionary(OldNew(), { description: 'Connector-side attributes: what the target shows now (`old`) and what the export writes (`new`). Write-only secrets are never listed.' }),
+            attributes: Dictionary(OldNew(), {
+              description:
+                'Connector-side attributes: what the target shows now (`old`) and what the export writes (`new`). Write-only secrets are never listed.',
+            }),
           },
           { additionalProperties: false },
         ),

@@ -59,7 +59,8 @@ export const Connector = defineSchema(
       config: ConfigObject('The configuration with every secret replaced by `********`.'),
       instanceId: Nullable(Type.String({ description: 'The engine instance the connector is assigned to.' })),
       fullSyncRequired: Type.Boolean({
-        description: 'The rules of this connector changed since its last full import or FullSync: a FullSync (POST /connectors/{id}/import with runType FullSync) brings the objects a delta does not read in line.',
+        description:
+          'The rules of this connector changed since its last full import or FullSync: a FullSync (POST /connectors/{id}/import with runType FullSync) brings the objects a delta does not read in line.',
       }),
       createdOn: Timestamp(),
       updatedOn: Timestamp(),
@@ -77,7 +78,9 @@ export const ConnectionTestResult = defineSchema(
   Type.Object(
     {
       ok: Type.Boolean({ description: 'false when the test failed: a failed test is still a 200.' }),
-      message: Type.String({ description: 'What was reached, or `<code>: what failed` (a connector error code such as authentication_failed); never a secret.' }),
+      message: Type.String({
+        description: 'What was reached, or `<code>: what failed` (a connector error code such as authentication_failed); never a secret.',
+      }),
       durationMs: Type.Integer({ minimum: 0, description: 'How long the test took, in milliseconds.' }),
     },
     { $id: 'ConnectionTestResult', additionalProperties: false },

@@ -32,17 +32,26 @@ export const requestFields = {
   sourceAttribute: Type.Optional(Nullable(AttributeName())),
   targetAttribute: Type.Optional(Nullable(AttributeName())),
   confidence: Type.Optional(
-    Nullable(Type.Integer({ minimum: 0, maximum: 100, description: 'Required for an inbound FlowRule (ranks contributions); an outbound FlowRule does not use it (null when not given).' })),
+    Nullable(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100,
+        description: 'Required for an inbound FlowRule (ranks contributions); an outbound FlowRule does not use it (null when not given).',
+      }),
+    ),
   ),
   transformScript: Type.Optional(Nullable(Script)),
   direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')], { description: 'FlowRule only; default inbound.' })),
   evaluateWhenAbsent: Type.Optional(
     Type.Boolean({
-      description: 'FlowRule only (false when not given): evaluate the script when the source attribute is absent (source is null). Default false: an absent source contributes nothing (inbound) or leaves the attribute out / clears it (outbound).',
+      description:
+        'FlowRule only (false when not given): evaluate the script when the source attribute is absent (source is null). Default false: an absent source contributes nothing (inbound) or leaves the attribute out / clears it (outbound).',
     }),
   ),
   objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'ProjectionRule only; default User.' })),
-  relationshipType: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 256, description: 'MeshComposerRule only: makes a relationship (e.g. manager).' }))),
+  relationshipType: Type.Optional(
+    Nullable(Type.String({ minLength: 1, maxLength: 256, description: 'MeshComposerRule only: makes a relationship (e.g. manager).' })),
+  ),
 };
 
 export const CreateRuleRequest = defineSchema(Type.Object(requestFields, { $id: 'CreateRuleRequest', additionalProperties: false }));

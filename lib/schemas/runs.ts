@@ -15,9 +15,13 @@ export const RunSchema = defineSchema(
       instanceId: Nullable(Type.String({ description: 'The engine instance that runs it.' })),
       instanceName: Nullable(Type.String({ description: "The instance's current name (kept current by renames)." })),
       runType: Type.Union(RUN_TYPES.map((t) => Type.Literal(t))),
-      status: Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)), {
-        description: 'Queued: its instance is paused. CompletedWithErrors: some objects failed (see errors). Failed: see error. Cancelled: cancelled through POST /runs/{id}/cancel, or its orchestration was terminated outside the engine (see error). AwaitingApproval: it would exceed a threshold of its connector; it applied nothing and waits for an Admin (POST /runs/{id}/approve or /reject; see approval), holding the connector. Rejected: an Admin rejected it, or its approval expired (see error); nothing was applied.',
-      }),
+      status: Type.Union(
+        RUN_STATUSES.map((s) => Type.Literal(s)),
+        {
+          description:
+            'Queued: its instance is paused. CompletedWithErrors: some objects failed (see errors). Failed: see error. Cancelled: cancelled through POST /runs/{id}/cancel, or its orchestration was terminated outside the engine (see error). AwaitingApproval: it would exceed a threshold of its connector; it applied nothing and waits for an Admin (POST /runs/{id}/approve or /reject; see approval), holding the connector. Rejected: an Admin rejected it, or its approval expired (see error); nothing was applied.',
+        },
+      ),
       startedAt: Timestamp(),
       completedAt: Type.Optional(Timestamp({ description: 'Present once the run has finished.' })),
       stats: Type.Object(
@@ -34,7 +38,9 @@ export const RunSchema = defineSchema(
       dryRun: Type.Optional(Type.Boolean()),
       trigger: Type.Object(
         {
-          type: Type.Union([Type.Literal('manual'), Type.Literal('schedule'), Type.Literal('apply')], { description: 'manual: started through the API by actorUpn; schedule: started by a schedule run; apply: the apply of a plan.' }),
+          type: Type.Union([Type.Literal('manual'), Type.Literal('schedule'), Type.Literal('apply')], {
+            description: 'manual: started through the API by actorUpn; schedule: started by a schedule run; apply: the apply of a plan.',
+          }),
           actorUpn: Nullable(Type.String({ description: 'Who started it: the caller (manual), `schedule:<name>` (schedule).' })),
           scheduleId: Type.Optional(Guid()),
           scheduleRunId: Type.Optional(Guid()),
@@ -50,7 +56,10 @@ export const RunSchema = defineSchema(
             objectsTotal: Nullable(Type.Integer({ minimum: 0, description: 'Null when not known in advance.' })),
             updatedOn: Timestamp(),
           },
-          { additionalProperties: false, description: 'Present while the run is Running (refreshed with its stats at every page), and as it last was on a finished run.' },
+          {
+            additionalProperties: false,
+            description: 'Present while the run is Running (refreshed with its stats at every page), and as it last was on a finished run.',
+          },
         ),
       ),
       plan: Type.Optional(
@@ -65,7 +74,10 @@ export const RunSchema = defineSchema(
             reasons: Type.Array(
               Type.Object(
                 {
-                  operation: Type.Union(THRESHOLD_OPERATIONS.map((o) => Type.Literal(o)), { description: "The threshold's key." }),
+                  operation: Type.Union(
+                    THRESHOLD_OPERATIONS.map((o) => Type.Literal(o)),
+                    { description: "The threshold's key." },
+                  ),
                   count: Count(),
                   limit: Type.Integer({ minimum: 0, description: 'The number the count exceeded.' }),
                 },
@@ -83,9 +95,7 @@ export const RunSchema = defineSchema(
   ),
 );
 
-export const RunList = defineSchema(
-  Type.Object({ items: Type.Array(Type.Ref('Run')), totalCount: Count() }, { $id: 'RunList', additionalProperties: false }),
-);
+export const RunList = defineSchema(Type.Object({ items: Type.Array(Type.Ref('Run')), totalCount: Count() }, { $id: 'RunList', additionalProperties: false }));
 
 const ChangeValue = () =>
   Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null(), Type.Array(Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]))]);
@@ -93,14 +103,22 @@ const ChangeValue = () =>
 export const RunChange = defineSchema(
   Type.Object(
     {
-      target: Type.Union(CHANGE_TARGETS.map((t) => Type.Literal(t)), { description: 'mesh: a change of a mesh object (imports, FullSync); connector: a change of an object in the target (exports).' }),
+      target: Type.Union(
+        CHANGE_TARGETS.map((t) => Type.Literal(t)),
+        { description: 'mesh: a change of a mesh object (imports, FullSync); connector: a change of an object in the target (exports).' },
+      ),
       operation: Type.Union(CHANGE_OPERATIONS.map((o) => Type.Literal(o))),
       csObjectId: Nullable(Guid({ description: 'The connector-space object.' })),
       meshObjectId: Nullable(Guid()),
       anchor: Nullable(Type.String()),
       dn: Nullable(Type.String({ description: 'null outside directories.' })),
-      attributes: Type.Record(Type.String(), Type.Object({ old: ChangeValue(), new: ChangeValue() }, { additionalProperties: false }), { description: 'Attribute-level old and new values (secrets masked).' }),
-      outcome: Type.Union(CHANGE_OUTCOMES.map((o) => Type.Literal(o)), { description: 'applied, planned (a dry run, a run awaiting approval), failed (see error), drifted (its inputs changed since the plan: not touched).' }),
+      attributes: Type.Record(Type.String(), Type.Object({ old: ChangeValue(), new: ChangeValue() }, { additionalProperties: false }), {
+        description: 'Attribute-level old and new values (secrets masked).',
+      }),
+      outcome: Type.Union(
+        CHANGE_OUTCOMES.map((o) => Type.Literal(o)),
+        { description: 'applied, planned (a dry run, a run awaiting approval), failed (see error), drifted (its inputs changed since the plan: not touched).' },
+      ),
       error: Nullable(Type.String()),
     },
     { $id: 'RunChange', additionalProperties: false },

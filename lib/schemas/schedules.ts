@@ -14,7 +14,11 @@ const RunTypeSchema = Type.Union(RUN_TYPES.map((t) => Type.Literal(t)));
 const StepRequest = Type.Object(
   {
     runType: RunTypeSchema,
-    connectorIds: Type.Array(Type.String({ maxLength: 64, description: 'A connector id (GUID); an unknown connector is a 400.' }), { minItems: 1, maxItems: 50, uniqueItems: true }),
+    connectorIds: Type.Array(Type.String({ maxLength: 64, description: 'A connector id (GUID); an unknown connector is a 400.' }), {
+      minItems: 1,
+      maxItems: 50,
+      uniqueItems: true,
+    }),
   },
   { additionalProperties: false, description: 'One step: a run of each connector, all started together and running in parallel.' },
 );
@@ -24,7 +28,8 @@ export const requestFields = {
   cron: Type.String({
     minLength: 1,
     maxLength: 256,
-    description: 'NCRONTAB as the Functions timer trigger: `{second} {minute} {hour} {day} {month} {day-of-week}`, or five fields (second 0). At most once a minute.',
+    description:
+      'NCRONTAB as the Functions timer trigger: `{second} {minute} {hour} {day} {month} {day-of-week}`, or five fields (second 0). At most once a minute.',
   }),
   timeZone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, default: 'UTC', description: 'IANA time zone the cron is read in (default UTC).' })),
   isEnabled: Type.Optional(Type.Boolean({ default: true, description: 'A disabled schedule does not tick (nextRunOn null); run-now still works.' })),
@@ -62,30 +67,44 @@ export const ScheduleSchema = defineSchema(
   ),
 );
 
-export const ScheduleList = defineSchema(Type.Object({ items: Type.Array(Type.Ref('Schedule')), totalCount: Count() }, { $id: 'ScheduleList', additionalProperties: false }));
+export const ScheduleList = defineSchema(
+  Type.Object({ items: Type.Array(Type.Ref('Schedule')), totalCount: Count() }, { $id: 'ScheduleList', additionalProperties: false }),
+);
 
 export const ScheduleRunSchema = defineSchema(
   Type.Object(
     {
       scheduleRunId: Guid(),
       scheduleId: Guid(),
-      trigger: Type.Union([Type.Literal('schedule'), Type.Literal('manual')], { description: 'schedule: a tick of the cron; manual: POST /schedules/{id}/run.' }),
-      status: Type.Union(SCHEDULE_RUN_STATUSES.map((s) => Type.Literal(s)), {
-        description: 'Skipped: the tick came while the previous schedule run was still going. Failed: a run Failed with stopOnFailure. CompletedWithErrors: some run did not end Completed.',
+      trigger: Type.Union([Type.Literal('schedule'), Type.Literal('manual')], {
+        description: 'schedule: a tick of the cron; manual: POST /schedules/{id}/run.',
       }),
+      status: Type.Union(
+        SCHEDULE_RUN_STATUSES.map((s) => Type.Literal(s)),
+        {
+          description:
+            'Skipped: the tick came while the previous schedule run was still going. Failed: a run Failed with stopOnFailure. CompletedWithErrors: some run did not end Completed.',
+        },
+      ),
       startedOn: Timestamp(),
       completedOn: Nullable(Timestamp()),
       steps: Type.Array(
         Type.Object(
           {
             runType: RunTypeSchema,
-            status: Type.Union(STEP_STATUSES.map((s) => Type.Literal(s)), { description: 'NotStarted: not reached yet; NotRun: the sequence ended before it; Queued: its runs wait for a paused instance.' }),
+            status: Type.Union(
+              STEP_STATUSES.map((s) => Type.Literal(s)),
+              { description: 'NotStarted: not reached yet; NotRun: the sequence ended before it; Queued: its runs wait for a paused instance.' },
+            ),
             runs: Type.Array(
               Type.Object(
                 {
                   connectorId: Guid(),
                   runId: Nullable(Guid({ description: 'Null until started, and when the run could not start (status Failed).' })),
-                  status: Type.String({ description: "The run's status; NotStarted / NotRun before it starts or when it never did; Failed with runId null when it could not start (the connector had an active run, or is gone)." }),
+                  status: Type.String({
+                    description:
+                      "The run's status; NotStarted / NotRun before it starts or when it never did; Failed with runId null when it could not start (the connector had an active run, or is gone).",
+                  }),
                 },
                 { additionalProperties: false },
               ),
@@ -99,4 +118,6 @@ export const ScheduleRunSchema = defineSchema(
   ),
 );
 
-export const ScheduleRunList = defineSchema(Type.Object({ items: Type.Array(Type.Ref('ScheduleRun')), totalCount: Count() }, { $id: 'ScheduleRunList', additionalProperties: false }));
+export const ScheduleRunList = defineSchema(
+  Type.Object({ items: Type.Array(Type.Ref('ScheduleRun')), totalCount: Count() }, { $id: 'ScheduleRunList', additionalProperties: false }),
+);

@@ -15,7 +15,12 @@ export function secretPaths(schema: TSchema | Record<string, unknown>, config: u
   const s = schema as { properties?: Record<string, Record<string, unknown>>; additionalProperties?: unknown };
   const out: FieldPath[] = [];
   for (const [key, value] of Object.entries(config)) {
-    const sub = s.properties && Object.prototype.hasOwnProperty.call(s.properties, key) ? s.properties[key] : isPlainObject(s.additionalProperties) ? s.additionalProperties : undefined;
+    const sub =
+      s.properties && Object.prototype.hasOwnProperty.call(s.properties, key)
+        ? s.properties[key]
+        : isPlainObject(s.additionalProperties)
+          ? s.additionalProperties
+          : undefined;
     if (!sub) continue;
     if (sub['x-secret'] === true) {
       if (typeof value === 'string') out.push([...prefix, key]);

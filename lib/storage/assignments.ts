@@ -72,7 +72,8 @@ export async function listAssignments(instanceId?: string): Promise<Assignment[]
   const client = await table(TABLE);
   const filter = `PartitionKey eq ${odata(PK)}` + (instanceId ? ` and instanceId eq ${odata(instanceId)}` : '');
   const out: Assignment[] = [];
-  for await (const e of client.listEntities<AssignmentEntity>({ queryOptions: { filter } })) out.push(fromEntity(e as AssignmentEntity & { rowKey?: string; etag: string }));
+  for await (const e of client.listEntities<AssignmentEntity>({ queryOptions: { filter } }))
+    out.push(fromEntity(e as AssignmentEntity & { rowKey?: string; etag: string }));
   return out;
 }
 

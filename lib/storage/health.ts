@@ -6,7 +6,9 @@ import { tableService } from './tables';
  */
 export async function probeStorage(timeoutMs = 3000): Promise<boolean> {
   try {
-    const pages = tableService().listTables({ abortSignal: AbortSignal.timeout(timeoutMs) }).byPage({ maxPageSize: 1 });
+    const pages = tableService()
+      .listTables({ abortSignal: AbortSignal.timeout(timeoutMs) })
+      .byPage({ maxPageSize: 1 });
     await pages.next();
     return true;
   } catch {

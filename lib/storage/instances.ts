@@ -171,7 +171,8 @@ export async function claimName(name: string, instanceId: string): Promise<boole
   if (!holder) return claimName(name, instanceId);
   if (holder.instanceId === instanceId) {
     // Same name in another case: keep the claim, record the new spelling.
-    if (holder.name !== name) await client.updateEntity({ partitionKey: NAME, rowKey: nameKey(name), name }, 'Merge', { etag: holder.etag }).catch(() => undefined);
+    if (holder.name !== name)
+      await client.updateEntity({ partitionKey: NAME, rowKey: nameKey(name), name }, 'Merge', { etag: holder.etag }).catch(() => undefined);
     return true;
   }
   return false;

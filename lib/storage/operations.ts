@@ -32,9 +32,11 @@ export async function recordOperation(kind: OperationKind, targetId: string): Pr
 export async function noteStepDone(op: PendingOperation, step: string): Promise<void> {
   op.completedSteps.push(step);
   const client = await table(TABLE);
-  await client.updateEntity({ partitionKey: PK, rowKey: rowKey(op.kind, op.targetId), completedSteps: JSON.stringify(op.completedSteps) }, 'Merge').catch((err: unknown) => {
-    if (!isStatus(err, 404)) throw err;
-  });
+  await client
+    .updateEntity({ partitionKey: PK, rowKey: rowKey(op.kind, op.targetId), completedSteps: JSON.stringify(op.completedSteps) }, 'Merge')
+    .catch((err: unknown) => {
+      if (!isStatus(err, 404)) throw err;
+    });
 }
 
 export async function completeOperation(op: Pick<PendingOperation, 'kind' | 'targetId'>): Promise<void> {
@@ -50,7 +52,12 @@ export async function listPendingOperations(): Promise<PendingOperation[]> {
   const client = await table(TABLE);
   const out: PendingOperation[] = [];
   for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq '${PK}'` } })) {
-    out.push({ kind: String(e.kind) as OperationKind, targetId: String(e.targetId), createdOn: String(e.createdOn), completedSteps: JSON.parse(String(e.completedSteps ?? '[]')) as string[] });
+    out.push({
+      kind: String(e.kind) as OperationKind,
+      targetId: String(e.targetId),
+      createdOn: String(e.createdOn),
+      completedSteps: JSON.parse(String(e.completedSteps ?? '[]')) as string[],
+    });
   }
   return out;
 }

@@ -37,7 +37,12 @@ export async function putOverflow(text: string): Promise<string> {
   const rows = Math.max(1, Math.ceil(text.length / perRow));
   const actions: TransactionAction[] = [];
   for (let r = 0; r < rows; r++) {
-    const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = { partitionKey: key, rowKey: String(r).padStart(6, '0'), rows, length: text.length };
+    const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
+      partitionKey: key,
+      rowKey: String(r).padStart(6, '0'),
+      rows,
+      length: text.length,
+    };
     const part = text.slice(r * perRow, (r + 1) * perRow);
     splitText(part, PIECE).forEach((piece, i) => (e[`p${i}`] = piece));
     actions.push(['upsert', e, 'Replace']);

@@ -107,9 +107,7 @@ export async function listRules(q: RuleQuery = {}): Promise<StoredRule[]> {
   if (q.ruleType) filters.push(`ruleType eq ${odata(q.ruleType)}`);
   const out: StoredRule[] = [];
   for await (const e of client.listEntities({ queryOptions: { filter: filters.join(' and ') } })) out.push(fromEntity(e));
-  return out.sort(
-    (a, b) => a.priority - b.priority || cmp(a.ruleName.toLowerCase(), b.ruleName.toLowerCase()) || cmp(a.ruleId, b.ruleId),
-  );
+  return out.sort((a, b) => a.priority - b.priority || cmp(a.ruleName.toLowerCase(), b.ruleName.toLowerCase()) || cmp(a.ruleId, b.ruleId));
 }
 
 /** Delete every rule of a connector (connector deletion). Safe to repeat. */

@@ -77,7 +77,8 @@ export function countChanges(items: readonly Pick<RunChange, 'operation' | 'outc
   const add = (key: string) => (k[key] = (k[key] ?? 0) + 1);
   for (const c of items) {
     add(countKey(c.operation, c.outcome));
-    if ((c.operation === 'Update' || c.operation === 'Rename') && Object.values(c.attributes).some((a) => !empty(a.old) && empty(a.new))) add(`Blank|${c.outcome}`);
+    if ((c.operation === 'Update' || c.operation === 'Rename') && Object.values(c.attributes).some((a) => !empty(a.old) && empty(a.new)))
+      add(`Blank|${c.outcome}`);
   }
   return k;
 }
@@ -124,7 +125,9 @@ interface RowHead {
 async function heads(runId: string): Promise<RowHead[]> {
   const client = await table(TABLE);
   const out: RowHead[] = [];
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(runId)}`, select: ['RowKey', 'k', 'parts'] } })) {
+  for await (const e of client.listEntities<Record<string, unknown>>({
+    queryOptions: { filter: `PartitionKey eq ${odata(runId)}`, select: ['RowKey', 'k', 'parts'] },
+  })) {
     const rowKey = String(e.rowKey);
     if (rowKey.includes('.')) continue;
     out.push({ rowKey, counts: JSON.parse(String(e.k ?? '{}')) as ChangeCounts, parts: Number(e.parts ?? 1) });
@@ -166,7 +169,8 @@ export interface ChangeFilter {
   outcome?: ChangeOutcome;
 }
 
-const matches = (f: ChangeFilter) => (c: Pick<RunChange, 'operation' | 'outcome'>) => (!f.operation || c.operation === f.operation) && (!f.outcome || c.outcome === f.outcome);
+const matches = (f: ChangeFilter) => (c: Pick<RunChange, 'operation' | 'outcome'>) =>
+  (!f.operation || c.operation === f.operation) && (!f.outcome || c.outcome === f.outcome);
 
 function matchingCount(counts: ChangeCounts, f: ChangeFilter): number {
   let n = 0;
@@ -180,7 +184,17 @@ function matchingCount(counts: ChangeCounts, f: ChangeFilter): number {
 
 /** The item as the API shows it (no key, no fingerprint). */
 export function changeView(c: StoredChange): RunChange {
-  return { target: c.target, operation: c.operation, csObjectId: c.csObjectId, meshObjectId: c.meshObjectId, anchor: c.anchor, dn: c.dn, attributes: c.attributes, outcome: c.outcome, error: c.error };
+  return {
+    target: c.target,
+    operation: c.operation,
+    csObjectId: c.csObjectId,
+    meshObjectId: c.meshObjectId,
+    anchor: c.anchor,
+    dn: c.dn,
+    attributes: c.attributes,
+    outcome: c.outcome,
+    error: c.error,
+  };
 }
 
 /**

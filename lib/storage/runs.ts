@@ -157,7 +157,10 @@ export const firstPhase = (runType: RunType): RunPhase => (runType === 'Export' 
 export function runView(run: StoredRun): Run {
   const { etag: _etag, dispatch: _dispatch, cancel: _cancel, actorId: _actorId, appliedBy: _appliedBy, approvedBy: _approvedBy, progress, ...view } = run;
   if (run.status === 'Running') {
-    return { ...view, progress: progress ?? { phase: firstPhase(run.runType), objectsProcessed: run.stats.objectsProcessed, objectsTotal: null, updatedOn: run.startedAt } };
+    return {
+      ...view,
+      progress: progress ?? { phase: firstPhase(run.runType), objectsProcessed: run.stats.objectsProcessed, objectsTotal: null, updatedOn: run.startedAt },
+    };
   }
   return progress ? { ...view, progress } : view;
 }
@@ -263,7 +266,8 @@ function fromEntity(e: TableEntityResult<Record<string, unknown>>): StoredRun {
     etag: e.etag,
   };
   if (typeof e.progress === 'string') run.progress = JSON.parse(e.progress) as RunProgressView;
-  if (typeof e.cancelRequestedAt === 'string') run.cancel = { requestedAt: e.cancelRequestedAt, requestedBy: typeof e.cancelRequestedBy === 'string' ? e.cancelRequestedBy : null };
+  if (typeof e.cancelRequestedAt === 'string')
+    run.cancel = { requestedAt: e.cancelRequestedAt, requestedBy: typeof e.cancelRequestedBy === 'string' ? e.cancelRequestedBy : null };
   if (typeof e.completedAt === 'string') run.completedAt = e.completedAt;
   if (typeof e.errors === 'string') run.errors = JSON.parse(e.errors) as RunObjectError[];
   if (typeof e.error === 'string') run.error = e.error;
@@ -273,7 +277,8 @@ function fromEntity(e: TableEntityResult<Record<string, unknown>>): StoredRun {
   if (typeof e.actorId === 'string' && e.actorId) run.actorId = e.actorId;
   if (typeof e.appliedBy === 'string' && e.appliedBy) run.appliedBy = e.appliedBy;
   if (typeof e.approvedBy === 'string' && e.approvedBy) run.approvedBy = e.approvedBy;
-  if (typeof e.dispatchedAt === 'string') run.dispatch = { dispatchedAt: e.dispatchedAt, taskHub: typeof e.taskHub === 'string' && e.taskHub ? e.taskHub : null };
+  if (typeof e.dispatchedAt === 'string')
+    run.dispatch = { dispatchedAt: e.dispatchedAt, taskHub: typeof e.taskHub === 'string' && e.taskHub ? e.taskHub : null };
   return run;
 }
 
@@ -614,10 +619,17 @@ export async function newestRun(connectorId: string, statuses: readonly RunStatu
  * `trigger.scheduleRunId`. A schedule run that crashed between creating a run and
  * recording its id finds it here instead of starting it again.
  */
-export async function findScheduleRunRun(connectorId: string, scheduleRunId: string, except: ReadonlySet<string> = new Set(), within = 50): Promise<StoredRun | null> {
+export async function findScheduleRunRun(
+  connectorId: string,
+  scheduleRunId: string,
+  except: ReadonlySet<string> = new Set(),
+  within = 50,
+): Promise<StoredRun | null> {
   const client = await table(TABLE);
   let seen = 0;
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(connectorPk(connectorId))} and ${RUN_ROWS}` } })) {
+  for await (const e of client.listEntities<Record<string, unknown>>({
+    queryOptions: { filter: `PartitionKey eq ${odata(connectorPk(connectorId))} and ${RUN_ROWS}` },
+  })) {
     if (typeof e.trigger === 'string' && e.trigger.includes(scheduleRunId)) {
       const run = fromEntity(e);
       if (run.trigger.scheduleRunId === scheduleRunId && !except.has(run.runId)) return run;
@@ -632,7 +644,9 @@ export async function findScheduleRunRun(connectorId: string, scheduleRunId: str
  * ETag; a run updates its row at every page). One query of one row.
  */
 export async function newestRunToken(connectorId: string): Promise<string> {
-  const pages = (await table(TABLE)).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(connectorPk(connectorId))}`, select: ['RowKey'] } }).byPage({ maxPageSize: 1 });
+  const pages = (await table(TABLE))
+    .listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(connectorPk(connectorId))}`, select: ['RowKey'] } })
+    .byPage({ maxPageSize: 1 });
   for await (const page of pages) {
     const e = page[0];
     return e ? `${String(e.rowKey)}|${String(e.etag)}` : '';

@@ -205,9 +205,13 @@ export async function removeScheduleRow(current: StoredSchedule): Promise<void> 
 export async function deleteScheduleRuns(scheduleId: string): Promise<void> {
   const runs = await table(RUNS);
   const keys: string[] = [];
-  for await (const e of runs.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(scheduleId)}`, select: ['RowKey'] } })) keys.push(String(e.rowKey));
+  for await (const e of runs.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(scheduleId)}`, select: ['RowKey'] } }))
+    keys.push(String(e.rowKey));
   for (let i = 0; i < keys.length; i += 100) {
-    await submitTransaction(runs, keys.slice(i, i + 100).map((rowKey): TransactionAction => ['delete', { partitionKey: scheduleId, rowKey }]));
+    await submitTransaction(
+      runs,
+      keys.slice(i, i + 100).map((rowKey): TransactionAction => ['delete', { partitionKey: scheduleId, rowKey }]),
+    );
   }
 }
 
@@ -233,7 +237,10 @@ export async function purgeClaims(scheduleId: string, before: Date): Promise<num
   const filter = `PartitionKey eq ${odata(scheduleId)} and RowKey ge 't_' and RowKey lt ${odata(`t_${before.toISOString()}`)}`;
   for await (const e of client.listEntities({ queryOptions: { filter, select: ['RowKey'] } })) keys.push(String(e.rowKey));
   for (let i = 0; i < keys.length; i += 100) {
-    await submitTransaction(client, keys.slice(i, i + 100).map((rowKey): TransactionAction => ['delete', { partitionKey: scheduleId, rowKey }]));
+    await submitTransaction(
+      client,
+      keys.slice(i, i + 100).map((rowKey): TransactionAction => ['delete', { partitionKey: scheduleId, rowKey }]),
+    );
   }
   return keys.length;
 }
@@ -343,13 +350,18 @@ export async function listScheduleRuns(scheduleId: string, skip: number, take: n
 /** The newest schedule run of the schedule, or null: one page of one entity. */
 export async function latestScheduleRun(scheduleId: string): Promise<StoredScheduleRun | null> {
   const client = await table(RUNS);
-  const pages = client.listEntities<{ body: string }>({ queryOptions: { filter: `PartitionKey eq ${odata(scheduleId)} and ${RUN_ROWS}` } }).byPage({ maxPageSize: 1 });
+  const pages = client
+    .listEntities<{ body: string }>({ queryOptions: { filter: `PartitionKey eq ${odata(scheduleId)} and ${RUN_ROWS}` } })
+    .byPage({ maxPageSize: 1 });
   for await (const page of pages) return page[0] ? runOf(page[0]) : null;
   return null;
 }
 
 /** Replace the steps (and status) of a schedule run as read; a lost race is a ConflictError. */
-export async function updateScheduleRun(run: StoredScheduleRun, patch: Partial<Pick<ScheduleRun, 'steps' | 'status'>> & { taskHub?: string | null }): Promise<StoredScheduleRun> {
+export async function updateScheduleRun(
+  run: StoredScheduleRun,
+  patch: Partial<Pick<ScheduleRun, 'steps' | 'status'>> & { taskHub?: string | null },
+): Promise<StoredScheduleRun> {
   const client = await table(RUNS);
   const { etag: _e, runKey, ...plain } = run;
   const next = { ...plain, ...patch };
@@ -365,7 +377,12 @@ export async function updateScheduleRun(run: StoredScheduleRun, patch: Partial<P
  * End a Running schedule run as read: its final status, steps and `completedOn`, and the schedule's lock released,
  * in one transaction. A run that moved on meanwhile (another writer ended it): ConflictError.
  */
-export async function finishScheduleRun(run: StoredScheduleRun, status: Exclude<ScheduleRunStatus, 'Running'>, steps: ScheduleRunStep[], completedOn: Date = new Date()): Promise<StoredScheduleRun> {
+export async function finishScheduleRun(
+  run: StoredScheduleRun,
+  status: Exclude<ScheduleRunStatus, 'Running'>,
+  steps: ScheduleRunStep[],
+  completedOn: Date = new Date(),
+): Promise<StoredScheduleRun> {
   const client = await table(RUNS);
   const { etag: _e, runKey, ...plain } = run;
   const next = { ...plain, status, steps, completedOn: completedOn.toISOString() };

@@ -52,7 +52,11 @@ const MAX_BYTES = 3_000_000;
  * `update` without an ETag (a replace of a row believed present) that finds none fails it with 404: the
  * transaction is then sent again with upserts (a replayed page, a stale cache).
  */
-export async function submitBatched(client: TableClient | ((partitionKey: string) => Promise<TableClient>), actions: TransactionAction[], concurrency = 4): Promise<void> {
+export async function submitBatched(
+  client: TableClient | ((partitionKey: string) => Promise<TableClient>),
+  actions: TransactionAction[],
+  concurrency = 4,
+): Promise<void> {
   const clientOf = typeof client === 'function' ? client : async () => client;
   const byPk = new Map<string, TransactionAction[]>();
   for (const a of actions) {
@@ -87,7 +91,10 @@ export async function submitBatched(client: TableClient | ((partitionKey: string
       } catch (err) {
         const guessed = (a: TransactionAction) => a[0] === 'create' || (a[0] === 'update' && a[3] === undefined);
         if (!((isStatus(err, 409) || isStatus(err, 404)) && b.some(guessed))) throw err;
-        await submitTransaction(c, b.map((a): TransactionAction => (guessed(a) ? ['upsert', a[1], 'Replace'] : a)));
+        await submitTransaction(
+          c,
+          b.map((a): TransactionAction => (guessed(a) ? ['upsert', a[1], 'Replace'] : a)),
+        );
       }
     }
   };

@@ -106,7 +106,10 @@ export async function submitTransactionFast(client: TableClient, actions: readon
   const parts = actions.map((a) => subRequest(a, tableUrl, changeset));
   // The body goes as bytes, encoded once: given as a string, the HTTP client encodes it once to learn its
   // length and Node once more to write it (a few MB per page of an import).
-  const body = Buffer.from(`--${batch}${CRLF}content-type: multipart/mixed; boundary=${changeset}${CRLF}${CRLF}${CRLF}${parts.join(CRLF)}${CRLF}--${changeset}--${CRLF}--${batch}--${CRLF}`, 'utf8');
+  const body = Buffer.from(
+    `--${batch}${CRLF}content-type: multipart/mixed; boundary=${changeset}${CRLF}${CRLF}${CRLF}${parts.join(CRLF)}${CRLF}--${changeset}--${CRLF}--${batch}--${CRLF}`,
+    'utf8',
+  );
   const request = createPipelineRequest({
     url: `${account}/$batch${sas ? `?${sas}` : ''}`,
     method: 'POST',

@@ -31,7 +31,10 @@ export async function withdrawConnector(connectorId: string): Promise<void> {
   const anchors = [...summaries].filter(([, s]) => !s.deleted && s.meshId).map(([a]) => a);
   for (let i = 0; i < anchors.length; i += DEFAULT_PAGE_SIZE) {
     const ctx = await context(info);
-    await processItems(ctx, anchors.slice(i, i + DEFAULT_PAGE_SIZE).map((anchor) => ({ anchor, object: null })));
+    await processItems(
+      ctx,
+      anchors.slice(i, i + DEFAULT_PAGE_SIZE).map((anchor) => ({ anchor, object: null })),
+    );
   }
   csCaches.delete(connectorId);
 }

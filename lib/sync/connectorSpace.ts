@@ -74,7 +74,11 @@ type Row = TableEntityResult<Record<string, unknown>>;
  * The row of a connector-space object. `apart`: the keys of its attributes (`a`) or exported values (`x`) kept
  * apart (lib/storage/overflow.ts: a group of many members), stored as `aref`/`xref` instead of the JSON.
  */
-export function toCsEntity(connectorId: string, o: CsObject, apart: { a?: string; x?: string; aText?: string } = {}): Record<string, unknown> & { partitionKey: string; rowKey: string } {
+export function toCsEntity(
+  connectorId: string,
+  o: CsObject,
+  apart: { a?: string; x?: string; aText?: string } = {},
+): Record<string, unknown> & { partitionKey: string; rowKey: string } {
   const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
     partitionKey: csPartition(connectorId, o.anchor),
     rowKey: encodeKey(o.anchor),
@@ -204,7 +208,10 @@ export async function loadCsSummaries(connectorId: string): Promise<Map<string, 
   const out = new Map<string, CsSummary>();
   await mapLimit(partitions(connectorId), 4, async (pk) => {
     const it = (await csTable(pk)).listEntities<Record<string, unknown>>({
-      queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk', 'failed', 'dps', 'dpd', 'pv', 'cid', 'eo'] },
+      queryOptions: {
+        filter: `PartitionKey eq ${odata(pk)}`,
+        select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk', 'failed', 'dps', 'dpd', 'pv', 'cid', 'eo'],
+      },
     });
     for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
   });
@@ -242,7 +249,9 @@ export async function readCsPartition(connectorId: string, index: number): Promi
 /** Every full row of a connector, page by page (export and deletes). */
 export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsObject[]> {
   for (const pk of partitions(connectorId)) {
-    const pages = (await csTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } }).byPage({ maxPageSize: 1000 });
+    const pages = (await csTable(pk))
+      .listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } })
+      .byPage({ maxPageSize: 1000 });
     for await (const page of pages) yield (await inflateCsRows(page)).map(fromCsEntity);
   }
 }
@@ -260,7 +269,10 @@ export async function writeCsObjects(connectorId: string, objects: readonly CsOb
     const a = JSON.stringify(o.attributes);
     const x = o.exported ? JSON.stringify(o.exported) : '';
     if (a.length > OVERFLOW_OVER || x.length > OVERFLOW_OVER) {
-      apart.set(o.anchor, { ...(a.length > OVERFLOW_OVER ? { a: await putOverflow(a) } : { aText: a }), ...(x.length > OVERFLOW_OVER ? { x: await putOverflow(x) } : {}) });
+      apart.set(o.anchor, {
+        ...(a.length > OVERFLOW_OVER ? { a: await putOverflow(a) } : { aText: a }),
+        ...(x.length > OVERFLOW_OVER ? { x: await putOverflow(x) } : {}),
+      });
     } else apart.set(o.anchor, { aText: a });
   }
   const actions: TransactionAction[] = objects.map((o) => {

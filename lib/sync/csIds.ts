@@ -51,7 +51,8 @@ export const anchoredCsObjectId = (connectorId: string, anchor: string): string 
 export const stagedCsObjectId = (connectorId: string, meshId: string): string => uuidV5(NS_STAGED, `${connectorId.toLowerCase()}\u0000${meshId}`);
 
 /** The id of a connector-space row: the one it keeps (`csObjectId`, from a staged add) or the name-based one. */
-export const csObjectIdOf = (connectorId: string, row: { anchor: string; csObjectId?: string }): string => row.csObjectId ?? anchoredCsObjectId(connectorId, row.anchor);
+export const csObjectIdOf = (connectorId: string, row: { anchor: string; csObjectId?: string }): string =>
+  row.csObjectId ?? anchoredCsObjectId(connectorId, row.anchor);
 
 /** Where an id points: an object with an anchor, or the staged add of a mesh object. */
 export type CsObjectRef = { anchor: string } | { stagedMeshId: string };
@@ -90,7 +91,8 @@ export async function deleteCsObjectIds(connectorId: string): Promise<void> {
   const actions: TransactionAction[] = [];
   for (const h of HEX) {
     const pk = `${connectorId}_${h}`;
-    for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } })) actions.push(['delete', { partitionKey: pk, rowKey: String(e.rowKey) }]);
+    for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } }))
+      actions.push(['delete', { partitionKey: pk, rowKey: String(e.rowKey) }]);
   }
   await submitBatched(client, actions).catch((err: unknown) => {
     if (!isStatus(err, 404)) throw err;

@@ -52,7 +52,13 @@ export function liveObjects(summaries: ReadonlyMap<string, CsSummary>): number {
 export async function fullImportDeletePage(info: RunInfo, page: number, totals: RunTotals): Promise<RunTotals> {
   const anchors = await loadDeletePage(info.runId, page);
   const ctx = await context(info);
-  const result = await processItems(ctx, anchors.map((anchor) => ({ anchor, object: null })), undefined, false, pageKey('d', page));
+  const result = await processItems(
+    ctx,
+    anchors.map((anchor) => ({ anchor, object: null })),
+    undefined,
+    false,
+    pageKey('d', page),
+  );
   const next = addPage(totals, result, []);
   await updateRun(info.runId, { stats: next.stats, errors: next.errors, progress: progressOf('applying', next) });
   return next;
@@ -65,5 +71,11 @@ export async function fullImportDeletePage(info: RunInfo, page: number, totals: 
 export async function planDeletePage(info: RunInfo, page: number): Promise<void> {
   const anchors = await loadDeletePage(info.runId, page);
   const ctx = await context({ ...info, dryRun: true });
-  await processItems(ctx, anchors.map((anchor) => ({ anchor, object: null })), undefined, false, pageKey('d', page));
+  await processItems(
+    ctx,
+    anchors.map((anchor) => ({ anchor, object: null })),
+    undefined,
+    false,
+    pageKey('d', page),
+  );
 }

@@ -28,7 +28,11 @@ export type DeltaOutput = { fullImportRequired: string } | { watermark: string |
  * and applies its plan. A run applying a plan gives no watermark when it left objects out (the next delta
  * reads them again).
  */
-export async function deltaImport(info: RunInfo, config: { deletionThreshold?: unknown; thresholds?: unknown; fullSyncOnRuleChange?: unknown }, totals: RunTotals): Promise<DeltaOutput> {
+export async function deltaImport(
+  info: RunInfo,
+  config: { deletionThreshold?: unknown; thresholds?: unknown; fullSyncOnRuleChange?: unknown },
+  totals: RunTotals,
+): Promise<DeltaOutput> {
   try {
     const made = await importConnectorFor(info.connectorId);
     return await withConnector(made, async (connector) => {
@@ -63,7 +67,13 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
         const dry = { ...info, dryRun: true };
         for (let i = 0; i < changes.length; i += DEFAULT_PAGE_SIZE) {
           const slice = changes.slice(i, i + DEFAULT_PAGE_SIZE);
-          await processItems(await context(dry), slice.map((ch) => ({ anchor: ch.anchor, object: ch.kind === 'delete' ? null : (ch.object ?? null) })), undefined, false, pageKey('t', i / DEFAULT_PAGE_SIZE));
+          await processItems(
+            await context(dry),
+            slice.map((ch) => ({ anchor: ch.anchor, object: ch.kind === 'delete' ? null : (ch.object ?? null) })),
+            undefined,
+            false,
+            pageKey('t', i / DEFAULT_PAGE_SIZE),
+          );
         }
         return { watermark: null, totals: { ...totals, parked: over } };
       }
@@ -72,7 +82,13 @@ export async function deltaImport(info: RunInfo, config: { deletionThreshold?: u
       for (let i = 0; i < changes.length || i === 0; i += DEFAULT_PAGE_SIZE) {
         const slice = changes.slice(i, i + DEFAULT_PAGE_SIZE);
         const c = i === 0 ? ctx : await context(info);
-        const result = await processItems(c, slice.map((ch) => ({ anchor: ch.anchor, object: ch.kind === 'delete' ? null : (ch.object ?? null) })), undefined, false, pageKey('t', i / DEFAULT_PAGE_SIZE));
+        const result = await processItems(
+          c,
+          slice.map((ch) => ({ anchor: ch.anchor, object: ch.kind === 'delete' ? null : (ch.object ?? null) })),
+          undefined,
+          false,
+          pageKey('t', i / DEFAULT_PAGE_SIZE),
+        );
         t = addPage(t, result, firstErrors);
         firstErrors = [];
         const run = await updateRun(info.runId, { stats: t.stats, errors: t.errors, progress: progressOf('applying', t, changes.length) });

@@ -27,7 +27,8 @@ export function deprovisioningSettings(config: Record<string, unknown>, connecto
   const action: DeprovisioningAction = d.action === 'disable' || d.action === 'none' ? d.action : 'delete';
   const given = d.disableAttributes && typeof d.disableAttributes === 'object' ? { ...(d.disableAttributes as Record<string, AttributeValue>) } : {};
   const disableAttributes: Record<string, AttributeValue> = {};
-  if (connectorType === 'active_directory' && !Object.keys(given).some((k) => /^(accountdisabled|useraccountcontrol)$/i.test(k))) disableAttributes[AD_DISABLED] = true;
+  if (connectorType === 'active_directory' && !Object.keys(given).some((k) => /^(accountdisabled|useraccountcontrol)$/i.test(k)))
+    disableAttributes[AD_DISABLED] = true;
   Object.assign(disableAttributes, given);
   const graceDays = typeof d.graceDays === 'number' && d.graceDays > 0 ? d.graceDays : 0;
   return { action, disableAttributes, graceDays, onConditionFalse: d.onConditionFalse === true };
@@ -41,7 +42,8 @@ export function deprovisioningChecks(connectorType: string, config: Record<strin
   return [
     {
       path: '/deprovisioning/disableAttributes',
-      message: "is required with action 'disable' (the attributes and values that mark an object disabled, e.g. { \"employeeStatus\": \"disabled\" }); only active_directory has a default (accountDisabled)",
+      message:
+        'is required with action \'disable\' (the attributes and values that mark an object disabled, e.g. { "employeeStatus": "disabled" }); only active_directory has a default (accountDisabled)',
     },
   ];
 }
@@ -59,7 +61,10 @@ export const isDue = (due: string | undefined, now: Date): boolean => !!due && D
  * connector-space object, to give back on a re-enable attributes no outbound flow writes). A pseudo-attribute
  * (AD's accountDisabled) has no previous value.
  */
-export function disableValues(settings: DeprovisioningSettings, row: CsObject): { attributes: Record<string, AttributeValue>; previous: Record<string, AttributeValue> } {
+export function disableValues(
+  settings: DeprovisioningSettings,
+  row: CsObject,
+): { attributes: Record<string, AttributeValue>; previous: Record<string, AttributeValue> } {
   const shown = { ...row.attributes, ...(row.exported ?? {}) };
   const previous: Record<string, AttributeValue> = {};
   for (const k of Object.keys(settings.disableAttributes)) {

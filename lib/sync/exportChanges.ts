@@ -33,13 +33,19 @@ export function fingerprintOf(r: ExportRecord): string {
  * The items of these changes. `results` (one per change, in order): as the target answered; without them, the
  * changes as planned (`planned`, with fingerprints and the DN an add would get when the connector can tell).
  */
-export function exportItems(connectorId: string, connector: Pick<Connector, 'plannedDn'> | null, records: readonly ExportRecord[], results?: readonly ExportResult[]): StoredChange[] {
+export function exportItems(
+  connectorId: string,
+  connector: Pick<Connector, 'plannedDn'> | null,
+  records: readonly ExportRecord[],
+  results?: readonly ExportResult[],
+): StoredChange[] {
   const items: ExportItem[] = records.map((r, i) => {
     const res = results?.[i];
     const outcome: ChangeOutcome = !results ? 'planned' : res?.status === 'error' ? 'failed' : 'applied';
     const prev = r.prev && !r.prev.deleted ? r.prev : undefined;
     const anchor = res?.status === 'success' ? res.anchor : (prev?.anchor ?? null);
-    const dnAfter = res?.status === 'success' ? (res.dn ?? prev?.dn ?? null) : r.change.kind === 'add' ? (connector?.plannedDn?.(r.change) ?? null) : (prev?.dn ?? null);
+    const dnAfter =
+      res?.status === 'success' ? (res.dn ?? prev?.dn ?? null) : r.change.kind === 'add' ? (connector?.plannedDn?.(r.change) ?? null) : (prev?.dn ?? null);
     return {
       kind: r.change.kind,
       key: r.key,
@@ -62,7 +68,11 @@ export function exportItems(connectorId: string, connector: Pick<Connector, 'pla
  * The drift rule on an export's changes (a run applying a plan): the changes to apply, the drifted items, and
  * how many were left out (drifted, or not in the plan).
  */
-export function filterByPlan<T>(plan: PlanIndex, changes: readonly T[], recordOf: (c: T) => ExportRecord): { kept: T[]; drifted: StoredChange[]; leftOut: number } {
+export function filterByPlan<T>(
+  plan: PlanIndex,
+  changes: readonly T[],
+  recordOf: (c: T) => ExportRecord,
+): { kept: T[]; drifted: StoredChange[]; leftOut: number } {
   const kept: T[] = [];
   const drifted: StoredChange[] = [];
   for (const c of changes) {

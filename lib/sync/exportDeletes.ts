@@ -42,7 +42,6 @@ export async function exportDeletedSince(info: RunInfo, totals: RunTotals, confi
   }
 }
 
-
 /**
  * Deprovisioning: connector-space objects of this (target) connector whose mesh object is gone are deleted in
  * the target.
@@ -83,14 +82,24 @@ export async function deprovision(info: RunInfo, totals: RunTotals, config: Expo
  * mesh object's deletion (its tombstone's `deletedOn`; without a tombstone, after this export); the first export
  * after its due time applies it (at once when the grace is already over).
  */
-async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunTotals, config: ExportConfig, gone: string[], existing: number): Promise<RunTotals> {
+async function deprovisionWith(
+  connector: Connector,
+  info: RunInfo,
+  totals: RunTotals,
+  config: ExportConfig,
+  gone: string[],
+  existing: number,
+): Promise<RunTotals> {
   const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
   if (!gone.length) return addPage(totals, result, []);
   const settings = settingsOf(config);
   const at = new Date();
   const now = at.toISOString();
   const prev = await readCsObjects(info.connectorId, gone);
-  const deletedOn = settings.graceDays > 0 ? await tombstoneDeletedOn([...prev.values()].filter((r) => r.meshId && !r.deprovisioned).map((r) => r.meshId!)) : new Map<string, string>();
+  const deletedOn =
+    settings.graceDays > 0
+      ? await tombstoneDeletedOn([...prev.values()].filter((r) => r.meshId && !r.deprovisioned).map((r) => r.meshId!))
+      : new Map<string, string>();
   const retry = ExportRetry.forRows(info, now);
   const deletes: CsObject[] = [];
   const disables: CsObject[] = [];
@@ -122,13 +131,29 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
     else left.push(row);
   }
   const record = pageKey('z', 0);
-  const planned = () => exportItems(info.connectorId, null, [...deletes.map((row) => goneRecord(row, { kind: 'delete', anchor: row.anchor, objectType: row.objectType, attributes: {} }, {})), ...disables.map((row) => goneRecord(row, { kind: 'update', anchor: row.anchor, objectType: row.objectType, attributes: disableValues(settings, row).attributes }, disableValues(settings, row).attributes))]);
+  const planned = () =>
+    exportItems(info.connectorId, null, [
+      ...deletes.map((row) => goneRecord(row, { kind: 'delete', anchor: row.anchor, objectType: row.objectType, attributes: {} }, {})),
+      ...disables.map((row) =>
+        goneRecord(
+          row,
+          { kind: 'update', anchor: row.anchor, objectType: row.objectType, attributes: disableValues(settings, row).attributes },
+          disableValues(settings, row).attributes,
+        ),
+      ),
+    ]);
   // Applying a plan: only the deprovisionings it planned, of target objects as they were then.
   let drifted: StoredChange[] = [];
   if (info.planRunId) {
     const plan = await planIndex(info.planRunId);
     const d = filterByPlan(plan, deletes, (row) => goneRecord(row, { kind: 'delete', anchor: row.anchor, objectType: row.objectType, attributes: {} }, {}));
-    const u = filterByPlan(plan, disables, (row) => goneRecord(row, { kind: 'update', anchor: row.anchor, objectType: row.objectType, attributes: disableValues(settings, row).attributes }, disableValues(settings, row).attributes));
+    const u = filterByPlan(plan, disables, (row) =>
+      goneRecord(
+        row,
+        { kind: 'update', anchor: row.anchor, objectType: row.objectType, attributes: disableValues(settings, row).attributes },
+        disableValues(settings, row).attributes,
+      ),
+    );
     deletes.splice(0, deletes.length, ...d.kept);
     disables.splice(0, disables.length, ...u.kept);
     drifted = [...d.drifted, ...u.drifted];
@@ -159,9 +184,17 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
   const disabled = disables.map((row) => ({ row, ...disableValues(settings, row) }));
   const changes: ExportChange[] = [
     ...deletes.map((row): ExportChange => ({ kind: 'delete', anchor: row.anchor, objectType: row.objectType, attributes: {} })),
-    ...disabled.map((d): ExportChange => ({ kind: 'update', anchor: d.row.anchor, objectType: d.row.objectType, attributes: d.attributes, previous: d.row.attributes })),
+    ...disabled.map((d): ExportChange => ({
+      kind: 'update',
+      anchor: d.row.anchor,
+      objectType: d.row.objectType,
+      attributes: d.attributes,
+      previous: d.row.attributes,
+    })),
   ];
-  const { results, interrupted } = changes.length ? await exportRecordingApplied(connector, changes) : { results: [] as ExportResult[], interrupted: undefined };
+  const { results, interrupted } = changes.length
+    ? await exportRecordingApplied(connector, changes)
+    : { results: [] as ExportResult[], interrupted: undefined };
   const rows: CsObject[] = [...marks];
   const failedIds: string[] = [];
   results.forEach((r, i) => {
@@ -200,7 +233,10 @@ async function deprovisionWith(connector: Connector, info: RunInfo, totals: RunT
   if (cached) for (const r of rows) cached.set(r.anchor, summarize(info.connectorId, r));
   // A change the target refused is tried again by the next export.
   await markExportDirty(info.connectorId, failedIds);
-  const records = [...deletes.map((row, i) => goneRecord(row, changes[i], {})), ...disabled.map((d, i) => goneRecord(d.row, changes[deletes.length + i], d.attributes))];
+  const records = [
+    ...deletes.map((row, i) => goneRecord(row, changes[i], {})),
+    ...disabled.map((d, i) => goneRecord(d.row, changes[deletes.length + i], d.attributes)),
+  ];
   await writeRunChanges(info.runId, record, [...exportItems(info.connectorId, null, records.slice(0, results.length), results), ...drifted]);
   if (interrupted !== undefined) throw interrupted;
   return retry.note(addPage(totals, result, []));

@@ -84,7 +84,8 @@ export async function exportDocs(
   const waiting = new Map<string, string>();
   if (settings.graceDays > 0 && docs.some((d) => !d.links[cid])) {
     const ids = new Set(docs.filter((d) => !d.links[cid]).map((d) => d.id));
-    for (const [a, sm] of (await csCache(cid, !info.preview)).summaries) if (sm.deprov === 'pending' && !sm.deleted && sm.meshId && ids.has(sm.meshId)) waiting.set(sm.meshId, a);
+    for (const [a, sm] of (await csCache(cid, !info.preview)).summaries)
+      if (sm.deprov === 'pending' && !sm.deleted && sm.meshId && ids.has(sm.meshId)) waiting.set(sm.meshId, a);
   }
   const anchorOf = (d: MeshObject): string | undefined => d.links[cid] ?? waiting.get(d.id);
   const anchors = docs.map(anchorOf).filter((a): a is string => !!a);
@@ -130,7 +131,8 @@ export async function exportDocs(
       if (!isAdd && settings.onConditionFalse && condition && !truthyValue(condition.evaluate({ source: meshValues, object: meshValues }))) {
         if (marker && marker.state !== 'pending') continue; // already disabled or left: not updated while out of scope
         if (settings.graceDays > 0 && !(marker?.state === 'pending' && isDue(marker.due, at))) {
-          if (!marker) quietRows.push({ ...prev!, deprovisioned: { state: 'pending', reason: 'condition', at: now, due: dueAt(at, settings.graceDays) }, updatedOn: now });
+          if (!marker)
+            quietRows.push({ ...prev!, deprovisioned: { state: 'pending', reason: 'condition', at: now, due: dueAt(at, settings.graceDays) }, updatedOn: now });
           continue;
         }
         if (settings.action === 'delete') {
@@ -167,19 +169,32 @@ export async function exportDocs(
       continue;
     }
     if (isAdd) {
-      changes.push({ change: { kind: 'add', objectType: typeof config.objectType === 'string' ? config.objectType : 'User', attributes: values }, doc, prev, values });
+      changes.push({
+        change: { kind: 'add', objectType: typeof config.objectType === 'string' ? config.objectType : 'User', attributes: values },
+        doc,
+        prev,
+        values,
+      });
       continue;
     }
     const shown = { ...prev!.attributes, ...(prev!.exported ?? {}) };
     const diff: Record<string, AttributeValue> = {};
     for (const [k, v] of Object.entries(values)) if (!isWriteOnlySecret(k) && !sameValue(shown[k], v)) diff[k] = v;
     // A write-only secret goes with an update only when the target says passwordOnUpdate (then with every update).
-    if (Object.keys(diff).length && config.passwordOnUpdate === true) for (const [k, v] of Object.entries(values)) if (isWriteOnlySecret(k) && !isEmptyValue(v)) diff[k] = v;
+    if (Object.keys(diff).length && config.passwordOnUpdate === true)
+      for (const [k, v] of Object.entries(values)) if (isWriteOnlySecret(k) && !isEmptyValue(v)) diff[k] = v;
     // A disabled object linked again (a rehire, the condition holding again) is enabled: AD's accountDisabled
     // false, the other disable attributes given their flow's value or the value they had before.
     if (marker?.state === 'disabled') Object.assign(diff, enableValues(marker, values));
     const tag = marker ? ('clear' as const) : undefined;
-    if (Object.keys(diff).length) changes.push({ change: { kind: 'update', anchor: anchor!, objectType: prev!.objectType, attributes: diff, previous: prev!.attributes }, doc, prev, values: diff, tag });
+    if (Object.keys(diff).length)
+      changes.push({
+        change: { kind: 'update', anchor: anchor!, objectType: prev!.objectType, attributes: diff, previous: prev!.attributes },
+        doc,
+        prev,
+        values: diff,
+        tag,
+      });
     else if (marker || restored) {
       const row: CsObject = { ...prev!, meshId: doc.id, updatedOn: now };
       delete row.deprovisioned;
@@ -210,7 +225,11 @@ export async function exportDocs(
   let parked: RunTotals['parked'];
   const held: DocChange[] = [];
   if (deleting && !info.dryRun && !info.planRunId) {
-    const over = exceeded(thresholdsOf(config), { deletes: totals.stats.objectsDeleted + deleting }, liveObjects((await csCache(cid, !info.preview)).summaries));
+    const over = exceeded(
+      thresholdsOf(config),
+      { deletes: totals.stats.objectsDeleted + deleting },
+      liveObjects((await csCache(cid, !info.preview)).summaries),
+    );
     if (over.length) {
       parked = over;
       for (let i = changes.length - 1; i >= 0; i--) if (changes[i].tag === 'delete') held.unshift(...changes.splice(i, 1));
@@ -236,7 +255,12 @@ export async function exportDocs(
     if (record) await writeRunChanges(info.runId, record, [...drifted, ...planned(held)]);
     return withStop(addPage(totals, result, []));
   }
-  const { results, interrupted } = changes.length ? await exportRecordingApplied(connector, changes.map((c) => c.change)) : { results: [] as ExportResult[], interrupted: undefined };
+  const { results, interrupted } = changes.length
+    ? await exportRecordingApplied(
+        connector,
+        changes.map((c) => c.change),
+      )
+    : { results: [] as ExportResult[], interrupted: undefined };
   const csRows: CsObject[] = [...quietRows];
   const meshUpserts: MeshObject[] = [...quietDocs];
   let moved = 0;
@@ -264,14 +288,32 @@ export async function exportDocs(
     }
     if (c.change.kind === 'add') result.created++;
     else result.updated++;
-    const base: CsObject = c.prev ?? { anchor: r.anchor, objectType: c.change.objectType, attributes: {}, hash: '', rulesHash: '', meshId: c.doc.id, updatedOn: now };
+    const base: CsObject = c.prev ?? {
+      anchor: r.anchor,
+      objectType: c.change.objectType,
+      attributes: {},
+      hash: '',
+      rulesHash: '',
+      meshId: c.doc.id,
+      updatedOn: now,
+    };
     const recorded = withoutWriteOnlySecrets(c.values);
     // A pseudo-attribute of deprovisioning (AD's accountDisabled) is never shown by an import: not awaited.
     if (c.tag) for (const k of Object.keys(recorded)) if (isPseudoAttribute(k)) delete recorded[k];
-    const row: CsObject = { ...base, anchor: r.anchor, meshId: c.doc.id, deleted: false, exported: { ...(base.exported ?? {}), ...recorded }, pendingExport: null, exportedOn: now, updatedOn: now };
+    const row: CsObject = {
+      ...base,
+      anchor: r.anchor,
+      meshId: c.doc.id,
+      deleted: false,
+      exported: { ...(base.exported ?? {}), ...recorded },
+      pendingExport: null,
+      exportedOn: now,
+      updatedOn: now,
+    };
     if (c.change.kind === 'add') row.provisioned = true;
     retry.succeeded(c.doc, row);
-    if (c.tag === 'disable') row.deprovisioned = { state: 'disabled', reason: 'condition', at: now, written: c.disabled!.written, previous: c.disabled!.previous };
+    if (c.tag === 'disable')
+      row.deprovisioned = { state: 'disabled', reason: 'condition', at: now, written: c.disabled!.written, previous: c.disabled!.previous };
     else if (c.tag === 'clear') delete row.deprovisioned;
     // The DN the target gave the object (an add, a rename or a move): references to it are written with it.
     if (r.dn) {
@@ -305,7 +347,12 @@ export async function exportDocs(
   await markExportDirty(info.connectorId, failedIds);
   // The page's changes as the target answered them (those answered before an interruption), the drifted ones
   // and the deletes held for approval.
-  if (record) await writeRunChanges(info.runId, record, [...exportItems(cid, connector, changes.slice(0, results.length).map(recordOf), results), ...drifted, ...planned(held)]);
+  if (record)
+    await writeRunChanges(info.runId, record, [
+      ...exportItems(cid, connector, changes.slice(0, results.length).map(recordOf), results),
+      ...drifted,
+      ...planned(held),
+    ]);
   if (interrupted !== undefined) throw interrupted;
   const next = addPage(totals, { ...result, errors }, []);
   // What the connector did besides the changes (containers it created): listed in the run, not counted as errors.

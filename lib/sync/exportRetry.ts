@@ -83,7 +83,12 @@ export class ExportRetry {
   ) {}
 
   /** Load the page's state; `docs` without the objects to skip. */
-  static async forPage(info: { connectorId: string; runId: string }, now: string, docs: MeshObject[], rowOf: (doc: MeshObject) => CsObject | undefined): Promise<{ retry: ExportRetry; docs: MeshObject[] }> {
+  static async forPage(
+    info: { connectorId: string; runId: string },
+    now: string,
+    docs: MeshObject[],
+    rowOf: (doc: MeshObject) => CsObject | undefined,
+  ): Promise<{ retry: ExportRetry; docs: MeshObject[] }> {
     const retry = new ExportRetry(info.connectorId, info.runId, now, docs.length ? await loadStagedAdds(info.connectorId) : new Map(), rowOf);
     const out: MeshObject[] = [];
     for (const d of docs) {
@@ -147,7 +152,12 @@ export class ExportRetry {
   /** The row of a refused change of an object in the target, with the change pending and the failure counted. */
   failedRow(row: CsObject, change: ExportChange, message: string): CsObject {
     this.index.push({ csObjectId: csObjectIdOf(this.connectorId, row), anchor: row.anchor });
-    return { ...row, pendingExport: pendingOf(change, this.now, row.pendingExport), exportError: failedAgain(row.exportError, message, this.runId, this.now), updatedOn: this.now };
+    return {
+      ...row,
+      pendingExport: pendingOf(change, this.now, row.pendingExport),
+      exportError: failedAgain(row.exportError, message, this.runId, this.now),
+      updatedOn: this.now,
+    };
   }
 
   /** A change applied: the row about to be written loses its failure; an add that had failed keeps its id. */

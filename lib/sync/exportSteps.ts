@@ -46,7 +46,16 @@ export async function exportPartition(input: ExportPageInput, config: ExportConf
       const docs: MeshObject[] = [];
       for await (const page of iterateMesh(objectType, input.partition)) docs.push(...page);
       for (let start = 0; start < docs.length; start += DEFAULT_PAGE_SIZE) {
-        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config, undefined, pageKey(input.second ? 'y' : 'x', input.partition * 1000 + start / DEFAULT_PAGE_SIZE));
+        totals = await exportDocs(
+          info,
+          connector as Connector & Required<Pick<Connector, 'export'>>,
+          rules,
+          docs.slice(start, start + DEFAULT_PAGE_SIZE),
+          totals,
+          config,
+          undefined,
+          pageKey(input.second ? 'y' : 'x', input.partition * 1000 + start / DEFAULT_PAGE_SIZE),
+        );
         // Progress for GET /runs/{id}, as an import's pages write it.
         const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
         if (totals.parked) break;
@@ -85,7 +94,7 @@ export async function planExport(info: RunInfo, config: ExportConfig): Promise<E
     const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
     const changed = new Set<string>();
     const deleted = new Set<string>();
-    for (let from = state.exportSeq; from < seq; ) {
+    for (let from = state.exportSeq; from < seq;) {
       // A few rows at a time: a row holds up to a page of whole states, and only their ids are kept.
       const rows = await readFeed(from, { limit: 5, skipExportOf: info.connectorId });
       if (!rows.length) break;
@@ -121,7 +130,8 @@ export async function planExport(info: RunInfo, config: ExportConfig): Promise<E
     if (settingsOf(config).graceDays > 0) {
       const due: string[] = [];
       const at = new Date();
-      for (const s of (await csCache(info.connectorId)).summaries.values()) if (s.deprov === 'pending' && !s.deleted && s.meshId && isDue(s.due, at)) due.push(s.meshId);
+      for (const s of (await csCache(info.connectorId)).summaries.values())
+        if (s.deprov === 'pending' && !s.deleted && s.meshId && isDue(s.due, at)) due.push(s.meshId);
       const there = await getMeshObjects(due);
       for (const id of due) {
         if (there.has(id)) {
@@ -156,7 +166,16 @@ export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig)
       const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
       const ids = input.page === -2 ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
       const docs = [...(await getMeshObjects(ids)).values()].filter((d) => d.objectType === objectType);
-      const totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs, input.totals, config, undefined, input.page === -2 ? pageKey('y', 0) : pageKey('x', input.page));
+      const totals = await exportDocs(
+        info,
+        connector as Connector & Required<Pick<Connector, 'export'>>,
+        rules,
+        docs,
+        input.totals,
+        config,
+        undefined,
+        input.page === -2 ? pageKey('y', 0) : pageKey('x', input.page),
+      );
       await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
       return totals;
     });

@@ -25,8 +25,7 @@ export interface FullPageInput {
 }
 
 export type FullPageOutput =
-  | { cursor: string | null; watermark: string | null; totals: RunTotals; restart?: boolean; holder?: string | null; noHold?: boolean }
-  | StepFailure;
+  { cursor: string | null; watermark: string | null; totals: RunTotals; restart?: boolean; holder?: string | null; noHold?: boolean } | StepFailure;
 
 /**
  * A full import's open reader, kept between pages in this process: the next page continues it instead of
@@ -154,7 +153,13 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     );
     let result: PageResult;
     try {
-      result = await processItems(ctx, page.objects.map((o) => ({ anchor: o.anchor, object: o })), held, last, pageKey('i', input.page));
+      result = await processItems(
+        ctx,
+        page.objects.map((o) => ({ anchor: o.anchor, object: o })),
+        held,
+        last,
+        pageKey('i', input.page),
+      );
       if (last) {
         await settleCsWrite(runId);
         heldRuns.delete(runId);
@@ -179,7 +184,8 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
         ),
       );
     else await progress;
-    if (TRACE) log.info(`page ${input.page}: start ${t0}, read ${t1 - t0} ms, plan and apply ${t2 - t1} ms, seen and stats ${Date.now() - t2} ms, end ${Date.now()}`);
+    if (TRACE)
+      log.info(`page ${input.page}: start ${t0}, read ${t1 - t0} ms, plan and apply ${t2 - t1} ms, seen and stats ${Date.now() - t2} ms, end ${Date.now()}`);
     return { cursor: page.cursor, watermark: last ? (page.watermark ?? null) : null, totals, holder: last ? null : holder, noHold: input.noHold };
   } catch (err) {
     // Nothing of this run may still be writing once the page reports the failure.

@@ -39,8 +39,20 @@ export async function rejoinDisconnectors(ctx: Context): Promise<PageResult | nu
   const items = [...rows.values()].filter((r) => !r.deleted && (!r.meshId || ctx.cs.summaries.get(r.anchor)?.failed)).map(storedItem);
   let total: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
   for (let i = 0; i < items.length; i += DEFAULT_PAGE_SIZE) {
-    const r = await processItems(i === 0 ? ctx : await context(ctx.info), items.slice(i, i + DEFAULT_PAGE_SIZE), undefined, false, pageKey('j', i / DEFAULT_PAGE_SIZE));
-    total = { created: total.created + r.created, updated: total.updated + r.updated, deleted: 0, processed: total.processed + r.processed, errors: [...total.errors, ...r.errors] };
+    const r = await processItems(
+      i === 0 ? ctx : await context(ctx.info),
+      items.slice(i, i + DEFAULT_PAGE_SIZE),
+      undefined,
+      false,
+      pageKey('j', i / DEFAULT_PAGE_SIZE),
+    );
+    total = {
+      created: total.created + r.created,
+      updated: total.updated + r.updated,
+      deleted: 0,
+      processed: total.processed + r.processed,
+      errors: [...total.errors, ...r.errors],
+    };
   }
   return total;
 }
@@ -53,7 +65,6 @@ export async function rejoinAtStart(info: RunInfo, totals: RunTotals, count: boo
 
 /** Objects re-evaluated at the start of a run count as updates of the connector space, not new objects of the source. */
 export const addRejoined = (totals: RunTotals, r: PageResult): RunTotals => addPage(totals, { ...r, created: 0, updated: r.created + r.updated }, []);
-
 
 export interface FullSyncPageInput {
   info: RunInfo;
@@ -76,12 +87,24 @@ export async function fullSyncPage(input: FullSyncPageInput): Promise<RunTotals 
       const missing = await missingForFullSync(input.info.connectorId);
       if (missing.length) totals = { ...totals, errors: [...totals.errors, { message: newlyReadNote(missing) }] };
     }
-    const rows = (await readCsPartition(input.info.connectorId, input.partition)).filter((r) => !r.deleted && (r.hash !== '' || Object.keys(r.attributes).length > 0));
+    const rows = (await readCsPartition(input.info.connectorId, input.partition)).filter(
+      (r) => !r.deleted && (r.hash !== '' || Object.keys(r.attributes).length > 0),
+    );
     for (let i = 0; i < rows.length; i += DEFAULT_PAGE_SIZE) {
       const ctx = await context(input.info);
-      const result = await processItems(ctx, rows.slice(i, i + DEFAULT_PAGE_SIZE).map(storedItem), undefined, false, pageKey('s', input.partition * 1000 + i / DEFAULT_PAGE_SIZE));
+      const result = await processItems(
+        ctx,
+        rows.slice(i, i + DEFAULT_PAGE_SIZE).map(storedItem),
+        undefined,
+        false,
+        pageKey('s', input.partition * 1000 + i / DEFAULT_PAGE_SIZE),
+      );
       totals = addPage(totals, result, []);
-      if (i + DEFAULT_PAGE_SIZE < rows.length && cancelAsked(await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('applying', totals) }))) return { ...totals, cancelled: true };
+      if (
+        i + DEFAULT_PAGE_SIZE < rows.length &&
+        cancelAsked(await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('applying', totals) }))
+      )
+        return { ...totals, cancelled: true };
     }
     await updateRun(input.info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('applying', totals) });
     return totals;

@@ -75,7 +75,13 @@ export async function syncSpaceObject(connectorId: string, obj: SpaceObject, app
   const info = { runId: `one-${obj.csObjectId}`, connectorId, runType: 'FullSync' as const, dryRun: !apply };
   if (obj.kind === 'staged') {
     const exports = await planStagedObject(connectorId, obj.staged.meshId, apply);
-    return { csObjectId: obj.csObjectId, meshObjectId: obj.staged.meshId, join: { outcome: 'joined', ruleId: null, candidates: [obj.staged.meshId] }, meshChanges: [], exports: exports.map(exportView) };
+    return {
+      csObjectId: obj.csObjectId,
+      meshObjectId: obj.staged.meshId,
+      join: { outcome: 'joined', ruleId: null, candidates: [obj.staged.meshId] },
+      meshChanges: [],
+      exports: exports.map(exportView),
+    };
   }
   const { plan, mesh, exports } = await planOneObject(info, obj.row, apply);
   const own = plan.cs.meshId ? mesh.find((m) => m.id === plan.cs.meshId) : undefined;

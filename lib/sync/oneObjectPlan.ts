@@ -91,7 +91,9 @@ async function previewContext(info: RunInfo): Promise<Context> {
 /** Every target (a connector with an enabled outbound rule): what its next export would do with `docs`. */
 async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
   const all = await listRules();
-  const targets = [...new Set(all.filter((r) => r.ruleType === 'FlowRule' && r.direction === 'outbound' && r.isEnabled !== false && r.connectorId).map((r) => r.connectorId!))].sort();
+  const targets = [
+    ...new Set(all.filter((r) => r.ruleType === 'FlowRule' && r.direction === 'outbound' && r.isEnabled !== false && r.connectorId).map((r) => r.connectorId!)),
+  ].sort();
   const out: PlannedExport[] = [];
   for (const target of targets) {
     const rules = compileRuleSet(target, all);

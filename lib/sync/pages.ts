@@ -33,7 +33,6 @@ export interface Item {
   force?: { hash: string; row: CsObject };
 }
 
-
 /**
  * Plan and (unless dry run) apply one page of imported objects and deletions. `record`: the key of the page in
  * the run's changes (lib/storage/runChanges.ts), which are written with the page (`planned` in a dry run,
@@ -155,7 +154,11 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     if (!work.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr, drifted };
   }
   // Objects about to be projected that may be coming back to their tombstones (nothing is read without any).
-  const tombs = await loadPageTombstones(ws, rules, work.map((w) => ({ object: w.item.object, prev: prevOf(w) })));
+  const tombs = await loadPageTombstones(
+    ws,
+    rules,
+    work.map((w) => ({ object: w.item.object, prev: prevOf(w) })),
+  );
   if (tombs) tr.mark(`tombstones(${tombs})`);
 
   for (const w of work) {
@@ -324,7 +327,6 @@ function dedupeRows(rows: CsObject[]): CsObject[] {
   for (const r of rows) byAnchor.set(r.anchor, r);
   return byAnchor.size === rows.length ? rows : [...byAnchor.values()];
 }
-
 
 /** A stored connector-space row as the object the connector last showed (attributes, DN, references). */
 export function storedItem(row: CsObject): Item {

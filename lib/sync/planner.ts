@@ -1,5 +1,18 @@
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
-import { cloneMeshObject, COMPOSER, consolidate, indexKeys, isEmptyValue, projectedMeshId, sameValue, type Contribution, type MeshObject, type PendingReference, type Relationship, winner } from '../mesh/model';
+import {
+  cloneMeshObject,
+  COMPOSER,
+  consolidate,
+  indexKeys,
+  isEmptyValue,
+  projectedMeshId,
+  sameValue,
+  type Contribution,
+  type MeshObject,
+  type PendingReference,
+  type Relationship,
+  winner,
+} from '../mesh/model';
 import { type CsObject } from './model';
 import { applyConnectorReferences, dedupeComposed, referencesOf, refreshConnectorReferences, type CsLookup } from './references';
 import { applyScript, ruleFailureMessage, ruleValue, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
@@ -152,7 +165,13 @@ export function tombstonesToLoad(rules: RuleSet, tombs: TombstoneLookup | undefi
  * (or made by the same projection), else the one its join rules match (by priority; a rule that matches several
  * is an error, as a join with several candidates is). Only tombstones of the projection's object type.
  */
-function tombstoneOf(ws: WorkingSet, rules: RuleSet, object: ConnectorObject, anchor: string, objectType: string): { id: string; ruleId: string | null } | { ambiguous: string } | null {
+function tombstoneOf(
+  ws: WorkingSet,
+  rules: RuleSet,
+  object: ConnectorObject,
+  anchor: string,
+  objectType: string,
+): { id: string; ruleId: string | null } | { ambiguous: string } | null {
   if (!ws.tombstones || !ws.tombs.size) return null;
   const usable = (id: string) => {
     const t = ws.tombs.get(id);
@@ -163,7 +182,10 @@ function tombstoneOf(ws: WorkingSet, rules: RuleSet, object: ConnectorObject, an
   for (const jr of rules.joins) {
     const cands = new Set<string>();
     for (const key of joinKeys(jr, object)) for (const id of ws.tombstones.find(jr.rule.targetAttribute ?? undefined, key)) if (usable(id)) cands.add(id);
-    if (cands.size > 1) return { ambiguous: `Join rule '${jr.rule.ruleName}' matched ${cands.size} deleted mesh objects (${[...cands].sort().join(', ')}): none was brought back.` };
+    if (cands.size > 1)
+      return {
+        ambiguous: `Join rule '${jr.rule.ruleName}' matched ${cands.size} deleted mesh objects (${[...cands].sort().join(', ')}): none was brought back.`,
+      };
     if (cands.size === 1) return { id: [...cands][0], ruleId: jr.rule.ruleId };
   }
   return null;
@@ -231,7 +253,12 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
     if (missing.length) cs.unconfirmed = missing;
   }
   const isNew = !prev || prev.deleted;
-  const fail = (message: string): ObjectPlan => ({ cs: { ...cs, hash: '', meshId: prev?.meshId ?? null, error: message }, outcome: 'error', error: message, followUps: [] });
+  const fail = (message: string): ObjectPlan => ({
+    cs: { ...cs, hash: '', meshId: prev?.meshId ?? null, error: message },
+    outcome: 'error',
+    error: message,
+    followUps: [],
+  });
 
   let join: JoinDecision = { outcome: 'none', ruleId: null, candidates: [] };
   try {
@@ -254,7 +281,10 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
           }
         }
         if (cands.size > 1) {
-          return { ...fail(`Join rule '${jr.rule.ruleName}' matched ${cands.size} mesh objects (${[...cands].sort().join(', ')}): not joined.`), join: { outcome: 'ambiguous', ruleId: jr.rule.ruleId, candidates: [...cands].sort() } };
+          return {
+            ...fail(`Join rule '${jr.rule.ruleName}' matched ${cands.size} mesh objects (${[...cands].sort().join(', ')}): not joined.`),
+            join: { outcome: 'ambiguous', ruleId: jr.rule.ruleId, candidates: [...cands].sort() },
+          };
         }
         if (cands.size === 1) {
           doc = clone(ws.get([...cands][0])!);
@@ -330,7 +360,8 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
       return { cs: { ...cs, hash: '', error: message }, outcome: 'error', error: message, followUps: [], join };
     }
     // The object is applied; an ambiguous reference is reported on it (and on its row) for this run.
-    if (ambiguous.length) return { cs: { ...cs, error: ambiguous.join(' ') }, outcome: isNew ? 'created' : 'updated', error: ambiguous.join(' '), followUps: [], join };
+    if (ambiguous.length)
+      return { cs: { ...cs, error: ambiguous.join(' ') }, outcome: isNew ? 'created' : 'updated', error: ambiguous.join(' '), followUps: [], join };
     return { cs, outcome: isNew ? 'created' : 'updated', followUps: [], join };
   } catch (err) {
     return { ...fail(ruleFailureMessage(err)), join };
@@ -346,7 +377,13 @@ export function disconnectorJoinKeys(rules: RuleSet, object: ConnectorObject): s
 
 function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined): ObjectPlan {
   const { rules, now, ws, runId } = input;
-  const cs: CsObject = { ...(prev ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: rules.hash, updatedOn: now }), meshId: null, deleted: true, hash: '', updatedOn: now };
+  const cs: CsObject = {
+    ...(prev ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: rules.hash, updatedOn: now }),
+    meshId: null,
+    deleted: true,
+    hash: '',
+    updatedOn: now,
+  };
   delete cs.error;
   delete cs.exportError;
   delete cs.pendingExport;
@@ -419,7 +456,14 @@ export function inboundValues(
  * Replace the contributions of `source` on `doc` (keeping `at` of unchanged values) and re-consolidate. The
  * attributes in `keep` (their rule failed) keep the source's previous contribution.
  */
-export function setContributions(doc: MeshObject, source: string, values: Record<string, { v: AttributeValue; rule: CompiledRule }>, now: string, keep?: ReadonlySet<string>, runId?: string): void {
+export function setContributions(
+  doc: MeshObject,
+  source: string,
+  values: Record<string, { v: AttributeValue; rule: CompiledRule }>,
+  now: string,
+  keep?: ReadonlySet<string>,
+  runId?: string,
+): void {
   const names = new Set([...Object.keys(doc.contributions), ...Object.keys(values)]);
   for (const name of names) {
     if (keep?.has(name)) continue;
@@ -553,7 +597,11 @@ export function reresolve(ws: WorkingSet, rules: RuleSet, ids: Iterable<string>,
     const doc = clone(cur);
     resolveReferences(doc, rules, ws.index);
     if (refs) refreshConnectorReferences(doc, refs, ws.index);
-    if (JSON.stringify(doc.relationships) === JSON.stringify(cur.relationships) && JSON.stringify(doc.pendingReferences) === JSON.stringify(cur.pendingReferences)) continue;
+    if (
+      JSON.stringify(doc.relationships) === JSON.stringify(cur.relationships) &&
+      JSON.stringify(doc.pendingReferences) === JSON.stringify(cur.pendingReferences)
+    )
+      continue;
     doc.updatedOn = now;
     ws.put(doc);
   }

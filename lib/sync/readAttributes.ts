@@ -115,7 +115,9 @@ export function newlyRead(now: ReadAttributes, before: ReadAttributes | null): s
 
 /** The note of a run that could not read what the rules now use (see {@link newlyRead}). */
 export function newlyReadNote(missing: string[]): string {
-  const what = missing.includes(ALL_ATTRIBUTES) ? 'every attribute, where the last full import read only some' : `attributes the last full import did not read (${missing.join(', ')})`;
+  const what = missing.includes(ALL_ATTRIBUTES)
+    ? 'every attribute, where the last full import read only some'
+    : `attributes the last full import did not read (${missing.join(', ')})`;
   return `The rules of this connector now read ${what}: a full import reads them for every object.`;
 }
 

@@ -44,7 +44,15 @@ export interface ReferencePolicy {
 export function referencePolicy(connectorId: string, type: string, config: Record<string, unknown>, rules: readonly Rule[]): ReferencePolicy {
   const renames = new Map<string, string>();
   for (const r of rules) {
-    if (r.isEnabled && r.ruleType === 'MeshComposerRule' && r.connectorId === connectorId && r.relationshipType && r.sourceAttribute && !r.targetAttribute && !r.transformScript) {
+    if (
+      r.isEnabled &&
+      r.ruleType === 'MeshComposerRule' &&
+      r.connectorId === connectorId &&
+      r.relationshipType &&
+      r.sourceAttribute &&
+      !r.targetAttribute &&
+      !r.transformScript
+    ) {
       renames.set(r.sourceAttribute.toLowerCase(), r.relationshipType);
     }
   }
@@ -61,7 +69,11 @@ export function referencePolicy(connectorId: string, type: string, config: Recor
       const by = typeof ref === 'string' ? 'anchor' : (ref.resolveBy ?? 'anchor');
       byName.set(col, by === 'dn' ? 'dn' : by === 'anchor' ? 'anchor' : null);
     }
-    return { kind: (name) => (byName.has(name) ? (byName.get(name) as ReferenceKind | null) : 'anchor'), typeOf, targetKind: typeof file.dnColumn === 'string' ? 'dn' : 'anchor' };
+    return {
+      kind: (name) => (byName.has(name) ? (byName.get(name) as ReferenceKind | null) : 'anchor'),
+      typeOf,
+      targetKind: typeof file.dnColumn === 'string' ? 'dn' : 'anchor',
+    };
   }
   return { kind: () => 'anchor', typeOf, targetKind: 'anchor' };
 }
@@ -114,7 +126,15 @@ function spacesOf(connectorId: string): { dn: string; anchor: string } {
 }
 
 /** Resolve one reference: a relationship, a pending reference, or null (it names the object itself). */
-function resolveOne(doc: MeshObject, lookup: CsLookup, index: IndexInfo, type: string, kind: ReferenceKind, key: string, anchorHint?: string): Relationship | PendingReference | null {
+function resolveOne(
+  doc: MeshObject,
+  lookup: CsLookup,
+  index: IndexInfo,
+  type: string,
+  kind: ReferenceKind,
+  key: string,
+  anchorHint?: string,
+): Relationship | PendingReference | null {
   const cid = lookup.connectorId;
   const spaces = spacesOf(cid);
   const by = kind === 'dn' ? spaces.dn : spaces.anchor;

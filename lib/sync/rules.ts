@@ -87,7 +87,7 @@ export class RuleEvaluationError extends Error {
 
 function ruleAttribute(rule: Rule): string | null {
   const reads = rule.ruleType === 'JoinRule' || rule.ruleType === 'ProjectionRule';
-  return (reads ? rule.sourceAttribute ?? rule.targetAttribute : rule.targetAttribute ?? rule.sourceAttribute) ?? null;
+  return (reads ? (rule.sourceAttribute ?? rule.targetAttribute) : (rule.targetAttribute ?? rule.sourceAttribute)) ?? null;
 }
 
 /**

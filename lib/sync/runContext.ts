@@ -23,7 +23,6 @@ import { claimCsOwner, readSyncState } from './state';
 /** The engine's step timings, with SYNC_TRACE=1 (the benches read them). */
 export const log = areaLog('sync');
 
-
 export const csCaches = new Map<string, CsCache>();
 
 /**

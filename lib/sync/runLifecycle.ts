@@ -43,7 +43,6 @@ export async function beginRun(runId: string): Promise<RunInfo | (StepFailure & 
   return info;
 }
 
-
 export interface FinishInput {
   info: RunInfo;
   status: TerminalRunStatus;
@@ -95,14 +94,18 @@ export async function finishRun(input: FinishInput): Promise<void> {
   if (info.runType === 'Export') await clearExportDirty(againKey(info.runId), (await readExportDirty(againKey(info.runId))).keys).catch(() => undefined);
   const now = new Date().toISOString();
   if (input.status === 'Failed') await setConnectorRunState(info.connectorId, { status: 'error' }).catch(() => undefined);
-  else if (completed) await setConnectorRunState(info.connectorId, { status: 'active', ...(info.runType !== 'Export' && !info.dryRun ? { lastSync: now } : {}) }).catch(() => undefined);
+  else if (completed)
+    await setConnectorRunState(info.connectorId, { status: 'active', ...(info.runType !== 'Export' && !info.dryRun ? { lastSync: now } : {}) }).catch(
+      () => undefined,
+    );
   const outcome: Parameters<typeof completeRun>[1] = { status: input.status, stats: input.totals.stats };
   // A completed dry run is a plan, applicable until it expires.
   if (completed && info.dryRun) outcome.plan = { expiresOn: hoursAfter(new Date(), readPlanSettings().planExpireHours) };
   if (info.planRunId) dropPlanIndex(info.planRunId);
   if (input.totals.errors.length) outcome.errors = input.totals.errors;
   if (input.error) outcome.error = input.error;
-  else if (input.status === 'Cancelled') outcome.error = `The run was cancelled by ${run.cancel?.requestedBy ?? 'a caller'}: what it applied before it stopped stays applied, and no watermark was committed.`;
+  else if (input.status === 'Cancelled')
+    outcome.error = `The run was cancelled by ${run.cancel?.requestedBy ?? 'a caller'}: what it applied before it stopped stays applied, and no watermark was committed.`;
   await recordRunFinished(await completeRun(info.runId, outcome), info.trace);
   await deleteRunState(info.runId).catch(() => undefined);
 }

@@ -67,7 +67,10 @@ export interface RunInfo {
   planRunId?: string;
 }
 
-export const emptyTotals = (): RunTotals => ({ stats: { objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 }, errors: [] });
+export const emptyTotals = (): RunTotals => ({
+  stats: { objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 },
+  errors: [],
+});
 
 /** A run-level failure reported by a step (the run ends Failed with this message). */
 export interface StepFailure {

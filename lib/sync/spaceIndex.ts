@@ -47,7 +47,27 @@ export interface SpaceEntry {
   folded: string;
 }
 
-const SELECT = ['RowKey', 'objectType', 'meshId', 'deleted', 'dn', 'hash', 'error', 'updatedOn', 'io', 'eo', 'cid', 'xe', 'xn', 'xref', 'pn', 'p0', 'p1', 'p2', 'p3'];
+const SELECT = [
+  'RowKey',
+  'objectType',
+  'meshId',
+  'deleted',
+  'dn',
+  'hash',
+  'error',
+  'updatedOn',
+  'io',
+  'eo',
+  'cid',
+  'xe',
+  'xn',
+  'xref',
+  'pn',
+  'p0',
+  'p1',
+  'p2',
+  'p3',
+];
 /** Re-read a connector's changed rows at least this often, even with no new run (writes outside runs). */
 export const SPACE_INDEX_MAX_AGE_MS = 30_000;
 const MAX_CONNECTORS = 8;

@@ -35,7 +35,10 @@ function toEntity(connectorId: string, s: StagedAdd): Record<string, unknown> & 
     objectType: s.objectType,
     updatedOn: s.updatedOn,
   };
-  const p = JSON.stringify(s.pendingExport).length > MAX_VALUES_JSON ? { ...s.pendingExport, attributes: Object.fromEntries(Object.keys(s.pendingExport.attributes).map((k) => [k, null])) } : s.pendingExport;
+  const p =
+    JSON.stringify(s.pendingExport).length > MAX_VALUES_JSON
+      ? { ...s.pendingExport, attributes: Object.fromEntries(Object.keys(s.pendingExport.attributes).map((k) => [k, null])) }
+      : s.pendingExport;
   putJson(e, 'p', p);
   if (s.exportError) e.xe = JSON.stringify(s.exportError);
   return e;

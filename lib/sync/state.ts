@@ -140,7 +140,8 @@ async function writeList(pk: string, page: number, anchors: string[]): Promise<v
 async function readLists(pk: string): Promise<string[][]> {
   const client = await table(TABLE);
   const out: string[][] = [];
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } })) out.push(getJson<string[]>(e, 'a') ?? []);
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } }))
+    out.push(getJson<string[]>(e, 'a') ?? []);
   return out;
 }
 

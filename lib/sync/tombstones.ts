@@ -45,7 +45,11 @@ export async function reconciledState(state: MeshObject): Promise<MeshObject> {
  * Before planning a page: the tombstones its objects may come back to (lib/sync/planner.ts
  * `tombstonesToLoad`), read and reconciled into the working set. Nothing is read when there are no tombstones.
  */
-export async function loadPageTombstones(ws: WorkingSet, rules: RuleSet, items: readonly { object: ConnectorObject | null; prev: CsObject | undefined }[]): Promise<number> {
+export async function loadPageTombstones(
+  ws: WorkingSet,
+  rules: RuleSet,
+  items: readonly { object: ConnectorObject | null; prev: CsObject | undefined }[],
+): Promise<number> {
   if (!rules.projections.length) return 0;
   const index = await sharedTombstoneIndex();
   if (!index.size) return 0;

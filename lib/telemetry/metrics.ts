@@ -101,7 +101,9 @@ function stateGauge(name: string, help: string, label: string, pick: (s: EngineS
 stateGauge('meshsync_pending_exports', 'Changes waiting for the connector\u2019s next export (see docs/operations.md).', 'connector', (s) => s.pendingExports);
 stateGauge('meshsync_connector_space_errors', 'Objects of the connector space in error (see docs/operations.md).', 'connector', (s) => s.connectorSpaceErrors);
 stateGauge('meshsync_mesh_objects', 'Objects in the mesh, by object type.', 'object_type', (s) => s.meshObjects);
-stateGauge('meshsync_instance_heartbeat_age_seconds', 'Seconds since each engine instance\u2019s last heartbeat.', 'instance', (s, now) => ages(s.lastHeartbeat, now));
+stateGauge('meshsync_instance_heartbeat_age_seconds', 'Seconds since each engine instance\u2019s last heartbeat.', 'instance', (s, now) =>
+  ages(s.lastHeartbeat, now),
+);
 
 function ages(at: Map<string, number>, now: number): Map<string, number> {
   return new Map([...at].map(([instance, ms]) => [instance, Math.max(0, (now - ms) / 1000)]));

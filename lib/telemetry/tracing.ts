@@ -44,7 +44,8 @@ export function startTracing(endpoint: URL): void {
   const { NodeTracerProvider, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-node') as typeof import('@opentelemetry/sdk-trace-node');
   const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
   const { resourceFromAttributes } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
-  const tracesUrl = process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || new URL('v1/traces', endpoint.href.endsWith('/') ? endpoint : new URL(endpoint.href + '/')).href;
+  const tracesUrl =
+    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || new URL('v1/traces', endpoint.href.endsWith('/') ? endpoint : new URL(endpoint.href + '/')).href;
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ 'service.name': process.env.OTEL_SERVICE_NAME || 'meshsync' }),
     idGenerator: {

@@ -81,7 +81,14 @@ export interface ContractOptions {
 const RUN_LEVEL = new Set(['connection_failed', 'authentication_failed', 'timeout', 'configuration_invalid']);
 
 export const PEOPLE: ContractPerson[] = [
-  { key: 'E001', givenName: 'Ada', sn: 'Lovelace', mail: 'ada@example.test', proxyAddresses: ['smtp:ada@example.test', 'smtp:countess@example.test'], container: 'Engineering' },
+  {
+    key: 'E001',
+    givenName: 'Ada',
+    sn: 'Lovelace',
+    mail: 'ada@example.test',
+    proxyAddresses: ['smtp:ada@example.test', 'smtp:countess@example.test'],
+    container: 'Engineering',
+  },
   { key: 'E002', givenName: 'José', sn: 'Muñoz', mail: 'jose@example.test', manager: 'E001', container: 'Engineering' },
   { key: 'E003', givenName: '李', sn: '小龙', mail: 'li@example.test', manager: 'E001', proxyAddresses: ['smtp:li@example.test'], container: 'Sales' },
   { key: 'E004', givenName: 'Zoë', sn: "O'Brien, Jr.", manager: 'E002', container: 'Sales' },
@@ -303,7 +310,11 @@ export function connectorContract(options: ContractOptions): void {
           const kinds = (k: DeltaChange['kind']) => changes.filter((ch) => ch.kind === k);
           expect(kinds('add')).toHaveLength(1);
           expectPerson(f, kinds('add')[0].object!, newcomer);
-          expect(kinds('update').map((ch) => ch.anchor).sort()).toEqual([anchors.get('E002'), anchors.get('E005')].sort());
+          expect(
+            kinds('update')
+              .map((ch) => ch.anchor)
+              .sort(),
+          ).toEqual([anchors.get('E002'), anchors.get('E005')].sort());
           const e002 = kinds('update').find((ch) => ch.anchor === anchors.get('E002'))!;
           expect(f.read(e002.object!).mail).toBe('jose.munoz@example.test');
           expect(f.read(e002.object!).proxyAddresses).toEqual(['smtp:jm@example.test']);
@@ -350,7 +361,15 @@ export function connectorContract(options: ContractOptions): void {
 
         test('add, update and delete, confirmed by the next import', async () => {
           const before = byKey(objectsOf(await fullImport(c)));
-          const added: ContractPerson = { key: 'E777', givenName: 'Émile', sn: 'Zola', mail: 'emile@example.test', proxyAddresses: ['smtp:emile@example.test'], manager: 'E001', container: 'Sales' };
+          const added: ContractPerson = {
+            key: 'E777',
+            givenName: 'Émile',
+            sn: 'Zola',
+            mail: 'emile@example.test',
+            proxyAddresses: ['smtp:emile@example.test'],
+            manager: 'E001',
+            container: 'Sales',
+          };
           const results = await exportAll([
             f.exportAdd!(added),
             f.exportUpdate!(before.get('E002')!.anchor, 'E002', { mail: 'jm2@example.test' }),

@@ -218,21 +218,30 @@ referint-update-delay: 0
     caCertificateFile,
     pid,
     async trimChangelogPast(changeNumber: number) {
-      await run('ldapmodify', ['-x', '-H', server.url, '-D', ROOT_DN, '-w', ROOT_PASSWORD], env, `dn: cn=Retro Changelog Plugin,cn=plugins,cn=config
+      await run(
+        'ldapmodify',
+        ['-x', '-H', server.url, '-D', ROOT_DN, '-w', ROOT_PASSWORD],
+        env,
+        `dn: cn=Retro Changelog Plugin,cn=plugins,cn=config
 changetype: modify
 replace: nsslapd-changelogmaxage
 nsslapd-changelogmaxage: 2s
 -
 replace: nsslapd-changelog-trim-interval
 nsslapd-changelog-trim-interval: 1
-`);
+`,
+      );
       // The plugin reads its trimming settings at start; trimming then runs every few seconds.
       await systemctl('restart');
       server.pid = track();
       await waitPort(port, 60);
       const deadline = Date.now() + 60_000;
       for (;;) {
-        const out = await run('ldapsearch', ['-x', '-LLL', '-H', server.url, '-D', ROOT_DN, '-w', ROOT_PASSWORD, '-s', 'base', '-b', '', 'firstChangeNumber'], env);
+        const out = await run(
+          'ldapsearch',
+          ['-x', '-LLL', '-H', server.url, '-D', ROOT_DN, '-w', ROOT_PASSWORD, '-s', 'base', '-b', '', 'firstChangeNumber'],
+          env,
+        );
         const first = Number(/firstChangeNumber:\s*(\d+)/i.exec(out)?.[1] ?? 0);
         if (first > changeNumber) return;
         if (Date.now() > deadline) throw new Error(`the retro changelog was not trimmed past ${changeNumber} within 60 s (first is ${first})`);

@@ -37,14 +37,26 @@ export async function startMariaDb(options: { password?: string } = {}): Promise
   const user = os.userInfo().username;
   const data = path.join(dir, 'data');
   const sock = path.join(dir, 'mysql.sock');
-  await run('mariadb-install-db', ['--no-defaults', `--user=${user}`, `--datadir=${data}`, '--auth-root-authentication-method=socket', '--skip-test-db'], { maxBuffer: 1 << 24 });
+  await run('mariadb-install-db', ['--no-defaults', `--user=${user}`, `--datadir=${data}`, '--auth-root-authentication-method=socket', '--skip-test-db'], {
+    maxBuffer: 1 << 24,
+  });
   const port = await freePort();
   const child: ChildProcess = spawn(
     'mariadbd',
     [
-      '--no-defaults', `--user=${user}`, `--datadir=${data}`, `--socket=${sock}`, `--pid-file=${path.join(dir, 'mariadbd.pid')}`,
-      `--port=${port}`, '--bind-address=127.0.0.1', `--log-error=${path.join(dir, 'error.log')}`, '--skip-log-bin',
-      '--innodb-buffer-pool-size=64M', '--innodb-flush-log-at-trx-commit=0', '--innodb-doublewrite=0', '--skip-name-resolve',
+      '--no-defaults',
+      `--user=${user}`,
+      `--datadir=${data}`,
+      `--socket=${sock}`,
+      `--pid-file=${path.join(dir, 'mariadbd.pid')}`,
+      `--port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--log-error=${path.join(dir, 'error.log')}`,
+      '--skip-log-bin',
+      '--innodb-buffer-pool-size=64M',
+      '--innodb-flush-log-at-trx-commit=0',
+      '--innodb-doublewrite=0',
+      '--skip-name-resolve',
     ],
     { stdio: 'ignore' },
   );
@@ -63,7 +75,9 @@ export async function startMariaDb(options: { password?: string } = {}): Promise
     }
   }
   const quoted = password.replace(/\\/g, '\\\\').replace(/'/g, "\\'");
-  await cli(`CREATE USER 'test'@'127.0.0.1' IDENTIFIED BY '${quoted}'; GRANT ALL ON *.* TO 'test'@'127.0.0.1'; CREATE DATABASE fixture CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;`);
+  await cli(
+    `CREATE USER 'test'@'127.0.0.1' IDENTIFIED BY '${quoted}'; GRANT ALL ON *.* TO 'test'@'127.0.0.1'; CREATE DATABASE fixture CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;`,
+  );
   let stopped = false;
   const db: MariaDb = {
     dir,

@@ -118,7 +118,10 @@ function httpRequests(block: CodeBlock): ExampleRequest[] {
     if (!p) throw new Error(`${block.file}:${block.line + 1 + offset + first}: '${m[2]}' is not a path below /api`);
     let j = first + 1;
     while (j < part.length && part[j].trim() !== '') j++; // headers
-    const body = part.slice(j + 1).join('\n').trim();
+    const body = part
+      .slice(j + 1)
+      .join('\n')
+      .trim();
     out.push({ file: block.file, line: block.line + 1 + offset + first, method: m[1], ...splitTarget(p), ...(body ? { body } : {}), form: 'http' });
   }
   return out;
@@ -190,7 +193,14 @@ function curlRequests(block: CodeBlock): ExampleRequest[] {
     }
     if (!url) continue;
     const p = apiPath(url)!;
-    out.push({ file: block.file, line: block.line + 1 + line, method: method ?? (body === undefined ? 'GET' : 'POST'), ...splitTarget(p), ...(body === undefined ? {} : { body }), form: 'curl' });
+    out.push({
+      file: block.file,
+      line: block.line + 1 + line,
+      method: method ?? (body === undefined ? 'GET' : 'POST'),
+      ...splitTarget(p),
+      ...(body === undefined ? {} : { body }),
+      form: 'curl',
+    });
   }
   return out;
 }
@@ -214,7 +224,14 @@ function apiRequests(block: CodeBlock): ExampleRequest[] {
       body = lines.slice(i + 1, end).join('\n');
       i = end;
     }
-    out.push({ file: block.file, line: block.line + 1 + startLine, method: m[1], ...splitTarget(target), ...(body === undefined ? {} : { body }), form: 'api' });
+    out.push({
+      file: block.file,
+      line: block.line + 1 + startLine,
+      method: m[1],
+      ...splitTarget(target),
+      ...(body === undefined ? {} : { body }),
+      form: 'api',
+    });
   }
   return out;
 }

@@ -85,7 +85,11 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-export async function startOidcProvider(options: { audience: string; otherAudiences?: string[]; clients: Record<string, ClientClaims> }): Promise<OidcProviderIssuer> {
+export async function startOidcProvider(options: {
+  audience: string;
+  otherAudiences?: string[];
+  clients: Record<string, ClientClaims>;
+}): Promise<OidcProviderIssuer> {
   const config = { audience: options.audience, audiences: [options.audience, ...(options.otherAudiences ?? [])], clients: options.clients };
   const { child, issuer } = await spawnIssuer('oidcProviderIssuer.mjs', { OIDC_ISSUER_CONFIG: JSON.stringify(config) });
   return {

@@ -65,7 +65,19 @@ export async function startPostgres(options: { password?: string; tls?: boolean 
     chownSync(pwfile, Number(stdout.trim()), Number(gid.trim()));
   }
   const data = path.join(dir, 'data');
-  await as(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
+  await as(path.join(bin, 'initdb'), [
+    '-D',
+    data,
+    '-U',
+    'postgres',
+    '--auth-local=trust',
+    '--auth-host=scram-sha-256',
+    `--pwfile=${pwfile}`,
+    '-E',
+    'UTF8',
+    '--locale=C.UTF-8',
+    '--no-sync',
+  ]);
   rmSync(pwfile, { force: true });
   let caCertificate: string | undefined;
   let tlsArgs = '';
@@ -73,8 +85,21 @@ export async function startPostgres(options: { password?: string; tls?: boolean 
     const cert = path.join(dir, 'server.crt');
     const key = path.join(dir, 'server.key');
     await run('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', key, '-out', cert,
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      '-keyout',
+      key,
+      '-out',
+      cert,
     ]);
     if (asRoot) {
       const { stdout } = await run('id', ['-u', 'postgres']);
@@ -92,8 +117,16 @@ export async function startPostgres(options: { password?: string; tls?: boolean 
   let pid = 0;
   const start = async () => {
     await as(path.join(bin, 'pg_ctl'), [
-      '-D', data, '-l', path.join(dir, 'postgres.log'), '-w', '-t', '30', 'start',
-      '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50${tlsArgs}`,
+      '-D',
+      data,
+      '-l',
+      path.join(dir, 'postgres.log'),
+      '-w',
+      '-t',
+      '30',
+      'start',
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50${tlsArgs}`,
     ]);
     pid = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
     trackPid(pid);

@@ -77,7 +77,10 @@ export interface SambaAd {
    * must name a user loaded before it). `timeoutMs` defaults to 10 minutes.
    */
   samLoad(
-    spec: { users?: Array<{ dn: string; sAMAccountName: string; attributes?: Record<string, string | string[]> }>; groups?: Array<{ dn: string; sAMAccountName: string; members?: string[] }> },
+    spec: {
+      users?: Array<{ dn: string; sAMAccountName: string; attributes?: Record<string, string | string[]> }>;
+      groups?: Array<{ dn: string; sAMAccountName: string; members?: string[] }>;
+    },
     timeoutMs?: number,
   ): Promise<void>;
   /** The entry's objectGUID (16 bytes as AD stores them). */
@@ -177,7 +180,9 @@ async function acquireLock(waitMs: number): Promise<ChildProcess> {
     holder.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     holder.once('error', reject);
     holder.once('exit', (code) =>
-      reject(new Error(`the Samba AD DC lock ${lockFile()} was not free within ${seconds} s (another suite or user runs the DC; flock exit ${code} ${err.trim()})`)),
+      reject(
+        new Error(`the Samba AD DC lock ${lockFile()} was not free within ${seconds} s (another suite or user runs the DC; flock exit ${code} ${err.trim()})`),
+      ),
     );
   });
   return holder;
@@ -235,7 +240,9 @@ async function waitForFreePorts(waitMs: number): Promise<void> {
     for (const p of PORTS) if (await portAnswers('127.0.0.1', p, 300)) busy.push(p);
     if (!busy.length) return;
     if (Date.now() > deadline) {
-      throw new Error(`port(s) ${busy.join(', ')} of 127.0.0.1 are in use by a process this fixture did not start (another Samba or LDAP server?); the AD DC needs them`);
+      throw new Error(
+        `port(s) ${busy.join(', ')} of 127.0.0.1 are in use by a process this fixture did not start (another Samba or LDAP server?); the AD DC needs them`,
+      );
     }
     await sleep(1000);
   }
@@ -247,7 +254,23 @@ async function makeCertificates(tls: string): Promise<void> {
   await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=Test AD CA', '-keyout', f('ca.key'), '-out', f('ca.pem')]);
   await run('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', f('key.pem'), '-out', f('req.csr')]);
   writeFileSync(f('san.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
-  await run('openssl', ['x509', '-req', '-in', f('req.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-extfile', f('san.cnf'), '-out', f('cert.pem')]);
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    f('req.csr'),
+    '-CA',
+    f('ca.pem'),
+    '-CAkey',
+    f('ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    f('san.cnf'),
+    '-out',
+    f('cert.pem'),
+  ]);
   chmodSync(f('key.pem'), 0o600);
 }
 
@@ -264,16 +287,28 @@ export async function startSambaAd(options: SambaAdOptions = {}): Promise<SambaA
     await makeCertificates(path.join(dir, 'tls'));
     await waitForFreePorts(Math.min(lockWaitMs, 5 * 60_000));
     await run('samba-tool', [
-      'domain', 'provision', `--realm=${REALM}`, `--domain=${DOMAIN}`, '--server-role=dc', '--dns-backend=NONE',
-      `--adminpass=${adminPassword}`, '--use-rfc2307', `--targetdir=${dir}`,
-      '--option=interfaces=lo', '--option=bind interfaces only=yes',
+      'domain',
+      'provision',
+      `--realm=${REALM}`,
+      `--domain=${DOMAIN}`,
+      '--server-role=dc',
+      '--dns-backend=NONE',
+      `--adminpass=${adminPassword}`,
+      '--use-rfc2307',
+      `--targetdir=${dir}`,
+      '--option=interfaces=lo',
+      '--option=bind interfaces only=yes',
     ]);
     mkdirSync(path.join(dir, 'run'));
     const conf = path.join(dir, 'etc/smb.conf');
     child = spawn(
       '/usr/sbin/samba',
       [
-        '-i', '-M', 'single', '-s', conf,
+        '-i',
+        '-M',
+        'single',
+        '-s',
+        conf,
         '--option=server services=ldap,kdc',
         // Simple binds over plain LDAP for test tools; the connector's own rules (LDAPS for passwords) are tested on top.
         '--option=ldap server require strong auth=no',
@@ -293,7 +328,8 @@ export async function startSambaAd(options: SambaAdOptions = {}): Promise<SambaA
     for (;;) {
       const up = (await portAnswers('127.0.0.1', 636, 300)) && (await portAnswers('127.0.0.1', 389, 300)) && (await portAnswers('127.0.0.1', 88, 300));
       if (up) break;
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`samba exited (${child.exitCode ?? child.signalCode}) during start; see ${dir}/samba.log`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`samba exited (${child.exitCode ?? child.signalCode}) during start; see ${dir}/samba.log`);
       if (Date.now() > deadline) throw new Error(`samba did not listen on 389/636/88 within 60 s; see ${dir}/samba.log`);
       await sleep(100);
     }

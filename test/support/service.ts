@@ -109,10 +109,14 @@ export class ServiceUnderTest {
     };
     delete env.WEBSITE_INSTANCE_ID;
     this.output = '';
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist/lib/runtime/cli.js'), 'start', '--app', ROOT, '--port', String(this.port), '--data-dir', this.dataDir], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(ROOT, 'dist/lib/runtime/cli.js'), 'start', '--app', ROOT, '--port', String(this.port), '--data-dir', this.dataDir],
+      {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     trackPid(child.pid);
     this.child = child;
     const append = (d: Buffer) => {
@@ -195,7 +199,8 @@ export class ServiceUnderTest {
   async call(method: string, route: string, options: CallOptions = {}): Promise<Answer> {
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     const role = options.role === undefined ? 'Admin' : options.role;
-    if (role && options.as) headers.authorization = `Bearer ${await this.issuer.mint({ ...USERS[role], ...options.as, roles: [`Service.${role}`] }, { aud: AUDIENCE, exp: 3600 })}`;
+    if (role && options.as)
+      headers.authorization = `Bearer ${await this.issuer.mint({ ...USERS[role], ...options.as, roles: [`Service.${role}`] }, { aud: AUDIENCE, exp: 3600 })}`;
     else if (role) headers.authorization = `Bearer ${await this.token(role)}`;
     let body: string | Buffer | undefined;
     if (options.body !== undefined) {

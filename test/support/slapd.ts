@@ -209,12 +209,27 @@ export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
   const [port, ldapsPort] = [await freePort(), await freePort()];
 
   await run('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=localhost',
-    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    '-keyout', path.join(dir, 'tls/key.pem'), '-out', path.join(dir, 'tls/cert.pem'),
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    '-keyout',
+    path.join(dir, 'tls/key.pem'),
+    '-out',
+    path.join(dir, 'tls/cert.pem'),
   ]);
   const hash = (await run('slappasswd', ['-s', rootPassword])).trim();
-  writeFileSync(path.join(dir, 'config.ldif'), configLdif(dir, suffix, rootDN, hash, options.maxSizeBytes ?? 8 * 1024 ** 3, options.refintAttributes ?? ['member', 'manager']));
+  writeFileSync(
+    path.join(dir, 'config.ldif'),
+    configLdif(dir, suffix, rootDN, hash, options.maxSizeBytes ?? 8 * 1024 ** 3, options.refintAttributes ?? ['member', 'manager']),
+  );
   await run('slapadd', ['-n0', '-F', path.join(dir, 'slapd.d'), '-l', path.join(dir, 'config.ldif')]);
 
   const data = [options.noBaseEntries ? '' : baseLdif(suffix), options.ldif ?? ''].filter(Boolean).join('\n');

@@ -9,8 +9,8 @@ const SPACE_COLUMNS = [
   col('ANCHOR', 'anchor'),
   col('TYPE', 'objectType'),
   col('MESH OBJECT', 'meshObjectId'),
-  col('PENDING', (i) => (i.pendingExport ? (i.pendingExport as { operation?: string }).operation ?? 'yes' : '')),
-  col('ERROR', (i) => (i.error ? (i.error as { message?: string }).message ?? i.error : '')),
+  col('PENDING', (i) => (i.pendingExport ? ((i.pendingExport as { operation?: string }).operation ?? 'yes') : '')),
+  col('ERROR', (i) => (i.error ? ((i.error as { message?: string }).message ?? i.error) : '')),
   col('DN', 'dn'),
 ];
 
@@ -26,19 +26,29 @@ export function registerConnectors(program: Command): void {
         else ctx.print(res);
       }),
     );
-  c.command('show <id>').description('A connector, secrets masked').action(action(async (ctx, id) => ctx.print(await ctx.api.get(`connectors/${id}`))));
+  c.command('show <id>')
+    .description('A connector, secrets masked')
+    .action(action(async (ctx, id) => ctx.print(await ctx.api.get(`connectors/${id}`))));
   c.command('create')
     .description('Create a connector from a JSON file { name, type, config } (- reads standard input)')
     .requiredOption('-f, --file <file>', 'the JSON document')
     .action(action(async (ctx) => ctx.print(await ctx.api.post('connectors', readJsonFile(ctx.opts.file)))));
   c.command('update <id>')
-    .description('Replace a connector\'s name and config from a JSON file (a secret sent as ******** keeps the stored one)')
+    .description("Replace a connector's name and config from a JSON file (a secret sent as ******** keeps the stored one)")
     .requiredOption('-f, --file <file>', 'the JSON document')
     .action(action(async (ctx, id) => ctx.print(await ctx.api.put(`connectors/${id}`, readJsonFile(ctx.opts.file)))));
-  c.command('delete <id>').description('Delete a connector and its rules').action(action(async (ctx, id) => void (await ctx.api.delete(`connectors/${id}`))));
-  c.command('test <id>').description('Test the connection of a stored connector').action(action(async (ctx, id) => ctx.print(await ctx.api.post(`connectors/${id}/test`))));
-  c.command('assign <id> <instanceId>').description('Assign a connector to an engine instance').action(action(async (ctx, id, instanceId) => ctx.print(await ctx.api.put(`connectors/${id}/instance`, { instanceId }))));
-  c.command('unassign <id>').description('Unassign a connector from its instance').action(action(async (ctx, id) => void (await ctx.api.delete(`connectors/${id}/instance`))));
+  c.command('delete <id>')
+    .description('Delete a connector and its rules')
+    .action(action(async (ctx, id) => void (await ctx.api.delete(`connectors/${id}`))));
+  c.command('test <id>')
+    .description('Test the connection of a stored connector')
+    .action(action(async (ctx, id) => ctx.print(await ctx.api.post(`connectors/${id}/test`))));
+  c.command('assign <id> <instanceId>')
+    .description('Assign a connector to an engine instance')
+    .action(action(async (ctx, id, instanceId) => ctx.print(await ctx.api.put(`connectors/${id}/instance`, { instanceId }))));
+  c.command('unassign <id>')
+    .description('Unassign a connector from its instance')
+    .action(action(async (ctx, id) => void (await ctx.api.delete(`connectors/${id}/instance`))));
 
   const s = program.command('space').description("A connector's space: what it imported and what waits for export");
   paged(
@@ -54,8 +64,16 @@ export function registerConnectors(program: Command): void {
       ctx.print(await ctx.api.get(`connectors/${id}/space`, { state, objectType: type, search, skip, take }), SPACE_COLUMNS);
     }),
   );
-  s.command('show <connectorId> <csObjectId>').description('One object: its attributes, pending change and exported values').action(action(async (ctx, id, cs) => ctx.print(await ctx.api.get(`connectors/${id}/space/${cs}`))));
-  s.command('retry <connectorId> <csObjectId>').description("Reset an object's export failure so the next export tries again").action(action(async (ctx, id, cs) => ctx.print(await ctx.api.post(`connectors/${id}/space/${cs}/retry`))));
-  s.command('preview <connectorId> <csObjectId>').description('What a sync of this one object would do now (writes nothing)').action(action(async (ctx, id, cs) => ctx.print(await ctx.api.post(`connectors/${id}/space/${cs}/preview`))));
-  s.command('sync <connectorId> <csObjectId>').description('Sync this one object now (mesh and targets\' staging)').action(action(async (ctx, id, cs) => ctx.print(await ctx.api.post(`connectors/${id}/space/${cs}/sync`))));
+  s.command('show <connectorId> <csObjectId>')
+    .description('One object: its attributes, pending change and exported values')
+    .action(action(async (ctx, id, cs) => ctx.print(await ctx.api.get(`connectors/${id}/space/${cs}`))));
+  s.command('retry <connectorId> <csObjectId>')
+    .description("Reset an object's export failure so the next export tries again")
+    .action(action(async (ctx, id, cs) => ctx.print(await ctx.api.post(`connectors/${id}/space/${cs}/retry`))));
+  s.command('preview <connectorId> <csObjectId>')
+    .description('What a sync of this one object would do now (writes nothing)')
+    .action(action(async (ctx, id, cs) => ctx.print(await ctx.api.post(`connectors/${id}/space/${cs}/preview`))));
+  s.command('sync <connectorId> <csObjectId>')
+    .description("Sync this one object now (mesh and targets' staging)")
+    .action(action(async (ctx, id, cs) => ctx.print(await ctx.api.post(`connectors/${id}/space/${cs}/sync`))));
 }

@@ -26,7 +26,8 @@ export function registerLogin(program: Command): void {
       const profile: Profile = { ...getProfile(name) };
       if (o.url) profile.url = o.url;
       const modes = [o.clientId, o.token, o.negotiate, o.dev].filter(Boolean).length;
-      if (modes !== 1) throw new CliError('login needs exactly one of --client-id (with --client-secret and --authority), --token, --negotiate or --dev.', EXIT.usage);
+      if (modes !== 1)
+        throw new CliError('login needs exactly one of --client-id (with --client-secret and --authority), --token, --negotiate or --dev.', EXIT.usage);
       if (o.negotiate) {
         profile.auth = 'negotiate';
         if (o.spn) profile.spn = o.spn;
@@ -69,8 +70,20 @@ export function registerLogin(program: Command): void {
     .description('List profiles (* marks the current one)')
     .action(async (_opts: unknown, command: Command) => {
       const file = loadProfiles();
-      const rows = Object.entries(file.profiles).map(([n, pr]) => ({ current: n === file.current ? '*' : '', name: n, url: pr.url, auth: pr.auth ?? 'bearer', authority: pr.authority ?? '' }));
-      print(rows, (command.optsWithGlobals().output ?? 'table') as OutputFormat, [col('', 'current'), col('NAME', 'name'), col('URL', 'url'), col('AUTH', 'auth'), col('AUTHORITY', 'authority')]);
+      const rows = Object.entries(file.profiles).map(([n, pr]) => ({
+        current: n === file.current ? '*' : '',
+        name: n,
+        url: pr.url,
+        auth: pr.auth ?? 'bearer',
+        authority: pr.authority ?? '',
+      }));
+      print(rows, (command.optsWithGlobals().output ?? 'table') as OutputFormat, [
+        col('', 'current'),
+        col('NAME', 'name'),
+        col('URL', 'url'),
+        col('AUTH', 'auth'),
+        col('AUTHORITY', 'authority'),
+      ]);
     });
   p.command('set <name>')
     .description('Create or change a profile')

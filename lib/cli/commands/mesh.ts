@@ -40,7 +40,13 @@ function meshColumns(attributes: string[]): Column[] {
   ];
 }
 
-const splitList = (v: string | undefined) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []);
+const splitList = (v: string | undefined) =>
+  v
+    ? v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [];
 
 /** `mesh`: the unified identity store (list, search, detail, explain, history, restore). */
 export function registerMesh(program: Command): void {
@@ -91,11 +97,20 @@ export function registerMesh(program: Command): void {
         ctx.print(rest);
         if (attributes?.length) {
           process.stdout.write('\n');
-          ctx.print({ items: attributes, totalCount: attributes.length }, [col('ATTRIBUTE', 'attributeName'), col('VALUE', 'attributeValue'), col('SOURCE', 'source'), col('CONFIDENCE', 'confidence'), col('UPDATED', 'updatedOn')]);
+          ctx.print({ items: attributes, totalCount: attributes.length }, [
+            col('ATTRIBUTE', 'attributeName'),
+            col('VALUE', 'attributeValue'),
+            col('SOURCE', 'source'),
+            col('CONFIDENCE', 'confidence'),
+            col('UPDATED', 'updatedOn'),
+          ]);
         }
         if (relationships?.length) {
           process.stdout.write('\n');
-          ctx.print({ items: relationships, totalCount: relationships.length }, Object.keys(relationships[0]).map((k) => col(k.toUpperCase(), k)));
+          ctx.print(
+            { items: relationships, totalCount: relationships.length },
+            Object.keys(relationships[0]).map((k) => col(k.toUpperCase(), k)),
+          );
         }
       }),
     );
@@ -110,11 +125,24 @@ export function registerMesh(program: Command): void {
         if (composed) process.stdout.write(`composed by rule ${composed.ruleId} from ${composed.inputs.join(', ')}\n`);
         const candidates = (ex.candidates as Record<string, unknown>[]) ?? [];
         process.stdout.write('\ncontributions:\n');
-        ctx.print({ items: candidates, totalCount: candidates.length }, [col('OUTCOME', 'outcome'), col('CONNECTOR', 'connectorName'), col('SOURCE', 'sourceAttribute'), col('VALUE', 'value'), col('CONFIDENCE', 'confidence'), col('PRIORITY', 'priority'), col('UPDATED', 'updatedOn')]);
+        ctx.print({ items: candidates, totalCount: candidates.length }, [
+          col('OUTCOME', 'outcome'),
+          col('CONNECTOR', 'connectorName'),
+          col('SOURCE', 'sourceAttribute'),
+          col('VALUE', 'value'),
+          col('CONFIDENCE', 'confidence'),
+          col('PRIORITY', 'priority'),
+          col('UPDATED', 'updatedOn'),
+        ]);
         const exports = (ex.exports as Record<string, unknown>[]) ?? [];
         if (exports.length) {
           process.stdout.write('\nexports:\n');
-          ctx.print({ items: exports, totalCount: exports.length }, [col('CONNECTOR', 'connectorName'), col('TARGET ATTRIBUTE', 'targetAttribute'), col('VALUE', 'value'), col('STATE', 'state')]);
+          ctx.print({ items: exports, totalCount: exports.length }, [
+            col('CONNECTOR', 'connectorName'),
+            col('TARGET ATTRIBUTE', 'targetAttribute'),
+            col('VALUE', 'value'),
+            col('STATE', 'state'),
+          ]);
         }
       }),
     );
@@ -125,9 +153,15 @@ export function registerMesh(program: Command): void {
         col('TIME', 'timestamp'),
         col('OPERATION', 'operation'),
         col('RUN', 'runId'),
-        col('CHANGES', (h) => ((h.changes as { attribute: string; old: unknown; new: unknown }[]) ?? []).map((c) => `${c.attribute}: ${cellText(c.old)} -> ${cellText(c.new)}`).join('; ')),
+        col('CHANGES', (h) =>
+          ((h.changes as { attribute: string; old: unknown; new: unknown }[]) ?? [])
+            .map((c) => `${c.attribute}: ${cellText(c.old)} -> ${cellText(c.new)}`)
+            .join('; '),
+        ),
       ]);
     }),
   );
-  m.command('restore <meshObjectId>').description('Restore a deleted mesh object (a tombstone); targets that had it provision it again').action(action(async (ctx, id) => ctx.print(await ctx.api.post(`mesh/objects/${id}/restore`))));
+  m.command('restore <meshObjectId>')
+    .description('Restore a deleted mesh object (a tombstone); targets that had it provision it again')
+    .action(action(async (ctx, id) => ctx.print(await ctx.api.post(`mesh/objects/${id}/restore`))));
 }

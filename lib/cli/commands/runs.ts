@@ -38,7 +38,12 @@ async function finish(ctx: Context, run: Run): Promise<ExitCode> {
   else {
     const s = ended.stats;
     process.stdout.write(`run ${ended.runId} ${ended.status}\n`);
-    process.stdout.write(`${renderTable([{ processed: s.objectsProcessed, created: s.objectsCreated, updated: s.objectsUpdated, deleted: s.objectsDeleted, errors: s.errors }], ['processed', 'created', 'updated', 'deleted', 'errors'].map((k) => col(k.toUpperCase(), k)))}\n`);
+    process.stdout.write(
+      `${renderTable(
+        [{ processed: s.objectsProcessed, created: s.objectsCreated, updated: s.objectsUpdated, deleted: s.objectsDeleted, errors: s.errors }],
+        ['processed', 'created', 'updated', 'deleted', 'errors'].map((k) => col(k.toUpperCase(), k)),
+      )}\n`,
+    );
     if (ended.error) process.stdout.write(`error: ${ended.error}\n`);
     if (ended.status === 'AwaitingApproval' && ended.approval) {
       for (const r of ended.approval.reasons) process.stdout.write(`awaits approval: ${r.operation} ${r.count} over the limit ${r.limit}\n`);
@@ -64,7 +69,9 @@ export function registerRuns(program: Command): void {
       ctx.print(await ctx.api.get('runs', { connectorId: connector, status, instanceId: instance, skip, take }), RUN_COLUMNS);
     }),
   );
-  r.command('show <runId>').description('A run with its stats, progress and errors').action(action(async (ctx, id) => ctx.print(await ctx.api.get(`runs/${id}`))));
+  r.command('show <runId>')
+    .description('A run with its stats, progress and errors')
+    .action(action(async (ctx, id) => ctx.print(await ctx.api.get(`runs/${id}`))));
   r.command('wait <runId>')
     .description('Follow a run to its end with live progress; the exit code says how it ended')
     .action(action(async (ctx, id) => finish({ ...ctx, opts: { ...ctx.opts, wait: true } }, await ctx.api.get<Run>(`runs/${id}`))));
@@ -89,7 +96,9 @@ export function registerRuns(program: Command): void {
     .option('--dry-run', 'plan only: nothing is written to the target')
     .option('-w, --wait', 'follow the run to its end (live progress); exit code by its status')
     .action(action(async (ctx, id) => finish(ctx, await ctx.api.post<Run>(`connectors/${id}/export`, ctx.opts.dryRun ? { dryRun: true } : {}))));
-  r.command('cancel <runId>').description('Cancel a Queued or Running run').action(action(async (ctx, id) => ctx.print(await ctx.api.post(`runs/${id}/cancel`))));
+  r.command('cancel <runId>')
+    .description('Cancel a Queued or Running run')
+    .action(action(async (ctx, id) => ctx.print(await ctx.api.post(`runs/${id}/cancel`))));
   paged(
     r
       .command('changes <runId>')
@@ -103,12 +112,14 @@ export function registerRuns(program: Command): void {
     }),
   );
   r.command('apply <runId>')
-    .description('Apply a dry run\'s plan exactly (objects whose inputs changed are skipped as drifted)')
+    .description("Apply a dry run's plan exactly (objects whose inputs changed are skipped as drifted)")
     .option('-w, --wait', 'follow the new run to its end')
     .action(action(async (ctx, id) => finish(ctx, await ctx.api.post<Run>(`runs/${id}/apply`))));
   r.command('approve <runId>')
     .description('Approve a run that awaits approval: it applies its plan')
     .option('-w, --wait', 'follow the run to its end')
     .action(action(async (ctx, id) => finish(ctx, await ctx.api.post<Run>(`runs/${id}/approve`))));
-  r.command('reject <runId>').description('Reject a run that awaits approval').action(action(async (ctx, id) => ctx.print(await ctx.api.post(`runs/${id}/reject`))));
+  r.command('reject <runId>')
+    .description('Reject a run that awaits approval')
+    .action(action(async (ctx, id) => ctx.print(await ctx.api.post(`runs/${id}/reject`))));
 }

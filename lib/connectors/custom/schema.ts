@@ -9,7 +9,12 @@ import { Dictionary, DeletionThreshold, Thresholds, Deprovisioning, FullSyncOnRu
 
 export const CustomConfigSchema = Type.Object(
   {
-    implementation: Type.String({ minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9_.:-]+$', description: 'The name a custom connector is registered under.' }),
+    implementation: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      pattern: '^[A-Za-z0-9_.:-]+$',
+      description: 'The name a custom connector is registered under.',
+    }),
     settings: Type.Optional(Dictionary(Type.Unknown(), { maxProperties: 500, description: 'Free-form settings of the implementation.' })),
     secrets: Type.Optional(
       Dictionary(Type.String({ minLength: 1, maxLength: 4096, 'x-secret': true, writeOnly: true }), {

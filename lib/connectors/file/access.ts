@@ -28,7 +28,9 @@ export function checkFileSettings(settings: FileConnectorSettings, roots: readon
     const pattern = globToRegExp(settings.filePattern ?? (format === 'csv' ? '*.csv' : '*.json'));
     const exportFile = settings.exportFile ?? (format === 'csv' ? 'export.csv' : 'export.json');
     // The export file is reported under its own field (it is read too when the pattern matches it).
-    const outside = readableNames(folder.real, pattern).find((name) => name !== exportFile && 'problem' in checkPathSync(path.join(settings.path, name), roots));
+    const outside = readableNames(folder.real, pattern).find(
+      (name) => name !== exportFile && 'problem' in checkPathSync(path.join(settings.path, name), roots),
+    );
     if (outside !== undefined) {
       errors.push({ path: '/path', message: `holds the file '${outside}', which ${describePathProblem('outside')}` });
     }

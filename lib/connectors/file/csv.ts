@@ -249,7 +249,17 @@ export class CsvParser {
    * A record, every property set at once (one object shape, nothing added later); also notes where it ends.
    * In key mode a record whose `fields` are undefined is kept as bytes [p, next) of `buf`.
    */
-  private record(buf: Buffer, p: number, next: number, lines: number, fields: string[] | undefined, key?: string, keyFrom = -1, keyTo = -1, error?: string): ParsedRecord {
+  private record(
+    buf: Buffer,
+    p: number,
+    next: number,
+    lines: number,
+    fields: string[] | undefined,
+    key?: string,
+    keyFrom = -1,
+    keyTo = -1,
+    error?: string,
+  ): ParsedRecord {
     this.next = next;
     this.lines = lines;
     const keyed = this.keyField >= 0;
@@ -433,8 +443,7 @@ export function parseCsv(input: string | Buffer, options: CsvReadOptions = {}): 
 /** One field as CSV text: quoted when it holds the delimiter, a quote, a line break or edge spaces. */
 export function formatCsvField(value: string, delimiter = ','): string {
   if (value === '') return '';
-  const needsQuotes =
-    value.includes(delimiter) || value.includes('"') || value.includes('\n') || value.includes('\r') || value.trim() !== value;
+  const needsQuotes = value.includes(delimiter) || value.includes('"') || value.includes('\n') || value.includes('\r') || value.trim() !== value;
   return needsQuotes ? '"' + value.replace(/"/g, '""') + '"' : value;
 }
 

@@ -158,7 +158,14 @@ export async function* deltaImport(parts: FileParts, watermark: string | null, o
         const prefix = old.prefixId(b.prefix);
         for (const row of b.rows) {
           const len = row.end - row.start;
-          const i = row.keyFrom >= 0 ? (row.keyTo > row.keyFrom ? old.findText(row.bytes, row.keyFrom, row.keyTo, decode, lastFound + 1) : -1) : row.key ? old.find(row.key) : -1;
+          const i =
+            row.keyFrom >= 0
+              ? row.keyTo > row.keyFrom
+                ? old.findText(row.bytes, row.keyFrom, row.keyTo, decode, lastFound + 1)
+                : -1
+              : row.key
+                ? old.find(row.key)
+                : -1;
           if (i >= 0) lastFound = i;
           if (unchangedRow(f.name, fileId, i, prefix, row.h1, row.h2, len)) continue;
           builtRow(f.name, csvRowResult(cfg, b, row, f), itemHash(b.prefix, row.h1, row.h2, len));
@@ -286,7 +293,15 @@ async function* jsonDeltaBatches(parts: Pick<FileParts, 'config' | 'guard'>, f: 
 function jsonRecordResult(cfg: FileConfig, rec: JsonRecord, f: FileStat): RowResult {
   const parsed = parseRecord(rec);
   if ('error' in parsed) {
-    return { error: { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${parsed.error}`, location: `${f.name}:${rec.line}`, retriable: false } };
+    return {
+      error: {
+        code: 'object_error',
+        objectType: cfg.objectType,
+        message: `${f.name}:${rec.line}: ${parsed.error}`,
+        location: `${f.name}:${rec.line}`,
+        retriable: false,
+      },
+    };
   }
   return jsonRecordToObject(parsed.value, cfg, f.name, rec.line);
 }
@@ -295,7 +310,13 @@ function jsonRecordResult(cfg: FileConfig, rec: JsonRecord, f: FileStat): RowRes
 function csvRowResult(cfg: FileConfig, b: CsvBatch, row: CsvRow, f: FileStat): RowResult {
   if (row.error) {
     const fields = row.fields ?? [];
-    const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${row.line}: ${row.error}`, location: `${f.name}:${row.line}`, retriable: false };
+    const e: ObjectError = {
+      code: 'object_error',
+      objectType: cfg.objectType,
+      message: `${f.name}:${row.line}: ${row.error}`,
+      location: `${f.name}:${row.line}`,
+      retriable: false,
+    };
     // As in a full import: trust the anchor only when the row splits into the header's fields, quote-free.
     const a = fields.length === b.names.length ? fields[b.anchorIdx] : '';
     if (a && !a.includes('"')) e.anchor = a;

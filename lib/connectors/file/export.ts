@@ -48,7 +48,10 @@ export async function exportBatch(parts: Pick<FileParts, 'config' | 'guard'>, ch
     throw folderError(err, cfg.folder);
   });
   if (!dirStat.isDirectory()) throw new ConnectorError('configuration_invalid', `path: cannot write to the folder '${cfg.folder}': it is not a folder.`);
-  const existing = await fs.stat(target).then((s) => ({ name: cfg.exportFile, size: s.size, mtimeMs: s.mtimeMs }) as FileStat, () => undefined);
+  const existing = await fs.stat(target).then(
+    (s) => ({ name: cfg.exportFile, size: s.size, mtimeMs: s.mtimeMs }) as FileStat,
+    () => undefined,
+  );
 
   /** Apply every change for one anchor to the row's attributes (undefined: no row). */
   const fold = (anchor: string, current: Record<string, AttributeValue> | undefined): Record<string, AttributeValue> | undefined => {

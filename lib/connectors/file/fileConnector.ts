@@ -1,13 +1,4 @@
-import type {
-  ConnectionTestResult,
-  ConnectorSchema,
-  DeltaImportOptions,
-  DeltaPage,
-  ExportChange,
-  ExportResult,
-  FullImportOptions,
-  ImportPage,
-} from '../sdk';
+import type { ConnectionTestResult, ConnectorSchema, DeltaImportOptions, DeltaPage, ExportChange, ExportResult, FullImportOptions, ImportPage } from '../sdk';
 import { FileGuard } from './access';
 import { deltaImport } from './deltaImport';
 import { exportBatch } from './export';

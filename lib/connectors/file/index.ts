@@ -24,7 +24,8 @@ export const fileConnectorImplementation = {
   name: FILE_IMPLEMENTATION,
   description: 'A folder of CSV or JSON files (HR exports): full and delta import, export to one file.',
   settingsSchema: FileConnectorSettingsSchema,
-  create: (settings: Record<string, unknown>, context: FileConnectorContext & { objectType?: string }) => createFileConnector(settings as FileConnectorSettings, context),
+  create: (settings: Record<string, unknown>, context: FileConnectorContext & { objectType?: string }) =>
+    createFileConnector(settings as FileConnectorSettings, context),
   /** Every path inside the file roots (`Connectors:File:Roots`), links resolved. */
   checkSettings: (settings: Record<string, unknown>): FieldError[] => checkFileSettings(settings as FileConnectorSettings, readFileRoots().folders),
 };

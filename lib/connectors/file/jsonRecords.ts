@@ -200,7 +200,12 @@ export class JsonRecordParser {
         this.recStart = -1;
         keepFrom = buf.length;
       } else if (buf.length - this.recStart > this.maxRecordBytes) {
-        out.push({ line: this.recLine, start: this.base + this.recStart, end: this.base + buf.length, error: `The JSON record is longer than ${this.maxRecordBytes} bytes.` });
+        out.push({
+          line: this.recLine,
+          start: this.base + this.recStart,
+          end: this.base + buf.length,
+          error: `The JSON record is longer than ${this.maxRecordBytes} bytes.`,
+        });
         this.recStart = -1;
         keepFrom = buf.length;
       }
@@ -369,7 +374,10 @@ function nestedEnd(buf: Buffer, i: number, e: number): number {
 }
 
 /** Stream records, one array per chunk, with the layout found (known once the first byte is read). */
-export async function* readJsonBatches(chunks: AsyncIterable<Buffer>, options: JsonReadOptions = {}): AsyncGenerator<{ layout: JsonLayout; records: JsonRecord[] }> {
+export async function* readJsonBatches(
+  chunks: AsyncIterable<Buffer>,
+  options: JsonReadOptions = {},
+): AsyncGenerator<{ layout: JsonLayout; records: JsonRecord[] }> {
   const parser = new JsonRecordParser(options);
   for await (const chunk of chunks) {
     const records = parser.push(chunk);

@@ -67,7 +67,14 @@ export async function* readFile(parts: Pick<FileParts, 'config' | 'guard'>, f: F
  * The rows of one file from a byte offset, one array per chunk read. For CSV the header is read first (or
  * taken from `header` when resuming mid-file) and yielded once as an item whose `header` is set.
  */
-export async function* readFileBatches(parts: Pick<FileParts, 'config' | 'guard'>, f: FileStat, start: number, line: number, header?: string[], layout?: JsonLayout): AsyncGenerator<ReadItem[]> {
+export async function* readFileBatches(
+  parts: Pick<FileParts, 'config' | 'guard'>,
+  f: FileStat,
+  start: number,
+  line: number,
+  header?: string[],
+  layout?: JsonLayout,
+): AsyncGenerator<ReadItem[]> {
   const cfg = parts.config;
   const chunks = fileChunks(parts.guard, f.name, start);
   const fail = (error: ObjectError): RowResult => ({ error });
@@ -77,7 +84,13 @@ export async function* readFileBatches(parts: Pick<FileParts, 'config' | 'guard'
       let anchorIdx = hdr ? hdr.indexOf(cfg.anchorColumn) : -1;
       // A row's fingerprint is its bytes' plus the header's: a renamed column changes every row.
       let prefix = hdr ? fingerprintPrefix(hdr) : '';
-      for await (const recs of readCsvBatches(chunks, { delimiter: cfg.delimiter, encoding: cfg.encoding, startOffset: start, startLine: line, fingerprintSeed: 0 })) {
+      for await (const recs of readCsvBatches(chunks, {
+        delimiter: cfg.delimiter,
+        encoding: cfg.encoding,
+        startOffset: start,
+        startLine: line,
+        fingerprintSeed: 0,
+      })) {
         const items: ReadItem[] = [];
         for (const rec of recs) {
           const nextLine = rec.nextLine ?? rec.line + 1;
@@ -95,7 +108,13 @@ export async function* readFileBatches(parts: Pick<FileParts, 'config' | 'guard'
           const h2 = rec.h2!;
           const len = rec.end - rec.start;
           if (rec.error) {
-            const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${rec.error}`, location: `${f.name}:${rec.line}`, retriable: false };
+            const e: ObjectError = {
+              code: 'object_error',
+              objectType: cfg.objectType,
+              message: `${f.name}:${rec.line}: ${rec.error}`,
+              location: `${f.name}:${rec.line}`,
+              retriable: false,
+            };
             // Trust the anchor of a malformed row only when the row still splits into the header's fields and the
             // anchor field holds no quote (an unterminated quote leaves raw text behind).
             const a = rec.fields.length === names.length ? rec.fields[anchorIdx] : '';
@@ -105,12 +124,26 @@ export async function* readFileBatches(parts: Pick<FileParts, 'config' | 'guard'
           }
           const fields = rec.fields;
           const at = rec.line;
-          items.push({ end: rec.end, nextLine, pfx: prefix, h1, h2, len, anchorHint: fields[anchorIdx] || undefined, make: () => csvRowToObject(names, fields, cfg, f.name, at) });
+          items.push({
+            end: rec.end,
+            nextLine,
+            pfx: prefix,
+            h1,
+            h2,
+            len,
+            anchorHint: fields[anchorIdx] || undefined,
+            make: () => csvRowToObject(names, fields, cfg, f.name, at),
+          });
         }
         yield items;
       }
     } else {
-      for await (const batch of readJsonBatches(chunks, { startOffset: start, startLine: line, layout: start === 0 ? undefined : layout, fingerprintSeed: 0 })) {
+      for await (const batch of readJsonBatches(chunks, {
+        startOffset: start,
+        startLine: line,
+        layout: start === 0 ? undefined : layout,
+        fingerprintSeed: 0,
+      })) {
         const items: ReadItem[] = [];
         for (const rec of batch.records) {
           const nextLine = rec.nextLine ?? rec.line;
@@ -118,7 +151,13 @@ export async function* readFileBatches(parts: Pick<FileParts, 'config' | 'guard'
           const h2 = rec.h2!;
           const len = rec.end - rec.start;
           if (rec.error) {
-            const e: ObjectError = { code: 'object_error', objectType: cfg.objectType, message: `${f.name}:${rec.line}: ${rec.error}`, location: `${f.name}:${rec.line}`, retriable: false };
+            const e: ObjectError = {
+              code: 'object_error',
+              objectType: cfg.objectType,
+              message: `${f.name}:${rec.line}: ${rec.error}`,
+              location: `${f.name}:${rec.line}`,
+              retriable: false,
+            };
             items.push({ end: rec.end, nextLine, layout: batch.layout, pfx: '', h1, h2, len, make: () => fail(e) });
             continue;
           }

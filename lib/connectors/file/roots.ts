@@ -134,7 +134,7 @@ const MISSING = new Set(['ENOENT', 'ENOTDIR']);
 function* resolveSteps(p: string): Generator<Step, string, StepResult> {
   let pending = p;
   const tail: string[] = [];
-  for (let links = 0; ; ) {
+  for (let links = 0; ;) {
     const r = yield { op: 'realpath', path: pending };
     if ('value' in r) return path.join(r.value as string, ...tail);
     if (!MISSING.has(r.error.code ?? '')) throw r.error;

@@ -51,7 +51,8 @@ export function resolveConfig(settings: FileConnectorSettings, fallbackObjectTyp
   const format = settings.format ?? 'csv';
   const references = new Map<string, ReferenceTarget>();
   for (const [column, ref] of Object.entries(settings.referenceColumns ?? {})) {
-    const target: ReferenceTarget = typeof ref === 'string' ? { objectType: ref, resolveBy: 'anchor' } : { objectType: ref.objectType, resolveBy: ref.resolveBy ?? 'anchor' };
+    const target: ReferenceTarget =
+      typeof ref === 'string' ? { objectType: ref, resolveBy: 'anchor' } : { objectType: ref.objectType, resolveBy: ref.resolveBy ?? 'anchor' };
     if (typeof ref !== 'string' && ref.attribute !== undefined) target.attribute = ref.attribute;
     if (target.resolveBy === 'attribute' && !target.attribute) {
       throw new ConnectorError('configuration_invalid', `referenceColumns.${column}: resolveBy "attribute" needs "attribute".`);
@@ -65,7 +66,12 @@ export function resolveConfig(settings: FileConnectorSettings, fallbackObjectTyp
     throw new ConnectorError('configuration_invalid', `exportFile must be a file name inside the folder, not '${exportFile}'.`);
   }
   // State is per connector: its id when the engine gives one, else a digest of what identifies the data.
-  const key = context.connectorId ?? createHash('sha256').update(JSON.stringify([settings.path, settings.anchorColumn, filePattern])).digest('hex').slice(0, 24);
+  const key =
+    context.connectorId ??
+    createHash('sha256')
+      .update(JSON.stringify([settings.path, settings.anchorColumn, filePattern]))
+      .digest('hex')
+      .slice(0, 24);
   const baseState = settings.stateDirectory ?? context.stateDirectory ?? path.join(os.tmpdir(), 'identity-sync-file-connector');
   return {
     folder: settings.path,
@@ -149,7 +155,8 @@ export function jsonRecordToObject(value: unknown, cfg: FileConfig, file: string
   const rec = value as Record<string, unknown>;
   const anchorValue = Object.prototype.hasOwnProperty.call(rec, cfg.anchorColumn) ? rec[cfg.anchorColumn] : undefined;
   const anchor = typeof anchorValue === 'string' || typeof anchorValue === 'number' ? String(anchorValue) : '';
-  if (anchor === '') return { error: objectError('', cfg, `The record has no string or number in '${cfg.anchorColumn}' (the anchorColumn).`, locate(file, line)) };
+  if (anchor === '')
+    return { error: objectError('', cfg, `The record has no string or number in '${cfg.anchorColumn}' (the anchorColumn).`, locate(file, line)) };
   const attributes: Record<string, AttributeValue> = {};
   for (const [name, v] of Object.entries(rec)) {
     if (!isAttributeValue(v)) {
@@ -173,7 +180,9 @@ function finishObject(anchor: string, attributes: Record<string, AttributeValue>
   if (cfg.references.size) {
     const refs: Record<string, string[]> = {};
     for (const column of cfg.references.keys()) {
-      const vals = valuesOf(attributes[column]).map(String).filter((v) => v !== '');
+      const vals = valuesOf(attributes[column])
+        .map(String)
+        .filter((v) => v !== '');
       if (vals.length) refs[column] = vals;
     }
     o.references = refs;
@@ -190,7 +199,11 @@ function objectError(anchor: string, cfg: FileConfig, message: string, location:
 /** One attribute value as CSV field text. */
 export function csvFieldText(v: AttributeValue | undefined, cfg: FileConfig): string {
   if (v === null || v === undefined) return '';
-  if (Array.isArray(v)) return v.filter((x) => x !== null).map(String).join(cfg.multiValueSeparator);
+  if (Array.isArray(v))
+    return v
+      .filter((x) => x !== null)
+      .map(String)
+      .join(cfg.multiValueSeparator);
   return String(v);
 }
 

@@ -225,7 +225,7 @@ export class Snapshot {
     this.length = new Float64Array(lines);
     this.fileOf = new Int32Array(lines);
     // One small method per step (not one long loop here): each is optimized with the feedback of every row.
-    for (let p = 0; p < text.length; ) p = this.readLine(p);
+    for (let p = 0; p < text.length;) p = this.readLine(p);
     this.count = this.rows;
   }
 
@@ -386,7 +386,8 @@ export class Snapshot {
       h = Math.imul(h ^ b, FNV_PRIME);
     }
     // Plain ASCII equal to a stored anchor is that anchor (stored anchors are UTF-8, escaped ones hold a backslash).
-    if (guess >= 0 && guess < this.count && this.live[guess] && sameBytes(this.text, this.lineStart[guess], this.anchorEnd[guess], bytes, start, end)) return guess;
+    if (guess >= 0 && guess < this.count && this.live[guess] && sameBytes(this.text, this.lineStart[guess], this.anchorEnd[guess], bytes, start, end))
+      return guess;
     return this.findBytes(bytes, start, end, h);
   }
 

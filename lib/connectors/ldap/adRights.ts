@@ -124,10 +124,12 @@ export async function accountSids(session: DirectorySession, bindDN: string, nc:
 /** The DACL of an entry, or undefined when this account may not read it. */
 async function daclAt(session: DirectorySession, dn: string, showDeleted = false): Promise<Ace[] | undefined> {
   const controls = [new SdFlagsControl(), ...(showDeleted ? [new Control(SHOW_DELETED_OID, { critical: true })] : [])];
-  const [e] = await session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: ['nTSecurityDescriptor'], controls }).catch((err: unknown) => {
-    if (err instanceof ConnectorError && err.code === 'configuration_invalid') return [];
-    throw err;
-  });
+  const [e] = await session
+    .search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: ['nTSecurityDescriptor'], controls })
+    .catch((err: unknown) => {
+      if (err instanceof ConnectorError && err.code === 'configuration_invalid') return [];
+      throw err;
+    });
   const [sd] = e ? binaries(e, 'nTSecurityDescriptor') : [];
   return sd ? daclOf(sd) : undefined;
 }
@@ -160,7 +162,14 @@ export async function adRights(session: DirectorySession, bindDN: string, nc: st
   if (dacl) return { seesDeletedObjects: granted(dacl, sids, RIGHT_LIST_CHILDREN | RIGHT_READ_PROPERTY), replicatingDirectoryChanges };
   if (isAdministrator(sids)) return { seesDeletedObjects: true, replicatingDirectoryChanges };
   const [tombstone] = await session
-    .search({ base: container, scope: 'one', filter: '(isDeleted=TRUE)', attributes: ['1.1'], sizeLimit: 1, controls: [new Control(SHOW_DELETED_OID, { critical: true })] })
+    .search({
+      base: container,
+      scope: 'one',
+      filter: '(isDeleted=TRUE)',
+      attributes: ['1.1'],
+      sizeLimit: 1,
+      controls: [new Control(SHOW_DELETED_OID, { critical: true })],
+    })
     .catch(() => []);
   return { seesDeletedObjects: tombstone !== undefined, replicatingDirectoryChanges };
 }

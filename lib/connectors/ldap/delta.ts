@@ -141,7 +141,14 @@ export async function* emit(
     } else if (!o) {
       // Gone, or moved out of scope: a delete (unless it came and went within this delta).
       if (p.byDn) changes.push({ kind: 'delete', anchor: '', dn: p.dn, objectType: typeOfDeleted(ctx, p) });
-      else if (!p.added) changes.push({ kind: 'delete', anchor, objectType: typeOfDeleted(ctx, p), ...(p.dn ? { previousDn: p.dn, previousContainer: parentDn(p.dn) } : {}), ...(p.referencesDropped ? { referencesDropped: true } : {}) });
+      else if (!p.added)
+        changes.push({
+          kind: 'delete',
+          anchor,
+          objectType: typeOfDeleted(ctx, p),
+          ...(p.dn ? { previousDn: p.dn, previousContainer: parentDn(p.dn) } : {}),
+          ...(p.referencesDropped ? { referencesDropped: true } : {}),
+        });
     } else if (p.added) {
       changes.push({ kind: 'add', anchor, objectType: o.objectType, object: o });
     } else if (p.previousDn && normalizeDn(p.previousDn) !== normalizeDn(o.dn!)) {
@@ -153,7 +160,6 @@ export async function* emit(
   }
   yield* flush(true);
 }
-
 
 function typeOfDeleted(ctx: DeltaContext, p: Pending): string {
   // A log may not say the class of a deleted entry; the engine knows the anchor's type. Give the first

@@ -2,7 +2,24 @@ import { ConnectorError, type DeltaImportOptions, type DeltaPage, type ObjectErr
 import { anchorOf, classFilter, inScope, objectTypeOf, REFERENCE_ATTRIBUTES } from './objects';
 import { type LdapEntry } from './session';
 import { csnAt, csnMicros, escapeFilterValue, generalizedTimeToMicros, isUnder, microsToGeneralizedTime, normalizeDn, parentDn } from './values';
-import { all, asRead, capSeen, DEFAULT_OVERLAP, type DeltaContext, type DeltaStrategy, emit, first, maxCsn, maxString, namingContextOf, parseWatermark, type Pending, REFERENCE_BATCH, rootDse, wrap } from './delta';
+import {
+  all,
+  asRead,
+  capSeen,
+  DEFAULT_OVERLAP,
+  type DeltaContext,
+  type DeltaStrategy,
+  emit,
+  first,
+  maxCsn,
+  maxString,
+  namingContextOf,
+  parseWatermark,
+  type Pending,
+  REFERENCE_BATCH,
+  rootDse,
+  wrap,
+} from './delta';
 
 // ---------------------------------------------------------------------------------------------------------
 // accesslog
@@ -38,10 +55,19 @@ export class AccesslogStrategy implements DeltaStrategy {
     const [ncEntry] = await s.search({ base: nc, scope: 'base', filter: '(objectClass=*)', attributes: ['entryUUID', 'contextCSN', 'auditContext'] });
     const logBase = first(ncEntry, 'auditContext') ?? 'cn=accesslog';
     const [logEntry] = await s.search({ base: logBase, scope: 'base', filter: '(objectClass=*)', attributes: ['contextCSN'] }).catch((err: unknown) => {
-      throw new ConnectorError('configuration_invalid', `deltaStrategy accesslog: the access log ${logBase} cannot be read (${(err as Error).message}); grant the bind DN read access to it.`);
+      throw new ConnectorError(
+        'configuration_invalid',
+        `deltaStrategy accesslog: the access log ${logBase} cannot be read (${(err as Error).message}); grant the bind DN read access to it.`,
+      );
     });
     if (!logEntry) throw new ConnectorError('configuration_invalid', `deltaStrategy accesslog: the access log ${logBase} was not found.`);
-    return { nc, uuid: first(ncEntry, 'entryUUID') ?? null, logBase, logCsn: maxCsn(all(logEntry, 'contextCSN')), dataCsn: maxCsn(all(ncEntry ?? { dn: '' }, 'contextCSN')) };
+    return {
+      nc,
+      uuid: first(ncEntry, 'entryUUID') ?? null,
+      logBase,
+      logCsn: maxCsn(all(logEntry, 'contextCSN')),
+      dataCsn: maxCsn(all(ncEntry ?? { dn: '' }, 'contextCSN')),
+    };
   }
 
   async capture(): Promise<string> {
@@ -52,7 +78,10 @@ export class AccesslogStrategy implements DeltaStrategy {
     const dataNow = b.dataCsn ? csnMicros(b.dataCsn) : Date.now() * 1000;
     const c = csnAt(dataNow - this.overlap);
     const swept = await this.sweep(c, ['entryCSN']);
-    const logFloor = capSeen(f, log.map((e) => first(e, 'reqStart')!));
+    const logFloor = capSeen(
+      f,
+      log.map((e) => first(e, 'reqStart')!),
+    );
     const dataFloor = capSeen(c, swept.map((e) => first(e, 'entryCSN')!).filter(Boolean));
     const w: AccesslogWatermark = {
       s: 'accesslog',
@@ -151,16 +180,28 @@ export class AccesslogStrategy implements DeltaStrategy {
     }
     const b = await this.bases();
     if (w.u && b.uuid && w.u !== b.uuid) {
-      yield { changes: [], errors: [], fullImportRequired: { reason: 'The directory is not the one the watermark was taken on (its naming context has another entryUUID).' } };
+      yield {
+        changes: [],
+        errors: [],
+        fullImportRequired: { reason: 'The directory is not the one the watermark was taken on (its naming context has another entryUUID).' },
+      };
       return;
     }
     if (w.a) {
-      const [still] = await this.ctx.session.search({ base: `reqStart=${w.a},${w.lb}`, scope: 'base', filter: '(objectClass=*)', attributes: ['1.1'] }).catch((err: unknown) => {
-        if (err instanceof ConnectorError && err.code === 'configuration_invalid') return [];
-        throw err;
-      });
+      const [still] = await this.ctx.session
+        .search({ base: `reqStart=${w.a},${w.lb}`, scope: 'base', filter: '(objectClass=*)', attributes: ['1.1'] })
+        .catch((err: unknown) => {
+          if (err instanceof ConnectorError && err.code === 'configuration_invalid') return [];
+          throw err;
+        });
       if (!still) {
-        yield { changes: [], errors: [], fullImportRequired: { reason: `The access log no longer reaches back to the watermark (its entry ${w.a} was purged or this is another server); a full import re-reads everything.` } };
+        yield {
+          changes: [],
+          errors: [],
+          fullImportRequired: {
+            reason: `The access log no longer reaches back to the watermark (its entry ${w.a} was purged or this is another server); a full import re-reads everything.`,
+          },
+        };
         return;
       }
     }
@@ -179,9 +220,18 @@ export class AccesslogStrategy implements DeltaStrategy {
     for (const e of log) {
       const type = first(e, 'reqType');
       const dn = first(e, 'reqDN') ?? '';
-      const uuid = first(e, 'reqEntryUUID') ?? all(e, 'reqOld').find((x) => /^entryUUID:/i.test(x))?.replace(/^entryUUID:\s*/i, '');
+      const uuid =
+        first(e, 'reqEntryUUID') ??
+        all(e, 'reqOld')
+          .find((x) => /^entryUUID:/i.test(x))
+          ?.replace(/^entryUUID:\s*/i, '');
       if (!uuid) {
-        if (isUnder(dn, this.ctx.baseDN)) errors.push({ code: 'object_error', location: dn, message: `The access log entry ${first(e, 'reqStart')} names no entryUUID; a full import will catch this change.` });
+        if (isUnder(dn, this.ctx.baseDN))
+          errors.push({
+            code: 'object_error',
+            location: dn,
+            message: `The access log entry ${first(e, 'reqStart')} names no entryUUID; a full import will catch this change.`,
+          });
         continue;
       }
       if (this.ctx.scope.anchorAttribute.toLowerCase() !== 'entryuuid') {

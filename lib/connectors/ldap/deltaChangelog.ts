@@ -19,7 +19,11 @@ export class ChangelogStrategy implements DeltaStrategy {
   private async numbers(): Promise<{ firstN: number; lastN: number; base: string }> {
     const root = await rootDse(this.ctx.session, ['firstChangeNumber', 'lastChangeNumber', 'changelog']);
     const lastN = Number(first(root, 'lastChangeNumber') ?? NaN);
-    if (!Number.isFinite(lastN)) throw new ConnectorError('configuration_invalid', 'deltaStrategy changelog: the root DSE shows no lastChangeNumber (is the retro changelog enabled and readable?).');
+    if (!Number.isFinite(lastN))
+      throw new ConnectorError(
+        'configuration_invalid',
+        'deltaStrategy changelog: the root DSE shows no lastChangeNumber (is the retro changelog enabled and readable?).',
+      );
     return { firstN: Number(first(root, 'firstChangeNumber') ?? 1), lastN, base: first(root, 'changelog') ?? 'cn=changelog' };
   }
 
@@ -36,7 +40,11 @@ export class ChangelogStrategy implements DeltaStrategy {
     }
     const { firstN, lastN, base } = await this.numbers();
     if (lastN < w.n) {
-      yield { changes: [], errors: [], fullImportRequired: { reason: `The change log ends at ${lastN}, before the watermark ${w.n} (a restored or another server).` } };
+      yield {
+        changes: [],
+        errors: [],
+        fullImportRequired: { reason: `The change log ends at ${lastN}, before the watermark ${w.n} (a restored or another server).` },
+      };
       return;
     }
     if (firstN > w.n + 1 && lastN > w.n) {
@@ -67,7 +75,11 @@ export class ChangelogStrategy implements DeltaStrategy {
         if (!anchor) {
           // Entries the connector does not map (an OU, a class not configured) are not its business.
           if (entry && (objectTypeOf(entry, this.ctx.scope) === undefined || !inScope(entry.dn, this.ctx.scope))) continue;
-          errors.push({ code: 'object_error', location: dn, message: `Change ${c.lastChange} (${c.lastType}): ${entry ? `the entry has no ${this.ctx.scope.anchorAttribute}` : 'the entry is no longer at this DN'}; a full import will catch it.` });
+          errors.push({
+            code: 'object_error',
+            location: dn,
+            message: `Change ${c.lastChange} (${c.lastType}): ${entry ? `the entry has no ${this.ctx.scope.anchorAttribute}` : 'the entry is no longer at this DN'}; a full import will catch it.`,
+          });
           continue;
         }
       }
@@ -114,7 +126,11 @@ export interface ChangelogChain {
  * and a DN reused by a new entry after a delete or a rename starts a new chain. Changes outside `baseDN` (before
  * and after) are left out. `current` gives each chain not deleted the DN where the log leaves it.
  */
-export function changelogChains(entries: LdapEntry[], baseDN: string, anchorAttribute: string): { chains: ChangelogChain[]; current: Map<ChangelogChain, string> } {
+export function changelogChains(
+  entries: LdapEntry[],
+  baseDN: string,
+  anchorAttribute: string,
+): { chains: ChangelogChain[]; current: Map<ChangelogChain, string> } {
   const sorted = [...entries].sort((a, b) => Number(first(a, 'changeNumber')) - Number(first(b, 'changeNumber')));
   const byDn = new Map<string, ChangelogChain>();
   const chains: ChangelogChain[] = [];

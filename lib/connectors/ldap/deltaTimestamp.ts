@@ -1,7 +1,21 @@
 import { type DeltaImportOptions, type DeltaPage } from '../sdk';
 import { anchorOf, classFilter } from './objects';
 import { csnMicros, generalizedTimeToMicros, microsToGeneralizedTime } from './values';
-import { all, ANCHOR_DIFF_EVERY, asRead, type DeltaContext, type DeltaStrategy, emit, first, maxCsn, namingContextOf, parseWatermark, type Pending, rootDse, wrap } from './delta';
+import {
+  all,
+  ANCHOR_DIFF_EVERY,
+  asRead,
+  type DeltaContext,
+  type DeltaStrategy,
+  emit,
+  first,
+  maxCsn,
+  namingContextOf,
+  parseWatermark,
+  type Pending,
+  rootDse,
+  wrap,
+} from './delta';
 
 // ---------------------------------------------------------------------------------------------------------
 // timestamp (modifyTimestamp)
@@ -43,7 +57,11 @@ export class TimestampStrategy implements DeltaStrategy {
     // modifyTimestamp cannot show deletes: every Nth delta is a full read of the anchors instead, which the
     // engine turns into deletes by asking for a full import (it marks every object it did not see as deleted).
     if (w.n + 1 >= ANCHOR_DIFF_EVERY) {
-      yield { changes: [], errors: [], fullImportRequired: { reason: `deltaStrategy timestamp cannot see deletes: every ${ANCHOR_DIFF_EVERY}th delta compares the full anchor set.` } };
+      yield {
+        changes: [],
+        errors: [],
+        fullImportRequired: { reason: `deltaStrategy timestamp cannot see deletes: every ${ANCHOR_DIFF_EVERY}th delta compares the full anchor set.` },
+      };
       return;
     }
     const seen = new Set(w.seen);
@@ -51,13 +69,22 @@ export class TimestampStrategy implements DeltaStrategy {
     let newest = w.t;
     const atNewest: string[] = [];
     for (const base of this.ctx.scope.include) {
-      const req = { base, scope: 'sub' as const, filter: `(&${wrap(classFilter(this.ctx.scope))}(modifyTimestamp>=${w.t}))`, attributes: [...this.ctx.readAttributes, 'modifyTimestamp', 'createTimestamp'] };
+      const req = {
+        base,
+        scope: 'sub' as const,
+        filter: `(&${wrap(classFilter(this.ctx.scope))}(modifyTimestamp>=${w.t}))`,
+        attributes: [...this.ctx.readAttributes, 'modifyTimestamp', 'createTimestamp'],
+      };
       for await (const page of this.ctx.session.searchPages(req, 1000)) {
         for (const e of page) {
           const a = anchorOf(e, this.ctx.scope.anchorAttribute);
           const mt = first(e, 'modifyTimestamp') ?? w.t;
           if (!a || seen.has(`${a}@${mt}`)) continue;
-          pending.set(a, { added: (first(e, 'createTimestamp') ?? '') >= w.t && first(e, 'createTimestamp') === mt, deleted: false, entry: asRead(this.ctx, e, ['modifyTimestamp', 'createTimestamp']) });
+          pending.set(a, {
+            added: (first(e, 'createTimestamp') ?? '') >= w.t && first(e, 'createTimestamp') === mt,
+            deleted: false,
+            entry: asRead(this.ctx, e, ['modifyTimestamp', 'createTimestamp']),
+          });
           if (mt > newest) {
             newest = mt;
             atNewest.length = 0;

@@ -2,7 +2,21 @@ import { ConnectorError, type DeltaImportOptions, type DeltaPage } from '../sdk'
 import { anchorOf, classFilter, inScope, objectTypeOf, REFERENCE_ATTRIBUTES } from './objects';
 import { Control, type LdapEntry } from './session';
 import { escapeFilterValue, generalizedTimeToMicros, isUnder, normalizeDn } from './values';
-import { all, asRead, type DeltaContext, type DeltaStrategy, emit, first, namingContextOf, parseWatermark, type Pending, REFERENCE_BATCH, rootDse, SHOW_DELETED_OID, wrap } from './delta';
+import {
+  all,
+  asRead,
+  type DeltaContext,
+  type DeltaStrategy,
+  emit,
+  first,
+  namingContextOf,
+  parseWatermark,
+  type Pending,
+  REFERENCE_BATCH,
+  rootDse,
+  SHOW_DELETED_OID,
+  wrap,
+} from './delta';
 
 // ---------------------------------------------------------------------------------------------------------
 // usn (Active Directory)
@@ -21,11 +35,25 @@ export class UsnStrategy implements DeltaStrategy {
   constructor(private readonly ctx: DeltaContext) {}
 
   private async root(): Promise<{ usn: number; ds: string; time: string | null; config: string | null; nc: string | null }> {
-    const root = await rootDse(this.ctx.session, ['highestCommittedUSN', 'dsServiceName', 'currentTime', 'configurationNamingContext', 'namingContexts', 'defaultNamingContext']);
+    const root = await rootDse(this.ctx.session, [
+      'highestCommittedUSN',
+      'dsServiceName',
+      'currentTime',
+      'configurationNamingContext',
+      'namingContexts',
+      'defaultNamingContext',
+    ]);
     const usn = Number(first(root, 'highestCommittedUSN') ?? NaN);
-    if (!Number.isFinite(usn)) throw new ConnectorError('configuration_invalid', 'deltaStrategy usn: the root DSE shows no highestCommittedUSN (is this Active Directory?).');
+    if (!Number.isFinite(usn))
+      throw new ConnectorError('configuration_invalid', 'deltaStrategy usn: the root DSE shows no highestCommittedUSN (is this Active Directory?).');
     const nc = namingContextOf(this.ctx.baseDN, [...all(root, 'namingContexts'), ...all(root, 'defaultNamingContext')]) ?? null;
-    return { usn, ds: first(root, 'dsServiceName') ?? '', time: first(root, 'currentTime') ?? null, config: first(root, 'configurationNamingContext') ?? null, nc };
+    return {
+      usn,
+      ds: first(root, 'dsServiceName') ?? '',
+      time: first(root, 'currentTime') ?? null,
+      config: first(root, 'configurationNamingContext') ?? null,
+      nc,
+    };
   }
 
   async capture(): Promise<string> {
@@ -50,18 +78,32 @@ export class UsnStrategy implements DeltaStrategy {
     }
     const r = await this.root();
     if (w.ds && r.ds && w.ds.toLowerCase() !== r.ds.toLowerCase()) {
-      yield { changes: [], errors: [], fullImportRequired: { reason: `The watermark was taken on another domain controller (${w.ds}); USNs are per domain controller.` } };
+      yield {
+        changes: [],
+        errors: [],
+        fullImportRequired: { reason: `The watermark was taken on another domain controller (${w.ds}); USNs are per domain controller.` },
+      };
       return;
     }
     if (r.usn < w.u) {
-      yield { changes: [], errors: [], fullImportRequired: { reason: `The domain controller's highestCommittedUSN (${r.usn}) is below the watermark (${w.u}): it was restored.` } };
+      yield {
+        changes: [],
+        errors: [],
+        fullImportRequired: { reason: `The domain controller's highestCommittedUSN (${r.usn}) is below the watermark (${w.u}): it was restored.` },
+      };
       return;
     }
     if (w.t && r.time) {
       const days = (generalizedTimeToMicros(r.time) - generalizedTimeToMicros(w.t)) / 86_400_000_000;
       const lifetime = await this.tombstoneLifetimeDays(r.config);
       if (days >= lifetime) {
-        yield { changes: [], errors: [], fullImportRequired: { reason: `The watermark is ${Math.floor(days)} days old, beyond the tombstone lifetime (${lifetime} days): deletes may be lost.` } };
+        yield {
+          changes: [],
+          errors: [],
+          fullImportRequired: {
+            reason: `The watermark is ${Math.floor(days)} days old, beyond the tombstone lifetime (${lifetime} days): deletes may be lost.`,
+          },
+        };
         return;
       }
     }
@@ -72,7 +114,12 @@ export class UsnStrategy implements DeltaStrategy {
       const movedDns: string[] = [];
       const bookkeeping = ['uSNCreated', 'replPropertyMetaData'];
       for (const base of this.ctx.scope.include) {
-        const req = { base, scope: 'sub' as const, filter: `(&${wrap(classFilter(this.ctx.scope))}${range})`, attributes: [...this.ctx.readAttributes, ...bookkeeping] };
+        const req = {
+          base,
+          scope: 'sub' as const,
+          filter: `(&${wrap(classFilter(this.ctx.scope))}${range})`,
+          attributes: [...this.ctx.readAttributes, ...bookkeeping],
+        };
         for await (const page of this.ctx.session.searchPages(req, 1000)) {
           for (const e of page) {
             const a = anchorOf(e, this.ctx.scope.anchorAttribute);
@@ -88,7 +135,12 @@ export class UsnStrategy implements DeltaStrategy {
       const outerBase = r.nc && isUnder(this.ctx.baseDN, r.nc) ? r.nc : this.ctx.baseDN;
       const coversAll = this.ctx.scope.exclude.length === 0 && this.ctx.scope.include.some((b) => normalizeDn(b) === normalizeDn(outerBase));
       if (!coversAll) {
-        const req = { base: outerBase, scope: 'sub' as const, filter: `(&${wrap(classFilter(this.ctx.scope))}${range})`, attributes: [this.ctx.scope.anchorAttribute, 'objectClass', ...bookkeeping] };
+        const req = {
+          base: outerBase,
+          scope: 'sub' as const,
+          filter: `(&${wrap(classFilter(this.ctx.scope))}${range})`,
+          attributes: [this.ctx.scope.anchorAttribute, 'objectClass', ...bookkeeping],
+        };
         for await (const page of this.ctx.session.searchPages(req, 1000)) {
           for (const e of page) {
             const a = anchorOf(e, this.ctx.scope.anchorAttribute);

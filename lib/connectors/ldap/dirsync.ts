@@ -67,14 +67,22 @@ export class DirSyncStrategy implements DeltaStrategy {
   constructor(private readonly ctx: DeltaContext) {}
 
   private async namingContext(): Promise<string> {
-    const [root] = await this.ctx.session.search({ base: '', scope: 'base', filter: '(objectClass=*)', attributes: ['namingContexts', 'defaultNamingContext'] });
+    const [root] = await this.ctx.session.search({
+      base: '',
+      scope: 'base',
+      filter: '(objectClass=*)',
+      attributes: ['namingContexts', 'defaultNamingContext'],
+    });
     const values = (name: string) => {
       const key = Object.keys(root ?? {}).find((k) => k.toLowerCase() === name.toLowerCase());
       const v = key ? root![key] : undefined;
       return (Array.isArray(v) ? v : v === undefined ? [] : [v]).map(String);
     };
-    const nc = [...values('namingContexts'), ...values('defaultNamingContext')].filter((x) => x && isUnder(this.ctx.baseDN, x)).sort((a, b) => b.length - a.length)[0];
-    if (!nc) throw new ConnectorError('configuration_invalid', 'deltaStrategy dirsync: no naming context of the root DSE holds baseDN (is this Active Directory?).');
+    const nc = [...values('namingContexts'), ...values('defaultNamingContext')]
+      .filter((x) => x && isUnder(this.ctx.baseDN, x))
+      .sort((a, b) => b.length - a.length)[0];
+    if (!nc)
+      throw new ConnectorError('configuration_invalid', 'deltaStrategy dirsync: no naming context of the root DSE holds baseDN (is this Active Directory?).');
     return nc;
   }
 
@@ -84,7 +92,10 @@ export class DirSyncStrategy implements DeltaStrategy {
     for (let i = 0; i < MAX_ROUNDS; i++) {
       const entries = await this.ctx.session.search({ base: nc, scope: 'sub', filter, attributes, controls: [control] }).catch((err: unknown) => {
         if (err instanceof ConnectorError && /insufficient|access|rights|50\b/i.test(err.message)) {
-          throw new ConnectorError('configuration_invalid', `deltaStrategy dirsync: the bind account lacks the "Replicating Directory Changes" right on ${nc} (${err.message}).`);
+          throw new ConnectorError(
+            'configuration_invalid',
+            `deltaStrategy dirsync: the bind account lacks the "Replicating Directory Changes" right on ${nc} (${err.message}).`,
+          );
         }
         throw err;
       });
@@ -110,7 +121,11 @@ export class DirSyncStrategy implements DeltaStrategy {
       return;
     }
     if (!w || w.s !== 'dirsync' || typeof w.c !== 'string') {
-      yield { changes: [], errors: [], fullImportRequired: { reason: `The stored watermark is for the '${w?.s ?? 'unknown'}' strategy; the directory is now read with 'dirsync'.` } };
+      yield {
+        changes: [],
+        errors: [],
+        fullImportRequired: { reason: `The stored watermark is for the '${w?.s ?? 'unknown'}' strategy; the directory is now read with 'dirsync'.` },
+      };
       return;
     }
     const nc = await this.namingContext();
@@ -123,24 +138,43 @@ export class DirSyncStrategy implements DeltaStrategy {
     const moved: string[] = [];
     let cookie: Buffer;
     try {
-      cookie = await this.rounds(nc, Buffer.from(w.c, 'base64'), `(|${classFilter(this.ctx.scope)}(isDeleted=TRUE))`, [...new Set([...this.ctx.readAttributes.map(plainName), 'objectGUID', anchorAttribute, 'objectClass', 'isDeleted', 'name', 'lastKnownParent', 'msDS-LastKnownRDN'])], (entries) => {
-        for (const e of entries) {
-          const a = anchorOf(e, anchorAttribute);
-          if (!a) continue;
-          const deleted = Object.keys(e).some((k) => k.toLowerCase() === 'isdeleted' && String(Array.isArray(e[k]) ? e[k][0] : e[k]).toUpperCase() === 'TRUE');
-          if (hasClasses(e) && objectTypeOf(e, this.ctx.scope) === undefined) continue;
-          if (deleted) {
-            const dn = tombstoneDn(e);
-            if (dn && !inScope(dn, this.ctx.scope)) continue;
-            pending.set(a, { added: false, deleted: true, ...(dn ? { dn } : {}), objectType: objectTypeOf(e, this.ctx.scope), referencesDropped: true });
-            continue;
+      cookie = await this.rounds(
+        nc,
+        Buffer.from(w.c, 'base64'),
+        `(|${classFilter(this.ctx.scope)}(isDeleted=TRUE))`,
+        [
+          ...new Set([
+            ...this.ctx.readAttributes.map(plainName),
+            'objectGUID',
+            anchorAttribute,
+            'objectClass',
+            'isDeleted',
+            'name',
+            'lastKnownParent',
+            'msDS-LastKnownRDN',
+          ]),
+        ],
+        (entries) => {
+          for (const e of entries) {
+            const a = anchorOf(e, anchorAttribute);
+            if (!a) continue;
+            const deleted = Object.keys(e).some(
+              (k) => k.toLowerCase() === 'isdeleted' && String(Array.isArray(e[k]) ? e[k][0] : e[k]).toUpperCase() === 'TRUE',
+            );
+            if (hasClasses(e) && objectTypeOf(e, this.ctx.scope) === undefined) continue;
+            if (deleted) {
+              const dn = tombstoneDn(e);
+              if (dn && !inScope(dn, this.ctx.scope)) continue;
+              pending.set(a, { added: false, deleted: true, ...(dn ? { dn } : {}), objectType: objectTypeOf(e, this.ctx.scope), referencesDropped: true });
+              continue;
+            }
+            // Read again in full below (DirSync returns the changed attributes only); gone from the containers: a delete.
+            pending.set(a, { added: false, deleted: false, objectType: objectTypeOf(e, this.ctx.scope) });
+            // Renamed or moved (in the containers, or out of them: AD shows its new DN in the entries naming it).
+            if (Object.keys(e).some((k) => k.toLowerCase() === 'name')) moved.push(e.dn);
           }
-          // Read again in full below (DirSync returns the changed attributes only); gone from the containers: a delete.
-          pending.set(a, { added: false, deleted: false, objectType: objectTypeOf(e, this.ctx.scope) });
-          // Renamed or moved (in the containers, or out of them: AD shows its new DN in the entries naming it).
-          if (Object.keys(e).some((k) => k.toLowerCase() === 'name')) moved.push(e.dn);
-        }
-      });
+        },
+      );
     } catch (err) {
       // The server no longer accepts the cookie (another DC, a restored one, a cookie too old).
       if (err instanceof ConnectorError && /cookie|unwilling|protocol/i.test(err.message)) {

@@ -18,15 +18,43 @@ import {
   type ScalarValue,
   type AttributeValue,
 } from '../sdk';
-import { accountParts, DISABLED_ATTRIBUTE, encodeUnicodePwd, NORMAL_ACCOUNT, PASSWORD_ATTRIBUTE, userAccountControlOf, withDisabled, type AccountParts } from './adAccount';
+import {
+  accountParts,
+  DISABLED_ATTRIBUTE,
+  encodeUnicodePwd,
+  NORMAL_ACCOUNT,
+  PASSWORD_ATTRIBUTE,
+  userAccountControlOf,
+  withDisabled,
+  type AccountParts,
+} from './adAccount';
 import { defaultLdapAnchor } from './anchor';
 import { type DeltaContext, type StrategyName } from './delta';
 import { deltaStrategyFor } from './strategies';
-import { anchorOf, classFilter, completeRanges, DEFAULT_MEMBER_RANGE_SIZE, isObjectError, REFERENCE_ATTRIBUTES, toConnectorObject, type Scope } from './objects';
+import {
+  anchorOf,
+  classFilter,
+  completeRanges,
+  DEFAULT_MEMBER_RANGE_SIZE,
+  isObjectError,
+  REFERENCE_ATTRIBUTES,
+  toConnectorObject,
+  type Scope,
+} from './objects';
 import { canonicalAttributeNames, referenceAttributes, schemaAttributeTypes } from './schemaReferences';
 import { park, unpark } from './parked';
 import { directoryDefaults, DN_ATTRIBUTES, type DirectoryConfig } from './schema';
-import { Attribute, BINARY_ATTRIBUTES, Change, Control, isNoSuchObject, openSession, type DirectorySession, type LdapEntry, type SearchRequest } from './session';
+import {
+  Attribute,
+  BINARY_ATTRIBUTES,
+  Change,
+  Control,
+  isNoSuchObject,
+  openSession,
+  type DirectorySession,
+  type LdapEntry,
+  type SearchRequest,
+} from './session';
 import { EqualityFilter, OrFilter, type Filter } from 'ldapts';
 import { testDirectorySession } from './test';
 import { binaryValueBytes, escapeFilterValue, isUnder, normalizeDn, parentDn } from './values';
@@ -64,7 +92,19 @@ function decodeCursor(s: string): FullCursor {
 /** The well-known reference attributes (objects.ts REFERENCE_ATTRIBUTES) as directories spell them. */
 const WELL_KNOWN_REFERENCES = Object.keys(REFERENCE_ATTRIBUTES).map((n) => ({ uniquemember: 'uniqueMember', managedby: 'managedBy' })[n] ?? n);
 
-const SKIP_ON_WRITE = new Set(['dn', 'container', 'objectclass', 'entryuuid', 'objectguid', 'objectsid', 'entrycsn', 'modifytimestamp', 'createtimestamp', 'usnchanged', 'usncreated']);
+const SKIP_ON_WRITE = new Set([
+  'dn',
+  'container',
+  'objectclass',
+  'entryuuid',
+  'objectguid',
+  'objectsid',
+  'entrycsn',
+  'modifytimestamp',
+  'createtimestamp',
+  'usnchanged',
+  'usncreated',
+]);
 
 export class LdapConnector implements Connector {
   readonly config: DirectoryConfig & { port: number; anchorAttribute: string; objectClasses: Record<string, string> };
@@ -92,7 +132,10 @@ export class LdapConnector implements Connector {
     this.ruleAttributes = config.attributes?.length ? undefined : importAttributes;
     this.configuredAnchor = config.anchorAttribute ?? null;
     this.anchorPending = type === 'ldap' && config.anchorAttribute === undefined;
-    this.config = { ...directoryDefaults(type, config), anchorAttribute: config.anchorAttribute ?? (type === 'ldap' ? 'entryUUID' : 'objectGUID') } as LdapConnector['config'];
+    this.config = {
+      ...directoryDefaults(type, config),
+      anchorAttribute: config.anchorAttribute ?? (type === 'ldap' ? 'entryUUID' : 'objectGUID'),
+    } as LdapConnector['config'];
     const c = this.config;
     if (c.security === 'none' && c.allowInsecure !== true) {
       throw new ConnectorError('configuration_invalid', "security 'none' needs allowInsecure: true (the bind password would travel in clear text).");
@@ -128,7 +171,25 @@ export class LdapConnector implements Connector {
   /** Identifies the configuration (the password by hash only) for parked searches. */
   private get fingerprint(): string {
     const c = this.config;
-    return createHash('sha256').update(JSON.stringify([this.type, c.host, c.port, c.security, c.bindDN, c.bindPassword, c.baseDN, c.containers, c.objectClasses, c.attributes, this.ruleAttributes ?? null, this.configuredAnchor, this.scope.rangeSize ?? null])).digest('base64url');
+    return createHash('sha256')
+      .update(
+        JSON.stringify([
+          this.type,
+          c.host,
+          c.port,
+          c.security,
+          c.bindDN,
+          c.bindPassword,
+          c.baseDN,
+          c.containers,
+          c.objectClasses,
+          c.attributes,
+          this.ruleAttributes ?? null,
+          this.configuredAnchor,
+          this.scope.rangeSize ?? null,
+        ]),
+      )
+      .digest('base64url');
   }
 
   private async open(): Promise<DirectorySession> {
@@ -170,10 +231,11 @@ export class LdapConnector implements Connector {
     // Samba's DC for that many names made reading 2.5 times as costly for the same values returned.
     if (this.ruleAttributes && !base.includes('*')) extra.push(...(this.scope.isAd ? WELL_KNOWN_REFERENCES : (this.referenceNames ?? WELL_KNOWN_REFERENCES)));
     const have = new Set(base.map((x) => x.toLowerCase()));
-    for (const a of extra) if (!have.has(a.toLowerCase())) {
-      have.add(a.toLowerCase());
-      base.push(a);
-    }
+    for (const a of extra)
+      if (!have.has(a.toLowerCase())) {
+        have.add(a.toLowerCase());
+        base.push(a);
+      }
     const size = this.scope.rangeSize;
     if (size === undefined) return base;
     const first = `member;range=0-${size - 1}`;
@@ -191,10 +253,38 @@ export class LdapConnector implements Connector {
   }
 
   async schema(): Promise<ConnectorSchema> {
-    const multi = new Set(['objectclass', 'mail', 'proxyaddresses', 'telephonenumber', 'member', 'uniquemember', 'memberof', 'ou', 'cn', 'othermailbox', 'description']);
-    const names = this.config.attributes?.length && !this.config.attributes.includes('*')
-      ? this.config.attributes
-      : ['cn', 'sn', 'givenName', 'displayName', 'mail', 'uid', 'employeeNumber', 'title', 'departmentNumber', 'telephoneNumber', 'manager', 'member', 'objectClass', 'proxyAddresses'];
+    const multi = new Set([
+      'objectclass',
+      'mail',
+      'proxyaddresses',
+      'telephonenumber',
+      'member',
+      'uniquemember',
+      'memberof',
+      'ou',
+      'cn',
+      'othermailbox',
+      'description',
+    ]);
+    const names =
+      this.config.attributes?.length && !this.config.attributes.includes('*')
+        ? this.config.attributes
+        : [
+            'cn',
+            'sn',
+            'givenName',
+            'displayName',
+            'mail',
+            'uid',
+            'employeeNumber',
+            'title',
+            'departmentNumber',
+            'telephoneNumber',
+            'manager',
+            'member',
+            'objectClass',
+            'proxyAddresses',
+          ];
     const types = [...new Set(this.scope.classes.values())];
     return {
       objectTypes: types.map((name) => ({
@@ -267,7 +357,8 @@ export class LdapConnector implements Connector {
         if (buffer.length === 0) {
           const next = await pages.next();
           if (next.done) {
-            if (skipTo !== null) throw new ConnectorError('cursor_invalid', 'The object the full import cursor points after is gone; the full import restarts.');
+            if (skipTo !== null)
+              throw new ConnectorError('cursor_invalid', 'The object the full import cursor points after is gone; the full import restarts.');
             pages = undefined;
             if (cur.b + 1 < this.scope.include.length) {
               cur = { ...cur, b: cur.b + 1, n: 0, l: null };
@@ -390,7 +481,13 @@ export class LdapConnector implements Connector {
     if (this.scope.isAd && attr.toLowerCase() === 'objectguid') {
       if (!anchorFilter(attr, [anchor])) return { state: 'gone', how: 'no object can have that objectGUID' };
       try {
-        const found = await session.search({ base: `<GUID=${anchor}>`, scope: 'base', filter: '(objectClass=*)', attributes: ['isDeleted'], controls: showDeleted });
+        const found = await session.search({
+          base: `<GUID=${anchor}>`,
+          scope: 'base',
+          filter: '(objectClass=*)',
+          attributes: ['isDeleted'],
+          controls: showDeleted,
+        });
         return judge(found, 'the directory answers noSuchObject for it');
       } catch (err) {
         if (isNoSuchObject(err)) return { state: 'gone', how: 'the directory answers noSuchObject for it' };
@@ -445,7 +542,8 @@ export class LdapConnector implements Connector {
       if (!isUnder(explicit, this.config.baseDN)) throw new ConnectorError('object_error', `The DN ${explicit} is not under baseDN.`);
       return explicit;
     }
-    if (!this.dnTemplate) throw new ConnectorError('object_error', 'Adding an object needs exportDnTemplate in the connector configuration (or a DN from the engine).');
+    if (!this.dnTemplate)
+      throw new ConnectorError('object_error', 'Adding an object needs exportDnTemplate in the connector configuration (or a DN from the engine).');
     let dn: string | undefined;
     try {
       dn = this.templateDn(change.attributes, change.objectType, change.container ?? stringAttribute(change.attributes, 'container') ?? null);
@@ -530,7 +628,10 @@ export class LdapConnector implements Connector {
   private accountOf(change: ExportChange): AccountParts {
     if (this.type !== 'active_directory') {
       if (Object.keys(change.attributes).some((k) => k.toLowerCase() === DISABLED_ATTRIBUTE.toLowerCase())) {
-        throw new ConnectorError('object_error', `${DISABLED_ATTRIBUTE} is an Active Directory pseudo-attribute (userAccountControl); this connector is of type ldap.`);
+        throw new ConnectorError(
+          'object_error',
+          `${DISABLED_ATTRIBUTE} is an Active Directory pseudo-attribute (userAccountControl); this connector is of type ldap.`,
+        );
       }
       return { rest: change.attributes };
     }
@@ -580,8 +681,11 @@ export class LdapConnector implements Connector {
       if (next !== now) changes.push(new Change({ operation: 'replace', modification: new Attribute({ type: 'userAccountControl', values: [String(next)] }) }));
     }
     if (account.password !== undefined) {
-      changes.push(new Change({ operation: 'replace', modification: new Attribute({ type: PASSWORD_ATTRIBUTE, values: [encodeUnicodePwd(account.password)] }) }));
-      if (this.config.mustChangePassword !== false) changes.push(new Change({ operation: 'replace', modification: new Attribute({ type: 'pwdLastSet', values: ['0'] }) }));
+      changes.push(
+        new Change({ operation: 'replace', modification: new Attribute({ type: PASSWORD_ATTRIBUTE, values: [encodeUnicodePwd(account.password)] }) }),
+      );
+      if (this.config.mustChangePassword !== false)
+        changes.push(new Change({ operation: 'replace', modification: new Attribute({ type: 'pwdLastSet', values: ['0'] }) }));
     }
     return changes;
   }
@@ -609,7 +713,10 @@ export class LdapConnector implements Connector {
           throw objectLevel(err, `Confirming that the object with ${attr} ${anchor} is gone`, anchor);
         });
         if (where.state === 'gone') return { status: 'success', anchor, notes: [`The object with ${attr} ${anchor} was already gone (${where.how}).`] };
-        throw new ConnectorError('object_error', `The object with ${attr} ${anchor} is at ${where.dn}, outside the connector's containers: not deleted.`, { anchor, location: where.dn });
+        throw new ConnectorError('object_error', `The object with ${attr} ${anchor} is at ${where.dn}, outside the connector's containers: not deleted.`, {
+          anchor,
+          location: where.dn,
+        });
       }
       try {
         await session.del(entry.dn);
@@ -686,12 +793,18 @@ export class LdapConnector implements Connector {
     }
     for (const [name, vals] of Object.entries(change.multiValueAdds ?? {})) {
       const now = new Set(current(name).map((x) => x.toLowerCase()));
-      const add = vals.filter((x) => x !== null).map(ldapString).filter((x) => !now.has(x.toLowerCase()));
+      const add = vals
+        .filter((x) => x !== null)
+        .map(ldapString)
+        .filter((x) => !now.has(x.toLowerCase()));
       if (add.length) changes.push(new Change({ operation: 'add', modification: new Attribute({ type: name, values: add }) }));
     }
     for (const [name, vals] of Object.entries(change.multiValueRemoves ?? {})) {
       const now = new Set(current(name).map((x) => x.toLowerCase()));
-      const del = vals.filter((x) => x !== null).map(ldapString).filter((x) => now.has(x.toLowerCase()));
+      const del = vals
+        .filter((x) => x !== null)
+        .map(ldapString)
+        .filter((x) => now.has(x.toLowerCase()));
       if (del.length) changes.push(new Change({ operation: 'delete', modification: new Attribute({ type: name, values: del }) }));
     }
     if (account.disabled !== undefined && !Object.keys(entry).some((k) => k.toLowerCase() === 'useraccountcontrol')) {
@@ -738,7 +851,10 @@ export class LdapConnector implements Connector {
     }
     if (!missing.length) return [];
     if (!this.config.createContainers) {
-      throw new ConnectorError('not_found', `Placing '${dn}': its parent '${missing[0]}' does not exist (set createContainers to create missing OU= containers).`);
+      throw new ConnectorError(
+        'not_found',
+        `Placing '${dn}': its parent '${missing[0]}' does not exist (set createContainers to create missing OU= containers).`,
+      );
     }
     const created: string[] = [];
     for (const p of missing) {

@@ -76,7 +76,8 @@ export function convertValues(name: string, v: LdapEntry[string]): ScalarValue[]
   const lower = name.toLowerCase();
   return arr.map((x) => {
     if (!Buffer.isBuffer(x)) return x;
-    if (lower === 'objectguid' || lower === 'msexchmailboxguid' || lower === 'ms-ds-consistencyguid') return x.length === 16 ? guidToString(x) : x.toString('base64');
+    if (lower === 'objectguid' || lower === 'msexchmailboxguid' || lower === 'ms-ds-consistencyguid')
+      return x.length === 16 ? guidToString(x) : x.toString('base64');
     if (lower === 'objectsid' || lower === 'sidhistory') return sidToString(x);
     return x.toString('base64');
   });
@@ -144,7 +145,12 @@ export async function completeRanges(session: DirectorySession, entry: LdapEntry
       const from = Number(end) + 1;
       const asked = `${attr};range=${from}-${size === undefined ? '*' : from + size - 1}`;
       const [next] = await session.search({ base: entry.dn, scope: 'base', filter: '(objectClass=*)', attributes: [asked] });
-      if (!next) throw new ConnectorError('object_error', `${entry.dn} was gone when the values of ${attr} from ${from} on were read (${asked}); it is read again by the next import.`, { location: entry.dn });
+      if (!next)
+        throw new ConnectorError(
+          'object_error',
+          `${entry.dn} was gone when the values of ${attr} from ${from} on were read (${asked}); it is read again by the next import.`,
+          { location: entry.dn },
+        );
       // The slice answered (ldapts also lists the one asked for, empty, when the DC answered another name).
       const k = Object.keys(next).find((x) => RANGE.test(x) && RANGE.exec(x)![1].toLowerCase() === attr.toLowerCase() && !isEmpty(next[x]));
       // No slice: nothing from `from` on (the values end exactly at the previous slice's end).
@@ -166,9 +172,13 @@ export async function completeRanges(session: DirectorySession, entry: LdapEntry
 }
 
 function rangeError(dn: string, asked: string, answered: string): ConnectorError {
-  return new ConnectorError('object_error', `Ranged retrieval of ${dn}: the directory answered ${answered} to a request for ${asked}; the values cannot be put together. The entry is skipped.`, {
-    location: dn,
-  });
+  return new ConnectorError(
+    'object_error',
+    `Ranged retrieval of ${dn}: the directory answered ${answered} to a request for ${asked}; the values cannot be put together. The entry is skipped.`,
+    {
+      location: dn,
+    },
+  );
 }
 
 /**
@@ -180,13 +190,19 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
   if (!objectType || !inScope(entry.dn, scope)) return undefined;
   const anchor = anchorOf(entry, scope.anchorAttribute);
   if (!anchor) {
-    return { code: 'object_error', objectType, location: entry.dn, message: `The entry has no ${scope.anchorAttribute} (the anchor attribute); it is skipped.` };
+    return {
+      code: 'object_error',
+      objectType,
+      location: entry.dn,
+      message: `The entry has no ${scope.anchorAttribute} (the anchor attribute); it is skipped.`,
+    };
   }
   let whole: LdapEntry;
   try {
     whole = await completeRanges(session, entry, scope.rangeSize);
   } catch (err) {
-    if (err instanceof ConnectorError && err.code === 'object_error') return { code: 'object_error', objectType, anchor, location: entry.dn, message: err.message };
+    if (err instanceof ConnectorError && err.code === 'object_error')
+      return { code: 'object_error', objectType, anchor, location: entry.dn, message: err.message };
     throw err;
   }
   const attributes: Record<string, AttributeValue> = {};
@@ -231,4 +247,5 @@ export async function toConnectorObject(session: DirectorySession, entry: LdapEn
   return o;
 }
 
-export const isObjectError = (x: ConnectorObject | ObjectError): x is ObjectError => (x as ObjectError).code !== undefined && (x as ConnectorObject).attributes === undefined;
+export const isObjectError = (x: ConnectorObject | ObjectError): x is ObjectError =>
+  (x as ObjectError).code !== undefined && (x as ConnectorObject).attributes === undefined;

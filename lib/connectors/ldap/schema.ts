@@ -16,10 +16,18 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: '636 with ldaps, else 389.' })),
       baseDN: Type.String({ minLength: 1, maxLength: 2048 }),
       bindDN: Type.String({ minLength: 1, maxLength: 2048 }),
-      bindPassword: Type.String({ minLength: 1, maxLength: 1024, 'x-secret': true, writeOnly: true, description: 'Secret: never returned; `********` in a PUT keeps the stored value.' }),
+      bindPassword: Type.String({
+        minLength: 1,
+        maxLength: 1024,
+        'x-secret': true,
+        writeOnly: true,
+        description: 'Secret: never returned; `********` in a PUT keeps the stored value.',
+      }),
       security: Type.Optional(Type.Union([Type.Literal('ldaps'), Type.Literal('starttls'), Type.Literal('none')], { default: 'ldaps' })),
       allowInsecure: Type.Optional(Type.Boolean({ description: 'Required (true) to use security `none`.' })),
-      caCertificate: Type.Optional(Type.String({ minLength: 1, maxLength: 65536, pattern: '-----BEGIN CERTIFICATE-----', description: 'PEM; default: the system trust store.' })),
+      caCertificate: Type.Optional(
+        Type.String({ minLength: 1, maxLength: 65536, pattern: '-----BEGIN CERTIFICATE-----', description: 'PEM; default: the system trust store.' }),
+      ),
       timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, default: 30 })),
       pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000, default: 1000 })),
       containers: Type.Optional(
@@ -41,12 +49,24 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       attributesFromRules: Type.Optional(
         Type.Boolean({
           default: false,
-          description: 'With no `attributes` list: read only the attributes the connector\'s rules use, with the anchor, objectClass and the reference attributes (docs/connector-ldap.md, "What an import reads").',
+          description:
+            'With no `attributes` list: read only the attributes the connector\'s rules use, with the anchor, objectClass and the reference attributes (docs/connector-ldap.md, "What an import reads").',
         }),
       ),
-      anchorAttribute: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: isAd ? 'Default: objectGUID.' : 'Default: nsUniqueId on 389 Directory Server (known from the root DSE), else entryUUID; decided when the connector is created and kept.' })),
+      anchorAttribute: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 256,
+          description: isAd
+            ? 'Default: objectGUID.'
+            : 'Default: nsUniqueId on 389 Directory Server (known from the root DSE), else entryUUID; decided when the connector is created and kept.',
+        }),
+      ),
       deltaStrategy: Type.Optional(
-        Type.Union([Type.Literal('auto'), Type.Literal('changelog'), Type.Literal('accesslog'), Type.Literal('usn'), Type.Literal('dirsync'), Type.Literal('timestamp')], { default: 'auto' }),
+        Type.Union(
+          [Type.Literal('auto'), Type.Literal('changelog'), Type.Literal('accesslog'), Type.Literal('usn'), Type.Literal('dirsync'), Type.Literal('timestamp')],
+          { default: 'auto' },
+        ),
       ),
       exportDnTemplate: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression giving the DN of an object to add.' })),
       objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
@@ -56,10 +76,16 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       deprovisioning: Type.Optional(Deprovisioning()),
       fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
       createContainers: Type.Optional(
-        Type.Boolean({ default: false, description: 'Create the missing OU= parents of an added or moved entry (in order, from the top) instead of failing it.' }),
+        Type.Boolean({
+          default: false,
+          description: 'Create the missing OU= parents of an added or moved entry (in order, from the top) instead of failing it.',
+        }),
       ),
       passwordOnUpdate: Type.Optional(
-        Type.Boolean({ default: false, description: 'Active Directory: an outbound flow to unicodePwd is written when the account is created; true: also with every update of the account.' }),
+        Type.Boolean({
+          default: false,
+          description: 'Active Directory: an outbound flow to unicodePwd is written when the account is created; true: also with every update of the account.',
+        }),
       ),
       memberRangeSize: Type.Optional(
         Type.Integer({
@@ -67,11 +93,15 @@ function directorySchema(type: 'ldap' | 'active_directory') {
           maximum: 1_000_000,
           default: 1500,
           description:
-            'Active Directory only: how many values of a group\'s `member` one read asks for (ranged retrieval: `member;range=0-1499`, then `member;range=1500-2999`, ... until the domain controller answers a range ending in `*`). A domain controller answers at most its MaxValRange (1500 by default on Windows) per read.',
+            "Active Directory only: how many values of a group's `member` one read asks for (ranged retrieval: `member;range=0-1499`, then `member;range=1500-2999`, ... until the domain controller answers a range ending in `*`). A domain controller answers at most its MaxValRange (1500 by default on Windows) per read.",
         }),
       ),
       mustChangePassword: Type.Optional(
-        Type.Boolean({ default: true, description: 'Active Directory: an account given a password (unicodePwd) must change it at first logon (pwdLastSet 0), unless a flow writes pwdLastSet.' }),
+        Type.Boolean({
+          default: true,
+          description:
+            'Active Directory: an account given a password (unicodePwd) must change it at first logon (pwdLastSet 0), unless a flow writes pwdLastSet.',
+        }),
       ),
     }),
     { $id: isAd ? 'ActiveDirectoryConnectorConfig' : 'LdapConnectorConfig', additionalProperties: false },
@@ -114,7 +144,10 @@ export function directoryChecks(config: DirectoryConfig): FieldError[] {
     errors.push({ path: '/allowInsecure', message: "must be true to use security 'none' (the bind password would travel in clear text)" });
   }
   if (config.anchorAttribute && DN_ATTRIBUTES.has(config.anchorAttribute.toLowerCase())) {
-    errors.push({ path: '/anchorAttribute', message: 'must not be the DN (a rename or move changes it): use entryUUID, objectGUID or another immutable attribute' });
+    errors.push({
+      path: '/anchorAttribute',
+      message: 'must not be the DN (a rename or move changes it): use entryUUID, objectGUID or another immutable attribute',
+    });
   }
   return errors;
 }

@@ -13,7 +13,18 @@ import type { DirectorySession } from './session';
  * well-known list (`manager`, `member`, `uniqueMember`, `secretary`, `owner`, `managedBy`).
  */
 const DN_SYNTAX = '1.3.6.1.4.1.1466.115.121.1.12';
-const NOT_REFERENCES = new Set(['distinguishedname', 'entrydn', 'memberof', 'directreports', 'objectcategory', 'defaultobjectcategory', 'subschemasubentry', 'creatorsname', 'modifiersname', 'ismemberof']);
+const NOT_REFERENCES = new Set([
+  'distinguishedname',
+  'entrydn',
+  'memberof',
+  'directreports',
+  'objectcategory',
+  'defaultobjectcategory',
+  'subschemasubentry',
+  'creatorsname',
+  'modifiersname',
+  'ismemberof',
+]);
 const TTL_MS = 10 * 60 * 1000;
 
 interface AttributeType {

@@ -52,12 +52,32 @@ export interface SessionConfig {
 }
 
 /** Attributes whose values are bytes: read as Buffers, turned into canonical strings by the connector. */
-export const BINARY_ATTRIBUTES = ['objectGUID', 'objectSid', 'sIDHistory', 'replPropertyMetaData', 'nTSecurityDescriptor', 'tokenGroups', 'jpegPhoto', 'thumbnailPhoto', 'userCertificate', 'msExchMailboxGuid', 'mS-DS-ConsistencyGuid'];
+export const BINARY_ATTRIBUTES = [
+  'objectGUID',
+  'objectSid',
+  'sIDHistory',
+  'replPropertyMetaData',
+  'nTSecurityDescriptor',
+  'tokenGroups',
+  'jpegPhoto',
+  'thumbnailPhoto',
+  'userCertificate',
+  'msExchMailboxGuid',
+  'mS-DS-ConsistencyGuid',
+];
 
 const TLS_CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_SIGNATURE_FAILURE',
-  'CERT_UNTRUSTED', 'CERT_REJECTED',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
 ]);
 /** Attributes whose values are secrets (never echoed in an error, should the server quote them). */
 const SECRET_ATTRIBUTE = /pass|pwd|secret/i;
@@ -93,11 +113,18 @@ export function toConnectorError(err: unknown, what: string, secrets: string[], 
   const raw = redactSecrets(String(e?.message ?? err), secrets).slice(0, 300);
   const code = e?.code;
   if (typeof code === 'number') {
-    if (code === 49) return new ConnectorError('authentication_failed', `${what}: the directory refused the bind DN or password (invalid credentials).`, { retriable: false });
-    if (code === 13) return new ConnectorError('configuration_invalid', `${what}: the directory requires a secure connection (confidentiality required); use security ldaps or starttls.`);
-    if (code === 51 || code === 52) return new ConnectorError('connection_failed', `${what}: the directory is busy or unavailable (LDAP result ${code}).`, { retriable: true });
+    if (code === 49)
+      return new ConnectorError('authentication_failed', `${what}: the directory refused the bind DN or password (invalid credentials).`, { retriable: false });
+    if (code === 13)
+      return new ConnectorError(
+        'configuration_invalid',
+        `${what}: the directory requires a secure connection (confidentiality required); use security ldaps or starttls.`,
+      );
+    if (code === 51 || code === 52)
+      return new ConnectorError('connection_failed', `${what}: the directory is busy or unavailable (LDAP result ${code}).`, { retriable: true });
     if (code === 3) return new ConnectorError('timeout', `${what}: the directory's time limit was exceeded.`);
-    if (objectLevel && OBJECT_RESULT_CODES[code]) return new ConnectorError(OBJECT_RESULT_CODES[code], `${what}: ${raw} (LDAP result ${code}).`, { retriable: false });
+    if (objectLevel && OBJECT_RESULT_CODES[code])
+      return new ConnectorError(OBJECT_RESULT_CODES[code], `${what}: ${raw} (LDAP result ${code}).`, { retriable: false });
     if (code === 32) return markNoSuchObject(new ConnectorError('configuration_invalid', `${what}: no such object (check baseDN and containers).`));
     return new ConnectorError(objectLevel ? 'object_error' : 'internal', `${what}: ${raw} (LDAP result ${code}).`, { retriable: false });
   }
@@ -181,7 +208,13 @@ class LdaptsSession implements DirectorySession {
     try {
       const r = await this.client.search(
         req.base,
-        { scope: req.scope, filter: req.filterObject ?? req.filter, attributes: req.attributes, explicitBufferAttributes: BINARY_ATTRIBUTES, sizeLimit: req.sizeLimit },
+        {
+          scope: req.scope,
+          filter: req.filterObject ?? req.filter,
+          attributes: req.attributes,
+          explicitBufferAttributes: BINARY_ATTRIBUTES,
+          sizeLimit: req.sizeLimit,
+        },
         req.controls,
       );
       return r.searchEntries;
@@ -193,7 +226,13 @@ class LdaptsSession implements DirectorySession {
   async *searchPages(req: SearchRequest, pageSize: number): AsyncGenerator<LdapEntry[]> {
     const it = this.client.searchPaginated(
       req.base,
-      { scope: req.scope, filter: req.filterObject ?? req.filter, attributes: req.attributes, explicitBufferAttributes: BINARY_ATTRIBUTES, paged: { pageSize } },
+      {
+        scope: req.scope,
+        filter: req.filterObject ?? req.filter,
+        attributes: req.attributes,
+        explicitBufferAttributes: BINARY_ATTRIBUTES,
+        paged: { pageSize },
+      },
       req.controls,
     );
     for (;;) {
@@ -237,7 +276,10 @@ class LdaptsSession implements DirectorySession {
       await fn();
     } catch (err) {
       const e = err as { code?: unknown; message?: unknown };
-      const refusal = typeof e?.code === 'number' && !(err instanceof ConnectorError) ? writeRefusal(e.code, String(e.message ?? ''), { ...operation, bindDN: this.bindDN }, [...this.secrets, ...written]) : undefined;
+      const refusal =
+        typeof e?.code === 'number' && !(err instanceof ConnectorError)
+          ? writeRefusal(e.code, String(e.message ?? ''), { ...operation, bindDN: this.bindDN }, [...this.secrets, ...written])
+          : undefined;
       throw refusal ?? toConnectorError(err, what, this.secrets, typeof e?.code === 'number');
     }
   }

@@ -18,10 +18,13 @@ export async function deltaStrategyFor(ctx: DeltaContext): Promise<DeltaStrategy
   if (name === 'auto') {
     const root = await rootDse(ctx.session, ['supportedCapabilities', 'namingContexts', 'changelog', 'lastChangeNumber', 'firstChangeNumber']);
     if (all(root, 'supportedCapabilities').includes(AD_CAPABILITY_OID)) name = await adStrategy(ctx);
-    else if (first(root, 'changelog') || first(root, 'lastChangeNumber') || all(root, 'namingContexts').some((n) => normalizeDn(n) === 'cn=changelog')) name = 'changelog';
+    else if (first(root, 'changelog') || first(root, 'lastChangeNumber') || all(root, 'namingContexts').some((n) => normalizeDn(n) === 'cn=changelog'))
+      name = 'changelog';
     else {
       const nc = namingContextOf(ctx.baseDN, all(root, 'namingContexts'));
-      const [ncEntry] = nc ? await ctx.session.search({ base: nc, scope: 'base', filter: '(objectClass=*)', attributes: ['auditContext'] }).catch(() => []) : [];
+      const [ncEntry] = nc
+        ? await ctx.session.search({ base: nc, scope: 'base', filter: '(objectClass=*)', attributes: ['auditContext'] }).catch(() => [])
+        : [];
       name = first(ncEntry, 'auditContext') ? 'accesslog' : 'timestamp';
     }
   }
@@ -51,4 +54,3 @@ async function adStrategy(ctx: DeltaContext): Promise<StrategyName> {
   const rights = await adRights(ctx.session, ctx.bindDN, nc);
   return !rights.seesDeletedObjects && rights.replicatingDirectoryChanges ? 'dirsync' : 'usn';
 }
-

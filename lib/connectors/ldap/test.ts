@@ -38,7 +38,9 @@ async function deltaRights(session: DirectorySession, config: Pick<DirectoryConf
   const strategy = config.deltaStrategy ?? 'auto';
   if (strategy !== 'usn' && strategy !== 'auto' && strategy !== 'dirsync') return '';
   // A directory that hides its root DSE is not Active Directory (AD always shows it).
-  const [root] = await session.search({ base: '', scope: 'base', filter: '(objectClass=*)', attributes: ['supportedCapabilities', 'namingContexts', 'defaultNamingContext'] }).catch(() => []);
+  const [root] = await session
+    .search({ base: '', scope: 'base', filter: '(objectClass=*)', attributes: ['supportedCapabilities', 'namingContexts', 'defaultNamingContext'] })
+    .catch(() => []);
   const list = (name: string): string[] => {
     const v = root?.[Object.keys(root ?? {}).find((k) => k.toLowerCase() === name.toLowerCase()) ?? ''];
     return (Array.isArray(v) ? v : v === undefined ? [] : [v]).map(String);
@@ -54,7 +56,8 @@ async function deltaRights(session: DirectorySession, config: Pick<DirectoryConf
       `deltaStrategy dirsync: the bind account ${config.bindDN} lacks the "Replicating Directory Changes" right on ${nc}, which the DirSync control needs. Grant it on the domain, or use deltaStrategy usn with an account that can list deleted objects.`,
     );
   }
-  if (strategy === 'auto' && !rights.seesDeletedObjects && rights.replicatingDirectoryChanges) return '; it cannot list deleted objects but holds Replicating Directory Changes (auto: dirsync delta)';
+  if (strategy === 'auto' && !rights.seesDeletedObjects && rights.replicatingDirectoryChanges)
+    return '; it cannot list deleted objects but holds Replicating Directory Changes (auto: dirsync delta)';
   if (!rights.seesDeletedObjects) {
     throw new ConnectorError(
       'configuration_invalid',
@@ -75,9 +78,13 @@ async function readEntry(session: DirectorySession, setting: string, dn: string)
     found = await session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: ['1.1'] });
   } catch (err) {
     if (err instanceof ConnectorError && err.code === 'configuration_invalid' && /no such object/i.test(err.message)) {
-      throw new ConnectorError('configuration_invalid', `${setting} '${dn}' was not found in the directory (no such object), or the bind account may not read it.`);
+      throw new ConnectorError(
+        'configuration_invalid',
+        `${setting} '${dn}' was not found in the directory (no such object), or the bind account may not read it.`,
+      );
     }
     throw err;
   }
-  if (!found.length) throw new ConnectorError('configuration_invalid', `${setting} '${dn}' is not readable by the bind account (the directory returned no entry).`);
+  if (!found.length)
+    throw new ConnectorError('configuration_invalid', `${setting} '${dn}' is not readable by the bind account (the directory returned no entry).`);
 }

@@ -12,10 +12,7 @@ import { parentDn } from '../../expression/dn';
 export function guidToString(b: Buffer): string {
   if (b.length !== 16) throw new Error(`objectGUID must be 16 bytes, got ${b.length}`);
   const h = (i: number) => b[i].toString(16).padStart(2, '0');
-  return (
-    h(3) + h(2) + h(1) + h(0) + '-' + h(5) + h(4) + '-' + h(7) + h(6) + '-' + h(8) + h(9) + '-' +
-    [10, 11, 12, 13, 14, 15].map(h).join('')
-  );
+  return h(3) + h(2) + h(1) + h(0) + '-' + h(5) + h(4) + '-' + h(7) + h(6) + '-' + h(8) + h(9) + '-' + [10, 11, 12, 13, 14, 15].map(h).join('');
 }
 
 /** The 16 bytes of a canonical GUID string (inverse of {@link guidToString}). */
@@ -89,7 +86,19 @@ export function escapeFilterBytes(b: Buffer): string {
 
 /** Whitespace as `String.prototype.trim` and the regular expression `\s` see it. */
 function isSpace(c: number): boolean {
-  return c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+  return (
+    c === 32 ||
+    (c >= 9 && c <= 13) ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
 }
 
 /**

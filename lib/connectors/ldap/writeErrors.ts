@@ -101,7 +101,12 @@ export function attributeNamedBy(diagnostic: string | undefined): string | undef
  * The per-object error for an LDAP result code of a write; undefined when the code is not one of them (the
  * caller maps it as a run-level failure).
  */
-export function writeRefusal(resultCode: number, serverMessage: string, op: WriteOperation, secrets: ReadonlyArray<string | undefined>): ConnectorError | undefined {
+export function writeRefusal(
+  resultCode: number,
+  serverMessage: string,
+  op: WriteOperation,
+  secrets: ReadonlyArray<string | undefined>,
+): ConnectorError | undefined {
   const refusal = REFUSALS[resultCode]?.(op);
   if (!refusal) return undefined;
   const diagnostic = refusal.diagnostic ? diagnosticOf(serverMessage, secrets) : undefined;

@@ -29,7 +29,12 @@ const DEFAULT_PORTS: Record<SqlDialect, number> = { postgres: 5432, mysql: 3306,
  * hash of where it reads when there is none).
  */
 export function resolveSqlConfig(config: SqlConfig, context: ConnectorContext = {}): ResolvedSqlConfig {
-  const key = context.connectorId ?? createHash('sha256').update(JSON.stringify([config.dialect, config.host, config.port ?? null, config.database, config.fullImportQuery])).digest('hex').slice(0, 24);
+  const key =
+    context.connectorId ??
+    createHash('sha256')
+      .update(JSON.stringify([config.dialect, config.host, config.port ?? null, config.database, config.fullImportQuery]))
+      .digest('hex')
+      .slice(0, 24);
   const base = context.stateDirectory ?? path.join(os.tmpdir(), 'identity-sync-sql-connector');
   return {
     ...config,
@@ -46,7 +51,17 @@ export function resolveSqlConfig(config: SqlConfig, context: ConnectorContext = 
  */
 export function settingsFingerprint(c: ResolvedSqlConfig): string {
   return createHash('sha256')
-    .update(JSON.stringify([c.objectType, c.anchorColumn, c.fullImportQuery, c.deltaColumn ?? null, c.deleteDetection ?? null, c.referenceColumns ?? {}, c.multiValueQueries ?? {}]))
+    .update(
+      JSON.stringify([
+        c.objectType,
+        c.anchorColumn,
+        c.fullImportQuery,
+        c.deltaColumn ?? null,
+        c.deleteDetection ?? null,
+        c.referenceColumns ?? {},
+        c.multiValueQueries ?? {},
+      ]),
+    )
     .digest('base64url')
     .slice(0, 16);
 }

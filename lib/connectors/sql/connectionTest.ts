@@ -14,7 +14,9 @@ export async function testConnection(c: ResolvedSqlConfig): Promise<ConnectionTe
   try {
     await s.query({ text: 'SELECT 1', params: [] });
     const cols = await describeAll(c, s);
-    return { message: `Connected to ${c.dialect} database '${c.database}' on ${c.host}:${c.port}; the full import query returns ${cols.full.fields.length} column(s).` };
+    return {
+      message: `Connected to ${c.dialect} database '${c.database}' on ${c.host}:${c.port}; the full import query returns ${cols.full.fields.length} column(s).`,
+    };
   } finally {
     await s.close();
   }
@@ -40,7 +42,8 @@ async function describeAll(c: ResolvedSqlConfig, s: SqlSession): Promise<{ full:
   const full = await probe(c, s, c.fullImportQuery, 'fullImportQuery');
   const cols = new Set(full.fields);
   const need = (col: string | undefined, what: string, fields: Set<string>) => {
-    if (col !== undefined && !fields.has(col)) throw new ConnectorError('configuration_invalid', `${what} '${col}' is not a column of the query (it returns: ${[...fields].join(', ')}).`);
+    if (col !== undefined && !fields.has(col))
+      throw new ConnectorError('configuration_invalid', `${what} '${col}' is not a column of the query (it returns: ${[...fields].join(', ')}).`);
   };
   need(c.anchorColumn, 'anchorColumn', cols);
   let dcols: Set<string> | undefined;
@@ -67,7 +70,10 @@ async function describeAll(c: ResolvedSqlConfig, s: SqlSession): Promise<{ full:
     for (const name of compileSql(sql, c.dialect).names) {
       const base = name.replace(/__(add|remove)$/, '');
       if (name !== 'anchor' && !attrs.has(base)) {
-        throw new ConnectorError('configuration_invalid', `exportStatements.${kind} uses the parameter :${name}, which is neither :anchor nor a column or multi-valued attribute the connector reads.`);
+        throw new ConnectorError(
+          'configuration_invalid',
+          `exportStatements.${kind} uses the parameter :${name}, which is neither :anchor nor a column or multi-valued attribute the connector reads.`,
+        );
       }
     }
   }

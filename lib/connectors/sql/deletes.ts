@@ -46,7 +46,13 @@ function matches(value: unknown, expected: string | number | boolean): boolean {
   return value !== null && value !== undefined && keyText(value) === String(expected);
 }
 /** The anchors the delete query returns (its first column), one array per chunk read; `values` binds `:watermark`. */
-export async function* deletedByQuery(c: ResolvedSqlConfig, s: SqlSession, query: string, values: Record<string, unknown>, pageSize: number): AsyncGenerator<string[]> {
+export async function* deletedByQuery(
+  c: ResolvedSqlConfig,
+  s: SqlSession,
+  query: string,
+  values: Record<string, unknown>,
+  pageSize: number,
+): AsyncGenerator<string[]> {
   const del = wrap(c.dialect, query, 'deleteDetection.query', '*', '');
   for await (const rows of s.stream(del, values, pageSize)) yield rows.map((row) => keyText(Object.values(row)[0]));
 }

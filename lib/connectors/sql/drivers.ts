@@ -80,7 +80,11 @@ function load<T>(dialect: SqlDialect, name: string): T {
   try {
     return require(name) as T;
   } catch {
-    throw new ConnectorError('unsupported', `The '${dialect}' dialect needs the npm package '${name}', which is not installed (npm install ${DRIVER_PACKAGES[dialect].join(' ')}).`, { retriable: false });
+    throw new ConnectorError(
+      'unsupported',
+      `The '${dialect}' dialect needs the npm package '${name}', which is not installed (npm install ${DRIVER_PACKAGES[dialect].join(' ')}).`,
+      { retriable: false },
+    );
   }
 }
 
@@ -266,7 +270,9 @@ class MysqlSession implements SqlSession {
       await new Promise<void>((resolve, reject) => conn.connect((err) => (err ? reject(err) : resolve())));
       await session.raw("SET time_zone = '+00:00'");
       // MariaDB bounds any statement (seconds); MySQL only SELECTs (milliseconds).
-      await session.raw(`SET SESSION max_statement_time = ${s.timeoutSeconds}`).catch(() => session.raw(`SET SESSION max_execution_time = ${s.timeoutSeconds * 1000}`).catch(() => undefined));
+      await session
+        .raw(`SET SESSION max_statement_time = ${s.timeoutSeconds}`)
+        .catch(() => session.raw(`SET SESSION max_execution_time = ${s.timeoutSeconds * 1000}`).catch(() => undefined));
     } catch (err) {
       await session.close();
       throw err;
@@ -286,7 +292,8 @@ class MysqlSession implements SqlSession {
           if (err) return reject(err);
           const list = Array.isArray(fields) ? (fields as { name: string; columnType?: number }[]) : [];
           const names = list.map((f) => f.name);
-          if (Array.isArray(result)) resolve({ rows: result as Row[], fields: names, rowCount: result.length, types: list.map((f) => mysqlType(f.columnType)) });
+          if (Array.isArray(result))
+            resolve({ rows: result as Row[], fields: names, rowCount: result.length, types: list.map((f) => mysqlType(f.columnType)) });
           else resolve({ rows: [], fields: names, rowCount: (result as { affectedRows?: number }).affectedRows ?? 0 });
         };
         // Statements without parameters go through the text protocol (some, like BEGIN, cannot be prepared).
@@ -306,9 +313,18 @@ class MysqlSession implements SqlSession {
     const rows = (cmd as unknown as { stream(o: { highWaterMark: number }): Readable }).stream({ highWaterMark: chunk });
     const timeout = { ms: this.timeoutSeconds * 1000, error: () => Object.assign(new Error('The statement timed out.'), { errno: 1969 }) };
     try {
-      yield* batches(rows, chunk, (err) => sqlError(err, 'mysql', this.secrets, 'query'), () => rows.destroy(), timeout);
+      yield* batches(
+        rows,
+        chunk,
+        (err) => sqlError(err, 'mysql', this.secrets, 'query'),
+        () => rows.destroy(),
+        timeout,
+      );
     } finally {
-      if (!this.closed) await this.raw(`SET SESSION max_statement_time = ${this.timeoutSeconds}`).catch(() => this.raw(`SET SESSION max_execution_time = ${this.timeoutSeconds * 1000}`).catch(() => undefined));
+      if (!this.closed)
+        await this.raw(`SET SESSION max_statement_time = ${this.timeoutSeconds}`).catch(() =>
+          this.raw(`SET SESSION max_execution_time = ${this.timeoutSeconds * 1000}`).catch(() => undefined),
+        );
     }
   }
 
@@ -368,7 +384,11 @@ class MssqlSession implements SqlSession {
       connectionTimeout: s.timeoutSeconds * 1000,
       requestTimeout: s.timeoutSeconds * 1000,
       pool: { min: 0, max: 1 },
-      options: { encrypt: tls !== false, trustServerCertificate: tls !== false && !tls.rejectUnauthorized, ...(tls && tls.ca ? { cryptoCredentialsDetails: { ca: tls.ca } } : {}) },
+      options: {
+        encrypt: tls !== false,
+        trustServerCertificate: tls !== false && !tls.rejectUnauthorized,
+        ...(tls && tls.ca ? { cryptoCredentialsDetails: { ca: tls.ca } } : {}),
+      },
     });
     await pool.connect();
     return new MssqlSession(mssql, pool, [s.password]);
@@ -396,10 +416,15 @@ class MssqlSession implements SqlSession {
     const req = this.request(stmt, values);
     const rows = req.toReadableStream({ highWaterMark: chunk });
     req.query(stmt.text);
-    yield* batches(rows, chunk, (err) => sqlError(err, 'mssql', this.secrets, 'query'), () => {
-      req.cancel();
-      rows.destroy();
-    });
+    yield* batches(
+      rows,
+      chunk,
+      (err) => sqlError(err, 'mssql', this.secrets, 'query'),
+      () => {
+        req.cancel();
+        rows.destroy();
+      },
+    );
   }
 
   async begin(snapshot = false): Promise<void> {

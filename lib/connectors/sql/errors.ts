@@ -1,7 +1,21 @@
 import { ConnectorError, isConnectorError, redactSecrets, type ConnectorErrorCode } from '../sdk';
 import type { SqlDialect } from './params';
 
-const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'PROTOCOL_CONNECTION_LOST', 'ESOCKET', 'ECONNCLOSED', 'ENOTOPEN', 'ECLOSE']);
+const NETWORK = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'PROTOCOL_CONNECTION_LOST',
+  'ESOCKET',
+  'ECONNCLOSED',
+  'ENOTOPEN',
+  'ECLOSE',
+]);
 
 /** PostgreSQL SQLSTATE classes and codes to connector error codes. */
 function pgCode(state: string): ConnectorErrorCode | undefined {
@@ -106,7 +120,13 @@ export function sqlError(err: unknown, dialect: SqlDialect, secrets: string[], w
   const raw = typeof e.message === 'string' ? e.message : String(err);
   if (!code && driverCode && NETWORK.has(driverCode)) code = 'connection_failed';
   if (!code && /timeout|timed out/i.test(raw)) code = what === 'connect' ? 'connection_failed' : 'timeout';
-  if (!code && /Connection terminated|connection.*(closed|lost|reset)|socket hang up|Can't add new command when connection is in closed state|server has gone away/i.test(raw)) code = 'connection_failed';
+  if (
+    !code &&
+    /Connection terminated|connection.*(closed|lost|reset)|socket hang up|Can't add new command when connection is in closed state|server has gone away/i.test(
+      raw,
+    )
+  )
+    code = 'connection_failed';
   if (!code) code = what === 'connect' ? 'connection_failed' : 'object_error';
   if (code === 'already_exists') {
     // The server's text quotes the duplicated values (any unique column, not only the anchor): never shown.

@@ -41,7 +41,8 @@ function statements(c: ResolvedSqlConfig, kind: 'insert' | 'update' | 'delete'):
   const sql = c.exportStatements?.[kind];
   if (!sql) return undefined;
   const r = compileSql(sql, c.dialect);
-  if (r.rawPlaceholders.length) throw new ConnectorError('configuration_invalid', `exportStatements.${kind} uses driver placeholders (${r.rawPlaceholders[0]}): use :name parameters.`);
+  if (r.rawPlaceholders.length)
+    throw new ConnectorError('configuration_invalid', `exportStatements.${kind} uses driver placeholders (${r.rawPlaceholders[0]}): use :name parameters.`);
   return r.statements;
 }
 
@@ -86,7 +87,8 @@ function duplicateError(c: ResolvedSqlConfig, err: ConnectorError, change: Expor
   const anchor = a === null || a === undefined ? undefined : String(a);
   const key = uniqueKeyOf(err.cause);
   const isAnchor =
-    anchor !== undefined && (key.columns ? key.columns.length === 1 && key.columns[0].toLowerCase() === column.toLowerCase() : key.value !== undefined && key.value === anchor);
+    anchor !== undefined &&
+    (key.columns ? key.columns.length === 1 && key.columns[0].toLowerCase() === column.toLowerCase() : key.value !== undefined && key.value === anchor);
   const keyName = key.name ? `the unique key '${key.name}'${key.columns ? ` (${key.columns.join(', ')})` : ''}` : 'a unique key';
   const row = anchor === undefined ? 'the row' : `the row with the anchor ${column} '${anchor}'`;
   const message =

@@ -26,7 +26,8 @@ export async function* fullImport(parts: SqlParts, options: FullImportOptions): 
     if (cur.cfg !== parts.settingsPrint || !SnapshotStore.isId(cur.snap) || typeof cur.after !== 'string') {
       throw new ConnectorError('cursor_invalid', 'The full import cursor no longer fits the configuration: the import starts again.');
     }
-    if (!(await resumePartial(parts.store, cur.snap, cur.sb))) throw new ConnectorError('cursor_invalid', 'The state of the interrupted full import is gone: the import starts again.');
+    if (!(await resumePartial(parts.store, cur.snap, cur.sb)))
+      throw new ConnectorError('cursor_invalid', 'The state of the interrupted full import is gone: the import starts again.');
   } else {
     cur = { v: 1, cfg: parts.settingsPrint, snap: parts.store.newId(), sb: 0, after: '', wm: null };
   }

@@ -39,7 +39,13 @@ export async function multiValues(c: ResolvedSqlConfig, s: SqlSession, anchors: 
       const names = slice.map((_, k) => `a${k}`);
       const values: Record<string, unknown> = {};
       slice.forEach((a, k) => (values[`a${k}`] = a));
-      const stmt = wrap(c.dialect, sql, `multiValueQueries.${attr}`, `src.${quoteIdent(ac, c.dialect)} AS a, src.${quoteIdent(vc, c.dialect)} AS v`, `WHERE src.${quoteIdent(ac, c.dialect)} IN (${names.map((n) => ':' + n).join(', ')})`);
+      const stmt = wrap(
+        c.dialect,
+        sql,
+        `multiValueQueries.${attr}`,
+        `src.${quoteIdent(ac, c.dialect)} AS a, src.${quoteIdent(vc, c.dialect)} AS v`,
+        `WHERE src.${quoteIdent(ac, c.dialect)} IN (${names.map((n) => ':' + n).join(', ')})`,
+      );
       const r = await s.query(stmt, values);
       for (const row of r.rows) {
         const v = toScalar(row.v);
@@ -57,7 +63,10 @@ export async function multiValues(c: ResolvedSqlConfig, s: SqlSession, anchors: 
 /** A row as an object, a per-object error, or a soft-deleted anchor. */
 export function build(c: ResolvedSqlConfig, row: Row, mv: Map<string, Map<string, ScalarValue[]>>): Built {
   const anchor = keyText(row[c.anchorColumn]);
-  if (!anchor) return { error: { code: 'object_error', objectType: c.objectType, message: `A row has no value in the anchor column '${c.anchorColumn}'.`, retriable: false } };
+  if (!anchor)
+    return {
+      error: { code: 'object_error', objectType: c.objectType, message: `A row has no value in the anchor column '${c.anchorColumn}'.`, retriable: false },
+    };
   if (softDeleted(c, row)) return { deleted: anchor };
   const attributes: Record<string, AttributeValue> = {};
   for (const [k, v] of Object.entries(row)) {
@@ -70,7 +79,9 @@ export function build(c: ResolvedSqlConfig, row: Row, mv: Map<string, Map<string
   if (refCols.length) {
     const references: Record<string, string[]> = {};
     for (const [col] of refCols) {
-      const vals = valuesOf(attributes[col]).map(String).filter((x) => x !== '');
+      const vals = valuesOf(attributes[col])
+        .map(String)
+        .filter((x) => x !== '');
       if (vals.length) references[col] = vals;
     }
     object.references = references;

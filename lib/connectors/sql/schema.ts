@@ -16,7 +16,13 @@ export const SqlConfigSchema = Type.Object(
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: "Default: the dialect's port (5432, 3306, 1433)." })),
     database: Type.String({ minLength: 1, maxLength: 256 }),
     user: Type.String({ minLength: 1, maxLength: 256 }),
-    password: Type.String({ minLength: 1, maxLength: 1024, 'x-secret': true, writeOnly: true, description: 'Secret: never returned; `********` in a PUT keeps the stored value.' }),
+    password: Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      'x-secret': true,
+      writeOnly: true,
+      description: 'Secret: never returned; `********` in a PUT keeps the stored value.',
+    }),
     ssl: Type.Optional(
       Type.Union([
         Type.Boolean(),
@@ -36,7 +42,11 @@ export const SqlConfigSchema = Type.Object(
     deleteDetection: Type.Optional(
       Type.Union([
         Type.Object(
-          { mode: Type.Literal('softDeleteColumn'), column: Type.String({ minLength: 1, maxLength: 256 }), value: Type.Union([Type.String({ maxLength: 1024 }), Type.Number(), Type.Boolean()]) },
+          {
+            mode: Type.Literal('softDeleteColumn'),
+            column: Type.String({ minLength: 1, maxLength: 256 }),
+            value: Type.Union([Type.String({ maxLength: 1024 }), Type.Number(), Type.Boolean()]),
+          },
           { additionalProperties: false },
         ),
         Type.Object({ mode: Type.Literal('query'), query: Sql('Returns the anchors deleted since :watermark.') }, { additionalProperties: false }),
@@ -47,7 +57,11 @@ export const SqlConfigSchema = Type.Object(
     multiValueQueries: Type.Optional(Dictionary(Sql('Returns (anchor, value) rows.'), { maxProperties: 200 })),
     exportStatements: Type.Optional(
       Type.Object(
-        { insert: Type.Optional(Sql('INSERT with :attribute parameters.')), update: Type.Optional(Sql('UPDATE with :attribute parameters.')), delete: Type.Optional(Sql('DELETE with :anchor.')) },
+        {
+          insert: Type.Optional(Sql('INSERT with :attribute parameters.')),
+          update: Type.Optional(Sql('UPDATE with :attribute parameters.')),
+          delete: Type.Optional(Sql('DELETE with :anchor.')),
+        },
         { additionalProperties: false },
       ),
     ),

@@ -5,7 +5,16 @@ import { compileSql, type CompiledStatement, type SqlDialect } from './params';
 
 /** A new session with the connector's connection settings; each operation opens its own and closes it. */
 export function openSession(c: ResolvedSqlConfig): Promise<SqlSession> {
-  return connect({ dialect: c.dialect, host: c.host, port: c.port, database: c.database, user: c.user, password: c.password, ssl: c.ssl, timeoutSeconds: c.timeoutSeconds });
+  return connect({
+    dialect: c.dialect,
+    host: c.host,
+    port: c.port,
+    database: c.database,
+    user: c.user,
+    password: c.password,
+    ssl: c.ssl,
+    timeoutSeconds: c.timeoutSeconds,
+  });
 }
 
 function one(dialect: SqlDialect, sql: string, what: string): CompiledStatement {

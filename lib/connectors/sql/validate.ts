@@ -6,7 +6,12 @@ import type { SqlConfig } from './schema';
 const QUERY_PARAMETERS: { path: string; pick: (c: SqlConfig) => string | undefined; allowed: string[]; required: string[] }[] = [
   { path: '/fullImportQuery', pick: (c) => c.fullImportQuery, allowed: [], required: [] },
   { path: '/deltaImportQuery', pick: (c) => c.deltaImportQuery, allowed: ['watermark'], required: ['watermark'] },
-  { path: '/deleteDetection/query', pick: (c) => (c.deleteDetection?.mode === 'query' ? c.deleteDetection.query : undefined), allowed: ['watermark'], required: ['watermark'] },
+  {
+    path: '/deleteDetection/query',
+    pick: (c) => (c.deleteDetection?.mode === 'query' ? c.deleteDetection.query : undefined),
+    allowed: ['watermark'],
+    required: ['watermark'],
+  },
 ];
 
 /**
@@ -22,7 +27,12 @@ export function validateSqlConfig(config: SqlConfig): FieldError[] {
     if (statements === 'one' && r.statements.length !== 1) errors.push({ path, message: 'must be exactly one SQL statement' });
     if (r.rawPlaceholders.length) errors.push({ path, message: `must not use driver placeholders (${r.rawPlaceholders[0]}): use :name parameters` });
     for (const name of required) if (!r.names.includes(name)) errors.push({ path, message: `must use the parameter :${name}` });
-    for (const name of r.names) if (!allowed.includes(name)) errors.push({ path, message: `uses the unknown parameter :${name}${allowed.length ? ` (allowed: ${allowed.map((a) => ':' + a).join(', ')})` : ' (this query takes no parameters)'}` });
+    for (const name of r.names)
+      if (!allowed.includes(name))
+        errors.push({
+          path,
+          message: `uses the unknown parameter :${name}${allowed.length ? ` (allowed: ${allowed.map((a) => ':' + a).join(', ')})` : ' (this query takes no parameters)'}`,
+        });
   };
   for (const q of QUERY_PARAMETERS) {
     const sql = q.pick(config);
@@ -34,9 +44,11 @@ export function validateSqlConfig(config: SqlConfig): FieldError[] {
     if (sql === undefined) continue;
     const r = compileSql(sql, config.dialect);
     if (!r.statements.length) errors.push({ path: `/exportStatements/${kind}`, message: 'holds no SQL statement' });
-    if (r.rawPlaceholders.length) errors.push({ path: `/exportStatements/${kind}`, message: `must not use driver placeholders (${r.rawPlaceholders[0]}): use :name parameters` });
+    if (r.rawPlaceholders.length)
+      errors.push({ path: `/exportStatements/${kind}`, message: `must not use driver placeholders (${r.rawPlaceholders[0]}): use :name parameters` });
   }
-  if (config.deltaImportQuery !== undefined && config.deltaColumn === undefined) errors.push({ path: '/deltaColumn', message: 'is required with deltaImportQuery' });
+  if (config.deltaImportQuery !== undefined && config.deltaColumn === undefined)
+    errors.push({ path: '/deltaColumn', message: 'is required with deltaImportQuery' });
   return errors;
 }
 

@@ -147,7 +147,9 @@ function mergeAlternatives(errors: ErrorObject[]): ErrorObject[] {
       branches.size > 0 &&
       inside.every((e) => e.instancePath === choice.instancePath) &&
       [...branches.values()].every((list) => {
-        const values = list.flatMap((e) => (e.keyword === 'const' ? [e.params.allowedValue] : e.keyword === 'enum' ? (e.params.allowedValues as unknown[]) : []));
+        const values = list.flatMap((e) =>
+          e.keyword === 'const' ? [e.params.allowedValue] : e.keyword === 'enum' ? (e.params.allowedValues as unknown[]) : [],
+        );
         if (values.length === 0 && list.length === 1 && list[0].keyword === 'type' && list[0].params.type === 'null') values.push(null);
         allowed.push(...values);
         return values.length > 0;

@@ -70,7 +70,10 @@ export const DeletionThreshold = () =>
         { additionalProperties: false },
       ),
     ],
-    { description: 'The older form of thresholds.deletes: a run that would delete more objects than this ({ objects, percent }) waits for approval; default 500 objects or 20 %.' },
+    {
+      description:
+        'The older form of thresholds.deletes: a run that would delete more objects than this ({ objects, percent }) waits for approval; default 500 objects or 20 %.',
+    },
   );
 
 /** One threshold: a count, a percent of the connector's connector-space objects, or both (the smaller wins). */
@@ -86,10 +89,17 @@ const Threshold = () =>
  */
 export const Thresholds = () =>
   Type.Object(
-    { adds: Type.Optional(Threshold()), updates: Type.Optional(Threshold()), deletes: Type.Optional(Threshold()), renames: Type.Optional(Threshold()), blanks: Type.Optional(Threshold()) },
+    {
+      adds: Type.Optional(Threshold()),
+      updates: Type.Optional(Threshold()),
+      deletes: Type.Optional(Threshold()),
+      renames: Type.Optional(Threshold()),
+      blanks: Type.Optional(Threshold()),
+    },
     {
       additionalProperties: false,
-      description: 'Per operation { count, percent } (percent of the connector space); a run over one waits for approval. blanks: updates that empty an attribute that had a value. Default { deletes: { count: 500, percent: 20 } }.',
+      description:
+        'Per operation { count, percent } (percent of the connector space); a run over one waits for approval. blanks: updates that empty an attribute that had a value. Default { deletes: { count: 500, percent: 20 } }.',
     },
   );
 
@@ -103,18 +113,26 @@ export const Deprovisioning = () =>
       action: Type.Optional(
         Type.Union([Type.Literal('delete'), Type.Literal('disable'), Type.Literal('none')], {
           default: 'delete',
-          description: 'delete: the object is deleted in the target; disable: disableAttributes are written instead; none: the object is left as it is and unlinked.',
+          description:
+            'delete: the object is deleted in the target; disable: disableAttributes are written instead; none: the object is left as it is and unlinked.',
         }),
       ),
       disableAttributes: Type.Optional(
         Dictionary(Type.Unsafe<string | number | boolean>({ type: ['string', 'number', 'boolean'], maxLength: 4096 }), {
           minProperties: 1,
           maxProperties: 50,
-          description: 'With action disable: the attributes and values that disable an object (connector-side names). Required except on active_directory, where the default sets bit 2 (ACCOUNTDISABLE) of the current userAccountControl.',
+          description:
+            'With action disable: the attributes and values that disable an object (connector-side names). Required except on active_directory, where the default sets bit 2 (ACCOUNTDISABLE) of the current userAccountControl.',
         }),
       ),
       graceDays: Type.Optional(
-        Type.Number({ minimum: 0, maximum: 3650, default: 0, description: 'Days (fractions allowed) an object waits, from the export that first finds it due, before it is deprovisioned; a return inside them cancels it.' }),
+        Type.Number({
+          minimum: 0,
+          maximum: 3650,
+          default: 0,
+          description:
+            'Days (fractions allowed) an object waits, from the export that first finds it due, before it is deprovisioned; a return inside them cancels it.',
+        }),
       ),
       onConditionFalse: Type.Optional(
         Type.Boolean({ default: false, description: 'true: a provisioned object whose provisioningCondition stops holding is deprovisioned the same way.' }),
@@ -126,5 +144,6 @@ export const Deprovisioning = () =>
 /** A connector's choice to run a FullSync by itself after a delta import when its rules changed. */
 export const FullSyncOnRuleChange = () =>
   Type.Boolean({
-    description: 'When the rules of the connector changed since its last full import or FullSync, a delta import goes on as a FullSync (default false: the run and the connector say that one is needed).',
+    description:
+      'When the rules of the connector changed since its last full import or FullSync, a delta import goes on as a FullSync (default false: the run and the connector say that one is needed).',
   });

@@ -98,7 +98,10 @@ export abstract class ActivityRunner extends WorkCache {
         // The results are stored: a leftover work item only means the activity may run once more.
         this.host.log('warning', `Durable task hub '${this.store.hubName}': deleting activity work items failed: ${errorText(err)}`);
       }
-      this.tombstone('a', batch.map((c) => c.item.rk));
+      this.tombstone(
+        'a',
+        batch.map((c) => c.item.rk),
+      );
       for (const g of finished) this.dropActivityGroup(g);
       for (const c of batch) {
         this.runningActivities.delete(c.item.rk);
@@ -112,5 +115,4 @@ export abstract class ActivityRunner extends WorkCache {
     this.track(p);
     return p;
   }
-
 }

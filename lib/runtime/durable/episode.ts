@@ -217,7 +217,12 @@ export async function runEpisode(inp: EpisodeInput): Promise<EpisodeResult> {
 
   if (terminateReason !== undefined) {
     const output = JSON.stringify(terminateReason);
-    result.events = [orchestratorStarted, ...controlEvents, ev(EventType.ExecutionTerminated, now, { Input: output }), ev(EventType.OrchestratorCompleted, now)];
+    result.events = [
+      orchestratorStarted,
+      ...controlEvents,
+      ev(EventType.ExecutionTerminated, now, { Input: output }),
+      ev(EventType.OrchestratorCompleted, now),
+    ];
     result.state = { ...base, runtimeStatus: 'Terminated', output, episodes: state.episodes + 1 };
     notifyParent(result, state, false, `Orchestration '${instanceId}' was terminated: ${terminateReason}`, undefined, nowMs);
     return result;
@@ -266,11 +271,25 @@ export async function runEpisode(inp: EpisodeInput): Promise<EpisodeResult> {
       } else {
         const childId = `${primary.InstanceId ?? instanceId}:retry${id}`;
         scheduling.push(
-          ev(EventType.SubOrchestrationInstanceCreated, now, { EventId: id, Name: primary.Name, Input: primary.Input, InstanceId: childId, _chain: chain, _retryGenerated: true }),
+          ev(EventType.SubOrchestrationInstanceCreated, now, {
+            EventId: id,
+            Name: primary.Name,
+            Input: primary.Input,
+            InstanceId: childId,
+            _chain: chain,
+            _retryGenerated: true,
+          }),
         );
         result.outbox.push({
           type: 'create',
-          child: { instanceId: childId, name: primary.Name ?? '', input: primary.Input, parentInstanceId: instanceId, parentExecutionId: exec, parentTaskId: id },
+          child: {
+            instanceId: childId,
+            name: primary.Name ?? '',
+            input: primary.Input,
+            parentInstanceId: instanceId,
+            parentExecutionId: exec,
+            parentTaskId: id,
+          },
         });
       }
     }
@@ -380,7 +399,17 @@ function stripInternal(e: HistoryEvent): HistoryEvent {
 
 function timerMessage(instanceId: string, exec: string, id: number, fireAt: Date): WorkMessage {
   const at = fireAt.getTime();
-  return { pk: 'o', rk: `t.${exec}.${id}`, instanceId, kind: 'timerFired', executionId: exec, taskId: id, fireAt: fireAt.toISOString(), enqueuedAt: at, visibleAt: at };
+  return {
+    pk: 'o',
+    rk: `t.${exec}.${id}`,
+    instanceId,
+    kind: 'timerFired',
+    executionId: exec,
+    taskId: id,
+    fireAt: fireAt.toISOString(),
+    enqueuedAt: at,
+    visibleAt: at,
+  };
 }
 
 function resultEvent(m: WorkMessage, now: Date): HistoryEvent {
@@ -415,7 +444,9 @@ function scheduleAction(
     case ActionType.CallActivityWithRetry: {
       const input = actionInputToJson(action.input);
       const retry = action.actionType === ActionType.CallActivityWithRetry ? action.retryOptions : undefined;
-      scheduling.push(ev(EventType.TaskScheduled, now, { EventId: id, Name: action.functionName, Input: input, ...(retry ? { _retry: retry, _chain: id } : {}) }));
+      scheduling.push(
+        ev(EventType.TaskScheduled, now, { EventId: id, Name: action.functionName, Input: input, ...(retry ? { _retry: retry, _chain: id } : {}) }),
+      );
       outbox.push({ type: 'message', message: activityMessage(instanceId, exec, id, action.functionName ?? '', input, nowMs) });
       return undefined;
     }
@@ -457,7 +488,14 @@ function scheduleAction(
   }
 }
 
-function notifyParent(result: EpisodeResult, state: InstanceRecord, ok: boolean, reason: string | undefined, detailsOrOutput: string | undefined, nowMs: number): void {
+function notifyParent(
+  result: EpisodeResult,
+  state: InstanceRecord,
+  ok: boolean,
+  reason: string | undefined,
+  detailsOrOutput: string | undefined,
+  nowMs: number,
+): void {
   if (!state.parentInstanceId || state.parentTaskId === undefined || !state.parentExecutionId) return;
   const message: WorkMessage = {
     pk: 'o',

@@ -32,7 +32,11 @@ class HttpError extends Error {
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = body === undefined ? '' : JSON.stringify(body);
-  res.writeHead(status, { ...(text ? { 'Content-Type': 'application/json; charset=utf-8' } : {}), 'Content-Length': String(Buffer.byteLength(text)), ...headers });
+  res.writeHead(status, {
+    ...(text ? { 'Content-Type': 'application/json; charset=utf-8' } : {}),
+    'Content-Length': String(Buffer.byteLength(text)),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -119,7 +123,12 @@ export function managementPayload(base: string, hubName: string, instanceId: str
   };
 }
 
-const HIDDEN_EVENTS = new Set([EventType.OrchestratorStarted, EventType.OrchestratorCompleted, EventType.TaskScheduled, EventType.SubOrchestrationInstanceCreated]);
+const HIDDEN_EVENTS = new Set([
+  EventType.OrchestratorStarted,
+  EventType.OrchestratorCompleted,
+  EventType.TaskScheduled,
+  EventType.SubOrchestrationInstanceCreated,
+]);
 
 /** History as the HTTP API shows it (HttpApiHandler: EventType names, FunctionName/ScheduledTime on completions). */
 export function presentHistory(events: HistoryEvent[], showOutput: boolean, showInput: boolean): Record<string, unknown>[] {
@@ -146,7 +155,8 @@ export function presentHistory(events: HistoryEvent[], showOutput: boolean, show
     if (e.EventType === EventType.TimerCreated || e.EventType === EventType.TimerFired) item.FireAt = e.FireAt;
     if (e.Reason !== undefined) item.Reason = e.Reason;
     if (e.Details !== undefined && e.Details !== '') item.Details = e.Details;
-    if (e.EventType === EventType.ExecutionCompleted) item.OrchestrationStatus = ['Running', 'Completed', 'ContinuedAsNew', 'Failed', 'Canceled', 'Terminated'][e.OrchestrationStatus ?? 1];
+    if (e.EventType === EventType.ExecutionCompleted)
+      item.OrchestrationStatus = ['Running', 'Completed', 'ContinuedAsNew', 'Failed', 'Canceled', 'Terminated'][e.OrchestrationStatus ?? 1];
     if (showOutput && e.Result !== undefined) item.Result = parseJson(e.Result) ?? null;
     out.push(item);
   }
@@ -215,14 +225,20 @@ async function route(deps: HttpApiDeps, req: IncomingMessage, res: ServerRespons
       const all = await deps.store.listInstances(filter);
       const topRaw = url.searchParams.get('top');
       const top = topRaw ? Number(topRaw) : undefined;
-      if (top !== undefined && (!Number.isInteger(top) || top < 1 || top > 10000)) throw new HttpError(400, "Query parameter 'top' must be an integer from 1 to 10000.");
+      if (top !== undefined && (!Number.isInteger(top) || top < 1 || top > 10000))
+        throw new HttpError(400, "Query parameter 'top' must be an integer from 1 to 10000.");
       const token = req.headers['x-ms-continuation-token'];
       const offset = typeof token === 'string' && token ? Number(Buffer.from(token, 'base64').toString('utf8')) : 0;
       if (!Number.isInteger(offset) || offset < 0) throw new HttpError(400, 'The x-ms-continuation-token header is not valid.');
       const page = top ? all.slice(offset, offset + top) : all.slice(offset);
       const headers: Record<string, string> = {};
       if (top && offset + top < all.length) headers['x-ms-continuation-token'] = Buffer.from(String(offset + top)).toString('base64');
-      return send(res, 200, page.map((r) => statusBody(r, showInput)), headers);
+      return send(
+        res,
+        200,
+        page.map((r) => statusBody(r, showInput)),
+        headers,
+      );
     }
     if (method === 'DELETE') {
       const candidates = (await deps.store.listInstances(filter)).filter((r) => isTerminal(r.runtimeStatus));

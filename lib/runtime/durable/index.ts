@@ -67,7 +67,8 @@ export function createDurableExtension(): RuntimeExtension & { readonly worker?:
     );
     if (outcome.response.result?.status === 'success') {
       const state = typedDataToValue(outcome.response.returnValue) as OrchestratorState | undefined;
-      if (!state || typeof state !== 'object' || !Array.isArray(state.actions)) return { ok: false, error: 'The orchestrator function did not return an orchestrator state.' };
+      if (!state || typeof state !== 'object' || !Array.isArray(state.actions))
+        return { ok: false, error: 'The orchestrator function did not return an orchestrator state.' };
       return { ok: true, state };
     }
     const parsed = parseOrchestratorFailure(outcome.response.result?.exception?.message ?? 'The orchestrator function failed.');
@@ -129,7 +130,9 @@ export function createDurableExtension(): RuntimeExtension & { readonly worker?:
       webhookBase = `${base.origin}${WEBHOOK_PREFIX}`;
       // durable-functions' getClient rewrites client URLs to localhost:7071 unless WEBSITE_HOSTNAME is set.
       if (!process.env.WEBSITE_HOSTNAME) process.env.WEBSITE_HOSTNAME = base.host;
-      const hasDurable = [...context.registry.functions.values()].some((f) => ['orchestrationtrigger', 'activitytrigger'].includes(f.triggerType.toLowerCase()));
+      const hasDurable = [...context.registry.functions.values()].some((f) =>
+        ['orchestrationtrigger', 'activitytrigger'].includes(f.triggerType.toLowerCase()),
+      );
       if (!context.storageConnectionString) {
         if (hasDurable) context.logger.log('warning', 'DurableTask', 'AzureWebJobsStorage is not set: orchestrations and activities will not run.');
         return;
@@ -149,9 +152,14 @@ export function createDurableExtension(): RuntimeExtension & { readonly worker?:
         },
       );
       await worker.start();
-      context.logger.log('information', 'DurableTask', `Durable task hub '${hubName}' started (activities <= ${worker.limits.activities}, orchestrations <= ${worker.limits.orchestrations} at a time).`, {
-        hubName,
-      });
+      context.logger.log(
+        'information',
+        'DurableTask',
+        `Durable task hub '${hubName}' started (activities <= ${worker.limits.activities}, orchestrations <= ${worker.limits.orchestrations} at a time).`,
+        {
+          hubName,
+        },
+      );
     },
 
     async stop(): Promise<void> {
@@ -180,7 +188,9 @@ export function createDurableExtension(): RuntimeExtension & { readonly worker?:
         }
       }
       if (!worker || !store) {
-        res.writeHead(503, { 'Content-Type': 'application/json' }).end(JSON.stringify({ message: 'The durable task hub is not running (AzureWebJobsStorage is not set).' }));
+        res
+          .writeHead(503, { 'Content-Type': 'application/json' })
+          .end(JSON.stringify({ message: 'The durable task hub is not running (AzureWebJobsStorage is not set).' }));
         return true;
       }
       await serveApi(

@@ -26,17 +26,7 @@ import type { HistoryEvent, RuntimeStatus } from './protocol';
  */
 
 export type MessageKind =
-  | 'results'
-  | 'start'
-  | 'taskCompleted'
-  | 'taskFailed'
-  | 'timerFired'
-  | 'subCompleted'
-  | 'subFailed'
-  | 'event'
-  | 'terminate'
-  | 'suspend'
-  | 'resume';
+  'results' | 'start' | 'taskCompleted' | 'taskFailed' | 'timerFired' | 'subCompleted' | 'subFailed' | 'event' | 'terminate' | 'suspend' | 'resume';
 
 export interface WorkMessage {
   pk: 'o' | 'a';
@@ -143,7 +133,10 @@ export class TaskHubStore {
   readonly instances: TableClient;
   readonly work: TableClient;
 
-  constructor(connectionString: string, readonly hubName: string) {
+  constructor(
+    connectionString: string,
+    readonly hubName: string,
+  ) {
     const insecure = /(Table|Blob|Queue)Endpoint=http:/i.test(connectionString) || /UseDevelopmentStorage=true/i.test(connectionString);
     const opts = { allowInsecureConnection: insecure };
     this.instances = TableClient.fromConnectionString(connectionString, `${hubName}Instances`, opts);

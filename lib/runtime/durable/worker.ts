@@ -84,7 +84,12 @@ export class TaskHubWorker extends ActivityRunner {
    * Create (or re-create, when the existing instance finished) an orchestration instance and its start
    * message. Throws InstanceConflictError when an instance with that id is still active.
    */
-  async createInstance(name: string, instanceId: string, input: string | undefined, parent?: Omit<ChildCreation, 'instanceId' | 'name' | 'input'>): Promise<InstanceRecord> {
+  async createInstance(
+    name: string,
+    instanceId: string,
+    input: string | undefined,
+    parent?: Omit<ChildCreation, 'instanceId' | 'name' | 'input'>,
+  ): Promise<InstanceRecord> {
     try {
       // A new id (the usual case) is created without reading first: the insert fails when the row exists.
       return await this.createWith(name, instanceId, input, parent, undefined);
@@ -164,7 +169,6 @@ export class TaskHubWorker extends ActivityRunner {
     this.pump();
   }
 
-
   private pump(): void {
     if (this.stopped) return;
     for (const [instanceId, map] of this.pending) {
@@ -225,7 +229,10 @@ export class TaskHubWorker extends ActivityRunner {
     try {
       const state = this.stateCache.get(instanceId) ?? (await this.store.getInstance(instanceId));
       if (!state) {
-        await this.release(instanceId, messages.map((m) => m.rk));
+        await this.release(
+          instanceId,
+          messages.map((m) => m.rk),
+        );
         return;
       }
       const history = await this.history(state);
@@ -284,7 +291,6 @@ export class TaskHubWorker extends ActivityRunner {
     }
   }
 
-
   private async history(state: InstanceRecord): Promise<HistoryEvent[]> {
     const cached = this.historyCache.get(state.instanceId);
     if (cached && cached.executionId === state.executionId && cached.episodes === state.episodes) return cached.events;
@@ -303,7 +309,15 @@ export class TaskHubWorker extends ActivityRunner {
       const stem = outbox.rowKey.replace(/^x\./, '');
       chunkBySize(work).forEach((parts, i) => {
         const first = parts[0];
-        messages.push({ pk: 'a', rk: `${stem}.g${i}`, instanceId: outbox.instanceId, kind: 'activities', enqueuedAt: first.enqueuedAt, visibleAt: first.visibleAt, parts });
+        messages.push({
+          pk: 'a',
+          rk: `${stem}.g${i}`,
+          instanceId: outbox.instanceId,
+          kind: 'activities',
+          enqueuedAt: first.enqueuedAt,
+          visibleAt: first.visibleAt,
+          parts,
+        });
       });
     } else {
       messages.push(...work);

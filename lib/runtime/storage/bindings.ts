@@ -22,7 +22,13 @@ export function bindingString(fn: RegisteredFunction, binding: RpcBindingInfo, p
   return resolveString(String(v), env, `Function '${fn.metadata.name}', binding property '${property}'`);
 }
 
-export function connectionOf(fn: RegisteredFunction, bindingName: string, binding: RpcBindingInfo, service: StorageService, env: NodeJS.ProcessEnv): StorageConnection {
+export function connectionOf(
+  fn: RegisteredFunction,
+  bindingName: string,
+  binding: RpcBindingInfo,
+  service: StorageService,
+  env: NodeJS.ProcessEnv,
+): StorageConnection {
   return requireConnection(fn.metadata.name, bindingName, String(binding.type), bindingString(fn, binding, 'connection', env), service, env);
 }
 
@@ -67,7 +73,12 @@ export function encodeMessage(text: string, encoding: 'base64' | 'none'): string
 }
 
 /** Blob input: the blob's bytes (a string with `dataType: 'string'`); a missing blob arrives as null. */
-export async function readBlobInput(ctx: StorageBindingContext, binding: RpcBindingInfo, fn: RegisteredFunction, request: RpcInvocationRequest): Promise<RpcTypedData> {
+export async function readBlobInput(
+  ctx: StorageBindingContext,
+  binding: RpcBindingInfo,
+  fn: RegisteredFunction,
+  request: RpcInvocationRequest,
+): Promise<RpcTypedData> {
   const conn = connectionOf(fn, bindingName(fn, binding), binding, 'blob', ctx.env);
   const path = resolveTemplate(bindingString(fn, binding, 'path', ctx.env) ?? '', bindingData(request, fn.triggerName));
   const { container, blob } = splitBlobPath(path, `Function '${fn.metadata.name}'`);
@@ -81,7 +92,13 @@ export async function readBlobInput(ctx: StorageBindingContext, binding: RpcBind
 }
 
 /** Blob output: the value's bytes as a block blob (the container is created when missing). */
-export async function writeBlobOutput(ctx: StorageBindingContext, binding: RpcBindingInfo, fn: RegisteredFunction, data: RpcTypedData, request: RpcInvocationRequest): Promise<void> {
+export async function writeBlobOutput(
+  ctx: StorageBindingContext,
+  binding: RpcBindingInfo,
+  fn: RegisteredFunction,
+  data: RpcTypedData,
+  request: RpcInvocationRequest,
+): Promise<void> {
   const conn = connectionOf(fn, bindingName(fn, binding), binding, 'blob', ctx.env);
   const path = resolveTemplate(bindingString(fn, binding, 'path', ctx.env) ?? '', bindingData(request, fn.triggerName));
   const { container, blob } = splitBlobPath(path, `Function '${fn.metadata.name}'`);
@@ -92,7 +109,13 @@ export async function writeBlobOutput(ctx: StorageBindingContext, binding: RpcBi
 }
 
 /** Queue output: one message, or one per element of an array (objects as JSON), in the host's encoding. */
-export async function writeQueueOutput(ctx: StorageBindingContext, binding: RpcBindingInfo, fn: RegisteredFunction, data: RpcTypedData, request: RpcInvocationRequest): Promise<void> {
+export async function writeQueueOutput(
+  ctx: StorageBindingContext,
+  binding: RpcBindingInfo,
+  fn: RegisteredFunction,
+  data: RpcTypedData,
+  request: RpcInvocationRequest,
+): Promise<void> {
   const conn = connectionOf(fn, bindingName(fn, binding), binding, 'queue', ctx.env);
   const queueName = resolveTemplate(bindingString(fn, binding, 'queueName', ctx.env) ?? '', bindingData(request, fn.triggerName)).toLowerCase();
   const value = typedDataValue(data);
@@ -118,7 +141,12 @@ function toHostEntity(e: Record<string, unknown>): Record<string, unknown> {
  * Table input: with `rowKey`, the one entity (null when missing); otherwise the entities of `partitionKey`
  * and/or `filter` (OData), at most `take`. Entities carry PartitionKey, RowKey, Timestamp and their properties.
  */
-export async function readTableInput(ctx: StorageBindingContext, binding: RpcBindingInfo, fn: RegisteredFunction, request: RpcInvocationRequest): Promise<RpcTypedData> {
+export async function readTableInput(
+  ctx: StorageBindingContext,
+  binding: RpcBindingInfo,
+  fn: RegisteredFunction,
+  request: RpcInvocationRequest,
+): Promise<RpcTypedData> {
   const conn = connectionOf(fn, bindingName(fn, binding), binding, 'table', ctx.env);
   const values = bindingData(request, fn.triggerName);
   const prop = (p: string) => {
@@ -159,7 +187,13 @@ export async function readTableInput(ctx: StorageBindingContext, binding: RpcBin
  * Table output: one entity or an array, each added (never replaced: an existing key fails the invocation, as
  * on the host). `PartitionKey`/`RowKey` come from the entity, else from the binding's partitionKey/rowKey.
  */
-export async function writeTableOutput(ctx: StorageBindingContext, binding: RpcBindingInfo, fn: RegisteredFunction, data: RpcTypedData, request: RpcInvocationRequest): Promise<void> {
+export async function writeTableOutput(
+  ctx: StorageBindingContext,
+  binding: RpcBindingInfo,
+  fn: RegisteredFunction,
+  data: RpcTypedData,
+  request: RpcInvocationRequest,
+): Promise<void> {
   const conn = connectionOf(fn, bindingName(fn, binding), binding, 'table', ctx.env);
   const values = bindingData(request, fn.triggerName);
   const prop = (p: string) => {
@@ -176,11 +210,13 @@ export async function writeTableOutput(ctx: StorageBindingContext, binding: RpcB
     if ((err as { statusCode?: number }).statusCode !== 409) throw err;
   }
   for (const item of items) {
-    if (!item || typeof item !== 'object') throw new Error(`Function '${fn.metadata.name}': a table output value must be an object (an entity) or an array of them.`);
+    if (!item || typeof item !== 'object')
+      throw new Error(`Function '${fn.metadata.name}': a table output value must be an object (an entity) or an array of them.`);
     const { PartitionKey, RowKey, partitionKey, rowKey, ...props } = item;
     const pk = PartitionKey ?? partitionKey ?? prop('partitionKey');
     const rk = RowKey ?? rowKey ?? prop('rowKey');
-    if (pk === undefined || rk === undefined) throw new Error(`Function '${fn.metadata.name}': table entity has no PartitionKey or RowKey (set them on the value or on the binding).`);
+    if (pk === undefined || rk === undefined)
+      throw new Error(`Function '${fn.metadata.name}': table entity has no PartitionKey or RowKey (set them on the value or on the binding).`);
     delete props.Timestamp;
     delete props.ETag;
     const entity: TableEntity<Record<string, unknown>> = { partitionKey: String(pk), rowKey: String(rk), ...props };

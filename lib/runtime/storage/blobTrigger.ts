@@ -24,7 +24,8 @@ export function compileBlobPath(path: string, fnName: string): BlobPattern {
   const i = path.indexOf('/');
   const container = i < 0 ? path : path.slice(0, i);
   const rest = i < 0 ? '' : path.slice(i + 1);
-  if (!container || /[{}]/.test(container)) throw Object.assign(new Error(`Function '${fnName}': the blob trigger path '${path}' must start with a container name.`), { setting: `${fnName}.path` });
+  if (!container || /[{}]/.test(container))
+    throw Object.assign(new Error(`Function '${fnName}': the blob trigger path '${path}' must start with a container name.`), { setting: `${fnName}.path` });
   const names: string[] = [];
   let source = '';
   let prefix: string | undefined;
@@ -84,7 +85,9 @@ export class BlobListener {
     const tick = () => {
       if (this.stopped) return;
       this.scanning = this.scan()
-        .catch((err: Error) => this.ctx.logger.log('warning', `Function.${this.fn.metadata.name}`, `Scanning container '${this.pattern.container}' failed: ${err.message}`))
+        .catch((err: Error) =>
+          this.ctx.logger.log('warning', `Function.${this.fn.metadata.name}`, `Scanning container '${this.pattern.container}' failed: ${err.message}`),
+        )
         .finally(() => {
           this.scanning = undefined;
           if (!this.stopped) this.timer = setTimeout(tick, this.options.pollMs);
@@ -127,7 +130,14 @@ export class BlobListener {
     }
   }
 
-  private async fire(blobName: string, etag: string, match: RegExpExecArray, metadata: Record<string, string>, properties: Record<string, unknown>, attempts: number): Promise<void> {
+  private async fire(
+    blobName: string,
+    etag: string,
+    match: RegExpExecArray,
+    metadata: Record<string, string>,
+    properties: Record<string, unknown>,
+    attempts: number,
+  ): Promise<void> {
     const name = this.fn.metadata.name;
     const blob = this.container.getBlobClient(blobName);
     const binding = this.fn.metadata.bindings[this.fn.triggerName];
@@ -145,18 +155,33 @@ export class BlobListener {
         inputData: [{ name: this.fn.triggerName, data: binding.dataType === 'string' ? { string: bytes.toString('utf8') } : { bytes } }],
         triggerMetadata,
       };
-      const outcome = await this.ctx.invoke(this.fn, request, `New blob detected(${properties.blobType ?? 'BlockBlob'}): ${this.pattern.container}/${blobName}`);
+      const outcome = await this.ctx.invoke(
+        this.fn,
+        request,
+        `New blob detected(${properties.blobType ?? 'BlockBlob'}): ${this.pattern.container}/${blobName}`,
+      );
       failed = outcome.response.result?.status === 'failure';
     } catch (err) {
       this.ctx.logger.log('error', `Function.${name}`, `Blob ${this.pattern.container}/${blobName} could not be processed: ${(err as Error).message}`);
     }
     const tries = attempts + 1;
     if (failed && tries >= this.options.maxDequeueCount) {
-      const message = { Type: 'BlobTrigger', FunctionId: `Host.Functions.${name}`, BlobType: String(properties.blobType ?? 'BlockBlob'), ContainerName: this.pattern.container, BlobName: blobName, ETag: etag };
+      const message = {
+        Type: 'BlobTrigger',
+        FunctionId: `Host.Functions.${name}`,
+        BlobType: String(properties.blobType ?? 'BlockBlob'),
+        ContainerName: this.pattern.container,
+        BlobName: blobName,
+        ETag: etag,
+      };
       const poison = this.poison();
       await poison.createIfNotExists();
       await poison.sendMessage(encodeMessage(JSON.stringify(message), this.options.messageEncoding));
-      this.ctx.logger.log('warning', `Function.${name}`, `Blob ${this.pattern.container}/${blobName} failed ${tries} times (maxDequeueCount). Moving it to queue '${BLOB_POISON_QUEUE}'.`);
+      this.ctx.logger.log(
+        'warning',
+        `Function.${name}`,
+        `Blob ${this.pattern.container}/${blobName} failed ${tries} times (maxDequeueCount). Moving it to queue '${BLOB_POISON_QUEUE}'.`,
+      );
     }
     await this.receipts.upsertEntity({ partitionKey: this.partition, rowKey: rowKeyOf(blobName), ETag: etag, Attempts: tries, Done: !failed }, 'Replace');
     if (!failed || tries >= this.options.maxDequeueCount) this.settled.set(blobName, etag);

@@ -17,7 +17,10 @@ export class StorageClients {
     let client = this.queues.get(key);
     if (!client) {
       const { QueueServiceClient } = queueSdk();
-      client = c.kind === 'connectionString' ? QueueServiceClient.fromConnectionString(c.connectionString) : new QueueServiceClient(c.serviceUri, identityCredential(c.clientId));
+      client =
+        c.kind === 'connectionString'
+          ? QueueServiceClient.fromConnectionString(c.connectionString)
+          : new QueueServiceClient(c.serviceUri, identityCredential(c.clientId));
       this.queues.set(key, client);
     }
     return client;
@@ -28,7 +31,10 @@ export class StorageClients {
     let client = this.blobs.get(key);
     if (!client) {
       const { BlobServiceClient } = blobSdk();
-      client = c.kind === 'connectionString' ? BlobServiceClient.fromConnectionString(c.connectionString) : new BlobServiceClient(c.serviceUri, identityCredential(c.clientId));
+      client =
+        c.kind === 'connectionString'
+          ? BlobServiceClient.fromConnectionString(c.connectionString)
+          : new BlobServiceClient(c.serviceUri, identityCredential(c.clientId));
       this.blobs.set(key, client);
     }
     return client;

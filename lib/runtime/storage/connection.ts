@@ -6,8 +6,7 @@ export type StorageService = 'queue' | 'blob' | 'table';
 
 /** Where a binding's `connection` leads: a connection string, or a service URI reached with a token credential. */
 export type StorageConnection =
-  | { kind: 'connectionString'; setting: string; connectionString: string }
-  | { kind: 'identity'; setting: string; serviceUri: string; clientId?: string };
+  { kind: 'connectionString'; setting: string; connectionString: string } | { kind: 'identity'; setting: string; serviceUri: string; clientId?: string };
 
 /** The default connection of the storage bindings, as on the host. */
 export const DEFAULT_CONNECTION = 'AzureWebJobsStorage';
@@ -30,7 +29,8 @@ function fromName(name: string, service: StorageService, env: NodeJS.ProcessEnv)
   const section = settingSection(name, env);
   const serviceUri = section[`${service}serviceuri`] ?? section.serviceuri;
   if (serviceUri) return { kind: 'identity', setting: name, serviceUri, clientId: section.clientid };
-  if (section.accountname) return { kind: 'identity', setting: name, serviceUri: `https://${section.accountname}.${service}.core.windows.net`, clientId: section.clientid };
+  if (section.accountname)
+    return { kind: 'identity', setting: name, serviceUri: `https://${section.accountname}.${service}.core.windows.net`, clientId: section.clientid };
   return undefined;
 }
 
@@ -48,12 +48,23 @@ export function resolveConnection(name: string | undefined, service: StorageServ
 }
 
 /** resolveConnection, or the start-up error naming the function, the binding and the setting. */
-export function requireConnection(fnName: string, bindingName: string, type: string, name: string | undefined, service: StorageService, env: NodeJS.ProcessEnv = process.env): StorageConnection {
+export function requireConnection(
+  fnName: string,
+  bindingName: string,
+  type: string,
+  name: string | undefined,
+  service: StorageService,
+  env: NodeJS.ProcessEnv = process.env,
+): StorageConnection {
   const hit = resolveConnection(name, service, env);
   if (hit) return hit;
   const setting = name && name.trim() ? name.trim() : DEFAULT_CONNECTION;
-  const tried = name && name.trim() ? `'${setting}' (nor 'AzureWebJobs${setting}', '${setting}__serviceUri', '${setting}__${service}ServiceUri')` : `'${setting}'`;
-  throw new RuntimeConfigError(setting, `Function '${fnName}': the ${type} binding '${bindingName}' uses the storage connection '${setting}', but the app setting ${tried} is not set.`);
+  const tried =
+    name && name.trim() ? `'${setting}' (nor 'AzureWebJobs${setting}', '${setting}__serviceUri', '${setting}__${service}ServiceUri')` : `'${setting}'`;
+  throw new RuntimeConfigError(
+    setting,
+    `Function '${fnName}': the ${type} binding '${bindingName}' uses the storage connection '${setting}', but the app setting ${tried} is not set.`,
+  );
 }
 
 let credential: TokenCredential | undefined;

@@ -4,7 +4,16 @@ import type { RegisteredFunction } from '../registry';
 import { retryPolicyOf } from '../retry';
 import { resolveString, RuntimeConfigError } from '../settings';
 import { BLOB_POISON_QUEUE, BLOB_RECEIPTS_TABLE, BlobListener, compileBlobPath } from './blobTrigger';
-import { bindingString, connectionOf, readBlobInput, readTableInput, writeBlobOutput, writeQueueOutput, writeTableOutput, type StorageBindingContext } from './bindings';
+import {
+  bindingString,
+  connectionOf,
+  readBlobInput,
+  readTableInput,
+  writeBlobOutput,
+  writeQueueOutput,
+  writeTableOutput,
+  type StorageBindingContext,
+} from './bindings';
 import { StorageClients } from './clients';
 import { requireConnection, type StorageConnection, type StorageService } from './connection';
 import { QueueListener, queueOptions } from './queueTrigger';
@@ -51,7 +60,11 @@ export function createStorageExtension(env: NodeJS.ProcessEnv = process.env): Ru
 
   function required(fn: RegisteredFunction, binding: RpcBindingInfo, property: string): string {
     const v = bindingString(fn, binding, property, env);
-    if (!v) throw new RuntimeConfigError(`${fn.metadata.name}.${property}`, `Function '${fn.metadata.name}': the ${String(binding.type)} binding needs '${property}'.`);
+    if (!v)
+      throw new RuntimeConfigError(
+        `${fn.metadata.name}.${property}`,
+        `Function '${fn.metadata.name}': the ${String(binding.type)} binding needs '${property}'.`,
+      );
     return v;
   }
 
@@ -79,14 +92,25 @@ export function createStorageExtension(env: NodeJS.ProcessEnv = process.env): Ru
       checkConnections(fns);
       const localRuntime = (ctx.hostJson.localRuntime ?? {}) as Record<string, unknown>;
       const pollMs = localRuntime.blobPollingIntervalMs === undefined ? BLOB_POLL_MS : Number(localRuntime.blobPollingIntervalMs);
-      if (!Number.isFinite(pollMs) || pollMs < 100) throw new RuntimeConfigError('localRuntime.blobPollingIntervalMs', 'host.json localRuntime.blobPollingIntervalMs must be a number of milliseconds >= 100.');
+      if (!Number.isFinite(pollMs) || pollMs < 100)
+        throw new RuntimeConfigError(
+          'localRuntime.blobPollingIntervalMs',
+          'host.json localRuntime.blobPollingIntervalMs must be a number of milliseconds >= 100.',
+        );
 
       for (const fn of ctx.registry.byTriggerType('queueTrigger')) {
         const binding = fn.metadata.bindings[fn.triggerName];
         const conn = connectionOf(fn, fn.triggerName, binding, 'queue', env);
         const queueName = resolveString(required(fn, binding, 'queueName'), env).toLowerCase();
         const service = clients.queueService(conn);
-        const listener = new QueueListener(ctx, fn, service.getQueueClient(queueName), () => service.getQueueClient(`${queueName}-poison`), options, retryPolicyOf(fn));
+        const listener = new QueueListener(
+          ctx,
+          fn,
+          service.getQueueClient(queueName),
+          () => service.getQueueClient(`${queueName}-poison`),
+          options,
+          retryPolicyOf(fn),
+        );
         queueListeners.push(listener);
         const key = `${connectionKey(conn)}|${queueName}`;
         byQueue.set(key, [...(byQueue.get(key) ?? []), listener]);
@@ -106,17 +130,30 @@ export function createStorageExtension(env: NodeJS.ProcessEnv = process.env): Ru
         for (const fn of blobFns) {
           const binding = fn.metadata.bindings[fn.triggerName];
           if (binding.source !== undefined && binding.source !== null && String(binding.source).toLowerCase() === 'eventgrid') {
-            throw new RuntimeConfigError(`${fn.metadata.name}.source`, `Function '${fn.metadata.name}': blob trigger source 'EventGrid' is not supported by this runtime (Event Grid does not reach it); use the default source.`);
+            throw new RuntimeConfigError(
+              `${fn.metadata.name}.source`,
+              `Function '${fn.metadata.name}': blob trigger source 'EventGrid' is not supported by this runtime (Event Grid does not reach it); use the default source.`,
+            );
           }
           const conn = connectionOf(fn, fn.triggerName, binding, 'blob', env);
           const pattern = compileBlobPath(required(fn, binding, 'path'), fn.metadata.name);
           const container = clients.blobService(conn).getContainerClient(pattern.container);
-          blobListeners.push(new BlobListener(ctx, fn, pattern, container, receipts, () => clients.queueService(hostQueue).getQueueClient(BLOB_POISON_QUEUE), { pollMs, maxDequeueCount: options.maxDequeueCount, messageEncoding: options.messageEncoding }));
+          blobListeners.push(
+            new BlobListener(ctx, fn, pattern, container, receipts, () => clients.queueService(hostQueue).getQueueClient(BLOB_POISON_QUEUE), {
+              pollMs,
+              maxDequeueCount: options.maxDequeueCount,
+              messageEncoding: options.messageEncoding,
+            }),
+          );
         }
       }
       for (const l of queueListeners) {
         l.start();
-        ctx.logger.log('information', `Function.${l.fn.metadata.name}`, `Queue trigger '${l.fn.metadata.name}' listens on queue '${l.queueName}' (batchSize ${options.batchSize}, maxDequeueCount ${options.maxDequeueCount}, polling up to every ${options.maxPollingIntervalMs}ms).`);
+        ctx.logger.log(
+          'information',
+          `Function.${l.fn.metadata.name}`,
+          `Queue trigger '${l.fn.metadata.name}' listens on queue '${l.queueName}' (batchSize ${options.batchSize}, maxDequeueCount ${options.maxDequeueCount}, polling up to every ${options.maxPollingIntervalMs}ms).`,
+        );
       }
       for (const l of blobListeners) {
         l.start();

@@ -33,12 +33,16 @@ export function queueOptions(hostJson: Record<string, unknown>): QueueOptions {
     const v = q[name];
     if (v === undefined || v === null) return def;
     const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max) throw Object.assign(new Error(`host.json extensions.queues.${name} must be a whole number from ${min} to ${max}.`), { setting: `extensions.queues.${name}` });
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw Object.assign(new Error(`host.json extensions.queues.${name} must be a whole number from ${min} to ${max}.`), {
+        setting: `extensions.queues.${name}`,
+      });
     return n;
   };
   const batchSize = int('batchSize', 16, 1, 32);
   const encoding = String(q.messageEncoding ?? 'base64').toLowerCase();
-  if (encoding !== 'base64' && encoding !== 'none') throw Object.assign(new Error(`host.json extensions.queues.messageEncoding must be "base64" or "none".`), { setting: 'extensions.queues.messageEncoding' });
+  if (encoding !== 'base64' && encoding !== 'none')
+    throw Object.assign(new Error(`host.json extensions.queues.messageEncoding must be "base64" or "none".`), { setting: 'extensions.queues.messageEncoding' });
   return {
     maxPollingIntervalMs: parseTimeSpan(q.maxPollingInterval, 'extensions.queues.maxPollingInterval') ?? 60_000,
     visibilityTimeoutMs: parseTimeSpan(q.visibilityTimeout, 'extensions.queues.visibilityTimeout') ?? 0,
@@ -153,12 +157,15 @@ export class QueueListener {
     const name = this.fn.metadata.name;
     let popReceipt = m.popReceipt;
     if (m.dequeueCount > this.options.maxDequeueCount) return this.moveToPoison(m, popReceipt);
-    const renew = setInterval(() => {
-      this.queue
-        .updateMessage(m.messageId, popReceipt, undefined, LEASE_SECONDS)
-        .then((r) => (popReceipt = r.popReceipt ?? popReceipt))
-        .catch(() => undefined);
-    }, (LEASE_SECONDS * 1000) / 2);
+    const renew = setInterval(
+      () => {
+        this.queue
+          .updateMessage(m.messageId, popReceipt, undefined, LEASE_SECONDS)
+          .then((r) => (popReceipt = r.popReceipt ?? popReceipt))
+          .catch(() => undefined);
+      },
+      (LEASE_SECONDS * 1000) / 2,
+    );
     let failed: boolean;
     try {
       const content = decodeMessage(m.messageText, this.options.messageEncoding);
@@ -175,8 +182,13 @@ export class QueueListener {
         },
       };
       const reason = `New queue message detected on '${this.queue.name}'.`;
-      const outcome = await invokeWithRetry((r) => this.ctx.invoke(this.fn, r, reason), this.retry, request, () => this.stopped, (retry, ms) =>
-        this.ctx.logger.log('information', `Function.${name}`, `Retry ${retry} of '${name}' in ${Math.round(ms)}ms (retry policy ${this.retry?.strategy}).`),
+      const outcome = await invokeWithRetry(
+        (r) => this.ctx.invoke(this.fn, r, reason),
+        this.retry,
+        request,
+        () => this.stopped,
+        (retry, ms) =>
+          this.ctx.logger.log('information', `Function.${name}`, `Retry ${retry} of '${name}' in ${Math.round(ms)}ms (retry policy ${this.retry?.strategy}).`),
       );
       failed = outcome.response.result?.status === 'failure';
     } catch (err) {
@@ -197,7 +209,11 @@ export class QueueListener {
   private async moveToPoison(m: DequeuedMessageItem, popReceipt: string): Promise<void> {
     this.poison ??= this.poisonFor();
     await this.poison.createIfNotExists();
-    this.ctx.logger.log('warning', `Function.${this.fn.metadata.name}`, `Message has reached MaxDequeueCount of ${this.options.maxDequeueCount}. Moving message to queue '${this.poison.name}'.`);
+    this.ctx.logger.log(
+      'warning',
+      `Function.${this.fn.metadata.name}`,
+      `Message has reached MaxDequeueCount of ${this.options.maxDequeueCount}. Moving message to queue '${this.poison.name}'.`,
+    );
     await this.poison.sendMessage(m.messageText);
     await this.queue.deleteMessage(m.messageId, popReceipt);
   }

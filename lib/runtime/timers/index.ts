@@ -86,8 +86,13 @@ export function createTimerExtension(): RuntimeExtension {
     const reason = isPastDue ? `Timer fired at ${new Date().toISOString()} (past due)` : `Timer fired at ${new Date().toISOString()}`;
     try {
       const request = { inputData: [{ name: t.fn.triggerName, data: { json: JSON.stringify(input) } }], triggerMetadata: {} };
-      await invokeWithRetry((r) => ctx.invoke(t.fn, r, reason), t.retry, request, () => stopped, (retry, ms) =>
-        ctx.logger.log('information', `Function.${name}`, `Retry ${retry} of '${name}' in ${Math.round(ms)}ms (retry policy ${t.retry?.strategy}).`),
+      await invokeWithRetry(
+        (r) => ctx.invoke(t.fn, r, reason),
+        t.retry,
+        request,
+        () => stopped,
+        (retry, ms) =>
+          ctx.logger.log('information', `Function.${name}`, `Retry ${retry} of '${name}' in ${Math.round(ms)}ms (retry policy ${t.retry?.strategy}).`),
       );
     } catch (err) {
       ctx.logger.log('error', `Function.${name}`, `Timer invocation failed: ${(err as Error).message}`);
@@ -163,7 +168,11 @@ export function createTimerExtension(): RuntimeExtension {
         const missed = t.useMonitor ? pastDueOccurrence(t.status, now) : undefined;
         const startup = missed ?? (t.runOnStartup ? now : undefined);
         const name = t.fn.metadata.name;
-        context.logger.log('information', `Function.${name}`, `Timer '${name}' schedule '${t.schedule.expression}' (UTC); next occurrence ${t.schedule.next(now)?.toISOString() ?? 'never'}${missed ? '; a missed occurrence runs now (past due)' : ''}.`);
+        context.logger.log(
+          'information',
+          `Function.${name}`,
+          `Timer '${name}' schedule '${t.schedule.expression}' (UTC); next occurrence ${t.schedule.next(now)?.toISOString() ?? 'never'}${missed ? '; a missed occurrence runs now (past due)' : ''}.`,
+        );
         if (startup) {
           t.running = fire(t, startup, !!missed).finally(() => {
             t.running = undefined;

@@ -37,7 +37,12 @@ describe('license', () => {
   it('Admin gets the configured license', async () => {
     const res = await svc.call('GET', 'license');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ licensedTo: 'Contoso Ltd', edition: 'Enterprise', expiresOn: '2027-12-31T00:00:00.000Z', limits: { connectors: 50, meshObjects: 100000 } });
+    expect(res.body).toEqual({
+      licensedTo: 'Contoso Ltd',
+      edition: 'Enterprise',
+      expiresOn: '2027-12-31T00:00:00.000Z',
+      limits: { connectors: 50, meshObjects: 100000 },
+    });
   });
 
   it('Operator and Viewer: 403; anonymous: 401', async () => {
@@ -49,8 +54,12 @@ describe('license', () => {
 
 describe('audit', () => {
   it('is Admin only, newest first, filterable by actor and target type, paged', async () => {
-    const a = await svc.call('POST', 'connectors', { body: { name: 'Audit One', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } } });
-    const b = await svc.call('POST', 'connectors', { body: { name: 'Audit Two', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } } });
+    const a = await svc.call('POST', 'connectors', {
+      body: { name: 'Audit One', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } },
+    });
+    const b = await svc.call('POST', 'connectors', {
+      body: { name: 'Audit Two', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } },
+    });
     expect((await svc.call('GET', 'audit', { role: 'Operator' })).status).toBe(403);
     const all = await svc.call('GET', 'audit?targetType=connector');
     expect(all.status).toBe(200);
@@ -93,13 +102,28 @@ describe('OpenAPI (anonymous)', () => {
 
 describe('connector delete resumes after a crash', () => {
   it('a delete left half-way (operation recorded, connector marked, then kill -9) is finished at the next start', async () => {
-    const c = await svc.call('POST', 'connectors', { body: { name: 'Crashy', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' }, secrets: { k: 'secret-crashy' } } } });
-    const rule = await svc.call('POST', 'rules', { body: { ruleName: 'r', ruleType: 'JoinRule', connectorId: c.body.id, sourceAttribute: 'a', targetAttribute: 'b' } });
+    const c = await svc.call('POST', 'connectors', {
+      body: {
+        name: 'Crashy',
+        type: 'custom',
+        config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' }, secrets: { k: 'secret-crashy' } },
+      },
+    });
+    const rule = await svc.call('POST', 'rules', {
+      body: { ruleName: 'r', ruleType: 'JoinRule', connectorId: c.body.id, sourceAttribute: 'a', targetAttribute: 'b' },
+    });
     expect(rule.status).toBe(201);
     await svc.kill();
     // The state a crash right after the first two steps of DELETE leaves: the pending operation and the mark.
     const ops = await rawTable('Operations');
-    await ops.upsertEntity({ partitionKey: 'pending', rowKey: `deleteConnector|${c.body.id}`, kind: 'deleteConnector', targetId: c.body.id, createdOn: new Date().toISOString(), completedSteps: '[]' });
+    await ops.upsertEntity({
+      partitionKey: 'pending',
+      rowKey: `deleteConnector|${c.body.id}`,
+      kind: 'deleteConnector',
+      targetId: c.body.id,
+      createdOn: new Date().toISOString(),
+      completedSteps: '[]',
+    });
     const connectors = await rawTable('Connectors');
     await connectors.updateEntity({ partitionKey: 'connector', rowKey: c.body.id, state: 'deleting' }, 'Merge');
     await svc.start();
@@ -108,11 +132,19 @@ describe('connector delete resumes after a crash', () => {
     expect(await dumpTable('Operations')).toEqual([]);
     expect((await dumpTable('Connectors')).some((e) => e.rowKey === c.body.id)).toBe(false);
     expect((await dumpTable('ConnectorNames')).some((e) => e.connectorId === c.body.id)).toBe(false);
-    expect((await svc.call('POST', 'connectors', { body: { name: 'crashy', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } } })).status).toBe(201);
+    expect(
+      (
+        await svc.call('POST', 'connectors', {
+          body: { name: 'crashy', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it('a deleting connector is a 404 to readers and absent from the list', async () => {
-    const c = await svc.call('POST', 'connectors', { body: { name: 'Half Gone', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } } });
+    const c = await svc.call('POST', 'connectors', {
+      body: { name: 'Half Gone', type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } },
+    });
     const connectors = await rawTable('Connectors');
     await connectors.updateEntity({ partitionKey: 'connector', rowKey: c.body.id, state: 'deleting' }, 'Merge');
     expect((await svc.call('GET', `connectors/${c.body.id}`)).status).toBe(404);
@@ -123,7 +155,10 @@ describe('connector delete resumes after a crash', () => {
 
 describe('sensitive rate limit', () => {
   it('answers 429 problem+json with Retry-After past the configured limit', async () => {
-    const limited = await startService({ env: { RateLimiting__Sensitive__PermitLimit: '2', RateLimiting__Sensitive__WindowSeconds: '600' }, prefix: svc.prefix });
+    const limited = await startService({
+      env: { RateLimiting__Sensitive__PermitLimit: '2', RateLimiting__Sensitive__WindowSeconds: '600' },
+      prefix: svc.prefix,
+    });
     try {
       expect((await limited.call('GET', 'license')).status).toBe(200);
       expect((await limited.call('GET', 'license')).status).toBe(200);

@@ -74,7 +74,13 @@ describeWithServer('postgres')('configuration history, restore, export and impor
     await ok(a, 'PUT', `connectors/${hr}`, { name: 'HR database', config: config({ password: '********' }) });
     let items = await history(a, `targetType=connector&targetId=${hr}`);
     expect(items.map((v) => v.action)).toEqual(['update', 'create']);
-    expect(items[1]).toMatchObject({ targetType: 'connector', targetId: hr, actorUpn: 'admin.upn@example.test', before: null, after: { id: hr, name: 'HR', type: 'sql' } });
+    expect(items[1]).toMatchObject({
+      targetType: 'connector',
+      targetId: hr,
+      actorUpn: 'admin.upn@example.test',
+      before: null,
+      after: { id: hr, name: 'HR', type: 'sql' },
+    });
     expect(items[1].after.config).toMatchObject({ password: '********', database: db });
     expect(items[0]).toMatchObject({ before: { name: 'HR' }, after: { name: 'HR database', config: { password: '********' } } });
     expect(JSON.stringify(items)).not.toContain(server.password);
@@ -82,14 +88,40 @@ describeWithServer('postgres')('configuration history, restore, export and impor
 
     await ok(a, 'POST', 'rules', { ruleName: 'project', ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employee_id', objectType: 'User' }, 201);
     for (const attr of ['given_name', 'sn', 'mail']) {
-      const id = (await ok(a, 'POST', 'rules', { ruleName: `flow ${attr}`, ruleType: 'FlowRule', connectorId: hr, sourceAttribute: attr, targetAttribute: attr, confidence: 50 }, 201)).ruleId;
+      const id = (
+        await ok(
+          a,
+          'POST',
+          'rules',
+          { ruleName: `flow ${attr}`, ruleType: 'FlowRule', connectorId: hr, sourceAttribute: attr, targetAttribute: attr, confidence: 50 },
+          201,
+        )
+      ).ruleId;
       if (attr === 'mail') flowRule = id;
     }
-    await ok(a, 'PUT', `rules/${flowRule}`, { ruleName: 'flow mail', ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'mail', targetAttribute: 'mail', confidence: 70 });
-    const temp = (await ok(a, 'POST', 'rules', { ruleName: 'temp', ruleType: 'JoinRule', connectorId: hr, sourceAttribute: 'employee_id', targetAttribute: 'employeeId' }, 201)).ruleId;
+    await ok(a, 'PUT', `rules/${flowRule}`, {
+      ruleName: 'flow mail',
+      ruleType: 'FlowRule',
+      connectorId: hr,
+      sourceAttribute: 'mail',
+      targetAttribute: 'mail',
+      confidence: 70,
+    });
+    const temp = (
+      await ok(
+        a,
+        'POST',
+        'rules',
+        { ruleName: 'temp', ruleType: 'JoinRule', connectorId: hr, sourceAttribute: 'employee_id', targetAttribute: 'employeeId' },
+        201,
+      )
+    ).ruleId;
     await ok(a, 'DELETE', `rules/${temp}`, undefined, 204);
     items = await history(a, `targetType=rule&targetId=${flowRule}`);
-    expect(items.map((v) => [v.action, v.before?.confidence ?? null, v.after?.confidence ?? null])).toEqual([['update', 50, 70], ['create', null, 50]]);
+    expect(items.map((v) => [v.action, v.before?.confidence ?? null, v.after?.confidence ?? null])).toEqual([
+      ['update', 50, 70],
+      ['create', null, 50],
+    ]);
     items = await history(a, `targetId=${temp}`);
     expect(items.map((v) => v.action)).toEqual(['delete', 'create']);
     expect(items[0]).toMatchObject({ targetType: 'rule', before: { ruleId: temp, ruleName: 'temp' }, after: null });
@@ -100,7 +132,12 @@ describeWithServer('postgres')('configuration history, restore, export and impor
     const gone = (await ok(a, 'POST', 'schedules', { ...body, name: 'gone' }, 201)).scheduleId;
     await ok(a, 'DELETE', `schedules/${gone}`, undefined, 204);
     items = await history(a, 'targetType=schedule');
-    expect(items.map((v) => [v.action, v.targetId])).toEqual([['delete', gone], ['create', gone], ['update', schedule], ['create', schedule]]);
+    expect(items.map((v) => [v.action, v.targetId])).toEqual([
+      ['delete', gone],
+      ['create', gone],
+      ['update', schedule],
+      ['create', schedule],
+    ]);
     expect(items[2]).toMatchObject({ before: { cron: '0 0 3 * * *' }, after: { cron: '0 30 3 * * *' } });
 
     // All of it, newest first; Viewer reads it, only Admin restores.
@@ -124,7 +161,15 @@ describeWithServer('postgres')('configuration history, restore, export and impor
 
     // A connector deleted (with its rule), restored from its delete version with the same id and password.
     const spare = (await ok(a, 'POST', 'connectors', { name: 'Spare', type: 'sql', config: config() }, 201)).id;
-    const spareRule = (await ok(a, 'POST', 'rules', { ruleName: 'spare flow', ruleType: 'FlowRule', connectorId: spare, sourceAttribute: 'sn', targetAttribute: 'surname', confidence: 10 }, 201)).ruleId;
+    const spareRule = (
+      await ok(
+        a,
+        'POST',
+        'rules',
+        { ruleName: 'spare flow', ruleType: 'FlowRule', connectorId: spare, sourceAttribute: 'sn', targetAttribute: 'surname', confidence: 10 },
+        201,
+      )
+    ).ruleId;
     await ok(a, 'DELETE', `connectors/${spare}`, undefined, 204);
     expect((await a.call('GET', `connectors/${spare}`)).status).toBe(404);
     const [ruleDelete] = await history(a, `targetId=${spareRule}`);
@@ -185,7 +230,10 @@ describeWithServer('postgres')('configuration history, restore, export and impor
     expect((await history(b, '')).map((v) => v.action)).toEqual(Array(6).fill('create'));
     expect((await ok(b, 'GET', 'audit?targetType=connector')).items).toContainEqual(expect.objectContaining({ action: 'create', targetId: hr }));
     // The same document again: every item unchanged, nothing written.
-    const again = await ok(b, 'POST', 'config/import', { ...doc, connectors: [{ ...doc.connectors[0], config: { ...doc.connectors[0].config, password: '********' } }] });
+    const again = await ok(b, 'POST', 'config/import', {
+      ...doc,
+      connectors: [{ ...doc.connectors[0], config: { ...doc.connectors[0].config, password: '********' } }],
+    });
     expect(again.changes.map((c: Json) => c.action)).toEqual(Array(6).fill('unchanged'));
     expect(await history(b, '')).toHaveLength(6);
 
@@ -197,7 +245,9 @@ describeWithServer('postgres')('configuration history, restore, export and impor
       for (const o of list.items) {
         // Each value with its confidence and source (the connector's id, the same on both services), not its time.
         const attributes = (await ok(svc, 'GET', `mesh/objects/${o.meshObjectId}`)).attributes as Json[];
-        out[o.anchorValue] = Object.fromEntries(attributes.map((x) => [x.attributeName, { value: x.attributeValue, confidence: x.confidence, source: x.source }]));
+        out[o.anchorValue] = Object.fromEntries(
+          attributes.map((x) => [x.attributeName, { value: x.attributeValue, confidence: x.confidence, source: x.source }]),
+        );
       }
       return out;
     };
@@ -213,7 +263,15 @@ describeWithServer('postgres')('configuration history, restore, export and impor
 
   test('prune: without it nothing is deleted, with it what the document lacks is', async () => {
     const doc = await ok(b, 'GET', 'config/export');
-    const extra = (await ok(b, 'POST', 'rules', { ruleName: 'extra', ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'department', targetAttribute: 'department', confidence: 5 }, 201)).ruleId;
+    const extra = (
+      await ok(
+        b,
+        'POST',
+        'rules',
+        { ruleName: 'extra', ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'department', targetAttribute: 'department', confidence: 5 },
+        201,
+      )
+    ).ruleId;
     const kept = await ok(b, 'POST', 'config/import', doc);
     expect(kept.changes.map((c: Json) => c.action)).toEqual(Array(6).fill('unchanged'));
     expect((await b.call('GET', `rules/${extra}`)).status).toBe(200);
@@ -239,7 +297,14 @@ describeWithServer('postgres')('configuration history, restore, export and impor
     // Validation: a good change next to a rule naming an unknown connector and a schedule with a bad cron.
     const invalid = structuredClone(base);
     invalid.rules[0].priority = 7;
-    invalid.rules.push({ ruleName: 'orphan', ruleType: 'FlowRule', connectorId: '00000000-0000-4000-8000-0000000000aa', sourceAttribute: 'x', targetAttribute: 'x', confidence: 1 });
+    invalid.rules.push({
+      ruleName: 'orphan',
+      ruleType: 'FlowRule',
+      connectorId: '00000000-0000-4000-8000-0000000000aa',
+      sourceAttribute: 'x',
+      targetAttribute: 'x',
+      confidence: 1,
+    });
     invalid.schedules[0].cron = 'every day';
     const res = await b.call('POST', 'config/import', { body: invalid });
     expect(res.status).toBe(400);
@@ -249,7 +314,9 @@ describeWithServer('postgres')('configuration history, restore, export and impor
     // Valid for validation, refused at a write halfway: two schedules swap names (each name is free in the
     // final configuration, but the first rename finds the other still holding it). The connector and rule
     // changes made before it are undone.
-    const second = (await ok(b, 'POST', 'schedules', { name: 'weekly', cron: '0 0 4 * * 0', isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [hr] }] }, 201)).scheduleId;
+    const second = (
+      await ok(b, 'POST', 'schedules', { name: 'weekly', cron: '0 0 4 * * 0', isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [hr] }] }, 201)
+    ).scheduleId;
     const withTwo = await ok(b, 'GET', 'config/export');
     before.config = await exported(b);
     before.history = await history(b, '');

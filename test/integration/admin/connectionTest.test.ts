@@ -63,7 +63,15 @@ describeIf(serverAvailable('slapd'))('ldap (slapd)', () => {
     await admin.bind(slapd.rootDN, slapd.rootPassword);
     await admin.add(dn(), { objectClass: 'inetOrgPerson', uid: 'tester', cn: 'tester', sn: 'tester', userPassword: 'Tester-Pa55-First' });
     await admin.unbind();
-    id = await create('Directory', 'ldap', { host: 'localhost', port: slapd.ldapsPort, security: 'ldaps', caCertificate: slapd.caCertificate, baseDN: slapd.suffix, bindDN: dn(), bindPassword: 'Tester-Pa55-First' });
+    id = await create('Directory', 'ldap', {
+      host: 'localhost',
+      port: slapd.ldapsPort,
+      security: 'ldaps',
+      caCertificate: slapd.caCertificate,
+      baseDN: slapd.suffix,
+      bindDN: dn(),
+      bindPassword: 'Tester-Pa55-First',
+    });
   });
   afterAll(async () => {
     await slapd?.stop();
@@ -104,8 +112,21 @@ describeIf(serverAvailable('postgres'))('sql (PostgreSQL)', () => {
   beforeAll(async () => {
     pg = await startPostgres({ password: 'Pg-Route-Test-77' });
     await pg.createDatabase('hr');
-    await pg.query("CREATE TABLE people (id int PRIMARY KEY, name text); CREATE ROLE reader LOGIN PASSWORD 'Reader-Pa55-One'; GRANT SELECT ON people TO reader", [], 'hr');
-    id = await create('HR', 'sql', { dialect: 'postgres', host: pg.host, port: pg.port, database: 'hr', user: 'reader', password: 'Reader-Pa55-One', anchorColumn: 'id', fullImportQuery: 'SELECT id, name FROM people' });
+    await pg.query(
+      "CREATE TABLE people (id int PRIMARY KEY, name text); CREATE ROLE reader LOGIN PASSWORD 'Reader-Pa55-One'; GRANT SELECT ON people TO reader",
+      [],
+      'hr',
+    );
+    id = await create('HR', 'sql', {
+      dialect: 'postgres',
+      host: pg.host,
+      port: pg.port,
+      database: 'hr',
+      user: 'reader',
+      password: 'Reader-Pa55-One',
+      anchorColumn: 'id',
+      fullImportQuery: 'SELECT id, name FROM people',
+    });
   });
   afterAll(async () => {
     await pg?.stop();
@@ -113,7 +134,10 @@ describeIf(serverAvailable('postgres'))('sql (PostgreSQL)', () => {
 
   it('ok: connected and every query checked', async () => {
     const res = await test(id);
-    expect(res.body).toMatchObject({ ok: true, message: `Connected to postgres database 'hr' on ${pg.host}:${pg.port}; the full import query returns 2 column(s).` });
+    expect(res.body).toMatchObject({
+      ok: true,
+      message: `Connected to postgres database 'hr' on ${pg.host}:${pg.port}; the full import query returns 2 column(s).`,
+    });
   });
 
   it('the table dropped, then the password changed: ok false naming each', async () => {

@@ -26,7 +26,12 @@ const ldapConfig = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-const fileConfig = (extra: Record<string, unknown> = {}) => ({ implementation: 'file', objectType: 'User', settings: { path: folder(), anchorColumn: 'id' }, ...extra });
+const fileConfig = (extra: Record<string, unknown> = {}) => ({
+  implementation: 'file',
+  objectType: 'User',
+  settings: { path: folder(), anchorColumn: 'id' },
+  ...extra,
+});
 
 async function refused(method: 'POST' | 'PUT', url: string, body: unknown) {
   const before = await dumpTable('Connectors');
@@ -52,14 +57,21 @@ describe('errors at several levels are all listed', () => {
         { path: '/colour', message: 'is not a known property' },
         { path: '/config/port', message: 'must be <= 65535' },
         { path: '/config/security', message: 'must be one of: ldaps, starttls, none' },
-        { path: '/config/exportDnTemplate', message: expect.stringContaining("'basedn' is not defined at line 1, column 37 (offset 36) (did you mean 'baseDN'?)") },
+        {
+          path: '/config/exportDnTemplate',
+          message: expect.stringContaining("'basedn' is not defined at line 1, column 37 (offset 36) (did you mean 'baseDN'?)"),
+        },
       ]),
     );
     expect(errors).toHaveLength(5);
   });
 
   it('create: inside config, a schema error does not hide an expression error', async () => {
-    const errors = await refused('POST', 'connectors', { name: 'Directory', type: 'ldap', config: ldapConfig({ port: 0, provisioningCondition: 'department == "Sales"' }) });
+    const errors = await refused('POST', 'connectors', {
+      name: 'Directory',
+      type: 'ldap',
+      config: ldapConfig({ port: 0, provisioningCondition: 'department == "Sales"' }),
+    });
     expect(errors).toEqual([
       { path: '/config/port', message: 'must be >= 1' },
       { path: '/config/provisioningCondition', message: expect.stringContaining("'department' is not defined at line 1, column 1") },
@@ -69,30 +81,56 @@ describe('errors at several levels are all listed', () => {
   it('update: a top-level error does not hide the config errors (checked by the stored type)', async () => {
     const created = await svc.call('POST', 'connectors', { body: { name: 'Files for update', type: 'custom', config: fileConfig() } });
     expect(created.status).toBe(201);
-    const errors = await refused('PUT', `connectors/${created.body.id}`, { name: '', config: fileConfig({ objectType: 7, provisioningCondition: 'sourc.enabled' }) });
+    const errors = await refused('PUT', `connectors/${created.body.id}`, {
+      name: '',
+      config: fileConfig({ objectType: 7, provisioningCondition: 'sourc.enabled' }),
+    });
     expect(errors).toEqual([
       { path: '/name', message: 'must NOT have fewer than 1 characters' },
       { path: '/name', message: expect.stringContaining('must match pattern') },
       { path: '/config/objectType', message: 'must be string' },
-      { path: '/config/provisioningCondition', message: expect.stringContaining("'sourc' is not defined at line 1, column 1 (offset 0) (did you mean 'source'?)") },
+      {
+        path: '/config/provisioningCondition',
+        message: expect.stringContaining("'sourc' is not defined at line 1, column 1 (offset 0) (did you mean 'source'?)"),
+      },
     ]);
   });
 });
 
 describe('expression fields of a config', () => {
   it('each field has its own names: a DN template reads baseDN, a provisioning condition does not', async () => {
-    const errors = await refused('POST', 'connectors', { name: 'Directory', type: 'ldap', config: ldapConfig({ provisioningCondition: 'object.dn.endsWith(baseDN)' }) });
+    const errors = await refused('POST', 'connectors', {
+      name: 'Directory',
+      type: 'ldap',
+      config: ldapConfig({ provisioningCondition: 'object.dn.endsWith(baseDN)' }),
+    });
     expect(errors).toEqual([
-      { path: '/config/provisioningCondition', message: "'baseDN' is not defined at line 1, column 20 (offset 19); the names this script can read are source, object" },
+      {
+        path: '/config/provisioningCondition',
+        message: "'baseDN' is not defined at line 1, column 20 (offset 19); the names this script can read are source, object",
+      },
     ]);
-    const template = await refused('POST', 'connectors', { name: 'Directory', type: 'ldap', config: ldapConfig({ exportDnTemplate: '"cn=" + object.cn + "," + baseDN' }) });
+    const template = await refused('POST', 'connectors', {
+      name: 'Directory',
+      type: 'ldap',
+      config: ldapConfig({ exportDnTemplate: '"cn=" + object.cn + "," + baseDN' }),
+    });
     expect(template).toEqual([
-      { path: '/config/exportDnTemplate', message: "'object' is not defined at line 1, column 9 (offset 8); the names this script can read are source, baseDN, objectType, container" },
+      {
+        path: '/config/exportDnTemplate',
+        message: "'object' is not defined at line 1, column 9 (offset 8); the names this script can read are source, baseDN, objectType, container",
+      },
     ]);
   });
 
   it('a provisioning condition over source and object is accepted', async () => {
-    const res = await svc.call('POST', 'connectors', { body: { name: 'Files with a condition', type: 'custom', config: fileConfig({ provisioningCondition: 'source.department == "Sales" || !isEmpty(object.employeeId)' }) } });
+    const res = await svc.call('POST', 'connectors', {
+      body: {
+        name: 'Files with a condition',
+        type: 'custom',
+        config: fileConfig({ provisioningCondition: 'source.department == "Sales" || !isEmpty(object.employeeId)' }),
+      },
+    });
     expect(res.status).toBe(201);
   });
 });
@@ -130,7 +168,11 @@ describe('config.deprovisioning', () => {
   });
 
   it('disable without disableAttributes is a 400 naming the field on a type other than active_directory', async () => {
-    const errors = await refused('POST', 'connectors', { name: 'Files disable', type: 'custom', config: fileConfig({ deprovisioning: { action: 'disable' } }) });
+    const errors = await refused('POST', 'connectors', {
+      name: 'Files disable',
+      type: 'custom',
+      config: fileConfig({ deprovisioning: { action: 'disable' } }),
+    });
     expect(errors).toEqual([{ path: '/config/deprovisioning/disableAttributes', message: expect.stringContaining("is required with action 'disable'") }]);
     const sql = await refused('POST', 'connectors', { name: 'SQL disable', type: 'sql', config: sqlConfig({ deprovisioning: { action: 'disable' } }) });
     expect(sql).toContainEqual({ path: '/config/deprovisioning/disableAttributes', message: expect.stringContaining("is required with action 'disable'") });
@@ -138,11 +180,24 @@ describe('config.deprovisioning', () => {
 
   it('a file target with a disable, a grace of half a day and onConditionFalse is created, the defaults shown', async () => {
     const res = await svc.call('POST', 'connectors', {
-      body: { name: 'Files deprovisioning', type: 'custom', config: fileConfig({ deprovisioning: { action: 'disable', disableAttributes: { status: 'disabled', active: false }, graceDays: 0.5, onConditionFalse: true } }) },
+      body: {
+        name: 'Files deprovisioning',
+        type: 'custom',
+        config: fileConfig({
+          deprovisioning: { action: 'disable', disableAttributes: { status: 'disabled', active: false }, graceDays: 0.5, onConditionFalse: true },
+        }),
+      },
     });
     expect(res.status).toBe(201);
-    expect(res.body.config.deprovisioning).toEqual({ action: 'disable', disableAttributes: { status: 'disabled', active: false }, graceDays: 0.5, onConditionFalse: true });
-    const none = await svc.call('POST', 'connectors', { body: { name: 'Files none', type: 'custom', config: fileConfig({ deprovisioning: { action: 'none' } }) } });
+    expect(res.body.config.deprovisioning).toEqual({
+      action: 'disable',
+      disableAttributes: { status: 'disabled', active: false },
+      graceDays: 0.5,
+      onConditionFalse: true,
+    });
+    const none = await svc.call('POST', 'connectors', {
+      body: { name: 'Files none', type: 'custom', config: fileConfig({ deprovisioning: { action: 'none' } }) },
+    });
     expect(none.status).toBe(201);
     expect(none.body.config.deprovisioning).toEqual({ action: 'none', graceDays: 0, onConditionFalse: false });
   });

@@ -64,7 +64,11 @@ beforeAll(async () => {
   if (!hasPostgres) return;
   pg = await startPostgres({ password: 'Sql-Pa55word-XYZ' });
   await pg.createDatabase('hr');
-  await pg.query("CREATE TABLE people (id int PRIMARY KEY, name text); CREATE ROLE canary LOGIN PASSWORD 'Plaintext-Canary-42'; GRANT SELECT ON people TO canary", [], 'hr');
+  await pg.query(
+    "CREATE TABLE people (id int PRIMARY KEY, name text); CREATE ROLE canary LOGIN PASSWORD 'Plaintext-Canary-42'; GRANT SELECT ON people TO canary",
+    [],
+    'hr',
+  );
 });
 
 afterAll(async () => {
@@ -91,7 +95,14 @@ describe('create, read, list', () => {
       lastSync: null,
       instanceId: null,
       // The port is the test directory's (the default, 636 with ldaps and 389 otherwise: test/unit/connectors/ldap/defaults.test.ts).
-      config: { host: 'localhost', port: slapd!.ldapsPort, security: 'ldaps', bindPassword: '********', anchorAttribute: 'entryUUID', objectClasses: { inetOrgPerson: 'User', groupOfNames: 'Group' } },
+      config: {
+        host: 'localhost',
+        port: slapd!.ldapsPort,
+        security: 'ldaps',
+        bindPassword: '********',
+        anchorAttribute: 'entryUUID',
+        objectClasses: { inetOrgPerson: 'User', groupOfNames: 'Group' },
+      },
     });
     expect(res.body.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(res.body.createdOn).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -120,7 +131,9 @@ describe('create, read, list', () => {
     expect(counted.body.config.deletionThreshold).toBe(250);
     const shaped = await create('Threshold Shape', 'ldap', ldapConfig({ deletionThreshold: { objects: 10, percent: 5 } }));
     expect(shaped.body.config.deletionThreshold).toEqual({ objects: 10, percent: 5 });
-    const bad = await svc.call('POST', 'connectors', { body: { name: 'Threshold Bad', type: 'ldap', config: ldapConfig({ deletionThreshold: { percent: 101 } }) } });
+    const bad = await svc.call('POST', 'connectors', {
+      body: { name: 'Threshold Bad', type: 'ldap', config: ldapConfig({ deletionThreshold: { percent: 101 } }) },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(/^\/config\/deletionThreshold/) })]));
   });
@@ -129,7 +142,9 @@ describe('create, read, list', () => {
     const unknown = await svc.call('POST', 'connectors', { body: { name: 'Custom Unknown', type: 'custom', config: { implementation: 'acme.hr' } } });
     expect(unknown.status).toBe(400);
     expect(unknown.body.errors).toEqual([expect.objectContaining({ path: '/config/implementation' })]);
-    const bad = await svc.call('POST', 'connectors', { body: { name: 'Custom Bad', type: 'custom', config: { implementation: 'file', settings: { path: '/srv' } } } });
+    const bad = await svc.call('POST', 'connectors', {
+      body: { name: 'Custom Bad', type: 'custom', config: { implementation: 'file', settings: { path: '/srv' } } },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(/^\/config\/settings/) })]));
   });
@@ -170,7 +185,9 @@ describe('secrets', () => {
       setSecretsKey(Buffer.from(readFileSync(`${svc.dataDir}/secrets.key`, 'utf8').trim(), 'base64'));
       expect((await connectorConfigWithSecrets(c.id)).config.bindPassword).toBe('First-Secret-1');
       // Another host with the stored password: the secret must be sent again (test/integration/security/secretDestination.test.ts).
-      const moved = await svc.call('PUT', `connectors/${c.id}`, { body: { name: 'Keeper', config: ldapConfig({ bindPassword: '********', host: '127.0.0.1' }) } });
+      const moved = await svc.call('PUT', `connectors/${c.id}`, {
+        body: { name: 'Keeper', config: ldapConfig({ bindPassword: '********', host: '127.0.0.1' }) },
+      });
       expect(moved.status).toBe(400);
       expect(moved.body.errors).toEqual([{ path: '/config/bindPassword', message: expect.stringContaining('must be sent again') }]);
       await setSyncPassword('Second-Secret-2');
@@ -195,16 +212,52 @@ describe('validation errors (problem+json, nothing written)', () => {
     ['unknown type', { name: 'x1', type: 'ftp', config: {} }, 400, 'validation_failed', '/type'],
     ['unknown top-level field', { name: 'x2', type: 'ldap', config: ldapConfig(), extra: 1 }, 400, 'validation_failed', '/extra'],
     ['unknown config field', { name: 'x3', type: 'ldap', config: ldapConfig({ colour: 'red' }) }, 400, 'validation_failed', '/config/colour'],
-    ['missing required config field', { name: 'x4', type: 'ldap', config: { host: 'h', baseDN: 'b', bindDN: 'c' } }, 400, 'validation_failed', '/config/bindPassword'],
+    [
+      'missing required config field',
+      { name: 'x4', type: 'ldap', config: { host: 'h', baseDN: 'b', bindDN: 'c' } },
+      400,
+      'validation_failed',
+      '/config/bindPassword',
+    ],
     ['wrong type', { name: 'x5', type: 'ldap', config: ldapConfig({ port: '389' }) }, 400, 'validation_failed', '/config/port'],
     ['port out of range', { name: 'x6', type: 'ldap', config: ldapConfig({ port: 70000 }) }, 400, 'validation_failed', '/config/port'],
-    ['security none without allowInsecure', { name: 'x7', type: 'ldap', config: ldapConfig({ security: 'none' }) }, 400, 'validation_failed', '/config/allowInsecure'],
-    ['the DN as the anchor', { name: 'x11', type: 'ldap', config: ldapConfig({ anchorAttribute: 'distinguishedName' }) }, 400, 'validation_failed', '/config/anchorAttribute'],
+    [
+      'security none without allowInsecure',
+      { name: 'x7', type: 'ldap', config: ldapConfig({ security: 'none' }) },
+      400,
+      'validation_failed',
+      '/config/allowInsecure',
+    ],
+    [
+      'the DN as the anchor',
+      { name: 'x11', type: 'ldap', config: ldapConfig({ anchorAttribute: 'distinguishedName' }) },
+      400,
+      'validation_failed',
+      '/config/anchorAttribute',
+    ],
     ['blank name', { name: '   ', type: 'ldap', config: ldapConfig() }, 400, 'validation_failed', '/name'],
     ['missing name', { type: 'ldap', config: ldapConfig() }, 400, 'validation_failed', '/name'],
-    ['bad expression', { name: 'x8', type: 'ldap', config: ldapConfig({ exportDnTemplate: '"cn=" + source.cn +' }) }, 400, 'validation_failed', '/config/exportDnTemplate'],
-    ['sql delta query without deltaColumn', { name: 'x9', type: 'sql', config: sqlConfig({ deltaImportQuery: 'SELECT * FROM p WHERE t > :watermark' }) }, 400, 'validation_failed', '/config/deltaColumn'],
-    ['prototype key in custom settings', { name: 'x10', type: 'custom', config: { implementation: 'a', settings: JSON.parse('{"__proto__": {"x": 1}}') } }, 400, 'validation_failed', '/config/settings'],
+    [
+      'bad expression',
+      { name: 'x8', type: 'ldap', config: ldapConfig({ exportDnTemplate: '"cn=" + source.cn +' }) },
+      400,
+      'validation_failed',
+      '/config/exportDnTemplate',
+    ],
+    [
+      'sql delta query without deltaColumn',
+      { name: 'x9', type: 'sql', config: sqlConfig({ deltaImportQuery: 'SELECT * FROM p WHERE t > :watermark' }) },
+      400,
+      'validation_failed',
+      '/config/deltaColumn',
+    ],
+    [
+      'prototype key in custom settings',
+      { name: 'x10', type: 'custom', config: { implementation: 'a', settings: JSON.parse('{"__proto__": {"x": 1}}') } },
+      400,
+      'validation_failed',
+      '/config/settings',
+    ],
     ['array body', [], 400, 'validation_failed', '/'],
   ];
   it.each(cases)('%s', async (_name, body, status, code, path) => {
@@ -225,7 +278,10 @@ describe('validation errors (problem+json, nothing written)', () => {
   });
 
   it('wrong content type: 415', async () => {
-    const res = await svc.call('POST', 'connectors', { body: JSON.stringify({ name: 'x', type: 'ldap', config: ldapConfig() }), headers: { 'content-type': 'text/plain' } });
+    const res = await svc.call('POST', 'connectors', {
+      body: JSON.stringify({ name: 'x', type: 'ldap', config: ldapConfig() }),
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(res.status).toBe(415);
     expect(res.body.code).toBe('unsupported_media_type');
   });
@@ -237,13 +293,20 @@ describe('validation errors (problem+json, nothing written)', () => {
   });
 
   it('oversized body: 413', async () => {
-    const res = await svc.call('POST', 'connectors', { body: JSON.stringify({ name: 'big', type: 'custom', config: { implementation: 'a', settings: { blob: 'x'.repeat(2 * 1024 * 1024) } } }), headers: { 'content-type': 'application/json' } });
+    const res = await svc.call('POST', 'connectors', {
+      body: JSON.stringify({ name: 'big', type: 'custom', config: { implementation: 'a', settings: { blob: 'x'.repeat(2 * 1024 * 1024) } } }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(413);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
   });
 
   it('ids that are not GUIDs: 404 problem', async () => {
-    for (const [method, id] of [['GET', 'not-a-guid'], ['PUT', '123'], ['DELETE', '%27%20or%201%3D1']] as const) {
+    for (const [method, id] of [
+      ['GET', 'not-a-guid'],
+      ['PUT', '123'],
+      ['DELETE', '%27%20or%201%3D1'],
+    ] as const) {
       const res = await svc.call(method, `connectors/${id}`, method === 'PUT' ? { body: { name: 'x', config: {} } } : {});
       expect(res.status).toBe(404);
       expect(res.body.code).toBe('not_found');
@@ -263,7 +326,9 @@ describe('names', () => {
 
   it('concurrent creates with one name: exactly one 201', async () => {
     const results = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => svc.call('POST', 'connectors', { body: { name: i % 2 ? 'Race Name' : 'race name', type: 'ldap', config: ldapConfig() } })),
+      Array.from({ length: 8 }, (_, i) =>
+        svc.call('POST', 'connectors', { body: { name: i % 2 ? 'Race Name' : 'race name', type: 'ldap', config: ldapConfig() } }),
+      ),
     );
     const statuses = results.map((r) => r.status).sort();
     expect(statuses.filter((s) => s === 201)).toHaveLength(1);
@@ -304,7 +369,9 @@ describe('update', () => {
 describe('delete', () => {
   it('204, then 404; its rules are gone', async () => {
     const { body: c } = await create('Doomed');
-    const rule = await svc.call('POST', 'rules', { body: { ruleName: 'join', ruleType: 'JoinRule', connectorId: c.id, sourceAttribute: 'mail', targetAttribute: 'mail' } });
+    const rule = await svc.call('POST', 'rules', {
+      body: { ruleName: 'join', ruleType: 'JoinRule', connectorId: c.id, sourceAttribute: 'mail', targetAttribute: 'mail' },
+    });
     expect(rule.status).toBe(201);
     const del = await svc.call('DELETE', `connectors/${c.id}`);
     expect(del.status).toBe(204);
@@ -350,7 +417,24 @@ describe('audit', () => {
     expect(res.status).toBe(200);
     expect(res.body.totalCount).toBe(3);
     expect(res.body.items.map((i: { action: string }) => i.action)).toEqual(['delete', 'update', 'create']);
-    expect(res.body.items[0]).toMatchObject({ targetType: 'connector', targetId: c.id, actorUpn: USERS.Admin.upn, actorSid: USERS.Admin.oid, scheme: 'Bearer', outcome: 'success' });
-    expect(Object.keys(res.body.items[0]).sort()).toEqual(['action', 'actorSid', 'actorUpn', 'auditId', 'outcome', 'scheme', 'targetId', 'targetType', 'timestamp']);
+    expect(res.body.items[0]).toMatchObject({
+      targetType: 'connector',
+      targetId: c.id,
+      actorUpn: USERS.Admin.upn,
+      actorSid: USERS.Admin.oid,
+      scheme: 'Bearer',
+      outcome: 'success',
+    });
+    expect(Object.keys(res.body.items[0]).sort()).toEqual([
+      'action',
+      'actorSid',
+      'actorUpn',
+      'auditId',
+      'outcome',
+      'scheme',
+      'targetId',
+      'targetType',
+      'timestamp',
+    ]);
   });
 });

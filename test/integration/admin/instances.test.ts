@@ -49,7 +49,9 @@ function expectProblem(res: Answer, status: number, code: string): void {
 }
 
 async function createConnector(rt: Runtime): Promise<string> {
-  const res = await rt.call('POST', 'connectors', { body: { name: `conn-${uniq()}`, type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } } });
+  const res = await rt.call('POST', 'connectors', {
+    body: { name: `conn-${uniq()}`, type: 'custom', config: { implementation: 'file', settings: { path: HR_FOLDER, anchorColumn: 'id' } } },
+  });
   expect(res.status).toBe(201);
   return res.body.id as string;
 }
@@ -77,7 +79,13 @@ describe('GET /instances', () => {
     expect(res.status).toBe(200);
     expect(res.body.totalCount).toBe(res.body.items.length);
     const one = res.body.items.find((i: { id: string }) => i.id === id1);
-    expect(one).toEqual({ id: id1, name: name1, status: 'active', lastHeartbeat: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), connectorIds: [] });
+    expect(one).toEqual({
+      id: id1,
+      name: name1,
+      status: 'active',
+      lastHeartbeat: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      connectorIds: [],
+    });
     expect(res.body.items.find((i: { id: string }) => i.id === id2)).toMatchObject({ name: name2, status: 'active' });
   });
 
@@ -89,10 +97,14 @@ describe('GET /instances', () => {
 
   test('heartbeats move lastHeartbeat forward', async () => {
     const first = (await listed(r1, id1))!.lastHeartbeat as string;
-    const later = await eventually(async () => {
-      const beat = (await listed(r1, id1))!.lastHeartbeat as string;
-      return beat > first ? beat : undefined;
-    }, 20_000, 'a newer heartbeat');
+    const later = await eventually(
+      async () => {
+        const beat = (await listed(r1, id1))!.lastHeartbeat as string;
+        return beat > first ? beat : undefined;
+      },
+      20_000,
+      'a newer heartbeat',
+    );
     expect(Date.parse(later)).toBeGreaterThan(Date.parse(first));
   });
 });
@@ -106,7 +118,7 @@ describe('pause and resume', () => {
     expect(p2.status).toBe(200);
     expect(p2.body.status).toBe('paused');
     expect((await listed(r2, id2))!.status).toBe('paused');
-    expect((await getPauseSettings(id2))).toMatchObject({ paused: true, instanceName: name2, updatedBy: USERS.Operator.upn });
+    expect(await getPauseSettings(id2)).toMatchObject({ paused: true, instanceName: name2, updatedBy: USERS.Operator.upn });
     const r = await r1.call('POST', `instances/${id2}/resume`, { role: 'Admin' });
     expect(r.status).toBe(200);
     expect(r.body.status).toBe('active');

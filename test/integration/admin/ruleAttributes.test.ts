@@ -13,7 +13,14 @@ let connectorId: string;
 beforeAll(async () => {
   svc = await startService();
   slapd = await startSlapd();
-  const config = { host: 'localhost', port: slapd.ldapsPort, caCertificate: slapd.caCertificate, baseDN: slapd.suffix, bindDN: slapd.rootDN, bindPassword: slapd.rootPassword };
+  const config = {
+    host: 'localhost',
+    port: slapd.ldapsPort,
+    caCertificate: slapd.caCertificate,
+    baseDN: slapd.suffix,
+    bindDN: slapd.rootDN,
+    bindPassword: slapd.rootPassword,
+  };
   connectorId = (await svc.call('POST', 'connectors', { body: { name: 'Schema names', type: 'ldap', config } })).body.id;
   expect(connectorId).toBeDefined();
 });
@@ -25,24 +32,36 @@ afterAll(async () => {
 
 describe('directory attribute names in rules', () => {
   it('inbound, join and projection names are stored in the schema spelling (employeenumber -> employeeNumber, commonName -> cn); the mesh side as written', async () => {
-    const flow = await svc.call('POST', 'rules', { body: { ruleName: 'n', ruleType: 'FlowRule', connectorId, sourceAttribute: 'employeenumber', targetAttribute: 'employeeid', confidence: 50 } });
+    const flow = await svc.call('POST', 'rules', {
+      body: { ruleName: 'n', ruleType: 'FlowRule', connectorId, sourceAttribute: 'employeenumber', targetAttribute: 'employeeid', confidence: 50 },
+    });
     expect(flow.status).toBe(201);
     expect(flow.body).toMatchObject({ sourceAttribute: 'employeeNumber', targetAttribute: 'employeeid' });
     expect((await svc.call('GET', `rules/${flow.body.ruleId}`)).body).toMatchObject({ sourceAttribute: 'employeeNumber' });
-    const join = await svc.call('POST', 'rules', { body: { ruleName: 'j', ruleType: 'JoinRule', connectorId, sourceAttribute: 'commonName', targetAttribute: 'name' } });
+    const join = await svc.call('POST', 'rules', {
+      body: { ruleName: 'j', ruleType: 'JoinRule', connectorId, sourceAttribute: 'commonName', targetAttribute: 'name' },
+    });
     expect(join.body).toMatchObject({ sourceAttribute: 'cn', targetAttribute: 'name' });
-    const out = await svc.call('POST', 'rules', { body: { ruleName: 'o', ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute: 'dept', targetAttribute: 'DEPARTMENTNUMBER' } });
+    const out = await svc.call('POST', 'rules', {
+      body: { ruleName: 'o', ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute: 'dept', targetAttribute: 'DEPARTMENTNUMBER' },
+    });
     expect(out.body).toMatchObject({ sourceAttribute: 'dept', targetAttribute: 'departmentNumber' });
-    const container = await svc.call('POST', 'rules', { body: { ruleName: 'c', ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute: 'ou', targetAttribute: 'container' } });
+    const container = await svc.call('POST', 'rules', {
+      body: { ruleName: 'c', ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute: 'ou', targetAttribute: 'container' },
+    });
     expect(container.body).toMatchObject({ targetAttribute: 'container' });
     // PUT too.
-    const put = await svc.call('PUT', `rules/${flow.body.ruleId}`, { body: { ruleName: 'n', ruleType: 'FlowRule', connectorId, sourceAttribute: 'MAIL', targetAttribute: 'email', confidence: 50 } });
+    const put = await svc.call('PUT', `rules/${flow.body.ruleId}`, {
+      body: { ruleName: 'n', ruleType: 'FlowRule', connectorId, sourceAttribute: 'MAIL', targetAttribute: 'email', confidence: 50 },
+    });
     expect(put.body).toMatchObject({ sourceAttribute: 'mail' });
   });
 
   it('an attribute the schema does not have: 400 naming it, nothing stored (create and update)', async () => {
     const before = await dumpTable('Rules');
-    const res = await svc.call('POST', 'rules', { body: { ruleName: 'typo', ruleType: 'FlowRule', connectorId, sourceAttribute: 'employeNumber', targetAttribute: 'employeeId', confidence: 50 } });
+    const res = await svc.call('POST', 'rules', {
+      body: { ruleName: 'typo', ruleType: 'FlowRule', connectorId, sourceAttribute: 'employeNumber', targetAttribute: 'employeeId', confidence: 50 },
+    });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(res.body.errors).toEqual([{ path: '/sourceAttribute', message: "'employeNumber' is not an attribute of the directory's schema (ldap connector)" }]);

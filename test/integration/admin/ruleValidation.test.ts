@@ -38,26 +38,38 @@ describe('unknown names in a script', () => {
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(res.body).toMatchObject({ status: 400, code: 'validation_failed' });
     expect(res.body.errors).toEqual([
-      { path: '/transformScript', message: "'sourc' is not defined at line 1, column 1 (offset 0) (did you mean 'source'?); the names this script can read are source, object" },
+      {
+        path: '/transformScript',
+        message: "'sourc' is not defined at line 1, column 1 (offset 0) (did you mean 'source'?); the names this script can read are source, object",
+      },
     ]);
     const composer = await svc.call('POST', 'rules', {
       body: { ruleName: 'Display name', ruleType: 'MeshComposerRule', targetAttribute: 'displayName', transformScript: 'source.givenName +\n  " " + surname' },
     });
     expect(composer.status).toBe(400);
-    expect(composer.body.errors).toEqual([{ path: '/transformScript', message: expect.stringMatching(/^'surname' is not defined at line 2, column 9 \(offset 27\);/) }]);
+    expect(composer.body.errors).toEqual([
+      { path: '/transformScript', message: expect.stringMatching(/^'surname' is not defined at line 2, column 9 \(offset 27\);/) },
+    ]);
     expect(await dumpTable('Rules')).toEqual(before);
   });
 
   it('related is a name of outbound flows only', async () => {
     const res = await svc.call('POST', 'rules', { body: flow({ transformScript: 'related.manager.mail' }) });
     expect(res.status).toBe(400);
-    expect(res.body.errors).toEqual([{ path: '/transformScript', message: "'related' is not defined at line 1, column 1 (offset 0); the names this script can read are source, object" }]);
-    const composer = await svc.call('POST', 'rules', { body: { ruleName: 'c', ruleType: 'MeshComposerRule', targetAttribute: 'x', transformScript: 'related.manager.mail' } });
+    expect(res.body.errors).toEqual([
+      { path: '/transformScript', message: "'related' is not defined at line 1, column 1 (offset 0); the names this script can read are source, object" },
+    ]);
+    const composer = await svc.call('POST', 'rules', {
+      body: { ruleName: 'c', ruleType: 'MeshComposerRule', targetAttribute: 'x', transformScript: 'related.manager.mail' },
+    });
     expect(composer.status).toBe(400);
     const outbound = await svc.call('POST', 'rules', { body: flow({ direction: 'outbound', transformScript: 'relatd.manager.mail' }) });
     expect(outbound.status).toBe(400);
     expect(outbound.body.errors).toEqual([
-      { path: '/transformScript', message: "'relatd' is not defined at line 1, column 1 (offset 0) (did you mean 'related'?); the names this script can read are source, object, related" },
+      {
+        path: '/transformScript',
+        message: "'relatd' is not defined at line 1, column 1 (offset 0) (did you mean 'related'?); the names this script can read are source, object, related",
+      },
     ]);
   });
 
@@ -66,7 +78,9 @@ describe('unknown names in a script', () => {
     expect(created.status).toBe(201);
     const put = await svc.call('PUT', `rules/${created.body.ruleId}`, { body: flow({ ruleName: 'valid, then a typo', transformScript: 'lower(objct.mail)' }) });
     expect(put.status).toBe(400);
-    expect(put.body.errors).toEqual([{ path: '/transformScript', message: expect.stringContaining("'objct' is not defined at line 1, column 7 (offset 6) (did you mean 'object'?)") }]);
+    expect(put.body.errors).toEqual([
+      { path: '/transformScript', message: expect.stringContaining("'objct' is not defined at line 1, column 7 (offset 6) (did you mean 'object'?)") },
+    ]);
     expect((await svc.call('GET', `rules/${created.body.ruleId}`)).body).toEqual(created.body);
   });
 
@@ -76,15 +90,41 @@ describe('unknown names in a script', () => {
       { ruleType: 'JoinRule', connectorId, sourceAttribute: 'uid', targetAttribute: 'uid', transformScript: 'lower(coalesce(source, object.mail))' },
       { ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'cn', objectType: 'Group', transformScript: 'object.objectClass.includes("groupOfNames")' },
       { ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'uid', transformScript: "object.kind == 'Contact'" },
-      { ruleType: 'FlowRule', connectorId, sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50, transformScript: '`${source ?? ""}`.trim() || object.uid' },
-      { ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute: 'displayName', targetAttribute: 'cn', confidence: 50, transformScript: 'source ?? object.givenName + " " + object.sn' },
-      { ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute: 'mail', targetAttribute: 'managerMail', transformScript: 'related.manager?.mail ?? object.mail' },
+      {
+        ruleType: 'FlowRule',
+        connectorId,
+        sourceAttribute: 'mail',
+        targetAttribute: 'email',
+        confidence: 50,
+        transformScript: '`${source ?? ""}`.trim() || object.uid',
+      },
+      {
+        ruleType: 'FlowRule',
+        connectorId,
+        direction: 'outbound',
+        sourceAttribute: 'displayName',
+        targetAttribute: 'cn',
+        confidence: 50,
+        transformScript: 'source ?? object.givenName + " " + object.sn',
+      },
+      {
+        ruleType: 'FlowRule',
+        connectorId,
+        direction: 'outbound',
+        sourceAttribute: 'mail',
+        targetAttribute: 'managerMail',
+        transformScript: 'related.manager?.mail ?? object.mail',
+      },
       { ruleType: 'MeshComposerRule', targetAttribute: 'displayName', transformScript: 'source.givenName + " " + source.sn' },
       { ruleType: 'MeshComposerRule', targetAttribute: 'upn', transformScript: 'typeof baseDN === "undefined" ? lower(object.mail) : ""' },
     ];
     for (const body of scripts) {
       const res = await svc.call('POST', 'rules', { body: { ruleName: `scope of ${body.ruleType as string}`, ...body } });
-      expect({ script: body.transformScript, status: res.status, errors: res.body.errors }).toEqual({ script: body.transformScript, status: 201, errors: undefined });
+      expect({ script: body.transformScript, status: res.status, errors: res.body.errors }).toEqual({
+        script: body.transformScript,
+        status: 201,
+        errors: undefined,
+      });
     }
   });
 });
@@ -120,7 +160,9 @@ describe('validation answers', () => {
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ ruleType: 'FlowRule', direction: 'outbound', confidence: null });
     expect((await svc.call('GET', `rules/${res.body.ruleId}`)).body.confidence).toBeNull();
-    expect((await svc.call('PUT', `rules/${res.body.ruleId}`, { body: flow({ ruleName: 'Mail out', direction: 'outbound', confidence: null }) })).status).toBe(200);
+    expect((await svc.call('PUT', `rules/${res.body.ruleId}`, { body: flow({ ruleName: 'Mail out', direction: 'outbound', confidence: null }) })).status).toBe(
+      200,
+    );
     const inbound = await svc.call('PUT', `rules/${res.body.ruleId}`, { body: flow({ ruleName: 'Mail out', direction: 'inbound', confidence: undefined }) });
     expect(inbound.status).toBe(400);
     expect(inbound.body.errors).toEqual([{ path: '/confidence', message: 'is required for an inbound FlowRule' }]);

@@ -10,7 +10,14 @@ let otherConnectorId: string;
 const connector = (name: string) => ({
   name,
   type: 'ldap',
-  config: { host: 'localhost', port: slapd.ldapsPort, caCertificate: slapd.caCertificate, baseDN: slapd.suffix, bindDN: slapd.rootDN, bindPassword: slapd.rootPassword },
+  config: {
+    host: 'localhost',
+    port: slapd.ldapsPort,
+    caCertificate: slapd.caCertificate,
+    baseDN: slapd.suffix,
+    bindDN: slapd.rootDN,
+    bindPassword: slapd.rootPassword,
+  },
 });
 
 beforeAll(async () => {
@@ -41,18 +48,34 @@ describe('create and read', () => {
     const res = await svc.call('POST', 'rules', { body: flow() });
     expect(res.status).toBe(201);
     expect(res.headers.get('location')).toBe(`/api/rules/${res.body.ruleId}`);
-    expect(res.body).toMatchObject({ ruleName: 'mail flow', ruleType: 'FlowRule', connectorId, priority: 100, isEnabled: true, direction: 'inbound', confidence: 80 });
-    const join = await svc.call('POST', 'rules', { body: { ruleName: 'join', ruleType: 'JoinRule', connectorId, sourceAttribute: 'uid', targetAttribute: 'employeeId', priority: 10 } });
+    expect(res.body).toMatchObject({
+      ruleName: 'mail flow',
+      ruleType: 'FlowRule',
+      connectorId,
+      priority: 100,
+      isEnabled: true,
+      direction: 'inbound',
+      confidence: 80,
+    });
+    const join = await svc.call('POST', 'rules', {
+      body: { ruleName: 'join', ruleType: 'JoinRule', connectorId, sourceAttribute: 'uid', targetAttribute: 'employeeId', priority: 10 },
+    });
     expect(join.status).toBe(201);
     expect(join.body).toMatchObject({ confidence: null, transformScript: null });
     expect(join.body.direction).toBeUndefined();
-    const proj = await svc.call('POST', 'rules', { body: { ruleName: 'project', ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'uid', transformScript: 'source.uid != ""' } });
+    const proj = await svc.call('POST', 'rules', {
+      body: { ruleName: 'project', ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'uid', transformScript: 'source.uid != ""' },
+    });
     expect(proj.status).toBe(201);
     expect(proj.body.objectType).toBe('User');
-    const composer = await svc.call('POST', 'rules', { body: { ruleName: 'manager', ruleType: 'MeshComposerRule', relationshipType: 'manager', sourceAttribute: 'managerDn' } });
+    const composer = await svc.call('POST', 'rules', {
+      body: { ruleName: 'manager', ruleType: 'MeshComposerRule', relationshipType: 'manager', sourceAttribute: 'managerDn' },
+    });
     expect(composer.status).toBe(201);
     expect(composer.body).toMatchObject({ connectorId: null, relationshipType: 'manager' });
-    const computed = await svc.call('POST', 'rules', { body: { ruleName: 'display', ruleType: 'MeshComposerRule', targetAttribute: 'displayName', transformScript: 'source.givenName + " " + source.sn' } });
+    const computed = await svc.call('POST', 'rules', {
+      body: { ruleName: 'display', ruleType: 'MeshComposerRule', targetAttribute: 'displayName', transformScript: 'source.givenName + " " + source.sn' },
+    });
     expect(computed.status).toBe(201);
     const got = await svc.call('GET', `rules/${res.body.ruleId}`, { role: 'Viewer' });
     expect(got.status).toBe(200);
@@ -60,8 +83,18 @@ describe('create and read', () => {
   });
 
   it('lists with filters, ordered by priority then name, paged with skip/take', async () => {
-    for (const [name, priority] of [['b', 5], ['a', 5], ['c', 1]] as const) {
-      expect((await svc.call('POST', 'rules', { body: { ruleName: name, ruleType: 'JoinRule', connectorId: otherConnectorId, sourceAttribute: 'sn', targetAttribute: 't', priority } })).status).toBe(201);
+    for (const [name, priority] of [
+      ['b', 5],
+      ['a', 5],
+      ['c', 1],
+    ] as const) {
+      expect(
+        (
+          await svc.call('POST', 'rules', {
+            body: { ruleName: name, ruleType: 'JoinRule', connectorId: otherConnectorId, sourceAttribute: 'sn', targetAttribute: 't', priority },
+          })
+        ).status,
+      ).toBe(201);
     }
     const all = await svc.call('GET', `rules?connectorId=${otherConnectorId}`, { role: 'Viewer' });
     expect(all.status).toBe(200);
@@ -138,7 +171,9 @@ describe('update and delete', () => {
     const put = await svc.call('PUT', `rules/${r.ruleId}`, { body: flow({ ruleName: 'changed', confidence: 90, direction: 'outbound', isEnabled: false }) });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject({ ruleId: r.ruleId, ruleName: 'changed', confidence: 90, direction: 'outbound', isEnabled: false, createdOn: r.createdOn });
-    const retype = await svc.call('PUT', `rules/${r.ruleId}`, { body: { ruleName: 'j', ruleType: 'JoinRule', connectorId, sourceAttribute: 'a', targetAttribute: 'b' } });
+    const retype = await svc.call('PUT', `rules/${r.ruleId}`, {
+      body: { ruleName: 'j', ruleType: 'JoinRule', connectorId, sourceAttribute: 'a', targetAttribute: 'b' },
+    });
     expect(retype.status).toBe(400);
     expect(retype.body.errors).toContainEqual(expect.objectContaining({ path: '/ruleType' }));
     expect((await svc.call('DELETE', `rules/${r.ruleId}`)).status).toBe(204);

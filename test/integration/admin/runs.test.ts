@@ -24,7 +24,11 @@ function expectProblem(res: Answer, status: number, code: string): void {
 }
 
 const ids = (res: Answer) => (res.body.items as Array<{ runId: string }>).map((r) => r.runId);
-const newestFirst = (pred: (m: (typeof made)[number]) => boolean) => made.filter(pred).map((m) => m.runId).reverse();
+const newestFirst = (pred: (m: (typeof made)[number]) => boolean) =>
+  made
+    .filter(pred)
+    .map((m) => m.runId)
+    .reverse();
 
 beforeAll(async () => {
   // Started first: it points this process's repositories at the service's tables, where the runs are seeded.
@@ -32,7 +36,14 @@ beforeAll(async () => {
   for (let i = 0; i < 30; i++) {
     const connectorId = i % 3 === 0 ? c2 : c1;
     const instanceId = i % 2 === 0 ? instA : instB;
-    const run = await createRun({ connectorId, instanceId, instanceName: instanceId === instA ? 'A' : 'B', runType: i % 5 === 0 ? 'FullImport' : 'DeltaImport', status: 'Running', startedAt: new Date(base + i * 60_000) });
+    const run = await createRun({
+      connectorId,
+      instanceId,
+      instanceName: instanceId === instA ? 'A' : 'B',
+      runType: i % 5 === 0 ? 'FullImport' : 'DeltaImport',
+      status: 'Running',
+      startedAt: new Date(base + i * 60_000),
+    });
     const status = STATUSES[i % STATUSES.length];
     await completeRun(run.runId, {
       status,
@@ -44,7 +55,14 @@ beforeAll(async () => {
     made.push({ runId: run.runId, connectorId, instanceId, status });
   }
   // One run still going, on connector 2 (newest of all).
-  const running = await createRun({ connectorId: c2, instanceId: instA, instanceName: 'A', runType: 'Export', status: 'Queued', startedAt: new Date(base + 31 * 60_000) });
+  const running = await createRun({
+    connectorId: c2,
+    instanceId: instA,
+    instanceName: 'A',
+    runType: 'Export',
+    status: 'Queued',
+    startedAt: new Date(base + 31 * 60_000),
+  });
   await updateRun(running.runId, { status: 'Running', stats: { ...emptyStats(), objectsProcessed: 7 } });
   made.push({ runId: running.runId, connectorId: c2, instanceId: instA, status: 'Running' });
 });
@@ -74,7 +92,11 @@ describe('GET /runs/{id}', () => {
     const failed = await rt.call('GET', `runs/${made[2].runId}`, { role: 'Viewer' });
     expect(failed.body).toMatchObject({ status: 'Failed', error: 'connection refused' });
     const withErrors = await rt.call('GET', `runs/${made[1].runId}`, { role: 'Viewer' });
-    expect(withErrors.body).toMatchObject({ status: 'CompletedWithErrors', stats: { errors: 1 }, errors: [{ object: 'uid=u1', message: 'attribute too long' }] });
+    expect(withErrors.body).toMatchObject({
+      status: 'CompletedWithErrors',
+      stats: { errors: 1 },
+      errors: [{ object: 'uid=u1', message: 'attribute too long' }],
+    });
     const running = await rt.call('GET', `runs/${made[30].runId}`, { role: 'Viewer' });
     expect(running.body).toMatchObject({ status: 'Running', runType: 'Export', stats: { objectsProcessed: 7 } });
     expect(running.body.completedAt).toBeUndefined();

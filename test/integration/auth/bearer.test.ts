@@ -4,7 +4,12 @@ import { startMintingIssuer, startOidcProvider, type MintingIssuer, type OidcPro
 import { bearer, call, memoryLog, settings } from './helpers';
 
 const AUDIENCE = 'api://test-api';
-const alice = { preferred_username: 'alice@example.test', upn: 'alice.upn@example.test', oid: '11111111-1111-4111-8111-111111111111', roles: ['Service.Admin'] };
+const alice = {
+  preferred_username: 'alice@example.test',
+  upn: 'alice.upn@example.test',
+  oid: '11111111-1111-4111-8111-111111111111',
+  roles: ['Service.Admin'],
+};
 
 function env(issuer: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
@@ -29,7 +34,12 @@ beforeAll(async () => {
       audience: AUDIENCE,
       otherAudiences: ['api://another-api'],
       clients: {
-        'admin-app': { roles: ['Service.Admin'], preferred_username: 'svc-admin@example.test', upn: 'svc-admin@example.test', oid: '22222222-2222-4222-8222-222222222222' },
+        'admin-app': {
+          roles: ['Service.Admin'],
+          preferred_username: 'svc-admin@example.test',
+          upn: 'svc-admin@example.test',
+          oid: '22222222-2222-4222-8222-222222222222',
+        },
         'reader-app': { roles: ['Reader'], preferred_username: 'svc-reader@example.test', oid: '33333333-3333-4333-8333-333333333333' },
       },
     }),
@@ -49,7 +59,13 @@ describe('Bearer with a real oidc-provider issuer (client credentials, JWT acces
   it('accepts its access token and resolves role and audit identity from the claims', async () => {
     const res = await call('connectors.write', bearer(await real.token('admin-app')));
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ scheme: 'Bearer', name: 'svc-admin@example.test', upn: 'svc-admin@example.test', sid: '22222222-2222-4222-8222-222222222222', roles: ['Admin'] });
+    expect(res.body).toEqual({
+      scheme: 'Bearer',
+      name: 'svc-admin@example.test',
+      upn: 'svc-admin@example.test',
+      sid: '22222222-2222-4222-8222-222222222222',
+      roles: ['Admin'],
+    });
   });
 
   it('makes a caller with no mapped role a Viewer: reads pass, writes get 403', async () => {
@@ -105,12 +121,20 @@ describe('attack suite: hand-minted tokens (jose)', () => {
     ['with alg none', () => jose.mint(alice, { alg: 'none' }), /^SecurityTokenInvalidAlgorithm/],
     ['HS256 signed with the public key', () => jose.mint(alice, { alg: 'HS256-public-key' }), /^SecurityTokenInvalidAlgorithm/],
     ['signed by a key with an unknown kid', () => jose.mint(alice, { key: 'foreign' }), /^SecurityTokenSignatureKeyNotFound/],
-    ['signed by another key under the published kid', async () => jose.mint(alice, { key: 'foreign', kid: kidOf(await jose.mint(alice)) }), /^SecurityTokenInvalidSignature/],
+    [
+      'signed by another key under the published kid',
+      async () => jose.mint(alice, { key: 'foreign', kid: kidOf(await jose.mint(alice)) }),
+      /^SecurityTokenInvalidSignature/,
+    ],
     ['with a tampered payload', async () => tamper(await jose.mint({ ...alice, roles: ['Service.Viewer'] })), /^SecurityTokenInvalidSignature/],
     ['without exp', () => jose.mint(alice, { exp: null }), /^SecurityTokenNoExpiration/],
     ['garbage', async () => 'not-a-token', /^SecurityTokenMalformed/],
     ['garbage in three parts', async () => 'aaaa.bbbb.cccc', /^SecurityTokenMalformed/],
-    ['a JSON header with a non-JSON payload', async () => `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from('hello').toString('base64url')}.sig`, /^SecurityToken/],
+    [
+      'a JSON header with a non-JSON payload',
+      async () => `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from('hello').toString('base64url')}.sig`,
+      /^SecurityToken/,
+    ],
   ];
 
   it.each(cases)('refuses a token %s: 401 invalid_token, never 500', async (_name, make, failure) => {
@@ -269,10 +293,18 @@ describe('startup refusals', () => {
   };
 
   it('refuses Enabled without Authority or Audience, naming the setting', async () => {
-    const noAuthority = await refusal({ AZURE_FUNCTIONS_ENVIRONMENT: 'Production', Authentication__Jwt__Enabled: 'true', Authentication__Jwt__Audience: AUDIENCE });
+    const noAuthority = await refusal({
+      AZURE_FUNCTIONS_ENVIRONMENT: 'Production',
+      Authentication__Jwt__Enabled: 'true',
+      Authentication__Jwt__Audience: AUDIENCE,
+    });
     expect(noAuthority.setting).toBe('Authentication:Jwt:Authority');
     expect(noAuthority.message).toContain("'Authentication:Jwt:Authority'");
-    const noAudience = await refusal({ AZURE_FUNCTIONS_ENVIRONMENT: 'Production', Authentication__Jwt__Enabled: 'true', Authentication__Jwt__Authority: 'https://login.example.test/t/v2.0' });
+    const noAudience = await refusal({
+      AZURE_FUNCTIONS_ENVIRONMENT: 'Production',
+      Authentication__Jwt__Enabled: 'true',
+      Authentication__Jwt__Authority: 'https://login.example.test/t/v2.0',
+    });
     expect(noAudience.setting).toBe('Authentication:Jwt:Audience');
   });
 

@@ -23,7 +23,11 @@ describe('embedded development issuer', () => {
   });
 
   const tokenRequest = (form: Record<string, string>, auth = `Basic ${Buffer.from(`${info.clientId}:${info.clientSecret}`).toString('base64')}`) =>
-    fetch(info.tokenEndpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: auth }, body: new URLSearchParams(form).toString() });
+    fetch(info.tokenEndpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: auth },
+      body: new URLSearchParams(form).toString(),
+    });
 
   it('publishes discovery and JWKS on loopback and keeps its key and secret private on disk', async () => {
     const meta = (await (await fetch(`${info.issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
@@ -42,7 +46,13 @@ describe('embedded development issuer', () => {
     const body = (await res.json()) as { access_token: string; token_type: string };
     expect(body.token_type).toBe('Bearer');
     const claims = JSON.parse(Buffer.from(body.access_token.split('.')[1], 'base64url').toString());
-    expect(claims).toMatchObject({ iss: info.issuer, aud: 'api://identity-mesh-sync', roles: ['Service.Operator'], preferred_username: 'olga@example.test', upn: 'olga@example.test' });
+    expect(claims).toMatchObject({
+      iss: info.issuer,
+      aud: 'api://identity-mesh-sync',
+      roles: ['Service.Operator'],
+      preferred_username: 'olga@example.test',
+      upn: 'olga@example.test',
+    });
     expect(typeof claims.exp).toBe('number');
   });
 
@@ -97,9 +107,18 @@ describe('development issuer: authorization code with PKCE for the console', () 
 
   /** POST the sign-in form; the answer is the redirect to the console with the code. */
   const signIn = async (form: Record<string, string>) =>
-    fetch(`${info.issuer}/authorize`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() });
+    fetch(`${info.issuer}/authorize`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(form).toString(),
+    });
   const redeem = (form: Record<string, string>, origin?: string) =>
-    fetch(info.tokenEndpoint, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...(origin ? { origin } : {}) }, body: new URLSearchParams(form).toString() });
+    fetch(info.tokenEndpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(origin ? { origin } : {}) },
+      body: new URLSearchParams(form).toString(),
+    });
   const codeOf = (res: Response) => new URL(res.headers.get('location')!).searchParams.get('code')!;
 
   it('announces the authorization endpoint, the code grant and S256 in discovery, to loopback origins (CORS)', async () => {
@@ -148,7 +167,10 @@ describe('development issuer: authorization code with PKCE for the console', () 
     expect(location.searchParams.get('state')).toBe('st-123');
     expect(location.searchParams.get('iss')).toBe(info.issuer);
     const code = location.searchParams.get('code')!;
-    const token = await redeem({ grant_type: 'authorization_code', client_id: 'meshsync-console', code, redirect_uri: redirectUri, code_verifier: verifier }, 'http://127.0.0.1:7071');
+    const token = await redeem(
+      { grant_type: 'authorization_code', client_id: 'meshsync-console', code, redirect_uri: redirectUri, code_verifier: verifier },
+      'http://127.0.0.1:7071',
+    );
     expect(token.status).toBe(200);
     expect(token.headers.get('access-control-allow-origin')).toBe('http://127.0.0.1:7071');
     const body = (await token.json()) as { access_token: string; token_type: string };
@@ -164,19 +186,39 @@ describe('development issuer: authorization code with PKCE for the console', () 
   it('refuses a wrong verifier, another redirect URI or client; a refused attempt spends the code', async () => {
     const form = { ...authParams(), username: 'bob@example.test', role: 'Admin' };
     const wrongVerifier = codeOf(await signIn(form));
-    const r1 = await redeem({ grant_type: 'authorization_code', client_id: 'meshsync-console', code: wrongVerifier, redirect_uri: redirectUri, code_verifier: 'x'.repeat(43) });
+    const r1 = await redeem({
+      grant_type: 'authorization_code',
+      client_id: 'meshsync-console',
+      code: wrongVerifier,
+      redirect_uri: redirectUri,
+      code_verifier: 'x'.repeat(43),
+    });
     expect(r1.status).toBe(400);
     expect(((await r1.json()) as { error_description: string }).error_description).toContain('code_verifier');
-    const r1again = await redeem({ grant_type: 'authorization_code', client_id: 'meshsync-console', code: wrongVerifier, redirect_uri: redirectUri, code_verifier: verifier });
+    const r1again = await redeem({
+      grant_type: 'authorization_code',
+      client_id: 'meshsync-console',
+      code: wrongVerifier,
+      redirect_uri: redirectUri,
+      code_verifier: verifier,
+    });
     expect(r1again.status).toBe(400);
 
     const wrongRedirect = codeOf(await signIn(form));
-    const r2 = await redeem({ grant_type: 'authorization_code', client_id: 'meshsync-console', code: wrongRedirect, redirect_uri: 'http://127.0.0.1:7071/other', code_verifier: verifier });
+    const r2 = await redeem({
+      grant_type: 'authorization_code',
+      client_id: 'meshsync-console',
+      code: wrongRedirect,
+      redirect_uri: 'http://127.0.0.1:7071/other',
+      code_verifier: verifier,
+    });
     expect(r2.status).toBe(400);
     expect(((await r2.json()) as { error_description: string }).error_description).toContain('redirect_uri');
 
     const wrongClient = codeOf(await signIn(form));
-    expect((await redeem({ grant_type: 'authorization_code', client_id: 'dev-cli', code: wrongClient, redirect_uri: redirectUri, code_verifier: verifier })).status).toBe(401);
+    expect(
+      (await redeem({ grant_type: 'authorization_code', client_id: 'dev-cli', code: wrongClient, redirect_uri: redirectUri, code_verifier: verifier })).status,
+    ).toBe(401);
 
     const badRole = await signIn({ ...authParams(), role: 'Root' });
     expect(badRole.status).toBe(400);

@@ -28,7 +28,10 @@ describeWithServer('slapd')('Windows callers: groups from the directory (real sl
     // A cycle: frank in Loop A, Loop A in Loop B, Loop B in Loop A.
     await group('Loop A', [`uid=frank,${people}`]);
     await group('Loop B', [`cn=Loop A,${groups}`]);
-    await client.modify(`cn=Loop A,${groups}`, new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [`cn=Loop B,${groups}`] }) }));
+    await client.modify(
+      `cn=Loop A,${groups}`,
+      new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [`cn=Loop B,${groups}`] }) }),
+    );
     // A chain four levels deep: gina in Level 0, Level 0 in Level 1, ... Level 3.
     await group('Level 0', [`uid=gina,${people}`]);
     for (let i = 1; i <= 3; i++) await group(`Level ${i}`, [`cn=Level ${i - 1},${groups}`]);
@@ -57,14 +60,18 @@ describeWithServer('slapd')('Windows callers: groups from the directory (real sl
   it('reads memberOf and gives each group by name (its CN, escapes undone) and by DN', async () => {
     const identity = await new DirectoryGroups(config(), memoryLog()).lookup('alice@EXAMPLE.TEST');
     // The DN is as the server writes it (slapd escapes the comma as \2C); the name has the escape undone.
-    expect(identity.groups.sort()).toEqual(['Comma, Group', 'Sync Admins', `cn=Comma\\2C Group,ou=groups,${slapd.suffix}`, `cn=Sync Admins,ou=groups,${slapd.suffix}`].sort());
+    expect(identity.groups.sort()).toEqual(
+      ['Comma, Group', 'Sync Admins', `cn=Comma\\2C Group,ou=groups,${slapd.suffix}`, `cn=Sync Admins,ou=groups,${slapd.suffix}`].sort(),
+    );
     expect(identity.sid).toBeNull();
   });
 
   it('finds groups held through nesting by walking up memberOf (auto on a directory that is not AD)', async () => {
     const log = memoryLog();
     const identity = await new DirectoryGroups(config(), log).lookup('erin@EXAMPLE.TEST');
-    expect(identity.groups.sort()).toEqual(['Helpdesk Leads', 'Sync Operators', `cn=Helpdesk Leads,ou=groups,${slapd.suffix}`, `cn=Sync Operators,ou=groups,${slapd.suffix}`].sort());
+    expect(identity.groups.sort()).toEqual(
+      ['Helpdesk Leads', 'Sync Operators', `cn=Helpdesk Leads,ou=groups,${slapd.suffix}`, `cn=Sync Operators,ou=groups,${slapd.suffix}`].sort(),
+    );
     expect(log.lines).toContain('info: Negotiate: nested groups come from a walk up memberOf (at most 10 levels).');
     // The entry's own memberOf (the behaviour of nestedGroups=direct) has Helpdesk Leads only.
     const direct = await new DirectoryGroups(config({ nestedGroups: 'direct' }), memoryLog()).lookup('erin@EXAMPLE.TEST');
@@ -100,11 +107,14 @@ describeWithServer('slapd')('Windows callers: groups from the directory (real sl
   });
 
   it('works over ldaps and StartTLS with the server certificate trusted', async () => {
-    const viaLdaps = await new DirectoryGroups(config({ url: slapd.ldapsUrl, caCertificateFile: slapd.caCertificateFile }), memoryLog()).lookup('alice@EXAMPLE.TEST');
-    expect(viaLdaps.groups).toContain('Sync Admins');
-    const viaStartTls = await new DirectoryGroups(config({ url: `ldap://localhost:${slapd.port}`, startTls: true, caCertificateFile: slapd.caCertificateFile }), memoryLog()).lookup(
+    const viaLdaps = await new DirectoryGroups(config({ url: slapd.ldapsUrl, caCertificateFile: slapd.caCertificateFile }), memoryLog()).lookup(
       'alice@EXAMPLE.TEST',
     );
+    expect(viaLdaps.groups).toContain('Sync Admins');
+    const viaStartTls = await new DirectoryGroups(
+      config({ url: `ldap://localhost:${slapd.port}`, startTls: true, caCertificateFile: slapd.caCertificateFile }),
+      memoryLog(),
+    ).lookup('alice@EXAMPLE.TEST');
     expect(viaStartTls.groups).toContain('Sync Admins');
   });
 

@@ -29,7 +29,10 @@ describeWithServer('ds389')('Windows callers: nested groups from a real 389 Dire
       await group('Sync Operators', [`cn=Helpdesk Leads,${groups}`]);
       await group('Loop A', [`uid=frank,${people}`]);
       await group('Loop B', [`cn=Loop A,${groups}`]);
-      await client.modify(`cn=Loop A,${groups}`, new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [`cn=Loop B,${groups}`] }) }));
+      await client.modify(
+        `cn=Loop A,${groups}`,
+        new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [`cn=Loop B,${groups}`] }) }),
+      );
     } finally {
       await client.unbind();
     }

@@ -96,10 +96,22 @@ async function token(dataDir: string, role: string, user?: string): Promise<stri
     for (const uid of ['alice', 'carol', 'erin']) {
       await client.add(`uid=${uid},ou=people,${slapd.suffix}`, { objectClass: ['inetOrgPerson'], uid, cn: uid, sn: uid });
     }
-    await client.add(`cn=Sync Admins,ou=groups,${slapd.suffix}`, { objectClass: ['groupOfNames'], cn: 'Sync Admins', member: [`uid=alice,ou=people,${slapd.suffix}`] });
+    await client.add(`cn=Sync Admins,ou=groups,${slapd.suffix}`, {
+      objectClass: ['groupOfNames'],
+      cn: 'Sync Admins',
+      member: [`uid=alice,ou=people,${slapd.suffix}`],
+    });
     // erin holds Operator only through nesting: Helpdesk Leads is a member of Sync Operators.
-    await client.add(`cn=Helpdesk Leads,ou=groups,${slapd.suffix}`, { objectClass: ['groupOfNames'], cn: 'Helpdesk Leads', member: [`uid=erin,ou=people,${slapd.suffix}`] });
-    await client.add(`cn=Sync Operators,ou=groups,${slapd.suffix}`, { objectClass: ['groupOfNames'], cn: 'Sync Operators', member: [`cn=Helpdesk Leads,ou=groups,${slapd.suffix}`] });
+    await client.add(`cn=Helpdesk Leads,ou=groups,${slapd.suffix}`, {
+      objectClass: ['groupOfNames'],
+      cn: 'Helpdesk Leads',
+      member: [`uid=erin,ou=people,${slapd.suffix}`],
+    });
+    await client.add(`cn=Sync Operators,ou=groups,${slapd.suffix}`, {
+      objectClass: ['groupOfNames'],
+      cn: 'Sync Operators',
+      member: [`cn=Helpdesk Leads,ou=groups,${slapd.suffix}`],
+    });
     await client.unbind();
 
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'auth-e2e-'));

@@ -160,7 +160,7 @@ describeWithServer('samba')('Negotiate with a real AD DC: tickets, roles from di
     });
     const names = (groups: string[]) => groups.filter((g) => !g.includes('=') && !g.startsWith('S-1-')).sort();
 
-    it('auto: the root DSE says Active Directory, so tokenGroups; the groups\' SIDs are candidates too', async () => {
+    it("auto: the root DSE says Active Directory, so tokenGroups; the groups' SIDs are candidates too", async () => {
       const log = memoryLog();
       const identity = await new DirectoryGroups(config({}), log).lookup('nick@SAMDOM.TEST');
       expect(log.lines).toContain('info: Negotiate: the directory is Active Directory; nested groups come from tokenGroups.');
@@ -173,7 +173,7 @@ describeWithServer('samba')('Negotiate with a real AD DC: tickets, roles from di
       expect(identity).toMatchObject({ sid: ad.objectSid, upn: 'nick.lead@corp.example' });
     });
 
-    it('needs no rights beyond a domain user\'s: bound as vera, nick\'s tokenGroups are read', async () => {
+    it("needs no rights beyond a domain user's: bound as vera, nick's tokenGroups are read", async () => {
       const log = memoryLog();
       const identity = await new DirectoryGroups(config({ bindDN: dn.vera, bindPassword: PASSWORD.vera }), log).lookup('nick@SAMDOM.TEST');
       expect(names(identity.groups)).toEqual(['Domain Users', 'Helpdesk Leads', 'Sync Operators', 'Users']);
@@ -187,7 +187,9 @@ describeWithServer('samba')('Negotiate with a real AD DC: tickets, roles from di
       await dc.tool(['dsacl', 'set', `--objectdn=${dn.dora}`, `--sddl=(OD;;RP;b7c69e6d-2cc7-11d2-854e-00a0c983f608;;${veraSid})`]);
       const log = memoryLog();
       const identity = await new DirectoryGroups(config({ bindDN: dn.vera, bindPassword: PASSWORD.vera }), log).lookup('dora@SAMDOM.TEST');
-      expect(log.lines).toContain(`warn: Negotiate: the tokenGroups of ${dn.dora} could not be read (the bind account may not read it); its nested groups come from the in-chain rule instead.`);
+      expect(log.lines).toContain(
+        `warn: Negotiate: the tokenGroups of ${dn.dora} could not be read (the bind account may not read it); its nested groups come from the in-chain rule instead.`,
+      );
       expect(names(identity.groups)).toEqual(['Change Board', 'Sync Admins']);
     });
 

@@ -43,7 +43,9 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     pg = await startPostgres();
     rt = await startService();
     f = await SqlContractFixture.create(pgServer(pg));
-    await f.exec(`INSERT INTO people (employee_id, given_name, sn, department) SELECT 'E' || lpad(i::text, 5, '0'), 'Given' || i, 'Sn' || i, CASE WHEN i % 2 = 0 THEN 'Sales' ELSE 'Ops' END FROM generate_series(1, ${ROWS}) i`);
+    await f.exec(
+      `INSERT INTO people (employee_id, given_name, sn, department) SELECT 'E' || lpad(i::text, 5, '0'), 'Given' || i, 'Sn' || i, CASE WHEN i % 2 = 0 THEN 'Sales' ELSE 'Ops' END FROM generate_series(1, ${ROWS}) i`,
+    );
   });
   afterAll(async () => {
     await rt?.dispose();
@@ -70,10 +72,25 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     connectorId = connector.id;
     expect(connector.config.password).toBe('********');
     // Standard input works as a file.
-    const projection = await as('Admin', ['rules', 'create', '--file', '-', '-o', 'json'], {}, JSON.stringify({ ruleType: 'ProjectionRule', ruleName: 'project', connectorId, sourceAttribute: 'employee_id', objectType: 'User' }));
+    const projection = await as(
+      'Admin',
+      ['rules', 'create', '--file', '-', '-o', 'json'],
+      {},
+      JSON.stringify({ ruleType: 'ProjectionRule', ruleName: 'project', connectorId, sourceAttribute: 'employee_id', objectType: 'User' }),
+    );
     expect(projection.code).toBe(0);
-    for (const [s, t] of [['employee_id', 'employeeId'], ['given_name', 'givenName'], ['sn', 'sn'], ['department', 'department']]) {
-      const flow = await as('Admin', ['rules', 'create', '-f', file(`${t}.json`, { ruleType: 'FlowRule', ruleName: `flow ${t}`, connectorId, sourceAttribute: s, targetAttribute: t, confidence: 50 })]);
+    for (const [s, t] of [
+      ['employee_id', 'employeeId'],
+      ['given_name', 'givenName'],
+      ['sn', 'sn'],
+      ['department', 'department'],
+    ]) {
+      const flow = await as('Admin', [
+        'rules',
+        'create',
+        '-f',
+        file(`${t}.json`, { ruleType: 'FlowRule', ruleName: `flow ${t}`, connectorId, sourceAttribute: s, targetAttribute: t, confidence: 50 }),
+      ]);
       expect(flow.code).toBe(0);
     }
     const ls = await as('Viewer', ['connectors', 'ls']);
@@ -101,16 +118,21 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
 
   test('on a terminal (tmux) --wait draws a live progress bar with the total, rate and ETA, then the stats', async () => {
     await f.exec("UPDATE people SET sn = sn || 'x'");
-    const frames = await inTmux(
-      ['runs', 'import', connectorId, '--wait'],
-      { MESHSYNC_HOME: home, MESHSYNC_URL: rt.baseUrl, MESHSYNC_TOKEN: await rt.token('Operator'), MESHSYNC_POLL_MS: '200' },
-    );
+    const frames = await inTmux(['runs', 'import', connectorId, '--wait'], {
+      MESHSYNC_HOME: home,
+      MESHSYNC_URL: rt.baseUrl,
+      MESHSYNC_TOKEN: await rt.token('Operator'),
+      MESHSYNC_POLL_MS: '200',
+    });
     const last = frames[frames.length - 1];
     expect(last).toMatch(/EXIT=0/);
     expect(last).toMatch(/run [0-9a-f-]{36} Completed/);
     expect(last).toMatch(new RegExp(`PROCESSED\\s+CREATED\\s+UPDATED\\s+DELETED\\s+ERRORS\\n${ROWS}\\s+0\\s+${ROWS}\\s+0\\s+0`));
     // The bar was drawn while the run went: block characters, objects of the known total, a rate and an ETA.
-    const bar = new RegExp(`^(reading|planning|applying|finishing|Completed)\\s*\\|[\u2588\u2591]+\\| \\d+/(\\d+|\\?) objects \\| \\d+/s \\| ETA (\\d+s|\\?)`, 'm');
+    const bar = new RegExp(
+      `^(reading|planning|applying|finishing|Completed)\\s*\\|[\u2588\u2591]+\\| \\d+/(\\d+|\\?) objects \\| \\d+/s \\| ETA (\\d+s|\\?)`,
+      'm',
+    );
     const drawn = frames.filter((fr) => bar.test(fr));
     expect(drawn.length).toBeGreaterThan(0);
     expect(frames.some((fr) => new RegExp(`applying\\s*\\|[\u2588\u2591]+\\| \\d+/${ROWS} objects \\| \\d+/s \\| ETA \\d+s`).test(fr))).toBe(true);
@@ -189,7 +211,12 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     expect(taken.code).toBe(6);
     expect(taken.stderr).toMatch(/409 .*HR cli/);
     // 3: the service refused the content (400), with the field errors listed.
-    const invalid = await as('Admin', ['rules', 'create', '-f', file('bad-rule.json', { ruleType: 'FlowRule', connectorId, sourceAttribute: 'sn', confidence: 500 })]);
+    const invalid = await as('Admin', [
+      'rules',
+      'create',
+      '-f',
+      file('bad-rule.json', { ruleType: 'FlowRule', connectorId, sourceAttribute: 'sn', confidence: 500 }),
+    ]);
     expect(invalid.code).toBe(3);
     expect(invalid.stderr).toMatch(/400 /);
     expect(invalid.stderr).toMatch(/^\s+\/\S*: /m);
@@ -235,7 +262,9 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
 
   test('audit lists the import the CLI triggered, with its actor', async () => {
     const audit = await json('Admin', ['audit', '--target-type', 'connector', '--target', connectorId]);
-    expect(audit.items.map((a: { action: string; actorUpn: string }) => `${a.action} ${a.actorUpn}`)).toEqual(expect.arrayContaining([`trigger ${USERS.Operator.upn}`, `create ${USERS.Admin.upn}`]));
+    expect(audit.items.map((a: { action: string; actorUpn: string }) => `${a.action} ${a.actorUpn}`)).toEqual(
+      expect.arrayContaining([`trigger ${USERS.Operator.upn}`, `create ${USERS.Admin.upn}`]),
+    );
     const table = await as('Admin', ['audit', '--target', connectorId]);
     expect(table.stdout.split('\n')[0]).toMatch(/^TIME\s+ACTION\s+TARGET TYPE\s+TARGET\s+ACTOR\s+OUTCOME$/);
   });
@@ -256,7 +285,13 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     expect(dry.stdout).toContain('not applied (dry run)');
 
     // Rename the connector, then put it back from its history.
-    const renamed = await as('Admin', ['connectors', 'update', connectorId, '-f', file('renamed.json', { name: 'HR renamed', config: { ...f.config(), password: '********' } })]);
+    const renamed = await as('Admin', [
+      'connectors',
+      'update',
+      connectorId,
+      '-f',
+      file('renamed.json', { name: 'HR renamed', config: { ...f.config(), password: '********' } }),
+    ]);
     expect(renamed.code).toBe(0);
     const history = await json('Viewer', ['config', 'history', '--type', 'connector', '--id', connectorId]);
     expect(history.items.map((v: { action: string }) => v.action)).toEqual(['update', 'create']);
@@ -291,7 +326,13 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
 
     // A deletes threshold of 10, then 50 rows gone: the import waits for approval.
     const current = await json('Admin', ['connectors', 'show', connectorId]);
-    const limited = await as('Admin', ['connectors', 'update', connectorId, '-f', file('limited.json', { name: current.name, config: { ...current.config, thresholds: { deletes: { count: 10 } } } })]);
+    const limited = await as('Admin', [
+      'connectors',
+      'update',
+      connectorId,
+      '-f',
+      file('limited.json', { name: current.name, config: { ...current.config, thresholds: { deletes: { count: 10 } } } }),
+    ]);
     expect(limited.code).toBe(0);
     await f.exec("DELETE FROM people WHERE employee_id <= 'E00050'");
     const parked = await as('Operator', ['runs', 'import', connectorId, '--wait']);

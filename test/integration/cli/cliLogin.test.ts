@@ -60,11 +60,16 @@ describe('meshsync login with the development issuer', () => {
     // The audit names the user the token was asked for.
     await cli(['instances', 'pause', JSON.parse(instances.stdout).items[0].id]);
     await cli(['instances', 'resume', JSON.parse(instances.stdout).items[0].id]);
-    const admin = await meshsync(['login', '--dev', '--data-dir', rt.dataDir, '--role', 'Admin', '--profile', 'admin', '--url', rt.baseUrl], { MESHSYNC_HOME: home });
+    const admin = await meshsync(['login', '--dev', '--data-dir', rt.dataDir, '--role', 'Admin', '--profile', 'admin', '--url', rt.baseUrl], {
+      MESHSYNC_HOME: home,
+    });
     expect(admin.code).toBe(0);
     const audit = await meshsync(['audit', '--profile', 'admin', '--target-type', 'instance', '-o', 'json'], { MESHSYNC_HOME: home });
     expect(audit.code).toBe(0);
-    expect(JSON.parse(audit.stdout).items.map((a: { action: string; actorUpn: string }) => `${a.action} ${a.actorUpn}`)).toEqual(['resume ops@example.test', 'pause ops@example.test']);
+    expect(JSON.parse(audit.stdout).items.map((a: { action: string; actorUpn: string }) => `${a.action} ${a.actorUpn}`)).toEqual([
+      'resume ops@example.test',
+      'pause ops@example.test',
+    ]);
   });
 
   test('login refuses a wrong role and a missing data folder with exit code 3 and 4', async () => {
@@ -95,7 +100,9 @@ describe('meshsync login with client credentials against a real OIDC server', ()
   });
 
   test('login --client-id/--client-secret gets a token from the authority; the profile remembers authority and resource', async () => {
-    const login = await cli(['login', '--client-id', 'ops-app', '--authority', issuer.issuer, '--resource', AUDIENCE, '--url', rt.baseUrl], { MESHSYNC_CLIENT_SECRET: 'ops-app-secret' });
+    const login = await cli(['login', '--client-id', 'ops-app', '--authority', issuer.issuer, '--resource', AUDIENCE, '--url', rt.baseUrl], {
+      MESHSYNC_CLIENT_SECRET: 'ops-app-secret',
+    });
     expect(login.stderr).toBe('');
     expect(login.code).toBe(0);
     const ls = await cli(['connectors', 'ls', '-o', 'json']);
@@ -107,8 +114,20 @@ describe('meshsync login with client credentials against a real OIDC server', ()
     expect(JSON.stringify(profiles)).not.toContain('ops-app-secret');
   });
 
-  test('a wrong secret is refused with the issuer\'s error and exit code 4; nothing is cached', async () => {
-    const bad = await cli(['login', '--client-id', 'ops-app', '--client-secret', 'wrong', '--authority', issuer.issuer, '--profile', 'bad', '--url', rt.baseUrl]);
+  test("a wrong secret is refused with the issuer's error and exit code 4; nothing is cached", async () => {
+    const bad = await cli([
+      'login',
+      '--client-id',
+      'ops-app',
+      '--client-secret',
+      'wrong',
+      '--authority',
+      issuer.issuer,
+      '--profile',
+      'bad',
+      '--url',
+      rt.baseUrl,
+    ]);
     expect(bad.code).toBe(4);
     expect(bad.stderr).toMatch(/Sign-in refused by .*invalid_client/);
     expect(bad.stderr).not.toContain('wrong');
@@ -130,7 +149,11 @@ describe('meshsync login with client credentials against a real OIDC server', ()
     const client = new Client({ url: slapd.url });
     await client.bind(slapd.rootDN, slapd.rootPassword);
     await client.add(`uid=alice,ou=people,${slapd.suffix}`, { objectClass: ['inetOrgPerson'], uid: 'alice', cn: 'alice', sn: 'alice' });
-    await client.add(`cn=Sync Operators,ou=groups,${slapd.suffix}`, { objectClass: ['groupOfNames'], cn: 'Sync Operators', member: [`uid=alice,ou=people,${slapd.suffix}`] });
+    await client.add(`cn=Sync Operators,ou=groups,${slapd.suffix}`, {
+      objectClass: ['groupOfNames'],
+      cn: 'Sync Operators',
+      member: [`uid=alice,ou=people,${slapd.suffix}`],
+    });
     await client.unbind();
     rt = await startService({
       env: {
@@ -150,7 +173,7 @@ describe('meshsync login with client credentials against a real OIDC server', ()
     await Promise.all([kdc?.stop(), slapd?.stop()]);
   });
 
-  test('requests are signed with Negotiate from the user\'s ticket; the role comes from the directory group; no ticket is exit code 4', async () => {
+  test("requests are signed with Negotiate from the user's ticket; the role comes from the directory group; no ticket is exit code 4", async () => {
     const url = `http://localhost:${rt.port}/api`;
     const login = await meshsync(['login', '--negotiate', '--url', url], { MESHSYNC_HOME: home });
     expect(login.code).toBe(0);

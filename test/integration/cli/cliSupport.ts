@@ -42,7 +42,9 @@ export async function inTmux(args: string[], env: Record<string, string>, timeou
   const { execFileSync } = await import('node:child_process');
   const socket = `meshsync-test-${process.pid}-${Date.now()}`;
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const envText = Object.entries(env).map(([k, v]) => `${k}=${quote(v)}`).join(' ');
+  const envText = Object.entries(env)
+    .map(([k, v]) => `${k}=${quote(v)}`)
+    .join(' ');
   const command = `env ${envText} ${quote(process.execPath)} ${quote(CLI)} ${args.map(quote).join(' ')}; echo EXIT=$?; sleep 600`;
   const tmux = (...a: string[]) => execFileSync('tmux', ['-L', socket, ...a], { encoding: 'utf8' });
   tmux('new-session', '-d', '-s', 'cli', '-x', '120', '-y', '30', command);

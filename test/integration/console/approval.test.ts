@@ -41,7 +41,9 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     pg = await startPostgres();
     rt = await startService({ env: { Authentication__Jwt__Authority: '', Authentication__Jwt__Enabled: 'false' } });
     f = await SqlContractFixture.create(pgServer(pg));
-    await f.exec(`INSERT INTO people (employee_id, given_name, sn, department) SELECT 'E' || lpad(i::text, 5, '0'), 'Given' || i, 'Sn' || i, 'Ops' FROM generate_series(1, ${ROWS}) i`);
+    await f.exec(
+      `INSERT INTO people (employee_id, given_name, sn, department) SELECT 'E' || lpad(i::text, 5, '0'), 'Given' || i, 'Sn' || i, 'Ops' FROM generate_series(1, ${ROWS}) i`,
+    );
     first = await devToken(rt, 'Admin', 'first.admin@example.test');
     const connector = await devCall(rt, first, 'POST', 'connectors', { name: 'HR approvals', type: 'sql', config: f.config() });
     expect(connector.status).toBe(201);
@@ -60,7 +62,10 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
       await new Promise((r) => setTimeout(r, 250));
     }
     // More than 5 updates in one run wait for an Admin.
-    const put = await devCall(rt, first, 'PUT', `connectors/${connectorId}`, { name: 'HR approvals', config: { ...connector.body.config, thresholds: { updates: { count: 5 } } } });
+    const put = await devCall(rt, first, 'PUT', `connectors/${connectorId}`, {
+      name: 'HR approvals',
+      config: { ...connector.body.config, thresholds: { updates: { count: 5 } } },
+    });
     expect(put.status).toBe(200);
     browser = await launch();
   });
@@ -75,17 +80,26 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     const runId = await parkedImport();
     // The overview lists it under "Awaiting approval".
     const starter = await signIn(browser, rt, 'first.admin@example.test', 'Admin');
-    await starter.page.getByRole('table', { name: 'Runs awaiting approval' }).getByRole('link', { name: runId.slice(0, 8) }).click();
+    await starter.page
+      .getByRole('table', { name: 'Runs awaiting approval' })
+      .getByRole('link', { name: runId.slice(0, 8) })
+      .click();
     await starter.page.getByRole('heading', { name: 'Awaiting approval' }).waitFor();
     expect(await starter.page.getByText(`updates: ${ROWS} (limit 5)`).count()).toBe(1);
     await shot(starter.page, 'run-approval');
     await starter.page.getByRole('button', { name: 'Approve' }).click();
-    await starter.page.getByRole('alert').filter({ hasText: /four-eyes/ }).waitFor();
+    await starter.page
+      .getByRole('alert')
+      .filter({ hasText: /four-eyes/ })
+      .waitFor();
     expect((await devCall(rt, first, 'GET', `runs/${runId}`)).body.status).toBe('AwaitingApproval');
 
     const second = await signIn(browser, rt, 'second.admin@example.test', 'Admin', `runs/${runId}`);
     await second.page.getByRole('button', { name: 'Approve' }).click();
-    await second.page.getByTestId('run-outcome').filter({ hasText: /^Completed/ }).waitFor({ timeout: 240_000 });
+    await second.page
+      .getByTestId('run-outcome')
+      .filter({ hasText: /^Completed/ })
+      .waitFor({ timeout: 240_000 });
     const run = await devCall(rt, first, 'GET', `runs/${runId}`);
     expect(run.body).toMatchObject({ status: 'Completed', stats: { objectsUpdated: ROWS } });
     expect(await second.page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
@@ -102,14 +116,20 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     const { context, page } = await signIn(browser, rt, 'second.admin@example.test', 'Admin', `runs/${runId}`);
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Reject' }).click();
-    await page.getByTestId('run-outcome').filter({ hasText: /^Rejected/ }).waitFor();
+    await page
+      .getByTestId('run-outcome')
+      .filter({ hasText: /^Rejected/ })
+      .waitFor();
     expect((await devCall(rt, first, 'GET', `runs/${runId}`)).body.status).toBe('Rejected');
     await context.close();
   });
 
   test('an Operator makes a dry run from the console, reads its plan and applies it', async () => {
     // Under the threshold this time: the plan applies without approval.
-    const put = await devCall(rt, first, 'PUT', `connectors/${connectorId}`, { name: 'HR approvals', config: { ...(await devCall(rt, first, 'GET', `connectors/${connectorId}`)).body.config, thresholds: { updates: { count: 1000 } } } });
+    const put = await devCall(rt, first, 'PUT', `connectors/${connectorId}`, {
+      name: 'HR approvals',
+      config: { ...(await devCall(rt, first, 'GET', `connectors/${connectorId}`)).body.config, thresholds: { updates: { count: 1000 } } },
+    });
     expect(put.status).toBe(200);
     await f.exec("UPDATE people SET sn = 'Planned' WHERE employee_id IN ('E00001', 'E00002')");
     const { context, page } = await signIn(browser, rt, 'olga@example.test', 'Operator', 'connectors');
@@ -118,7 +138,10 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     await page.getByRole('button', { name: 'Start' }).click();
     await page.waitForURL(/\/console\/runs\/[0-9a-f-]{36}$/);
     const planId = page.url().split('/').pop()!;
-    await page.getByTestId('run-outcome').filter({ hasText: /^Completed/ }).waitFor({ timeout: 240_000 });
+    await page
+      .getByTestId('run-outcome')
+      .filter({ hasText: /^Completed/ })
+      .waitFor({ timeout: 240_000 });
     await page.getByRole('heading', { name: 'DeltaImport (dry run) of HR approvals' }).waitFor();
     const changes = page.getByRole('table', { name: 'Changes' });
     await changes.getByRole('cell', { name: 'planned' }).first().waitFor();
@@ -127,7 +150,10 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     expect((await devCall(rt, first, 'GET', 'mesh/objects?search=E00001')).body.items[0].attributeValues.sn).not.toBe('Planned');
     await page.getByRole('button', { name: 'Apply plan' }).click();
     await page.waitForURL((url) => /\/console\/runs\/[0-9a-f-]{36}$/.test(url.pathname) && !url.pathname.endsWith(planId));
-    await page.getByTestId('run-outcome').filter({ hasText: /^Completed/ }).waitFor({ timeout: 240_000 });
+    await page
+      .getByTestId('run-outcome')
+      .filter({ hasText: /^Completed/ })
+      .waitFor({ timeout: 240_000 });
     const applied = await devCall(rt, first, 'GET', `runs/${page.url().split('/').pop()}`);
     expect(applied.body).toMatchObject({ status: 'Completed', trigger: { type: 'apply', planRunId: planId } });
     expect((await devCall(rt, first, 'GET', 'mesh/objects?search=E00001')).body.items[0].attributeValues.sn).toBe('Planned');

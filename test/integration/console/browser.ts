@@ -48,7 +48,8 @@ export async function devToken(rt: ServiceUnderTest, role: Role, username: strin
 }
 
 /** An Admin API call with a development-issuer token. */
-export async function devCall(rt: ServiceUnderTest, token: string, method: string, route: string, body?: unknown): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function devCall(rt: ServiceUnderTest, token: string, method: string, route: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${rt.baseUrl}/${route}`, {
     method,
     headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },

@@ -19,7 +19,6 @@ jest.setTimeout(600_000);
 const ROWS = 120;
 const available = serverAvailable('chromium') && serverAvailable('postgres');
 
-
 /** Wait until the element's text matches (the run monitor polls the run every second). */
 async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
   const el = page.getByTestId(testId);
@@ -40,14 +39,21 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     pg = await startPostgres();
     rt = await startService({ env: { Authentication__Jwt__Authority: '', Authentication__Jwt__Enabled: 'false' } });
     f = await SqlContractFixture.create(pgServer(pg));
-    await f.exec(`INSERT INTO people (employee_id, given_name, sn, department) SELECT 'E' || lpad(i::text, 5, '0'), 'Given' || i, 'Sn' || i, CASE WHEN i % 3 = 0 THEN 'Sales' ELSE 'Ops' END FROM generate_series(1, ${ROWS}) i`);
+    await f.exec(
+      `INSERT INTO people (employee_id, given_name, sn, department) SELECT 'E' || lpad(i::text, 5, '0'), 'Given' || i, 'Sn' || i, CASE WHEN i % 3 = 0 THEN 'Sales' ELSE 'Ops' END FROM generate_series(1, ${ROWS}) i`,
+    );
     admin = await devToken(rt, 'Admin', 'setup@example.test');
     const connector = await devCall(rt, admin, 'POST', 'connectors', { name: 'HR console', type: 'sql', config: f.config() });
     expect(connector.status).toBe(201);
     connectorId = connector.body.id;
     const rules = [
       { ruleType: 'ProjectionRule', ruleName: 'project', connectorId, sourceAttribute: 'employee_id', objectType: 'User' },
-      ...[['employee_id', 'employeeId'], ['given_name', 'givenName'], ['sn', 'sn'], ['department', 'department']].map(([s, t]) => ({ ruleType: 'FlowRule', ruleName: `flow ${t}`, connectorId, sourceAttribute: s, targetAttribute: t, confidence: 50 })),
+      ...[
+        ['employee_id', 'employeeId'],
+        ['given_name', 'givenName'],
+        ['sn', 'sn'],
+        ['department', 'department'],
+      ].map(([s, t]) => ({ ruleType: 'FlowRule', ruleName: `flow ${t}`, connectorId, sourceAttribute: s, targetAttribute: t, confidence: 50 })),
     ];
     for (const rule of rules) expect((await devCall(rt, admin, 'POST', 'rules', rule)).status).toBe(201);
     browser = await launch();
@@ -103,13 +109,21 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     const outcome = await textOf(page, 'run-outcome', /Completed/);
     expect(outcome).toMatch(/^Completed at /);
     const run = await devCall(rt, admin, 'GET', `runs/${runId}`);
-    expect(run.body).toMatchObject({ status: 'Completed', runType: 'FullImport', stats: { objectsCreated: ROWS }, trigger: { type: 'manual', actorUpn: 'olga@example.test' } });
+    expect(run.body).toMatchObject({
+      status: 'Completed',
+      runType: 'FullImport',
+      stats: { objectsCreated: ROWS },
+      trigger: { type: 'manual', actorUpn: 'olga@example.test' },
+    });
     await page.getByRole('heading', { name: /FullImport of HR console/ }).waitFor();
     expect(await page.locator('.facts').textContent()).toContain(`Created${ROWS}`);
     await shot(page, 'run');
     // The overview lists it as the connector's last run.
     await page.getByRole('link', { name: 'Overview' }).click();
-    await page.getByRole('table', { name: 'Last run per connector' }).getByRole('link', { name: runId.slice(0, 8) }).waitFor();
+    await page
+      .getByRole('table', { name: 'Last run per connector' })
+      .getByRole('link', { name: runId.slice(0, 8) })
+      .waitFor();
     await page.getByRole('table', { name: 'Connector-space objects in error' }).getByText('No connector-space object is in error.').waitFor();
     await shot(page, 'overview');
     // The connector-space explorer: one object's attributes, then a preview and a sync of it (nothing to change).
@@ -210,7 +224,13 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await page.getByRole('link', { name: 'Schedules' }).click();
     await page.getByRole('table', { name: 'Schedules' }).getByText('No schedules.').waitFor();
     // A schedule run from the console: its runs, their steps and the run each step started.
-    const created = await devCall(rt, admin, 'POST', 'schedules', { name: 'nightly HR', cron: '0 0 2 * * *', timeZone: 'Europe/Paris', isEnabled: true, steps: [{ runType: 'DeltaImport', connectorIds: [connectorId] }] });
+    const created = await devCall(rt, admin, 'POST', 'schedules', {
+      name: 'nightly HR',
+      cron: '0 0 2 * * *',
+      timeZone: 'Europe/Paris',
+      isEnabled: true,
+      steps: [{ runType: 'DeltaImport', connectorIds: [connectorId] }],
+    });
     expect(created.status).toBe(201);
     await page.reload();
     const schedules = page.getByRole('table', { name: 'Schedules' });
@@ -247,7 +267,10 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await shot(page, 'connector-space');
     await page.getByRole('link', { name: 'Runs', exact: true }).click();
     await page.getByRole('table', { name: 'Runs' }).getByRole('link').first().click();
-    await page.getByTestId('run-outcome').filter({ hasText: /Completed/ }).waitFor();
+    await page
+      .getByTestId('run-outcome')
+      .filter({ hasText: /Completed/ })
+      .waitFor();
     for (const name of ['Cancel run', 'Apply plan', 'Approve', 'Reject']) expect(await page.getByRole('button', { name }).count()).toBe(0);
     await page.goto(consoleUrl(rt, 'config'));
     await page.getByRole('table', { name: 'Configuration versions' }).getByRole('cell', { name: 'create' }).first().waitFor();
@@ -282,7 +305,9 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await page.keyboard.press('Tab');
     expect(await page.locator(':focus').textContent()).toBe('Active');
     // A token the API refuses (here: its signature broken) brings the sign-in screen back, not broken pages.
-    await page.evaluate(`(() => { const s = JSON.parse(sessionStorage.getItem('meshsync.session')); s.token = s.token.slice(0, -6) + 'AAAAAA'; sessionStorage.setItem('meshsync.session', JSON.stringify(s)); })()`);
+    await page.evaluate(
+      `(() => { const s = JSON.parse(sessionStorage.getItem('meshsync.session')); s.token = s.token.slice(0, -6) + 'AAAAAA'; sessionStorage.setItem('meshsync.session', JSON.stringify(s)); })()`,
+    );
     await page.getByRole('button', { name: 'Next' }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
     expect(await page.evaluate(`sessionStorage.getItem('meshsync.session')`)).toBeNull();

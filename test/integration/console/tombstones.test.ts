@@ -37,7 +37,9 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     pg = await startPostgres();
     rt = await startService({ env: { Authentication__Jwt__Authority: '', Authentication__Jwt__Enabled: 'false' } });
     f = await SqlContractFixture.create(pgServer(pg));
-    await f.exec(`INSERT INTO people (employee_id, given_name, sn, department) SELECT 'E' || lpad(i::text, 5, '0'), 'Given' || i, 'Sn' || i, 'Ops' FROM generate_series(1, 20) i`);
+    await f.exec(
+      `INSERT INTO people (employee_id, given_name, sn, department) SELECT 'E' || lpad(i::text, 5, '0'), 'Given' || i, 'Sn' || i, 'Ops' FROM generate_series(1, 20) i`,
+    );
     admin = await devToken(rt, 'Admin', 'setup@example.test');
     const connector = await devCall(rt, admin, 'POST', 'connectors', { name: 'HR tombstones', type: 'sql', config: f.config() });
     connectorId = connector.body.id;

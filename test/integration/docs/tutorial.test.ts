@@ -104,9 +104,22 @@ run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
   let work: string;
   let env: Record<string, string>;
 
-  const runs = async (connectorId: string) => (await rt.call('GET', `runs?connectorId=${connectorId}&take=200`)).body.items as Array<{ runType: string; status: string; stats: Record<string, number>; errors?: unknown[]; dryRun?: boolean }>;
-  const entry = async (dn: string) => (await ldap.search(dn, { scope: 'base', attributes: ['*', 'entryUUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0];
-  const staff = () => pg.query<Record<string, string | null>>('SELECT employee_id, given_name, surname, mail, department, manager_id FROM staff ORDER BY employee_id', [], 'tutorial');
+  const runs = async (connectorId: string) =>
+    (await rt.call('GET', `runs?connectorId=${connectorId}&take=200`)).body.items as Array<{
+      runType: string;
+      status: string;
+      stats: Record<string, number>;
+      errors?: unknown[];
+      dryRun?: boolean;
+    }>;
+  const entry = async (dn: string) =>
+    (await ldap.search(dn, { scope: 'base', attributes: ['*', 'entryUUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0];
+  const staff = () =>
+    pg.query<Record<string, string | null>>(
+      'SELECT employee_id, given_name, surname, mail, department, manager_id FROM staff ORDER BY employee_id',
+      [],
+      'tutorial',
+    );
 
   beforeAll(async () => {
     // No refint on manager: a report's manager DN must be rewritten by the service, not by slapd.
@@ -128,7 +141,11 @@ run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
       LDAPBINDDN: slapd.rootDN,
       LDAP_PASSWORD: slapd.rootPassword,
       LDAPTLS_CACERT: slapd.caCertificateFile,
-      LDAP_CA: ca.replace(/\n$/, '').split('\n').map((l) => `${l}\\n`).join(''),
+      LDAP_CA: ca
+        .replace(/\n$/, '')
+        .split('\n')
+        .map((l) => `${l}\\n`)
+        .join(''),
       PGHOST: pg.host,
       PGPORT: String(pg.port),
       PGDATABASE: 'tutorial',
@@ -214,7 +231,14 @@ run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
         ['Export', 'Completed'],
       ]);
       expect(staffRuns[1].stats).toMatchObject({ objectsCreated: 5, errors: 0 });
-      expect(await entry(dnOf('E1001', 'Engineering'))).toMatchObject({ cn: 'Grace Hopper', sn: 'Hopper', employeeNumber: 'E1001', departmentNumber: 'Engineering', mail: 'grace.hopper@example.com', title: 'Head of Engineering' });
+      expect(await entry(dnOf('E1001', 'Engineering'))).toMatchObject({
+        cn: 'Grace Hopper',
+        sn: 'Hopper',
+        employeeNumber: 'E1001',
+        departmentNumber: 'Engineering',
+        mail: 'grace.hopper@example.com',
+        title: 'Head of Engineering',
+      });
       expect(await entry(dnOf('E1005', 'Research'))).toMatchObject({ cn: 'Dorothy Vaughan' });
       expect((await staff()).map((r) => [r.employee_id, r.surname, r.department])).toEqual([
         ['E1001', 'Hopper', 'Engineering'],
@@ -233,7 +257,11 @@ run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
         expect(exp).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 3, errors: 0 } });
       }
       const mesh = await meshByAnchor();
-      const managerOf = (key: string) => mesh.get(key)!.relationships.filter((r) => r.type === 'manager').map((r) => r.targetId);
+      const managerOf = (key: string) =>
+        mesh
+          .get(key)!
+          .relationships.filter((r) => r.type === 'manager')
+          .map((r) => r.targetId);
       expect(managerOf('E1002')).toEqual([mesh.get('E1001')!.id]);
       expect(managerOf('E1005')).toEqual([mesh.get('E1004')!.id]);
       expect(managerOf('E1001')).toEqual([]);

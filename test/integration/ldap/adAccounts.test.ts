@@ -53,7 +53,13 @@ describeWithServer('samba')('Active Directory accounts: password, enabled, disab
       kind: 'add',
       objectType: 'User',
       dn: `CN=${name},${ou}`,
-      attributes: { objectClass: ['top', 'person', 'organizationalPerson', 'user'], cn: name, sAMAccountName: name, userPrincipalName: `${name}@samdom.test`, ...extra },
+      attributes: {
+        objectClass: ['top', 'person', 'organizationalPerson', 'user'],
+        cn: name,
+        sAMAccountName: name,
+        userPrincipalName: `${name}@samdom.test`,
+        ...extra,
+      },
     } as never);
 
   it('a new account with a password and userAccountControl 512 is enabled and must change its password (data 773)', async () => {
@@ -67,7 +73,9 @@ describeWithServer('samba')('Active Directory accounts: password, enabled, disab
   });
 
   it('mustChangePassword false: the password works at once', async () => {
-    expect(await add(connector({ mustChangePassword: false }), 'ready.hire', { unicodePwd: 'Ready-Pw-2024!', userAccountControl: '512' })).toMatchObject({ status: 'success' });
+    expect(await add(connector({ mustChangePassword: false }), 'ready.hire', { unicodePwd: 'Ready-Pw-2024!', userAccountControl: '512' })).toMatchObject({
+      status: 'success',
+    });
     expect(await bindAs('ready.hire@samdom.test', 'Ready-Pw-2024!')).toBe('ok');
   });
 
@@ -96,7 +104,9 @@ describeWithServer('samba')('Active Directory accounts: password, enabled, disab
     expect(await c.export({ kind: 'update', objectType: 'User', anchor, attributes: { unicodePwd: 'Second-Pw-2024!' } })).toMatchObject({ status: 'success' });
     expect(await bindAs('pw.update@samdom.test', 'First-Pw-2024!')).toBe('ok');
     const resetting = connector({ mustChangePassword: false, passwordOnUpdate: true });
-    expect(await resetting.export({ kind: 'update', objectType: 'User', anchor, attributes: { unicodePwd: 'Second-Pw-2024!' } })).toMatchObject({ status: 'success' });
+    expect(await resetting.export({ kind: 'update', objectType: 'User', anchor, attributes: { unicodePwd: 'Second-Pw-2024!' } })).toMatchObject({
+      status: 'success',
+    });
     expect(await bindAs('pw.update@samdom.test', 'Second-Pw-2024!')).toBe('ok');
   });
 

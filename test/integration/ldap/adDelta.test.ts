@@ -28,7 +28,15 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
 
   beforeAll(async () => {
     dc = await startSambaAd();
-    admin = await openSession({ host: 'localhost', port: dc.ldapsPort, bindDN: dc.adminDN, bindPassword: dc.adminPassword, security: 'ldaps', caCertificate: dc.caCertificate, timeoutSeconds: 30 });
+    admin = await openSession({
+      host: 'localhost',
+      port: dc.ldapsPort,
+      bindDN: dc.adminDN,
+      bindPassword: dc.adminPassword,
+      security: 'ldaps',
+      caCertificate: dc.caCertificate,
+      timeoutSeconds: 30,
+    });
     for (const dn of [top(), `OU=A,${top()}`, `OU=B,${top()}`, out()]) await admin.add(dn, { objectClass: ['organizationalUnit'] });
   }, SAMBA_START_TIMEOUT_MS);
   afterAll(async () => {
@@ -50,7 +58,8 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       deltaStrategy: 'usn',
       ...over,
     });
-  const user = (dn: string, extra: Record<string, string[]> = {}) => admin.add(dn, { objectClass: ['user'], sAMAccountName: [`${/^CN=([^,]+)/.exec(dn)![1]}`.slice(0, 20)], ...extra });
+  const user = (dn: string, extra: Record<string, string[]> = {}) =>
+    admin.add(dn, { objectClass: ['user'], sAMAccountName: [`${/^CN=([^,]+)/.exec(dn)![1]}`.slice(0, 20)], ...extra });
 
   async function baseline(c: LdapConnector): Promise<string> {
     let w: string | null | undefined;
@@ -80,7 +89,11 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
     await user(`CN=${p}rep1,${A}`, { manager: [`CN=${p}boss,${A}`] });
     await user(`CN=${p}rep2,${B}`, { manager: [`CN=${p}boss,${A}`] });
     await user(`CN=${p}gone,${A}`);
-    await admin.add(`CN=${p}grp,${B}`, { objectClass: ['group'], sAMAccountName: [`${p}grp`], member: [`CN=${p}mov,${A}`, `CN=${p}ren,${A}`, `CN=${p}del,${A}`, `CN=${p}gone,${A}`] });
+    await admin.add(`CN=${p}grp,${B}`, {
+      objectClass: ['group'],
+      sAMAccountName: [`${p}grp`],
+      member: [`CN=${p}mov,${A}`, `CN=${p}ren,${A}`, `CN=${p}del,${A}`, `CN=${p}gone,${A}`],
+    });
     const c = connector();
     try {
       const w = await baseline(c);
@@ -95,8 +108,12 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       expect(grp).toMatchObject({ kind: 'update' });
       // As AD shows the group now: the moved and renamed members' new DNs, the deleted one gone; the member moved
       // out of the containers stays a member in AD (an attribute value, no longer a reference of this connector).
-      expect((grp.object!.attributes.member as string[]).map((x) => x.toLowerCase()).sort()).toEqual([`CN=${p}mov,${B}`, `CN=${p}renamed,${A}`, `CN=${p}gone,${out()}`].map((x) => x.toLowerCase()).sort());
-      expect(grp.object!.references!.member.map((x) => x.toLowerCase()).sort()).toEqual([`CN=${p}mov,${B}`, `CN=${p}renamed,${A}`].map((x) => x.toLowerCase()).sort());
+      expect((grp.object!.attributes.member as string[]).map((x) => x.toLowerCase()).sort()).toEqual(
+        [`CN=${p}mov,${B}`, `CN=${p}renamed,${A}`, `CN=${p}gone,${out()}`].map((x) => x.toLowerCase()).sort(),
+      );
+      expect(grp.object!.references!.member.map((x) => x.toLowerCase()).sort()).toEqual(
+        [`CN=${p}mov,${B}`, `CN=${p}renamed,${A}`].map((x) => x.toLowerCase()).sort(),
+      );
       for (const rep of [`${p}rep1`, `${p}rep2`]) {
         const [r] = byCn(changes, rep);
         expect(r).toMatchObject({ kind: 'update' });
@@ -158,7 +175,10 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
     const without = connector();
     try {
       const r = await without.export({ kind: 'add', objectType: 'User', dn, attributes });
-      expect(r).toMatchObject({ status: 'error', error: { code: 'not_found', message: expect.stringContaining(`Placing '${dn}': its parent 'OU=New,${top()}' does not exist`) } });
+      expect(r).toMatchObject({
+        status: 'error',
+        error: { code: 'not_found', message: expect.stringContaining(`Placing '${dn}': its parent 'OU=New,${top()}' does not exist`) },
+      });
     } finally {
       await without.close();
     }
@@ -166,7 +186,10 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
     try {
       const r = (await c.export({ kind: 'add', objectType: 'User', dn, attributes })) as Extract<ExportResult, { status: 'success' }>;
       expect(r).toMatchObject({ status: 'success', dn });
-      expect(r.notes).toEqual([`Created the container OU=New,${top()} for ${dn} (createContainers).`, `Created the container OU=Team,OU=New,${top()} for ${dn} (createContainers).`]);
+      expect(r.notes).toEqual([
+        `Created the container OU=New,${top()} for ${dn} (createContainers).`,
+        `Created the container OU=Team,OU=New,${top()} for ${dn} (createContainers).`,
+      ]);
       const [e] = await admin.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: ['objectGUID'] });
       expect(e.dn.toLowerCase()).toBe(dn.toLowerCase());
     } finally {
@@ -226,7 +249,12 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
         await t.close();
       }
     }
-    const c = connector({ bindDN: dn, bindPassword: password, deltaStrategy: 'auto', attributes: ['cn', 'sAMAccountName', 'member', 'manager', 'description', 'objectGUID', 'objectClass'] });
+    const c = connector({
+      bindDN: dn,
+      bindPassword: password,
+      deltaStrategy: 'auto',
+      attributes: ['cn', 'sAMAccountName', 'member', 'manager', 'description', 'objectGUID', 'objectClass'],
+    });
     try {
       const w = await baseline(c);
       expect(JSON.parse(w)).toMatchObject({ s: 'dirsync' });
@@ -234,7 +262,9 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       await admin.modifyDN(`CN=${p}mov,${A}`, `CN=${p}mov,${B}`);
       await admin.modifyDN(`CN=${p}out,${A}`, `CN=${p}out,${out()}`);
       const changes = await delta(c, w);
-      expect(byCn(changes, `${p}mod`)).toEqual([expect.objectContaining({ kind: 'update', object: expect.objectContaining({ attributes: expect.objectContaining({ description: 'changed' }) }) })]);
+      expect(byCn(changes, `${p}mod`)).toEqual([
+        expect.objectContaining({ kind: 'update', object: expect.objectContaining({ attributes: expect.objectContaining({ description: 'changed' }) }) }),
+      ]);
       expect(byCn(changes, `${p}mov`)[0].object!.dn!.toLowerCase()).toBe(`CN=${p}mov,${B}`.toLowerCase());
       const [grp] = byCn(changes, `${p}grp`);
       expect(grp.object!.references!.member.map((x) => x.toLowerCase())).toEqual([`CN=${p}mov,${B}`.toLowerCase()]);
@@ -267,11 +297,30 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
   });
 
   test("rule attribute names: AD's schema read from the subschema entry gives employeeid -> employeeID", async () => {
-    const names = await directoryAttributeNames({ host: 'localhost', port: dc.ldapsPort, security: 'ldaps', caCertificate: dc.caCertificate, bindDN: dc.adminDN, bindPassword: dc.adminPassword, baseDN: dc.baseDN });
+    const names = await directoryAttributeNames({
+      host: 'localhost',
+      port: dc.ldapsPort,
+      security: 'ldaps',
+      caCertificate: dc.caCertificate,
+      bindDN: dc.adminDN,
+      bindPassword: dc.adminPassword,
+      baseDN: dc.baseDN,
+    });
     expect(names?.get('employeeid')).toBe('employeeID');
     expect(names?.get('samaccountname')).toBe('sAMAccountName');
     expect(names?.has('employeid')).toBe(false);
-    const rule = canonicalizeRule({ ruleName: 'r', ruleType: 'FlowRule', connectorId: '00000000-0000-4000-8000-000000000001', sourceAttribute: 'employeeid', targetAttribute: 'employeeId', confidence: 50 }, names!, 'active_directory');
+    const rule = canonicalizeRule(
+      {
+        ruleName: 'r',
+        ruleType: 'FlowRule',
+        connectorId: '00000000-0000-4000-8000-000000000001',
+        sourceAttribute: 'employeeid',
+        targetAttribute: 'employeeId',
+        confidence: 50,
+      },
+      names!,
+      'active_directory',
+    );
     expect(rule.sourceAttribute).toBe('employeeID');
   });
 
@@ -281,26 +330,58 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       const name = `h${run}`;
       const password = `Pw-${run}-Dd4!`;
       await dc.tool(['user', 'create', name, password]);
-      const config = { host: 'localhost', port: dc.ldapsPort, caCertificate: dc.caCertificate, baseDN: top(), bindDN: `CN=${name},CN=Users,${dc.baseDN}`, bindPassword: password, deltaStrategy: 'usn' };
+      const config = {
+        host: 'localhost',
+        port: dc.ldapsPort,
+        caCertificate: dc.caCertificate,
+        baseDN: top(),
+        bindDN: `CN=${name},CN=Users,${dc.baseDN}`,
+        bindPassword: password,
+        deltaStrategy: 'usn',
+      };
       const res = await svc.call('POST', 'connectors', { body: { name: 'AD least privilege', type: 'active_directory', config } });
       expect(res.status).toBe(400);
-      expect(res.body.errors).toEqual([{ path: '/config', message: expect.stringMatching(/^configuration_invalid: deltaStrategy usn: the bind account .* cannot list deleted objects \(it lacks List Contents and Read Property on CN=Deleted Objects,DC=samdom,DC=test\)/) }]);
+      expect(res.body.errors).toEqual([
+        {
+          path: '/config',
+          message: expect.stringMatching(
+            /^configuration_invalid: deltaStrategy usn: the bind account .* cannot list deleted objects \(it lacks List Contents and Read Property on CN=Deleted Objects,DC=samdom,DC=test\)/,
+          ),
+        },
+      ]);
       expect(JSON.stringify(res.body)).not.toContain(password);
       expect((await svc.call('GET', 'connectors')).body.connectors).toEqual([]);
       // Saved with a strategy that needs no tombstones, then switched on the directory side: the test on demand says so.
-      const saved = await svc.call('POST', 'connectors', { body: { name: 'AD timestamp', type: 'active_directory', config: { ...config, deltaStrategy: 'timestamp' } } });
+      const saved = await svc.call('POST', 'connectors', {
+        body: { name: 'AD timestamp', type: 'active_directory', config: { ...config, deltaStrategy: 'timestamp' } },
+      });
       expect(saved.status).toBe(201);
       const ok = await svc.call('POST', `connectors/${saved.body.id}/test`, { role: 'Operator' });
       expect(ok.body).toMatchObject({ ok: true });
-      const admin = await svc.call('POST', 'connectors', { body: { name: 'AD admin', type: 'active_directory', config: { ...config, bindDN: dc.adminDN, bindPassword: dc.adminPassword } } });
+      const admin = await svc.call('POST', 'connectors', {
+        body: { name: 'AD admin', type: 'active_directory', config: { ...config, bindDN: dc.adminDN, bindPassword: dc.adminPassword } },
+      });
       expect(admin.status).toBe(201);
       const test = await svc.call('POST', `connectors/${admin.body.id}/test`, { role: 'Operator' });
       expect(test.body).toMatchObject({ ok: true, message: expect.stringContaining('it can list deleted objects') });
-      const rule = await svc.call('POST', 'rules', { body: { ruleName: 'employee id', ruleType: 'FlowRule', connectorId: admin.body.id, sourceAttribute: 'employeeid', targetAttribute: 'employeeId', confidence: 50 } });
+      const rule = await svc.call('POST', 'rules', {
+        body: {
+          ruleName: 'employee id',
+          ruleType: 'FlowRule',
+          connectorId: admin.body.id,
+          sourceAttribute: 'employeeid',
+          targetAttribute: 'employeeId',
+          confidence: 50,
+        },
+      });
       expect(rule.body).toMatchObject({ sourceAttribute: 'employeeID', targetAttribute: 'employeeId' });
-      const typo = await svc.call('POST', 'rules', { body: { ruleName: 'typo', ruleType: 'JoinRule', connectorId: admin.body.id, sourceAttribute: 'employeid', targetAttribute: 'employeeId' } });
+      const typo = await svc.call('POST', 'rules', {
+        body: { ruleName: 'typo', ruleType: 'JoinRule', connectorId: admin.body.id, sourceAttribute: 'employeid', targetAttribute: 'employeeId' },
+      });
       expect(typo.status).toBe(400);
-      expect(typo.body.errors).toEqual([{ path: '/sourceAttribute', message: "'employeid' is not an attribute of the directory's schema (active_directory connector)" }]);
+      expect(typo.body.errors).toEqual([
+        { path: '/sourceAttribute', message: "'employeid' is not an attribute of the directory's schema (active_directory connector)" },
+      ]);
     } finally {
       await svc.dispose();
     }
@@ -319,16 +400,42 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       await user(dnOf('rep'), { manager: [dnOf('boss')] });
       await admin.add(dnOf('grp'), { objectClass: ['group'], sAMAccountName: [`${p}grp`], member: ['m1', 'm2', 'm3', 'm4'].map((n) => dnOf(n)) });
       const res = await svc.call('POST', 'connectors', {
-        body: { name: 'AD e2e', type: 'active_directory', config: { host: 'localhost', port: dc.ldapsPort, caCertificate: dc.caCertificate, bindDN: dc.adminDN, bindPassword: dc.adminPassword, baseDN: base, deltaStrategy: 'usn', attributes: ['cn', 'sAMAccountName', 'member', 'manager', 'objectGUID', 'objectClass'] } },
+        body: {
+          name: 'AD e2e',
+          type: 'active_directory',
+          config: {
+            host: 'localhost',
+            port: dc.ldapsPort,
+            caCertificate: dc.caCertificate,
+            bindDN: dc.adminDN,
+            bindPassword: dc.adminPassword,
+            baseDN: base,
+            deltaStrategy: 'usn',
+            attributes: ['cn', 'sAMAccountName', 'member', 'manager', 'objectGUID', 'objectClass'],
+          },
+        },
       });
       expect(res.status).toBe(201);
       const id = res.body.id as string;
-      await rule(svc, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'Group', priority: 10, transformScript: 'object.objectClass.includes("group")' });
+      await rule(svc, {
+        ruleType: 'ProjectionRule',
+        connectorId: id,
+        sourceAttribute: 'sAMAccountName',
+        objectType: 'Group',
+        priority: 10,
+        transformScript: 'object.objectClass.includes("group")',
+      });
       await rule(svc, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'User', priority: 20 });
-      for (const a of ['cn', 'member', 'manager']) await rule(svc, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+      for (const a of ['cn', 'member', 'manager'])
+        await rule(svc, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
       expect(await runImport(svc, id)).toMatchObject({ status: 'Completed' });
       const before = await meshOf(id);
-      expect(targets(before.get(`${p}grp`), 'member')).toEqual(idsOf(before, ['m1', 'm2', 'm3', 'm4'].map((n) => `${p}${n}`)));
+      expect(targets(before.get(`${p}grp`), 'member')).toEqual(
+        idsOf(
+          before,
+          ['m1', 'm2', 'm3', 'm4'].map((n) => `${p}${n}`),
+        ),
+      );
 
       await admin.modifyDN(dnOf('m1'), dnOf('m1', B));
       await admin.modifyDN(dnOf('m2'), dnOf('m2x'));
@@ -338,7 +445,12 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       expect(await runImport(svc, id, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 6, errors: 0 } });
       const after = await meshOf(id);
       const grp = after.get(`${p}grp`);
-      expect(targets(grp, 'member')).toEqual(idsOf(before, ['m1', 'm2', 'm4'].map((n) => `${p}${n}`)));
+      expect(targets(grp, 'member')).toEqual(
+        idsOf(
+          before,
+          ['m1', 'm2', 'm4'].map((n) => `${p}${n}`),
+        ),
+      );
       const lower = (v: unknown) => (Array.isArray(v) ? v : [v]).map((x) => String(x).toLowerCase()).sort();
       expect(lower(grp!.attributes.member.value)).toEqual(lower([dnOf('m1', B), dnOf('m2x'), dnOf('m4')]));
       const rep = after.get(`${p}rep`);
@@ -356,7 +468,12 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       await admin.del(dnOf('m4'));
       expect(await runImport(svc, id, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
       const last = await meshOf(id);
-      expect(targets(last.get(`${p}grp`), 'member')).toEqual(idsOf(before, ['m1', 'm2'].map((n) => `${p}${n}`)));
+      expect(targets(last.get(`${p}grp`), 'member')).toEqual(
+        idsOf(
+          before,
+          ['m1', 'm2'].map((n) => `${p}${n}`),
+        ),
+      );
       expect(lower(last.get(`${p}grp`)!.attributes.member.value)).toEqual(lower([dnOf('m1', B), dnOf('m2x')]));
       const cs2 = new Map<string, Record<string, unknown>>();
       for await (const page of iterateCsObjects(id)) for (const o of page) if (!o.deleted) cs2.set(String(o.attributes.cn), o.attributes);

@@ -35,7 +35,13 @@ describeWithServer('slapd')('directory export: createContainers (slapd)', () => 
     const c = f.connector();
     try {
       const r = await c.export({ kind: 'add', objectType: 'User', dn, attributes: person('ann', 'Research') });
-      expect(r).toMatchObject({ status: 'error', error: { code: 'not_found', message: expect.stringContaining(`Placing '${dn}': its parent 'ou=Research,${f.base}' does not exist (set createContainers`) } });
+      expect(r).toMatchObject({
+        status: 'error',
+        error: {
+          code: 'not_found',
+          message: expect.stringContaining(`Placing '${dn}': its parent 'ou=Research,${f.base}' does not exist (set createContainers`),
+        },
+      });
       expect(await exists(f, `ou=Research,${f.base}`)).toBe(false);
     } finally {
       await c.close();
@@ -47,7 +53,10 @@ describeWithServer('slapd')('directory export: createContainers (slapd)', () => 
     const dn = `uid=bob,ou=Team,ou=Research,${f.base}`;
     const c = f.connector({ createContainers: true });
     try {
-      const r = (await c.export({ kind: 'add', objectType: 'User', dn, attributes: person('bob', 'Research') })) as Extract<ExportResult, { status: 'success' }>;
+      const r = (await c.export({ kind: 'add', objectType: 'User', dn, attributes: person('bob', 'Research') })) as Extract<
+        ExportResult,
+        { status: 'success' }
+      >;
       expect(r).toMatchObject({ status: 'success', dn });
       expect(r.notes).toEqual([
         `Created the container ou=Research,${f.base} for ${dn} (createContainers).`,
@@ -55,18 +64,33 @@ describeWithServer('slapd')('directory export: createContainers (slapd)', () => 
       ]);
       expect(await exists(f, dn)).toBe(true);
       // An add whose parents exist says nothing.
-      const r2 = (await c.export({ kind: 'add', objectType: 'User', dn: `uid=cy,ou=Team,ou=Research,${f.base}`, attributes: person('cy', 'Research') })) as Extract<ExportResult, { status: 'success' }>;
+      const r2 = (await c.export({
+        kind: 'add',
+        objectType: 'User',
+        dn: `uid=cy,ou=Team,ou=Research,${f.base}`,
+        attributes: person('cy', 'Research'),
+      })) as Extract<ExportResult, { status: 'success' }>;
       expect(r2.notes).toBeUndefined();
       // A move into an OU that does not exist.
       const to = `ou=Labs,ou=Sales,${f.base}`;
-      const m = (await c.export({ kind: 'update', objectType: 'User', anchor: r.anchor, container: to, attributes: {} })) as Extract<ExportResult, { status: 'success' }>;
+      const m = (await c.export({ kind: 'update', objectType: 'User', anchor: r.anchor, container: to, attributes: {} })) as Extract<
+        ExportResult,
+        { status: 'success' }
+      >;
       expect(m).toMatchObject({ status: 'success', dn: `uid=bob,${to}` });
       expect(m.notes).toEqual([`Created the container ${to} for uid=bob,${to} (createContainers).`]);
       expect(await exists(f, `uid=bob,${to}`)).toBe(true);
       // A missing parent that is not an OU is not created.
       const bad = `uid=dee,cn=Project,${f.base}`;
       const e = await c.export({ kind: 'add', objectType: 'User', dn: bad, attributes: person('dee', 'x') });
-      expect(e).toMatchObject({ status: 'error', error: { message: expect.stringContaining(`Placing '${bad}': its parent 'cn=Project,${f.base}' does not exist, and createContainers creates only OU= containers.`) } });
+      expect(e).toMatchObject({
+        status: 'error',
+        error: {
+          message: expect.stringContaining(
+            `Placing '${bad}': its parent 'cn=Project,${f.base}' does not exist, and createContainers creates only OU= containers.`,
+          ),
+        },
+      });
     } finally {
       await c.close();
     }

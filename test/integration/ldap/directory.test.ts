@@ -1,7 +1,15 @@
 import net from 'node:net';
 import { Attribute, Change } from 'ldapts';
 import { closeParkedSearches, LdapConnector } from '../../../lib/connectors/ldap';
-import { ConnectorError, exportChanges, type ConnectorObject, type DeltaChange, type ExportChange, type ExportResult, type ImportPage } from '../../../lib/connectors/sdk';
+import {
+  ConnectorError,
+  exportChanges,
+  type ConnectorObject,
+  type DeltaChange,
+  type ExportChange,
+  type ExportResult,
+  type ImportPage,
+} from '../../../lib/connectors/sdk';
 import { describeWithServer } from '../../support/servers';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { PEOPLE } from '../../support/connectorContract';
@@ -60,7 +68,10 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
 
   test('full import reads users and groups: anchor entryUUID, container, member and manager references by DN', async () => {
     await addGroup('eng', ['E001', 'E002']);
-    await addGroup('all', PEOPLE.map((p) => p.key));
+    await addGroup(
+      'all',
+      PEOPLE.map((p) => p.key),
+    );
     const objects = objectsOf(await fullImport(c));
     expect(byType(objects, 'User')).toHaveLength(PEOPLE.length);
     const groups = byType(objects, 'Group');
@@ -173,7 +184,13 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
     const before = new Map(objectsOf(await fullImport(c)).map((o) => [String(o.attributes.uid ?? o.attributes.cn), o]));
     const added = await c.export(f.exportAdd({ key: 'E500', givenName: 'New', sn: 'Hire', container: 'Sales', manager: 'E001' }));
     expect(added).toMatchObject({ status: 'success', dn: `uid=E500,ou=Sales,${f.base}` });
-    const moved = await c.export({ kind: 'rename', anchor: before.get('E002')!.anchor, objectType: 'User', container: `ou=Sales,${f.base}`, attributes: { title: 'Lead' } });
+    const moved = await c.export({
+      kind: 'rename',
+      anchor: before.get('E002')!.anchor,
+      objectType: 'User',
+      container: `ou=Sales,${f.base}`,
+      attributes: { title: 'Lead' },
+    });
     expect(moved).toMatchObject({ status: 'success', dn: `uid=E002,ou=Sales,${f.base}` });
     const grp = await c.export({
       kind: 'update',
@@ -239,7 +256,11 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
     expect(r.status).toBe('success');
     // The access log's copy of the modify: single-value deletes and adds of member, a replace only of description.
     const admin = await f.client();
-    const { searchEntries } = await admin.search('cn=accesslog', { scope: 'one', filter: `(&(reqType=modify)(reqDN=${groupDn('ops')}))`, attributes: ['reqMod'] });
+    const { searchEntries } = await admin.search('cn=accesslog', {
+      scope: 'one',
+      filter: `(&(reqType=modify)(reqDN=${groupDn('ops')}))`,
+      attributes: ['reqMod'],
+    });
     const mods = searchEntries.flatMap((e) => (Array.isArray(e.reqMod) ? e.reqMod : [e.reqMod])).map(String);
     expect(mods.filter((m) => /^member:/i.test(m)).sort()).toEqual(
       [`member:- ${f.dns.get('E001')}`, `member:- ${f.dns.get('E004')}`, `member:+ ${f.dns.get('E003')}`, `member:+ ${f.dns.get('E005')}`].sort(),
@@ -250,14 +271,20 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
     // The same whole value again writes nothing.
     const again = await c.export({ kind: 'update', anchor: anchors.get('ops')!, objectType: 'Group', attributes: { member: wanted } });
     expect(again.status).toBe('success');
-    const count = (await admin.search('cn=accesslog', { scope: 'one', filter: `(&(reqType=modify)(reqDN=${groupDn('ops')}))`, attributes: ['1.1'] })).searchEntries.length;
+    const count = (await admin.search('cn=accesslog', { scope: 'one', filter: `(&(reqType=modify)(reqDN=${groupDn('ops')}))`, attributes: ['1.1'] }))
+      .searchEntries.length;
     expect(count).toBe(searchEntries.length);
   });
 
   test('export moves: the DN template computes another container, a container attribute, an unrelated change stays put', async () => {
     const added = await c.export(f.exportAdd({ key: 'E510', givenName: 'Move', sn: 'Me', container: 'Sales' }));
     expect(added).toMatchObject({ status: 'success', dn: `uid=E510,ou=Sales,${f.base}` });
-    const byTemplate = await c.export({ kind: 'update', anchor: added.anchor!, objectType: 'User', attributes: { departmentNumber: 'Engineering', title: 'Moved' } });
+    const byTemplate = await c.export({
+      kind: 'update',
+      anchor: added.anchor!,
+      objectType: 'User',
+      attributes: { departmentNumber: 'Engineering', title: 'Moved' },
+    });
     expect(byTemplate).toMatchObject({ status: 'success', dn: `uid=E510,ou=Engineering,${f.base}` });
     const unrelated = await c.export({ kind: 'update', anchor: added.anchor!, objectType: 'User', attributes: { mail: 'e510@example.test' } });
     expect(unrelated).toMatchObject({ status: 'success', dn: `uid=E510,ou=Engineering,${f.base}` });
@@ -268,7 +295,11 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
     const byContainer = await c.export({ kind: 'update', anchor: anchors.get('E001')!, objectType: 'User', attributes: { container: `ou=Sales,${f.base}` } });
     expect(byContainer).toMatchObject({ status: 'success', dn: `uid=E001,ou=Sales,${f.base}` });
     const after = new Map(objectsOf(await fullImport(c)).map((o) => [String(o.attributes.uid ?? o.attributes.cn), o]));
-    expect(after.get('E510')).toMatchObject({ anchor: added.anchor, container: `ou=Engineering,${f.base}`, attributes: { title: 'Moved', mail: 'e510@example.test', departmentNumber: 'Engineering' } });
+    expect(after.get('E510')).toMatchObject({
+      anchor: added.anchor,
+      container: `ou=Engineering,${f.base}`,
+      attributes: { title: 'Moved', mail: 'e510@example.test', departmentNumber: 'Engineering' },
+    });
     expect(after.get('E001')).toMatchObject({ anchor: anchors.get('E001'), container: `ou=Sales,${f.base}`, attributes: { mail: 'ada2@example.test' } });
   });
 
@@ -304,7 +335,11 @@ describeWithServer('slapd')('directory connector: groups, moves, export, securit
     const tls = f.connector({ security: 'starttls', port: slapd.port, host: 'localhost' });
     expect((await tls.testConnection()).message).toMatch(/starttls/);
     const objects = objectsOf(await fullImport(tls));
-    expect(byType(objects, 'User').map((o) => o.attributes.uid).sort()).toEqual(PEOPLE.map((p) => p.key).sort());
+    expect(
+      byType(objects, 'User')
+        .map((o) => o.attributes.uid)
+        .sort(),
+    ).toEqual(PEOPLE.map((p) => p.key).sort());
     const added = await tls.export(f.exportAdd({ key: 'E700', givenName: 'Over', sn: 'StartTLS', container: 'Sales' }));
     expect(added).toMatchObject({ status: 'success', dn: `uid=E700,ou=Sales,${f.base}` });
     await tls.close();
@@ -447,7 +482,16 @@ describeWithServer('slapd')('directory connector: server loss and trimmed change
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
     const port = (silent.address() as net.AddressInfo).port;
     try {
-      const c = new LdapConnector('ldap', { host: '127.0.0.1', port, baseDN: 'dc=example,dc=com', bindDN: 'cn=admin,dc=example,dc=com', bindPassword: 'secret-pw', security: 'none', allowInsecure: true, timeoutSeconds: 1 });
+      const c = new LdapConnector('ldap', {
+        host: '127.0.0.1',
+        port,
+        baseDN: 'dc=example,dc=com',
+        bindDN: 'cn=admin,dc=example,dc=com',
+        bindPassword: 'secret-pw',
+        security: 'none',
+        allowInsecure: true,
+        timeoutSeconds: 1,
+      });
       const started = Date.now();
       const e = await caught(c.testConnection());
       expect(Date.now() - started).toBeLessThan(10_000);

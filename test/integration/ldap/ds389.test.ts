@@ -117,7 +117,16 @@ describeWithServer('ds389')('directory connector through the sync engine (389 Di
     const [entry] = (await admin.search(demo, { scope: 'base', attributes: ['entryUUID', 'nsUniqueId', 'objectClass'] })).searchEntries;
     expect(entry.entryUUID ?? []).toEqual([]);
     expect(String(entry.nsUniqueId)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}-[0-9a-f]{8}$/);
-    const people = await ldapConnector(rt, 'Directory 389 people', f.config({ baseDN: `ou=people,${ds.suffix}`, deltaStrategy: 'changelog', objectClasses: { nsPerson: 'User' }, deletionThreshold: { objects: 10, percent: 100 } }));
+    const people = await ldapConnector(
+      rt,
+      'Directory 389 people',
+      f.config({
+        baseDN: `ou=people,${ds.suffix}`,
+        deltaStrategy: 'changelog',
+        objectClasses: { nsPerson: 'User' },
+        deletionThreshold: { objects: 10, percent: 100 },
+      }),
+    );
     await directoryRules(rt, people);
     const full = await runImport(rt, people);
     expect(full).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, errors: 0 } });
@@ -146,8 +155,14 @@ describeWithServer('ds389')('directory connector through the sync engine (389 Di
     // The restart that applied the trimming closed the fixture's bound connection.
     await f.cleanup();
     const run = await runImport(rt, id, { runType: 'DeltaImport' });
-    expect(run).toMatchObject({ status: 'Completed', runType: 'DeltaImport', stats: { objectsProcessed: 8, objectsCreated: 0, objectsUpdated: 2, objectsDeleted: 0, errors: 0 } });
-    expect(run.errors).toEqual([{ message: expect.stringMatching(/^The delta import ran as a full import: The change log was trimmed: it starts at \d+, after the watermark \d+/) }]);
+    expect(run).toMatchObject({
+      status: 'Completed',
+      runType: 'DeltaImport',
+      stats: { objectsProcessed: 8, objectsCreated: 0, objectsUpdated: 2, objectsDeleted: 0, errors: 0 },
+    });
+    expect(run.errors).toEqual([
+      { message: expect.stringMatching(/^The delta import ran as a full import: The change log was trimmed: it starts at \d+, after the watermark \d+/) },
+    ]);
     const mesh = await meshOf(id);
     expect(valueOf(mesh.get('E003'), 'mail')).toBe('lee@example.test');
     expect(valueOf(mesh.get('E006'), 'mail')).toBe('grace@example.org');

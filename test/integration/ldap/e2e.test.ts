@@ -68,7 +68,12 @@ describeWithServer('slapd')('directory connector through the sync engine (slapd)
 
     // The same over the Admin API (the mesh read model follows the change feed).
     const eng = mesh.get('eng')!;
-    await waitFor('the groups in GET /mesh/objects', async () => (await rt.call('GET', 'mesh/objects?objectType=Group&take=200')).body.items.filter((o: { meshObjectId: string }) => o.meshObjectId === eng.id).length === 1);
+    await waitFor(
+      'the groups in GET /mesh/objects',
+      async () =>
+        (await rt.call('GET', 'mesh/objects?objectType=Group&take=200')).body.items.filter((o: { meshObjectId: string }) => o.meshObjectId === eng.id)
+          .length === 1,
+    );
     const detail = await rt.call('GET', `mesh/objects/${eng.id}`);
     expect(detail.status).toBe(200);
     expect(detail.body.objectType).toBe('Group');
@@ -80,7 +85,8 @@ describeWithServer('slapd')('directory connector through the sync engine (slapd)
   test('a delta import brings adds, modifies, a rename, a move, a delete and membership changes; moves keep the mesh object', async () => {
     const before = await meshOf(id);
     const admin = await f.client();
-    const addMember = (group: string, key: string) => admin.modify(groupDn(group), [new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [f.dns.get(key)!] }) })]);
+    const addMember = (group: string, key: string) =>
+      admin.modify(groupDn(group), [new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [f.dns.get(key)!] }) })]);
     await f.seed([...PEOPLE, { key: 'E006', givenName: 'Grace', sn: 'Hopper', mail: 'grace@example.test', manager: 'E001', container: 'Engineering' }]);
     await addMember('eng', 'E006');
     await addMember('eng', 'E003');
@@ -91,11 +97,13 @@ describeWithServer('slapd')('directory connector through the sync engine (slapd)
     await f.move('E001', 'Sales');
     await f.remove('E004');
     // refint rewrites member/manager values after a rename or move and drops a deleted member, in the background.
-    await waitFor('refint', async () =>
-      (await count(admin, f.base, `(member=uid=E001,ou=Sales,${f.base})`)) === 1 &&
-      (await count(admin, f.base, `(member=uid=E005r,ou=Sales,${f.base})`)) === 1 &&
-      (await count(admin, f.base, `(manager=uid=E001,ou=Sales,${f.base})`)) === 3 &&
-      (await count(admin, f.base, `(member=uid=E004,ou=Sales,${f.base})`)) === 0,
+    await waitFor(
+      'refint',
+      async () =>
+        (await count(admin, f.base, `(member=uid=E001,ou=Sales,${f.base})`)) === 1 &&
+        (await count(admin, f.base, `(member=uid=E005r,ou=Sales,${f.base})`)) === 1 &&
+        (await count(admin, f.base, `(manager=uid=E001,ou=Sales,${f.base})`)) === 3 &&
+        (await count(admin, f.base, `(member=uid=E004,ou=Sales,${f.base})`)) === 0,
     );
 
     const run = await runImport(rt, id, { runType: 'DeltaImport' });
@@ -135,8 +143,14 @@ describeWithServer('slapd')('directory connector through the sync engine (slapd)
     // Purge the log (the purge task removes old entries the same way).
     for (const e of (await admin.search('cn=accesslog', { scope: 'one', filter: '(objectClass=*)', attributes: ['1.1'] })).searchEntries) await admin.del(e.dn);
     const run = await runImport(rt, id, { runType: 'DeltaImport' });
-    expect(run).toMatchObject({ status: 'Completed', runType: 'DeltaImport', stats: { objectsProcessed: 8, objectsCreated: 0, objectsUpdated: 1, objectsDeleted: 0, errors: 0 } });
-    expect(run.errors).toEqual([{ message: expect.stringMatching(/^The delta import ran as a full import: The access log no longer reaches back to the watermark/) }]);
+    expect(run).toMatchObject({
+      status: 'Completed',
+      runType: 'DeltaImport',
+      stats: { objectsProcessed: 8, objectsCreated: 0, objectsUpdated: 1, objectsDeleted: 0, errors: 0 },
+    });
+    expect(run.errors).toEqual([
+      { message: expect.stringMatching(/^The delta import ran as a full import: The access log no longer reaches back to the watermark/) },
+    ]);
     expect(valueOf((await meshOf(id)).get('E003'), 'mail')).toBe('lee@example.test');
     // The full import set a new watermark: the next delta is a delta again.
     await f.update('E002', { sn: 'Muñoz-Ruiz' });

@@ -35,7 +35,14 @@ describeWithServer('samba')('Active Directory deprovisioning by disable (Samba A
   const hrDir = folder('ims-ad-deprov-hr-');
   const dnOf = (cn: string) => `CN=${cn},${people}`;
   const read = (dn: string) =>
-    dc.ldap(async (c) => (await c.search(dn, { scope: 'base', attributes: ['objectGUID', 'userAccountControl'], explicitBufferAttributes: ['objectGUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0]);
+    dc.ldap(
+      async (c) =>
+        (
+          await c
+            .search(dn, { scope: 'base', attributes: ['objectGUID', 'userAccountControl'], explicitBufferAttributes: ['objectGUID'] })
+            .catch(() => ({ searchEntries: [] }))
+        ).searchEntries[0],
+    );
   const uac = async (cn: string) => Number((await read(dnOf(cn)))?.userAccountControl);
 
   beforeAll(async () => {
@@ -45,7 +52,11 @@ describeWithServer('samba')('Active Directory deprovisioning by disable (Samba A
 
     writeCsv(hrDir, 'hr.csv', HR, ROWS);
     const res = await rt.call('POST', 'connectors', {
-      body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } } },
+      body: {
+        name: 'HR',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } },
+      },
     });
     expect(res.status).toBe(201);
     hr = res.body.id;
@@ -69,7 +80,15 @@ describeWithServer('samba')('Active Directory deprovisioning by disable (Samba A
     // The defaults applied are shown.
     expect(created.body.config.deprovisioning).toEqual({ action: 'disable', graceDays: 0, onConditionFalse: false });
     const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, { ruleType: 'FlowRule', connectorId: ad, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50, ...(transformScript ? { transformScript } : {}) });
+      rule(rt, {
+        ruleType: 'FlowRule',
+        connectorId: ad,
+        direction: 'outbound',
+        sourceAttribute,
+        targetAttribute,
+        confidence: 50,
+        ...(transformScript ? { transformScript } : {}),
+      });
     await out('employeeId', 'employeeID');
     await out('employeeId', 'sAMAccountName');
     await out('employeeId', 'userPrincipalName', 'source + "@samdom.test"');
@@ -96,7 +115,12 @@ describeWithServer('samba')('Active Directory deprovisioning by disable (Samba A
     const guid = guidToString(before.objectGUID as Buffer);
     expect(Number(before.userAccountControl)).toBe(0x10200);
 
-    writeCsv(hrDir, 'hr.csv', HR, ROWS.filter((r) => r.employeeId !== 'E201'));
+    writeCsv(
+      hrDir,
+      'hr.csv',
+      HR,
+      ROWS.filter((r) => r.employeeId !== 'E201'),
+    );
     expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
     const leave = await runExport(rt, ad);
     expect(leave.errors ?? []).toEqual([]);
@@ -105,7 +129,10 @@ describeWithServer('samba')('Active Directory deprovisioning by disable (Samba A
     expect(await uac('Ada Lovelace')).toBe(0x10202);
     expect(guidToString((await read(dnOf('Ada Lovelace'))).objectGUID as Buffer)).toBe(guid);
     expect(await uac('Alan Turing')).toBe(0x10200);
-    expect((await readCsObjects(ad, [guid])).get(guid)).toMatchObject({ meshId: null, deprovisioned: { state: 'disabled', reason: 'gone', written: ['accountDisabled'] } });
+    expect((await readCsObjects(ad, [guid])).get(guid)).toMatchObject({
+      meshId: null,
+      deprovisioned: { state: 'disabled', reason: 'gone', written: ['accountDisabled'] },
+    });
     // The confirming import reads the disabled account: no unconfirmed value (accountDisabled is not an attribute).
     const confirm = await runImport(rt, ad, { runType: 'DeltaImport' });
     expect(confirm).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
@@ -128,7 +155,12 @@ describeWithServer('samba')('Active Directory deprovisioning by disable (Samba A
     // The account the engine added stays a provisioned link after the rehire: when the person leaves again, the
     // mesh object goes (the AD link does not keep it) and the account is disabled again.
     expect((await meshOf(hr)).get('E201')!.provisioned).toContain(ad);
-    writeCsv(hrDir, 'hr.csv', HR, ROWS.filter((r) => r.employeeId !== 'E201'));
+    writeCsv(
+      hrDir,
+      'hr.csv',
+      HR,
+      ROWS.filter((r) => r.employeeId !== 'E201'),
+    );
     expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
     expect(await runExport(rt, ad)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, objectsDeleted: 0, errors: 0 } });
     expect(await uac('Ada Lovelace')).toBe(0x10202);

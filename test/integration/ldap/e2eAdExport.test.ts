@@ -37,7 +37,10 @@ describeWithServer('samba')('provisioning Active Directory through the service (
   const hrDir = folder('ims-ad-hr-');
   const dnOf = (cn: string, department: string) => `CN=${cn},OU=${department},${people}`;
   const read = (dn: string, attributes: string[]) =>
-    dc.ldap(async (c) => (await c.search(dn, { scope: 'base', attributes, explicitBufferAttributes: ['objectGUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0]);
+    dc.ldap(
+      async (c) =>
+        (await c.search(dn, { scope: 'base', attributes, explicitBufferAttributes: ['objectGUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0],
+    );
   const adConfig = (over: Record<string, unknown> = {}) => ({
     ...dc.connection,
     containers: { include: [people] },
@@ -65,7 +68,11 @@ describeWithServer('samba')('provisioning Active Directory through the service (
 
     writeCsv(hrDir, 'hr.csv', HR, ROWS);
     const res = await rt.call('POST', 'connectors', {
-      body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } } },
+      body: {
+        name: 'HR',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } },
+      },
     });
     expect(res.status).toBe(201);
     hr = res.body.id;
@@ -76,7 +83,15 @@ describeWithServer('samba')('provisioning Active Directory through the service (
     expect(created.text).not.toContain(dc.adminPassword);
     ad = created.body.id;
     const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, { ruleType: 'FlowRule', connectorId: ad, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50, ...(transformScript ? { transformScript } : {}) });
+      rule(rt, {
+        ruleType: 'FlowRule',
+        connectorId: ad,
+        direction: 'outbound',
+        sourceAttribute,
+        targetAttribute,
+        confidence: 50,
+        ...(transformScript ? { transformScript } : {}),
+      });
     await out('employeeId', 'employeeID');
     await out('employeeId', 'sAMAccountName');
     await out('employeeId', 'userPrincipalName', 'source + "@samdom.test"');
@@ -129,7 +144,12 @@ describeWithServer('samba')('provisioning Active Directory through the service (
     const link = (await meshOf(hr)).get('E102')!.links[ad];
     expect(link).toBe(guidToString(before.objectGUID as Buffer));
 
-    writeCsv(hrDir, 'hr.csv', HR, ROWS.map((r) => (r.employeeId === 'E101' ? { ...r, sn: 'King' } : r.employeeId === 'E102' ? { ...r, department: 'Sales' } : r)));
+    writeCsv(
+      hrDir,
+      'hr.csv',
+      HR,
+      ROWS.map((r) => (r.employeeId === 'E101' ? { ...r, sn: 'King' } : r.employeeId === 'E102' ? { ...r, department: 'Sales' } : r)),
+    );
     expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 2, errors: 0 } });
     const run = await runExport(rt, ad);
     expect(run.errors ?? []).toEqual([]);
@@ -145,21 +165,38 @@ describeWithServer('samba')('provisioning Active Directory through the service (
 
   test('a person gone from HR is deprovisioned: the account is deleted, and the DC confirms it is gone', async () => {
     const guid = (await meshOf(hr)).get('E103')!.links[ad];
-    writeCsv(hrDir, 'hr.csv', HR, ROWS.filter((r) => r.employeeId !== 'E103').map((r) => (r.employeeId === 'E101' ? { ...r, sn: 'King' } : r.employeeId === 'E102' ? { ...r, department: 'Sales' } : r)));
+    writeCsv(
+      hrDir,
+      'hr.csv',
+      HR,
+      ROWS.filter((r) => r.employeeId !== 'E103').map((r) =>
+        r.employeeId === 'E101' ? { ...r, sn: 'King' } : r.employeeId === 'E102' ? { ...r, department: 'Sales' } : r,
+      ),
+    );
     expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
     const run = await runExport(rt, ad);
     expect(run).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
     expect(await read(dnOf('Li Lee', 'Sales'), ['cn'])).toBeUndefined();
-    const live = await dc.ldap(async (c) => c.search(`<GUID=${guid}>`, { scope: 'base', attributes: ['1.1'] }).then((r) => r.searchEntries.length, () => 0));
+    const live = await dc.ldap(async (c) =>
+      c.search(`<GUID=${guid}>`, { scope: 'base', attributes: ['1.1'] }).then(
+        (r) => r.searchEntries.length,
+        () => 0,
+      ),
+    );
     expect(live).toBe(0);
     expect(await bindAs('E103@samdom.test', passwordOf('E103'))).toBe('52e');
   });
 
   test('the password goes with an update only with passwordOnUpdate (then pwdLastSet is 0 again)', async () => {
-    const rows = (sn: string) => ROWS.filter((r) => r.employeeId !== 'E103').map((r) => (r.employeeId === 'E101' ? { ...r, sn } : r.employeeId === 'E102' ? { ...r, department: 'Sales' } : r));
+    const rows = (sn: string) =>
+      ROWS.filter((r) => r.employeeId !== 'E103').map((r) =>
+        r.employeeId === 'E101' ? { ...r, sn } : r.employeeId === 'E102' ? { ...r, department: 'Sales' } : r,
+      );
     const pwdLastSet = async (cn: string) => (await read(dnOf(cn, 'Engineering'), ['pwdLastSet'])).pwdLastSet as string;
     // Ada set a password of her own (pwdLastSet: now).
-    await dc.ldap((c) => c.modify(dnOf('Ada King', 'Engineering'), [new Change({ operation: 'replace', modification: new Attribute({ type: 'pwdLastSet', values: ['-1'] }) })]));
+    await dc.ldap((c) =>
+      c.modify(dnOf('Ada King', 'Engineering'), [new Change({ operation: 'replace', modification: new Attribute({ type: 'pwdLastSet', values: ['-1'] }) })]),
+    );
     expect(await pwdLastSet('Ada King')).not.toBe('0');
 
     writeCsv(hrDir, 'hr.csv', HR, rows('Byron'));
@@ -184,7 +221,9 @@ describeWithServer('samba')('provisioning Active Directory through the service (
 
   test('a wrong bind password and an untrusted CA are refused at create (400), nothing stored', async () => {
     const before = (await rt.call('GET', 'connectors')).body;
-    const wrong = await rt.call('POST', 'connectors', { body: { name: 'AD wrong', type: 'active_directory', config: adConfig({ bindPassword: 'Not-The-Admin-Pw1' }) } });
+    const wrong = await rt.call('POST', 'connectors', {
+      body: { name: 'AD wrong', type: 'active_directory', config: adConfig({ bindPassword: 'Not-The-Admin-Pw1' }) },
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(wrong.text).toMatch(/invalid credentials/);

@@ -37,7 +37,15 @@ describeWithServer('samba')('Active Directory import through the service: full a
     // Outside the connector's containers: never imported.
     await dc.addUser({ sAMAccountName: 'outsider', password: 'Outsider-Pw-1!' });
     const user = async (sam: string, extra: Record<string, string> = {}) => {
-      dns.set(sam, await dc.addUser({ sAMAccountName: sam, parentDN: staff, password: `${sam}-Pw-1!Aa`, attributes: { givenName: sam, sn: 'Test', title: 'Clerk', ...extra } }));
+      dns.set(
+        sam,
+        await dc.addUser({
+          sAMAccountName: sam,
+          parentDN: staff,
+          password: `${sam}-Pw-1!Aa`,
+          attributes: { givenName: sam, sn: 'Test', title: 'Clerk', ...extra },
+        }),
+      );
     };
     await user('boss');
     for (const sam of ['ann', 'bob', 'cat', 'dan']) await user(sam, { manager: dns.get('boss')! });
@@ -59,8 +67,22 @@ describeWithServer('samba')('Active Directory import through the service: full a
     });
     expect(res.status).toBe(201);
     id = res.body.id;
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'User', priority: 10, transformScript: '!object.objectClass.includes("group")' });
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'Group', priority: 20, transformScript: 'object.objectClass.includes("group")' });
+    await rule(rt, {
+      ruleType: 'ProjectionRule',
+      connectorId: id,
+      sourceAttribute: 'sAMAccountName',
+      objectType: 'User',
+      priority: 10,
+      transformScript: '!object.objectClass.includes("group")',
+    });
+    await rule(rt, {
+      ruleType: 'ProjectionRule',
+      connectorId: id,
+      sourceAttribute: 'sAMAccountName',
+      objectType: 'Group',
+      priority: 20,
+      transformScript: 'object.objectClass.includes("group")',
+    });
     for (const a of ['dn', 'sAMAccountName', 'cn', 'title', 'container', 'member', 'manager']) {
       await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
     }
@@ -89,7 +111,12 @@ describeWithServer('samba')('Active Directory import through the service: full a
     await dc.ldap((c) => c.del(dns.get('dan')!));
     await dc.ldap((c) => c.modifyDN(dns.get('bob')!, `CN=bob,${other}`));
     await dc.ldap((c) => c.modifyDN(dns.get('cat')!, `CN=Catherine,${staff}`));
-    const eve = await dc.addUser({ sAMAccountName: 'eve', parentDN: staff, password: 'eve-Pw-1!Aa', attributes: { title: 'Intern', manager: dns.get('boss')! } });
+    const eve = await dc.addUser({
+      sAMAccountName: 'eve',
+      parentDN: staff,
+      password: 'eve-Pw-1!Aa',
+      attributes: { title: 'Intern', manager: dns.get('boss')! },
+    });
     await modify(dns.get('eng')!, [op('add', 'member', [eve]), op('delete', 'member', [dns.get('ann')!])]);
 
     const run = await runImport(rt, id, { runType: 'DeltaImport' });

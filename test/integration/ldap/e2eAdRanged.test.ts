@@ -45,7 +45,8 @@ describeWithServer('samba')('Active Directory ranged retrieval of member (Samba 
     // Directory pages of 700 entries: the groups' reads happen between the pages of the paged search.
     pageSize: 700,
   });
-  const change = (operation: 'add' | 'delete', users: number[]) => new Change({ operation, modification: new Attribute({ type: 'member', values: users.map(userDn) }) });
+  const change = (operation: 'add' | 'delete', users: number[]) =>
+    new Change({ operation, modification: new Attribute({ type: 'member', values: users.map(userDn) }) });
   async function changeMembers(cn: string, add: number[], remove: number[]): Promise<void> {
     const changes = [...(remove.length ? [change('delete', remove)] : []), ...(add.length ? [change('add', add)] : [])];
     await dc.ldap((c) => c.modify(groupDn(cn), changes));
@@ -90,7 +91,9 @@ describeWithServer('samba')('Active Directory ranged retrieval of member (Samba 
     const log: Array<{ req: SearchRequest; answered: Array<{ dn: string; keys: string[] }> }> = [];
     // ldapts also lists each attribute asked for and not answered, with no values: only the slices the DC sent.
     const ranged = (entries: LdapEntry[]) =>
-      entries.map((e) => ({ dn: e.dn, keys: Object.keys(e).filter((k) => /;range=/i.test(k) && !(Array.isArray(e[k]) && e[k].length === 0)) })).filter((x) => x.keys.length);
+      entries
+        .map((e) => ({ dn: e.dn, keys: Object.keys(e).filter((k) => /;range=/i.test(k) && !(Array.isArray(e[k]) && e[k].length === 0)) }))
+        .filter((x) => x.keys.length);
     const real = sessionModule.openSession;
     const spy = jest.spyOn(sessionModule, 'openSession').mockImplementation(async (...args: Parameters<typeof real>): Promise<DirectorySession> => {
       const s = await real(...args);
@@ -188,12 +191,30 @@ describeWithServer('samba')('Active Directory ranged retrieval of member (Samba 
   test('over HTTP through the service: a full import with paged results, then USN and DirSync deltas of changed groups; the mesh member relationships are the DC values', async () => {
     rt = await startService();
     const res = await rt.call('POST', 'connectors', {
-      body: { name: 'AD ranged', type: 'active_directory', config: { ...connectorConfig(), deltaStrategy: 'usn', deletionThreshold: { objects: 10, percent: 100 } } },
+      body: {
+        name: 'AD ranged',
+        type: 'active_directory',
+        config: { ...connectorConfig(), deltaStrategy: 'usn', deletionThreshold: { objects: 10, percent: 100 } },
+      },
     });
     expect(res.status).toBe(201);
     const id = res.body.id as string;
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'User', priority: 10, transformScript: '!object.objectClass.includes("group")' });
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'Group', priority: 20, transformScript: 'object.objectClass.includes("group")' });
+    await rule(rt, {
+      ruleType: 'ProjectionRule',
+      connectorId: id,
+      sourceAttribute: 'sAMAccountName',
+      objectType: 'User',
+      priority: 10,
+      transformScript: '!object.objectClass.includes("group")',
+    });
+    await rule(rt, {
+      ruleType: 'ProjectionRule',
+      connectorId: id,
+      sourceAttribute: 'sAMAccountName',
+      objectType: 'Group',
+      priority: 20,
+      transformScript: 'object.objectClass.includes("group")',
+    });
     for (const a of ['dn', 'sAMAccountName']) await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
 
     /** Every group's member relationships in the mesh against the members the DC has. */
@@ -233,7 +254,11 @@ describeWithServer('samba')('Active Directory ranged retrieval of member (Samba 
     await changeMembers('even', [1000, 2000], []);
     const dirsync = await runImport(rt, id, { runType: 'DeltaImport' });
     expect(dirsync.errors ?? []).toEqual([]);
-    expect(dirsync).toMatchObject({ status: 'Completed', runType: 'DeltaImport', stats: { objectsUpdated: 2, objectsCreated: 0, objectsDeleted: 0, errors: 0 } });
+    expect(dirsync).toMatchObject({
+      status: 'Completed',
+      runType: 'DeltaImport',
+      stats: { objectsUpdated: 2, objectsCreated: 0, objectsDeleted: 0, errors: 0 },
+    });
     expect(members.get('big')!.size).toBe(2590);
     expect(members.get('even')!.size).toBe(2001);
     await check();

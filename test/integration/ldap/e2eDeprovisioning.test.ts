@@ -32,7 +32,8 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
   let hr = '';
   let dir = '';
   const dnOf = (key: string) => `uid=${key},ou=Engineering,${f.base}`;
-  const entry = async (key: string) => (await admin.search(dnOf(key), { scope: 'base', attributes: ['*', 'entryUUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0];
+  const entry = async (key: string) =>
+    (await admin.search(dnOf(key), { scope: 'base', attributes: ['*', 'entryUUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0];
   const writeHr = () => writeCsv(hrDir, 'hr.csv', HR, rows);
   const hrDelta = async () => expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
   /** The target's connector-space row of a person (by its entry's entryUUID). */
@@ -53,7 +54,11 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
     admin = await f.client();
     writeHr();
     const res = await rt.call('POST', 'connectors', {
-      body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } } },
+      body: {
+        name: 'HR',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } },
+      },
     });
     expect(res.status).toBe(201);
     hr = res.body.id;
@@ -62,10 +67,22 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
     dir = await ldapConnector(
       rt,
       'Directory',
-      f.config({ provisioningCondition: 'source.status == "active"', deletionThreshold: { objects: 10, percent: 100 }, exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN' }),
+      f.config({
+        provisioningCondition: 'source.status == "active"',
+        deletionThreshold: { objects: 10, percent: 100 },
+        exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN',
+      }),
     );
     const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50, ...(transformScript ? { transformScript } : {}) });
+      rule(rt, {
+        ruleType: 'FlowRule',
+        connectorId: dir,
+        direction: 'outbound',
+        sourceAttribute,
+        targetAttribute,
+        confidence: 50,
+        ...(transformScript ? { transformScript } : {}),
+      });
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');
@@ -85,7 +102,8 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
 
   test('the config is validated: a bad action lists the allowed values; disable without disableAttributes is named', async () => {
     const current = await rt.call('GET', `connectors/${dir}`);
-    const put = (deprovisioning: unknown) => rt.call('PUT', `connectors/${dir}`, { body: { name: current.body.name, config: { ...current.body.config, deprovisioning } } });
+    const put = (deprovisioning: unknown) =>
+      rt.call('PUT', `connectors/${dir}`, { body: { name: current.body.name, config: { ...current.body.config, deprovisioning } } });
     const bad = await put({ action: 'archive', graceDays: 'soon' });
     expect(bad.status).toBe(400);
     expect(bad.headers.get('content-type')).toMatch(/application\/problem\+json/);
@@ -97,7 +115,9 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
     );
     const missing = await put({ action: 'disable' });
     expect(missing.status).toBe(400);
-    expect(missing.body.errors).toEqual([{ path: '/config/deprovisioning/disableAttributes', message: expect.stringContaining("is required with action 'disable'") }]);
+    expect(missing.body.errors).toEqual([
+      { path: '/config/deprovisioning/disableAttributes', message: expect.stringContaining("is required with action 'disable'") },
+    ]);
     expect(JSON.stringify([bad.body, missing.body])).not.toContain(slapd.rootPassword);
   });
 
@@ -127,7 +147,10 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
     expect(run).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, objectsDeleted: 0, objectsCreated: 0, errors: 0 } });
     // Disabled in the directory (not the flow's "terminated": the disable value), kept, linked, marked.
     expect(await entry('E101')).toMatchObject({ entryUUID: before.entryUUID, employeeType: 'disabled', cn: 'Ann Test' });
-    expect(await csRow(before.entryUUID)).toMatchObject({ meshId: expect.any(String), deprovisioned: { state: 'disabled', reason: 'condition', written: ['employeeType'] } });
+    expect(await csRow(before.entryUUID)).toMatchObject({
+      meshId: expect.any(String),
+      deprovisioned: { state: 'disabled', reason: 'condition', written: ['employeeType'] },
+    });
     // Nothing more while the condition does not hold.
     expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 0, errors: 0 } });
 

@@ -34,7 +34,8 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
   let dir = '';
   const dnOf = (key: string, ou: string) => `uid=${key},ou=${ou},${f.base}`;
   const staff = () => `cn=staff,ou=groups,${f.base}`;
-  const entry = async (dn: string) => (await admin.search(dn, { scope: 'base', attributes: ['*', 'entryUUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0];
+  const entry = async (dn: string) =>
+    (await admin.search(dn, { scope: 'base', attributes: ['*', 'entryUUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0];
 
   beforeAll(async () => {
     slapd = await startSlapd();
@@ -46,7 +47,11 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
 
     writeCsv(hrDir, 'hr.csv', HR, ROWS);
     const res = await rt.call('POST', 'connectors', {
-      body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } } },
+      body: {
+        name: 'HR',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } },
+      },
     });
     expect(res.status).toBe(201);
     hr = res.body.id;
@@ -54,9 +59,24 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
 
     // The directory: people are provisioned into ou=<department>, contractors are not.
     // A small directory: deprovisioning one of a few entries is past the default threshold (20 %).
-    dir = await ldapConnector(rt, 'Directory', f.config({ provisioningCondition: 'source.department == "Engineering" || source.department == "Sales"', deletionThreshold: { objects: 10, percent: 100 } }));
+    dir = await ldapConnector(
+      rt,
+      'Directory',
+      f.config({
+        provisioningCondition: 'source.department == "Engineering" || source.department == "Sales"',
+        deletionThreshold: { objects: 10, percent: 100 },
+      }),
+    );
     const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50, ...(transformScript ? { transformScript } : {}) });
+      rule(rt, {
+        ruleType: 'FlowRule',
+        connectorId: dir,
+        direction: 'outbound',
+        sourceAttribute,
+        targetAttribute,
+        confidence: 50,
+        ...(transformScript ? { transformScript } : {}),
+      });
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');
@@ -66,8 +86,15 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
     await out('department', 'departmentNumber');
     // What the directory brings back: people join on their employee number, groups project, DNs flow in.
     await rule(rt, { ruleType: 'JoinRule', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: dir, sourceAttribute: 'cn', objectType: 'Group', transformScript: 'object.objectClass.includes("groupOfNames")' });
-    for (const a of ['dn', 'container', 'member']) await rule(rt, { ruleType: 'FlowRule', connectorId: dir, sourceAttribute: a, targetAttribute: a, confidence: 10 });
+    await rule(rt, {
+      ruleType: 'ProjectionRule',
+      connectorId: dir,
+      sourceAttribute: 'cn',
+      objectType: 'Group',
+      transformScript: 'object.objectClass.includes("groupOfNames")',
+    });
+    for (const a of ['dn', 'container', 'member'])
+      await rule(rt, { ruleType: 'FlowRule', connectorId: dir, sourceAttribute: a, targetAttribute: a, confidence: 10 });
     await relationshipRules(rt);
   });
   afterAll(async () => {
@@ -86,7 +113,15 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
     expect(await entry(dnOf('E002', 'Engineering'))).toBeUndefined();
     const run = await runExport(rt, dir);
     expect(run).toMatchObject({ status: 'Completed', runType: 'Export', stats: { objectsCreated: 2, objectsUpdated: 1, objectsDeleted: 0, errors: 0 } });
-    expect(await entry(dnOf('E002', 'Engineering'))).toMatchObject({ uid: 'E002', employeeNumber: 'E002', cn: 'José Muñoz', sn: 'Muñoz', mail: 'jose@hr.test', departmentNumber: 'Engineering', objectClass: 'inetOrgPerson' });
+    expect(await entry(dnOf('E002', 'Engineering'))).toMatchObject({
+      uid: 'E002',
+      employeeNumber: 'E002',
+      cn: 'José Muñoz',
+      sn: 'Muñoz',
+      mail: 'jose@hr.test',
+      departmentNumber: 'Engineering',
+      objectClass: 'inetOrgPerson',
+    });
     expect(await entry(dnOf('E003', 'Sales'))).toMatchObject({ cn: 'Li Lee', departmentNumber: 'Sales' });
     expect(await count(admin, f.base, '(uid=E009)')).toBe(0);
     // E001 was there already: only what differs was written, and it stays where it is.
@@ -105,13 +140,19 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
   });
 
   test('a new department moves the entry (modifyDN, same entryUUID); its group membership follows', async () => {
-    const addMember = (key: string, ou: string) => admin.modify(staff(), [new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [dnOf(key, ou)] }) })]);
+    const addMember = (key: string, ou: string) =>
+      admin.modify(staff(), [new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [dnOf(key, ou)] }) })]);
     await addMember('E002', 'Engineering');
     await addMember('E003', 'Sales');
     expect(await runImport(rt, dir, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
     const before = await entry(dnOf('E002', 'Engineering'));
 
-    writeCsv(hrDir, 'hr.csv', HR, ROWS.map((r) => (r.employeeId === 'E002' ? { ...r, department: 'Sales' } : r)));
+    writeCsv(
+      hrDir,
+      'hr.csv',
+      HR,
+      ROWS.map((r) => (r.employeeId === 'E002' ? { ...r, department: 'Sales' } : r)),
+    );
     expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
     const run = await runExport(rt, dir);
     expect(run).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 1, errors: 0 } });
@@ -132,7 +173,12 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
   });
 
   test('a person gone from HR is deprovisioned: the entry is deleted and leaves the group', async () => {
-    writeCsv(hrDir, 'hr.csv', HR, ROWS.filter((r) => r.employeeId !== 'E003').map((r) => (r.employeeId === 'E002' ? { ...r, department: 'Sales' } : r)));
+    writeCsv(
+      hrDir,
+      'hr.csv',
+      HR,
+      ROWS.filter((r) => r.employeeId !== 'E003').map((r) => (r.employeeId === 'E002' ? { ...r, department: 'Sales' } : r)),
+    );
     expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
     // E003 was provisioned by the engine: that link does not keep its mesh object once HR lets go.
     expect((await meshOf(dir)).has('E003')).toBe(false);

@@ -38,18 +38,26 @@ describeWithServer('slapd')('export run errors from the directory are readable (
     // The file connector's folder is under the service's data folder (its default root for file connectors).
     const hrDir = path.join(rt.dataDir, 'files', 'hr');
     mkdirSync(hrDir, { recursive: true });
-    writeCsv(hrDir, 'people.csv', ['id', 'employeeId', 'givenName', 'sn', 'department'], [
-      { id: 'h1', employeeId: 'E001', givenName: 'Ada', sn: 'Lovelace', department: 'Engineering' },
-      { id: 'h2', employeeId: 'E002', givenName: 'José', sn: 'Muñoz', department: 'Engineering' },
-    ]);
-    const res = await rt.call('POST', 'connectors', { body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' } } } });
+    writeCsv(
+      hrDir,
+      'people.csv',
+      ['id', 'employeeId', 'givenName', 'sn', 'department'],
+      [
+        { id: 'h1', employeeId: 'E001', givenName: 'Ada', sn: 'Lovelace', department: 'Engineering' },
+        { id: 'h2', employeeId: 'E002', givenName: 'José', sn: 'Muñoz', department: 'Engineering' },
+      ],
+    );
+    const res = await rt.call('POST', 'connectors', {
+      body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' } } },
+    });
     expect(res.status).toBe(201);
     const hr = res.body.id as string;
     await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department']);
 
     // No join rule and no import of the directory: the engine does not know uid=E001 is there.
     const dir = await ldapConnector(rt, 'Directory', f.config());
-    const out = (sourceAttribute: string, targetAttribute: string) => rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50 });
+    const out = (sourceAttribute: string, targetAttribute: string) =>
+      rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50 });
     await out('employeeId', 'uid');
     await out('givenName', 'givenName');
     await out('sn', 'sn');

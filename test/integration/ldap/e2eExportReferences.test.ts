@@ -32,7 +32,8 @@ describeWithServer('slapd')('relationships exported as DNs (slapd)', () => {
     { id: 'h4', employeeId: 'E004', givenName: 'Zoë', sn: 'Obi', department: 'Sales', managerRow: 'h2' },
     { id: 'h1', employeeId: 'E001', givenName: 'Ada', sn: 'Lovelace', department: bossDepartment, managerRow: '' },
   ];
-  const entry = async (uid: string) => (await admin.search(f.base, { scope: 'sub', filter: `(uid=${uid})`, attributes: ['manager', 'description'] })).searchEntries[0];
+  const entry = async (uid: string) =>
+    (await admin.search(f.base, { scope: 'sub', filter: `(uid=${uid})`, attributes: ['manager', 'description'] })).searchEntries[0];
 
   beforeAll(async () => {
     // No referential integrity on `manager`: when a manager moves, only the engine can rewrite the reports.
@@ -48,7 +49,14 @@ describeWithServer('slapd')('relationships exported as DNs (slapd)', () => {
 
     dir = await ldapConnector(rt, 'Directory', f.config({ deletionThreshold: { objects: 10, percent: 100 } }));
     const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, ...(transformScript ? { transformScript } : {}) });
+      rule(rt, {
+        ruleType: 'FlowRule',
+        connectorId: dir,
+        direction: 'outbound',
+        sourceAttribute,
+        targetAttribute,
+        ...(transformScript ? { transformScript } : {}),
+      });
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('sn', 'sn');
@@ -64,7 +72,7 @@ describeWithServer('slapd')('relationships exported as DNs (slapd)', () => {
     await stopSlapdSuite({ admin, rt, f, slapd });
   });
 
-  test('the HR reference column gives manager relationships; the export writes the manager entries\' DNs', async () => {
+  test("the HR reference column gives manager relationships; the export writes the manager entries' DNs", async () => {
     expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 4, errors: 0 } });
     const mesh = await meshOf(hr);
     expect(targets(mesh.get('E002'), 'manager')).toEqual([mesh.get('E001')!.id]);

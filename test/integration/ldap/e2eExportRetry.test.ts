@@ -57,7 +57,9 @@ describeWithServer('slapd')('export retry (slapd, Azurite, over HTTP)', () => {
     mkdirSync(hrDir, { recursive: true });
     people.push(person(1), person(2), person(3));
     writePeople();
-    const res = await rt.call('POST', 'connectors', { body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' } } } });
+    const res = await rt.call('POST', 'connectors', {
+      body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' } } },
+    });
     expect(res.status).toBe(201);
     hr = res.body.id as string;
     await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department']);
@@ -122,7 +124,8 @@ describeWithServer('slapd')('export retry (slapd, Azurite, over HTTP)', () => {
 
     // The API: 403 for a Viewer, 400 for a malformed id, 404 for unknown ones; nothing changes.
     const e002Id = anchoredCsObjectId(dir, e002Anchor);
-    const retry = (connectorId: string, id: string, role: 'Operator' | 'Viewer' = 'Operator') => rt.call('POST', `connectors/${connectorId}/space/${id}/retry`, { role });
+    const retry = (connectorId: string, id: string, role: 'Operator' | 'Viewer' = 'Operator') =>
+      rt.call('POST', `connectors/${connectorId}/space/${id}/retry`, { role });
     expect((await retry(dir, stagedId, 'Viewer')).status).toBe(403);
     const bad = await retry(dir, 'not-a-guid');
     expect(bad.status).toBe(400);
@@ -166,7 +169,9 @@ describeWithServer('slapd')('export retry (slapd, Azurite, over HTTP)', () => {
       lastExportedOn: expect.any(String),
     });
     const audit = await rt.call('GET', `audit?targetType=connectorSpaceObject&targetId=${stagedId}`);
-    expect(audit.body.items).toEqual([expect.objectContaining({ action: 'retry', targetType: 'connectorSpaceObject', targetId: stagedId, actorUpn: USERS.Operator.upn, outcome: 'success' })]);
+    expect(audit.body.items).toEqual([
+      expect.objectContaining({ action: 'retry', targetType: 'connectorSpaceObject', targetId: stagedId, actorUpn: USERS.Operator.upn, outcome: 'success' }),
+    ]);
 
     // 5: the next export applies both; the added object keeps its id, now with an anchor.
     const run5 = await runExport(rt, dir);
@@ -178,7 +183,14 @@ describeWithServer('slapd')('export retry (slapd, Azurite, over HTTP)', () => {
     const again = await retry(dir, stagedId);
     expect(again.status).toBe(200);
     expect(schemaErrors(ConnectorSpaceObject, again.body)).toEqual([]);
-    expect(again.body).toMatchObject({ csObjectId: stagedId, anchor: (await meshOf(dir)).get('E001')!.links[dir], dn: `uid=E001,ou=Engineering,${f.base}`, pendingExport: null, awaitingConfirmation: true, error: null });
+    expect(again.body).toMatchObject({
+      csObjectId: stagedId,
+      anchor: (await meshOf(dir)).get('E001')!.links[dir],
+      dn: `uid=E001,ou=Engineering,${f.base}`,
+      pendingExport: null,
+      awaitingConfirmation: true,
+      error: null,
+    });
     expect((await retry(dir, e002Id)).body).toMatchObject({ dn: `uid=E002,ou=Sales,${f.base}`, pendingExport: null, error: null });
   });
 });
@@ -210,12 +222,24 @@ describeWithServer('slapd')('export retry of a deprovisioning delete (slapd, Azu
     const header = ['id', 'employeeId', 'givenName', 'sn', 'department'];
     const row = (n: number) => ({ id: `h${n}`, employeeId: `E00${n}`, givenName: `Given${n}`, sn: `Surname${n}`, department: 'Engineering' });
     writeCsv(hrDir, 'people.csv', header, [row(1), row(2), row(3)]);
-    const res = await rt.call('POST', 'connectors', { body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } } } });
+    const res = await rt.call('POST', 'connectors', {
+      body: {
+        name: 'HR',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } },
+      },
+    });
     expect(res.status).toBe(201);
     const hr = res.body.id as string;
     await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department']);
     const dir = await ldapConnector(rt, 'Directory', { ...f.config(), deletionThreshold: { objects: 10, percent: 100 } });
-    for (const [s, t] of [['employeeId', 'uid'], ['givenName', 'givenName'], ['sn', 'sn'], ['sn', 'cn'], ['department', 'departmentNumber']]) {
+    for (const [s, t] of [
+      ['employeeId', 'uid'],
+      ['givenName', 'givenName'],
+      ['sn', 'sn'],
+      ['sn', 'cn'],
+      ['department', 'departmentNumber'],
+    ]) {
       await rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute: s, targetAttribute: t, confidence: 50 });
     }
     expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 3 } });

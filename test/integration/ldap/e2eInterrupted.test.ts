@@ -23,7 +23,9 @@ const pad = (i: number) => String(i).padStart(4, '0');
 function bulkLdif(base: string): string {
   const out = [`dn: ${base}\nobjectClass: organizationalUnit\nou: bulk\n`];
   for (let i = 1; i <= USERS; i++) {
-    out.push(`dn: uid=u${pad(i)},${base}\nobjectClass: inetOrgPerson\nuid: u${pad(i)}\ncn: User ${i}\nsn: Surname${i}\ngivenName: Given${i}\nemployeeNumber: ${i}\nmail: u${pad(i)}@example.test\n`);
+    out.push(
+      `dn: uid=u${pad(i)},${base}\nobjectClass: inetOrgPerson\nuid: u${pad(i)}\ncn: User ${i}\nsn: Surname${i}\ngivenName: Given${i}\nemployeeNumber: ${i}\nmail: u${pad(i)}@example.test\n`,
+    );
   }
   return out.join('\n');
 }
@@ -51,7 +53,8 @@ describeWithServer('slapd')('directory connector: the server stopped in the midd
       timeoutSeconds: 10,
     });
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'uid', objectType: 'User' });
-    for (const a of ['dn', 'givenName', 'sn', 'mail']) await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    for (const a of ['dn', 'givenName', 'sn', 'mail'])
+      await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
   });
   afterAll(async () => {
     await admin?.unbind().catch(() => undefined);

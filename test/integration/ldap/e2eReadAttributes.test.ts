@@ -58,7 +58,9 @@ describeWithServer('slapd')('what a directory import reads (slapd, Azurite, over
     await rule(rt, { ruleType: 'FlowRule', connectorId: dir, sourceAttribute: 'sn', targetAttribute: 'surname', confidence: 50 });
     const delta = await runImport(rt, dir, { runType: 'DeltaImport' });
     expect(delta.status).toBe('Completed');
-    expect(delta.errors.map((e: { message: string }) => e.message)).toContainEqual(expect.stringMatching(/^The delta import ran as a full import: .*did not read \(sn\)/));
+    expect(delta.errors.map((e: { message: string }) => e.message)).toContainEqual(
+      expect.stringMatching(/^The delta import ran as a full import: .*did not read \(sn\)/),
+    );
     mesh = await meshOf(dir);
     expect([mesh.get('E001')!.attributes.surname?.value, mesh.get('E002')!.attributes.surname?.value]).toEqual(['Boss', 'Report']);
     expect(Object.keys(await spaceObject('E001'))).toContain('sn');
@@ -76,7 +78,9 @@ describeWithServer('slapd')('what a directory import reads (slapd, Azurite, over
     expect(res.status).toBe(200);
     const run = await runImport(rt, dir, { runType: 'DeltaImport' });
     expect(run.status).toBe('Completed');
-    expect(run.errors.map((e: { message: string }) => e.message)).toContainEqual(expect.stringMatching(/^The delta import ran as a full import: .*every attribute/));
+    expect(run.errors.map((e: { message: string }) => e.message)).toContainEqual(
+      expect.stringMatching(/^The delta import ran as a full import: .*every attribute/),
+    );
     expect(await spaceObject('E001')).toMatchObject({ mail: 'ann@corp.test', cn: 'Ann Boss', employeeNumber: 'E001', sn: 'Boss' });
   });
 });

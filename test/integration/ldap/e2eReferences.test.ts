@@ -48,7 +48,14 @@ describeWithServer('slapd')('references through the connector space (slapd)', ()
     await admin.add(groupDn('all'), { objectClass: 'groupOfNames', cn: 'all', member: [groupDn('eng'), userDn('U005', 'Sales')] });
     id = await ldapConnector(rt, 'Directory', f.config({ deltaStrategy: 'accesslog', pageSize: 2 }));
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'uid', objectType: 'User', priority: 10 });
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'cn', objectType: 'Group', priority: 20, transformScript: 'object.objectClass.includes("groupOfNames")' });
+    await rule(rt, {
+      ruleType: 'ProjectionRule',
+      connectorId: id,
+      sourceAttribute: 'cn',
+      objectType: 'Group',
+      priority: 20,
+      transformScript: 'object.objectClass.includes("groupOfNames")',
+    });
     await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: 'sn', targetAttribute: 'sn', confidence: 50 });
   });
   afterAll(async () => {
@@ -79,7 +86,9 @@ describeWithServer('slapd')('references through the connector space (slapd)', ()
     const u4 = mesh.get('U004')!;
     await waitFor('the mesh read model', async () => (await rt.call('GET', `mesh/objects/${u4.id}`)).status === 200);
     const detail = await rt.call('GET', `mesh/objects/${u4.id}`);
-    expect(detail.body.relationships).toEqual([{ relationshipType: 'manager', targetMeshObjectId: mesh.get('U002')!.id, targetAnchorValue: 'U002', targetObjectType: 'User' }]);
+    expect(detail.body.relationships).toEqual([
+      { relationshipType: 'manager', targetMeshObjectId: mesh.get('U002')!.id, targetAnchorValue: 'U002', targetObjectType: 'User' },
+    ]);
   });
 
   test('a delta keeps relationships exact through a move, a rename and a delete; a reference to an entry of a later run resolves then', async () => {
@@ -91,7 +100,11 @@ describeWithServer('slapd')('references through the connector space (slapd)', ()
     await admin.del(userDn('U004'));
     // A new report whose manager does not exist yet.
     await admin.add(userDn('U006'), { objectClass: 'inetOrgPerson', uid: 'U006', cn: 'U006', sn: 'U006', manager: userDn('U007') });
-    await waitFor('refint', async () => (await count(admin, f.base, `(manager=uid=U002,ou=Sales,${f.base})`)) === 1 && (await count(admin, f.base, `(member=${userDn('U004')})`)) === 0);
+    await waitFor(
+      'refint',
+      async () =>
+        (await count(admin, f.base, `(manager=uid=U002,ou=Sales,${f.base})`)) === 1 && (await count(admin, f.base, `(member=${userDn('U004')})`)) === 0,
+    );
 
     const run = await runImport(rt, id, { runType: 'DeltaImport' });
     expect(run).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, objectsDeleted: 1, errors: 0 } });

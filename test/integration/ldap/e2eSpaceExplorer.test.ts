@@ -52,7 +52,9 @@ describeWithServer('slapd')('connector space explorer (slapd, Azurite, over HTTP
     mkdirSync(hrDir, { recursive: true });
     people.push(person(1), person(2), person(3));
     writePeople();
-    const res = await rt.call('POST', 'connectors', { body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' } } } });
+    const res = await rt.call('POST', 'connectors', {
+      body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' } } },
+    });
     hr = res.body.id as string;
     await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'department']);
     dir = await ldapConnector(rt, 'Directory', f.config());
@@ -65,7 +67,14 @@ describeWithServer('slapd')('connector space explorer (slapd, Azurite, over HTTP
     const all = await space(hr);
     expect(all.totalCount).toBe(3);
     expect(all.items.map((i: { anchor: string }) => i.anchor)).toEqual(['h1', 'h2', 'h3']);
-    expect(all.items[0]).toMatchObject({ objectType: 'User', pendingExport: null, awaitingConfirmation: false, error: null, lastImportedOn: expect.any(String), lastExportedOn: null });
+    expect(all.items[0]).toMatchObject({
+      objectType: 'User',
+      pendingExport: null,
+      awaitingConfirmation: false,
+      error: null,
+      lastImportedOn: expect.any(String),
+      lastExportedOn: null,
+    });
     const h2 = await rt.call('GET', `connectors/${hr}/space/${all.items[1].csObjectId}`, { role: 'Viewer' });
     expect(h2.status).toBe(200);
     expect(h2.body.attributes).toEqual({ id: 'h2', employeeId: 'E002', givenName: 'Given2', sn: 'Surname2', department: 'Engineering' });
@@ -120,7 +129,11 @@ describeWithServer('slapd')('connector space explorer (slapd, Azurite, over HTTP
     const errors = await space(dir, '?state=error');
     expect(errors.totalCount).toBe(2);
     const moved = errors.items.find((i: { dn: string | null }) => i.dn === dn2);
-    expect(moved).toMatchObject({ meshObjectId: (await meshOf(hr)).get('E002')!.id, pendingExport: { operation: 'Update', attributeCount: 1 }, error: { runId: run2.runId, attempts: 1, message: expect.any(String) } });
+    expect(moved).toMatchObject({
+      meshObjectId: (await meshOf(hr)).get('E002')!.id,
+      pendingExport: { operation: 'Update', attributeCount: 1 },
+      error: { runId: run2.runId, attempts: 1, message: expect.any(String) },
+    });
     expect(moved.error.message.length).toBeGreaterThan(0);
     const detail = await rt.call('GET', `connectors/${dir}/space/${moved.csObjectId}`, { role: 'Viewer' });
     expect(detail.status).toBe(200);

@@ -30,7 +30,14 @@ export async function ldapConnector(rt: ServiceUnderTest, name: string, config: 
  */
 export async function directoryRules(rt: ServiceUnderTest, connectorId: string, extraFlows: string[] = []): Promise<void> {
   await rule(rt, { ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'uid', objectType: 'User', priority: 10 });
-  await rule(rt, { ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'cn', objectType: 'Group', priority: 20, transformScript: 'object.objectClass.includes("groupOfNames")' });
+  await rule(rt, {
+    ruleType: 'ProjectionRule',
+    connectorId,
+    sourceAttribute: 'cn',
+    objectType: 'Group',
+    priority: 20,
+    transformScript: 'object.objectClass.includes("groupOfNames")',
+  });
   for (const a of ['dn', 'uid', 'cn', 'givenName', 'sn', 'mail', 'container', 'member', 'manager', ...extraFlows]) {
     await rule(rt, { ruleType: 'FlowRule', connectorId, sourceAttribute: a, targetAttribute: a, confidence: 50 });
   }
@@ -56,7 +63,8 @@ export const targets = (o: MeshObject | undefined, type: string): string[] =>
     .sort();
 
 /** `o`'s relationships as the API shows them (type, target id, anchor and type; no bookkeeping of how they were resolved). */
-export const plainRelationships = (o: MeshObject | undefined) => (o?.relationships ?? []).map(({ type, targetId, targetAnchor, targetType }) => ({ type, targetId, targetAnchor, targetType }));
+export const plainRelationships = (o: MeshObject | undefined) =>
+  (o?.relationships ?? []).map(({ type, targetId, targetAnchor, targetType }) => ({ type, targetId, targetAnchor, targetType }));
 
 /** The mesh ids of these anchors, sorted. */
 export const idsOf = (mesh: Map<string, MeshObject>, anchors: string[]): string[] => anchors.map((a) => mesh.get(a)!.id).sort();
@@ -86,17 +94,29 @@ export { waitRun };
 
 /** Outbound flow rules of a directory target, one per `[mesh attribute, directory attribute]` pair, confidence 50. */
 export async function outboundFlows(rt: ServiceUnderTest, connectorId: string, pairs: ReadonlyArray<readonly [string, string]>): Promise<void> {
-  for (const [sourceAttribute, targetAttribute] of pairs) await rule(rt, { ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50 });
+  for (const [sourceAttribute, targetAttribute] of pairs)
+    await rule(rt, { ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50 });
 }
 
 /** The outbound flows of the people tests: uid from the employee id, names, department. */
-export const PEOPLE_OUTBOUND = [['employeeId', 'uid'], ['givenName', 'givenName'], ['sn', 'sn'], ['sn', 'cn'], ['department', 'departmentNumber']] as const;
+export const PEOPLE_OUTBOUND = [
+  ['employeeId', 'uid'],
+  ['givenName', 'givenName'],
+  ['sn', 'sn'],
+  ['sn', 'cn'],
+  ['department', 'departmentNumber'],
+] as const;
 
 /**
  * The end of a slapd end-to-end suite: the admin connection, the service, the fixture's temporary state, the
  * searches the connector parked in this process, and slapd, in that order; each may be missing (a failed start).
  */
-export async function stopSlapdSuite(parts: { admin?: Client; rt?: ServiceUnderTest; f?: { cleanup(): Promise<void> }; slapd?: { stop(): Promise<void> } }): Promise<void> {
+export async function stopSlapdSuite(parts: {
+  admin?: Client;
+  rt?: ServiceUnderTest;
+  f?: { cleanup(): Promise<void> };
+  slapd?: { stop(): Promise<void> };
+}): Promise<void> {
   await parts.admin?.unbind().catch(() => undefined);
   await parts.rt?.dispose();
   await parts.f?.cleanup();

@@ -75,7 +75,9 @@ describeWithServer('slapd')('directory connector create/update test connection (
     const ldap = await svc.call('POST', 'connectors', { body: { name: 'Good LDAP', type: 'ldap', config: config() } });
     expect(ldap.status).toBe(201);
     expect(ldap.body.config).toMatchObject({ bindPassword: '********', port: slapd.ldapsPort });
-    const ad = await svc.call('POST', 'connectors', { body: { name: 'Good AD', type: 'active_directory', config: config({ security: 'starttls', port: slapd.port }) } });
+    const ad = await svc.call('POST', 'connectors', {
+      body: { name: 'Good AD', type: 'active_directory', config: config({ security: 'starttls', port: slapd.port }) },
+    });
     expect(ad.status).toBe(201);
   });
 
@@ -98,7 +100,12 @@ describeWithServer('slapd')('directory connector create/update test connection (
   test('a certificate the service does not trust (no caCertificate, ldaps and starttls): 400 connection_failed naming caCertificate', async () => {
     const { caCertificate: _ca, ...untrusted } = config();
     await refused('Untrusted ldaps', untrusted, 'connection_failed', /certificate is not trusted .*caCertificate/);
-    await refused('Untrusted starttls', { ...untrusted, security: 'starttls', port: slapd.port }, 'connection_failed', /certificate is not trusted .*caCertificate/);
+    await refused(
+      'Untrusted starttls',
+      { ...untrusted, security: 'starttls', port: slapd.port },
+      'connection_failed',
+      /certificate is not trusted .*caCertificate/,
+    );
   });
 
   test('a baseDN or an included container that does not exist: 400 configuration_invalid naming it', async () => {
@@ -109,13 +116,20 @@ describeWithServer('slapd')('directory connector create/update test connection (
       'configuration_invalid',
       /containers\.include 'ou=missing,dc=example,dc=com' was not found/,
     );
-    const both = await svc.call('POST', 'connectors', { body: { name: 'Containers OK', type: 'ldap', config: config({ containers: { include: [`ou=people,${slapd.suffix}`, `ou=groups,${slapd.suffix}`] } }) } });
+    const both = await svc.call('POST', 'connectors', {
+      body: { name: 'Containers OK', type: 'ldap', config: config({ containers: { include: [`ou=people,${slapd.suffix}`, `ou=groups,${slapd.suffix}`] } }) },
+    });
     expect(both.status).toBe(201);
   });
 
   test('a server that never answers: 400 once timeoutSeconds is reached, the request does not hang', async () => {
     const started = Date.now();
-    await refused('Silent', config({ host: '127.0.0.1', port: silentPort, timeoutSeconds: 2 }), '(timeout|connection_failed)', /within 2 s|did not answer in time|timed out|timeout/i);
+    await refused(
+      'Silent',
+      config({ host: '127.0.0.1', port: silentPort, timeoutSeconds: 2 }),
+      '(timeout|connection_failed)',
+      /within 2 s|did not answer in time|timed out|timeout/i,
+    );
     expect(Date.now() - started).toBeLessThan(9_000);
   });
 
@@ -144,11 +158,17 @@ describeWithServer('slapd')('directory connector create/update test connection (
 
     test('a wrong password, or a baseDN that does not exist with the stored password: 400, the connector unchanged', async () => {
       await refusedPut(config({ bindPassword: 'Wrong-Again-99' }), 'authentication_failed', /invalid credentials/);
-      await refusedPut(config({ bindPassword: '********', baseDN: `ou=gone,${slapd.suffix}` }), 'configuration_invalid', /baseDN 'ou=gone,dc=example,dc=com' was not found/);
+      await refusedPut(
+        config({ bindPassword: '********', baseDN: `ou=gone,${slapd.suffix}` }),
+        'configuration_invalid',
+        /baseDN 'ou=gone,dc=example,dc=com' was not found/,
+      );
     });
 
     test('a good change with the placeholder: 200, tested with the stored password', async () => {
-      const res = await svc.call('PUT', `connectors/${id}`, { body: { name: 'Updated LDAP', config: config({ bindPassword: '********', baseDN: `ou=people,${slapd.suffix}` }) } });
+      const res = await svc.call('PUT', `connectors/${id}`, {
+        body: { name: 'Updated LDAP', config: config({ bindPassword: '********', baseDN: `ou=people,${slapd.suffix}` }) },
+      });
       expect(res.status).toBe(200);
       expect(res.body.config).toMatchObject({ baseDN: `ou=people,${slapd.suffix}`, bindPassword: '********' });
     });

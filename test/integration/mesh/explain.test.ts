@@ -32,7 +32,8 @@ jest.setTimeout(300_000);
   let dirRun = '';
   let id = '';
   // EXPLAIN_EXAMPLES=<file>: keep the answers (docs/troubleshooting.md quotes them).
-  const keep = (path: string, body: unknown) => process.env.EXPLAIN_EXAMPLES && appendFileSync(process.env.EXPLAIN_EXAMPLES, `GET /api/${path}\n${JSON.stringify(body, null, 2)}\n\n`);
+  const keep = (path: string, body: unknown) =>
+    process.env.EXPLAIN_EXAMPLES && appendFileSync(process.env.EXPLAIN_EXAMPLES, `GET /api/${path}\n${JSON.stringify(body, null, 2)}\n\n`);
   const explain = async (attr: string) => {
     const res = await rt.call('GET', `mesh/objects/${id}/attributes/${attr}/explain`);
     keep(`mesh/objects/${id}/attributes/${attr}/explain`, res.body);
@@ -105,7 +106,14 @@ jest.setTimeout(300_000);
     });
     expect(res.body.candidates).toHaveLength(2);
     expect(res.body.candidates[0]).toEqual(res.body.winner);
-    expect(res.body.candidates[1]).toMatchObject({ connectorId: dir, connectorName: 'Directory', value: 'ada@ldap.test', confidence: 50, runId: dirRun, outcome: 'lowerConfidence' });
+    expect(res.body.candidates[1]).toMatchObject({
+      connectorId: dir,
+      connectorName: 'Directory',
+      value: 'ada@ldap.test',
+      confidence: 50,
+      runId: dirRun,
+      outcome: 'lowerConfidence',
+    });
   });
 
   test('equal confidence: the better priority wins (lowerPriority); equal priority: the newer wins (older)', async () => {
@@ -120,14 +128,23 @@ jest.setTimeout(300_000);
     expect(res.status).toBe(200);
     expect(res.body.value).toBe('Ada Lovelace-King');
     expect(res.body.composedBy).toEqual({ ruleId: composerRule, inputs: ['givenName', 'sn'] });
-    expect(res.body.winner).toMatchObject({ connectorId: null, connectorName: null, csObjectId: null, ruleId: composerRule, ruleType: 'MeshComposerRule', outcome: 'won' });
+    expect(res.body.winner).toMatchObject({
+      connectorId: null,
+      connectorName: null,
+      csObjectId: null,
+      ruleId: composerRule,
+      ruleType: 'MeshComposerRule',
+      outcome: 'won',
+    });
   });
 
   test('exports: pendingExport before the export, awaitingConfirmation after it, confirmed after the confirming import', async () => {
     const state = async () => (await explain('mail')).body.exports;
     expect(await state()).toEqual([{ connectorId: dir, connectorName: 'Directory', targetAttribute: 'mail', value: 'ada@hr.test', state: 'pendingExport' }]);
     expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
-    expect(await state()).toEqual([{ connectorId: dir, connectorName: 'Directory', targetAttribute: 'mail', value: 'ada@hr.test', state: 'awaitingConfirmation' }]);
+    expect(await state()).toEqual([
+      { connectorId: dir, connectorName: 'Directory', targetAttribute: 'mail', value: 'ada@hr.test', state: 'awaitingConfirmation' },
+    ]);
     expect(await runImport(rt, dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
     expect(await state()).toEqual([{ connectorId: dir, connectorName: 'Directory', targetAttribute: 'mail', value: 'ada@hr.test', state: 'confirmed' }]);
   });
@@ -179,7 +196,11 @@ jest.setTimeout(300_000);
       'mesh/objects/00000000-0000-4000-8000-000000000000/history',
     ]) {
       const res = await rt.call('GET', path);
-      expect({ path, status: res.status, type: res.headers.get('content-type') }).toEqual({ path, status: 404, type: expect.stringContaining('application/problem+json') });
+      expect({ path, status: res.status, type: res.headers.get('content-type') }).toEqual({
+        path,
+        status: 404,
+        type: expect.stringContaining('application/problem+json'),
+      });
     }
   });
 

@@ -41,7 +41,14 @@ beforeAll(async () => {
   users = await fileConnector(rt, 'Mesh users', usersDir, { multiValueColumns: ['groups'] });
   contacts = await fileConnector(rt, 'Mesh contacts', contactsDir);
   await rule(rt, { ruleType: 'ProjectionRule', connectorId: users, sourceAttribute: 'name', objectType: 'User' });
-  const flows: [string, string][] = [['dept', 'department'], ['mail', 'mail'], ['active', 'isActive'], ['groups', 'groups'], ['note', 'note'], ['managerId', 'managerId']];
+  const flows: [string, string][] = [
+    ['dept', 'department'],
+    ['mail', 'mail'],
+    ['active', 'isActive'],
+    ['groups', 'groups'],
+    ['note', 'note'],
+    ['managerId', 'managerId'],
+  ];
   for (const [s, t] of flows) await rule(rt, { ruleType: 'FlowRule', connectorId: users, sourceAttribute: s, targetAttribute: t, confidence: 50 });
   await rule(rt, { ruleType: 'MeshComposerRule', relationshipType: 'manager', sourceAttribute: 'managerId' });
   await rule(rt, { ruleType: 'ProjectionRule', connectorId: contacts, sourceAttribute: 'name', objectType: 'Contact' });
@@ -145,7 +152,11 @@ describe('advanced search', () => {
     ['an attribute nobody has: equals matches nothing', { criteria: [crit('noSuchAttribute', 'equals', 'x')] }, []],
     [
       'combined with AND, with objectType and anchorSearch',
-      { objectType: 'User', anchorSearch: 'MI', criteria: [crit('department', 'equals', 'SALES'), crit('isActive', 'istrue'), crit('mail', 'contains', 'corp')] },
+      {
+        objectType: 'User',
+        anchorSearch: 'MI',
+        criteria: [crit('department', 'equals', 'SALES'), crit('isActive', 'istrue'), crit('mail', 'contains', 'corp')],
+      },
       ['Émile'],
     ],
     ['no criteria: the list', { anchorSearch: 'ALICE' }, ['alice', 'Alice', 'alice-contact']],
@@ -199,13 +210,25 @@ describe('detail', () => {
     const bob = (await search({ anchorSearch: 'bob' })).body.items[0].meshObjectId;
     const res = await rt.call('GET', `mesh/objects/${byAnchor.get('alice')}`);
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['anchorValue', 'attributes', 'createdOn', 'meshObjectId', 'objectType', 'relationships', 'state', 'updatedOn']);
+    expect(Object.keys(res.body).sort()).toEqual([
+      'anchorValue',
+      'attributes',
+      'createdOn',
+      'meshObjectId',
+      'objectType',
+      'relationships',
+      'state',
+      'updatedOn',
+    ]);
     expect(res.body.state).toBe('active');
     expect(res.body).toMatchObject({ meshObjectId: byAnchor.get('alice'), objectType: 'User', anchorValue: 'alice', relationships: [] });
     const groups = res.body.attributes.filter((a: { attributeName: string }) => a.attributeName === 'groups');
     expect(groups.map((g: { attributeValue: string }) => g.attributeValue)).toEqual(['g1', 'g2']);
     expect(groups[0]).toEqual({ attributeName: 'groups', attributeValue: 'g1', source: users, confidence: 50, updatedOn: expect.stringMatching(/Z$/) });
-    expect(res.body.attributes.find((a: { attributeName: string }) => a.attributeName === 'department')).toMatchObject({ attributeValue: 'Sales', source: users });
+    expect(res.body.attributes.find((a: { attributeName: string }) => a.attributeName === 'department')).toMatchObject({
+      attributeValue: 'Sales',
+      source: users,
+    });
     const a2 = await rt.call('GET', `mesh/objects/${byAnchor.get('Alice')!.toUpperCase()}`);
     expect(a2.status).toBe(200);
     expect(a2.body.relationships).toEqual([{ relationshipType: 'manager', targetMeshObjectId: bob, targetAnchorValue: 'bob', targetObjectType: 'User' }]);
@@ -222,7 +245,12 @@ describe('detail', () => {
 describe('changes', () => {
   test('a deleted object disappears from lists and searches; its detail answers as a tombstone (state deleted)', async () => {
     const carol = (await search({ anchorSearch: 'carol' })).body.items[0].meshObjectId;
-    writeCsv(usersDir, 'users.csv', H, USERS.filter((u) => u.id !== 'a6'));
+    writeCsv(
+      usersDir,
+      'users.csv',
+      H,
+      USERS.filter((u) => u.id !== 'a6'),
+    );
     expect(await runImport(rt, users)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1 } });
     const body = await untilList((b) => b.totalCount === 8);
     expect(anchors(body)).not.toContain('carol');

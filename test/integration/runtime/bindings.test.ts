@@ -28,7 +28,11 @@ interface AppState {
 }
 
 function runtimeFor(app: string, env: Record<string, string | undefined>, waitForStart = true): Promise<RuntimeProcess> {
-  return startRuntime({ env, waitForStart, args: (port, dataDir) => [path.join(ROOT, 'dist/lib/runtime/cli.js'), 'start', '--app', app, '--port', String(port), '--data-dir', dataDir] });
+  return startRuntime({
+    env,
+    waitForStart,
+    args: (port, dataDir) => [path.join(ROOT, 'dist/lib/runtime/cli.js'), 'start', '--app', app, '--port', String(port), '--data-dir', dataDir],
+  });
 }
 
 describe('storage bindings on Azurite, through the embedded host (test/fixtures/bindings-app)', () => {
@@ -68,7 +72,11 @@ describe('storage bindings on Azurite, through the embedded host (test/fixtures/
     const res = await fetch(`${api}/queue`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify([{ key: 'a1', text: 'hello' }, { key: 'a2', text: 'skip' }, { key: 'a3', text: 'third' }]),
+      body: JSON.stringify([
+        { key: 'a1', text: 'hello' },
+        { key: 'a2', text: 'skip' },
+        { key: 'a3', text: 'third' },
+      ]),
     });
     expect(res.status).toBe(201);
     const report = await until('the blob written by the queue-triggered function', () => blobText('bindings-out', 'a1.json'));
@@ -84,7 +92,9 @@ describe('storage bindings on Azurite, through the embedded host (test/fixtures/
     });
     expect(a3).toMatchObject({ Text: 'third', DequeueCount: 1 });
     // Processed messages are deleted.
-    await until('an empty work queue', async () => ((await queues().getQueueClient('bindings-work').getProperties()).approximateMessagesCount === 0 ? true : undefined));
+    await until('an empty work queue', async () =>
+      (await queues().getQueueClient('bindings-work').getProperties()).approximateMessagesCount === 0 ? true : undefined,
+    );
   });
 
   it('blob input: the bytes of the blob named by a route parameter; a missing blob arrives as null', async () => {
@@ -197,7 +207,14 @@ describe('storage bindings on Azurite, through the embedded host (test/fixtures/
       if (!(await poison.exists())) return undefined;
       return (await poison.peekMessages()).peekedMessageItems[0];
     });
-    expect(JSON.parse(Buffer.from(msg.messageText, 'base64').toString('utf8'))).toMatchObject({ Type: 'BlobTrigger', FunctionId: 'Host.Functions.watchFails', BlobType: 'BlockBlob', ContainerName: 'bindings-bad', BlobName: 'broken.txt', ETag: expect.any(String) });
+    expect(JSON.parse(Buffer.from(msg.messageText, 'base64').toString('utf8'))).toMatchObject({
+      Type: 'BlobTrigger',
+      FunctionId: 'Host.Functions.watchFails',
+      BlobType: 'BlockBlob',
+      ContainerName: 'bindings-bad',
+      BlobName: 'broken.txt',
+      ETag: expect.any(String),
+    });
     // Several scans later: no further attempt.
     await new Promise((r) => setTimeout(r, 1200));
     expect((await state()).badBlobAttempts).toBe(2);
@@ -225,7 +242,9 @@ describe('start-up refusals', () => {
     const rt = await runtimeFor(APP, { BindingsStorage: undefined, BINDINGS_QUEUE: 'bindings-work' }, false);
     const exit = await rt.exited;
     expect(exit.code).toBe(1);
-    expect(rt.stderr()).toMatch(/The host could not start: Function '\w+': the \w+ binding '\w+' uses the storage connection 'BindingsStorage', but the app setting 'BindingsStorage' \(nor 'AzureWebJobsBindingsStorage', 'BindingsStorage__serviceUri', 'BindingsStorage__\w+ServiceUri'\) is not set\./);
+    expect(rt.stderr()).toMatch(
+      /The host could not start: Function '\w+': the \w+ binding '\w+' uses the storage connection 'BindingsStorage', but the app setting 'BindingsStorage' \(nor 'AzureWebJobsBindingsStorage', 'BindingsStorage__serviceUri', 'BindingsStorage__\w+ServiceUri'\) is not set\./,
+    );
   });
 
   it('bindings the runtime does not run (Service Bus, Cosmos DB) stop the host, naming each function and binding', async () => {
@@ -244,8 +263,12 @@ describe('start-up refusals', () => {
     const rt = await runtimeFor(UNSUPPORTED_APP, { Runtime__SkipUnsupportedFunctions: 'true' });
     try {
       const out = rt.stdout();
-      expect(out).toMatch(/Skipped function 'orders' \(Runtime__SkipUnsupportedFunctions=true\): this runtime does not support its binding serviceBusTrigger '\w+'\. It will not run\./);
-      expect(out).toMatch(/Skipped function 'saveDoc' \(Runtime__SkipUnsupportedFunctions=true\): this runtime does not support its binding cosmosDB '\w+'\. It will not run\./);
+      expect(out).toMatch(
+        /Skipped function 'orders' \(Runtime__SkipUnsupportedFunctions=true\): this runtime does not support its binding serviceBusTrigger '\w+'\. It will not run\./,
+      );
+      expect(out).toMatch(
+        /Skipped function 'saveDoc' \(Runtime__SkipUnsupportedFunctions=true\): this runtime does not support its binding cosmosDB '\w+'\. It will not run\./,
+      );
       expect(out).not.toMatch(/^\s+orders: /m);
       expect(out).not.toMatch(/^\s+saveDoc: /m);
       expect(await (await fetch(`${rt.baseUrl}/api/ping`)).text()).toBe('pong');

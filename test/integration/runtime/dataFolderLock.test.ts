@@ -55,10 +55,15 @@ describe('runtime: one process per data folder', () => {
       // A lock left by a process that has exited (and been reaped).
       const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
       mkdirSync(path.join(folder, 'runtime'), { recursive: true });
-      writeFileSync(path.join(folder, 'runtime', 'host.lock'), JSON.stringify({ pid: Number(dead.stdout), hostname: os.hostname(), startedAt: '2020-01-01T00:00:00.000Z' }));
+      writeFileSync(
+        path.join(folder, 'runtime', 'host.lock'),
+        JSON.stringify({ pid: Number(dead.stdout), hostname: os.hostname(), startedAt: '2020-01-01T00:00:00.000Z' }),
+      );
       const both = await Promise.all([startRuntime({ dataDir: folder, waitForStart: false }), startRuntime({ dataDir: folder, waitForStart: false })]);
       started.push(...both);
-      const outcome = await Promise.all(both.map((rt) => Promise.race([rt.waitFor(/Host started/).then(() => 'started'), rt.exited.then(({ code }) => `exited ${code}`)])));
+      const outcome = await Promise.all(
+        both.map((rt) => Promise.race([rt.waitFor(/Host started/).then(() => 'started'), rt.exited.then(({ code }) => `exited ${code}`)])),
+      );
       expect([...outcome].sort()).toEqual(['exited 1', 'started']);
       // Either may have removed the stale lock; the one that then created the lock runs.
       const [winner, loser] = outcome[0] === 'started' ? both : [both[1], both[0]];

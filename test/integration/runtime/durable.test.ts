@@ -33,7 +33,13 @@ describe('durable task hub (runtime + Azurite)', () => {
       expect(body[k]).toContain(`${rt.api}/instances/seq-1`);
     }
     const done = await rt.waitFor('seq-1');
-    expect(done).toMatchObject({ name: 'sequence', instanceId: 'seq-1', runtimeStatus: 'Completed', input: ['Ann', 'Bob'], output: ['Hello Ann!', 'Hello Bob!'] });
+    expect(done).toMatchObject({
+      name: 'sequence',
+      instanceId: 'seq-1',
+      runtimeStatus: 'Completed',
+      input: ['Ann', 'Bob'],
+      output: ['Hello Ann!', 'Hello Bob!'],
+    });
     const withHistory = await rt.status('seq-1', '?showHistory=true&showHistoryOutput=true');
     expect(withHistory.status).toBe(200);
     const events = withHistory.body.historyEvents as { EventType: string; FunctionName?: string; Result?: unknown }[];

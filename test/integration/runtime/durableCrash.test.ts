@@ -46,7 +46,9 @@ describe('durable task hub survives kill -9', () => {
     // machine, the kill lands while both orchestrations have unfinished activities. Few enough wait at once
     // that they never hold every activity slot (host.json maxConcurrentActivityFunctions).
     const gate = 'crash-gate';
-    expect((await rt.start202('markMany', 'crash-seq', { tag: 'crash-seq', count: seqCount, delayMs: 20, sequential: true, gate, gateFrom: 10 })).status).toBe(202);
+    expect((await rt.start202('markMany', 'crash-seq', { tag: 'crash-seq', count: seqCount, delayMs: 20, sequential: true, gate, gateFrom: 10 })).status).toBe(
+      202,
+    );
     expect((await rt.start202('markMany', 'crash-fan', { tag: 'crash-fan', count: fanCount, delayMs: 20, gate, gateFrom: fanCount - 4 })).status).toBe(202);
 
     // Wait until the sequence is under way, then kill the runtime without warning.

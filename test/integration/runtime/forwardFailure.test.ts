@@ -19,7 +19,10 @@ describe('HTTP host: a failing forward to the worker never hangs a request', () 
 
   async function startHost(httpUri: string): Promise<void> {
     const registry = new FunctionRegistry();
-    registry.registerFunction({ name: 'echo', bindings: { req: { type: 'httpTrigger', direction: 'in', methods: ['GET', 'POST'] }, $return: { type: 'http', direction: 'out' } } }, () => undefined);
+    registry.registerFunction(
+      { name: 'echo', bindings: { req: { type: 'httpTrigger', direction: 'in', methods: ['GET', 'POST'] }, $return: { type: 'http', direction: 'out' } } },
+      () => undefined,
+    );
     host = new HttpHost({
       registry,
       logger: new Logger({ write: (l) => lines.push(l) }),
@@ -61,7 +64,9 @@ describe('HTTP host: a failing forward to the worker never hangs a request', () 
     await startHost(`http://127.0.0.1:${(resetting.address() as AddressInfo).port}/`);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1024 });
     const t0 = Date.now();
-    const statuses = await Promise.all(Array.from({ length: 1024 }, (_, i) => (i % 2 ? get(`/api/echo?i=${i}`, agent) : get('/api/echo', agent, 'POST', 'x'.repeat(1000)))));
+    const statuses = await Promise.all(
+      Array.from({ length: 1024 }, (_, i) => (i % 2 ? get(`/api/echo?i=${i}`, agent) : get('/api/echo', agent, 'POST', 'x'.repeat(1000)))),
+    );
     const elapsed = Date.now() - t0;
     agent.destroy();
     expect(statuses.filter((s) => s !== 502)).toEqual([]);

@@ -19,7 +19,14 @@ async function problem(res: Response, status: number): Promise<Problem> {
   expect(res.status).toBe(status);
   expect(res.headers.get('content-type')).toBe('application/problem+json');
   const body = (await res.json()) as Problem;
-  expect(body).toMatchObject({ status, type: expect.any(String), title: expect.any(String), detail: expect.any(String), instance: expect.any(String), traceId: expect.any(String) });
+  expect(body).toMatchObject({
+    status,
+    type: expect.any(String),
+    title: expect.any(String),
+    detail: expect.any(String),
+    instance: expect.any(String),
+    traceId: expect.any(String),
+  });
   return body;
 }
 
@@ -139,7 +146,13 @@ describe('local runtime hosting the sample app (buffered HTTP)', () => {
     expect(res.status).toBe(201);
     expect(res.headers.get('set-cookie')).toBe('session=abc%20123; Path=/; HttpOnly');
     expect(res.headers.get('x-hooks')).toBe('pre,post,appStart');
-    const state = (await (await fetch(`${api}/state`)).json()) as { appStart: { startedAt: string } | null; preInvocations: number; postInvocations: number; instanceId: string; storageIsConnectionString: boolean };
+    const state = (await (await fetch(`${api}/state`)).json()) as {
+      appStart: { startedAt: string } | null;
+      preInvocations: number;
+      postInvocations: number;
+      instanceId: string;
+      storageIsConnectionString: boolean;
+    };
     expect(state.appStart?.startedAt).toEqual(expect.any(String));
     expect(state.preInvocations).toBeGreaterThan(1);
     // The state function itself is still running: its postInvocation hook has not run yet.
@@ -149,9 +162,15 @@ describe('local runtime hosting the sample app (buffered HTTP)', () => {
   });
 
   it('writes Executing/Executed lines around handler logs, one request line, and never headers or bodies', async () => {
-    const res = await fetch(`${api}/hello/logs`, { method: 'POST', headers: { authorization: 'Bearer top-secret-token', 'content-type': 'text/plain' }, body: 'body-secret-value' });
+    const res = await fetch(`${api}/hello/logs`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer top-secret-token', 'content-type': 'text/plain' },
+      body: 'body-secret-value',
+    });
     expect(res.status).toBe(200);
-    const executed = await rt.waitFor(/Executed 'Functions\.hello' \(Succeeded, Id=([0-9a-f-]{36}), Duration=\d+ms\)\n(?:.*\n)*?.*HTTP POST \/api\/hello\/\{name\?\} 200 [\d.]+ms \(Id=\1\)/);
+    const executed = await rt.waitFor(
+      /Executed 'Functions\.hello' \(Succeeded, Id=([0-9a-f-]{36}), Duration=\d+ms\)\n(?:.*\n)*?.*HTTP POST \/api\/hello\/\{name\?\} 200 [\d.]+ms \(Id=\1\)/,
+    );
     const id = executed[1];
     const out = rt.stdout();
     const executing = out.indexOf(`Executing 'Functions.hello' (Reason='This function was programmatically called via the host APIs.', Id=${id})`);
@@ -172,7 +191,10 @@ describe('local runtime hosting the sample app (buffered HTTP)', () => {
   it('ran the runOnStartup timer with the timer input the library expects', async () => {
     await rt.waitFor(/startupTick fired \(isPastDue=false\)/);
     const state = (await (await fetch(`${api}/state`)).json()) as { ticks: { name: string; isPastDue: boolean; scheduleStatus: unknown }[] };
-    expect(state.ticks.find((t) => t.name === 'startupTick')).toMatchObject({ isPastDue: false, scheduleStatus: { last: expect.any(String), next: expect.any(String), lastUpdated: expect.any(String) } });
+    expect(state.ticks.find((t) => t.name === 'startupTick')).toMatchObject({
+      isPastDue: false,
+      scheduleStatus: { last: expect.any(String), next: expect.any(String), lastUpdated: expect.any(String) },
+    });
   });
 });
 
@@ -211,7 +233,9 @@ describe('local runtime with HTTP streaming (app.setup({ enableHttpStream: true 
     const echo = await fetch(`${rt.baseUrl}/api/echo`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: bytes });
     expect(Buffer.from(await echo.arrayBuffer()).equals(bytes)).toBe(true);
     await problem(await fetch(`${rt.baseUrl}/api/boom`), 500);
-    const tooBig = await rawPost(`${rt.baseUrl}/api/echo`, { 'content-type': 'application/octet-stream', 'content-length': 2 * 1024 * 1024 }, (req) => req.write(Buffer.alloc(1024)));
+    const tooBig = await rawPost(`${rt.baseUrl}/api/echo`, { 'content-type': 'application/octet-stream', 'content-length': 2 * 1024 * 1024 }, (req) =>
+      req.write(Buffer.alloc(1024)),
+    );
     expect(tooBig.status).toBe(413);
   });
 });
@@ -226,11 +250,26 @@ describe('local runtime: JSON logs', () => {
     } finally {
       expect((await rt.stop()).code).toBe(0);
     }
-    const entries = rt.stdout().split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const entries = rt
+      .stdout()
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const request = entries.find((e) => e.category === 'Host.Http');
-    expect(request).toMatchObject({ level: 'Information', method: 'GET', route: '/api/noisy', status: 200, invocationId: expect.any(String), durationMs: expect.any(Number) });
-    expect(entries.find((e) => e.category === 'Function.noisy.User')).toMatchObject({ level: 'Warning', message: 'noisy warning line', invocationId: request!.invocationId });
-    expect(entries.some((e) => String(e.message).startsWith('Executing \'Functions.noisy\''))).toBe(true);
+    expect(request).toMatchObject({
+      level: 'Information',
+      method: 'GET',
+      route: '/api/noisy',
+      status: 200,
+      invocationId: expect.any(String),
+      durationMs: expect.any(Number),
+    });
+    expect(entries.find((e) => e.category === 'Function.noisy.User')).toMatchObject({
+      level: 'Warning',
+      message: 'noisy warning line',
+      invocationId: request!.invocationId,
+    });
+    expect(entries.some((e) => String(e.message).startsWith("Executing 'Functions.noisy'"))).toBe(true);
     expect(entries.some((e) => String(e.message).includes('Functions:'))).toBe(true);
   });
 });
@@ -261,11 +300,20 @@ describe('local runtime: lifecycle', () => {
     await table.createTable().catch(() => undefined);
     const missed = new Date(Date.now() - 10 * 60_000);
     missed.setUTCSeconds(0, 0);
-    await table.upsertEntity({ partitionKey: instanceId, rowKey: 'monitoredtick', Last: new Date(missed.getTime() - 5 * 60_000).toISOString(), Next: missed.toISOString(), LastUpdated: missed.toISOString() });
+    await table.upsertEntity({
+      partitionKey: instanceId,
+      rowKey: 'monitoredtick',
+      Last: new Date(missed.getTime() - 5 * 60_000).toISOString(),
+      Next: missed.toISOString(),
+      LastUpdated: missed.toISOString(),
+    });
     const rt = await startRuntime({ env: { WEBSITE_INSTANCE_ID: instanceId } });
     try {
       await rt.waitFor(/monitoredTick fired \(isPastDue=true\)/);
-      const state = (await (await fetch(`${rt.baseUrl}/api/state`)).json()) as { instanceId: string; ticks: { name: string; isPastDue: boolean; scheduleStatus: { next: string } }[] };
+      const state = (await (await fetch(`${rt.baseUrl}/api/state`)).json()) as {
+        instanceId: string;
+        ticks: { name: string; isPastDue: boolean; scheduleStatus: { next: string } }[];
+      };
       expect(state.instanceId).toBe(instanceId);
       expect(state.ticks.find((t) => t.name === 'monitoredTick')).toMatchObject({ isPastDue: true, scheduleStatus: { next: missed.toISOString() } });
       const row = await table.getEntity<{ Last: string; Next: string }>(instanceId, 'monitoredtick');

@@ -22,7 +22,12 @@ async function outputAsUser(uid: number, gid: number): Promise<string> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env, AzureWebJobsStorage: process.env.TEST_STORAGE_CONNECTION_STRING, HOME: dataDir };
   delete env.WEBSITE_INSTANCE_ID;
-  const child = spawn(process.execPath, [CLI, 'start', '--app', SAMPLE_APP, '--port', String(port), '--data-dir', dataDir], { env, uid, gid, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'start', '--app', SAMPLE_APP, '--port', String(port), '--data-dir', dataDir], {
+    env,
+    uid,
+    gid,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   trackPid(child.pid);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -46,7 +51,10 @@ describe('npm start warns when it runs as root', () => {
   it(`${isRoot ? 'warns as root (this test runs as root), not as nobody' : 'does not warn (this test does not run as root)'}`, async () => {
     const rt = await startRuntime();
     try {
-      const warnings = rt.stdout().split('\n').filter((line) => line.includes('Running as root'));
+      const warnings = rt
+        .stdout()
+        .split('\n')
+        .filter((line) => line.includes('Running as root'));
       expect(warnings).toHaveLength(isRoot ? 1 : 0);
       if (isRoot) expect(warnings[0]).toContain(WARNING);
     } finally {

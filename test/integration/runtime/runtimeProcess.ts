@@ -58,7 +58,9 @@ export async function startRuntime(options: StartOptions = {}): Promise<RuntimeP
     err += d.toString();
     listeners.forEach((l) => l());
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   let hasExited = false;
   void exited.then(() => {
     hasExited = true;

@@ -17,7 +17,9 @@ describe('development storage (AzureWebJobsStorage=UseDevelopmentStorage=true)',
       // The app sees the real connection string, not the UseDevelopmentStorage shorthand.
       expect(state.storageIsConnectionString).toBe(true);
       if (!busy) {
-        expect(rt.stdout()).toContain(`Started Azurite (table ${host}:${tablePort}, queue ${host}:${queuePort}, blob ${host}:${blobPort}) with data in ${path.join(dataDir, 'azurite')}`);
+        expect(rt.stdout()).toContain(
+          `Started Azurite (table ${host}:${tablePort}, queue ${host}:${queuePort}, blob ${host}:${blobPort}) with data in ${path.join(dataDir, 'azurite')}`,
+        );
         expect(await portAnswers(host, tablePort)).toBe(true);
         expect(await portAnswers(host, queuePort)).toBe(true);
         expect(await portAnswers(host, blobPort)).toBe(true);

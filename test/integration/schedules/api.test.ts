@@ -17,7 +17,15 @@ let broken: string;
 beforeAll(async () => {
   rt = await startService({ env: { Schedules__MinIntervalSeconds: '5' } });
   const dir = folder();
-  writeCsv(dir, 'people.csv', ['id', 'personId'], [{ id: 'p1', personId: 'S1' }, { id: 'p2', personId: 'S2' }]);
+  writeCsv(
+    dir,
+    'people.csv',
+    ['id', 'personId'],
+    [
+      { id: 'p1', personId: 'S1' },
+      { id: 'p2', personId: 'S2' },
+    ],
+  );
   okA = await fileConnector(rt, 'Sched A', dir);
   await rule(rt, { ruleType: 'ProjectionRule', connectorId: okA, sourceAttribute: 'personId' });
   const dirB = folder();
@@ -41,10 +49,30 @@ describe('validation', () => {
     const res = await rt.call('POST', 'schedules', { body: { ...valid(), name: 'Nightly' } });
     expect(res.status).toBe(201);
     expect(res.headers.get('location')).toBe(`/api/schedules/${res.body.scheduleId}`);
-    expect(res.body).toMatchObject({ name: 'Nightly', cron: '0 0 3 * * *', timeZone: 'UTC', isEnabled: true, stopOnFailure: true, lastRun: null, steps: [{ runType: 'FullImport', connectorIds: [okA] }] });
+    expect(res.body).toMatchObject({
+      name: 'Nightly',
+      cron: '0 0 3 * * *',
+      timeZone: 'UTC',
+      isEnabled: true,
+      stopOnFailure: true,
+      lastRun: null,
+      steps: [{ runType: 'FullImport', connectorIds: [okA] }],
+    });
     expect(Date.parse(res.body.nextRunOn)).toBeGreaterThan(Date.now());
     expect(new Date(res.body.nextRunOn).getUTCHours()).toBe(3);
-    expect(Object.keys(res.body).sort()).toEqual(['createdOn', 'cron', 'isEnabled', 'lastRun', 'name', 'nextRunOn', 'scheduleId', 'steps', 'stopOnFailure', 'timeZone', 'updatedOn']);
+    expect(Object.keys(res.body).sort()).toEqual([
+      'createdOn',
+      'cron',
+      'isEnabled',
+      'lastRun',
+      'name',
+      'nextRunOn',
+      'scheduleId',
+      'steps',
+      'stopOnFailure',
+      'timeZone',
+      'updatedOn',
+    ]);
     expect((await rt.call('GET', `schedules/${res.body.scheduleId}`)).body).toMatchObject({ name: 'Nightly' });
     const list = await rt.call('GET', 'schedules?skip=0&take=1');
     expect(list.status).toBe(200);
@@ -71,7 +99,15 @@ describe('validation', () => {
       [{ steps: [{ runType: 'Nap', connectorIds: [okA] }] }, '/steps/0/runType'],
       [{ steps: [{ runType: 'Export', connectorIds: [] }] }, '/steps/0/connectorIds'],
       [{ steps: [{ runType: 'Export', connectorIds: [okA], extra: 1 }] }, '/steps/0/extra'],
-      [{ steps: [{ runType: 'Export', connectorIds: [okA] }, { runType: 'Export', connectorIds: [okA, 'c0ffee00-0000-4000-8000-000000000000'] }] }, '/steps/1/connectorIds/1'],
+      [
+        {
+          steps: [
+            { runType: 'Export', connectorIds: [okA] },
+            { runType: 'Export', connectorIds: [okA, 'c0ffee00-0000-4000-8000-000000000000'] },
+          ],
+        },
+        '/steps/1/connectorIds/1',
+      ],
       [{ steps: [{ runType: 'Export', connectorIds: ['not-a-guid'] }] }, '/steps/0/connectorIds/0'],
       [{ unknown: true }, '/unknown'],
     ];
@@ -134,7 +170,15 @@ describe('validation', () => {
 
 describe('schedule runs', () => {
   test('run-now on a disabled schedule: 202 with Location, two steps in order, every run triggered by the schedule and audited as it', async () => {
-    const s = await createSchedule(rt, { name: 'Disabled two-step', cron: '0 0 3 * * *', isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [okA, okB] }, { runType: 'FullSync', connectorIds: [okA] }] });
+    const s = await createSchedule(rt, {
+      name: 'Disabled two-step',
+      cron: '0 0 3 * * *',
+      isEnabled: false,
+      steps: [
+        { runType: 'FullImport', connectorIds: [okA, okB] },
+        { runType: 'FullSync', connectorIds: [okA] },
+      ],
+    });
     expect(s.nextRunOn).toBeNull();
     const res = await rt.call('POST', `schedules/${s.scheduleId}/run`, { role: 'Operator' });
     expect(res.status).toBe(202);
@@ -142,9 +186,17 @@ describe('schedule runs', () => {
     expect(res.body).toMatchObject({ scheduleId: s.scheduleId, trigger: 'manual', status: 'Running', completedOn: null });
     expect(Object.keys(res.body).sort()).toEqual(['completedOn', 'scheduleId', 'scheduleRunId', 'startedOn', 'status', 'steps', 'trigger']);
     const done = await waitScheduleRun(rt, s.scheduleId, res.body.scheduleRunId);
-    expect(done).toMatchObject({ status: 'Completed', steps: [{ runType: 'FullImport', status: 'Completed' }, { runType: 'FullSync', status: 'Completed' }] });
+    expect(done).toMatchObject({
+      status: 'Completed',
+      steps: [
+        { runType: 'FullImport', status: 'Completed' },
+        { runType: 'FullSync', status: 'Completed' },
+      ],
+    });
     expect(done.steps[0].runs.map((r: { connectorId: string }) => r.connectorId)).toEqual([okA, okB]);
-    const runs = await Promise.all(done.steps.flatMap((st: { runs: { runId: string }[] }) => st.runs).map(async (r: { runId: string }) => (await rt.call('GET', `runs/${r.runId}`)).body));
+    const runs = await Promise.all(
+      done.steps.flatMap((st: { runs: { runId: string }[] }) => st.runs).map(async (r: { runId: string }) => (await rt.call('GET', `runs/${r.runId}`)).body),
+    );
     for (const r of runs) {
       expect(r.status).toBe('Completed');
       expect(r.trigger).toEqual({ type: 'schedule', actorUpn: 'schedule:Disabled two-step', scheduleId: s.scheduleId, scheduleRunId: done.scheduleRunId });
@@ -161,7 +213,10 @@ describe('schedule runs', () => {
   });
 
   test('stopOnFailure true: a Failed run ends the sequence Failed, later steps not run; false: CompletedWithErrors and the next step runs', async () => {
-    const steps = [{ runType: 'FullImport', connectorIds: [broken, okA] }, { runType: 'FullImport', connectorIds: [okB] }];
+    const steps = [
+      { runType: 'FullImport', connectorIds: [broken, okA] },
+      { runType: 'FullImport', connectorIds: [okB] },
+    ];
     const stop = await createSchedule(rt, { name: 'Stops', cron: '0 0 3 * * *', steps });
     const r1 = (await rt.call('POST', `schedules/${stop.scheduleId}/run`)).body;
     const d1 = await waitScheduleRun(rt, stop.scheduleId, r1.scheduleRunId);
@@ -179,7 +234,14 @@ describe('schedule runs', () => {
 
   test('paused instance: the run waits Queued and so does its step; resume and the schedule run completes', async () => {
     const id = (await rt.call('GET', 'instances')).body.items[0].id;
-    const s = await createSchedule(rt, { name: 'Paused', cron: '0 0 3 * * *', steps: [{ runType: 'FullImport', connectorIds: [okA] }, { runType: 'FullImport', connectorIds: [okB] }] });
+    const s = await createSchedule(rt, {
+      name: 'Paused',
+      cron: '0 0 3 * * *',
+      steps: [
+        { runType: 'FullImport', connectorIds: [okA] },
+        { runType: 'FullImport', connectorIds: [okB] },
+      ],
+    });
     expect((await rt.call('POST', `instances/${id}/pause`)).status).toBe(200);
     try {
       const r = (await rt.call('POST', `schedules/${s.scheduleId}/run`)).body;
@@ -199,7 +261,14 @@ describe('schedule runs', () => {
 
   test('cancel: the schedule run ends Cancelled, its waiting run is cancelled, no further step starts; again: 409; run-now while one runs: 409', async () => {
     const id = (await rt.call('GET', 'instances')).body.items[0].id;
-    const s = await createSchedule(rt, { name: 'Cancelled', cron: '0 0 3 * * *', steps: [{ runType: 'FullImport', connectorIds: [okA] }, { runType: 'FullImport', connectorIds: [okB] }] });
+    const s = await createSchedule(rt, {
+      name: 'Cancelled',
+      cron: '0 0 3 * * *',
+      steps: [
+        { runType: 'FullImport', connectorIds: [okA] },
+        { runType: 'FullImport', connectorIds: [okB] },
+      ],
+    });
     await rt.call('POST', `instances/${id}/pause`);
     try {
       const r = (await rt.call('POST', `schedules/${s.scheduleId}/run`)).body;
@@ -218,7 +287,9 @@ describe('schedule runs', () => {
       await new Promise((res) => setTimeout(res, 4000));
       const after = (await rt.call('GET', `schedules/${s.scheduleId}/runs/${r.scheduleRunId}`)).body;
       expect(after).toMatchObject({ status: 'Cancelled', steps: [{ status: 'Cancelled' }, { status: 'NotRun' }] });
-      const ofB = (await rt.call('GET', `runs?connectorId=${okB}&take=200`)).body.items.filter((x: { trigger: { scheduleRunId?: string } }) => x.trigger.scheduleRunId === r.scheduleRunId);
+      const ofB = (await rt.call('GET', `runs?connectorId=${okB}&take=200`)).body.items.filter(
+        (x: { trigger: { scheduleRunId?: string } }) => x.trigger.scheduleRunId === r.scheduleRunId,
+      );
       expect(ofB).toHaveLength(0);
     } finally {
       await rt.call('POST', `instances/${id}/resume`);
@@ -241,6 +312,8 @@ describe('schedule runs', () => {
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ trigger: 'schedule', status: 'Completed' });
     expect(Date.parse(runs[0].startedOn) - at.getTime()).toBeLessThan(3000);
-    await rt.call('PUT', `schedules/${s.scheduleId}`, { body: { name: 'By itself', cron: cronAt(at), isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [okA] }] } });
+    await rt.call('PUT', `schedules/${s.scheduleId}`, {
+      body: { name: 'By itself', cron: cronAt(at), isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [okA] }] },
+    });
   });
 });

@@ -36,17 +36,32 @@ describe('schedules: a run waiting for approval holds its step', () => {
 
   test('the step waits; the schedule run stays Running; any Admin approves; the sequence completes', async () => {
     writeCsv(dir, 'people.csv', H, rows(2));
-    const schedule = await createSchedule(rt, { name: 'Nightly', cron: '0 30 2 * * *', isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [hr] }, { runType: 'FullImport', connectorIds: [second] }] });
+    const schedule = await createSchedule(rt, {
+      name: 'Nightly',
+      cron: '0 30 2 * * *',
+      isEnabled: false,
+      steps: [
+        { runType: 'FullImport', connectorIds: [hr] },
+        { runType: 'FullImport', connectorIds: [second] },
+      ],
+    });
     const started = await rt.call('POST', `schedules/${schedule.scheduleId}/run`, { role: 'Operator' });
     expect(started.status).toBe(202);
     const waiting = await waitScheduleRun(rt, schedule.scheduleId, started.body.scheduleRunId, (r: Json) => r.steps[0].runs[0].status === 'AwaitingApproval');
     expect(waiting).toMatchObject({ status: 'Running', steps: [{ status: 'Running' }, { status: 'NotStarted' }] });
     const runId = waiting.steps[0].runs[0].runId;
     const run = (await rt.call('GET', `runs/${runId}`)).body;
-    expect(run).toMatchObject({ status: 'AwaitingApproval', trigger: { type: 'schedule', actorUpn: 'schedule:Nightly' }, approval: { requestedBy: 'schedule:Nightly', reasons: [{ operation: 'deletes', count: 8, limit: 2 }] } });
+    expect(run).toMatchObject({
+      status: 'AwaitingApproval',
+      trigger: { type: 'schedule', actorUpn: 'schedule:Nightly' },
+      approval: { requestedBy: 'schedule:Nightly', reasons: [{ operation: 'deletes', count: 8, limit: 2 }] },
+    });
     // Still waiting a moment later: nothing moves without a decision.
     await new Promise((r) => setTimeout(r, 2000));
-    expect((await rt.call('GET', `schedules/${schedule.scheduleId}/runs/${started.body.scheduleRunId}`)).body).toMatchObject({ status: 'Running', steps: [{ status: 'Running' }, { status: 'NotStarted' }] });
+    expect((await rt.call('GET', `schedules/${schedule.scheduleId}/runs/${started.body.scheduleRunId}`)).body).toMatchObject({
+      status: 'Running',
+      steps: [{ status: 'Running' }, { status: 'NotStarted' }],
+    });
     // The schedule started it, not this Admin: the four-eyes rule lets the test Admin approve.
     const ok = await rt.call('POST', `runs/${runId}/approve`);
     expect(ok.status).toBe(202);

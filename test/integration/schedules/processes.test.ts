@@ -91,6 +91,8 @@ test('ticks missed while every process was down: the latest runs once at start, 
   await sleep(2_000);
   const again = (await partition(s.scheduleId)).runs.filter((r) => Date.parse(r.tick) > down && Date.parse(r.tick) < ready);
   expect(again).toHaveLength(1);
-  await a.call('PUT', `schedules/${s.scheduleId}`, { body: { name: 'Past due', cron: '*/5 * * * * *', isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [connectorId] }] } });
+  await a.call('PUT', `schedules/${s.scheduleId}`, {
+    body: { name: 'Past due', cron: '*/5 * * * * *', isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [connectorId] }] },
+  });
   await b.start();
 });

@@ -11,7 +11,13 @@ export async function createSchedule(rt: ServiceUnderTest, body: Record<string, 
   return res.body;
 }
 
-export async function waitScheduleRun(rt: ServiceUnderTest, scheduleId: string, scheduleRunId: string, until: (run: Json) => boolean = (r) => r.status !== 'Running', timeoutMs = 120_000): Promise<Json> {
+export async function waitScheduleRun(
+  rt: ServiceUnderTest,
+  scheduleId: string,
+  scheduleRunId: string,
+  until: (run: Json) => boolean = (r) => r.status !== 'Running',
+  timeoutMs = 120_000,
+): Promise<Json> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await rt.call('GET', `schedules/${scheduleId}/runs/${scheduleRunId}`);

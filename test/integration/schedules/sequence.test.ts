@@ -36,7 +36,12 @@ describeWithServer('postgres')('schedules: a two-step sequence on PostgreSQL', (
   };
   const sourceRules = async (id: string) => {
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'employee_id', objectType: 'User' });
-    for (const [s, t] of [['employee_id', 'employeeId'], ['given_name', 'givenName'], ['sn', 'sn']]) await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: s, targetAttribute: t, confidence: 50 });
+    for (const [s, t] of [
+      ['employee_id', 'employeeId'],
+      ['given_name', 'givenName'],
+      ['sn', 'sn'],
+    ])
+      await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: s, targetAttribute: t, confidence: 50 });
   };
   /** A fresh target database and its connector; each insert sleeps `sleepSeconds` (a slow target). */
   const target = async (name: string, sleepSeconds: number) => {
@@ -50,7 +55,11 @@ describeWithServer('postgres')('schedules: a two-step sequence on PostgreSQL', (
         insert: `SELECT pg_sleep(${sleepSeconds}); INSERT INTO people (employee_id, given_name, sn) VALUES (:employee_id, :given_name, :sn) ON CONFLICT (employee_id) DO NOTHING`,
       },
     } as SqlConfig);
-    for (const [s, t] of [['employeeId', 'employee_id'], ['givenName', 'given_name'], ['sn', 'sn']]) {
+    for (const [s, t] of [
+      ['employeeId', 'employee_id'],
+      ['givenName', 'given_name'],
+      ['sn', 'sn'],
+    ]) {
       await rule(rt, { ruleType: 'FlowRule', connectorId: id, direction: 'outbound', sourceAttribute: s, targetAttribute: t, confidence: 50 });
     }
     return { f, id, rows: async () => (await f.exec('SELECT employee_id FROM people')).length };
@@ -89,7 +98,14 @@ describeWithServer('postgres')('schedules: a two-step sequence on PostgreSQL', (
     });
     const [first] = await waitScheduleRuns(rt, s.scheduleId, (items) => items.length > 0, 30_000);
     const done = await waitScheduleRun(rt, s.scheduleId, first.scheduleRunId);
-    expect(done).toMatchObject({ trigger: 'schedule', status: 'Completed', steps: [{ runType: 'FullImport', status: 'Completed' }, { runType: 'Export', status: 'Completed' }] });
+    expect(done).toMatchObject({
+      trigger: 'schedule',
+      status: 'Completed',
+      steps: [
+        { runType: 'FullImport', status: 'Completed' },
+        { runType: 'Export', status: 'Completed' },
+      ],
+    });
     expect(Date.parse(done.startedOn) - at.getTime()).toBeLessThan(3000);
     const ids = done.steps.flatMap((st: Json) => st.runs.map((r: Json) => r.runId));
     expect(ids).toHaveLength(3);
@@ -103,7 +119,11 @@ describeWithServer('postgres')('schedules: a two-step sequence on PostgreSQL', (
     expect(Date.parse(runs[2].startedAt)).toBeGreaterThanOrEqual(Math.max(Date.parse(runs[0].completedAt), Date.parse(runs[1].completedAt)));
     expect(runs[2].stats.objectsCreated).toBe(10);
     expect(await t.rows()).toBe(10);
-    expect((await rt.call('GET', `schedules/${s.scheduleId}`)).body.lastRun).toEqual({ scheduleRunId: done.scheduleRunId, status: 'Completed', startedOn: done.startedOn });
+    expect((await rt.call('GET', `schedules/${s.scheduleId}`)).body.lastRun).toEqual({
+      scheduleRunId: done.scheduleRunId,
+      status: 'Completed',
+      startedOn: done.startedOn,
+    });
   });
 
   test('kill -9 during the export step: after restart the schedule run resumes and completes, and no run was started twice', async () => {
@@ -137,17 +157,25 @@ describeWithServer('postgres')('schedules: a two-step sequence on PostgreSQL', (
   });
 
   test('a tick while the previous schedule run is still going is recorded Skipped and starts nothing', async () => {
-    const slowId = await createConnector('Slow HR', hr.config({
-      // The same people, after an 8 s sleep: a source slower than the schedule's interval.
-      fullImportQuery: 'SELECT employee_id, given_name, sn, mail, manager_employee_id, department, row_version FROM people CROSS JOIN pg_sleep(8) WHERE deleted = false',
-    }));
+    const slowId = await createConnector(
+      'Slow HR',
+      hr.config({
+        // The same people, after an 8 s sleep: a source slower than the schedule's interval.
+        fullImportQuery:
+          'SELECT employee_id, given_name, sn, mail, manager_employee_id, department, row_version FROM people CROSS JOIN pg_sleep(8) WHERE deleted = false',
+      }),
+    );
     await sourceRules(slowId);
     const body = { name: 'Every five seconds', cron: '*/5 * * * * *', steps: [{ runType: 'FullImport', connectorIds: [slowId] }] };
     const s = await createSchedule(rt, body);
     const items = await waitScheduleRuns(rt, s.scheduleId, (xs) => xs.some((x) => x.status === 'Skipped') && xs.some((x) => x.status === 'Completed'), 60_000);
     expect((await rt.call('PUT', `schedules/${s.scheduleId}`, { body: { ...body, isEnabled: false } })).status).toBe(200);
     for (const skipped of items.filter((x) => x.status === 'Skipped')) {
-      expect(skipped).toMatchObject({ trigger: 'schedule', completedOn: skipped.startedOn, steps: [{ status: 'NotRun', runs: [{ connectorId: slowId, runId: null, status: 'NotRun' }] }] });
+      expect(skipped).toMatchObject({
+        trigger: 'schedule',
+        completedOn: skipped.startedOn,
+        steps: [{ status: 'NotRun', runs: [{ connectorId: slowId, runId: null, status: 'NotRun' }] }],
+      });
       expect(await runsOf(slowId, skipped.scheduleRunId)).toHaveLength(0);
     }
     const completed = items.find((x) => x.status === 'Completed');

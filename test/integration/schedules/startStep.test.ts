@@ -27,7 +27,12 @@ test('a run triggered but not recorded before a crash is adopted on replay; a se
   writeCsv(dir, 'people.csv', ['id'], [{ id: 'a' }]);
   const c1 = await fileConnector(rt, 'Window one', dir);
   const c2 = await fileConnector(rt, 'Window two', dir);
-  const created = await createSchedule(rt, { name: 'Crash window', cron: '0 0 3 * * *', isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [c1, c2] }] });
+  const created = await createSchedule(rt, {
+    name: 'Crash window',
+    cron: '0 0 3 * * *',
+    isEnabled: false,
+    steps: [{ runType: 'FullImport', connectorIds: [c1, c2] }],
+  });
   const schedule = (await getSchedule(created.scheduleId))!;
   const { run } = await beginScheduleRun(schedule, 'manual', null, 'no-hub');
   const ref = { scheduleId: schedule.scheduleId, scheduleRunId: run.scheduleRunId };
@@ -39,7 +44,17 @@ test('a run triggered but not recorded before a crash is adopted on replay; a se
 
   // The crash: the first connector's run was triggered as the activity does, and nothing was recorded.
   const actor = scheduleActor(schedule.name);
-  const orphan = await triggerRun({ connectorId: c1, runType: 'FullImport', dryRun: false, trigger: { type: 'schedule', actorUpn: actor, scheduleId: ref.scheduleId, scheduleRunId: ref.scheduleRunId } }, actor, start, orchestrations);
+  const orphan = await triggerRun(
+    {
+      connectorId: c1,
+      runType: 'FullImport',
+      dryRun: false,
+      trigger: { type: 'schedule', actorUpn: actor, scheduleId: ref.scheduleId, scheduleRunId: ref.scheduleRunId },
+    },
+    actor,
+    start,
+    orchestrations,
+  );
   expect((await getScheduleRun(ref.scheduleId, ref.scheduleRunId))!.steps[0].runs[0].runId).toBeNull();
 
   // The replay.

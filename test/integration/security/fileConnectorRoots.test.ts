@@ -19,7 +19,9 @@ mkdirSync(root);
 mkdirSync(outside);
 
 const PASSWD = '/etc/passwd';
-const passwdLines = readFileSync(PASSWD, 'utf8').split('\n').filter((l) => l !== '');
+const passwdLines = readFileSync(PASSWD, 'utf8')
+  .split('\n')
+  .filter((l) => l !== '');
 /** The settings that read /etc/passwd line by line: no tab in it, so a line is one field named by the first. */
 const passwdShaped = { delimiter: '\t', anchorColumn: passwdLines[0] };
 
@@ -32,7 +34,11 @@ afterAll(async () => {
   rmSync(base, { recursive: true, force: true });
 });
 
-const fileConnectorBody = (name: string, settings: Record<string, unknown>) => ({ name, type: 'custom', config: { implementation: 'file', objectType: 'User', settings } });
+const fileConnectorBody = (name: string, settings: Record<string, unknown>) => ({
+  name,
+  type: 'custom',
+  config: { implementation: 'file', objectType: 'User', settings },
+});
 
 /** No line of /etc/passwd after the first (the first is the column name the settings hold) and not its path. */
 function expectNoPasswd(text: string): void {
@@ -52,7 +58,9 @@ describe('create and update: every path inside a root, links resolved', () => {
     symlinkSync('/etc', link);
     const attempts = ['/etc', link, `${root}/../outside`, `${root}/./hr`];
     for (const p of attempts) {
-      const res = await rt.call('POST', 'connectors', { body: fileConnectorBody(`Etc ${attempts.indexOf(p)}`, { path: p, filePattern: 'passwd', ...passwdShaped }) });
+      const res = await rt.call('POST', 'connectors', {
+        body: fileConnectorBody(`Etc ${attempts.indexOf(p)}`, { path: p, filePattern: 'passwd', ...passwdShaped }),
+      });
       expect(res.status).toBe(400);
       expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
       expect(res.body.errors).toEqual([expect.objectContaining({ path: '/config/settings/path' })]);
@@ -75,7 +83,9 @@ describe('create and update: every path inside a root, links resolved', () => {
     const exp = folderIn(root, 'export-linked');
     writeFileSync(path.join(outside, 'target.csv'), 'id\n');
     symlinkSync(path.join(outside, 'target.csv'), path.join(exp, 'export.csv'));
-    const badExport = await rt.call('POST', 'connectors', { body: fileConnectorBody('Export out', { path: exp, anchorColumn: 'id', exportFile: 'export.csv' }) });
+    const badExport = await rt.call('POST', 'connectors', {
+      body: fileConnectorBody('Export out', { path: exp, anchorColumn: 'id', exportFile: 'export.csv' }),
+    });
     expect(badExport.status).toBe(400);
     expect(badExport.body.errors).toEqual([expect.objectContaining({ path: '/config/settings/exportFile' })]);
     expect(badExport.text).not.toContain(outside);
@@ -87,7 +97,9 @@ describe('create and update: every path inside a root, links resolved', () => {
       expect(res.body.errors).toEqual([expect.objectContaining({ path: '/config/settings/stateDirectory' })]);
     }
     // The same settings with the state under the root are fine.
-    const ok = await rt.call('POST', 'connectors', { body: fileConnectorBody('State in', { path: hr, anchorColumn: 'id', stateDirectory: path.join(root, 'state') }) });
+    const ok = await rt.call('POST', 'connectors', {
+      body: fileConnectorBody('State in', { path: hr, anchorColumn: 'id', stateDirectory: path.join(root, 'state') }),
+    });
     expect(ok.status).toBe(201);
   });
 });

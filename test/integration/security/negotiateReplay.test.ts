@@ -29,8 +29,11 @@ async function captureNegotiateHeader(clientEnv: Record<string, string>): Promis
   const { port } = server.address() as AddressInfo;
   try {
     await new Promise<void>((resolve, reject) => {
-      execFile('curl', ['-s', '-o', '/dev/null', '--negotiate', '-u', ':', `http://localhost:${port}/`], { env: { ...process.env, ...clientEnv }, timeout: 20_000 }, (err, _out, stderr) =>
-        err ? reject(new Error(`curl failed: ${stderr || err.message}`)) : resolve(),
+      execFile(
+        'curl',
+        ['-s', '-o', '/dev/null', '--negotiate', '-u', ':', `http://localhost:${port}/`],
+        { env: { ...process.env, ...clientEnv }, timeout: 20_000 },
+        (err, _out, stderr) => (err ? reject(new Error(`curl failed: ${stderr || err.message}`)) : resolve()),
       );
     });
   } finally {
@@ -60,7 +63,9 @@ function unwrapSpnego(authorization: string): string {
 const describeKdc = serverAvailable('kdc') ? describe : describe.skip;
 
 async function startNegotiateService(kdc: Kdc, env: Record<string, string> = {}): Promise<ServiceUnderTest> {
-  return startService({ env: { ...kdc.env, Authentication__Negotiate__Enabled: 'true', Authentication__Negotiate__ServicePrincipal: 'HTTP@localhost', ...env } });
+  return startService({
+    env: { ...kdc.env, Authentication__Negotiate__Enabled: 'true', Authentication__Negotiate__ServicePrincipal: 'HTTP@localhost', ...env },
+  });
 }
 
 describeKdc('Negotiate replay (real KDC, curl --negotiate, the service over HTTP)', () => {

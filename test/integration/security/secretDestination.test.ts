@@ -80,7 +80,12 @@ async function refusedPut(id: string, name: string, config: Record<string, unkno
   expect(res.status).toBe(400);
   expect(res.headers.get('content-type')).toBe('application/problem+json');
   expect(res.body.code).toBe('validation_failed');
-  expect(res.body.errors).toEqual(secretPaths.map((p) => ({ path: p, message: expect.stringMatching(/^must be sent again, not as the placeholder \*{8}: the change of .* changes where or as whom the connector connects/) })));
+  expect(res.body.errors).toEqual(
+    secretPaths.map((p) => ({
+      path: p,
+      message: expect.stringMatching(/^must be sent again, not as the placeholder \*{8}: the change of .* changes where or as whom the connector connects/),
+    })),
+  );
   expect(res.body.errors[0].message).toMatch(changed);
   expect(await dumpTable('Connectors')).toEqual(before);
   // Give a connection that the service might have started a moment to arrive.
@@ -143,7 +148,9 @@ describeIf(serverAvailable('postgres'))('sql: the stored password is not sent to
 
   test('a change that moves nothing (the query) keeps the placeholder: 200, tested against the same server with the stored password', async () => {
     listener.reset();
-    const res = await svc.call('PUT', `connectors/${id}`, { body: { name: 'HR database', config: config({ password: '********', fullImportQuery: 'SELECT id FROM people' }) } });
+    const res = await svc.call('PUT', `connectors/${id}`, {
+      body: { name: 'HR database', config: config({ password: '********', fullImportQuery: 'SELECT id FROM people' }) },
+    });
     expect(res.status).toBe(200);
     expect(res.body.config).toMatchObject({ fullImportQuery: 'SELECT id FROM people', password: '********' });
     expect(listener.connections).toBe(0);
@@ -179,7 +186,13 @@ describeIf(serverAvailable('slapd'))('directory: the stored bind password is not
   });
 
   test('to the listener in clear text (host, port, security none): 400 naming /config/bindPassword, nothing connected', async () => {
-    await refusedPut(id, 'Directory', config({ host: '127.0.0.1', port: listener.port, security: 'none', allowInsecure: true, caCertificate: undefined, bindPassword: '********' }), ['/config/bindPassword'], /host, port, security/);
+    await refusedPut(
+      id,
+      'Directory',
+      config({ host: '127.0.0.1', port: listener.port, security: 'none', allowInsecure: true, caCertificate: undefined, bindPassword: '********' }),
+      ['/config/bindPassword'],
+      /host, port, security/,
+    );
   });
 
   test.each([
@@ -204,7 +217,9 @@ describeIf(serverAvailable('slapd'))('directory: the stored bind password is not
   });
 
   test('a change that moves nothing (pageSize, baseDN) keeps the placeholder: 200', async () => {
-    const res = await svc.call('PUT', `connectors/${id}`, { body: { name: 'Directory', config: config({ bindPassword: '********', pageSize: 50, baseDN: `ou=people,${slapd.suffix}` }) } });
+    const res = await svc.call('PUT', `connectors/${id}`, {
+      body: { name: 'Directory', config: config({ bindPassword: '********', pageSize: 50, baseDN: `ou=people,${slapd.suffix}` }) },
+    });
     expect(res.status).toBe(200);
     expect(res.body.config).toMatchObject({ pageSize: 50, bindPassword: '********' });
   });
@@ -213,7 +228,11 @@ describeIf(serverAvailable('slapd'))('directory: the stored bind password is not
 describe('custom: the settings its implementation marks as endpoints, or any setting when it marks none', () => {
   let accepting: Listener;
   let id = '';
-  const config = (settings: Record<string, unknown>, apiKey = API_KEY) => ({ implementation: 'probe-tcp', settings: { host: '127.0.0.1', port: accepting.port, ...settings }, secrets: { apiKey } });
+  const config = (settings: Record<string, unknown>, apiKey = API_KEY) => ({
+    implementation: 'probe-tcp',
+    settings: { host: '127.0.0.1', port: accepting.port, ...settings },
+    secrets: { apiKey },
+  });
 
   beforeAll(async () => {
     // The probe's real server: answers OK to the right key.
@@ -245,11 +264,25 @@ describe('custom: the settings its implementation marks as endpoints, or any set
   });
 
   test('an implementation that marks no endpoint: any settings change needs the secrets again', async () => {
-    const res = await svc.call('POST', 'connectors', { body: { name: 'No marks', type: 'custom', config: { implementation: 'probe-no-test', settings: { url: 'https://a.example.test' }, secrets: { token: 'Token-1', other: 'Token-2' } } } });
+    const res = await svc.call('POST', 'connectors', {
+      body: {
+        name: 'No marks',
+        type: 'custom',
+        config: { implementation: 'probe-no-test', settings: { url: 'https://a.example.test' }, secrets: { token: 'Token-1', other: 'Token-2' } },
+      },
+    });
     expect(res.status).toBe(201);
     const placeholders = { token: '********', other: '********' };
-    await refusedPut(res.body.id, 'No marks', { implementation: 'probe-no-test', settings: { url: 'https://b.example.test' }, secrets: placeholders }, ['/config/secrets/token', '/config/secrets/other'], /settings/);
-    const same = await svc.call('PUT', `connectors/${res.body.id}`, { body: { name: 'No marks renamed', config: { implementation: 'probe-no-test', settings: { url: 'https://a.example.test' }, secrets: placeholders } } });
+    await refusedPut(
+      res.body.id,
+      'No marks',
+      { implementation: 'probe-no-test', settings: { url: 'https://b.example.test' }, secrets: placeholders },
+      ['/config/secrets/token', '/config/secrets/other'],
+      /settings/,
+    );
+    const same = await svc.call('PUT', `connectors/${res.body.id}`, {
+      body: { name: 'No marks renamed', config: { implementation: 'probe-no-test', settings: { url: 'https://a.example.test' }, secrets: placeholders } },
+    });
     expect(same.status).toBe(200);
   });
 });

@@ -57,7 +57,10 @@ function behaviour(label: string, server: () => SqlServer, kill: () => Promise<v
   test(`${label}: soft-delete column: a flagged row leaves the full import and is a delete in the delta`, async () => {
     const c = f.connector({
       fullImportQuery: f.config().fullImportQuery.replace(/ FROM people WHERE deleted = false/, ', deleted FROM people'),
-      deltaImportQuery: f.config().deltaImportQuery!.replace(/ FROM people/, ', deleted FROM people').replace(/ AND deleted = false/, ''),
+      deltaImportQuery: f
+        .config()
+        .deltaImportQuery!.replace(/ FROM people/, ', deleted FROM people')
+        .replace(/ AND deleted = false/, ''),
       deleteDetection: { mode: 'softDeleteColumn', column: 'deleted', value: true },
     });
     const pages = await full(c);
@@ -70,7 +73,10 @@ function behaviour(label: string, server: () => SqlServer, kill: () => Promise<v
 
   test(`${label}: delete detection by query and by anchor diff every 2nd delta`, async () => {
     const viaQuery = f.connector({
-      deleteDetection: { mode: 'query', query: `SELECT employee_id FROM people_deleted WHERE ${f.server.dialect === 'postgres' ? 'row_version > :watermark' : 'deleted_at >= :watermark'}` },
+      deleteDetection: {
+        mode: 'query',
+        query: `SELECT employee_id FROM people_deleted WHERE ${f.server.dialect === 'postgres' ? 'row_version > :watermark' : 'deleted_at >= :watermark'}`,
+      },
     });
     const diff = f.connector({ deleteDetection: { mode: 'anchorDiff', everyNthDelta: 2 } });
     const wq = (await full(viaQuery)).pop()!.watermark!;
@@ -156,7 +162,12 @@ function behaviour(label: string, server: () => SqlServer, kill: () => Promise<v
 
   test(`${label}: create-time validation without a server`, () => {
     const raw = f.server.dialect === 'postgres' ? '$1' : '?';
-    const errs = validateSqlConfig(f.config({ deltaImportQuery: "SELECT * FROM people WHERE note = ':watermark'", exportStatements: { insert: `INSERT INTO people (mail) VALUES (${raw})` } }));
+    const errs = validateSqlConfig(
+      f.config({
+        deltaImportQuery: "SELECT * FROM people WHERE note = ':watermark'",
+        exportStatements: { insert: `INSERT INTO people (mail) VALUES (${raw})` },
+      }),
+    );
     expect(errs.map((e) => e.path).sort()).toEqual(['/deltaImportQuery', '/exportStatements/insert']);
     expect(validateSqlConfig(f.config())).toEqual([]);
   });
@@ -168,9 +179,11 @@ function behaviour(label: string, server: () => SqlServer, kill: () => Promise<v
     const it = c.fullImport({ pageSize: 50 })[Symbol.asyncIterator]();
     expect((await it.next()).done).toBe(false);
     await kill();
-    const e = await rejects((async () => {
-      for (;;) if ((await it.next()).done) break;
-    })());
+    const e = await rejects(
+      (async () => {
+        for (;;) if ((await it.next()).done) break;
+      })(),
+    );
     expect(['connection_failed']).toContain(e.code);
     expect(e.retriable).toBe(true);
     for (const s of f.secrets) expect(e.message).not.toContain(s);
@@ -187,9 +200,13 @@ describeWithServer('postgres')('sql connector behaviour on PostgreSQL', () => {
   afterAll(async () => {
     await pg?.stop();
   });
-  behaviour('postgres', () => pgServer(pg), async () => {
-    await pg.kill();
-  });
+  behaviour(
+    'postgres',
+    () => pgServer(pg),
+    async () => {
+      await pg.kill();
+    },
+  );
 });
 
 describeWithServer('mariadb')('sql connector behaviour on MariaDB', () => {
@@ -200,9 +217,13 @@ describeWithServer('mariadb')('sql connector behaviour on MariaDB', () => {
   afterAll(async () => {
     await db?.stop();
   });
-  behaviour('mariadb', () => mariaServer(db), async () => {
-    await db.kill();
-  });
+  behaviour(
+    'mariadb',
+    () => mariaServer(db),
+    async () => {
+      await db.kill();
+    },
+  );
 });
 
 describeWithServer('postgres')('sql connector over TLS (PostgreSQL that accepts TCP only over TLS)', () => {
@@ -222,7 +243,11 @@ describeWithServer('postgres')('sql connector over TLS (PostgreSQL that accepts 
   test('ssl with the CA: connects and imports; ssl off or the system trust: clear errors, no secret', async () => {
     const ok = f.connector({ ssl: { ca: pg.caCertificate! } });
     expect((await testSqlConnection(f.config({ ssl: { ca: pg.caCertificate! } }))).message).toBeTruthy();
-    expect(objects(await full(ok)).map((o) => o.anchor).sort()).toEqual(PEOPLE.map((p) => p.key).sort());
+    expect(
+      objects(await full(ok))
+        .map((o) => o.anchor)
+        .sort(),
+    ).toEqual(PEOPLE.map((p) => p.key).sort());
     await ok.close();
 
     // Without TLS the server has no entry for the connection.

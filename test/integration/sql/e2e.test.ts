@@ -136,7 +136,15 @@ function e2e(label: string, server: () => SqlServer, kill: () => Promise<void>, 
   /** Projection on the employee id and the inbound flows a HR source would have. */
   const sourceRules = async (id: string) => {
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'employee_id', objectType: 'User' });
-    const flows = [['employee_id', 'employeeId'], ['given_name', 'givenName'], ['sn', 'sn'], ['mail', 'mail'], ['manager_employee_id', 'managerId'], ['department', 'department'], ['proxyAddresses', 'proxyAddresses']];
+    const flows = [
+      ['employee_id', 'employeeId'],
+      ['given_name', 'givenName'],
+      ['sn', 'sn'],
+      ['mail', 'mail'],
+      ['manager_employee_id', 'managerId'],
+      ['department', 'department'],
+      ['proxyAddresses', 'proxyAddresses'],
+    ];
     for (const [s, t] of flows) await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: s, targetAttribute: t, confidence: 50 });
     // The reference column is resolved through the connector space (the row it names, then that row's mesh
     // object); this rule names the relationship `manager` instead of the column's name.
@@ -161,14 +169,28 @@ function e2e(label: string, server: () => SqlServer, kill: () => Promise<void>, 
 
       const full = await runImport(rt, id);
       expect(full).toMatchObject({ status: 'Completed', runType: 'FullImport', stats: { objectsProcessed: 5, objectsCreated: 5, errors: 0 } });
-      let mesh = await meshWith(p + '00', 5, people(p).map((x) => x.key));
+      let mesh = await meshWith(
+        p + '00',
+        5,
+        people(p).map((x) => x.key),
+      );
       expect(mesh.get(`${p}005`).attributeValues).toMatchObject({ givenName: 'Ängel 😀', sn: 'Ørsted "Quote"', department: 'Sales' });
       const e004 = await eventually(() => detail(mesh.get(`${p}004`).meshObjectId));
-      expect(e004.relationships).toEqual([expect.objectContaining({ relationshipType: 'manager', targetMeshObjectId: mesh.get(`${p}002`).meshObjectId, targetAnchorValue: `${p}002` })]);
+      expect(e004.relationships).toEqual([
+        expect.objectContaining({ relationshipType: 'manager', targetMeshObjectId: mesh.get(`${p}002`).meshObjectId, targetAnchorValue: `${p}002` }),
+      ]);
       const e001 = await detail(mesh.get(`${p}001`).meshObjectId);
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
-      expect(e001.attributes.filter((a: any) => a.attributeName === 'proxyAddresses').map((a: any) => a.attributeValue).sort()).toEqual(['smtp:ada@example.test', 'smtp:countess@example.test']);
-      const found = await rt.call('POST', 'mesh/objects/search', { body: { objectType: 'User', anchorSearch: `${p}00`, criteria: [{ attributeName: 'mail', operator: 'equals', value: 'li@example.test' }] } });
+      expect(
+        e001.attributes
+          // eslint-disable-next-line @typescript-eslint/no-explicit-any
+          .filter((a: any) => a.attributeName === 'proxyAddresses')
+          // eslint-disable-next-line @typescript-eslint/no-explicit-any
+          .map((a: any) => a.attributeValue)
+          .sort(),
+      ).toEqual(['smtp:ada@example.test', 'smtp:countess@example.test']);
+      const found = await rt.call('POST', 'mesh/objects/search', {
+        body: { objectType: 'User', anchorSearch: `${p}00`, criteria: [{ attributeName: 'mail', operator: 'equals', value: 'li@example.test' }] },
+      });
       expect(found.status).toBe(200);
       // eslint-disable-next-line @typescript-eslint/no-explicit-any
       expect(found.body.items.map((i: any) => i.anchorValue)).toEqual([`${p}003`]);
@@ -179,7 +201,11 @@ function e2e(label: string, server: () => SqlServer, kill: () => Promise<void>, 
       else await f.remove(`${p}005`);
       const delta = await runImport(rt, id, { runType: 'DeltaImport' });
       const deletedNow = v.deletes === 'anchorDiff' ? 0 : 1;
-      expect(delta).toMatchObject({ status: 'Completed', runType: 'DeltaImport', stats: { objectsCreated: 1, objectsUpdated: 1, objectsDeleted: deletedNow, errors: 0 } });
+      expect(delta).toMatchObject({
+        status: 'Completed',
+        runType: 'DeltaImport',
+        stats: { objectsCreated: 1, objectsUpdated: 1, objectsDeleted: deletedNow, errors: 0 },
+      });
       if (v.deletes === 'anchorDiff') {
         // The 1st delta after the full import does not diff anchors; the 2nd does.
         expect((await listMesh(`${p}005`)).totalCount).toBe(1);
@@ -202,7 +228,14 @@ function e2e(label: string, server: () => SqlServer, kill: () => Promise<void>, 
 
   test(`${label}: export insert, update and delete to a second database, each confirmed by an import; injection strings stay literal`, async () => {
     const hr = await fixture();
-    const evil: ContractPerson = { key: "H9'--", givenName: INJECTION, sn: "Robert'); DROP TABLE people_proxy;--", mail: "'; DELETE FROM people; --", manager: 'H001', container: 'Sales' };
+    const evil: ContractPerson = {
+      key: "H9'--",
+      givenName: INJECTION,
+      sn: "Robert'); DROP TABLE people_proxy;--",
+      mail: "'; DELETE FROM people; --",
+      manager: 'H001',
+      container: 'Sales',
+    };
     await hr.seed([...people('H'), evil]);
     const hrId = await createConnector('HR export source', hr.config());
     await sourceRules(hrId);
@@ -210,11 +243,28 @@ function e2e(label: string, server: () => SqlServer, kill: () => Promise<void>, 
     const targetId = await createConnector('Target database', target.config({ provisioningCondition: 'source.employeeId.startsWith("H")' }));
     const out = (sourceAttribute: string, targetAttribute: string) =>
       rule(rt, { ruleType: 'FlowRule', connectorId: targetId, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50 });
-    for (const [s, t] of [['employeeId', 'employee_id'], ['givenName', 'given_name'], ['sn', 'sn'], ['mail', 'mail'], ['managerId', 'manager_employee_id'], ['department', 'department']]) await out(s, t);
+    for (const [s, t] of [
+      ['employeeId', 'employee_id'],
+      ['givenName', 'given_name'],
+      ['sn', 'sn'],
+      ['mail', 'mail'],
+      ['managerId', 'manager_employee_id'],
+      ['department', 'department'],
+    ])
+      await out(s, t);
     const byKey = (a: Record<string, unknown>, b: Record<string, unknown>) => (String(a.employee_id) < String(b.employee_id) ? -1 : 1);
     const rows = async () => (await target.exec('SELECT employee_id, given_name, sn, mail, manager_employee_id, department FROM people')).sort(byKey);
     const expected = (ps: ContractPerson[]) =>
-      ps.map((x) => ({ employee_id: x.key, given_name: x.givenName, sn: x.sn, mail: x.mail ?? null, manager_employee_id: x.manager ?? null, department: x.container ?? null })).sort(byKey);
+      ps
+        .map((x) => ({
+          employee_id: x.key,
+          given_name: x.givenName,
+          sn: x.sn,
+          mail: x.mail ?? null,
+          manager_employee_id: x.manager ?? null,
+          department: x.container ?? null,
+        }))
+        .sort(byKey);
 
     expect(await runImport(rt, hrId)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 6, errors: 0 } });
     const mesh = await meshWith('H', 6);
@@ -329,7 +379,12 @@ describeWithServer('postgres')('sql connector end to end over HTTP (PostgreSQL)'
   afterAll(async () => {
     await pg?.stop();
   });
-  e2e('postgres', () => pgServer(pg), () => pg.kill(), () => pg.start());
+  e2e(
+    'postgres',
+    () => pgServer(pg),
+    () => pg.kill(),
+    () => pg.start(),
+  );
 });
 
 describeWithServer('mariadb')('sql connector end to end over HTTP (MariaDB)', () => {
@@ -341,5 +396,10 @@ describeWithServer('mariadb')('sql connector end to end over HTTP (MariaDB)', ()
     await db?.stop();
   });
   // The MariaDB fixture cannot start again after a kill: the watermark is checked in storage only.
-  e2e('mariadb', () => mariaServer(db), () => db.kill(), null);
+  e2e(
+    'mariadb',
+    () => mariaServer(db),
+    () => db.kill(),
+    null,
+  );
 });

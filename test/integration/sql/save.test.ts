@@ -79,14 +79,24 @@ function saveSuite(label: string, server: () => SqlServer) {
   });
 
   test('an unknown table in fullImportQuery: 400 configuration_invalid naming the table', async () => {
-    await refused(`${label} unknown table`, f.config({ fullImportQuery: 'SELECT employee_id, row_version, updated_at FROM no_such_people' }), 'configuration_invalid', /fullImportQuery: .*no_such_people/);
+    await refused(
+      `${label} unknown table`,
+      f.config({ fullImportQuery: 'SELECT employee_id, row_version, updated_at FROM no_such_people' }),
+      'configuration_invalid',
+      /fullImportQuery: .*no_such_people/,
+    );
   });
 
   test('deltaImportQuery and the declared columns are checked against the database', async () => {
     const badDelta = f.config({ deltaImportQuery: 'SELECT employee_id, nope_column FROM people WHERE row_version > :watermark' });
     await refused(`${label} bad delta`, badDelta, 'configuration_invalid', /deltaImportQuery: .*nope_column/);
     await refused(`${label} bad anchor`, f.config({ anchorColumn: 'badge_no' }), 'configuration_invalid', /anchorColumn 'badge_no' is not a column/);
-    await refused(`${label} bad export`, f.config({ exportStatements: { delete: 'DELETE FROM people WHERE employee_id = :anchor AND sn = :surname' } }), 'configuration_invalid', /:surname/);
+    await refused(
+      `${label} bad export`,
+      f.config({ exportStatements: { delete: 'DELETE FROM people WHERE employee_id = :anchor AND sn = :surname' } }),
+      'configuration_invalid',
+      /:surname/,
+    );
   });
 
   test('an unknown database: 400', async () => {
@@ -98,7 +108,12 @@ function saveSuite(label: string, server: () => SqlServer) {
   });
 
   test('a server that never answers: 400 once the time bound is reached, the request does not hang', async () => {
-    await refused(`${label} silent`, f.config({ port: silentPort, timeoutSeconds: 2 }), '(timeout|connection_failed)', /within 2 s|timeout|timed out|ETIMEDOUT/i);
+    await refused(
+      `${label} silent`,
+      f.config({ port: silentPort, timeoutSeconds: 2 }),
+      '(timeout|connection_failed)',
+      /within 2 s|timeout|timed out|ETIMEDOUT/i,
+    );
   });
 
   describe('update', () => {
@@ -119,7 +134,9 @@ function saveSuite(label: string, server: () => SqlServer) {
 
     beforeAll(async () => {
       await f.exec('CREATE TABLE staff (employee_id varchar(20) PRIMARY KEY, sn varchar(200))');
-      const res = await svc.call('POST', 'connectors', { body: { name: `${label} staff`, type: 'sql', config: staff({ fullImportQuery: 'SELECT employee_id FROM staff' }) } });
+      const res = await svc.call('POST', 'connectors', {
+        body: { name: `${label} staff`, type: 'sql', config: staff({ fullImportQuery: 'SELECT employee_id FROM staff' }) },
+      });
       expect(res.status).toBe(201);
       id = res.body.id;
     });
@@ -138,7 +155,11 @@ function saveSuite(label: string, server: () => SqlServer) {
     }
 
     test('a bad change (unknown table, wrong password) is a 400 and the stored connector is unchanged', async () => {
-      await refusedPut(staff({ fullImportQuery: 'SELECT employee_id, sn FROM staff_gone', password: '********' }), 'configuration_invalid', /fullImportQuery: .*staff_gone/);
+      await refusedPut(
+        staff({ fullImportQuery: 'SELECT employee_id, sn FROM staff_gone', password: '********' }),
+        'configuration_invalid',
+        /fullImportQuery: .*staff_gone/,
+      );
       await refusedPut(staff({ password: wrong() }), 'authentication_failed', /refused the credentials/);
       expect(svc.logs()).not.toContain(wrong());
     });

@@ -44,21 +44,27 @@ function softDeleteSuite(label: string, server: () => SqlServer) {
   const post = (name: string, c: SqlConfig) => svc.call('POST', 'connectors', { body: { name, type: 'sql', config: c } });
 
   test('the flag returned by the delta query only (the full query filters deleted rows out): 201', async () => {
-    const res = await post(`${label} soft delete in delta`, config({
-      fullImportQuery: `SELECT ${cols()} FROM people WHERE deleted = false`,
-      deltaImportQuery: `SELECT ${cols()}, deleted FROM people WHERE ${where()}`,
-      deleteDetection: soft,
-    }));
+    const res = await post(
+      `${label} soft delete in delta`,
+      config({
+        fullImportQuery: `SELECT ${cols()} FROM people WHERE deleted = false`,
+        deltaImportQuery: `SELECT ${cols()}, deleted FROM people WHERE ${where()}`,
+        deleteDetection: soft,
+      }),
+    );
     expect({ status: res.status, body: res.status === 201 ? 'created' : res.body }).toEqual({ status: 201, body: 'created' });
     expect(res.body.config.deleteDetection).toEqual(soft);
   });
 
   test('the flag returned by both queries: 201', async () => {
-    const res = await post(`${label} soft delete in both`, config({
-      fullImportQuery: `SELECT ${cols()}, deleted FROM people`,
-      deltaImportQuery: `SELECT ${cols()}, deleted FROM people WHERE ${where()}`,
-      deleteDetection: soft,
-    }));
+    const res = await post(
+      `${label} soft delete in both`,
+      config({
+        fullImportQuery: `SELECT ${cols()}, deleted FROM people`,
+        deltaImportQuery: `SELECT ${cols()}, deleted FROM people WHERE ${where()}`,
+        deleteDetection: soft,
+      }),
+    );
     expect(res.status).toBe(201);
   });
 
@@ -75,7 +81,11 @@ function softDeleteSuite(label: string, server: () => SqlServer) {
   test('a delta query that does not return the flag (deletes would never be seen): 400 naming deltaImportQuery', async () => {
     await refused(
       `${label} soft delete missing in delta`,
-      config({ fullImportQuery: `SELECT ${cols()}, deleted FROM people`, deltaImportQuery: `SELECT ${cols()} FROM people WHERE ${where()}`, deleteDetection: soft }),
+      config({
+        fullImportQuery: `SELECT ${cols()}, deleted FROM people`,
+        deltaImportQuery: `SELECT ${cols()} FROM people WHERE ${where()}`,
+        deleteDetection: soft,
+      }),
       /^configuration_invalid: deleteDetection\.column \(in deltaImportQuery\) 'deleted' is not a column of the query/,
     );
   });
@@ -86,7 +96,10 @@ function softDeleteSuite(label: string, server: () => SqlServer) {
       config({ fullImportQuery: `SELECT ${cols()} FROM people`, deltaImportQuery: undefined, deltaColumn: undefined, deleteDetection: soft }),
       /^configuration_invalid: deleteDetection\.column 'deleted' is not a column of the query/,
     );
-    const res = await post(`${label} soft delete full only`, config({ fullImportQuery: `SELECT ${cols()}, deleted FROM people`, deltaImportQuery: undefined, deltaColumn: undefined, deleteDetection: soft }));
+    const res = await post(
+      `${label} soft delete full only`,
+      config({ fullImportQuery: `SELECT ${cols()}, deleted FROM people`, deltaImportQuery: undefined, deltaColumn: undefined, deleteDetection: soft }),
+    );
     expect(res.status).toBe(201);
   });
 }

@@ -34,7 +34,11 @@ export function pgServer(pg: Postgres): SqlServer {
     newDatabase: () => pg.createDatabase(`t${process.pid}_${++dbCounter}`),
     exec: (db, sql, values = []) => {
       let i = 0;
-      return pg.query(sql.replace(/\?/g, () => `$${++i}`), values, db);
+      return pg.query(
+        sql.replace(/\?/g, () => `$${++i}`),
+        values,
+        db,
+      );
     },
   };
 }
@@ -107,7 +111,9 @@ export function peopleConfig(server: SqlServer, db: string, overrides: Partial<S
     deltaImportQuery: `SELECT employee_id, given_name, sn, mail, manager_employee_id, department, ${deltaColumn} FROM people WHERE ${pg ? 'row_version > :watermark' : 'updated_at >= :watermark'} AND deleted = false`,
     deltaColumn,
     ...(pg ? {} : { deltaOverlapSeconds: 5 }),
-    deleteDetection: pg ? { mode: 'query', query: 'SELECT employee_id FROM people_deleted WHERE row_version > :watermark' } : { mode: 'anchorDiff', everyNthDelta: 1 },
+    deleteDetection: pg
+      ? { mode: 'query', query: 'SELECT employee_id FROM people_deleted WHERE row_version > :watermark' }
+      : { mode: 'anchorDiff', everyNthDelta: 1 },
     referenceColumns: { manager_employee_id: 'User' },
     multiValueQueries: { proxyAddresses: 'SELECT employee_id, address FROM people_proxy' },
     exportStatements: {
@@ -189,7 +195,12 @@ export class SqlContractFixture implements ContractFixture {
         await this.update(p.key, { ...p, mail: p.mail ?? undefined, proxyAddresses: p.proxyAddresses ?? [] });
       } else {
         const cols = { employee_id: p.key, ...columns({ ...p, mail: p.mail, manager: p.manager }) };
-        await this.exec(`INSERT INTO people (${Object.keys(cols).join(', ')}) VALUES (${Object.keys(cols).map(() => '?').join(', ')})`, Object.values(cols));
+        await this.exec(
+          `INSERT INTO people (${Object.keys(cols).join(', ')}) VALUES (${Object.keys(cols)
+            .map(() => '?')
+            .join(', ')})`,
+          Object.values(cols),
+        );
         for (const a of p.proxyAddresses ?? []) await this.exec('INSERT INTO people_proxy (employee_id, address) VALUES (?, ?)', [p.key, a]);
       }
       this.known.set(p.key, print);
@@ -199,7 +210,12 @@ export class SqlContractFixture implements ContractFixture {
   async update(key: string, changes: Partial<Omit<ContractPerson, 'key'>>): Promise<void> {
     const cols = columns(changes);
     if (Object.keys(cols).length) {
-      await this.exec(`UPDATE people SET ${Object.keys(cols).map((c) => `${c} = ?`).join(', ')} WHERE employee_id = ?`, [...Object.values(cols), key]);
+      await this.exec(
+        `UPDATE people SET ${Object.keys(cols)
+          .map((c) => `${c} = ?`)
+          .join(', ')} WHERE employee_id = ?`,
+        [...Object.values(cols), key],
+      );
     }
     if (changes.proxyAddresses) {
       await this.exec('DELETE FROM people_proxy WHERE employee_id = ?', [key]);
@@ -239,7 +255,15 @@ export class SqlContractFixture implements ContractFixture {
       kind: 'add',
       anchor: p.key,
       objectType: 'User',
-      attributes: { employee_id: p.key, given_name: p.givenName, sn: p.sn, mail: p.mail ?? null, manager_employee_id: p.manager ?? null, department: p.container ?? null, proxyAddresses: p.proxyAddresses ?? [] },
+      attributes: {
+        employee_id: p.key,
+        given_name: p.givenName,
+        sn: p.sn,
+        mail: p.mail ?? null,
+        manager_employee_id: p.manager ?? null,
+        department: p.container ?? null,
+        proxyAddresses: p.proxyAddresses ?? [],
+      },
     };
   }
 

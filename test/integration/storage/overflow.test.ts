@@ -27,10 +27,16 @@ const memberDn = (i: number) => `uid=u${String(i).padStart(6, '0')},ou=people,dc
 
 function bigGroup(): MeshObject {
   const g = meshObject(gid(900_001), 'all-staff', { cn: 'all-staff' }, { objectType: 'Group' });
-  g.relationships = Array.from(
-    { length: MEMBERS },
-    (_, i): Relationship => ({ type: 'member', targetId: gid(i + 1), targetAnchor: `u${i}`, targetType: 'User', c: CONNECTOR, ca: `anchor-${i}`, v: memberDn(i), by: `@dn:${CONNECTOR}` }),
-  );
+  g.relationships = Array.from({ length: MEMBERS }, (_, i): Relationship => ({
+    type: 'member',
+    targetId: gid(i + 1),
+    targetAnchor: `u${i}`,
+    targetType: 'User',
+    c: CONNECTOR,
+    ca: `anchor-${i}`,
+    v: memberDn(i),
+    by: `@dn:${CONNECTOR}`,
+  }));
   return g;
 }
 

@@ -76,7 +76,10 @@ test('a failing action fails the whole transaction with its status, and nothing 
 test('a hundred actions of large values in one transaction', async () => {
   const c = await table('TxBig');
   const big = 'j'.repeat(30_000);
-  await submitTransaction(c, Array.from({ length: 100 }, (_, i): TransactionAction => ['create', { partitionKey: 'p', rowKey: String(i).padStart(3, '0'), d0: big, n: i }]));
+  await submitTransaction(
+    c,
+    Array.from({ length: 100 }, (_, i): TransactionAction => ['create', { partitionKey: 'p', rowKey: String(i).padStart(3, '0'), d0: big, n: i }]),
+  );
   const all = await rows('TxBig');
   expect(all).toHaveLength(100);
   expect(all.every((r, i) => r.d0 === big && r.n === i)).toBe(true);

@@ -24,7 +24,8 @@ async function setup(rt: ServiceUnderTest): Promise<string> {
   writeCsv(dir, 'users.csv', HEADER, rows);
   const c = await fileConnector(rt, 'Users', dir);
   await rule(rt, { ruleType: 'ProjectionRule', connectorId: c, sourceAttribute: 'employeeId' });
-  for (const a of ['employeeId', 'givenName', 'sn', 'mail', 'managerId']) await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+  for (const a of ['employeeId', 'givenName', 'sn', 'mail', 'managerId'])
+    await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: a, targetAttribute: a, confidence: 50 });
   await rule(rt, { ruleType: 'MeshComposerRule', targetAttribute: 'displayName', transformScript: 'source.givenName + " " + source.sn' });
   await rule(rt, { ruleType: 'MeshComposerRule', relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
   return c;
@@ -38,7 +39,9 @@ async function normalizedMesh(): Promise<string[]> {
       JSON.stringify([
         o.anchorValue,
         o.objectType,
-        Object.entries(o.attributes).sort().map(([k, a]) => [k, a.value]),
+        Object.entries(o.attributes)
+          .sort()
+          .map(([k, a]) => [k, a.value]),
         o.relationships.map((r) => [r.type, r.targetAnchor, anchorOf.get(r.targetId)]).sort(),
         o.pendingReferences,
       ]),

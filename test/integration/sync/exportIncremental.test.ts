@@ -20,7 +20,8 @@ afterAll(async () => {
 });
 
 const COLS = ['id', 'employeeId', 'name', 'dept'];
-const people = (n: number, renamed: Record<number, string> = {}) => Array.from({ length: n }, (_, i) => ({ id: `p${i}`, employeeId: `E${i}`, name: renamed[i] ?? `Person ${i}`, dept: i % 2 ? 'Sales' : 'R&D' }));
+const people = (n: number, renamed: Record<number, string> = {}) =>
+  Array.from({ length: n }, (_, i) => ({ id: `p${i}`, employeeId: `E${i}`, name: renamed[i] ?? `Person ${i}`, dept: i % 2 ? 'Sales' : 'R&D' }));
 
 test('idle exports look at nothing; a change exports just that; new rules or configuration make the next export full', async () => {
   const src = folder();
@@ -29,7 +30,8 @@ test('idle exports look at nothing; a change exports just that; new rules or con
   writeCsv(dst, 'export.csv', ['uid', 'name'], []);
   const hr = await fileConnector(rt, 'HR source', src);
   await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId' });
-  for (const a of ['employeeId', 'name', 'dept']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+  for (const a of ['employeeId', 'name', 'dept'])
+    await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
   const target = await fileConnector(rt, 'HR target', dst, { anchorColumn: 'uid' });
   await rule(rt, { ruleType: 'FlowRule', connectorId: target, direction: 'outbound', sourceAttribute: 'employeeId', targetAttribute: 'uid' });
   await rule(rt, { ruleType: 'FlowRule', connectorId: target, direction: 'outbound', sourceAttribute: 'name', targetAttribute: 'name' });
@@ -49,7 +51,14 @@ test('idle exports look at nothing; a change exports just that; new rules or con
   expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 0 } });
 
   // Someone removes a row in the target: its confirming import marks the object, and the export puts it back.
-  writeCsv(dst, 'export.csv', ['uid', 'name'], rows().filter((r) => !r.startsWith('E5,')).map((r) => ({ uid: r.split(',')[0], name: r.split(',').slice(1).join(',') })));
+  writeCsv(
+    dst,
+    'export.csv',
+    ['uid', 'name'],
+    rows()
+      .filter((r) => !r.startsWith('E5,'))
+      .map((r) => ({ uid: r.split(',')[0], name: r.split(',').slice(1).join(',') })),
+  );
   expect(await runImport(rt, target, { runType: 'FullImport' })).toMatchObject({ status: 'Completed' });
   expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, errors: 0 } });
   expect(rows()).toEqual(expect.arrayContaining(['E5,Person 5']));
@@ -60,9 +69,15 @@ test('idle exports look at nothing; a change exports just that; new rules or con
   expect(full).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
   // A provisioning condition (connector configuration): the next export is a full one, and respects it.
   const current = (await rt.call('GET', `connectors/${target}`)).body;
-  const put = await rt.call('PUT', `connectors/${target}`, { body: { name: current.name, config: { ...current.config, provisioningCondition: 'source.dept == "R&D"' } } });
+  const put = await rt.call('PUT', `connectors/${target}`, {
+    body: { name: current.name, config: { ...current.config, provisioningCondition: 'source.dept == "R&D"' } },
+  });
   expect(put.status).toBe(200);
-  writeCsv(src, 'hr.csv', COLS, [...people(20, { 3: 'Renamed Three', 7: 'Renamed Seven' }), { id: 'p20', employeeId: 'E20', name: 'New R&D', dept: 'R&D' }, { id: 'p21', employeeId: 'E21', name: 'New Sales', dept: 'Sales' }]);
+  writeCsv(src, 'hr.csv', COLS, [
+    ...people(20, { 3: 'Renamed Three', 7: 'Renamed Seven' }),
+    { id: 'p20', employeeId: 'E20', name: 'New R&D', dept: 'R&D' },
+    { id: 'p21', employeeId: 'E21', name: 'New Sales', dept: 'Sales' },
+  ]);
   expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsCreated: 2 } });
   expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, errors: 0 } });
   expect(rows()).toEqual(expect.arrayContaining(['E20,New R&D']));

@@ -27,7 +27,12 @@ test('the target lost in the middle of an export batch: the run fails, what it a
   const N = 40;
   const src = folder();
   const dst = folder();
-  writeCsv(src, 'staff.csv', ['id', 'staffId', 'name'], Array.from({ length: N }, (_, i) => ({ id: `s${i}`, staffId: `S${String(i).padStart(2, '0')}`, name: `Staff ${i}` })));
+  writeCsv(
+    src,
+    'staff.csv',
+    ['id', 'staffId', 'name'],
+    Array.from({ length: N }, (_, i) => ({ id: `s${i}`, staffId: `S${String(i).padStart(2, '0')}`, name: `Staff ${i}` })),
+  );
   const staff = await fileConnector(rt, 'Staff', src);
   await rule(rt, { ruleType: 'ProjectionRule', connectorId: staff, sourceAttribute: 'staffId', objectType: 'User' });
   for (const a of ['staffId', 'name']) await rule(rt, { ruleType: 'FlowRule', connectorId: staff, sourceAttribute: a, targetAttribute: a, confidence: 50 });
@@ -36,14 +41,24 @@ test('the target lost in the middle of an export batch: the run fails, what it a
   writeCsv(dst, 'export.csv', ['uid', 'name'], []);
   writeFileSync(path.join(dst, '.flaky'), '');
   const created = await rt.call('POST', 'connectors', {
-    body: { name: 'Flaky target', type: 'custom', config: { implementation: 'flaky-file', objectType: 'User', settings: { path: dst, anchorColumn: 'uid', failAfter: 1 } } },
+    body: {
+      name: 'Flaky target',
+      type: 'custom',
+      config: { implementation: 'flaky-file', objectType: 'User', settings: { path: dst, anchorColumn: 'uid', failAfter: 1 } },
+    },
   });
   expect(created.status).toBe(201);
   const target = created.body.id as string;
   await rule(rt, { ruleType: 'FlowRule', connectorId: target, direction: 'outbound', sourceAttribute: 'staffId', targetAttribute: 'uid', confidence: 50 });
   await rule(rt, { ruleType: 'FlowRule', connectorId: target, direction: 'outbound', sourceAttribute: 'name', targetAttribute: 'name', confidence: 50 });
 
-  const exportedUids = () => readFileSync(path.join(dst, 'export.csv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split(',')[0]).sort();
+  const exportedUids = () =>
+    readFileSync(path.join(dst, 'export.csv'), 'utf8')
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(',')[0])
+      .sort();
   const failed = await runExport(rt, target);
   expect(failed.status).toBe('Failed');
   expect(failed.error).toMatch(/went away/);
@@ -52,7 +67,10 @@ test('the target lost in the middle of an export batch: the run fails, what it a
   expect(first.length).toBeLessThan(N);
   // What the target has is linked in the mesh (the engine recorded it before failing), the change applied
   // before the failure in the failing page included.
-  const linked = [...(await meshByAnchor()).values()].filter((o) => o.links[target]).map((o) => o.anchorValue).sort();
+  const linked = [...(await meshByAnchor()).values()]
+    .filter((o) => o.links[target])
+    .map((o) => o.anchorValue)
+    .sort();
   expect(linked).toEqual(first);
 
   // The target back: only the rest is added, once.

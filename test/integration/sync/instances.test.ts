@@ -43,7 +43,15 @@ test('a run triggered on A for a connector assigned to B executes on B; unassign
   const idB = instances.find((i) => i.name === 'engine-b')!.id;
   const idA = instances.find((i) => i.name === 'engine-a')!.id;
   const dir = folder();
-  writeCsv(dir, 'people.csv', ['id', 'personId'], [{ id: 'p1', personId: 'Q1' }, { id: 'p2', personId: 'Q2' }]);
+  writeCsv(
+    dir,
+    'people.csv',
+    ['id', 'personId'],
+    [
+      { id: 'p1', personId: 'Q1' },
+      { id: 'p2', personId: 'Q2' },
+    ],
+  );
   const c = await fileConnector(a, 'Assigned', dir);
   await rule(a, { ruleType: 'ProjectionRule', connectorId: c, sourceAttribute: 'personId' });
   expect((await a.call('PUT', `connectors/${c}/instance`, { body: { instanceId: idB } })).status).toBe(200);

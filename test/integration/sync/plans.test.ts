@@ -38,14 +38,17 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
   let dir = '';
 
   const sql = (text: string, values: unknown[] = []) => pg.query(text, values, db);
-  const insert = (id: string, title = 'Engineer') => sql('INSERT INTO hr (employee_id, given_name, sn, title) VALUES ($1, $2, $3, $4)', [id, `Given${id}`, `Sn${id}`, title]);
+  const insert = (id: string, title = 'Engineer') =>
+    sql('INSERT INTO hr (employee_id, given_name, sn, title) VALUES ($1, $2, $3, $4)', [id, `Given${id}`, `Sn${id}`, title]);
   const hrMesh = async (): Promise<Map<string, MeshObject>> => {
     const out = new Map<string, MeshObject>();
     for await (const page of iterateMesh()) for (const o of page) if (o.links[hr] !== undefined) out.set(o.anchorValue, o);
     return out;
   };
   const entries = async (): Promise<string[]> =>
-    (await admin.search(`ou=Engineering,${f.base}`, { scope: 'one', filter: '(objectClass=inetOrgPerson)', attributes: ['uid'] })).searchEntries.map((e) => String(e.uid)).sort();
+    (await admin.search(`ou=Engineering,${f.base}`, { scope: 'one', filter: '(objectClass=inetOrgPerson)', attributes: ['uid'] })).searchEntries
+      .map((e) => String(e.uid))
+      .sort();
   const trigger = async (path: string, body: Record<string, unknown> = {}, role: 'Admin' | 'Operator' = 'Admin') => {
     const res = await rt.call('POST', path, { body, role });
     expect(res.status).toBe(202);
@@ -70,16 +73,39 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
       body: {
         name: 'HR',
         type: 'sql',
-        config: { dialect: 'postgres', host: pg.host, port: pg.port, database: db, user: pg.user, password: pg.password, anchorColumn: 'employee_id', fullImportQuery: 'SELECT employee_id, given_name, sn, title FROM hr' },
+        config: {
+          dialect: 'postgres',
+          host: pg.host,
+          port: pg.port,
+          database: db,
+          user: pg.user,
+          password: pg.password,
+          anchorColumn: 'employee_id',
+          fullImportQuery: 'SELECT employee_id, given_name, sn, title FROM hr',
+        },
       },
     });
     expect(created.status).toBe(201);
     hr = created.body.id;
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employee_id' });
-    for (const [s, t] of [['employee_id', 'employeeId'], ['given_name', 'givenName'], ['sn', 'sn'], ['title', 'title']]) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: s, targetAttribute: t, confidence: 50 });
+    for (const [s, t] of [
+      ['employee_id', 'employeeId'],
+      ['given_name', 'givenName'],
+      ['sn', 'sn'],
+      ['title', 'title'],
+    ])
+      await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: s, targetAttribute: t, confidence: 50 });
     dir = await ldapConnector(rt, 'Directory', f.config({ exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN' }));
     const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50, ...(transformScript ? { transformScript } : {}) });
+      rule(rt, {
+        ruleType: 'FlowRule',
+        connectorId: dir,
+        direction: 'outbound',
+        sourceAttribute,
+        targetAttribute,
+        confidence: 50,
+        ...(transformScript ? { transformScript } : {}),
+      });
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');
@@ -105,14 +131,30 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     const first = runs[runs.length - 1];
     const list = await changes(first.runId);
     expect(list.totalCount).toBe(N);
-    expect(list.items[0]).toMatchObject({ target: 'mesh', operation: 'Add', outcome: 'applied', error: null, dn: null, csObjectId: expect.any(String), meshObjectId: expect.any(String) });
+    expect(list.items[0]).toMatchObject({
+      target: 'mesh',
+      operation: 'Add',
+      outcome: 'applied',
+      error: null,
+      dn: null,
+      csObjectId: expect.any(String),
+      meshObjectId: expect.any(String),
+    });
     expect(list.items.map((i: Json) => i.anchor).sort()).toEqual(ids);
-    expect(list.items.find((i: Json) => i.anchor === 'E001').attributes).toEqual({ employeeId: { old: null, new: 'E001' }, givenName: { old: null, new: 'GivenE001' }, sn: { old: null, new: 'SnE001' }, title: { old: null, new: 'Engineer' } });
+    expect(list.items.find((i: Json) => i.anchor === 'E001').attributes).toEqual({
+      employeeId: { old: null, new: 'E001' },
+      givenName: { old: null, new: 'GivenE001' },
+      sn: { old: null, new: 'SnE001' },
+      title: { old: null, new: 'Engineer' },
+    });
     const exports = (await rt.call('GET', `runs?connectorId=${dir}`)).body.items.find((r: Json) => r.runType === 'Export');
     const exported = await changes(exports.runId);
     expect(exported.totalCount).toBe(N);
     expect(exported.items.every((i: Json) => i.target === 'connector' && i.operation === 'Add' && i.outcome === 'applied')).toBe(true);
-    expect(exported.items.find((i: Json) => i.dn === `uid=E001,ou=Engineering,${f.base}`).attributes).toMatchObject({ uid: { old: null, new: 'E001' }, title: { old: null, new: 'Engineer' } });
+    expect(exported.items.find((i: Json) => i.dn === `uid=E001,ou=Engineering,${f.base}`).attributes).toMatchObject({
+      uid: { old: null, new: 'E001' },
+      title: { old: null, new: 'Engineer' },
+    });
   });
 
   test('a truncated HR export (80 % of the rows missing) parks the import: AwaitingApproval, nothing deleted in the mesh or in LDAP', async () => {
@@ -165,7 +207,9 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect(applied.items.map((i: Json) => i.anchor).sort()).toEqual(ids.slice(4));
     expect((await changes(truncatedRun.runId, '?outcome=planned')).totalCount).toBe(0);
     const audit = await rt.call('GET', `audit?targetType=run&targetId=${truncatedRun.runId}`);
-    expect(audit.body.items).toEqual([expect.objectContaining({ action: 'approve', actorSid: SECOND_ADMIN.oid, actorUpn: SECOND_ADMIN.upn, details: 'Reasons: 16 deletes (limit 4).' })]);
+    expect(audit.body.items).toEqual([
+      expect.objectContaining({ action: 'approve', actorSid: SECOND_ADMIN.oid, actorUpn: SECOND_ADMIN.upn, details: 'Reasons: 16 deletes (limit 4).' }),
+    ]);
 
     // The export would delete 16 of the 20 entries: it waits too, nothing deleted in LDAP.
     const exportRun = await trigger(`connectors/${dir}/export`);
@@ -205,7 +249,10 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     // The plan of a rejected run stays listed as planned; the connector is free again.
     expect((await changes(parked.runId, '?outcome=planned')).totalCount).toBe(10);
     for (const id of ids.slice(10)) await insert(id);
-    expect(await trigger(`connectors/${hr}/import`, { runType: 'FullImport' })).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsDeleted: 0 } });
+    expect(await trigger(`connectors/${hr}/import`, { runType: 'FullImport' })).toMatchObject({
+      status: 'Completed',
+      stats: { objectsCreated: 0, objectsDeleted: 0 },
+    });
   });
 
   test('a dry run is a plan; applied after one of its rows was edited, that object is drifted and the others applied', async () => {
@@ -247,13 +294,18 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect(notDry.body.detail).toMatch(/not a dry run/);
     expect((await rt.call('POST', `runs/${plan.runId}/apply`, { role: 'Viewer' })).status).toBe(403);
     // The next run picks up what the apply left out.
-    expect(await trigger(`connectors/${hr}/import`, { runType: 'FullImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, objectsCreated: 1 } });
+    expect(await trigger(`connectors/${hr}/import`, { runType: 'FullImport' })).toMatchObject({
+      status: 'Completed',
+      stats: { objectsUpdated: 1, objectsCreated: 1 },
+    });
     expect(valueOf((await hrMesh()).get('E002'), 'title')).toBe('Director');
   });
 
   test('limits beyond deletes: the run plans everything first, applies nothing over a limit, and applies its plan once approved', async () => {
     const current = await rt.call('GET', `connectors/${hr}`);
-    const put = await rt.call('PUT', `connectors/${hr}`, { body: { name: 'HR', config: { ...current.body.config, thresholds: { updates: { count: 2 }, blanks: { count: 0 } } } } });
+    const put = await rt.call('PUT', `connectors/${hr}`, {
+      body: { name: 'HR', config: { ...current.body.config, thresholds: { updates: { count: 2 }, blanks: { count: 0 } } } },
+    });
     expect(put.status).toBe(200);
     expect(put.body.config.thresholds).toEqual({ updates: { count: 2 }, blanks: { count: 0 } });
     for (const id of ['E004', 'E005', 'E006']) await sql('UPDATE hr SET title = $1 WHERE employee_id = $2', ['Architect', id]);
@@ -262,7 +314,11 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     const mesh = await hrMesh();
     expect(['E004', 'E005', 'E006'].map((id) => valueOf(mesh.get(id), 'title'))).toEqual(['Engineer', 'Engineer', 'Engineer']);
     const planned = await changes(parked.runId, '?outcome=planned');
-    expect(planned.items.map((i: Json) => [i.anchor, i.operation]).sort()).toEqual([['E004', 'Update'], ['E005', 'Update'], ['E006', 'Update']]);
+    expect(planned.items.map((i: Json) => [i.anchor, i.operation]).sort()).toEqual([
+      ['E004', 'Update'],
+      ['E005', 'Update'],
+      ['E006', 'Update'],
+    ]);
     expect((await approve(parked.runId, SECOND_ADMIN)).status).toBe(202);
     expect(await waitRun(rt, parked.runId)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 3 } });
     expect((await changes(parked.runId, '?outcome=applied')).totalCount).toBe(3);
@@ -273,11 +329,16 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     await sql('UPDATE hr SET title = NULL WHERE employee_id = $1', ['E007']);
     const blank = await trigger(`connectors/${hr}/import`, { runType: 'FullImport' });
     expect(blank).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'blanks', count: 1, limit: 0 }] } });
-    expect((await changes(blank.runId)).items).toEqual([expect.objectContaining({ anchor: 'E007', operation: 'Update', outcome: 'planned', attributes: { title: { old: 'Engineer', new: null } } })]);
+    expect((await changes(blank.runId)).items).toEqual([
+      expect.objectContaining({ anchor: 'E007', operation: 'Update', outcome: 'planned', attributes: { title: { old: 'Engineer', new: null } } }),
+    ]);
     // An Operator cannot reject it, but can cancel it: it ends Cancelled, nothing applied, the connector free.
     const cancelled = await rt.call('POST', `runs/${blank.runId}/cancel`, { role: 'Operator' });
     expect(cancelled.status).toBe(202);
-    expect(cancelled.body).toMatchObject({ status: 'Cancelled', error: expect.stringMatching(/while it waited for approval: nothing of its plan was applied/) });
+    expect(cancelled.body).toMatchObject({
+      status: 'Cancelled',
+      error: expect.stringMatching(/while it waited for approval: nothing of its plan was applied/),
+    });
     expect(valueOf((await hrMesh()).get('E007'), 'title')).toBe('Engineer');
     expect((await rt.call('POST', `runs/${blank.runId}/cancel`)).status).toBe(409);
   });
@@ -309,8 +370,17 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect(plan).toMatchObject({ status: 'Completed', dryRun: true, plan: { expiresOn: expect.any(String) } });
     const planned = await changes(plan.runId, '?take=200');
     const updates = planned.items.filter((i: Json) => i.operation === 'Update');
-    expect(updates.find((i: Json) => i.dn === `uid=E001,ou=Engineering,${f.base}`)).toMatchObject({ target: 'connector', outcome: 'planned', attributes: { title: { old: 'Engineer', new: 'Lead' } } });
-    expect(planned.items.filter((i: Json) => i.operation === 'Add').map((i: Json) => i.attributes.uid.new).sort()).toEqual([...ids.slice(4), 'E099']);
+    expect(updates.find((i: Json) => i.dn === `uid=E001,ou=Engineering,${f.base}`)).toMatchObject({
+      target: 'connector',
+      outcome: 'planned',
+      attributes: { title: { old: 'Engineer', new: 'Lead' } },
+    });
+    expect(
+      planned.items
+        .filter((i: Json) => i.operation === 'Add')
+        .map((i: Json) => i.attributes.uid.new)
+        .sort(),
+    ).toEqual([...ids.slice(4), 'E099']);
     expect(await entries()).toEqual(ids.slice(0, 4));
     // Between plan and apply: E003's title changes in HR and reaches the mesh.
     await sql('UPDATE hr SET title = $1 WHERE employee_id = $2', ['CTO', 'E003']);
@@ -323,7 +393,8 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     const e003 = list.items.find((i: Json) => i.outcome === 'drifted');
     expect(e003).toMatchObject({ target: 'connector', operation: 'Update', dn: `uid=E003,ou=Engineering,${f.base}` });
     expect(list.items.filter((i: Json) => i.outcome === 'drifted')).toHaveLength(1);
-    const title = async (id: string) => (await admin.search(`uid=${id},ou=Engineering,${f.base}`, { scope: 'base', attributes: ['title'] })).searchEntries[0]?.title;
+    const title = async (id: string) =>
+      (await admin.search(`uid=${id},ou=Engineering,${f.base}`, { scope: 'base', attributes: ['title'] })).searchEntries[0]?.title;
     expect([await title('E001'), await title('E003'), await title('E004')]).toEqual(['Lead', 'Engineer', 'Architect']);
     expect(await entries()).toEqual([...ids, 'E099'].sort());
     // The next export sends what the apply left out.

@@ -28,9 +28,24 @@ test('an absent source attribute is not evaluated; a rule may ask to be evaluate
   const c = await fileConnector(rt, 'Absent', dir);
   await rule(rt, { ruleType: 'ProjectionRule', connectorId: c, sourceAttribute: 'cn', objectType: 'User' });
   // Groups have no mail: this script would fail on them if it were evaluated with null.
-  await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50, transformScript: 'source.toLowerCase()' });
+  await rule(rt, {
+    ruleType: 'FlowRule',
+    connectorId: c,
+    sourceAttribute: 'mail',
+    targetAttribute: 'email',
+    confidence: 50,
+    transformScript: 'source.toLowerCase()',
+  });
   // This one asks to see the absent value.
-  await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: 'phone', targetAttribute: 'phone', confidence: 50, evaluateWhenAbsent: true, transformScript: 'source == null ? "none" : source' });
+  await rule(rt, {
+    ruleType: 'FlowRule',
+    connectorId: c,
+    sourceAttribute: 'phone',
+    targetAttribute: 'phone',
+    confidence: 50,
+    evaluateWhenAbsent: true,
+    transformScript: 'source == null ? "none" : source',
+  });
   const run = await runImport(rt, c);
   expect(run.errors ?? []).toEqual([]);
   expect(run).toMatchObject({ status: 'Completed', stats: { objectsCreated: 2, errors: 0 } });
@@ -59,7 +74,14 @@ test('a failing rule does not stop the others; the object is tried again by late
   await rule(rt, { ruleType: 'ProjectionRule', connectorId: c, sourceAttribute: 'cn', objectType: 'User' });
   await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: 'phone', targetAttribute: 'phone', confidence: 50 });
   // Fails on a mail without "@" (no second part to upper-case).
-  const domain = await rule(rt, { ruleType: 'FlowRule', connectorId: c, sourceAttribute: 'mail', targetAttribute: 'domain', confidence: 50, transformScript: 'source.split("@")[1].toUpperCase()' });
+  const domain = await rule(rt, {
+    ruleType: 'FlowRule',
+    connectorId: c,
+    sourceAttribute: 'mail',
+    targetAttribute: 'domain',
+    confidence: 50,
+    transformScript: 'source.split("@")[1].toUpperCase()',
+  });
   const full = await runImport(rt, c);
   expect(full).toMatchObject({ status: 'CompletedWithErrors', stats: { errors: 1 } });
   expect(full.errors).toEqual([{ object: 'p2', message: expect.stringMatching(/^Rule '.*' \(id [0-9a-f-]+\) on attribute 'domain': /) }]);
@@ -74,7 +96,15 @@ test('a failing rule does not stop the others; the object is tried again by late
 
   // The rule is fixed: the next delta (still nothing read from the source) applies it to the failed object.
   const fixed = await rt.call('PUT', `rules/${domain}`, {
-    body: { ruleName: 'domain', ruleType: 'FlowRule', connectorId: c, sourceAttribute: 'mail', targetAttribute: 'domain', confidence: 50, transformScript: 'source.includes("@") ? source.split("@")[1].toUpperCase() : null' },
+    body: {
+      ruleName: 'domain',
+      ruleType: 'FlowRule',
+      connectorId: c,
+      sourceAttribute: 'mail',
+      targetAttribute: 'domain',
+      confidence: 50,
+      transformScript: 'source.includes("@") ? source.split("@")[1].toUpperCase() : null',
+    },
   });
   expect(fixed.status).toBe(200);
   const healed = await runImport(rt, c, { runType: 'DeltaImport' });

@@ -33,7 +33,12 @@ describeWithServer('postgres')('run progress and cancel (PostgreSQL source)', ()
     expect(res.status).toBe(201);
     connectorId = res.body.id;
     await rule(rt, { ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'employee_id', objectType: 'User' });
-    for (const [s, t] of [['employee_id', 'employeeId'], ['given_name', 'givenName'], ['sn', 'sn']]) await rule(rt, { ruleType: 'FlowRule', connectorId, sourceAttribute: s, targetAttribute: t, confidence: 50 });
+    for (const [s, t] of [
+      ['employee_id', 'employeeId'],
+      ['given_name', 'givenName'],
+      ['sn', 'sn'],
+    ])
+      await rule(rt, { ruleType: 'FlowRule', connectorId, sourceAttribute: s, targetAttribute: t, confidence: 50 });
   });
   afterAll(async () => {
     await rt?.dispose();

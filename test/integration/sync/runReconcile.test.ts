@@ -55,7 +55,9 @@ async function gatedConnector(name: string): Promise<{ id: string; gate: string 
   const gate = path.join(folder('ims-gate-'), 'gate');
   writeFileSync(gate, '');
   gates.push(gate);
-  const res = await rt.call('POST', 'connectors', { body: { name, type: 'custom', config: { implementation: 'gated', objectType: 'User', settings: { gate, count: 2 } } } });
+  const res = await rt.call('POST', 'connectors', {
+    body: { name, type: 'custom', config: { implementation: 'gated', objectType: 'User', settings: { gate, count: 2 } } },
+  });
   if (res.status !== 201) throw new Error(`create connector: ${res.status} ${res.text}`);
   return { id: res.body.id as string, gate };
 }
@@ -133,7 +135,9 @@ describe('a run whose orchestration is terminated through the management API', (
     expect(read.body).not.toHaveProperty('dispatch');
     expect(await stored(runId)).toMatchObject({ status: 'Cancelled', error: read.body.error });
     expect(await findActiveRun(c.id)).toBeNull();
-    expect(await auditOf(runId)).toEqual([expect.objectContaining({ action: 'cancel', targetType: 'run', targetId: runId, actorUpn: 'system:reconcile', actorSid: null, outcome: 'success' })]);
+    expect(await auditOf(runId)).toEqual([
+      expect.objectContaining({ action: 'cancel', targetType: 'run', targetId: runId, actorUpn: 'system:reconcile', actorSid: null, outcome: 'success' }),
+    ]);
     // The list shows it as stored now.
     const list = await rt.call('GET', `runs?connectorId=${c.id}`);
     expect(list.body.items).toEqual([expect.objectContaining({ runId, status: 'Cancelled' })]);
@@ -187,13 +191,18 @@ test('an orchestration started again through the management API for a run that i
 
   rmSync(`${c.gate}.entered`, { force: true });
   const again = `again-${randomUUID()}`;
-  const started = await rt.call('POST', `../runtime/webhooks/durabletask/orchestrators/syncRun/${again}`, { body: JSON.stringify(runId), headers: { 'content-type': 'application/json' } });
+  const started = await rt.call('POST', `../runtime/webhooks/durabletask/orchestrators/syncRun/${again}`, {
+    body: JSON.stringify(runId),
+    headers: { 'content-type': 'application/json' },
+  });
   expect(started.status).toBe(202);
   // The gate is still closed: a run that went on would now wait in the connector.
-  expect(await until('the restarted orchestration to end', async () => {
-    const status = await orchestrationStatus(again);
-    return status === 'Completed' || status === 'Failed' ? status : undefined;
-  })).toBe('Completed');
+  expect(
+    await until('the restarted orchestration to end', async () => {
+      const status = await orchestrationStatus(again);
+      return status === 'Completed' || status === 'Failed' ? status : undefined;
+    }),
+  ).toBe('Completed');
   expect(existsSync(`${c.gate}.entered`)).toBe(false);
   expect(await stored(runId)).toMatchObject({ status: 'Cancelled' });
   expect(await findActiveRun(c.id)).toBeNull();
@@ -223,8 +232,22 @@ test('a restart reconciles a run left Running whose orchestration does not exist
   await rt.kill();
 
   // As a crash between a run's creation and its dispatch would leave it: Running, no orchestration, no dispatch row.
-  const stuck = await createRun({ connectorId: mine.id, instanceId: here, instanceName: INSTANCE_NAME, runType: 'FullImport', status: 'Running', startedAt: new Date(Date.now() - 10 * 60_000) });
-  const elsewhere = await createRun({ connectorId: other.id, instanceId: randomUUID(), instanceName: 'elsewhere', runType: 'FullImport', status: 'Running', startedAt: new Date(Date.now() - 10 * 60_000) });
+  const stuck = await createRun({
+    connectorId: mine.id,
+    instanceId: here,
+    instanceName: INSTANCE_NAME,
+    runType: 'FullImport',
+    status: 'Running',
+    startedAt: new Date(Date.now() - 10 * 60_000),
+  });
+  const elsewhere = await createRun({
+    connectorId: other.id,
+    instanceId: randomUUID(),
+    instanceName: 'elsewhere',
+    runType: 'FullImport',
+    status: 'Running',
+    startedAt: new Date(Date.now() - 10 * 60_000),
+  });
 
   await rt.start();
   // Storage is read directly: no API read is involved, so this is the start-up pass.

@@ -15,7 +15,13 @@ beforeAll(() => useTestStorage());
 const HUB = 'hubRaces';
 
 async function dispatchedRun() {
-  const run = await createRun({ connectorId: randomUUID(), instanceId: randomUUID(), runType: 'FullImport', status: 'Running', startedAt: new Date(Date.now() - 3_600_000) });
+  const run = await createRun({
+    connectorId: randomUUID(),
+    instanceId: randomUUID(),
+    runType: 'FullImport',
+    status: 'Running',
+    startedAt: new Date(Date.now() - 3_600_000),
+  });
   await markRunDispatched(run.runId, HUB);
   return (await getRun(run.runId))!;
 }
@@ -41,7 +47,12 @@ test('a run the engine finishes while its orchestration is read is not overwritt
   const read = await dispatchedRun();
   // The orchestration completed long ago as far as the answer says; the engine's last step lands in between.
   const long = new Date(Date.now() - 3_600_000);
-  const after = await reconcileRun(read, scripted({ runtimeStatus: 'Completed', lastUpdatedTime: long }, () => completeRun(read.runId, { status: 'Completed', stats: { ...emptyStats(), objectsProcessed: 5 } })));
+  const after = await reconcileRun(
+    read,
+    scripted({ runtimeStatus: 'Completed', lastUpdatedTime: long }, () =>
+      completeRun(read.runId, { status: 'Completed', stats: { ...emptyStats(), objectsProcessed: 5 } }),
+    ),
+  );
   expect(after).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 5 } });
   expect(after.error).toBeUndefined();
   expect(await getRun(read.runId)).toMatchObject({ status: 'Completed' });
@@ -50,13 +61,16 @@ test('a run the engine finishes while its orchestration is read is not overwritt
 
 test('a run whose progress moves while its terminated orchestration is read ends Cancelled with that progress', async () => {
   const read = await dispatchedRun();
-  const after = await reconcileRun(read, scripted({ runtimeStatus: 'Terminated', output: 'stop' }, () => updateRun(read.runId, { stats: { ...emptyStats(), objectsProcessed: 7 } })));
+  const after = await reconcileRun(
+    read,
+    scripted({ runtimeStatus: 'Terminated', output: 'stop' }, () => updateRun(read.runId, { stats: { ...emptyStats(), objectsProcessed: 7 } })),
+  );
   expect(after).toMatchObject({ status: 'Cancelled', stats: { objectsProcessed: 7 }, error: expect.stringContaining('reason: stop') });
   expect(await findActiveRun(read.connectorId)).toBeNull();
   expect(await auditOf(read.runId)).toEqual([expect.objectContaining({ action: 'cancel', actorUpn: 'system:reconcile' })]);
 });
 
-test("a run of another task hub is not read or changed", async () => {
+test('a run of another task hub is not read or changed', async () => {
   const read = await dispatchedRun();
   let asked = false;
   const other: RunOrchestrations = {

@@ -70,7 +70,13 @@ describe('two sources joined on employee id', () => {
       await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
     }
     await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: 'mail', targetAttribute: 'mail', confidence: 40 });
-    await rule(rt, { ruleType: 'JoinRule', connectorId: it, sourceAttribute: 'employeeId', targetAttribute: 'employeeId', transformScript: 'source.toUpperCase()' });
+    await rule(rt, {
+      ruleType: 'JoinRule',
+      connectorId: it,
+      sourceAttribute: 'employeeId',
+      targetAttribute: 'employeeId',
+      transformScript: 'source.toUpperCase()',
+    });
     await rule(rt, { ruleType: 'FlowRule', connectorId: it, sourceAttribute: 'mail', targetAttribute: 'mail', confidence: 80 });
     await rule(rt, { ruleType: 'FlowRule', connectorId: it, sourceAttribute: 'phone', targetAttribute: 'phone', confidence: 80 });
     await rule(rt, { ruleType: 'MeshComposerRule', targetAttribute: 'displayName', transformScript: 'source.givenName + " " + source.sn' });
@@ -206,7 +212,8 @@ describe('runs: threshold, dry run, per-object errors, API answers', () => {
   const dir = folder();
   let c = '';
   const H = ['id', 'employeeId', 'givenName', 'dept'];
-  const rows = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ id: `p${from + i}`, employeeId: `P${from + i}`, givenName: `Name${from + i}`, dept: 'Ops' }));
+  const rows = (n: number, from = 0) =>
+    Array.from({ length: n }, (_, i) => ({ id: `p${from + i}`, employeeId: `P${from + i}`, givenName: `Name${from + i}`, dept: 'Ops' }));
 
   beforeAll(async () => {
     writeCsv(dir, 'people.csv', H, rows(10));
@@ -331,7 +338,16 @@ describe('export: deprovisioning stops at the deletion threshold', () => {
   beforeAll(async () => {
     writeCsv(src, 'contractors.csv', H, people(10));
     const created = await rt.call('POST', 'connectors', {
-      body: { name: 'Contractors', type: 'custom', config: { implementation: 'file', objectType: 'Contractor', settings: { path: src, anchorColumn: 'id' }, deletionThreshold: { objects: 100, percent: 100 } } },
+      body: {
+        name: 'Contractors',
+        type: 'custom',
+        config: {
+          implementation: 'file',
+          objectType: 'Contractor',
+          settings: { path: src, anchorColumn: 'id' },
+          deletionThreshold: { objects: 100, percent: 100 },
+        },
+      },
     });
     hr = created.body.id;
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'contractorId', objectType: 'Contractor' });
@@ -340,7 +356,14 @@ describe('export: deprovisioning stops at the deletion threshold', () => {
     writeCsv(dst, 'export.csv', ['uid', 'name'], []);
     const t = await rt.call('POST', 'connectors', { body: { name: 'Contractor directory', type: 'custom', config: targetConfig() } });
     target = t.body.id;
-    await rule(rt, { ruleType: 'FlowRule', connectorId: target, direction: 'outbound', sourceAttribute: 'contractorId', targetAttribute: 'uid', confidence: 50 });
+    await rule(rt, {
+      ruleType: 'FlowRule',
+      connectorId: target,
+      direction: 'outbound',
+      sourceAttribute: 'contractorId',
+      targetAttribute: 'uid',
+      confidence: 50,
+    });
     await rule(rt, { ruleType: 'FlowRule', connectorId: target, direction: 'outbound', sourceAttribute: 'name', targetAttribute: 'name', confidence: 50 });
   });
 
@@ -385,21 +408,37 @@ describe('delta import over the deletes threshold', () => {
 
   test('the whole delta is planned, nothing applied; approved by another Admin, the second pass applies the plan and commits the watermark', async () => {
     // 4 of 10 gone (over 20 %), one renamed: nothing of it is applied while the run waits.
-    writeCsv(dir, 'people.csv', H, rows(6).map((r) => (r.id === 'd0' ? { ...r, givenName: 'Changed' } : r)));
+    writeCsv(
+      dir,
+      'people.csv',
+      H,
+      rows(6).map((r) => (r.id === 'd0' ? { ...r, givenName: 'Changed' } : r)),
+    );
     const run = await runImport(rt, c, { runType: 'DeltaImport' });
     expect(run).toMatchObject({ status: 'AwaitingApproval', runType: 'DeltaImport', approval: { reasons: [{ operation: 'deletes', count: 4, limit: 2 }] } });
     const planned = await rt.call('GET', `runs/${run.runId}/changes?outcome=planned`);
-    expect(planned.body.items.map((i: { anchor: string; operation: string }) => `${i.operation} ${i.anchor}`).sort()).toEqual(['Delete d6', 'Delete d7', 'Delete d8', 'Delete d9', 'Update d0']);
+    expect(planned.body.items.map((i: { anchor: string; operation: string }) => `${i.operation} ${i.anchor}`).sort()).toEqual([
+      'Delete d6',
+      'Delete d7',
+      'Delete d8',
+      'Delete d9',
+      'Update d0',
+    ]);
     let mesh = await meshByAnchor();
     expect(['D6', 'D7', 'D8', 'D9'].every((a) => mesh.has(a))).toBe(true);
     expect(valueOf(mesh.get('D0'), 'givenName')).toBe('Delta0');
-    const approved = await rt.call('POST', `runs/${run.runId}/approve`, { as: { oid: 'c0000000-0000-4000-8000-00000000000c', upn: 'other.admin@example.test' } });
+    const approved = await rt.call('POST', `runs/${run.runId}/approve`, {
+      as: { oid: 'c0000000-0000-4000-8000-00000000000c', upn: 'other.admin@example.test' },
+    });
     expect(approved.status).toBe(202);
     expect(await waitRun(rt, run.runId)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4, objectsUpdated: 1 } });
     mesh = await meshByAnchor();
     expect(['D6', 'D7', 'D8', 'D9'].some((a) => mesh.has(a))).toBe(false);
     expect(valueOf(mesh.get('D0'), 'givenName')).toBe('Changed');
     // Everything planned was applied, so the watermark moved: the next delta has nothing to do.
-    expect(await runImport(rt, c, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0 } });
+    expect(await runImport(rt, c, { runType: 'DeltaImport' })).toMatchObject({
+      status: 'Completed',
+      stats: { objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0 },
+    });
   });
 });

@@ -35,14 +35,28 @@ interface HrRow {
   sn: string;
   status: string;
 }
-const person = (n: number, givenName: string): HrRow => ({ id: `h${n}`, employee_id: `E2${String(n).padStart(2, '0')}`, given_name: givenName, sn: 'Stone', status: 'active' });
+const person = (n: number, givenName: string): HrRow => ({
+  id: `h${n}`,
+  employee_id: `E2${String(n).padStart(2, '0')}`,
+  given_name: givenName,
+  sn: 'Stone',
+  status: 'active',
+});
 
 /** An HR database (table hr, anchor `id`) and the SQL connector over it, with the rules of an HR source. */
-async function hrSource(pg: Postgres, rt: ServiceUnderTest, rows: HrRow[]): Promise<{ id: string; db: string; insert: (r: HrRow) => Promise<void>; remove: (id: string) => Promise<void> }> {
+async function hrSource(
+  pg: Postgres,
+  rt: ServiceUnderTest,
+  rows: HrRow[],
+): Promise<{ id: string; db: string; insert: (r: HrRow) => Promise<void>; remove: (id: string) => Promise<void> }> {
   const db = await pg.createDatabase(`tomb${process.pid}_${Math.random().toString(36).slice(2, 8)}`);
   await pg.query('CREATE TABLE hr (id text PRIMARY KEY, employee_id text NOT NULL, given_name text, sn text, status text)', [], db);
   const insert = async (r: HrRow) => {
-    await pg.query('INSERT INTO hr (id, employee_id, given_name, sn, status) VALUES ($1, $2, $3, $4, $5)', [r.id, r.employee_id, r.given_name, r.sn, r.status], db);
+    await pg.query(
+      'INSERT INTO hr (id, employee_id, given_name, sn, status) VALUES ($1, $2, $3, $4, $5)',
+      [r.id, r.employee_id, r.given_name, r.sn, r.status],
+      db,
+    );
   };
   for (const r of rows) await insert(r);
   const res = await rt.call('POST', 'connectors', {
@@ -68,7 +82,8 @@ async function hrSource(pg: Postgres, rt: ServiceUnderTest, rows: HrRow[]): Prom
   // A rehire may come back with a new HR row: the join rule on employeeId finds the person (or the tombstone).
   await rule(rt, { ruleType: 'JoinRule', connectorId: id, sourceAttribute: 'employeeId', targetAttribute: 'employeeId' });
   await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'employeeId', objectType: 'User' });
-  for (const a of ['employeeId', 'givenName', 'sn', 'status']) await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+  for (const a of ['employeeId', 'givenName', 'sn', 'status'])
+    await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
   return { id, db, insert, remove: async (rowId) => void (await pg.query('DELETE FROM hr WHERE id = $1', [rowId], db)) };
 }
 
@@ -81,10 +96,12 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
   let hr: Awaited<ReturnType<typeof hrSource>>;
   let dir = '';
   const dnOf = (key: string) => `uid=${key},ou=Engineering,${f.base}`;
-  const entry = async (key: string) => (await admin.search(dnOf(key), { scope: 'base', attributes: ['*', 'entryUUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0];
+  const entry = async (key: string) =>
+    (await admin.search(dnOf(key), { scope: 'base', attributes: ['*', 'entryUUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0];
   const hrImport = async () => expect(await runImport(rt, hr.id, { runType: 'FullImport' })).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
   const meshIdOf = (n: number) => projectedMeshId(hr.id, `h${n}`);
-  const deletedIds = async () => ((await rt.call('GET', 'mesh/objects?state=deleted&take=200')).body.items as { meshObjectId: string }[]).map((i) => i.meshObjectId);
+  const deletedIds = async () =>
+    ((await rt.call('GET', 'mesh/objects?state=deleted&take=200')).body.items as { meshObjectId: string }[]).map((i) => i.meshObjectId);
   const liveIds = async () => ((await rt.call('GET', 'mesh/objects?take=200')).body.items as { meshObjectId: string }[]).map((i) => i.meshObjectId);
   async function deprovisioning(setting: Record<string, unknown>): Promise<void> {
     const current = await rt.call('GET', `connectors/${dir}`);
@@ -101,10 +118,22 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
     dir = await ldapConnector(
       rt,
       'Directory',
-      f.config({ provisioningCondition: 'source.status == "active"', deletionThreshold: { objects: 100, percent: 100 }, exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN' }),
+      f.config({
+        provisioningCondition: 'source.status == "active"',
+        deletionThreshold: { objects: 100, percent: 100 },
+        exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN',
+      }),
     );
     const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, { ruleType: 'FlowRule', connectorId: dir, direction: 'outbound', sourceAttribute, targetAttribute, confidence: 50, ...(transformScript ? { transformScript } : {}) });
+      rule(rt, {
+        ruleType: 'FlowRule',
+        connectorId: dir,
+        direction: 'outbound',
+        sourceAttribute,
+        targetAttribute,
+        confidence: 50,
+        ...(transformScript ? { transformScript } : {}),
+      });
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');
@@ -140,7 +169,13 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
     expect(deleted.status).toBe(200);
     expect(deleted.body).toMatchObject({ totalCount: 1, skip: 0, take: 50 });
     const item = deleted.body.items[0];
-    expect(item).toMatchObject({ meshObjectId: id, anchorValue: 'E201', objectType: 'User', state: 'deleted', attributeValues: { givenName: 'Ann', employeeId: 'E201' } });
+    expect(item).toMatchObject({
+      meshObjectId: id,
+      anchorValue: 'E201',
+      objectType: 'User',
+      state: 'deleted',
+      attributeValues: { givenName: 'Ann', employeeId: 'E201' },
+    });
     expect(Date.parse(item.deletedOn)).toBeGreaterThanOrEqual(before - 1000);
     // Kept Mesh__TombstoneRetentionDays (30 by default).
     expect(Date.parse(item.purgeOn) - Date.parse(item.deletedOn)).toBe(30 * DAY);
@@ -153,7 +188,9 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
     const detail = await rt.call('GET', `mesh/objects/${id}`);
     expect(detail.status).toBe(200);
     expect(detail.body).toMatchObject({ meshObjectId: id, state: 'deleted', deletedOn: item.deletedOn, purgeOn: item.purgeOn, anchorValue: 'E201' });
-    expect(detail.body.attributes).toEqual(expect.arrayContaining([expect.objectContaining({ attributeName: 'givenName', attributeValue: 'Ann', source: hr.id })]));
+    expect(detail.body.attributes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ attributeName: 'givenName', attributeValue: 'Ann', source: hr.id })]),
+    );
     const explain = await rt.call('GET', `mesh/objects/${id}/attributes/givenName/explain`);
     expect(explain.status).toBe(200);
     expect(explain.body).toMatchObject({ meshObjectId: id, value: 'Ann', winner: { connectorId: hr.id, value: 'Ann' } });
@@ -175,11 +212,20 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ meshObjectId: id, state: 'active', anchorValue: 'E201' });
     expect(res.body.deletedOn).toBeUndefined();
-    expect(res.body.attributes).toEqual(expect.arrayContaining([expect.objectContaining({ attributeName: 'givenName', attributeValue: 'Ann' }), expect.objectContaining({ attributeName: 'status', attributeValue: 'active' })]));
+    expect(res.body.attributes).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ attributeName: 'givenName', attributeValue: 'Ann' }),
+        expect.objectContaining({ attributeName: 'status', attributeValue: 'active' }),
+      ]),
+    );
     expect(await liveIds()).toContain(id);
     expect(await deletedIds()).not.toContain(id);
     expect((await rt.call('GET', `mesh/objects/${id}`)).body).toMatchObject({ state: 'active' });
-    expect((await rt.call('GET', `mesh/objects/${id}/history`)).body.items.map((h: { operation: string }) => h.operation)).toEqual(['Restored', 'Deleted', 'Created']);
+    expect((await rt.call('GET', `mesh/objects/${id}/history`)).body.items.map((h: { operation: string }) => h.operation)).toEqual([
+      'Restored',
+      'Deleted',
+      'Created',
+    ]);
 
     const again = await rt.call('POST', `mesh/objects/${id}/restore`);
     expect(again.status).toBe(409);
@@ -189,7 +235,9 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
     expect((await rt.call('POST', 'mesh/objects/not-a-guid/restore')).status).toBe(404);
 
     const audit = await rt.call('GET', `audit?targetType=meshObject&targetId=${id}`);
-    expect(audit.body.items).toEqual([expect.objectContaining({ action: 'restore', targetType: 'meshObject', targetId: id, actorUpn: USERS.Admin.upn, outcome: 'success' })]);
+    expect(audit.body.items).toEqual([
+      expect.objectContaining({ action: 'restore', targetType: 'meshObject', targetId: id, actorUpn: USERS.Admin.upn, outcome: 'success' }),
+    ]);
 
     // The target that had it provisions it again at its next export (a new entry: the old one was deleted).
     expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, objectsDeleted: 0, errors: 0 } });
@@ -205,7 +253,9 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
     expect(await deletedIds()).toContain(id);
     expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 0, errors: 0 } });
     expect(await entry('E202')).toMatchObject({ entryUUID: bob.entryUUID });
-    expect((await readCsObjects(dir, [String(bob.entryUUID)])).get(String(bob.entryUUID))).toMatchObject({ deprovisioned: { state: 'pending', reason: 'gone' } });
+    expect((await readCsObjects(dir, [String(bob.entryUUID)])).get(String(bob.entryUUID))).toMatchObject({
+      deprovisioned: { state: 'pending', reason: 'gone' },
+    });
 
     expect((await rt.call('POST', `mesh/objects/${id}/restore`)).status).toBe(200);
     expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 0, errors: 0 } });
@@ -226,7 +276,11 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
     await hr.insert(person(3, 'Cy'));
     expect(await runImport(rt, hr.id, { runType: 'FullImport' })).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, errors: 0 } });
     expect((await rt.call('GET', `mesh/objects/${cy}`)).body).toMatchObject({ meshObjectId: cy, state: 'active', createdOn: cyCreated });
-    expect((await rt.call('GET', `mesh/objects/${cy}/history`)).body.items.map((h: { operation: string }) => h.operation)).toEqual(['Restored', 'Deleted', 'Created']);
+    expect((await rt.call('GET', `mesh/objects/${cy}/history`)).body.items.map((h: { operation: string }) => h.operation)).toEqual([
+      'Restored',
+      'Deleted',
+      'Created',
+    ]);
 
     // A new HR row (a new anchor) for the same employee: matched by the join rule, the same id and the same
     // directory entry (the deprovisioning waiting for its grace is cancelled).

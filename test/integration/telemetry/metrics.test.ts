@@ -33,7 +33,13 @@ async function scrapeUntil(ok: (s: Sample[]) => boolean, what: string): Promise<
   for (;;) {
     const s = await scrape();
     if (ok(s)) return s;
-    if (Date.now() > deadline) throw new Error(`metrics never showed ${what}:\n${s.filter((x) => x.name.startsWith('meshsync_')).map((x) => `${x.name} ${JSON.stringify(x.labels)} ${x.value}`).join('\n')}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `metrics never showed ${what}:\n${s
+          .filter((x) => x.name.startsWith('meshsync_'))
+          .map((x) => `${x.name} ${JSON.stringify(x.labels)} ${x.value}`)
+          .join('\n')}`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -46,7 +52,12 @@ describe('GET /api/metrics', () => {
   let target = '';
 
   beforeAll(async () => {
-    writeCsv(src, 'hr.csv', COLS, [1, 2, 3].map((i) => ({ id: `p${i}`, employeeId: `E${i}`, name: `Person ${i}` })));
+    writeCsv(
+      src,
+      'hr.csv',
+      COLS,
+      [1, 2, 3].map((i) => ({ id: `p${i}`, employeeId: `E${i}`, name: `Person ${i}` })),
+    );
     writeCsv(dst, 'export.csv', ['uid', 'name'], []);
     hr = await fileConnector(rt, 'Metrics HR', src);
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
@@ -74,7 +85,8 @@ describe('GET /api/metrics', () => {
     const users = [...(await meshByAnchor()).values()].filter((o) => o.objectType === 'User').length;
     expect(users).toBe(3);
     const gauges = await scrapeUntil(
-      (s) => valueOf(s, 'meshsync_mesh_objects', { object_type: 'User' }) === users && valueOf(s, 'meshsync_pending_exports', { connector: 'Metrics target' }) === 3,
+      (s) =>
+        valueOf(s, 'meshsync_mesh_objects', { object_type: 'User' }) === users && valueOf(s, 'meshsync_pending_exports', { connector: 'Metrics target' }) === 3,
       'the mesh objects and pending exports',
     );
     expect(gauges.find((s) => s.name === 'meshsync_pending_exports' && s.labels.connector === 'Metrics HR')).toMatchObject({ value: 0 });
@@ -86,19 +98,35 @@ describe('GET /api/metrics', () => {
 
     // Once exported, nothing waits.
     expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 3 } });
-    await scrapeUntil((s) => s.some((x) => x.name === 'meshsync_pending_exports' && x.labels.connector === 'Metrics target' && x.value === 0), 'no pending export after the export');
+    await scrapeUntil(
+      (s) => s.some((x) => x.name === 'meshsync_pending_exports' && x.labels.connector === 'Metrics target' && x.value === 0),
+      'no pending export after the export',
+    );
   });
 
   test('a run with per-object errors: counted as CompletedWithErrors, its objects in error on the gauge', async () => {
     const dir = folder();
-    writeCsv(dir, 'people.csv', ['id', 'mail'], [
-      { id: 'q1', mail: 'Q1@EXAMPLE.TEST' },
-      { id: 'q2', mail: null },
-      { id: 'q3', mail: null },
-    ]);
+    writeCsv(
+      dir,
+      'people.csv',
+      ['id', 'mail'],
+      [
+        { id: 'q1', mail: 'Q1@EXAMPLE.TEST' },
+        { id: 'q2', mail: null },
+        { id: 'q3', mail: null },
+      ],
+    );
     const src = await fileConnector(rt, 'Metrics errors', dir);
     await rule(rt, { ruleType: 'ProjectionRule', connectorId: src, sourceAttribute: 'id', objectType: 'Contact' });
-    await rule(rt, { ruleType: 'FlowRule', connectorId: src, sourceAttribute: 'mail', targetAttribute: 'email', confidence: 50, evaluateWhenAbsent: true, transformScript: 'source.toLowerCase()' });
+    await rule(rt, {
+      ruleType: 'FlowRule',
+      connectorId: src,
+      sourceAttribute: 'mail',
+      targetAttribute: 'email',
+      confidence: 50,
+      evaluateWhenAbsent: true,
+      transformScript: 'source.toLowerCase()',
+    });
     expect(await runImport(rt, src)).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsProcessed: 3, errors: 2 } });
     const s = await scrapeUntil((x) => valueOf(x, 'meshsync_connector_space_errors', { connector: 'Metrics errors' }) === 2, 'two objects in error');
     expect(valueOf(s, 'meshsync_runs_total', { connector: 'Metrics errors', run_type: 'FullImport', status: 'CompletedWithErrors' })).toBe(1);
@@ -119,7 +147,8 @@ describe('GET /api/metrics', () => {
       expect(s.labels.method).toMatch(/^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS|OTHER)$/);
       expect(s.labels.status).toMatch(/^\d{3}$/);
     }
-    const has = (route: string, method: string, status: string) => http.some((s) => s.labels.route === route && s.labels.method === method && s.labels.status === status && s.value >= 1);
+    const has = (route: string, method: string, status: string) =>
+      http.some((s) => s.labels.route === route && s.labels.method === method && s.labels.status === status && s.value >= 1);
     expect(has('connectors/{id}', 'GET', '200')).toBe(true);
     expect(has('connectors/{id}', 'GET', '404')).toBe(true);
     expect(has('connectors/{id}/import', 'POST', '202')).toBe(true);
@@ -127,7 +156,8 @@ describe('GET /api/metrics', () => {
     // Anonymous routes count too (the test harness waits on /health).
     expect(has('health', 'GET', '200')).toBe(true);
     expect(has('metrics', 'GET', '200')).toBe(true);
-    for (const s of samples) for (const v of Object.values(s.labels)) expect({ series: s.name, value: v, guid: GUID.test(v) }).toEqual({ series: s.name, value: v, guid: false });
+    for (const s of samples)
+      for (const v of Object.values(s.labels)) expect({ series: s.name, value: v, guid: GUID.test(v) }).toEqual({ series: s.name, value: v, guid: false });
   });
 
   test('Viewers only: 401 problem+json without a token, 200 for every role', async () => {

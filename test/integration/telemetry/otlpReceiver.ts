@@ -70,7 +70,8 @@ export class OtlpReceiver {
     for (;;) {
       const found = pick(this.spans);
       if (found.length) return found;
-      if (Date.now() > deadline) throw new Error(`no span ${what}; received:\n${this.spans.map((s) => `${s.name} ${s.traceId}/${s.spanId}<-${s.parentSpanId}`).join('\n')}`);
+      if (Date.now() > deadline)
+        throw new Error(`no span ${what}; received:\n${this.spans.map((s) => `${s.name} ${s.traceId}/${s.spanId}<-${s.parentSpanId}`).join('\n')}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

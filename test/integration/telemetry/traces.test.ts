@@ -48,7 +48,10 @@ test('a request with a traceparent yields a server span in that trace, child of 
 
 test('a problem’s traceId is the trace id of the request’s span (given or new)', async () => {
   const traceId = hex(16);
-  const given = await rt.call('GET', 'connectors/00000000-0000-4000-8000-000000000000', { role: 'Viewer', headers: { traceparent: `00-${traceId}-${hex(8)}-01` } });
+  const given = await rt.call('GET', 'connectors/00000000-0000-4000-8000-000000000000', {
+    role: 'Viewer',
+    headers: { traceparent: `00-${traceId}-${hex(8)}-01` },
+  });
   expect(given.status).toBe(404);
   expect(given.body.traceId).toBe(traceId);
   const [span] = await receiver.waitFor((all) => all.filter((s) => s.traceId === traceId), `in trace ${traceId}`);
@@ -66,12 +69,21 @@ test('a problem’s traceId is the trace id of the request’s span (given or ne
 
 test('a run is one trace: the trigger request, the run’s span under it, every activity under the run', async () => {
   const src = folder();
-  writeCsv(src, 'hr.csv', ['id', 'employeeId'], [1, 2, 3].map((i) => ({ id: `p${i}`, employeeId: `E${i}` })));
+  writeCsv(
+    src,
+    'hr.csv',
+    ['id', 'employeeId'],
+    [1, 2, 3].map((i) => ({ id: `p${i}`, employeeId: `E${i}` })),
+  );
   const hr = await fileConnector(rt, 'Traced HR', src);
   await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId', objectType: 'User' });
   const traceId = hex(16);
   const caller = hex(8);
-  const res = await rt.call('POST', `connectors/${hr}/import`, { role: 'Operator', body: { runType: 'FullImport' }, headers: { traceparent: `00-${traceId}-${caller}-01` } });
+  const res = await rt.call('POST', `connectors/${hr}/import`, {
+    role: 'Operator',
+    body: { runType: 'FullImport' },
+    headers: { traceparent: `00-${traceId}-${caller}-01` },
+  });
   expect(res.status).toBe(202);
   expect(await waitRun(rt, res.body.runId)).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 3 } });
 
@@ -83,7 +95,13 @@ test('a run is one trace: the trigger request, the run’s span under it, every 
   expect(request).toMatchObject({ parentSpanId: caller, name: 'POST connectors/{id}/import', attributes: { 'http.response.status_code': 202 } });
   expect(runSpan).toMatchObject({
     parentSpanId: request.spanId,
-    attributes: { 'meshsync.run.id': res.body.runId, 'meshsync.run.type': 'FullImport', 'meshsync.run.status': 'Completed', 'meshsync.connector.name': 'Traced HR', 'meshsync.run.objects_processed': 3 },
+    attributes: {
+      'meshsync.run.id': res.body.runId,
+      'meshsync.run.type': 'FullImport',
+      'meshsync.run.status': 'Completed',
+      'meshsync.connector.name': 'Traced HR',
+      'meshsync.run.objects_processed': 3,
+    },
   });
   const activities = spans.filter((s) => s !== request && s !== runSpan);
   const names = activities.map((s) => s.name);

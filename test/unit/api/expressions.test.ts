@@ -14,7 +14,9 @@ describe('expressionErrors (create/update check of a script)', () => {
   });
 
   it('still reports syntax errors first (a script that does not parse has no names to check)', () => {
-    expect(expressionErrors('sourc +', '/transformScript', 'rule')).toEqual([{ path: '/transformScript', message: expect.stringMatching(/^does not parse: .* at line 1, column 8 \(offset 7\)$/) }]);
+    expect(expressionErrors('sourc +', '/transformScript', 'rule')).toEqual([
+      { path: '/transformScript', message: expect.stringMatching(/^does not parse: .* at line 1, column 8 \(offset 7\)$/) },
+    ]);
   });
 
   it('accepts the scripts of each scope', () => {

@@ -31,7 +31,13 @@ const http: Registered[] = mockRegistry.byTriggerType('httpTrigger').map((f) => 
   const trigger = f.metadata.bindings[f.triggerName] as { route?: string; methods?: string[] };
   const cb = f.callback as unknown as Registered['handler'] & { permission?: string; rateLimit?: string };
   expect(trigger.methods).toHaveLength(1);
-  return { name: f.metadata.name, key: routeKey(trigger.methods![0], trigger.route ?? f.metadata.name), permission: String(cb.permission), rateLimit: cb.rateLimit, handler: cb };
+  return {
+    name: f.metadata.name,
+    key: routeKey(trigger.methods![0], trigger.route ?? f.metadata.name),
+    permission: String(cb.permission),
+    rateLimit: cb.rateLimit,
+    handler: cb,
+  };
 });
 
 /** Routes of the runtime itself (its admin authorizer), not of the Admin API contract. */
@@ -158,7 +164,11 @@ describe('registrations in functions/ against the catalog', () => {
 });
 
 describe('OpenAPI document', () => {
-  const doc = openApiDocument() as { openapi: string; paths: Record<string, Record<string, Record<string, unknown>>>; components: { schemas: Record<string, unknown>; responses: Record<string, unknown> } };
+  const doc = openApiDocument() as {
+    openapi: string;
+    paths: Record<string, Record<string, Record<string, unknown>>>;
+    components: { schemas: Record<string, unknown>; responses: Record<string, unknown> };
+  };
 
   it('documents every catalog route with permission and every error response', () => {
     expect(doc.openapi).toBe('3.1.0');
@@ -172,7 +182,10 @@ describe('OpenAPI document', () => {
   });
 
   it('documents the Prometheus exposition of GET /metrics as text', () => {
-    expect((doc.paths['/metrics'].get.responses as Record<string, unknown>)['200']).toEqual({ description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } });
+    expect((doc.paths['/metrics'].get.responses as Record<string, unknown>)['200']).toEqual({
+      description: 'OK',
+      content: { 'text/plain': { schema: { type: 'string' } } },
+    });
   });
 
   it('every $ref resolves inside the document', () => {

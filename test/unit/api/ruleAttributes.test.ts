@@ -8,9 +8,13 @@ const AD = [
   "( 1.2.840.113556.1.4.1 NAME 'employeeID' SYNTAX '1.3.6.1.4.1.1466.115.121.1.15' SINGLE-VALUE )",
   "( 2.5.4.3 NAME 'cn' SYNTAX '1.3.6.1.4.1.1466.115.121.1.15' SINGLE-VALUE )",
 ];
-const OPENLDAP = ["( 2.5.4.3 NAME ( 'cn' 'commonName' ) DESC 'RFC4519: common name(s) for which the entity is known by' SUP name )", "( 2.16.840.1.113730.3.1.3 NAME 'employeeNumber' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )"];
+const OPENLDAP = [
+  "( 2.5.4.3 NAME ( 'cn' 'commonName' ) DESC 'RFC4519: common name(s) for which the entity is known by' SUP name )",
+  "( 2.16.840.1.113730.3.1.3 NAME 'employeeNumber' EQUALITY caseIgnoreMatch SYNTAX 1.3.6.1.4.1.1466.115.121.1.15 SINGLE-VALUE )",
+];
 
-const rule = (r: Partial<RuleRequest>): RuleRequest => ({ ruleName: 'r', ruleType: 'FlowRule', connectorId: '00000000-0000-4000-8000-000000000001', ...r }) as RuleRequest;
+const rule = (r: Partial<RuleRequest>): RuleRequest =>
+  ({ ruleName: 'r', ruleType: 'FlowRule', connectorId: '00000000-0000-4000-8000-000000000001', ...r }) as RuleRequest;
 
 describe('canonical attribute names from the schema', () => {
   test('every NAME, lower-cased, to the first NAME as the schema spells it', () => {
@@ -34,8 +38,14 @@ describe('a directory rule is stored in the schema spelling; an unknown attribut
     expect(directorySideFields(rule({ ruleType: 'MeshComposerRule', targetAttribute: 'x', transformScript: '1' }))).toEqual([]);
   });
   test('inbound employeeid reads employeeID; the mesh side is left as written', () => {
-    expect(canonicalizeRule(rule({ sourceAttribute: 'employeeid', targetAttribute: 'employeeid' }), names, 'active_directory')).toMatchObject({ sourceAttribute: 'employeeID', targetAttribute: 'employeeid' });
-    expect(canonicalizeRule(rule({ direction: 'outbound', sourceAttribute: 'x', targetAttribute: 'EMPLOYEEID' }), names, 'active_directory')).toMatchObject({ sourceAttribute: 'x', targetAttribute: 'employeeID' });
+    expect(canonicalizeRule(rule({ sourceAttribute: 'employeeid', targetAttribute: 'employeeid' }), names, 'active_directory')).toMatchObject({
+      sourceAttribute: 'employeeID',
+      targetAttribute: 'employeeid',
+    });
+    expect(canonicalizeRule(rule({ direction: 'outbound', sourceAttribute: 'x', targetAttribute: 'EMPLOYEEID' }), names, 'active_directory')).toMatchObject({
+      sourceAttribute: 'x',
+      targetAttribute: 'employeeID',
+    });
   });
   test('dn and container are the connector own attributes: accepted as written', () => {
     const r = rule({ direction: 'outbound', sourceAttribute: 'x', targetAttribute: 'container' });
@@ -43,7 +53,10 @@ describe('a directory rule is stored in the schema spelling; an unknown attribut
   });
   test('an attribute the schema does not have: 400 naming it', () => {
     expect(() => canonicalizeRule(rule({ sourceAttribute: 'employeId', targetAttribute: 'e' }), names, 'active_directory')).toThrow(
-      expect.objectContaining({ status: 400, extra: { errors: [{ path: '/sourceAttribute', message: "'employeId' is not an attribute of the directory's schema (active_directory connector)" }] } }),
+      expect.objectContaining({
+        status: 400,
+        extra: { errors: [{ path: '/sourceAttribute', message: "'employeId' is not an attribute of the directory's schema (active_directory connector)" }] },
+      }),
     );
   });
 });

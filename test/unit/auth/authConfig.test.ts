@@ -25,7 +25,12 @@ describe('readAuthConfig', () => {
   });
 
   it('accepts comma-separated role values and audiences', () => {
-    const c = read({ Service__Roles__Admin: 'Sync Admins, Service.Admin', 'Authentication:Jwt:Enabled': 'true', Authentication__Jwt__Authority: 'https://idp.example.test/t/v2.0', Authentication__Jwt__Audience: 'api://a,6c0f7e3a-1111-4c1d-8e9f-000000000001' });
+    const c = read({
+      Service__Roles__Admin: 'Sync Admins, Service.Admin',
+      'Authentication:Jwt:Enabled': 'true',
+      Authentication__Jwt__Authority: 'https://idp.example.test/t/v2.0',
+      Authentication__Jwt__Audience: 'api://a,6c0f7e3a-1111-4c1d-8e9f-000000000001',
+    });
     expect(c.roles.Admin).toEqual(['Sync Admins', 'Service.Admin']);
     expect(c.jwt.audiences).toEqual(['api://a', '6c0f7e3a-1111-4c1d-8e9f-000000000001']);
     expect(c.jwt.authority).toBe('https://idp.example.test/t/v2.0');
@@ -43,11 +48,21 @@ describe('readAuthConfig', () => {
   it('names the exact setting of every refusal', () => {
     expect(settingOf({ Authentication__Jwt__Enabled: 'true', Authentication__Jwt__Audience: 'api://a' })).toBe('Authentication:Jwt:Authority');
     expect(settingOf({ Authentication__Jwt__Enabled: 'true', Authentication__Jwt__Authority: 'https://idp.example.test' })).toBe('Authentication:Jwt:Audience');
-    expect(settingOf({ Authentication__Jwt__Enabled: 'true', Authentication__Jwt__Authority: 'not a url', Authentication__Jwt__Audience: 'a' })).toBe('Authentication:Jwt:Authority');
-    expect(settingOf({ Authentication__Jwt__Enabled: 'true', Authentication__Jwt__Authority: 'http://idp.example.test', Authentication__Jwt__Audience: 'a' })).toBe('Authentication:Jwt:Authority');
+    expect(settingOf({ Authentication__Jwt__Enabled: 'true', Authentication__Jwt__Authority: 'not a url', Authentication__Jwt__Audience: 'a' })).toBe(
+      'Authentication:Jwt:Authority',
+    );
+    expect(
+      settingOf({ Authentication__Jwt__Enabled: 'true', Authentication__Jwt__Authority: 'http://idp.example.test', Authentication__Jwt__Audience: 'a' }),
+    ).toBe('Authentication:Jwt:Authority');
     expect(settingOf({ Authentication__Negotiate__Ldap__Url: 'http://dc.example.test' })).toBe('Authentication:Negotiate:Ldap:Url');
     expect(settingOf({ Authentication__Negotiate__Ldap__Url: 'ldap://dc.example.test' })).toBe('Authentication:Negotiate:Ldap:BaseDN');
-    expect(settingOf({ Authentication__Negotiate__Ldap__Url: 'ldap://dc', Authentication__Negotiate__Ldap__BaseDN: 'dc=x', Authentication__Negotiate__Ldap__BindDN: 'cn=a' })).toBe('Authentication:Negotiate:Ldap:BindPassword');
+    expect(
+      settingOf({
+        Authentication__Negotiate__Ldap__Url: 'ldap://dc',
+        Authentication__Negotiate__Ldap__BaseDN: 'dc=x',
+        Authentication__Negotiate__Ldap__BindDN: 'cn=a',
+      }),
+    ).toBe('Authentication:Negotiate:Ldap:BindPassword');
     expect(settingOf({ Authentication__Negotiate__ServicePrincipal: 'not a principal' })).toBe('Authentication:Negotiate:ServicePrincipal');
     expect(settingOf({ RateLimiting__Sensitive__WindowSeconds: '-1' })).toBe('RateLimiting:Sensitive:WindowSeconds');
     expect(settingOf({ RateLimiting__General__Enabled: 'sometimes' })).toBe('RateLimiting:General:Enabled');

@@ -107,7 +107,17 @@ describe('Negotiate availability', () => {
 describe('DevIssuer', () => {
   it('refuses to run outside Development', () => {
     for (const environment of ['Production', 'Staging', '']) {
-      expect(() => new DevIssuer({ environment, dataDir: os.tmpdir(), audience: 'api://x', port: 0, roles: { Admin: ['A'], Operator: ['O'], Viewer: ['V'] }, log: () => undefined })).toThrow(ConfigError);
+      expect(
+        () =>
+          new DevIssuer({
+            environment,
+            dataDir: os.tmpdir(),
+            audience: 'api://x',
+            port: 0,
+            roles: { Admin: ['A'], Operator: ['O'], Viewer: ['V'] },
+            log: () => undefined,
+          }),
+      ).toThrow(ConfigError);
     }
   });
 });

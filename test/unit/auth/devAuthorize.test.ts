@@ -4,7 +4,15 @@ import { AuthorizationCodes, OAuthError, parseAuthorizeRequest, parseUsername } 
 const verifier = 'abcdefghijklmnopqrstuvwxyz0123456789-._~ABCDEFG';
 const challenge = createHash('sha256').update(verifier).digest('base64url');
 const params = (over: Record<string, string> = {}) =>
-  new URLSearchParams({ client_id: 'meshsync-console', redirect_uri: 'http://localhost:7071/console/callback', response_type: 'code', code_challenge: challenge, code_challenge_method: 'S256', state: 's', ...over });
+  new URLSearchParams({
+    client_id: 'meshsync-console',
+    redirect_uri: 'http://localhost:7071/console/callback',
+    response_type: 'code',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    state: 's',
+    ...over,
+  });
 const errorOf = (fn: () => unknown) => {
   try {
     fn();
@@ -19,7 +27,14 @@ describe('development issuer authorization requests', () => {
     for (const uri of ['http://127.0.0.1:7071/console/callback', 'http://[::1]:7071/console/callback', 'https://localhost/console/callback']) {
       expect(parseAuthorizeRequest(params({ redirect_uri: uri })).redirectUri).toBe(uri);
     }
-    for (const uri of ['http://10.0.0.1/cb', 'https://evil.example/cb', 'javascript:alert(1)', 'http://127.0.0.1/cb#x', 'http://u:p@127.0.0.1/cb', 'not a url']) {
+    for (const uri of [
+      'http://10.0.0.1/cb',
+      'https://evil.example/cb',
+      'javascript:alert(1)',
+      'http://127.0.0.1/cb#x',
+      'http://u:p@127.0.0.1/cb',
+      'not a url',
+    ]) {
       expect({ uri, error: errorOf(() => parseAuthorizeRequest(params({ redirect_uri: uri }))) }).toEqual({ uri, error: 'invalid_request' });
     }
   });

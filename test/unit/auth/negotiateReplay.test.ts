@@ -14,7 +14,17 @@ const int = (n: number) => der(0x02, Buffer.from([n]));
 
 function apReq(cipher: Buffer, ticketFiller = 'ticket'): Buffer {
   const encrypted = der(0x30, der(0xa0, int(18)), der(0xa1, int(2)), der(0xa2, der(0x04, cipher)));
-  return der(0x6e, der(0x30, der(0xa0, int(5)), der(0xa1, int(14)), der(0xa2, der(0x03, Buffer.from([0, 0, 0, 0, 0]))), der(0xa3, der(0x61, Buffer.from(ticketFiller))), der(0xa4, encrypted)));
+  return der(
+    0x6e,
+    der(
+      0x30,
+      der(0xa0, int(5)),
+      der(0xa1, int(14)),
+      der(0xa2, der(0x03, Buffer.from([0, 0, 0, 0, 0]))),
+      der(0xa3, der(0x61, Buffer.from(ticketFiller))),
+      der(0xa4, encrypted),
+    ),
+  );
 }
 const krb5Token = (cipher: Buffer) => der(0x60, oid(KRB5), Buffer.from([0x01, 0x00]), apReq(cipher));
 const spnegoInit = (mechToken: Buffer) => der(0x60, oid(SPNEGO), der(0xa0, der(0x30, der(0xa0, der(0x30, oid(KRB5))), der(0xa2, der(0x04, mechToken)))));

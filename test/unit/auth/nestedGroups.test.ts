@@ -82,7 +82,9 @@ describe('walkGroups: nested groups by following memberOf', () => {
 
 describe('tokenGroups: SIDs to groups with binary-safe filters', () => {
   // S-1-5-21-3281944062-4294934656-... : subauthority bytes of 0x80 and above.
-  const sid = Buffer.from([1, 5, 0, 0, 0, 0, 0, 5, 21, 0, 0, 0, 0xfe, 0x81, 0x9a, 0xc3, 0x80, 0xff, 0xff, 0xff, 0x90, 0xa0, 0xb0, 0xc0, 0x51, 0x04, 0x00, 0x00]);
+  const sid = Buffer.from([
+    1, 5, 0, 0, 0, 0, 0, 5, 21, 0, 0, 0, 0xfe, 0x81, 0x9a, 0xc3, 0x80, 0xff, 0xff, 0xff, 0x90, 0xa0, 0xb0, 0xc0, 0x51, 0x04, 0x00, 0x00,
+  ]);
   const other = Buffer.from([1, 2, 0, 0, 0, 0, 0, 5, 32, 0, 0, 0, 0x21, 0x02, 0x00, 0x00]);
 
   it('puts the SID bytes into the request as they are', () => {

@@ -35,7 +35,11 @@ describe('meshsync tables', () => {
     expect(lines[1].endsWith('sql')).toBe(true);
   });
   it('reads dotted paths and functions, and shows objects as compact JSON', () => {
-    const out = renderTable([{ stats: { errors: 2 }, tags: ['a', 'b'] }], [col('ERR', 'stats.errors'), col('TAGS', 'tags'), col('FN', (i) => (i.stats as { errors: number }).errors * 2)], 80);
+    const out = renderTable(
+      [{ stats: { errors: 2 }, tags: ['a', 'b'] }],
+      [col('ERR', 'stats.errors'), col('TAGS', 'tags'), col('FN', (i) => (i.stats as { errors: number }).errors * 2)],
+      80,
+    );
     expect(out.split('\n')[1]).toBe('2    ["a","b"]  4');
   });
 });

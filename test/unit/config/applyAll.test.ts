@@ -13,7 +13,10 @@ class MemoryWriter implements ConfigWriter {
   readonly versions = new Set<string>();
   readonly log: string[] = [];
   private n = 0;
-  constructor(private readonly failAt: number, private readonly failUndoOf?: string) {}
+  constructor(
+    private readonly failAt: number,
+    private readonly failUndoOf?: string,
+  ) {}
 
   async apply(w: PlannedWrite): Promise<AppliedWrite> {
     if (++this.n === this.failAt) throw new Error(`write ${this.n} failed`);

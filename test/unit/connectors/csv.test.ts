@@ -142,7 +142,11 @@ describe('CSV reader', () => {
     const keyText = (r: CsvRow, options: CsvReadOptions) => (r.keyFrom >= 0 ? decoderFor(options.encoding ?? 'utf8')(r.bytes, r.keyFrom, r.keyTo) : r.key);
 
     const samples: [string, Buffer, CsvReadOptions][] = [
-      ['quotes, line breaks, CRLF, blank lines, a last line without a break', Buffer.from('1,"a, b",x\r\n\n2,"say ""hi""","l1\nl2"\n"3",plain,z\n4,,\n5', 'utf8'), {}],
+      [
+        'quotes, line breaks, CRLF, blank lines, a last line without a break',
+        Buffer.from('1,"a, b",x\r\n\n2,"say ""hi""","l1\nl2"\n"3",plain,z\n4,,\n5', 'utf8'),
+        {},
+      ],
       ['malformed rows and short rows', Buffer.from('1,"x"y,z\n2\n3,"never closed\n4,ok,k\n,empty,key\n', 'utf8'), {}],
       ['the key in the middle, a semicolon delimiter, unicode', Buffer.from('a;Zoë 😀;x\nb;"q;""q""";y\nc;;z\nd\n', 'utf8'), { delimiter: ';' }],
       ['Windows-1252 bytes', Buffer.from([0x31, 0x2c, 0x80, 0xe9, 0x0a, 0x32, 0x2c, 0x22, 0x84, 0x22, 0x0a]), { encoding: 'windows-1252' }],

@@ -187,7 +187,11 @@ describe('file connector', () => {
   });
 
   test('anchors and values with tabs, line breaks and backslashes survive the state round trip', async () => {
-    const rows = [{ id: 'a\tb', n: 1 }, { id: 'c\nd\\N', n: 2 }, { id: '\\N', n: 3 }];
+    const rows = [
+      { id: 'a\tb', n: 1 },
+      { id: 'c\nd\\N', n: 2 },
+      { id: '\\N', n: 3 },
+    ];
     await write('u.json', JSON.stringify(rows));
     const c = connector({ format: 'json', containerColumn: 'n' });
     const wm = (await full(c)).pop()!.watermark!;
@@ -240,7 +244,10 @@ describe('file connector', () => {
 
   test('schema reads the columns and marks multi-valued, reference and anchor attributes', async () => {
     await write('u.csv', 'id,mgr,tags,name\n1,,a;b,x\n');
-    const s = await connector({ multiValueColumns: ['tags'], referenceColumns: { mgr: { objectType: 'User', resolveBy: 'attribute', attribute: 'employeeId' } } }).schema();
+    const s = await connector({
+      multiValueColumns: ['tags'],
+      referenceColumns: { mgr: { objectType: 'User', resolveBy: 'attribute', attribute: 'employeeId' } },
+    }).schema();
     expect(s.objectTypes[0].anchorAttribute).toBe('id');
     expect(s.objectTypes[0].attributes).toEqual([
       { name: 'id', type: 'string', multiValued: false, required: true },
@@ -271,9 +278,7 @@ describe('file connector', () => {
       await write('b.csv', 'id,n,t\n500,b,c\n');
       await write('c.csv', 'id,n,t\n501,b,d\n');
       const pages = await delta(c, wm);
-      expect(kinds(pages).sort()).toEqual(
-        [['add', '900'], ['delete', '7'], ...[0, 50, 100, 150, 200, 250].map((i) => ['rename', String(i)])].sort(),
-      );
+      expect(kinds(pages).sort()).toEqual([['add', '900'], ['delete', '7'], ...[0, 50, 100, 150, 200, 250].map((i) => ['rename', String(i)])].sort());
       const fresh = (await full(connector({ dnColumn: 'n', stateDirectory: path.join(root, 'state') }))).pop()!.watermark!;
       expect(await snapshotRows(lastWatermark(pages))).toEqual(await snapshotRows(fresh));
       // And the next delta from it sees nothing new.

@@ -77,11 +77,7 @@ export class FileFixture implements ContractFixture {
   }
 
   async corrupt(): Promise<void> {
-    this.extra.push(
-      this.format === 'csv'
-        ? 'E666,"Broken"x,Row,,,,\nE667,too,few\n'
-        : '{"employeeId": "E666", "givenName": }',
-    );
+    this.extra.push(this.format === 'csv' ? 'E666,"Broken"x,Row,,,,\nE667,too,few\n' : '{"employeeId": "E666", "givenName": }');
     await this.write();
   }
 
@@ -135,7 +131,9 @@ export class FileFixture implements ContractFixture {
       text =
         '\ufeff' +
         formatCsvRow(header) +
-        people.map((p) => formatCsvRow([p.key, p.givenName, p.sn, p.mail ?? '', (p.proxyAddresses ?? []).join(';'), p.manager ?? '', p.container ?? ''])).join('') +
+        people
+          .map((p) => formatCsvRow([p.key, p.givenName, p.sn, p.mail ?? '', (p.proxyAddresses ?? []).join(';'), p.manager ?? '', p.container ?? '']))
+          .join('') +
         this.extra.join('');
     } else {
       const records = people.map((p) =>

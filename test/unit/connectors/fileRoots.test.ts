@@ -172,7 +172,9 @@ describe('the save-time check of the settings', () => {
     mkdirSync(hr);
     writeFileSync(path.join(hr, 'a.csv'), 'id\n');
     expect(checkFileSettings({ path: hr, anchorColumn: 'id' } as never, [root])).toEqual([]);
-    expect(checkFileSettings({ path: outside, anchorColumn: 'id' } as never, [root])).toEqual([{ path: '/path', message: expect.stringMatching(/^is outside/) }]);
+    expect(checkFileSettings({ path: outside, anchorColumn: 'id' } as never, [root])).toEqual([
+      { path: '/path', message: expect.stringMatching(/^is outside/) },
+    ]);
     symlinkSync(path.join(outside, 'secret.csv'), path.join(hr, 'people.csv'));
     const linked = checkFileSettings({ path: hr, anchorColumn: 'id' } as never, [root]);
     expect(linked).toEqual([{ path: '/path', message: expect.stringContaining("holds the file 'people.csv'") }]);

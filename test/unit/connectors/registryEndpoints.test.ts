@@ -31,7 +31,9 @@ describe('testConnectorOnSave for custom connectors', () => {
     registerCustomConnector('unit-tested', () => ({ FullImport: async function* () {}, TestConnection: async () => ({ message: 'reached the API' }) }));
     registerCustomConnector('unit-untested', () => ({ FullImport: async function* () {} }));
     await expect(testConnectorOnSave('custom', { implementation: 'unit-tested' })).resolves.toEqual({ message: 'reached the API' });
-    await expect(testConnectorOnSave('custom', { implementation: 'unit-untested' })).resolves.toEqual({ message: 'The implementation has no connection test.' });
+    await expect(testConnectorOnSave('custom', { implementation: 'unit-untested' })).resolves.toEqual({
+      message: 'The implementation has no connection test.',
+    });
     await expect(testConnectorOnSave('custom', { implementation: 'not-registered' })).rejects.toMatchObject({ code: 'configuration_invalid' });
   });
 });

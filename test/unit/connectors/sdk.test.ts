@@ -23,7 +23,9 @@ describe('connector SDK helpers', () => {
   };
 
   test('contentHash is the sha256 of the canonical JSON', () => {
-    const expected = createHash('sha256').update(canonicalJson(canonicalObject(obj))).digest('base64url');
+    const expected = createHash('sha256')
+      .update(canonicalJson(canonicalObject(obj)))
+      .digest('base64url');
     expect(contentHash(obj)).toBe(expected);
   });
 
@@ -35,7 +37,11 @@ describe('connector SDK helpers', () => {
       { objectType: 'Group', attributes: { member: ['x'] }, references: { member: [], other: member } },
     ];
     for (const o of objects) {
-      expect(contentHash(o)).toBe(createHash('sha256').update(canonicalJson(canonicalObject(o))).digest('base64url'));
+      expect(contentHash(o)).toBe(
+        createHash('sha256')
+          .update(canonicalJson(canonicalObject(o)))
+          .digest('base64url'),
+      );
     }
   });
 

@@ -8,7 +8,14 @@ import { SettingsReader } from '../../../lib/core/config';
 describe('console file serving', () => {
   let dir: string;
   let files: ConsoleFiles;
-  const config: ConsoleConfig = { authority: 'http://127.0.0.1:4000', clientId: 'meshsync-console', scope: 'openid', apiBase: '/api', developmentIssuer: true, roles: {} };
+  const config: ConsoleConfig = {
+    authority: 'http://127.0.0.1:4000',
+    clientId: 'meshsync-console',
+    scope: 'openid',
+    apiBase: '/api',
+    developmentIssuer: true,
+    roles: {},
+  };
   const opts = { versioned: false, ifNoneMatch: null, base: '/console/', config };
 
   beforeAll(() => {
@@ -25,7 +32,10 @@ describe('console file serving', () => {
 
   it('serves files with their content type; versioned assets are immutable, the rest revalidated', () => {
     const js = answerConsole(files, 'app.js', { ...opts, versioned: true });
-    expect(js).toMatchObject({ status: 200, headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' } });
+    expect(js).toMatchObject({
+      status: 200,
+      headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=31536000, immutable' },
+    });
     expect(answerConsole(files, 'app.css', opts).headers).toMatchObject({ 'content-type': 'text/css; charset=utf-8', 'cache-control': 'no-cache' });
     expect(answerConsole(files, 'img/logo.svg', opts).headers['content-type']).toBe('image/svg+xml');
     const again = answerConsole(files, 'app.js', { ...opts, ifNoneMatch: js.headers.etag });
@@ -36,9 +46,15 @@ describe('console file serving', () => {
   it('answers index.html for deep links (never cached for good), 404 for a missing file or a path out of the folder', () => {
     for (const rel of ['', 'mesh', 'mesh/0f8fad5b-d9cb-469f-a165-70867728950e', 'runs/x']) {
       const a = answerConsole(files, rel, { ...opts, versioned: true });
-      expect({ rel, status: a.status, type: a.headers['content-type'], cache: a.headers['cache-control'] }).toEqual({ rel, status: 200, type: 'text/html; charset=utf-8', cache: 'no-cache' });
+      expect({ rel, status: a.status, type: a.headers['content-type'], cache: a.headers['cache-control'] }).toEqual({
+        rel,
+        status: 200,
+        type: 'text/html; charset=utf-8',
+        cache: 'no-cache',
+      });
     }
-    for (const rel of ['nothing.js', 'secret.pem', '../package.json', 'img/../../x', 'a\\b']) expect({ rel, status: answerConsole(files, rel, opts).status }).toEqual({ rel, status: 404 });
+    for (const rel of ['nothing.js', 'secret.pem', '../package.json', 'img/../../x', 'a\\b'])
+      expect({ rel, status: answerConsole(files, rel, opts).status }).toEqual({ rel, status: 404 });
   });
 
   it('rewrites the base of index.html when served under another path', () => {
@@ -63,9 +79,21 @@ describe('console file serving', () => {
 
   it('reads Console__ClientId and Console__Scope, with the development issuer client by default', () => {
     const roles = { Admin: ['Service.Admin'] };
-    expect(consoleConfig({ authority: 'http://127.0.0.1:4000', developmentIssuer: true, roles }, new SettingsReader({}))).toMatchObject({ clientId: 'meshsync-console', scope: 'openid', roles });
-    const prod = consoleConfig({ authority: 'https://login.example/t/v2.0', developmentIssuer: false, roles }, new SettingsReader({ Console__ClientId: 'abc', Console__Scope: 'openid api://meshsync/access_as_user' }));
-    expect(prod).toMatchObject({ authority: 'https://login.example/t/v2.0', clientId: 'abc', scope: 'openid api://meshsync/access_as_user', developmentIssuer: false });
+    expect(consoleConfig({ authority: 'http://127.0.0.1:4000', developmentIssuer: true, roles }, new SettingsReader({}))).toMatchObject({
+      clientId: 'meshsync-console',
+      scope: 'openid',
+      roles,
+    });
+    const prod = consoleConfig(
+      { authority: 'https://login.example/t/v2.0', developmentIssuer: false, roles },
+      new SettingsReader({ Console__ClientId: 'abc', Console__Scope: 'openid api://meshsync/access_as_user' }),
+    );
+    expect(prod).toMatchObject({
+      authority: 'https://login.example/t/v2.0',
+      clientId: 'abc',
+      scope: 'openid api://meshsync/access_as_user',
+      developmentIssuer: false,
+    });
     expect(consoleConfig({ authority: undefined, developmentIssuer: false, roles }, new SettingsReader({})).clientId).toBeNull();
   });
 });

@@ -1,4 +1,11 @@
-import { ConfigError, readExportMaxAttempts, readHistoryRetentionDays, readTombstonePurgeSeconds, readTombstoneRetentionDays, SettingsReader } from '../../../lib/core/config';
+import {
+  ConfigError,
+  readExportMaxAttempts,
+  readHistoryRetentionDays,
+  readTombstonePurgeSeconds,
+  readTombstoneRetentionDays,
+  SettingsReader,
+} from '../../../lib/core/config';
 import { readPlanSettings } from '../../../lib/plans/settings';
 
 describe('SettingsReader', () => {
@@ -87,7 +94,11 @@ describe('plans and approvals settings', () => {
     expect(readPlanSettings(new SettingsReader({}))).toEqual({ planExpireHours: 24, approvalExpireHours: 24, requireSecondPerson: true });
   });
   test('set, and a malformed value names its setting', () => {
-    expect(readPlanSettings(new SettingsReader({ Plans__ExpireHours: '2', Approvals__ExpireHours: '48', Approvals__RequireSecondPerson: 'false' }))).toEqual({ planExpireHours: 2, approvalExpireHours: 48, requireSecondPerson: false });
+    expect(readPlanSettings(new SettingsReader({ Plans__ExpireHours: '2', Approvals__ExpireHours: '48', Approvals__RequireSecondPerson: 'false' }))).toEqual({
+      planExpireHours: 2,
+      approvalExpireHours: 48,
+      requireSecondPerson: false,
+    });
     expect(() => readPlanSettings(new SettingsReader({ Approvals__ExpireHours: '0' }))).toThrow(/Approvals:ExpireHours/);
     expect(() => readPlanSettings(new SettingsReader({ Approvals__RequireSecondPerson: 'maybe' }))).toThrow(/Approvals:RequireSecondPerson/);
   });

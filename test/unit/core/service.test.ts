@@ -13,14 +13,36 @@ test('steps start in the order given and stop in reverse', async () => {
 
 test('a step that throws stops the start; the steps already started are stopped', async () => {
   const log: string[] = [];
-  const failing = { name: 'bad', start: async () => { throw new Error('Setting X is wrong'); } };
-  await expect(startService([{ name: 'ok', start: async () => void log.push('start ok'), stop: async () => void log.push('stop ok') }, failing])).rejects.toThrow('Setting X is wrong');
+  const failing = {
+    name: 'bad',
+    start: async () => {
+      throw new Error('Setting X is wrong');
+    },
+  };
+  await expect(
+    startService([{ name: 'ok', start: async () => void log.push('start ok'), stop: async () => void log.push('stop ok') }, failing]),
+  ).rejects.toThrow('Setting X is wrong');
   await stopService();
   expect(log).toEqual(['start ok', 'stop ok']);
 });
 
 test("the service's list: telemetry first (it stops last, sending the spans of the others' stops), settings checks next, the join index preload before the mesh read model, which is last", () => {
   const names = SERVICE_STEPS.map((s) => s.name);
-  expect(names).toEqual(['telemetry', 'secrets', 'license', 'fileRoots', 'schedules', 'exportSettings', 'planSettings', 'meshHistoryPurge', 'meshTombstonePurge', 'authentication', 'engine-instance', 'pendingOperations', 'joinIndexPreload', 'meshReadModel']);
+  expect(names).toEqual([
+    'telemetry',
+    'secrets',
+    'license',
+    'fileRoots',
+    'schedules',
+    'exportSettings',
+    'planSettings',
+    'meshHistoryPurge',
+    'meshTombstonePurge',
+    'authentication',
+    'engine-instance',
+    'pendingOperations',
+    'joinIndexPreload',
+    'meshReadModel',
+  ]);
   expect(new Set(names).size).toBe(names.length);
 });

@@ -30,7 +30,14 @@ describe('Grafana dashboard', () => {
 
   it('has the panels an operator looks for', () => {
     const all = JSON.stringify(panels);
-    for (const series of ['meshsync_runs_total', 'meshsync_run_duration_seconds_bucket', 'meshsync_pending_exports', 'meshsync_connector_space_errors', 'meshsync_http_request_duration_seconds', 'meshsync_instance_heartbeat_age_seconds']) {
+    for (const series of [
+      'meshsync_runs_total',
+      'meshsync_run_duration_seconds_bucket',
+      'meshsync_pending_exports',
+      'meshsync_connector_space_errors',
+      'meshsync_http_request_duration_seconds',
+      'meshsync_instance_heartbeat_age_seconds',
+    ]) {
       expect(all).toContain(series);
     }
     expect(all).toContain('histogram_quantile');

@@ -126,12 +126,28 @@ describe('example requests in the docs', () => {
 
   test('the check refuses what the API refuses (a wrong body, an unknown route, a bad query)', () => {
     const base = { file: 'x.md', line: 1, form: 'http' as const, query: '' };
-    expect(problems({ ...base, method: 'POST', path: '/rules', body: '{ "ruleName": "r", "ruleType": "FlowRule", "connectorId": "' + SAMPLE_ID + '", "sourceAttribute": "a", "targetAttribute": "b" }' }, values)).toEqual([
-      'x.md:1 POST /rules: /confidence is required for an inbound FlowRule',
-    ]);
-    expect(problems({ ...base, method: 'POST', path: '/connectors', body: '{ "name": "d", "type": "ldap", "config": { "host": "h", "baseDN": "dc=x", "bindDN": "cn=a", "bindPassword": "p", "security": "tls" } }' }, values)).toEqual([
-      expect.stringMatching(/\/config\/security must be one of: ldaps, starttls, none/),
-    ]);
+    expect(
+      problems(
+        {
+          ...base,
+          method: 'POST',
+          path: '/rules',
+          body: '{ "ruleName": "r", "ruleType": "FlowRule", "connectorId": "' + SAMPLE_ID + '", "sourceAttribute": "a", "targetAttribute": "b" }',
+        },
+        values,
+      ),
+    ).toEqual(['x.md:1 POST /rules: /confidence is required for an inbound FlowRule']);
+    expect(
+      problems(
+        {
+          ...base,
+          method: 'POST',
+          path: '/connectors',
+          body: '{ "name": "d", "type": "ldap", "config": { "host": "h", "baseDN": "dc=x", "bindDN": "cn=a", "bindPassword": "p", "security": "tls" } }',
+        },
+        values,
+      ),
+    ).toEqual([expect.stringMatching(/\/config\/security must be one of: ldaps, starttls, none/)]);
     expect(problems({ ...base, method: 'POST', path: '/connectors/x/sync' }, values)).toEqual(['x.md:1 POST /connectors/x/sync: no such route']);
     expect(problems({ ...base, method: 'GET', path: '/runs', query: 'status=Done' }, values)[0]).toMatch(/must be one of/);
   });
@@ -159,9 +175,10 @@ describe('the docs stand alone', () => {
     expect(hits).toEqual([]);
   });
 
-  test("docs/admin-api.md lists every route of the API with its roles and success status, and no other", () => {
+  test('docs/admin-api.md lists every route of the API with its roles and success status, and no other', () => {
     const rows = new Map<string, string>();
-    for (const m of readDoc('docs/admin-api.md').matchAll(/^\| `((?:GET|POST|PUT|DELETE) \/api\/\S+)` \| ([^|]+) \| (\d{3}) \|/gm)) rows.set(m[1], `${m[2].trim()} | ${m[3]}`);
+    for (const m of readDoc('docs/admin-api.md').matchAll(/^\| `((?:GET|POST|PUT|DELETE) \/api\/\S+)` \| ([^|]+) \| (\d{3}) \|/gm))
+      rows.set(m[1], `${m[2].trim()} | ${m[3]}`);
     const expected = new Map(
       ROUTES.map((r) => {
         const roles = r.permission === 'anonymous' ? 'anyone' : PERMISSIONS[r.permission].join(', ');

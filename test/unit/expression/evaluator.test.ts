@@ -7,8 +7,7 @@ import {
   type ExpressionScope,
 } from '../../../lib/expression';
 
-const run = (script: string, source?: unknown, extra: Record<string, unknown> = {}): unknown =>
-  evaluate(parseExpression(script), { source, ...extra });
+const run = (script: string, source?: unknown, extra: Record<string, unknown> = {}): unknown => evaluate(parseExpression(script), { source, ...extra });
 
 function evaluationError(script: string, source?: unknown, limits?: { maxSteps?: number; maxOutputLength?: number }): ExpressionEvaluationError {
   const ast = parseExpression(script);

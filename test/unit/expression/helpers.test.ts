@@ -1,7 +1,6 @@
 import { evaluate, ExpressionEvaluationError, parseExpression } from '../../../lib/expression';
 
-const run = (script: string, source?: unknown, extra: Record<string, unknown> = {}): unknown =>
-  evaluate(parseExpression(script), { source, ...extra });
+const run = (script: string, source?: unknown, extra: Record<string, unknown> = {}): unknown => evaluate(parseExpression(script), { source, ...extra });
 
 function evaluationError(script: string, source?: unknown): ExpressionEvaluationError {
   try {
@@ -135,7 +134,10 @@ describe('formatDate', () => {
   it('is undefined for a missing value and an error for a value that is not a date', () => {
     expect(run('formatDate(source.missing, "yyyy")', {})).toBeUndefined();
     for (const bad of ['yesterday', '2024-02-30', '2023-02-29', '2024-13-01', '20240131', '12345', 'x'.repeat(100), true, [1], {}, NaN]) {
-      expect(evaluationError('formatDate(source, "yyyy")', bad)).toMatchObject({ code: 'invalid_argument', reason: 'formatDate() could not read the value as a date' });
+      expect(evaluationError('formatDate(source, "yyyy")', bad)).toMatchObject({
+        code: 'invalid_argument',
+        reason: 'formatDate() could not read the value as a date',
+      });
     }
   });
 });
@@ -161,8 +163,9 @@ describe('DN helpers', () => {
   });
 
   it('builds a DN template', () => {
-    expect(run('"cn=" + dnEscape(source.cn) + ",ou=people," + baseDN', { cn: 'Smith, John' }, { baseDN: 'dc=example,dc=com' }))
-      .toBe('cn=Smith\\, John,ou=people,dc=example,dc=com');
+    expect(run('"cn=" + dnEscape(source.cn) + ",ou=people," + baseDN', { cn: 'Smith, John' }, { baseDN: 'dc=example,dc=com' })).toBe(
+      'cn=Smith\\, John,ou=people,dc=example,dc=com',
+    );
     expect(run('dnEscape(source)', 42)).toBe('42');
   });
 

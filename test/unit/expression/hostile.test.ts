@@ -215,7 +215,17 @@ describe('refused at evaluation time', () => {
     ['source.when.x', { source: { when: new Date(0) } }, 'forbidden'],
     ['source.map.size', { source: { map: new Map([['a', 1]]) } }, 'forbidden'],
     ['source.buffer[0]', { source: { buffer: Buffer.from('secret') } }, 'forbidden'],
-    ['source.user.secret', { source: { user: new (class User { secret = 's'; })() } }, 'forbidden'],
+    [
+      'source.user.secret',
+      {
+        source: {
+          user: new (class User {
+            secret = 's';
+          })(),
+        },
+      },
+      'forbidden',
+    ],
     ['source.fn', { source: { fn: () => 'called' } }, 'type_error'],
     ['fn', { fn: () => 'called' }, 'type_error'],
     ['source.list[0]', { source: { list: [() => 'called'] } }, 'type_error'],
@@ -233,7 +243,16 @@ describe('refused at evaluation time', () => {
   it('never calls a function found in the scope', () => {
     const fn = jest.fn(() => 'called');
     const scope = { source: { fn, list: [fn], nested: { fn } } };
-    for (const script of ['source.fn', 'source.list[0]', 'source.nested.fn', 'source.list.join(",")', 'source.list + ""', '`${source.list}`', 'lower(source.list)', 'source.list == "x"']) {
+    for (const script of [
+      'source.fn',
+      'source.list[0]',
+      'source.nested.fn',
+      'source.list.join(",")',
+      'source.list + ""',
+      '`${source.list}`',
+      'lower(source.list)',
+      'source.list == "x"',
+    ]) {
       expect(() => evaluate(parseExpression(script), scope)).toThrow(ExpressionEvaluationError);
     }
     expect(fn).not.toHaveBeenCalled();
@@ -243,7 +262,16 @@ describe('refused at evaluation time', () => {
     const toString = jest.fn(() => 'x');
     const valueOf = jest.fn(() => 1);
     const sneaky = { toString, valueOf };
-    for (const script of ['source + ""', 'source * 1', 'source < 1', '`${source}`', 'lower(source)', '"a".concat(source)', 'toNumber(source)', 'join([source], ",")']) {
+    for (const script of [
+      'source + ""',
+      'source * 1',
+      'source < 1',
+      '`${source}`',
+      'lower(source)',
+      '"a".concat(source)',
+      'toNumber(source)',
+      'join([source], ",")',
+    ]) {
       expect(() => evaluate(parseExpression(script), { source: sneaky })).toThrow(ExpressionEvaluationError);
     }
     // Loose equality compares an object with a primitive as unequal instead of converting it.
@@ -263,7 +291,14 @@ describe('refused at evaluation time', () => {
   });
 
   it('turns a host error into a generic message that reveals nothing', () => {
-    const trap = new Proxy({}, { getPrototypeOf: () => { throw new Error('secret-password-123'); } });
+    const trap = new Proxy(
+      {},
+      {
+        getPrototypeOf: () => {
+          throw new Error('secret-password-123');
+        },
+      },
+    );
     const err = evaluationError('source.x', { source: trap });
     expect(err.code).toBe('internal');
     expect(err.message).not.toContain('secret');
@@ -290,10 +325,16 @@ describe('resource exhaustion', () => {
     ['source.replaceAll("x", source)', long],
     ['source.replaceAll("", source)', long],
     ['replace(source, "x", source)', long],
-    ['source.concat(source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source)', long],
+    [
+      'source.concat(source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source, source)',
+      long,
+    ],
     ['join(split(source, ""), source)', long],
     ['source.split("").join(source)', long],
-    ['source.split("").concat(source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""))', long],
+    [
+      'source.split("").concat(source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""), source.split(""))',
+      long,
+    ],
     [`${Array.from({ length: 70 }, () => 'source').join(' + ')}`, long],
     ['`${source.repeat(30)}${source.repeat(30)}${source.repeat(30)}`', long],
     ['source.repeat(60) + source.repeat(60)', long],

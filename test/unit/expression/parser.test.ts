@@ -67,7 +67,10 @@ describe('parseExpression: tree', () => {
     expect(parseExpression('`a${source.x}b${`c${1}`}d`')).toMatchObject({
       type: 'TemplateLiteral',
       quasis: ['a', 'b', 'd'],
-      expressions: [{ type: 'MemberExpression', name: 'x' }, { type: 'TemplateLiteral', quasis: ['c', ''] }],
+      expressions: [
+        { type: 'MemberExpression', name: 'x' },
+        { type: 'TemplateLiteral', quasis: ['c', ''] },
+      ],
     });
   });
 

@@ -4,10 +4,17 @@ import { AppError } from '../../../lib/core/errors';
 import { MAX_JSON_BODY_BYTES, PAGING, parseQuery, readJson, routeId } from '../../../lib/http';
 import { defineSchema } from '../../../lib/schemas';
 
-const Body = defineSchema(Type.Object({ name: Type.String({ minLength: 1 }), n: Type.Optional(Type.Integer({ default: 7 })) }, { $id: 'UnitHttpBody', additionalProperties: false }));
+const Body = defineSchema(
+  Type.Object({ name: Type.String({ minLength: 1 }), n: Type.Optional(Type.Integer({ default: 7 })) }, { $id: 'UnitHttpBody', additionalProperties: false }),
+);
 
 const post = (body: string | undefined, contentType: string | null = 'application/json') =>
-  new HttpRequest({ method: 'POST', url: 'http://localhost/api/x', headers: contentType ? { 'content-type': contentType } : {}, body: body === undefined ? undefined : { string: body } });
+  new HttpRequest({
+    method: 'POST',
+    url: 'http://localhost/api/x',
+    headers: contentType ? { 'content-type': contentType } : {},
+    body: body === undefined ? undefined : { string: body },
+  });
 
 async function failure(p: Promise<unknown> | (() => unknown)): Promise<AppError> {
   try {
@@ -33,7 +40,12 @@ describe('readJson', () => {
 
   it('400 malformed_json for bad JSON and invalid UTF-8', async () => {
     expect((await failure(readJson(post('{"name":'), Body))).code).toBe('malformed_json');
-    const bad = new HttpRequest({ method: 'POST', url: 'http://localhost/x', headers: { 'content-type': 'application/json' }, body: { bytes: new Uint8Array([0x7b, 0xff, 0x7d]) } });
+    const bad = new HttpRequest({
+      method: 'POST',
+      url: 'http://localhost/x',
+      headers: { 'content-type': 'application/json' },
+      body: { bytes: new Uint8Array([0x7b, 0xff, 0x7d]) },
+    });
     expect((await failure(readJson(bad, Body))).code).toBe('malformed_json');
   });
 
@@ -92,14 +104,23 @@ describe('parseQuery', () => {
     });
   });
 
-  it.each(['take=201', 'take=-1', 'skip=-1', 'take=1.5', 'take=1e2', 'take=', 'skip=abc', 'take=1&take=2', 'connectorId=x', 'kind=Other', 'skip=99999999999999999999'])(
-    '%s is a 400 naming the parameter',
-    async (qs) => {
-      const err = await failure(() => parseQuery(get(qs), spec));
-      expect(err.code).toBe('validation_failed');
-      expect(err.extra.errors![0].path).toBe(qs.split('=')[0]);
-    },
-  );
+  it.each([
+    'take=201',
+    'take=-1',
+    'skip=-1',
+    'take=1.5',
+    'take=1e2',
+    'take=',
+    'skip=abc',
+    'take=1&take=2',
+    'connectorId=x',
+    'kind=Other',
+    'skip=99999999999999999999',
+  ])('%s is a 400 naming the parameter', async (qs) => {
+    const err = await failure(() => parseQuery(get(qs), spec));
+    expect(err.code).toBe('validation_failed');
+    expect(err.extra.errors![0].path).toBe(qs.split('=')[0]);
+  });
 });
 
 describe('routeId', () => {

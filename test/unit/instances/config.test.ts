@@ -16,6 +16,8 @@ describe('readEngineConfig', () => {
 
   it('honours the rename pause test hook in Development only', () => {
     expect(readEngineConfig(new SettingsReader({ Engine__TestHooks__RenamePauseMs: '500' })).renamePauseMs).toBe(0);
-    expect(readEngineConfig(new SettingsReader({ AZURE_FUNCTIONS_ENVIRONMENT: 'Development', Engine__TestHooks__RenamePauseMs: '500' })).renamePauseMs).toBe(500);
+    expect(readEngineConfig(new SettingsReader({ AZURE_FUNCTIONS_ENVIRONMENT: 'Development', Engine__TestHooks__RenamePauseMs: '500' })).renamePauseMs).toBe(
+      500,
+    );
   });
 });

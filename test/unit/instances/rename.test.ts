@@ -30,7 +30,14 @@ describe('recoveryAction', () => {
   });
 });
 
-const cfg = (name: string, id = randomUUID()): EngineConfig => ({ instanceId: id, instanceName: name, heartbeatSeconds: 15, offlineAfterSeconds: 60, renamePauseMs: 0, heapGrowingPercent: 0 });
+const cfg = (name: string, id = randomUUID()): EngineConfig => ({
+  instanceId: id,
+  instanceName: name,
+  heartbeatSeconds: 15,
+  offlineAfterSeconds: 60,
+  renamePauseMs: 0,
+  heapGrowingPercent: 0,
+});
 const uniq = () => randomUUID().slice(0, 8);
 
 /** Every place an instance's name is stored, as a set of the names found (one entry when consistent). */
@@ -111,14 +118,26 @@ describe('rename journal (Azurite)', () => {
   test('a rename interrupted before its claim is finished when the name is free, undone when it is taken', async () => {
     const free = await seeded(`f-${uniq()}`);
     const freeName = `free-${uniq()}`;
-    await insertRenameJournal({ instanceId: free.id, oldName: (await getInstance(free.id))!.name, newName: freeName, nameSource: 'api', startedOn: new Date().toISOString() });
+    await insertRenameJournal({
+      instanceId: free.id,
+      oldName: (await getInstance(free.id))!.name,
+      newName: freeName,
+      nameSource: 'api',
+      startedOn: new Date().toISOString(),
+    });
     expect(await recoverRenames(free.id)).toEqual([{ instanceId: free.id, action: 'finish' }]);
     expect(await namesOf(free.id, free.connectorIds)).toEqual(new Set([freeName]));
 
     const blocked = await seeded(`b-${uniq()}`);
     const holder = await seeded(`holder-${uniq()}`);
     const blockedName = (await getInstance(blocked.id))!.name;
-    await insertRenameJournal({ instanceId: blocked.id, oldName: blockedName, newName: (await getInstance(holder.id))!.name, nameSource: 'api', startedOn: new Date().toISOString() });
+    await insertRenameJournal({
+      instanceId: blocked.id,
+      oldName: blockedName,
+      newName: (await getInstance(holder.id))!.name,
+      nameSource: 'api',
+      startedOn: new Date().toISOString(),
+    });
     expect(await recoverRenames(blocked.id)).toEqual([{ instanceId: blocked.id, action: 'undo' }]);
     expect(await namesOf(blocked.id, blocked.connectorIds)).toEqual(new Set([blockedName]));
     expect(await getRenameJournal(blocked.id)).toBeNull();
@@ -127,7 +146,13 @@ describe('rename journal (Azurite)', () => {
   test('a stale journal does not block a new rename; a fresh one is a 409', async () => {
     const x = await seeded(`x-${uniq()}`);
     const name = (await getInstance(x.id))!.name;
-    await insertRenameJournal({ instanceId: x.id, oldName: name, newName: `y-${uniq()}`, nameSource: 'api', startedOn: new Date(Date.now() - 2 * STALE_JOURNAL_MS).toISOString() });
+    await insertRenameJournal({
+      instanceId: x.id,
+      oldName: name,
+      newName: `y-${uniq()}`,
+      nameSource: 'api',
+      startedOn: new Date(Date.now() - 2 * STALE_JOURNAL_MS).toISOString(),
+    });
     const z = `z-${uniq()}`;
     await expect(renameInstance(x.id, z, 'api')).resolves.toMatchObject({ name: z });
     await insertRenameJournal({ instanceId: x.id, oldName: z, newName: `w-${uniq()}`, nameSource: 'api', startedOn: new Date().toISOString() });

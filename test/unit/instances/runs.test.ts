@@ -18,7 +18,17 @@ import { useTestStorage } from './storageEnv';
 
 describe('run keys', () => {
   test('newer runs sort first as plain strings, across digit-count boundaries', () => {
-    const times = [0, 9, 10, 999, 1000, Date.parse('2001-09-09T01:46:39.999Z'), Date.parse('2001-09-09T01:46:40.000Z'), Date.parse('2026-11-21T10:15:30.123Z'), 9_999_999_999_998];
+    const times = [
+      0,
+      9,
+      10,
+      999,
+      1000,
+      Date.parse('2001-09-09T01:46:39.999Z'),
+      Date.parse('2001-09-09T01:46:40.000Z'),
+      Date.parse('2026-11-21T10:15:30.123Z'),
+      9_999_999_999_998,
+    ];
     const keys = times.map((t) => runKey(t, randomUUID()));
     const sorted = [...keys].sort();
     expect(sorted).toEqual([...keys].reverse());
@@ -77,7 +87,7 @@ describe('runs repository (Azurite)', () => {
     expect(merged.errors).toEqual([{ object: 'x', message: 'bad' }]);
     expect(merged.dryRun).toBe(true);
     const failed = await completeRun(run.runId, { status: 'Failed', stats: merged.stats, error: 'connection lost' });
-    expect((await getRun(run.runId))).toMatchObject({ status: 'Failed', error: 'connection lost', instanceId: null });
+    expect(await getRun(run.runId)).toMatchObject({ status: 'Failed', error: 'connection lost', instanceId: null });
     expect(failed.etag).not.toBe(merged.etag);
     await expect(updateRun(randomUUID(), {})).rejects.toMatchObject({ code: 'not_found' });
     expect(await getRun(randomUUID())).toBeNull();
@@ -91,7 +101,14 @@ describe('runs repository (Azurite)', () => {
     const made: string[] = [];
     for (let i = 0; i < 12; i++) {
       const connectorId = i % 2 ? c2 : c1;
-      const run = await createRun({ connectorId, instanceId: i < 8 ? inst : 'other', instanceName: 'N1', runType: 'DeltaImport', status: 'Running', startedAt: new Date(base + i * 1000) });
+      const run = await createRun({
+        connectorId,
+        instanceId: i < 8 ? inst : 'other',
+        instanceName: 'N1',
+        runType: 'DeltaImport',
+        status: 'Running',
+        startedAt: new Date(base + i * 1000),
+      });
       await completeRun(run.runId, { status: i % 3 === 0 ? 'Failed' : 'Completed', stats: emptyStats() });
       made.push(run.runId);
     }

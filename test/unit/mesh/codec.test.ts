@@ -31,7 +31,10 @@ function doc(extra: Partial<MeshObject> = {}): MeshObject {
       { type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User' },
       { type: 'member', targetId: gid(3), targetAnchor: 'Admins', targetType: 'Group' },
     ],
-    pendingReferences: [{ type: 'manager', value: 'E000009' }, { type: 'secretary', value: 'e000010', by: 'employeeId' }],
+    pendingReferences: [
+      { type: 'manager', value: 'E000009' },
+      { type: 'secretary', value: 'e000010', by: 'employeeId' },
+    ],
     ...extra,
   };
   consolidate(o);
@@ -62,7 +65,10 @@ describe('mesh object stored form', () => {
     const created = { ...base, createdRun: run, createdBy: HR };
     expect(decodeMeshObject(encodeMeshObject(created))).toEqual(created);
     expect(encodeMeshObject(created).length - encodeMeshObject(base).length).toBeLessThanOrEqual(14);
-    const withRef = { ...created, relationships: [{ type: 'manager', targetId: gid(2), targetAnchor: 'E2', targetType: 'User', c: HR, ca: 'E2', v: 'E2', by: '@a:' + HR }] };
+    const withRef = {
+      ...created,
+      relationships: [{ type: 'manager', targetId: gid(2), targetAnchor: 'E2', targetType: 'User', c: HR, ca: 'E2', v: 'E2', by: '@a:' + HR }],
+    };
     expect(fromStoredMeshObject(JSON.parse(encodeMeshTexts(withRef).feed))).toMatchObject({ createdRun: run, createdBy: HR });
     const without = decodeMeshObject(encodeMeshObject(base));
     expect('createdRun' in without || 'createdBy' in without).toBe(false);
@@ -78,7 +84,10 @@ describe('mesh object stored form', () => {
   });
 
   it('survives values that look like its own structure (strings with quotes, keys named like fields)', () => {
-    const o = doc({ anchorValue: 'O\'Brien "quoted" \\ back', contributions: { v: [{ c: HR, r: 'k', conf: 1, pri: 2, v: '{"v":2}', at: T1 }], k: [{ c: HR, r: 'c', conf: 1, pri: 2, v: ['k', 'c'], at: T1 }] } });
+    const o = doc({
+      anchorValue: 'O\'Brien "quoted" \\ back',
+      contributions: { v: [{ c: HR, r: 'k', conf: 1, pri: 2, v: '{"v":2}', at: T1 }], k: [{ c: HR, r: 'c', conf: 1, pri: 2, v: ['k', 'c'], at: T1 }] },
+    });
     consolidate(o);
     expect(decodeMeshObject(encodeMeshObject(o))).toEqual(o);
   });
@@ -105,7 +114,11 @@ describe('mesh object stored form', () => {
     expect(text).toContain(`@dn:${HR}`);
     // Rows written before, with the whole key space, read the same.
     const stored = JSON.parse(text) as { k: string[]; q: unknown[][] };
-    const old = { ...stored, k: stored.k.map((x) => (x === '@dn:' ? `@dn:${AD}` : x === '@a:' ? `@a:${AD}` : x)), q: stored.q.map((x) => (x.length === 4 && (x[2] === '@dn:' || x[2] === '@a:') ? [x[0], x[1], `${x[2]}${stored.k[x[3] as number]}`, x[3]] : x)) };
+    const old = {
+      ...stored,
+      k: stored.k.map((x) => (x === '@dn:' ? `@dn:${AD}` : x === '@a:' ? `@a:${AD}` : x)),
+      q: stored.q.map((x) => (x.length === 4 && (x[2] === '@dn:' || x[2] === '@a:') ? [x[0], x[1], `${x[2]}${stored.k[x[3] as number]}`, x[3]] : x)),
+    };
     expect(fromStoredMeshObject(old)).toEqual(o);
   });
 
@@ -113,7 +126,10 @@ describe('mesh object stored form', () => {
     const composed = { type: 'manager', targetId: gid(5), targetAnchor: 'E000005', targetType: 'User' };
     const o = doc({
       provisioned: [HR],
-      relationships: [{ type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User', c: AD, ca: '{g2}', v: 'cn=b,ou=people', by: `@dn:${AD}` }, composed],
+      relationships: [
+        { type: 'manager', targetId: gid(2), targetAnchor: 'E000002', targetType: 'User', c: AD, ca: '{g2}', v: 'cn=b,ou=people', by: `@dn:${AD}` },
+        composed,
+      ],
       pendingReferences: [{ type: 'member', value: 'cn=x,ou=people', by: `@dn:${AD}`, c: AD }],
     });
     const { row, feed } = encodeMeshTexts(o);
@@ -150,7 +166,12 @@ describe('mesh object stored form', () => {
           at: pick([T1, T2]),
         }));
       }
-      const o = doc({ id: gid(n), contributions, relationships: r() < 0.5 ? [] : doc().relationships, pendingReferences: r() < 0.5 ? [] : doc().pendingReferences });
+      const o = doc({
+        id: gid(n),
+        contributions,
+        relationships: r() < 0.5 ? [] : doc().relationships,
+        pendingReferences: r() < 0.5 ? [] : doc().pendingReferences,
+      });
       consolidate(o);
       expect(decodeMeshObject(encodeMeshObject(o))).toEqual(o);
     }

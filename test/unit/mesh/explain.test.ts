@@ -12,16 +12,25 @@ const outcomes = (list: Contribution[], isEnabled: (r: string) => boolean = enab
 
 describe('explain outcomes', () => {
   it('higher confidence wins; the other has lowerConfidence', () => {
-    expect(outcomes([c('hr', 80, 1, '2026-01-01'), c('ldap', 50, 1, '2026-02-01')])).toEqual({ winner: 'hr', outcomes: { hr: 'won', ldap: 'lowerConfidence' } });
+    expect(outcomes([c('hr', 80, 1, '2026-01-01'), c('ldap', 50, 1, '2026-02-01')])).toEqual({
+      winner: 'hr',
+      outcomes: { hr: 'won', ldap: 'lowerConfidence' },
+    });
   });
   it('equal confidence: the lower priority number wins; the other has lowerPriority', () => {
     expect(outcomes([c('a', 50, 5, '2026-03-01'), c('b', 50, 1, '2026-01-01')])).toEqual({ winner: 'b', outcomes: { a: 'lowerPriority', b: 'won' } });
   });
   it('equal confidence and priority: the newer wins; the other is older', () => {
-    expect(outcomes([c('a', 50, 1, '2026-01-01T00:00:00Z'), c('b', 50, 1, '2026-01-02T00:00:00Z')])).toEqual({ winner: 'b', outcomes: { a: 'older', b: 'won' } });
+    expect(outcomes([c('a', 50, 1, '2026-01-01T00:00:00Z'), c('b', 50, 1, '2026-01-02T00:00:00Z')])).toEqual({
+      winner: 'b',
+      outcomes: { a: 'older', b: 'won' },
+    });
   });
   it('a disabled rule takes no part: the next contribution wins, and it says ruleDisabled', () => {
-    expect(outcomes([c('hr', 80, 1, '2026-01-01'), c('ldap', 50, 1, '2026-02-01')], (r) => r !== 'rule-hr')).toEqual({ winner: 'ldap', outcomes: { hr: 'ruleDisabled', ldap: 'won' } });
+    expect(outcomes([c('hr', 80, 1, '2026-01-01'), c('ldap', 50, 1, '2026-02-01')], (r) => r !== 'rule-hr')).toEqual({
+      winner: 'ldap',
+      outcomes: { hr: 'ruleDisabled', ldap: 'won' },
+    });
   });
   it('every rule disabled: no winner', () => {
     expect(outcomes([c('hr', 80, 1, '2026-01-01')], () => false)).toEqual({ winner: null, outcomes: { hr: 'ruleDisabled' } });
@@ -37,7 +46,10 @@ describe('explain outcomes', () => {
 });
 
 const obj = (attrs: Record<string, unknown>): MeshObject =>
-  ({ id: 'abc', attributes: Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, { value: v, sourceConnectorId: null, confidence: 0, updatedOn: '' }])) }) as unknown as MeshObject;
+  ({
+    id: 'abc',
+    attributes: Object.fromEntries(Object.entries(attrs).map(([k, v]) => [k, { value: v, sourceConnectorId: null, confidence: 0, updatedOn: '' }])),
+  }) as unknown as MeshObject;
 
 describe('history changes', () => {
   it('lists changed attributes with old and new, sorted', () => {
@@ -70,9 +82,7 @@ const T = (day: number) => `2026-01-0${day}T00:00:00.000Z`;
 const current = (attrs: Record<string, unknown>): MeshObject => ({ ...obj(attrs), createdOn: T(1), createdRun: 'r0', createdBy: 'hr' });
 /** The stored rows of a sequence of commits of object `abc`, as readHistory lists them (RowKey order). */
 const stored = (...commits: [string, string, MeshObject | null, MeshObject | null][]) =>
-  commits
-    .flatMap(([run, at, before, after]) => historyRows(run, 'ldap', at, [{ id: 'abc', before, after }]))
-    .sort((a, b) => (a.rowKey < b.rowKey ? -1 : 1));
+  commits.flatMap(([run, at, before, after]) => historyRows(run, 'ldap', at, [{ id: 'abc', before, after }])).sort((a, b) => (a.rowKey < b.rowKey ? -1 : 1));
 
 describe('derived Created entry', () => {
   it('reconstructs the values at creation through several updates, incl. attributes added and removed later', () => {
@@ -110,15 +120,31 @@ describe('derived Created entry', () => {
       ['Created', 'r0'],
       ['Updated', 'old'],
     ]);
-    expect(historyItems('abc', [], current({ x: 2 }))).toEqual([{ timestamp: T(1), runId: 'r0', connectorId: 'hr', operation: 'Created', changes: [{ attribute: 'x', old: null, new: 2 }] }]);
+    expect(historyItems('abc', [], current({ x: 2 }))).toEqual([
+      { timestamp: T(1), runId: 'r0', connectorId: 'hr', operation: 'Created', changes: [{ attribute: 'x', old: null, new: 2 }] },
+    ]);
   });
   it('a deleted object: its creation comes from its Deleted row, its values from the values the deletion removed', () => {
     const created = current({ x: 1, y: 'a' });
     const rows = stored(['r1', T(2), created, { ...created, ...obj({ x: 2, y: 'a' }) }], ['r2', T(3), { ...created, ...obj({ x: 2, y: 'a' }) }, null]);
     expect(historyItems('abc', rows, null).map((i) => [i.operation, i.runId, i.changes])).toEqual([
-      ['Deleted', 'r2', [{ attribute: 'x', old: 2, new: null }, { attribute: 'y', old: 'a', new: null }]],
+      [
+        'Deleted',
+        'r2',
+        [
+          { attribute: 'x', old: 2, new: null },
+          { attribute: 'y', old: 'a', new: null },
+        ],
+      ],
       ['Updated', 'r1', [{ attribute: 'x', old: 1, new: 2 }]],
-      ['Created', 'r0', [{ attribute: 'x', old: null, new: 1 }, { attribute: 'y', old: null, new: 'a' }]],
+      [
+        'Created',
+        'r0',
+        [
+          { attribute: 'x', old: null, new: 1 },
+          { attribute: 'y', old: null, new: 'a' },
+        ],
+      ],
     ]);
   });
   it('an object without a recorded creation (created before) has none derived; a stored C row stays', () => {

@@ -79,13 +79,20 @@ describe('queryMesh', () => {
     const r = rng(11);
     const big = new MeshReadModel();
     const objects = Array.from({ length: 2000 }, (_, i) =>
-      meshObject(gid(i), `N${Math.floor(r() * 300)}x${i % 7}`, { dept: `D${Math.floor(r() * 5)}`, ...(r() < 0.5 ? { opt: 'Yes' } : {}) }, { objectType: i % 4 ? 'User' : 'Group' }),
+      meshObject(
+        gid(i),
+        `N${Math.floor(r() * 300)}x${i % 7}`,
+        { dept: `D${Math.floor(r() * 5)}`, ...(r() < 0.5 ? { opt: 'Yes' } : {}) },
+        { objectType: i % 4 ? 'User' : 'Group' },
+      ),
     );
     big.loadPage(objects);
     const q: MeshQuery = { objectType: 'user', search: 'x3', criteria: [c('dept', 'equals', 'd2'), c('opt', 'istrue')], skip: 5, take: 7 };
     const naive = objects
       .filter((o) => o.objectType === 'User' && o.anchorValue.toLowerCase().includes('x3') && o.attributes.dept.value === 'D2' && o.attributes.opt)
-      .sort((a, b) => (a.anchorValue.toLowerCase() < b.anchorValue.toLowerCase() ? -1 : a.anchorValue.toLowerCase() > b.anchorValue.toLowerCase() ? 1 : a.id < b.id ? -1 : 1));
+      .sort((a, b) =>
+        a.anchorValue.toLowerCase() < b.anchorValue.toLowerCase() ? -1 : a.anchorValue.toLowerCase() > b.anchorValue.toLowerCase() ? 1 : a.id < b.id ? -1 : 1,
+      );
     const page = queryMesh(big, q);
     expect(page.totalCount).toBe(naive.length);
     expect(page.items.map((x) => x.id)).toEqual(naive.slice(5, 12).map((o) => o.id));
@@ -112,7 +119,12 @@ describe('views', () => {
       {
         id: gid(7),
         objectType: 'User',
-        state: meshObject(gid(7), 'dave', { groups: ['a', 'b'], n: 2 }, { relationships: [{ type: 'manager', targetId: gid(3), targetAnchor: 'old-bob', targetType: 'User' }] }),
+        state: meshObject(
+          gid(7),
+          'dave',
+          { groups: ['a', 'b'], n: 2 },
+          { relationships: [{ type: 'manager', targetId: gid(3), targetAnchor: 'old-bob', targetType: 'User' }] },
+        ),
       },
     ]);
     const d = toDetail(m, m.get(gid(7))!);
@@ -123,6 +135,8 @@ describe('views', () => {
       { attributeName: 'n', attributeValue: '2', source: SRC, confidence: 50, updatedOn: '2026-01-01T00:00:00.000Z' },
     ]);
     expect(d.relationships).toEqual([{ relationshipType: 'manager', targetMeshObjectId: gid(3), targetAnchorValue: 'bob', targetObjectType: 'User' }]);
-    expect(toDetail(m, m.get(gid(6))!).attributes).toEqual([{ attributeName: 'active', attributeValue: 'maybe', source: null, confidence: 50, updatedOn: '2026-01-01T00:00:00.000Z' }]);
+    expect(toDetail(m, m.get(gid(6))!).attributes).toEqual([
+      { attributeName: 'active', attributeValue: 'maybe', source: null, confidence: 50, updatedOn: '2026-01-01T00:00:00.000Z' },
+    ]);
   });
 });

@@ -4,7 +4,11 @@ import { gid, meshObject, rng } from './meshSupport';
 
 const rec = (id: string, anchor: string) => new MeshRecord(id, 'User', anchor, anchor.toLowerCase(), '', '', 0, [], []);
 const order = (ix: SortedIndex) => ix.all.map((r) => `${r.anchorLower}|${r.id}`);
-const sorted = (recs: MeshRecord[]) => recs.slice().sort(compareRecords).map((r) => `${r.anchorLower}|${r.id}`);
+const sorted = (recs: MeshRecord[]) =>
+  recs
+    .slice()
+    .sort(compareRecords)
+    .map((r) => `${r.anchorLower}|${r.id}`);
 
 describe('SortedIndex', () => {
   test('single inserts and removes keep (anchor lower-cased, id) order', () => {
@@ -129,7 +133,8 @@ describe('AttributeColumn.match', () => {
     const r = rng(5);
     const m = new MeshReadModel();
     const words = ['sales', 'salesforce', 'pre-sales', 'Sales', 'a', 'ab', 'b', 'ba', 'é', 'ÉA', '山田', ''];
-    const value = () => (r() < 0.3 ? [words[Math.floor(r() * words.length)], words[Math.floor(r() * words.length)]] : r() < 0.1 ? null : words[Math.floor(r() * words.length)]);
+    const value = () =>
+      r() < 0.3 ? [words[Math.floor(r() * words.length)], words[Math.floor(r() * words.length)]] : r() < 0.1 ? null : words[Math.floor(r() * words.length)];
     const objects = Array.from({ length: 300 }, (_, i) => meshObject(gid(i), `o${i}`, { v: value() }));
     m.loadPage(objects);
     for (let i = 0; i < 40; i++) {
@@ -141,7 +146,8 @@ describe('AttributeColumn.match', () => {
       for (const want of ['sales', 'sal', 'es', 'a', 'b', 'ab', 'é', 'éa', '山', 'zz', 'a\u0000b']) {
         const hits = new Uint8Array(m.slotCount);
         col.match(mode, want, hits);
-        const test = (s: string) => (mode === 'equals' ? s === want : mode === 'startswith' ? s.startsWith(want) : mode === 'endswith' ? s.endsWith(want) : s.includes(want));
+        const test = (s: string) =>
+          mode === 'equals' ? s === want : mode === 'startswith' ? s.startsWith(want) : mode === 'endswith' ? s.endsWith(want) : s.includes(want);
         const expected = new Uint8Array(m.slotCount);
         col.folded.forEach((v, slot) => {
           if (v != null && (typeof v === 'string' ? test(v) : v.some(test))) expected[slot] = 1;

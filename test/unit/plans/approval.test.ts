@@ -11,12 +11,23 @@ const raised: { runId: string; approved: boolean }[] = [];
 const raise = async (runId: string, d: { approved: boolean }) => void raised.push({ runId, approved: d.approved });
 
 async function parked(hoursAgo = 0) {
-  const run = await createRun({ connectorId: randomUUID(), instanceId: null, runType: 'FullImport', status: 'Running', trigger: { type: 'manual', actorUpn: 'alice@x' }, actorId: 'oid-alice' });
+  const run = await createRun({
+    connectorId: randomUUID(),
+    instanceId: null,
+    runType: 'FullImport',
+    status: 'Running',
+    trigger: { type: 'manual', actorUpn: 'alice@x' },
+    actorId: 'oid-alice',
+  });
   await parkRun(run.runId, [{ operation: 'deletes', count: 9, limit: 2 }], emptyStats(), new Date(Date.now() - hoursAgo * 3_600_000));
   return run.runId;
 }
 
-const code = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof AppError ? e.code : String(e)));
+const code = async (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: unknown) => (e instanceof AppError ? e.code : String(e)),
+  );
 
 describe('approvals (storage-backed)', () => {
   beforeAll(() => useTestStorage());
@@ -36,7 +47,7 @@ describe('approvals (storage-backed)', () => {
     expect(isTriggeringCaller({ trigger: { type: 'schedule', actorUpn: 'schedule:nightly' } }, admin(null, 'schedule:nightly'))).toBe(false);
   });
 
-  test('approve: the trigger\'s person is refused (403); another Admin sets it Running and wakes the orchestration', async () => {
+  test("approve: the trigger's person is refused (403); another Admin sets it Running and wakes the orchestration", async () => {
     const id = await parked();
     expect(await code(approveRun(id, admin('oid-alice', 'alice@x'), raise))).toBe('forbidden');
     const ok = await approveRun(id, admin('oid-bob', 'bob@x'), raise);

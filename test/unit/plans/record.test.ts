@@ -1,6 +1,15 @@
 import type { MeshObject } from '../../../lib/mesh/model';
 import { PlanIndex } from '../../../lib/plans/planIndex';
-import { connectorItems, exportFingerprint, importFingerprint, meshItems, meshStateHash, operationCounts, type MeshPair, type PlannedObject } from '../../../lib/plans/record';
+import {
+  connectorItems,
+  exportFingerprint,
+  importFingerprint,
+  meshItems,
+  meshStateHash,
+  operationCounts,
+  type MeshPair,
+  type PlannedObject,
+} from '../../../lib/plans/record';
 
 const doc = (id: string, values: Record<string, unknown>, anchorValue = id): MeshObject => ({
   id,
@@ -8,14 +17,25 @@ const doc = (id: string, values: Record<string, unknown>, anchorValue = id): Mes
   anchorValue,
   createdOn: '2026-01-01T00:00:00.000Z',
   updatedOn: '2026-01-01T00:00:00.000Z',
-  attributes: Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { value: v, source: 'c', confidence: 100, updatedOn: '2026-01-01T00:00:00.000Z' }])) as unknown as MeshObject['attributes'],
+  attributes: Object.fromEntries(
+    Object.entries(values).map(([k, v]) => [k, { value: v, source: 'c', confidence: 100, updatedOn: '2026-01-01T00:00:00.000Z' }]),
+  ) as unknown as MeshObject['attributes'],
   contributions: {},
   links: {},
   relationships: [],
   pendingReferences: [],
 });
 
-const obj = (anchor: string, meshBefore: string | null, meshAfter: string | null, extra: Partial<PlannedObject> = {}): PlannedObject => ({ anchor, csObjectId: null, meshBefore, meshAfter, dnBefore: null, dnAfter: null, fp: `fp-${anchor}`, ...extra });
+const obj = (anchor: string, meshBefore: string | null, meshAfter: string | null, extra: Partial<PlannedObject> = {}): PlannedObject => ({
+  anchor,
+  csObjectId: null,
+  meshBefore,
+  meshAfter,
+  dnBefore: null,
+  dnAfter: null,
+  fp: `fp-${anchor}`,
+  ...extra,
+});
 
 describe('change items of an import page', () => {
   test('adds, updates, deletes, renames and failures, one per mesh object, with old and new values', () => {
@@ -27,12 +47,26 @@ describe('change items of an import page', () => {
       ['m5', { before: doc('m5', { mail: 'e@x' }), after: doc('m5', { mail: 'e@x' }) }],
     ]);
     const items = meshItems(
-      [obj('1', null, 'm1'), obj('2', 'm2', 'm2'), obj('3', 'm3', null), obj('4', 'm4', 'm4', { dnBefore: 'uid=d,ou=a', dnAfter: 'uid=d,ou=b' }), obj('9', null, null, { error: 'bad script' })],
+      [
+        obj('1', null, 'm1'),
+        obj('2', 'm2', 'm2'),
+        obj('3', 'm3', null),
+        obj('4', 'm4', 'm4', { dnBefore: 'uid=d,ou=a', dnAfter: 'uid=d,ou=b' }),
+        obj('9', null, null, { error: 'bad script' }),
+      ],
       mesh,
       'applied',
     );
     const byAnchor = Object.fromEntries(items.map((i) => [i.anchor, i]));
-    expect(byAnchor['1']).toMatchObject({ target: 'mesh', operation: 'Add', meshObjectId: 'm1', attributes: { mail: { old: null, new: 'a@x' } }, outcome: 'applied', key: '1', fp: 'fp-1' });
+    expect(byAnchor['1']).toMatchObject({
+      target: 'mesh',
+      operation: 'Add',
+      meshObjectId: 'm1',
+      attributes: { mail: { old: null, new: 'a@x' } },
+      outcome: 'applied',
+      key: '1',
+      fp: 'fp-1',
+    });
     expect(byAnchor['2']).toMatchObject({ operation: 'Update', attributes: { title: { old: 'Eng', new: null } } });
     expect(byAnchor['3']).toMatchObject({ operation: 'Delete', attributes: { mail: { old: 'c@x', new: null } } });
     expect(byAnchor['4']).toMatchObject({ operation: 'Rename', dn: 'uid=d,ou=b' });
@@ -49,9 +83,46 @@ describe('change items of an import page', () => {
 
   test('export items: add, update (a move is a Rename), delete', () => {
     const items = connectorItems([
-      { kind: 'add', key: 'm1', meshObjectId: 'm1', csObjectId: null, anchor: null, dnBefore: null, dnAfter: 'uid=a', shown: {}, values: { cn: 'A' }, outcome: 'planned', fp: 'f1' },
-      { kind: 'update', key: 'm2', meshObjectId: 'm2', csObjectId: 'c2', anchor: 'a2', dnBefore: 'uid=b,ou=x', dnAfter: 'uid=b,ou=y', shown: { cn: 'B' }, values: { cn: 'B2' }, outcome: 'applied', fp: 'f2' },
-      { kind: 'delete', key: 'm3', meshObjectId: 'm3', csObjectId: 'c3', anchor: 'a3', dnBefore: 'uid=c', dnAfter: null, shown: { cn: 'C' }, values: {}, outcome: 'failed', error: 'refused', fp: 'f3' },
+      {
+        kind: 'add',
+        key: 'm1',
+        meshObjectId: 'm1',
+        csObjectId: null,
+        anchor: null,
+        dnBefore: null,
+        dnAfter: 'uid=a',
+        shown: {},
+        values: { cn: 'A' },
+        outcome: 'planned',
+        fp: 'f1',
+      },
+      {
+        kind: 'update',
+        key: 'm2',
+        meshObjectId: 'm2',
+        csObjectId: 'c2',
+        anchor: 'a2',
+        dnBefore: 'uid=b,ou=x',
+        dnAfter: 'uid=b,ou=y',
+        shown: { cn: 'B' },
+        values: { cn: 'B2' },
+        outcome: 'applied',
+        fp: 'f2',
+      },
+      {
+        kind: 'delete',
+        key: 'm3',
+        meshObjectId: 'm3',
+        csObjectId: 'c3',
+        anchor: 'a3',
+        dnBefore: 'uid=c',
+        dnAfter: null,
+        shown: { cn: 'C' },
+        values: {},
+        outcome: 'failed',
+        error: 'refused',
+        fp: 'f3',
+      },
     ]);
     expect(items.map((i) => [i.target, i.operation, i.outcome])).toEqual([
       ['connector', 'Add', 'planned'],
@@ -75,7 +146,19 @@ describe('fingerprints and the drift rule', () => {
 
   test('apply, drifted or outside', () => {
     const index = new PlanIndex();
-    index.add({ target: 'mesh', operation: 'Update', csObjectId: null, meshObjectId: 'm1', anchor: '1', dn: null, attributes: {}, outcome: 'planned', error: null, key: '1', fp: 'x' });
+    index.add({
+      target: 'mesh',
+      operation: 'Update',
+      csObjectId: null,
+      meshObjectId: 'm1',
+      anchor: '1',
+      dn: null,
+      attributes: {},
+      outcome: 'planned',
+      error: null,
+      key: '1',
+      fp: 'x',
+    });
     expect(index.verdict('1', 'x')).toBe('apply');
     expect(index.verdict('1', 'y')).toBe('drifted');
     expect(index.verdict('2', 'x')).toBe('outside');

@@ -1,6 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { table, odata } from '../../../lib/storage/tables';
-import { deleteRunChanges, listRunChanges, pageKey, readRunChanges, runChangeCounts, writeRunChanges, type StoredChange } from '../../../lib/storage/runChanges';
+import {
+  deleteRunChanges,
+  listRunChanges,
+  pageKey,
+  readRunChanges,
+  runChangeCounts,
+  writeRunChanges,
+  type StoredChange,
+} from '../../../lib/storage/runChanges';
 import { useTestStorage } from '../instances/storageEnv';
 
 const item = (i: number, operation: StoredChange['operation'], outcome: StoredChange['outcome'], noise = 16): StoredChange => ({

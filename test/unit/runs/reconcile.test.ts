@@ -1,4 +1,11 @@
-import { COMPLETED_GRACE_MS, UNDISPATCHED_GRACE_MS, readsRunHub, reconcileDecision, type OrchestrationState, type ReconcileFacts } from '../../../lib/runs/runs';
+import {
+  COMPLETED_GRACE_MS,
+  UNDISPATCHED_GRACE_MS,
+  readsRunHub,
+  reconcileDecision,
+  type OrchestrationState,
+  type ReconcileFacts,
+} from '../../../lib/runs/runs';
 
 /**
  * The rules that decide whether an active run is over, from its orchestration's state (pure logic; the
@@ -30,7 +37,9 @@ describe('reconcileDecision', () => {
       action: 'cancel',
       error: 'The run was cancelled: its orchestration was terminated outside the engine (reason: stuck on the share).',
     });
-    expect(reconcileDecision(facts({ state: { runtimeStatus: 'Canceled', output: null } }))?.error).toBe('The run was cancelled: its orchestration was terminated outside the engine.');
+    expect(reconcileDecision(facts({ state: { runtimeStatus: 'Canceled', output: null } }))?.error).toBe(
+      'The run was cancelled: its orchestration was terminated outside the engine.',
+    );
     const long = reconcileDecision(facts({ state: { runtimeStatus: 'Terminated', output: 'x'.repeat(5000) } }))!;
     expect(long.error.length).toBeLessThan(300);
   });
@@ -53,7 +62,9 @@ describe('reconcileDecision', () => {
 
   test('no orchestration yet: not gone while a dispatch row waits (paused instance, another instance), however old', () => {
     expect(reconcileDecision(facts({ state: null, waitingForDispatch: true, run: { status: 'Queued', startedAt: ago(86_400_000) } }))).toBeNull();
-    expect(reconcileDecision(facts({ state: null, waitingForDispatch: true, run: { status: 'Running', startedAt: ago(86_400_000), dispatch: dispatched } }))).toBeNull();
+    expect(
+      reconcileDecision(facts({ state: null, waitingForDispatch: true, run: { status: 'Running', startedAt: ago(86_400_000), dispatch: dispatched } })),
+    ).toBeNull();
   });
 
   test('never dispatched and no dispatch row: a trigger in flight within the grace, gone after it', () => {

@@ -27,7 +27,14 @@ describe('glob', () => {
   it('finds files on disk in a stable order, skipping node_modules', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'glob-'));
     try {
-      for (const f of ['dist/functions/b.js', 'dist/functions/a.js', 'dist/functions/a.js.map', 'dist/orchestrations/o.js', 'dist/lib/x.js', 'dist/node_modules/m.js']) {
+      for (const f of [
+        'dist/functions/b.js',
+        'dist/functions/a.js',
+        'dist/functions/a.js.map',
+        'dist/orchestrations/o.js',
+        'dist/lib/x.js',
+        'dist/node_modules/m.js',
+      ]) {
         mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
         writeFileSync(path.join(dir, f), '');
       }

@@ -13,11 +13,23 @@ const outcome = (ok: boolean, message = 'boom'): InvocationOutcome => ({
 describe('retry policies', () => {
   it('reads the options the programming model registers (durations in seconds)', () => {
     expect(retryPolicyOf(fnWith(undefined))).toBeUndefined();
-    expect(retryPolicyOf(fnWith({ strategy: 'fixedDelay', retryStrategy: 'fixedDelay', maxRetryCount: 3, delayInterval: { seconds: 2 } }))).toEqual({ strategy: 'fixedDelay', maxRetryCount: 3, delayMs: 2000, minimumMs: 0, maximumMs: 0 });
-    expect(retryPolicyOf(fnWith({ strategy: 'exponentialBackoff', maxRetryCount: -1, minimumInterval: { seconds: 1 }, maximumInterval: '00:00:30' }))).toMatchObject({ strategy: 'exponentialBackoff', maxRetryCount: -1, minimumMs: 1000, maximumMs: 30_000 });
-    expect(() => retryPolicyOf(fnWith({ strategy: 'sometimes', maxRetryCount: 1 }))).toThrow("Function 'f': retry strategy 'sometimes' is neither 'fixedDelay' nor 'exponentialBackoff'.");
+    expect(retryPolicyOf(fnWith({ strategy: 'fixedDelay', retryStrategy: 'fixedDelay', maxRetryCount: 3, delayInterval: { seconds: 2 } }))).toEqual({
+      strategy: 'fixedDelay',
+      maxRetryCount: 3,
+      delayMs: 2000,
+      minimumMs: 0,
+      maximumMs: 0,
+    });
+    expect(
+      retryPolicyOf(fnWith({ strategy: 'exponentialBackoff', maxRetryCount: -1, minimumInterval: { seconds: 1 }, maximumInterval: '00:00:30' })),
+    ).toMatchObject({ strategy: 'exponentialBackoff', maxRetryCount: -1, minimumMs: 1000, maximumMs: 30_000 });
+    expect(() => retryPolicyOf(fnWith({ strategy: 'sometimes', maxRetryCount: 1 }))).toThrow(
+      "Function 'f': retry strategy 'sometimes' is neither 'fixedDelay' nor 'exponentialBackoff'.",
+    );
     expect(() => retryPolicyOf(fnWith({ strategy: 'fixedDelay', maxRetryCount: 1 }))).toThrow('needs delayInterval');
-    expect(() => retryPolicyOf(fnWith({ strategy: 'exponentialBackoff', maxRetryCount: 1, minimumInterval: { seconds: 5 }, maximumInterval: { seconds: 1 } }))).toThrow('minimumInterval <= maximumInterval');
+    expect(() =>
+      retryPolicyOf(fnWith({ strategy: 'exponentialBackoff', maxRetryCount: 1, minimumInterval: { seconds: 5 }, maximumInterval: { seconds: 1 } })),
+    ).toThrow('minimumInterval <= maximumInterval');
   });
 
   it('waits a fixed delay, or backs off exponentially between minimum and maximum', () => {
@@ -33,7 +45,12 @@ describe('retry policies', () => {
   it('gives every attempt a retryContext and stops after maxRetryCount retries', async () => {
     const seen: RpcInvocationRequest['retryContext'][] = [];
     const policy = { strategy: 'fixedDelay' as const, maxRetryCount: 2, delayMs: 0, minimumMs: 0, maximumMs: 0 };
-    const last = await invokeWithRetry(async (r) => (seen.push(r.retryContext), outcome(false, `fail ${seen.length}`)), policy, {}, () => false);
+    const last = await invokeWithRetry(
+      async (r) => (seen.push(r.retryContext), outcome(false, `fail ${seen.length}`)),
+      policy,
+      {},
+      () => false,
+    );
     expect(last.response.result?.status).toBe('failure');
     expect(seen).toEqual([
       { retryCount: 0, maxRetryCount: 2 },
@@ -41,12 +58,22 @@ describe('retry policies', () => {
       { retryCount: 2, maxRetryCount: 2, exception: expect.objectContaining({ message: 'fail 2' }) },
     ]);
     let calls = 0;
-    const ok = await invokeWithRetry(async () => outcome(++calls === 2), policy, {}, () => false);
+    const ok = await invokeWithRetry(
+      async () => outcome(++calls === 2),
+      policy,
+      {},
+      () => false,
+    );
     expect(ok.response.result?.status).toBe('success');
     expect(calls).toBe(2);
     // Without a policy: one attempt, no retryContext.
     const plain: RpcInvocationRequest[] = [];
-    await invokeWithRetry(async (r) => (plain.push(r), outcome(false)), undefined, {}, () => false);
+    await invokeWithRetry(
+      async (r) => (plain.push(r), outcome(false)),
+      undefined,
+      {},
+      () => false,
+    );
     expect(plain).toEqual([{}]);
   });
 
@@ -54,7 +81,12 @@ describe('retry policies', () => {
     let calls = 0;
     let stopped = false;
     const policy = { strategy: 'fixedDelay' as const, maxRetryCount: -1, delayMs: 60_000, minimumMs: 0, maximumMs: 0 };
-    const run = invokeWithRetry(async () => (calls++, outcome(false)), policy, {}, () => stopped);
+    const run = invokeWithRetry(
+      async () => (calls++, outcome(false)),
+      policy,
+      {},
+      () => stopped,
+    );
     setTimeout(() => (stopped = true), 50);
     await run;
     expect(calls).toBe(1);

@@ -11,7 +11,10 @@ import { FunctionRegistry } from '../../../lib/runtime/registry';
 describe('HTTP host: routes outside the route prefix', () => {
   const registry = new FunctionRegistry();
   const http = (name: string, route: string) =>
-    registry.registerFunction({ name, bindings: { req: { type: 'httpTrigger', direction: 'in', methods: ['GET'], route }, $return: { type: 'http', direction: 'out' } } }, () => undefined);
+    registry.registerFunction(
+      { name, bindings: { req: { type: 'httpTrigger', direction: 'in', methods: ['GET'], route }, $return: { type: 'http', direction: 'out' } } },
+      () => undefined,
+    );
   http('getItem', 'items/{id}');
   http('getConsole', '~/console/{*path}');
   const host = new HttpHost({

@@ -1,7 +1,15 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { getSetting, isConfigLikeError, loadLocalSettings, readAppMain, readHostJson, resolveSettingReferences, RuntimeConfigError } from '../../../lib/runtime/settings';
+import {
+  getSetting,
+  isConfigLikeError,
+  loadLocalSettings,
+  readAppMain,
+  readHostJson,
+  resolveSettingReferences,
+  RuntimeConfigError,
+} from '../../../lib/runtime/settings';
 
 describe('settings', () => {
   let dir: string;

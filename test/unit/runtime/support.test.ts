@@ -7,7 +7,17 @@ import { createTimerExtension } from '../../../lib/runtime/timers';
 function registry(): FunctionRegistry {
   const r = new FunctionRegistry();
   const fn = () => undefined;
-  r.registerFunction({ name: 'api', bindings: { req: { type: 'httpTrigger', direction: 'in' }, $return: { type: 'http', direction: 'out' }, client: { type: 'durableClient', direction: 'in' } } }, fn);
+  r.registerFunction(
+    {
+      name: 'api',
+      bindings: {
+        req: { type: 'httpTrigger', direction: 'in' },
+        $return: { type: 'http', direction: 'out' },
+        client: { type: 'durableClient', direction: 'in' },
+      },
+    },
+    fn,
+  );
   r.registerFunction({ name: 'tick', bindings: { t: { type: 'timerTrigger', direction: 'in' } } }, fn);
   r.registerFunction({ name: 'run', bindings: { c: { type: 'orchestrationTrigger', direction: 'in' } } }, fn);
   r.registerFunction({ name: 'step', bindings: { a: { type: 'activityTrigger', direction: 'in' }, out: { type: 'blob', direction: 'out' } } }, fn);

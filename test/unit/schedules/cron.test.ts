@@ -27,11 +27,27 @@ describe('cron: NCRONTAB six and five fields', () => {
   it('takes names, ranges, steps and lists; day and day-of-week must both match (NCrontab)', () => {
     // 2026-01-13 is a Tuesday: the 13th that is also a Friday is 2026-02-13.
     expect(nextN('0 0 8 13 * FRI', 'UTC', '2026-01-01T00:00:00Z', 1)).toEqual(['2026-02-13T08:00:00.000Z']);
-    expect(nextN('0 */20 9-10 * JAN-MAR MON-FRI', 'UTC', '2026-01-02T00:00:00Z', 3)).toEqual(['2026-01-02T09:00:00.000Z', '2026-01-02T09:20:00.000Z', '2026-01-02T09:40:00.000Z']);
+    expect(nextN('0 */20 9-10 * JAN-MAR MON-FRI', 'UTC', '2026-01-02T00:00:00Z', 3)).toEqual([
+      '2026-01-02T09:00:00.000Z',
+      '2026-01-02T09:20:00.000Z',
+      '2026-01-02T09:40:00.000Z',
+    ]);
   });
 
   it('refuses what does not parse or is not NCRONTAB, naming cron', () => {
-    for (const bad of ['', 'bad', '* * * *', '0 0 0 * * * *', '0 0 * * 8', '0 61 * * * *', '0 0 L * *', '0 0 ? * MON', '0 0 * * 1#2', '0 0 1W * *', 'x 0 * * * *']) {
+    for (const bad of [
+      '',
+      'bad',
+      '* * * *',
+      '0 0 0 * * * *',
+      '0 0 * * 8',
+      '0 61 * * * *',
+      '0 0 L * *',
+      '0 0 ? * MON',
+      '0 0 * * 1#2',
+      '0 0 1W * *',
+      'x 0 * * * *',
+    ]) {
       expect([bad, paths(bad)]).toEqual([bad, ['/cron']]);
     }
   });

@@ -44,8 +44,22 @@ describe('schedule runs: statuses fold into steps and the sequence', () => {
   });
 
   it('a new schedule run lists every step and connector, nothing started', () => {
-    expect(plannedSteps({ steps: [{ runType: 'FullImport', connectorIds: ['a', 'b'] }, { runType: 'Export', connectorIds: ['c'] }] })).toEqual([
-      { runType: 'FullImport', status: 'NotStarted', runs: [{ connectorId: 'a', runId: null, status: 'NotStarted' }, { connectorId: 'b', runId: null, status: 'NotStarted' }] },
+    expect(
+      plannedSteps({
+        steps: [
+          { runType: 'FullImport', connectorIds: ['a', 'b'] },
+          { runType: 'Export', connectorIds: ['c'] },
+        ],
+      }),
+    ).toEqual([
+      {
+        runType: 'FullImport',
+        status: 'NotStarted',
+        runs: [
+          { connectorId: 'a', runId: null, status: 'NotStarted' },
+          { connectorId: 'b', runId: null, status: 'NotStarted' },
+        ],
+      },
       { runType: 'Export', status: 'NotStarted', runs: [{ connectorId: 'c', runId: null, status: 'NotStarted' }] },
     ]);
   });

@@ -18,7 +18,19 @@ function errorsOf(fn: () => unknown) {
 
 describe('the one Ajv instance', () => {
   it('has every request/response schema registered by $id and compiled', () => {
-    for (const id of ['CreateConnectorRequest', 'UpdateConnectorRequest', 'Connector', 'ConnectorList', 'CreateRuleRequest', 'Rule', 'RuleList', 'License', 'AuditList', 'Health', 'ProblemDetails']) {
+    for (const id of [
+      'CreateConnectorRequest',
+      'UpdateConnectorRequest',
+      'Connector',
+      'ConnectorList',
+      'CreateRuleRequest',
+      'Rule',
+      'RuleList',
+      'License',
+      'AuditList',
+      'Health',
+      'ProblemDetails',
+    ]) {
       expect(registeredSchemas().has(id)).toBe(true);
       expect(ajv.getSchema(id)).toBeDefined();
     }
@@ -37,8 +49,16 @@ describe('connector config schemas', () => {
   });
 
   it('report errors under /config with JSON pointers', () => {
-    const errors = errorsOf(() => validate(connectorTypeConfig('sql').configSchema, { dialect: 'oracle', host: 'h', database: 'd', user: 'u', password: 'p', anchorColumn: 'id', fullImportQuery: 'q', ssl: { ca: 'x', bogus: 1 } }, { pathPrefix: '/config' }));
-    expect(errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: '/config/dialect' }), { path: '/config/ssl/bogus', message: 'is not a known property' }]));
+    const errors = errorsOf(() =>
+      validate(
+        connectorTypeConfig('sql').configSchema,
+        { dialect: 'oracle', host: 'h', database: 'd', user: 'u', password: 'p', anchorColumn: 'id', fullImportQuery: 'q', ssl: { ca: 'x', bogus: 1 } },
+        { pathPrefix: '/config' },
+      ),
+    );
+    expect(errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: '/config/dialect' }), { path: '/config/ssl/bogus', message: 'is not a known property' }]),
+    );
   });
 
   it('have a schema for every connector type', () => {

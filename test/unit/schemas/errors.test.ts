@@ -43,7 +43,10 @@ describe('a value outside a choice lists the allowed values', () => {
 
   it('a nullable choice lists null, and a plain enum lists its values', () => {
     const schema = defineSchema(
-      Type.Object({ mode: Type.Optional(Nullable(Type.Union([Type.Literal('a'), Type.Literal('b')]))), size: Type.Optional(Type.Unsafe({ enum: ['s', 'm', 1] })) }, { $id: 'UnitChoiceErrors', additionalProperties: false }),
+      Type.Object(
+        { mode: Type.Optional(Nullable(Type.Union([Type.Literal('a'), Type.Literal('b')]))), size: Type.Optional(Type.Unsafe({ enum: ['s', 'm', 1] })) },
+        { $id: 'UnitChoiceErrors', additionalProperties: false },
+      ),
     );
     expect(errorsOf(() => validate(schema, { mode: 'c', size: 'xl' }))).toEqual([
       { path: '/mode', message: 'must be one of: a, b, null' },
@@ -52,7 +55,9 @@ describe('a value outside a choice lists the allowed values', () => {
   });
 
   it('a choice between shapes (not values) keeps its specific errors', () => {
-    const threshold = errorsOf(() => validate(connectorTypeConfig('ldap').configSchema, { ...ldap, deletionThreshold: { objects: -1 } }, { pathPrefix: '/config' }));
+    const threshold = errorsOf(() =>
+      validate(connectorTypeConfig('ldap').configSchema, { ...ldap, deletionThreshold: { objects: -1 } }, { pathPrefix: '/config' }),
+    );
     expect(threshold).toContainEqual({ path: '/config/deletionThreshold/objects', message: 'must be >= 0' });
     expect(threshold.some((e) => e.message.startsWith('must be one of'))).toBe(false);
   });

@@ -22,13 +22,21 @@ describe('changedPaths', () => {
 
   it('names the paths whose value differs; objects compare by content, whatever the key order', () => {
     expect(changedPaths(before, { ...before, ssl: { rejectUnauthorized: true, ca: 'X' } }, [['host'], ['port'], ['ssl']])).toEqual([]);
-    expect(changedPaths(before, { ...before, port: 636, ssl: { ca: 'Y', rejectUnauthorized: true } }, [['host'], ['port'], ['ssl']])).toEqual([['port'], ['ssl']]);
+    expect(changedPaths(before, { ...before, port: 636, ssl: { ca: 'Y', rejectUnauthorized: true } }, [['host'], ['port'], ['ssl']])).toEqual([
+      ['port'],
+      ['ssl'],
+    ]);
     expect(changedPaths(before, { ...before, name: 'other' }, [['host'], ['port']])).toEqual([]);
   });
 
   it('a field that appears or disappears is a change; absent and undefined are the same; each path once', () => {
     expect(changedPaths(before, { ...before, caCertificate: 'PEM' }, [['caCertificate']])).toEqual([['caCertificate']]);
     expect(changedPaths({ ...before, caCertificate: undefined }, before, [['caCertificate']])).toEqual([]);
-    expect(changedPaths({ s: { u: 1 } }, { s: { u: 2 } }, [['s', 'u'], ['s', 'u']])).toEqual([['s', 'u']]);
+    expect(
+      changedPaths({ s: { u: 1 } }, { s: { u: 2 } }, [
+        ['s', 'u'],
+        ['s', 'u'],
+      ]),
+    ).toEqual([['s', 'u']]);
   });
 });

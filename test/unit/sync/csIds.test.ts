@@ -31,4 +31,3 @@ describe('csObjectId', () => {
     expect(csObjectIdOf(C1, { anchor: 'x', csObjectId: 'kept' })).toBe('kept');
   });
 });
-

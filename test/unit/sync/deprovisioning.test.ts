@@ -23,14 +23,20 @@ describe('deprovisioning settings', () => {
 
   it('Active Directory disables through accountDisabled (bit 2 of the current userAccountControl) unless the setting names it', () => {
     expect(deprovisioningSettings({ deprovisioning: { action: 'disable' } }, 'active_directory').disableAttributes).toEqual({ accountDisabled: true });
-    expect(deprovisioningSettings({ deprovisioning: { action: 'disable', disableAttributes: { description: 'left' } } }, 'active_directory').disableAttributes).toEqual({
+    expect(
+      deprovisioningSettings({ deprovisioning: { action: 'disable', disableAttributes: { description: 'left' } } }, 'active_directory').disableAttributes,
+    ).toEqual({
       accountDisabled: true,
       description: 'left',
     });
-    expect(deprovisioningSettings({ deprovisioning: { action: 'disable', disableAttributes: { userAccountControl: 514 } } }, 'active_directory').disableAttributes).toEqual({
+    expect(
+      deprovisioningSettings({ deprovisioning: { action: 'disable', disableAttributes: { userAccountControl: 514 } } }, 'active_directory').disableAttributes,
+    ).toEqual({
       userAccountControl: 514,
     });
-    expect(deprovisioningSettings({ deprovisioning: { action: 'disable', disableAttributes: { employeeStatus: 'disabled' } } }, 'ldap').disableAttributes).toEqual({
+    expect(
+      deprovisioningSettings({ deprovisioning: { action: 'disable', disableAttributes: { employeeStatus: 'disabled' } } }, 'ldap').disableAttributes,
+    ).toEqual({
       employeeStatus: 'disabled',
     });
   });
@@ -48,7 +54,10 @@ describe('deprovisioning settings', () => {
 
 describe('disable and enable values', () => {
   it('the disable keeps what the target showed for the attributes it writes, and the enable gives it back when no flow writes them', () => {
-    const settings = deprovisioningSettings({ deprovisioning: { action: 'disable', disableAttributes: { employeeStatus: 'disabled', description: 'gone' } } }, 'ldap');
+    const settings = deprovisioningSettings(
+      { deprovisioning: { action: 'disable', disableAttributes: { employeeStatus: 'disabled', description: 'gone' } } },
+      'ldap',
+    );
     const d = disableValues(settings, row({ employeeStatus: 'active' }, { description: 'Engineer' }));
     expect(d).toEqual({ attributes: { employeeStatus: 'disabled', description: 'gone' }, previous: { employeeStatus: 'active', description: 'Engineer' } });
     const marker = { state: 'disabled' as const, reason: 'gone' as const, at: 'x', written: Object.keys(d.attributes), previous: d.previous };
@@ -59,14 +68,18 @@ describe('disable and enable values', () => {
   it('an attribute the target did not have before the disable is cleared by the enable', () => {
     const settings = deprovisioningSettings({ deprovisioning: { action: 'disable', disableAttributes: { employeeStatus: 'disabled' } } }, 'ldap');
     const d = disableValues(settings, row({}));
-    expect(enableValues({ state: 'disabled', reason: 'gone', at: 'x', written: ['employeeStatus'], previous: d.previous }, {})).toEqual({ employeeStatus: null });
+    expect(enableValues({ state: 'disabled', reason: 'gone', at: 'x', written: ['employeeStatus'], previous: d.previous }, {})).toEqual({
+      employeeStatus: null,
+    });
   });
 
   it('Active Directory: accountDisabled true, then false; no previous value of a pseudo-attribute', () => {
     const settings = deprovisioningSettings({ deprovisioning: { action: 'disable' } }, 'active_directory');
     const d = disableValues(settings, row({ userAccountControl: '66048' }));
     expect(d).toEqual({ attributes: { accountDisabled: true }, previous: {} });
-    expect(enableValues({ state: 'disabled', reason: 'gone', at: 'x', written: ['accountDisabled'], previous: {} }, { givenName: 'Ann' })).toEqual({ accountDisabled: false });
+    expect(enableValues({ state: 'disabled', reason: 'gone', at: 'x', written: ['accountDisabled'], previous: {} }, { givenName: 'Ann' })).toEqual({
+      accountDisabled: false,
+    });
   });
 });
 
@@ -75,12 +88,19 @@ describe('config.deprovisioning validation', () => {
     const d = { action: 'disable', disableAttributes: { employeeStatus: 'disabled' }, graceDays: 0.25, onConditionFalse: true };
     expect(configErrors('ldap', { ...ldap, deprovisioning: d })).toEqual([]);
     expect(configErrors('active_directory', { ...ldap, deprovisioning: { action: 'disable' } })).toEqual([]);
-    expect(configErrors('custom', { implementation: 'file', settings: { path: '/tmp', anchorColumn: 'id' }, deprovisioning: { action: 'none' } }).filter((e) => e.path.startsWith('/config/deprovisioning'))).toEqual([]);
+    expect(
+      configErrors('custom', { implementation: 'file', settings: { path: '/tmp', anchorColumn: 'id' }, deprovisioning: { action: 'none' } }).filter((e) =>
+        e.path.startsWith('/config/deprovisioning'),
+      ),
+    ).toEqual([]);
     expect(configErrors('sql', { ...sql, deprovisioning: d }).filter((e) => e.path.startsWith('/config/deprovisioning'))).toEqual([]);
   });
 
   it('bad values: every error listed, an enum with its allowed values', () => {
-    const errors = configErrors('ldap', { ...ldap, deprovisioning: { action: 'archive', graceDays: -1, onConditionFalse: 'yes', disableAttributes: { a: { b: 1 } }, extra: 1 } });
+    const errors = configErrors('ldap', {
+      ...ldap,
+      deprovisioning: { action: 'archive', graceDays: -1, onConditionFalse: 'yes', disableAttributes: { a: { b: 1 } }, extra: 1 },
+    });
     expect(errors).toEqual([
       { path: '/config/deprovisioning/extra', message: 'is not a known property' },
       { path: '/config/deprovisioning/action', message: 'must be one of: delete, disable, none' },
@@ -90,7 +110,10 @@ describe('config.deprovisioning validation', () => {
     ]);
     for (const type of ['sql', 'custom', 'active_directory'] as const) {
       const base = type === 'sql' ? sql : type === 'custom' ? { implementation: 'file' } : ldap;
-      expect(configErrors(type, { ...base, deprovisioning: { action: 'park' } })).toContainEqual({ path: '/config/deprovisioning/action', message: 'must be one of: delete, disable, none' });
+      expect(configErrors(type, { ...base, deprovisioning: { action: 'park' } })).toContainEqual({
+        path: '/config/deprovisioning/action',
+        message: 'must be one of: delete, disable, none',
+      });
     }
   });
 

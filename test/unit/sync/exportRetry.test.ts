@@ -94,8 +94,19 @@ describe('the connector-space row keeps the retry state and the dates', () => {
   const base: CsObject = { anchor: 'a1', objectType: 'User', attributes: { sn: 'X' }, hash: 'h', rulesHash: 'r', meshId: null, updatedOn: T2 };
 
   test('failure, pending change and kept id round-trip', () => {
-    const row: CsObject = { ...base, pendingExport: { kind: 'add', attributes: { sn: 'Y' }, stagedOn: T1 }, exportError: failedAgain(undefined, 'm', 'run', T1), csObjectId: 'kept', exportedOn: T1 };
-    expect(fromCsEntity(toCsEntity(C1, row))).toMatchObject({ pendingExport: row.pendingExport, exportError: row.exportError, csObjectId: 'kept', exportedOn: T1 });
+    const row: CsObject = {
+      ...base,
+      pendingExport: { kind: 'add', attributes: { sn: 'Y' }, stagedOn: T1 },
+      exportError: failedAgain(undefined, 'm', 'run', T1),
+      csObjectId: 'kept',
+      exportedOn: T1,
+    };
+    expect(fromCsEntity(toCsEntity(C1, row))).toMatchObject({
+      pendingExport: row.pendingExport,
+      exportError: row.exportError,
+      csObjectId: 'kept',
+      exportedOn: T1,
+    });
   });
 
   test('an import stores no date of its own (it is the row time); another write keeps it', () => {

@@ -36,7 +36,11 @@ describe('the planner records its join decision', () => {
     expect(again.join).toEqual({ outcome: 'joined', ruleId: null, candidates: [p.cs.meshId] });
     const joined = planImport({ rules: b, now: NOW, ws }, 'd1', obj('d1', { emp: 'E1' }), 'h', undefined);
     expect(joined.join).toEqual({ outcome: 'joined', ruleId: JOIN.ruleId, candidates: [p.cs.meshId] });
-    expect(planImport({ rules: b, now: NOW, ws }, 'd9', obj('d9', { emp: 'E9' }), 'h', undefined).join).toEqual({ outcome: 'none', ruleId: null, candidates: [] });
+    expect(planImport({ rules: b, now: NOW, ws }, 'd9', obj('d9', { emp: 'E9' }), 'h', undefined).join).toEqual({
+      outcome: 'none',
+      ruleId: null,
+      candidates: [],
+    });
     project(ws, 'h2', 'E5');
     project(ws, 'h3', 'E5');
     const amb = planImport({ rules: b, now: NOW, ws }, 'd5', obj('d5', { emp: 'E5' }), 'h', undefined);
@@ -86,9 +90,21 @@ describe('views', () => {
 
   test('exportView: an add has no old values and its staged id; an update shows what the target shows now', () => {
     const add = exportView({ connectorId: T, kind: 'add', meshId: 'm1', prev: undefined, dn: 'uid=E1,ou=x', values: { uid: 'E1' }, shown: {} });
-    expect(add).toEqual({ connectorId: T, operation: 'Add', csObjectId: stagedCsObjectId(T, 'm1'), dn: 'uid=E1,ou=x', attributes: { uid: { old: null, new: 'E1' } } });
+    expect(add).toEqual({
+      connectorId: T,
+      operation: 'Add',
+      csObjectId: stagedCsObjectId(T, 'm1'),
+      dn: 'uid=E1,ou=x',
+      attributes: { uid: { old: null, new: 'E1' } },
+    });
     const prev = { anchor: 'a1', objectType: 'User', attributes: { title: 'Old' }, hash: '', rulesHash: '', meshId: 'm1', updatedOn: NOW };
     const upd = exportView({ connectorId: T, kind: 'update', meshId: 'm1', prev, dn: null, values: { title: 'New', mail: 'a@x' }, shown: { title: 'Old' } });
-    expect(upd).toEqual({ connectorId: T, operation: 'Update', csObjectId: anchoredCsObjectId(T, 'a1'), dn: null, attributes: { title: { old: 'Old', new: 'New' }, mail: { old: null, new: 'a@x' } } });
+    expect(upd).toEqual({
+      connectorId: T,
+      operation: 'Update',
+      csObjectId: anchoredCsObjectId(T, 'a1'),
+      dn: null,
+      attributes: { title: { old: 'Old', new: 'New' }, mail: { old: null, new: 'a@x' } },
+    });
   });
 });

@@ -122,7 +122,10 @@ describe('planImport', () => {
 
   test('a script that fails is a per-object error and the object is retried next time (no hash)', () => {
     const { ws } = setup();
-    const rules = compileRuleSet(A, [r({ ruleType: 'ProjectionRule', sourceAttribute: 'id' }), r({ sourceAttribute: 'n', targetAttribute: 'n', confidence: 1, transformScript: 'source.toFixed(1)' })]);
+    const rules = compileRuleSet(A, [
+      r({ ruleType: 'ProjectionRule', sourceAttribute: 'id' }),
+      r({ sourceAttribute: 'n', targetAttribute: 'n', confidence: 1, transformScript: 'source.toFixed(1)' }),
+    ]);
     const plan = planImport({ rules, now: NOW, ws }, 'b3', obj('b3', { id: 'b3', n: 'abc' }), 'h', undefined);
     expect(plan.outcome).toBe('error');
     expect(plan.cs.hash).toBe('');
@@ -162,9 +165,15 @@ describe('MeshIndex', () => {
   test('keeps anchor, attribute, pending and incoming entries in step with object states', () => {
     const ix = new MeshIndex(new Set(['employeeId']));
     const doc: MeshObject = {
-      id: 'a1', objectType: 'User', anchorValue: 'Ann', createdOn: NOW, updatedOn: NOW,
+      id: 'a1',
+      objectType: 'User',
+      anchorValue: 'Ann',
+      createdOn: NOW,
+      updatedOn: NOW,
       attributes: { employeeId: { value: 'E1', sourceConnectorId: A, confidence: 1, updatedOn: NOW } },
-      contributions: {}, links: {}, relationships: [{ type: 'manager', targetId: 'b1', targetAnchor: 'B', targetType: 'User' }],
+      contributions: {},
+      links: {},
+      relationships: [{ type: 'manager', targetId: 'b1', targetAnchor: 'B', targetType: 'User' }],
       pendingReferences: [{ type: 'peer', value: 'X9' }],
     };
     ix.apply('a1', doc);
@@ -196,7 +205,13 @@ describe('planImport: a target object the export deprovisioned', () => {
 
   test('a disabled one is not projected again by its own connector (the leaver stays out of the mesh), and keeps its marker', () => {
     const { ws, a } = setup();
-    const plan = planImport({ rules: a, now: NOW, ws }, 'h9', obj('h9', { employeeId: 'E9' }), 'hash9', prevOf({ state: 'disabled', reason: 'gone', at: NOW, written: ['x'] }, null));
+    const plan = planImport(
+      { rules: a, now: NOW, ws },
+      'h9',
+      obj('h9', { employeeId: 'E9' }),
+      'hash9',
+      prevOf({ state: 'disabled', reason: 'gone', at: NOW, written: ['x'] }, null),
+    );
     expect(plan.cs.meshId).toBeNull();
     expect(plan.cs.deprovisioned).toMatchObject({ state: 'disabled' });
     expect(ws.get(projectedMeshId(A, 'h9'))).toBeFalsy();
@@ -205,7 +220,13 @@ describe('planImport: a target object the export deprovisioned', () => {
   test('a pending one (its mesh object went away, grace running) keeps that mesh id, so that a return of the object finds it', () => {
     const { ws, a } = setup();
     const gone = '00000000-0000-4000-8000-0000000000ff';
-    const plan = planImport({ rules: a, now: NOW, ws }, 'h9', obj('h9', { employeeId: 'E9' }), 'hash9', prevOf({ state: 'pending', reason: 'gone', at: NOW, due: NOW }, gone));
+    const plan = planImport(
+      { rules: a, now: NOW, ws },
+      'h9',
+      obj('h9', { employeeId: 'E9' }),
+      'hash9',
+      prevOf({ state: 'pending', reason: 'gone', at: NOW, due: NOW }, gone),
+    );
     expect(plan.cs).toMatchObject({ meshId: gone, deprovisioned: { state: 'pending' } });
   });
 

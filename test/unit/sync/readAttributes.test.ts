@@ -21,7 +21,13 @@ describe("the attributes a directory connector's rules use", () => {
   const rules = [
     rule({ ruleType: 'ProjectionRule', sourceAttribute: 'sAMAccountName', objectType: 'User' }),
     rule({ ruleType: 'JoinRule', sourceAttribute: 'employeeID', targetAttribute: 'employeeId' }),
-    rule({ ruleType: 'FlowRule', direction: 'inbound', sourceAttribute: 'mail', targetAttribute: 'email', transformScript: 'lower(source) + (object.proxyAddresses ?? "")' }),
+    rule({
+      ruleType: 'FlowRule',
+      direction: 'inbound',
+      sourceAttribute: 'mail',
+      targetAttribute: 'email',
+      transformScript: 'lower(source) + (object.proxyAddresses ?? "")',
+    }),
     rule({ ruleType: 'FlowRule', sourceAttribute: 'givenName', targetAttribute: 'firstName' }),
     rule({ ruleType: 'FlowRule', direction: 'outbound', sourceAttribute: 'department', targetAttribute: 'department', transformScript: 'object.costCenter' }),
     rule({ ruleType: 'FlowRule', direction: 'outbound', sourceAttribute: 'password', targetAttribute: 'unicodePwd' }),
@@ -35,17 +41,33 @@ describe("the attributes a directory connector's rules use", () => {
 
   test("joins, projections, inbound flows (and what their scripts read of object), outbound targets, reference renames; not the mesh side's", () => {
     // An outbound script reads mesh attributes; dn, container and AD's accountDisabled are not read; disabled rules and other connectors' count not.
-    expect(ruleAttributes('ad', 'active_directory', {}, rules)).toEqual(['department', 'employeeID', 'givenName', 'mail', 'manager', 'proxyAddresses', 'sAMAccountName', 'unicodePwd']);
+    expect(ruleAttributes('ad', 'active_directory', {}, rules)).toEqual([
+      'department',
+      'employeeID',
+      'givenName',
+      'mail',
+      'manager',
+      'proxyAddresses',
+      'sAMAccountName',
+      'unicodePwd',
+    ]);
   });
-  test("deprovisioning by disable: the attributes it writes (their values are kept for a re-enable)", () => {
+  test('deprovisioning by disable: the attributes it writes (their values are kept for a re-enable)', () => {
     const config = { deprovisioning: { action: 'disable', disableAttributes: { employeeStatus: 'disabled', accountDisabled: true } } };
     expect(ruleAttributes('ad', 'active_directory', config, rules.slice(0, 1))).toEqual(['employeeStatus', 'sAMAccountName']);
-    expect(ruleAttributes('ad', 'active_directory', { deprovisioning: { action: 'delete', disableAttributes: { employeeStatus: 'x' } } }, rules.slice(0, 1))).toEqual(['sAMAccountName']);
+    expect(
+      ruleAttributes('ad', 'active_directory', { deprovisioning: { action: 'delete', disableAttributes: { employeeStatus: 'x' } } }, rules.slice(0, 1)),
+    ).toEqual(['sAMAccountName']);
   });
   test('everything: no rule of the connector, or a script that reads object by a computed name', () => {
     expect(ruleAttributes('ad', 'ldap', {}, [])).toBe(ALL_ATTRIBUTES);
     expect(ruleAttributes('other', 'ldap', {}, rules)).toBe(ALL_ATTRIBUTES);
-    expect(ruleAttributes('ad', 'ldap', {}, [...rules, rule({ ruleType: 'FlowRule', sourceAttribute: 'sn', targetAttribute: 'x', transformScript: 'object[source]' })])).toBe(ALL_ATTRIBUTES);
+    expect(
+      ruleAttributes('ad', 'ldap', {}, [
+        ...rules,
+        rule({ ruleType: 'FlowRule', sourceAttribute: 'sn', targetAttribute: 'x', transformScript: 'object[source]' }),
+      ]),
+    ).toBe(ALL_ATTRIBUTES);
   });
   test("what an import reads: a directory's configured attributes win (`*` among them: everything); other connector types are not limited", () => {
     expect(importReads('ad', 'active_directory', { attributes: ['cn', 'sn'] }, rules)).toEqual(['cn', 'sn']);

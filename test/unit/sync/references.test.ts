@@ -1,5 +1,12 @@
 import { dnKey, type MeshObject } from '../../../lib/mesh/model';
-import { applyConnectorReferences, dedupeComposed, referencePolicy, referenceValuesFor, refreshConnectorReferences, type CsLookup } from '../../../lib/sync/references';
+import {
+  applyConnectorReferences,
+  dedupeComposed,
+  referencePolicy,
+  referenceValuesFor,
+  refreshConnectorReferences,
+  type CsLookup,
+} from '../../../lib/sync/references';
 import type { Rule } from '../../../lib/storage/rules';
 import { gid, meshObject } from '../mesh/meshSupport';
 
@@ -23,7 +30,10 @@ function space(rows: { anchor: string; dn?: string; meshId: string | null }[], k
   };
 }
 
-const index = (docs: MeshObject[]) => ({ info: (id: string) => docs.find((d) => d.id === id) && { objectType: docs.find((d) => d.id === id)!.objectType, anchorValue: docs.find((d) => d.id === id)!.anchorValue } });
+const index = (docs: MeshObject[]) => ({
+  info: (id: string) =>
+    docs.find((d) => d.id === id) && { objectType: docs.find((d) => d.id === id)!.objectType, anchorValue: docs.find((d) => d.id === id)!.anchorValue },
+});
 
 describe('references through the connector space', () => {
   const boss = meshObject(gid(1), 'boss');
@@ -35,7 +45,9 @@ describe('references through the connector space', () => {
     const cs = space([{ anchor: 'a-boss', dn: 'uid=Boss,ou=People,dc=x', meshId: boss.id }]);
     const doc = structuredClone(me);
     applyConnectorReferences(doc, cs, ix, { manager: ['UID=boss, OU=people,dc=x'] });
-    expect(doc.relationships).toEqual([{ type: 'manager', targetId: boss.id, targetAnchor: 'boss', targetType: 'User', c: C, ca: 'a-boss', v: 'uid=boss,ou=people,dc=x', by: `@dn:${C}` }]);
+    expect(doc.relationships).toEqual([
+      { type: 'manager', targetId: boss.id, targetAnchor: 'boss', targetType: 'User', c: C, ca: 'a-boss', v: 'uid=boss,ou=people,dc=x', by: `@dn:${C}` },
+    ]);
     expect(doc.pendingReferences).toEqual([]);
   });
 
@@ -87,8 +99,31 @@ describe('references through the connector space', () => {
   });
 
   test('SQL: values are anchors (case kept); a rename rule names the type; a self reference makes nothing', () => {
-    const rename: Rule = { ruleId: 'r', ruleName: 'n', ruleType: 'MeshComposerRule', connectorId: C, relationshipType: 'manager', sourceAttribute: 'manager_id', targetAttribute: null, transformScript: null, priority: 100, isEnabled: true, confidence: null, createdOn: '', updatedOn: '' } as unknown as Rule;
-    const cs = { ...space([{ anchor: 'E001', meshId: boss.id }, { anchor: 'E003', meshId: me.id }], 'sql'), policy: referencePolicy(C, 'sql', {}, [rename]) };
+    const rename: Rule = {
+      ruleId: 'r',
+      ruleName: 'n',
+      ruleType: 'MeshComposerRule',
+      connectorId: C,
+      relationshipType: 'manager',
+      sourceAttribute: 'manager_id',
+      targetAttribute: null,
+      transformScript: null,
+      priority: 100,
+      isEnabled: true,
+      confidence: null,
+      createdOn: '',
+      updatedOn: '',
+    } as unknown as Rule;
+    const cs = {
+      ...space(
+        [
+          { anchor: 'E001', meshId: boss.id },
+          { anchor: 'E003', meshId: me.id },
+        ],
+        'sql',
+      ),
+      policy: referencePolicy(C, 'sql', {}, [rename]),
+    };
     const doc = structuredClone(me);
     applyConnectorReferences(doc, cs, ix, { manager_id: ['E001'], buddy_id: ['e001', 'E003'] });
     expect(doc.relationships.map((r) => [r.type, r.targetId])).toEqual([['manager', boss.id]]);
@@ -98,7 +133,22 @@ describe('references through the connector space', () => {
   test('the policy: directories by DN, SQL by anchor, a file connector by its column settings', () => {
     expect(referencePolicy(C, 'active_directory', {}, []).kind('member')).toBe('dn');
     expect(referencePolicy(C, 'sql', {}, []).targetKind).toBe('anchor');
-    const file = referencePolicy(C, 'custom', { implementation: 'file', settings: { dnColumn: 'dn', referenceColumns: { boss: 'User', mgrDn: { objectType: 'User', resolveBy: 'dn' }, byMail: { objectType: 'User', resolveBy: 'attribute', attribute: 'mail' } } } }, []);
+    const file = referencePolicy(
+      C,
+      'custom',
+      {
+        implementation: 'file',
+        settings: {
+          dnColumn: 'dn',
+          referenceColumns: {
+            boss: 'User',
+            mgrDn: { objectType: 'User', resolveBy: 'dn' },
+            byMail: { objectType: 'User', resolveBy: 'attribute', attribute: 'mail' },
+          },
+        },
+      },
+      [],
+    );
     expect([file.kind('boss'), file.kind('mgrDn'), file.kind('byMail'), file.targetKind]).toEqual(['anchor', 'dn', null, 'dn']);
   });
 
@@ -111,7 +161,23 @@ describe('references through the connector space', () => {
     ];
     const links = new Map([[boss.id, 'a-boss']]);
     const dns = new Map([['a-boss', 'cn=Boss,ou=T']]);
-    expect(referenceValuesFor(doc, 'member', 'dn', (id) => links.get(id), (a) => dns.get(a))).toEqual({ values: ['cn=Boss,ou=T'], missing: 1 });
-    expect(referenceValuesFor(doc, 'manager', 'anchor', (id) => links.get(id), () => undefined)).toEqual({ values: ['a-boss'], missing: 0 });
+    expect(
+      referenceValuesFor(
+        doc,
+        'member',
+        'dn',
+        (id) => links.get(id),
+        (a) => dns.get(a),
+      ),
+    ).toEqual({ values: ['cn=Boss,ou=T'], missing: 1 });
+    expect(
+      referenceValuesFor(
+        doc,
+        'manager',
+        'anchor',
+        (id) => links.get(id),
+        () => undefined,
+      ),
+    ).toEqual({ values: ['a-boss'], missing: 0 });
   });
 });

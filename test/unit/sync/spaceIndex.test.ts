@@ -21,9 +21,30 @@ const entry = (anchor: string | null, over: Partial<SpaceEntry> = {}): SpaceEntr
 
 describe('connector space index (pure parts)', () => {
   test('a row becomes an entry with its states; a deleted row none', () => {
-    const row = { rowKey: encodeKey('a/1'), objectType: 'User', meshId: 'm1', dn: 'uid=A,ou=X', hash: 'h', updatedOn: '2026-01-01T00:00:00.000Z', eo: '2026-01-02T00:00:00.000Z', xn: 1, x0: '{}', pn: 1, p0: JSON.stringify({ kind: 'update', attributes: { sn: 'B', cn: 'B' }, stagedOn: '2026-01-03T00:00:00.000Z' }), xe: JSON.stringify({ message: 'no', runId: 'r', occurredOn: 'o', attempts: 2 }) };
+    const row = {
+      rowKey: encodeKey('a/1'),
+      objectType: 'User',
+      meshId: 'm1',
+      dn: 'uid=A,ou=X',
+      hash: 'h',
+      updatedOn: '2026-01-01T00:00:00.000Z',
+      eo: '2026-01-02T00:00:00.000Z',
+      xn: 1,
+      x0: '{}',
+      pn: 1,
+      p0: JSON.stringify({ kind: 'update', attributes: { sn: 'B', cn: 'B' }, stagedOn: '2026-01-03T00:00:00.000Z' }),
+      xe: JSON.stringify({ message: 'no', runId: 'r', occurredOn: 'o', attempts: 2 }),
+    };
     const e = entryOfRow(C, row)!;
-    expect(e).toMatchObject({ anchor: 'a/1', csObjectId: anchoredCsObjectId(C, 'a/1'), dn: 'uid=A,ou=X', meshObjectId: 'm1', awaitingConfirmation: true, lastImportedOn: '2026-01-01T00:00:00.000Z', lastExportedOn: '2026-01-02T00:00:00.000Z' });
+    expect(e).toMatchObject({
+      anchor: 'a/1',
+      csObjectId: anchoredCsObjectId(C, 'a/1'),
+      dn: 'uid=A,ou=X',
+      meshObjectId: 'm1',
+      awaitingConfirmation: true,
+      lastImportedOn: '2026-01-01T00:00:00.000Z',
+      lastExportedOn: '2026-01-02T00:00:00.000Z',
+    });
     expect(e.pendingExport).toEqual({ operation: 'Update', attributeCount: 2, stagedOn: '2026-01-03T00:00:00.000Z' });
     expect(e.error).toEqual({ message: 'no', runId: 'r', occurredOn: 'o', attempts: 2 });
     for (const s of SPACE_STATES) expect(inState(e, s)).toBe(s !== 'disconnector');
@@ -92,7 +113,11 @@ describe('connector space index (pure parts)', () => {
     for (const search of searches) {
       for (const state of [undefined, ...SPACE_STATES]) {
         for (const objectType of [undefined, 'group']) {
-          for (const [skip, take] of [[0, 50], [30, 7], [1990, 200]]) {
+          for (const [skip, take] of [
+            [0, 50],
+            [30, 7],
+            [1990, 200],
+          ]) {
             const q = { search, state, objectType, skip, take };
             expect(view.query(q)).toEqual(queryEntries(list, q));
           }

@@ -45,7 +45,15 @@ const T0 = '2026-01-01T00:00:00.000Z';
 const T1 = '2026-02-01T00:00:00.000Z';
 const T2 = '2026-02-02T00:00:00.000Z';
 const rules = compileRuleSet(H, RULES);
-const row = (anchor: string, meshId: string | null): CsObject => ({ anchor, objectType: 'User', attributes: {}, hash: 'h', rulesHash: rules.hash, meshId, updatedOn: T0 });
+const row = (anchor: string, meshId: string | null): CsObject => ({
+  anchor,
+  objectType: 'User',
+  attributes: {},
+  hash: 'h',
+  rulesHash: rules.hash,
+  meshId,
+  updatedOn: T0,
+});
 
 /** A person imported from HR (anchor `h1`), then linked to a target T (which contributed `mail`). */
 function imported(): { ws: WorkingSet; index: MeshIndex; doc: MeshObject } {
@@ -78,7 +86,11 @@ describe('planner and tombstones', () => {
     expect(plan.outcome).toBe('deleted');
     expect(page.get(doc.id)).toBeNull();
     // Provisioned into T only: that link does not keep it alive; its last state still has every value.
-    expect(page.removedStates.get(doc.id)).toMatchObject({ id: doc.id, attributes: { employeeId: { value: 'E1' }, givenName: { value: 'Ann' }, mail: { value: 'ann@x' } }, links: { [H]: 'h1', [T]: 'uid=E1' } });
+    expect(page.removedStates.get(doc.id)).toMatchObject({
+      id: doc.id,
+      attributes: { employeeId: { value: 'E1' }, givenName: { value: 'Ann' }, mail: { value: 'ann@x' } },
+      links: { [H]: 'h1', [T]: 'uid=E1' },
+    });
   });
 
   test('nothing to read without tombstones, or for an object already linked', () => {

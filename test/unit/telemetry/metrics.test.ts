@@ -18,7 +18,11 @@ describe('metrics exposition', () => {
     const first = (await metricsText()).body;
     const second = (await metricsText()).body;
     expect(reads).toBe(1);
-    const meshsync = (text: string) => text.split('\n').filter((l) => l.startsWith('meshsync_') && !l.startsWith('meshsync_instance_heartbeat_age')).join('\n');
+    const meshsync = (text: string) =>
+      text
+        .split('\n')
+        .filter((l) => l.startsWith('meshsync_') && !l.startsWith('meshsync_instance_heartbeat_age'))
+        .join('\n');
     expect(meshsync(second)).toBe(meshsync(first));
     for (const name of ['meshsync_runs_total', 'meshsync_run_duration_seconds', 'meshsync_objects_processed_total', 'meshsync_http_request_duration_seconds']) {
       expect(first).toContain(`# TYPE ${name} `);

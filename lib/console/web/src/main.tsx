@@ -61,14 +61,28 @@ function App({ config }: { config: ConsoleConfig }) {
     document.title = `${title} · Identity Mesh Sync`;
   }, [route.segments[0]]);
   if (route.segments[0] === 'callback') {
-    return <main class="signin">{error ? <p role="alert" class="error">{error} <a href={href([])}>Start again</a></p> : <p>Signing in…</p>}</main>;
+    return (
+      <main class="signin">
+        {error ? (
+          <p role="alert" class="error">
+            {error} <a href={href([])}>Start again</a>
+          </p>
+        ) : (
+          <p>Signing in…</p>
+        )}
+      </main>
+    );
   }
   if (!session) {
     return (
       <main class="signin">
         <h1>Identity Mesh Sync</h1>
         <p>Sign in to operate the service{config.developmentIssuer ? ' (development issuer: pick any user and role)' : ''}.</p>
-        {error && <p role="alert" class="error">{error}</p>}
+        {error && (
+          <p role="alert" class="error">
+            {error}
+          </p>
+        )}
         <button type="button" class="primary" onClick={() => signIn(config, here()).catch((e: Error) => setError(e.message))}>
           Sign in
         </button>
@@ -103,7 +117,11 @@ function App({ config }: { config: ConsoleConfig }) {
       screen = <Overview session={session} />;
       break;
     default:
-      screen = <p>No such page. <a href={href([])}>Overview</a></p>;
+      screen = (
+        <p>
+          No such page. <a href={href([])}>Overview</a>
+        </p>
+      );
   }
   return (
     <div class="shell">
@@ -119,21 +137,31 @@ function App({ config }: { config: ConsoleConfig }) {
         Skip to content
       </a>
       <header>
-        <button type="button" class="menu" aria-expanded={menu} aria-controls="nav" onClick={() => setMenu(!menu)}>Menu</button>
+        <button type="button" class="menu" aria-expanded={menu} aria-controls="nav" onClick={() => setMenu(!menu)}>
+          Menu
+        </button>
         <span class="brand">Identity Mesh Sync</span>
-        <span class="who" data-testid="who">{session.user} · {session.roles.join(', ') || 'no role'}</span>
-        <button type="button" onClick={() => (signOut(), setSession(null))}>Sign out</button>
+        <span class="who" data-testid="who">
+          {session.user} · {session.roles.join(', ') || 'no role'}
+        </span>
+        <button type="button" onClick={() => (signOut(), setSession(null))}>
+          Sign out
+        </button>
       </header>
       <nav id="nav" aria-label="Sections" class={menu ? 'open' : ''}>
         <ul>
           {NAV.map(([k, label]) => (
             <li key={k}>
-              <a href={href(k ? [k] : [])} aria-current={section === k ? 'page' : undefined} onClick={() => setMenu(false)}>{label}</a>
+              <a href={href(k ? [k] : [])} aria-current={section === k ? 'page' : undefined} onClick={() => setMenu(false)}>
+                {label}
+              </a>
             </li>
           ))}
         </ul>
       </nav>
-      <main id="main" tabIndex={-1}>{screen}</main>
+      <main id="main" tabIndex={-1}>
+        {screen}
+      </main>
     </div>
   );
 }

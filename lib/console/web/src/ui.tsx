@@ -59,7 +59,23 @@ export interface Column<T> {
 }
 
 /** A table whose rows keep their height while loading: skeleton rows hold the space of a page. */
-export function Table<T>({ columns, rows, loading, empty, rowKey, caption, skeletonRows = 8 }: { columns: Column<T>[]; rows: T[] | undefined; loading: boolean; empty: string; rowKey: (r: T) => string; caption: string; skeletonRows?: number }) {
+export function Table<T>({
+  columns,
+  rows,
+  loading,
+  empty,
+  rowKey,
+  caption,
+  skeletonRows = 8,
+}: {
+  columns: Column<T>[];
+  rows: T[] | undefined;
+  loading: boolean;
+  empty: string;
+  rowKey: (r: T) => string;
+  caption: string;
+  skeletonRows?: number;
+}) {
   return (
     <div class="table-wrap" aria-busy={loading}>
       <table>
@@ -126,7 +142,11 @@ export function Status({ value }: { value: string | null | undefined }) {
 
 export function When({ value }: { value: string | null | undefined }) {
   if (!value) return <span>–</span>;
-  return <time dateTime={value} title={value}>{new Date(value).toLocaleString()}</time>;
+  return (
+    <time dateTime={value} title={value}>
+      {new Date(value).toLocaleString()}
+    </time>
+  );
 }
 
 interface LinkProps {
@@ -155,7 +175,19 @@ export function value(v: unknown): string {
 }
 
 /** A button that runs an action, shows its error, and is disabled while it runs. Hidden when not `allowed`. */
-export function Action({ label, allowed, run, kind = 'secondary', confirm }: { label: string; allowed: boolean; run: () => Promise<unknown>; kind?: 'primary' | 'secondary' | 'danger'; confirm?: string }) {
+export function Action({
+  label,
+  allowed,
+  run,
+  kind = 'secondary',
+  confirm,
+}: {
+  label: string;
+  allowed: boolean;
+  run: () => Promise<unknown>;
+  kind?: 'primary' | 'secondary' | 'danger';
+  confirm?: string;
+}) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Error>();
   if (!allowed) return null;

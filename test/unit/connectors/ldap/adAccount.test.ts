@@ -16,7 +16,11 @@ describe('Active Directory account values', () => {
   });
 
   test('the password and accountDisabled are taken out of the attributes', () => {
-    expect(accountParts({ unicodePwd: 'S3cret!x', accountDisabled: 'false', title: 'x' })).toEqual({ password: 'S3cret!x', disabled: false, rest: { title: 'x' } });
+    expect(accountParts({ unicodePwd: 'S3cret!x', accountDisabled: 'false', title: 'x' })).toEqual({
+      password: 'S3cret!x',
+      disabled: false,
+      rest: { title: 'x' },
+    });
     expect(accountParts({ unicodepwd: null, AccountDisabled: true })).toEqual({ disabled: true, rest: {} });
     expect(() => accountParts({ unicodePwd: ['a', 'b'] })).toThrow(/one non-empty string/);
     expect(() => accountParts({ accountDisabled: 'maybe' })).toThrow(/true or false/);

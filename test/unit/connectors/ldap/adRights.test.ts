@@ -14,7 +14,9 @@ function sidBytes(sid: string): Buffer {
 function ace(type: number, mask: number, sid: string, opts: { objectType?: string; inheritOnly?: boolean } = {}): Buffer {
   const s = sidBytes(sid);
   const obj = type === 5 || type === 6;
-  const body = obj ? Buffer.concat([Buffer.alloc(8), opts.objectType ? guidToBytes(opts.objectType) : Buffer.alloc(0), s]) : Buffer.concat([Buffer.alloc(4), s]);
+  const body = obj
+    ? Buffer.concat([Buffer.alloc(8), opts.objectType ? guidToBytes(opts.objectType) : Buffer.alloc(0), s])
+    : Buffer.concat([Buffer.alloc(4), s]);
   body.writeUInt32LE(mask, 0);
   if (obj) body.writeUInt32LE(opts.objectType ? 1 : 0, 4);
   const head = Buffer.from([type, opts.inheritOnly ? 0x08 : 0, 0, 0]);

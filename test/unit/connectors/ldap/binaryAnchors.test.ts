@@ -135,7 +135,10 @@ describe('a delete is "already gone" only when the directory confirms it', () =>
     const lookupFails = new Session(() => {
       throw toConnectorError({ code: 50, message: 'insufficientAccessRights' }, 'Searching', []);
     });
-    expect(await connector(lookupFails).export({ kind: 'delete', objectType: 'User', anchor: GUID, attributes: {} })).toMatchObject({ status: 'error', anchor: GUID });
+    expect(await connector(lookupFails).export({ kind: 'delete', objectType: 'User', anchor: GUID, attributes: {} })).toMatchObject({
+      status: 'error',
+      anchor: GUID,
+    });
   });
 
   test('a ms-DS-ConsistencyGuid anchor: the whole base DN is searched by its bytes with Show Deleted', async () => {
@@ -143,7 +146,9 @@ describe('a delete is "already gone" only when the directory confirms it', () =>
     const c = connector(live, { anchorAttribute: 'mS-DS-ConsistencyGuid' });
     expect(await c.export({ kind: 'delete', objectType: 'User', anchor: GUID, attributes: {} })).toMatchObject({ status: 'error' });
     const gone = new Session(() => []);
-    expect(await connector(gone, { anchorAttribute: 'mS-DS-ConsistencyGuid' }).export({ kind: 'delete', objectType: 'User', anchor: GUID, attributes: {} })).toMatchObject({ status: 'success' });
+    expect(
+      await connector(gone, { anchorAttribute: 'mS-DS-ConsistencyGuid' }).export({ kind: 'delete', objectType: 'User', anchor: GUID, attributes: {} }),
+    ).toMatchObject({ status: 'success' });
     const probe = gone.requests.find((r) => r.base === BASE)!;
     expect(wire(probe).includes(HIGH)).toBe(true);
   });

@@ -34,11 +34,24 @@ describe('changelogChains', () => {
       'nsUniqueId',
     );
     expect(chains).toHaveLength(1);
-    expect(chains[0]).toMatchObject({ origin: 'uid=ann,ou=people,dc=example,dc=com', renamed: true, deleted: true, deletedDn: 'uid=anna,ou=staff,dc=example,dc=com' });
+    expect(chains[0]).toMatchObject({
+      origin: 'uid=ann,ou=people,dc=example,dc=com',
+      renamed: true,
+      deleted: true,
+      deletedDn: 'uid=anna,ou=staff,dc=example,dc=com',
+    });
   });
 
   test('an add then a delete is nothing the connector space knows (origin null)', () => {
-    const { chains } = changelogChains([log('add', 'uid=tmp,ou=people,dc=example,dc=com'), log('modify', 'uid=tmp,ou=people,dc=example,dc=com'), log('delete', 'uid=tmp,ou=people,dc=example,dc=com')], BASE, 'entryUUID');
+    const { chains } = changelogChains(
+      [
+        log('add', 'uid=tmp,ou=people,dc=example,dc=com'),
+        log('modify', 'uid=tmp,ou=people,dc=example,dc=com'),
+        log('delete', 'uid=tmp,ou=people,dc=example,dc=com'),
+      ],
+      BASE,
+      'entryUUID',
+    );
     expect(chains).toEqual([expect.objectContaining({ origin: null, deleted: true })]);
   });
 
@@ -74,7 +87,9 @@ describe('changelogChains', () => {
   });
 
   test('the logged anchor: targetUniqueId with nsUniqueId, targetEntryUUID with entryUUID, neither with another anchor', () => {
-    const entries = [log('delete', 'uid=eve,ou=people,dc=example,dc=com', { targetUniqueId: 'a1b2c3d4-11111111-22222222-33333333', targetEntryUUID: 'e-uuid' })];
+    const entries = [
+      log('delete', 'uid=eve,ou=people,dc=example,dc=com', { targetUniqueId: 'a1b2c3d4-11111111-22222222-33333333', targetEntryUUID: 'e-uuid' }),
+    ];
     expect(changelogChains(entries, BASE, 'nsUniqueId').chains[0].anchor).toBe('a1b2c3d4-11111111-22222222-33333333');
     expect(changelogChains(entries, BASE, 'entryUUID').chains[0].anchor).toBe('e-uuid');
     expect(changelogChains(entries, BASE, 'employeeNumber').chains[0].anchor).toBeUndefined();
@@ -109,7 +124,16 @@ async function collect(g: AsyncGenerator<DeltaPage>): Promise<DeltaPage[]> {
 }
 
 describe('changelog strategy on a log that names targets by DN only', () => {
-  const scope: Scope = { classes: new Map([['inetorgperson', 'User'], ['groupofnames', 'Group']]), anchorAttribute: 'nsUniqueId', include: [BASE], exclude: [], isAd: false };
+  const scope: Scope = {
+    classes: new Map([
+      ['inetorgperson', 'User'],
+      ['groupofnames', 'Group'],
+    ]),
+    anchorAttribute: 'nsUniqueId',
+    include: [BASE],
+    exclude: [],
+    isAd: false,
+  };
   const strategyOn = (changelog: LdapEntry[], entries: LdapEntry[]) => {
     const s = new ScriptedSession({ dn: '', changelog: 'cn=changelog', firstChangeNumber: '1', lastChangeNumber: String(n) }, changelog, entries);
     const ctx: DeltaContext = {
@@ -137,7 +161,13 @@ describe('changelog strategy on a log that names targets by DN only', () => {
     ];
     const entries: LdapEntry[] = [
       { dn: 'uid=rob,ou=people,dc=example,dc=com', objectClass: ['top', 'inetOrgPerson'], nsUniqueId: 'u-bob', uid: 'rob', cn: 'Bob', sn: 'B' },
-      { dn: 'cn=staff,ou=groups,dc=example,dc=com', objectClass: ['top', 'groupOfNames'], nsUniqueId: 'u-staff', cn: 'staff', member: 'uid=rob,ou=people,dc=example,dc=com' },
+      {
+        dn: 'cn=staff,ou=groups,dc=example,dc=com',
+        objectClass: ['top', 'groupOfNames'],
+        nsUniqueId: 'u-staff',
+        cn: 'staff',
+        member: 'uid=rob,ou=people,dc=example,dc=com',
+      },
       // A container the connector does not map: not an error.
       { dn: 'ou=people,dc=example,dc=com', objectClass: ['top', 'organizationalUnit'], ou: 'people' },
     ];
@@ -159,7 +189,9 @@ describe('changelog strategy on a log that names targets by DN only', () => {
     const strategy = await strategyOn(changelog, [{ dn: 'uid=old,ou=people,dc=example,dc=com', objectClass: ['inetOrgPerson'], uid: 'old' }]);
     const pages = await collect(strategy.delta(JSON.stringify({ s: 'changelog', n: 100 }), { pageSize: 50 }));
     expect(pages.flatMap((p) => p.changes).map((c) => [c.kind, c.anchor])).toEqual([['delete', 'u-x']]);
-    expect(pages.flatMap((p) => p.errors)).toEqual([expect.objectContaining({ location: 'uid=old,ou=people,dc=example,dc=com', message: expect.stringMatching(/has no nsUniqueId/) })]);
+    expect(pages.flatMap((p) => p.errors)).toEqual([
+      expect.objectContaining({ location: 'uid=old,ou=people,dc=example,dc=com', message: expect.stringMatching(/has no nsUniqueId/) }),
+    ]);
   });
 });
 

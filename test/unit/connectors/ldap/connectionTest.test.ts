@@ -23,7 +23,10 @@ const config = { host: 'dc1', port: 636, security: 'ldaps' as const, bindDN: 'cn
 describe('testDirectorySession', () => {
   it('reads baseDN and every included container at base scope, asking for no attribute', async () => {
     const searches: SearchRequest[] = [];
-    const r = await testDirectorySession(session({ 'dc=corp': 'present', 'ou=a,dc=corp': 'present' }, searches), { ...config, containers: { include: ['ou=a,dc=corp'] } });
+    const r = await testDirectorySession(session({ 'dc=corp': 'present', 'ou=a,dc=corp': 'present' }, searches), {
+      ...config,
+      containers: { include: ['ou=a,dc=corp'] },
+    });
     expect(r.message).toBe('Bound to dc1:636 (ldaps) as cn=sync; dc=corp and 1 included container(s) are readable.');
     expect(searches.map((s) => [s.base, s.scope, s.attributes])).toEqual([
       ['dc=corp', 'base', ['1.1']],
@@ -34,7 +37,10 @@ describe('testDirectorySession', () => {
   });
 
   it('a missing baseDN or container is configuration_invalid naming the setting and the DN', async () => {
-    await expect(testDirectorySession(session({}), config)).rejects.toMatchObject({ code: 'configuration_invalid', message: expect.stringMatching(/^baseDN 'dc=corp' was not found/) });
+    await expect(testDirectorySession(session({}), config)).rejects.toMatchObject({
+      code: 'configuration_invalid',
+      message: expect.stringMatching(/^baseDN 'dc=corp' was not found/),
+    });
     await expect(testDirectorySession(session({ 'dc=corp': 'present' }), { ...config, containers: { include: ['ou=b,dc=corp'] } })).rejects.toMatchObject({
       code: 'configuration_invalid',
       message: expect.stringMatching(/^containers\.include 'ou=b,dc=corp' was not found/),
@@ -42,7 +48,9 @@ describe('testDirectorySession', () => {
   });
 
   it('an entry the account cannot see is reported as not readable; other failures pass through unchanged', async () => {
-    await expect(testDirectorySession(session({ 'dc=corp': 'hidden' }), config)).rejects.toMatchObject({ message: expect.stringMatching(/is not readable by the bind account/) });
+    await expect(testDirectorySession(session({ 'dc=corp': 'hidden' }), config)).rejects.toMatchObject({
+      message: expect.stringMatching(/is not readable by the bind account/),
+    });
     const lost = new ConnectorError('connection_failed', 'lost');
     const failing = { search: async () => Promise.reject(lost) } as unknown as DirectorySession;
     await expect(testDirectorySession(failing, config)).rejects.toBe(lost);

@@ -32,7 +32,16 @@ class RecordedSession implements DirectorySession {
 const GUID = '3f2504e0-4f89-11d3-9a0c-0305e82c3301';
 const GUID2 = '6b29fc40-ca47-1067-b31d-00dd010662da';
 const SID = Buffer.from('010500000000000515000000a065cf7e784b9b5fe77c8770f4010000', 'hex');
-const adScope: Scope = { classes: new Map([['user', 'User'], ['group', 'Group']]), anchorAttribute: 'objectGUID', include: ['DC=corp,DC=test'], exclude: [], isAd: true };
+const adScope: Scope = {
+  classes: new Map([
+    ['user', 'User'],
+    ['group', 'Group'],
+  ]),
+  anchorAttribute: 'objectGUID',
+  include: ['DC=corp,DC=test'],
+  exclude: [],
+  isAd: true,
+};
 
 describe('values', () => {
   test('objectGUID and objectSid as canonical strings', () => {
@@ -47,11 +56,29 @@ describe('values', () => {
   });
   test('a plain DN is only lower-cased; any other goes through the parser, with the same result as before', () => {
     expect(plainDnLower('CN=Ann Lee,OU=People,DC=Corp')).toBe('cn=ann lee,ou=people,dc=corp');
-    for (const dn of ['CN=A, OU=People', ' cn=a,ou=b', 'cn=a ,ou=b', 'cn =a', 'cn= a', 'cn=a+ sn=b', 'cn=a\\,b,ou=c', 'cn="a,b",ou=c', 'cn=a\u00a0,ou=b', 'cn=a\t']) {
+    for (const dn of [
+      'CN=A, OU=People',
+      ' cn=a,ou=b',
+      'cn=a ,ou=b',
+      'cn =a',
+      'cn= a',
+      'cn=a+ sn=b',
+      'cn=a\\,b,ou=c',
+      'cn="a,b",ou=c',
+      'cn=a\u00a0,ou=b',
+      'cn=a\t',
+    ]) {
       expect(plainDnLower(dn)).toBeUndefined();
     }
     // The fast path gives what the parser and the key's blank rule give for plain DNs.
-    for (const dn of ['CN=Ann Lee,OU=People,DC=Corp', 'uid=u000001,ou=people,dc=example,dc=com', 'cn=a=b,ou=c', 'cn=ΟΔΟΣ,ou=x', 'cn=a,,ou=b', 'cn=a+sn=B,ou=c']) {
+    for (const dn of [
+      'CN=Ann Lee,OU=People,DC=Corp',
+      'uid=u000001,ou=people,dc=example,dc=com',
+      'cn=a=b,ou=c',
+      'cn=ΟΔΟΣ,ou=x',
+      'cn=a,,ou=b',
+      'cn=a+sn=B,ou=c',
+    ]) {
       expect(normalizeDn(dn)).toBe(dn.toLowerCase());
       expect(dnKey(dn)).toBe(dn.toLowerCase());
     }
@@ -69,7 +96,14 @@ describe('AD ranged retrieval (member;range=)', () => {
       { match: (r) => r.attributes[0] === 'member;range=1500-*', entries: [{ dn: 'CN=Big,DC=corp,DC=test', 'member;range=1500-2999': second }] },
       { match: (r) => r.attributes[0] === 'member;range=3000-*', entries: [{ dn: 'CN=Big,DC=corp,DC=test', 'member;range=3000-*': last }] },
     ]);
-    const entry: LdapEntry = { dn: 'CN=Big,DC=corp,DC=test', objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID), cn: 'Big', 'member;range=0-1499': first, member: [] };
+    const entry: LdapEntry = {
+      dn: 'CN=Big,DC=corp,DC=test',
+      objectClass: ['top', 'group'],
+      objectGUID: guidToBytes(GUID),
+      cn: 'Big',
+      'member;range=0-1499': first,
+      member: [],
+    };
     const whole = await completeRanges(s, entry);
     expect(whole.member).toHaveLength(3001);
     expect(Object.keys(whole).filter((k) => k.startsWith('member'))).toEqual(['member']);
@@ -84,9 +118,16 @@ describe('AD ranged retrieval (member;range=)', () => {
     // ldapts also lists the attribute asked for, with no values, when the DC answered another name.
     const s = new RecordedSession([
       { match: (r) => r.attributes[0] === 'member;range=1000-1999', entries: [{ dn, 'member;range=1000-1999': values.slice(1000, 2000) }] },
-      { match: (r) => r.attributes[0] === 'member;range=2000-2999', entries: [{ dn, 'member;range=2000-2999': [], 'member;range=2000-*': values.slice(2000) }] },
+      {
+        match: (r) => r.attributes[0] === 'member;range=2000-2999',
+        entries: [{ dn, 'member;range=2000-2999': [], 'member;range=2000-*': values.slice(2000) }],
+      },
     ]);
-    const o = await toConnectorObject(s, { dn, objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID), 'member;range=0-999': values.slice(0, 1000) }, { ...adScope, rangeSize: 1000 });
+    const o = await toConnectorObject(
+      s,
+      { dn, objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID), 'member;range=0-999': values.slice(0, 1000) },
+      { ...adScope, rangeSize: 1000 },
+    );
     expect(s.requests.map((r) => [r.base, r.scope, r.attributes])).toEqual([
       [dn, 'base', ['member;range=1000-1999']],
       [dn, 'base', ['member;range=2000-2999']],
@@ -96,7 +137,11 @@ describe('AD ranged retrieval (member;range=)', () => {
   });
   test('an entry without the attribute (ldapts lists it with no values) is read once, and has no member', async () => {
     const s = new RecordedSession([]);
-    const u = await toConnectorObject(s, { dn: 'CN=Ann,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(GUID), 'member;range=0-999': [] }, { ...adScope, rangeSize: 1000 });
+    const u = await toConnectorObject(
+      s,
+      { dn: 'CN=Ann,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(GUID), 'member;range=0-999': [] },
+      { ...adScope, rangeSize: 1000 },
+    );
     expect(s.requests).toEqual([]);
     expect(Object.keys((u as { attributes: Record<string, unknown> }).attributes).filter((k) => /member/i.test(k))).toEqual([]);
   });
@@ -112,14 +157,24 @@ describe('AD ranged retrieval (member;range=)', () => {
     const dn = 'CN=Odd,DC=corp,DC=test';
     const entry: LdapEntry = { dn, objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID), 'member;range=0-9': ['CN=A,DC=corp,DC=test'] };
     const shifted = new RecordedSession([{ match: () => true, entries: [{ dn, 'member;range=5-*': ['CN=B,DC=corp,DC=test'] }] }]);
-    expect(await toConnectorObject(shifted, entry, adScope)).toMatchObject({ code: 'object_error', anchor: GUID, location: dn, message: expect.stringContaining('member;range=5-*') });
+    expect(await toConnectorObject(shifted, entry, adScope)).toMatchObject({
+      code: 'object_error',
+      anchor: GUID,
+      location: dn,
+      message: expect.stringContaining('member;range=5-*'),
+    });
     const gone = new RecordedSession([]);
     expect(await toConnectorObject(gone, entry, adScope)).toMatchObject({ code: 'object_error', message: expect.stringContaining('was gone') });
   });
   test('the attributes a search asks for: active_directory asks for the first slice of member', () => {
     const config = { host: 'dc1', baseDN: 'DC=corp,DC=test', bindDN: 'CN=svc,DC=corp,DC=test', bindPassword: 'x' };
     expect(new LdapConnector('active_directory', config).readAttributes).toEqual(['*', 'objectClass', 'objectGUID', 'member;range=0-1499']);
-    expect(new LdapConnector('active_directory', { ...config, memberRangeSize: 1000, attributes: ['cn', 'Member'] }).readAttributes).toEqual(['cn', 'member;range=0-999', 'objectClass', 'objectGUID']);
+    expect(new LdapConnector('active_directory', { ...config, memberRangeSize: 1000, attributes: ['cn', 'Member'] }).readAttributes).toEqual([
+      'cn',
+      'member;range=0-999',
+      'objectClass',
+      'objectGUID',
+    ]);
     expect(new LdapConnector('active_directory', { ...config, attributes: ['cn'] }).readAttributes).toEqual(['cn', 'objectClass', 'objectGUID']);
     expect(new LdapConnector('ldap', { ...config, anchorAttribute: 'entryUUID' }).readAttributes).toEqual(['*', 'objectClass', 'entryUUID']);
   });
@@ -138,16 +193,41 @@ describe('AD ranged retrieval (member;range=)', () => {
       'owner',
       'managedBy',
     ]);
-    expect(new LdapConnector('ldap', { ...config, anchorAttribute: 'entryUUID' }, ['mail']).readAttributes).toEqual(['mail', 'objectClass', 'entryUUID', 'manager', 'secretary', 'member', 'uniqueMember', 'owner', 'managedBy']);
+    expect(new LdapConnector('ldap', { ...config, anchorAttribute: 'entryUUID' }, ['mail']).readAttributes).toEqual([
+      'mail',
+      'objectClass',
+      'entryUUID',
+      'manager',
+      'secretary',
+      'member',
+      'uniqueMember',
+      'owner',
+      'managedBy',
+    ]);
     // Configured attributes (a list, or `*`) are read as they are, whatever the rules use.
     expect(new LdapConnector('active_directory', { ...config, attributes: ['cn'] }, ['sn']).readAttributes).toEqual(['cn', 'objectClass', 'objectGUID']);
-    expect(new LdapConnector('active_directory', { ...config, attributes: ['*'] }, ['sn']).readAttributes).toEqual(['*', 'objectClass', 'objectGUID', 'member;range=0-1499']);
+    expect(new LdapConnector('active_directory', { ...config, attributes: ['*'] }, ['sn']).readAttributes).toEqual([
+      '*',
+      'objectClass',
+      'objectGUID',
+      'member;range=0-1499',
+    ]);
   });
   test('a computer is not a User; objectSid is a string', async () => {
     const s = new RecordedSession([]);
-    expect(await toConnectorObject(s, { dn: 'CN=PC1,DC=corp,DC=test', objectClass: ['top', 'person', 'user', 'computer'], objectGUID: guidToBytes(GUID) }, adScope)).toBeUndefined();
-    const u = await toConnectorObject(s, { dn: 'CN=Ann,OU=Staff,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(GUID), objectSid: SID }, adScope);
-    expect(u).toMatchObject({ objectType: 'User', attributes: { objectSid: 'S-1-5-21-2127521184-1604012920-1887927527-500', objectGUID: GUID }, container: 'OU=Staff,DC=corp,DC=test' });
+    expect(
+      await toConnectorObject(s, { dn: 'CN=PC1,DC=corp,DC=test', objectClass: ['top', 'person', 'user', 'computer'], objectGUID: guidToBytes(GUID) }, adScope),
+    ).toBeUndefined();
+    const u = await toConnectorObject(
+      s,
+      { dn: 'CN=Ann,OU=Staff,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(GUID), objectSid: SID },
+      adScope,
+    );
+    expect(u).toMatchObject({
+      objectType: 'User',
+      attributes: { objectSid: 'S-1-5-21-2127521184-1604012920-1887927527-500', objectGUID: GUID },
+      container: 'OU=Staff,DC=corp,DC=test',
+    });
   });
 });
 
@@ -162,7 +242,11 @@ function adContext(s: DirectorySession): DeltaContext {
     lookup: async () => new Map(),
   };
 }
-const ROOT = (usn: string, ds = 'CN=NTDS Settings,CN=DC1,CN=Servers,CN=Site,CN=Sites,CN=Configuration,DC=corp,DC=test', time = '20250301120000.0Z'): LdapEntry => ({
+const ROOT = (
+  usn: string,
+  ds = 'CN=NTDS Settings,CN=DC1,CN=Servers,CN=Site,CN=Sites,CN=Configuration,DC=corp,DC=test',
+  time = '20250301120000.0Z',
+): LdapEntry => ({
   dn: '',
   supportedCapabilities: ['1.2.840.113556.1.4.800', '1.2.840.113556.1.4.1670'],
   highestCommittedUSN: usn,
@@ -192,12 +276,25 @@ describe('usn strategy (Active Directory, recorded responses)', () => {
         match: (r) => r.filter.includes('uSNChanged>=12001') && !r.filter.includes('isDeleted'),
         entries: [
           { dn: 'CN=New,OU=Staff,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(GUID), uSNCreated: '12010', cn: 'New' },
-          { dn: 'CN=Grp,OU=Groups,DC=corp,DC=test', objectClass: ['top', 'group'], objectGUID: guidToBytes(GUID2), uSNCreated: '500', cn: 'Grp', member: 'CN=New,OU=Staff,DC=corp,DC=test' },
+          {
+            dn: 'CN=Grp,OU=Groups,DC=corp,DC=test',
+            objectClass: ['top', 'group'],
+            objectGUID: guidToBytes(GUID2),
+            uSNCreated: '500',
+            cn: 'Grp',
+            member: 'CN=New,OU=Staff,DC=corp,DC=test',
+          },
         ],
       },
       {
         match: (r) => r.filter.includes('isDeleted=TRUE'),
-        entries: [{ dn: 'CN=Old\\0ADEL:1234,CN=Deleted Objects,DC=corp,DC=test', objectGUID: guidToBytes('11111111-2222-3333-4444-555555555555'), lastKnownParent: 'OU=Staff,DC=corp,DC=test' }],
+        entries: [
+          {
+            dn: 'CN=Old\\0ADEL:1234,CN=Deleted Objects,DC=corp,DC=test',
+            objectGUID: guidToBytes('11111111-2222-3333-4444-555555555555'),
+            lastKnownParent: 'OU=Staff,DC=corp,DC=test',
+          },
+        ],
       },
     ]);
     const strategy = await deltaStrategyFor(adContext(s));
@@ -245,11 +342,22 @@ describe('changelog strategy (recorded cn=changelog)', () => {
         ],
       },
     ]);
-    const ctx: DeltaContext = { session: s, scope, baseDN: 'dc=x', configured: 'auto', readAttributes: ['*'], toObject: (e) => toConnectorObject(s, e, scope), lookup: async () => new Map([['u-a', user]]) };
+    const ctx: DeltaContext = {
+      session: s,
+      scope,
+      baseDN: 'dc=x',
+      configured: 'auto',
+      readAttributes: ['*'],
+      toObject: (e) => toConnectorObject(s, e, scope),
+      lookup: async () => new Map([['u-a', user]]),
+    };
     const strategy = await deltaStrategyFor(ctx);
     expect(strategy.name).toBe('changelog');
     const pages = await collect(strategy.delta(JSON.stringify({ s: 'changelog', n: 7 }), { pageSize: 10 }));
-    expect(pages.flatMap((p) => p.changes).map((c) => [c.kind, c.anchor])).toEqual([['update', 'u-a'], ['delete', 'u-b']]);
+    expect(pages.flatMap((p) => p.changes).map((c) => [c.kind, c.anchor])).toEqual([
+      ['update', 'u-a'],
+      ['delete', 'u-b'],
+    ]);
     expect(JSON.parse(pages[pages.length - 1].nextWatermark!)).toEqual({ s: 'changelog', n: 9 });
     const trimmed = await collect(strategy.delta(JSON.stringify({ s: 'changelog', n: 2 }), { pageSize: 10 }));
     expect(trimmed[0].fullImportRequired?.reason).toMatch(/trimmed/);
@@ -284,7 +392,12 @@ describe('accesslog: what refint will do, applied to what a delta read (DnFates)
     reqNewRDN: rdn,
     ...(superior ? { reqNewSuperior: superior } : {}),
   });
-  const group = (members: string[], extra: Record<string, string | string[]> = {}): LdapEntry => ({ dn: `cn=g,ou=Groups,${base}`, cn: 'g', member: members, ...extra });
+  const group = (members: string[], extra: Record<string, string | string[]> = {}): LdapEntry => ({
+    dn: `cn=g,ou=Groups,${base}`,
+    cn: 'g',
+    member: members,
+    ...extra,
+  });
 
   it('drops a deleted DN and rewrites a renamed one, last among the values (as refint writes it); other attributes stay', () => {
     const fates = DnFates.of([del(u('E4')), modrdn(u('E1'), 'uid=E1', `ou=Sales,${base}`)]);

@@ -46,7 +46,16 @@ const NAME = 0x00090001;
 const CN = 0x00000003;
 
 const G = (n: number) => `0000000${n}-0000-4000-8000-000000000000`;
-const scope = (include: string[], exclude: string[] = []): Scope => ({ classes: new Map([['user', 'User'], ['group', 'Group']]), anchorAttribute: 'objectGUID', include, exclude, isAd: true });
+const scope = (include: string[], exclude: string[] = []): Scope => ({
+  classes: new Map([
+    ['user', 'User'],
+    ['group', 'Group'],
+  ]),
+  anchorAttribute: 'objectGUID',
+  include,
+  exclude,
+  isAd: true,
+});
 const ROOT: LdapEntry = {
   dn: '',
   supportedCapabilities: ['1.2.840.113556.1.4.800'],
@@ -74,13 +83,36 @@ async function changes(s: DirectorySession, sc: Scope): Promise<DeltaChange[]> {
   for await (const p of (await deltaStrategyFor(ctx(s, sc))).delta(WM, { pageSize: 100 })) out.push(...p.changes);
   return out;
 }
-const user = (n: number, dn: string, extra: Partial<LdapEntry> = {}): LdapEntry => ({ dn, objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(G(n)), cn: dn.slice(3, dn.indexOf(',')), ...extra });
+const user = (n: number, dn: string, extra: Partial<LdapEntry> = {}): LdapEntry => ({
+  dn,
+  objectClass: ['top', 'person', 'user'],
+  objectGUID: guidToBytes(G(n)),
+  cn: dn.slice(3, dn.indexOf(',')),
+  ...extra,
+});
 
 describe('replication metadata and tombstones', () => {
   test("a rename or move shows in the name attribute's local USN", () => {
-    const e = { dn: 'x', replPropertyMetaData: metadata([[CN, 150], [NAME, 150]]) };
+    const e = {
+      dn: 'x',
+      replPropertyMetaData: metadata([
+        [CN, 150],
+        [NAME, 150],
+      ]),
+    };
     expect(placeChangedSince(e, 100)).toBe(true);
-    expect(placeChangedSince({ dn: 'x', replPropertyMetaData: metadata([[CN, 150], [NAME, 90]]) }, 100)).toBe(false);
+    expect(
+      placeChangedSince(
+        {
+          dn: 'x',
+          replPropertyMetaData: metadata([
+            [CN, 150],
+            [NAME, 90],
+          ]),
+        },
+        100,
+      ),
+    ).toBe(false);
     expect(placeChangedSince({ dn: 'x' }, 100)).toBeUndefined();
     expect(placeChangedSince({ dn: 'x', replPropertyMetaData: Buffer.from('garbage') }, 100)).toBeUndefined();
   });
@@ -96,7 +128,12 @@ describe('usn delta: linked values and moves out of scope', () => {
   test('the entries naming a moved member or manager are read by its new DN and returned as updates; an only-modified entry costs no such search', async () => {
     const moved = user(1, 'CN=Ann,OU=B,DC=corp,DC=test', { replPropertyMetaData: metadata([[NAME, 150]]), uSNCreated: '10' });
     const edited = user(2, 'CN=Bob,OU=A,DC=corp,DC=test', { replPropertyMetaData: metadata([[NAME, 20]]), uSNCreated: '10', title: 'x' });
-    const group: LdapEntry = { dn: 'CN=G,OU=A,DC=corp,DC=test', objectClass: ['top', 'group'], objectGUID: guidToBytes(G(3)), member: ['CN=Ann,OU=B,DC=corp,DC=test', 'CN=Bob,OU=A,DC=corp,DC=test'] };
+    const group: LdapEntry = {
+      dn: 'CN=G,OU=A,DC=corp,DC=test',
+      objectClass: ['top', 'group'],
+      objectGUID: guidToBytes(G(3)),
+      member: ['CN=Ann,OU=B,DC=corp,DC=test', 'CN=Bob,OU=A,DC=corp,DC=test'],
+    };
     const report = user(4, 'CN=Cy,OU=A,DC=corp,DC=test', { manager: 'CN=Ann,OU=B,DC=corp,DC=test' });
     const s = new ScriptedSession((r) => {
       if (r.base === '') return [ROOT];
@@ -157,11 +194,28 @@ describe('usn delta: linked values and moves out of scope', () => {
     const s = new ScriptedSession((r) => {
       if (r.base === '') return [ROOT];
       if (r.filter.includes('isDeleted'))
-        return [{ dn: 'CN=Hal\\0ADEL:99,CN=Deleted Objects,DC=corp,DC=test', objectClass: ['top', 'group'], objectGUID: guidToBytes(G(9)), name: 'Hal\nDEL:99', lastKnownParent: 'OU=A,DC=corp,DC=test' }];
+        return [
+          {
+            dn: 'CN=Hal\\0ADEL:99,CN=Deleted Objects,DC=corp,DC=test',
+            objectClass: ['top', 'group'],
+            objectGUID: guidToBytes(G(9)),
+            name: 'Hal\nDEL:99',
+            lastKnownParent: 'OU=A,DC=corp,DC=test',
+          },
+        ];
       return [];
     });
     const out = await changes(s, scope(['DC=corp,DC=test']));
-    expect(out).toEqual([{ kind: 'delete', anchor: G(9), objectType: 'Group', previousDn: 'CN=Hal,OU=A,DC=corp,DC=test', previousContainer: 'OU=A,DC=corp,DC=test', referencesDropped: true }]);
+    expect(out).toEqual([
+      {
+        kind: 'delete',
+        anchor: G(9),
+        objectType: 'Group',
+        previousDn: 'CN=Hal,OU=A,DC=corp,DC=test',
+        previousContainer: 'OU=A,DC=corp,DC=test',
+        referencesDropped: true,
+      },
+    ]);
   });
 
   test('tombstones of classes the connector does not map (an OU, a computer) are not deletes', async () => {
@@ -169,9 +223,27 @@ describe('usn delta: linked values and moves out of scope', () => {
       if (r.base === '') return [ROOT];
       if (r.filter.includes('isDeleted'))
         return [
-          { dn: 'OU=Old\\0ADEL:1,CN=Deleted Objects,DC=corp,DC=test', objectClass: ['top', 'organizationalUnit'], objectGUID: guidToBytes(G(1)), name: 'Old\nDEL:1', lastKnownParent: 'DC=corp,DC=test' },
-          { dn: 'CN=PC\\0ADEL:2,CN=Deleted Objects,DC=corp,DC=test', objectClass: ['top', 'person', 'user', 'computer'], objectGUID: guidToBytes(G(2)), name: 'PC\nDEL:2', lastKnownParent: 'DC=corp,DC=test' },
-          { dn: 'CN=Ann\\0ADEL:3,CN=Deleted Objects,DC=corp,DC=test', objectClass: ['top', 'person', 'user'], objectGUID: guidToBytes(G(3)), name: 'Ann\nDEL:3', lastKnownParent: 'DC=corp,DC=test' },
+          {
+            dn: 'OU=Old\\0ADEL:1,CN=Deleted Objects,DC=corp,DC=test',
+            objectClass: ['top', 'organizationalUnit'],
+            objectGUID: guidToBytes(G(1)),
+            name: 'Old\nDEL:1',
+            lastKnownParent: 'DC=corp,DC=test',
+          },
+          {
+            dn: 'CN=PC\\0ADEL:2,CN=Deleted Objects,DC=corp,DC=test',
+            objectClass: ['top', 'person', 'user', 'computer'],
+            objectGUID: guidToBytes(G(2)),
+            name: 'PC\nDEL:2',
+            lastKnownParent: 'DC=corp,DC=test',
+          },
+          {
+            dn: 'CN=Ann\\0ADEL:3,CN=Deleted Objects,DC=corp,DC=test',
+            objectClass: ['top', 'person', 'user'],
+            objectGUID: guidToBytes(G(3)),
+            name: 'Ann\nDEL:3',
+            lastKnownParent: 'DC=corp,DC=test',
+          },
         ];
       return [];
     });

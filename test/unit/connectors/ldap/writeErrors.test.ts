@@ -43,7 +43,9 @@ describe('directory write refusals', () => {
     expect(refuse(new NoSuchObjectError(''), { kind: 'modify', dn: DN }).message).toBe(`Modifying '${DN}': the entry does not exist.`);
     expect(refuse(new NoSuchObjectError(''), { kind: 'delete', dn: DN }).code).toBe('not_found');
     const moved = refuse(new NoSuchObjectError(''), { kind: 'move', dn: DN, newDn: 'CN=Ada Lovelace,OU=Gone,DC=corp,DC=test' });
-    expect(moved.message).toBe(`Moving '${DN}' to 'CN=Ada Lovelace,OU=Gone,DC=corp,DC=test': the entry or its new parent 'OU=Gone,DC=corp,DC=test' does not exist.`);
+    expect(moved.message).toBe(
+      `Moving '${DN}' to 'CN=Ada Lovelace,OU=Gone,DC=corp,DC=test': the entry or its new parent 'OU=Gone,DC=corp,DC=test' does not exist.`,
+    );
   });
 
   test("AD's constraint diagnostic gives the attribute", () => {
@@ -55,16 +57,23 @@ describe('directory write refusals', () => {
   });
 
   test('unwillingToPerform, notAllowedOnNonLeaf, objectClassViolation, insufficientAccessRights read as sentences', () => {
-    const unwilling = refuse(new UnwillingToPerformError('0000001F: SvcErr: DSID-031A12D2, problem 5003 (WILL_NOT_PERFORM), data 0'), { kind: 'modify', dn: DN });
+    const unwilling = refuse(new UnwillingToPerformError('0000001F: SvcErr: DSID-031A12D2, problem 5003 (WILL_NOT_PERFORM), data 0'), {
+      kind: 'modify',
+      dn: DN,
+    });
     expect(unwilling).toMatchObject({ code: 'constraint_violation' });
     expect(unwilling.message).toMatch(/^Modifying '.*': the directory is unwilling to perform it; the directory says: /);
     const nonLeaf = refuse(new NotAllowedOnNonLeafError('subordinate objects must be deleted first'), { kind: 'delete', dn: DN });
     expect(nonLeaf.message).toBe(`Deleting '${DN}': the entry has entries below it; the directory says: subordinate objects must be deleted first.`);
     const oc = refuse(new ObjectClassViolationError("object class 'inetOrgPerson' requires attribute 'sn'"), { kind: 'add', dn: DN });
-    expect(oc.message).toBe(`Adding '${DN}': the object class rules are violated (attribute sn); the directory says: object class 'inetOrgPerson' requires attribute 'sn'.`);
+    expect(oc.message).toBe(
+      `Adding '${DN}': the object class rules are violated (attribute sn); the directory says: object class 'inetOrgPerson' requires attribute 'sn'.`,
+    );
     const rights = refuse(new InsufficientAccessError('no write access to parent'), { kind: 'add', dn: DN, bindDN: 'CN=svc-sync,DC=corp,DC=test' });
     expect(rights).toMatchObject({ code: 'object_error' });
-    expect(rights.message).toBe(`Adding '${DN}': the account 'CN=svc-sync,DC=corp,DC=test' has insufficient access rights; the directory says: no write access to parent.`);
+    expect(rights.message).toBe(
+      `Adding '${DN}': the account 'CN=svc-sync,DC=corp,DC=test' has insufficient access rights; the directory says: no write access to parent.`,
+    );
     for (const e of [unwilling, nonLeaf, oc, rights]) expect(e.message).not.toMatch(RAW);
   });
 

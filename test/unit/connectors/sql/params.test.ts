@@ -25,7 +25,10 @@ describe('compileSql', () => {
 
   test('mssql: @p_name, brackets and N-strings skipped, values by name', () => {
     const r = compileSql("INSERT INTO [dbo].[t:1] (a, b) VALUES (:mail, N'x:y'); SELECT SCOPE_IDENTITY() AS id WHERE :mail IS NOT NULL", 'mssql');
-    expect(r.statements.map((s) => s.text)).toEqual(["INSERT INTO [dbo].[t:1] (a, b) VALUES (@p_mail, N'x:y')", 'SELECT SCOPE_IDENTITY() AS id WHERE @p_mail IS NOT NULL']);
+    expect(r.statements.map((s) => s.text)).toEqual([
+      "INSERT INTO [dbo].[t:1] (a, b) VALUES (@p_mail, N'x:y')",
+      'SELECT SCOPE_IDENTITY() AS id WHERE @p_mail IS NOT NULL',
+    ]);
     expect(bindValues(r.statements[0], { mail: 'a@b' }, 'mssql')).toEqual({ p_mail: 'a@b' });
     expect(bindValues(r.statements[0], {}, 'mssql')).toEqual({ p_mail: null });
   });
@@ -66,7 +69,12 @@ describe('values and errors', () => {
   });
 
   test('driver errors map to codes, with secrets redacted', () => {
-    const e = sqlError(Object.assign(new Error('password authentication failed for user "u" (pw S3cret!)'), { code: '28P01' }), 'postgres', ['S3cret!'], 'connect');
+    const e = sqlError(
+      Object.assign(new Error('password authentication failed for user "u" (pw S3cret!)'), { code: '28P01' }),
+      'postgres',
+      ['S3cret!'],
+      'connect',
+    );
     expect(e.code).toBe('authentication_failed');
     expect(e.retriable).toBe(false);
     expect(e.message).not.toContain('S3cret!');
@@ -103,13 +111,27 @@ describe('validateSqlConfig', () => {
       deleteDetection: { mode: 'query', query: 'SELECT id FROM gone WHERE v > :since' },
       multiValueQueries: { groups: 'SELECT a, b FROM g; SELECT 1' },
     });
-    expect(errs.map((e) => e.path)).toEqual(['/fullImportQuery', '/deltaImportQuery', '/deleteDetection/query', '/deleteDetection/query', '/multiValueQueries/groups']);
+    expect(errs.map((e) => e.path)).toEqual([
+      '/fullImportQuery',
+      '/deltaImportQuery',
+      '/deleteDetection/query',
+      '/deleteDetection/query',
+      '/multiValueQueries/groups',
+    ]);
   });
 });
 
 describe('SQL Server statements the connector generates', () => {
   test('keyset page query and multi-value lookup use bracket quoting and @p_ parameters', () => {
-    const c = new SqlConnector({ dialect: 'mssql', host: 'h', database: 'd', user: 'u', password: 'p', anchorColumn: 'id', fullImportQuery: 'SELECT id, mail FROM dbo.people -- trailing comment;' });
+    const c = new SqlConnector({
+      dialect: 'mssql',
+      host: 'h',
+      database: 'd',
+      user: 'u',
+      password: 'p',
+      anchorColumn: 'id',
+      fullImportQuery: 'SELECT id, mail FROM dbo.people -- trailing comment;',
+    });
     const wrap = (c as unknown as { wrap(sql: string, what: string, select: string, tail: string): { text: string; params: string[] } }).wrap.bind(c);
     const page = wrap(c.config.fullImportQuery, 'fullImportQuery', 'src.*', 'WHERE src.[id] > :after ORDER BY src.[id]');
     expect(page.text).toBe('SELECT src.* FROM (\nSELECT id, mail FROM dbo.people -- trailing comment\n) src WHERE src.[id] > @p_after ORDER BY src.[id]');

@@ -12,8 +12,16 @@ describe('unique violations', () => {
     detail: 'Key (mail)=(secret-looking@example.test) already exists.',
   });
   const mysql = Object.assign(new Error("Duplicate entry 'secret-looking@example.test' for key 'people.mail'"), { errno: 1062, code: 'ER_DUP_ENTRY' });
-  const mssqlPk = Object.assign(new Error("Violation of PRIMARY KEY constraint 'PK_people'. Cannot insert duplicate key in object 'dbo.people'. The duplicate key value is (E001)."), { number: 2627 });
-  const mssqlIndex = Object.assign(new Error("Cannot insert duplicate key row in object 'dbo.people' with unique index 'ix_people_mail'. The duplicate key value is (secret-looking@example.test)."), { number: 2601 });
+  const mssqlPk = Object.assign(
+    new Error("Violation of PRIMARY KEY constraint 'PK_people'. Cannot insert duplicate key in object 'dbo.people'. The duplicate key value is (E001)."),
+    { number: 2627 },
+  );
+  const mssqlIndex = Object.assign(
+    new Error(
+      "Cannot insert duplicate key row in object 'dbo.people' with unique index 'ix_people_mail'. The duplicate key value is (secret-looking@example.test).",
+    ),
+    { number: 2601 },
+  );
 
   test('the key each driver names', () => {
     expect(uniqueKeyOf(pg)).toEqual({ name: 'people_mail_key', columns: ['mail'], value: 'secret-looking@example.test' });

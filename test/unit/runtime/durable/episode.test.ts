@@ -40,7 +40,9 @@ async function runActivity(m: WorkMessage, instanceId: string): Promise<WorkMess
     taskId: m.taskId,
     enqueuedAt: 0,
     visibleAt: 0,
-    ...(ok ? { data: typedDataToJson(out.response.returnValue) } : { reason: `Activity function '${m.name}' failed: ${out.response.result?.exception?.message}`, details: '' }),
+    ...(ok
+      ? { data: typedDataToJson(out.response.returnValue) }
+      : { reason: `Activity function '${m.name}' failed: ${out.response.result?.exception?.message}`, details: '' }),
   };
 }
 
@@ -57,8 +59,15 @@ class Sim {
   create(name: string, instanceId: string, input: unknown, parent?: Partial<InstanceRecord>): void {
     const exec = `e${++execCounter}`;
     this.states.set(instanceId, {
-      instanceId, name, runtimeStatus: 'Pending', input: input === undefined ? undefined : JSON.stringify(input),
-      createdTime: '', lastUpdatedTime: '', executionId: exec, episodes: 0, ...parent,
+      instanceId,
+      name,
+      runtimeStatus: 'Pending',
+      input: input === undefined ? undefined : JSON.stringify(input),
+      createdTime: '',
+      lastUpdatedTime: '',
+      executionId: exec,
+      episodes: 0,
+      ...parent,
     });
     this.histories.set(instanceId, []);
     this.push({ pk: 'o', rk: `start.${exec}`, instanceId, kind: 'start', executionId: exec, enqueuedAt: 0, visibleAt: 0 });
@@ -74,8 +83,18 @@ class Sim {
     const state = this.states.get(instanceId)!;
     const all = this.inbox.get(instanceId) ?? [];
     const msgs = order ? order(all) : all;
-    const r = await runEpisode({ state, history: this.histories.get(instanceId)!, messages: msgs, now: new Date(), newExecutionId: () => `e${++execCounter}`, invoke: (p) => invokeOrchestrator(state.name, p) });
-    this.inbox.set(instanceId, all.filter((m) => !r.consumed.includes(m.rk)));
+    const r = await runEpisode({
+      state,
+      history: this.histories.get(instanceId)!,
+      messages: msgs,
+      now: new Date(),
+      newExecutionId: () => `e${++execCounter}`,
+      invoke: (p) => invokeOrchestrator(state.name, p),
+    });
+    this.inbox.set(
+      instanceId,
+      all.filter((m) => !r.consumed.includes(m.rk)),
+    );
     if (r.state) {
       this.states.set(instanceId, r.state);
       this.histories.set(instanceId, r.state.executionId === state.executionId ? [...this.histories.get(instanceId)!, ...r.events] : []);

@@ -3,7 +3,11 @@ import { requireConnection, resolveConnection } from '../../../../lib/runtime/st
 
 describe('storage connection names, resolved as the host does', () => {
   it('an empty name is AzureWebJobsStorage; UseDevelopmentStorage=true is Azurite on its default ports', () => {
-    expect(resolveConnection('', 'queue', { AzureWebJobsStorage: 'UseDevelopmentStorage=true' })).toEqual({ kind: 'connectionString', setting: 'AzureWebJobsStorage', connectionString: connectionStringFor(DEFAULT_ENDPOINTS) });
+    expect(resolveConnection('', 'queue', { AzureWebJobsStorage: 'UseDevelopmentStorage=true' })).toEqual({
+      kind: 'connectionString',
+      setting: 'AzureWebJobsStorage',
+      connectionString: connectionStringFor(DEFAULT_ENDPOINTS),
+    });
     expect(resolveConnection(undefined, 'blob', {})).toBeUndefined();
   });
 
@@ -14,8 +18,15 @@ describe('storage connection names, resolved as the host does', () => {
   });
 
   it('N__serviceUri, N__<service>ServiceUri and N__accountName are identity-based connections', () => {
-    expect(resolveConnection('Store', 'queue', { Store__serviceUri: 'https://acct.queue.core.windows.net', Store__clientId: 'id-1' })).toEqual({ kind: 'identity', setting: 'Store', serviceUri: 'https://acct.queue.core.windows.net', clientId: 'id-1' });
-    expect(resolveConnection('Store', 'blob', { Store__blobServiceUri: 'https://b', Store__queueServiceUri: 'https://q' })).toMatchObject({ serviceUri: 'https://b' });
+    expect(resolveConnection('Store', 'queue', { Store__serviceUri: 'https://acct.queue.core.windows.net', Store__clientId: 'id-1' })).toEqual({
+      kind: 'identity',
+      setting: 'Store',
+      serviceUri: 'https://acct.queue.core.windows.net',
+      clientId: 'id-1',
+    });
+    expect(resolveConnection('Store', 'blob', { Store__blobServiceUri: 'https://b', Store__queueServiceUri: 'https://q' })).toMatchObject({
+      serviceUri: 'https://b',
+    });
     expect(resolveConnection('Store', 'table', { Store__accountName: 'acct' })).toMatchObject({ serviceUri: 'https://acct.table.core.windows.net' });
   });
 
@@ -23,6 +34,8 @@ describe('storage connection names, resolved as the host does', () => {
     expect(() => requireConnection('work', 'outQueue', 'queue', 'Store', 'queue', {})).toThrow(
       "Function 'work': the queue binding 'outQueue' uses the storage connection 'Store', but the app setting 'Store' (nor 'AzureWebJobsStore', 'Store__serviceUri', 'Store__queueServiceUri') is not set.",
     );
-    expect(() => requireConnection('work', 'in', 'blob', '', 'blob', {})).toThrow("uses the storage connection 'AzureWebJobsStorage', but the app setting 'AzureWebJobsStorage' is not set.");
+    expect(() => requireConnection('work', 'in', 'blob', '', 'blob', {})).toThrow(
+      "uses the storage connection 'AzureWebJobsStorage', but the app setting 'AzureWebJobsStorage' is not set.",
+    );
   });
 });

@@ -13,7 +13,10 @@ describe('blob trigger paths and binding expressions', () => {
 
   it('resolves {names} from trigger metadata first, then JSON payload properties, case-insensitively', () => {
     const data = bindingData(
-      { inputData: [{ name: 'msg', data: { string: JSON.stringify({ id: 'payload-id', key: 'k1', nested: { a: 1 } }) } }], triggerMetadata: { Id: { string: 'message-id' }, DequeueCount: { int: 2 } } },
+      {
+        inputData: [{ name: 'msg', data: { string: JSON.stringify({ id: 'payload-id', key: 'k1', nested: { a: 1 } }) } }],
+        triggerMetadata: { Id: { string: 'message-id' }, DequeueCount: { int: 2 } },
+      },
       'msg',
     );
     expect(resolveTemplate('out/{id}-{key}-{dequeueCount}-{nested.a}', data)).toBe('out/message-id-k1-2-1');

@@ -17,7 +17,9 @@ export function RulesScreen({ route }: { route: Route }) {
         <Field label="Rule type">
           <select value={q.get('type') ?? ''} onChange={(e) => setQuery({ type: e.currentTarget.value, skip: undefined })}>
             <option value="">All</option>
-            {['JoinRule', 'ProjectionRule', 'FlowRule', 'MeshComposerRule'].map((t) => <option key={t}>{t}</option>)}
+            {['JoinRule', 'ProjectionRule', 'FlowRule', 'MeshComposerRule'].map((t) => (
+              <option key={t}>{t}</option>
+            ))}
           </select>
         </Field>
       </div>
@@ -59,7 +61,12 @@ export function SchedulesScreen({ route, session }: { route: Route; session: Ses
           { label: 'Enabled', cell: (s: any) => (s.isEnabled ? 'yes' : 'no') },
           { label: 'Next', cell: (s: any) => <When value={s.nextRunOn} /> },
           { label: 'Last', cell: (s: any) => <Status value={s.lastRun?.status} /> },
-          { label: 'Actions', cell: (s: any) => <Action label="Run now" allowed={can(session, 'Operator')} run={async () => (await api('POST', `schedules/${s.scheduleId}/run`), reload())} /> },
+          {
+            label: 'Actions',
+            cell: (s: any) => (
+              <Action label="Run now" allowed={can(session, 'Operator')} run={async () => (await api('POST', `schedules/${s.scheduleId}/run`), reload())} />
+            ),
+          },
         ]}
         rows={items}
         loading={loading}
@@ -89,7 +96,13 @@ function ScheduleRuns({ id, route }: { id: string; route: Route }) {
             cell: (r: any) =>
               (r.steps ?? []).map((s: any, i: number) => (
                 <div key={i}>
-                  {s.runType}: {(s.runs ?? []).map((x: any) => <Link key={x.runId ?? x.connectorId} to={['runs', x.runId]}> {x.status}</Link>)}
+                  {s.runType}:{' '}
+                  {(s.runs ?? []).map((x: any) => (
+                    <Link key={x.runId ?? x.connectorId} to={['runs', x.runId]}>
+                      {' '}
+                      {x.status}
+                    </Link>
+                  ))}
                 </div>
               )),
           },
@@ -107,7 +120,10 @@ function ScheduleRuns({ id, route }: { id: string; route: Route }) {
 export function ConfigScreen({ route, session }: { route: Route; session: Session }) {
   const q = route.query;
   const skip = num(q, 'skip', 0);
-  const { data, error, loading } = useLoad<Page<any>>(() => api('GET', 'config/history', { query: { targetType: q.get('type'), skip, take: 50 } }), [q.toString()]);
+  const { data, error, loading } = useLoad<Page<any>>(
+    () => api('GET', 'config/history', { query: { targetType: q.get('type'), skip, take: 50 } }),
+    [q.toString()],
+  );
   return (
     <section aria-labelledby="cfg-title">
       <h1 id="cfg-title">Configuration history</h1>
@@ -115,7 +131,9 @@ export function ConfigScreen({ route, session }: { route: Route; session: Sessio
         <Field label="Target type">
           <select value={q.get('type') ?? ''} onChange={(e) => setQuery({ type: e.currentTarget.value, skip: undefined })}>
             <option value="">All</option>
-            {['connector', 'rule', 'schedule'].map((t) => <option key={t}>{t}</option>)}
+            {['connector', 'rule', 'schedule'].map((t) => (
+              <option key={t}>{t}</option>
+            ))}
           </select>
         </Field>
       </div>
@@ -127,7 +145,17 @@ export function ConfigScreen({ route, session }: { route: Route; session: Sessio
           { label: 'Who', cell: (v: any) => v.actorUpn ?? '–' },
           { label: 'Target', cell: (v: any) => `${v.targetType} ${(v.after ?? v.before)?.name ?? v.targetId.slice(0, 8)}` },
           { label: 'Action', cell: (v: any) => v.action },
-          { label: 'Restore', cell: (v: any) => <Action label="Restore" allowed={can(session, 'Admin')} confirm="Put the target back as this version left it?" run={() => api('POST', `config/history/${v.versionId}/restore`)} /> },
+          {
+            label: 'Restore',
+            cell: (v: any) => (
+              <Action
+                label="Restore"
+                allowed={can(session, 'Admin')}
+                confirm="Put the target back as this version left it?"
+                run={() => api('POST', `config/history/${v.versionId}/restore`)}
+              />
+            ),
+          },
         ]}
         rows={data?.items}
         loading={loading}
@@ -143,7 +171,10 @@ export function AuditScreen({ route, session }: { route: Route; session: Session
   const q = route.query;
   const skip = num(q, 'skip', 0);
   const { data, error, loading } = useLoad<Page<any>>(
-    () => (can(session, 'Admin') ? api('GET', 'audit', { query: { actor: q.get('actor'), targetType: q.get('type'), skip, take: 50 } }) : Promise.resolve({ items: [], totalCount: 0 })),
+    () =>
+      can(session, 'Admin')
+        ? api('GET', 'audit', { query: { actor: q.get('actor'), targetType: q.get('type'), skip, take: 50 } })
+        : Promise.resolve({ items: [], totalCount: 0 }),
     [q.toString()],
   );
   return (
@@ -159,9 +190,15 @@ export function AuditScreen({ route, session }: { route: Route; session: Session
           setQuery({ actor: String(f.get('actor') ?? ''), type: String(f.get('type') ?? ''), skip: undefined });
         }}
       >
-        <Field label="Actor (UPN)"><input name="actor" defaultValue={q.get('actor') ?? ''} /></Field>
-        <Field label="Target type"><input name="type" defaultValue={q.get('type') ?? ''} /></Field>
-        <button type="submit" class="primary">Apply</button>
+        <Field label="Actor (UPN)">
+          <input name="actor" defaultValue={q.get('actor') ?? ''} />
+        </Field>
+        <Field label="Target type">
+          <input name="type" defaultValue={q.get('type') ?? ''} />
+        </Field>
+        <button type="submit" class="primary">
+          Apply
+        </button>
       </form>
       <ErrorBox error={error} />
       <Table

@@ -16,9 +16,13 @@ function StartRun({ connector, session }: { connector: any; session: Session }) 
   return (
     <span class="inline-form">
       <select aria-label={`Run type for ${connector.name}`} value={runType} onChange={(e) => setRunType(e.currentTarget.value)}>
-        {['DeltaImport', 'FullImport', 'FullSync', 'Export'].map((t) => <option key={t}>{t}</option>)}
+        {['DeltaImport', 'FullImport', 'FullSync', 'Export'].map((t) => (
+          <option key={t}>{t}</option>
+        ))}
       </select>
-      <label class="check"><input type="checkbox" checked={dryRun} onChange={(e) => setDryRun(e.currentTarget.checked)} /> dry run</label>
+      <label class="check">
+        <input type="checkbox" checked={dryRun} onChange={(e) => setDryRun(e.currentTarget.checked)} /> dry run
+      </label>
       <Action
         label={`Start`}
         kind="primary"
@@ -71,9 +75,20 @@ function Space({ id, route, session }: { id: string; route: Route; session: Sess
   );
   return (
     <section aria-labelledby="space-title">
-      <p class="crumbs"><Link to={['connectors']}>Connectors</Link> / {connector.data?.name ?? '…'}</p>
-      <h1 id="space-title">{connector.data?.name ?? '…'} <small>connector space</small></h1>
-      {connector.data && <p><StartRun connector={connector.data} session={session} /> <Link to={['runs']} query={{ connector: id }}>Runs of this connector</Link></p>}
+      <p class="crumbs">
+        <Link to={['connectors']}>Connectors</Link> / {connector.data?.name ?? '…'}
+      </p>
+      <h1 id="space-title">
+        {connector.data?.name ?? '…'} <small>connector space</small>
+      </h1>
+      {connector.data && (
+        <p>
+          <StartRun connector={connector.data} session={session} />{' '}
+          <Link to={['runs']} query={{ connector: id }}>
+            Runs of this connector
+          </Link>
+        </p>
+      )}
       <form
         class="filters"
         role="search"
@@ -86,12 +101,20 @@ function Space({ id, route, session }: { id: string; route: Route; session: Sess
         <Field label="State">
           <select value={q.get('state') ?? ''} onChange={(e) => setQuery({ state: e.currentTarget.value, skip: undefined })}>
             <option value="">All</option>
-            {STATES.map((s) => <option key={s}>{s}</option>)}
+            {STATES.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
           </select>
         </Field>
-        <Field label="Object type"><input name="type" defaultValue={q.get('type') ?? ''} /></Field>
-        <Field label="Anchor or DN contains"><input name="search" defaultValue={q.get('search') ?? ''} /></Field>
-        <button type="submit" class="primary">Apply</button>
+        <Field label="Object type">
+          <input name="type" defaultValue={q.get('type') ?? ''} />
+        </Field>
+        <Field label="Anchor or DN contains">
+          <input name="search" defaultValue={q.get('search') ?? ''} />
+        </Field>
+        <button type="submit" class="primary">
+          Apply
+        </button>
       </form>
       <ErrorBox error={error} />
       <div class={cs ? 'split' : ''}>
@@ -99,11 +122,32 @@ function Space({ id, route, session }: { id: string; route: Route; session: Sess
           <Table
             caption="Connector space objects"
             columns={[
-              { label: 'Anchor', cell: (o: any) => <Link to={['connectors', id]} query={{ ...Object.fromEntries(q.entries()), cs: o.csObjectId }}>{o.anchor ?? '(staged add)'}</Link> },
+              {
+                label: 'Anchor',
+                cell: (o: any) => (
+                  <Link to={['connectors', id]} query={{ ...Object.fromEntries(q.entries()), cs: o.csObjectId }}>
+                    {o.anchor ?? '(staged add)'}
+                  </Link>
+                ),
+              },
               { label: 'Type', cell: (o: any) => o.objectType },
               { label: 'Mesh', cell: (o: any) => (o.meshObjectId ? <Link to={['mesh', o.meshObjectId]}>joined</Link> : 'disconnector') },
-              { label: 'Pending', cell: (o: any) => (o.pendingExport ? `${o.pendingExport.operation} (${o.pendingExport.attributeCount})` : o.awaitingConfirmation ? 'awaiting confirmation' : '–') },
-              { label: 'Error', cell: (o: any) => (o.error ? <span class="status status-failed" title={o.error.message}>{o.error.attempts}×</span> : '–') },
+              {
+                label: 'Pending',
+                cell: (o: any) =>
+                  o.pendingExport ? `${o.pendingExport.operation} (${o.pendingExport.attributeCount})` : o.awaitingConfirmation ? 'awaiting confirmation' : '–',
+              },
+              {
+                label: 'Error',
+                cell: (o: any) =>
+                  o.error ? (
+                    <span class="status status-failed" title={o.error.message}>
+                      {o.error.attempts}×
+                    </span>
+                  ) : (
+                    '–'
+                  ),
+              },
             ]}
             rows={data?.items}
             loading={loading}
@@ -126,19 +170,45 @@ function CsObject({ connectorId, csId, session }: { connectorId: string; csId: s
     <aside class="panel" aria-labelledby="cs-title">
       <h2 id="cs-title">{data?.anchor ?? data?.dn ?? csId}</h2>
       <ErrorBox error={error} />
-      {data?.error && <div class="error" role="alert">{data.error.message} ({data.error.attempts} attempts)</div>}
+      {data?.error && (
+        <div class="error" role="alert">
+          {data.error.message} ({data.error.attempts} attempts)
+        </div>
+      )}
       <div class="actions">
-        <Action label="Preview" allowed={can(session, 'Operator')} run={async () => setOutcome({ kind: 'Preview', ...(await api<any>('POST', `${base}/preview`)) })} />
-        <Action label="Sync now" kind="primary" allowed={can(session, 'Operator')} run={async () => { setOutcome({ kind: 'Sync', ...(await api<any>('POST', `${base}/sync`)) }); reload(); }} />
+        <Action
+          label="Preview"
+          allowed={can(session, 'Operator')}
+          run={async () => setOutcome({ kind: 'Preview', ...(await api<any>('POST', `${base}/preview`)) })}
+        />
+        <Action
+          label="Sync now"
+          kind="primary"
+          allowed={can(session, 'Operator')}
+          run={async () => {
+            setOutcome({ kind: 'Sync', ...(await api<any>('POST', `${base}/sync`)) });
+            reload();
+          }}
+        />
         <Action label="Retry export" allowed={can(session, 'Operator') && !!data?.error} run={async () => (await api('POST', `${base}/retry`), reload())} />
         <a href={href(['connectors', connectorId])}>Close</a>
       </div>
       {outcome && (
         <div class="outcome" aria-live="polite">
-          <h3>{outcome.kind}: join {outcome.join?.outcome}</h3>
+          <h3>
+            {outcome.kind}: join {outcome.join?.outcome}
+          </h3>
           <ul>
-            {(outcome.meshChanges ?? []).map((c: any) => <li key={c.attribute}>{c.attribute}: {value(c.old)} → {value(c.new)}</li>)}
-            {(outcome.exports ?? []).map((x: any, i: number) => <li key={i}>export {x.operation} to {x.connectorId.slice(0, 8)}: {Object.keys(x.attributes ?? {}).join(', ')}</li>)}
+            {(outcome.meshChanges ?? []).map((c: any) => (
+              <li key={c.attribute}>
+                {c.attribute}: {value(c.old)} → {value(c.new)}
+              </li>
+            ))}
+            {(outcome.exports ?? []).map((x: any, i: number) => (
+              <li key={i}>
+                export {x.operation} to {x.connectorId.slice(0, 8)}: {Object.keys(x.attributes ?? {}).join(', ')}
+              </li>
+            ))}
             {!outcome.meshChanges?.length && !outcome.exports?.length && <li>Nothing to change.</li>}
           </ul>
         </div>
@@ -146,7 +216,10 @@ function CsObject({ connectorId, csId, session }: { connectorId: string; csId: s
       <h3>Attributes</h3>
       <dl class="attrs">
         {Object.entries(data?.attributes ?? {}).map(([k, v]) => (
-          <div key={k}><dt>{k}</dt><dd>{value(v)}</dd></div>
+          <div key={k}>
+            <dt>{k}</dt>
+            <dd>{value(v)}</dd>
+          </div>
         ))}
       </dl>
       {data?.pendingExport && (
@@ -154,7 +227,12 @@ function CsObject({ connectorId, csId, session }: { connectorId: string; csId: s
           <h3>Pending export: {data.pendingExport.operation}</h3>
           <dl class="attrs">
             {Object.entries(data.pendingExport.attributes ?? {}).map(([k, v]: [string, any]) => (
-              <div key={k}><dt>{k}</dt><dd>{value(v.old)} → {value(v.new)}</dd></div>
+              <div key={k}>
+                <dt>{k}</dt>
+                <dd>
+                  {value(v.old)} → {value(v.new)}
+                </dd>
+              </div>
             ))}
           </dl>
         </>

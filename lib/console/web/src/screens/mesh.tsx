@@ -36,7 +36,11 @@ function withCriteria(route: Route, criteria: Criterion[], extra: Record<string,
 }
 
 export function MeshScreen({ route, session }: { route: Route; session: Session }) {
-  return route.segments[1] ? <MeshDetail key={route.segments[1]} route={route} id={route.segments[1]} session={session} /> : <MeshList route={route} session={session} />;
+  return route.segments[1] ? (
+    <MeshDetail key={route.segments[1]} route={route} id={route.segments[1]} session={session} />
+  ) : (
+    <MeshList route={route} session={session} />
+  );
 }
 
 function MeshList({ route, session }: { route: Route; session: Session }) {
@@ -65,7 +69,16 @@ function MeshList({ route, session }: { route: Route; session: Session }) {
       ? [
           { label: 'Deleted', cell: (o: any) => <When value={o.deletedOn} /> },
           { label: 'Purged', cell: (o: any) => <When value={o.purgeOn} /> },
-          { label: 'Actions', cell: (o: any) => <Action label="Restore" allowed={can(session, 'Admin')} run={async () => (await api('POST', `mesh/objects/${o.meshObjectId}/restore`), reload())} /> },
+          {
+            label: 'Actions',
+            cell: (o: any) => (
+              <Action
+                label="Restore"
+                allowed={can(session, 'Admin')}
+                run={async () => (await api('POST', `mesh/objects/${o.meshObjectId}/restore`), reload())}
+              />
+            ),
+          },
         ]
       : cols.length
         ? []
@@ -75,8 +88,12 @@ function MeshList({ route, session }: { route: Route; session: Session }) {
     <section aria-labelledby="mesh-title">
       <h1 id="mesh-title">Mesh {deleted ? '– deleted objects' : ''}</h1>
       <div class="tabs" role="tablist" aria-label="Mesh objects">
-        <Link to={['mesh']} role="tab" aria-selected={!deleted} class={!deleted ? 'on' : ''}>Active</Link>
-        <Link to={['mesh']} query={{ state: 'deleted' }} role="tab" aria-selected={deleted} class={deleted ? 'on' : ''}>Deleted (tombstones)</Link>
+        <Link to={['mesh']} role="tab" aria-selected={!deleted} class={!deleted ? 'on' : ''}>
+          Active
+        </Link>
+        <Link to={['mesh']} query={{ state: 'deleted' }} role="tab" aria-selected={deleted} class={deleted ? 'on' : ''}>
+          Deleted (tombstones)
+        </Link>
       </div>
       <form
         class="filters"
@@ -93,7 +110,9 @@ function MeshList({ route, session }: { route: Route; session: Session }) {
         <Field label="Anchor contains">
           <input name="search" defaultValue={search} />
         </Field>
-        <button type="submit" class="primary">Apply</button>
+        <button type="submit" class="primary">
+          Apply
+        </button>
       </form>
       {!deleted && (
         <form
@@ -102,16 +121,24 @@ function MeshList({ route, session }: { route: Route; session: Session }) {
           onSubmit={(e) => {
             e.preventDefault();
             if (!draft.attributeName) return;
-            navigate(withCriteria(route, [...criteria, NEEDS_VALUE.has(draft.operator) ? draft : { attributeName: draft.attributeName, operator: draft.operator }]));
+            navigate(
+              withCriteria(route, [...criteria, NEEDS_VALUE.has(draft.operator) ? draft : { attributeName: draft.attributeName, operator: draft.operator }]),
+            );
           }}
         >
           <Field label="Attribute">
             <input list="mesh-attrs" value={draft.attributeName} onInput={(e) => setDraft({ ...draft, attributeName: e.currentTarget.value })} />
           </Field>
-          <datalist id="mesh-attrs">{attrNames.map((a) => <option key={a} value={a} />)}</datalist>
+          <datalist id="mesh-attrs">
+            {attrNames.map((a) => (
+              <option key={a} value={a} />
+            ))}
+          </datalist>
           <Field label="Operator">
             <select value={draft.operator} onChange={(e) => setDraft({ ...draft, operator: e.currentTarget.value })}>
-              {OPERATORS.map((o) => <option key={o}>{o}</option>)}
+              {OPERATORS.map((o) => (
+                <option key={o}>{o}</option>
+              ))}
             </select>
           </Field>
           <Field label="Value">
@@ -125,7 +152,20 @@ function MeshList({ route, session }: { route: Route; session: Session }) {
           {criteria.map((c, i) => (
             <li key={i}>
               {c.attributeName} {c.operator} {c.value ?? ''}
-              <button type="button" aria-label={`Remove criterion ${c.attributeName} ${c.operator}`} onClick={() => navigate(withCriteria(route, criteria.filter((_, j) => j !== i)))}>×</button>
+              <button
+                type="button"
+                aria-label={`Remove criterion ${c.attributeName} ${c.operator}`}
+                onClick={() =>
+                  navigate(
+                    withCriteria(
+                      route,
+                      criteria.filter((_, j) => j !== i),
+                    ),
+                  )
+                }
+              >
+                ×
+              </button>
             </li>
           ))}
         </ul>
@@ -136,7 +176,12 @@ function MeshList({ route, session }: { route: Route; session: Session }) {
           <legend class="sr-only">Attributes shown as columns</legend>
           {[...new Set([...attrNames, ...cols])].map((a) => (
             <label key={a} class="check">
-              <input type="checkbox" checked={cols.includes(a)} onChange={(e) => setQuery({ cols: (e.currentTarget.checked ? [...cols, a] : cols.filter((c) => c !== a)).join(',') }, true)} /> {a}
+              <input
+                type="checkbox"
+                checked={cols.includes(a)}
+                onChange={(e) => setQuery({ cols: (e.currentTarget.checked ? [...cols, a] : cols.filter((c) => c !== a)).join(',') }, true)}
+              />{' '}
+              {a}
             </label>
           ))}
         </fieldset>
@@ -159,18 +204,36 @@ function MeshDetail({ route, id, session }: { route: Route; id: string; session:
   ];
   return (
     <section aria-labelledby="obj-title">
-      <p class="crumbs"><Link to={['mesh']}>Mesh</Link> / {obj?.anchorValue ?? '…'}</p>
-      <h1 id="obj-title">{obj ? `${obj.anchorValue}` : '…'} <small>{obj?.objectType}</small> {obj?.state === 'deleted' && <span class="status status-failed">deleted</span>}</h1>
+      <p class="crumbs">
+        <Link to={['mesh']}>Mesh</Link> / {obj?.anchorValue ?? '…'}
+      </p>
+      <h1 id="obj-title">
+        {obj ? `${obj.anchorValue}` : '…'} <small>{obj?.objectType}</small> {obj?.state === 'deleted' && <span class="status status-failed">deleted</span>}
+      </h1>
       <ErrorBox error={error} />
       {obj?.state === 'deleted' && (
         <p>
           Deleted <When value={obj.deletedOn} />, purged <When value={obj.purgeOn} />.{' '}
-          <Action label="Restore" kind="primary" allowed={can(session, 'Admin')} run={async () => (await api('POST', `mesh/objects/${id}/restore`), reload())} />
+          <Action
+            label="Restore"
+            kind="primary"
+            allowed={can(session, 'Admin')}
+            run={async () => (await api('POST', `mesh/objects/${id}/restore`), reload())}
+          />
         </p>
       )}
       <div class="tabs" role="tablist" aria-label="Object views">
         {tabs.map(([k, label]) => (
-          <Link key={k} to={['mesh', id]} query={{ tab: k === 'attributes' ? undefined : k }} role="tab" aria-selected={tab === k} class={tab === k ? 'on' : ''}>{label}</Link>
+          <Link
+            key={k}
+            to={['mesh', id]}
+            query={{ tab: k === 'attributes' ? undefined : k }}
+            role="tab"
+            aria-selected={tab === k}
+            class={tab === k ? 'on' : ''}
+          >
+            {label}
+          </Link>
         ))}
       </div>
       {tab === 'attributes' && (
@@ -178,7 +241,14 @@ function MeshDetail({ route, id, session }: { route: Route; id: string; session:
           <Table
             caption="Attributes"
             columns={[
-              { label: 'Attribute', cell: (a: any) => <Link to={['mesh', id]} query={{ attr: a.attributeName }} aria-label={`Explain ${a.attributeName}`}>{a.attributeName}</Link> },
+              {
+                label: 'Attribute',
+                cell: (a: any) => (
+                  <Link to={['mesh', id]} query={{ attr: a.attributeName }} aria-label={`Explain ${a.attributeName}`}>
+                    {a.attributeName}
+                  </Link>
+                ),
+              },
               { label: 'Value', cell: (a: any) => a.attributeValue },
               { label: 'Confidence', cell: (a: any) => a.confidence, width: '7em' },
               { label: 'Updated', cell: (a: any) => <When value={a.updatedOn} /> },
@@ -214,9 +284,15 @@ function Explain({ id, attr }: { id: string; attr: string }) {
   const { data, error } = useLoad<any>(() => api('GET', `mesh/objects/${id}/attributes/${encodeURIComponent(attr)}/explain`), [id, attr]);
   return (
     <aside class="panel" aria-labelledby="explain-title">
-      <h2 id="explain-title">Why {attr} is {data ? `"${value(data.value)}"` : '…'}</h2>
+      <h2 id="explain-title">
+        Why {attr} is {data ? `"${value(data.value)}"` : '…'}
+      </h2>
       <ErrorBox error={error} />
-      {data?.composedBy && <p>Computed by rule {data.composedBy.ruleId} from {data.composedBy.inputs.join(', ')}.</p>}
+      {data?.composedBy && (
+        <p>
+          Computed by rule {data.composedBy.ruleId} from {data.composedBy.inputs.join(', ')}.
+        </p>
+      )}
       <h3>Contributions</h3>
       <Table
         caption="Contributions"

@@ -32,7 +32,10 @@ function RunList({ route }: { route: Route }) {
   const skip = num(q, 'skip', 0);
   const names = useConnectorNames();
   const connectors = useLoad<any>(() => api('GET', 'connectors'), []);
-  const { data, error, loading } = useLoad<Page<any>>(() => api('GET', 'runs', { query: { connectorId: q.get('connector'), status: q.get('status'), skip, take: 50 } }), [q.toString()]);
+  const { data, error, loading } = useLoad<Page<any>>(
+    () => api('GET', 'runs', { query: { connectorId: q.get('connector'), status: q.get('status'), skip, take: 50 } }),
+    [q.toString()],
+  );
   return (
     <section aria-labelledby="runs-title">
       <h1 id="runs-title">Runs</h1>
@@ -40,13 +43,19 @@ function RunList({ route }: { route: Route }) {
         <Field label="Connector">
           <select value={q.get('connector') ?? ''} onChange={(e) => setQuery({ connector: e.currentTarget.value, skip: undefined })}>
             <option value="">All</option>
-            {(connectors.data?.connectors ?? []).map((c: any) => <option key={c.id} value={c.id}>{c.name}</option>)}
+            {(connectors.data?.connectors ?? []).map((c: any) => (
+              <option key={c.id} value={c.id}>
+                {c.name}
+              </option>
+            ))}
           </select>
         </Field>
         <Field label="Status">
           <select value={q.get('status') ?? ''} onChange={(e) => setQuery({ status: e.currentTarget.value, skip: undefined })}>
             <option value="">All</option>
-            {RUN_STATUSES.map((s) => <option key={s}>{s}</option>)}
+            {RUN_STATUSES.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
           </select>
         </Field>
       </div>
@@ -66,7 +75,9 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
   const pct = p?.objectsTotal ? Math.min(100, Math.round((100 * p.objectsProcessed) / p.objectsTotal)) : undefined;
   return (
     <section aria-labelledby="run-title">
-      <p class="crumbs"><Link to={['runs']}>Runs</Link> / {id.slice(0, 8)}</p>
+      <p class="crumbs">
+        <Link to={['runs']}>Runs</Link> / {id.slice(0, 8)}
+      </p>
       <h1 id="run-title">
         {run ? `${run.runType}${run.dryRun ? ' (dry run)' : ''} of ${names(run.connectorId)}` : 'Run …'} <Status value={run?.status} />
       </h1>
@@ -84,33 +95,93 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
         )}
       </div>
       <dl class="facts">
-        <div><dt>Processed</dt><dd>{run?.stats.objectsProcessed ?? '…'}</dd></div>
-        <div><dt>Created</dt><dd>{run?.stats.objectsCreated ?? '…'}</dd></div>
-        <div><dt>Updated</dt><dd>{run?.stats.objectsUpdated ?? '…'}</dd></div>
-        <div><dt>Deleted</dt><dd>{run?.stats.objectsDeleted ?? '…'}</dd></div>
-        <div><dt>Errors</dt><dd>{run?.stats.errors ?? '…'}</dd></div>
-        <div><dt>Started by</dt><dd>{run ? `${run.trigger?.type ?? ''} ${run.trigger?.actorUpn ?? ''}` : '…'}</dd></div>
+        <div>
+          <dt>Processed</dt>
+          <dd>{run?.stats.objectsProcessed ?? '…'}</dd>
+        </div>
+        <div>
+          <dt>Created</dt>
+          <dd>{run?.stats.objectsCreated ?? '…'}</dd>
+        </div>
+        <div>
+          <dt>Updated</dt>
+          <dd>{run?.stats.objectsUpdated ?? '…'}</dd>
+        </div>
+        <div>
+          <dt>Deleted</dt>
+          <dd>{run?.stats.objectsDeleted ?? '…'}</dd>
+        </div>
+        <div>
+          <dt>Errors</dt>
+          <dd>{run?.stats.errors ?? '…'}</dd>
+        </div>
+        <div>
+          <dt>Started by</dt>
+          <dd>{run ? `${run.trigger?.type ?? ''} ${run.trigger?.actorUpn ?? ''}` : '…'}</dd>
+        </div>
       </dl>
-      {run?.error && <div class="error" role="alert">{run.error}</div>}
+      {run?.error && (
+        <div class="error" role="alert">
+          {run.error}
+        </div>
+      )}
       {run?.status === 'AwaitingApproval' && run.approval && (
         <div class="panel">
           <h2>Awaiting approval</h2>
           <ul>
-            {run.approval.reasons.map((r: any) => <li key={r.operation}>{r.operation}: {r.count} (limit {r.limit})</li>)}
+            {run.approval.reasons.map((r: any) => (
+              <li key={r.operation}>
+                {r.operation}: {r.count} (limit {r.limit})
+              </li>
+            ))}
           </ul>
-          <p>Requested by {run.approval.requestedBy}; expires <When value={run.approval.expiresOn} />.</p>
+          <p>
+            Requested by {run.approval.requestedBy}; expires <When value={run.approval.expiresOn} />.
+          </p>
         </div>
       )}
       <div class="actions">
-        <Action label="Cancel run" kind="danger" allowed={can(session, 'Operator') && live} run={async () => (await api('POST', `runs/${id}/cancel`), reload())} confirm="Cancel this run? What was applied stays applied." />
-        <Action label="Apply plan" kind="primary" allowed={can(session, 'Operator') && !!run?.dryRun && run?.status === 'Completed' && !!run?.plan} run={async () => { const next: any = await api('POST', `runs/${id}/apply`); navigate(href(['runs', next.runId])); }} />
-        <Action label="Approve" kind="primary" allowed={can(session, 'Admin') && run?.status === 'AwaitingApproval'} run={async () => (await api('POST', `runs/${id}/approve`), reload())} />
-        <Action label="Reject" kind="danger" allowed={can(session, 'Admin') && run?.status === 'AwaitingApproval'} run={async () => (await api('POST', `runs/${id}/reject`), reload())} confirm="Reject this run? It applies nothing and ends as Rejected." />
+        <Action
+          label="Cancel run"
+          kind="danger"
+          allowed={can(session, 'Operator') && live}
+          run={async () => (await api('POST', `runs/${id}/cancel`), reload())}
+          confirm="Cancel this run? What was applied stays applied."
+        />
+        <Action
+          label="Apply plan"
+          kind="primary"
+          allowed={can(session, 'Operator') && !!run?.dryRun && run?.status === 'Completed' && !!run?.plan}
+          run={async () => {
+            const next: any = await api('POST', `runs/${id}/apply`);
+            navigate(href(['runs', next.runId]));
+          }}
+        />
+        <Action
+          label="Approve"
+          kind="primary"
+          allowed={can(session, 'Admin') && run?.status === 'AwaitingApproval'}
+          run={async () => (await api('POST', `runs/${id}/approve`), reload())}
+        />
+        <Action
+          label="Reject"
+          kind="danger"
+          allowed={can(session, 'Admin') && run?.status === 'AwaitingApproval'}
+          run={async () => (await api('POST', `runs/${id}/reject`), reload())}
+          confirm="Reject this run? It applies nothing and ends as Rejected."
+        />
       </div>
       {run?.errors?.length > 0 && (
         <>
           <h2>Object errors</h2>
-          <ul class="errors">{run.errors.map((e: any, i: number) => <li key={i}>{e.object ? `${e.object}: ` : ''}{e.message}</li>)}</ul>
+          <ul class="errors">
+            {run.errors.map((e: any, i: number) => (
+              <li key={i}>
+                {e.object ? `${e.object}: ` : ''}
+                {e.message}
+              </li>
+            ))}
+          </ul>
         </>
       )}
       <Changes id={id} route={route} live={live} status={run?.status} />
@@ -121,7 +192,10 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
 function Changes({ id, route, live, status }: { id: string; route: Route; live: boolean; status: string | undefined }) {
   const q = route.query;
   const skip = num(q, 'skip', 0);
-  const { data, error, loading, reload } = useLoad<Page<any>>(() => api('GET', `runs/${id}/changes`, { query: { operation: q.get('operation'), outcome: q.get('outcome'), skip, take: 50 } }), [id, q.toString(), status]);
+  const { data, error, loading, reload } = useLoad<Page<any>>(
+    () => api('GET', `runs/${id}/changes`, { query: { operation: q.get('operation'), outcome: q.get('outcome'), skip, take: 50 } }),
+    [id, q.toString(), status],
+  );
   useInterval(reload, 3000, live);
   return (
     <>
@@ -130,13 +204,17 @@ function Changes({ id, route, live, status }: { id: string; route: Route; live: 
         <Field label="Operation">
           <select value={q.get('operation') ?? ''} onChange={(e) => setQuery({ operation: e.currentTarget.value, skip: undefined }, true)}>
             <option value="">All</option>
-            {['Add', 'Update', 'Delete', 'Rename'].map((s) => <option key={s}>{s}</option>)}
+            {['Add', 'Update', 'Delete', 'Rename'].map((s) => (
+              <option key={s}>{s}</option>
+            ))}
           </select>
         </Field>
         <Field label="Outcome">
           <select value={q.get('outcome') ?? ''} onChange={(e) => setQuery({ outcome: e.currentTarget.value, skip: undefined }, true)}>
             <option value="">All</option>
-            {['applied', 'planned', 'failed', 'drifted'].map((s) => <option key={s}>{s}</option>)}
+            {['applied', 'planned', 'failed', 'drifted'].map((s) => (
+              <option key={s}>{s}</option>
+            ))}
           </select>
         </Field>
       </div>
@@ -146,9 +224,19 @@ function Changes({ id, route, live, status }: { id: string; route: Route; live: 
         skeletonRows={4}
         columns={[
           { label: 'Operation', cell: (c: any) => c.operation, width: '6em' },
-          { label: 'Object', cell: (c: any) => (c.meshObjectId ? <Link to={['mesh', c.meshObjectId]}>{c.anchor ?? c.dn ?? c.meshObjectId}</Link> : (c.anchor ?? c.dn ?? c.csObjectId)) },
+          {
+            label: 'Object',
+            cell: (c: any) =>
+              c.meshObjectId ? <Link to={['mesh', c.meshObjectId]}>{c.anchor ?? c.dn ?? c.meshObjectId}</Link> : (c.anchor ?? c.dn ?? c.csObjectId),
+          },
           { label: 'Target', cell: (c: any) => c.target, width: '6em' },
-          { label: 'Attributes', cell: (c: any) => Object.entries(c.attributes ?? {}).map(([k, v]: [string, any]) => `${k}: ${value(v.old)} → ${value(v.new)}`).join('; ') },
+          {
+            label: 'Attributes',
+            cell: (c: any) =>
+              Object.entries(c.attributes ?? {})
+                .map(([k, v]: [string, any]) => `${k}: ${value(v.old)} → ${value(v.new)}`)
+                .join('; '),
+          },
           { label: 'Outcome', cell: (c: any) => <span class={`status status-${c.outcome}`}>{c.outcome}</span>, width: '6em' },
         ]}
         rows={data?.items ?? (error ? [] : undefined)}
