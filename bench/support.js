@@ -369,6 +369,57 @@ async function freshStorageFloor(n, root = ROOT) {
   }
 }
 
+/** The columns of the sync benches' users.csv. */
+const HR_HEADER = [
+  'id',
+  'employeeId',
+  'givenName',
+  'sn',
+  'mail',
+  'title',
+  'department',
+  'company',
+  'office',
+  'phone',
+  'mobile',
+  'city',
+  'country',
+  'costCenter',
+  'hireDate',
+  'managerId',
+];
+
+/** Row `i` of `n` users (15 attributes and a manager, user (i * 7919) % n); `variant` 1 changes sn. */
+function hrRow(i, n, variant = 0) {
+  const e = (k) => `E${String(k).padStart(6, '0')}`;
+  const mgr = i === 0 ? '' : e(Math.floor((i * 7919) % n));
+  return [
+    `u${i}`,
+    e(i),
+    `Given${i}`,
+    `Surname${i}${variant ? 'x' : ''}`,
+    `user${i}@example.test`,
+    `Title ${i % 50}`,
+    `Dept ${i % 40}`,
+    'Contoso',
+    `Office ${i % 30}`,
+    `+1 555 ${String(i).padStart(7, '0')}`,
+    `+1 666 ${String(i).padStart(7, '0')}`,
+    `City ${i % 100}`,
+    'US',
+    `CC${i % 200}`,
+    '2020-01-01',
+    mgr === e(i) ? '' : mgr,
+  ].join(',');
+}
+
+/** Write `dir`/users.csv with `n` users (hrRow), the `changed` ones as variant 1, without the `deleted` ones. */
+function writeHrCsv(dir, n, { changed = new Set(), deleted = new Set() } = {}) {
+  const lines = [HR_HEADER.join(',')];
+  for (let i = 0; i < n; i++) if (!deleted.has(i)) lines.push(hrRow(i, n, changed.has(i) ? 1 : 0));
+  require('node:fs').writeFileSync(require('node:path').join(dir, 'users.csv'), lines.join('\n') + '\n');
+}
+
 /**
  * The sync benches' source (bench/sync/sync.js, bench/space/oneObject.js): an `HR` file connector reading
  * users.csv in `csvDir` (anchor `id`), a join and a projection on employeeId, flows of employeeId, sn
@@ -408,4 +459,7 @@ module.exports = {
   storageFloor,
   freshStorageFloor,
   hrSource,
+  HR_HEADER,
+  hrRow,
+  writeHrCsv,
 };

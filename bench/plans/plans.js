@@ -14,55 +14,15 @@
  *
  * Usage: npm run build && node bench/plans/plans.js [--users 100000] [--baseline] [--baseline-dry 30.1] [--baseline-real 35.2]
  */
-const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { mkdtempSync, rmSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { arg, sleep, startService, cpuSeconds } = require('../support');
+const { arg, sleep, startService, cpuSeconds, writeHrCsv } = require('../support');
 
 const N = arg('users', 100000);
 const BASELINE = process.argv.includes('--baseline');
 const baselineDry = arg('baseline-dry', 0);
 const baselineReal = arg('baseline-real', 0);
-const HEADER = [
-  'id',
-  'employeeId',
-  'givenName',
-  'sn',
-  'mail',
-  'title',
-  'department',
-  'company',
-  'office',
-  'phone',
-  'mobile',
-  'city',
-  'country',
-  'costCenter',
-  'hireDate',
-  'managerId',
-];
-
-function row(i) {
-  const mgr = i === 0 ? '' : `E${String(Math.floor((i * 7919) % N)).padStart(6, '0')}`;
-  return [
-    `u${i}`,
-    `E${String(i).padStart(6, '0')}`,
-    `Given${i}`,
-    `Surname${i}`,
-    `user${i}@example.test`,
-    `Title ${i % 50}`,
-    `Dept ${i % 40}`,
-    'Contoso',
-    `Office ${i % 30}`,
-    `+1 555 ${String(i).padStart(7, '0')}`,
-    `+1 666 ${String(i).padStart(7, '0')}`,
-    `City ${i % 100}`,
-    'US',
-    `CC${i % 200}`,
-    '2020-01-01',
-    mgr === `E${String(i).padStart(6, '0')}` ? '' : mgr,
-  ].join(',');
-}
 
 async function setup(svc, csvDir) {
   const { call, must } = svc;
@@ -114,7 +74,7 @@ async function timed(svc, method, route, body) {
 
 async function main() {
   const csvDir = mkdtempSync(path.join(os.tmpdir(), 'plans-bench-csv-'));
-  writeFileSync(path.join(csvDir, 'users.csv'), [HEADER.join(','), ...Array.from({ length: N }, (_, i) => row(i))].join('\n') + '\n');
+  writeHrCsv(csvDir, N);
   const out = { users: N, loadAverageStart: os.loadavg().map((x) => +x.toFixed(2)) };
   let svc;
   try {

@@ -15,51 +15,10 @@
 const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { ROOT, arg, startService, hrSource } = require('../support');
+const { ROOT, arg, startService, hrSource, writeHrCsv } = require('../support');
 
 const N = arg('users', 100000);
 const SAMPLES = arg('samples', 200);
-const HEADER = [
-  'id',
-  'employeeId',
-  'givenName',
-  'sn',
-  'mail',
-  'title',
-  'department',
-  'company',
-  'office',
-  'phone',
-  'mobile',
-  'city',
-  'country',
-  'costCenter',
-  'hireDate',
-  'managerId',
-];
-
-function row(i) {
-  const e = (k) => `E${String(k).padStart(6, '0')}`;
-  const mgr = i === 0 ? '' : e(Math.floor((i * 7919) % N));
-  return [
-    `u${i}`,
-    e(i),
-    `Given${i}`,
-    `Surname${i}`,
-    `user${i}@example.test`,
-    `Title ${i % 50}`,
-    `Dept ${i % 40}`,
-    'Contoso',
-    `Office ${i % 30}`,
-    `+1 555 ${String(i).padStart(7, '0')}`,
-    `+1 666 ${String(i).padStart(7, '0')}`,
-    `City ${i % 100}`,
-    'US',
-    `CC${i % 200}`,
-    '2020-01-01',
-    mgr === e(i) ? '' : mgr,
-  ].join(',');
-}
 
 function percentiles(ms) {
   const s = [...ms].sort((a, b) => a - b);
@@ -74,9 +33,7 @@ async function main() {
   try {
     svc = await startService();
     const { call, must } = svc;
-    const lines = [HEADER.join(',')];
-    for (let i = 0; i < N; i++) lines.push(row(i));
-    writeFileSync(path.join(csvDir, 'users.csv'), lines.join('\n') + '\n');
+    writeHrCsv(csvDir, N);
     writeFileSync(path.join(targetDir, 'people.csv'), 'id,sn,title\n');
     const { conn, rule } = await hrSource(svc, csvDir);
     const target = await must(

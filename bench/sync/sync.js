@@ -22,61 +22,19 @@
  *
  * Usage: npm run build && node bench/sync/sync.js [--users 100000] [--count-requests] [--delete-percent 1]
  */
-const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { mkdtempSync, rmSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { arg, sleep, peakRssMB, startService, storageFloor, freshStorageFloor, hrSource } = require('../support');
+const { arg, sleep, peakRssMB, startService, storageFloor, freshStorageFloor, hrSource, writeHrCsv } = require('../support');
 
 const N = arg('users', 100000);
 // --count-requests: storage requests of each import through a counting proxy (slower; for write budgets only).
 const COUNT = process.argv.includes('--count-requests');
 // --delete-percent P: a last delta import with P % of the rows deleted from the source (0: none).
 const DELETE_PERCENT = arg('delete-percent', 0);
-const HEADER = [
-  'id',
-  'employeeId',
-  'givenName',
-  'sn',
-  'mail',
-  'title',
-  'department',
-  'company',
-  'office',
-  'phone',
-  'mobile',
-  'city',
-  'country',
-  'costCenter',
-  'hireDate',
-  'managerId',
-];
-
-function row(i, variant = 0) {
-  const mgr = i === 0 ? '' : `E${String(Math.floor((i * 7919) % N)).padStart(6, '0')}`;
-  return [
-    `u${i}`,
-    `E${String(i).padStart(6, '0')}`,
-    `Given${i}`,
-    `Surname${i}${variant ? 'x' : ''}`,
-    `user${i}@example.test`,
-    `Title ${i % 50}`,
-    `Dept ${i % 40}`,
-    'Contoso',
-    `Office ${i % 30}`,
-    `+1 555 ${String(i).padStart(7, '0')}`,
-    `+1 666 ${String(i).padStart(7, '0')}`,
-    `City ${i % 100}`,
-    'US',
-    `CC${i % 200}`,
-    '2020-01-01',
-    mgr === `E${String(i).padStart(6, '0')}` ? '' : mgr,
-  ].join(',');
-}
 
 function writeUsers(dir, changed = new Set(), deleted = new Set()) {
-  const lines = [HEADER.join(',')];
-  for (let i = 0; i < N; i++) if (!deleted.has(i)) lines.push(row(i, changed.has(i) ? 1 : 0));
-  writeFileSync(path.join(dir, 'users.csv'), lines.join('\n') + '\n');
+  writeHrCsv(dir, N, { changed, deleted });
 }
 
 async function main() {

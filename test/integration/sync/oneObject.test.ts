@@ -245,7 +245,7 @@ function changes(a: Snapshot, b: Snapshot): string[] {
       expect((await rt.call('DELETE', `rules/${join}`)).status).toBe(204);
     });
 
-    test('errors: 404 unknown connector or object, 400 malformed id, 403 Viewer, 409 sync during a run (preview answers)', async () => {
+    test('errors: 404 unknown connector or object, 400 malformed id, 403 Viewer, 409 sync while a run waits (preview answers)', async () => {
       const id = await csId('P002');
       const problem = (r: { status: number; headers: Headers }) => [r.status, r.headers.get('content-type')?.split(';')[0]];
       expect(problem(await rt.call('POST', `connectors/${randomUUID()}/space/${id}/preview`))).toEqual([404, 'application/problem+json']);
@@ -256,11 +256,16 @@ function changes(a: Snapshot, b: Snapshot): string[] {
       expect(problem(await rt.call('POST', `connectors/${hr}/space/${id}/preview`, { role: 'Viewer' }))).toEqual([403, 'application/problem+json']);
       expect(problem(await rt.call('POST', `connectors/${hr}/space/${id}/sync`, { role: 'Viewer' }))).toEqual([403, 'application/problem+json']);
 
+      // The run is held Queued (its instance paused), so the sync meets it however fast the import would be.
+      const instance = (await rt.call('GET', 'instances')).body.items[0].id as string;
+      expect((await rt.call('POST', `instances/${instance}/pause`)).status).toBe(200);
       const started = await rt.call('POST', `connectors/${hr}/import`, { body: { runType: 'FullImport' } });
       expect(started.status).toBe(202);
+      expect(started.body.status).toBe('Queued');
       const before = await snapshot(prefix);
       const during = await rt.call('POST', `connectors/${hr}/space/${id}/sync`);
       const duringPreview = await rt.call('POST', `connectors/${hr}/space/${id}/preview`);
+      expect((await rt.call('POST', `instances/${instance}/resume`)).status).toBe(200);
       const run = await waitRun(rt, started.body.runId);
       expect(during.status).toBe(409);
       expect(during.body).toMatchObject({ status: 409, title: 'Conflict' });
