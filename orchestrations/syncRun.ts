@@ -167,6 +167,14 @@ function traced<I extends { info?: RunInfo; input?: { info: RunInfo } }, O>(name
 function guarded<I>(runIdOf: (input: I) => string, step: (input: I) => Promise<unknown>) {
   return async (input: I): Promise<unknown> => ((await cancelRequested(runIdOf(input))) ? ({ cancelled: true } satisfies Stop) : step(input));
 }
+/** Register a page step of the run: inside the run's span ({@link traced}), skipped once a cancel was asked ({@link guarded}). */
+function pageStep<I extends { info?: RunInfo; input?: { info: RunInfo } }>(
+  name: string,
+  runIdOf: (input: I) => string,
+  step: (input: I) => Promise<unknown>,
+): void {
+  df.app.activity(name, { handler: traced(name, guarded(runIdOf, step)) });
+}
 type WithInfo = { info: RunInfo };
 const ofInfo = (input: WithInfo) => input.info.runId;
 const ofInner = (input: { input: WithInfo }) => input.input.info.runId;
@@ -203,85 +211,24 @@ async function lookAtApproval(info: RunInfo): Promise<'approved' | 'waiting' | '
 df.app.activity(BEGIN_RUN, {
   handler: (input: SyncRunInput) => withActivitySpan(BEGIN_RUN, runInputOf(input).trace, { runId: runInputOf(input).runId }, () => begin(input)),
 });
-df.app.activity(FULL_IMPORT_PAGE, {
-  handler: traced(
-    FULL_IMPORT_PAGE,
-    guarded(ofInfo, (input: FullPageInput) => fullImportPage(input)),
-  ),
-});
-df.app.activity(PLAN_DELETES, {
-  handler: traced(
-    PLAN_DELETES,
-    guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config)),
-  ),
-});
-df.app.activity(DELETE_PAGE, {
-  handler: traced(
-    DELETE_PAGE,
-    guarded(ofInfo, (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals)),
-  ),
-});
-df.app.activity(DELTA_IMPORT, {
-  handler: traced(
-    DELTA_IMPORT,
-    guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) => deltaImport(input.info, input.config, input.totals)),
-  ),
-});
-df.app.activity(EXPORT_PARTITION, {
-  handler: traced(
-    EXPORT_PARTITION,
-    guarded(ofInner, (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config)),
-  ),
-});
-df.app.activity(EXPORT_DELETES, {
-  handler: traced(
-    EXPORT_DELETES,
-    guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => exportDeletes(input.info, input.totals, input.config)),
-  ),
-});
-df.app.activity(EXPORT_PLAN, {
-  handler: traced(
-    EXPORT_PLAN,
-    guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config)),
-  ),
-});
-df.app.activity(EXPORT_IDS, {
-  handler: traced(
-    EXPORT_IDS,
-    guarded(ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config)),
-  ),
-});
-df.app.activity(EXPORT_DELETED, {
-  handler: traced(
-    EXPORT_DELETED,
-    guarded(ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) =>
-      exportDeletedSince(input.info, input.totals, input.config),
-    ),
-  ),
-});
-df.app.activity(PLAN_DELETE_PAGE, {
-  handler: traced(
-    PLAN_DELETE_PAGE,
-    guarded(ofInfo, async (input: { info: RunInfo; page: number }) => (await planDeletePage(input.info, input.page), null)),
-  ),
-});
-df.app.activity(CHECK_PLAN, {
-  handler: traced(
-    CHECK_PLAN,
-    guarded(ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => checkPlan(input.info, input.config)),
-  ),
-});
-df.app.activity(PARK_RUN, {
-  handler: traced(
-    PARK_RUN,
-    guarded(ofInfo, (input: { info: RunInfo; reasons: ApprovalReason[]; stats: RunStats }) => park(input)),
-  ),
-});
+pageStep(FULL_IMPORT_PAGE, ofInfo, (input: FullPageInput) => fullImportPage(input));
+pageStep(PLAN_DELETES, ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planFullImportDeletes(input.info, input.config));
+pageStep(DELETE_PAGE, ofInfo, (input: { info: RunInfo; page: number; totals: RunTotals }) => fullImportDeletePage(input.info, input.page, input.totals));
+pageStep(DELTA_IMPORT, ofInfo, (input: { info: RunInfo; config: Record<string, unknown>; totals: RunTotals }) =>
+  deltaImport(input.info, input.config, input.totals),
+);
+pageStep(EXPORT_PARTITION, ofInner, (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config));
+pageStep(EXPORT_DELETES, ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) =>
+  exportDeletes(input.info, input.totals, input.config),
+);
+pageStep(EXPORT_PLAN, ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config));
+pageStep(EXPORT_IDS, ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config));
+pageStep(EXPORT_DELETED, ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) =>
+  exportDeletedSince(input.info, input.totals, input.config),
+);
+pageStep(PLAN_DELETE_PAGE, ofInfo, async (input: { info: RunInfo; page: number }) => (await planDeletePage(input.info, input.page), null));
+pageStep(CHECK_PLAN, ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => checkPlan(input.info, input.config));
+pageStep(PARK_RUN, ofInfo, (input: { info: RunInfo; reasons: ApprovalReason[]; stats: RunStats }) => park(input));
 df.app.activity(APPROVAL_STATE, { handler: traced(APPROVAL_STATE, (input: { info: RunInfo }) => lookAtApproval(input.info)) });
-df.app.activity(FULL_SYNC_PAGE, {
-  handler: traced(
-    FULL_SYNC_PAGE,
-    guarded(ofInfo, (input: FullSyncPageInput) => fullSyncPage(input)),
-  ),
-});
+pageStep(FULL_SYNC_PAGE, ofInfo, (input: FullSyncPageInput) => fullSyncPage(input));
 df.app.activity(FINISH_RUN, { handler: traced(FINISH_RUN, (input: FinishInput) => finishRun(input)) });
