@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, SettingsReader, readCoreConfig } from '../core/config';
+import { checkSharedKey } from './keyCheck';
 
 /**
  * Secrets at rest (connector passwords and every config field a connector schema marks `x-secret`):
@@ -81,9 +82,14 @@ export function decryptSecret(sealed: string, owner: string): string {
   return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
 }
 
-/** The start step: load the key once, so a missing or bad key stops the start instead of the first write. */
+/**
+ * The start step: load the key once, so a missing or bad key stops the start instead of the first write, and
+ * check that it is the key the other instances on the storage account use (keyCheck.ts).
+ */
 export async function startSecrets(): Promise<void> {
-  setSecretsKey(loadSecretsKey());
+  const loaded = loadSecretsKey();
+  await checkSharedKey(loaded);
+  setSecretsKey(loaded);
 }
 
 export { SECRET_PLACEHOLDER, secretPaths, endpointPaths, changedPaths, getPath, setPath, deletePath, pointer, type FieldPath } from './fields';

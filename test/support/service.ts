@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TableClient } from '@azure/data-tables';
@@ -221,6 +221,13 @@ export class ServiceUnderTest {
   }
 }
 
+/**
+ * The secrets key of the first service started on each table prefix (its own `Secrets__Key`, else the one it
+ * generated in its data folder): every engine instance on one storage account must have the same key (a
+ * process with another refuses to start), so a later service on the prefix gets it unless its suite sets one.
+ */
+const prefixKeys = new Map<string, string>();
+
 /** Start a service for a suite (stop it with `dispose()` in afterAll). */
 export async function startService(options: ServiceOptions = {}): Promise<ServiceUnderTest> {
   const cs = process.env.TEST_STORAGE_CONNECTION_STRING;
@@ -230,12 +237,20 @@ export async function startService(options: ServiceOptions = {}): Promise<Servic
   process.env.Storage__TablePrefix = prefix;
   resetTableClients();
   const issuer = await startMintingIssuer();
-  const service = new ServiceUnderTest(prefix, issuer, options.env ?? {});
+  const env = { ...(options.env ?? {}) };
+  const sharedKey = prefixKeys.get(prefix);
+  if (env.Secrets__Key === undefined && sharedKey !== undefined) env.Secrets__Key = sharedKey;
+  const service = new ServiceUnderTest(prefix, issuer, env);
   try {
     await service.start();
   } catch (err) {
     await service.dispose();
     throw err;
+  }
+  if (!prefixKeys.has(prefix)) {
+    const keyFile = path.join(service.dataDir, 'secrets.key');
+    const key = env.Secrets__Key ?? (existsSync(keyFile) ? readFileSync(keyFile, 'utf8').trim() : undefined);
+    if (key !== undefined) prefixKeys.set(prefix, key);
   }
   return service;
 }

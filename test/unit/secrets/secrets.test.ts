@@ -1,8 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, SettingsReader } from '../../../lib/core/config';
 import { decryptSecret, encryptSecret, loadSecretsKey, setSecretsKey } from '../../../lib/secrets';
+import { keyCheckValue } from '../../../lib/secrets/keyCheck';
 
 describe('sealing', () => {
   beforeAll(() => setSecretsKey(Buffer.alloc(32, 7)));
@@ -57,5 +59,15 @@ describe('the key', () => {
     expect(Buffer.from(readFileSync(file, 'utf8').trim(), 'base64')).toEqual(first);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(loadSecretsKey(s)).toEqual(first);
+  });
+});
+
+describe('keyCheckValue', () => {
+  test('equal keys give one value, another key another; the value is not the key', () => {
+    const k1 = randomBytes(32);
+    const k2 = randomBytes(32);
+    expect(keyCheckValue(k1)).toBe(keyCheckValue(Buffer.from(k1)));
+    expect(keyCheckValue(k1)).not.toBe(keyCheckValue(k2));
+    expect(keyCheckValue(k1)).not.toContain(k1.toString('base64url').slice(0, 8));
   });
 });
