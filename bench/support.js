@@ -112,6 +112,9 @@ function onInterrupt(fn) {
  * @param {Record<string,string>} [o.env] extra environment for the service, applied last (NODE_OPTIONS too).
  * @param {string} [o.dataDir] the service's data folder; default: a mktemp folder removed by stop().
  * @param {string} [o.azuriteNodeOptions] NODE_OPTIONS for the Azurite processes (e.g. a --require preload).
+ * @param {object} [o.azurite] an Azurite already started (lib/runtime/azurite.js `Azurite`, or any object with
+ *   `connectionString` and `pids`): the service uses it and `stop()` leaves it running; default: one of its own.
+ *   Two services on one Azurite are two engine instances on one storage account (bench/scale/instances.js).
  * @param {(text: string) => void} [o.onOutput] every chunk the service writes to stdout/stderr.
  * @param {number} [o.startTimeoutSeconds] how long to wait for /api/health (default 120).
  * @returns {Promise<{ base: string, pid: number, tablePid: number, azurite: object, dataDir: string, token: string,
@@ -162,12 +165,13 @@ async function startService(o = {}) {
   const { Azurite, freePort } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
   const ownDataDir = !o.dataDir;
   const dataDir = o.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'bench-service-'));
-  const azurite = new Azurite();
+  const ownAzurite = !o.azurite;
+  const azurite = o.azurite ?? new Azurite();
   // Azurite spawns its processes with this process's environment: set NODE_OPTIONS just for that.
   const saved = process.env.NODE_OPTIONS;
   if (o.azuriteNodeOptions !== undefined) process.env.NODE_OPTIONS = o.azuriteNodeOptions;
   try {
-    await azurite.start();
+    if (ownAzurite) await azurite.start();
   } finally {
     if (o.azuriteNodeOptions !== undefined) {
       if (saved === undefined) delete process.env.NODE_OPTIONS;
@@ -216,7 +220,7 @@ async function startService(o = {}) {
       removeInterrupt();
       await stopChild(child, exited);
       await proxy?.close();
-      await azurite.stop();
+      if (ownAzurite) await azurite.stop();
       if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
     })();
     return stopped;
@@ -389,12 +393,15 @@ const HR_HEADER = [
   'managerId',
 ];
 
-/** Row `i` of `n` users (15 attributes and a manager, user (i * 7919) % n); `variant` 1 changes sn. */
-function hrRow(i, n, variant = 0) {
-  const e = (k) => `E${String(k).padStart(6, '0')}`;
+/**
+ * Row `i` of `n` users (15 attributes and a manager, user (i * 7919) % n); `variant` 1 changes sn. `offset`
+ * shifts the ids, employee ids and manager references (a second source of other people: offset n).
+ */
+function hrRow(i, n, variant = 0, offset = 0) {
+  const e = (k) => `E${String(k + offset).padStart(6, '0')}`;
   const mgr = i === 0 ? '' : e(Math.floor((i * 7919) % n));
   return [
-    `u${i}`,
+    `u${i + offset}`,
     e(i),
     `Given${i}`,
     `Surname${i}${variant ? 'x' : ''}`,
@@ -413,10 +420,13 @@ function hrRow(i, n, variant = 0) {
   ].join(',');
 }
 
-/** Write `dir`/users.csv with `n` users (hrRow), the `changed` ones as variant 1, without the `deleted` ones. */
-function writeHrCsv(dir, n, { changed = new Set(), deleted = new Set() } = {}) {
+/**
+ * Write `dir`/users.csv with `n` users (hrRow), the `changed` ones as variant 1, without the `deleted` ones;
+ * `offset`: see hrRow.
+ */
+function writeHrCsv(dir, n, { changed = new Set(), deleted = new Set(), offset = 0 } = {}) {
   const lines = [HR_HEADER.join(',')];
-  for (let i = 0; i < n; i++) if (!deleted.has(i)) lines.push(hrRow(i, n, changed.has(i) ? 1 : 0));
+  for (let i = 0; i < n; i++) if (!deleted.has(i)) lines.push(hrRow(i, n, changed.has(i) ? 1 : 0, offset));
   require('node:fs').writeFileSync(require('node:path').join(dir, 'users.csv'), lines.join('\n') + '\n');
 }
 
@@ -424,12 +434,13 @@ function writeHrCsv(dir, n, { changed = new Set(), deleted = new Set() } = {}) {
  * The sync benches' source (bench/sync/sync.js, bench/space/oneObject.js): an `HR` file connector reading
  * users.csv in `csvDir` (anchor `id`), a join and a projection on employeeId, flows of employeeId, sn
  * (upper-cased) and managerId, and the `manager` relationship; `extraConfig` joins the connector's config (a
- * deletion threshold). Returns the connector and `rule`, which adds a rule to it.
+ * deletion threshold). `name`: the connector's name; `composer: false` leaves out the relationship rule (it is
+ * global: a second source needs none of its own). Returns the connector and `rule`, which adds a rule to it.
  */
-async function hrSource({ call, must }, csvDir, extraConfig = {}) {
+async function hrSource({ call, must }, csvDir, extraConfig = {}, { name = 'HR', composer = true } = {}) {
   const conn = await must(
     call('POST', 'connectors', {
-      name: 'HR',
+      name,
       type: 'custom',
       config: { implementation: 'file', objectType: 'User', settings: { path: csvDir, anchorColumn: 'id' }, ...extraConfig },
     }),
@@ -441,7 +452,8 @@ async function hrSource({ call, must }, csvDir, extraConfig = {}) {
   await rule({ ruleType: 'FlowRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId', confidence: 50 });
   await rule({ ruleType: 'FlowRule', sourceAttribute: 'sn', targetAttribute: 'sn', confidence: 50, transformScript: 'source.toUpperCase()' });
   await rule({ ruleType: 'FlowRule', sourceAttribute: 'managerId', targetAttribute: 'managerId', confidence: 50 });
-  await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
+  if (composer)
+    await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
   return { conn, rule };
 }
 
