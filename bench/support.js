@@ -115,6 +115,8 @@ function onInterrupt(fn) {
  * @param {object} [o.azurite] an Azurite already started (lib/runtime/azurite.js `Azurite`, or any object with
  *   `connectionString` and `pids`): the service uses it and `stop()` leaves it running; default: one of its own.
  *   Two services on one Azurite are two engine instances on one storage account (bench/scale/instances.js).
+ * @param {string} [o.token] the Bearer token to call it with (a service that trusts another one's development
+ *   issuer has none of its own); default: an Admin token from its own development issuer.
  * @param {(text: string) => void} [o.onOutput] every chunk the service writes to stdout/stderr.
  * @param {number} [o.startTimeoutSeconds] how long to wait for /api/health (default 120).
  * @returns {Promise<{ base: string, pid: number, tablePid: number, azurite: object, dataDir: string, token: string,
@@ -244,15 +246,7 @@ async function startService(o = {}) {
       if (Date.now() > deadline) throw new Error(`service did not start:\n${logs.slice(-4000)}`);
       await sleep(100);
     }
-    const info = JSON.parse(readFileSync(path.join(dataDir, 'dev-issuer.json'), 'utf8'));
-    const basic = Buffer.from(`${encodeURIComponent(info.clientId)}:${encodeURIComponent(info.clientSecret)}`).toString('base64');
-    const res = await fetch(info.tokenEndpoint, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` },
-      body: 'grant_type=client_credentials&role=Admin',
-    });
-    if (res.status !== 200) throw new Error(`dev issuer token: ${res.status}`);
-    token = (await res.json()).access_token;
+    token = o.token ?? (await devIssuerToken(dataDir));
   } catch (err) {
     await stop();
     throw err;
@@ -322,6 +316,19 @@ async function startService(o = {}) {
     logs: () => logs,
     stop,
   };
+}
+
+/** An Admin token from the development issuer of the service whose data folder is `dataDir`. */
+async function devIssuerToken(dataDir) {
+  const info = JSON.parse(readFileSync(path.join(dataDir, 'dev-issuer.json'), 'utf8'));
+  const basic = Buffer.from(`${encodeURIComponent(info.clientId)}:${encodeURIComponent(info.clientSecret)}`).toString('base64');
+  const res = await fetch(info.tokenEndpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` },
+    body: 'grant_type=client_credentials&role=Admin',
+  });
+  if (res.status !== 200) throw new Error(`dev issuer token: ${res.status}`);
+  return (await res.json()).access_token;
 }
 
 /**

@@ -11,12 +11,12 @@
  * Each reports the wall time (first trigger to last run's end), objects/s (2N / wall), the CPU seconds of each
  * service process and of the Azurite table process, steal, the 1-min load, and the mesh as the API of EACH
  * instance lists it (totalCount, and one object of each source found by anchor), with the seconds the read
- * model of each took to show all 2N after the runs ended. A token of instance A's development issuer is
- * also presented to B (each data folder has its own issuer: expected 401).
+ * model of each took to show all 2N after the runs ended. Each data folder has its own development issuer:
+ * B is configured to trust A's (Authentication__Jwt__Authority), so one token serves both (`tokenOfAAcceptedByB`).
  *
  * Usage: npm run build && node bench/scale/instances.js [--users 50000] [--scenarios oneSequential,oneConcurrent,twoInstances]
  */
-const { mkdtempSync, rmSync } = require('node:fs');
+const { mkdtempSync, readFileSync, rmSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { ROOT, arg, sleep, cpuSeconds, stealSeconds, peakRssMB, startService, hrSource, writeHrCsv } = require('../support');
@@ -62,7 +62,16 @@ async function scenario(name) {
     // Every instance on one storage account has the same secrets key (a process with another refuses to start).
     const Secrets__Key = require('node:crypto').randomBytes(32).toString('base64');
     services.push(await startService({ azurite, env: { Engine__InstanceName: 'inst-a', Secrets__Key } }));
-    if (two) services.push(await startService({ azurite, env: { Engine__InstanceName: 'inst-b', Secrets__Key } }));
+    if (two) {
+      // B trusts A's development issuer (each data folder has its own): one token for both, as behind a load balancer.
+      const { issuer } = JSON.parse(readFileSync(path.join(services[0].dataDir, 'dev-issuer.json'), 'utf8'));
+      const trustA = {
+        Authentication__Jwt__Enabled: 'true',
+        Authentication__Jwt__Authority: issuer,
+        Authentication__Jwt__Audience: 'api://identity-mesh-sync',
+      };
+      services.push(await startService({ azurite, token: services[0].token, env: { Engine__InstanceName: 'inst-b', Secrets__Key, ...trustA } }));
+    }
     const [a, b] = services;
     writeHrCsv(dirs[0], N);
     writeHrCsv(dirs[1], N, { offset: N });
@@ -74,7 +83,7 @@ async function scenario(name) {
       const id = (n) => items.find((i) => i.name === n).id;
       await a.must(a.call('PUT', `connectors/${c1}/instance`, { instanceId: id('inst-a') }), 200);
       await a.must(a.call('PUT', `connectors/${c2}/instance`, { instanceId: id('inst-b') }), 200);
-      crossToken = (await fetch(`${b.base}/instances`, { headers: { authorization: `Bearer ${a.token}` } })).status;
+      crossToken = (await b.call('GET', 'instances')).status;
     }
     const cpu0 = { services: services.map((s) => cpuSeconds(s.pid)), azurite: cpuSeconds(tablePid), steal: stealSeconds() };
     const load0 = os.loadavg()[0];
@@ -114,7 +123,7 @@ async function scenario(name) {
       peakRssMB: services.map((s) => peakRssMB(s.pid)),
       load: { atStart: load0, atEnd: os.loadavg()[0] },
       mesh,
-      ...(crossToken !== null ? { tokenOfAPresentedToB: crossToken } : {}),
+      ...(crossToken !== null ? { tokenOfAAcceptedByB: crossToken } : {}),
     };
   } finally {
     for (const s of services.reverse()) await s.stop();
