@@ -108,7 +108,11 @@ export class Azurite {
     const persistence = location ? ['--location', location] : ['--inMemoryPersistence'];
     const services = this.options.services ?? ['table', 'queue', 'blob'];
     const all: Record<AzuriteService, [string, string[], number]> = {
-      table: [this.options.stockTableStore ? path.join(bin, 'dist/src/table/main.js') : tableEntry(bin), ['--tableHost', host, '--tablePort', String(tablePort)], tablePort],
+      table: [
+        this.options.stockTableStore ? path.join(bin, 'dist/src/table/main.js') : tableEntry(bin),
+        ['--tableHost', host, '--tablePort', String(tablePort)],
+        tablePort,
+      ],
       queue: [path.join(bin, 'dist/src/queue/main.js'), ['--queueHost', host, '--queuePort', String(queuePort)], queuePort],
       blob: [path.join(bin, 'dist/src/blob/main.js'), ['--blobHost', host, '--blobPort', String(blobPort)], blobPort],
     };

@@ -7,5 +7,5 @@ import { installTableIndex } from './azuriteTableIndex';
  */
 const azuriteRoot = path.dirname(require.resolve('azurite/package.json'));
 installTableIndex(azuriteRoot);
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 require(path.join(azuriteRoot, 'dist/src/table/main.js'));

@@ -257,14 +257,14 @@ export function installTableIndex(azuriteRoot = path.dirname(require.resolve('az
   if (installed) return;
   installed = true;
   const persistence = path.join(azuriteRoot, 'dist/src/table/persistence');
-  /* eslint-disable @typescript-eslint/no-require-imports */
+   
   const Store = (require(path.join(persistence, 'LokiTableMetadataStore.js')) as { default: { prototype: Record<string, unknown> } }).default;
   const Generator = (
     require(path.join(persistence, 'LokiTableStoreQueryGenerator.js')) as {
       default: { generateQueryForPersistenceLayer(queryOptions: unknown, context: unknown): (e: StoredEntity) => boolean };
     }
   ).default;
-  /* eslint-enable @typescript-eslint/no-require-imports */
+   
   const proto = Store.prototype as unknown as StoreLike & Record<string, unknown>;
   const originalGetCollection = proto.getEntityCollection;
   const originalQuery = proto.queryTableEntities as (this: StoreLike, ...args: unknown[]) => Promise<unknown>;
@@ -297,7 +297,8 @@ export function installTableIndex(azuriteRoot = path.dirname(require.resolve('az
   ) {
     const from = { partitionKey: this.decodeContinuationHeader(nextPartitionKey), rowKey: this.decodeContinuationHeader(nextRowKey) };
     // A RowKey continuation without a PartitionKey is not something a client sends: Azurite's own path.
-    if (from.partitionKey === undefined && from.rowKey !== undefined) return originalQuery.apply(this, [context, account, table, queryOptions, nextPartitionKey, nextRowKey]);
+    if (from.partitionKey === undefined && from.rowKey !== undefined)
+      return originalQuery.apply(this, [context, account, table, queryOptions, nextPartitionKey, nextRowKey]);
     const coll = this.getEntityCollection(account, table, context);
     const where = Generator.generateQueryForPersistenceLayer(queryOptions, context);
     const max = this.getMaxResultsOption(queryOptions);
@@ -337,4 +338,3 @@ export function installTableIndex(azuriteRoot = path.dirname(require.resolve('az
     return entity;
   };
 }
-

@@ -45,7 +45,9 @@ async function scenario(cs: string): Promise<unknown[]> {
       ['create', { partitionKey: 'p1', rowKey: first.rowKey, n: -3 }],
     ] as never),
   );
-  await attempt('create twice', () => c.createEntity({ partitionKey: 'p2', rowKey: 'dup', n: 1 }).then(() => c.createEntity({ partitionKey: 'p2', rowKey: 'dup', n: 2 })));
+  await attempt('create twice', () =>
+    c.createEntity({ partitionKey: 'p2', rowKey: 'dup', n: 1 }).then(() => c.createEntity({ partitionKey: 'p2', rowKey: 'dup', n: 2 })),
+  );
   await attempt('replace', () => c.upsertEntity({ partitionKey: 'p2', rowKey: 'dup', n: 3 }, 'Replace'));
   await attempt('merge', () => c.upsertEntity({ partitionKey: 'p2', rowKey: 'dup', m: 4 }, 'Merge'));
   await attempt('update missing', () => c.updateEntity({ partitionKey: 'p2', rowKey: 'missing', n: 1 }, 'Replace'));

@@ -17,7 +17,12 @@ describe('keyConstraints: what a filter says about the keys it can match', () =>
   });
 
   it('keeps the tighter of two bounds, and unescapes doubled quotes', () => {
-    expect(keyConstraints("RowKey ge 'a' and RowKey gt 'b' and RowKey le 'z' and RowKey lt 'y'").rowKey).toEqual({ lo: 'b', loInclusive: false, hi: 'y', hiInclusive: false });
+    expect(keyConstraints("RowKey ge 'a' and RowKey gt 'b' and RowKey le 'z' and RowKey lt 'y'").rowKey).toEqual({
+      lo: 'b',
+      loInclusive: false,
+      hi: 'y',
+      hiInclusive: false,
+    });
     expect(keyConstraints("PartitionKey eq 'o''k'").partitionKey.lo).toBe("o'k");
   });
 
