@@ -54,7 +54,7 @@ async function scenario(cs: string): Promise<unknown[]> {
   const dup = await c.getEntity('p2', 'dup');
   await attempt('update, right etag', () => c.updateEntity({ partitionKey: 'p2', rowKey: 'dup', n: 5 }, 'Replace', { etag: dup.etag }));
   await attempt('update, stale etag', () => c.updateEntity({ partitionKey: 'p2', rowKey: 'dup', n: 6 }, 'Replace', { etag: dup.etag }));
-  await attempt('delete', () => c.deleteEntity('p1', first.rowKey));
+  await attempt('delete', () => c.deleteEntity('p1', first.rowKey as string));
   await attempt('delete missing', () => c.deleteEntity('p3', 'nothing'));
   await attempt('get', () => c.getEntity('p2', 'dup').then((e) => ({ n: e.n, m: e.m })));
   await attempt('get missing', () => c.getEntity('p2', 'missing'));
