@@ -16,6 +16,14 @@ const ROOT = path.resolve(__dirname, '..');
  * @param {string} name
  * @param {number|string|undefined} dflt
  */
+/**
+ * Options for the benches' Azurite: BENCH_STOCK_AZURITE=1 runs Azurite's table store as shipped, without the
+ * runtime's index (lib/runtime/azuriteTableIndex.ts), to compare the two.
+ */
+function azuriteOptions(extra = {}) {
+  return { ...(process.env.BENCH_STOCK_AZURITE === '1' ? { stockTableStore: true } : {}), ...extra };
+}
+
 function arg(name, dflt) {
   const i = process.argv.indexOf(`--${name}`);
   if (i < 0 || i + 1 >= process.argv.length) return dflt;
@@ -168,7 +176,7 @@ async function startService(o = {}) {
   const ownDataDir = !o.dataDir;
   const dataDir = o.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'bench-service-'));
   const ownAzurite = !o.azurite;
-  const azurite = o.azurite ?? new Azurite();
+  const azurite = o.azurite ?? new Azurite(azuriteOptions());
   // Azurite spawns its processes with this process's environment: set NODE_OPTIONS just for that.
   const saved = process.env.NODE_OPTIONS;
   if (o.azuriteNodeOptions !== undefined) process.env.NODE_OPTIONS = o.azuriteNodeOptions;
@@ -371,7 +379,7 @@ async function storageFloor(connectionString, table, n, tablePid) {
 /** The storage floor on a fresh in-memory Azurite process of its own, started for it and stopped after. */
 async function freshStorageFloor(n, root = ROOT) {
   const { Azurite } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
-  const azurite = new Azurite();
+  const azurite = new Azurite(azuriteOptions());
   await azurite.start();
   try {
     return await storageFloor(azurite.connectionString, 'FloorBench', n, azurite.pids[0]);
@@ -465,6 +473,7 @@ async function hrSource({ call, must }, csvDir, extraConfig = {}, { name = 'HR',
 }
 
 module.exports = {
+  azuriteOptions,
   ROOT,
   arg,
   sleep,

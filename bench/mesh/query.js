@@ -198,7 +198,7 @@ async function main() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'mesh-bench-data-'));
   const emptyDir = mkdtempSync(path.join(os.tmpdir(), 'mesh-bench-empty-'));
   const probeDir = mkdtempSync(path.join(os.tmpdir(), 'mesh-bench-probe-'));
-  const azurite = new Azurite();
+  const azurite = new Azurite(require('../support').azuriteOptions());
   const removeDirs = () => {
     for (const d of [csvDir, dataDir, emptyDir, probeDir]) rmSync(d, { recursive: true, force: true });
   };

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -59,6 +59,16 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
   });
 }
 
+/**
+ * The table service's entry point: our launcher (lib/runtime/azuriteTable.ts, compiled), which installs the
+ * table store's index before Azurite starts. From the TypeScript sources (tests), the compiled launcher in
+ * dist/; Azurite's own entry point only if neither exists.
+ */
+function tableEntry(azuriteRoot: string): string {
+  for (const f of [path.join(__dirname, 'azuriteTable.js'), path.resolve(__dirname, '../../dist/lib/runtime/azuriteTable.js')]) if (existsSync(f)) return f;
+  return path.join(azuriteRoot, 'dist/src/table/main.js');
+}
+
 export interface AzuriteOptions {
   /** Folder for disk persistence; omitted: in-memory (tests). */
   location?: string;
@@ -66,6 +76,8 @@ export interface AzuriteOptions {
   /** The services to run (default: all three). */
   services?: AzuriteService[];
   onLog?: (line: string) => void;
+  /** Azurite's table store as shipped, without the index of lib/runtime/azuriteTableIndex.ts (comparisons). */
+  stockTableStore?: boolean;
 }
 
 /**
@@ -96,7 +108,11 @@ export class Azurite {
     const persistence = location ? ['--location', location] : ['--inMemoryPersistence'];
     const services = this.options.services ?? ['table', 'queue', 'blob'];
     const all: Record<AzuriteService, [string, string[], number]> = {
-      table: [path.join(bin, 'dist/src/table/main.js'), ['--tableHost', host, '--tablePort', String(tablePort)], tablePort],
+      table: [
+        this.options.stockTableStore ? path.join(bin, 'dist/src/table/main.js') : tableEntry(bin),
+        ['--tableHost', host, '--tablePort', String(tablePort)],
+        tablePort,
+      ],
       queue: [path.join(bin, 'dist/src/queue/main.js'), ['--queueHost', host, '--queuePort', String(queuePort)], queuePort],
       blob: [path.join(bin, 'dist/src/blob/main.js'), ['--blobHost', host, '--blobPort', String(blobPort)], blobPort],
     };
@@ -141,7 +157,7 @@ export class Azurite {
               clearTimeout(timer);
               resolve();
             });
-            p.kill('SIGTERM');
+            p.kill('SIGINT');
           }),
       ),
     );
