@@ -77,6 +77,8 @@ export interface AzuriteOptions {
   dataWarnMB?: number;
   /** How often the table process rewrites its stats file (default 10 s). */
   statsEveryMs?: number;
+  /** Run Azurite's own table main (single-file persistence, no stats): only for the comparison bench. */
+  stockTable?: boolean;
 }
 
 /**
@@ -131,7 +133,7 @@ export class Azurite {
       queue: [path.join(bin, 'dist/src/queue/main.js'), ['--queueHost', host, '--queuePort', String(queuePort)], queuePort],
       blob: [path.join(bin, 'dist/src/blob/main.js'), ['--blobHost', host, '--blobPort', String(blobPort)], blobPort],
     };
-    if (location && services.includes('table')) {
+    if (location && services.includes('table') && !this.options.stockTable) {
       all.table[0] = tableLauncherPath();
       rmSync(path.join(location, STATS_FILE), { force: true });
     }

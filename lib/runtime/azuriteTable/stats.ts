@@ -50,15 +50,15 @@ export function defaultDataWarnMB(heapMB: number): number {
 export function storageWarnings(s: Pick<TableStats, 'heapUsedBytes' | 'heapLimitBytes' | 'dataBytes' | 'lastSaveError'>, t: WarnThresholds): string[] {
   const warnings: string[] = [];
   const heapPct = s.heapLimitBytes > 0 ? (100 * s.heapUsedBytes) / s.heapLimitBytes : 0;
-  const mb = (b: number) => Math.round(b / MB);
+  const size = (b: number) => (b >= MB ? `${Math.round(b / MB)} MB` : `${Math.ceil(b / 1024)} KB`);
   if (heapPct >= t.heapPercent) {
     warnings.push(
-      `Embedded table storage (Azurite) uses ${Math.round(heapPct)}% of its heap limit (${mb(s.heapUsedBytes)} MB of ${mb(s.heapLimitBytes)} MB; warning at ${t.heapPercent}%): raise Storage:AzuriteMaxHeapMB or move AzureWebJobsStorage to a separate Azurite or an Azure Storage account (docs/scaling.md).`,
+      `Embedded table storage (Azurite) uses ${Math.round(heapPct)}% of its heap limit (${size(s.heapUsedBytes)} of ${size(s.heapLimitBytes)}; warning at ${t.heapPercent}%): raise Storage:AzuriteMaxHeapMB or move AzureWebJobsStorage to a separate Azurite or an Azure Storage account (docs/scaling.md).`,
     );
   }
   if (s.dataBytes >= t.dataBytes) {
     warnings.push(
-      `Embedded table storage (Azurite) holds ${mb(s.dataBytes)} MB on disk (warning at ${mb(t.dataBytes)} MB): move AzureWebJobsStorage to a separate Azurite or an Azure Storage account (docs/scaling.md).`,
+      `Embedded table storage (Azurite) holds ${size(s.dataBytes)} on disk (warning at ${size(t.dataBytes)}): move AzureWebJobsStorage to a separate Azurite or an Azure Storage account (docs/scaling.md).`,
     );
   }
   if (s.lastSaveError) {
