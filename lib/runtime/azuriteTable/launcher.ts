@@ -37,6 +37,7 @@ const location = locIdx > 0 ? path.resolve(argv[locIdx + 1]) : undefined;
 
 let closing = false;
 let terminating = false;
+let closed = false;
 let nextSaveAt = 0;
 let saveIntervalMs = baseIntervalMs;
 const adapters: { adapter: StreamedTableAdapter; dbname: string }[] = [];
@@ -72,6 +73,7 @@ function patchLoki(azuriteDir: string): void {
     db.close = (callback) => {
       closing = true;
       close((err) => {
+        closed = true;
         writeStats();
         callback?.(err);
         // Azurite's close leaves nothing else to wait for; the timer only guards against a stray handle.
@@ -119,9 +121,15 @@ function main(): void {
   const azuriteDir = path.dirname(require.resolve('azurite/package.json'));
   patchLoki(azuriteDir);
   // Azurite's table main closes (and so saves) on SIGINT only; a SIGTERM would end the process unsaved.
-  process.once('SIGTERM', () => {
-    if (adapters.length === 0) process.exit(0);
+  // `on`, not `once`: a second SIGTERM during the save must not kill the process half-way.
+  process.on('SIGTERM', () => {
+    if (terminating) return;
     terminating = true;
+    // Already closing (a Ctrl+C reached this process group first): the close callback exits.
+    if (closed) process.exit(0);
+    if (closing) return;
+    // Before Azurite's handler exists (still loading) there is nothing unsaved.
+    if (adapters.length === 0 || process.listenerCount('SIGINT') === 0) process.exit(0);
     process.emit('SIGINT', 'SIGINT');
   });
   if (location) setInterval(writeStats, statsEveryMs).unref();
