@@ -5,7 +5,9 @@
  * (a save blocks Azurite's event loop), the files, the restart (load) time, the table process's RSS and
  * heap, and whether the data came back.
  *
- *   node bench/scale/azuritePersist.js [--sizes 100000,500000,1000000] [--modes stock,streamed] [--heap MB]
+ *   node bench/scale/azuritePersist.js [--sizes 100000,500000,1000000] [--modes stock,streamed,memory] [--heap MB]
+ *
+ * `memory`: Azurite in memory (no persistence), for the fill rate and stalls without saves.
  *
  * Prints one JSON object. Run under `flock /tmp/bench.lock`.
  */
@@ -88,9 +90,10 @@ async function stalls(client, ms, pid) {
 }
 
 async function one(mode, n) {
+  const memory = mode === 'memory';
   const location = fs.mkdtempSync(path.join(os.tmpdir(), `azpersist-${mode}-`));
   const logs = [];
-  const opts = { location, services: ['table'], stockTable: mode === 'stock', maxHeapMB: heapMB, onLog: (l) => logs.push(l) };
+  const opts = { location: memory ? undefined : location, services: ['table'], stockTable: mode === 'stock', maxHeapMB: heapMB, onLog: (l) => logs.push(l) };
   const r = { mode, entities: n };
   let az = new Azurite(opts);
   try {
@@ -104,7 +107,7 @@ async function one(mode, n) {
       r.fillError = String(err.message).slice(0, 200);
     }
     r.rssAfterFillMB = rssMB(pid);
-    // Stock saves every 5 s; ours every max(5 s, 4 x last save). Watch two save periods.
+    // Stock saves every 5 s; ours every max(5 s, 2 x last save). Watch a few save periods.
     r.longestStallWhileSavingMs = await stalls(client(), mode === 'stock' ? 20_000 : 40_000, pid);
     r.aliveAfterSaves = alive(pid);
     const statsFile = path.join(location, 'azurite-table-stats.json');
@@ -121,6 +124,9 @@ async function one(mode, n) {
       while (alive(pid) && Date.now() - t < 300_000) await sleep(200);
     }
     const t0 = performance.now();
+    if (memory) {
+      return r;
+    }
     await az.stop();
     r.stopSeconds = +((performance.now() - t0) / 1000).toFixed(1);
     r.errors = logs.filter((l) => /error|invalid string|heap/i.test(l)).map((l) => l.slice(0, 200));

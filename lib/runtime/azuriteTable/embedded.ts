@@ -18,7 +18,7 @@ function positive(env: NodeJS.ProcessEnv, name: string, max: number): number | u
 /**
  * The embedded Azurite's limits from the settings: `Storage:AzuriteMaxHeapMB` (heap limit of the table
  * process; default half the machine's memory), `Storage:AzuriteHeapWarnPercent` (default 70),
- * `Storage:AzuriteDataWarnMB` (table data on disk; default a quarter of the heap limit) and
+ * `Storage:AzuriteDataWarnMB` (table data on disk; default a third of the heap limit) and
  * `Storage:AzuriteSaveIntervalMs` (default 5000).
  */
 export function embeddedAzuriteLimits(

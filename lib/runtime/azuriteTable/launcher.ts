@@ -28,8 +28,8 @@ const num = (name: string, fallback: number): number => {
 const baseIntervalMs = num('AZURITE_TABLE_SAVE_MS', 5000);
 const thresholds = { heapPercent: num('AZURITE_TABLE_HEAP_WARN_PERCENT', 70), dataBytes: num('AZURITE_TABLE_DATA_WARN_BYTES', Number.MAX_SAFE_INTEGER) };
 const statsEveryMs = num('AZURITE_TABLE_STATS_MS', 10_000);
-/** A save may take at most a fifth of the time: after a save of T ms, the next waits max(interval, 4T). */
-const SLOW_SAVE_FACTOR = 4;
+/** Saving takes at most a third of the time: after a save of T ms, the next waits max(interval, 2T). */
+const SLOW_SAVE_FACTOR = 2;
 
 const argv = process.argv;
 const locIdx = argv.findIndex((a) => a === '--location' || a === '-l');

@@ -39,12 +39,12 @@ export function defaultHeapMB(totalMemBytes: number): number {
 }
 
 /**
- * The on-disk size at which to warn when `Storage:AzuriteDataWarnMB` is not set: a quarter of the heap
- * limit. Entities take about 2.5 times their on-disk size in Azurite's heap (BENCHMARKS.md, "Embedded
- * storage"), so by then the heap is more than half full.
+ * The on-disk size at which to warn when `Storage:AzuriteDataWarnMB` is not set: a third of the heap
+ * limit. Entities take about 1.2 to 1.7 times their on-disk size in Azurite's heap (BENCHMARKS.md,
+ * "Embedded storage"), so by then the heap is about half full: time to plan the move.
  */
 export function defaultDataWarnMB(heapMB: number): number {
-  return Math.floor(heapMB / 4);
+  return Math.floor(heapMB / 3);
 }
 
 export function storageWarnings(s: Pick<TableStats, 'heapUsedBytes' | 'heapLimitBytes' | 'dataBytes' | 'lastSaveError'>, t: WarnThresholds): string[] {

@@ -5,11 +5,11 @@ import { RuntimeConfigError } from '../../../../lib/runtime/settings';
 const MB = 1024 * 1024;
 
 describe('embedded storage limits and warnings', () => {
-  it('defaults the heap limit to half the memory (at least 1 GB) and the data warning to a quarter of it', () => {
+  it('defaults the heap limit to half the memory (at least 1 GB) and the data warning to a third of it', () => {
     expect(defaultHeapMB(16 * 1024 * MB)).toBe(8192);
     expect(defaultHeapMB(1024 * MB)).toBe(1024);
-    expect(defaultDataWarnMB(8192)).toBe(2048);
-    expect(embeddedAzuriteLimits({}, 16 * 1024 * MB)).toEqual({ maxHeapMB: 8192, heapWarnPercent: 70, dataWarnMB: 2048, tableSaveMs: 5000 });
+    expect(defaultDataWarnMB(8192)).toBe(2730);
+    expect(embeddedAzuriteLimits({}, 16 * 1024 * MB)).toEqual({ maxHeapMB: 8192, heapWarnPercent: 70, dataWarnMB: 2730, tableSaveMs: 5000 });
   });
 
   it('reads the settings (either spelling) and refuses a bad value naming the setting', () => {
