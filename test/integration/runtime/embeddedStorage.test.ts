@@ -76,7 +76,16 @@ describe('embedded Azurite table persistence', () => {
     // Stock Azurite's table main saves on SIGINT (not on SIGTERM).
     const pid = stock.pids[0];
     process.kill(pid, 'SIGINT');
-    while (await portAnswers('127.0.0.1', stock.endpoints.tablePort)) await new Promise((r) => setTimeout(r, 100));
+    // It stops listening before its save is done: wait for the process to end.
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    while (alive()) await new Promise((r) => setTimeout(r, 100));
     await stock.stop();
     expect(readFileSync(path.join(location, DB), 'utf8')).not.toContain(STREAMED_FORMAT);
     expect(readFileSync(path.join(location, DB), 'utf8')).toContain('old-2');
