@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { STATS_FILE } from './azuriteTable/stats';
+import { STATS_FILE } from './tablePersistence/stats';
 
 /** The well-known Azurite development account (public; documented by Microsoft). */
 export const DEV_ACCOUNT = 'devstoreaccount1';
@@ -82,13 +82,13 @@ export interface AzuriteOptions {
 }
 
 /**
- * The table service's entry: our launcher (streamed persistence, see ./azuriteTable/launcher.ts), compiled
+ * The table service's entry: our launcher (streamed persistence, see ./tablePersistence/launcher.ts), compiled
  * beside this file in dist/, or in dist/ when this file runs from its TypeScript source (tests).
  */
 export function tableLauncherPath(): string {
-  const compiled = path.join(__dirname, 'azuriteTable', 'launcher.js');
+  const compiled = path.join(__dirname, 'tablePersistence', 'launcher.js');
   if (existsSync(compiled)) return compiled;
-  const fromSource = path.resolve(__dirname, '../../dist/lib/runtime/azuriteTable/launcher.js');
+  const fromSource = path.resolve(__dirname, '../../dist/lib/runtime/tablePersistence/launcher.js');
   if (existsSync(fromSource)) return fromSource;
   throw new Error(`The Azurite table launcher is not built (${fromSource}): run \`npm run build\`.`);
 }

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Azurite, type AzuriteService, connectionStringFor, DEFAULT_ENDPOINTS, isDevelopmentStorage, portAnswers } from './azurite';
-import { embeddedAzuriteLimits, STATS_FILE_SETTING, watchTableStats } from './azuriteTable/embedded';
+import { embeddedAzuriteLimits, STATS_FILE_SETTING, watchTableStats } from './tablePersistence/embedded';
 import type { RpcBindingInfo, RpcInvocationRequest, RpcLogCategory, RpcLogLevel } from './coreTypes';
 import { lockDataFolder, type DataFolderLock } from './dataLock';
 import { createDurableExtension } from './durable';

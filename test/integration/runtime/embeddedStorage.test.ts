@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { TableClient } from '@azure/data-tables';
 import { Azurite, DEFAULT_ENDPOINTS, portAnswers } from '../../../lib/runtime/azurite';
-import { STREAMED_FORMAT } from '../../../lib/runtime/azuriteTable/adapter';
+import { STREAMED_FORMAT } from '../../../lib/runtime/tablePersistence/adapter';
 import { startService } from '../../support/service';
 import { startRuntime } from './runtimeProcess';
 

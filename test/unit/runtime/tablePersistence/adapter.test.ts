@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { collectionFile, STREAMED_FORMAT, StreamedTableAdapter, tableDataBytes } from '../../../../lib/runtime/azuriteTable/adapter';
+import { collectionFile, STREAMED_FORMAT, StreamedTableAdapter, tableDataBytes } from '../../../../lib/runtime/tablePersistence/adapter';
 
 /** The parts of LokiJS (untyped here) these tests use. */
 interface Coll<T> {

@@ -1,5 +1,5 @@
-import { embeddedAzuriteLimits } from '../../../../lib/runtime/azuriteTable/embedded';
-import { defaultDataWarnMB, defaultHeapMB, storageWarnings } from '../../../../lib/runtime/azuriteTable/stats';
+import { embeddedAzuriteLimits } from '../../../../lib/runtime/tablePersistence/embedded';
+import { defaultDataWarnMB, defaultHeapMB, storageWarnings } from '../../../../lib/runtime/tablePersistence/stats';
 import { RuntimeConfigError } from '../../../../lib/runtime/settings';
 
 const MB = 1024 * 1024;
