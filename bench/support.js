@@ -21,7 +21,7 @@ const ROOT = path.resolve(__dirname, '..');
  * runtime's index (lib/runtime/azuriteTableIndex.ts), to compare the two.
  */
 function azuriteOptions(extra = {}) {
-  return { ...(process.env.BENCH_STOCK_AZURITE === '1' ? { stockTableStore: true } : {}), ...extra };
+  return { ...(process.env.BENCH_STOCK_AZURITE === '1' ? { stockTable: true } : {}), ...extra };
 }
 
 function arg(name, dflt) {

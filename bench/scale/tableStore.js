@@ -2,7 +2,7 @@
 'use strict';
 /**
  * The embedded Azurite's table store with and without the runtime's index (lib/runtime/azuriteTableIndex.ts):
- * the same work on Azurite as shipped (`stockTableStore`) and on the runtime's, each a fresh in-memory table
+ * the same work on Azurite as shipped (`stockTable`) and on the runtime's, each a fresh in-memory table
  * process. N entities of about 300 bytes in P partitions written in batches of 100 (4 in flight, as the
  * engine writes), then N/10 upserts of existing rows, a whole-table read in pages of 1,000, one partition read,
  * and 2,000 point reads. Prints JSON: seconds and the table process's CPU seconds per step, for each store,
@@ -31,7 +31,7 @@ async function timed(pid, f) {
 
 async function measure(store) {
   const { Azurite } = require(path.join(ROOT, 'dist/lib/runtime/azurite.js'));
-  const azurite = new Azurite({ services: ['table'], stockTableStore: store === 'stock' });
+  const azurite = new Azurite({ services: ['table'], stockTable: store === 'stock' });
   await azurite.start();
   const pid = azurite.pids[0];
   const hash = crypto.createHash('sha1');

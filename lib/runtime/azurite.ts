@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { STATS_FILE } from './tablePersistence/stats';
 
 /** The well-known Azurite development account (public; documented by Microsoft). */
 export const DEV_ACCOUNT = 'devstoreaccount1';
@@ -59,16 +60,6 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
   });
 }
 
-/**
- * The table service's entry point: our launcher (lib/runtime/azuriteTable.ts, compiled), which installs the
- * table store's index before Azurite starts. From the TypeScript sources (tests), the compiled launcher in
- * dist/; Azurite's own entry point only if neither exists.
- */
-function tableEntry(azuriteRoot: string): string {
-  for (const f of [path.join(__dirname, 'azuriteTable.js'), path.resolve(__dirname, '../../dist/lib/runtime/azuriteTable.js')]) if (existsSync(f)) return f;
-  return path.join(azuriteRoot, 'dist/src/table/main.js');
-}
-
 export interface AzuriteOptions {
   /** Folder for disk persistence; omitted: in-memory (tests). */
   location?: string;
@@ -76,20 +67,54 @@ export interface AzuriteOptions {
   /** The services to run (default: all three). */
   services?: AzuriteService[];
   onLog?: (line: string) => void;
-  /** Azurite's table store as shipped, without the index of lib/runtime/azuriteTableIndex.ts (comparisons). */
-  stockTableStore?: boolean;
+  /** Heap limit of the table process in MB (node --max-old-space-size); omitted: Node's default. */
+  maxHeapMB?: number;
+  /** With disk persistence: base interval between table saves (default 5000 ms; stretched while saves are slow). */
+  tableSaveMs?: number;
+  /** With disk persistence: warn when the table heap passes this percent of its limit (default 70). */
+  heapWarnPercent?: number;
+  /** With disk persistence: warn when the table data on disk passes this many MB (default: none). */
+  dataWarnMB?: number;
+  /** How often the table process rewrites its stats file (default 10 s). */
+  statsEveryMs?: number;
+  /**
+   * Run Azurite's own table main (single-file persistence, no stats, no index of ./azuriteTableIndex.ts): only
+   * for comparisons (benches, the test that compares every answer with Azurite as shipped).
+   */
+  stockTable?: boolean;
+}
+
+/**
+ * The table service's entry: our launcher (streamed persistence, see ./tablePersistence/launcher.ts), compiled
+ * beside this file in dist/, or in dist/ when this file runs from its TypeScript source (tests).
+ */
+export function tableLauncherPath(): string {
+  const compiled = path.join(__dirname, 'tablePersistence', 'launcher.js');
+  if (existsSync(compiled)) return compiled;
+  const fromSource = path.resolve(__dirname, '../../dist/lib/runtime/tablePersistence/launcher.js');
+  if (existsSync(fromSource)) return fromSource;
+  throw new Error(`The Azurite table launcher is not built (${fromSource}): run \`npm run build\`.`);
 }
 
 /**
  * Azurite's table, queue and blob services as child processes (each gets a core of its own: Azurite's
- * LokiJS store is CPU-bound). Disk persistence writes every few seconds; `stop()` sends SIGTERM so Azurite
- * saves before it exits. A SIGKILL of Azurite can lose the last seconds of writes.
+ * LokiJS store is CPU-bound). The table service runs through our launcher, which installs the table store's
+ * index (./azuriteTableIndex.ts) and, with disk persistence, streams each table to a file of its own (no
+ * single-string ceiling) and writes a stats file (`statsFile`); saves come every few seconds; `stop()`
+ * signals each service so that it saves before it exits. A SIGKILL of Azurite can lose the last seconds of
+ * writes.
  */
 export class Azurite {
   private procs: ChildProcess[] = [];
+  private readonly services = new Map<ChildProcess, AzuriteService>();
   endpoints!: AzuriteEndpoints;
 
   constructor(private readonly options: AzuriteOptions = {}) {}
+
+  /** The table process's stats file (disk persistence only). */
+  get statsFile(): string | undefined {
+    return this.options.location ? path.join(this.options.location, STATS_FILE) : undefined;
+  }
 
   get connectionString(): string {
     return connectionStringFor(this.endpoints);
@@ -109,25 +134,38 @@ export class Azurite {
     const services = this.options.services ?? ['table', 'queue', 'blob'];
     const all: Record<AzuriteService, [string, string[], number]> = {
       table: [
-        this.options.stockTableStore ? path.join(bin, 'dist/src/table/main.js') : tableEntry(bin),
+        this.options.stockTable ? path.join(bin, 'dist/src/table/main.js') : tableLauncherPath(),
         ['--tableHost', host, '--tablePort', String(tablePort)],
         tablePort,
       ],
       queue: [path.join(bin, 'dist/src/queue/main.js'), ['--queueHost', host, '--queuePort', String(queuePort)], queuePort],
       blob: [path.join(bin, 'dist/src/blob/main.js'), ['--blobHost', host, '--blobPort', String(blobPort)], blobPort],
     };
-    const specs = services.map((s) => all[s]);
-    for (const [script, args] of specs) {
-      const child = spawn(process.execPath, [script, ...args, ...persistence, ...common], {
+    if (location && services.includes('table') && !this.options.stockTable) rmSync(path.join(location, STATS_FILE), { force: true });
+    const o = this.options;
+    const tableEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      AZURITE_TABLE_SAVE_MS: o.tableSaveMs ? String(o.tableSaveMs) : undefined,
+      AZURITE_TABLE_HEAP_WARN_PERCENT: o.heapWarnPercent ? String(o.heapWarnPercent) : undefined,
+      AZURITE_TABLE_DATA_WARN_BYTES: o.dataWarnMB ? String(Math.round(o.dataWarnMB * 1024 * 1024)) : undefined,
+      AZURITE_TABLE_STATS_MS: o.statsEveryMs ? String(o.statsEveryMs) : undefined,
+    };
+    const specs = services.map((s) => [s, ...all[s]] as const);
+    for (const [service, script, args] of specs) {
+      const table = service === 'table';
+      const heap = table && o.maxHeapMB ? [`--max-old-space-size=${Math.round(o.maxHeapMB)}`] : [];
+      const child = spawn(process.execPath, [...heap, script, ...args, ...persistence, ...common], {
         stdio: ['ignore', 'pipe', 'pipe'],
         cwd: location ?? process.cwd(),
+        env: table ? tableEnv : process.env,
       });
+      this.services.set(child, service);
       child.stdout?.on('data', (d: Buffer) => this.options.onLog?.(d.toString().trimEnd()));
       child.stderr?.on('data', (d: Buffer) => this.options.onLog?.(d.toString().trimEnd()));
       this.procs.push(child);
     }
     const deadline = Date.now() + 20_000;
-    for (const [, , port] of specs) {
+    for (const [, , , port] of specs) {
       while (!(await portAnswers(host, port))) {
         if (Date.now() > deadline) {
           await this.stop();
@@ -152,15 +190,18 @@ export class Azurite {
         (p) =>
           new Promise<void>((resolve) => {
             if (p.exitCode !== null || p.signalCode !== null) return resolve();
-            const timer = setTimeout(() => p.kill('SIGKILL'), 10_000);
+            // The table service may have a large save to finish (BENCHMARKS.md, "Embedded storage").
+            const timer = setTimeout(() => p.kill('SIGKILL'), this.services.get(p) === 'table' ? 300_000 : 10_000);
             p.once('exit', () => {
               clearTimeout(timer);
               resolve();
             });
-            p.kill('SIGINT');
+            // Our table launcher saves on SIGTERM; Azurite's own mains save on SIGINT only (SIGTERM ends them unsaved).
+            p.kill(this.services.get(p) === 'table' && !this.options.stockTable ? 'SIGTERM' : 'SIGINT');
           }),
       ),
     );
     this.procs = [];
+    this.services.clear();
   }
 }

@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Azurite, type AzuriteService, connectionStringFor, DEFAULT_ENDPOINTS, isDevelopmentStorage, portAnswers } from './azurite';
+import { embeddedAzuriteLimits, STATS_FILE_SETTING, watchTableStats } from './tablePersistence/embedded';
 import type { RpcBindingInfo, RpcInvocationRequest, RpcLogCategory, RpcLogLevel } from './coreTypes';
 import { lockDataFolder, type DataFolderLock } from './dataLock';
 import { createDurableExtension } from './durable';
@@ -89,6 +90,7 @@ export class FunctionsHost {
   httpUri: string | undefined;
   http: HttpHost | undefined;
   private azurite: Azurite | undefined;
+  private stopWatchingStorage: (() => void) | undefined;
   private dataLock: DataFolderLock | undefined;
   private readonly extensions: RuntimeExtension[];
   private startedExtensions: RuntimeExtension[] = [];
@@ -244,10 +246,17 @@ export class FunctionsHost {
     const [tableUp, queueUp, blobUp] = await Promise.all([portAnswers(host, tablePort), portAnswers(host, queuePort), portAnswers(host, blobPort)]);
     const where = `table ${host}:${tablePort}, queue ${host}:${queuePort}, blob ${host}:${blobPort}`;
     const location = path.join(this.dataDir, 'azurite');
+    const limits = embeddedAzuriteLimits(this.env);
     const start = async (services: AzuriteService[]) => {
-      const azurite = new Azurite({ location, endpoints: DEFAULT_ENDPOINTS, services, onLog: (line) => log.log('debug', 'Host.Azurite', line) });
+      const onLog = (line: string) => log.log('debug', 'Host.Azurite', line);
+      const azurite = new Azurite({ location, endpoints: DEFAULT_ENDPOINTS, services, onLog, ...limits });
       await azurite.start();
       this.azurite = azurite;
+      if (services.includes('table') && azurite.statsFile) {
+        // The app's GET /health reads the table process's warnings from here (docs/scaling.md).
+        this.env[STATS_FILE_SETTING] = azurite.statsFile;
+        this.stopWatchingStorage = watchTableStats(azurite.statsFile, (w) => log.warn('Host.Azurite', w));
+      }
       return azurite;
     };
     if (tableUp && queueUp && blobUp) {
@@ -268,7 +277,9 @@ export class FunctionsHost {
       );
     } else {
       const azurite = await start(['table', 'queue', 'blob']);
-      log.info('Host.Startup', `Started Azurite (${where}) with data in ${location}.`, { azuritePids: azurite.pids });
+      log.info('Host.Startup', `Started Azurite (${where}) with data in ${location}; table heap limit ${limits.maxHeapMB} MB.`, {
+        azuritePids: azurite.pids,
+      });
     }
     this.storageConnectionString = connectionStringFor(DEFAULT_ENDPOINTS);
     for (const key of Object.keys(this.env)) if (key.toLowerCase() === 'azurewebjobsstorage') delete this.env[key];
@@ -468,6 +479,7 @@ export class FunctionsHost {
         }
       }
     }
+    this.stopWatchingStorage?.();
     if (this.azurite) {
       await this.azurite.stop();
       log.info('Host.Startup', 'Stopped Azurite.');

@@ -59,6 +59,12 @@ export const Health = defineSchema(
       status: Type.Union([Type.Literal('healthy'), Type.Literal('unhealthy')]),
       instance: Type.String({ description: 'Engine:InstanceName, else the host name.' }),
       storage: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
+      warnings: Type.Optional(
+        Type.Array(Type.String(), {
+          minItems: 1,
+          description: 'Present only when there is a warning: the embedded storage (Azurite run by npm start) nearing its heap or data limit.',
+        }),
+      ),
     },
     { $id: 'Health', additionalProperties: false, description: '200 when storage answers, else 503 with storage unreachable.' },
   ),

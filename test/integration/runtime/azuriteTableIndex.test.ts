@@ -100,7 +100,7 @@ async function listAll(cs: string): Promise<string[]> {
 
 describe('the table store index against Azurite as shipped', () => {
   it('answers every operation, query, page and continuation as the stock store does', async () => {
-    const stock = await withAzurite({ stockTableStore: true }, (a) => scenario(a.connectionString));
+    const stock = await withAzurite({ stockTable: true }, (a) => scenario(a.connectionString));
     const indexed = await withAzurite({}, (a) => scenario(a.connectionString));
     expect(stock.length).toBeGreaterThan(25);
     const all = stock.find((x) => (x as unknown[])[0] === 'all' && (x as unknown[])[1] === 1000) as [string, number, string[][]];
@@ -113,7 +113,7 @@ describe('the table store index against Azurite as shipped', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'azurite-index-'));
     try {
       const stockDir = path.join(dir, 'stock');
-      const expected = await withAzurite({ location: stockDir, stockTableStore: true }, async (a) => {
+      const expected = await withAzurite({ location: stockDir, stockTable: true }, async (a) => {
         await scenario(a.connectionString);
         return listAll(a.connectionString);
       });

@@ -1,0 +1,163 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { TableClient } from '@azure/data-tables';
+import { Azurite, DEFAULT_ENDPOINTS, portAnswers } from '../../../lib/runtime/azurite';
+import { STREAMED_FORMAT } from '../../../lib/runtime/tablePersistence/adapter';
+import { startService } from '../../support/service';
+import { startRuntime } from './runtimeProcess';
+
+/**
+ * The embedded storage (issue 21): Azurite's table service through our launcher, as real processes. Its
+ * data survives a stop and a start in the streamed layout, a folder written by stock Azurite is converted,
+ * and its warnings reach the host's log and GET /health.
+ */
+const DB = '__azurite_db_table__.json';
+const folders: string[] = [];
+const running: Azurite[] = [];
+afterAll(async () => {
+  for (const a of running) await a.stop();
+  for (const f of folders) rmSync(f, { recursive: true, force: true });
+});
+const folder = (name: string) => {
+  const f = mkdtempSync(path.join(os.tmpdir(), `embedded-${name}-`));
+  folders.push(f);
+  return f;
+};
+const start = async (options: ConstructorParameters<typeof Azurite>[0]) => {
+  const a = new Azurite({ services: ['table'], ...options });
+  await a.start();
+  running.push(a);
+  return a;
+};
+const tableOf = (a: Azurite, name: string) => TableClient.fromConnectionString(a.connectionString, name, { allowInsecureConnection: true });
+const rowKeys = async (t: TableClient) => {
+  const keys: string[] = [];
+  for await (const e of t.listEntities()) keys.push(e.rowKey!);
+  return keys.sort();
+};
+
+describe('embedded Azurite table persistence', () => {
+  it('saves on stop (no periodic save in between) and gives the data back at the next start, one file per table', async () => {
+    const location = folder('restart');
+    // A save interval of an hour: only the save on SIGTERM can have written the entities.
+    const first = await start({ location, tableSaveMs: 3_600_000 });
+    const users = tableOf(first, 'Users');
+    await users.createTable();
+    await users.submitTransaction(Array.from({ length: 50 }, (_, i) => ['create', { partitionKey: 'p', rowKey: `u${String(i).padStart(2, '0')}`, n: i }]));
+    await tableOf(first, 'Other').createTable();
+    await first.stop();
+
+    const header = JSON.parse(readFileSync(path.join(location, DB), 'utf8')) as { streamedFormat: string; collections: { name: string }[] };
+    expect(header.streamedFormat).toBe(STREAMED_FORMAT);
+    expect(header.collections.map((c) => c.name)).toEqual(expect.arrayContaining(['devstoreaccount1$Users', 'devstoreaccount1$Other']));
+    const usersFile = readdirSync(location).find((f) => f.endsWith('Users.jsonl'))!;
+    expect(readFileSync(path.join(location, usersFile), 'utf8').trim().split('\n')).toHaveLength(51);
+
+    const second = await start({ location, tableSaveMs: 3_600_000 });
+    expect(await rowKeys(tableOf(second, 'Users'))).toHaveLength(50);
+    expect((await tableOf(second, 'Users').getEntity('p', 'u42')).n).toBe(42);
+    // A deleted table's file goes at the next save.
+    await second.stop();
+    const third = await start({ location });
+    await tableOf(third, 'Other').deleteTable();
+    await third.stop();
+    expect(readdirSync(location).some((f) => f.endsWith('Other.jsonl'))).toBe(false);
+    expect(readdirSync(location).some((f) => f.endsWith('Users.jsonl'))).toBe(true);
+  });
+
+  it('converts a data folder written by stock Azurite (one JSON file) at start, keeping the old file', async () => {
+    const location = folder('convert');
+    const stock = await start({ location, stockTable: true });
+    const legacy = tableOf(stock, 'Legacy');
+    await legacy.createTable();
+    await legacy.createEntity({ partitionKey: 'p', rowKey: 'old-1', v: 'kept' });
+    await legacy.createEntity({ partitionKey: 'p', rowKey: 'old-2', v: 'kept' });
+    // Stock Azurite's table main saves on SIGINT (not on SIGTERM).
+    const pid = stock.pids[0];
+    process.kill(pid, 'SIGINT');
+    // It stops listening before its save is done: wait for the process to end.
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    while (alive()) await new Promise((r) => setTimeout(r, 100));
+    await stock.stop();
+    expect(readFileSync(path.join(location, DB), 'utf8')).not.toContain(STREAMED_FORMAT);
+    expect(readFileSync(path.join(location, DB), 'utf8')).toContain('old-2');
+
+    const ours = await start({ location });
+    expect(await rowKeys(tableOf(ours, 'Legacy'))).toEqual(['old-1', 'old-2']);
+    expect(readFileSync(path.join(location, DB), 'utf8')).toContain(STREAMED_FORMAT);
+    expect(readFileSync(path.join(location, `${DB}.before-streamed`), 'utf8')).toContain('old-2');
+    await tableOf(ours, 'Legacy').createEntity({ partitionKey: 'p', rowKey: 'new-3' });
+    await ours.stop();
+
+    const again = await start({ location });
+    expect(await rowKeys(tableOf(again, 'Legacy'))).toEqual(['new-3', 'old-1', 'old-2']);
+  });
+});
+
+describe('embedded storage warnings', () => {
+  it('GET /health has no warnings with the default thresholds, and lists them (same three fields) when the data passes a low one', async () => {
+    const location = folder('health');
+    const quiet = await start({ location, statsEveryMs: 200 });
+    const endpoints = quiet.endpoints;
+    await tableOf(quiet, 'Warm').createTable();
+    const svc = await startService({
+      env: { AzureWebJobsStorage: quiet.connectionString, Storage__AzuriteStatsFile: quiet.statsFile!, Engine__InstanceName: 'embedded-node' },
+    });
+    try {
+      const calm = await svc.call('GET', 'health', { role: null });
+      expect(calm.status).toBe(200);
+      expect(calm.body).toEqual({ status: 'healthy', instance: 'embedded-node', storage: 'ok' });
+      expect(JSON.parse(readFileSync(quiet.statsFile!, 'utf8'))).toMatchObject({ warnings: [], heapLimitBytes: expect.any(Number) });
+
+      // The same Azurite (ports and data) again, warning above 1 KB of table data.
+      await quiet.stop();
+      const loud = await start({ location, endpoints, statsEveryMs: 200, dataWarnMB: 1 / 1024 });
+      expect(loud.statsFile).toBe(quiet.statsFile);
+      const warned = await svc.call('GET', 'health', { role: null });
+      expect(warned.status).toBe(200);
+      expect(warned.body).toEqual({
+        status: 'healthy',
+        instance: 'embedded-node',
+        storage: 'ok',
+        warnings: [expect.stringMatching(/^Embedded table storage \(Azurite\) holds \d+ KB on disk \(warning at 1 KB\): move AzureWebJobsStorage/)],
+      });
+    } finally {
+      await svc.dispose();
+    }
+  });
+
+  it('npm start (development storage) logs the warning at start and names the heap limit', async () => {
+    const { host, tablePort, queuePort, blobPort } = DEFAULT_ENDPOINTS;
+    const busy = (await portAnswers(host, tablePort)) || (await portAnswers(host, queuePort)) || (await portAnswers(host, blobPort));
+    const dataDir = folder('devstorage');
+    const rt = await startRuntime({
+      dataDir,
+      env: { AzureWebJobsStorage: 'UseDevelopmentStorage=true', Storage__AzuriteDataWarnMB: '0.001', Storage__AzuriteMaxHeapMB: '1536' },
+    });
+    try {
+      if (!busy) {
+        expect(rt.stdout()).toContain(`with data in ${path.join(dataDir, 'azurite')}; table heap limit 1536 MB.`);
+        await rt.waitFor(/Embedded table storage \(Azurite\) holds \d+ KB on disk \(warning at \d+ KB\)/);
+        const stats = JSON.parse(readFileSync(path.join(dataDir, 'azurite', 'azurite-table-stats.json'), 'utf8')) as { heapLimitBytes: number };
+        // V8 adds its young generation to --max-old-space-size.
+        expect(stats.heapLimitBytes).toBeGreaterThanOrEqual(1536 * 1024 * 1024);
+        expect(stats.heapLimitBytes).toBeLessThan(1800 * 1024 * 1024);
+      } else {
+        // Another Azurite already serves the default ports: nothing of ours to watch.
+        expect(rt.stdout()).toContain('Using the Azurite (development storage) already listening');
+        expect(rt.stdout()).not.toContain('Embedded table storage');
+      }
+    } finally {
+      expect((await rt.stop()).code).toBe(0);
+    }
+    if (!busy) expect(existsSync(path.join(dataDir, 'azurite', DB))).toBe(true);
+  });
+});
