@@ -257,14 +257,14 @@ export function installTableIndex(azuriteRoot = path.dirname(require.resolve('az
   if (installed) return;
   installed = true;
   const persistence = path.join(azuriteRoot, 'dist/src/table/persistence');
-   
+
   const Store = (require(path.join(persistence, 'LokiTableMetadataStore.js')) as { default: { prototype: Record<string, unknown> } }).default;
   const Generator = (
     require(path.join(persistence, 'LokiTableStoreQueryGenerator.js')) as {
       default: { generateQueryForPersistenceLayer(queryOptions: unknown, context: unknown): (e: StoredEntity) => boolean };
     }
   ).default;
-   
+
   const proto = Store.prototype as unknown as StoreLike & Record<string, unknown>;
   const originalGetCollection = proto.getEntityCollection;
   const originalQuery = proto.queryTableEntities as (this: StoreLike, ...args: unknown[]) => Promise<unknown>;
