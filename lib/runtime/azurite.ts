@@ -96,6 +96,10 @@ export function tableLauncherPath(): string {
   throw new Error(`The Azurite table launcher is not built (${fromSource}): run \`npm run build\`.`);
 }
 
+/** How long a start waits for every service to listen: in memory, and loading a data folder. */
+const START_WAIT_MS = 20_000;
+const START_WAIT_PERSISTED_MS = 15 * 60_000;
+
 /**
  * Azurite's table, queue and blob services as child processes (each gets a core of its own: Azurite's
  * LokiJS store is CPU-bound). The table service runs through our launcher, which installs the table store's
@@ -164,12 +168,15 @@ export class Azurite {
       child.stderr?.on('data', (d: Buffer) => this.options.onLog?.(d.toString().trimEnd()));
       this.procs.push(child);
     }
-    const deadline = Date.now() + 20_000;
+    // A service loads its data before it listens: with disk persistence, a large data folder takes minutes
+    // (a million identities: about a minute), so the wait is long there; a process that exits ends it at once.
+    const waitMs = location ? START_WAIT_PERSISTED_MS : START_WAIT_MS;
+    const deadline = Date.now() + waitMs;
     for (const [, , , port] of specs) {
       while (!(await portAnswers(host, port))) {
         if (Date.now() > deadline) {
           await this.stop();
-          throw new Error(`Azurite did not start listening on ${host}:${port} within 20 s.`);
+          throw new Error(`Azurite did not start listening on ${host}:${port} within ${waitMs / 1000} s.`);
         }
         if (this.procs.some((p) => p.exitCode !== null)) {
           await this.stop();
