@@ -1,0 +1,367 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * The cost curve from 10k to 1M identities (issue 21). For each size N, from fresh data (new slapd, new
+ * PostgreSQL, new service data folder; bench/scale/sources.js): the service with disk persistence as `npm start`
+ * runs it (Azurite persisting under the data folder), then the phases, each with wall seconds, objects/s,
+ * service and Azurite CPU seconds, steal, load and the run's stats:
+ *   1. fullImportDirectory: users and groups (manager and member relationships) into an empty mesh;
+ *   2. fullImportHr: the HR rows join the directory's people and add their attributes;
+ *   3. reimportUnchanged: a full import of both again, nothing changed;
+ *   4. delta1Percent: 1 % of the people modified over LDAP (accesslog DeltaImport) and their HR rows updated
+ *      (SQL DeltaImport on row_version);
+ *   5. exportToTarget: every user provisioned into an empty second slapd; a sample read back over LDAP;
+ *   then the service and its Azurite are stopped (SIGTERM: Azurite saves) and the data folder measured;
+ *   6. startup: the service started again on the same folder: seconds to /api/health, and to the mesh list
+ *      answering with the full totalCount (read model loaded);
+ *   7. meshQueries: the mesh bench's queries over HTTP at 1 connection on the restarted service, p50/p95/p99.
+ * Beside them: the engine's and Azurite's peak RSS (VmHWM) over the size, the entities per table (a scan when N
+ * <= --count-max, else estimated from the last scanned size: the JSON says which), and the storage floor: a
+ * fresh Azurite persisting to disk batch-inserting as many entities, of the same average size, as the full
+ * imports wrote; the ratio of the full imports' seconds to the floor's.
+ *
+ * Each size's JSON goes to bench/scale/results/<date>-<N>.json as soon as it is done; at the end a combined
+ * JSON, a markdown table on stderr and bench/scale/results/scale.png (bench/scale/report.js). A phase that
+ * fails (a run not Completed, the service or Azurite gone) is recorded with the logs' tail and ends that size;
+ * the next size runs. Progress lines with timestamps go to stderr. Ctrl-C stops every server it started.
+ *
+ * Usage: npm run bench:scale -- --users 10000,30000 [--duration 8] [--count-max 100000] [--keep]
+ *        node bench/scale/scale.js --plot-only bench/scale/results [--files a.json,b.json]
+ */
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { arg, freshStorageFloor, onInterrupt, peakRssMB, sleep, startService } = require('../support');
+const { measure } = require('../mesh/measure');
+const { countingLdapsearch } = require('../ldap/ldapsearch');
+const { DEPARTMENTS, uid, startServers, createConnectors, applyDelta } = require('./sources');
+const { countEntities } = require('./storage');
+const report = require('./report');
+
+const RESULTS = arg('results', path.join(__dirname, 'results'));
+const DURATION = arg('duration', 8);
+const COUNT_MAX = arg('count-max', 100000);
+const KEEP = process.argv.includes('--keep');
+const DATE = new Date().toISOString().slice(0, 10);
+const log = (msg) => process.stderr.write(`${new Date().toISOString()} [scale] ${msg}\n`);
+const r2 = (x) => (x === null || x === undefined ? null : +x.toFixed(2));
+
+/** Disk usage of a folder in bytes (du -sb). */
+const duBytes = (dir) => Number(execFileSync('du', ['-sb', dir]).toString().split('\t')[0]);
+const alive = (pid) => fs.existsSync(`/proc/${pid}`);
+
+/** A phase's figures from one or more runs (summed), for `objects` objects. */
+function phaseFigures(objects, runs) {
+  const sum = (f) => runs.reduce((a, r) => (a === null || f(r) === null ? null : a + f(r)), 0);
+  const seconds = sum((r) => r.seconds);
+  return {
+    seconds: r2(seconds),
+    objects,
+    objectsPerSecond: Math.round(objects / seconds),
+    msPerObject: r2((seconds * 1000) / objects),
+    serviceCpuSeconds: r2(sum((r) => r.cpu.serviceCpuSeconds)),
+    azuriteCpuSeconds: r2(sum((r) => r.cpu.azuriteCpuSeconds)),
+    stealSeconds: r2(sum((r) => r.cpu.stealSeconds)),
+    load: r2(Math.max(...runs.map((r) => r.cpu.load))),
+    runs: runs.map((r) => ({ seconds: r2(r.seconds), status: r.run.status, stats: r.run.stats, ...(r.run.error ? { error: r.run.error } : {}) })),
+  };
+}
+
+async function runSize(N, lastEntitiesPerObject) {
+  const out = {
+    bench: 'scale',
+    users: N,
+    date: DATE,
+    cpus: os.cpus().length,
+    memoryGB: Math.round(os.totalmem() / 1e9),
+    loadAverageAtStart: os.loadavg().map(r2),
+  };
+  out.phases = {};
+  out.failures = [];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `scale-${N}-`));
+  const dataDir = path.join(dir, 'data');
+  const azuriteLocation = path.join(dataDir, 'azurite');
+  fs.mkdirSync(dataDir);
+  const removeDir = onInterrupt(() => !KEEP && fs.rmSync(dir, { recursive: true, force: true }));
+  const peak = { engine: 0, azurite: 0 };
+  const notePeaks = (svc) => {
+    peak.engine = Math.max(peak.engine, peakRssMB(svc.pid) ?? 0);
+    peak.azurite = Math.max(peak.azurite, peakRssMB(svc.tablePid) ?? 0);
+  };
+  let servers;
+  let svc;
+  let phase = 'generate';
+  /** One phase: `fn` returns the runs; a run not Completed, or a dead service or Azurite, fails the size. */
+  const step = async (name, objects, fn) => {
+    phase = name;
+    log(`N=${N} ${name}...`);
+    const runs = await fn();
+    const fig = phaseFigures(objects, runs);
+    out.phases[name] = fig;
+    notePeaks(svc);
+    log(`N=${N} ${name}: ${fig.seconds} s, ${fig.objectsPerSecond} objects/s (${runs.map((r) => r.run.status).join(', ')})`);
+    const bad = runs.find((r) => r.run.status !== 'Completed');
+    if (bad) throw new Error(`${name}: a run ended ${bad.run.status}${bad.run.error ? `: ${JSON.stringify(bad.run.error)}` : ''}`);
+    if (!alive(svc.tablePid)) throw new Error(`${name}: the Azurite table process is gone`);
+  };
+  try {
+    const t0 = performance.now();
+    servers = await startServers(dir, N, log);
+    const removeServers = onInterrupt(() => servers.stop());
+    out.generation = { ...servers.generation, seconds: r2((performance.now() - t0) / 1000) };
+    const G = servers.generation.groups;
+    try {
+      phase = 'start';
+      svc = await startService({ dataDir, azuriteLocation, startTimeoutSeconds: 600 });
+      out.firstStartSeconds = r2(svc.startSeconds);
+      const conns = await createConnectors(svc, servers);
+      await step('fullImportDirectory', N + G, async () => [await svc.runImport(conns.directory.id, 'FullImport')]);
+      await step('fullImportHr', N, async () => [await svc.runImport(conns.hr.id, 'FullImport')]);
+      await step('reimportUnchanged', 2 * N + G, async () => [
+        await svc.runImport(conns.directory.id, 'FullImport'),
+        await svc.runImport(conns.hr.id, 'FullImport'),
+      ]);
+      phase = 'delta1Percent';
+      const delta = await applyDelta(servers, N, dir);
+      await sleep(1100);
+      await step('delta1Percent', delta.people + delta.hrRows, async () => [
+        await svc.runImport(conns.directory.id, 'DeltaImport'),
+        await svc.runImport(conns.hr.id, 'DeltaImport'),
+      ]);
+      out.phases.delta1Percent.change = delta;
+      await step('exportToTarget', N, async () => [await svc.runExport(conns.target.id)]);
+      out.phases.exportToTarget.readBack = await readBack(servers.target, N);
+      phase = 'relationships';
+      out.relationships = await relationships(svc, N, servers.generation.largestGroup);
+
+      const count = async (q) => (await svc.must(svc.call('GET', `mesh/objects?take=0${q}`), 200)).totalCount;
+      out.mesh = { objects: await count(''), users: await count('&objectType=User'), groups: await count('&objectType=Group') };
+      phase = 'entities';
+      if (N <= COUNT_MAX) out.entities = { method: 'scan', ...(await countEntities(svc.azurite.connectionString)) };
+      notePeaks(svc);
+      phase = 'stop';
+      log(`N=${N} stopping the service (SIGTERM; Azurite saves)...`);
+      let t = performance.now();
+      await svc.stop();
+      out.stopSeconds = r2((performance.now() - t) / 1000);
+      out.dataFolderMB = Math.round(duBytes(dataDir) / 1e6);
+      out.azuriteFolderMB = Math.round(duBytes(azuriteLocation) / 1e6);
+
+      phase = 'startup';
+      log(`N=${N} start-up on the saved data folder...`);
+      t = performance.now();
+      svc = await startService({ dataDir, azuriteLocation, startTimeoutSeconds: 1800 });
+      const healthSeconds = (performance.now() - t) / 1000;
+      for (;;) {
+        const r = await svc.call('GET', 'mesh/objects?take=1');
+        if (r.status === 200 && r.body.totalCount === out.mesh.objects) break;
+        if (r.status !== 200 && r.status !== 503) throw new Error(`the list answered ${r.status}: ${JSON.stringify(r.body)}`);
+        if (!alive(svc.pid)) throw new Error(`the service exited during start-up:\n${svc.logs().slice(-4000)}`);
+        await sleep(100);
+      }
+      const loaded = /\[mesh\] Read model loaded: (\d+) object\(s\) in (\d+) ms/.exec(svc.logs());
+      out.phases.startup = {
+        healthSeconds: r2(healthSeconds),
+        servingSeconds: r2((performance.now() - t) / 1000),
+        readModelLoadSeconds: loaded ? Number(loaded[2]) / 1000 : null,
+        includes: 'Azurite start (loading its saved tables) + service start + token',
+      };
+      log(`N=${N} startup: health ${out.phases.startup.healthSeconds} s, serving ${out.phases.startup.servingSeconds} s`);
+      phase = 'meshQueries';
+      out.phases.meshQueries = await meshQueries(svc, N);
+      notePeaks(svc);
+      t = performance.now();
+      await svc.stop();
+      svc = undefined;
+    } finally {
+      removeServers();
+      await servers.stop();
+    }
+  } catch (err) {
+    out.failures.push({ phase, error: String(err?.stack ?? err).slice(0, 4000), serviceLogTail: svc?.logs().slice(-6000) });
+    log(`N=${N} FAILED in ${phase}: ${String(err?.message ?? err).split('\n')[0]}`);
+    if (svc) {
+      notePeaks(svc);
+      await svc.stop().catch(() => undefined);
+    }
+  }
+  out.peakRssMB = { engine: peak.engine || null, azuriteTable: peak.azurite || null };
+
+  // The floor: as many entities, of the same average size, batch-inserted into a fresh disk-persisting Azurite.
+  if (out.phases.fullImportDirectory && out.phases.fullImportHr) {
+    try {
+      const perObject = out.entities ? out.entities.total / out.mesh.users : lastEntitiesPerObject;
+      const entities = out.entities ? out.entities.total : Math.round(perObject * N);
+      if (!out.entities) out.entities = { method: 'estimated from the entities per user of the last scanned size', perUser: r2(perObject), total: entities };
+      const bytes = out.azuriteFolderMB ? Math.max(100, Math.round((out.azuriteFolderMB * 1e6) / entities)) : 600;
+      log(`N=${N} floor: ${entities} entities of ${bytes} bytes into a fresh Azurite on disk...`);
+      const floorDir = path.join(dir, 'floor');
+      out.floor = await freshStorageFloor(entities, undefined, { location: floorDir, bytes });
+      fs.rmSync(floorDir, { recursive: true, force: true });
+      const imports = out.phases.fullImportDirectory.seconds + out.phases.fullImportHr.seconds;
+      out.floor.ratioFullImportsToFloor = r2(imports / out.floor.seconds);
+    } catch (err) {
+      out.failures.push({ phase: 'floor', error: String(err?.stack ?? err).slice(0, 4000) });
+    }
+  }
+  out.loadAverageAtEnd = os.loadavg().map(r2);
+  out.goals = report.goals(out);
+  if (!KEEP) fs.rmSync(dir, { recursive: true, force: true });
+  else out.keptFolder = dir;
+  removeDir();
+  return out;
+}
+
+/** Every user provisioned in the target, and a sample of 20 with the right values. */
+async function readBack(target, N) {
+  const base = `ou=people,${target.suffix}`;
+  const all = await countingLdapsearch([
+    '-x',
+    '-LLL',
+    '-H',
+    target.url,
+    '-D',
+    target.rootDN,
+    '-w',
+    target.rootPassword,
+    '-b',
+    base,
+    '-E',
+    'pr=1000/noprompt',
+    '(uid=*)',
+    '1.1',
+  ]);
+  const sample = Array.from({ length: 20 }, (_, k) => Math.floor((k * (N - 1)) / 19));
+  const text = execFileSync('ldapsearch', [
+    '-x',
+    '-LLL',
+    '-H',
+    target.url,
+    '-D',
+    target.rootDN,
+    '-w',
+    target.rootPassword,
+    '-b',
+    base,
+    `(|${sample.map((i) => `(uid=${uid(i)})`).join('')})`,
+    'uid',
+    'employeeNumber',
+    'departmentNumber',
+  ]).toString();
+  // One entry per paragraph; its attribute lines as name -> value.
+  const entries = new Map(
+    text
+      .split('\n\n')
+      .map((e) => Object.fromEntries(e.split('\n').map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)])))
+      .map((e) => [e.uid, e]),
+  );
+  const right = sample.filter((i) => {
+    const e = entries.get(uid(i));
+    return e && e.employeeNumber === String(100000 + i) && e.departmentNumber === DEPARTMENTS[i % DEPARTMENTS.length];
+  }).length;
+  return { entriesInTarget: all.entries, expected: N, sampled: sample.length, sampleWithRightValues: right, ldapsearchSeconds: all.seconds };
+}
+
+/** A sample read back through the mesh: 10 users' manager relationships (how many, all to the right person) and the largest group's members. */
+async function relationships(svc, N, largestGroup) {
+  const byAnchor = async (objectType, anchor) => {
+    const page = await svc.must(svc.call('GET', `mesh/objects?objectType=${objectType}&search=${encodeURIComponent(anchor)}&take=5`), 200);
+    const hit = page.items.find((x) => x.anchorValue === anchor);
+    return hit ? svc.must(svc.call('GET', `mesh/objects/${hit.meshObjectId}`), 200) : null;
+  };
+  let right = 0;
+  const managerRelationships = [];
+  const sample = Array.from({ length: 10 }, (_, k) => 1 + Math.floor((k * (N - 2)) / 9));
+  for (const i of sample) {
+    const o = await byAnchor('User', uid(i));
+    const boss = await byAnchor('User', uid(Math.floor(i / 10)));
+    const m = o?.relationships.filter((r) => r.relationshipType === 'manager') ?? [];
+    managerRelationships.push(m.length);
+    if (m.length && boss && m.every((r) => r.targetMeshObjectId === boss.meshObjectId)) right++;
+  }
+  const big = await byAnchor('Group', 'g0000');
+  return {
+    sampledUsers: sample.length,
+    withTheRightManager: right,
+    managerRelationshipsEach: managerRelationships,
+    largestGroupMembersExpected: largestGroup,
+    largestGroupMemberRelationships: big?.relationships.filter((r) => r.relationshipType === 'member').length ?? null,
+  };
+}
+
+/** The mesh bench's scenarios on this data, 1 connection, after the restart. */
+async function meshQueries(svc, N) {
+  const headers = { authorization: `Bearer ${svc.token}`, 'content-type': 'application/json' };
+  const pick = (a) => a[Math.floor(Math.random() * a.length)];
+  const ids = [];
+  for (let k = 0; k < 5; k++) {
+    const page = await svc.must(svc.call('GET', `mesh/objects?objectType=User&take=200&skip=${Math.floor(Math.random() * Math.max(1, N - 200))}`), 200);
+    ids.push(...page.items.map((x) => x.meshObjectId));
+  }
+  const scenarios = [
+    [
+      'list objectType=User, random page',
+      () => ({ method: 'GET', path: `/api/mesh/objects?objectType=User&skip=${Math.floor(Math.random() * Math.max(1, N - 200))}&take=${pick([50, 200])}` }),
+    ],
+    [
+      'anchor substring search',
+      () => ({ method: 'GET', path: `/api/mesh/objects?search=${uid(Math.floor(Math.random() * N)).slice(0, 5)}&skip=${pick([0, 50])}` }),
+    ],
+    [
+      'advanced search equals + contains + ispresent',
+      () => ({
+        method: 'POST',
+        path: '/api/mesh/objects/search',
+        body: JSON.stringify({
+          objectType: 'User',
+          criteria: [
+            { attributeName: 'department', operator: 'equals', value: pick(DEPARTMENTS) },
+            { attributeName: 'mail', operator: 'contains', value: `u${Math.floor(Math.random() * 100)}` },
+            { attributeName: 'jobTitle', operator: 'ispresent' },
+          ],
+          skip: pick([0, 50]),
+          take: 50,
+        }),
+      }),
+    ],
+    ['detail', () => ({ method: 'GET', path: `/api/mesh/objects/${pick(ids)}` })],
+  ];
+  const results = [];
+  for (const [name, make] of scenarios) {
+    log(`N=${N} query: ${name}`);
+    results.push(await measure(svc.base, headers, name, make, 1, { duration: DURATION }));
+  }
+  return { connections: 1, durationSeconds: DURATION, scenarios: results };
+}
+
+async function main() {
+  const plotOnly = arg('plot-only', '');
+  if (plotOnly) return report.finish(report.load(plotOnly, arg('files', '')), path.join(plotOnly, 'scale.png'), log);
+  const sizes = arg('users', '10000,30000')
+    .split(',')
+    .map((s) => Number(s.trim()))
+    .filter((n) => n > 0);
+  if (!sizes.length || sizes.some((n) => !Number.isInteger(n) || n < 1000)) throw new Error('--users is a comma-separated list of sizes of at least 1000');
+  fs.mkdirSync(RESULTS, { recursive: true });
+  const all = [];
+  let perObject = 5;
+  for (const N of sizes) {
+    log(`=== N=${N} (load ${os.loadavg()[0].toFixed(2)})`);
+    const res = await runSize(N, perObject);
+    if (res.entities?.method === 'scan' && res.mesh?.users) perObject = res.entities.total / res.mesh.users;
+    const file = path.join(RESULTS, `${DATE}-${N}.json`);
+    fs.writeFileSync(file, JSON.stringify(res, null, 2) + '\n');
+    log(`N=${N} done: ${file}${res.failures.length ? ` (${res.failures.length} failure(s))` : ''}`);
+    all.push(res);
+  }
+  const combined = path.join(RESULTS, `${DATE}-combined.json`);
+  fs.writeFileSync(combined, JSON.stringify(all, null, 2) + '\n');
+  log(`combined: ${combined}`);
+  await report.finish(all, path.join(RESULTS, 'scale.png'), log);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
