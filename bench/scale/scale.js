@@ -32,7 +32,7 @@ const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { arg, freshStorageFloor, onInterrupt, peakRssMB, sleep, startService } = require('../support');
+const { arg, freshStorageFloor, onInterrupt, peakRssMB, rssMB, sleep, startService } = require('../support');
 const { measure } = require('../mesh/measure');
 const { countingLdapsearch } = require('../ldap/ldapsearch');
 const { DEPARTMENTS, uid, startServers, createConnectors, applyDelta } = require('./sources');
@@ -96,7 +96,20 @@ async function runSize(N, lastEntitiesPerObject) {
   const step = async (name, objects, fn) => {
     phase = name;
     log(`N=${N} ${name}...`);
-    const runs = await fn();
+    // A progress line every minute through long phases: elapsed time, resident memory, load.
+    const t0 = performance.now();
+    const beat = setInterval(() => {
+      const mb = (pid) => rssMB(pid) ?? 'gone';
+      log(
+        `N=${N} ${name}: ${Math.round((performance.now() - t0) / 1000)} s, engine RSS ${mb(svc.pid)} MB, Azurite ${mb(svc.tablePid)} MB, load ${os.loadavg()[0].toFixed(2)}`,
+      );
+    }, 60000);
+    let runs;
+    try {
+      runs = await fn();
+    } finally {
+      clearInterval(beat);
+    }
     const fig = phaseFigures(objects, runs);
     out.phases[name] = fig;
     notePeaks(svc);

@@ -90,7 +90,8 @@ async function startServers(dir, N, log) {
   };
   try {
     t = performance.now();
-    servers.source = await startSlapd({ ldifFile: ldif, maxSizeBytes: 16 * 1024 ** 3 });
+    // slapadd takes about a second per 10k entries on a quiet machine: give it ten times that (at least 2 min).
+    servers.source = await startSlapd({ ldifFile: ldif, maxSizeBytes: 16 * 1024 ** 3, bulkLoadTimeoutSeconds: Math.max(120, N / 1000) });
     stops.push(() => servers.source.stop());
     const slapaddSeconds = (performance.now() - t) / 1000;
     fs.rmSync(ldif, { force: true });
