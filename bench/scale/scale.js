@@ -68,7 +68,7 @@ function phaseFigures(objects, runs) {
   };
 }
 
-async function runSize(N, lastEntitiesPerObject) {
+async function runSize(N, lastEntitiesPerUser) {
   const out = {
     bench: 'scale',
     users: N,
@@ -131,6 +131,9 @@ async function runSize(N, lastEntitiesPerObject) {
       const conns = await createConnectors(svc, servers);
       await step('fullImportDirectory', N + G, async () => [await svc.runImport(conns.directory.id, 'FullImport')]);
       await step('fullImportHr', N, async () => [await svc.runImport(conns.hr.id, 'FullImport')]);
+      // What the full imports wrote (the floor inserts as many): a scan up to --count-max users, else estimated.
+      phase = 'entities';
+      if (N <= COUNT_MAX) out.entities = { method: 'scan after the full imports', ...(await countEntities(svc.azurite.connectionString)) };
       await step('reimportUnchanged', 2 * N + G, async () => [
         await svc.runImport(conns.directory.id, 'FullImport'),
         await svc.runImport(conns.hr.id, 'FullImport'),
@@ -150,8 +153,7 @@ async function runSize(N, lastEntitiesPerObject) {
 
       const count = async (q) => (await svc.must(svc.call('GET', `mesh/objects?take=0${q}`), 200)).totalCount;
       out.mesh = { objects: await count(''), users: await count('&objectType=User'), groups: await count('&objectType=Group') };
-      phase = 'entities';
-      if (N <= COUNT_MAX) out.entities = { method: 'scan', ...(await countEntities(svc.azurite.connectionString)) };
+      if (N <= COUNT_MAX) out.entitiesAtEnd = { method: 'scan before the stop', total: (await countEntities(svc.azurite.connectionString)).total };
       notePeaks(svc);
       phase = 'stop';
       log(`N=${N} stopping the service (SIGTERM; Azurite saves)...`);
@@ -204,10 +206,17 @@ async function runSize(N, lastEntitiesPerObject) {
   // The floor: as many entities, of the same average size, batch-inserted into a fresh disk-persisting Azurite.
   if (out.phases.fullImportDirectory && out.phases.fullImportHr) {
     try {
-      const perObject = out.entities ? out.entities.total / out.mesh.users : lastEntitiesPerObject;
-      const entities = out.entities ? out.entities.total : Math.round(perObject * N);
-      if (!out.entities) out.entities = { method: 'estimated from the entities per user of the last scanned size', perUser: r2(perObject), total: entities };
-      const bytes = out.azuriteFolderMB ? Math.max(100, Math.round((out.azuriteFolderMB * 1e6) / entities)) : 600;
+      const per = lastEntitiesPerUser;
+      if (!out.entities)
+        out.entities = {
+          method: 'estimated from the entities per user of the last scanned size',
+          perUser: r2(per.imports),
+          total: Math.round(per.imports * N),
+        };
+      if (!out.entitiesAtEnd) out.entitiesAtEnd = { method: 'estimated as above', perUser: r2(per.end), total: Math.round(per.end * N) };
+      const entities = out.entities.total;
+      // The average entity's size on disk: Azurite's folder after the save over the entities it then held.
+      const bytes = out.azuriteFolderMB ? Math.max(100, Math.round((out.azuriteFolderMB * 1e6) / out.entitiesAtEnd.total)) : 600;
       log(`N=${N} floor: ${entities} entities of ${bytes} bytes into a fresh Azurite on disk...`);
       const floorDir = path.join(dir, 'floor');
       out.floor = await freshStorageFloor(entities, undefined, { location: floorDir, bytes });
@@ -358,11 +367,13 @@ async function main() {
   if (!sizes.length || sizes.some((n) => !Number.isInteger(n) || n < 1000)) throw new Error('--users is a comma-separated list of sizes of at least 1000');
   fs.mkdirSync(RESULTS, { recursive: true });
   const all = [];
-  let perObject = 5;
+  // Entities per user after the full imports and at the end, for sizes past --count-max (from the last scanned size).
+  let perUser = { imports: 5, end: 7 };
   for (const N of sizes) {
     log(`=== N=${N} (load ${os.loadavg()[0].toFixed(2)})`);
-    const res = await runSize(N, perObject);
-    if (res.entities?.method === 'scan' && res.mesh?.users) perObject = res.entities.total / res.mesh.users;
+    const res = await runSize(N, perUser);
+    if (res.entities?.method.startsWith('scan') && res.entitiesAtEnd?.method.startsWith('scan'))
+      perUser = { imports: res.entities.total / N, end: res.entitiesAtEnd.total / N };
     const file = path.join(RESULTS, `${DATE}-${N}.json`);
     fs.writeFileSync(file, JSON.stringify(res, null, 2) + '\n');
     log(`N=${N} done: ${file}${res.failures.length ? ` (${res.failures.length} failure(s))` : ''}`);
