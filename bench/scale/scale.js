@@ -45,6 +45,8 @@ const COUNT_MAX = arg('count-max', 100000);
 const KEEP = process.argv.includes('--keep');
 const DATE = new Date().toISOString().slice(0, 10);
 const log = (msg) => process.stderr.write(`${new Date().toISOString()} [scale] ${msg}\n`);
+/** Set on Ctrl-C / SIGTERM (bench/support.js onInterrupt stops the servers): no result is written for a cut size. */
+let interrupted = false;
 const r2 = (x) => (x === null || x === undefined ? null : +x.toFixed(2));
 
 /** Disk usage of a folder in bytes (du -sb). */
@@ -204,7 +206,7 @@ async function runSize(N, lastEntitiesPerUser) {
   out.peakRssMB = { engine: peak.engine || null, azuriteTable: peak.azurite || null };
 
   // The floor: as many entities, of the same average size, batch-inserted into a fresh disk-persisting Azurite.
-  if (out.phases.fullImportDirectory && out.phases.fullImportHr) {
+  if (out.phases.fullImportDirectory && out.phases.fullImportHr && !interrupted) {
     try {
       const per = lastEntitiesPerUser;
       if (!out.entities)
@@ -366,12 +368,17 @@ async function main() {
     .filter((n) => n > 0);
   if (!sizes.length || sizes.some((n) => !Number.isInteger(n) || n < 1000)) throw new Error('--users is a comma-separated list of sizes of at least 1000');
   fs.mkdirSync(RESULTS, { recursive: true });
+  onInterrupt(() => {
+    interrupted = true;
+    log('interrupted: stopping every server started; the size under way is not written');
+  });
   const all = [];
   // Entities per user after the full imports and at the end, for sizes past --count-max (from the last scanned size).
   let perUser = { imports: 5, end: 7 };
   for (const N of sizes) {
     log(`=== N=${N} (load ${os.loadavg()[0].toFixed(2)})`);
     const res = await runSize(N, perUser);
+    if (interrupted) return;
     if (res.entities?.method.startsWith('scan') && res.entitiesAtEnd?.method.startsWith('scan'))
       perUser = { imports: res.entities.total / N, end: res.entitiesAtEnd.total / N };
     const file = path.join(RESULTS, `${DATE}-${N}.json`);
