@@ -78,7 +78,10 @@ function table(results) {
     ['engine peak RSS MB', (r) => r.peakRssMB?.engine],
     ['Azurite peak RSS MB', (r) => r.peakRssMB?.azuriteTable],
     ['data folder MB', (r) => r.dataFolderMB],
-    ['entities (method)', (r) => (r.entities ? `${r.entities.total} (${r.entities.method.startsWith('scan') ? 'scan' : 'estimate'})` : null)],
+    [
+      'entities after full imports / at end (method)',
+      (r) => (r.entities ? `${r.entities.total} / ${r.entitiesAtEnd?.total ?? '–'} (${r.entities.method.startsWith('scan') ? 'scan' : 'estimate'})` : null),
+    ],
     ['start-up: health / serving s', (r) => ph(r, 'startup', (p) => `${p.healthSeconds} / ${p.servingSeconds}`)],
     ['list p95 ms', (r) => p95(r, 'list')],
     ['anchor search p95 ms', (r) => p95(r, 'anchor')],
