@@ -34,9 +34,9 @@ const os = require('node:os');
 const path = require('node:path');
 const { arg, freshStorageFloor, onInterrupt, peakRssMB, rssMB, sleep, startService } = require('../support');
 const { measure } = require('../mesh/measure');
-const { countingLdapsearch } = require('../ldap/ldapsearch');
 const { DEPARTMENTS, uid, startServers, createConnectors, applyDelta } = require('./sources');
 const { countEntities } = require('./storage');
+const { readBack, relationships } = require('./checks');
 const report = require('./report');
 
 const RESULTS = arg('results', path.join(__dirname, 'results'));
@@ -70,6 +70,25 @@ function phaseFigures(objects, runs) {
   };
 }
 
+/**
+ * `fn()` with a progress line every minute while it runs (long phases at 1M): elapsed seconds, the engine's and
+ * Azurite's resident memory when `service()` gives a running service, and the load.
+ */
+async function heartbeat(label, service, fn) {
+  const t0 = performance.now();
+  const beat = setInterval(() => {
+    const svc = service();
+    const mb = (pid) => rssMB(pid) ?? 'gone';
+    const mem = svc ? `, engine RSS ${mb(svc.pid)} MB, Azurite ${mb(svc.tablePid)} MB` : '';
+    log(`${label}: ${Math.round((performance.now() - t0) / 1000)} s${mem}, load ${os.loadavg()[0].toFixed(2)}`);
+  }, 60000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(beat);
+  }
+}
+
 async function runSize(N, lastEntitiesPerUser) {
   const out = {
     bench: 'scale',
@@ -98,20 +117,7 @@ async function runSize(N, lastEntitiesPerUser) {
   const step = async (name, objects, fn) => {
     phase = name;
     log(`N=${N} ${name}...`);
-    // A progress line every minute through long phases: elapsed time, resident memory, load.
-    const t0 = performance.now();
-    const beat = setInterval(() => {
-      const mb = (pid) => rssMB(pid) ?? 'gone';
-      log(
-        `N=${N} ${name}: ${Math.round((performance.now() - t0) / 1000)} s, engine RSS ${mb(svc.pid)} MB, Azurite ${mb(svc.tablePid)} MB, load ${os.loadavg()[0].toFixed(2)}`,
-      );
-    }, 60000);
-    let runs;
-    try {
-      runs = await fn();
-    } finally {
-      clearInterval(beat);
-    }
+    const runs = await heartbeat(`N=${N} ${name}`, () => svc, fn);
     const fig = phaseFigures(objects, runs);
     out.phases[name] = fig;
     notePeaks(svc);
@@ -122,7 +128,11 @@ async function runSize(N, lastEntitiesPerUser) {
   };
   try {
     const t0 = performance.now();
-    servers = await startServers(dir, N, log);
+    servers = await heartbeat(
+      `N=${N} generation`,
+      () => null,
+      () => startServers(dir, N, log),
+    );
     const removeServers = onInterrupt(() => servers.stop());
     out.generation = { ...servers.generation, seconds: r2((performance.now() - t0) / 1000) };
     const G = servers.generation.groups;
@@ -168,7 +178,11 @@ async function runSize(N, lastEntitiesPerUser) {
       phase = 'startup';
       log(`N=${N} start-up on the saved data folder...`);
       t = performance.now();
-      svc = await startService({ dataDir, azuriteLocation, startTimeoutSeconds: 1800 });
+      svc = await heartbeat(
+        `N=${N} start-up`,
+        () => null,
+        () => startService({ dataDir, azuriteLocation, startTimeoutSeconds: 1800 }),
+      );
       const healthSeconds = (performance.now() - t) / 1000;
       for (;;) {
         const r = await svc.call('GET', 'mesh/objects?take=1');
@@ -221,7 +235,11 @@ async function runSize(N, lastEntitiesPerUser) {
       const bytes = out.azuriteFolderMB ? Math.max(100, Math.round((out.azuriteFolderMB * 1e6) / out.entitiesAtEnd.total)) : 600;
       log(`N=${N} floor: ${entities} entities of ${bytes} bytes into a fresh Azurite on disk...`);
       const floorDir = path.join(dir, 'floor');
-      out.floor = await freshStorageFloor(entities, undefined, { location: floorDir, bytes });
+      out.floor = await heartbeat(
+        `N=${N} floor`,
+        () => null,
+        () => freshStorageFloor(entities, undefined, { location: floorDir, bytes }),
+      );
       fs.rmSync(floorDir, { recursive: true, force: true });
       const imports = out.phases.fullImportDirectory.seconds + out.phases.fullImportHr.seconds;
       out.floor.ratioFullImportsToFloor = r2(imports / out.floor.seconds);
@@ -235,83 +253,6 @@ async function runSize(N, lastEntitiesPerUser) {
   else out.keptFolder = dir;
   removeDir();
   return out;
-}
-
-/** Every user provisioned in the target, and a sample of 20 with the right values. */
-async function readBack(target, N) {
-  const base = `ou=people,${target.suffix}`;
-  const all = await countingLdapsearch([
-    '-x',
-    '-LLL',
-    '-H',
-    target.url,
-    '-D',
-    target.rootDN,
-    '-w',
-    target.rootPassword,
-    '-b',
-    base,
-    '-E',
-    'pr=1000/noprompt',
-    '(uid=*)',
-    '1.1',
-  ]);
-  const sample = Array.from({ length: 20 }, (_, k) => Math.floor((k * (N - 1)) / 19));
-  const text = execFileSync('ldapsearch', [
-    '-x',
-    '-LLL',
-    '-H',
-    target.url,
-    '-D',
-    target.rootDN,
-    '-w',
-    target.rootPassword,
-    '-b',
-    base,
-    `(|${sample.map((i) => `(uid=${uid(i)})`).join('')})`,
-    'uid',
-    'employeeNumber',
-    'departmentNumber',
-  ]).toString();
-  // One entry per paragraph; its attribute lines as name -> value.
-  const entries = new Map(
-    text
-      .split('\n\n')
-      .map((e) => Object.fromEntries(e.split('\n').map((l) => [l.slice(0, l.indexOf(': ')), l.slice(l.indexOf(': ') + 2)])))
-      .map((e) => [e.uid, e]),
-  );
-  const right = sample.filter((i) => {
-    const e = entries.get(uid(i));
-    return e && e.employeeNumber === String(100000 + i) && e.departmentNumber === DEPARTMENTS[i % DEPARTMENTS.length];
-  }).length;
-  return { entriesInTarget: all.entries, expected: N, sampled: sample.length, sampleWithRightValues: right, ldapsearchSeconds: all.seconds };
-}
-
-/** A sample read back through the mesh: 10 users' manager relationships (how many, all to the right person) and the largest group's members. */
-async function relationships(svc, N, largestGroup) {
-  const byAnchor = async (objectType, anchor) => {
-    const page = await svc.must(svc.call('GET', `mesh/objects?objectType=${objectType}&search=${encodeURIComponent(anchor)}&take=5`), 200);
-    const hit = page.items.find((x) => x.anchorValue === anchor);
-    return hit ? svc.must(svc.call('GET', `mesh/objects/${hit.meshObjectId}`), 200) : null;
-  };
-  let right = 0;
-  const managerRelationships = [];
-  const sample = Array.from({ length: 10 }, (_, k) => 1 + Math.floor((k * (N - 2)) / 9));
-  for (const i of sample) {
-    const o = await byAnchor('User', uid(i));
-    const boss = await byAnchor('User', uid(Math.floor(i / 10)));
-    const m = o?.relationships.filter((r) => r.relationshipType === 'manager') ?? [];
-    managerRelationships.push(m.length);
-    if (m.length && boss && m.every((r) => r.targetMeshObjectId === boss.meshObjectId)) right++;
-  }
-  const big = await byAnchor('Group', 'g0000');
-  return {
-    sampledUsers: sample.length,
-    withTheRightManager: right,
-    managerRelationshipsEach: managerRelationships,
-    largestGroupMembersExpected: largestGroup,
-    largestGroupMemberRelationships: big?.relationships.filter((r) => r.relationshipType === 'member').length ?? null,
-  };
 }
 
 /** The mesh bench's scenarios on this data, 1 connection, after the restart. */
