@@ -113,8 +113,8 @@ function onInterrupt(fn) {
  * @param {string} [o.dataDir] the service's data folder; default: a mktemp folder removed by stop().
  * @param {string} [o.azuriteNodeOptions] NODE_OPTIONS for the Azurite processes (e.g. a --require preload).
  * @param {string} [o.azuriteLocation] Azurite persists to this folder (disk, as `npm start` does under the data
- *   folder's azurite/) instead of in memory; stop() sends it SIGTERM so it saves. A restart on the same folder
- *   loads what was saved.
+ *   folder's azurite/, with the same limits when the build has them) instead of in memory; stop() sends it
+ *   SIGTERM so it saves. A restart on the same folder loads what was saved.
  * @param {(text: string) => void} [o.onOutput] every chunk the service writes to stdout/stderr.
  * @param {number} [o.startTimeoutSeconds] how long to wait for /api/health (default 120).
  * @returns {Promise<{ base: string, pid: number, tablePid: number, azurite: object, dataDir: string, token: string,
@@ -161,12 +161,25 @@ async function countingProxy(targetPort, freePort) {
   };
 }
 
+/**
+ * The limits `npm start` gives its embedded, disk-persisting Azurite (heap, save interval, warnings), from the
+ * build's runtime when it has them (dist/lib/runtime/tablePersistence/embedded.js); {} on a build without.
+ */
+function embeddedLimits(root, env) {
+  try {
+    return require(path.join(root, 'dist/lib/runtime/tablePersistence/embedded.js')).embeddedAzuriteLimits(env);
+  } catch {
+    return {};
+  }
+}
+
 async function startService(o = {}) {
   const root = o.root ?? ROOT;
   const { Azurite, freePort } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
   const ownDataDir = !o.dataDir;
   const dataDir = o.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'bench-service-'));
-  const azurite = new Azurite(o.azuriteLocation ? { location: o.azuriteLocation } : {});
+  const limits = o.azuriteLocation ? embeddedLimits(root, { ...process.env, ...(o.env ?? {}) }) : undefined;
+  const azurite = new Azurite(o.azuriteLocation ? { location: o.azuriteLocation, ...limits } : {});
   // Azurite spawns its processes with this process's environment: set NODE_OPTIONS just for that.
   const saved = process.env.NODE_OPTIONS;
   if (o.azuriteNodeOptions !== undefined) process.env.NODE_OPTIONS = o.azuriteNodeOptions;
@@ -316,6 +329,8 @@ async function startService(o = {}) {
     pid: child.pid,
     tablePid,
     azurite,
+    /** With azuriteLocation: the options npm start's limits added to that Azurite ({} when the build has none). */
+    azuriteLimits: limits,
     storageRequests: proxy ? () => proxy.take() : null,
     dataDir,
     token,
@@ -368,11 +383,12 @@ async function storageFloor(connectionString, table, n, tablePid, bytes = 600) {
 
 /**
  * The storage floor on a fresh Azurite process of its own, started for it and stopped after: in memory, or
- * persisting to `location` (a folder) when given; entities of about `bytes` bytes (default 600).
+ * persisting to `location` (a folder) when given, with `npm start`'s limits as the service's (startService
+ * azuriteLocation); entities of about `bytes` bytes (default 600).
  */
 async function freshStorageFloor(n, root = ROOT, { location, bytes } = {}) {
   const { Azurite } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
-  const azurite = new Azurite(location ? { location } : {});
+  const azurite = new Azurite(location ? { location, ...embeddedLimits(root, process.env) } : {});
   await azurite.start();
   const removeInterrupt = onInterrupt(() => azurite.stop());
   try {

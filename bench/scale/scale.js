@@ -25,7 +25,8 @@
  * fails (a run not Completed, the service or Azurite gone) is recorded with the logs' tail and ends that size;
  * the next size runs. Progress lines with timestamps go to stderr. Ctrl-C stops every server it started.
  *
- * Usage: npm run bench:scale -- --users 10000,30000 [--duration 8] [--count-max 100000] [--keep]
+ * Usage: npm run bench:scale -- --users 10000,30000 [--duration 8] [--count-max 100000] [--keep] [--root <checkout>]
+ *   (--root: run another checkout's build, e.g. to compare two versions with the same bench)
  *        node bench/scale/scale.js --plot-only bench/scale/results [--files a.json,b.json]
  */
 const { execFileSync } = require('node:child_process');
@@ -43,6 +44,8 @@ const RESULTS = arg('results', path.join(__dirname, 'results'));
 const DURATION = arg('duration', 8);
 const COUNT_MAX = arg('count-max', 100000);
 const KEEP = process.argv.includes('--keep');
+/** The checkout whose build (dist/) runs as the service, and whose Azurite class starts the storage (default: this one). */
+const ROOT_DIR = path.resolve(arg('root', path.resolve(__dirname, '../..')));
 const DATE = new Date().toISOString().slice(0, 10);
 const log = (msg) => process.stderr.write(`${new Date().toISOString()} [scale] ${msg}\n`);
 /** Set on Ctrl-C / SIGTERM (bench/support.js onInterrupt stops the servers): no result is written for a cut size. */
@@ -93,6 +96,7 @@ async function runSize(N, lastEntitiesPerUser) {
   const out = {
     bench: 'scale',
     users: N,
+    root: ROOT_DIR,
     date: DATE,
     cpus: os.cpus().length,
     memoryGB: Math.round(os.totalmem() / 1e9),
@@ -138,8 +142,9 @@ async function runSize(N, lastEntitiesPerUser) {
     const G = servers.generation.groups;
     try {
       phase = 'start';
-      svc = await startService({ dataDir, azuriteLocation, startTimeoutSeconds: 600 });
+      svc = await startService({ root: ROOT_DIR, dataDir, azuriteLocation, startTimeoutSeconds: 600 });
       out.firstStartSeconds = r2(svc.startSeconds);
+      out.azurite = { persistence: 'disk', location: 'data folder/azurite', limitsAsNpmStart: svc.azuriteLimits };
       const conns = await createConnectors(svc, servers);
       await step('fullImportDirectory', N + G, async () => [await svc.runImport(conns.directory.id, 'FullImport')]);
       await step('fullImportHr', N, async () => [await svc.runImport(conns.hr.id, 'FullImport')]);
@@ -181,7 +186,7 @@ async function runSize(N, lastEntitiesPerUser) {
       svc = await heartbeat(
         `N=${N} start-up`,
         () => null,
-        () => startService({ dataDir, azuriteLocation, startTimeoutSeconds: 1800 }),
+        () => startService({ root: ROOT_DIR, dataDir, azuriteLocation, startTimeoutSeconds: 1800 }),
       );
       const healthSeconds = (performance.now() - t) / 1000;
       for (;;) {
@@ -238,7 +243,7 @@ async function runSize(N, lastEntitiesPerUser) {
       out.floor = await heartbeat(
         `N=${N} floor`,
         () => null,
-        () => freshStorageFloor(entities, undefined, { location: floorDir, bytes }),
+        () => freshStorageFloor(entities, ROOT_DIR, { location: floorDir, bytes }),
       );
       fs.rmSync(floorDir, { recursive: true, force: true });
       const imports = out.phases.fullImportDirectory.seconds + out.phases.fullImportHr.seconds;
