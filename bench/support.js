@@ -125,10 +125,14 @@ function onInterrupt(fn) {
  *   Two services on one Azurite are two engine instances on one storage account (bench/scale/instances.js).
  * @param {string} [o.token] the Bearer token to call it with (a service that trusts another one's development
  *   issuer has none of its own); default: an Admin token from its own development issuer.
+ * @param {string} [o.azuriteLocation] Azurite persists to this folder (disk, as `npm start` does under the data
+ *   folder's azurite/, with the same limits when the build has them) instead of in memory; stop() sends it
+ *   SIGTERM so it saves. A restart on the same folder loads what was saved.
  * @param {(text: string) => void} [o.onOutput] every chunk the service writes to stdout/stderr.
  * @param {number} [o.startTimeoutSeconds] how long to wait for /api/health (default 120).
  * @returns {Promise<{ base: string, pid: number, tablePid: number, azurite: object, dataDir: string, token: string,
- *   startSeconds: number, call: Function, must: Function, runImport: Function, logs: () => string, stop: () => Promise<void> }>}
+ *   startSeconds: number, call: Function, must: Function, runImport: Function, runExport: Function, logs: () => string,
+ *   stop: () => Promise<void> }>}
  */
 /**
  * A counting HTTP proxy in front of Azurite's table endpoint (bench option `countRequests`): the storage
@@ -170,13 +174,26 @@ async function countingProxy(targetPort, freePort) {
   };
 }
 
+/**
+ * The limits `npm start` gives its embedded, disk-persisting Azurite (heap, save interval, warnings), from the
+ * build's runtime when it has them (dist/lib/runtime/tablePersistence/embedded.js); {} on a build without.
+ */
+function embeddedLimits(root, env) {
+  try {
+    return require(path.join(root, 'dist/lib/runtime/tablePersistence/embedded.js')).embeddedAzuriteLimits(env);
+  } catch {
+    return {};
+  }
+}
+
 async function startService(o = {}) {
   const root = o.root ?? ROOT;
   const { Azurite, freePort } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
   const ownDataDir = !o.dataDir;
   const dataDir = o.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'bench-service-'));
   const ownAzurite = !o.azurite;
-  const azurite = o.azurite ?? new Azurite(azuriteOptions());
+  const limits = o.azuriteLocation ? embeddedLimits(root, { ...process.env, ...(o.env ?? {}) }) : undefined;
+  const azurite = o.azurite ?? new Azurite(azuriteOptions(o.azuriteLocation ? { location: o.azuriteLocation, ...limits } : {}));
   // Azurite spawns its processes with this process's environment: set NODE_OPTIONS just for that.
   const saved = process.env.NODE_OPTIONS;
   if (o.azuriteNodeOptions !== undefined) process.env.NODE_OPTIONS = o.azuriteNodeOptions;
@@ -284,17 +301,13 @@ async function startService(o = {}) {
     return r.body;
   };
   const tablePid = azurite.pids[0];
-  /**
-   * Triggers an import and polls the run until it is neither Queued nor Running. `seconds` is trigger to end;
-   * `cpu` holds the CPU seconds the service and the Azurite table process used meanwhile, the CPU seconds the
-   * hypervisor stole from the machine meanwhile (all CPUs), and the 1-min load.
-   */
-  const runImport = async (connectorId, runType) => {
+  /** POSTs `body` to `route` (a run starts: 202 with runId) and polls the run until it ends (see runImport). */
+  const runOp = async (route, body, label) => {
     const t = performance.now();
     const c0 = { service: cpuSeconds(child.pid), azurite: cpuSeconds(tablePid), steal: stealSeconds() };
-    const started = await must(call('POST', `connectors/${connectorId}/import`, { runType }), 202);
+    const started = await must(call('POST', route, body), 202);
     for (;;) {
-      if (child.exitCode !== null) throw new Error(`service exited during the ${runType}:\n${logs.slice(-4000)}`);
+      if (child.exitCode !== null) throw new Error(`service exited during the ${label}:\n${logs.slice(-4000)}`);
       const r = await must(call('GET', `runs/${started.runId}`), 200);
       if (!['Running', 'Queued'].includes(r.status)) {
         const used = (now, before) => (now === null || before === null ? null : +(now - before).toFixed(1));
@@ -309,11 +322,21 @@ async function startService(o = {}) {
       await sleep(100);
     }
   };
+  /**
+   * Triggers an import and polls the run until it is neither Queued nor Running. `seconds` is trigger to end;
+   * `cpu` holds the CPU seconds the service and the Azurite table process used meanwhile, the CPU seconds the
+   * hypervisor stole from the machine meanwhile (all CPUs), and the 1-min load.
+   */
+  const runImport = (connectorId, runType) => runOp(`connectors/${connectorId}/import`, { runType }, runType);
+  /** An export run of the connector, measured as {@link runImport}. */
+  const runExport = (connectorId) => runOp(`connectors/${connectorId}/export`, {}, 'export');
   return {
     base,
     pid: child.pid,
     tablePid,
     azurite,
+    /** With azuriteLocation: the options npm start's limits added to that Azurite ({} when the build has none). */
+    azuriteLimits: limits,
     storageRequests: proxy ? () => proxy.take() : null,
     dataDir,
     token,
@@ -321,6 +344,7 @@ async function startService(o = {}) {
     call,
     must,
     runImport,
+    runExport,
     logs: () => logs,
     stop,
   };
@@ -340,15 +364,15 @@ async function devIssuerToken(dataDir) {
 }
 
 /**
- * The storage floor: `n` entities of about 600 bytes batch-inserted into a new table of the Azurite at
+ * The storage floor: `n` entities of about `bytes` (default 600) bytes batch-inserted into a new table of the Azurite at
  * `connectionString`, 100 per transaction, 4 transactions in flight. Returns the seconds and the Azurite
  * table process's CPU seconds (when its pid is given).
  */
-async function storageFloor(connectionString, table, n, tablePid) {
+async function storageFloor(connectionString, table, n, tablePid, bytes = 600) {
   const { TableClient } = require('@azure/data-tables');
   const client = TableClient.fromConnectionString(connectionString, table, { allowInsecureConnection: true });
   await client.createTable();
-  const pad = 'x'.repeat(600);
+  const pad = 'x'.repeat(Math.max(1, Math.round(bytes)));
   const cpu0 = tablePid ? cpuSeconds(tablePid) : 0;
   const steal0 = stealSeconds();
   const t0 = performance.now();
@@ -376,14 +400,22 @@ async function storageFloor(connectionString, table, n, tablePid) {
   };
 }
 
-/** The storage floor on a fresh in-memory Azurite process of its own, started for it and stopped after. */
-async function freshStorageFloor(n, root = ROOT) {
+/**
+ * The storage floor on a fresh Azurite process of its own, started for it and stopped after: in memory, or
+ * persisting to `location` (a folder) when given, with `npm start`'s limits as the service's (startService
+ * azuriteLocation); entities of about `bytes` bytes (default 600).
+ */
+async function freshStorageFloor(n, root = ROOT, { location, bytes } = {}) {
   const { Azurite } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
-  const azurite = new Azurite(azuriteOptions());
+  const azurite = new Azurite(azuriteOptions(location ? { location, ...embeddedLimits(root, process.env) } : {}));
   await azurite.start();
+  const removeInterrupt = onInterrupt(() => azurite.stop());
   try {
-    return await storageFloor(azurite.connectionString, 'FloorBench', n, azurite.pids[0]);
+    const tablePid = azurite.pids[0];
+    const out = await storageFloor(azurite.connectionString, 'FloorBench', n, tablePid, bytes);
+    return { ...out, bytesPerEntity: bytes ?? 600, persistence: location ? 'disk' : 'memory', azuritePeakRssMB: peakRssMB(tablePid) };
   } finally {
+    removeInterrupt();
     await azurite.stop();
   }
 }

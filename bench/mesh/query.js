@@ -32,10 +32,10 @@
 const { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const autocannon = require('autocannon');
 const { ATTRIBUTES, MULTI_VALUED, DEPTS, csvLine, makeRow, rng, writeMeshCsv } = require('./data');
 const { ROOT: root, arg, cpuSeconds, onInterrupt, peakRssMB, sleep } = require('../support');
 const { rssMB, startService } = require('./service');
+const { measure: measureScenario, percentile } = require('./measure');
 
 const { Azurite } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
 
@@ -46,6 +46,8 @@ const PREFIX = 'meshbench';
 const EMPTY_PREFIX = 'meshbenchempty';
 const PROBE = `--expose-gc --require ${path.join(__dirname, 'memprobe.js')}`;
 const mb = (bytes) => Math.round(bytes / 1e6);
+const measure = (base, headers, name, makeRequest, connections) =>
+  measureScenario(base, headers, name, makeRequest, connections, { duration: DURATION, warmup: WARMUP });
 const round = (x, d = 2) => (x === null || x === undefined ? null : Math.round(x * 10 ** d) / 10 ** d);
 const pick = (a) => a[Math.floor(Math.random() * a.length)];
 
@@ -110,36 +112,6 @@ const CHECKS = [
     (row) => row.kind === 'User' && fold(row.values.department) === 'department a' && row.values.mail.includes('ada') && row.values.description !== null,
   ],
 ];
-
-function percentile(sorted, p) {
-  return sorted.length ? round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]) : null;
-}
-
-async function measure(base, headers, name, makeRequest, connections) {
-  const run = (duration) =>
-    new Promise((resolve, reject) => {
-      const times = [];
-      const inst = autocannon(
-        { url: base, connections, duration, headers, requests: [{ setupRequest: (req) => ({ ...req, ...makeRequest() }) }] },
-        (err, result) => (err ? reject(err) : resolve({ result, times })),
-      );
-      inst.on('response', (_client, _status, _bytes, responseTime) => times.push(responseTime));
-    });
-  await run(WARMUP);
-  const { result, times } = await run(DURATION);
-  times.sort((a, b) => a - b);
-  return {
-    scenario: name,
-    connections,
-    requests: result.requests.total,
-    rps: Math.round(result.requests.average),
-    p50Ms: percentile(times, 0.5),
-    p95Ms: percentile(times, 0.95),
-    p99Ms: percentile(times, 0.99),
-    non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
-  };
-}
 
 /** The service's memory figures after gc (SIGUSR2 to bench/mesh/memprobe.js in the service). */
 async function probe(svc, dir) {

@@ -12,7 +12,12 @@ const root = path.resolve(__dirname, '../..');
 
 const QUERY = 'SELECT employee_id, first_name, last_name, email, department, manager_employee_id, row_version FROM hr_people';
 
-async function startBenchPostgres(N) {
+/**
+ * @param {number} N rows of hr_people.
+ * @param {{ seedSql?: (N: number) => string }} [o] `seedSql` replaces the default table and rows (another
+ *   shape of hr_people, bench/scale/hr.js); it is run as one multi-statement query.
+ */
+async function startBenchPostgres(N, o = {}) {
   const { freePort } = require(path.join(root, 'dist/lib/runtime/azurite.js'));
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-sql-'));
   const bin = path.join(
@@ -70,7 +75,10 @@ async function startBenchPostgres(N) {
     const admin = new Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
     await admin.connect();
     const t0 = Date.now();
-    await admin.query(`
+    await admin.query(
+      o.seedSql
+        ? o.seedSql(N)
+        : `
       CREATE SEQUENCE hr_people_version_seq;
       CREATE TABLE hr_people (id bigserial PRIMARY KEY, employee_id text NOT NULL UNIQUE, first_name text NOT NULL, last_name text NOT NULL,
         email text NOT NULL, department text NOT NULL, manager_employee_id text, updated_at timestamptz NOT NULL DEFAULT now(),
@@ -86,7 +94,8 @@ async function startBenchPostgres(N) {
              CASE WHEN i = 0 THEN NULL ELSE 'E' || lpad(((i - 1) / 8)::text, 6, '0') END
       FROM generate_series(0, ${N - 1}) AS i;
       CREATE INDEX hr_people_row_version_idx ON hr_people (row_version);
-      ANALYZE hr_people;`);
+      ANALYZE hr_people;`,
+    );
     const generateSeconds = (Date.now() - t0) / 1000;
     return {
       port,

@@ -47,6 +47,8 @@ export interface SlapdOptions {
   ldifFile?: string;
   /** Skip the base entries (the LDIF brings its own suffix entry). */
   noBaseEntries?: boolean;
+  /** How long slapadd may take to load `ldifFile` (a million entries take minutes). Default 120 s. */
+  bulkLoadTimeoutSeconds?: number;
   /** Map size of the main database (raise it for 100k+ entries). Default 8 GiB (sparse). */
   maxSizeBytes?: number;
   /**
@@ -56,9 +58,9 @@ export interface SlapdOptions {
   refintAttributes?: string[];
 }
 
-function run(cmd: string, args: string[]): Promise<string> {
+function run(cmd: string, args: string[], timeoutMs = 120_000): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
       if (err) reject(new Error(`${cmd} ${args.join(' ')} failed: ${stderr || err.message}`));
       else resolve(stdout);
     });
@@ -237,7 +239,8 @@ export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
     writeFileSync(path.join(dir, 'data.ldif'), data);
     await run('slapadd', ['-q', '-F', path.join(dir, 'slapd.d'), '-b', suffix, '-l', path.join(dir, 'data.ldif')]);
   }
-  if (options.ldifFile) await run('slapadd', ['-q', '-F', path.join(dir, 'slapd.d'), '-b', suffix, '-l', options.ldifFile]);
+  if (options.ldifFile)
+    await run('slapadd', ['-q', '-F', path.join(dir, 'slapd.d'), '-b', suffix, '-l', options.ldifFile], (options.bulkLoadTimeoutSeconds ?? 120) * 1000);
 
   const urls = `ldap://127.0.0.1:${port}/ ldaps://127.0.0.1:${ldapsPort}/`;
   let child: ChildProcess = await launch(dir, urls, port, ldapsPort);
