@@ -7,6 +7,7 @@ import {
   meshItems,
   meshStateHash,
   operationCounts,
+  storedFingerprint,
   type MeshPair,
   type PlannedObject,
 } from '../../../lib/plans/record';
@@ -163,5 +164,43 @@ describe('fingerprints and the drift rule', () => {
     expect(index.verdict('1', 'y')).toBe('drifted');
     expect(index.verdict('2', 'x')).toBe('outside');
     expect(index.drifted('1', 'changed')).toMatchObject({ outcome: 'drifted', operation: 'Update', anchor: '1', error: 'changed' });
+  });
+
+  test('an import fingerprint keeps 16 characters of the source hash; one stored whole by an older plan reads the same', () => {
+    const source = 'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde';
+    const linked = doc('m1', { mail: 'a@x' });
+    const fp = importFingerprint(source, linked);
+    expect(fp).toBe(`${source.slice(0, 16)}|${meshStateHash(linked)}`);
+    expect(importFingerprint(source, null)).toBe(`${source.slice(0, 16)}|`);
+    // A deleted source object (no hash) and export fingerprints are as they were.
+    expect(importFingerprint('', linked)).toBe(`|${meshStateHash(linked)}`);
+    const exported = exportFingerprint(linked, 'update', { cn: 'A' });
+    expect(storedFingerprint(exported)).toBe(exported);
+    expect(storedFingerprint('gone|AbCdEfGhIjKlMnOpQrStUvWxYz0123456789|m1')).toBe('gone|AbCdEfGhIjKlMnOpQrStUvWxYz0123456789|m1');
+    expect(storedFingerprint(fp)).toBe(fp);
+    // What an older plan stored for the same inputs: the whole source hash.
+    expect(storedFingerprint(`${source}|${meshStateHash(linked)}`)).toBe(fp);
+    expect(storedFingerprint(`${source}|`)).toBe(importFingerprint(source, null));
+
+    const index = new PlanIndex();
+    const planned = (key: string, stored: string) => ({
+      target: 'mesh' as const,
+      operation: 'Add' as const,
+      csObjectId: null,
+      meshObjectId: null,
+      anchor: key,
+      dn: null,
+      attributes: {},
+      outcome: 'planned' as const,
+      error: null,
+      key,
+      fp: stored,
+    });
+    index.add(planned('old', `${source}|${meshStateHash(linked)}`));
+    index.add(planned('new', fp));
+    expect(index.verdict('old', importFingerprint(source, linked))).toBe('apply');
+    expect(index.verdict('new', importFingerprint(source, linked))).toBe('apply');
+    expect(index.verdict('old', importFingerprint(`x${source.slice(1)}`, linked))).toBe('drifted');
+    expect(index.verdict('old', importFingerprint(source, doc('m1', { mail: 'b@x' })))).toBe('drifted');
   });
 });
