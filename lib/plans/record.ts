@@ -88,6 +88,16 @@ const masked = (name: string, v: AttributeValue | undefined) => shownValue(name,
 /** The attributes of a change as the list shows them: `{ name: { old, new } }`, secrets masked. */
 export function changedAttributes(before: MeshObject | null, after: MeshObject | null): StoredChange['attributes'] {
   const out: StoredChange['attributes'] = {};
+  if (!before !== !after) {
+    // An add or a delete (every object of a first dry run): one side's attributes, no union to build.
+    const side = (before ?? after)!.attributes;
+    for (const name of Object.keys(side).sort()) {
+      const v = side[name]?.value ?? null;
+      if (sameValue(v, null)) continue;
+      out[name] = before ? { old: masked(name, v), new: null } : { old: null, new: masked(name, v) };
+    }
+    return out;
+  }
   for (const c of attributeChanges(before, after)) out[c.attribute] = { old: masked(c.attribute, c.old), new: masked(c.attribute, c.new) };
   return out;
 }

@@ -1,6 +1,8 @@
 import type { MeshObject } from '../../../lib/mesh/model';
 import { PlanIndex } from '../../../lib/plans/planIndex';
+import { attributeChanges, shownValue } from '../../../lib/mesh/history';
 import {
+  changedAttributes,
   connectorItems,
   exportFingerprint,
   importFingerprint,
@@ -75,6 +77,22 @@ describe('change items of an import page', () => {
     // m5 changed nothing a reader sees: no item
     expect(items.find((i) => i.meshObjectId === 'm5')).toBeUndefined();
     expect(operationCounts(items)).toEqual({ adds: 1, updates: 1, deletes: 1, renames: 1, blanks: 1 });
+  });
+
+  test('an add or a delete lists every attribute with a value, sorted, as the attribute-level diff does', () => {
+    const full = doc('m1', { sn: 'X', mail: 'a@x', empty: [], none: null, memberOf: ['b', 'a'], password: 'hunter2', n: 0 });
+    const viaDiff = (b: MeshObject | null, a: MeshObject | null) =>
+      Object.fromEntries(attributeChanges(b, a).map((c) => [c.attribute, { old: shownValue(c.attribute, c.old), new: shownValue(c.attribute, c.new) }]));
+    for (const [b, a] of [
+      [null, full],
+      [full, null],
+    ] as const) {
+      const got = changedAttributes(b, a);
+      expect(got).toEqual(viaDiff(b, a));
+      expect(Object.keys(got)).toEqual(['mail', 'memberOf', 'n', 'password', 'sn']);
+    }
+    expect(changedAttributes(null, full).password).toEqual({ old: null, new: '********' });
+    expect(changedAttributes(full, null).memberOf).toEqual({ old: ['b', 'a'], new: null });
   });
 
   test('secret attributes are masked', () => {
