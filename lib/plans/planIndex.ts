@@ -1,4 +1,5 @@
 import { readRunChanges, type StoredChange } from '../storage/runChanges';
+import { storedFingerprint } from './record';
 
 /**
  * A plan as an apply reads it: the fingerprint of every object the plan changes, by the object's key in its
@@ -27,7 +28,7 @@ export class PlanIndex {
     // A key listed twice (a mesh object and its follow-ups) keeps the first, the object's own change.
     if (!this.entries.has(c.key))
       this.entries.set(c.key, {
-        fp: c.fp,
+        fp: storedFingerprint(c.fp),
         target: c.target,
         operation: c.operation,
         meshObjectId: c.meshObjectId,

@@ -32,8 +32,26 @@ export function meshStateHash(doc: MeshObject | null | undefined): string {
   return h.digest('base64url').slice(0, 16);
 }
 
-/** An import object's fingerprint: its source content hash (empty: deleted) and its linked mesh object's state. */
-export const importFingerprint = (sourceHash: string, linked: MeshObject | null | undefined): string => `${sourceHash}|${meshStateHash(linked)}`;
+/** Characters of the source hash an import's fingerprint keeps. */
+const FP_SOURCE = 16;
+
+/**
+ * An import object's fingerprint: its source content hash (empty: deleted), cut to 16 characters (96 bits tell
+ * a change of one object; the rest is bytes a 100k plan would store for nothing), and its linked mesh object's
+ * state. Plans stored before kept the whole hash: {@link storedFingerprint} reads them.
+ */
+export const importFingerprint = (sourceHash: string, linked: MeshObject | null | undefined): string =>
+  `${sourceHash.slice(0, FP_SOURCE)}|${meshStateHash(linked)}`;
+
+/**
+ * A stored fingerprint as {@link importFingerprint} makes it now: an import's fingerprint stored with the
+ * whole source hash (one `|`, more than 16 characters before it) is cut the same way. Export fingerprints
+ * (16 characters before their `|`, or `gone|...` with two) are as they were.
+ */
+export function storedFingerprint(fp: string): string {
+  const bar = fp.indexOf('|');
+  return bar > FP_SOURCE && fp.indexOf('|', bar + 1) < 0 ? fp.slice(0, FP_SOURCE) + fp.slice(bar) : fp;
+}
 
 /** An export change's fingerprint: the mesh object's state and the change (kind and values). */
 export function exportFingerprint(doc: MeshObject, kind: string, values: Record<string, AttributeValue>): string {
@@ -70,6 +88,16 @@ const masked = (name: string, v: AttributeValue | undefined) => shownValue(name,
 /** The attributes of a change as the list shows them: `{ name: { old, new } }`, secrets masked. */
 export function changedAttributes(before: MeshObject | null, after: MeshObject | null): StoredChange['attributes'] {
   const out: StoredChange['attributes'] = {};
+  if (!before !== !after) {
+    // An add or a delete (every object of a first dry run): one side's attributes, no union to build.
+    const side = (before ?? after)!.attributes;
+    for (const name of Object.keys(side).sort()) {
+      const v = side[name]?.value ?? null;
+      if (sameValue(v, null)) continue;
+      out[name] = before ? { old: masked(name, v), new: null } : { old: null, new: masked(name, v) };
+    }
+    return out;
+  }
   for (const c of attributeChanges(before, after)) out[c.attribute] = { old: masked(c.attribute, c.old), new: masked(c.attribute, c.new) };
   return out;
 }

@@ -1,6 +1,5 @@
-import { promisify } from 'node:util';
-import { deflateRaw, inflateRaw, constants } from 'node:zlib';
 import type { TableEntityResult } from '@azure/data-tables';
+import { FORMAT, packItems, unpackItems } from './changeCodec';
 import { isStatus, odata, table } from './tables';
 import { mapLimit } from './tableUtil';
 
@@ -11,11 +10,11 @@ import { mapLimit } from './tableUtil';
  *
  * Layout: PartitionKey the run id; one row per page of the run's engine steps (RowKey chosen by the step,
  * `<step letter><page, zero-padded>`, so rows sort in the order the run made them, and a page written again
- * after a crash or a replay replaces its row instead of adding one). A row holds its page's items as one
- * raw-deflated JSON array cut into binary columns `z0..z<n-1>` of {@link CHUNK} bytes (a table property holds
+ * after a crash or a replay replaces its row instead of adding one). A row holds its page's items compressed
+ * (lib/storage/changeCodec.ts; `f` the format, absent on rows of format 1) cut into binary columns `z0..z<n-1>` of {@link CHUNK} bytes (a table property holds
  * at most 64 KiB, an entity 1 MiB): a page whose compressed items are larger goes on in rows `<key>.1`,
  * `<key>.2`. Next to the data, `k` counts the row's items by `<operation>|<outcome>`, so a filtered, paged read
- * knows which rows its window falls in from a projection of `k` alone and inflates only those.
+ * knows which rows its window falls in from a projection of `k` alone and decompresses only those.
  *
  * Cost: one write per page (about 2,000 objects), never a row per object, never one blob per run. Kept as long
  * as the run record; {@link deleteRunChanges} removes them with it.
@@ -58,9 +57,6 @@ const CHUNK = 60_000;
 /** Columns per row: 10 x 60,000 bytes (800 KB as the base64 the service receives) stays under the 1 MiB entity limit. */
 const CHUNKS_PER_ROW = 10;
 
-const deflate = promisify(deflateRaw);
-const inflate = promisify(inflateRaw);
-
 /** `<operation>|<outcome>` -> number of items. */
 export type ChangeCounts = Record<string, number>;
 
@@ -91,12 +87,12 @@ export function pageKey(step: string, page: number): string {
 /**
  * Write one page of a run's changes (replacing the page's row when it exists: a replayed page). Nothing is
  * written for a page with no changes (a replay that finds nothing to do leaves the first write as it was).
- * The deflate runs on the thread pool, so the page's other writes go on meanwhile.
+ * The compression runs on the thread pool, so the page's other writes go on meanwhile.
  */
 export async function writeRunChanges(runId: string, key: string, items: readonly StoredChange[]): Promise<void> {
   if (!items.length) return;
   const client = await table(TABLE);
-  const data = await deflate(Buffer.from(JSON.stringify(items), 'utf8'), { level: constants.Z_BEST_SPEED });
+  const data = await packItems(items);
   const counts = JSON.stringify(countChanges(items));
   const chunks: Uint8Array[] = [];
   for (let i = 0; i < data.length; i += CHUNK) chunks.push(new Uint8Array(data.subarray(i, i + CHUNK)));
@@ -109,6 +105,7 @@ export async function writeRunChanges(runId: string, key: string, items: readonl
       // Counts on the page's first row only; parts carry the rest of the data.
       k: r === 0 ? counts : '{}',
       parts: rows,
+      f: FORMAT,
       zn: part.length,
     };
     part.forEach((c, i) => (entity[`z${i}`] = c));
@@ -161,7 +158,8 @@ async function readPage(runId: string, head: RowHead): Promise<StoredChange[]> {
     const n = Number((row as TableEntityResult<Record<string, unknown>>).zn ?? 0);
     for (let i = 0; i < n; i++) buffers.push(bytesOf(row[`z${i}`]));
   }
-  return JSON.parse((await inflate(Buffer.concat(buffers))).toString('utf8')) as StoredChange[];
+  const format = rows[0]!.f;
+  return unpackItems(Buffer.concat(buffers), format === undefined || format === null ? undefined : Number(format));
 }
 
 export interface ChangeFilter {
@@ -200,7 +198,7 @@ export function changeView(c: StoredChange): RunChange {
 /**
  * A window of the run's changes in the order the run made them, filtered by operation and outcome, with the
  * exact total: the total and the rows the window falls in come from the rows' counts; only those rows are read
- * whole and inflated.
+ * whole and decompressed.
  */
 export async function listRunChanges(runId: string, f: ChangeFilter, skip: number, take: number): Promise<{ items: RunChange[]; totalCount: number }> {
   const all = await heads(runId);
@@ -229,7 +227,7 @@ export async function* readRunChanges(runId: string): AsyncGenerator<StoredChang
   for (const head of await heads(runId)) yield await readPage(runId, head);
 }
 
-/** The counts of the run's changes by `<operation>|<outcome>` (no row is inflated). */
+/** The counts of the run's changes by `<operation>|<outcome>` (no row is decompressed). */
 export async function runChangeCounts(runId: string): Promise<ChangeCounts> {
   const total: ChangeCounts = {};
   for (const head of await heads(runId)) for (const [k, n] of Object.entries(head.counts)) total[k] = (total[k] ?? 0) + n;

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { TransactionAction } from '@azure/data-tables';
 import { isStatus, odata, table } from '../storage/tables';
 import { submitBatched } from '../storage/tableUtil';
@@ -34,13 +34,22 @@ const HEX = '0123456789abcdef'.split('');
 const NS_ANCHOR = 'c5d0f0a2-3b1e-4f4e-9a51-7f2f4f0b6a10';
 const NS_STAGED = '1e9a7c44-58d2-4b7e-8c33-0d6a2f5e9b21';
 
+/** The bytes of each namespace used (an import computes an id for every object it lists: no parsing each time). */
+const namespaces = new Map<string, Buffer>();
+
 /** A name-based UUID, version 5 (SHA-1), lower-case with dashes. */
 export function uuidV5(namespace: string, name: string): string {
-  const ns = Buffer.from(namespace.replace(/-/g, ''), 'hex');
-  const h = createHash('sha1').update(ns).update(name, 'utf8').digest();
+  let ns = namespaces.get(namespace);
+  if (!ns) namespaces.set(namespace, (ns = Buffer.from(namespace.replace(/-/g, ''), 'hex')));
+  // One buffer, one one-shot hash: no hash object per id.
+  const text = Buffer.from(name, 'utf8');
+  const bytes = Buffer.allocUnsafe(16 + text.length);
+  ns.copy(bytes, 0);
+  text.copy(bytes, 16);
+  const h = hash('sha1', bytes, 'buffer');
   h[6] = (h[6] & 0x0f) | 0x50;
   h[8] = (h[8] & 0x3f) | 0x80;
-  const x = h.subarray(0, 16).toString('hex');
+  const x = h.toString('hex', 0, 16);
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
 }
 

@@ -1,12 +1,15 @@
 import type { MeshObject } from '../../../lib/mesh/model';
 import { PlanIndex } from '../../../lib/plans/planIndex';
+import { attributeChanges, shownValue } from '../../../lib/mesh/history';
 import {
+  changedAttributes,
   connectorItems,
   exportFingerprint,
   importFingerprint,
   meshItems,
   meshStateHash,
   operationCounts,
+  storedFingerprint,
   type MeshPair,
   type PlannedObject,
 } from '../../../lib/plans/record';
@@ -74,6 +77,22 @@ describe('change items of an import page', () => {
     // m5 changed nothing a reader sees: no item
     expect(items.find((i) => i.meshObjectId === 'm5')).toBeUndefined();
     expect(operationCounts(items)).toEqual({ adds: 1, updates: 1, deletes: 1, renames: 1, blanks: 1 });
+  });
+
+  test('an add or a delete lists every attribute with a value, sorted, as the attribute-level diff does', () => {
+    const full = doc('m1', { sn: 'X', mail: 'a@x', empty: [], none: null, memberOf: ['b', 'a'], password: 'hunter2', n: 0 });
+    const viaDiff = (b: MeshObject | null, a: MeshObject | null) =>
+      Object.fromEntries(attributeChanges(b, a).map((c) => [c.attribute, { old: shownValue(c.attribute, c.old), new: shownValue(c.attribute, c.new) }]));
+    for (const [b, a] of [
+      [null, full],
+      [full, null],
+    ] as const) {
+      const got = changedAttributes(b, a);
+      expect(got).toEqual(viaDiff(b, a));
+      expect(Object.keys(got)).toEqual(['mail', 'memberOf', 'n', 'password', 'sn']);
+    }
+    expect(changedAttributes(null, full).password).toEqual({ old: null, new: '********' });
+    expect(changedAttributes(full, null).memberOf).toEqual({ old: ['b', 'a'], new: null });
   });
 
   test('secret attributes are masked', () => {
@@ -163,5 +182,43 @@ describe('fingerprints and the drift rule', () => {
     expect(index.verdict('1', 'y')).toBe('drifted');
     expect(index.verdict('2', 'x')).toBe('outside');
     expect(index.drifted('1', 'changed')).toMatchObject({ outcome: 'drifted', operation: 'Update', anchor: '1', error: 'changed' });
+  });
+
+  test('an import fingerprint keeps 16 characters of the source hash; one stored whole by an older plan reads the same', () => {
+    const source = 'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde';
+    const linked = doc('m1', { mail: 'a@x' });
+    const fp = importFingerprint(source, linked);
+    expect(fp).toBe(`${source.slice(0, 16)}|${meshStateHash(linked)}`);
+    expect(importFingerprint(source, null)).toBe(`${source.slice(0, 16)}|`);
+    // A deleted source object (no hash) and export fingerprints are as they were.
+    expect(importFingerprint('', linked)).toBe(`|${meshStateHash(linked)}`);
+    const exported = exportFingerprint(linked, 'update', { cn: 'A' });
+    expect(storedFingerprint(exported)).toBe(exported);
+    expect(storedFingerprint('gone|AbCdEfGhIjKlMnOpQrStUvWxYz0123456789|m1')).toBe('gone|AbCdEfGhIjKlMnOpQrStUvWxYz0123456789|m1');
+    expect(storedFingerprint(fp)).toBe(fp);
+    // What an older plan stored for the same inputs: the whole source hash.
+    expect(storedFingerprint(`${source}|${meshStateHash(linked)}`)).toBe(fp);
+    expect(storedFingerprint(`${source}|`)).toBe(importFingerprint(source, null));
+
+    const index = new PlanIndex();
+    const planned = (key: string, stored: string) => ({
+      target: 'mesh' as const,
+      operation: 'Add' as const,
+      csObjectId: null,
+      meshObjectId: null,
+      anchor: key,
+      dn: null,
+      attributes: {},
+      outcome: 'planned' as const,
+      error: null,
+      key,
+      fp: stored,
+    });
+    index.add(planned('old', `${source}|${meshStateHash(linked)}`));
+    index.add(planned('new', fp));
+    expect(index.verdict('old', importFingerprint(source, linked))).toBe('apply');
+    expect(index.verdict('new', importFingerprint(source, linked))).toBe('apply');
+    expect(index.verdict('old', importFingerprint(`x${source.slice(1)}`, linked))).toBe('drifted');
+    expect(index.verdict('old', importFingerprint(source, doc('m1', { mail: 'b@x' })))).toBe('drifted');
   });
 });

@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { deflateRawSync } from 'node:zlib';
 import { table, odata } from '../../../lib/storage/tables';
 import {
   deleteRunChanges,
@@ -69,5 +70,30 @@ describe('run changes repository', () => {
     expect(read).toBe(3002);
     await deleteRunChanges(runId);
     expect(await listRunChanges(runId, {}, 0, 10)).toEqual({ items: [], totalCount: 0 });
+  });
+
+  test('a row written before the format column (deflated JSON) is listed and read as it was, beside new rows', async () => {
+    const runId = randomUUID();
+    const old = [item(0, 'Add', 'planned'), item(1, 'Update', 'planned')];
+    const client = await table('RunChanges');
+    await client.upsertEntity({
+      partitionKey: runId,
+      rowKey: pageKey('i', 0),
+      k: JSON.stringify({ 'Add|planned': 1, 'Update|planned': 1 }),
+      parts: 1,
+      zn: 1,
+      z0: new Uint8Array(deflateRawSync(Buffer.from(JSON.stringify(old), 'utf8'), { level: 1 })),
+    });
+    const fresh = [item(2, 'Delete', 'planned')];
+    await writeRunChanges(runId, pageKey('i', 1), fresh);
+    const pages: StoredChange[][] = [];
+    for await (const page of readRunChanges(runId)) pages.push(page);
+    expect(pages).toEqual([old, fresh]);
+    const listed = await listRunChanges(runId, { outcome: 'planned' }, 1, 2);
+    expect(listed.totalCount).toBe(3);
+    expect(listed.items.map((c) => [c.anchor, c.operation])).toEqual([
+      ['a00001', 'Update'],
+      ['a00002', 'Delete'],
+    ]);
   });
 });
