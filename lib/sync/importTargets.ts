@@ -1,4 +1,5 @@
 import { createConnectorFor } from '../connectors/factory';
+import { compileExpression } from '../expression';
 import type { Connector, ExportChange } from '../connectors/sdk';
 import type { MeshObject } from '../mesh/model';
 import type { MeshPair } from '../plans/record';
@@ -7,8 +8,9 @@ import type { StoredChange } from '../storage/runChanges';
 import { readCsObjects } from './connectorSpace';
 import { disableValues, type DeprovisioningSettings } from './deprovisioning';
 import { exportItems, type ExportRecord } from './exportChanges';
-import { exportDocs, withoutWriteOnlySecrets } from './exportPage';
+import { exportDocs, truthyValue, withoutWriteOnlySecrets } from './exportPage';
 import type { CsObject } from './model';
+import { attributeValues } from './planner';
 import { compileRuleSet } from './rules';
 import { type ExportConfig, configOfRun, settingsOf } from './runConnector';
 import { type RunInfo, emptyTotals } from './runTypes';
@@ -25,6 +27,8 @@ import { type RunInfo, emptyTotals } from './runTypes';
  * `deprovisioning` makes of a leaver (a delete, or an update writing the disable values; `none`: nothing),
  * listed whether or not a grace defers it (it is sent by the first export after the grace, unless the object is
  * restored). A target object already disabled or left (a deprovisioning marker other than pending) gets nothing.
+ * The same for an object the target deprovisions because its `provisioningCondition` stops holding
+ * (`onConditionFalse`): the export lists that change only once the grace is over, the preview lists it now.
  *
  * Cost, per page and target: the target's rows of the page's objects in one batched read, and its staged adds
  * (the export's own reads of a page); no target (no enabled outbound flow rule): nothing at all.
@@ -92,10 +96,11 @@ async function targetPreview(runId: string, target: string, all: readonly Stored
         for (const c of changes) records.push({ key: c.doc.id, change: c.change, doc: c.doc, prev: c.prev, values: withoutWriteOnlySecrets(c.values) });
       });
     }
-    if (gone.length) {
-      const settings = settingsOf(config);
-      const rows = await readCsObjects(target, gone);
-      for (const anchor of gone) {
+    const settings = settingsOf(config);
+    const leaving = settings.graceDays > 0 && settings.onConditionFalse ? conditionLeavers(config, alive, target, records) : [];
+    if (gone.length || leaving.length) {
+      const rows = await readCsObjects(target, [...gone, ...leaving]);
+      for (const anchor of [...gone, ...leaving]) {
         const row = rows.get(anchor);
         const r = row ? goneRecord(settings, row) : null;
         if (r) records.push(r);
@@ -105,6 +110,27 @@ async function targetPreview(runId: string, target: string, all: readonly Stored
   } finally {
     await connector.close().catch(() => undefined);
   }
+}
+
+/**
+ * The objects linked to `target` whose provisioning condition no longer holds and whose export lists no change
+ * (a grace defers their deprovisioning): their anchors there.
+ */
+export function conditionLeavers(config: ExportConfig, alive: readonly MeshObject[], target: string, records: readonly ExportRecord[]): string[] {
+  if (typeof config.provisioningCondition !== 'string') return [];
+  const condition = compileExpression(config.provisioningCondition);
+  const listed = new Set(records.map((r) => r.key));
+  const out: string[] = [];
+  for (const d of alive) {
+    if (!d.links[target] || listed.has(d.id)) continue;
+    const values = attributeValues(d);
+    try {
+      if (!truthyValue(condition.evaluate({ source: values, object: values }))) out.push(d.links[target]);
+    } catch {
+      // A condition that fails on this object: the export reports it; the preview lists nothing for it.
+    }
+  }
+  return out;
 }
 
 /**
