@@ -68,7 +68,6 @@ describe('run changes repository', () => {
       'attributes',
       'connectorId',
       'csObjectId',
-      'connectorId',
       'dn',
       'error',
       'meshObjectId',
