@@ -42,8 +42,13 @@ export interface Item {
  */
 export async function processItems(ctx: Context, items: Item[], held?: Held, flush = false, record?: string): Promise<PageResult> {
   const page = await planItems(ctx, items, held, flush);
+  // A run applying its own plan (approved) drops the page's preview of the targets: the export that follows does it.
+  const ownPlan = !!record && !ctx.info.dryRun && ctx.info.planRunId === ctx.info.runId;
   if (!page.planned) {
-    if (record && page.drifted.length) await writeRunChanges(ctx.info.runId, record, page.drifted);
+    await Promise.all([
+      record && page.drifted.length ? writeRunChanges(ctx.info.runId, record, page.drifted) : undefined,
+      ownPlan ? deleteRunChangeRow(ctx.info.runId, previewKey(record)) : undefined,
+    ]);
     return page.result;
   }
   if (ctx.info.dryRun) {
@@ -59,8 +64,6 @@ export async function processItems(ctx: Context, items: Item[], held?: Held, flu
     return page.result;
   }
   // The page's changes are written beside its mesh and connector-space rows (a page replayed writes them again).
-  // A run applying its own plan (approved) drops the page's preview: the export that follows does it.
-  const ownPlan = !!record && ctx.info.planRunId === ctx.info.runId;
   await Promise.all([
     applyItems(ctx, page, held, flush),
     record ? writeRunChanges(ctx.info.runId, record, pageChanges(ctx, page, 'applied')) : undefined,

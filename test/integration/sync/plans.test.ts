@@ -340,6 +340,8 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect((await approve(parked.runId, SECOND_ADMIN)).status).toBe(202);
     expect(await waitRun(rt, parked.runId)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 3 } });
     expect((await changes(parked.runId, '?outcome=applied')).totalCount).toBe(3);
+    // Applied, the plan's preview of LDAP leaves the list: the export that follows lists what it sends.
+    expect((await changes(parked.runId, '?outcome=planned')).totalCount).toBe(0);
     const after = await hrMesh();
     expect(['E004', 'E005', 'E006'].map((id) => valueOf(after.get(id), 'title'))).toEqual(['Architect', 'Architect', 'Architect']);
 
