@@ -135,7 +135,10 @@ interface RowHead {
  */
 export const previewKey = (key: string): string => `${key}t`;
 
-/** Remove one page row (a preview row its page's apply replaces with nothing). */
+/**
+ * Remove one page row (a preview row its page's apply replaces with nothing). Rows it goes on in (`<key>.1`, a
+ * page of more than about 600 KB compressed) are no longer listed without it, and go with the run.
+ */
 export async function deleteRunChangeRow(runId: string, key: string): Promise<void> {
   const client = await table(TABLE);
   try {
