@@ -11,16 +11,20 @@
  *   given `--baseline-dry <seconds>` (a dry run measured on the code before plans were recorded), dryRun /
  *   baseline (target at most 1.3).
  * With `--baseline`, only dryRun and realRun (for a build that has no apply route).
+ * With `--target`, a second file connector is an export target (outbound flows for every user): the dry run then
+ * also lists what the target's export would then get (every user an add there), and `plannedTargetChanges` counts it.
  *
- * Usage: npm run build && node bench/plans/plans.js [--users 100000] [--baseline] [--baseline-dry 30.1] [--baseline-real 35.2]
+ * Usage: npm run build && node bench/plans/plans.js [--users 100000] [--baseline] [--target] [--baseline-dry 30.1] [--baseline-real 35.2]
  */
-const { mkdtempSync, rmSync } = require('node:fs');
+const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { arg, sleep, startService, cpuSeconds, writeHrCsv } = require('../support');
 
 const N = arg('users', 100000);
 const BASELINE = process.argv.includes('--baseline');
+const TARGET = process.argv.includes('--target');
+const tempDirs = [];
 const baselineDry = arg('baseline-dry', 0);
 const baselineReal = arg('baseline-real', 0);
 
@@ -42,6 +46,24 @@ async function setup(svc, csvDir) {
   await rule({ ruleType: 'FlowRule', sourceAttribute: 'sn', targetAttribute: 'sn', confidence: 50, transformScript: 'source.toUpperCase()' });
   await rule({ ruleType: 'FlowRule', sourceAttribute: 'managerId', targetAttribute: 'managerId', confidence: 50 });
   await rule({ ruleType: 'MeshComposerRule', connectorId: null, relationshipType: 'manager', sourceAttribute: 'managerId', targetAttribute: 'employeeId' });
+  if (TARGET) {
+    const targetDir = mkdtempSync(path.join(os.tmpdir(), 'plans-bench-target-'));
+    tempDirs.push(targetDir);
+    writeFileSync(path.join(targetDir, 'people.csv'), 'id,sn\n');
+    const target = await must(
+      call('POST', 'connectors', {
+        name: 'Target',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: targetDir, anchorColumn: 'id' } },
+      }),
+      201,
+    );
+    for (const [s, t] of [
+      ['employeeId', 'id'],
+      ['sn', 'sn'],
+    ])
+      await rule({ ruleType: 'FlowRule', connectorId: target.id, direction: 'outbound', sourceAttribute: s, targetAttribute: t, confidence: 50 });
+  }
   return conn;
 }
 
@@ -84,6 +106,8 @@ async function main() {
     if (!BASELINE) {
       const changes = await svc.must(svc.call('GET', `runs/${out.dryRun.runId}/changes?take=1`), 200);
       out.dryRun.plannedChanges = changes.totalCount;
+      if (TARGET)
+        out.dryRun.plannedTargetChanges = (await svc.must(svc.call('GET', `runs/${out.dryRun.runId}/changes?operation=Add&take=1`), 200)).totalCount - N;
       out.apply = await timed(svc, 'POST', `runs/${out.dryRun.runId}/apply`);
       const applied = await svc.must(svc.call('GET', `runs/${out.apply.runId}/changes?outcome=applied&take=1`), 200);
       out.apply.appliedChanges = applied.totalCount;
@@ -104,7 +128,7 @@ async function main() {
     console.log(JSON.stringify(out, null, 2));
   } finally {
     await svc?.stop();
-    rmSync(csvDir, { recursive: true, force: true });
+    for (const d of [csvDir, ...tempDirs]) rmSync(d, { recursive: true, force: true });
   }
 }
 

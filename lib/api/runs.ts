@@ -66,8 +66,15 @@ export interface RunChangesQuery {
 
 /** The run's changes, `{ items, totalCount }` (unknown run: 404). */
 export async function listRunChangesView(id: string, q: RunChangesQuery) {
-  if (!(await readRun(id))) throw notFound(`Run '${id}' does not exist.`);
-  return listRunChanges(id, { operation: q.operation as ChangeOperation | undefined, outcome: q.outcome as ChangeOutcome | undefined }, q.skip, q.take);
+  const run = await readRun(id);
+  if (!run) throw notFound(`Run '${id}' does not exist.`);
+  return listRunChanges(
+    id,
+    { operation: q.operation as ChangeOperation | undefined, outcome: q.outcome as ChangeOutcome | undefined },
+    q.skip,
+    q.take,
+    run.connectorId,
+  );
 }
 
 /** POST /runs/{id}/apply: the new run that applies the plan, as the API shows it. */

@@ -105,7 +105,15 @@ export const RunChange = defineSchema(
     {
       target: Type.Union(
         CHANGE_TARGETS.map((t) => Type.Literal(t)),
-        { description: 'mesh: a change of a mesh object (imports, FullSync); connector: a change of an object in the target (exports).' },
+        {
+          description:
+            "mesh: a change of a mesh object (imports, FullSync); connector: a change of an object in a target (exports; in an import's plan, what each target's export would then get).",
+        },
+      ),
+      connectorId: Nullable(
+        Type.String({
+          description: "The connector of the item's connector-space object: the run's, or for a connector item of an import's plan, the target's.",
+        }),
       ),
       operation: Type.Union(CHANGE_OPERATIONS.map((o) => Type.Literal(o))),
       csObjectId: Nullable(Guid({ description: 'The connector-space object.' })),

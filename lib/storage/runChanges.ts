@@ -32,6 +32,8 @@ type Value = string | number | boolean | null | (string | number | boolean | nul
 /** One change, as GET /runs/{id}/changes shows it. */
 export interface RunChange {
   target: ChangeTarget;
+  /** The connector of the item's connector-space object (the run's; a target's for an import plan's preview). */
+  connectorId: string | null;
   operation: ChangeOperation;
   csObjectId: string | null;
   meshObjectId: string | null;
@@ -46,7 +48,9 @@ export interface RunChange {
  * A change as stored: the item plus, for a plan, the key of the object in its run (`key`: the anchor of an
  * import, the mesh id of an export) and the fingerprint of its inputs (`fp`), which an apply compares.
  */
-export interface StoredChange extends RunChange {
+export interface StoredChange extends Omit<RunChange, 'connectorId'> {
+  /** Stored only when it is not the run's connector (the target items of an import plan). */
+  connectorId?: string;
   key?: string;
   fp?: string;
 }
@@ -89,7 +93,7 @@ export function pageKey(step: string, page: number): string {
  * written for a page with no changes (a replay that finds nothing to do leaves the first write as it was).
  * The compression runs on the thread pool, so the page's other writes go on meanwhile.
  */
-export async function writeRunChanges(runId: string, key: string, items: readonly StoredChange[]): Promise<void> {
+export async function writeRunChanges(runId: string, key: string, items: readonly StoredChange[], opts: { preview?: boolean } = {}): Promise<void> {
   if (!items.length) return;
   const client = await table(TABLE);
   const data = await packItems(items);
@@ -107,6 +111,7 @@ export async function writeRunChanges(runId: string, key: string, items: readonl
       parts: rows,
       f: FORMAT,
       zn: part.length,
+      ...(opts.preview && r === 0 ? { p: true } : {}),
     };
     part.forEach((c, i) => (entity[`z${i}`] = c));
     await client.upsertEntity(entity, 'Replace');
@@ -117,17 +122,38 @@ interface RowHead {
   rowKey: string;
   counts: ChangeCounts;
   parts: number;
+  /** A preview row (the target items of an import plan): listed, never counted against thresholds nor applied. */
+  preview: boolean;
+}
+
+/**
+ * The key of the preview row of a page (the target items of an import plan: lib/sync/importTargets.ts): right
+ * after the page's own row, so the list shows a page's target items after its mesh items.
+ */
+export const previewKey = (key: string): string => `${key}t`;
+
+/**
+ * Remove one page row (a preview row its page's apply replaces with nothing). Rows it goes on in (`<key>.1`, a
+ * page of more than about 600 KB compressed) are no longer listed without it, and go with the run.
+ */
+export async function deleteRunChangeRow(runId: string, key: string): Promise<void> {
+  const client = await table(TABLE);
+  try {
+    await client.deleteEntity(runId, key);
+  } catch (err) {
+    if (!isStatus(err, 404)) throw err;
+  }
 }
 
 async function heads(runId: string): Promise<RowHead[]> {
   const client = await table(TABLE);
   const out: RowHead[] = [];
   for await (const e of client.listEntities<Record<string, unknown>>({
-    queryOptions: { filter: `PartitionKey eq ${odata(runId)}`, select: ['RowKey', 'k', 'parts'] },
+    queryOptions: { filter: `PartitionKey eq ${odata(runId)}`, select: ['RowKey', 'k', 'parts', 'p'] },
   })) {
     const rowKey = String(e.rowKey);
     if (rowKey.includes('.')) continue;
-    out.push({ rowKey, counts: JSON.parse(String(e.k ?? '{}')) as ChangeCounts, parts: Number(e.parts ?? 1) });
+    out.push({ rowKey, counts: JSON.parse(String(e.k ?? '{}')) as ChangeCounts, parts: Number(e.parts ?? 1), preview: e.p === true });
   }
   return out;
 }
@@ -181,9 +207,10 @@ function matchingCount(counts: ChangeCounts, f: ChangeFilter): number {
 }
 
 /** The item as the API shows it (no key, no fingerprint). */
-export function changeView(c: StoredChange): RunChange {
+export function changeView(c: StoredChange, runConnectorId: string | null = null): RunChange {
   return {
     target: c.target,
+    connectorId: c.connectorId ?? runConnectorId,
     operation: c.operation,
     csObjectId: c.csObjectId,
     meshObjectId: c.meshObjectId,
@@ -200,7 +227,13 @@ export function changeView(c: StoredChange): RunChange {
  * exact total: the total and the rows the window falls in come from the rows' counts; only those rows are read
  * whole and decompressed.
  */
-export async function listRunChanges(runId: string, f: ChangeFilter, skip: number, take: number): Promise<{ items: RunChange[]; totalCount: number }> {
+export async function listRunChanges(
+  runId: string,
+  f: ChangeFilter,
+  skip: number,
+  take: number,
+  runConnectorId: string | null = null,
+): Promise<{ items: RunChange[]; totalCount: number }> {
   const all = await heads(runId);
   let totalCount = 0;
   const wanted: { head: RowHead; from: number }[] = [];
@@ -215,22 +248,22 @@ export async function listRunChanges(runId: string, f: ChangeFilter, skip: numbe
   pages.forEach((page, i) => {
     let pos = wanted[i].from;
     for (const c of page.filter(matches(f))) {
-      if (pos >= skip && items.length < take) items.push(changeView(c));
+      if (pos >= skip && items.length < take) items.push(changeView(c, runConnectorId));
       pos++;
     }
   });
   return { items, totalCount };
 }
 
-/** Every stored change of the run, page by page (an apply reads its plan this way). */
+/** Every stored change of the run, page by page (an apply reads its plan this way), previews left out. */
 export async function* readRunChanges(runId: string): AsyncGenerator<StoredChange[]> {
-  for (const head of await heads(runId)) yield await readPage(runId, head);
+  for (const head of await heads(runId)) if (!head.preview) yield await readPage(runId, head);
 }
 
-/** The counts of the run's changes by `<operation>|<outcome>` (no row is decompressed). */
+/** The counts of the run's own changes by `<operation>|<outcome>` (no row is decompressed; previews left out). */
 export async function runChangeCounts(runId: string): Promise<ChangeCounts> {
   const total: ChangeCounts = {};
-  for (const head of await heads(runId)) for (const [k, n] of Object.entries(head.counts)) total[k] = (total[k] ?? 0) + n;
+  for (const head of await heads(runId)) if (!head.preview) for (const [k, n] of Object.entries(head.counts)) total[k] = (total[k] ?? 0) + n;
   return total;
 }
 

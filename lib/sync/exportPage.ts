@@ -388,4 +388,4 @@ export async function exportRecordingApplied(connector: Connector, changes: Expo
   }
 }
 
-const truthyValue = (v: unknown) => (typeof v === 'string' ? v !== '' && !/^(false|0|no)$/i.test(v) : !!v);
+export const truthyValue = (v: unknown) => (typeof v === 'string' ? v !== '' && !/^(false|0|no)$/i.test(v) : !!v);

@@ -9,6 +9,7 @@ import { listRules } from '../storage/rules';
 import { loadCsSummaries } from './connectorSpace';
 import { CsCache } from './csCache';
 import { withoutWriteOnlySecrets, exportDocs } from './exportPage';
+import { exportTargets } from './importTargets';
 import type { CsObject } from './model';
 import { planItems, applyItems, storedItem } from './pages';
 import type { ObjectPlan } from './planner';
@@ -91,9 +92,7 @@ async function previewContext(info: RunInfo): Promise<Context> {
 /** Every target (a connector with an enabled outbound rule): what its next export would do with `docs`. */
 async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
   const all = await listRules();
-  const targets = [
-    ...new Set(all.filter((r) => r.ruleType === 'FlowRule' && r.direction === 'outbound' && r.isEnabled !== false && r.connectorId).map((r) => r.connectorId!)),
-  ].sort();
+  const targets = exportTargets(all);
   const out: PlannedExport[] = [];
   for (const target of targets) {
     const rules = compileRuleSet(target, all);

@@ -13,7 +13,9 @@ import type { PageResult } from './runTypes';
 import { markExportDirty } from './state';
 import { csObjectIdOf } from './csIds';
 import { importFingerprint, meshItems, type MeshPair, type PlannedObject } from '../plans/record';
-import { writeRunChanges, type StoredChange } from '../storage/runChanges';
+import { deleteRunChangeRow, previewKey, writeRunChanges, type StoredChange } from '../storage/runChanges';
+import { listRules } from '../storage/rules';
+import { importTargetItems } from './importTargets';
 
 /**
  * The sync engine's steps, one per orchestration activity (orchestrations/syncRun.ts). Each step is
@@ -40,18 +42,33 @@ export interface Item {
  */
 export async function processItems(ctx: Context, items: Item[], held?: Held, flush = false, record?: string): Promise<PageResult> {
   const page = await planItems(ctx, items, held, flush);
+  // A run applying its own plan (approved) drops the page's preview of the targets: the export that follows does it.
+  const ownPlan = !!record && !ctx.info.dryRun && ctx.info.planRunId === ctx.info.runId;
   if (!page.planned) {
-    if (record && page.drifted.length) await writeRunChanges(ctx.info.runId, record, page.drifted);
+    await Promise.all([
+      record && page.drifted.length ? writeRunChanges(ctx.info.runId, record, page.drifted) : undefined,
+      ownPlan ? deleteRunChangeRow(ctx.info.runId, previewKey(record)) : undefined,
+    ]);
     return page.result;
   }
   if (ctx.info.dryRun) {
     const changes = record ? pageChanges(ctx, page, 'planned') : [];
+    // The mesh objects the page's items change (not those it only touched: relationships, bookkeeping).
+    const ids = new Set(changes.filter((c) => c.target === 'mesh' && c.outcome === 'planned' && c.meshObjectId).map((c) => c.meshObjectId!));
+    const pairs = [...ids].map((id) => ({ before: page.ws.before.get(id) ?? null, after: page.ws.get(id) }));
     dropCaches(ctx.info.connectorId);
-    if (record) await writeRunChanges(ctx.info.runId, record, changes);
+    // What the targets' exports would then get (lib/sync/importTargets.ts), in the page's preview row.
+    const previews = pairs.length ? await importTargetItems(ctx.info.runId, ctx.allRules ?? (await listRules()), pairs) : [];
+    if (record)
+      await Promise.all([writeRunChanges(ctx.info.runId, record, changes), writeRunChanges(ctx.info.runId, previewKey(record), previews, { preview: true })]);
     return page.result;
   }
   // The page's changes are written beside its mesh and connector-space rows (a page replayed writes them again).
-  await Promise.all([applyItems(ctx, page, held, flush), record ? writeRunChanges(ctx.info.runId, record, pageChanges(ctx, page, 'applied')) : undefined]);
+  await Promise.all([
+    applyItems(ctx, page, held, flush),
+    record ? writeRunChanges(ctx.info.runId, record, pageChanges(ctx, page, 'applied')) : undefined,
+    ownPlan ? deleteRunChangeRow(ctx.info.runId, previewKey(record)) : undefined,
+  ]);
   return page.result;
 }
 

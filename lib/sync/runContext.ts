@@ -5,7 +5,7 @@ import { dropSharedIndex, sharedIndex, type MeshIndex } from '../mesh/joinIndex'
 import type { MeshObject } from '../mesh/model';
 import { PROCESS_WRITER, getMeshObjects } from '../mesh/store';
 import { readConnectorRow } from '../storage/connectors';
-import { listRules } from '../storage/rules';
+import { listRules, type StoredRule } from '../storage/rules';
 import { loadCsSummaries } from './connectorSpace';
 import { CsCache } from './csCache';
 import type { CsObject } from './model';
@@ -144,6 +144,8 @@ export interface Context {
   now: string;
   /** The plan the run applies ({@link RunInfo.planRunId}), loaded once per process. */
   plan?: PlanIndex;
+  /** Every rule, as the page read them (an import plan's target previews use them: lib/sync/importTargets.ts). */
+  allRules?: readonly StoredRule[];
 }
 
 export async function context(info: RunInfo): Promise<Context> {
@@ -161,7 +163,7 @@ export async function context(info: RunInfo): Promise<Context> {
   }
   const cs = await csCache(info.connectorId);
   const plan = info.planRunId ? await planIndex(info.planRunId) : undefined;
-  return { info, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString(), ...(plan ? { plan } : {}) };
+  return { info, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString(), allRules: all, ...(plan ? { plan } : {}) };
 }
 
 export const TRACE = !!process.env.SYNC_TRACE;

@@ -168,12 +168,19 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect(Date.parse(truncatedRun.approval.expiresOn) - Date.now()).toBeGreaterThan(23 * 3_600_000);
     expect((await hrMesh()).size).toBe(N);
     expect(await entries()).toEqual(ids);
-    // The plan: the 16 deletes, planned, with the values they would remove.
+    // The plan: the 16 mesh deletes, planned, with the values they would remove; and the 16 LDAP entries the
+    // export that follows would delete (the target's side of the plan).
     const planned = await changes(truncatedRun.runId, '?operation=Delete');
-    expect(planned.totalCount).toBe(16);
-    expect(planned.items.every((i: Json) => i.outcome === 'planned' && i.target === 'mesh')).toBe(true);
-    expect(planned.items.map((i: Json) => i.anchor).sort()).toEqual(ids.slice(4));
-    expect(planned.items.find((i: Json) => i.anchor === 'E005').attributes.title).toEqual({ old: 'Engineer', new: null });
+    expect(planned.totalCount).toBe(32);
+    expect(planned.items.every((i: Json) => i.outcome === 'planned')).toBe(true);
+    const meshDeletes = planned.items.filter((i: Json) => i.target === 'mesh');
+    expect(meshDeletes.every((i: Json) => i.connectorId === hr)).toBe(true);
+    expect(meshDeletes.map((i: Json) => i.anchor).sort()).toEqual(ids.slice(4));
+    expect(meshDeletes.find((i: Json) => i.anchor === 'E005').attributes.title).toEqual({ old: 'Engineer', new: null });
+    const ldapDeletes = planned.items.filter((i: Json) => i.target === 'connector');
+    expect(ldapDeletes.every((i: Json) => i.connectorId === dir)).toBe(true);
+    expect(ldapDeletes.map((i: Json) => i.dn).sort()).toEqual(ids.slice(4).map((id) => `uid=${id},ou=Engineering,${f.base}`));
+    expect(ldapDeletes.find((i: Json) => i.dn.startsWith('uid=E005,')).attributes.title).toEqual({ old: 'Engineer', new: null });
     // The connector stays locked while it waits.
     expect((await rt.call('POST', `connectors/${hr}/import`, { body: { runType: 'FullImport' } })).status).toBe(409);
     expect((await rt.call('GET', `runs?connectorId=${hr}&status=AwaitingApproval`)).body.totalCount).toBe(1);
@@ -246,7 +253,8 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect((await hrMesh()).size).toBe(N);
     const audit = await rt.call('GET', `audit?targetType=run&targetId=${parked.runId}`);
     expect(audit.body.items).toEqual([expect.objectContaining({ action: 'reject', actorSid: USERS.Admin.oid, details: 'Reasons: 10 deletes (limit 4).' })]);
-    // The plan of a rejected run stays listed as planned; the connector is free again.
+    // The plan of a rejected run stays listed as planned; the connector is free again. (LDAP gets no deletes:
+    // the 10 came back to the mesh as new objects and were never exported.)
     expect((await changes(parked.runId, '?outcome=planned')).totalCount).toBe(10);
     for (const id of ids.slice(10)) await insert(id);
     expect(await trigger(`connectors/${hr}/import`, { runType: 'FullImport' })).toMatchObject({
@@ -260,9 +268,13 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     const plan = await trigger(`connectors/${hr}/import`, { runType: 'FullImport', dryRun: true });
     expect(plan).toMatchObject({ status: 'Completed', dryRun: true, plan: { expiresOn: expect.any(String) }, stats: { objectsUpdated: 3 } });
     const planned = await changes(plan.runId);
-    expect(planned.totalCount).toBe(3);
-    expect(planned.items.map((i: Json) => [i.anchor, i.operation, i.outcome, i.attributes])).toEqual(
+    expect(planned.totalCount).toBe(6);
+    expect(planned.items.filter((i: Json) => i.target === 'mesh').map((i: Json) => [i.anchor, i.operation, i.outcome, i.attributes])).toEqual(
       ['E001', 'E002', 'E003'].map((id) => [id, 'Update', 'planned', { title: { old: 'Engineer', new: 'Lead' } }]),
+    );
+    // What LDAP would then get: the flowed title, old and new, on each entry.
+    expect(planned.items.filter((i: Json) => i.target === 'connector').map((i: Json) => [i.connectorId, i.dn, i.operation, i.attributes])).toEqual(
+      ['E001', 'E002', 'E003'].map((id) => [dir, `uid=${id},ou=Engineering,${f.base}`, 'Update', { title: { old: 'Engineer', new: 'Lead' } }]),
     );
     expect(valueOf((await hrMesh()).get('E001'), 'title')).toBe('Engineer');
     // Between plan and apply: E002 is edited again in HR, and a new row arrives.
@@ -314,7 +326,13 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     const mesh = await hrMesh();
     expect(['E004', 'E005', 'E006'].map((id) => valueOf(mesh.get(id), 'title'))).toEqual(['Engineer', 'Engineer', 'Engineer']);
     const planned = await changes(parked.runId, '?outcome=planned');
-    expect(planned.items.map((i: Json) => [i.anchor, i.operation]).sort()).toEqual([
+    expect(planned.items.filter((i: Json) => i.target === 'connector')).toHaveLength(3);
+    expect(
+      planned.items
+        .filter((i: Json) => i.target === 'mesh')
+        .map((i: Json) => [i.anchor, i.operation])
+        .sort(),
+    ).toEqual([
       ['E004', 'Update'],
       ['E005', 'Update'],
       ['E006', 'Update'],
@@ -322,6 +340,8 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect((await approve(parked.runId, SECOND_ADMIN)).status).toBe(202);
     expect(await waitRun(rt, parked.runId)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 3 } });
     expect((await changes(parked.runId, '?outcome=applied')).totalCount).toBe(3);
+    // Applied, the plan's preview of LDAP leaves the list: the export that follows lists what it sends.
+    expect((await changes(parked.runId, '?outcome=planned')).totalCount).toBe(0);
     const after = await hrMesh();
     expect(['E004', 'E005', 'E006'].map((id) => valueOf(after.get(id), 'title'))).toEqual(['Architect', 'Architect', 'Architect']);
 
@@ -331,6 +351,14 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect(blank).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'blanks', count: 1, limit: 0 }] } });
     expect((await changes(blank.runId)).items).toEqual([
       expect.objectContaining({ anchor: 'E007', operation: 'Update', outcome: 'planned', attributes: { title: { old: 'Engineer', new: null } } }),
+      // E007 left LDAP with the approved deletes above: the export that follows adds it back, without a title.
+      expect.objectContaining({
+        target: 'connector',
+        connectorId: dir,
+        dn: `uid=E007,ou=Engineering,${f.base}`,
+        operation: 'Add',
+        attributes: expect.objectContaining({ uid: { old: null, new: 'E007' }, title: { old: null, new: null } }),
+      }),
     ]);
     // An Operator cannot reject it, but can cancel it: it ends Cancelled, nothing applied, the connector free.
     const cancelled = await rt.call('POST', `runs/${blank.runId}/cancel`, { role: 'Operator' });

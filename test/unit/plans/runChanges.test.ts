@@ -2,7 +2,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { deflateRawSync } from 'node:zlib';
 import { table, odata } from '../../../lib/storage/tables';
 import {
+  deleteRunChangeRow,
   deleteRunChanges,
+  previewKey,
   listRunChanges,
   pageKey,
   readRunChanges,
@@ -29,6 +31,29 @@ const item = (i: number, operation: StoredChange['operation'], outcome: StoredCh
 describe('run changes repository', () => {
   beforeAll(() => useTestStorage());
 
+  test('a preview row (the target items of an import plan) is listed after its page, never counted nor read as the plan', async () => {
+    const runId = randomUUID();
+    await writeRunChanges(runId, pageKey('i', 0), [item(0, 'Delete', 'planned'), item(1, 'Delete', 'planned')]);
+    const target = { ...item(9, 'Delete', 'planned'), target: 'connector' as const, connectorId: 'c-ldap', key: undefined, fp: undefined };
+    await writeRunChanges(runId, previewKey(pageKey('i', 0)), [target], { preview: true });
+    await writeRunChanges(runId, pageKey('i', 1), [item(2, 'Add', 'planned')]);
+    const all = await listRunChanges(runId, {}, 0, 50, 'c-hr');
+    expect(all.totalCount).toBe(4);
+    expect(all.items.map((i) => [i.anchor, i.target, i.connectorId])).toEqual([
+      ['a00000', 'mesh', 'c-hr'],
+      ['a00001', 'mesh', 'c-hr'],
+      ['a00009', 'connector', 'c-ldap'],
+      ['a00002', 'mesh', 'c-hr'],
+    ]);
+    expect((await listRunChanges(runId, { operation: 'Delete' }, 2, 5)).items.map((i) => i.anchor)).toEqual(['a00009']);
+    expect(await runChangeCounts(runId)).toEqual({ 'Delete|planned': 2, 'Add|planned': 1 });
+    const read: string[] = [];
+    for await (const page of readRunChanges(runId)) read.push(...page.map((c) => c.anchor ?? ''));
+    expect(read).toEqual(['a00000', 'a00001', 'a00002']);
+    await deleteRunChangeRow(runId, previewKey(pageKey('i', 0)));
+    expect((await listRunChanges(runId, {}, 0, 50)).totalCount).toBe(3);
+  });
+
   test('pages are written compressed, listed in order, filtered and paged with an exact total', async () => {
     const runId = randomUUID();
     // Page 0: 3 adds; page 1: 2 deletes and 1 failed update; page 2: empty (nothing written).
@@ -39,7 +64,18 @@ describe('run changes repository', () => {
     expect(all.totalCount).toBe(6);
     expect(all.items.map((i) => i.anchor)).toEqual(['a00000', 'a00001', 'a00002', 'a00003', 'a00004', 'a00005']);
     // No key or fingerprint in what the API shows.
-    expect(Object.keys(all.items[0]).sort()).toEqual(['anchor', 'attributes', 'csObjectId', 'dn', 'error', 'meshObjectId', 'operation', 'outcome', 'target']);
+    expect(Object.keys(all.items[0]).sort()).toEqual([
+      'anchor',
+      'attributes',
+      'connectorId',
+      'csObjectId',
+      'dn',
+      'error',
+      'meshObjectId',
+      'operation',
+      'outcome',
+      'target',
+    ]);
     const deletes = await listRunChanges(runId, { operation: 'Delete' }, 0, 50);
     expect(deletes).toMatchObject({ totalCount: 2, items: [{ anchor: 'a00003' }, { anchor: 'a00005' }] });
     const window = await listRunChanges(runId, {}, 2, 2);

@@ -197,6 +197,7 @@ function Changes({ id, route, live, status }: { id: string; route: Route; live: 
     [id, q.toString(), status],
   );
   useInterval(reload, 3000, live);
+  const connectorName = useConnectorNames();
   return (
     <>
       <h2>Changes</h2>
@@ -229,7 +230,12 @@ function Changes({ id, route, live, status }: { id: string; route: Route; live: 
             cell: (c: any) =>
               c.meshObjectId ? <Link to={['mesh', c.meshObjectId]}>{c.anchor ?? c.dn ?? c.meshObjectId}</Link> : (c.anchor ?? c.dn ?? c.csObjectId),
           },
-          { label: 'Target', cell: (c: any) => c.target, width: '6em' },
+          {
+            // A connector item names its connector (an import's plan lists what each target would then get).
+            label: 'Target',
+            cell: (c: any) => (c.target === 'connector' && c.connectorId ? `connector ${connectorName(c.connectorId)}` : c.target),
+            width: '10em',
+          },
           {
             label: 'Attributes',
             cell: (c: any) =>
@@ -242,7 +248,7 @@ function Changes({ id, route, live, status }: { id: string; route: Route; live: 
         rows={data?.items ?? (error ? [] : undefined)}
         loading={loading}
         empty="No changes."
-        rowKey={(c: any) => `${c.target}:${c.csObjectId ?? c.meshObjectId}:${c.operation}`}
+        rowKey={(c: any) => `${c.target}:${c.connectorId ?? ''}:${c.csObjectId ?? c.meshObjectId}:${c.operation}`}
       />
       <Pager skip={skip} take={50} total={data?.totalCount} />
     </>
