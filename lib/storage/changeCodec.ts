@@ -1,6 +1,6 @@
 import { promisify } from 'node:util';
 import { brotliCompress, brotliDecompress, constants, inflateRaw } from 'node:zlib';
-import type { RunChange, StoredChange } from './runChanges';
+import type { RunChange, StoredChange } from './runChangeTypes';
 
 /**
  * The bytes of one page of a run's changes (lib/storage/runChanges.ts), and back: pure but for the thread pool.

@@ -111,3 +111,10 @@ export class CsCache {
     };
   }
 }
+
+/** How many objects a connector space holds now (its summaries less the deleted): a threshold's percent base. */
+export function liveObjects(summaries: ReadonlyMap<string, CsSummary>): number {
+  let n = 0;
+  for (const s of summaries.values()) if (!s.deleted) n++;
+  return n;
+}

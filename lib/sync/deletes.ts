@@ -1,7 +1,6 @@
 import { updateRun, type ApprovalReason } from '../storage/runs';
 import { pageKey } from '../storage/runChanges';
 import { exceeded, thresholdsOf } from '../plans/thresholds';
-import type { CsSummary } from './connectorSpace';
 import { processItems } from './pages';
 import { csCache, context } from './runContext';
 import { progressOf } from './runProgress';
@@ -39,13 +38,6 @@ export async function planFullImportDeletes(info: RunInfo, config: { deletionThr
   for (let i = 0; i < gone.length; i += DEFAULT_PAGE_SIZE) await saveDeletePage(info.runId, pages++, gone.slice(i, i + DEFAULT_PAGE_SIZE));
   const checked = !info.dryRun && !info.planRunId;
   return { toDelete: gone.length, existing, pages, exceeds: checked ? exceeded(thresholdsOf(config), { deletes: gone.length }, existing) : [] };
-}
-
-/** How many objects a connector space holds now (its summaries less the deleted): a threshold's percent base. */
-export function liveObjects(summaries: ReadonlyMap<string, CsSummary>): number {
-  let n = 0;
-  for (const s of summaries.values()) if (!s.deleted) n++;
-  return n;
 }
 
 /** Apply one page of the planned deletes (with the run's plan, when it applies one: see lib/plans/planIndex.ts). */

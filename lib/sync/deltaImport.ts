@@ -2,7 +2,7 @@ import { hasDeltaImport, type DeltaChange, type ObjectError } from '../connector
 import { csReferenceBy, dnKey } from '../mesh/model';
 import { updateRun } from '../storage/runs';
 import { readCsObjects } from './connectorSpace';
-import { liveObjects } from './deletes';
+import { liveObjects } from './csCache';
 import { exceeded, thresholdsOf } from '../plans/thresholds';
 import { pageKey } from '../storage/runChanges';
 import { rejoinDisconnectors, addRejoined } from './fullSync';

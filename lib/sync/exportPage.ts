@@ -6,7 +6,7 @@ import { commitMeshWrite } from '../mesh/store';
 import { readConnectorRow } from '../storage/connectors';
 import type { RunObjectError } from '../storage/runs';
 import { readCsObjects, summarize, writeCsObjects } from './connectorSpace';
-import { liveObjects } from './deletes';
+import { liveObjects } from './csCache';
 import { exportItems, filterByPlan, type ExportRecord } from './exportChanges';
 import { exceeded, thresholdsOf } from '../plans/thresholds';
 import { planIndex } from '../plans/planIndex';

@@ -1,7 +1,7 @@
 import { countsOf, exceeded, thresholdsOf } from '../plans/thresholds';
 import { runChangeCounts } from '../storage/runChanges';
 import type { ApprovalReason } from '../storage/runs';
-import { liveObjects } from './deletes';
+import { liveObjects } from './csCache';
 import { csCache } from './runContext';
 import type { RunInfo } from './runTypes';
 
