@@ -5,7 +5,7 @@ import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { ldapConnector, stopSlapdSuite } from '../ldap/e2eSupport';
 import { SlapdFixture } from '../ldap/ldapFixture';
-import { rule, waitRun } from './syncSupport';
+import { hrSqlSource, rule, waitRun } from './syncSupport';
 
 /**
  * An import's plan lists what each export target would then get (the running service over HTTP, a real
@@ -61,33 +61,13 @@ const ids = Array.from({ length: N }, (_, i) => `E${String(i + 1).padStart(3, '0
     db = await pg.createDatabase(`importplan${process.pid}`);
     await sql('CREATE TABLE hr (employee_id varchar(20) PRIMARY KEY, given_name text, sn text, title text, status text)');
     for (const id of ids) await insert(id);
-    const created = await rt.call('POST', 'connectors', {
-      body: {
-        name: 'HR',
-        type: 'sql',
-        config: {
-          dialect: 'postgres',
-          host: pg.host,
-          port: pg.port,
-          database: db,
-          user: pg.user,
-          password: pg.password,
-          anchorColumn: 'employee_id',
-          fullImportQuery: 'SELECT employee_id, given_name, sn, title, status FROM hr',
-        },
-      },
-    });
-    expect(created.status).toBe(201);
-    hr = created.body.id;
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employee_id' });
-    for (const [s, t] of [
+    hr = await hrSqlSource(rt, pg, db, 'hr', [
       ['employee_id', 'employeeId'],
       ['given_name', 'givenName'],
       ['sn', 'sn'],
       ['title', 'title'],
       ['status', 'employeeStatus'],
-    ])
-      await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: s, targetAttribute: t, confidence: 50 });
+    ]);
     dir = await ldapConnector(
       rt,
       'Directory',

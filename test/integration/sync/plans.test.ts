@@ -7,7 +7,7 @@ import { startService, USERS, type ServiceUnderTest } from '../../support/servic
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { ldapConnector, stopSlapdSuite } from '../ldap/e2eSupport';
 import { SlapdFixture } from '../ldap/ldapFixture';
-import { rule, waitRun } from './syncSupport';
+import { hrSqlSource, rule, waitRun } from './syncSupport';
 
 /**
  * Thresholds, approval and plans end to end (the running service over HTTP, a real PostgreSQL HR table as the
@@ -69,32 +69,12 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     db = await pg.createDatabase(`plans${process.pid}`);
     await sql('CREATE TABLE hr (employee_id varchar(20) PRIMARY KEY, given_name text, sn text, title text)');
     for (const id of ids) await insert(id);
-    const created = await rt.call('POST', 'connectors', {
-      body: {
-        name: 'HR',
-        type: 'sql',
-        config: {
-          dialect: 'postgres',
-          host: pg.host,
-          port: pg.port,
-          database: db,
-          user: pg.user,
-          password: pg.password,
-          anchorColumn: 'employee_id',
-          fullImportQuery: 'SELECT employee_id, given_name, sn, title FROM hr',
-        },
-      },
-    });
-    expect(created.status).toBe(201);
-    hr = created.body.id;
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employee_id' });
-    for (const [s, t] of [
+    hr = await hrSqlSource(rt, pg, db, 'hr', [
       ['employee_id', 'employeeId'],
       ['given_name', 'givenName'],
       ['sn', 'sn'],
       ['title', 'title'],
-    ])
-      await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: s, targetAttribute: t, confidence: 50 });
+    ]);
     dir = await ldapConnector(rt, 'Directory', f.config({ exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN' }));
     const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
       rule(rt, {

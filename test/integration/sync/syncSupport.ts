@@ -44,6 +44,40 @@ export async function sourceRules(rt: ServiceUnderTest, connectorId: string, pro
   for (const a of flows) await rule(rt, { ruleType: 'FlowRule', connectorId, sourceAttribute: a, targetAttribute: a, confidence: 50 });
 }
 
+/**
+ * An HR source in PostgreSQL: a `sql` connector named HR reading `table` (anchor `employee_id`, the given
+ * columns), a projection on `employee_id`, and a flow of each `[column, mesh attribute]` at confidence 50.
+ */
+export async function hrSqlSource(
+  rt: ServiceUnderTest,
+  pg: { host: string; port: number; user: string; password: string },
+  database: string,
+  table: string,
+  flows: readonly (readonly [string, string])[],
+): Promise<string> {
+  const res = await rt.call('POST', 'connectors', {
+    body: {
+      name: 'HR',
+      type: 'sql',
+      config: {
+        dialect: 'postgres',
+        host: pg.host,
+        port: pg.port,
+        database,
+        user: pg.user,
+        password: pg.password,
+        anchorColumn: 'employee_id',
+        fullImportQuery: `SELECT ${flows.map(([c]) => c).join(', ')} FROM ${table}`,
+      },
+    },
+  });
+  if (res.status !== 201) throw new Error(`create connector: ${res.status} ${res.text}`);
+  const id = res.body.id as string;
+  await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'employee_id' });
+  for (const [s, t] of flows) await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: s, targetAttribute: t, confidence: 50 });
+  return id;
+}
+
 const FINAL = ['Completed', 'CompletedWithErrors', 'Failed', 'Cancelled', 'Rejected', 'AwaitingApproval'];
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
