@@ -16,7 +16,7 @@ import { setEngineStateSource } from '../telemetry/metrics';
 import { startTracing, stopTracing } from '../telemetry/tracing';
 import { readEngineState } from './engineGauges';
 import { readSchedulesConfig } from '../schedules/config';
-import { readExportMaxAttempts } from '../core/config';
+import { readExportMaxAttempts, readIdleCsCaches } from '../core/config';
 import { readPlanSettings } from '../plans/settings';
 
 const log = areaLog('api');
@@ -27,7 +27,8 @@ const log = areaLog('api');
  * - `license`: read the `License:*` settings, so a malformed one stops the start naming it.
  * - `fileRoots`: read `Connectors:File:Roots` (a malformed value or a missing folder stops the start naming
  *   the setting); unset, the default root under the data folder is created.
- * - `exportSettings`: read `Export:MaxAttempts`, so a malformed value stops the start naming it.
+ * - `exportSettings`: read `Export:MaxAttempts` and `Sync:IdleConnectorSpaceCaches`, so a malformed value stops
+ *   the start naming it.
  * - `planSettings`: read `Plans:ExpireHours`, `Approvals:ExpireHours` and `Approvals:RequireSecondPerson` likewise.
  * - `meshHistoryPurge` (lib/mesh/historyPurge.ts): read `Mesh:HistoryRetentionDays` (a malformed value stops
  *   the start naming it) and purge older mesh history in the background.
@@ -79,11 +80,12 @@ export const schedulesConfigStep: ServiceStep = {
   },
 };
 
-/** `exportSettings`: read `Export:MaxAttempts`, so a malformed one stops the start naming it. */
+/** `exportSettings`: read `Export:MaxAttempts` and `Sync:IdleConnectorSpaceCaches`, so a malformed one stops the start naming it. */
 export const exportSettingsStep: ServiceStep = {
   name: 'exportSettings',
   async start() {
     readExportMaxAttempts();
+    readIdleCsCaches();
   },
 };
 

@@ -126,6 +126,17 @@ export function readExportMaxAttempts(settings = new SettingsReader()): number {
   return settings.int('Export:MaxAttempts', DEFAULT_EXPORT_MAX_ATTEMPTS, { min: 1, max: 1000 });
 }
 
+/** `Sync:IdleConnectorSpaceCaches` (default 1): connectors whose connector-space summaries stay in memory with no run going. */
+export const DEFAULT_IDLE_CS_CACHES = 1;
+
+/**
+ * `Sync__IdleConnectorSpaceCaches`, a whole number from 0 to 1000 (read at start by a service step, and when a
+ * run ends): how many idle connectors keep their connector-space summaries in memory (lib/sync/csCaches.ts).
+ */
+export function readIdleCsCaches(settings = new SettingsReader()): number {
+  return settings.int('Sync:IdleConnectorSpaceCaches', DEFAULT_IDLE_CS_CACHES, { min: 0, max: 1000 });
+}
+
 /** `Mesh:HistoryRetentionDays` (default 90): how long the history of mesh objects is kept. */
 export const DEFAULT_HISTORY_RETENTION_DAYS = 90;
 

@@ -36,5 +36,6 @@ export async function withdrawConnector(connectorId: string): Promise<void> {
       anchors.slice(i, i + DEFAULT_PAGE_SIZE).map((anchor) => ({ anchor, object: null })),
     );
   }
+  csCaches.runEnded(info.runId);
   csCaches.delete(connectorId);
 }

@@ -15,7 +15,7 @@ import { storedObject } from './pages';
 import { disconnectorJoinKeys } from './planner';
 import { compileRuleSet } from './rules';
 import { type ExportConfig, settingsOf, withConnector } from './runConnector';
-import { csCaches, csCache } from './runContext';
+import { csCaches, csCache, noteRun } from './runContext';
 import { type RunTotals, type RunInfo, type StepFailure, failure, type PageResult, addPage } from './runTypes';
 import { loadExportPage, markExportDirty } from './state';
 
@@ -23,6 +23,7 @@ import { loadExportPage, markExportDirty } from './state';
 
 /** Incremental deprovisioning: the target's objects whose mesh object was deleted since the last export. */
 export async function exportDeletedSince(info: RunInfo, totals: RunTotals, config: ExportConfig = {}): Promise<RunTotals | StepFailure> {
+  noteRun(info);
   try {
     const ids = await loadExportPage(info.runId, -1);
     if (!ids.length) return totals;

@@ -11,7 +11,7 @@ import { dropGoneStagedAdds } from './exportRetry';
 import { rejoinAtStart } from './fullSync';
 import { compileRuleSet, type RuleSet } from './rules';
 import { type ExportConfig, settingsOf, withConnector } from './runConnector';
-import { csCache } from './runContext';
+import { csCache, noteRun } from './runContext';
 import { cancelAsked, progressOf } from './runProgress';
 import { DEFAULT_PAGE_SIZE, type RunTotals, type ExportPlan, type RunInfo, emptyTotals, type StepFailure, failure } from './runTypes';
 import { loadExportPage, readExportDirty, readSyncState, saveExportPage } from './state';
@@ -36,6 +36,7 @@ export interface ExportPageInput {
  */
 export async function exportPartition(input: ExportPageInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
   const { info } = input;
+  noteRun(info);
   try {
     return await withConnector(info.connectorId, async (connector) => {
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
@@ -80,6 +81,7 @@ async function exportHash(connectorId: string, rules: RuleSet): Promise<string> 
  * one, the mesh ids to look at are written in pages, and the ids deleted since.
  */
 export async function planExport(info: RunInfo, config: ExportConfig): Promise<ExportPlan | StepFailure> {
+  noteRun(info);
   try {
     const rules = compileRuleSet(info.connectorId, await listRules());
     if (!rules.outbound.length) return { mode: 'none' };
@@ -159,6 +161,7 @@ export interface ExportIdsInput {
 /** Export one page of an incremental export: the listed mesh objects that still exist (and are of the type). */
 export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
   const { info } = input;
+  noteRun(info);
   try {
     return await withConnector(info.connectorId, async (connector) => {
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');

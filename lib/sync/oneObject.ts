@@ -1,3 +1,4 @@
+import { csCaches } from './runContext';
 import type { AttributeValue } from '../connectors/sdk';
 import { sameValue, winner, type MeshObject } from '../mesh/model';
 import { csObjectIdOf, stagedCsObjectId } from './csIds';
@@ -83,7 +84,8 @@ export async function syncSpaceObject(connectorId: string, obj: SpaceObject, app
       exports: exports.map(exportView),
     };
   }
-  const { plan, mesh, exports } = await planOneObject(info, obj.row, apply);
+  // Applied, the object's sync counts as a run of its connector while it goes (lib/sync/csCaches.ts).
+  const { plan, mesh, exports } = await planOneObject(info, obj.row, apply).finally(() => csCaches.runEnded(info.runId));
   const own = plan.cs.meshId ? mesh.find((m) => m.id === plan.cs.meshId) : undefined;
   return {
     csObjectId: obj.csObjectId,

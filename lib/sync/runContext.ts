@@ -8,6 +8,7 @@ import { readConnectorRow } from '../storage/connectors';
 import { listRules, type StoredRule } from '../storage/rules';
 import { loadCsSummaries } from './connectorSpace';
 import { CsCache } from './csCache';
+import { CsCaches } from './csCaches';
 import type { CsObject } from './model';
 import { referencePolicy, type CsLookup } from './references';
 import { compileRuleSet, indexedAttributes, type RuleSet } from './rules';
@@ -23,7 +24,13 @@ import { claimCsOwner, readSyncState } from './state';
 /** The engine's step timings, with SYNC_TRACE=1 (the benches read them). */
 export const log = areaLog('sync');
 
-export const csCaches = new Map<string, CsCache>();
+/** The connector-space caches of this process: those of connectors with a run going, and a few idle ones. */
+export const csCaches = new CsCaches();
+
+/** A run's step or page is going in this process: its connector's cache is kept until the run ends. */
+export function noteRun(info: RunInfo): void {
+  if (!info.preview) csCaches.runStarted(info.runId, info.connectorId);
+}
 
 /**
  * The connector's connector-space summaries, reloaded when another process wrote since this one did. `claim`
@@ -161,6 +168,7 @@ export async function context(info: RunInfo): Promise<Context> {
     heldRuns.clear();
     index.onForeignChange = (id) => waitingDocs.delete(id);
   }
+  noteRun(info);
   const cs = await csCache(info.connectorId);
   const plan = info.planRunId ? await planIndex(info.planRunId) : undefined;
   return { info, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString(), allRules: all, ...(plan ? { plan } : {}) };

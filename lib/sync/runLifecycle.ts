@@ -10,7 +10,7 @@ import { hoursAfter, readPlanSettings } from '../plans/settings';
 import { againKey } from './exportPage';
 import { closeLiveReader } from './fullImport';
 import { compileRuleSet } from './rules';
-import { heldRuns, settleProgress, settleCsWrite } from './runContext';
+import { csCaches, heldRuns, noteRun, settleProgress, settleCsWrite } from './runContext';
 import { progressOf } from './runProgress';
 import type { RunTotals, RunInfo, StepFailure } from './runTypes';
 import { clearExportDirty, deleteRunState, readExportDirty, saveExportState, saveFullRulesHash, saveWatermark } from './state';
@@ -32,6 +32,7 @@ export async function beginRun(runId: string): Promise<RunInfo | (StepFailure & 
     if (isConnectorError(err)) return { failed: err.message, info };
     return { failed: 'The connector does not exist or its configuration cannot be read.', info };
   }
+  noteRun(info);
   if (run.status === 'Queued') {
     // Conditional: a run cancelled while Queued stays Cancelled.
     try {
@@ -65,6 +66,7 @@ export interface FinishInput {
  */
 export async function releaseRun(runId: string): Promise<void> {
   heldRuns.delete(runId);
+  csCaches.runEnded(runId);
   await closeLiveReader(runId).catch(() => undefined);
 }
 
@@ -76,6 +78,8 @@ export async function finishRun(input: FinishInput): Promise<void> {
   await settleProgress(info.runId).catch(() => undefined);
   await closeLiveReader(info.runId);
   heldRuns.delete(info.runId);
+  // Its connector's connector-space summaries stay in memory only as one of the idle ones (lib/sync/csCaches.ts).
+  csCaches.runEnded(info.runId);
   const run = await getRun(info.runId);
   if (!run || !['Running', 'Queued'].includes(run.status)) return;
   const completed = input.status === 'Completed' || input.status === 'CompletedWithErrors';
