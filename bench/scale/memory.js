@@ -7,11 +7,15 @@
  * measures the heap each adds (after full collections):
  * - the mesh read model (lib/mesh/readModel.ts: mesh queries);
  * - the join index (lib/mesh/joinIndex.ts: joins and references by value), indexing two attributes;
- * - one connector's connector-space summaries (lib/sync/csCache.ts: hash comparison, DN references), with a DN.
+ * - one connector's connector-space summaries (lib/sync/csSummaries.ts, in a lib/sync/csCache.ts CsCache: hash
+ *   comparison, DN references), with a DN, a sha256 content hash and rules hash (base64url, as the engine
+ *   computes them), a mesh id and an object id; then its DN index (built by the first reference by DN).
  * Prints JSON: bytes per object of each, and the heap they would need at 1,000,000 identities with one and two
- * source connectors cached.
+ * connectors' summaries cached.
  *
- * Usage: npm run build && node --expose-gc bench/scale/memory.js [--objects 100000] [--attributes 12]
+ * `--summaries map`: the summaries in a Map of summary objects (the layout before the compact one), to compare.
+ *
+ * Usage: npm run build && node --expose-gc bench/scale/memory.js [--objects 100000] [--attributes 12] [--summaries map]
  */
 const crypto = require('node:crypto');
 const path = require('node:path');
@@ -21,9 +25,12 @@ const ROOT = path.resolve(__dirname, '../..');
 const { MeshReadModel } = require(path.join(ROOT, 'dist/lib/mesh/readModel.js'));
 const { MeshIndex } = require(path.join(ROOT, 'dist/lib/mesh/joinIndex.js'));
 const { CsCache } = require(path.join(ROOT, 'dist/lib/sync/csCache.js'));
+const { CsSummaries } = require(path.join(ROOT, 'dist/lib/sync/csSummaries.js'));
+const { dnKey } = require(path.join(ROOT, 'dist/lib/mesh/model.js'));
 
 const N = arg('objects', 100000);
 const ATTRS = arg('attributes', 12);
+const AS_MAP = process.argv.includes('--summaries') && process.argv[process.argv.indexOf('--summaries') + 1] === 'map';
 if (typeof global.gc !== 'function') throw new Error('run with node --expose-gc');
 
 const NAMES = [
@@ -90,31 +97,43 @@ const index = new MeshIndex(new Set(['employeeNumber', 'mail']));
 keep.push(index);
 for (let i = 0; i < N; i++) index.apply(uuid(i), person(i));
 const t2 = heap();
-const summaries = new Map();
+const summaries = AS_MAP ? new Map() : new CsSummaries();
+const sha = (s) => crypto.createHash('sha256').update(s).digest('base64url');
 for (let i = 0; i < N; i++)
   summaries.set(`uid=u${i}`, {
-    hash: crypto.createHash('sha256').update(`row${i}`).digest('base64url').slice(0, 22),
-    rulesHash: 'rules-1',
+    hash: sha(`row${i}`),
+    // Each row's own copy, as read from storage.
+    rulesHash: sha('rules-1'),
     meshId: uuid(i),
     deleted: false,
     exported: false,
     dn: `uid=u${i},ou=people,dc=example,dc=com`,
     cid: uuid(i + 1e8),
   });
-keep.push(new CsCache(summaries));
+const cs = new CsCache(summaries);
+keep.push(cs);
 const t3 = heap();
+if (AS_MAP) {
+  // The DN index as CsCache builds it (its own walk needs the compact layout).
+  const dns = new Map();
+  for (const [anchor, s] of summaries) if (s.dn && !s.deleted) dns.set(dnKey(s.dn), anchor);
+  keep.push(dns);
+} else cs.anchorOfDn('uid=u1,ou=people,dc=example,dc=com');
+const t4 = heap();
 
 const per = (a, b) => Math.round((b - a) / N);
 const readModel = per(t0, t1);
 const joinIndex = per(t1, t2);
 const connectorSpace = per(t2, t3);
+const dnIndex = per(t3, t4);
 const at1M = (bytes) => Math.round((bytes * 1e6) / 1e6);
 console.log(
   JSON.stringify(
     {
       objects: N,
       attributes: ATTRS,
-      bytesPerObject: { readModel, joinIndex, connectorSpacePerConnector: connectorSpace },
+      summaries: AS_MAP ? 'map' : 'compact',
+      bytesPerObject: { readModel, joinIndex, connectorSpacePerConnector: connectorSpace, dnIndexPerConnector: dnIndex },
       heapMBAt1M: {
         readModel: at1M(readModel),
         joinIndex: at1M(joinIndex),

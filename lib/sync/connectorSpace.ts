@@ -4,6 +4,7 @@ import { decodeKey, encodeKey, isStatus, odata, table } from '../storage/tables'
 import type { CsObject } from './model';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
 import { getJson, mapLimit, putJson, putJsonText, submitBatched } from '../storage/tableUtil';
+import { CsSummaries } from './csSummaries';
 
 /**
  * Connector-space repository (table `ConnectorSpace`): the engine's staging copy of each connector's objects.
@@ -203,9 +204,9 @@ export const summarize = (_connectorId: string, o: CsObject): CsSummary => {
 /** A row whose rules failed: it has an error and no hash (so it is never taken as unchanged), and is not deleted. */
 const isFailed = (o: CsObject) => !!o.error && !o.hash && !o.deleted && Object.keys(o.attributes).length > 0;
 
-/** Every row's summary of a connector: anchor -> summary. One partition query with a narrow $select. */
-export async function loadCsSummaries(connectorId: string): Promise<Map<string, CsSummary>> {
-  const out = new Map<string, CsSummary>();
+/** Every row's summary of a connector: anchor -> summary (kept compactly). Partition queries with a narrow $select. */
+export async function loadCsSummaries(connectorId: string): Promise<CsSummaries> {
+  const out = new CsSummaries();
   await mapLimit(partitions(connectorId), 4, async (pk) => {
     const it = (await csTable(pk)).listEntities<Record<string, unknown>>({
       queryOptions: {

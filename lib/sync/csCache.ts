@@ -1,4 +1,5 @@
 import type { CsSummary } from './connectorSpace';
+import { CsSummaries } from './csSummaries';
 import { dnKey } from '../mesh/model';
 import { type CsObject } from './model';
 import type { CsLookup, ReferencePolicy } from './references';
@@ -31,7 +32,7 @@ export class CsCache {
   private readonly overlay = new Map<string, Planned>();
   private readonly overlayDn = new Map<string, string>();
 
-  constructor(readonly summaries: Map<string, CsSummary>) {}
+  constructor(readonly summaries: CsSummaries) {}
 
   /** Record a row as written (its summary), replacing what the overlay said of it. */
   set(anchor: string, s: CsSummary): void {
@@ -70,7 +71,7 @@ export class CsCache {
   private dns(): Map<string, string> {
     if (!this.dnIndex) {
       this.dnIndex = new Map();
-      for (const [anchor, s] of this.summaries) if (s.dn && !s.deleted) this.dnIndex.set(dnKey(s.dn), anchor);
+      for (const [anchor, dn, deleted] of this.summaries.dnsOf()) if (!deleted) this.dnIndex.set(dnKey(dn), anchor);
     }
     return this.dnIndex;
   }
@@ -114,6 +115,7 @@ export class CsCache {
 
 /** How many objects a connector space holds now (its summaries less the deleted): a threshold's percent base. */
 export function liveObjects(summaries: ReadonlyMap<string, CsSummary>): number {
+  if (summaries instanceof CsSummaries) return summaries.liveCount();
   let n = 0;
   for (const s of summaries.values()) if (!s.deleted) n++;
   return n;

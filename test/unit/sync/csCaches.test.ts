@@ -1,8 +1,9 @@
 import { CsCache } from '../../../lib/sync/csCache';
 import { CsCaches } from '../../../lib/sync/csCaches';
+import { CsSummaries } from '../../../lib/sync/csSummaries';
 import { readIdleCsCaches, SettingsReader } from '../../../lib/core/config';
 
-const cache = () => new CsCache(new Map());
+const cache = () => new CsCache(new CsSummaries());
 
 describe('CsCaches: connector-space caches kept while a run goes, and for a few idle connectors', () => {
   let now = 0;
