@@ -13,84 +13,132 @@ import { noteForeignChanges } from './tombstoneIndex';
  * - per id the object type and anchor value (relationship targets need them).
  *
  * Built once from a scan of the mesh, then kept current by the engine's own commits ({@link apply}) and by
- * the change feed ({@link sync}) for writes of other processes. It holds ids and keys, not whole objects,
- * so 100,000 objects stay in tens of megabytes. A key that maps to one id (nearly all of them: anchors,
- * employee ids) holds the id itself, not a one-element Set (a Set costs about 150 bytes).
+ * the change feed ({@link sync}) for writes of other processes. It holds ids and keys, not whole objects.
+ *
+ * Layout (issue 21: a million identities in memory): each object has an integer slot (id -> slot), and its
+ * type (an index into the few distinct types), anchor value and keys are kept by slot. The lookups map a key to
+ * the slot of the one object that has it (nearly all keys: anchors, employee ids, mail) or to a list of slots,
+ * never to a Set; one map per indexed attribute, keyed by the case-folded value itself. An object's anchor
+ * keys are computed again from its anchor value when it changes, so only its attribute keys are kept with it.
  */
-interface Entry {
-  t: string;
-  a: string;
-  keys: string[];
-  pend: string[];
-  rels: string[];
-}
-
 const ANCHOR = '';
-/** The one empty list every entry without pending references or relationships shares (most of them). */
-const NONE: string[] = Object.freeze([]) as unknown as string[];
+/** The one empty list every slot without attribute keys, pending references or relationships shares (most of them). */
+const NONE: never[] = Object.freeze([]) as unknown as never[];
 const k2 = (by: string, key: string) => by + '\u0000' + key;
 
+/** One slot, or several (in the order they were added). */
+type Slots = number | number[];
+
 export class MeshIndex {
-  private readonly entries = new Map<string, Entry>();
-  private readonly byKey = new Map<string, Ids>();
-  private readonly pending = new Map<string, Ids>();
-  private readonly incomingRel = new Map<string, Ids>();
+  /** Id -> slot; `ids[slot]` the id ('' for a free slot). */
+  private readonly slotOf = new Map<string, number>();
+  private readonly ids: string[] = [];
+  private readonly free: number[] = [];
+  private types = new Uint16Array(1024);
+  private readonly anchors: string[] = [];
+  /** Per slot: its attribute keys as pairs (attribute number in {@link names}, key). */
+  private readonly keysOf: (string | number)[][] = [];
+  private readonly pendOf: string[][] = [];
+  private readonly relsOf: string[][] = [];
+  /** Attribute name ('' the anchor) -> case-folded key -> slots. */
+  private readonly byKey = new Map<string, Map<string, Slots>>();
+  private readonly names: string[];
+  private readonly pending = new Map<string, Slots>();
+  private readonly incomingRel = new Map<string, Slots>();
   private lastSeq = 0;
 
   /** How it was built: its own scan of the mesh, or the read model's scan at process start. */
   builtFrom: 'scan' | 'read model scan' = 'scan';
 
-  constructor(readonly attributes: ReadonlySet<string>) {}
+  constructor(readonly attributes: ReadonlySet<string>) {
+    this.names = [...attributes];
+    for (const by of [ANCHOR, ...this.names]) this.byKey.set(by, new Map());
+  }
 
   get size(): number {
-    return this.entries.size;
+    return this.slotOf.size;
   }
 
   /** Mesh ids whose anchor (`by` undefined) or attribute `by` has `key` (already case-folded). */
   find(by: string | undefined, key: string): string[] {
-    return list(this.byKey.get(k2(by ?? ANCHOR, key)));
+    return this.list(this.byKey.get(by ?? ANCHOR)?.get(key));
   }
 
   info(id: string): { objectType: string; anchorValue: string } | undefined {
-    const e = this.entries.get(id);
-    return e ? { objectType: e.t, anchorValue: e.a } : undefined;
+    const slot = this.slotOf.get(id);
+    return slot === undefined ? undefined : { objectType: typeNames[this.types[slot]], anchorValue: this.anchors[slot] };
   }
 
   /** Objects waiting for an object whose anchor (`by` undefined) or attribute `by` is `key`. */
   waiting(by: string | undefined, key: string): string[] {
-    return list(this.pending.get(k2(by ?? ANCHOR, key)));
+    return this.list(this.pending.get(k2(by ?? ANCHOR, key)));
   }
 
   /** Objects with a relationship to `targetId`. */
   incoming(targetId: string): string[] {
-    return list(this.incomingRel.get(targetId));
+    return this.list(this.incomingRel.get(targetId));
   }
 
   /** Record the committed state of an object (null: deleted). */
   apply(id: string, state: MeshObject | null): void {
-    const old = this.entries.get(id);
-    if (old) {
-      for (const k of old.keys) remove(this.byKey, k, id);
-      for (const k of old.pend) remove(this.pending, k, id);
-      for (const t of old.rels) remove(this.incomingRel, t, id);
-      this.entries.delete(id);
+    let slot = this.slotOf.get(id);
+    if (slot !== undefined) {
+      const anchorKeys = this.byKey.get(ANCHOR)!;
+      for (const k of indexKeys(this.anchors[slot])) remove(anchorKeys, k, slot);
+      const keys = this.keysOf[slot];
+      for (let i = 0; i < keys.length; i += 2) remove(this.byKey.get(this.names[keys[i] as number])!, keys[i + 1] as string, slot);
+      for (const k of this.pendOf[slot]) remove(this.pending, k, slot);
+      for (const t of this.relsOf[slot]) remove(this.incomingRel, t, slot);
+      if (!state) {
+        this.slotOf.delete(id);
+        this.ids[slot] = '';
+        this.anchors[slot] = '';
+        this.keysOf[slot] = this.pendOf[slot] = this.relsOf[slot] = NONE;
+        this.free.push(slot);
+        return;
+      }
     }
     if (!state) return;
-    const keys = new Set<string>();
-    for (const k of indexKeys(state.anchorValue)) keys.add(k2(ANCHOR, k));
-    for (const attr of this.attributes) {
-      const a = state.attributes[attr];
-      if (a) for (const k of indexKeys(a.value)) keys.add(k2(attr, k));
+    if (slot === undefined) {
+      slot = this.free.pop() ?? this.ids.length;
+      if (slot === this.ids.length) {
+        this.ids.push(id);
+        this.anchors.push('');
+        this.keysOf.push(NONE);
+        this.pendOf.push(NONE);
+        this.relsOf.push(NONE);
+        if (slot === this.types.length) {
+          const more = new Uint16Array(this.types.length * 2);
+          more.set(this.types);
+          this.types = more;
+        }
+      } else this.ids[slot] = id;
+      this.slotOf.set(id, slot);
     }
+    this.types[slot] = typeNumber(state.objectType);
+    this.anchors[slot] = state.anchorValue;
+    const anchorKeys = this.byKey.get(ANCHOR)!;
+    for (const k of new Set(indexKeys(state.anchorValue))) add(anchorKeys, k, slot);
+    let keys: (string | number)[] = NONE;
+    for (let n = 0; n < this.names.length; n++) {
+      const a = state.attributes[this.names[n]];
+      if (!a) continue;
+      const map = this.byKey.get(this.names[n])!;
+      for (const k of new Set(indexKeys(a.value))) {
+        if (keys === NONE) keys = [];
+        keys.push(n, k);
+        add(map, k, slot);
+      }
+    }
+    this.keysOf[slot] = keys;
     const pend = state.pendingReferences.length ? [...new Set(state.pendingReferences.map((p) => k2(p.by ?? ANCHOR, p.value.toLowerCase())))] : NONE;
-    const rels = state.relationships.length ? [...new Set(state.relationships.map((r) => r.targetId))] : NONE;
-    const e: Entry = { t: internType(state.objectType), a: state.anchorValue, keys: [...keys], pend, rels };
-    this.entries.set(id, e);
-    for (const k of e.keys) add(this.byKey, k, id);
-    for (const k of e.pend) add(this.pending, k, id);
-    for (const t of e.rels) add(this.incomingRel, t, id);
+    this.pendOf[slot] = pend;
+    for (const k of pend) add(this.pending, k, slot);
+    // A target's id string is the one the index already holds for it, when it does (one copy, not one per source).
+    const rels = state.relationships.length ? [...new Set(state.relationships.map((r) => this.canonical(r.targetId)))] : NONE;
+    this.relsOf[slot] = rels;
+    for (const t of rels) add(this.incomingRel, t, slot);
   }
-
   /** Called with the id of every object another process changed (caches of whole objects drop it). */
   onForeignChange: ((id: string) => void) | undefined;
 
@@ -127,40 +175,49 @@ export class MeshIndex {
     await ix.sync();
     return ix;
   }
+
+  private canonical(id: string): string {
+    const slot = this.slotOf.get(id);
+    return slot === undefined ? id : this.ids[slot];
+  }
+
+  private list(slots: Slots | undefined): string[] {
+    return slots === undefined ? [] : typeof slots === 'number' ? [this.ids[slots]] : slots.map((s) => this.ids[s]);
+  }
 }
 
-const types = new Map<string, string>();
-/** One string per object type for the whole index (each state parsed from storage has its own copy). */
-function internType(t: string): string {
-  const known = types.get(t);
-  if (known !== undefined) return known;
-  types.set(t, t);
-  return t;
+/** The object types of every index, numbered (a handful: one number per object, not a string). */
+const typeNames: string[] = [];
+const typeNumbers = new Map<string, number>();
+function typeNumber(t: string): number {
+  let n = typeNumbers.get(t);
+  if (n === undefined) {
+    if (typeNames.length === 0xffff) throw new Error('More than 65,535 distinct object types.');
+    n = typeNames.push(t) - 1;
+    typeNumbers.set(t, n);
+  }
+  return n;
 }
 
-/** One id, or several. */
-type Ids = string | Set<string>;
-
-const list = (ids: Ids | undefined): string[] => (ids === undefined ? [] : typeof ids === 'string' ? [ids] : [...ids]);
-
-function add(map: Map<string, Ids>, key: string, id: string): void {
+function add(map: Map<string, Slots>, key: string, slot: number): void {
   const s = map.get(key);
-  if (s === undefined) map.set(key, id);
-  else if (typeof s === 'string') {
-    if (s !== id) map.set(key, new Set([s, id]));
-  } else s.add(id);
+  if (s === undefined) map.set(key, slot);
+  else if (typeof s === 'number') {
+    if (s !== slot) map.set(key, [s, slot]);
+  } else if (!s.includes(slot)) s.push(slot);
 }
 
-function remove(map: Map<string, Ids>, key: string, id: string): void {
+function remove(map: Map<string, Slots>, key: string, slot: number): void {
   const s = map.get(key);
   if (s === undefined) return;
-  if (typeof s === 'string') {
-    if (s === id) map.delete(key);
+  if (typeof s === 'number') {
+    if (s === slot) map.delete(key);
     return;
   }
-  s.delete(id);
-  if (s.size === 1) map.set(key, s.values().next().value as string);
-  else if (!s.size) map.delete(key);
+  const i = s.indexOf(slot);
+  if (i < 0) return;
+  s.splice(i, 1);
+  if (s.length === 1) map.set(key, s[0]);
 }
 
 let shared: { index: MeshIndex; attrs: string } | undefined;
