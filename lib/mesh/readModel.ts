@@ -172,10 +172,37 @@ export class MeshReadModel {
     if (!names) this.nameLists.set(key, (names = Object.freeze(ids)));
     const anchor = this.str(o.anchorValue);
     const lower = anchor.toLowerCase();
-    const rels = o.relationships.length
-      ? o.relationships.map((r) => ({ type: this.str(r.type), targetId: r.targetId, targetAnchor: r.targetAnchor, targetType: this.type(r.targetType) }))
-      : EMPTY_RELS;
-    return new MeshRecord(id, this.type(o.objectType), anchor, lower === anchor ? anchor : lower, o.createdOn, o.updatedOn, slot, names, rels);
+    const rels = o.relationships.length ? o.relationships.map((r) => this.relationship(r)) : EMPTY_RELS;
+    return new MeshRecord(
+      id,
+      this.type(o.objectType),
+      anchor,
+      lower === anchor ? anchor : lower,
+      this.stamp(o.createdOn),
+      this.stamp(o.updatedOn),
+      slot,
+      names,
+      rels,
+    );
+  }
+
+  /** One copy of a timestamp for every object written at the same moment (a run's page writes its objects with one). */
+  private stamp(s: string): string {
+    return this.stamps.values[this.stamps.id(s)];
+  }
+
+  /**
+   * A relationship as kept: its target's id and anchor are the strings the target's record holds, when the
+   * target is loaded and they are the same (one copy per target, not one per relationship to it).
+   */
+  private relationship(r: Relationship): Relationship {
+    const t = this.byId.get(r.targetId);
+    return {
+      type: this.str(r.type),
+      targetId: t ? t.id : r.targetId,
+      targetAnchor: t && t.anchorValue === r.targetAnchor ? t.anchorValue : r.targetAnchor,
+      targetType: this.type(r.targetType),
+    };
   }
 
   private nameId(name: string): number {

@@ -157,3 +157,29 @@ describe('AttributeColumn.match', () => {
     }
   });
 });
+
+describe('MeshReadModel: relationships and timestamps kept once, read back as written', () => {
+  it('a relationship reads back its own target id, anchor and type whether its target is loaded, renamed or absent', () => {
+    const m = new MeshReadModel();
+    const rel = (n: number, anchor: string) => ({ type: 'manager', targetId: gid(n), targetAnchor: anchor, targetType: 'User' });
+    m.loadPage([meshObject(gid(1), 'Boss')]);
+    m.loadPage([
+      meshObject(gid(2), 'Ann', {}, { relationships: [rel(1, 'Boss')] }),
+      // Written before the target was renamed: its own anchor, not the target's current one.
+      meshObject(gid(3), 'Bob', {}, { relationships: [rel(1, 'Old Boss')] }),
+      meshObject(gid(4), 'Cy', {}, { relationships: [rel(9, 'Nobody'), rel(2, 'Ann')] }),
+    ]);
+    expect(m.get(gid(2))!.relationships).toEqual([rel(1, 'Boss')]);
+    expect(m.get(gid(3))!.relationships).toEqual([rel(1, 'Old Boss')]);
+    expect(m.get(gid(4))!.relationships).toEqual([rel(9, 'Nobody'), rel(2, 'Ann')]);
+    expect(m.target(rel(9, 'Nobody'))).toEqual({ targetAnchor: 'Nobody', targetType: 'User' });
+  });
+
+  it('createdOn and updatedOn read back as each object has them', () => {
+    const m = new MeshReadModel();
+    const a = { ...meshObject(gid(1), 'A'), createdOn: '2026-01-01T00:00:00.000Z', updatedOn: '2026-02-01T00:00:00.000Z' };
+    const b = { ...meshObject(gid(2), 'B'), createdOn: '2026-02-01T00:00:00.000Z', updatedOn: '2026-02-01T00:00:00.000Z' };
+    m.loadPage([a, b]);
+    expect([m.get(gid(1))!.createdOn, m.get(gid(1))!.updatedOn, m.get(gid(2))!.createdOn]).toEqual([a.createdOn, a.updatedOn, b.createdOn]);
+  });
+});
