@@ -216,7 +216,7 @@ export async function loadCsSummaries(connectorId: string): Promise<CsSummaries>
     });
     for await (const e of it) out.set(decodeKey(String(e.rowKey)), summaryOf(e));
   });
-  return out;
+  return out.fit();
 }
 
 /** Full rows for these anchors (absent anchors are left out). */

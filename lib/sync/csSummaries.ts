@@ -176,8 +176,18 @@ export class CsSummaries implements ReadonlyMap<string, CsSummary> {
     return i;
   }
 
+  /** Let go of the room kept for more rows (after a load: a run adds few rows to a loaded space). */
+  fit(): this {
+    this.resize(this.slots.size);
+    return this;
+  }
+
   private grow(): void {
-    const cap = Math.max(1024, this.cap * 2);
+    // By half again (not double): a space of a million rows leaves less unused behind its last row.
+    this.resize(Math.max(1024, this.cap + (this.cap >> 1)));
+  }
+
+  private resize(cap: number): void {
     this.flags = grown(this.flags, new Uint16Array(cap));
     this.rules = grown(this.rules, new Uint16Array(cap));
     this.eos = grown(this.eos, new Float64Array(cap));
@@ -193,7 +203,7 @@ export class CsSummaries implements ReadonlyMap<string, CsSummary> {
 }
 
 function grown<T extends Uint8Array | Uint16Array | Float64Array>(old: T, into: T): T {
-  into.set(old as never);
+  into.set((old.length > into.length ? old.subarray(0, into.length) : old) as never);
   return into;
 }
 

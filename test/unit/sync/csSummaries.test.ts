@@ -92,5 +92,15 @@ describe('CsSummaries: connector-space summaries kept compactly, read back exact
     const dns = [...m.dnsOf()];
     expect(dns).toHaveLength(2500);
     expect(dns[0]).toStrictEqual(['a1', 'uid=u1', false]);
+    // Fitted to its rows (as a load leaves it), it still takes more and gives every row back.
+    m.fit();
+    m.set('more', shapes.everything);
+    m.set('a3', shapes.odd);
+    expect(m.size).toBe(5001);
+    expect(m.get('more')).toStrictEqual(shapes.everything);
+    expect(m.get('a3')).toStrictEqual(shapes.odd);
+    expect(m.get('a4999')?.dn).toBe('uid=u4999');
+    expect(m.get('a4998')?.hash).toBe(sha('h4998'));
+    expect(new CsSummaries().fit().set('x', shapes.joined).get('x')).toStrictEqual(shapes.joined);
   });
 });
