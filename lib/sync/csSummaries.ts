@@ -80,7 +80,7 @@ export class CsSummaries implements ReadonlyMap<string, CsSummary> {
     let f = (s.deleted ? DELETED : 0) | (s.exported ? EXPORTED : 0) | (s.failed ? FAILED : 0) | (s.provisioned ? PROVISIONED : 0);
     if (s.deprov) f |= DEPROVS.indexOf(s.deprov) << DEPROV_SHIFT;
     if (s.hash && SHA256_B64URL.test(s.hash)) {
-      this.hashes.set(Buffer.from(s.hash, 'base64url'), slot * 32);
+      putBase64url(this.hashes, slot * 32, s.hash);
       f |= HASH_BYTES;
     } else if (s.hash) odd.hash = s.hash;
     if (s.meshId && UUID.test(s.meshId)) {
@@ -207,8 +207,34 @@ function grown<T extends Uint8Array | Uint16Array | Float64Array>(old: T, into: 
   return into;
 }
 
+/** Character code -> its value in hex and in base64url (decoded in place: no buffer made per row). */
+const HEX = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) HEX['0123456789abcdef'.charCodeAt(i)] = i;
+const B64 = new Int8Array(128).fill(-1);
+for (let i = 0; i < 64; i++) B64['ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'.charCodeAt(i)] = i;
+
+/** A lower-case UUID (checked by the caller) as its 16 bytes. */
 function putUuid(into: Uint8Array, slot: number, id: string): void {
-  into.set(Buffer.from(id.replace(/-/g, ''), 'hex'), slot * 16);
+  let at = slot * 16;
+  for (let i = 0; i < 36; i += 2) {
+    if (id.charCodeAt(i) === 45) i++;
+    into[at++] = (HEX[id.charCodeAt(i)] << 4) | HEX[id.charCodeAt(i + 1)];
+  }
+}
+
+/** A sha256 in base64url (43 characters, checked by the caller) as its 32 bytes. */
+function putBase64url(into: Uint8Array, at: number, s: string): void {
+  let bits = 0;
+  let n = 0;
+  for (let i = 0; i < 43; i++) {
+    bits = (bits << 6) | B64[s.charCodeAt(i)];
+    n += 6;
+    if (n >= 8) {
+      n -= 8;
+      into[at++] = (bits >> n) & 0xff;
+      bits &= (1 << n) - 1;
+    }
+  }
 }
 
 function uuidAt(from: Uint8Array, slot: number): string {

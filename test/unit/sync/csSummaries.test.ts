@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { CsSummary } from '../../../lib/sync/connectorSpace';
 import { liveObjects } from '../../../lib/sync/csCache';
 import { CsSummaries } from '../../../lib/sync/csSummaries';
@@ -71,6 +71,21 @@ describe('CsSummaries: connector-space summaries kept compactly, read back exact
     // The odd fields of the row's former summary do not stay with it.
     m.set('odd', shapes.joined);
     expect(m.get('odd')).toStrictEqual(shapes.joined);
+  });
+
+  it('gives back any sha256 hash and lower-case UUID exactly (2,000 random ones)', () => {
+    const m = new CsSummaries();
+    const want = Array.from({ length: 2000 }, (_, i): CsSummary => ({
+      hash: createHash('sha256').update(randomUUID()).digest('base64url'),
+      rulesHash: 'r',
+      meshId: randomUUID(),
+      deleted: false,
+      exported: false,
+      cid: randomUUID(),
+      eo: new Date(1.7e12 + i * 7919).toISOString(),
+    }));
+    want.forEach((s, i) => m.set(`a${i}`, s));
+    want.forEach((s, i) => expect(m.get(`a${i}`)).toStrictEqual(s));
   });
 
   it('grows past its first capacity and counts the live rows; the DN list skips rows without one', () => {
