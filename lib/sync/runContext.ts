@@ -40,7 +40,9 @@ export async function csCache(connectorId: string, claim = true): Promise<CsCach
   const state = await readSyncState(connectorId);
   const cached = csCaches.get(connectorId);
   if (cached && state.csOwner === PROCESS_WRITER) return cached;
+  const started = TRACE ? Date.now() : 0;
   const fresh = new CsCache(await loadCsSummaries(connectorId));
+  if (TRACE) log.info(`connector-space summaries of ${connectorId} loaded: ${fresh.summaries.size} rows, ${Date.now() - started} ms`);
   if (!claim) return fresh;
   await claimCsOwner(connectorId, PROCESS_WRITER);
   csCaches.set(connectorId, fresh);
