@@ -276,7 +276,8 @@ export class StreamedTableAdapter {
       const p = this.persisted.get(c.name);
       const ids = c.dirtyIds ?? [];
       const whole = convert !== undefined || !p || forgotten.has(c.name) || c.name === compact || (c.dirty && ids.length === 0);
-      if (!whole) return ids.length ? { name: c.name, kind: 'append', ids: [...new Set(ids)].sort((a, b) => a - b), data: c.data } : { name: c.name, kind: 'clean' };
+      if (!whole)
+        return ids.length ? { name: c.name, kind: 'append', ids: [...new Set(ids)].sort((a, b) => a - b), data: c.data } : { name: c.name, kind: 'clean' };
       const journal = path.basename(journalFile(dbname, c.name, generationOf(p?.journal) + 1));
       const meta = JSON.stringify({ ...c, data: [], dirty: false, dirtyIds: [], idIndex: null, $journal: journal }, copy.serializeReplacer);
       return { name: c.name, kind: 'rewrite', meta, data: c.data, journal };

@@ -73,7 +73,10 @@ describe('embedded Azurite table persistence', () => {
     await people.createTable();
     for (let b = 0; b < 12; b++) {
       await people.submitTransaction(
-        Array.from({ length: 100 }, (_, i) => ['create', { partitionKey: `p${b % 3}`, rowKey: `r${String(b * 100 + i).padStart(4, '0')}`, n: b * 100 + i, v: 'first' }]),
+        Array.from({ length: 100 }, (_, i) => [
+          'create',
+          { partitionKey: `p${b % 3}`, rowKey: `r${String(b * 100 + i).padStart(4, '0')}`, n: b * 100 + i, v: 'first' },
+        ]),
       );
     }
     await first.stop();

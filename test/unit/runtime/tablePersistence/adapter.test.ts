@@ -115,7 +115,9 @@ describe('StreamedTableAdapter', () => {
     expect(adapter.lastSave).toMatchObject({ collectionsWritten: 1, collectionsRewritten: 0 });
     // The collection file was not written again: the changes are in the journal, two batches.
     expect(readFileSync(collectionFile(dbname, 'acct$t'), 'utf8')).toBe(base);
-    const journal = readFileSync(journalFile(dbname, 'acct$t', 1), 'utf8').trim().split('\n');
+    const journal = readFileSync(journalFile(dbname, 'acct$t', 1), 'utf8')
+      .trim()
+      .split('\n');
     expect(journal.filter((l) => l === '{"$commit":true}')).toHaveLength(2);
 
     const { db: again } = open();
@@ -181,7 +183,14 @@ describe('StreamedTableAdapter', () => {
     expect(readFileSync(collectionFile(dbname, 't'), 'utf8')).toContain('round1');
     const { db: again } = open();
     await load(again);
-    expect(new Set(again.getCollection<{ v: string }>('t').find().map((d) => d.v))).toEqual(new Set(['round2']));
+    expect(
+      new Set(
+        again
+          .getCollection<{ v: string }>('t')
+          .find()
+          .map((d) => d.v),
+      ),
+    ).toEqual(new Set(['round2']));
   });
 
   it('starts a table deleted and created again between two saves afresh (its ids restart)', async () => {
