@@ -163,10 +163,13 @@ export class MeshReadModel {
   }
 
   private toRecord(id: string, o: MeshObject, slot: number): MeshRecord {
-    const entries = Object.entries(o.attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    const ids: number[] = new Array(entries.length);
-    entries.forEach(([name, attr], i) => {
-      const n = this.nameId(name);
+    // Names in UTF-16 code unit order (the default sort's); no [name, value] pair per attribute.
+    const attrs = o.attributes;
+    const sortedNames = Object.keys(attrs).sort();
+    const ids: number[] = new Array(sortedNames.length);
+    for (let i = 0; i < sortedNames.length; i++) {
+      const attr = attrs[sortedNames[i]];
+      const n = this.nameId(sortedNames[i]);
       ids[i] = n;
       const column = this.columns[n];
       const strings = column.strings;
@@ -179,7 +182,7 @@ export class MeshReadModel {
         attr.confidence,
         this.stamps.id(attr.updatedOn),
       );
-    });
+    }
     const key = ids.join(',');
     let names = this.nameLists.get(key);
     if (!names) this.nameLists.set(key, (names = Object.freeze(ids)));
