@@ -347,6 +347,8 @@ async function startService(o = {}) {
     runExport,
     logs: () => logs,
     stop,
+    /** Stops the service process only (its storage keeps running: a later startService({ azurite }) reuses it). */
+    stopEngine: () => stopChild(child, exited),
   };
 }
 

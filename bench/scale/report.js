@@ -83,6 +83,7 @@ function table(results) {
       (r) => (r.entities ? `${r.entities.total} / ${r.entitiesAtEnd?.total ?? '–'} (${r.entities.method.startsWith('scan') ? 'scan' : 'estimate'})` : null),
     ],
     ['start-up: health / serving s', (r) => ph(r, 'startup', (p) => `${p.healthSeconds} / ${p.servingSeconds}`)],
+    ['engine restart, storage running: health / serving s', (r) => ph(r, 'engineRestart', (p) => `${p.healthSeconds} / ${p.servingSeconds}`)],
     ['list p95 ms', (r) => p95(r, 'list')],
     ['anchor search p95 ms', (r) => p95(r, 'anchor')],
     ['3-criteria search p95 ms', (r) => p95(r, 'advanced')],

@@ -26,7 +26,12 @@
  * the next size runs. Progress lines with timestamps go to stderr. Ctrl-C stops every server it started.
  *
  * Usage: npm run bench:scale -- --users 10000,30000 [--duration 8] [--count-max 100000] [--keep] [--root <checkout>]
- *   (--root: run another checkout's build, e.g. to compare two versions with the same bench)
+ *          [--entities-per-user 4.04,5.07] [--export-last]
+ *   (--root: run another checkout's build, e.g. to compare two versions with the same bench;
+ *    --entities-per-user: entities per user after the full imports and at the end, for a size past --count-max
+ *    run without a scanned size before it: the figures of a scanned run of the same data, e.g. 100,000;
+ *    --export-last: the export after the start-up, the queries and the engine restart, so a size cut short in its
+ *    long export has measured those; the data folder and start-up are then measured before the export)
  *        node bench/scale/scale.js --plot-only bench/scale/results [--files a.json,b.json]
  */
 const { execFileSync } = require('node:child_process');
@@ -44,6 +49,8 @@ const RESULTS = arg('results', path.join(__dirname, 'results'));
 const DURATION = arg('duration', 8);
 const COUNT_MAX = arg('count-max', 100000);
 const KEEP = process.argv.includes('--keep');
+/** The export after the restart and the queries (a long size still measures its start-up if the export runs out of time). */
+const EXPORT_LAST = process.argv.includes('--export-last');
 /** The checkout whose build (dist/) runs as the service, and whose Azurite class starts the storage (default: this one). */
 const ROOT_DIR = path.resolve(arg('root', path.resolve(__dirname, '../..')));
 const DATE = new Date().toISOString().slice(0, 10);
@@ -163,8 +170,10 @@ async function runSize(N, lastEntitiesPerUser) {
         await svc.runImport(conns.hr.id, 'DeltaImport'),
       ]);
       out.phases.delta1Percent.change = delta;
-      await step('exportToTarget', N, async () => [await svc.runExport(conns.target.id)]);
-      out.phases.exportToTarget.readBack = await readBack(servers.target, N);
+      if (!EXPORT_LAST) {
+        await step('exportToTarget', N, async () => [await svc.runExport(conns.target.id)]);
+        out.phases.exportToTarget.readBack = await readBack(servers.target, N);
+      }
       phase = 'relationships';
       out.relationships = await relationships(svc, N, servers.generation.largestGroup);
 
@@ -189,26 +198,46 @@ async function runSize(N, lastEntitiesPerUser) {
         () => startService({ root: ROOT_DIR, dataDir, azuriteLocation, startTimeoutSeconds: 1800 }),
       );
       const healthSeconds = (performance.now() - t) / 1000;
-      for (;;) {
-        const r = await svc.call('GET', 'mesh/objects?take=1');
-        if (r.status === 200 && r.body.totalCount === out.mesh.objects) break;
-        if (r.status !== 200 && r.status !== 503) throw new Error(`the list answered ${r.status}: ${JSON.stringify(r.body)}`);
-        if (!alive(svc.pid)) throw new Error(`the service exited during start-up:\n${svc.logs().slice(-4000)}`);
-        await sleep(100);
-      }
-      const loaded = /\[mesh\] Read model loaded: (\d+) object\(s\) in (\d+) ms/.exec(svc.logs());
+      const serving = await untilServing(svc, out.mesh.objects);
       out.phases.startup = {
         healthSeconds: r2(healthSeconds),
         servingSeconds: r2((performance.now() - t) / 1000),
-        readModelLoadSeconds: loaded ? Number(loaded[2]) / 1000 : null,
+        readModelLoadSeconds: serving.readModelLoadSeconds,
         includes: 'Azurite start (loading its saved tables) + service start + token',
       };
       log(`N=${N} startup: health ${out.phases.startup.healthSeconds} s, serving ${out.phases.startup.servingSeconds} s`);
       phase = 'meshQueries';
       out.phases.meshQueries = await meshQueries(svc, N);
       notePeaks(svc);
+
+      // The engine alone restarted, its storage running (as with an external storage account or Azurite).
+      phase = 'engineRestart';
+      log(`N=${N} engine restart on the running storage...`);
+      const first = svc;
+      await first.stopEngine();
       t = performance.now();
-      await svc.stop();
+      const engine = await startService({ root: ROOT_DIR, dataDir, azurite: first.azurite, startTimeoutSeconds: 1800 });
+      try {
+        const serving = await untilServing(engine, out.mesh.objects);
+        out.phases.engineRestart = {
+          healthSeconds: r2(engine.startSeconds),
+          servingSeconds: r2((performance.now() - t) / 1000),
+          readModelLoadSeconds: serving.readModelLoadSeconds,
+          includes: 'service start + token, the storage already running',
+        };
+        peak.engine = Math.max(peak.engine, peakRssMB(engine.pid) ?? 0);
+        log(`N=${N} engine restart: health ${out.phases.engineRestart.healthSeconds} s, serving ${out.phases.engineRestart.servingSeconds} s`);
+        if (EXPORT_LAST) {
+          svc = engine;
+          await step('exportToTarget', N, async () => [await engine.runExport(conns.target.id)]);
+          out.phases.exportToTarget.readBack = await readBack(servers.target, N);
+          out.phases.exportToTarget.when = 'after the start-up, the queries and the engine restart (--export-last)';
+        }
+      } finally {
+        await engine.stop();
+        svc = first;
+      }
+      await first.stop();
       svc = undefined;
     } finally {
       removeServers();
@@ -230,7 +259,7 @@ async function runSize(N, lastEntitiesPerUser) {
       const per = lastEntitiesPerUser;
       if (!out.entities)
         out.entities = {
-          method: 'estimated from the entities per user of the last scanned size',
+          method: `estimated from the entities per user of ${per.source}`,
           perUser: r2(per.imports),
           total: Math.round(per.imports * N),
         };
@@ -258,6 +287,19 @@ async function runSize(N, lastEntitiesPerUser) {
   else out.keptFolder = dir;
   removeDir();
   return out;
+}
+
+/** Waits until the mesh list answers with the full count (the read model loaded); the load's seconds as logged. */
+async function untilServing(svc, objects) {
+  for (;;) {
+    const r = await svc.call('GET', 'mesh/objects?take=1');
+    if (r.status === 200 && r.body.totalCount === objects) break;
+    if (r.status !== 200 && r.status !== 503) throw new Error(`the list answered ${r.status}: ${JSON.stringify(r.body)}`);
+    if (!alive(svc.pid)) throw new Error(`the service exited during start-up:\n${svc.logs().slice(-4000)}`);
+    await sleep(100);
+  }
+  const loaded = /\[mesh\] Read model loaded: (\d+) object\(s\) in (\d+) ms/.exec(svc.logs());
+  return { readModelLoadSeconds: loaded ? Number(loaded[2]) / 1000 : null };
 }
 
 /** The mesh bench's scenarios on this data, 1 connection, after the restart. */
@@ -320,13 +362,17 @@ async function main() {
   });
   const all = [];
   // Entities per user after the full imports and at the end, for sizes past --count-max (from the last scanned size).
-  let perUser = { imports: 5, end: 7 };
+  const given = String(arg('entities-per-user', '')).split(',').map(Number);
+  let perUser =
+    given.length === 2 && given.every((x) => x > 0)
+      ? { imports: given[0], end: given[1], source: '--entities-per-user' }
+      : { imports: 5, end: 7, source: 'a default guess' };
   for (const N of sizes) {
     log(`=== N=${N} (load ${os.loadavg()[0].toFixed(2)})`);
     const res = await runSize(N, perUser);
     if (interrupted) return;
     if (res.entities?.method.startsWith('scan') && res.entitiesAtEnd?.method.startsWith('scan'))
-      perUser = { imports: res.entities.total / N, end: res.entitiesAtEnd.total / N };
+      perUser = { imports: res.entities.total / N, end: res.entitiesAtEnd.total / N, source: `the scan at ${N}` };
     const file = path.join(RESULTS, `${DATE}-${N}.json`);
     fs.writeFileSync(file, JSON.stringify(res, null, 2) + '\n');
     log(`N=${N} done: ${file}${res.failures.length ? ` (${res.failures.length} failure(s))` : ''}`);

@@ -2,7 +2,7 @@ import { recordAudit } from '../audit';
 import type { Caller } from '../auth/permissions';
 import type { AttributeValue } from '../connectors/sdk';
 import { notFound } from '../core/errors';
-import type { MeshObject } from '../mesh/model';
+import { distinctRelationships, type MeshObject } from '../mesh/model';
 import { queryMesh, toDetail, toListItem, type MeshQuery } from '../mesh/query';
 import { readyModel } from '../mesh/readModel';
 import { getTombstones, listTombstoneHeads, type Tombstone } from '../mesh/tombstones';
@@ -74,7 +74,7 @@ function detailOf(o: MeshObject) {
       attributes.push({ attributeName: name, attributeValue: String(x), source: a.sourceConnectorId, confidence: a.confidence, updatedOn: a.updatedOn });
     }
   }
-  const relationships = o.relationships.map((r) => ({
+  const relationships = distinctRelationships(o.relationships).map((r) => ({
     relationshipType: r.type,
     targetMeshObjectId: r.targetId,
     targetAnchorValue: r.targetAnchor,

@@ -14,7 +14,10 @@ import { currentFeedSeq, iterateMesh, keepOwnFeedRows, MESH_PARTITIONS, onOwnFee
  * reader's consumer, so there is nothing to skip.
  */
 export interface MeshFeedConsumer {
-  /** Objects found by the initial scan, a page at a time (any order). */
+  /**
+   * Objects found by the initial scan, a page at a time (any order), with their consolidated attributes only:
+   * `contributions` and `links` are empty (lib/mesh/store.ts `iterateMesh`, form `consolidated`).
+   */
   loadPage(objects: MeshObject[]): void;
   /** Feed entries in commit order (a batch of consecutive rows). */
   applyEntries(entries: FeedEntry[]): void;
@@ -33,7 +36,8 @@ export interface MeshFeedReaderOptions {
 /**
  * Something else that wants to see a load's scan (the sync engine's join index, lib/mesh/joinIndex.ts), so
  * that a process scans the mesh once at start and not once per in-memory structure: it gets the feed
- * position noted before the scan, every page scanned, and whether the scan finished. A tap that throws is
+ * position noted before the scan, every page scanned (objects as {@link MeshFeedConsumer.loadPage} gets
+ * them: consolidated attributes only), and whether the scan finished. A tap that throws is
  * dropped (told `end(false)`); the load goes on.
  */
 export interface MeshScanTap {
@@ -94,7 +98,7 @@ export class MeshFeedReader {
       const partitions = MESH_PARTITIONS.map((_, i) => i);
       const worker = async () => {
         for (let p = partitions.shift(); p !== undefined; p = partitions.shift()) {
-          for await (const page of iterateMesh(undefined, p)) {
+          for await (const page of iterateMesh(undefined, p, 'consolidated')) {
             this.consumer.loadPage(page);
             tell((t) => t.page(page));
           }

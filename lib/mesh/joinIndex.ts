@@ -171,7 +171,7 @@ export class MeshIndex {
   static async load(attributes: ReadonlySet<string>): Promise<MeshIndex> {
     const ix = new MeshIndex(attributes);
     ix.lastSeq = await currentFeedSeq();
-    for await (const page of iterateMesh()) for (const o of page) ix.apply(o.id, o);
+    for await (const page of iterateMesh(undefined, undefined, 'consolidated')) for (const o of page) ix.apply(o.id, o);
     await ix.sync();
     return ix;
   }

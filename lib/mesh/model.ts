@@ -53,6 +53,22 @@ export interface Relationship {
   by?: string;
 }
 
+/**
+ * Relationships as the Admin API lists them: one per relationship type and target, however many sources assert
+ * it (the directory's `manager` DN and HR's manager id naming the same person are one manager), in their
+ * first order. Each source's relationship stays stored on its own, so one source dropping it leaves the other's.
+ */
+export function distinctRelationships<R extends Pick<Relationship, 'type' | 'targetId'>>(relationships: readonly R[]): R[] {
+  if (relationships.length < 2) return [...relationships];
+  const seen = new Set<string>();
+  return relationships.filter((r) => {
+    const key = `${r.type}\u0000${r.targetId}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 /** A reference that names no mesh object yet: it resolves when such an object arrives. */
 export interface PendingReference {
   type: string;

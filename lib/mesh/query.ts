@@ -1,5 +1,6 @@
 import type { AttributeValue } from '../connectors/sdk';
 import type { MeshReadModel } from './readModel';
+import { distinctRelationships } from './model';
 import { NO_SOURCE, type AttributeColumn, type MatchMode, type MeshRecord, type SortedIndex } from './readModelIndexes';
 
 /**
@@ -171,7 +172,7 @@ export function toDetail(model: MeshReadModel, r: MeshRecord) {
       attributes.push({ attributeName, attributeValue: String(x), source, confidence: meta[k + 1], updatedOn });
     }
   }
-  const relationships = r.relationships.map((rel) => {
+  const relationships = distinctRelationships(r.relationships).map((rel) => {
     const t = model.target(rel);
     return { relationshipType: rel.type, targetMeshObjectId: rel.targetId, targetAnchorValue: t.targetAnchor, targetObjectType: t.targetType };
   });

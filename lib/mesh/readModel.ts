@@ -5,17 +5,7 @@ import type { MeshObject, Relationship } from './model';
 import { MeshFeedReader } from './feed';
 import type { FeedEntry } from './store';
 import { areaLog } from '../core/log';
-import {
-  AttributeColumn,
-  EMPTY_RELS,
-  type FoldedValue,
-  INTERN_ENTRIES_MAX,
-  INTERN_MAX,
-  Interner,
-  MeshRecord,
-  NO_SOURCE,
-  SortedIndex,
-} from './readModelIndexes';
+import { AttributeColumn, EMPTY_RELS, type FoldedValue, Interner, MeshRecord, NO_SOURCE, SortedIndex, ValueInterner } from './readModelIndexes';
 
 const log = areaLog('mesh');
 
@@ -32,12 +22,14 @@ const log = areaLog('mesh');
  *   consolidated value, its folded (lower-cased string) form for criteria, and source / confidence /
  *   updatedOn packed in an Int32Array. A criterion reads one array cell per object instead of searching
  *   the object's attributes, and the scan touches no per-object attribute structure. Names, connector ids,
- *   object types and timestamps are interned; short string values are shared through an intern map
- *   (departments, titles, flags repeat; unique values such as mail addresses are kept as they are).
+ *   object types and timestamps are interned; short string values are shared through an intern map per
+ *   attribute (departments, titles, flags repeat; an attribute whose values do not, such as employee ids,
+ *   stops interning: {@link ValueInterner}).
  *   Contributions are not kept: the detail shows the consolidated attribute's source and confidence.
  * - ordered indexes by (anchorValue lower-cased, id): one over every object and one per object type
  *   (case-insensitive), each a sorted array maintained incrementally (binary-search insert/remove for small
- *   batches, filter + merge for large ones: never a full re-sort).
+ *   batches, filter + merge for large ones: never a full re-sort). The initial load appends records and
+ *   sorts each index once ({@link SortedIndex.append}).
  */
 /** The mesh in memory, with its ordered indexes. Fed by {@link MeshFeedReader}. */
 export class MeshReadModel {
@@ -47,7 +39,9 @@ export class MeshReadModel {
   /** Columns by attribute name id. */
   readonly columns: AttributeColumn[] = [];
   private readonly types = new Map<string, string>();
-  private readonly strings = new Map<string, string>();
+  /** Anchors and relationship types (values and their folded forms are interned per column). */
+  private readonly anchors = new ValueInterner();
+  private readonly relTypes = new ValueInterner();
   private readonly nameLists = new Map<string, readonly number[]>();
   private readonly byId = new Map<string, MeshRecord>();
   private readonly freeSlots: number[] = [];
@@ -101,9 +95,26 @@ export class MeshReadModel {
     return this.namesLower.get(name.toLowerCase()) ?? [];
   }
 
-  /** Scan pages: objects not seen yet (any order). */
+  /**
+   * Scan pages: objects not seen yet (any order). Each record is appended to its indexes, which sort once when
+   * next read (a load of 100 pages sorts once, not 100 times); an id already held goes the way of a feed
+   * state instead.
+   */
   loadPage(objects: MeshObject[]): void {
-    this.applyStates(objects.map((o) => ({ id: o.id, state: o })));
+    for (const o of objects) {
+      const id = o.id.toLowerCase();
+      if (this.byId.has(id)) {
+        this.applyStates([{ id, state: o }]);
+        continue;
+      }
+      const rec = this.toRecord(id, o, this.freeSlots.pop() ?? this.nextSlot++);
+      this.byId.set(id, rec);
+      this.all.append(rec);
+      const key = rec.objectType.toLowerCase();
+      let ix = this.byType.get(key);
+      if (!ix) this.byType.set(key, (ix = new SortedIndex()));
+      ix.append(rec);
+    }
   }
 
   applyEntries(entries: FeedEntry[]): void {
@@ -152,25 +163,30 @@ export class MeshReadModel {
   }
 
   private toRecord(id: string, o: MeshObject, slot: number): MeshRecord {
-    const entries = Object.entries(o.attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    const ids: number[] = new Array(entries.length);
-    entries.forEach(([name, attr], i) => {
-      const n = this.nameId(name);
+    // Names in UTF-16 code unit order (the default sort's); no [name, value] pair per attribute.
+    const attrs = o.attributes;
+    const sortedNames = Object.keys(attrs).sort();
+    const ids: number[] = new Array(sortedNames.length);
+    for (let i = 0; i < sortedNames.length; i++) {
+      const attr = attrs[sortedNames[i]];
+      const n = this.nameId(sortedNames[i]);
       ids[i] = n;
-      const value = Array.isArray(attr.value) ? attr.value.map((v) => this.scalar(v)) : this.scalar(attr.value);
-      this.columns[n].set(
+      const column = this.columns[n];
+      const strings = column.strings;
+      const value = Array.isArray(attr.value) ? attr.value.map((v) => scalar(strings, v)) : scalar(strings, attr.value);
+      column.set(
         slot,
         value,
-        this.fold(value),
+        fold(strings, value),
         attr.sourceConnectorId ? this.sources.id(attr.sourceConnectorId) : NO_SOURCE,
         attr.confidence,
         this.stamps.id(attr.updatedOn),
       );
-    });
+    }
     const key = ids.join(',');
     let names = this.nameLists.get(key);
     if (!names) this.nameLists.set(key, (names = Object.freeze(ids)));
-    const anchor = this.str(o.anchorValue);
+    const anchor = this.anchors.intern(o.anchorValue);
     const lower = anchor.toLowerCase();
     const rels = o.relationships.length ? o.relationships.map((r) => this.relationship(r)) : EMPTY_RELS;
     return new MeshRecord(
@@ -198,7 +214,7 @@ export class MeshReadModel {
   private relationship(r: Relationship): Relationship {
     const t = this.byId.get(r.targetId);
     return {
-      type: this.str(r.type),
+      type: this.relTypes.intern(r.type),
       targetId: t ? t.id : r.targetId,
       targetAnchor: t && t.anchorValue === r.targetAnchor ? t.anchorValue : r.targetAnchor,
       targetType: this.type(r.targetType),
@@ -223,44 +239,34 @@ export class MeshReadModel {
     return s;
   }
 
-  private str(s: string): string {
-    if (s.length > INTERN_MAX) return s;
-    let v = this.strings.get(s);
-    if (v === undefined) {
-      if (this.strings.size >= INTERN_ENTRIES_MAX) this.strings.clear();
-      this.strings.set(s, (v = s));
-    }
-    return v;
-  }
-
-  private fold(v: AttributeValue): FoldedValue {
-    if (Array.isArray(v)) {
-      const list: string[] = [];
-      for (const x of v) {
-        const f = this.foldScalar(x);
-        if (f !== null) list.push(f);
-      }
-      return list.length ? list : null;
-    }
-    return this.foldScalar(v);
-  }
-
-  private foldScalar(v: ScalarValue): string | null {
-    if (v === null || v === '') return null;
-    if (typeof v !== 'string') return this.str(String(v));
-    const lower = v.toLowerCase();
-    return lower === v ? v : this.str(lower);
-  }
-
-  private scalar(v: ScalarValue): ScalarValue {
-    return typeof v === 'string' ? this.str(v) : v;
-  }
-
   /** Current anchor and type of a relationship target (kept current by the engine, refreshed here too). */
   target(r: Relationship): { targetAnchor: string; targetType: string } {
     const t = this.byId.get(r.targetId);
     return t ? { targetAnchor: t.anchorValue, targetType: t.objectType } : { targetAnchor: r.targetAnchor, targetType: r.targetType };
   }
+}
+
+function fold(strings: ValueInterner, v: AttributeValue): FoldedValue {
+  if (Array.isArray(v)) {
+    const list: string[] = [];
+    for (const x of v) {
+      const f = foldScalar(strings, x);
+      if (f !== null) list.push(f);
+    }
+    return list.length ? list : null;
+  }
+  return foldScalar(strings, v);
+}
+
+function foldScalar(strings: ValueInterner, v: ScalarValue): string | null {
+  if (v === null || v === '') return null;
+  if (typeof v !== 'string') return strings.intern(String(v));
+  const lower = v.toLowerCase();
+  return lower === v ? v : strings.intern(lower);
+}
+
+function scalar(strings: ValueInterner, v: ScalarValue): ScalarValue {
+  return typeof v === 'string' ? strings.intern(v) : v;
 }
 
 // The process's read model, its reader and readiness.

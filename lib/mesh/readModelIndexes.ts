@@ -30,14 +30,56 @@ export class Interner {
   }
 }
 
-/** Strings up to this length are shared through the value intern map; longer ones are mostly unique. */
+/** Strings up to this length are shared through the value intern maps; longer ones are mostly unique. */
 export const INTERN_MAX = 24;
 /**
- * The value intern map starts over at this many entries. Most short values are unique too (anchors, employee
- * ids), and an entry costs more than the string it would share; values that do repeat (departments, titles)
- * are shared again right after a restart, so at most one extra copy per restart survives.
+ * A value intern map ({@link ValueInterner}) is checked at this many entries: it starts over when most of
+ * its lookups found a value already there (departments, titles, flags), and is switched off for good when
+ * most did not (anchors, employee ids, mail addresses: an entry costs more than the string it would share,
+ * and filling and clearing a map with values that never repeat cost a tenth of the start-up load).
  */
-export const INTERN_ENTRIES_MAX = 65_536;
+export const INTERN_ENTRIES_MAX = 16_384;
+
+/**
+ * Shares equal short strings of one kind of value (one attribute's values, the anchors, the relationship
+ * types): each kind repeats (a department) or does not (an employee id) on its own, so each has its own map
+ * and its own verdict (see {@link INTERN_ENTRIES_MAX}). Only memory depends on it: the strings are equal.
+ */
+export class ValueInterner {
+  private map: Map<string, string> | undefined = new Map();
+  private lookups = 0;
+  private hits = 0;
+
+  get on(): boolean {
+    return this.map !== undefined;
+  }
+
+  get size(): number {
+    return this.map?.size ?? 0;
+  }
+
+  intern(s: string): string {
+    const map = this.map;
+    if (map === undefined || s.length > INTERN_MAX) return s;
+    this.lookups++;
+    const v = map.get(s);
+    if (v !== undefined) {
+      this.hits++;
+      return v;
+    }
+    if (map.size >= INTERN_ENTRIES_MAX) {
+      if (this.hits * 2 < this.lookups) {
+        this.map = undefined;
+        return s;
+      }
+      map.clear();
+      this.lookups = this.hits = 0;
+    }
+    map.set(s, s);
+    return s;
+  }
+}
+
 /** No source connector (a mesh-composer value). */
 export const NO_SOURCE = -1;
 
@@ -78,6 +120,8 @@ export type MatchMode = 'equals' | 'startswith' | 'endswith' | 'contains';
  * (contains) and marks the slots hit, instead of dereferencing one string per object.
  */
 export class AttributeColumn {
+  /** Shares this attribute's short values and their folded forms. */
+  readonly strings = new ValueInterner();
   values: (AttributeValue | undefined)[] = [];
   folded: (FoldedValue | undefined)[] = [];
   meta = new Int32Array(0);
@@ -200,6 +244,8 @@ export function compareRecords(a: MeshRecord, b: MeshRecord): number {
  */
 export class SortedIndex {
   private items: MeshRecord[] = [];
+  /** Records appended by {@link append} and not sorted in yet: every other method sorts first. */
+  private unsorted = false;
   /** Every anchorLower joined by SEP, and where each starts: built on the first search after a change. */
   private text: string | undefined;
   private starts: Int32Array | undefined;
@@ -211,11 +257,30 @@ export class SortedIndex {
   }
 
   get all(): readonly MeshRecord[] {
+    this.settle();
     return this.items;
   }
 
   at(i: number): MeshRecord {
+    this.settle();
     return this.items[i];
+  }
+
+  /**
+   * Add records in any order, sorted in once when the index is next read or changed otherwise: the initial
+   * load appends 100 pages of 1,000 records and sorts once (O(n log n)), instead of merging every page into
+   * an ever larger array (O(n) per page, and an array of garbage each time).
+   */
+  append(r: MeshRecord): void {
+    this.items.push(r);
+    this.unsorted = true;
+    this.invalidate();
+  }
+
+  private settle(): void {
+    if (!this.unsorted) return;
+    this.unsorted = false;
+    this.items.sort(compareRecords);
   }
 
   private invalidate(): void {
@@ -226,6 +291,7 @@ export class SortedIndex {
 
   /** Slots of the records, in order (a scan reads columns by slot without touching the records). */
   slots(): Int32Array {
+    this.settle();
     if (!this.slotList) {
       const out = new Int32Array(this.items.length);
       for (let i = 0; i < out.length; i++) out[i] = this.items[i].slot;
@@ -247,11 +313,13 @@ export class SortedIndex {
   }
 
   insert(r: MeshRecord): void {
+    this.settle();
     this.items.splice(this.lowerBound(r), 0, r);
     this.invalidate();
   }
 
   remove(r: MeshRecord): boolean {
+    this.settle();
     const i = this.lowerBound(r);
     if (this.items[i] !== r) return false;
     this.items.splice(i, 1);
@@ -266,6 +334,7 @@ export class SortedIndex {
    * per page: 2,000 x 17 comparisons instead of 102,000).
    */
   bulk(removed: ReadonlySet<MeshRecord>, added: MeshRecord[]): void {
+    this.settle();
     if (added.length + removed.size <= 32) {
       for (const r of removed) this.remove(r);
       for (const r of added) this.insert(r);
@@ -299,6 +368,7 @@ export class SortedIndex {
    * runs several times faster. A needle holding the separator falls back to a scan.
    */
   searchPositions(needle: string): number[] {
+    this.settle();
     const out: number[] = [];
     if (needle.includes(SEP)) {
       for (let i = 0; i < this.items.length; i++) if (this.items[i].anchorLower.includes(needle)) out.push(i);

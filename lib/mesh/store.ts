@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TableClient, TransactionAction } from '@azure/data-tables';
 import { isStatus, odata, submitTransaction, table } from '../storage/tables';
 import type { MeshObject } from './model';
-import { encodeMeshObject, encodeMeshTexts, fromStoredMeshObject } from './codec';
+import { encodeMeshObject, encodeMeshTexts, fromStoredMeshObject, fromStoredMeshObjectConsolidated } from './codec';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
 import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
 import { readTombstoneRetentionDays } from '../core/config';
@@ -171,14 +171,19 @@ export async function getMeshObjects(ids: Iterable<string>): Promise<Map<string,
   return out;
 }
 
-/** Every mesh object, page by page (index builds, export planning). Optionally of one object type, one partition (0-15). */
-export async function* iterateMesh(objectType?: string, partition?: number): AsyncGenerator<MeshObject[]> {
+/**
+ * Every mesh object, page by page (index builds, export planning). Optionally of one object type, one partition
+ * (0-15). `consolidated`: objects with their consolidated attributes only, `contributions` and `links` left
+ * empty (lib/mesh/codec.ts `fromStoredMeshObjectConsolidated`: the read model's load and the join index's scan).
+ */
+export async function* iterateMesh(objectType?: string, partition?: number, form: 'whole' | 'consolidated' = 'whole'): AsyncGenerator<MeshObject[]> {
+  const decode = form === 'consolidated' ? fromStoredMeshObjectConsolidated : fromStoredMeshObject;
   for (const pk of partition === undefined ? MESH_PARTITIONS : [MESH_PARTITIONS[partition]]) {
     const client = await meshTable(pk);
     // The table holds mesh rows only: every partition of it.
     const queryOptions = objectType ? { filter: `objectType eq ${odata(objectType)}` } : {};
     for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions }).byPage({ maxPageSize: 1000 })) {
-      yield (await inflateRows(page)).map(fromMeshEntity);
+      yield (await inflateRows(page)).map((e) => decode(getJson<unknown>(e, 'd')));
     }
   }
 }

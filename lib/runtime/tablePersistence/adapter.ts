@@ -2,32 +2,53 @@ import fs from 'node:fs';
 import { once } from 'node:events';
 import path from 'node:path';
 import readline from 'node:readline';
+import { applyJournal, findById, journalLines, readJournal, readJsonLines } from './journal';
 
 /**
- * A LokiJS persistence adapter for Azurite's table database that never builds the database as one string.
+ * A LokiJS persistence adapter for Azurite's table database that never builds the database as one string and,
+ * between compactions, writes only what changed.
  *
  * Stock Azurite saves the whole table database as ONE JSON string (LokiJS' fs adapter). V8 caps a string at
  * 2^29-24 characters (~512 MB): past that the save throws and Azurite's table process dies, losing every
- * write since the last good save. This adapter keeps Azurite's file name, but that file becomes a small
- * header (the database without its documents) and each collection (one per table) goes to a file of its own,
- * one JSON document per line, written as a stream. Only collections changed since the last save are
- * rewritten. Every file is written to a temporary name and renamed, so a crash leaves the previous copy.
+ * write since the last good save. Rewriting every changed table whole at each save is no answer at scale
+ * either: an import page touches every connector-space and mesh table, so each save rewrote nearly the whole
+ * database and the cost of a save grew with the data, not with the change.
  *
- * It runs in LokiJS' "incremental" mode, so LokiJS hands over a shallow copy and clears the dirty flags
- * before the save (a change during the save leaves its collection dirty for the next one) and restores them
- * when the save fails.
+ * Here Azurite's file name holds a small header (the database without its documents), and each collection
+ * (one per table) has
+ * - a collection file: its own settings on the first line, then one JSON document per line, written as a
+ *   stream to a temporary name and renamed (a crash leaves the previous copy); its first line names
+ * - its journal (./journal.ts): each save appends the documents inserted, updated or deleted since the last
+ *   save, as a batch closed by a commit line.
+ * A table is written whole ("compacted": new collection file, new journal) when it is new, when it was
+ * deleted and created again, after a failed append, and when its journal has grown as large as its collection
+ * file (at least {@link MIN_COMPACT_BYTES}); the last kind at most one table a save, so no save writes the
+ * whole database. So every byte written at a save is paid for at most about twice, and a load reads at most
+ * about twice the data. A load reads the collection file, then applies the journal's committed batches.
  *
- * A database written by stock Azurite (one JSON file with the documents inside) is read as it is and marked
- * dirty, so the first save converts it; the old file is kept beside it as `<name>.before-streamed`.
+ * It runs in LokiJS' "incremental" mode: LokiJS records the ids of the documents each write touches
+ * (`dirtyIds`), hands over a shallow copy of the database and clears the dirty flags and ids before the save
+ * (a change during the save is kept for the next one), and restores them when the save fails.
+ *
+ * A database written by stock Azurite (one JSON file with the documents inside) is read as it is and every
+ * table is written whole at the first save; the old file is kept beside it as `<name>.before-streamed`.
  */
 
 /** Marks the header of a streamed database (absent from stock Azurite's single file). */
 export const STREAMED_FORMAT = 'identity-mesh-sync/loki-streamed/1';
 
+/** A journal smaller than this is never a reason to compact (small, busy tables: runs, queues). */
+export const MIN_COMPACT_BYTES = 4 * 1024 * 1024;
+
 interface LokiCollectionLike {
   name: string;
-  data: object[];
+  data: { $loki?: number }[];
   dirty: boolean;
+  dirtyIds?: number[];
+  maxId?: number;
+  binaryIndices?: Record<string, { dirty: boolean; values: unknown[] }>;
+  /** The journal that goes with a collection file (its first line). */
+  $journal?: string;
   [k: string]: unknown;
 }
 interface LokiLike {
@@ -35,6 +56,13 @@ interface LokiLike {
   serializeReplacer: (key: string, value: unknown) => unknown;
   [k: string]: unknown;
 }
+/** The parts of a LokiJS database {@link StreamedTableAdapter.watch} uses. */
+export interface LokiDbLike {
+  removeCollection(name: string): void;
+  loadDatabase(options: object, callback?: (err?: unknown) => void): void;
+  getCollection(name: string): { dirty: boolean; ensureAllIndexes(force: boolean): void } | null;
+}
+
 interface Header {
   streamedFormat: typeof STREAMED_FORMAT;
   db: Record<string, unknown>;
@@ -43,8 +71,19 @@ interface Header {
 
 export interface SaveReport {
   ms: number;
+  /** Tables written: appended to or rewritten. */
   collectionsWritten: number;
+  /** Of those, tables written whole. */
+  collectionsRewritten: number;
   bytesWritten: number;
+}
+
+/** What this process knows of a collection's files. */
+interface Persisted {
+  /** The journal's file name (beside the header). */
+  journal: string;
+  baseBytes: number;
+  journalBytes: number;
 }
 
 /** File of a collection beside the header: `<header>.<encoded name>.jsonl` (names are account$table). */
@@ -52,10 +91,14 @@ export function collectionFile(dbname: string, collection: string): string {
   return `${dbname}.${encodeURIComponent(collection).replace(/\*/g, '%2A')}.jsonl`;
 }
 
-async function writeAtomically(file: string, lines: Iterable<string>): Promise<number> {
-  const tmp = `${file}.tmp`;
-  // Large chunks: fewer turns of the event loop per save, each still short (a few MB of JSON).
-  const out = fs.createWriteStream(tmp, { highWaterMark: 4 * 1024 * 1024 });
+/** The journal file of generation `generation` of a collection's file. */
+export function journalFile(dbname: string, collection: string, generation: number): string {
+  return collectionFile(dbname, collection).replace(/\.jsonl$/, `.journal-${generation}.jsonl`);
+}
+
+const generationOf = (journal: string | undefined): number => Number(/\.journal-(\d+)\.jsonl$/.exec(journal ?? '')?.[1] ?? 0);
+
+async function writeLines(out: fs.WriteStream, lines: Iterable<string>): Promise<number> {
   let bytes = 0;
   const failed = new Promise<never>((_, reject) => out.once('error', reject));
   failed.catch(() => undefined);
@@ -65,6 +108,13 @@ async function writeAtomically(file: string, lines: Iterable<string>): Promise<n
   }
   out.end();
   await Promise.race([once(out, 'close'), failed]);
+  return bytes;
+}
+
+async function writeAtomically(file: string, lines: Iterable<string>): Promise<number> {
+  const tmp = `${file}.tmp`;
+  // Large chunks: fewer turns of the event loop per save, each still short (a few MB of JSON).
+  const bytes = await writeLines(fs.createWriteStream(tmp, { highWaterMark: 4 * 1024 * 1024 }), lines);
   await fs.promises.rename(tmp, file);
   return bytes;
 }
@@ -73,10 +123,11 @@ function* documentLines(data: object[]): Generator<string> {
   for (const doc of data) yield JSON.stringify(doc);
 }
 
-async function readLines(file: string, onLine: (line: string) => void): Promise<void> {
-  const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
-  for await (const line of rl) if (line !== '') onLine(line);
-}
+/** One collection's part of a save. */
+type Part =
+  | { name: string; kind: 'clean' }
+  | { name: string; kind: 'rewrite'; meta: string; data: object[]; journal: string }
+  | { name: string; kind: 'append'; ids: number[]; data: { $loki?: number }[] };
 
 export class StreamedTableAdapter {
   /** LokiJS reads this to choose the save protocol (see the class comment). */
@@ -85,8 +136,65 @@ export class StreamedTableAdapter {
   convertedFrom: string | undefined;
   lastSave: SaveReport | undefined;
   lastError: { at: string; message: string } | undefined;
+  private readonly persisted = new Map<string, Persisted>();
+  /** Collections to write whole at the next save (deleted and created again, or a failed append). */
+  private readonly rewrite = new Set<string>();
+  private headerLine: string | undefined;
+  /** Collections loaded with journal entries whose binary indices must be rebuilt (see {@link watch}). */
+  private staleIndices: string[] = [];
 
-  constructor(private readonly hooks: { onSave?: (report: SaveReport) => void; onError?: (err: Error) => void } = {}) {}
+  constructor(
+    private readonly hooks: {
+      onSave?: (report: SaveReport) => void;
+      onError?: (err: Error) => void;
+      /** A table is written whole when its journal reaches this many times its collection file (default 1)... */
+      compactRatio?: number;
+      /** ...and at least this many bytes (default {@link MIN_COMPACT_BYTES}). */
+      minCompactBytes?: number;
+      /**
+       * Collections whose LokiJS binary indices are dropped at load, because nothing reads them (the embedded
+       * Azurite's entity tables: ../azuriteTableIndex.ts replaces them). Default: none.
+       */
+      dropBinaryIndices?: (collection: string) => boolean;
+    } = {},
+  ) {}
+
+  /** The collection is being removed from the database: a collection of that name made later starts afresh. */
+  forgetCollection(name: string): void {
+    this.rewrite.add(name);
+  }
+
+  /**
+   * Call once, on the database this adapter persists, before it loads:
+   * - every collection `db` removes is noted: a table deleted and created again between two saves starts its
+   *   ids afresh, so its journal cannot go on;
+   * - after a load, the binary indices of the collections a journal changed are rebuilt (LokiJS' adaptive
+   *   indices are never rebuilt by a query, and the positions saved with the collection file are stale).
+   */
+  watch(db: LokiDbLike): void {
+    const remove = db.removeCollection.bind(db);
+    db.removeCollection = (name: string) => {
+      this.forgetCollection(name);
+      remove(name);
+    };
+    const load = db.loadDatabase.bind(db);
+    db.loadDatabase = (options: object, callback?: (err?: unknown) => void) =>
+      load(options, (err?: unknown) => {
+        const stale = this.staleIndices;
+        this.staleIndices = [];
+        if (!err) {
+          for (const name of stale) {
+            const coll = db.getCollection(name);
+            if (!coll) continue;
+            // The rebuild changes no document: the collection stays as clean as the load left it.
+            const dirty = coll.dirty;
+            coll.ensureAllIndexes(true);
+            coll.dirty = dirty;
+          }
+        }
+        callback?.(err);
+      });
+  }
 
   loadDatabase(dbname: string, callback: (result: object | Error | null) => void): void {
     this.load(dbname).then(callback, (err: unknown) => callback(err instanceof Error ? err : new Error(String(err))));
@@ -114,31 +222,65 @@ export class StreamedTableAdapter {
       return db;
     }
     const header = parsed as Header;
+    this.headerLine = firstLine;
+    const dir = path.dirname(dbname);
     const collections: LokiCollectionLike[] = [];
     for (const { name, file } of header.collections) {
       let meta: LokiCollectionLike | undefined;
-      const data: object[] = [];
-      await readLines(path.join(path.dirname(dbname), file), (line) => {
+      const data: { $loki: number }[] = [];
+      const baseBytes = await readJsonLines(path.join(dir, file), (line) => {
+        if (line === '') return;
         if (meta === undefined) meta = JSON.parse(line) as LokiCollectionLike;
-        else data.push(JSON.parse(line) as object);
+        else data.push(JSON.parse(line) as { $loki: number });
       });
       if (!meta || meta.name !== name) throw new Error(`The table database file ${file} does not hold collection '${name}'.`);
-      meta.data = data;
+      // Written by the previous version of this adapter (no journal): the next journal is generation 1.
+      const journal = meta.$journal ?? path.basename(journalFile(dbname, name, 0));
+      const j = await readJournal(path.join(dir, journal));
+      if (j.committedBytes < j.fileBytes) await fs.promises.truncate(path.join(dir, journal), j.committedBytes);
+      const applied = applyJournal(data, j.entries);
+      meta.data = applied.data;
+      meta.maxId = Math.max(meta.maxId ?? 0, applied.maxId);
+      meta.dirtyIds = [];
+      delete meta.$journal;
+      if (this.hooks.dropBinaryIndices?.(name)) meta.binaryIndices = {};
+      else if (j.entries.length && Object.keys(meta.binaryIndices ?? {}).length) this.staleIndices.push(name);
       collections.push(meta);
+      this.persisted.set(name, { journal, baseBytes, journalBytes: j.committedBytes });
     }
     return { ...header.db, collections };
   }
 
-  /** LokiJS' incremental protocol: `getLokiCopy()` snapshots the database and clears its dirty flags. */
+  /** LokiJS' incremental protocol: `getLokiCopy()` snapshots the database and clears its dirty flags and ids. */
   saveDatabase(dbname: string, getLokiCopy: () => LokiLike, callback: (err?: Error | null) => void): void {
     const started = Date.now();
     const copy = getLokiCopy();
     const convert = this.convertedFrom;
-    // The collection headers (indices, ids) are taken now, in the same turn as the snapshot of the documents.
-    const parts = copy.collections.map((c) => {
-      const dirty = c.dirty || convert !== undefined || !fs.existsSync(collectionFile(dbname, c.name));
-      const meta = dirty ? JSON.stringify({ ...c, data: [], dirty: false }, copy.serializeReplacer) : '';
-      return { name: c.name, data: c.data, dirty, meta };
+    const forgotten = new Set(this.rewrite);
+    this.rewrite.clear();
+    const ratio = this.hooks.compactRatio ?? 1;
+    const floor = this.hooks.minCompactBytes ?? MIN_COMPACT_BYTES;
+    // At most one table is compacted a save for the size of its journal: the one whose journal is largest.
+    let compact: string | undefined;
+    let largest = 0;
+    for (const c of copy.collections) {
+      const p = this.persisted.get(c.name);
+      if (!p || !(c.dirty || c.dirtyIds?.length)) continue;
+      if (p.journalBytes >= Math.max(floor, ratio * p.baseBytes) && p.journalBytes > largest) {
+        compact = c.name;
+        largest = p.journalBytes;
+      }
+    }
+    // Everything a part needs is taken now, in the same turn as the snapshot of the documents.
+    const parts: Part[] = copy.collections.map((c): Part => {
+      const p = this.persisted.get(c.name);
+      const ids = c.dirtyIds ?? [];
+      const whole = convert !== undefined || !p || forgotten.has(c.name) || c.name === compact || (c.dirty && ids.length === 0);
+      if (!whole)
+        return ids.length ? { name: c.name, kind: 'append', ids: [...new Set(ids)].sort((a, b) => a - b), data: c.data } : { name: c.name, kind: 'clean' };
+      const journal = path.basename(journalFile(dbname, c.name, generationOf(p?.journal) + 1));
+      const meta = JSON.stringify({ ...c, data: [], dirty: false, dirtyIds: [], idIndex: null, $journal: journal }, copy.serializeReplacer);
+      return { name: c.name, kind: 'rewrite', meta, data: c.data, journal };
     });
     const db: Record<string, unknown> = JSON.parse(JSON.stringify({ ...copy, collections: [] }, copy.serializeReplacer)) as Record<string, unknown>;
     delete db.collections;
@@ -163,25 +305,44 @@ export class StreamedTableAdapter {
     );
   }
 
-  private async save(
-    dbname: string,
-    header: Header,
-    parts: { name: string; data: object[]; dirty: boolean; meta: string }[],
-    convert: string | undefined,
-  ): Promise<{ collectionsWritten: number; bytesWritten: number }> {
+  private async save(dbname: string, header: Header, parts: Part[], convert: string | undefined): Promise<Omit<SaveReport, 'ms'>> {
+    const dir = path.dirname(dbname);
     let bytesWritten = 0;
     let collectionsWritten = 0;
+    let collectionsRewritten = 0;
     for (const p of parts) {
-      if (!p.dirty) continue;
-      const meta = p.meta;
-      bytesWritten += await writeAtomically(
-        collectionFile(dbname, p.name),
-        (function* () {
-          yield meta;
-          yield* documentLines(p.data);
-        })(),
-      );
+      if (p.kind === 'clean') continue;
       collectionsWritten++;
+      if (p.kind === 'rewrite') {
+        const { meta, data } = p;
+        const baseBytes = await writeAtomically(
+          collectionFile(dbname, p.name),
+          (function* () {
+            yield meta;
+            yield* documentLines(data);
+          })(),
+        );
+        bytesWritten += baseBytes;
+        collectionsRewritten++;
+        // The new collection file names a journal not written yet; the old journal goes with the stale files.
+        await fs.promises.rm(path.join(dir, p.journal), { force: true });
+        this.persisted.set(p.name, { journal: p.journal, baseBytes, journalBytes: 0 });
+        continue;
+      }
+      const persisted = this.persisted.get(p.name)!;
+      const { data } = p;
+      try {
+        const bytes = await writeLines(
+          fs.createWriteStream(path.join(dir, persisted.journal), { flags: 'a', highWaterMark: 4 * 1024 * 1024 }),
+          journalLines(p.ids, (id) => findById(data, id)),
+        );
+        persisted.journalBytes += bytes;
+        bytesWritten += bytes;
+      } catch (err) {
+        // The journal may end in a half-written batch: write the table whole next time, with a new journal.
+        this.rewrite.add(p.name);
+        throw err;
+      }
     }
     if (convert) {
       // Keep stock Azurite's file (a hard link: no copy) before the header takes its name.
@@ -189,13 +350,20 @@ export class StreamedTableAdapter {
       await fs.promises.rm(backup, { force: true });
       await fs.promises.link(convert, backup).catch(() => fs.promises.copyFile(convert, backup));
     }
-    bytesWritten += await writeAtomically(dbname, [JSON.stringify(header)]);
+    const headerLine = JSON.stringify(header);
+    if (convert || headerLine !== this.headerLine || !fs.existsSync(dbname)) {
+      bytesWritten += await writeAtomically(dbname, [headerLine]);
+      this.headerLine = headerLine;
+    }
     if (convert) this.convertedFrom = undefined;
-    await this.removeStale(dbname, new Set(header.collections.map((c) => c.file)));
-    return { collectionsWritten, bytesWritten };
+    for (const name of [...this.persisted.keys()]) if (!header.collections.some((c) => c.name === name)) this.persisted.delete(name);
+    const keep = new Set(header.collections.map((c) => c.file));
+    for (const p of this.persisted.values()) keep.add(p.journal);
+    await this.removeStale(dbname, keep);
+    return { collectionsWritten, collectionsRewritten, bytesWritten };
   }
 
-  /** Files of collections (tables) deleted since the last save. */
+  /** Files of collections (tables) deleted since the last save, and journals of earlier generations. */
   private async removeStale(dbname: string, keep: Set<string>): Promise<void> {
     const dir = path.dirname(dbname);
     const prefix = `${path.basename(dbname)}.`;

@@ -6,19 +6,19 @@
  * (Azurite's table main saves on SIGINT only) and writes ./stats.ts' file into the data folder.
  *
  * Settings arrive as environment variables from the parent: AZURITE_TABLE_SAVE_MS (save interval, default
- * 5000), AZURITE_TABLE_HEAP_WARN_PERCENT, AZURITE_TABLE_DATA_WARN_BYTES, AZURITE_TABLE_STATS_MS.
+ * 5000), AZURITE_TABLE_COMPACT_RATIO (a table is written whole when its journal reaches this many times its
+ * collection file; default 1), AZURITE_TABLE_HEAP_WARN_PERCENT, AZURITE_TABLE_DATA_WARN_BYTES, AZURITE_TABLE_STATS_MS.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import v8 from 'node:v8';
-import { StreamedTableAdapter, tableDataBytes } from './adapter';
+import { type LokiDbLike, StreamedTableAdapter, tableDataBytes } from './adapter';
 import { STATS_FILE, storageWarnings, type TableStats } from './stats';
 import { installTableIndex } from '../azuriteTableIndex';
 
 type LokiCtor = { new (filename: string, options?: Record<string, unknown>): LokiDb; prototype: LokiDb };
-interface LokiDb {
+interface LokiDb extends LokiDbLike {
   autosaveDirty(): boolean;
-  loadDatabase(options: object, callback?: (err?: unknown) => void): void;
   close(callback?: (err?: unknown) => void): void;
   autosaveInterval?: number;
 }
@@ -55,14 +55,20 @@ function patchLoki(azuriteDir: string): void {
         saveIntervalMs = Math.max(baseIntervalMs, SLOW_SAVE_FACTOR * r.ms);
         nextSaveAt = Date.now() + saveIntervalMs;
         if (r.ms > 1000)
-          log(`Table data saved in ${r.ms} ms (${r.collectionsWritten} tables, ${r.bytesWritten} bytes); next save in ${saveIntervalMs} ms at the earliest.`);
+          log(
+            `Table data saved in ${r.ms} ms (${r.collectionsWritten} tables, ${r.collectionsRewritten} of them whole, ${r.bytesWritten} bytes); next save in ${saveIntervalMs} ms at the earliest.`,
+          );
         writeStats();
       },
       onError: (err) => log(`Table data could not be saved (kept in memory, retried at the next save): ${err.message}`),
+      compactRatio: num('AZURITE_TABLE_COMPACT_RATIO', 1),
+      // Azurite's own collections are named `$...$`; entity tables `<account>$<table>` use the table index.
+      dropBinaryIndices: (name) => !name.startsWith('$'),
     });
     const { persistenceMethod: _fs, ...rest } = options;
     const db = new Loki(filename, { ...rest, adapter, autosaveInterval: Math.min(baseIntervalMs, 5000) });
     adapters.push({ adapter, dbname: filename });
+    adapter.watch(db);
     const dirty = db.autosaveDirty.bind(db);
     db.autosaveDirty = () => (closing || Date.now() >= nextSaveAt) && dirty();
     const load = db.loadDatabase.bind(db);

@@ -66,6 +66,68 @@ describe('embedded Azurite table persistence', () => {
     expect(readdirSync(location).some((f) => f.endsWith('Users.jsonl'))).toBe(true);
   });
 
+  it('appends changes to a journal between compactions, and a start after a kill gives back what the last save held', async () => {
+    const location = folder('journal');
+    const first = await start({ location, tableSaveMs: 3_600_000 });
+    const people = tableOf(first, 'People');
+    await people.createTable();
+    for (let b = 0; b < 12; b++) {
+      await people.submitTransaction(
+        Array.from({ length: 100 }, (_, i) => [
+          'create',
+          { partitionKey: `p${b % 3}`, rowKey: `r${String(b * 100 + i).padStart(4, '0')}`, n: b * 100 + i, v: 'first' },
+        ]),
+      );
+    }
+    await first.stop();
+    const peopleFile = readdirSync(location).find((f) => f.endsWith('People.jsonl'))!;
+    const written = readFileSync(path.join(location, peopleFile), 'utf8');
+
+    // Saves every 200 ms from here: updates, merges, deletes and inserts, then a table deleted and made again.
+    const second = await start({ location, tableSaveMs: 200 });
+    const p2 = tableOf(second, 'People');
+    await p2.updateEntity({ partitionKey: 'p0', rowKey: 'r0000', n: 0, v: 'replaced' }, 'Replace');
+    await p2.updateEntity({ partitionKey: 'p1', rowKey: 'r0100', v: 'merged' }, 'Merge');
+    await p2.deleteEntity('p2', 'r0200');
+    await p2.createEntity({ partitionKey: 'p9', rowKey: 'r9999', n: 9999, v: 'new' });
+    const again = tableOf(second, 'Again');
+    await again.createTable();
+    await again.createEntity({ partitionKey: 'a', rowKey: 'old' });
+    await again.deleteTable();
+    await again.createTable();
+    await again.createEntity({ partitionKey: 'a', rowKey: 'fresh' });
+    // Wait for a save that holds all of it (the stats file tells), then kill: no save at the end.
+    const saved = Date.now();
+    for (;;) {
+      const stats = JSON.parse(readFileSync(second.statsFile!, 'utf8')) as { lastSave?: { at: string } };
+      if (stats.lastSave && Date.parse(stats.lastSave.at) > saved + 50) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    process.kill(second.pids[0], 'SIGKILL');
+    await second.stop();
+    // The large table was not written again: its changes went to its journal.
+    expect(readFileSync(path.join(location, peopleFile), 'utf8')).toBe(written);
+    expect(readdirSync(location).filter((f) => /People\.journal-\d+\.jsonl$/.test(f))).toHaveLength(1);
+
+    const third = await start({ location });
+    const p3 = tableOf(third, 'People');
+    const all: { rowKey?: string; n?: unknown; v?: unknown }[] = [];
+    for await (const e of p3.listEntities<{ n?: number; v?: string }>()) all.push(e);
+    expect(all).toHaveLength(1200);
+    expect(all.find((e) => e.rowKey === 'r0200')).toBeUndefined();
+    expect((await p3.getEntity<{ v: string; n: number }>('p0', 'r0000')).v).toBe('replaced');
+    expect(await p3.getEntity<{ v: string; n: number }>('p1', 'r0100')).toMatchObject({ v: 'merged', n: 100 });
+    expect((await p3.getEntity<{ v: string }>('p9', 'r9999')).v).toBe('new');
+    expect((await p3.getEntity<{ v: string }>('p1', 'r1000')).v).toBe('first');
+    expect(await rowKeys(tableOf(third, 'Again'))).toEqual(['fresh']);
+    // Writes after the start go on with new ids (a deleted entity's id is never handed out again).
+    await p3.createEntity({ partitionKey: 'p9', rowKey: 'r9998', v: 'after' });
+    await third.stop();
+    const fourth = await start({ location });
+    expect((await tableOf(fourth, 'People').getEntity<{ v: string }>('p9', 'r9998')).v).toBe('after');
+    expect((await tableOf(fourth, 'People').getEntity<{ v: string }>('p9', 'r9999')).v).toBe('new');
+  });
+
   it('converts a data folder written by stock Azurite (one JSON file) at start, keeping the old file', async () => {
     const location = folder('convert');
     const stock = await start({ location, stockTable: true });

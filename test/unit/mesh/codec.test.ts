@@ -1,4 +1,4 @@
-import { decodeMeshObject, encodeMeshObject, fromStoredMeshObject, encodeMeshTexts } from '../../../lib/mesh/codec';
+import { decodeMeshObject, encodeMeshObject, fromStoredMeshObject, fromStoredMeshObjectConsolidated, encodeMeshTexts } from '../../../lib/mesh/codec';
 import { cloneMeshObject, COMPOSER, consolidate, type MeshObject } from '../../../lib/mesh/model';
 import { gid, rng } from './meshSupport';
 
@@ -175,6 +175,42 @@ describe('mesh object stored form', () => {
       consolidate(o);
       expect(decodeMeshObject(encodeMeshObject(o))).toEqual(o);
     }
+  });
+});
+
+describe('the consolidated-only decoding (start-up load)', () => {
+  test('equals the whole decoding without contributions and links, on random contribution lists', () => {
+    const r = rng(11);
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
+    const times = [T1, T2, '2026-03-01T00:00:00.000Z'];
+    for (let i = 0; i < 300; i++) {
+      const contributions: MeshObject['contributions'] = {};
+      for (let a = 0; a < 1 + Math.floor(r() * 6); a++)
+        contributions[pick(['mail', 'Mail', 'sn', '42', 'title', 'b'])] = Array.from({ length: Math.floor(r() * 4) }, () => ({
+          c: pick([HR, AD, COMPOSER]),
+          r: 'rule',
+          conf: pick([50, 80, 80, 100]),
+          pri: pick([1, 10, 10]),
+          v: pick<MeshObject['contributions'][string][number]['v']>(['x', 'Y', 3, true, null, ['a', 'b']]),
+          at: pick(times),
+          ...(r() < 0.5 ? { u: 'run-1' } : {}),
+        }));
+      const o = doc({ contributions, provisioned: r() < 0.3 ? [AD] : undefined });
+      if (r() < 0.5)
+        o.relationships.push({ type: 'manager', targetId: gid(4), targetAnchor: 'E4', targetType: 'User', c: AD, ca: 'cn=e4', v: 'cn=e4', by: '@dn:' + AD });
+      consolidate(o);
+      const whole = fromStoredMeshObject(JSON.parse(encodeMeshObject(o)));
+      const lean = fromStoredMeshObjectConsolidated(JSON.parse(encodeMeshObject(o)));
+      // Relationships without the connector's resolution, as a feed entry has them.
+      const fed = fromStoredMeshObject(JSON.parse(encodeMeshTexts(o).feed));
+      expect(lean).toEqual({ ...whole, contributions: {}, links: {}, relationships: fed.relationships });
+      expect(Object.keys(lean.attributes)).toEqual(Object.keys(whole.attributes));
+    }
+  });
+
+  test('a stored form of the first version comes whole', () => {
+    const o = doc();
+    expect(fromStoredMeshObjectConsolidated(JSON.parse(JSON.stringify(o)))).toEqual(o);
   });
 });
 

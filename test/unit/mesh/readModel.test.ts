@@ -1,5 +1,5 @@
 import { MeshReadModel } from '../../../lib/mesh/readModel';
-import { compareRecords, MeshRecord, SortedIndex } from '../../../lib/mesh/readModelIndexes';
+import { compareRecords, INTERN_ENTRIES_MAX, MeshRecord, SortedIndex, ValueInterner } from '../../../lib/mesh/readModelIndexes';
 import { gid, meshObject, rng } from './meshSupport';
 
 const rec = (id: string, anchor: string) => new MeshRecord(id, 'User', anchor, anchor.toLowerCase(), '', '', 0, [], []);
@@ -34,6 +34,30 @@ describe('SortedIndex', () => {
       live = [...live.filter((x) => !removed.has(x)), ...added];
       expect(order(ix)).toEqual(sorted(live));
     }
+  });
+
+  test('appended records (any order) are sorted in before any read or other change', () => {
+    const r = rng(9);
+    const recs = Array.from({ length: 400 }, (_, i) => rec(gid(i), String.fromCharCode(65 + Math.floor(r() * 52)) + Math.floor(r() * 5)));
+    const ix = new SortedIndex();
+    for (const x of recs) ix.append(x);
+    expect(ix.size).toBe(400);
+    expect(order(ix)).toEqual(sorted(recs));
+    expect(ix.at(0)).toBe(ix.all[0]);
+    expect([...ix.slots()]).toEqual(ix.all.map((x) => x.slot));
+    // A change after more appends sees them sorted in first.
+    const more = Array.from({ length: 50 }, (_, i) => rec(gid(1000 + i), 'm' + (i % 7)));
+    for (const x of more) ix.append(x);
+    expect(ix.remove(more[3])).toBe(true);
+    const later = Array.from({ length: 10 }, (_, i) => rec(gid(2000 + i), 'b' + (i % 3)));
+    for (const x of later) ix.append(x);
+    ix.bulk(new Set([recs[0], recs[1]]), []);
+    const inserted = rec(gid(5000), 'b2');
+    ix.insert(inserted);
+    const live = [...recs.slice(2), ...more.filter((x) => x !== more[3]), ...later, inserted];
+    expect(order(ix)).toEqual(sorted(live));
+    for (let i = 0; i < 10; i++) ix.append(rec(gid(3000 + i), 'zm1' + i));
+    expect(ix.searchPositions('m1')).toEqual(ix.all.flatMap((x, i) => (x.anchorLower.includes('m1') ? [i] : [])));
   });
 
   test('searchPositions equals a per-record scan, before and after changes', () => {
@@ -125,6 +149,37 @@ describe('MeshReadModel', () => {
       expect(col('emp').folded[slot]).toBe(`e${i}`);
       expect(col('dept').folded[slot]).toBe(`dept ${i % 7}`);
     }
+  });
+});
+
+describe('loadPage', () => {
+  test('an id seen again (same page or a later one) ends as the feed would leave it: its last state', () => {
+    const m = new MeshReadModel();
+    m.loadPage([meshObject(gid(1), 'one', { mail: 'a@x' }), meshObject(gid(2), 'two'), meshObject(gid(1).toUpperCase(), 'uno', { dept: 'Sales' })]);
+    m.loadPage([meshObject(gid(2), 'deux', {}, { objectType: 'Group' }), meshObject(gid(3), 'three')]);
+    expect(m.size).toBe(3);
+    expect(m.all.all.map((r) => r.anchorValue)).toEqual(['deux', 'three', 'uno']);
+    expect(m.ofType('user')!.all.map((r) => r.anchorValue)).toEqual(['three', 'uno']);
+    expect(m.ofType('group')!.all.map((r) => r.anchorValue)).toEqual(['deux']);
+    const slot = m.get(gid(1))!.slot;
+    expect(m.columns[m.nameIds('mail')[0]].values[slot]).toBeUndefined();
+    expect(m.columns[m.nameIds('dept')[0]].values[slot]).toBe('Sales');
+    expect(m.slotCount).toBe(3);
+  });
+});
+
+describe('ValueInterner', () => {
+  test('keeps sharing values that repeat, and stops for values that do not; values come back unchanged', () => {
+    const repeating = new ValueInterner();
+    const unique = new ValueInterner();
+    for (let i = 0; i < INTERN_ENTRIES_MAX * 3; i++) {
+      expect(repeating.intern(`Dept ${i % 20}`)).toBe(`Dept ${i % 20}`);
+      expect(unique.intern(`E${i}`)).toBe(`E${i}`);
+    }
+    expect(repeating.on).toBe(true);
+    expect(repeating.size).toBe(20);
+    expect(unique.on).toBe(false);
+    expect(unique.intern('x'.repeat(30))).toBe('x'.repeat(30));
   });
 });
 

@@ -1,11 +1,15 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { collectionFile, STREAMED_FORMAT, StreamedTableAdapter, tableDataBytes } from '../../../../lib/runtime/tablePersistence/adapter';
+import { collectionFile, journalFile, STREAMED_FORMAT, StreamedTableAdapter, tableDataBytes } from '../../../../lib/runtime/tablePersistence/adapter';
 
 /** The parts of LokiJS (untyped here) these tests use. */
 interface Coll<T> {
-  insert(doc: T | T[]): void;
+  insert(doc: T | T[]): T;
+  update(doc: T): void;
+  remove(doc: T): void;
+  get(id: number): T | null;
+  maxId: number;
   count(): number;
   find(q?: object): T[];
   findOne(q: object): T | null;
@@ -31,7 +35,11 @@ describe('StreamedTableAdapter', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const open = (adapter = new StreamedTableAdapter()) => ({ adapter, db: new Loki(dbname, { adapter, autosave: false }) });
+  const open = (adapter = new StreamedTableAdapter()) => {
+    const db = new Loki(dbname, { adapter, autosave: false });
+    adapter.watch(db);
+    return { adapter, db };
+  };
   const save = (db: Loki) => new Promise<void>((resolve, reject) => db.saveDatabase((err) => (err ? reject(err) : resolve())));
   const load = (db: Loki) => new Promise<void>((resolve, reject) => db.loadDatabase({}, (err) => (err ? reject(err) : resolve())));
 
@@ -58,21 +66,23 @@ describe('StreamedTableAdapter', () => {
     expect(again.getCollection('$TABLES_COLLECTION$').count()).toBe(1);
   });
 
-  it('rewrites only the collections changed since the last save, and drops the files of removed ones', async () => {
+  it('writes only the collections changed since the last save, and drops the files of removed ones', async () => {
     const { adapter, db } = open();
     db.addCollection('a').insert({ v: 1 });
     db.addCollection('b').insert({ v: 2 });
     await save(db);
-    expect(adapter.lastSave?.collectionsWritten).toBe(2);
+    expect(adapter.lastSave).toMatchObject({ collectionsWritten: 2, collectionsRewritten: 2 });
 
     db.getCollection('b').insert({ v: 3 });
     await save(db);
-    expect(adapter.lastSave?.collectionsWritten).toBe(1);
+    expect(adapter.lastSave).toMatchObject({ collectionsWritten: 1, collectionsRewritten: 0 });
 
     db.removeCollection('a');
     await save(db);
     expect(existsSync(collectionFile(dbname, 'a'))).toBe(false);
-    expect(readdirSync(dir).sort()).toEqual([path.basename(dbname), path.basename(collectionFile(dbname, 'b'))].sort());
+    expect(readdirSync(dir).sort()).toEqual(
+      [path.basename(dbname), path.basename(collectionFile(dbname, 'b')), path.basename(journalFile(dbname, 'b', 1))].sort(),
+    );
 
     const { db: again } = open();
     await load(again);
@@ -83,6 +93,122 @@ describe('StreamedTableAdapter', () => {
         .find()
         .map((d) => d.v),
     ).toEqual([2, 3]);
+  });
+
+  it('appends inserts, updates and deletes to the journal, and a load applies them in order', async () => {
+    const { adapter, db } = open();
+    const t = db.addCollection<{ k: string; v: number; $loki?: number }>('acct$t', { indices: ['k'] });
+    for (let i = 0; i < 100; i++) t.insert({ k: `k${i}`, v: i });
+    await save(db);
+    const base = readFileSync(collectionFile(dbname, 'acct$t'), 'utf8');
+
+    const d5 = t.findOne({ k: 'k5' })!;
+    t.update({ ...d5, v: 500 });
+    t.remove(t.findOne({ k: 'k7' })!);
+    t.insert({ k: 'new1', v: 1000 });
+    await save(db);
+    const n = t.insert({ k: 'new2', v: 2000 });
+    t.update({ ...n, v: 2001 });
+    t.remove(t.findOne({ k: 'new1' })!);
+    t.remove(t.findOne({ k: 'k99' })!);
+    await save(db);
+    expect(adapter.lastSave).toMatchObject({ collectionsWritten: 1, collectionsRewritten: 0 });
+    // The collection file was not written again: the changes are in the journal, two batches.
+    expect(readFileSync(collectionFile(dbname, 'acct$t'), 'utf8')).toBe(base);
+    const journal = readFileSync(journalFile(dbname, 'acct$t', 1), 'utf8')
+      .trim()
+      .split('\n');
+    expect(journal.filter((l) => l === '{"$commit":true}')).toHaveLength(2);
+
+    const { db: again } = open();
+    await load(again);
+    const u = again.getCollection<{ k: string; v: number; $loki: number }>('acct$t');
+    expect(u.count()).toBe(99);
+    expect(u.findOne({ k: 'k5' })?.v).toBe(500);
+    expect(u.findOne({ k: 'k7' })).toBeNull();
+    expect(u.findOne({ k: 'k99' })).toBeNull();
+    expect(u.findOne({ k: 'new1' })).toBeNull();
+    expect(u.findOne({ k: 'new2' })?.v).toBe(2001);
+    // Ids stay unique after the load, deleted ones included (new1 had 101, new2 has 102).
+    expect(u.maxId).toBe(102);
+    expect(u.insert({ k: 'after', v: 0 }).$loki).toBe(103);
+    const ids = u.find().map((d) => d.$loki);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(u.get(u.findOne({ k: 'k50' })!.$loki)?.v).toBe(50);
+  });
+
+  it('ignores a batch the process died appending, and cuts it off before the next append', async () => {
+    const { db } = open();
+    const t = db.addCollection<{ v: number }>('t');
+    t.insert({ v: 1 });
+    await save(db);
+    t.insert({ v: 2 });
+    await save(db);
+    const jfile = journalFile(dbname, 't', 1);
+    const committed = statSync(jfile).size;
+    appendFileSync(jfile, '{"v":3,"$loki":3,"meta":{}}\n{"v":4,"$lo');
+
+    const { db: again } = open();
+    await load(again);
+    const u = again.getCollection<{ v: number }>('t');
+    expect(u.find().map((d) => d.v)).toEqual([1, 2]);
+    expect(statSync(jfile).size).toBe(committed);
+    u.insert({ v: 5 });
+    await save(again);
+    const { db: third } = open();
+    await load(third);
+    expect(
+      third
+        .getCollection<{ v: number }>('t')
+        .find()
+        .map((d) => d.v),
+    ).toEqual([1, 2, 5]);
+  });
+
+  it('writes a table whole, with a new journal, once its journal outgrows its collection file', async () => {
+    const { adapter, db } = open(new StreamedTableAdapter({ compactRatio: 0.5, minCompactBytes: 1 }));
+    const t = db.addCollection<{ k: number; v: string; $loki?: number }>('t');
+    for (let i = 0; i < 10; i++) t.insert({ k: i, v: 'x' });
+    await save(db);
+    const rewritten: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      for (const d of t.find()) t.update({ ...d, v: `round${round}` });
+      await save(db);
+      rewritten.push(adapter.lastSave!.collectionsRewritten);
+    }
+    // Round 0 appended (the journal is then over half the file); round 1 compacted (generation 2); round 2 appended.
+    expect(rewritten).toEqual([0, 1, 0]);
+    expect(existsSync(journalFile(dbname, 't', 1))).toBe(false);
+    expect(existsSync(journalFile(dbname, 't', 2))).toBe(true);
+    expect(readFileSync(collectionFile(dbname, 't'), 'utf8')).toContain('round1');
+    const { db: again } = open();
+    await load(again);
+    expect(
+      new Set(
+        again
+          .getCollection<{ v: string }>('t')
+          .find()
+          .map((d) => d.v),
+      ),
+    ).toEqual(new Set(['round2']));
+  });
+
+  it('starts a table deleted and created again between two saves afresh (its ids restart)', async () => {
+    const { db } = open();
+    const t = db.addCollection<{ v: number }>('acct$x');
+    for (let i = 0; i < 5; i++) t.insert({ v: i });
+    await save(db);
+    db.removeCollection('acct$x');
+    db.addCollection<{ v: number }>('acct$x').insert({ v: 100 });
+    await save(db);
+    const { db: again } = open();
+    await load(again);
+    expect(
+      again
+        .getCollection<{ v: number }>('acct$x')
+        .find()
+        .map((d) => d.v),
+    ).toEqual([100]);
   });
 
   it('keeps a change made while a save is under way for the next save', async () => {

@@ -1,0 +1,260 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * The mesh read model's start-up load (lib/mesh/feed.ts `MeshFeedReader.load`), with its breakdown.
+ *
+ * Seeds N mesh objects (22 attributes from two connectors, as the scale bench's directory + HR mesh: 18 from
+ * the directory, 4 from HR, one relationship on a tenth of them) straight into the 16 mesh tables of a fresh
+ * in-memory Azurite (no feed rows: the load reads the tables and then an empty feed), then times, in this
+ * process, cumulative stages of the same scan (16 tables, 4 at a time, pages of 1,000):
+ * - `fetch`: the pages only (HTTP to Azurite and the SDK's JSON parse);
+ * - `decode`: the pages and lib/mesh/codec.ts decoding (`iterateMesh`);
+ * - `readModel`: the whole load into a fresh MeshReadModel;
+ * - `readModelAndJoinIndex`: the same with the sync engine's join index built from the scan (as at service start).
+ * Each stage's objects/s (wall and per CPU second of this process), and what it adds over the previous one.
+ * Azurite's CPU seconds per stage too.
+ *
+ * Usage: npm run build && node --expose-gc bench/scale/readModelLoad.js [--objects 100000] [--rounds 2] [--stages readModel,...]
+ *   [--profile file.cpuprofile] (a CPU profile of the measured stages) [--root /other/checkout] (measure its dist/)
+ * Prints JSON (the best of `rounds` per stage).
+ */
+const path = require('node:path');
+const os = require('node:os');
+const { arg, cpuSeconds } = require('../support');
+
+// --root: another checkout's build (the code before a change), measured with this script.
+const ROOT = path.resolve(arg('root', path.resolve(__dirname, '../..')));
+const N = arg('objects', 100000);
+const ROUNDS = arg('rounds', 2);
+const dist = (p) => require(path.join(ROOT, 'dist/lib', p));
+
+const DIR = 'a1b2c3d4-0000-4000-8000-00000000d1a0';
+const HR = 'a1b2c3d4-0000-4000-8000-000000000hr0';
+const RULE_D = 'r-dir-0000-4000-8000-000000000001';
+const RULE_H = 'r-hr-00000-4000-8000-000000000002';
+const RUN = 'run-0000-0000-4000-8000-00000000001';
+const DIR_ATTRS = [
+  'givenName',
+  'sn',
+  'displayName',
+  'mail',
+  'userPrincipalName',
+  'proxyAddresses',
+  'department',
+  'title',
+  'company',
+  'city',
+  'country',
+  'preferredLanguage',
+  'telephoneNumber',
+  'office',
+  'memberOf',
+  'mobile',
+  'description',
+  'isActive',
+];
+const HR_ATTRS = ['employeeId', 'employeeType', 'costCenter', 'hireDate'];
+
+function value(name, i) {
+  switch (name) {
+    case 'proxyAddresses':
+      return [`SMTP:user${i}@example.com`, `smtp:alias${i}@example.org`];
+    case 'memberOf':
+      return Array.from({ length: 1 + (i % 4) }, (_, g) => `cn=grp-${(i + g) % 30},ou=groups,dc=example,dc=com`);
+    case 'department':
+      return `Department ${String.fromCharCode(65 + (i % 20))}`;
+    case 'title':
+      return `Title ${i % 50}`;
+    case 'city':
+      return `City ${i % 100}`;
+    case 'country':
+      return ['FR', 'DE', 'US', 'GB', 'JP'][i % 5];
+    case 'isActive':
+      return i % 3 ? 'TRUE' : 'FALSE';
+    case 'mail':
+    case 'userPrincipalName':
+      return `user${i}@example.com`;
+    case 'employeeId':
+      return String(100000 + i);
+    default:
+      return `${name} ${i}`;
+  }
+}
+
+function meshObject(i, projectedMeshId, consolidate) {
+  const anchor = `User.${String(i).padStart(7, '0')}`;
+  const id = projectedMeshId(DIR, anchor);
+  const at = new Date(Date.UTC(2026, 0, 1, 0, 0, i % 3600)).toISOString();
+  const contributions = {};
+  for (const a of DIR_ATTRS)
+    if (!((a === 'mobile' && i % 10 >= 7) || (a === 'description' && i % 2)))
+      contributions[a] = [{ c: DIR, r: RULE_D, conf: 80, pri: 1, v: value(a, i), at, u: RUN }];
+  for (const a of HR_ATTRS) contributions[a] = [{ c: HR, r: RULE_H, conf: 90, pri: 0, v: value(a, i), at, u: RUN }];
+  const o = {
+    id,
+    objectType: i % 10 ? 'User' : 'Contact',
+    anchorValue: anchor,
+    createdOn: at,
+    createdRun: RUN,
+    createdBy: DIR,
+    updatedOn: at,
+    attributes: {},
+    contributions,
+    links: { [DIR]: `cn=${anchor},ou=people,dc=example,dc=com`, [HR]: String(100000 + i) },
+    relationships:
+      i % 10 === 1 && i > 10
+        ? [
+            {
+              type: 'manager',
+              targetId: projectedMeshId(DIR, `User.${String(i - 1).padStart(7, '0')}`),
+              targetAnchor: `User.${String(i - 1).padStart(7, '0')}`,
+              targetType: 'User',
+            },
+          ]
+        : [],
+    pendingReferences: [],
+  };
+  consolidate(o);
+  return o;
+}
+
+async function seed() {
+  const { projectedMeshId, consolidate } = dist('mesh/model.js');
+  const { toMeshEntity } = dist('mesh/store.js');
+  const { table } = dist('storage/tables.js');
+  const { submitBatched } = dist('storage/tableUtil.js');
+  const t0 = performance.now();
+  for (let start = 0; start < N; start += 10000) {
+    const actions = [];
+    for (let i = start; i < Math.min(N, start + 10000); i++) actions.push(['create', toMeshEntity(meshObject(i, projectedMeshId, consolidate))]);
+    await submitBatched((pk) => table('Mesh' + pk[1]), actions, 4);
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+async function stage(name, azuritePid, run) {
+  if (global.gc) global.gc();
+  const c0 = cpuSeconds(azuritePid);
+  const p0 = process.cpuUsage();
+  const t0 = performance.now();
+  const objects = await run();
+  const seconds = (performance.now() - t0) / 1000;
+  const p = process.cpuUsage(p0);
+  return {
+    stage: name,
+    objects,
+    seconds: +seconds.toFixed(2),
+    objectsPerSecond: Math.round(objects / seconds),
+    serviceCpuSeconds: +((p.user + p.system) / 1e6).toFixed(1),
+    // On a loaded machine the wall time carries other processes' share of the 2 cores: this does not.
+    objectsPerServiceCpuSecond: Math.round(objects / ((p.user + p.system) / 1e6)),
+    azuriteCpuSeconds: azuritePid ? +(cpuSeconds(azuritePid) - c0).toFixed(1) : null,
+  };
+}
+
+async function scan(each) {
+  const { MESH_PARTITIONS } = dist('mesh/store.js');
+  const parts = MESH_PARTITIONS.map((_, i) => i);
+  let n = 0;
+  const worker = async () => {
+    for (let p = parts.shift(); p !== undefined; p = parts.shift()) {
+      const k = await each(p);
+      n += k;
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  return n;
+}
+
+async function main() {
+  const { Azurite } = dist('runtime/azurite.js');
+  const azurite = new Azurite({ services: ['table'] });
+  await azurite.start();
+  process.env.AzureWebJobsStorage = azurite.connectionString;
+  const pid = azurite.pids[0];
+  try {
+    const seedSeconds = await seed();
+    const { MESH_PARTITIONS, iterateMesh } = dist('mesh/store.js');
+    const { table } = dist('storage/tables.js');
+    const { MeshFeedReader } = dist('mesh/feed.js');
+    const { MeshReadModel } = dist('mesh/readModel.js');
+    const { preloadSharedIndex, dropSharedIndex, sharedIndex } = dist('mesh/joinIndex.js');
+    const stages = {
+      fetch: () =>
+        scan(async (p) => {
+          let n = 0;
+          const client = await table('Mesh' + MESH_PARTITIONS[p][1]);
+          for await (const page of client.listEntities().byPage({ maxPageSize: 1000 })) n += page.length;
+          return n;
+        }),
+      decode: () =>
+        scan(async (p) => {
+          let n = 0;
+          for await (const page of iterateMesh(undefined, p)) n += page.length;
+          return n;
+        }),
+      readModel: async () => {
+        const m = new MeshReadModel();
+        await new MeshFeedReader(m).load();
+        return m.size;
+      },
+      readModelAndJoinIndex: async () => {
+        dropSharedIndex();
+        preloadSharedIndex(['employeeId', 'mail']);
+        const m = new MeshReadModel();
+        await new MeshFeedReader(m).load();
+        const ix = await sharedIndex(['employeeId', 'mail']);
+        if (ix.builtFrom !== 'read model scan' || ix.size !== m.size) throw new Error(`join index not built from the scan (${ix.builtFrom}, ${ix.size})`);
+        dropSharedIndex();
+        return m.size;
+      },
+    };
+    const only = String(arg('stages', Object.keys(stages).join(','))).split(',');
+    const results = [];
+    // --profile FILE: a CPU profile (Chrome .cpuprofile) of the measured stages only, not of the seeding.
+    const profile = arg('profile', '');
+    const inspector = profile ? new (require('node:inspector').Session)() : undefined;
+    const post = (method, params) => new Promise((res, rej) => inspector.post(method, params, (err, out) => (err ? rej(err) : res(out))));
+    if (inspector) {
+      inspector.connect();
+      await post('Profiler.enable');
+      await post('Profiler.start');
+    }
+    for (const [name, run] of Object.entries(stages)) {
+      if (!only.includes(name)) continue;
+      let best;
+      for (let r = 0; r < ROUNDS; r++) {
+        const s = await stage(name, pid, run);
+        if (s.objects !== N) throw new Error(`${name}: ${s.objects} objects, expected ${N}`);
+        if (!best || s.seconds < best.seconds) best = s;
+      }
+      const prev = results[results.length - 1];
+      results.push({ ...best, addsSeconds: prev ? +(best.seconds - prev.seconds).toFixed(2) : best.seconds });
+    }
+    if (inspector) require('node:fs').writeFileSync(profile, JSON.stringify((await post('Profiler.stop')).profile));
+    console.log(
+      JSON.stringify(
+        {
+          bench: 'readModelLoad',
+          root: ROOT,
+          objects: N,
+          rounds: ROUNDS,
+          seedSeconds: +seedSeconds.toFixed(1),
+          stages: results,
+          loadAverage: os.loadavg().map((x) => +x.toFixed(2)),
+          cpus: os.cpus().length,
+          date: new Date().toISOString(),
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await azurite.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
