@@ -69,6 +69,14 @@ async function scenario(cs: string): Promise<unknown[]> {
     "RowKey eq 'dup'",
     "PartitionKey eq 'none'",
     'n ge 1000',
+    // Batched reads by RowKey (the engine's), disjunctions of partitions, and what must not narrow.
+    "PartitionKey eq 'p1' and (RowKey eq 'r05677' or RowKey eq 'r03589' or RowKey eq 'r99999' or RowKey eq 'dup')",
+    "(PartitionKey eq 'p2' or PartitionKey eq 'p0') and n lt 1200",
+    "PartitionKey eq 'p1' and RowKey eq 'r05677' or RowKey eq 'dup'",
+    "PartitionKey eq 'p1' and not (RowKey eq 'r05677')",
+    "(RowKey eq 'dup' or n eq 5) and PartitionKey ge 'p1'",
+    "(RowKey eq 'r05677' or RowKey eq 'r03589') and (RowKey eq 'r03589' or RowKey eq 'r00000')",
+    "(PartitionKey eq 'p1') and (RowKey ge 'r03' and RowKey lt 'r06')",
   ];
   for (const filter of filters)
     for (const maxPageSize of [7, 1000]) {

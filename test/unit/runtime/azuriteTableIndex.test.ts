@@ -43,6 +43,40 @@ describe('keyConstraints: what a filter says about the keys it can match', () =>
       expect(keyConstraints(f)).toEqual(any);
   });
 
+  it('reads a term that is a disjunction of equalities of one key as the only values it can take', () => {
+    expect(keyConstraints("PartitionKey eq 'p' and (RowKey eq 'b' or RowKey eq 'a' or RowKey eq 'b')")).toEqual({
+      partitionKey: { lo: 'p', loInclusive: true, hi: 'p', hiInclusive: true },
+      rowKey: {},
+      rowKeyIn: ['a', 'b'],
+    });
+    expect(keyConstraints("((PartitionKey eq 'y') or (PartitionKey eq 'x')) and n lt 3")).toEqual({ partitionKey: {}, rowKey: {}, partitionKeyIn: ['x', 'y'] });
+    // Two such terms: the values both allow.
+    expect(keyConstraints("(RowKey eq 'a' or RowKey eq 'b') and (RowKey eq 'b' or RowKey eq 'c')").rowKeyIn).toEqual(['b']);
+    // Parentheses around the conjunction, and around its terms.
+    expect(keyConstraints("((PartitionKey eq 'p') and (RowKey ge 'a'))")).toEqual({
+      partitionKey: { lo: 'p', loInclusive: true, hi: 'p', hiInclusive: true },
+      rowKey: { lo: 'a', loInclusive: true },
+    });
+  });
+
+  it('keeps the other terms of a conjunction when one has `not` or a mixed `or`', () => {
+    const p = { lo: 'p', loInclusive: true, hi: 'p', hiInclusive: true };
+    expect(keyConstraints("PartitionKey eq 'p' and not (RowKey eq 'a')")).toEqual({ partitionKey: p, rowKey: {} });
+    expect(keyConstraints("PartitionKey eq 'p' and (RowKey eq 'a' or n eq 1)")).toEqual({ partitionKey: p, rowKey: {} });
+    expect(keyConstraints("PartitionKey eq 'p' and (RowKey eq 'a' or PartitionKey eq 'b')")).toEqual({ partitionKey: p, rowKey: {} });
+    expect(keyConstraints("PartitionKey eq 'p' and (RowKey gt 'a' or RowKey eq 'b')")).toEqual({ partitionKey: p, rowKey: {} });
+  });
+
+  it('constrains nothing with `or` at the top level (`and` binds tighter), or unbalanced parentheses', () => {
+    for (const f of [
+      "PartitionKey eq 'p' and RowKey eq 'a' or RowKey eq 'b'",
+      "(PartitionKey eq 'p' and RowKey eq 'a') or (PartitionKey eq 'q')",
+      "PartitionKey eq 'p' and (RowKey eq 'a'",
+      "PartitionKey eq 'p') and (RowKey eq 'a'",
+    ])
+      expect(keyConstraints(f)).toEqual(any);
+  });
+
   it("does not mistake a string value's words for operators", () => {
     expect(keyConstraints("PartitionKey eq 'p' and name eq 'this or that'").partitionKey).toEqual({ lo: 'p', loInclusive: true, hi: 'p', hiInclusive: true });
   });
@@ -71,6 +105,17 @@ describe('TableIndex: entities in (PartitionKey, RowKey) order', () => {
     expect(keys(ix.scan(any, { partitionKey: 'a', rowKey: '2' }))).toEqual(['a/2', 'a/3', 'b/1', 'b/2', 'c/1']);
     expect(keys(ix.scan(any, { partitionKey: 'b' }))).toEqual(['b/1', 'b/2', 'c/1']);
     expect(keys(ix.scan(any, { partitionKey: 'bb', rowKey: '0' }))).toEqual(['c/1']);
+  });
+
+  it('visits only the listed keys, in order, from a continuation', () => {
+    const ix = filled();
+    expect(keys(ix.scan({ ...any, rowKeyIn: ['1', '3', '7'] }))).toEqual(['a/1', 'a/3', 'b/1', 'c/1']);
+    expect(keys(ix.scan({ ...any, partitionKeyIn: ['a', 'c', 'z'], rowKeyIn: ['1', '2'] }))).toEqual(['a/1', 'a/2', 'c/1']);
+    expect(keys(ix.scan({ ...any, rowKeyIn: ['1', '3'] }, { partitionKey: 'a', rowKey: '2' }))).toEqual(['a/3', 'b/1', 'c/1']);
+    expect(keys(ix.scan({ partitionKey: { lo: 'b', loInclusive: true }, rowKey: { hi: '2', hiInclusive: false }, partitionKeyIn: ['a', 'b', 'c'] }))).toEqual([
+      'b/1',
+      'c/1',
+    ]);
   });
 
   it('keeps the order through inserts and removals after a scan, and ignores a stale object', () => {
