@@ -4,7 +4,7 @@ import { decodeKey, encodeKey, isStatus, odata, table } from '../storage/tables'
 import type { CsObject } from './model';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
 import { getJson, mapLimit, putJson, putJsonText, submitBatched } from '../storage/tableUtil';
-import { CsSummaries } from './csSummaries';
+import { CsSummaries, type CsSummary } from './csSummaries';
 
 /**
  * Connector-space repository (table `ConnectorSpace`): the engine's staging copy of each connector's objects.
@@ -44,30 +44,7 @@ export function csPartition(connectorId: string, anchor: string): string {
 }
 const partitions = (connectorId: string) => BUCKETS.flatMap((b) => [0, 1, 2, 3].map((i) => `${connectorId}_${b}${i}`));
 
-/** The light part of a row that the engine keeps in memory for a whole connector (hash comparison, joins). */
-export interface CsSummary {
-  hash: string;
-  rulesHash: string;
-  meshId: string | null;
-  deleted: boolean;
-  /** True when the row carries exported values awaiting confirmation or a pending export. */
-  exported: boolean;
-  /** The object's DN (directories): references by DN are resolved through it. */
-  dn?: string;
-  /** A disconnector's join keys ({@link CsObject.joinKeys}). */
-  joinKeys?: string[];
-  /** The object's rules failed in its last run (kept with its imported state, tried again by every run). */
-  failed?: true;
-  /** Its deprovisioning state ({@link CsObject.deprovisioned}) and, when pending, when it is due. */
-  deprov?: 'pending' | 'disabled' | 'none';
-  due?: string;
-  /** {@link CsObject.provisioned}. */
-  provisioned?: true;
-  /** {@link CsObject.csObjectId} (kept through imports, which rewrite rows from their summaries). */
-  cid?: string;
-  /** {@link CsObject.exportedOn} (kept through imports likewise). */
-  eo?: string;
-}
+export type { CsSummary } from './csSummaries';
 
 type Row = TableEntityResult<Record<string, unknown>>;
 

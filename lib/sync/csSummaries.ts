@@ -1,5 +1,3 @@
-import type { CsSummary } from './connectorSpace';
-
 /** What a slot's flags say (bits of {@link CsSummaries.flags}). */
 const DELETED = 1;
 const EXPORTED = 2;
@@ -26,6 +24,31 @@ interface Odd {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const SHA256_B64URL = /^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
+
+/** The light part of a row that the engine keeps in memory for a whole connector (hash comparison, joins). */
+export interface CsSummary {
+  hash: string;
+  rulesHash: string;
+  meshId: string | null;
+  deleted: boolean;
+  /** True when the row carries exported values awaiting confirmation or a pending export. */
+  exported: boolean;
+  /** The object's DN (directories): references by DN are resolved through it. */
+  dn?: string;
+  /** A disconnector's join keys (`CsObject.joinKeys` (./model.ts)). */
+  joinKeys?: string[];
+  /** The object's rules failed in its last run (kept with its imported state, tried again by every run). */
+  failed?: true;
+  /** Its deprovisioning state (`CsObject.deprovisioned` (./model.ts)) and, when pending, when it is due. */
+  deprov?: 'pending' | 'disabled' | 'none';
+  due?: string;
+  /** `CsObject.provisioned` (./model.ts). */
+  provisioned?: true;
+  /** `CsObject.csObjectId` (./model.ts) (kept through imports, which rewrite rows from their summaries). */
+  cid?: string;
+  /** `CsObject.exportedOn` (./model.ts) (kept through imports likewise). */
+  eo?: string;
+}
 
 /**
  * One connector's connector-space summaries (anchor -> {@link CsSummary}), laid out compactly: an anchor -> slot
