@@ -126,6 +126,12 @@ export class TableIndex {
   }
 
   replace(next: StoredEntity, previous: StoredEntity): void {
+    // An update keeps its keys: the entity changes in its map, the ordered lists stay as they are.
+    const p = this.partitions.get(previous.PartitionKey);
+    if (p && next.PartitionKey === previous.PartitionKey && next.RowKey === previous.RowKey && p.rows.get(previous.RowKey) === previous) {
+      p.rows.set(next.RowKey, next);
+      return;
+    }
     this.remove(previous);
     this.add(next);
   }
