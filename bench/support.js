@@ -280,11 +280,24 @@ async function startService(o = {}) {
 
   /** One Admin API call: `route` is relative to /api; the body is sent as JSON. */
   const call = async (method, route, body) => {
-    const r = await fetch(`${base}/${route}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    const send = () =>
+      fetch(`${base}/${route}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    let r;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        r = await send();
+        break;
+      } catch (err) {
+        // A GET sent on a kept-alive connection the service closed meanwhile (its idle timer fires late when a
+        // long step held its event loop) fails with no answer: it is safe to send again. Other methods are not.
+        if (method !== 'GET' || attempt >= 3 || child.exitCode !== null) throw err;
+        await sleep(200);
+      }
+    }
     const text = await r.text();
     let parsed;
     try {
