@@ -1,5 +1,5 @@
 import { MeshReadModel } from '../../../lib/mesh/readModel';
-import { compareRecords, INTERN_ENTRIES_MAX, MeshRecord, SortedIndex, ValueInterner } from '../../../lib/mesh/readModelIndexes';
+import { compareRecords, INTERN_ENTRIES_MAX, MERGE_AT_LEAST, MeshRecord, SortedIndex, ValueInterner } from '../../../lib/mesh/readModelIndexes';
 import { gid, meshObject, rng } from './meshSupport';
 
 const rec = (id: string, anchor: string) => new MeshRecord(id, 'User', anchor, anchor.toLowerCase(), '', '', 0, [], []);
@@ -34,6 +34,50 @@ describe('SortedIndex', () => {
       live = [...live.filter((x) => !removed.has(x)), ...added];
       expect(order(ix)).toEqual(sorted(live));
     }
+  });
+
+  test('changes noted over many batches with no read between them (added then removed, removed then added back) read as a full sort, and size counts them', () => {
+    const r = rng(11);
+    const ix = new SortedIndex();
+    let live: MeshRecord[] = [];
+    let n = 0;
+    const anchor = () => String.fromCharCode(65 + Math.floor(r() * 52)) + Math.floor(r() * 9);
+    for (let read = 0; read < 8; read++) {
+      for (let round = 0; round < 25; round++) {
+        const removed = new Set(live.filter(() => r() < 0.08));
+        const added = Array.from({ length: 1 + Math.floor(r() * 60) }, () => rec(gid(n++), anchor()));
+        // Now and then a record removed in this batch comes back in it (the same record object).
+        const back = [...removed].filter(() => r() < 0.2);
+        ix.bulk(removed, [...added, ...back]);
+        live = [...live.filter((x) => !removed.has(x) || back.includes(x)), ...added];
+        if (round % 5 === 0 && live.length) {
+          const one = live[Math.floor(r() * live.length)];
+          expect(ix.remove(one)).toBe(true);
+          expect(ix.remove(one)).toBe(false);
+          live = live.filter((x) => x !== one);
+          const ins = rec(gid(n++), anchor());
+          ix.insert(ins);
+          live.push(ins);
+        }
+        expect(ix.size).toBe(live.length);
+      }
+      expect(order(ix)).toEqual(sorted(live));
+    }
+  });
+
+  test(`past ${MERGE_AT_LEAST} noted changes and a quarter of the records, batches merge without a read, and the order holds`, () => {
+    const r = rng(13);
+    const ix = new SortedIndex();
+    let live: MeshRecord[] = [];
+    let n = 0;
+    for (let page = 0; page < 60; page++) {
+      const removed = new Set(live.filter(() => r() < 0.02));
+      const added = Array.from({ length: 1000 }, () => rec(gid(n++), `u${Math.floor(r() * 1e6)}`));
+      ix.bulk(removed, added);
+      live = [...live.filter((x) => !removed.has(x)), ...added];
+    }
+    expect(ix.size).toBe(live.length);
+    expect(order(ix)).toEqual(sorted(live));
   });
 
   test('appended records (any order) are sorted in before any read or other change', () => {
