@@ -7,7 +7,7 @@ const RUN_QUIET_MS = 60 * 60 * 1000;
 /**
  * The connector-space caches of a process ({@link CsCache}, one per connector), bounded: a connector's
  * summaries stay in memory while a run of it is going (its pages reuse them instead of reading the whole
- * space again), and for at most `Sync:IdleConnectorSpaceCaches` idle connectors (default 1), the ones used
+ * space again), and for at most `Sync:IdleConnectorSpaceCaches` idle connectors (default 2), the ones used
  * last; the others are dropped when their run ends, and read again from storage by the connector's next run.
  * At 1,000,000 objects a connector's summaries are hundreds of megabytes, so three connectors (a directory, an
  * HR source, an export target) kept forever were most of the engine's memory.

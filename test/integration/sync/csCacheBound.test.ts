@@ -3,7 +3,7 @@ import { fileConnector, folder, meshByAnchor, rule, runImport, writeCsv } from '
 
 /**
  * Connector-space summaries kept while a connector runs and for `Sync__IdleConnectorSpaceCaches` idle
- * connectors (default 1, the ones used last): a connector whose summaries were dropped reloads them at its
+ * connectors (the ones used last; set to 1 here, the default is 2): a connector whose summaries were dropped reloads them at its
  * next run, and that run is exactly what it would have been with them kept. The reloads are seen in the
  * engine's trace lines (SYNC_TRACE).
  */
@@ -17,7 +17,7 @@ afterAll(async () => {
   await rt?.dispose();
 });
 
-describe('connector-space caches bounded (default: one idle connector)', () => {
+describe('connector-space caches bounded (one idle connector)', () => {
   const hrDir = folder();
   const itDir = folder();
   let hr = '';
@@ -26,7 +26,7 @@ describe('connector-space caches bounded (default: one idle connector)', () => {
     [...rt.logsSince(since).matchAll(new RegExp(`connector-space summaries of ${connectorId} loaded: (\\d+) rows`, 'g'))].map((m) => Number(m[1]));
 
   beforeAll(async () => {
-    rt = await startService({ env: { SYNC_TRACE: '1', LOG_FORMAT: 'text' } });
+    rt = await startService({ env: { SYNC_TRACE: '1', LOG_FORMAT: 'text', Sync__IdleConnectorSpaceCaches: '1' } });
     writeCsv(hrDir, 'hr.csv', HR, [
       { id: 'h1', employeeId: 'E1', givenName: 'Ada', department: 'R&D' },
       { id: 'h2', employeeId: 'E2', givenName: 'Alan', department: 'R&D' },

@@ -91,8 +91,8 @@ describe('CsCaches: connector-space caches kept while a run goes, and for a few 
     expect(c.has('a')).toBe(true);
   });
 
-  it('Sync:IdleConnectorSpaceCaches: default 1, 0 to 1000, a malformed value names the setting', () => {
-    expect(readIdleCsCaches(new SettingsReader({}))).toBe(1);
+  it('Sync:IdleConnectorSpaceCaches: default 2, 0 to 1000, a malformed value names the setting', () => {
+    expect(readIdleCsCaches(new SettingsReader({}))).toBe(2);
     expect(readIdleCsCaches(new SettingsReader({ Sync__IdleConnectorSpaceCaches: '0' }))).toBe(0);
     expect(() => readIdleCsCaches(new SettingsReader({ Sync__IdleConnectorSpaceCaches: 'two' }))).toThrow(/IdleConnectorSpaceCaches/);
     expect(() => readIdleCsCaches(new SettingsReader({ Sync__IdleConnectorSpaceCaches: '1001' }))).toThrow(/IdleConnectorSpaceCaches/);
