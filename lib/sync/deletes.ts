@@ -1,3 +1,4 @@
+import { YIELD_EVERY, yieldToLoop } from '../core/yieldLoop';
 import { updateRun, type ApprovalReason } from '../storage/runs';
 import { pageKey } from '../storage/runChanges';
 import { exceeded, thresholdsOf } from '../plans/thresholds';
@@ -28,7 +29,10 @@ export async function planFullImportDeletes(info: RunInfo, config: { deletionThr
   const { summaries } = await csCache(info.connectorId);
   const gone: string[] = [];
   let existing = 0;
+  let n = 0;
   for (const [anchor, s] of summaries) {
+    // A million summaries: the API and other runs are answered between slices.
+    if (++n % YIELD_EVERY === 0) await yieldToLoop();
     if (s.deleted) continue;
     existing++;
     if (!seen.has(anchor)) gone.push(anchor);

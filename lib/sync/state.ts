@@ -1,4 +1,5 @@
 import type { TransactionAction } from '@azure/data-tables';
+import { yieldToLoop } from '../core/yieldLoop';
 import { isStatus, odata, table } from '../storage/tables';
 import { getJson, putJson, submitBatched } from '../storage/tableUtil';
 
@@ -147,7 +148,13 @@ async function readLists(pk: string): Promise<string[][]> {
 
 export const saveSeen = (runId: string, page: number, anchors: string[]) => writeList(`seen_${runId}`, page, anchors);
 export async function loadSeen(runId: string): Promise<Set<string>> {
-  return new Set((await readLists(`seen_${runId}`)).flat());
+  const seen = new Set<string>();
+  for (const list of await readLists(`seen_${runId}`)) {
+    for (const a of list) seen.add(a);
+    // A page at a time: at a million anchors the API and other runs are answered between pages.
+    await yieldToLoop();
+  }
+  return seen;
 }
 
 export const saveDeletePage = (runId: string, page: number, anchors: string[]) => writeList(`del_${runId}`, page, anchors);
