@@ -119,15 +119,22 @@ async function writeAtomically(file: string, lines: Iterable<string>): Promise<n
   return bytes;
 }
 
-function* documentLines(data: object[]): Generator<string> {
-  for (const doc of data) yield JSON.stringify(doc);
+/**
+ * The snapshot's documents, one a line. The snapshot holds the live document objects (LokiJS copies the array,
+ * not the documents), and this runs while Azurite goes on: a document removed meanwhile has lost its `$loki`
+ * and `meta` (LokiJS deletes them from the object). It is left out: its removal is in the next journal batch,
+ * which could not name it otherwise. (Written, it came back at the next start with no id, and LokiJS' lookups
+ * by id then failed for every other document of its table: each update of it answered 500.)
+ */
+function* documentLines(data: readonly { $loki?: unknown }[]): Generator<string> {
+  for (const doc of data) if (typeof doc.$loki === 'number') yield JSON.stringify(doc);
 }
 
 /** One collection's part of a save. */
 type Part =
   | { name: string; kind: 'clean' }
   | { name: string; kind: 'rewrite'; meta: string; data: object[]; journal: string }
-  | { name: string; kind: 'append'; ids: number[]; data: { $loki?: number }[] };
+  | { name: string; kind: 'append'; docs: { id: number; doc: object | undefined }[] };
 
 export class StreamedTableAdapter {
   /** LokiJS reads this to choose the save protocol (see the class comment). */
@@ -231,7 +238,11 @@ export class StreamedTableAdapter {
       const baseBytes = await readJsonLines(path.join(dir, file), (line) => {
         if (line === '') return;
         if (meta === undefined) meta = JSON.parse(line) as LokiCollectionLike;
-        else data.push(JSON.parse(line) as { $loki: number });
+        else {
+          const doc = JSON.parse(line) as { $loki?: unknown };
+          // A document with no id was removed while an earlier version wrote the file (see documentLines).
+          if (typeof doc.$loki === 'number') data.push(doc as { $loki: number });
+        }
       });
       if (!meta || meta.name !== name) throw new Error(`The table database file ${file} does not hold collection '${name}'.`);
       // Written by the previous version of this adapter (no journal): the next journal is generation 1.
@@ -276,8 +287,13 @@ export class StreamedTableAdapter {
       const p = this.persisted.get(c.name);
       const ids = c.dirtyIds ?? [];
       const whole = convert !== undefined || !p || forgotten.has(c.name) || c.name === compact || (c.dirty && ids.length === 0);
-      if (!whole)
-        return ids.length ? { name: c.name, kind: 'append', ids: [...new Set(ids)].sort((a, b) => a - b), data: c.data } : { name: c.name, kind: 'clean' };
+      if (!whole) {
+        if (!ids.length) return { name: c.name, kind: 'clean' };
+        // Looked up now: a document removed before the lines are written loses its `$loki` (LokiJS deletes it
+        // from the object), and the binary search by id over the snapshot would then miss others.
+        const docs = [...new Set(ids)].sort((a, b) => a - b).map((id) => ({ id, doc: findById(c.data, id) }));
+        return { name: c.name, kind: 'append', docs };
+      }
       const journal = path.basename(journalFile(dbname, c.name, generationOf(p?.journal) + 1));
       const meta = JSON.stringify({ ...c, data: [], dirty: false, dirtyIds: [], idIndex: null, $journal: journal }, copy.serializeReplacer);
       return { name: c.name, kind: 'rewrite', meta, data: c.data, journal };
@@ -330,11 +346,10 @@ export class StreamedTableAdapter {
         continue;
       }
       const persisted = this.persisted.get(p.name)!;
-      const { data } = p;
       try {
         const bytes = await writeLines(
           fs.createWriteStream(path.join(dir, persisted.journal), { flags: 'a', highWaterMark: 4 * 1024 * 1024 }),
-          journalLines(p.ids, (id) => findById(data, id)),
+          journalLines(p.docs),
         );
         persisted.journalBytes += bytes;
         bytesWritten += bytes;

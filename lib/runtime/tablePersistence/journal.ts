@@ -111,11 +111,15 @@ export function applyJournal<T extends { $loki: number }>(data: T[], entries: re
   return { data: kept, maxId };
 }
 
-/** The journal lines of one save: each id's document as the snapshot holds it, or its deletion; then the commit. */
-export function* journalLines(ids: Iterable<number>, lookup: (id: number) => object | undefined): Generator<string> {
-  for (const id of ids) {
-    const doc = lookup(id);
-    yield doc ? JSON.stringify(doc) : `{"$deleted":${id}}`;
+/**
+ * The journal lines of one save: each id's document as the snapshot held it, or its deletion; then the commit.
+ * A document the snapshot held that has lost its `$loki` since (removed while the lines were being written) is
+ * left out: its removal is in the next batch.
+ */
+export function* journalLines(docs: Iterable<{ id: number; doc: object | undefined }>): Generator<string> {
+  for (const { id, doc } of docs) {
+    if (!doc) yield `{"$deleted":${id}}`;
+    else if (typeof (doc as { $loki?: unknown }).$loki === 'number') yield JSON.stringify(doc);
   }
   yield '{"$commit":true}';
 }

@@ -212,6 +212,78 @@ describe('StreamedTableAdapter', () => {
     ).toEqual([100]);
   });
 
+  it('a document removed while a save writes it (whole or in the journal) stays removed, and its table stays readable by id', async () => {
+    // `during` runs right after the adapter took its snapshot, while its files are being written.
+    const adapter = new StreamedTableAdapter();
+    const saveDatabase = adapter.saveDatabase.bind(adapter);
+    let during: (() => void) | undefined;
+    adapter.saveDatabase = (name, copy, cb) => {
+      saveDatabase(name, copy, cb);
+      const f = during;
+      during = undefined;
+      f?.();
+    };
+    const { db } = open(adapter);
+    // A larger table first: its lines are still being written (the writer waits for the disk) when `during` runs.
+    const big = db.addCollection<{ k: string; pad: string; $loki?: number }>('acct$big');
+    for (let i = 0; i < 3000; i++) big.insert({ k: `b${i}`, pad: 'x'.repeat(2000) });
+    const c = db.addCollection<{ k: string; v: number; $loki?: number }>('acct$work');
+    for (let i = 0; i < 50; i++) c.insert({ k: `k${i}`, v: i });
+    // The table is new: this save writes it whole; two documents go while it is being written.
+    during = () => {
+      c.remove(c.findOne({ k: 'k10' })!);
+      c.remove(c.findOne({ k: 'k20' })!);
+    };
+    let saving = save(db);
+    await saving;
+    expect(during).toBeUndefined();
+    // Journal batch: changed documents looked up, then one of them removed before its line is written.
+    const k30 = c.findOne({ k: 'k30' })!;
+    c.update({ ...k30, v: 300 });
+    c.update({ ...c.findOne({ k: 'k31' })!, v: 310 });
+    for (const d of big.find().slice(0, 2500)) big.update({ ...d, pad: 'y'.repeat(2000) });
+    during = () => c.remove(c.findOne({ k: 'k31' })!);
+    saving = save(db);
+    await saving;
+    expect(during).toBeUndefined();
+    await save(db);
+    for (const f of readdirSync(dir).filter((n) => n.includes('work'))) {
+      for (const line of readFileSync(path.join(dir, f), 'utf8')
+        .trim()
+        .split('\n')
+        .slice(f.includes('journal') ? 0 : 1)) {
+        const o = JSON.parse(line) as Record<string, unknown>;
+        expect(typeof o.$loki === 'number' || typeof o.$deleted === 'number' || o.$commit === true).toBe(true);
+      }
+    }
+    const { db: again } = open();
+    await load(again);
+    const u = again.getCollection<{ k: string; v: number; $loki?: number }>('acct$work');
+    expect(u.count()).toBe(47);
+    expect(u.find().map((d) => d.k)).not.toEqual(expect.arrayContaining(['k10']));
+    expect(u.findOne({ k: 'k20' })).toBeNull();
+    expect(u.findOne({ k: 'k31' })).toBeNull();
+    expect(u.findOne({ k: 'k30' })?.v).toBe(300);
+    // Every document is found by its id (a document without one broke LokiJS' binary search), and updates work.
+    for (const d of u.find()) expect(u.get(d.$loki!)).toBe(d);
+    const k40 = u.findOne({ k: 'k40' })!;
+    expect(() => u.update({ ...k40, v: 400 })).not.toThrow();
+  });
+
+  it('a collection file holding a document with no id (written by an earlier version while it was removed) loads without it', async () => {
+    const { db } = open();
+    const c = db.addCollection<{ k: string }>('acct$old');
+    for (let i = 0; i < 5; i++) c.insert({ k: `k${i}` });
+    await save(db);
+    appendFileSync(collectionFile(dbname, 'acct$old'), JSON.stringify({ k: 'ghost' }) + '\n');
+    const { db: again } = open();
+    await load(again);
+    const u = again.getCollection<{ k: string; $loki?: number }>('acct$old');
+    expect(u.count()).toBe(5);
+    expect(u.findOne({ k: 'ghost' })).toBeNull();
+    for (const d of u.find()) expect(u.get(d.$loki!)).toBe(d);
+  });
+
   it('keeps a change made while a save is under way for the next save', async () => {
     const { db } = open();
     const c = db.addCollection<{ v: number }>('c');
