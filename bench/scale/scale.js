@@ -33,6 +33,7 @@
  *    --export-last: the export after the start-up, the queries and the engine restart, so a size cut short in its
  *    long export has measured those; the data folder and start-up are then measured before the export)
  *        node bench/scale/scale.js --plot-only bench/scale/results [--files a.json,b.json]
+ *        node bench/scale/scale.js --restart-only <a data folder kept by --keep> [--results dir]
  */
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -51,6 +52,8 @@ const COUNT_MAX = arg('count-max', 100000);
 const KEEP = process.argv.includes('--keep');
 /** The export after the restart and the queries (a long size still measures its start-up if the export runs out of time). */
 const EXPORT_LAST = process.argv.includes('--export-last');
+/** `--restart-only <data folder>`: see {@link restartOnly}. */
+const RESTART_ONLY = arg('restart-only', '');
 /** The checkout whose build (dist/) runs as the service, and whose Azurite class starts the storage (default: this one). */
 const ROOT_DIR = path.resolve(arg('root', path.resolve(__dirname, '../..')));
 const DATE = new Date().toISOString().slice(0, 10);
@@ -347,6 +350,73 @@ async function meshQueries(svc, N) {
   return { connections: 1, durationSeconds: DURATION, scenarios: results };
 }
 
+/**
+ * `--restart-only <data folder>`: the start-up, the mesh queries and the engine restart alone, on a data
+ * folder a size left behind (`--keep`, or a copy of one): Azurite loads it, the service starts on it, then the
+ * engine restarts on the running storage. JSON to <results>/<date>-restart-<objects>.json.
+ */
+async function restartOnly(dataDir) {
+  const azuriteLocation = path.join(dataDir, 'azurite');
+  const out = {
+    bench: 'scale --restart-only',
+    root: ROOT_DIR,
+    date: DATE,
+    dataFolderMB: Math.round(duBytes(dataDir) / 1e6),
+    loadAverageAtStart: os.loadavg().map(r2),
+    phases: {},
+  };
+  log(`restart on ${dataDir} (${out.dataFolderMB} MB)...`);
+  let t = performance.now();
+  const svc = await heartbeat(
+    'start-up',
+    () => null,
+    () => startService({ root: ROOT_DIR, dataDir, azuriteLocation, startTimeoutSeconds: 1800 }),
+  );
+  try {
+    const healthSeconds = (performance.now() - t) / 1000;
+    // The mesh's size, once the read model answers with it (the count grows no more).
+    let objects = -1;
+    for (;;) {
+      const r = await svc.call('GET', 'mesh/objects?take=0');
+      if (r.status === 200 && r.body.totalCount === objects && objects > 0) break;
+      if (r.status === 200) objects = r.body.totalCount;
+      await sleep(objects > 0 ? 2000 : 200);
+    }
+    const serving = await untilServing(svc, objects);
+    const users = (await svc.must(svc.call('GET', 'mesh/objects?take=0&objectType=User'), 200)).totalCount;
+    out.mesh = { objects, users };
+    out.phases.startup = {
+      healthSeconds: r2(healthSeconds),
+      servingSeconds: r2((performance.now() - t) / 1000),
+      readModelLoadSeconds: serving.readModelLoadSeconds,
+      includes: 'Azurite start (loading its saved tables) + service start + token; serving is seen up to 2 s late',
+    };
+    log(`startup: health ${out.phases.startup.healthSeconds} s, serving ${out.phases.startup.servingSeconds} s`);
+    out.phases.meshQueries = await meshQueries(svc, users);
+    await svc.stopEngine();
+    t = performance.now();
+    const engine = await startService({ root: ROOT_DIR, dataDir, azurite: svc.azurite, startTimeoutSeconds: 1800 });
+    try {
+      const again = await untilServing(engine, objects);
+      out.phases.engineRestart = {
+        healthSeconds: r2(engine.startSeconds),
+        servingSeconds: r2((performance.now() - t) / 1000),
+        readModelLoadSeconds: again.readModelLoadSeconds,
+        includes: 'service start + token, the storage already running',
+      };
+      log(`engine restart: health ${out.phases.engineRestart.healthSeconds} s, serving ${out.phases.engineRestart.servingSeconds} s`);
+      out.peakRssMB = { engine: peakRssMB(engine.pid), azuriteTable: peakRssMB(svc.tablePid) };
+    } finally {
+      await engine.stop();
+    }
+  } finally {
+    await svc.stop();
+  }
+  const file = path.join(RESULTS, `${DATE}-restart-${out.mesh?.objects}.json`);
+  fs.writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
+  log(`done: ${file}`);
+}
+
 async function main() {
   const plotOnly = arg('plot-only', '');
   if (plotOnly) return report.finish(report.load(plotOnly, arg('files', '')), path.join(plotOnly, 'scale.png'), log);
@@ -356,6 +426,7 @@ async function main() {
     .filter((n) => n > 0);
   if (!sizes.length || sizes.some((n) => !Number.isInteger(n) || n < 1000)) throw new Error('--users is a comma-separated list of sizes of at least 1000');
   fs.mkdirSync(RESULTS, { recursive: true });
+  if (RESTART_ONLY) return restartOnly(path.resolve(String(RESTART_ONLY)));
   onInterrupt(() => {
     interrupted = true;
     log('interrupted: stopping every server started; the size under way is not written');
