@@ -352,8 +352,8 @@ async function meshQueries(svc, N) {
 
 /**
  * `--restart-only <data folder>`: the start-up, the mesh queries and the engine restart alone, on a data
- * folder a size left behind (`--keep`, or a copy of one): Azurite loads it, the service starts on it, then the
- * engine restarts on the running storage. JSON to <results>/<date>-restart-<objects>.json.
+ * folder a size left behind (`--keep`, or a copy of one): Azurite loads it, the service starts on it (the mesh
+ * queries), then the engine restarts on the running storage (the mesh queries again). JSON to <results>/<date>-restart-<objects>.json.
  */
 async function restartOnly(dataDir) {
   const azuriteLocation = path.join(dataDir, 'azurite');
@@ -405,6 +405,8 @@ async function restartOnly(dataDir) {
         includes: 'service start + token, the storage already running',
       };
       log(`engine restart: health ${out.phases.engineRestart.healthSeconds} s, serving ${out.phases.engineRestart.servingSeconds} s`);
+      // Again on the restarted engine: the first start may be finishing work the stopped service left.
+      out.phases.meshQueriesAfterEngineRestart = await meshQueries(engine, users);
       out.peakRssMB = { engine: peakRssMB(engine.pid), azuriteTable: peakRssMB(svc.tablePid) };
     } finally {
       await engine.stop();
