@@ -49,6 +49,10 @@ describe('meshsync login with the development issuer', () => {
     const credFile = path.join(home, 'credentials.json');
     const creds = JSON.parse(readFileSync(credFile, 'utf8'));
     const oldToken = creds.default.accessToken;
+    // A token minted in the same second as this one would be the same bytes (same claims, same key): wait for
+    // the next second, so that a renewed token can be told from the cached one.
+    const iat = (JSON.parse(Buffer.from(String(oldToken).split('.')[1], 'base64url').toString()) as { iat: number }).iat;
+    while (Date.now() < (iat + 1) * 1000) await new Promise((r) => setTimeout(r, 50));
     creds.default.expiresOn = new Date(Date.now() - 1000).toISOString();
     writeFileSync(credFile, JSON.stringify(creds));
     const again = await cli(['instances', 'ls']);
