@@ -57,8 +57,9 @@ export interface KeyConstraints {
   rowKeyIn?: string[];
 }
 
-function lowerBound(sorted: readonly string[], key: string): number {
-  let lo = 0;
+/** The first position at or after `from` whose key is not below `key` (`sorted` in order). */
+function lowerBound(sorted: readonly string[], key: string, from = 0): number {
+  let lo = from;
   let hi = sorted.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
@@ -138,13 +139,7 @@ class Partition {
     let i = 0;
     for (const a of add) {
       // The run of kept keys before `a`, found by binary search and copied without comparing each.
-      let lo = i;
-      let hi = sorted.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (sorted[mid] < a) lo = mid + 1;
-        else hi = mid;
-      }
+      const lo = lowerBound(sorted, a, i);
       copy(i, lo);
       i = lo;
       out[k++] = a;
