@@ -14,7 +14,7 @@ import { emptyTotals, type RunInfo, type RunTotals, type StepFailure } from '../
 import { deleteRunState } from '../lib/sync/state';
 import { guardsMoreThanDeletes, thresholdsOf } from '../lib/plans/thresholds';
 import { ACTIVE_RUN_STATUSES, getRun, type ApprovalReason, type RunStats } from '../lib/storage/runs';
-import { cancelRequested } from '../lib/sync/runProgress';
+import { pageMustStop } from '../lib/sync/runProgress';
 import { newRunTrace, withActivitySpan, type RunTrace } from '../lib/telemetry/tracing';
 import {
   APPROVAL_STATE,
@@ -161,13 +161,14 @@ function traced<I extends { info?: RunInfo; input?: { info: RunInfo } }, O>(name
 }
 
 /**
- * A page step that first looks whether the run was asked to stop: the run's page boundaries are where a
- * cancel takes effect (the step then does nothing and says so).
+ * A page step that first looks whether the run was asked to stop or is over: the run's page boundaries are
+ * where a cancel takes effect, and a page delivered again after its run ended must not import into it (the
+ * step then does nothing and says so).
  */
 function guarded<I>(runIdOf: (input: I) => string, step: (input: I) => Promise<unknown>) {
-  return async (input: I): Promise<unknown> => ((await cancelRequested(runIdOf(input))) ? ({ cancelled: true } satisfies Stop) : step(input));
+  return async (input: I): Promise<unknown> => ((await pageMustStop(runIdOf(input))) ? ({ cancelled: true } satisfies Stop) : step(input));
 }
-/** Register a page step of the run: inside the run's span ({@link traced}), skipped once a cancel was asked ({@link guarded}). */
+/** Register a page step of the run: inside the run's span ({@link traced}), skipped once a cancel was asked or the run is over ({@link guarded}). */
 function pageStep<I extends { info?: RunInfo; input?: { info: RunInfo } }>(
   name: string,
   runIdOf: (input: I) => string,
