@@ -50,15 +50,28 @@ const FALSE = new Set(['false', '0', 'no']);
 /** A test of the object at a slot. */
 type Test = (slot: number) => boolean;
 
+/** A criterion compiled: its test, and for a value criterion every slot it matches (each once, any index). */
+export interface Compiled {
+  test: Test;
+  found?: number[];
+}
+
+/**
+ * The fewest matches a criterion may list for the query to go from its matches (ordered by the index's ranks)
+ * instead of a pass over the whole index: an eighth of the index.
+ */
+const CANDIDATES_AT_MOST = 1 / 8;
+
 /** Run a query: every candidate is tested (the count is exact), items are collected from `skip` on. */
 export function queryMesh(model: MeshReadModel, q: MeshQuery): MeshPage {
   const index: SortedIndex | undefined = q.objectType === undefined ? model.all : model.ofType(q.objectType);
   if (!index) return { items: [], totalCount: 0 };
   const end = q.skip + q.take;
-  const tests = (q.criteria ?? [])
+  const compiled = (q.criteria ?? [])
     .slice()
     .sort((a, b) => COST[a.operator] - COST[b.operator])
     .map((c, i) => compileCriterion(model, c, i));
+  const tests = compiled.map((c) => c.test);
   const all = index.all;
   const items: MeshRecord[] = [];
   let count = 0;
@@ -77,6 +90,10 @@ export function queryMesh(model: MeshReadModel, q: MeshQuery): MeshPage {
     for (let i = q.skip; i < end && i < all.length; i++) items.push(all[i]);
     return { items, totalCount: all.length };
   }
+  // A value criterion that matched few objects: test only those, and order the ones that pass by rank.
+  let fewest: Compiled | undefined;
+  for (const c of compiled) if (c.found && (!fewest || c.found.length < fewest.found!.length)) fewest = c;
+  if (fewest && fewest.found!.length <= all.length * CANDIDATES_AT_MOST) return fromCandidates(index, fewest.found!, tests, q.skip, q.take);
   const slots = index.slots();
   outer: for (let i = 0; i < slots.length; i++) {
     const slot = slots[i];
@@ -87,18 +104,69 @@ export function queryMesh(model: MeshReadModel, q: MeshQuery): MeshPage {
   return { items, totalCount: count };
 }
 
+/**
+ * The query's page from the slots one criterion matched (`candidates`, any order, each once): those in the
+ * index that pass every test are counted, and the `skip + take` first in index order kept (a bounded max-heap
+ * of ranks). O(k log(skip + take)) for k candidates instead of a pass over the index.
+ */
+function fromCandidates(index: SortedIndex, candidates: readonly number[], tests: Test[], skip: number, take: number): MeshPage {
+  const ranks = index.ranks();
+  const all = index.all;
+  const keep = skip + take;
+  const heap = new Int32Array(Math.max(1, Math.min(keep, candidates.length)));
+  let size = 0;
+  let count = 0;
+  const n = tests.length;
+  outer: for (let c = 0; c < candidates.length; c++) {
+    const slot = candidates[c];
+    const rank = slot < ranks.length ? ranks[slot] : -1;
+    if (rank < 0) continue;
+    for (let t = 0; t < n; t++) if (!tests[t](slot)) continue outer;
+    count++;
+    if (keep === 0) continue;
+    if (size < keep) {
+      // Sift up.
+      let i = size++;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if (heap[parent] >= rank) break;
+        heap[i] = heap[parent];
+        i = parent;
+      }
+      heap[i] = rank;
+    } else if (rank < heap[0]) {
+      // Replace the largest kept rank, sift down.
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= size) break;
+        const r = l + 1;
+        const big = r < size && heap[r] > heap[l] ? r : l;
+        if (heap[big] <= rank) break;
+        heap[i] = heap[big];
+        i = big;
+      }
+      heap[i] = rank;
+    }
+  }
+  const kept = heap.subarray(0, size).sort();
+  const items: MeshRecord[] = [];
+  for (let i = skip; i < kept.length; i++) items.push(all[kept[i]]);
+  return { items, totalCount: count };
+}
+
 /** Cheaper tests first (AND: the first failing test ends an object's evaluation); all are one byte read per object. */
 const COST: Record<Operator, number> = { ispresent: 0, isnotpresent: 0, equals: 1, startswith: 1, endswith: 1, contains: 1, istrue: 1, isfalse: 1 };
 
-/** A criterion as a test of one object (by slot); `scratch` picks the model's scratch bitmap it may use. */
-export function compileCriterion(model: MeshReadModel, c: Criterion, scratch = 0): Test {
+/** A criterion compiled to a test of one object (by slot); `scratch` picks the model's scratch bitmap it may use. */
+export function compileCriterion(model: MeshReadModel, c: Criterion, scratch = 0): Compiled {
   const columns = model.nameIds(c.attributeName).map((n) => model.columns[n]);
   switch (c.operator) {
     case 'ispresent':
-      return presence(columns);
+      return { test: presence(columns) };
     case 'isnotpresent': {
       const present = presence(columns);
-      return (slot) => !present(slot);
+      return { test: (slot) => !present(slot) };
     }
     case 'istrue':
       return matches(
@@ -129,11 +197,12 @@ function presence(columns: AttributeColumn[]): Test {
 
 /**
  * The slots where any value of the attribute matches one of `patterns` (a multi-valued attribute: any of its
- * values), marked once per request in a scratch bitmap; the test is then one byte read per object.
+ * values), marked once per request in a scratch bitmap and listed; the test is then one byte read per object.
  */
-function matches(hits: Uint8Array, columns: AttributeColumn[], patterns: [MatchMode, string][]): Test {
-  for (const col of columns) for (const [mode, want] of patterns) col.match(mode, want, hits);
-  return (slot) => hits[slot] === 1;
+function matches(hits: Uint8Array, columns: AttributeColumn[], patterns: [MatchMode, string][]): Compiled {
+  const found: number[] = [];
+  for (const col of columns) for (const [mode, want] of patterns) col.match(mode, want, hits, found);
+  return { test: (slot) => hits[slot] === 1, found };
 }
 
 /** List item (spec 2.5): identity fields and `attributeValues`, attribute name -> consolidated value. */

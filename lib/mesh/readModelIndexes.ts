@@ -163,9 +163,13 @@ export class AttributeColumn {
     this.version++;
   }
 
-  /** Set `hits[slot] = 1` for every slot with a folded value that matches `want` (already lower-cased). */
-  match(mode: MatchMode, want: string, hits: Uint8Array): void {
-    if (want === '' || want.includes(SEP)) return this.matchSlowly(mode, want, hits);
+  /**
+   * Set `hits[slot] = 1` for every slot with a folded value that matches `want` (already lower-cased), and
+   * push each slot newly marked to `found` (so `found` lists each slot once, across the columns and patterns
+   * that share `hits`).
+   */
+  match(mode: MatchMode, want: string, hits: Uint8Array, found: number[]): void {
+    if (want === '' || want.includes(SEP)) return this.matchSlowly(mode, want, hits, found);
     if (this.textVersion !== this.version) this.buildText();
     const text = this.text;
     const starts = this.segStart;
@@ -176,26 +180,27 @@ export class AttributeColumn {
     let p = text.indexOf(pattern);
     let lo = 0;
     while (p >= 0) {
-      const q = lead ? p + 1 : p;
-      let hi = n - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >>> 1;
-        if (starts[mid] <= q) lo = mid;
-        else hi = mid - 1;
+      lo = lastAtOrBefore(starts, lead ? p + 1 : p, lo);
+      const slot = slots[lo];
+      if (hits[slot] === 0) {
+        hits[slot] = 1;
+        found.push(slot);
       }
-      hits[slots[lo]] = 1;
       if (lo + 1 >= n) break;
       lo++;
       p = text.indexOf(pattern, lead ? starts[lo] - 1 : starts[lo]);
     }
   }
 
-  private matchSlowly(mode: MatchMode, want: string, hits: Uint8Array): void {
+  private matchSlowly(mode: MatchMode, want: string, hits: Uint8Array, found: number[]): void {
     const test = (s: string) =>
       mode === 'equals' ? s === want : mode === 'startswith' ? s.startsWith(want) : mode === 'endswith' ? s.endsWith(want) : s.includes(want);
     this.folded.forEach((v, slot) => {
-      if (v == null) return;
-      if (typeof v === 'string' ? test(v) : v.some(test)) hits[slot] = 1;
+      if (v == null || hits[slot] === 1) return;
+      if (typeof v === 'string' ? test(v) : v.some(test)) {
+        hits[slot] = 1;
+        found.push(slot);
+      }
     });
   }
 
@@ -226,6 +231,31 @@ export class AttributeColumn {
     this.segSlot = Int32Array.from(slotsOf);
     this.textVersion = this.version;
   }
+}
+
+/**
+ * The last index `i >= from` with `starts[i] <= q` (`starts` ascending, `starts[from] <= q`): galloping from
+ * `from`, then a binary search. Hits come in increasing order, so each costs the log of its distance from the
+ * previous one, not of the whole column (a criterion matching 100,000 of a million values made 100,000
+ * searches of 20 steps each).
+ */
+function lastAtOrBefore(starts: Int32Array, q: number, from: number): number {
+  const n = starts.length;
+  let lo = from;
+  let step = 1;
+  let hi = from + 1;
+  while (hi < n && starts[hi] <= q) {
+    lo = hi;
+    step <<= 1;
+    hi = lo + step;
+  }
+  if (hi > n - 1) hi = n - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (starts[mid] <= q) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /** Separates anchors in the joined search text (cannot occur in a needle that uses the fast path). */
@@ -265,6 +295,8 @@ export class SortedIndex {
   private starts: Int32Array | undefined;
   /** The records' slots in order: built on the first criteria scan after a change. */
   private slotList: Int32Array | undefined;
+  /** Each slot's position in the order (-1: not in this index), by slot: built with `slotList`. */
+  private rankList: Int32Array | undefined;
 
   /** How many records it holds (changes noted and not merged yet counted; nothing merged). */
   get size(): number {
@@ -305,6 +337,7 @@ export class SortedIndex {
     this.text = undefined;
     this.starts = undefined;
     this.slotList = undefined;
+    this.rankList = undefined;
   }
 
   /** Slots of the records, in order (a scan reads columns by slot without touching the records). */
@@ -316,6 +349,22 @@ export class SortedIndex {
       this.slotList = out;
     }
     return this.slotList;
+  }
+
+  /**
+   * Each slot's position in the order, by slot (-1, or past the end: not in this index). Lets a query that
+   * found a few matching slots order them without a pass over the whole index.
+   */
+  ranks(): Int32Array {
+    const slots = this.slots();
+    if (!this.rankList) {
+      let max = -1;
+      for (let i = 0; i < slots.length; i++) if (slots[i] > max) max = slots[i];
+      const out = new Int32Array(max + 1).fill(-1);
+      for (let i = 0; i < slots.length; i++) out[slots[i]] = i;
+      this.rankList = out;
+    }
+    return this.rankList;
   }
 
   /** The first position whose record sorts at or after `r` (in `items` as they are). */
@@ -434,12 +483,7 @@ export class SortedIndex {
     let lo = 0;
     while (p >= 0) {
       // The record holding position p: the last start <= p (hits come in increasing order: search from lo).
-      let hi = n - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >>> 1;
-        if (starts[mid] <= p) lo = mid;
-        else hi = mid - 1;
-      }
+      lo = lastAtOrBefore(starts, p, lo);
       out.push(lo);
       if (lo + 1 >= n) break;
       p = text.indexOf(needle, starts[lo + 1]);

@@ -1,5 +1,7 @@
 import { compileCriterion, queryMesh, toDetail, toListItem, type Criterion, type MeshQuery } from '../../../lib/mesh/query';
+import type { AttributeValue } from '../../../lib/connectors/sdk';
 import { MeshReadModel } from '../../../lib/mesh/readModel';
+import { SortedIndex } from '../../../lib/mesh/readModelIndexes';
 import { gid, meshObject, rng } from './meshSupport';
 
 const SRC = 'c0000000-0000-4000-8000-000000000001';
@@ -96,6 +98,104 @@ describe('queryMesh', () => {
     const page = queryMesh(big, q);
     expect(page.totalCount).toBe(naive.length);
     expect(page.items.map((x) => x.id)).toEqual(naive.slice(5, 12).map((o) => o.id));
+  });
+
+  test('random queries, few or many matches, before and after changes: equal to a naive filter, by both paths (a pass over the index, or from one criterion`s few matches)', () => {
+    const r = rng(29);
+    const big = new MeshReadModel();
+    type Obj = ReturnType<typeof meshObject>;
+    const make = (i: number, gen: number): Obj => {
+      const values: Record<string, AttributeValue> = { code: `C${Math.floor(r() * 400)}`, dept: `D${Math.floor(r() * 6)}` };
+      if (r() < 0.6) values.mail = `m${Math.floor(r() * 5000)}@x.test`;
+      if (r() < 0.3) values.tags = [`t${Math.floor(r() * 50)}`, `T${Math.floor(r() * 50)}`];
+      // The same attribute under a name of another case on some objects: both columns are searched.
+      if (r() < 0.1) values.DEPT = `d${Math.floor(r() * 6)}`;
+      return meshObject(gid(i), `A${Math.floor(r() * 3000)}-${gen}`, values, { objectType: r() < 0.8 ? 'User' : 'Group' });
+    };
+    const objects = new Map<number, Obj>();
+    for (let i = 0; i < 3000; i++) objects.set(i, make(i, 0));
+    big.loadPage([...objects.values()]);
+    const folded = (v: AttributeValue | undefined): string[] =>
+      v === undefined || v === null
+        ? []
+        : Array.isArray(v)
+          ? v.filter((x) => x !== null && x !== '').map((x) => String(x).toLowerCase())
+          : v === ''
+            ? []
+            : [String(v).toLowerCase()];
+    const valuesOf = (o: Obj, name: string) =>
+      Object.entries(o.attributes)
+        .filter(([k]) => k.toLowerCase() === name.toLowerCase())
+        .flatMap(([, a]) => folded(a.value));
+    const ok = (o: Obj, k: Criterion) => {
+      const vs = valuesOf(o, k.attributeName);
+      const w = (k.value ?? '').toLowerCase();
+      if (k.operator === 'equals') return vs.some((v) => v === w);
+      if (k.operator === 'contains') return vs.some((v) => v.includes(w));
+      if (k.operator === 'startswith') return vs.some((v) => v.startsWith(w));
+      if (k.operator === 'endswith') return vs.some((v) => v.endsWith(w));
+      return vs.length > 0;
+    };
+    const before = (a: Obj, b: Obj) => {
+      const [x, y] = [a.anchorValue.toLowerCase(), b.anchorValue.toLowerCase()];
+      return x < y ? -1 : x > y ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+    };
+    const criteria = (): Criterion[] =>
+      [
+        c('code', 'equals', `c${Math.floor(r() * 400)}`),
+        c('dept', 'equals', `D${Math.floor(r() * 6)}`),
+        c('mail', 'contains', `m${Math.floor(r() * 60)}`),
+        c('MAIL', 'endswith', `${Math.floor(r() * 10)}@x.test`),
+        c('tags', 'startswith', `t${Math.floor(r() * 9)}`),
+        c('mail', 'ispresent'),
+        c('tags', 'ispresent'),
+      ].filter(() => r() < 0.4);
+    // ranks() is read only on the path from a criterion's matches.
+    const ranks = jest.spyOn(SortedIndex.prototype, 'ranks');
+    let byMatches = 0;
+    let byPass = 0;
+    for (let round = 0; round < 3; round++) {
+      for (let k = 0; k < 150; k++) {
+        const q: MeshQuery = {
+          objectType: r() < 0.7 ? (r() < 0.5 ? 'user' : 'Group') : undefined,
+          criteria: criteria(),
+          skip: Math.floor(r() * 30),
+          take: Math.floor(r() * 40),
+        };
+        const naive = [...objects.values()]
+          .filter((o) => (q.objectType === undefined || o.objectType.toLowerCase() === q.objectType.toLowerCase()) && q.criteria!.every((k2) => ok(o, k2)))
+          .sort(before);
+        const calls = ranks.mock.calls.length;
+        const page = queryMesh(big, q);
+        expect({ q, count: page.totalCount }).toEqual({ q, count: naive.length });
+        expect(page.items.map((x) => x.id)).toEqual(naive.slice(q.skip, q.skip + q.take).map((o) => o.id));
+        if (ranks.mock.calls.length > calls) byMatches++;
+        else if (q.criteria!.length) byPass++;
+      }
+      // A third of the objects change (new anchors, types and values), some go, some come: ranks and texts are rebuilt.
+      const changes: { id: string; state: Obj | null }[] = [];
+      for (const [i, o] of objects) {
+        if (i % 3 !== round) continue;
+        if (r() < 0.2) {
+          objects.delete(i);
+          changes.push({ id: o.id, state: null });
+        } else {
+          const n = make(i, round + 1);
+          objects.set(i, n);
+          changes.push({ id: n.id, state: n });
+        }
+      }
+      for (let i = 0; i < 200; i++) {
+        const j = 10_000 + round * 1000 + i;
+        const n = make(j, round + 1);
+        objects.set(j, n);
+        changes.push({ id: n.id, state: n });
+      }
+      big.applyStates(changes);
+    }
+    ranks.mockRestore();
+    expect(byMatches).toBeGreaterThan(50);
+    expect(byPass).toBeGreaterThan(50);
   });
 });
 

@@ -228,7 +228,7 @@ describe('ValueInterner', () => {
 });
 
 describe('AttributeColumn.match', () => {
-  test('equals, startswith, endswith and contains over the joined values equal a per-value check (multi-valued, updates, clears)', () => {
+  test('equals, startswith, endswith and contains over the joined values equal a per-value check, each match listed once (multi-valued, updates, clears)', () => {
     const r = rng(5);
     const m = new MeshReadModel();
     const words = ['sales', 'salesforce', 'pre-sales', 'Sales', 'a', 'ab', 'b', 'ba', 'é', 'ÉA', '山田', ''];
@@ -244,7 +244,8 @@ describe('AttributeColumn.match', () => {
     for (const mode of ['equals', 'startswith', 'endswith', 'contains'] as const) {
       for (const want of ['sales', 'sal', 'es', 'a', 'b', 'ab', 'é', 'éa', '山', 'zz', 'a\u0000b']) {
         const hits = new Uint8Array(m.slotCount);
-        col.match(mode, want, hits);
+        const found: number[] = [];
+        col.match(mode, want, hits, found);
         const test = (s: string) =>
           mode === 'equals' ? s === want : mode === 'startswith' ? s.startsWith(want) : mode === 'endswith' ? s.endsWith(want) : s.includes(want);
         const expected = new Uint8Array(m.slotCount);
@@ -252,6 +253,8 @@ describe('AttributeColumn.match', () => {
           if (v != null && (typeof v === 'string' ? test(v) : v.some(test))) expected[slot] = 1;
         });
         expect([mode, want, [...hits].join('')]).toEqual([mode, want, [...expected].join('')]);
+        // Every slot marked is listed once.
+        expect([mode, want, [...found].sort((a, b) => a - b)]).toEqual([mode, want, [...expected.keys()].filter((slot) => expected[slot] === 1)]);
       }
     }
   });
