@@ -1,5 +1,5 @@
 import { ConnectorError, hasExport, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
-import { getMeshObjects } from '../mesh/store';
+import { existingMeshIds } from '../mesh/store';
 import { tombstoneDeletedOn } from '../mesh/tombstones';
 import { listRules } from '../storage/rules';
 import { loadCsSummaries, readCsObjects, summarize, writeCsObjects } from './connectorSpace';
@@ -27,7 +27,7 @@ export async function exportDeletedSince(info: RunInfo, totals: RunTotals, confi
   try {
     const ids = await loadExportPage(info.runId, -1);
     if (!ids.length) return totals;
-    const stillThere = await getMeshObjects(ids);
+    const stillThere = await existingMeshIds(ids);
     const gone = new Set(ids.filter((id) => !stillThere.has(id)));
     const { summaries } = await csCache(info.connectorId);
     const anchors: string[] = [];
@@ -55,8 +55,8 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals, config: Ex
       if (!rules.outbound.length) return totals;
       const summaries = await loadCsSummaries(info.connectorId);
       const linked = [...summaries].filter(([, s]) => !s.deleted && s.meshId);
-      const docs = await getMeshObjects(linked.map(([, s]) => s.meshId!));
-      const gone = linked.filter(([, s]) => !docs.has(s.meshId!)).map(([a]) => a);
+      const there = await existingMeshIds(linked.map(([, s]) => s.meshId!));
+      const gone = linked.filter(([, s]) => !there.has(s.meshId!)).map(([a]) => a);
       let existing = 0;
       for (const s of summaries.values()) if (!s.deleted) existing++;
       return await deprovisionWith(connector, info, totals, config, gone, existing);

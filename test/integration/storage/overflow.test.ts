@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { commitMeshWrite, getMeshObject, getMeshObjects, iterateMesh, readFeed } from '../../../lib/mesh/store';
+import { commitMeshWrite, existingMeshIds, getMeshObject, getMeshObjects, iterateMesh, readFeed } from '../../../lib/mesh/store';
 import { getOverflow, putOverflow } from '../../../lib/storage/overflow';
 import { resetTableClients, table } from '../../../lib/storage/tables';
 import { readCsObjects, readCsPartition, writeCsObjects } from '../../../lib/sync/connectorSpace';
@@ -66,6 +66,9 @@ test('a mesh group of 50,000 members is written and read back by every reader', 
   const many = await getMeshObjects([g.id, small.id]);
   expect(many.get(g.id)!.relationships).toHaveLength(MEMBERS);
   expect(many.get(small.id)!.anchorValue).toBe('small');
+  // Existence only (the row keys selected, the large row not read whole): the missing one absent.
+  const missing = gid(987654);
+  expect(await existingMeshIds([g.id, small.id, missing])).toEqual(new Set([g.id, small.id]));
   const scanned: MeshObject[] = [];
   for await (const page of iterateMesh('Group')) scanned.push(...page);
   expect(scanned.find((o) => o.id === g.id)!.relationships).toHaveLength(MEMBERS);
