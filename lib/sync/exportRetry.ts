@@ -1,7 +1,7 @@
 import type { ExportChange } from '../connectors/sdk';
 import { readExportMaxAttempts } from '../core/config';
 import type { MeshObject } from '../mesh/model';
-import { getMeshObjects } from '../mesh/store';
+import { existingMeshIds } from '../mesh/store';
 import type { RunObjectError } from '../storage/runs';
 import { anchoredCsObjectId, csObjectIdOf, indexCsObjectIds, stagedCsObjectId, type CsObjectRef } from './csIds';
 import type { CsObject, ExportError, PendingExport } from './model';
@@ -212,7 +212,7 @@ export class ExportRetry {
 export async function dropGoneStagedAdds(connectorId: string): Promise<void> {
   const staged = await loadStagedAdds(connectorId);
   if (!staged.size) return;
-  const there = await getMeshObjects([...staged.keys()]);
+  const there = await existingMeshIds([...staged.keys()]);
   await deleteStagedAdds(
     connectorId,
     [...staged.keys()].filter((id) => !there.has(id)),

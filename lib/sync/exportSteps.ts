@@ -1,6 +1,6 @@
 import { ConnectorError, hasExport, type Connector } from '../connectors/sdk';
 import type { MeshObject } from '../mesh/model';
-import { currentFeedSeq, getMeshObjects, iterateMesh, readFeed } from '../mesh/store';
+import { currentFeedSeq, existingMeshIds, getMeshObjects, iterateMesh, readFeed } from '../mesh/store';
 import { readConnectorRow } from '../storage/connectors';
 import { listRules } from '../storage/rules';
 import { updateRun } from '../storage/runs';
@@ -117,7 +117,7 @@ export async function planExport(info: RunInfo, config: ExportConfig): Promise<E
       from = rows[rows.length - 1].seq;
     }
     // Marked objects (drift, failed changes): as they are now; the ones gone from the mesh are deletes to try again.
-    const present = await getMeshObjects(dirty.ids);
+    const present = await existingMeshIds(dirty.ids);
     for (const id of dirty.ids) {
       if (present.has(id)) {
         if (!deleted.has(id)) changed.add(id);
@@ -134,7 +134,7 @@ export async function planExport(info: RunInfo, config: ExportConfig): Promise<E
       const at = new Date();
       for (const s of (await csCache(info.connectorId)).summaries.values())
         if (s.deprov === 'pending' && !s.deleted && s.meshId && isDue(s.due, at)) due.push(s.meshId);
-      const there = await getMeshObjects(due);
+      const there = await existingMeshIds(due);
       for (const id of due) {
         if (there.has(id)) {
           if (!deleted.has(id)) changed.add(id);
