@@ -141,6 +141,14 @@ export function readIdleCsCaches(settings = new SettingsReader()): number {
   return settings.int('Sync:IdleConnectorSpaceCaches', DEFAULT_IDLE_CS_CACHES, { min: 0, max: 1000 });
 }
 
+/**
+ * `Mesh__ReadModelSnapshot` (default true): whether the mesh read model keeps a snapshot of itself under the
+ * data folder and starts from it (lib/mesh/readModelSnapshot.ts). Read at start by the read model's service step.
+ */
+export function readReadModelSnapshot(settings = new SettingsReader()): boolean {
+  return settings.bool('Mesh:ReadModelSnapshot', true);
+}
+
 /** `Mesh:HistoryRetentionDays` (default 90): how long the history of mesh objects is kept. */
 export const DEFAULT_HISTORY_RETENTION_DAYS = 90;
 

@@ -23,6 +23,16 @@ export interface MeshFeedConsumer {
   applyEntries(entries: FeedEntry[]): void;
 }
 
+/**
+ * A local copy of the mesh a load may start from instead of scanning the mesh tables (the read model's
+ * snapshot, lib/mesh/readModelSnapshot.ts): given the feed's current position, its own position and its
+ * objects (as {@link MeshFeedConsumer.loadPage} gets them), or undefined when it is not usable. The load then
+ * catches up with the feed from its position, as after a scan.
+ */
+export interface MeshSnapshotSource {
+  open(currentSeq: number): Promise<{ seq: number; pages: AsyncIterable<MeshObject[]> } | undefined>;
+}
+
 export interface MeshFeedReaderOptions {
   /** Pause between polls of the feed (ms). Default 250. */
   pollMs?: number;
@@ -31,6 +41,8 @@ export interface MeshFeedReaderOptions {
   /** Rows read per feed request. Default 500. */
   batchRows?: number;
   onError?: (err: unknown) => void;
+  /** Where a load may start from instead of a scan. */
+  snapshot?: MeshSnapshotSource;
 }
 
 /**
@@ -78,7 +90,15 @@ export class MeshFeedReader {
     return this.lastPollAt;
   }
 
-  /** Note the counter, scan the whole mesh into the consumer, then catch up with the feed. */
+  /** Whether the last {@link load} started from a snapshot rather than a scan. */
+  fromSnapshot = false;
+  /** The feed position the last {@link load} started from (the snapshot's, or the counter noted before the scan). */
+  loadedFrom = 0;
+
+  /**
+   * Note the counter, scan the whole mesh into the consumer (or load the snapshot, when one is usable, and
+   * take its position instead), then catch up with the feed.
+   */
   async load(): Promise<void> {
     let taps = nextTaps;
     nextTaps = [];
@@ -93,9 +113,18 @@ export class MeshFeedReader {
       }
     };
     try {
-      this.seq = await currentFeedSeq();
+      const current = await currentFeedSeq();
+      const snapshot = await this.options.snapshot?.open(current);
+      this.fromSnapshot = !!snapshot;
+      this.seq = this.loadedFrom = snapshot ? snapshot.seq : current;
       tell((t) => t.begin(this.seq));
-      const partitions = MESH_PARTITIONS.map((_, i) => i);
+      if (snapshot) {
+        for await (const page of snapshot.pages) {
+          this.consumer.loadPage(page);
+          tell((t) => t.page(page));
+        }
+      }
+      const partitions = snapshot ? [] : MESH_PARTITIONS.map((_, i) => i);
       const worker = async () => {
         for (let p = partitions.shift(); p !== undefined; p = partitions.shift()) {
           for await (const page of iterateMesh(undefined, p, 'consolidated')) {

@@ -5,7 +5,10 @@ import type { MeshObject, Relationship } from './model';
 import { MeshFeedReader } from './feed';
 import type { FeedEntry } from './store';
 import { areaLog } from '../core/log';
-import { AttributeColumn, EMPTY_RELS, type FoldedValue, Interner, MeshRecord, NO_SOURCE, SortedIndex, ValueInterner } from './readModelIndexes';
+import { readReadModelSnapshot, SettingsReader } from '../core/config';
+import { snapshotFile, snapshotSource, writeSnapshot } from './readModelSnapshot';
+import { feedRowTag } from './store';
+import { AttributeColumn, EMPTY_PENDING, EMPTY_RELS, type FoldedValue, Interner, MeshRecord, NO_SOURCE, SortedIndex, ValueInterner } from './readModelIndexes';
 
 const log = areaLog('mesh');
 
@@ -53,6 +56,14 @@ export class MeshReadModel {
 
   get size(): number {
     return this.byId.size;
+  }
+
+  /** Bumped by every change after the load's pages (a snapshot being written gives up when it moves). */
+  changes = 0;
+
+  /** Every record, in no particular order. */
+  records(): IterableIterator<MeshRecord> {
+    return this.byId.values();
   }
 
   /** One more than the highest slot in use (the size of a per-slot bitmap). */
@@ -123,6 +134,7 @@ export class MeshReadModel {
 
   /** Apply states in order (null: deleted); the last state of an id wins. */
   applyStates(changes: { id: string; state: MeshObject | null }[]): void {
+    this.changes++;
     const last = new Map<string, MeshObject | null>();
     for (const c of changes) last.set(c.id.toLowerCase(), c.state);
     const removedAll = new Set<MeshRecord>();
@@ -199,6 +211,7 @@ export class MeshReadModel {
       slot,
       names,
       rels,
+      o.pendingReferences.length ? o.pendingReferences : EMPTY_PENDING,
     );
   }
 
@@ -283,17 +296,32 @@ let isReady = false;
 let stopping = false;
 /** Bumped by every start: a load left over from before a stop never installs itself. */
 let generations = 0;
-let loadedAt: { ms: number; objects: number } | undefined;
+let loadedAt: { ms: number; objects: number; fromSnapshot: boolean } | undefined;
+
+/** How long the feed must have been quiet before the snapshot is written again (ms). */
+const SNAPSHOT_IDLE_MS = 60_000;
+const SNAPSHOT_CHECK_MS = 15_000;
+
+/**
+ * The snapshot of this process's read model (lib/mesh/readModelSnapshot.ts): its file (undefined: off,
+ * `Mesh__ReadModelSnapshot=false`), the feed position it was last written at, and the write going on.
+ */
+let snapshot: { file: string; seq: number; writing?: Promise<void>; timer?: NodeJS.Timeout; seen: { seq: number; at: number } } | undefined;
 
 /**
  * Start loading the read model in the background and tail the feed. Returns at once: the host starts
- * serving while the mesh loads; mesh queries wait for the load (see {@link readyModel}).
+ * serving while the mesh loads; mesh queries wait for the load (see {@link readyModel}). The load starts from
+ * the snapshot on disk when it is usable, else scans the mesh; once loaded, the snapshot is written again
+ * whenever the feed has been quiet for a minute after a change, and at stop.
  */
 export function startMeshReadModel(options: { pollMs?: number } = {}): void {
   if (ready) return;
   stopping = false;
   const started = Date.now();
   const generation = ++generations;
+  const settings = new SettingsReader();
+  const file = readReadModelSnapshot(settings) ? snapshotFile(settings.string('Service:DataDir', '.data')) : undefined;
+  snapshot = file ? { file, seq: 0, seen: { seq: 0, at: started } } : undefined;
   ready = (async () => {
     for (;;) {
       // A failed load leaves a partial copy: every attempt starts from an empty model.
@@ -301,6 +329,7 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
       const r = new MeshFeedReader(m, {
         pollMs: options.pollMs,
         onError: (err) => log.error(`Reading the mesh change feed failed (${describe(err)}); retrying.`),
+        snapshot: file ? snapshotSource(file) : undefined,
       });
       reader = r;
       try {
@@ -314,18 +343,57 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
       if (stopping || generation !== generations) return m;
       model = m;
       isReady = true;
-      loadedAt = { ms: Date.now() - started, objects: m.size };
-      log.info(`Read model loaded: ${m.size} object(s) in ${loadedAt.ms} ms.`);
+      loadedAt = { ms: Date.now() - started, objects: m.size, fromSnapshot: r.fromSnapshot };
+      log.info(`Read model loaded${r.fromSnapshot ? ' from its snapshot' : ''}: ${m.size} object(s) in ${loadedAt.ms} ms.`);
       r.startTailing();
+      if (snapshot) {
+        const s = snapshot;
+        if (r.fromSnapshot) s.seq = r.loadedFrom;
+        s.timer = setInterval(() => {
+          if (r.position !== s.seen.seq) s.seen = { seq: r.position, at: Date.now() };
+          else if (r.position !== s.seq && Date.now() - s.seen.at >= SNAPSHOT_IDLE_MS) void saveSnapshot(m, r);
+        }, SNAPSHOT_CHECK_MS);
+        s.timer.unref();
+      }
       return m;
     }
   })();
   ready.catch(() => undefined);
 }
 
+/** Write the snapshot at the reader's position (one write at a time; a failure is logged, the next try is later). */
+function saveSnapshot(m: MeshReadModel, r: MeshFeedReader): Promise<void> {
+  const s = snapshot;
+  if (!s || s.writing || r.position === 0) return s?.writing ?? Promise.resolve();
+  s.writing = (async () => {
+    const t0 = Date.now();
+    try {
+      const seq = r.position;
+      const tag = await feedRowTag(seq);
+      // Only a position whose row is there, and the model still at it (the write starts in this same turn).
+      if (!tag || r.position !== seq) return;
+      if (await writeSnapshot(s.file, m, seq, tag)) {
+        s.seq = seq;
+        log.info(`Wrote the mesh read model's snapshot: ${m.size} object(s) at feed position ${seq} in ${Date.now() - t0} ms.`);
+      }
+    } catch (err) {
+      log.warn(`Writing the mesh read model's snapshot failed (${(err as Error)?.message ?? describe(err)}); it is tried again later.`);
+    } finally {
+      s.writing = undefined;
+    }
+  })();
+  return s.writing;
+}
+
 export async function stopMeshReadModel(): Promise<void> {
   stopping = true;
   await reader?.stop();
+  if (snapshot) {
+    clearInterval(snapshot.timer);
+    await snapshot.writing;
+    if (isReady && model && reader && reader.position !== snapshot.seq) await saveSnapshot(model, reader);
+  }
+  snapshot = undefined;
   model = undefined;
   reader = undefined;
   ready = undefined;
@@ -365,8 +433,22 @@ export function meshIdsChangedSince(objectType: string, since: string | null): s
 }
 
 /** Load figures of this process (for logs and benchmarks). */
-export function meshReadModelStatus(): { ready: boolean; objects: number; loadMs?: number; feedPosition: number } {
-  return { ready: isReady, objects: model?.size ?? 0, loadMs: loadedAt?.ms, feedPosition: reader?.position ?? 0 };
+export function meshReadModelStatus(): {
+  ready: boolean;
+  objects: number;
+  loadMs?: number;
+  fromSnapshot?: boolean;
+  feedPosition: number;
+  snapshotPosition?: number;
+} {
+  return {
+    ready: isReady,
+    objects: model?.size ?? 0,
+    loadMs: loadedAt?.ms,
+    fromSnapshot: loadedAt?.fromSnapshot,
+    feedPosition: reader?.position ?? 0,
+    snapshotPosition: snapshot && snapshot.seq > 0 ? snapshot.seq : undefined,
+  };
 }
 
 function describe(err: unknown): string {

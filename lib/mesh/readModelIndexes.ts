@@ -1,5 +1,5 @@
 import type { AttributeValue } from '../connectors/sdk';
-import type { Relationship } from './model';
+import type { PendingReference, Relationship } from './model';
 
 /**
  * The building blocks of the mesh read model (readModel.ts): interned names, one record per object, attribute
@@ -84,6 +84,7 @@ export class ValueInterner {
 export const NO_SOURCE = -1;
 
 export const EMPTY_RELS: readonly Relationship[] = Object.freeze([]);
+export const EMPTY_PENDING: readonly PendingReference[] = Object.freeze([]);
 
 export type FoldedValue = string | readonly string[] | null;
 
@@ -101,6 +102,8 @@ export class MeshRecord {
     /** Ids of its attribute names, in name order (shared between objects with the same names). */
     readonly names: readonly number[],
     readonly relationships: readonly Relationship[],
+    /** References not resolved yet (kept for the sync engine's join index, which a snapshot rebuilds: lib/mesh/readModelSnapshot.ts). */
+    readonly pending: readonly PendingReference[] = EMPTY_PENDING,
   ) {}
 }
 

@@ -444,6 +444,21 @@ export async function currentFeedSeq(): Promise<number> {
 }
 
 /**
+ * The ETag of feed row `seq` (undefined: no such row). Feed rows are never changed once written, so it names
+ * this storage's feed at that position: a read-model snapshot checks it before it is used
+ * (lib/mesh/readModelSnapshot.ts).
+ */
+export async function feedRowTag(seq: number): Promise<string | undefined> {
+  const client = await table(FEED);
+  try {
+    return (await client.getEntity(FEED_PK, seqKey(seq), { queryOptions: { select: ['RowKey'] } })).etag;
+  } catch (err) {
+    if (isStatus(err, 404)) return undefined;
+    throw err;
+  }
+}
+
+/**
  * Feed rows after `afterSeq`, in order, at most `limit` rows. With `skipWriter`, rows written by that writer
  * come back without entries (their `entries` is empty): a process skips its own writes cheaply; with
  * `skipExportOf`, so do the rows of that connector's export (its link writes). With

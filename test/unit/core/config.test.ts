@@ -2,6 +2,7 @@ import {
   ConfigError,
   readExportMaxAttempts,
   readHistoryRetentionDays,
+  readReadModelSnapshot,
   readTombstonePurgeSeconds,
   readTombstoneRetentionDays,
   SettingsReader,
@@ -69,6 +70,18 @@ describe('Mesh:HistoryRetentionDays', () => {
   });
   it.each(['0', '-1', '2.5', 'ninety'])('refuses %s with a message naming the setting', (v) => {
     expect(() => read({ Mesh__HistoryRetentionDays: v })).toThrow(/HistoryRetentionDays/);
+  });
+});
+
+describe('Mesh:ReadModelSnapshot', () => {
+  const read = (env: Record<string, string>) => readReadModelSnapshot(new SettingsReader(env));
+  it('defaults to on and reads either spelling', () => {
+    expect(read({})).toBe(true);
+    expect(read({ Mesh__ReadModelSnapshot: 'false' })).toBe(false);
+    expect(read({ 'Mesh:ReadModelSnapshot': 'true' })).toBe(true);
+  });
+  it('refuses a value that is not true or false with a message naming the setting', () => {
+    expect(() => read({ Mesh__ReadModelSnapshot: 'sometimes' })).toThrow(/ReadModelSnapshot/);
   });
 });
 
