@@ -149,6 +149,11 @@ export function readReadModelSnapshot(settings = new SettingsReader()): boolean 
   return settings.bool('Mesh:ReadModelSnapshot', true);
 }
 
+/** `Mesh__ReadModelSnapshotIdleSeconds` (default 60, 1 to 86400): how long the feed stays quiet after a change before the snapshot is written. */
+export function readReadModelSnapshotIdleSeconds(settings = new SettingsReader()): number {
+  return settings.int('Mesh:ReadModelSnapshotIdleSeconds', 60, { min: 1, max: 86400 });
+}
+
 /** `Mesh:HistoryRetentionDays` (default 90): how long the history of mesh objects is kept. */
 export const DEFAULT_HISTORY_RETENTION_DAYS = 90;
 

@@ -5,7 +5,7 @@ import type { MeshObject, Relationship } from './model';
 import { MeshFeedReader } from './feed';
 import type { FeedEntry } from './store';
 import { areaLog } from '../core/log';
-import { readReadModelSnapshot, SettingsReader } from '../core/config';
+import { readReadModelSnapshot, readReadModelSnapshotIdleSeconds, SettingsReader } from '../core/config';
 import { snapshotFile, snapshotSource, writeSnapshot } from './readModelSnapshot';
 import { feedRowTag } from './store';
 import { AttributeColumn, EMPTY_PENDING, EMPTY_RELS, type FoldedValue, Interner, MeshRecord, NO_SOURCE, SortedIndex, ValueInterner } from './readModelIndexes';
@@ -298,21 +298,20 @@ let stopping = false;
 let generations = 0;
 let loadedAt: { ms: number; objects: number; fromSnapshot: boolean } | undefined;
 
-/** How long the feed must have been quiet before the snapshot is written again (ms). */
-const SNAPSHOT_IDLE_MS = 60_000;
+/** How often the snapshot's writer looks whether the feed has been quiet long enough (at most; ms). */
 const SNAPSHOT_CHECK_MS = 15_000;
 
 /**
  * The snapshot of this process's read model (lib/mesh/readModelSnapshot.ts): its file (undefined: off,
  * `Mesh__ReadModelSnapshot=false`), the feed position it was last written at, and the write going on.
  */
-let snapshot: { file: string; seq: number; writing?: Promise<void>; timer?: NodeJS.Timeout; seen: { seq: number; at: number } } | undefined;
+let snapshot: { file: string; idleMs: number; seq: number; writing?: Promise<void>; timer?: NodeJS.Timeout; seen: { seq: number; at: number } } | undefined;
 
 /**
  * Start loading the read model in the background and tail the feed. Returns at once: the host starts
  * serving while the mesh loads; mesh queries wait for the load (see {@link readyModel}). The load starts from
  * the snapshot on disk when it is usable, else scans the mesh; once loaded, the snapshot is written again
- * whenever the feed has been quiet for a minute after a change, and at stop.
+ * whenever the feed has been quiet for a minute (`Mesh__ReadModelSnapshotIdleSeconds`) after a change, and at stop.
  */
 export function startMeshReadModel(options: { pollMs?: number } = {}): void {
   if (ready) return;
@@ -321,7 +320,8 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
   const generation = ++generations;
   const settings = new SettingsReader();
   const file = readReadModelSnapshot(settings) ? snapshotFile(settings.string('Service:DataDir', '.data')) : undefined;
-  snapshot = file ? { file, seq: 0, seen: { seq: 0, at: started } } : undefined;
+  const idleMs = file ? readReadModelSnapshotIdleSeconds(settings) * 1000 : 0;
+  snapshot = file ? { file, idleMs, seq: 0, seen: { seq: 0, at: started } } : undefined;
   ready = (async () => {
     for (;;) {
       // A failed load leaves a partial copy: every attempt starts from an empty model.
@@ -349,10 +349,13 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
       if (snapshot) {
         const s = snapshot;
         if (r.fromSnapshot) s.seq = r.loadedFrom;
-        s.timer = setInterval(() => {
-          if (r.position !== s.seen.seq) s.seen = { seq: r.position, at: Date.now() };
-          else if (r.position !== s.seq && Date.now() - s.seen.at >= SNAPSHOT_IDLE_MS) void saveSnapshot(m, r);
-        }, SNAPSHOT_CHECK_MS);
+        s.timer = setInterval(
+          () => {
+            if (r.position !== s.seen.seq) s.seen = { seq: r.position, at: Date.now() };
+            else if (r.position !== s.seq && Date.now() - s.seen.at >= s.idleMs) void saveSnapshot(m, r);
+          },
+          Math.min(SNAPSHOT_CHECK_MS, s.idleMs / 2),
+        );
         s.timer.unref();
       }
       return m;

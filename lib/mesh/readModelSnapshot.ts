@@ -64,6 +64,7 @@ export async function writeSnapshot(file: string, model: MeshReadModel, seq: num
   const changes = model.changes;
   await fsp.mkdir(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
+  await removeOrphans(file);
   const records = [...model.records()];
   const fh = await fsp.open(tmp, 'w', 0o600);
   let done = false;
@@ -84,6 +85,26 @@ export async function writeSnapshot(file: string, model: MeshReadModel, seq: num
     else await fsp.rm(tmp, { force: true });
   }
   return true;
+}
+
+/** Temporary files of writes cut short (a process killed while writing): those of processes no longer running. */
+async function removeOrphans(file: string): Promise<void> {
+  const dir = path.dirname(file);
+  const prefix = path.basename(file) + '.';
+  for (const name of await fsp.readdir(dir)) {
+    const m = name.startsWith(prefix) ? /^(\d+)\.tmp$/.exec(name.slice(prefix.length)) : null;
+    if (!m || Number(m[1]) === process.pid || running(Number(m[1]))) continue;
+    await fsp.rm(path.join(dir, name), { force: true });
+  }
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function encodePage(model: MeshReadModel, records: MeshRecord[], from: number, to: number): string {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -174,4 +175,17 @@ test('a write gives up, replacing nothing, when the model changes while it is wr
   expect(await writing).toBe(false);
   expect(readFileSync(file, 'utf8')).toBe(before);
   expect(existsSync(`${file}.${process.pid}.tmp`)).toBe(false);
+});
+
+test('a write removes the temporary files of writes cut short by processes no longer running, not those of running ones', async () => {
+  const seeded = await load(false);
+  const gone = spawnSync(process.execPath, ['-e', '0']).pid!;
+  const orphan = `${file}.${gone}.tmp`;
+  const another = `${file}.${process.ppid}.tmp`;
+  writeFileSync(orphan, 'cut short');
+  writeFileSync(another, 'being written');
+  await snapshotNow(seeded.m);
+  expect(existsSync(orphan)).toBe(false);
+  expect(existsSync(another)).toBe(true);
+  rmSync(another);
 });

@@ -90,3 +90,26 @@ test('the snapshot written at stop is loaded at the next start, caught up, and t
   expect(statSync(file()).mtimeMs).toBe(written);
   await rt.start();
 });
+
+test('the snapshot written once the feed is quiet survives a crash: the next start loads it', async () => {
+  await rt.stop();
+  let mark = rt.logMark();
+  await rt.start({ Mesh__ReadModelSnapshotIdleSeconds: '1' });
+  writeCsv(dir, 'users.csv', H, [
+    { id: 'u1', name: 'ann', dept: 'Finance' },
+    { id: 'u2', name: 'ben', dept: 'Legal' },
+    { id: 'u3', name: 'cy', dept: 'Support' },
+  ]);
+  expect(await runImport(rt, users)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1 } });
+  const deadline = Date.now() + 20_000;
+  while (!/Wrote the mesh read model's snapshot: 4 object\(s\)/.test(rt.logsSince(mark))) {
+    if (Date.now() > deadline) throw new Error(`no snapshot written while running:\n${rt.logsSince(mark).slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await rt.kill();
+  mark = rt.logMark();
+  await rt.start();
+  const found = await rt.call('POST', 'mesh/objects/search', { body: { criteria: [{ attributeName: 'department', operator: 'equals', value: 'legal' }] } });
+  expect(found.body).toMatchObject({ totalCount: 1, items: [{ anchorValue: 'ben' }] });
+  expect(rt.logsSince(mark)).toMatch(/Loading the mesh read model from its snapshot \(4 object\(s\) at feed position \d+, 0 row\(s\) to catch up\)/);
+});

@@ -3,6 +3,7 @@ import {
   readExportMaxAttempts,
   readHistoryRetentionDays,
   readReadModelSnapshot,
+  readReadModelSnapshotIdleSeconds,
   readTombstonePurgeSeconds,
   readTombstoneRetentionDays,
   SettingsReader,
@@ -82,6 +83,12 @@ describe('Mesh:ReadModelSnapshot', () => {
   });
   it('refuses a value that is not true or false with a message naming the setting', () => {
     expect(() => read({ Mesh__ReadModelSnapshot: 'sometimes' })).toThrow(/ReadModelSnapshot/);
+  });
+  it('waits 60 quiet seconds by default, 1 to 86400', () => {
+    const idle = (env: Record<string, string>) => readReadModelSnapshotIdleSeconds(new SettingsReader(env));
+    expect(idle({})).toBe(60);
+    expect(idle({ Mesh__ReadModelSnapshotIdleSeconds: '1' })).toBe(1);
+    for (const v of ['0', '86401', 'soon']) expect(() => idle({ Mesh__ReadModelSnapshotIdleSeconds: v })).toThrow(/ReadModelSnapshotIdleSeconds/);
   });
 });
 
