@@ -73,11 +73,14 @@ function stealSeconds() {
   }
 }
 
-/** SIGTERM a child process and wait for `exited` (its exit promise); SIGKILL after 15 s. */
+/**
+ * SIGTERM a child process and wait for `exited` (its exit promise); SIGKILL after 120 s (a service's stop
+ * writes its read model's snapshot: about 12 s at a million objects on a quiet machine).
+ */
 async function stopChild(child, exited) {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 120000);
   await exited;
   clearTimeout(timer);
 }

@@ -57,6 +57,12 @@ const RESTART_ONLY = arg('restart-only', '');
 /** The checkout whose build (dist/) runs as the service, and whose Azurite class starts the storage (default: this one). */
 const ROOT_DIR = path.resolve(arg('root', path.resolve(__dirname, '../..')));
 const DATE = new Date().toISOString().slice(0, 10);
+/**
+ * The read model's snapshot (docs/mesh-queries.md) is written at the service's stops only, not after a quiet
+ * minute: a write in the middle of the measured queries would be measured with them. A stop then includes
+ * the write (in stopSeconds), and the next start loads it (readModelFrom).
+ */
+const SERVICE_ENV = { Mesh__ReadModelSnapshotIdleSeconds: '86400' };
 const log = (msg) => process.stderr.write(`${new Date().toISOString()} [scale] ${msg}\n`);
 /** Set on Ctrl-C / SIGTERM (bench/support.js onInterrupt stops the servers): no result is written for a cut size. */
 let interrupted = false;
@@ -152,7 +158,7 @@ async function runSize(N, lastEntitiesPerUser) {
     const G = servers.generation.groups;
     try {
       phase = 'start';
-      svc = await startService({ root: ROOT_DIR, dataDir, azuriteLocation, startTimeoutSeconds: 600 });
+      svc = await startService({ root: ROOT_DIR, env: SERVICE_ENV, dataDir, azuriteLocation, startTimeoutSeconds: 600 });
       out.firstStartSeconds = r2(svc.startSeconds);
       out.azurite = { persistence: 'disk', location: 'data folder/azurite', limitsAsNpmStart: svc.azuriteLimits };
       const conns = await createConnectors(svc, servers);
@@ -198,7 +204,7 @@ async function runSize(N, lastEntitiesPerUser) {
       svc = await heartbeat(
         `N=${N} start-up`,
         () => null,
-        () => startService({ root: ROOT_DIR, dataDir, azuriteLocation, startTimeoutSeconds: 1800 }),
+        () => startService({ root: ROOT_DIR, env: SERVICE_ENV, dataDir, azuriteLocation, startTimeoutSeconds: 1800 }),
       );
       const healthSeconds = (performance.now() - t) / 1000;
       const serving = await untilServing(svc, out.mesh.objects);
@@ -206,6 +212,7 @@ async function runSize(N, lastEntitiesPerUser) {
         healthSeconds: r2(healthSeconds),
         servingSeconds: r2((performance.now() - t) / 1000),
         readModelLoadSeconds: serving.readModelLoadSeconds,
+        readModelFrom: serving.readModelFrom,
         includes: 'Azurite start (loading its saved tables) + service start + token',
       };
       log(`N=${N} startup: health ${out.phases.startup.healthSeconds} s, serving ${out.phases.startup.servingSeconds} s`);
@@ -217,16 +224,20 @@ async function runSize(N, lastEntitiesPerUser) {
       phase = 'engineRestart';
       log(`N=${N} engine restart on the running storage...`);
       const first = svc;
-      await first.stopEngine();
       t = performance.now();
-      const engine = await startService({ root: ROOT_DIR, dataDir, azurite: first.azurite, startTimeoutSeconds: 1800 });
+      await first.stopEngine();
+      const engineStopSeconds = r2((performance.now() - t) / 1000);
+      t = performance.now();
+      const engine = await startService({ root: ROOT_DIR, env: SERVICE_ENV, dataDir, azurite: first.azurite, startTimeoutSeconds: 1800 });
       try {
         const serving = await untilServing(engine, out.mesh.objects);
         out.phases.engineRestart = {
           healthSeconds: r2(engine.startSeconds),
           servingSeconds: r2((performance.now() - t) / 1000),
           readModelLoadSeconds: serving.readModelLoadSeconds,
+          readModelFrom: serving.readModelFrom,
           includes: 'service start + token, the storage already running',
+          stopBeforeSeconds: engineStopSeconds,
         };
         peak.engine = Math.max(peak.engine, peakRssMB(engine.pid) ?? 0);
         log(`N=${N} engine restart: health ${out.phases.engineRestart.healthSeconds} s, serving ${out.phases.engineRestart.servingSeconds} s`);
@@ -301,8 +312,8 @@ async function untilServing(svc, objects) {
     if (!alive(svc.pid)) throw new Error(`the service exited during start-up:\n${svc.logs().slice(-4000)}`);
     await sleep(100);
   }
-  const loaded = /\[mesh\] Read model loaded: (\d+) object\(s\) in (\d+) ms/.exec(svc.logs());
-  return { readModelLoadSeconds: loaded ? Number(loaded[2]) / 1000 : null };
+  const loaded = /\[mesh\] Read model loaded( from its snapshot)?: (\d+) object\(s\) in (\d+) ms/.exec(svc.logs());
+  return { readModelLoadSeconds: loaded ? Number(loaded[3]) / 1000 : null, readModelFrom: loaded ? (loaded[1] ? 'snapshot' : 'scan') : null };
 }
 
 /** The mesh bench's scenarios on this data, 1 connection, after the restart. */
@@ -370,7 +381,7 @@ async function restartOnly(dataDir) {
   const svc = await heartbeat(
     'start-up',
     () => null,
-    () => startService({ root: ROOT_DIR, dataDir, azuriteLocation, startTimeoutSeconds: 1800 }),
+    () => startService({ root: ROOT_DIR, env: SERVICE_ENV, dataDir, azuriteLocation, startTimeoutSeconds: 1800 }),
   );
   try {
     const healthSeconds = (performance.now() - t) / 1000;
@@ -389,20 +400,25 @@ async function restartOnly(dataDir) {
       healthSeconds: r2(healthSeconds),
       servingSeconds: r2((performance.now() - t) / 1000),
       readModelLoadSeconds: serving.readModelLoadSeconds,
+      readModelFrom: serving.readModelFrom,
       includes: 'Azurite start (loading its saved tables) + service start + token; serving is seen up to 2 s late',
     };
     log(`startup: health ${out.phases.startup.healthSeconds} s, serving ${out.phases.startup.servingSeconds} s`);
     out.phases.meshQueries = await meshQueries(svc, users);
-    await svc.stopEngine();
     t = performance.now();
-    const engine = await startService({ root: ROOT_DIR, dataDir, azurite: svc.azurite, startTimeoutSeconds: 1800 });
+    await svc.stopEngine();
+    const engineStopSeconds = r2((performance.now() - t) / 1000);
+    t = performance.now();
+    const engine = await startService({ root: ROOT_DIR, env: SERVICE_ENV, dataDir, azurite: svc.azurite, startTimeoutSeconds: 1800 });
     try {
       const again = await untilServing(engine, objects);
       out.phases.engineRestart = {
         healthSeconds: r2(engine.startSeconds),
         servingSeconds: r2((performance.now() - t) / 1000),
         readModelLoadSeconds: again.readModelLoadSeconds,
+        readModelFrom: again.readModelFrom,
         includes: 'service start + token, the storage already running',
+        stopBeforeSeconds: engineStopSeconds,
       };
       log(`engine restart: health ${out.phases.engineRestart.healthSeconds} s, serving ${out.phases.engineRestart.servingSeconds} s`);
       // Again on the restarted engine: the first start may be finishing work the stopped service left.
