@@ -1,4 +1,5 @@
 import type { MeshObject } from './model';
+import type { CompactPage } from './readModelCompact';
 import { currentFeedSeq, iterateMesh, keepOwnFeedRows, MESH_PARTITIONS, onOwnFeedAppend, readFeed, releaseOwnFeedRows, type FeedEntry } from './store';
 
 /**
@@ -21,6 +22,18 @@ export interface MeshFeedConsumer {
   loadPage(objects: MeshObject[]): void;
   /** Feed entries in commit order (a batch of consecutive rows). */
   applyEntries(entries: FeedEntry[]): void;
+  /**
+   * A snapshot's page, for a consumer that loads its compact form directly (the read model); without it the
+   * consumer gets the page's objects through {@link loadPage}.
+   */
+  loadSnapshotPage?(page: MeshSnapshotPage): void;
+}
+
+/** A page of a snapshot (lib/mesh/readModelSnapshot.ts). */
+export interface MeshSnapshotPage {
+  readonly compact: CompactPage;
+  /** Its objects as a scan hands them on; `attributes`: only these attributes on each (all when absent). */
+  objects(attributes?: ReadonlySet<string>): MeshObject[];
 }
 
 /**
@@ -30,7 +43,7 @@ export interface MeshFeedConsumer {
  * catches up with the feed from its position, as after a scan.
  */
 export interface MeshSnapshotSource {
-  open(currentSeq: number): Promise<{ seq: number; pages: AsyncIterable<MeshObject[]> } | undefined>;
+  open(currentSeq: number): Promise<{ seq: number; pages: AsyncIterable<MeshSnapshotPage> } | undefined>;
 }
 
 export interface MeshFeedReaderOptions {
@@ -53,6 +66,8 @@ export interface MeshFeedReaderOptions {
  * dropped (told `end(false)`); the load goes on.
  */
 export interface MeshScanTap {
+  /** The attributes it reads of each object: a load from a snapshot hands on only these (a scan, all). */
+  readonly attributes?: ReadonlySet<string>;
   begin(seq: number): void;
   page(objects: MeshObject[]): void;
   end(ok: boolean): void;
@@ -120,8 +135,9 @@ export class MeshFeedReader {
       tell((t) => t.begin(this.seq));
       if (snapshot) {
         for await (const page of snapshot.pages) {
-          this.consumer.loadPage(page);
-          tell((t) => t.page(page));
+          if (this.consumer.loadSnapshotPage) this.consumer.loadSnapshotPage(page);
+          else this.consumer.loadPage(page.objects());
+          tell((t) => t.page(page.objects(t.attributes)));
         }
       }
       const partitions = snapshot ? [] : MESH_PARTITIONS.map((_, i) => i);

@@ -269,6 +269,7 @@ export function preloadSharedIndex(attributes: Iterable<string>): void {
   let settle!: () => void;
   const current = () => generation === preloads && !shared;
   tapNextMeshLoad({
+    attributes: ix.attributes,
     begin(seq) {
       ix.startAt(seq);
       if (current()) preloading = new Promise<void>((res) => (settle = res));

@@ -1,8 +1,9 @@
 import type { AttributeValue, ScalarValue } from '../connectors/sdk';
 import { AppError } from '../core/errors';
 import type { ServiceStep } from '../core/service';
-import type { MeshObject, Relationship } from './model';
-import { MeshFeedReader } from './feed';
+import type { MeshObject, PendingReference, Relationship } from './model';
+import { compactObject, type CompactPage, type CompactRow } from './readModelCompact';
+import { MeshFeedReader, type MeshSnapshotPage } from './feed';
 import type { FeedEntry } from './store';
 import { areaLog } from '../core/log';
 import { readReadModelSnapshot, readReadModelSnapshotIdleSeconds, SettingsReader } from '../core/config';
@@ -118,13 +119,98 @@ export class MeshReadModel {
         this.applyStates([{ id, state: o }]);
         continue;
       }
-      const rec = this.toRecord(id, o, this.freeSlots.pop() ?? this.nextSlot++);
-      this.byId.set(id, rec);
-      this.all.append(rec);
-      const key = rec.objectType.toLowerCase();
-      let ix = this.byType.get(key);
-      if (!ix) this.byType.set(key, (ix = new SortedIndex()));
-      ix.append(rec);
+      this.appendLoaded(this.toRecord(id, o, this.freeSlots.pop() ?? this.nextSlot++));
+    }
+  }
+
+  private appendLoaded(rec: MeshRecord): void {
+    this.byId.set(rec.id, rec);
+    this.all.append(rec);
+    const key = rec.objectType.toLowerCase();
+    let ix = this.byType.get(key);
+    if (!ix) this.byType.set(key, (ix = new SortedIndex()));
+    ix.append(rec);
+  }
+
+  loadSnapshotPage(page: MeshSnapshotPage): void {
+    this.loadCompactPage(page.compact);
+  }
+
+  /**
+   * Records `from` to `to` of `records` in the compact form (see {@link CompactPage}), as this model holds them:
+   * what the snapshot writes (lib/mesh/readModelSnapshot.ts).
+   */
+  compactPage(records: readonly MeshRecord[], from: number, to: number): CompactPage {
+    const keys: string[] = [];
+    const ids = new Map<string, number>();
+    const k = (s: string): number => {
+      let n = ids.get(s);
+      if (n === undefined) {
+        ids.set(s, (n = keys.length));
+        keys.push(s);
+      }
+      return n;
+    };
+    const rows: CompactRow[] = [];
+    for (let i = from; i < to; i++) {
+      const r = records[i];
+      const attrs: unknown[] = [];
+      for (const n of r.names) {
+        const column = this.columns[n];
+        const m = r.slot * 3;
+        const source = column.meta[m];
+        attrs.push(
+          k(this.names.values[n]),
+          column.values[r.slot] ?? null,
+          source === NO_SOURCE ? -1 : k(this.sources.values[source]),
+          column.meta[m + 1],
+          k(this.stamps.values[column.meta[m + 2]]),
+        );
+      }
+      const rels: unknown[] = [];
+      for (const x of r.relationships) rels.push(k(x.type), x.targetId, x.targetAnchor, k(x.targetType));
+      rows.push([r.id, k(r.objectType), r.anchorValue, k(r.createdOn), k(r.updatedOn), attrs, rels, r.pending.length ? [...r.pending] : 0]);
+    }
+    return [keys, rows];
+  }
+
+  /**
+   * A page in the compact form (a snapshot's), loaded as {@link loadPage} loads a scan's, without a whole
+   * {@link MeshObject} per object: each key's attribute, connector and time id is looked up once per page.
+   */
+  loadCompactPage([keys, rows]: CompactPage): void {
+    const nameOf = new Int32Array(keys.length).fill(-1);
+    const sourceOf = new Int32Array(keys.length).fill(-1);
+    const stampOf = new Int32Array(keys.length).fill(-1);
+    for (const row of rows) {
+      const [rawId, type, anchorValue, createdOn, updatedOn, attrs, rels, pending] = row;
+      const id = rawId.toLowerCase();
+      if (this.byId.has(id)) {
+        this.applyStates([{ id, state: compactObject(keys, row) }]);
+        continue;
+      }
+      const slot = this.freeSlots.pop() ?? this.nextSlot++;
+      const ids: number[] = new Array(attrs.length / 5);
+      for (let j = 0, i = 0; j < attrs.length; j += 5, i++) {
+        const nk = attrs[j] as number;
+        const n = nameOf[nk] >= 0 ? nameOf[nk] : (nameOf[nk] = this.nameId(keys[nk]));
+        ids[i] = n;
+        const sk = attrs[j + 2] as number;
+        const source = sk === -1 ? NO_SOURCE : sourceOf[sk] >= 0 ? sourceOf[sk] : (sourceOf[sk] = this.sources.id(keys[sk]));
+        const tk = attrs[j + 4] as number;
+        const stamp = stampOf[tk] >= 0 ? stampOf[tk] : (stampOf[tk] = this.stamps.id(keys[tk]));
+        this.setAttribute(slot, n, attrs[j + 1] as AttributeValue, source, attrs[j + 3] as number, stamp);
+      }
+      const relationships: Relationship[] = [];
+      for (let j = 0; j < rels.length; j += 4) {
+        relationships.push({
+          type: keys[rels[j] as number],
+          targetId: rels[j + 1] as string,
+          targetAnchor: rels[j + 2] as string,
+          targetType: keys[rels[j + 3] as number],
+        });
+      }
+      this.appendLoaded(this.record(id, keys[type], anchorValue, keys[createdOn], keys[updatedOn], slot, ids, relationships, pending || EMPTY_PENDING));
     }
   }
 
@@ -183,35 +269,54 @@ export class MeshReadModel {
       const attr = attrs[sortedNames[i]];
       const n = this.nameId(sortedNames[i]);
       ids[i] = n;
-      const column = this.columns[n];
-      const strings = column.strings;
-      const value = Array.isArray(attr.value) ? attr.value.map((v) => scalar(strings, v)) : scalar(strings, attr.value);
-      column.set(
+      this.setAttribute(
         slot,
-        value,
-        fold(strings, value),
+        n,
+        attr.value,
         attr.sourceConnectorId ? this.sources.id(attr.sourceConnectorId) : NO_SOURCE,
         attr.confidence,
         this.stamps.id(attr.updatedOn),
       );
     }
+    return this.record(id, o.objectType, o.anchorValue, o.createdOn, o.updatedOn, slot, ids, o.relationships, o.pendingReferences);
+  }
+
+  private setAttribute(slot: number, n: number, raw: AttributeValue, source: number, confidence: number, stamp: number): void {
+    const column = this.columns[n];
+    const strings = column.strings;
+    const value = Array.isArray(raw) ? raw.map((v) => scalar(strings, v)) : scalar(strings, raw);
+    column.set(slot, value, fold(strings, value), source, confidence, stamp);
+  }
+
+  /** The record of an object whose attributes are set at `slot`: `ids`, its attribute name ids in name order. */
+  private record(
+    id: string,
+    objectType: string,
+    anchorValue: string,
+    createdOn: string,
+    updatedOn: string,
+    slot: number,
+    ids: number[],
+    relationships: readonly Relationship[],
+    pending: readonly PendingReference[],
+  ): MeshRecord {
     const key = ids.join(',');
     let names = this.nameLists.get(key);
     if (!names) this.nameLists.set(key, (names = Object.freeze(ids)));
-    const anchor = this.anchors.intern(o.anchorValue);
+    const anchor = this.anchors.intern(anchorValue);
     const lower = anchor.toLowerCase();
-    const rels = o.relationships.length ? o.relationships.map((r) => this.relationship(r)) : EMPTY_RELS;
+    const rels = relationships.length ? relationships.map((r) => this.relationship(r)) : EMPTY_RELS;
     return new MeshRecord(
       id,
-      this.type(o.objectType),
+      this.type(objectType),
       anchor,
       lower === anchor ? anchor : lower,
-      this.stamp(o.createdOn),
-      this.stamp(o.updatedOn),
+      this.stamp(createdOn),
+      this.stamp(updatedOn),
       slot,
       names,
       rels,
-      o.pendingReferences.length ? o.pendingReferences : EMPTY_PENDING,
+      pending.length ? pending : EMPTY_PENDING,
     );
   }
 

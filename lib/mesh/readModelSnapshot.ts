@@ -1,11 +1,9 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import type { AttributeValue } from '../connectors/sdk';
 import { areaLog } from '../core/log';
-import type { ConsolidatedAttribute, MeshObject, PendingReference, Relationship } from './model';
 import type { MeshReadModel } from './readModel';
-import { NO_SOURCE, type MeshRecord } from './readModelIndexes';
-import type { MeshSnapshotSource } from './feed';
+import { compactObject, type CompactPage } from './readModelCompact';
+import type { MeshSnapshotPage, MeshSnapshotSource } from './feed';
 import { feedRowTag } from './store';
 
 const log = areaLog('mesh');
@@ -45,11 +43,6 @@ export interface SnapshotHeader {
   writtenAt: string;
 }
 
-/** An object as a snapshot line holds it: id, type, anchor, created, updated, attributes, relationships, pending references. */
-type Row = [string, number, string, number, number, unknown[], unknown[], PendingReference[] | 0];
-
-const EMPTY: Record<string, never> = Object.freeze({}) as Record<string, never>;
-
 /** The file of the process's snapshot under the service's data folder. */
 export function snapshotFile(dataDir: string): string {
   return path.resolve(dataDir, 'mesh', 'read-model.snapshot');
@@ -73,7 +66,7 @@ export async function writeSnapshot(file: string, model: MeshReadModel, seq: num
     await fh.write(JSON.stringify(header) + '\n');
     for (let i = 0; i < records.length; i += PAGE) {
       if (model.changes !== changes) return false;
-      await fh.write(encodePage(model, records, i, Math.min(records.length, i + PAGE)) + '\n');
+      await fh.write(JSON.stringify(model.compactPage(records, i, Math.min(records.length, i + PAGE))) + '\n');
     }
     if (model.changes !== changes) return false;
     await fh.write(JSON.stringify({ end: true, objects: records.length }) + '\n');
@@ -105,80 +98,6 @@ function running(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-}
-
-function encodePage(model: MeshReadModel, records: MeshRecord[], from: number, to: number): string {
-  const keys: string[] = [];
-  const ids = new Map<string, number>();
-  const k = (s: string): number => {
-    let n = ids.get(s);
-    if (n === undefined) {
-      ids.set(s, (n = keys.length));
-      keys.push(s);
-    }
-    return n;
-  };
-  const rows: Row[] = [];
-  for (let i = from; i < to; i++) {
-    const r = records[i];
-    const attrs: unknown[] = [];
-    for (const n of r.names) {
-      const column = model.columns[n];
-      const m = r.slot * 3;
-      const source = column.meta[m];
-      attrs.push(
-        k(model.names.values[n]),
-        column.values[r.slot] ?? null,
-        source === NO_SOURCE ? -1 : k(model.sources.values[source]),
-        column.meta[m + 1],
-        k(model.stamps.values[column.meta[m + 2]]),
-      );
-    }
-    const rels: unknown[] = [];
-    for (const x of r.relationships) rels.push(k(x.type), x.targetId, x.targetAnchor, k(x.targetType));
-    rows.push([r.id, k(r.objectType), r.anchorValue, k(r.createdOn), k(r.updatedOn), attrs, rels, r.pending.length ? [...r.pending] : 0]);
-  }
-  return JSON.stringify([keys, rows]);
-}
-
-function decodePage(line: string): MeshObject[] {
-  const [keys, rows] = JSON.parse(line) as [string[], Row[]];
-  const out: MeshObject[] = new Array(rows.length);
-  for (let i = 0; i < rows.length; i++) {
-    const [id, type, anchorValue, createdOn, updatedOn, attrs, rels, pending] = rows[i];
-    const attributes: Record<string, ConsolidatedAttribute> = {};
-    for (let j = 0; j < attrs.length; j += 5) {
-      const source = attrs[j + 2] as number;
-      attributes[keys[attrs[j] as number]] = {
-        value: attrs[j + 1] as AttributeValue,
-        sourceConnectorId: source === -1 ? null : keys[source],
-        confidence: attrs[j + 3] as number,
-        updatedOn: keys[attrs[j + 4] as number],
-      };
-    }
-    const relationships: Relationship[] = [];
-    for (let j = 0; j < rels.length; j += 4) {
-      relationships.push({
-        type: keys[rels[j] as number],
-        targetId: rels[j + 1] as string,
-        targetAnchor: rels[j + 2] as string,
-        targetType: keys[rels[j + 3] as number],
-      });
-    }
-    out[i] = {
-      id,
-      objectType: keys[type],
-      anchorValue,
-      createdOn: keys[createdOn],
-      updatedOn: keys[updatedOn],
-      attributes,
-      contributions: EMPTY,
-      links: EMPTY,
-      relationships,
-      pendingReferences: pending || [],
-    };
-  }
-  return out;
 }
 
 /** The lines of `file`, read in chunks of 4 MB (a line is a page of objects, a few hundred KB). */
@@ -264,7 +183,7 @@ export function snapshotSource(file: string): MeshSnapshotSource {
         return undefined;
       }
       log.info(`Loading the mesh read model from its snapshot (${header.objects} object(s) at feed position ${header.seq}, ${behind} row(s) to catch up).`);
-      async function* pages(): AsyncGenerator<MeshObject[]> {
+      async function* pages(): AsyncGenerator<MeshSnapshotPage> {
         let objects = 0;
         try {
           for (;;) {
@@ -275,9 +194,9 @@ export function snapshotSource(file: string): MeshSnapshotSource {
               if (!end.end || end.objects !== objects || objects !== header.objects) throw new Error('its object count does not match');
               return;
             }
-            const page = decodePage(next.value);
-            objects += page.length;
-            yield page;
+            const compact = JSON.parse(next.value) as CompactPage;
+            objects += compact[1].length;
+            yield { compact, objects: (attributes) => compact[1].map((row) => compactObject(compact[0], row, attributes)) };
           }
         } catch (err) {
           close();
