@@ -199,9 +199,12 @@ export function snapshotSource(file: string): MeshSnapshotSource {
             yield { compact, objects: (attributes) => compact[1].map((row) => compactObject(compact[0], row, attributes)) };
           }
         } catch (err) {
-          close();
+          await lines.return(undefined);
           await discard(`unreadable (${(err as Error).message})`);
           throw err;
+        } finally {
+          // Read to its end, failed, or given up on by the load: the file is closed.
+          await lines.return(undefined);
         }
       }
       return { seq: header.seq, pages: pages() };

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MeshFeedReader, tapNextMeshLoad } from '../../../lib/mesh/feed';
@@ -152,7 +152,21 @@ test('a load from the snapshot hands on the same objects as a scan, and catches 
   expect(dept(caughtUp.m, gid(100))).toBe('Finance');
   expect(caughtUp.m.get(gid(102))).toBeUndefined();
   expect(caughtUp.m.get(gid(9000))?.anchorValue).toBe('Newcomer');
+  // Every load closed the file (Linux: this process's open files).
+  expect(openSnapshotFiles()).toEqual([]);
 });
+
+function openSnapshotFiles(): string[] {
+  if (!existsSync('/proc/self/fd')) return [];
+  const links = readdirSync('/proc/self/fd').map((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      return '';
+    }
+  });
+  return links.filter((l) => l.startsWith(file));
+}
 
 test('a snapshot whose feed row differs (another storage), ahead of the feed or too far behind it is not used', async () => {
   const seeded = await load(false);
@@ -199,6 +213,7 @@ test('a snapshot cut short fails its load and is deleted; the next load scans', 
   const garbage = await load(true);
   expect(garbage.reader.fromSnapshot).toBe(false);
   expect(existsSync(file)).toBe(false);
+  expect(openSnapshotFiles()).toEqual([]);
 });
 
 test('a write gives up, replacing nothing, when the model changes while it is written', async () => {
