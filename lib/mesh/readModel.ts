@@ -2,7 +2,7 @@ import type { AttributeValue, ScalarValue } from '../connectors/sdk';
 import { AppError } from '../core/errors';
 import type { ServiceStep } from '../core/service';
 import type { MeshObject, PendingReference, Relationship } from './model';
-import { compactObject, type CompactPage, type CompactRow } from './readModelCompact';
+import { compactObject, compactRelationships, type CompactPage, type CompactRow } from './readModelCompact';
 import { MeshFeedReader, type MeshSnapshotPage } from './feed';
 import type { FeedEntry } from './store';
 import { areaLog } from '../core/log';
@@ -201,15 +201,7 @@ export class MeshReadModel {
         const stamp = stampOf[tk] >= 0 ? stampOf[tk] : (stampOf[tk] = this.stamps.id(keys[tk]));
         this.setAttribute(slot, n, attrs[j + 1] as AttributeValue, source, attrs[j + 3] as number, stamp);
       }
-      const relationships: Relationship[] = [];
-      for (let j = 0; j < rels.length; j += 4) {
-        relationships.push({
-          type: keys[rels[j] as number],
-          targetId: rels[j + 1] as string,
-          targetAnchor: rels[j + 2] as string,
-          targetType: keys[rels[j + 3] as number],
-        });
-      }
+      const relationships = rels.length ? compactRelationships(keys, rels) : EMPTY_RELS;
       this.appendLoaded(this.record(id, keys[type], anchorValue, keys[createdOn], keys[updatedOn], slot, ids, relationships, pending || EMPTY_PENDING));
     }
   }

@@ -35,15 +35,6 @@ export function compactObject(keys: readonly string[], row: CompactRow, attribut
       updatedOn: keys[attrs[j + 4] as number],
     };
   }
-  const relationships: Relationship[] = [];
-  for (let j = 0; j < rels.length; j += 4) {
-    relationships.push({
-      type: keys[rels[j] as number],
-      targetId: rels[j + 1] as string,
-      targetAnchor: rels[j + 2] as string,
-      targetType: keys[rels[j + 3] as number],
-    });
-  }
   return {
     id,
     objectType: keys[type],
@@ -53,7 +44,16 @@ export function compactObject(keys: readonly string[], row: CompactRow, attribut
     attributes: out,
     contributions: NO_OBJECT,
     links: NO_OBJECT,
-    relationships,
+    relationships: compactRelationships(keys, rels),
     pendingReferences: pending || [],
   };
+}
+
+/** The relationships of a compact row (its cells, four per relationship). */
+export function compactRelationships(keys: readonly string[], rels: readonly unknown[]): Relationship[] {
+  const out: Relationship[] = [];
+  for (let j = 0; j < rels.length; j += 4) {
+    out.push({ type: keys[rels[j] as number], targetId: rels[j + 1] as string, targetAnchor: rels[j + 2] as string, targetType: keys[rels[j + 3] as number] });
+  }
+  return out;
 }
