@@ -402,7 +402,12 @@ const SNAPSHOT_CHECK_MS = 15_000;
  * The snapshot of this process's read model (lib/mesh/readModelSnapshot.ts): its file (undefined: off,
  * `Mesh__ReadModelSnapshot=false`), the feed position it was last written at, and the write going on.
  */
-let snapshot: { file: string; idleMs: number; seq: number; writing?: Promise<void>; timer?: NodeJS.Timeout; seen: { seq: number; at: number } } | undefined;
+let snapshot:
+  | { file: string; idleMs: number; seq: number; writing?: Promise<void>; timer?: NodeJS.Timeout; seen: { seq: number; at: number }; failedAt?: number }
+  | undefined;
+
+/** After a failed write (a read-only or full disk), the next try waits this long (ms). */
+const SNAPSHOT_RETRY_MS = 10 * 60_000;
 
 /**
  * Start loading the read model in the background and tail the feed. Returns at once: the host starts
@@ -449,7 +454,8 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
         s.timer = setInterval(
           () => {
             if (r.position !== s.seen.seq) s.seen = { seq: r.position, at: Date.now() };
-            else if (r.position !== s.seq && Date.now() - s.seen.at >= s.idleMs) void saveSnapshot(m, r);
+            else if (r.position !== s.seq && Date.now() - s.seen.at >= s.idleMs && !(Date.now() - (s.failedAt ?? 0) < SNAPSHOT_RETRY_MS))
+              void saveSnapshot(m, r);
           },
           Math.min(SNAPSHOT_CHECK_MS, s.idleMs / 2),
         );
@@ -474,10 +480,14 @@ function saveSnapshot(m: MeshReadModel, r: MeshFeedReader): Promise<void> {
       if (!tag || r.position !== seq) return;
       if (await writeSnapshot(s.file, m, seq, tag)) {
         s.seq = seq;
+        s.failedAt = undefined;
         log.info(`Wrote the mesh read model's snapshot: ${m.size} object(s) at feed position ${seq} in ${Date.now() - t0} ms.`);
       }
     } catch (err) {
-      log.warn(`Writing the mesh read model's snapshot failed (${(err as Error)?.message ?? describe(err)}); it is tried again later.`);
+      s.failedAt = Date.now();
+      log.warn(
+        `Writing the mesh read model's snapshot failed (${(err as Error)?.message ?? describe(err)}); it is tried again in ${SNAPSHOT_RETRY_MS / 60_000} minutes, and at stop.`,
+      );
     } finally {
       s.writing = undefined;
     }

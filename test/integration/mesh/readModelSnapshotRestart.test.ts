@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { commitMeshWrite } from '../../../lib/mesh/store';
 import { startService, type ServiceUnderTest } from '../../support/service';
@@ -112,4 +112,40 @@ test('the snapshot written once the feed is quiet survives a crash: the next sta
   const found = await rt.call('POST', 'mesh/objects/search', { body: { criteria: [{ attributeName: 'department', operator: 'equals', value: 'legal' }] } });
   expect(found.body).toMatchObject({ totalCount: 1, items: [{ anchorValue: 'ben' }] });
   expect(rt.logsSince(mark)).toMatch(/Loading the mesh read model from its snapshot \(4 object\(s\) at feed position \d+, 0 row\(s\) to catch up\)/);
+});
+
+test('a snapshot that cannot be written is logged and tried again later; the service goes on', async () => {
+  await rt.stop();
+  // The snapshot's folder is a file: every write fails.
+  rmSync(path.dirname(file()), { recursive: true, force: true });
+  writeFileSync(path.dirname(file()), 'not a folder');
+  let mark = rt.logMark();
+  await rt.start({ Mesh__ReadModelSnapshotIdleSeconds: '1' });
+  expect(rt.logsSince(mark)).toMatch(/Read model loaded: 4 object/);
+  writeCsv(dir, 'users.csv', H, [
+    { id: 'u1', name: 'ann', dept: 'Finance' },
+    { id: 'u2', name: 'ben', dept: 'Legal' },
+    { id: 'u3', name: 'cy', dept: 'Facilities' },
+  ]);
+  expect(await runImport(rt, users)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1 } });
+  const failed = /Writing the mesh read model's snapshot failed \([^)]*\); it is tried again in 10 minutes, and at stop\./g;
+  const deadline = Date.now() + 20_000;
+  while (!rt.logsSince(mark).match(failed)) {
+    if (Date.now() > deadline) throw new Error(`no failed write logged:\n${rt.logsSince(mark).slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  // Quiet and still behind, but not tried again at every check (every 0.5 s here).
+  await new Promise((r) => setTimeout(r, 3000));
+  expect(rt.logsSince(mark).match(failed)).toHaveLength(1);
+  const found = await rt.call('POST', 'mesh/objects/search', {
+    body: { criteria: [{ attributeName: 'department', operator: 'equals', value: 'facilities' }] },
+  });
+  expect(found.body).toMatchObject({ totalCount: 1, items: [{ anchorValue: 'cy' }] });
+  // The stop tries once more, fails the same way, and stops.
+  mark = rt.logMark();
+  await rt.stop();
+  expect(rt.logsSince(mark).match(failed)).toHaveLength(1);
+  expect(rt.logsSince(mark)).toMatch(/Host stopped/);
+  rmSync(path.dirname(file()));
+  await rt.start();
 });
