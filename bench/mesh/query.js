@@ -251,12 +251,14 @@ async function main() {
     const rssAtHealth = rssMB(svc.pid);
     const headers = await svc.headers('Viewer');
     const servingMs = await untilServing(svc, headers, N);
-    const loaded = /\[mesh\] Read model loaded: (\d+) object\(s\) in (\d+) ms/.exec(svc.logs());
+    // The importer's stop wrote the read model's snapshot into the same data folder: the start loads it.
+    const loaded = /\[mesh\] Read model loaded( from its snapshot)?: (\d+) object\(s\) in (\d+) ms/.exec(svc.logs());
     out.startup = {
       hostHealthSeconds: round(svc.healthMs / 1000),
       servingSeconds: round(servingMs / 1000),
-      readModelLoadSeconds: loaded ? Number(loaded[2]) / 1000 : null,
-      objectsLoaded: loaded ? Number(loaded[1]) : null,
+      readModelLoadSeconds: loaded ? Number(loaded[3]) / 1000 : null,
+      readModelFrom: loaded ? (loaded[1] ? 'snapshot' : 'scan') : null,
+      objectsLoaded: loaded ? Number(loaded[2]) : null,
     };
     await sleep(2000);
     const loadedRss = rssMB(svc.pid);
