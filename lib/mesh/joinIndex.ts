@@ -47,7 +47,7 @@ export class MeshIndex {
   private readonly incomingRel = new Map<string, Slots>();
   private lastSeq = 0;
 
-  /** How it was built: its own scan of the mesh, or the read model's scan at process start. */
+  /** How it was built: its own scan of the mesh, or the read model's load at process start (a scan or its snapshot). */
   builtFrom: 'scan' | 'read model scan' = 'scan';
 
   constructor(readonly attributes: ReadonlySet<string>) {
