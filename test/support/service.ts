@@ -185,6 +185,20 @@ export class ServiceUnderTest {
     return n <= 0 ? '' : this.output.slice(-n);
   }
 
+  /**
+   * The output after `mark` once it matches `pattern`, waiting up to `deadlineMs`: a line the service logs while
+   * answering a request can reach this process after the response does (two pipes).
+   */
+  async untilLogged(pattern: RegExp | string, mark = 0, deadlineMs = 10_000): Promise<string> {
+    const deadline = Date.now() + deadlineMs;
+    for (;;) {
+      const text = this.logsSince(mark);
+      if (typeof pattern === 'string' ? text.includes(pattern) : pattern.test(text)) return text;
+      if (Date.now() > deadline) throw new Error(`the service did not log ${String(pattern)} within ${deadlineMs} ms:\n${text.slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   /** A Bearer token for the test user of `role` (roles claim `Service.<Role>`). */
   async token(role: Role): Promise<string> {
     let t = this.tokens.get(role);

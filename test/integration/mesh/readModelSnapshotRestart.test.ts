@@ -51,10 +51,10 @@ test('the snapshot written at stop is loaded at the next start, caught up, and t
   expect(await runImport(rt, users)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 3 } });
   await untilList((b) => b.totalCount === 3);
   // The first start scanned the (empty) mesh: there was no snapshot yet. The stop writes one.
-  expect(rt.logs()).toMatch(/Read model loaded: 0 object/);
+  expect(await rt.untilLogged(/Read model loaded: 0 object/)).toMatch(/Read model loaded: 0 object/);
   await rt.stop();
   expect(existsSync(file())).toBe(true);
-  expect(rt.logs()).toMatch(/Wrote the mesh read model's snapshot: 3 object\(s\) at feed position \d+/);
+  await rt.untilLogged(/Wrote the mesh read model's snapshot: 3 object\(s\) at feed position \d+/);
   expect(statSync(file()).mode & 0o777).toBe(0o600);
 
   // Written to the mesh while the service is down (as another engine instance on the same storage would).
@@ -64,8 +64,9 @@ test('the snapshot written at stop is loaded at the next start, caught up, and t
   await rt.start();
   const body = await untilList((b) => b.totalCount === 4);
   expect(anchors(body)).toEqual(['ann', 'ben', 'cy', 'written while stopped']);
-  expect(rt.logsSince(mark)).toMatch(/Loading the mesh read model from its snapshot \(3 object\(s\) at feed position \d+, 1 row\(s\) to catch up\)/);
-  expect(rt.logsSince(mark)).toMatch(/Read model loaded from its snapshot: 4 object\(s\)/);
+  expect(await rt.untilLogged(/Read model loaded from its snapshot: 4 object\(s\)/, mark)).toMatch(
+    /Loading the mesh read model from its snapshot \(3 object\(s\) at feed position \d+, 1 row\(s\) to catch up\)/,
+  );
 
   // The join index came from the same load: the same rows join the objects they made; a change flows.
   writeCsv(dir, 'users.csv', H, [
@@ -84,8 +85,7 @@ test('the snapshot written at stop is loaded at the next start, caught up, and t
   mark = rt.logMark();
   await rt.start({ Mesh__ReadModelSnapshot: 'false' });
   await untilList((b) => b.totalCount === 4);
-  expect(rt.logsSince(mark)).toMatch(/Read model loaded: 4 object/);
-  expect(rt.logsSince(mark)).not.toMatch(/snapshot/);
+  expect(await rt.untilLogged(/Read model loaded: 4 object/, mark)).not.toMatch(/snapshot/);
   await rt.stop();
   expect(statSync(file()).mtimeMs).toBe(written);
   await rt.start();
@@ -101,17 +101,15 @@ test('the snapshot written once the feed is quiet survives a crash: the next sta
     { id: 'u3', name: 'cy', dept: 'Support' },
   ]);
   expect(await runImport(rt, users)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1 } });
-  const deadline = Date.now() + 20_000;
-  while (!/Wrote the mesh read model's snapshot: 4 object\(s\)/.test(rt.logsSince(mark))) {
-    if (Date.now() > deadline) throw new Error(`no snapshot written while running:\n${rt.logsSince(mark).slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await rt.untilLogged(/Wrote the mesh read model's snapshot: 4 object\(s\)/, mark, 20_000);
   await rt.kill();
   mark = rt.logMark();
   await rt.start();
   const found = await rt.call('POST', 'mesh/objects/search', { body: { criteria: [{ attributeName: 'department', operator: 'equals', value: 'legal' }] } });
   expect(found.body).toMatchObject({ totalCount: 1, items: [{ anchorValue: 'ben' }] });
-  expect(rt.logsSince(mark)).toMatch(/Loading the mesh read model from its snapshot \(4 object\(s\) at feed position \d+, 0 row\(s\) to catch up\)/);
+  expect(await rt.untilLogged(/Read model loaded from its snapshot: 4 object/, mark)).toMatch(
+    /Loading the mesh read model from its snapshot \(4 object\(s\) at feed position \d+, 0 row\(s\) to catch up\)/,
+  );
 });
 
 test('a snapshot that cannot be written is logged and tried again later; the service goes on', async () => {
@@ -121,7 +119,7 @@ test('a snapshot that cannot be written is logged and tried again later; the ser
   writeFileSync(path.dirname(file()), 'not a folder');
   let mark = rt.logMark();
   await rt.start({ Mesh__ReadModelSnapshotIdleSeconds: '1' });
-  expect(rt.logsSince(mark)).toMatch(/Read model loaded: 4 object/);
+  await rt.untilLogged(/Read model loaded: 4 object/, mark);
   writeCsv(dir, 'users.csv', H, [
     { id: 'u1', name: 'ann', dept: 'Finance' },
     { id: 'u2', name: 'ben', dept: 'Legal' },
@@ -129,11 +127,7 @@ test('a snapshot that cannot be written is logged and tried again later; the ser
   ]);
   expect(await runImport(rt, users)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1 } });
   const failed = /Writing the mesh read model's snapshot failed \([^)]*\); it is tried again in 10 minutes, and at stop\./g;
-  const deadline = Date.now() + 20_000;
-  while (!rt.logsSince(mark).match(failed)) {
-    if (Date.now() > deadline) throw new Error(`no failed write logged:\n${rt.logsSince(mark).slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await rt.untilLogged(new RegExp(failed.source), mark, 20_000);
   // Quiet and still behind, but not tried again at every check (every 0.5 s here).
   await new Promise((r) => setTimeout(r, 3000));
   expect(rt.logsSince(mark).match(failed)).toHaveLength(1);
@@ -144,8 +138,7 @@ test('a snapshot that cannot be written is logged and tried again later; the ser
   // The stop tries once more, fails the same way, and stops.
   mark = rt.logMark();
   await rt.stop();
-  expect(rt.logsSince(mark).match(failed)).toHaveLength(1);
-  expect(rt.logsSince(mark)).toMatch(/Host stopped/);
+  expect((await rt.untilLogged(/Host stopped/, mark)).match(failed)).toHaveLength(1);
   rmSync(path.dirname(file()));
   await rt.start();
 });
