@@ -4,11 +4,10 @@ import type { ServiceStep } from '../core/service';
 import type { MeshObject, PendingReference, Relationship } from './model';
 import { compactObject, compactRelationships, type CompactPage, type CompactRow } from './readModelCompact';
 import { MeshFeedReader, type MeshSnapshotPage } from './feed';
-import type { FeedEntry } from './store';
 import { areaLog } from '../core/log';
 import { readReadModelSnapshot, readReadModelSnapshotIdleSeconds, SettingsReader } from '../core/config';
 import { snapshotFile, snapshotSource, writeSnapshot } from './readModelSnapshot';
-import { feedRowTag } from './store';
+import { feedRowTag, type FeedEntry } from './store';
 import { AttributeColumn, EMPTY_PENDING, EMPTY_RELS, type FoldedValue, Interner, MeshRecord, NO_SOURCE, SortedIndex, ValueInterner } from './readModelIndexes';
 
 const log = areaLog('mesh');

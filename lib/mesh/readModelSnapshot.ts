@@ -1,8 +1,8 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { areaLog } from '../core/log';
-import type { MeshReadModel } from './readModel';
 import { compactObject, type CompactPage } from './readModelCompact';
+import type { MeshRecord } from './readModelIndexes';
 import type { MeshSnapshotPage, MeshSnapshotSource } from './feed';
 import { feedRowTag } from './store';
 
@@ -43,6 +43,14 @@ export interface SnapshotHeader {
   writtenAt: string;
 }
 
+/** What a write needs of the read model (lib/mesh/readModel.ts `MeshReadModel`, which imports this module). */
+export interface SnapshotModel {
+  /** Bumped by every change: a write gives up when it moves. */
+  readonly changes: number;
+  records(): Iterable<MeshRecord>;
+  compactPage(records: readonly MeshRecord[], from: number, to: number): CompactPage;
+}
+
 /** The file of the process's snapshot under the service's data folder. */
 export function snapshotFile(dataDir: string): string {
   return path.resolve(dataDir, 'mesh', 'read-model.snapshot');
@@ -53,7 +61,7 @@ export function snapshotFile(dataDir: string): string {
  * one at a time, letting the process serve between them; the write gives up (false, nothing replaced) if
  * the model changes meanwhile, since the file would mix two positions.
  */
-export async function writeSnapshot(file: string, model: MeshReadModel, seq: number, feedTag: string): Promise<boolean> {
+export async function writeSnapshot(file: string, model: SnapshotModel, seq: number, feedTag: string): Promise<boolean> {
   const changes = model.changes;
   await fsp.mkdir(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
