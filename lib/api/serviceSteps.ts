@@ -5,6 +5,7 @@ import { historyPurgeStep } from '../mesh/historyPurge';
 import { tombstonePurgeStep } from '../mesh/tombstonePurge';
 import { meshReadModelStep } from '../mesh/readModel';
 import { joinIndexPreloadStep } from '../sync/preload';
+import { feedTrimStep } from '../sync/feedTrim';
 import type { ServiceStep } from '../core/service';
 import { startSecrets } from '../secrets';
 import { listPendingOperations } from '../storage/operations';
@@ -32,6 +33,8 @@ const log = areaLog('api');
  * - `planSettings`: read `Plans:ExpireHours`, `Approvals:ExpireHours` and `Approvals:RequireSecondPerson` likewise.
  * - `meshHistoryPurge` (lib/mesh/historyPurge.ts): read `Mesh:HistoryRetentionDays` (a malformed value stops
  *   the start naming it) and purge older mesh history in the background.
+ * - `meshFeedTrim` (lib/sync/feedTrim.ts): read `Mesh:FeedRetentionMinutes`, `Mesh:FeedExportRetentionDays` and
+ *   `Mesh:FeedTrimSeconds` (a malformed value stops the start naming it) and trim the mesh change feed in the background.
  * - `pendingOperations`: finish what a crash left half-done (connector deletes). A storage failure here is
  *   logged and does not stop the start: the next start tries again, and readers already see the outcome.
  */
@@ -113,7 +116,8 @@ export const pendingOperationsStep: ServiceStep = {
  * Every start step of the service, in the order they start (they stop in reverse), run by functions/startup.ts:
  * first telemetry (so it stops last), the settings that must stop a bad start with a message naming them, then authentication, this
  * process's engine instance, the work a crash left half-done, and last the mesh read model, whose first scan
- * of the mesh the join index taps (so the index's step comes before it).
+ * of the mesh the join index taps (so the index's step comes before it), and the change feed's trim, which
+ * writes this process's hold from the read model's position (so it stops first, writing it once more).
  */
 export const SERVICE_STEPS: readonly ServiceStep[] = [
   telemetryStep,
@@ -130,4 +134,5 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   pendingOperationsStep,
   joinIndexPreloadStep,
   meshReadModelStep,
+  feedTrimStep,
 ];

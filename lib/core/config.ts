@@ -154,6 +154,42 @@ export function readReadModelSnapshotIdleSeconds(settings = new SettingsReader()
   return settings.int('Mesh:ReadModelSnapshotIdleSeconds', 60, { min: 1, max: 86400 });
 }
 
+/** A positive number setting with fractions allowed, within [min, max]. */
+function fractional(settings: SettingsReader, name: string, fallback: number, min: number, max: number, unit: string): number {
+  const v = settings.raw(name);
+  if (v === undefined) return fallback;
+  if (!/^\d+(\.\d+)?$/.test(v.trim())) throw new ConfigError(name, `must be a number of ${unit} (fractions allowed), not '${v}'.`);
+  const n = Number(v);
+  if (n < min) throw new ConfigError(name, `must be at least ${min}, not ${n}.`);
+  if (n > max) throw new ConfigError(name, `must be at most ${max}, not ${n}.`);
+  return n;
+}
+
+/**
+ * `Mesh__FeedRetentionMinutes` (default 60, 0.01 to 525600, fractions allowed): the mesh change feed keeps every
+ * row at least this long, and a process's hold on the feed counts while it is this recent (lib/sync/feedTrim.ts).
+ */
+export function readFeedRetentionMinutes(settings = new SettingsReader()): number {
+  return fractional(settings, 'Mesh:FeedRetentionMinutes', 60, 0.01, 525600, 'minutes');
+}
+
+/**
+ * `Mesh__FeedExportRetentionDays` (default 7, 0.0001 to 36500, fractions allowed): how long the feed keeps the
+ * changes an export connector has not exported yet; past it they go, and that connector's next export looks at
+ * every object.
+ */
+export function readFeedExportRetentionDays(settings = new SettingsReader()): number {
+  return fractional(settings, 'Mesh:FeedExportRetentionDays', 7, 0.0001, 36500, 'days');
+}
+
+/**
+ * `Mesh__FeedTrimSeconds` (default 300, 1 to 3600): the period of the feed's trim. Tests lower it; the default
+ * suits production.
+ */
+export function readFeedTrimSeconds(settings = new SettingsReader()): number {
+  return settings.int('Mesh:FeedTrimSeconds', 300, { min: 1, max: 3600 });
+}
+
 /** `Mesh:HistoryRetentionDays` (default 90): how long the history of mesh objects is kept. */
 export const DEFAULT_HISTORY_RETENTION_DAYS = 90;
 

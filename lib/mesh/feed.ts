@@ -1,6 +1,16 @@
 import type { MeshObject } from './model';
 import type { CompactPage } from './readModelCompact';
-import { currentFeedSeq, iterateMesh, keepOwnFeedRows, MESH_PARTITIONS, onOwnFeedAppend, readFeed, releaseOwnFeedRows, type FeedEntry } from './store';
+import {
+  currentFeedSeq,
+  FeedGapError,
+  iterateMesh,
+  keepOwnFeedRows,
+  MESH_PARTITIONS,
+  onOwnFeedAppend,
+  readFeed,
+  releaseOwnFeedRows,
+  type FeedEntry,
+} from './store';
 
 /**
  * A reader of the mesh and its change feed (lib/mesh/store.ts), for an in-memory copy of the mesh that every
@@ -179,6 +189,9 @@ export class MeshFeedReader {
     for (;;) {
       const rows = await readFeed(this.seq, { limit, ownFromMemory: true });
       if (rows.length) {
+        // Rows missing right after the position were trimmed while this reader was behind (lib/sync/feedTrim.ts
+        // keeps every row after a live process's position): the model must be loaded again.
+        if (rows[0].seq > this.seq + 1) throw new FeedGapError(this.seq, rows[0].seq);
         // Rows are gapless: stop at a hole (cannot happen with the counter protocol, but never skip one).
         const applied: FeedEntry[] = [];
         let seq = this.seq;

@@ -1,7 +1,10 @@
 import { indexKeys, type MeshObject } from './model';
 import { tapNextMeshLoad } from './feed';
-import { PROCESS_WRITER, currentFeedSeq, iterateMesh, readFeed } from './store';
+import { FeedGapError, PROCESS_WRITER, currentFeedSeq, iterateMesh, ownRowsThrough, readFeed } from './store';
 import { noteForeignChanges } from './tombstoneIndex';
+import { areaLog } from '../core/log';
+
+const log = areaLog('mesh');
 
 /**
  * The in-memory join index of a process: what the sync engine looks up per object without a storage read.
@@ -142,6 +145,19 @@ export class MeshIndex {
   /** Called with the id of every object another process changed (caches of whole objects drop it). */
   onForeignChange: ((id: string) => void) | undefined;
 
+  /**
+   * The feed position this index needs rows after: where it has applied the feed, moved past the rows this
+   * process wrote after it (it has those already). The feed's trim keeps the rows after it.
+   */
+  get position(): number {
+    return ownRowsThrough(this.lastSeq);
+  }
+
+  /** Where the last sync (or the scan) left it. */
+  get applied(): number {
+    return this.lastSeq;
+  }
+
   /** The feed position a scan began at (the next {@link sync} reads the rows after it). */
   startAt(seq: number): void {
     this.lastSeq = seq;
@@ -151,6 +167,11 @@ export class MeshIndex {
   async sync(): Promise<void> {
     for (;;) {
       const rows = await readFeed(this.lastSeq, { limit: 500, skipWriter: PROCESS_WRITER });
+      // Rows missing right after the position were trimmed (lib/sync/feedTrim.ts): harmless when this process
+      // wrote them all (its own writes are in the index already), else the index must be built again.
+      if (rows.length && rows[0].seq > this.lastSeq + 1 && ownRowsThrough(this.lastSeq) < rows[0].seq - 1) {
+        throw new FeedGapError(this.lastSeq, rows[0].seq);
+      }
       const deleted: string[] = [];
       const written: string[] = [];
       for (const r of rows) {
@@ -233,8 +254,13 @@ export async function sharedIndex(attributes: Iterable<string>): Promise<MeshInd
   if (!shared && preloading) await preloading;
   const want = new Set(attributes);
   if (shared && [...want].every((a) => shared!.index.attributes.has(a))) {
-    await shared.index.sync();
-    return shared.index;
+    try {
+      await shared.index.sync();
+      return shared.index;
+    } catch (err) {
+      if (!(err instanceof FeedGapError)) throw err;
+      log.warn(`The join index is built again from the mesh: ${err.message}`);
+    }
   }
   const all = new Set([...(shared?.index.attributes ?? []), ...want]);
   const index = await MeshIndex.load(all);
@@ -245,6 +271,14 @@ export async function sharedIndex(attributes: Iterable<string>): Promise<MeshInd
 /** Whether a run asking for the index now would wait for the read model's scan (tests, diagnostics). */
 export function preloadInProgress(): boolean {
   return preloading !== undefined;
+}
+
+/**
+ * The feed positions of the process's join index (undefined: no index built): `position`, the rows it needs
+ * after; `applied`, where its last sync ended (the own rows after it are still looked up there).
+ */
+export function sharedIndexPosition(): { position: number; applied: number } | undefined {
+  return shared && { position: shared.index.position, applied: shared.index.applied };
 }
 
 export function dropSharedIndex(): void {

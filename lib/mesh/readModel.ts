@@ -7,7 +7,7 @@ import { MeshFeedReader, type MeshSnapshotPage } from './feed';
 import { areaLog } from '../core/log';
 import { readReadModelSnapshot, readReadModelSnapshotIdleSeconds, SettingsReader } from '../core/config';
 import { snapshotFile, snapshotSource, writeSnapshot } from './readModelSnapshot';
-import { feedRowTag, type FeedEntry } from './store';
+import { FeedGapError, feedRowTag, type FeedEntry } from './store';
 import { AttributeColumn, EMPTY_PENDING, EMPTY_RELS, type FoldedValue, Interner, MeshRecord, NO_SOURCE, SortedIndex, ValueInterner } from './readModelIndexes';
 
 const log = areaLog('mesh');
@@ -429,7 +429,10 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
       const m = new MeshReadModel();
       const r = new MeshFeedReader(m, {
         pollMs: options.pollMs,
-        onError: (err) => log.error(`Reading the mesh change feed failed (${describe(err)}); retrying.`),
+        onError: (err) => {
+          if (err instanceof FeedGapError) void reloadAfterGap(err, options);
+          else log.error(`Reading the mesh change feed failed (${describe(err)}); retrying.`);
+        },
         snapshot: file ? snapshotSource(file) : undefined,
       });
       reader = r;
@@ -464,6 +467,29 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
     }
   })();
   ready.catch(() => undefined);
+}
+
+let reloading = false;
+
+/**
+ * The feed lost rows this model had not applied yet (the process was stalled for longer than the feed keeps
+ * them: lib/sync/feedTrim.ts): load the model again, as at a start (mesh queries wait for it as then).
+ */
+async function reloadAfterGap(err: FeedGapError, options: { pollMs?: number }): Promise<void> {
+  if (reloading || stopping) return;
+  reloading = true;
+  log.warn(`${err.message} The mesh read model is loaded again.`);
+  try {
+    await stopMeshReadModel();
+    startMeshReadModel(options);
+  } finally {
+    reloading = false;
+  }
+}
+
+/** The feed position the read model has applied (undefined: not loaded yet, or stopped). */
+export function meshReadModelPosition(): number | undefined {
+  return isReady && reader ? reader.position : undefined;
 }
 
 /** Write the snapshot at the reader's position (one write at a time; a failure is logged, the next try is later). */

@@ -328,7 +328,40 @@ export function onOwnFeedAppend(listener: () => void, off = false): void {
   else appendListeners.add(listener);
 }
 
+/**
+ * The feed positions this process wrote, as ranges [first, last] in order (merged when they touch): a reader of
+ * this process that skips its own rows can tell, at a gap left by the trim, whether only its own rows are
+ * missing ({@link ownRowsThrough}). A process's rows come in runs, so the list stays short; ranges wholly before
+ * the oldest position still wanted are dropped ({@link forgetOwnRowsBefore}).
+ */
+const ownRanges: [number, number][] = [];
+
+function noteOwnRows(first: number, last: number): void {
+  const tail = ownRanges[ownRanges.length - 1];
+  if (tail && tail[1] + 1 >= first) tail[1] = Math.max(tail[1], last);
+  else ownRanges.push([first, last]);
+}
+
+/** The highest position p >= `from` such that every row after `from` up to p was written by this process. */
+export function ownRowsThrough(from: number): number {
+  let p = from;
+  for (const [first, last] of ownRanges) {
+    if (last <= p) continue;
+    if (first > p + 1) break;
+    p = last;
+  }
+  return p;
+}
+
+/** Ranges of own positions wholly at or before `seq` are no longer asked about. */
+export function forgetOwnRowsBefore(seq: number): void {
+  let n = 0;
+  while (n < ownRanges.length && ownRanges[n][1] <= seq) n++;
+  if (n) ownRanges.splice(0, n);
+}
+
 function rememberOwnRow(seq: number, entries: FeedEntry[]): void {
+  noteOwnRows(seq, seq);
   if (!ownRowReaders) return;
   ownRows.set(seq, entries);
   if (ownRows.size > OWN_ROWS_MAX) ownRows.delete(ownRows.keys().next().value as number);
@@ -500,4 +533,92 @@ export async function readFeed(
     if (out.length >= limit) break;
   }
   return out;
+}
+
+/**
+ * Feed holds (partition `h` of the feed's table, one row per process, RowKey the process's writer id): the feed
+ * position up to which the process's readers have applied the feed, and when it said so. The feed's trim
+ * (lib/sync/feedTrim.ts) keeps every row after the lowest hold of a live process.
+ */
+const HOLD_PK = 'h';
+
+export interface FeedHold {
+  writer: string;
+  seq: number;
+  /** When the hold was written (ISO). */
+  at: string;
+}
+
+export async function writeFeedHold(seq: number, at = new Date()): Promise<void> {
+  const client = await table(FEED);
+  await client.upsertEntity({ partitionKey: HOLD_PK, rowKey: PROCESS_WRITER, seq, at: at.toISOString() }, 'Replace');
+}
+
+export async function readFeedHolds(): Promise<FeedHold[]> {
+  const client = await table(FEED);
+  const out: FeedHold[] = [];
+  for await (const e of client.listEntities<{ seq: number; at: string }>({ queryOptions: { filter: `PartitionKey eq '${HOLD_PK}'` } })) {
+    out.push({ writer: e.rowKey!, seq: Number(e.seq), at: String(e.at) });
+  }
+  return out;
+}
+
+export async function deleteFeedHold(writer: string): Promise<void> {
+  const client = await table(FEED);
+  try {
+    await client.deleteEntity(HOLD_PK, writer);
+  } catch (err) {
+    if (!isStatus(err, 404)) throw err;
+  }
+}
+
+/** The oldest feed rows before `beforeSeq`, oldest first, at most `limit`: their position and when they were written. */
+export async function oldestFeedRows(beforeSeq: number, limit: number): Promise<{ seq: number; at: number }[]> {
+  const client = await table(FEED);
+  const out: { seq: number; at: number }[] = [];
+  const filter = `PartitionKey eq '${FEED_PK}' and RowKey lt '${seqKey(beforeSeq)}'`;
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'Timestamp'] } })) {
+    out.push({ seq: Number(e.rowKey), at: Date.parse(String(e.timestamp)) });
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+/** The position of the oldest feed row (undefined: the feed has no row). */
+export async function oldestFeedSeq(): Promise<number | undefined> {
+  return (await oldestFeedRows(Number.MAX_SAFE_INTEGER, 1))[0]?.seq;
+}
+
+/** Delete feed rows (a row already gone is no error: two processes may trim at once). */
+export async function deleteFeedRows(seqs: number[]): Promise<void> {
+  const client = await table(FEED);
+  try {
+    await submitBatched(
+      client,
+      seqs.map((s) => ['delete', { partitionKey: FEED_PK, rowKey: seqKey(s) }]),
+    );
+  } catch (err) {
+    if (!isStatus(err, 404)) throw err;
+    await mapLimit(seqs, 8, async (s) => {
+      try {
+        await client.deleteEntity(FEED_PK, seqKey(s));
+      } catch (e) {
+        if (!isStatus(e, 404)) throw e;
+      }
+    });
+  }
+}
+
+/**
+ * Thrown by a feed reader that finds rows missing right after its position: the trim removed them while the
+ * reader was away longer than the feed keeps rows for it. The reader loads again from the mesh.
+ */
+export class FeedGapError extends Error {
+  constructor(
+    readonly after: number,
+    readonly next: number,
+  ) {
+    super(`The mesh change feed has no rows between position ${after} and ${next} (trimmed while this reader was behind).`);
+    this.name = 'FeedGapError';
+  }
 }

@@ -15,6 +15,9 @@ import { csCache, noteRun } from './runContext';
 import { cancelAsked, progressOf } from './runProgress';
 import { DEFAULT_PAGE_SIZE, type RunTotals, type ExportPlan, type RunInfo, emptyTotals, type StepFailure, failure } from './runTypes';
 import { loadExportPage, readExportDirty, readSyncState, saveExportPage } from './state';
+import { areaLog } from '../core/log';
+
+const log = areaLog('sync');
 
 // Export: the plan (full or incremental), then the mesh partitions or the listed pages
 
@@ -100,6 +103,14 @@ export async function planExport(info: RunInfo, config: ExportConfig): Promise<E
       // A few rows at a time: a row holds up to a page of whole states, and only their ids are kept.
       const rows = await readFeed(from, { limit: 5, skipExportOf: info.connectorId });
       if (!rows.length) break;
+      if (rows[0].seq > from + 1) {
+        // The feed no longer holds the changes since this connector's last export (trimmed after
+        // Mesh:FeedExportRetentionDays, lib/sync/feedTrim.ts): look at every object instead.
+        log.warn(
+          `Export of connector ${info.connectorId}: the mesh change feed no longer holds the changes since its last export (position ${state.exportSeq}); this export looks at every object.`,
+        );
+        return { mode: 'full', seq, hash, dirtyKeys: dirty.keys };
+      }
       for (const r of rows) {
         if (r.seq > seq) break;
         for (const en of r.entries) {

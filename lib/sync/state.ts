@@ -187,3 +187,14 @@ export async function deleteRunState(runId: string): Promise<void> {
     });
   }
 }
+
+/** Every connector's export position (the feed position its last completed export considered), where it has one. */
+export async function listExportSeqs(): Promise<{ connectorId: string; exportSeq: number }[]> {
+  const client = await table(TABLE);
+  const out: { connectorId: string; exportSeq: number }[] = [];
+  const filter = `PartitionKey eq ${odata(CONNECTOR_PK)}`;
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'xseq'] } })) {
+    if (typeof e.xseq === 'number' || typeof e.xseq === 'string') out.push({ connectorId: e.rowKey!, exportSeq: Number(e.xseq) });
+  }
+  return out;
+}

@@ -83,6 +83,8 @@ interface Persisted {
   /** The journal's file name (beside the header). */
   journal: string;
   baseBytes: number;
+  /** Documents in the collection file (its lines after the first). */
+  baseDocs: number;
   journalBytes: number;
 }
 
@@ -244,6 +246,7 @@ export class StreamedTableAdapter {
           if (typeof doc.$loki === 'number') data.push(doc as { $loki: number });
         }
       });
+      const baseDocs = data.length;
       if (!meta || meta.name !== name) throw new Error(`The table database file ${file} does not hold collection '${name}'.`);
       // Written by the previous version of this adapter (no journal): the next journal is generation 1.
       const journal = meta.$journal ?? path.basename(journalFile(dbname, name, 0));
@@ -257,7 +260,7 @@ export class StreamedTableAdapter {
       if (this.hooks.dropBinaryIndices?.(name)) meta.binaryIndices = {};
       else if (j.entries.length && Object.keys(meta.binaryIndices ?? {}).length) this.staleIndices.push(name);
       collections.push(meta);
-      this.persisted.set(name, { journal, baseBytes, journalBytes: j.committedBytes });
+      this.persisted.set(name, { journal, baseBytes, baseDocs, journalBytes: j.committedBytes });
     }
     return { ...header.db, collections };
   }
@@ -271,15 +274,20 @@ export class StreamedTableAdapter {
     this.rewrite.clear();
     const ratio = this.hooks.compactRatio ?? 1;
     const floor = this.hooks.minCompactBytes ?? MIN_COMPACT_BYTES;
-    // At most one table is compacted a save for the size of its journal: the one whose journal is largest.
+    // At most one table is compacted a save: the one that would shed the most. A table is due when its journal
+    // has grown as large as its collection file, or when it holds half the documents its file has or fewer (a
+    // table mostly deleted, such as a trimmed change feed: its file would still be read whole at every load).
     let compact: string | undefined;
     let largest = 0;
     for (const c of copy.collections) {
       const p = this.persisted.get(c.name);
       if (!p || !(c.dirty || c.dirtyIds?.length)) continue;
-      if (p.journalBytes >= Math.max(floor, ratio * p.baseBytes) && p.journalBytes > largest) {
+      const grown = p.journalBytes >= Math.max(floor, ratio * p.baseBytes);
+      const shrunk = p.baseBytes >= floor && p.baseDocs > 0 && c.data.length * 2 <= p.baseDocs;
+      const shed = p.journalBytes + (shrunk ? p.baseBytes * (1 - c.data.length / p.baseDocs) : 0);
+      if ((grown || shrunk) && shed > largest) {
         compact = c.name;
-        largest = p.journalBytes;
+        largest = shed;
       }
     }
     // Everything a part needs is taken now, in the same turn as the snapshot of the documents.
@@ -331,18 +339,22 @@ export class StreamedTableAdapter {
       collectionsWritten++;
       if (p.kind === 'rewrite') {
         const { meta, data } = p;
+        let baseDocs = 0;
         const baseBytes = await writeAtomically(
           collectionFile(dbname, p.name),
           (function* () {
             yield meta;
-            yield* documentLines(data);
+            for (const line of documentLines(data)) {
+              baseDocs++;
+              yield line;
+            }
           })(),
         );
         bytesWritten += baseBytes;
         collectionsRewritten++;
         // The new collection file names a journal not written yet; the old journal goes with the stale files.
         await fs.promises.rm(path.join(dir, p.journal), { force: true });
-        this.persisted.set(p.name, { journal: p.journal, baseBytes, journalBytes: 0 });
+        this.persisted.set(p.name, { journal: p.journal, baseBytes, baseDocs, journalBytes: 0 });
         continue;
       }
       const persisted = this.persisted.get(p.name)!;

@@ -1,6 +1,9 @@
 import {
   ConfigError,
   readExportMaxAttempts,
+  readFeedExportRetentionDays,
+  readFeedRetentionMinutes,
+  readFeedTrimSeconds,
   readHistoryRetentionDays,
   readReadModelSnapshot,
   readReadModelSnapshotIdleSeconds,
@@ -106,6 +109,30 @@ describe('Mesh:TombstoneRetentionDays and Mesh:TombstonePurgeSeconds', () => {
     expect(readTombstonePurgeSeconds(new SettingsReader({}))).toBe(60);
     expect(readTombstonePurgeSeconds(new SettingsReader({ Mesh__TombstonePurgeSeconds: '1' }))).toBe(1);
     expect(() => readTombstonePurgeSeconds(new SettingsReader({ Mesh__TombstonePurgeSeconds: '0' }))).toThrow(/TombstonePurgeSeconds/);
+  });
+});
+
+describe('the mesh change feed trim settings', () => {
+  const r = (env: Record<string, string>) => new SettingsReader(env);
+  it('defaults: rows kept 60 minutes, 7 days for exports, a trim every 5 minutes', () => {
+    expect(readFeedRetentionMinutes(r({}))).toBe(60);
+    expect(readFeedExportRetentionDays(r({}))).toBe(7);
+    expect(readFeedTrimSeconds(r({}))).toBe(300);
+  });
+  it('fractions are allowed', () => {
+    expect(readFeedRetentionMinutes(r({ Mesh__FeedRetentionMinutes: '0.5' }))).toBe(0.5);
+    expect(readFeedExportRetentionDays(r({ Mesh__FeedExportRetentionDays: '1.5' }))).toBe(1.5);
+  });
+  it.each(['0', '-1', '0.001', '525601', 'soon', '1e3'])('refuses a retention of %s minutes naming the setting', (v) => {
+    expect(() => readFeedRetentionMinutes(r({ Mesh__FeedRetentionMinutes: v }))).toThrow(/Mesh:FeedRetentionMinutes/);
+  });
+  it.each(['0', '0.00001', '36501', 'week'])('refuses an export retention of %s days naming the setting', (v) => {
+    expect(() => readFeedExportRetentionDays(r({ Mesh__FeedExportRetentionDays: v }))).toThrow(/Mesh:FeedExportRetentionDays/);
+  });
+  it('the trim period is 1 to 3600 seconds', () => {
+    expect(readFeedTrimSeconds(r({ Mesh__FeedTrimSeconds: '1' }))).toBe(1);
+    expect(() => readFeedTrimSeconds(r({ Mesh__FeedTrimSeconds: '0' }))).toThrow(/Mesh:FeedTrimSeconds/);
+    expect(() => readFeedTrimSeconds(r({ Mesh__FeedTrimSeconds: '3601' }))).toThrow(/Mesh:FeedTrimSeconds/);
   });
 });
 

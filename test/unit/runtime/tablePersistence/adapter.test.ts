@@ -194,6 +194,32 @@ describe('StreamedTableAdapter', () => {
     ).toEqual(new Set(['round2']));
   });
 
+  it('writes a table whole once half its documents or more are deleted (a trimmed table), and not before', async () => {
+    // A journal ratio that never triggers: only the shrinking can.
+    const { adapter, db } = open(new StreamedTableAdapter({ compactRatio: 1000, minCompactBytes: 1 }));
+    const t = db.addCollection<{ k: number; v: string; $loki?: number }>('t');
+    for (let i = 0; i < 100; i++) t.insert({ k: i, v: 'y'.repeat(200) });
+    await save(db);
+    const fullSize = statSync(collectionFile(dbname, 't')).size;
+    // 49 of 100 deleted: appended to the journal.
+    for (const d of t.find({ k: { $lt: 49 } })) t.remove(d);
+    await save(db);
+    expect(adapter.lastSave!.collectionsRewritten).toBe(0);
+    // The 50th: half the file's documents are gone, so the table is written whole, with the 50 left.
+    t.remove(t.findOne({ k: 49 })!);
+    await save(db);
+    expect(adapter.lastSave!.collectionsRewritten).toBe(1);
+    expect(statSync(collectionFile(dbname, 't')).size).toBeLessThan(fullSize * 0.55);
+    expect(readFileSync(collectionFile(dbname, 't'), 'utf8').trim().split('\n')).toHaveLength(51);
+    // The next deletions count against the new file.
+    t.remove(t.findOne({ k: 50 })!);
+    await save(db);
+    expect(adapter.lastSave!.collectionsRewritten).toBe(0);
+    const { db: again } = open();
+    await load(again);
+    expect(again.getCollection<{ k: number }>('t').count()).toBe(49);
+  });
+
   it('starts a table deleted and created again between two saves afresh (its ids restart)', async () => {
     const { db } = open();
     const t = db.addCollection<{ v: number }>('acct$x');
