@@ -33,7 +33,10 @@
  *    --export-last: the export after the start-up, the queries and the engine restart, so a size cut short in its
  *    long export has measured those; the data folder and start-up are then measured before the export)
  *        node bench/scale/scale.js --plot-only bench/scale/results [--files a.json,b.json]
- *        node bench/scale/scale.js --restart-only <a data folder kept by --keep> [--results dir]
+ *        node bench/scale/scale.js --restart-only <a data folder kept by --keep> [--results dir] [--settle seconds]
+ *   (--settle: leave the restarted service running that long before the stop, so its background work, such as
+ *    the change feed's trim (Mesh__Feed* settings from the environment), reaches the folder; its size at the end
+ *    is in the JSON)
  */
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -52,6 +55,8 @@ const COUNT_MAX = arg('count-max', 100000);
 const KEEP = process.argv.includes('--keep');
 /** The export after the restart and the queries (a long size still measures its start-up if the export runs out of time). */
 const EXPORT_LAST = process.argv.includes('--export-last');
+/** With --restart-only: seconds to leave the restarted service running before the stop (its background work). */
+const SETTLE = arg('settle', 0);
 /** `--restart-only <data folder>`: see {@link restartOnly}. */
 const RESTART_ONLY = arg('restart-only', '');
 /** The checkout whose build (dist/) runs as the service, and whose Azurite class starts the storage (default: this one). */
@@ -423,6 +428,16 @@ async function restartOnly(dataDir) {
       log(`engine restart: health ${out.phases.engineRestart.healthSeconds} s, serving ${out.phases.engineRestart.servingSeconds} s`);
       // Again on the restarted engine: the first start may be finishing work the stopped service left.
       out.phases.meshQueriesAfterEngineRestart = await meshQueries(engine, users);
+      if (SETTLE) {
+        // Background work of the running service (the change feed's trim, the storage's saves) before the stop.
+        log(`settling ${SETTLE} s...`);
+        await heartbeat(
+          'settle',
+          () => engine,
+          () => sleep(SETTLE * 1000),
+        );
+        out.settleSeconds = SETTLE;
+      }
       out.peakRssMB = { engine: peakRssMB(engine.pid), azuriteTable: peakRssMB(svc.tablePid) };
     } finally {
       await engine.stop();
@@ -430,7 +445,9 @@ async function restartOnly(dataDir) {
   } finally {
     await svc.stop();
   }
-  const file = path.join(RESULTS, `${DATE}-restart-${out.mesh?.objects}.json`);
+  out.dataFolderMBAtEnd = Math.round(duBytes(dataDir) / 1e6);
+  out.feedSettings = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('Mesh__Feed')));
+  const file = path.join(RESULTS, `${DATE}-restart-${out.mesh?.objects}${SETTLE ? '-settled' : ''}.json`);
   fs.writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
   log(`done: ${file}`);
 }
