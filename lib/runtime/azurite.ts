@@ -75,6 +75,11 @@ export interface AzuriteOptions {
   heapWarnPercent?: number;
   /** With disk persistence: warn when the table data on disk passes this many MB (default: none). */
   dataWarnMB?: number;
+  /**
+   * With disk persistence: tables whose saved file is larger than this many MB load after the table service
+   * answers, in the background (a request for one waits for it); 0 or omitted: every table loads first.
+   */
+  backgroundLoadMB?: number;
   /** How often the table process rewrites its stats file (default 10 s). */
   statsEveryMs?: number;
   /**
@@ -153,6 +158,7 @@ export class Azurite {
       AZURITE_TABLE_HEAP_WARN_PERCENT: o.heapWarnPercent ? String(o.heapWarnPercent) : undefined,
       AZURITE_TABLE_DATA_WARN_BYTES: o.dataWarnMB ? String(Math.round(o.dataWarnMB * 1024 * 1024)) : undefined,
       AZURITE_TABLE_STATS_MS: o.statsEveryMs ? String(o.statsEveryMs) : undefined,
+      AZURITE_TABLE_DEFER_BYTES: o.backgroundLoadMB ? String(Math.round(o.backgroundLoadMB * 1024 * 1024)) : '0',
     };
     const specs = services.map((s) => [s, ...all[s]] as const);
     for (const [service, script, args] of specs) {

@@ -78,6 +78,44 @@ export interface SaveReport {
   bytesWritten: number;
 }
 
+/** A collection left for after the load. */
+interface Deferred {
+  file: string;
+  bytes: number;
+  waiting?: { promise: Promise<void>; resolve: () => void; reject: (e: Error) => void };
+  failed?: Error;
+}
+
+/** The first line of a file (undefined: empty or missing). */
+async function firstLineOf(file: string): Promise<string | undefined> {
+  try {
+    const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
+    for await (const line of rl) {
+      rl.close();
+      return line;
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  return undefined;
+}
+
+/** The parts of LokiJS {@link materialize} uses: its constructor builds a scratch database. */
+type LokiScratch = { loadJSONObject(o: object, options: object): void; collections: unknown[] };
+
+/**
+ * Put a collection read after the load into `db`, built as LokiJS' own load builds one (`loadJSONObject`, in a
+ * scratch database of the same class), with the database's incremental-save flag.
+ */
+function materialize(db: LokiDbLike, meta: LokiCollectionLike): void {
+  const Ctor = (db as unknown as { constructor: new (name: string, options: object) => LokiScratch }).constructor;
+  const scratch = new Ctor('deferred-load', { persistenceMethod: 'memory' });
+  scratch.loadJSONObject({ collections: [meta], databaseVersion: 1.5 }, {});
+  const coll = scratch.collections[0] as { isIncremental?: boolean };
+  coll.isIncremental = (db as unknown as { isIncremental?: boolean }).isIncremental;
+  (db as unknown as { loadCollection(c: unknown): void }).loadCollection(coll);
+}
+
 /** What this process knows of a collection's files. */
 interface Persisted {
   /** The journal's file name (beside the header). */
@@ -149,6 +187,8 @@ export class StreamedTableAdapter {
   /** Collections to write whole at the next save (deleted and created again, or a failed append). */
   private readonly rewrite = new Set<string>();
   private headerLine: string | undefined;
+  /** Collections left for after the load (see `deferBytes`). */
+  private readonly deferred = new Map<string, Deferred>();
   /** Collections loaded with journal entries whose binary indices must be rebuilt (see {@link watch}). */
   private staleIndices: string[] = [];
 
@@ -165,6 +205,19 @@ export class StreamedTableAdapter {
        * Azurite's entity tables: ../azuriteTableIndex.ts replaces them). Default: none.
        */
       dropBinaryIndices?: (collection: string) => boolean;
+      /**
+       * Collections (not Azurite's own, `$...`) whose collection file holds more than this many bytes are
+       * loaded after the rest of the database, one at a time, while the server already answers: a request
+       * for one of them waits for it ({@link whenLoaded}). 0 or absent: every collection loads first.
+       */
+      deferBytes?: number;
+      /** Tests: wait this long before the background load begins (requests meanwhile wait). */
+      deferDelayMs?: number;
+      onDeferredStart?: (collections: number, bytes: number) => void;
+      onDeferredLoaded?: (collection: string, ms: number, bytes: number) => void;
+      onDeferredDone?: (collections: number, ms: number) => void;
+      /** A deferred collection could not be read: requests for it fail; its files are kept as they are. */
+      onDeferredFailed?: (err: Error) => void;
     } = {},
   ) {}
 
@@ -189,6 +242,11 @@ export class StreamedTableAdapter {
     const load = db.loadDatabase.bind(db);
     db.loadDatabase = (options: object, callback?: (err?: unknown) => void) =>
       load(options, (err?: unknown) => {
+        if (!err && this.deferred.size) {
+          const go = () => void this.loadDeferred(db, this.dbname ?? '');
+          if (this.hooks.deferDelayMs) setTimeout(go, this.hooks.deferDelayMs);
+          else go();
+        }
         const stale = this.staleIndices;
         this.staleIndices = [];
         if (!err) {
@@ -205,7 +263,11 @@ export class StreamedTableAdapter {
       });
   }
 
+  /** The database file this adapter last loaded. */
+  private dbname: string | undefined;
+
   loadDatabase(dbname: string, callback: (result: object | Error | null) => void): void {
+    this.dbname = dbname;
     this.load(dbname).then(callback, (err: unknown) => callback(err instanceof Error ? err : new Error(String(err))));
   }
 
@@ -234,35 +296,120 @@ export class StreamedTableAdapter {
     this.headerLine = firstLine;
     const dir = path.dirname(dbname);
     const collections: LokiCollectionLike[] = [];
+    const deferBytes = this.hooks.deferBytes ?? 0;
     for (const { name, file } of header.collections) {
-      let meta: LokiCollectionLike | undefined;
-      const data: { $loki: number }[] = [];
-      const baseBytes = await readJsonLines(path.join(dir, file), (line) => {
-        if (line === '') return;
-        if (meta === undefined) meta = JSON.parse(line) as LokiCollectionLike;
-        else {
-          const doc = JSON.parse(line) as { $loki?: unknown };
-          // A document with no id was removed while an earlier version wrote the file (see documentLines).
-          if (typeof doc.$loki === 'number') data.push(doc as { $loki: number });
-        }
-      });
-      const baseDocs = data.length;
-      if (!meta || meta.name !== name) throw new Error(`The table database file ${file} does not hold collection '${name}'.`);
-      // Written by the previous version of this adapter (no journal): the next journal is generation 1.
-      const journal = meta.$journal ?? path.basename(journalFile(dbname, name, 0));
-      const j = await readJournal(path.join(dir, journal));
-      if (j.committedBytes < j.fileBytes) await fs.promises.truncate(path.join(dir, journal), j.committedBytes);
-      const applied = applyJournal(data, j.entries);
-      meta.data = applied.data;
-      meta.maxId = Math.max(meta.maxId ?? 0, applied.maxId);
-      meta.dirtyIds = [];
-      delete meta.$journal;
-      if (this.hooks.dropBinaryIndices?.(name)) meta.binaryIndices = {};
-      else if (j.entries.length && Object.keys(meta.binaryIndices ?? {}).length) this.staleIndices.push(name);
-      collections.push(meta);
-      this.persisted.set(name, { journal, baseBytes, baseDocs, journalBytes: j.committedBytes });
+      if (deferBytes > 0 && !name.startsWith('$')) {
+        const later = await this.deferrable(dbname, name, file, deferBytes);
+        if (later) continue;
+      }
+      collections.push(await this.readCollection(dbname, name, file));
     }
     return { ...header.db, collections };
+  }
+
+  /**
+   * A collection whose files (collection file and journal) hold more than `deferBytes`: noted for the loader
+   * that runs after the database has loaded ({@link watch}), with its files kept in the header and on disk.
+   */
+  private async deferrable(dbname: string, name: string, file: string, deferBytes: number): Promise<boolean> {
+    const dir = path.dirname(dbname);
+    const size = (f: string) =>
+      fs.promises.stat(path.join(dir, f)).then(
+        (st) => st.size,
+        () => 0,
+      );
+    const baseBytes = await size(file);
+    if (baseBytes <= deferBytes) return false;
+    const meta = await firstLineOf(path.join(dir, file));
+    const journal = (meta && (JSON.parse(meta) as { $journal?: string }).$journal) || path.basename(journalFile(dbname, name, 0));
+    const journalBytes = await size(journal);
+    this.deferred.set(name, { file, bytes: baseBytes + journalBytes });
+    this.persisted.set(name, { journal, baseBytes, baseDocs: 0, journalBytes });
+    return true;
+  }
+
+  /** One collection read from its file and journal (a half-written batch at the journal's end is cut off). */
+  private async readCollection(dbname: string, name: string, file: string): Promise<LokiCollectionLike> {
+    const dir = path.dirname(dbname);
+    let meta: LokiCollectionLike | undefined;
+    const data: { $loki: number }[] = [];
+    const baseBytes = await readJsonLines(path.join(dir, file), (line) => {
+      if (line === '') return;
+      if (meta === undefined) meta = JSON.parse(line) as LokiCollectionLike;
+      else {
+        const doc = JSON.parse(line) as { $loki?: unknown };
+        // A document with no id was removed while an earlier version wrote the file (see documentLines).
+        if (typeof doc.$loki === 'number') data.push(doc as { $loki: number });
+      }
+    });
+    const baseDocs = data.length;
+    if (!meta || meta.name !== name) throw new Error(`The table database file ${file} does not hold collection '${name}'.`);
+    // Written by the previous version of this adapter (no journal): the next journal is generation 1.
+    const journal = meta.$journal ?? path.basename(journalFile(dbname, name, 0));
+    const j = await readJournal(path.join(dir, journal));
+    if (j.committedBytes < j.fileBytes) await fs.promises.truncate(path.join(dir, journal), j.committedBytes);
+    const applied = applyJournal(data, j.entries);
+    meta.data = applied.data;
+    meta.maxId = Math.max(meta.maxId ?? 0, applied.maxId);
+    meta.dirtyIds = [];
+    delete meta.$journal;
+    if (this.hooks.dropBinaryIndices?.(name)) meta.binaryIndices = {};
+    else if (j.entries.length && Object.keys(meta.binaryIndices ?? {}).length) this.staleIndices.push(name);
+    this.persisted.set(name, { journal, baseBytes, baseDocs, journalBytes: j.committedBytes });
+    return meta;
+  }
+
+  /**
+   * Whether collection `name` is still to be loaded (see `deferBytes`): then a promise settled when it is in the
+   * database (rejected if its files could not be read). The loader takes a collection asked for next.
+   */
+  whenLoaded(name: string): Promise<void> | undefined {
+    const d = this.deferred.get(name);
+    if (!d) return undefined;
+    if (!d.waiting) {
+      let resolve!: () => void;
+      let reject!: (e: Error) => void;
+      const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+      promise.catch(() => undefined);
+      d.waiting = { promise, resolve, reject };
+      if (d.failed) reject(d.failed);
+    }
+    return d.waiting.promise;
+  }
+
+  /** Collections still to be loaded, and the bytes of their files. */
+  get pending(): { tables: number; bytes: number } {
+    let bytes = 0;
+    for (const d of this.deferred.values()) if (!d.failed) bytes += d.bytes;
+    return { tables: [...this.deferred.values()].filter((d) => !d.failed).length, bytes };
+  }
+
+  /** Load the deferred collections into `db`, one at a time: those asked for first, then the smallest. */
+  private async loadDeferred(db: LokiDbLike, dbname: string): Promise<void> {
+    const started = Date.now();
+    this.hooks.onDeferredStart?.(this.pending.tables, this.pending.bytes);
+    let loaded = 0;
+    for (;;) {
+      const left = [...this.deferred].filter(([, d]) => !d.failed);
+      if (!left.length) break;
+      left.sort(([, a], [, b]) => Number(!a.waiting) - Number(!b.waiting) || a.bytes - b.bytes);
+      const [name, d] = left[0];
+      const t0 = Date.now();
+      try {
+        const meta = await this.readCollection(dbname, name, d.file);
+        materialize(db, meta);
+        this.deferred.delete(name);
+        loaded++;
+        d.waiting?.resolve();
+        this.hooks.onDeferredLoaded?.(name, Date.now() - t0, d.bytes);
+      } catch (e) {
+        const err = e instanceof Error ? e : new Error(String(e));
+        d.failed = new Error(`Table '${name}' could not be loaded: ${err.message}`);
+        d.waiting?.reject(d.failed);
+        this.hooks.onDeferredFailed?.(d.failed);
+      }
+    }
+    if (loaded) this.hooks.onDeferredDone?.(loaded, Date.now() - started);
   }
 
   /** LokiJS' incremental protocol: `getLokiCopy()` snapshots the database and clears its dirty flags and ids. */
@@ -311,7 +458,11 @@ export class StreamedTableAdapter {
     const header: Header = {
       streamedFormat: STREAMED_FORMAT,
       db,
-      collections: parts.map((p) => ({ name: p.name, file: path.basename(collectionFile(dbname, p.name)) })),
+      collections: [
+        ...parts.map((p) => ({ name: p.name, file: path.basename(collectionFile(dbname, p.name)) })),
+        // Not loaded yet: their files stay as they are.
+        ...[...this.deferred].filter(([name]) => !parts.some((p) => p.name === name)).map(([name, d]) => ({ name, file: d.file })),
+      ],
     };
     this.save(dbname, header, parts, convert).then(
       (r) => {

@@ -15,22 +15,29 @@ function positive(env: NodeJS.ProcessEnv, name: string, max: number): number | u
   return n;
 }
 
+/** `Storage:AzuriteBackgroundLoadMB` when not set: tables above 64 MB on disk load in the background at start. */
+export const DEFAULT_BACKGROUND_LOAD_MB = 64;
+
 /**
  * The embedded Azurite's limits from the settings: `Storage:AzuriteMaxHeapMB` (heap limit of the table
  * process; default half the machine's memory), `Storage:AzuriteHeapWarnPercent` (default 70),
- * `Storage:AzuriteDataWarnMB` (table data on disk; default a third of the heap limit) and
- * `Storage:AzuriteSaveIntervalMs` (default 5000).
+ * `Storage:AzuriteDataWarnMB` (table data on disk; default a third of the heap limit),
+ * `Storage:AzuriteSaveIntervalMs` (default 5000) and `Storage:AzuriteBackgroundLoadMB` (default 64; 0: every
+ * table loads before the storage answers).
  */
 export function embeddedAzuriteLimits(
   env: NodeJS.ProcessEnv,
   totalMem = os.totalmem(),
-): Required<Pick<AzuriteOptions, 'maxHeapMB' | 'heapWarnPercent' | 'dataWarnMB' | 'tableSaveMs'>> {
+): Required<Pick<AzuriteOptions, 'maxHeapMB' | 'heapWarnPercent' | 'dataWarnMB' | 'tableSaveMs' | 'backgroundLoadMB'>> {
   const maxHeapMB = positive(env, 'Storage:AzuriteMaxHeapMB', 1024 * 1024) ?? defaultHeapMB(totalMem);
+  const background = getSetting('Storage:AzuriteBackgroundLoadMB', env);
   return {
     maxHeapMB,
     heapWarnPercent: positive(env, 'Storage:AzuriteHeapWarnPercent', 100) ?? 70,
     dataWarnMB: positive(env, 'Storage:AzuriteDataWarnMB', 1024 * 1024 * 1024) ?? defaultDataWarnMB(maxHeapMB),
     tableSaveMs: positive(env, 'Storage:AzuriteSaveIntervalMs', 3_600_000) ?? 5000,
+    backgroundLoadMB:
+      background !== undefined && background.trim() === '0' ? 0 : (positive(env, 'Storage:AzuriteBackgroundLoadMB', 1024 * 1024) ?? DEFAULT_BACKGROUND_LOAD_MB),
   };
 }
 

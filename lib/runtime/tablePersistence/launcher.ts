@@ -7,7 +7,9 @@
  *
  * Settings arrive as environment variables from the parent: AZURITE_TABLE_SAVE_MS (save interval, default
  * 5000), AZURITE_TABLE_COMPACT_RATIO (a table is written whole when its journal reaches this many times its
- * collection file; default 1), AZURITE_TABLE_HEAP_WARN_PERCENT, AZURITE_TABLE_DATA_WARN_BYTES, AZURITE_TABLE_STATS_MS.
+ * collection file; default 1), AZURITE_TABLE_HEAP_WARN_PERCENT, AZURITE_TABLE_DATA_WARN_BYTES, AZURITE_TABLE_STATS_MS,
+ * AZURITE_TABLE_DEFER_BYTES (tables larger on disk load in the background after the server answers; 0: none) and,
+ * for tests, AZURITE_TABLE_DEFER_DELAY_MS (the background load begins that much later).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -30,6 +32,8 @@ const num = (name: string, fallback: number): number => {
 const baseIntervalMs = num('AZURITE_TABLE_SAVE_MS', 5000);
 const thresholds = { heapPercent: num('AZURITE_TABLE_HEAP_WARN_PERCENT', 70), dataBytes: num('AZURITE_TABLE_DATA_WARN_BYTES', Number.MAX_SAFE_INTEGER) };
 const statsEveryMs = num('AZURITE_TABLE_STATS_MS', 10_000);
+/** Tables whose files hold more than this load after the server answers (0: all before; AZURITE_TABLE_DEFER_BYTES). */
+const deferBytes = process.env.AZURITE_TABLE_DEFER_BYTES === '0' ? 0 : num('AZURITE_TABLE_DEFER_BYTES', 0);
 /** Saving takes at most a third of the time: after a save of T ms, the next waits max(interval, 2T). */
 const SLOW_SAVE_FACTOR = 2;
 
@@ -64,6 +68,21 @@ function patchLoki(azuriteDir: string): void {
       compactRatio: num('AZURITE_TABLE_COMPACT_RATIO', 1),
       // Azurite's own collections are named `$...$`; entity tables `<account>$<table>` use the table index.
       dropBinaryIndices: (name) => !name.startsWith('$'),
+      deferBytes,
+      deferDelayMs: num('AZURITE_TABLE_DEFER_DELAY_MS', 0),
+      onDeferredStart: (n, bytes) => {
+        log(`Loading ${n} large table(s) (${Math.round(bytes / 1048576)} MB) in the background; requests for them wait until each is loaded.`);
+        writeStats();
+      },
+      onDeferredLoaded: (name, ms, bytes) => {
+        if (ms > 1000) log(`Table ${name} loaded in the background in ${ms} ms (${Math.round(bytes / 1048576)} MB).`);
+        writeStats();
+      },
+      onDeferredDone: (n, ms) => {
+        log(`Every table is loaded: ${n} large table(s) loaded in the background in ${ms} ms.`);
+        writeStats();
+      },
+      onDeferredFailed: (err) => log(`${err.message} Requests for it fail; its files are kept as they are.`),
     });
     const { persistenceMethod: _fs, ...rest } = options;
     const db = new Loki(filename, { ...rest, adapter, autosaveInterval: Math.min(baseIntervalMs, 5000) });
@@ -97,15 +116,75 @@ function patchLoki(azuriteDir: string): void {
   cached.exports = StreamedLoki;
 }
 
+/**
+ * Azurite's table store methods that reach a table's entities (every async one but those of the table list,
+ * the service properties and the store's own life) first wait for that table when it is still loading in the
+ * background (`deferBytes`). The table is found among the call's string arguments, `<account>$<table>` as
+ * Azurite names its collections (its methods take account and table in either order). A batch waits in its
+ * first operation, before it has changed anything, so batches never interleave halfway.
+ */
+function waitForDeferredTables(azuriteDir: string): void {
+  const Store = (require(path.join(azuriteDir, 'dist/src/table/persistence/LokiTableMetadataStore.js')) as { default: { prototype: Record<string, unknown> } })
+    .default;
+  const proto = Store.prototype;
+  const skip = new Set([
+    'init',
+    'close',
+    'clean',
+    'createTable',
+    'queryTable',
+    'getTable',
+    'setTableACL',
+    'getServiceProperties',
+    'setServiceProperties',
+    'beginBatchTransaction',
+    'loadDB',
+    'saveDBState',
+  ]);
+  const waitFor = (args: unknown[]): Promise<unknown> | undefined => {
+    const adapter = adapters[0]?.adapter;
+    if (!adapter || adapter.pending.tables === 0) return undefined;
+    const strings = args.filter((a): a is string => typeof a === 'string');
+    const waits: Promise<void>[] = [];
+    for (const a of strings)
+      for (const b of strings) {
+        if (a === b) continue;
+        const w = adapter.whenLoaded(`${a}$${b.toLowerCase()}`) ?? adapter.whenLoaded(`${a}$${b}`);
+        if (w) waits.push(w);
+      }
+    return waits.length ? Promise.all(waits) : undefined;
+  };
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    const fn = proto[name];
+    if (skip.has(name) || typeof fn !== 'function' || fn.constructor.name !== 'AsyncFunction') continue;
+    proto[name] = async function (this: unknown, ...args: unknown[]) {
+      const w = waitFor(args);
+      if (w) await w;
+      return (fn as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+    };
+  }
+  // Anything else that reaches a table still loading fails plainly instead of answering "no such table".
+  const getEntityCollection = proto.getEntityCollection as (this: unknown, account: string, table: string, context: unknown) => unknown;
+  proto.getEntityCollection = function (this: unknown, account: string, table: string, context: unknown) {
+    const adapter = adapters[0]?.adapter;
+    if (adapter && adapter.pending.tables && (adapter.whenLoaded(`${account}$${table.toLowerCase()}`) || adapter.whenLoaded(`${account}$${table}`))) {
+      throw new Error(`Table ${table} is still being loaded; try again shortly.`);
+    }
+    return getEntityCollection.call(this, account, table, context);
+  };
+}
+
 function writeStats(): void {
   if (!location || adapters.length === 0) return;
   const { adapter, dbname } = adapters[0];
   const heap = v8.getHeapStatistics();
+  const loading = adapter.pending;
   const base = {
     heapUsedBytes: heap.used_heap_size,
     heapLimitBytes: heap.heap_size_limit,
     dataBytes: tableDataBytes(dbname),
     lastSaveError: adapter.lastError,
+    ...(loading.tables ? { loading } : {}),
   };
   const stats: TableStats = {
     pid: process.pid,
@@ -129,6 +208,7 @@ function main(): void {
   const azuriteDir = path.dirname(require.resolve('azurite/package.json'));
   patchLoki(azuriteDir);
   installTableIndex(azuriteDir);
+  waitForDeferredTables(azuriteDir);
   // Azurite's table main closes (and so saves) on SIGINT only; a SIGTERM would end the process unsaved.
   // `on`, not `once`: a second SIGTERM during the save must not kill the process half-way.
   process.on('SIGTERM', () => {

@@ -16,6 +16,8 @@ export interface TableStats {
   dataBytes: number;
   lastSave?: { at: string; ms: number; collectionsWritten: number; bytesWritten: number };
   lastSaveError?: { at: string; message: string };
+  /** Large tables still loading in the background after the start (absent: none). */
+  loading?: { tables: number; bytes: number };
   /** Interval between saves, stretched while saves are slow. */
   saveIntervalMs: number;
   warnings: string[];
@@ -47,7 +49,10 @@ export function defaultDataWarnMB(heapMB: number): number {
   return Math.floor(heapMB / 3);
 }
 
-export function storageWarnings(s: Pick<TableStats, 'heapUsedBytes' | 'heapLimitBytes' | 'dataBytes' | 'lastSaveError'>, t: WarnThresholds): string[] {
+export function storageWarnings(
+  s: Pick<TableStats, 'heapUsedBytes' | 'heapLimitBytes' | 'dataBytes' | 'lastSaveError' | 'loading'>,
+  t: WarnThresholds,
+): string[] {
   const warnings: string[] = [];
   const heapPct = s.heapLimitBytes > 0 ? (100 * s.heapUsedBytes) / s.heapLimitBytes : 0;
   const size = (b: number) => (b >= MB ? `${Math.round(b / MB)} MB` : `${Math.ceil(b / 1024)} KB`);
@@ -59,6 +64,11 @@ export function storageWarnings(s: Pick<TableStats, 'heapUsedBytes' | 'heapLimit
   if (s.dataBytes >= t.dataBytes) {
     warnings.push(
       `Embedded table storage (Azurite) holds ${size(s.dataBytes)} on disk (warning at ${size(t.dataBytes)}): move AzureWebJobsStorage to a separate Azurite or an Azure Storage account (docs/scaling.md).`,
+    );
+  }
+  if (s.loading?.tables) {
+    warnings.push(
+      `Embedded table storage (Azurite) is still loading ${s.loading.tables} large table(s) (${size(s.loading.bytes)}) in the background: requests for them wait until each is loaded.`,
     );
   }
   if (s.lastSaveError) {

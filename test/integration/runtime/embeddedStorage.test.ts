@@ -128,6 +128,74 @@ describe('embedded Azurite table persistence', () => {
     expect((await tableOf(fourth, 'People').getEntity<{ v: string }>('p9', 'r9999')).v).toBe('new');
   });
 
+  it('answers before its large tables are loaded: a request for one waits for it, and every change is kept', async () => {
+    const location = folder('background');
+    const first = await start({ location, tableSaveMs: 3_600_000 });
+    const big = tableOf(first, 'Big');
+    await big.createTable();
+    for (let b = 0; b < 30; b++) {
+      await big.submitTransaction(
+        Array.from({ length: 100 }, (_, i) => [
+          'create',
+          { partitionKey: `p${b % 4}`, rowKey: `r${String(b * 100 + i).padStart(4, '0')}`, v: 'x'.repeat(200) },
+        ]),
+      );
+    }
+    await tableOf(first, 'Small').createTable();
+    await tableOf(first, 'Small').createEntity({ partitionKey: 'p', rowKey: 's', v: 'small' });
+    await first.stop();
+
+    // Tables above 100 KB load in the background (Big is about 900 KB on disk), here 1.5 s after the start.
+    const lines: string[] = [];
+    process.env.AZURITE_TABLE_DEFER_DELAY_MS = '1500';
+    const second = await start({ location, backgroundLoadMB: 0.1, onLog: (l) => lines.push(l) }).finally(() => delete process.env.AZURITE_TABLE_DEFER_DELAY_MS);
+    const t0 = Date.now();
+    const again = tableOf(second, 'Big');
+    // The small table answers at once; a read of the large one waits for its load.
+    expect((await tableOf(second, 'Small').getEntity<{ v: string }>('p', 's')).v).toBe('small');
+    expect(Date.now() - t0).toBeLessThan(1000);
+    const waited = (async () => {
+      const e = await again.getEntity<{ v: string }>('p3', 'r0300');
+      return { v: e.v, ms: Date.now() - t0 };
+    })();
+    // Reads, a point read, a write and a batch, sent at once: each waits for Big as needed.
+    const [keys, one] = await Promise.all([
+      rowKeys(again),
+      again.getEntity<{ v: string }>('p1', 'r0100'),
+      again.updateEntity({ partitionKey: 'p2', rowKey: 'r0200', v: 'changed' }, 'Merge'),
+    ]);
+    expect(keys).toHaveLength(3000);
+    expect(await waited).toEqual({ v: 'x'.repeat(200), ms: expect.any(Number) });
+    expect((await waited).ms).toBeGreaterThanOrEqual(1000);
+    expect(one.v).toBe('x'.repeat(200));
+    await again.submitTransaction([
+      ['create', { partitionKey: 'p0', rowKey: 'z-new', v: 'batch' }],
+      ['delete', { partitionKey: 'p0', rowKey: 'r0000' }],
+    ]);
+    expect((await tableOf(second, 'Small').getEntity<{ v: string }>('p', 's')).v).toBe('small');
+    expect(lines.join('\n')).toMatch(/Loading 1 large table\(s\) \(\d+ MB\) in the background/);
+    expect(lines.join('\n')).toMatch(/Every table is loaded: 1 large table\(s\) loaded in the background/);
+    await second.stop();
+
+    // Everything loaded before answering: the changes made after the background load are there.
+    const third = await start({ location });
+    const t3 = tableOf(third, 'Big');
+    expect(await rowKeys(t3)).toHaveLength(3000);
+    expect((await t3.getEntity<{ v: string }>('p2', 'r0200')).v).toBe('changed');
+    expect((await t3.getEntity<{ v: string }>('p0', 'z-new')).v).toBe('batch');
+    await expect(t3.getEntity('p0', 'r0000')).rejects.toMatchObject({ statusCode: 404 });
+    await third.stop();
+
+    // A table deleted while it is still loading is deleted once loaded, and stays deleted.
+    const fourth = await start({ location, backgroundLoadMB: 0.1 });
+    await tableOf(fourth, 'Big').deleteTable();
+    await fourth.stop();
+    const fifth = await start({ location });
+    await expect(tableOf(fifth, 'Big').getEntity('p1', 'r0100')).rejects.toMatchObject({ statusCode: 404 });
+    expect(readdirSync(location).some((f) => f.includes('Big.'))).toBe(false);
+    expect((await tableOf(fifth, 'Small').getEntity<{ v: string }>('p', 's')).v).toBe('small');
+  });
+
   it('converts a data folder written by stock Azurite (one JSON file) at start, keeping the old file', async () => {
     const location = folder('convert');
     const stock = await start({ location, stockTable: true });

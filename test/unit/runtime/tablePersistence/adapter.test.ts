@@ -220,6 +220,62 @@ describe('StreamedTableAdapter', () => {
     expect(again.getCollection<{ k: number }>('t').count()).toBe(49);
   });
 
+  it('loads the tables above deferBytes after the database, the one asked for first, and keeps their files while they load', async () => {
+    const { db } = open();
+    const small = db.addCollection<{ k: number }>('devstoreaccount1$small');
+    small.insert({ k: 1 });
+    const big = db.addCollection<{ k: number; v: string }>('devstoreaccount1$big');
+    const bigger = db.addCollection<{ k: number; v: string }>('devstoreaccount1$bigger');
+    for (let i = 0; i < 300; i++) big.insert({ k: i, v: 'z'.repeat(100) });
+    for (let i = 0; i < 600; i++) bigger.insert({ k: i, v: 'z'.repeat(100) });
+    const huge = db.addCollection<{ k: number; v: string }>('devstoreaccount1$huge');
+    for (let i = 0; i < 900; i++) huge.insert({ k: i, v: 'z'.repeat(100) });
+    await save(db);
+    // A journal on the big one: its documents are the file's and the journal's.
+    big.remove(big.findOne({ k: 0 })!);
+    await save(db);
+
+    const loaded: string[] = [];
+    // The background load begins 300 ms after the load: the test asks for a table before that.
+    const adapter = new StreamedTableAdapter({ deferBytes: 10_000, deferDelayMs: 300, onDeferredLoaded: (name) => loaded.push(name) });
+    const again = new Loki(dbname, { adapter, autosave: false });
+    adapter.watch(again);
+    await load(again);
+    const hugeLoaded = adapter.whenLoaded('devstoreaccount1$huge');
+    // The small table is there at once; the two large ones are loading.
+    expect(again.getCollection('devstoreaccount1$small').count()).toBe(1);
+    expect(again.getCollection('devstoreaccount1$big')).toBeNull();
+    expect(adapter.pending.tables).toBe(3);
+    expect(adapter.whenLoaded('devstoreaccount1$small')).toBeUndefined();
+    // A save while they load keeps them in the header and their files on disk.
+    again.getCollection<{ k: number }>('devstoreaccount1$small').insert({ k: 2 });
+    await save(again);
+    expect(
+      JSON.parse(readFileSync(dbname, 'utf8'))
+        .collections.map((c: { name: string }) => c.name)
+        .sort(),
+    ).toEqual(['devstoreaccount1$big', 'devstoreaccount1$bigger', 'devstoreaccount1$huge', 'devstoreaccount1$small'].sort());
+    expect(existsSync(collectionFile(dbname, 'devstoreaccount1$bigger'))).toBe(true);
+    // Asked for, the largest comes first; then the others, smallest first.
+    await hugeLoaded;
+    expect(again.getCollection('devstoreaccount1$huge').count()).toBe(900);
+    await adapter.whenLoaded('devstoreaccount1$bigger');
+    expect(loaded).toEqual(['devstoreaccount1$huge', 'devstoreaccount1$big', 'devstoreaccount1$bigger']);
+    expect(adapter.pending).toEqual({ tables: 0, bytes: 0 });
+    const b = again.getCollection<{ k: number; v: string }>('devstoreaccount1$big');
+    expect(b.count()).toBe(299);
+    // Changed after its load: the change goes to its journal and survives a load of everything at once.
+    b.insert({ k: 1000, v: 'late' });
+    await save(again);
+    const { db: third } = open();
+    await load(third);
+    expect(third.getCollection('devstoreaccount1$big').count()).toBe(300);
+    expect(third.getCollection<{ k: number }>('devstoreaccount1$big').findOne({ k: 1000 })).not.toBeNull();
+    expect(third.getCollection('devstoreaccount1$small').count()).toBe(2);
+    expect(third.getCollection('devstoreaccount1$bigger').count()).toBe(600);
+    expect(third.getCollection('devstoreaccount1$huge').count()).toBe(900);
+  });
+
   it('starts a table deleted and created again between two saves afresh (its ids restart)', async () => {
     const { db } = open();
     const t = db.addCollection<{ v: number }>('acct$x');

@@ -9,15 +9,32 @@ describe('embedded storage limits and warnings', () => {
     expect(defaultHeapMB(16 * 1024 * MB)).toBe(8192);
     expect(defaultHeapMB(1024 * MB)).toBe(1024);
     expect(defaultDataWarnMB(8192)).toBe(2730);
-    expect(embeddedAzuriteLimits({}, 16 * 1024 * MB)).toEqual({ maxHeapMB: 8192, heapWarnPercent: 70, dataWarnMB: 2730, tableSaveMs: 5000 });
+    expect(embeddedAzuriteLimits({}, 16 * 1024 * MB)).toEqual({
+      maxHeapMB: 8192,
+      heapWarnPercent: 70,
+      dataWarnMB: 2730,
+      tableSaveMs: 5000,
+      backgroundLoadMB: 64,
+    });
   });
 
   it('reads the settings (either spelling) and refuses a bad value naming the setting', () => {
     expect(
       embeddedAzuriteLimits({ Storage__AzuriteMaxHeapMB: '4000', 'Storage:AzuriteHeapWarnPercent': '50', Storage__AzuriteDataWarnMB: '10' }, 16 * 1024 * MB),
-    ).toEqual({ maxHeapMB: 4000, heapWarnPercent: 50, dataWarnMB: 10, tableSaveMs: 5000 });
+    ).toEqual({ maxHeapMB: 4000, heapWarnPercent: 50, dataWarnMB: 10, tableSaveMs: 5000, backgroundLoadMB: 64 });
     expect(() => embeddedAzuriteLimits({ Storage__AzuriteMaxHeapMB: 'lots' })).toThrow(RuntimeConfigError);
     expect(() => embeddedAzuriteLimits({ Storage__AzuriteHeapWarnPercent: '150' })).toThrow(/Storage:AzuriteHeapWarnPercent must be/);
+    // The size above which a table loads in the background: 0 turns it off.
+    expect(embeddedAzuriteLimits({ Storage__AzuriteBackgroundLoadMB: '0' }).backgroundLoadMB).toBe(0);
+    expect(embeddedAzuriteLimits({ Storage__AzuriteBackgroundLoadMB: '256' }).backgroundLoadMB).toBe(256);
+    expect(() => embeddedAzuriteLimits({ Storage__AzuriteBackgroundLoadMB: '-1' })).toThrow(/Storage:AzuriteBackgroundLoadMB must be/);
+    expect(() => embeddedAzuriteLimits({ Storage__AzuriteBackgroundLoadMB: 'big' })).toThrow(/Storage:AzuriteBackgroundLoadMB must be/);
+  });
+
+  it('warns while large tables are still loading in the background', () => {
+    const t = { heapPercent: 70, dataBytes: 1000 * MB };
+    const w = storageWarnings({ heapUsedBytes: 1, heapLimitBytes: 100 * MB, dataBytes: 1, loading: { tables: 3, bytes: 300 * MB } }, t);
+    expect(w).toEqual([expect.stringMatching(/still loading 3 large table\(s\) \(300 MB\) in the background: requests for them wait/)]);
   });
 
   it('warns on the heap share, the data size and a failed save; nothing below the thresholds', () => {
