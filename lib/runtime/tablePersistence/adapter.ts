@@ -294,7 +294,6 @@ export class StreamedTableAdapter {
     }
     const header = parsed as Header;
     this.headerLine = firstLine;
-    const dir = path.dirname(dbname);
     const collections: LokiCollectionLike[] = [];
     const deferBytes = this.hooks.deferBytes ?? 0;
     for (const { name, file } of header.collections) {
