@@ -383,6 +383,22 @@ async function restartOnly(dataDir) {
   };
   log(`restart on ${dataDir} (${out.dataFolderMB} MB)...`);
   let t = performance.now();
+  // When the embedded storage has every table in memory: its stats file drops `loading` once the tables it
+  // loads in the background (Storage__AzuriteBackgroundLoadMB) are all loaded.
+  const statsFile = path.join(azuriteLocation, 'azurite-table-stats.json');
+  const t0 = t;
+  let storageLoadedSeconds = null;
+  let sawLoading = false;
+  const statsPoll = setInterval(() => {
+    try {
+      const st = JSON.parse(fs.readFileSync(statsFile, 'utf8'));
+      if (st.loading) sawLoading = true;
+      else if (storageLoadedSeconds === null && Date.parse(st.updatedAt) > Date.now() - 5000) storageLoadedSeconds = r2((performance.now() - t0) / 1000);
+    } catch {
+      // not written yet
+    }
+  }, 500);
+  statsPoll.unref();
   const svc = await heartbeat(
     'start-up',
     () => null,
@@ -410,6 +426,13 @@ async function restartOnly(dataDir) {
     };
     log(`startup: health ${out.phases.startup.healthSeconds} s, serving ${out.phases.startup.servingSeconds} s`);
     out.phases.meshQueries = await meshQueries(svc, users);
+    while (storageLoadedSeconds === null && performance.now() - t0 < 1_800_000) await sleep(500);
+    clearInterval(statsPoll);
+    out.phases.startup.storageLoadedSeconds = storageLoadedSeconds;
+    out.phases.startup.storageLoadedInBackground = sawLoading;
+    log(
+      `startup: every table in memory after ${storageLoadedSeconds} s (${sawLoading ? 'large tables loaded in the background' : 'all before the storage answered'})`,
+    );
     t = performance.now();
     await svc.stopEngine();
     const engineStopSeconds = r2((performance.now() - t) / 1000);
