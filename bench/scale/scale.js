@@ -387,13 +387,18 @@ async function restartOnly(dataDir) {
   // loads in the background (Storage__AzuriteBackgroundLoadMB) are all loaded.
   const statsFile = path.join(azuriteLocation, 'azurite-table-stats.json');
   const t0 = t;
+  const wallT0 = Date.now();
   let storageLoadedSeconds = null;
   let sawLoading = false;
+  let answeredAt = 0;
   const statsPoll = setInterval(() => {
     try {
       const st = JSON.parse(fs.readFileSync(statsFile, 'utf8'));
       if (st.loading) sawLoading = true;
-      else if (storageLoadedSeconds === null && Date.parse(st.updatedAt) > Date.now() - 5000) storageLoadedSeconds = r2((performance.now() - t0) / 1000);
+      // Only a file written after the storage answered (the launcher writes one early, before its load ends).
+      // (Without a background load, every table was in memory when the storage answered.)
+      else if (storageLoadedSeconds === null && answeredAt && Date.parse(st.updatedAt) >= answeredAt)
+        storageLoadedSeconds = sawLoading ? r2((performance.now() - t0) / 1000) : r2((answeredAt - wallT0) / 1000);
     } catch {
       // not written yet
     }
@@ -404,6 +409,7 @@ async function restartOnly(dataDir) {
     () => null,
     () => startService({ root: ROOT_DIR, env: SERVICE_ENV, dataDir, azuriteLocation, startTimeoutSeconds: 1800 }),
   );
+  answeredAt = Date.now();
   try {
     const healthSeconds = (performance.now() - t) / 1000;
     // The mesh's size, once the read model answers with it (the count grows no more).
