@@ -26,7 +26,7 @@ test('a step that throws stops the start; the steps already started are stopped'
   expect(log).toEqual(['start ok', 'stop ok']);
 });
 
-test("the service's list: telemetry first (it stops last, sending the spans of the others' stops), settings checks next, the join index preload before the mesh read model, which is last", () => {
+test("the service's list: telemetry first (it stops last, sending the spans of the others' stops), settings checks next, the join index preload before the mesh read model, then the feed's trim (it stops first, writing its hold from the read model)", () => {
   const names = SERVICE_STEPS.map((s) => s.name);
   expect(names).toEqual([
     'telemetry',
@@ -43,6 +43,7 @@ test("the service's list: telemetry first (it stops last, sending the spans of t
     'pendingOperations',
     'joinIndexPreload',
     'meshReadModel',
+    'meshFeedTrim',
   ]);
   expect(new Set(names).size).toBe(names.length);
 });
