@@ -189,6 +189,8 @@ export class StreamedTableAdapter {
   private headerLine: string | undefined;
   /** Collections left for after the load (see `deferBytes`). */
   private readonly deferred = new Map<string, Deferred>();
+  /** Entries of {@link deferred} not loaded and not failed. */
+  private stillLoading = 0;
   /** Collections loaded with journal entries whose binary indices must be rebuilt (see {@link watch}). */
   private staleIndices: string[] = [];
 
@@ -323,6 +325,7 @@ export class StreamedTableAdapter {
     const journal = (meta && (JSON.parse(meta) as { $journal?: string }).$journal) || path.basename(journalFile(dbname, name, 0));
     const journalBytes = await size(journal);
     this.deferred.set(name, { file, bytes: baseBytes + journalBytes });
+    this.stillLoading++;
     this.persisted.set(name, { journal, baseBytes, baseDocs: 0, journalBytes });
     return true;
   }
@@ -380,7 +383,15 @@ export class StreamedTableAdapter {
   get pending(): { tables: number; bytes: number } {
     let bytes = 0;
     for (const d of this.deferred.values()) if (!d.failed) bytes += d.bytes;
-    return { tables: [...this.deferred.values()].filter((d) => !d.failed).length, bytes };
+    return { tables: this.loadingTables, bytes };
+  }
+
+  /**
+   * How many collections are still to be loaded (not counting those that failed): read by every request of the
+   * table store while any are (../launcher.ts), so kept as a count rather than counted.
+   */
+  get loadingTables(): number {
+    return this.stillLoading;
   }
 
   /** Load the deferred collections into `db`, one at a time: those asked for first, then the smallest. */
@@ -398,12 +409,14 @@ export class StreamedTableAdapter {
         const meta = await this.readCollection(dbname, name, d.file);
         materialize(db, meta);
         this.deferred.delete(name);
+        this.stillLoading--;
         loaded++;
         d.waiting?.resolve();
         this.hooks.onDeferredLoaded?.(name, Date.now() - t0, d.bytes);
       } catch (e) {
         const err = e instanceof Error ? e : new Error(String(e));
         d.failed = new Error(`Table '${name}' could not be loaded: ${err.message}`);
+        this.stillLoading--;
         d.waiting?.reject(d.failed);
         this.hooks.onDeferredFailed?.(d.failed);
       }

@@ -143,7 +143,7 @@ function waitForDeferredTables(azuriteDir: string): void {
   ]);
   const waitFor = (args: unknown[]): Promise<unknown> | undefined => {
     const adapter = adapters[0]?.adapter;
-    if (!adapter || adapter.pending.tables === 0) return undefined;
+    if (!adapter || adapter.loadingTables === 0) return undefined;
     const strings = args.filter((a): a is string => typeof a === 'string');
     const waits: Promise<void>[] = [];
     for (const a of strings)
@@ -167,7 +167,7 @@ function waitForDeferredTables(azuriteDir: string): void {
   const getEntityCollection = proto.getEntityCollection as (this: unknown, account: string, table: string, context: unknown) => unknown;
   proto.getEntityCollection = function (this: unknown, account: string, table: string, context: unknown) {
     const adapter = adapters[0]?.adapter;
-    if (adapter && adapter.pending.tables && (adapter.whenLoaded(`${account}$${table.toLowerCase()}`) || adapter.whenLoaded(`${account}$${table}`))) {
+    if (adapter && adapter.loadingTables && (adapter.whenLoaded(`${account}$${table.toLowerCase()}`) || adapter.whenLoaded(`${account}$${table}`))) {
       throw new Error(`Table ${table} is still being loaded; try again shortly.`);
     }
     return getEntityCollection.call(this, account, table, context);
