@@ -4,7 +4,7 @@ import { approvalState, parkRun } from '../lib/runs/approval';
 import { fullImportDeletePage, planDeletePage, planFullImportDeletes } from '../lib/sync/deletes';
 import { deltaImport } from '../lib/sync/deltaImport';
 import { exportDeletedSince, exportDeletes } from '../lib/sync/exportDeletes';
-import { exportIdsPage, exportPartition, planExport, type ExportIdsInput, type ExportPageInput } from '../lib/sync/exportSteps';
+import { exportIdsPage, exportPartition, scopeExport, type ExportIdsInput, type ExportPageInput } from '../lib/sync/exportSteps';
 import { fullImportPage, type FullPageInput } from '../lib/sync/fullImport';
 import { fullSyncPage, type FullSyncPageInput } from '../lib/sync/fullSync';
 import { checkPlan } from '../lib/sync/planCheck';
@@ -222,7 +222,7 @@ pageStep(EXPORT_PARTITION, ofInner, (input: { input: ExportPageInput; config: Re
 pageStep(EXPORT_DELETES, ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) =>
   exportDeletes(input.info, input.totals, input.config),
 );
-pageStep(EXPORT_PLAN, ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => planExport(input.info, input.config));
+pageStep(EXPORT_PLAN, ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => scopeExport(input.info, input.config));
 pageStep(EXPORT_IDS, ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config));
 pageStep(EXPORT_DELETED, ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) =>
   exportDeletedSince(input.info, input.totals, input.config),

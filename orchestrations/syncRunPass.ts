@@ -7,7 +7,7 @@ import type { FullPageInput, FullPageOutput } from '../lib/sync/fullImport';
 import type { FullSyncPageInput } from '../lib/sync/fullSync';
 import { CS_PARTITIONS } from '../lib/sync/connectorSpace';
 import type { FinishInput } from '../lib/sync/runLifecycle';
-import type { ExportPlan, RunInfo, RunTotals, StepFailure } from '../lib/sync/runTypes';
+import { withOwedAsErrors, type ExportPlan, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/runTypes';
 import type { ApprovalReason, RunStats, TerminalRunStatus } from '../lib/storage/runs';
 
 /**
@@ -79,7 +79,7 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       }
       // A second look at the objects that name one this export moved or added.
       if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
-        totals = { ...totals, notInTarget: 0, movedInTarget: 0 };
+        totals = { ...totals, notInTarget: 0, movedInTarget: 0, owed: undefined, owedCount: 0 };
         const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config })) as
           RunTotals | StepFailure | Stop;
         if (isFailure(r)) return failed(r.failed);
@@ -91,7 +91,7 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       if (isFailure(d)) return failed(d.failed);
       if (isCancel(d)) return cancelled(d);
       if (d.parked) return parked(d);
-      totals = d;
+      totals = withOwedAsErrors(d, info.dryRun);
       return end(completedStatus(totals), { exportState });
     }
     for (let partition = 0; partition < 16; partition++) {
@@ -106,7 +106,7 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     // moved to another OU): one more pass writes them in the objects that name them. Only what changed is
     // exported again.
     if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
-      totals = { ...totals, notInTarget: 0, movedInTarget: 0 };
+      totals = { ...totals, notInTarget: 0, movedInTarget: 0, owed: undefined, owedCount: 0 };
       for (let partition = 0; partition < 16; partition++) {
         const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config })) as
           RunTotals | StepFailure | Stop;
@@ -120,7 +120,7 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     if (isFailure(d)) return failed(d.failed);
     if (isCancel(d)) return cancelled(d);
     if (d.parked) return parked(d);
-    totals = d;
+    totals = withOwedAsErrors(d, info.dryRun);
     return end(completedStatus(totals), { exportState });
   }
   if (info.runType === 'FullSync') {

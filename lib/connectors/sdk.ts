@@ -307,6 +307,12 @@ export interface ExportChange {
   container?: string;
   attributes: Record<string, AttributeValue>;
   previous?: Record<string, AttributeValue>;
+  /**
+   * For `add` and `update`: every value the outbound rules give the object now (the target's intended whole
+   * state). A connector whose statement names every column (SQL) binds each parameter from `attributes`, then
+   * `state`, then `previous`, so an update that changes one value keeps the others.
+   */
+  state?: Record<string, AttributeValue>;
   multiValueAdds?: Record<string, ScalarValue[]>;
   multiValueRemoves?: Record<string, ScalarValue[]>;
 }
@@ -314,7 +320,20 @@ export interface ExportChange {
 /** The outcome for one object. `anchor` is set on success (for an add, the anchor the target assigned). */
 export type ExportResult =
   /** `notes`: what the connector did besides the change (a directory's containers it created), listed in the run, not errors. */
-  { status: 'success'; anchor: string; dn?: string; notes?: string[] } | { status: 'error'; anchor?: string; error: ObjectError };
+  | { status: 'success'; anchor: string; dn?: string; notes?: string[] }
+  /**
+   * `existing`: on an add refused because the object is there already (`already_exists`), the object that holds
+   * the DN or key, as the target shows it: the engine decides whether to take it over (an add re-sent after a
+   * crash or a lost link) or to report the collision.
+   */
+  | { status: 'error'; anchor?: string; error: ObjectError; existing?: ExistingObject };
+
+/** An object found where an add wanted to create one (see {@link ExportResult}). */
+export interface ExistingObject {
+  anchor: string;
+  dn?: string;
+  attributes: Record<string, AttributeValue>;
+}
 
 export interface Export {
   /** Apply one change. Per-object failures resolve to an error result; run-level failures throw. */

@@ -287,6 +287,68 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
   return appendFeedText(entryTexts, entries, w.exportOf);
 }
 
+/**
+ * Change mesh objects as they are stored now, not as a caller loaded them earlier: each is read with its ETag,
+ * `patch` changes it (false: nothing to write), and it is written back only if no other writer wrote it since;
+ * a conflict reads it again and patches again. Then one feed append with the new states. An export records its
+ * links so: two exports (to two targets) or an import writing the same objects at the same time each keep what
+ * the other wrote. Objects that are gone are skipped. Returns the written states.
+ */
+export async function patchMeshObjects(ids: Iterable<string>, patch: (doc: MeshObject) => boolean, exportOf?: string): Promise<MeshObject[]> {
+  const written = new Map<string, MeshObject>();
+  let todo = [...new Set(ids)];
+  for (let attempt = 0; todo.length; attempt++) {
+    const read: { doc: MeshObject; etag: string }[] = [];
+    await queryByIds(todo, undefined, async (rows) => {
+      for (const e of await inflateRows(rows)) read.push({ doc: fromMeshEntity(e), etag: String(e.etag) });
+    });
+    const conflicted: string[] = [];
+    const byPk = new Map<string, { doc: MeshObject; etag: string }[]>();
+    for (const r of read) {
+      if (!patch(r.doc)) continue;
+      const pk = meshPartition(r.doc.id);
+      byPk.set(pk, [...(byPk.get(pk) ?? []), r]);
+    }
+    for (const [pk, list] of byPk) {
+      const client = await meshTable(pk);
+      for (let i = 0; i < list.length; i += 50) {
+        const chunk = list.slice(i, i + 50);
+        const actions: TransactionAction[] = [];
+        for (const r of chunk) {
+          const text = encodeMeshTexts(r.doc).row;
+          const ref = text.length > OVERFLOW_OVER ? await putOverflow(text) : undefined;
+          actions.push(['update', toMeshEntity(r.doc, text, ref), 'Replace', { etag: r.etag }]);
+        }
+        try {
+          await submitTransaction(client, actions);
+          for (const r of chunk) written.set(r.doc.id, r.doc);
+        } catch (err) {
+          const conflict =
+            isStatus(err, 412) || isStatus(err, 404) || (err instanceof Error && /UpdateConditionNotSatisfied|ResourceNotFound/.test(err.message));
+          if (!conflict || attempt >= 20) throw err;
+          conflicted.push(...chunk.map((r) => r.doc.id));
+        }
+      }
+    }
+    todo = conflicted;
+  }
+  const upserts = [...written.values()];
+  if (upserts.length) await appendStates(upserts, exportOf);
+  return upserts;
+}
+
+/** The feed append of states whose rows are written (see {@link commitMeshWrite}). */
+async function appendStates(upserts: MeshObject[], exportOf?: string): Promise<number> {
+  const entries: FeedEntry[] = upserts.map((o): FeedEntry => ({ id: o.id, objectType: o.objectType, state: o, ...(exportOf ? { x: exportOf } : {}) }));
+  const texts: string[] = [];
+  for (const o of upserts) {
+    const both = encodeMeshTexts(o);
+    const head = `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},${exportOf ? `"x":${JSON.stringify(exportOf)},` : ''}`;
+    texts.push(both.row.length > OVERFLOW_OVER ? `${head}"ref":${JSON.stringify(await putOverflow(both.row))}}` : `${head}"state":${both.feed}}`);
+  }
+  return appendFeedText(texts, entries, exportOf);
+}
+
 /** The tombstones of a write's deletes that carry their last state (purged `Mesh:TombstoneRetentionDays` later). */
 function tombstonesOf(w: MeshWrite): Tombstone[] {
   const withState = w.deletes.filter((d) => d.last);

@@ -1,8 +1,8 @@
 import { appliedBefore, exportChanges, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
 import { compileExpression } from '../expression';
 import { encodeMeshObject } from '../mesh/codec';
-import { dnKey, isEmptyValue, sameValue, type MeshObject } from '../mesh/model';
-import { commitMeshWrite } from '../mesh/store';
+import { dnKey, type MeshObject } from '../mesh/model';
+import { patchMeshObjects } from '../mesh/store';
 import { readConnectorRow } from '../storage/connectors';
 import type { RunObjectError } from '../storage/runs';
 import { readCsObjects, summarize, writeCsObjects } from './connectorSpace';
@@ -11,58 +11,108 @@ import { exportItems, filterByPlan, type ExportRecord } from './exportChanges';
 import { exceeded, thresholdsOf } from '../plans/thresholds';
 import { planIndex } from '../plans/planIndex';
 import { writeRunChanges, type StoredChange } from '../storage/runChanges';
-import { disableValues, dueAt, enableValues, isDue, isPseudoAttribute } from './deprovisioning';
-import { exportNeedsRelations, exportRelations } from './exportReferences';
+import { isPseudoAttribute } from './deprovisioning';
+import { exportNeedsRelations, exportRelations, relationshipEchoes } from './exportReferences';
+import { listRules } from '../storage/rules';
 import { ExportRetry } from './exportRetry';
+import { planExport, sameTargetValue, shownOf, withoutWriteOnlySecrets, type DocChange, type ExportPlanInput, type LinkChange } from './export/plan';
 import type { CsObject } from './model';
-import { attributeValues } from './planner';
 import { referencePolicy } from './references';
-import { ruleFailureMessage, ruleValue, type RuleSet } from './rules';
+import type { RuleSet } from './rules';
 import { type ExportConfig, settingsOf } from './runConnector';
 import { csCaches, csCache, waitingDocs, loadDocs, context } from './runContext';
 import { type RunTotals, type RunInfo, type PageResult, addPage } from './runTypes';
 import { markExportDirty, readExportDirty } from './state';
 
-// Export: one page of mesh objects through the outbound rules, applied in the target and recorded
+export { isWriteOnlySecret, truthyValue, withoutWriteOnlySecrets, type DocChange } from './export/plan';
+
+// Export: one page of mesh objects loaded, planned (lib/sync/export/plan.ts), gated, applied and recorded
 
 /**
  * Objects to look at again after a page of an export (`SyncState` partition `xa_<runId>`): the objects that
  * name one the export moved or renamed in the target, and those whose related objects were not in the target
- * yet when the page computed their values.
+ * yet when the page computed their values. Beside them, per run: `xc_` those the pass already changed (a second
+ * pass's change of one is not a second object updated) and `xf_` those whose change the target refused (not
+ * tried again, nor counted again, by the second pass).
  */
 export const againKey = (runId: string) => `xa_${runId}`;
-export async function saveAgain(runId: string, ids: string[]): Promise<void> {
+const againChangedKey = (runId: string) => `xc_${runId}`;
+const againFailedKey = (runId: string) => `xf_${runId}`;
+export async function saveAgain(runId: string, ids: string[], changed: string[] = [], failed: string[] = []): Promise<void> {
   if (ids.length) await markExportDirty(againKey(runId), ids);
+  if (changed.length) await markExportDirty(againChangedKey(runId), changed);
+  if (failed.length) await markExportDirty(againFailedKey(runId), failed);
 }
 export async function loadAgain(runId: string): Promise<string[]> {
   return (await readExportDirty(againKey(runId))).ids;
 }
-
-/**
- * Write-only secrets (Active Directory's unicodePwd): the target never shows them, so they are never compared with
- * what it shows and never recorded in the connector space (`exported`): an outbound flow to one is sent with an
- * add, and with an update only when the target's configuration says passwordOnUpdate.
- */
-const WRITE_ONLY_SECRETS = new Set(['unicodepwd']);
-export const isWriteOnlySecret = (name: string) => WRITE_ONLY_SECRETS.has(name.toLowerCase());
-export function withoutWriteOnlySecrets(values: Record<string, AttributeValue>): Record<string, AttributeValue> {
-  const out: Record<string, AttributeValue> = {};
-  for (const [k, v] of Object.entries(values)) if (!isWriteOnlySecret(k)) out[k] = v;
-  return out;
+/** A second pass's view of the first: which objects to look at, which were changed, which failed. */
+async function loadFirstPass(runId: string): Promise<{ again: Set<string>; changed: Set<string>; failed: Set<string> }> {
+  const [a, c, f] = await Promise.all([readExportDirty(againKey(runId)), readExportDirty(againChangedKey(runId)), readExportDirty(againFailedKey(runId))]);
+  return { again: new Set(a.ids), changed: new Set(c.ids), failed: new Set(f.ids) };
 }
 
-/** One change of an export page, with what the engine records when it is applied. */
-export interface DocChange {
-  change: ExportChange;
-  doc: MeshObject;
-  prev: CsObject | undefined;
-  values: Record<string, AttributeValue>;
-  /**
-   * Deprovisioning: `disable` (the disable values; the link stays), `delete` (the object deleted and unlinked),
-   * `clear` (the object's deprovisioning marker goes: a re-enable, a pending one cancelled, a rehire).
-   */
-  tag?: 'disable' | 'delete' | 'clear';
-  disabled?: { written: string[]; previous: Record<string, AttributeValue> };
+/** What one page of an export reads before it plans: the planner's whole input. */
+export async function loadExportInput(
+  info: Pick<RunInfo, 'connectorId' | 'preview'>,
+  rules: RuleSet,
+  docs: MeshObject[],
+  config: ExportConfig,
+  at = new Date(),
+): Promise<ExportPlanInput> {
+  const cid = info.connectorId;
+  const claim = !info.preview;
+  const settings = settingsOf(config);
+  // A mesh object back inside the grace of its deprovisioning (the same id): found through the target's
+  // connector-space summaries, relinked to its target object and the deprovisioning cancelled.
+  const waiting = new Map<string, string>();
+  if (settings.graceDays > 0 && docs.some((d) => !d.links[cid])) {
+    const ids = new Set(docs.filter((d) => !d.links[cid]).map((d) => d.id));
+    for (const [a, sm] of (await csCache(cid, claim)).summaries)
+      if (sm.deprov === 'pending' && !sm.deleted && sm.meshId && ids.has(sm.meshId)) waiting.set(sm.meshId, a);
+  }
+  const anchors = docs.map((d) => d.links[cid] ?? waiting.get(d.id)).filter((a): a is string => !!a);
+  const rows = await readCsObjects(cid, anchors);
+  const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid, claim) : null;
+  const targetKind = targetCs ? await targetReferenceKind(cid) : 'anchor';
+  const echoes = targetCs ? relationshipEchoes(await listRules()) : undefined;
+  const relations = await exportRelations(rules, docs, { connectorId: cid, loadDocs, dnOf: (anchor) => targetCs?.entry(anchor)?.dn, targetKind, echoes });
+  // References written as DNs are compared as DNs.
+  const dnAttributes = new Set<string>();
+  if (targetKind === 'dn')
+    for (const fr of rules.outbound)
+      if (fr.rule.targetAttribute && relations.types.has(fr.rule.sourceAttribute ?? '')) dnAttributes.add(fr.rule.targetAttribute);
+  return {
+    connectorId: cid,
+    at,
+    objectType: typeof config.objectType === 'string' ? config.objectType : 'User',
+    passwordOnUpdate: config.passwordOnUpdate === true,
+    condition: typeof config.provisioningCondition === 'string' ? compileExpression(config.provisioningCondition) : null,
+    settings,
+    rules,
+    docs,
+    rows,
+    waiting,
+    relations,
+    dnAttributes,
+  };
+}
+
+/**
+ * What the target's next export would send for these mesh objects (as they are given: stored, or planned by an
+ * import): the planner over what is stored, reading nothing from the target and writing nothing.
+ */
+export async function previewExport(connectorId: string, rules: RuleSet, docs: MeshObject[], config: ExportConfig): Promise<DocChange[]> {
+  const input = await loadExportInput({ connectorId, preview: true }, rules, docs, config);
+  return planExport(input).changes;
+}
+
+/** Options of a page: where its changes are recorded, and whether it is a second pass over objects already looked at. */
+export interface ExportPageOptions {
+  /** The run's changes partition row (lib/storage/runChanges.ts) this page records into. */
+  record?: string;
+  /** A second pass (references to objects the first added or moved): its objects are not counted again. */
+  second?: boolean;
 }
 
 export async function exportDocs(
@@ -72,142 +122,21 @@ export async function exportDocs(
   docs: MeshObject[],
   totals: RunTotals,
   config: ExportConfig,
-  observe?: (changes: readonly DocChange[]) => void,
-  record?: string,
+  options: ExportPageOptions = {},
 ): Promise<RunTotals> {
   const cid = info.connectorId;
+  const { record, second } = options;
   const at = new Date();
   const now = at.toISOString();
-  const settings = settingsOf(config);
-  // A mesh object back inside the grace of its deprovisioning (the same id): found through the target's
-  // connector-space summaries, relinked to its target object and the deprovisioning cancelled.
-  const waiting = new Map<string, string>();
-  if (settings.graceDays > 0 && docs.some((d) => !d.links[cid])) {
-    const ids = new Set(docs.filter((d) => !d.links[cid]).map((d) => d.id));
-    for (const [a, sm] of (await csCache(cid, !info.preview)).summaries)
-      if (sm.deprov === 'pending' && !sm.deleted && sm.meshId && ids.has(sm.meshId)) waiting.set(sm.meshId, a);
-  }
-  const anchorOf = (d: MeshObject): string | undefined => d.links[cid] ?? waiting.get(d.id);
-  const anchors = docs.map(anchorOf).filter((a): a is string => !!a);
-  const existing = await readCsObjects(cid, anchors);
+  // A second pass looks again only at the objects the first asked it to (and not at those the target refused).
+  const first = second ? await loadFirstPass(info.runId) : null;
+  if (first) docs = docs.filter((d) => first.again.has(d.id) && !first.failed.has(d.id));
+  const loaded = await loadExportInput(info, rules, docs, config, at);
   // Objects whose change failed Export__MaxAttempts times are left out (lib/sync/exportRetry.ts).
-  const { retry, docs: attempted } = await ExportRetry.forPage(info, now, docs, (d) => existing.get(anchorOf(d) ?? ''));
-  docs = attempted;
-  const changes: DocChange[] = [];
-  const errors: RunObjectError[] = [];
-  // Rows (and links) that change without a change in the target: pending marks, cancellations, objects left.
-  const quietRows: CsObject[] = [];
-  const quietDocs: MeshObject[] = [];
-  let left = 0;
-  const condition = typeof config.provisioningCondition === 'string' ? compileExpression(config.provisioningCondition) : null;
-  const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid, !info.preview) : null;
-  const relations = await exportRelations(rules, docs, {
-    connectorId: cid,
-    loadDocs,
-    dnOf: (anchor) => targetCs?.entry(anchor)?.dn,
-    targetKind: targetCs ? await targetReferenceKind(cid) : 'anchor',
-  });
-  const unlinkedDoc = (doc: MeshObject): MeshObject => {
-    const d = structuredClone(doc);
-    delete d.links[cid];
-    if (d.provisioned) d.provisioned = d.provisioned.filter((c) => c !== cid);
-    d.updatedOn = now;
-    return d;
-  };
-  for (const doc of docs) {
-    const values: Record<string, AttributeValue> = {};
-    const meshValues = attributeValues(doc);
-    const anchor = anchorOf(doc);
-    const prev = anchor ? existing.get(anchor) : undefined;
-    const isAdd = !anchor || !prev || prev.deleted;
-    const marker = isAdd ? undefined : prev!.deprovisioned;
-    // Back inside its grace (not linked here, found by its pending deprovisioning).
-    const restored = !isAdd && !doc.links[cid];
-    try {
-      // Scope first: the outbound rules run only for objects in the target (joined there) or about to be
-      // provisioned (the provisioning condition holds); an object out of scope is not looked at further.
-      if (isAdd && condition && !truthyValue(condition.evaluate({ source: meshValues, object: meshValues }))) continue;
-      // onConditionFalse: a provisioned object whose condition stopped holding is deprovisioned.
-      if (!isAdd && settings.onConditionFalse && condition && !truthyValue(condition.evaluate({ source: meshValues, object: meshValues }))) {
-        if (marker && marker.state !== 'pending') continue; // already disabled or left: not updated while out of scope
-        if (settings.graceDays > 0 && !(marker?.state === 'pending' && isDue(marker.due, at))) {
-          if (!marker)
-            quietRows.push({ ...prev!, deprovisioned: { state: 'pending', reason: 'condition', at: now, due: dueAt(at, settings.graceDays) }, updatedOn: now });
-          continue;
-        }
-        if (settings.action === 'delete') {
-          changes.push({ change: { kind: 'delete', anchor: anchor!, objectType: prev!.objectType, attributes: {} }, doc, prev, values: {}, tag: 'delete' });
-        } else if (settings.action === 'disable') {
-          const d = disableValues(settings, prev!);
-          changes.push({
-            change: { kind: 'update', anchor: anchor!, objectType: prev!.objectType, attributes: d.attributes, previous: prev!.attributes },
-            doc,
-            prev,
-            values: d.attributes,
-            tag: 'disable',
-            disabled: { written: Object.keys(d.attributes), previous: d.previous },
-          });
-        } else {
-          left++;
-          const row: CsObject = { ...prev!, meshId: null, deprovisioned: { state: 'none', reason: 'condition', at: now }, updatedOn: now };
-          quietRows.push(row);
-          quietDocs.push(unlinkedDoc(doc));
-        }
-        continue;
-      }
-      const related = relations.relatedOf(doc);
-      for (const fr of rules.outbound) {
-        if (!fr.rule.targetAttribute || values[fr.rule.targetAttribute] !== undefined) continue;
-        const name = fr.rule.sourceAttribute ?? '';
-        const source = relations.types.has(name) ? relations.valueOf(doc, name) : (meshValues[name] ?? null);
-        // An absent source value is not evaluated (unless the rule says so): the attribute is left out of an
-        // add and cleared by an update.
-        values[fr.rule.targetAttribute] = isEmptyValue(source) && !fr.rule.evaluateWhenAbsent ? null : ruleValue(fr, source, meshValues, { related });
-      }
-    } catch (err) {
-      errors.push({ object: doc.anchorValue, message: ruleFailureMessage(err, 'The outbound rules could not be applied') });
-      continue;
-    }
-    if (isAdd) {
-      changes.push({
-        change: { kind: 'add', objectType: typeof config.objectType === 'string' ? config.objectType : 'User', attributes: values },
-        doc,
-        prev,
-        values,
-      });
-      continue;
-    }
-    const shown = { ...prev!.attributes, ...(prev!.exported ?? {}) };
-    const diff: Record<string, AttributeValue> = {};
-    for (const [k, v] of Object.entries(values)) if (!isWriteOnlySecret(k) && !sameValue(shown[k], v)) diff[k] = v;
-    // A write-only secret goes with an update only when the target says passwordOnUpdate (then with every update).
-    if (Object.keys(diff).length && config.passwordOnUpdate === true)
-      for (const [k, v] of Object.entries(values)) if (isWriteOnlySecret(k) && !isEmptyValue(v)) diff[k] = v;
-    // A disabled object linked again (a rehire, the condition holding again) is enabled: AD's accountDisabled
-    // false, the other disable attributes given their flow's value or the value they had before.
-    if (marker?.state === 'disabled') Object.assign(diff, enableValues(marker, values));
-    const tag = marker ? ('clear' as const) : undefined;
-    if (Object.keys(diff).length)
-      changes.push({
-        change: { kind: 'update', anchor: anchor!, objectType: prev!.objectType, attributes: diff, previous: prev!.attributes },
-        doc,
-        prev,
-        values: diff,
-        tag,
-      });
-    else if (marker || restored) {
-      const row: CsObject = { ...prev!, meshId: doc.id, updatedOn: now };
-      delete row.deprovisioned;
-      quietRows.push(row);
-      if (restored) {
-        const d = structuredClone(doc);
-        d.links[cid] = anchor!;
-        if (prev!.provisioned) d.provisioned = [...new Set([...(d.provisioned ?? []), cid])];
-        d.updatedOn = now;
-        quietDocs.push(d);
-      }
-    }
-  }
+  const anchorOf = (d: MeshObject) => d.links[cid] ?? loaded.waiting.get(d.id);
+  const { retry, docs: attempted } = await ExportRetry.forPage(info, now, docs, (d) => loaded.rows.get(anchorOf(d) ?? ''));
+  const plan = planExport({ ...loaded, docs: attempted });
+  const { changes, errors, quietRows, quietLinks } = plan;
   // Applying a plan: only its changes, and only those computed from the inputs it was planned from.
   const recordOf = (c: DocChange): ExportRecord => ({ key: c.doc.id, change: c.change, doc: c.doc, prev: c.prev, values: withoutWriteOnlySecrets(c.values) });
   let drifted: StoredChange[] = [];
@@ -235,38 +164,49 @@ export async function exportDocs(
       for (let i = changes.length - 1; i >= 0; i--) if (changes[i].tag === 'delete') held.unshift(...changes.splice(i, 1));
     }
   }
-  // objectsProcessed counts the changes applied or attempted (and the objects whose rules failed, and those
-  // left as they are by deprovisioning), not the mesh objects looked at.
-  let result: PageResult = { created: 0, updated: 0, deleted: 0, processed: changes.length + errors.length + left, errors, ...(leftOut ? { leftOut } : {}) };
+  // Stats count objects: a page has at most one change per object. A second pass looks at objects the first
+  // already counted: only an object the first pass left unchanged and this one changes is counted (updated).
+  const counted = (c: DocChange) => !first || !first.changed.has(c.doc.id);
+  let result: PageResult = {
+    created: 0,
+    updated: 0,
+    deleted: 0,
+    processed: second ? 0 : changes.length + errors.length + plan.left,
+    errors,
+    ...(leftOut ? { leftOut } : {}),
+  };
   const withStop = (t: RunTotals): RunTotals => retry.note(parked ? { ...t, parked: [...(t.parked ?? []), ...parked] } : t);
   const planned = (list: readonly DocChange[]) => exportItems(cid, connector, list.map(recordOf));
+  const owed = owedReferences(loaded);
   if (info.dryRun) {
-    observe?.(changes);
     if (record) await writeRunChanges(info.runId, record, planned(changes));
     result = {
       ...result,
       created: changes.filter((c) => c.change.kind === 'add').length,
-      updated: changes.filter((c) => c.change.kind === 'update').length,
+      updated: changes.filter((c) => c.change.kind === 'update' && counted(c)).length,
       deleted: changes.filter((c) => c.change.kind === 'delete').length,
     };
-    return withStop(addPage(totals, result, []));
+    return withStop(owed(addPage(totals, result, [])));
   }
   if (!changes.length && !quietRows.length && !retry.dirty) {
     if (record) await writeRunChanges(info.runId, record, [...drifted, ...planned(held)]);
-    return withStop(addPage(totals, result, []));
+    await markExportDirty(cid, [...loaded.relations.missingIn]);
+    return withStop(owed(addPage(totals, result, [])));
   }
-  const { results, interrupted } = changes.length
+  const applied = changes.length
     ? await exportRecordingApplied(
         connector,
         changes.map((c) => c.change),
       )
     : { results: [] as ExportResult[], interrupted: undefined };
+  const { interrupted } = applied;
+  const { results, notes } = await takeOver(info, connector, loaded, changes, applied.results);
   const csRows: CsObject[] = [...quietRows];
-  const meshUpserts: MeshObject[] = [...quietDocs];
+  const links: LinkChange[] = [...quietLinks];
   let moved = 0;
   const movedIds: string[] = [];
   const failedIds: string[] = [];
-  const notes: string[] = [];
+  const changedIds: string[] = [];
   results.forEach((r, i) => {
     const c = changes[i];
     if (r.status === 'success' && r.notes) notes.push(...r.notes);
@@ -277,17 +217,18 @@ export async function exportDocs(
       if (pending) csRows.push(pending);
       return;
     }
+    changedIds.push(c.doc.id);
     if (c.tag === 'delete') {
       result.deleted++;
       const row: CsObject = { ...c.prev!, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now };
       delete row.deprovisioned;
       retry.succeeded(c.doc, row);
       csRows.push(row);
-      meshUpserts.push(unlinkedDoc(c.doc));
+      links.push({ id: c.doc.id, anchor: null, provisioned: false });
       return;
     }
     if (c.change.kind === 'add') result.created++;
-    else result.updated++;
+    else if (counted(c)) result.updated++;
     const base: CsObject = c.prev ?? {
       anchor: r.anchor,
       objectType: c.change.objectType,
@@ -326,25 +267,21 @@ export async function exportDocs(
     csRows.push(row);
     // An object this connector added, linked again after its deprovisioning (a rehire joined to it, a return
     // inside the grace): its link is a provisioned one again.
-    const owned = c.change.kind === 'add' || (c.tag === 'clear' && !!c.prev?.provisioned && !(c.doc.provisioned ?? []).includes(info.connectorId));
-    if (c.doc.links[info.connectorId] !== r.anchor || owned) {
-      const doc = structuredClone(c.doc);
-      doc.links[info.connectorId] = r.anchor;
-      if (owned) doc.provisioned = [...new Set([...(doc.provisioned ?? []), info.connectorId])];
-      doc.updatedOn = now;
-      meshUpserts.push(doc);
-    }
+    const owned = c.change.kind === 'add' || (c.tag === 'clear' && !!c.prev?.provisioned && !(c.doc.provisioned ?? []).includes(cid));
+    if (c.doc.links[cid] !== r.anchor || owned) links.push({ id: c.doc.id, anchor: r.anchor, ...(owned ? { provisioned: true } : {}) });
   });
   await retry.stage();
-  await commitMeshWrite({ upserts: meshUpserts, deletes: [], exportOf: info.connectorId });
-  for (const d of meshUpserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
-  await writeCsObjects(info.connectorId, csRows);
+  const upserts = await commitLinks(cid, links, now);
+  for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
+  await writeCsObjects(cid, csRows);
   await retry.commit();
   // This process's summaries follow its own writes (a reload per page would read the whole space again).
-  const cached = csCaches.get(info.connectorId);
-  if (cached) for (const r of csRows) cached.set(r.anchor, summarize(info.connectorId, r));
-  // A change the target refused is looked at again by the next export (an incremental one would not see it).
-  await markExportDirty(info.connectorId, failedIds);
+  const cached = csCaches.get(cid);
+  if (cached) for (const r of csRows) cached.set(r.anchor, summarize(cid, r));
+  // A change the target refused is looked at again by the next export (an incremental one would not see it),
+  // and so is an object whose reference named one not in the target yet (an owed reference: the first export
+  // that finds the referenced object there writes it).
+  await markExportDirty(cid, [...failedIds, ...loaded.relations.missingIn]);
   // The page's changes as the target answered them (those answered before an interruption), the drifted ones
   // and the deletes held for approval.
   if (record)
@@ -354,20 +291,138 @@ export async function exportDocs(
       ...planned(held),
     ]);
   if (interrupted !== undefined) throw interrupted;
-  const next = addPage(totals, { ...result, errors }, []);
+  const next = owed(addPage(totals, { ...result, errors }, []));
   // What the connector did besides the changes (containers it created): listed in the run, not counted as errors.
   for (const message of notes) if (next.errors.length < 100) next.errors.push({ message });
-  if (relations.notInTarget) next.notInTarget = (totals.notInTarget ?? 0) + relations.notInTarget;
   if (moved) next.movedInTarget = (totals.movedInTarget ?? 0) + moved;
   // For a second pass of an incremental export: the objects that name a moved one, and those with related
   // objects not in the target yet.
-  const again = [...relations.missingIn];
+  const again = [...loaded.relations.missingIn];
   if (movedIds.length) {
     const index = (await context(info)).index;
     for (const id of movedIds) again.push(...index.incoming(id));
   }
-  await saveAgain(info.runId, again);
+  const changedSet = new Set(changedIds);
+  await saveAgain(
+    info.runId,
+    again,
+    again.filter((id) => changedSet.has(id)),
+    failedIds,
+  );
   return withStop(next);
+}
+
+/**
+ * The page's owed references on the totals: `notInTarget` (how many related objects were left out) and `owed`,
+ * one line per object that names one, which the run lists as errors if they are still owed when it ends.
+ */
+function owedReferences(loaded: ExportPlanInput): (t: RunTotals) => RunTotals {
+  return (t) => {
+    const r = loaded.relations;
+    if (!r.notInTarget) return t;
+    const lines = [...(t.owed ?? [])];
+    for (const d of loaded.docs)
+      if (r.missingIn.has(d.id) && lines.length < 100)
+        lines.push({
+          object: d.anchorValue,
+          message: 'A reference names an object that is not in the target: it is written by the first export that finds that object there.',
+        });
+    return { ...t, notInTarget: (t.notInTarget ?? 0) + r.notInTarget, owed: lines, owedCount: (t.owedCount ?? 0) + r.missingIn.size };
+  };
+}
+
+/**
+ * Adds the target refused because the object is there already (an add re-sent after a crash between the
+ * target's answer and the record, or after a lost link): when the object found is not another mesh object's,
+ * it is taken over, updated to the values the add would have written, and recorded as this export's add. One
+ * that belongs to another mesh object stays an error naming it.
+ */
+async function takeOver(
+  info: RunInfo,
+  connector: Connector & Required<Pick<Connector, 'export'>>,
+  loaded: ExportPlanInput,
+  changes: readonly DocChange[],
+  results: ExportResult[],
+): Promise<{ results: ExportResult[]; notes: string[] }> {
+  const notes: string[] = [];
+  const candidates: number[] = [];
+  results.forEach((r, i) => {
+    if (r.status === 'error' && r.error.code === 'already_exists' && r.existing && changes[i].change.kind === 'add') candidates.push(i);
+  });
+  if (!candidates.length) return { results, notes };
+  const cs = await csCache(info.connectorId, !info.preview);
+  const out = [...results];
+  const updates: { i: number; change: ExportChange }[] = [];
+  for (const i of candidates) {
+    const r = results[i] as Extract<ExportResult, { status: 'error' }>;
+    const existing = r.existing!;
+    const c = changes[i];
+    const owner = cs.summaries.get(existing.anchor);
+    if (owner && !owner.deleted && owner.meshId && owner.meshId !== c.doc.id) {
+      out[i] = { ...r, error: { ...r.error, message: `${r.error.message} It belongs to another mesh object (${owner.meshId}): not taken over.` } };
+      continue;
+    }
+    const diff: Record<string, AttributeValue> = {};
+    for (const [k, v] of Object.entries(c.change.attributes))
+      if (!sameTargetValue(loaded.dnAttributes, k, existing.attributes[k], v) && !(v === null && existing.attributes[k] === undefined)) diff[k] = v;
+    notes.push(`${existing.dn ?? existing.anchor}: the add found the object there already (an add re-sent after an interruption); it was taken over.`);
+    if (!Object.keys(diff).length) out[i] = { status: 'success', anchor: existing.anchor, ...(existing.dn ? { dn: existing.dn } : {}) };
+    else
+      updates.push({
+        i,
+        change: {
+          kind: 'update',
+          anchor: existing.anchor,
+          objectType: c.change.objectType,
+          attributes: diff,
+          previous: existing.attributes,
+          state: c.change.state ?? c.change.attributes,
+        },
+      });
+  }
+  if (updates.length) {
+    const { results: ur, interrupted } = await exportRecordingApplied(
+      connector,
+      updates.map((u) => u.change),
+    );
+    updates.forEach((u, k) => {
+      const r = ur[k];
+      const existing = (results[u.i] as Extract<ExportResult, { status: 'error' }>).existing!;
+      if (!r) return;
+      out[u.i] = r.status === 'success' ? { status: 'success', anchor: existing.anchor, dn: r.dn ?? existing.dn } : r;
+    });
+    if (interrupted !== undefined) throw interrupted;
+  }
+  return { results: out, notes };
+}
+
+/**
+ * Link changes written on the mesh objects as stored now (read again, and written only if nobody wrote them
+ * since: lib/mesh/store.ts patchMeshObjects), not on the states the page loaded: another run (an export to
+ * another target, an import) may write them at the same time, and a whole-state write from the page's copy
+ * would undo its links (the next export would add those objects again).
+ */
+async function commitLinks(cid: string, links: readonly LinkChange[], now: string): Promise<MeshObject[]> {
+  if (!links.length) return [];
+  const byId = new Map<string, LinkChange[]>();
+  for (const l of links) byId.set(l.id, [...(byId.get(l.id) ?? []), l]);
+  return patchMeshObjects(
+    byId.keys(),
+    (d) => {
+      const before = JSON.stringify([d.links[cid] ?? null, d.provisioned ?? []]);
+      for (const l of byId.get(d.id) ?? []) {
+        if (l.anchor === null) delete d.links[cid];
+        else d.links[cid] = l.anchor;
+        if (l.provisioned === true) d.provisioned = [...new Set([...(d.provisioned ?? []), cid])];
+        else if (l.provisioned === false && d.provisioned) d.provisioned = d.provisioned.filter((c) => c !== cid);
+      }
+      if (d.provisioned && !d.provisioned.length) delete d.provisioned;
+      if (JSON.stringify([d.links[cid] ?? null, d.provisioned ?? []]) === before) return false;
+      d.updatedOn = now;
+      return true;
+    },
+    cid,
+  );
 }
 
 /** How a target connector names the objects its references point at (a DN, or an anchor). */
@@ -388,4 +443,5 @@ export async function exportRecordingApplied(connector: Connector, changes: Expo
   }
 }
 
-export const truthyValue = (v: unknown) => (typeof v === 'string' ? v !== '' && !/^(false|0|no)$/i.test(v) : !!v);
+export { shownOf };
+export type { RunObjectError };

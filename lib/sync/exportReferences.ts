@@ -16,6 +16,11 @@ import type { RuleSet } from './rules';
  * object it names (`related.manager.mail`).
  *
  * A name that is both a mesh attribute and a relationship type is read as the relationship.
+ *
+ * The engine owns a reference attribute it writes in a target: the value is the mesh's relationships from the
+ * sources, never merged with what a target's (confirming) import read back of the engine's own writes (the
+ * relationships of that type from any connector an outbound flow writes it into), so a changed manager
+ * replaces the old one instead of joining it, and a single-valued reference never becomes a list.
  */
 export interface ExportRelations {
   /** The outbound rules' source names that are relationship types on this page. */
@@ -39,6 +44,11 @@ export interface ExportRelationsSources {
   dnOf(anchor: string): string | undefined;
   /** How the target names the objects it references. */
   targetKind: ReferenceKind;
+  /**
+   * The connectors an outbound flow writes each relationship type into (every export target of it, this one
+   * included): their relationships of that type are what their imports read back of the engine's own writes.
+   */
+  echoes?: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
 const NONE: ExportRelations = { types: new Set(), valueOf: () => null, relatedOf: () => ({}), notInTarget: 0, missingIn: new Set() };
@@ -70,12 +80,14 @@ export async function exportRelations(rules: RuleSet, docs: readonly MeshObject[
   for (const d of docs) {
     const firstOfType = new Set<string>();
     for (const r of d.relationships) {
+      if (isEcho(src, r.type, r.c)) continue;
       if (types.has(r.type)) ids.add(r.targetId);
       else if (wantRelated && !firstOfType.has(r.type)) ids.add(r.targetId);
       firstOfType.add(r.type);
     }
   }
   const targets = await src.loadDocs([...ids]);
+  const echo = (type: string, c: string | undefined) => isEcho(src, type, c);
   let notInTarget = 0;
   const missingIn = new Set<string>();
   return {
@@ -86,20 +98,20 @@ export async function exportRelations(rules: RuleSet, docs: readonly MeshObject[
     },
     valueOf(doc, type) {
       const linkOf = (id: string) => targets.get(id)?.links[src.connectorId];
-      const { values } = referenceValuesFor(doc, type, src.targetKind, linkOf, src.dnOf);
+      const { values } = referenceValuesFor(doc, type, src.targetKind, linkOf, src.dnOf, (c) => echo(type, c));
       for (const r of doc.relationships) {
-        if (r.type !== type || linkOf(r.targetId) !== undefined) continue;
+        if (r.type !== type || echo(type, r.c) || linkOf(r.targetId) !== undefined) continue;
         notInTarget++;
         missingIn.add(doc.id);
       }
       if (!values.length) return null;
-      return values.length === 1 && !isMultiValued(doc, type) ? values[0] : values;
+      return values.length === 1 && !isMultiValued(doc, type, (c) => echo(type, c)) ? values[0] : values;
     },
     relatedOf(doc) {
       const out: Record<string, Record<string, AttributeValue>> = {};
       if (!wantRelated) return out;
       for (const r of doc.relationships) {
-        if (out[r.type]) continue;
+        if (out[r.type] || echo(r.type, r.c)) continue;
         const t = targets.get(r.targetId);
         if (t) out[r.type] = attributeValues(t);
       }
@@ -109,9 +121,25 @@ export async function exportRelations(rules: RuleSet, docs: readonly MeshObject[
 }
 
 /** A relationship type with several targets on this object, or one that came from a multi-valued reference (a group's `member`). */
-function isMultiValued(doc: MeshObject, type: string): boolean {
+function isMultiValued(doc: MeshObject, type: string, skip: (c: string | undefined) => boolean): boolean {
   let n = 0;
-  for (const r of doc.relationships) if (r.type === type) n++;
-  for (const p of doc.pendingReferences) if (p.type === type) n++;
+  for (const r of doc.relationships) if (r.type === type && !skip(r.c)) n++;
+  for (const p of doc.pendingReferences) if (p.type === type && !skip(p.c)) n++;
   return n > 1 || type.toLowerCase() === 'member' || type.toLowerCase() === 'uniquemember';
+}
+
+/** A relationship a target's import read back of what the engine writes there (see {@link ExportRelationsSources.echoes}). */
+function isEcho(src: ExportRelationsSources, type: string, c: string | undefined): boolean {
+  return c !== undefined && (c === src.connectorId || !!src.echoes?.get(type)?.has(c));
+}
+
+/** Per relationship type, the connectors an enabled outbound flow writes it into. */
+export function relationshipEchoes(
+  rules: readonly { ruleType: string; direction?: string; isEnabled?: boolean; connectorId?: string | null; sourceAttribute?: string | null }[],
+): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const r of rules)
+    if (r.ruleType === 'FlowRule' && r.direction === 'outbound' && r.isEnabled !== false && r.connectorId && r.sourceAttribute)
+      out.set(r.sourceAttribute, new Set([...(out.get(r.sourceAttribute) ?? []), r.connectorId]));
+  return out;
 }

@@ -57,8 +57,7 @@ export async function exportPartition(input: ExportPageInput, config: ExportConf
           docs.slice(start, start + DEFAULT_PAGE_SIZE),
           totals,
           config,
-          undefined,
-          pageKey(input.second ? 'y' : 'x', input.partition * 1000 + start / DEFAULT_PAGE_SIZE),
+          { record: pageKey(input.second ? 'y' : 'x', input.partition * 1000 + start / DEFAULT_PAGE_SIZE), second: input.second },
         );
         // Progress for GET /runs/{id}, as an import's pages write it.
         const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
@@ -83,7 +82,7 @@ async function exportHash(connectorId: string, rules: RuleSet): Promise<string> 
  * added again), then the choice of a full or an incremental export (see {@link ExportPlan}); for an incremental
  * one, the mesh ids to look at are written in pages, and the ids deleted since.
  */
-export async function planExport(info: RunInfo, config: ExportConfig): Promise<ExportPlan | StepFailure> {
+export async function scopeExport(info: RunInfo, config: ExportConfig): Promise<ExportPlan | StepFailure> {
   noteRun(info);
   try {
     const rules = compileRuleSet(info.connectorId, await listRules());
@@ -164,7 +163,7 @@ export async function planExport(info: RunInfo, config: ExportConfig): Promise<E
 
 export interface ExportIdsInput {
   info: RunInfo;
-  /** A page written by {@link planExport}; -2: the objects the pages asked to look at again (see `again`). */
+  /** A page written by {@link scopeExport}; -2: the objects the pages asked to look at again (see `again`). */
   page: number;
   totals: RunTotals;
 }
@@ -180,16 +179,10 @@ export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig)
       const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
       const ids = input.page === -2 ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
       const docs = [...(await getMeshObjects(ids)).values()].filter((d) => d.objectType === objectType);
-      const totals = await exportDocs(
-        info,
-        connector as Connector & Required<Pick<Connector, 'export'>>,
-        rules,
-        docs,
-        input.totals,
-        config,
-        undefined,
-        input.page === -2 ? pageKey('y', 0) : pageKey('x', input.page),
-      );
+      const totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs, input.totals, config, {
+        record: input.page === -2 ? pageKey('y', 0) : pageKey('x', input.page),
+        second: input.page === -2,
+      });
       await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
       return totals;
     });

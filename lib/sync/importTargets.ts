@@ -8,12 +8,11 @@ import type { StoredChange } from '../storage/runChanges';
 import { readCsObjects } from './connectorSpace';
 import { disableValues, type DeprovisioningSettings } from './deprovisioning';
 import { exportItems, type ExportRecord } from './exportChanges';
-import { exportDocs, truthyValue, withoutWriteOnlySecrets } from './exportPage';
+import { previewExport, truthyValue, withoutWriteOnlySecrets } from './exportPage';
 import type { CsObject } from './model';
 import { attributeValues } from './planner';
 import { compileRuleSet } from './rules';
 import { type ExportConfig, configOfRun, settingsOf } from './runConnector';
-import { type RunInfo, emptyTotals } from './runTypes';
 
 /**
  * The target side of an import's plan: for a page of an import planned and not applied (a dry run, a run
@@ -90,12 +89,9 @@ async function targetPreview(runId: string, target: string, all: readonly Stored
     const type = exportedType(config);
     const alive = pairs.map((p) => p.after).filter((d): d is MeshObject => !!d && d.objectType === type);
     const records: ExportRecord[] = [];
-    if (alive.length && connector.export) {
-      const info: RunInfo = { runId, connectorId: target, runType: 'Export', dryRun: true, preview: true };
-      await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, alive, emptyTotals(), config, (changes) => {
-        for (const c of changes) records.push({ key: c.doc.id, change: c.change, doc: c.doc, prev: c.prev, values: withoutWriteOnlySecrets(c.values) });
-      });
-    }
+    if (alive.length && connector.export)
+      for (const c of await previewExport(target, rules, alive, config))
+        records.push({ key: c.doc.id, change: c.change, doc: c.doc, prev: c.prev, values: withoutWriteOnlySecrets(c.values) });
     const settings = settingsOf(config);
     const leaving = settings.graceDays > 0 && settings.onConditionFalse ? conditionLeavers(config, alive, target, records) : [];
     if (gone.length || leaving.length) {

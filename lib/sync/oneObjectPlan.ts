@@ -1,5 +1,5 @@
 import { createConnectorFor } from '../connectors/factory';
-import type { AttributeValue, Connector, ExportChange } from '../connectors/sdk';
+import type { AttributeValue, ExportChange } from '../connectors/sdk';
 import { IndexOverlay } from '../mesh/indexOverlay';
 import { sharedIndex } from '../mesh/joinIndex';
 import type { MeshObject } from '../mesh/model';
@@ -8,7 +8,7 @@ import { readConnectorRow } from '../storage/connectors';
 import { listRules } from '../storage/rules';
 import { loadCsSummaries } from './connectorSpace';
 import { CsCache } from './csCache';
-import { withoutWriteOnlySecrets, exportDocs } from './exportPage';
+import { withoutWriteOnlySecrets, previewExport } from './exportPage';
 import { exportTargets } from './importTargets';
 import type { CsObject } from './model';
 import { planItems, applyItems, storedItem } from './pages';
@@ -17,7 +17,7 @@ import { referencePolicy } from './references';
 import { compileRuleSet, indexedAttributes } from './rules';
 import { type ExportConfig, configOfRun } from './runConnector';
 import { csCaches, dropCaches, type Context, context } from './runContext';
-import { type RunInfo, emptyTotals } from './runTypes';
+import type { RunInfo } from './runTypes';
 import { markExportDirty, readSyncState } from './state';
 
 // One object (lib/sync/oneObject.ts): one stored connector-space object through the page pipeline
@@ -104,14 +104,11 @@ async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
     const mine = docs.filter((d) => d.objectType === objectType);
     try {
       if (!mine.length) continue;
-      const info: RunInfo = { runId: `preview-${target}`, connectorId: target, runType: 'Export', dryRun: true, preview: true };
-      await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, mine, emptyTotals(), config, (changes) => {
-        for (const c of changes) {
-          const dn = c.change.kind === 'add' ? (connector.plannedDn?.(c.change) ?? null) : (c.prev?.dn ?? null);
-          const shown = c.prev && !c.prev.deleted ? { ...c.prev.attributes, ...(c.prev.exported ?? {}) } : {};
-          out.push({ connectorId: target, kind: c.change.kind, meshId: c.doc.id, prev: c.prev, dn, values: withoutWriteOnlySecrets(c.values), shown });
-        }
-      });
+      for (const c of await previewExport(target, rules, mine, config)) {
+        const dn = c.change.kind === 'add' ? (connector.plannedDn?.(c.change) ?? null) : (c.prev?.dn ?? null);
+        const shown = c.prev && !c.prev.deleted ? { ...c.prev.attributes, ...(c.prev.exported ?? {}) } : {};
+        out.push({ connectorId: target, kind: c.change.kind, meshId: c.doc.id, prev: c.prev, dn, values: withoutWriteOnlySecrets(c.values), shown });
+      }
     } finally {
       await connector.close().catch(() => undefined);
     }

@@ -275,18 +275,19 @@ export function referenceValuesFor(
   targetKind: ReferenceKind,
   linkOf: (meshId: string) => string | undefined,
   dnOf: (anchor: string) => string | undefined,
+  skip?: (connectorId: string | undefined) => boolean,
 ): { values: string[]; missing: number } {
   const values: string[] = [];
   let missing = 0;
   const seen = new Set<string>();
   for (const r of doc.relationships) {
-    if (r.type !== type || seen.has(r.targetId)) continue;
+    if (r.type !== type || seen.has(r.targetId) || skip?.(r.c)) continue;
     seen.add(r.targetId);
     const anchor = linkOf(r.targetId);
     const v = anchor === undefined ? undefined : targetKind === 'dn' ? dnOf(anchor) : anchor;
     if (v === undefined) missing++;
     else values.push(v);
   }
-  for (const p of doc.pendingReferences) if (p.type === type) missing++;
+  for (const p of doc.pendingReferences) if (p.type === type && !skip?.(p.c)) missing++;
   return { values, missing };
 }

@@ -22,6 +22,13 @@ export interface RunTotals {
    * named their old DN, so the orchestration runs the partitions once more.
    */
   movedInTarget?: number;
+  /**
+   * Export: the objects of this pass whose references name objects not in the target (one line each, the first
+   * 100) and how many. Still there when the run ends (after its second pass), they are the run's errors: the
+   * target does not hold what the mesh says until a later export writes them.
+   */
+  owed?: RunObjectError[];
+  owedCount?: number;
   /** The run was asked to stop (see lib/sync/runProgress.ts): the step ended at a page boundary. */
   cancelled?: boolean;
   /** Export: objects skipped for reaching Export__MaxAttempts (lib/sync/exportRetry.ts), counted once per run. */
@@ -36,7 +43,7 @@ export interface RunTotals {
 }
 
 /**
- * How an export goes (decided by its first step, {@link planExport}):
+ * How an export goes (decided by its first step, {@link scopeExport}):
  * - `full`: every mesh object of the connector's type, partition by partition (the first export, or after its
  *   outbound rules or configuration changed);
  * - `incremental`: only the mesh objects changed since the last export (read from the change feed), those the
@@ -82,6 +89,16 @@ export function failure(err: unknown): StepFailure {
   throw err;
 }
 
+/**
+ * An export's totals at its end: references still owed become errors (the run is not a plain `Completed` while
+ * the target lacks what the mesh says); a dry run lists none (its second pass would have written them).
+ */
+export function withOwedAsErrors(t: RunTotals, dryRun: boolean): RunTotals {
+  const { owed, owedCount, ...rest } = t;
+  if (!owedCount || dryRun) return rest;
+  return { ...rest, stats: { ...rest.stats, errors: rest.stats.errors + owedCount }, errors: [...rest.errors, ...(owed ?? [])].slice(0, 100) };
+}
+
 export interface PageResult {
   created: number;
   updated: number;
@@ -100,6 +117,7 @@ export function addPage(totals: RunTotals, page: PageResult, readErrors: ObjectE
   return {
     ...(totals.notInTarget ? { notInTarget: totals.notInTarget } : {}),
     ...(totals.movedInTarget ? { movedInTarget: totals.movedInTarget } : {}),
+    ...(totals.owedCount ? { owed: totals.owed ?? [], owedCount: totals.owedCount } : {}),
     ...(totals.skipped ? { skipped: totals.skipped } : {}),
     ...(totals.leftOut || page.leftOut ? { leftOut: (totals.leftOut ?? 0) + (page.leftOut ?? 0) } : {}),
     stats: {
