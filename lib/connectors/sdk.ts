@@ -92,6 +92,11 @@ export class ConnectorError extends Error {
   readonly anchor?: string;
   readonly location?: string;
   /**
+   * On an `already_exists` refusal of an add: the object that holds the DN or key the add used (see
+   * {@link ExistingObject}); a connector copies it to the error result.
+   */
+  existing?: ExistingObject;
+  /**
    * A run-level failure in the middle of an export batch: the results of the changes applied before it, in
    * order (the engine records them before the run fails, so nothing applied is forgotten and nothing is
    * reported as done that was not).
@@ -100,7 +105,7 @@ export class ConnectorError extends Error {
   constructor(
     readonly code: ConnectorErrorCode,
     message: string,
-    options: { retriable?: boolean; cause?: unknown; anchor?: string; location?: string; applied?: ExportResult[] } = {},
+    options: { retriable?: boolean; cause?: unknown; anchor?: string; location?: string; applied?: ExportResult[]; existing?: ExistingObject } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ConnectorError';
@@ -108,6 +113,7 @@ export class ConnectorError extends Error {
     this.anchor = options.anchor;
     this.location = options.location;
     if (options.applied) this.applied = options.applied;
+    if (options.existing) this.existing = options.existing;
   }
 
   /** The per-object form of this error. */
@@ -295,6 +301,9 @@ export interface DeltaImport {
  * - `update`: `attributes` holds only the replaced attributes (`null` clears one); `multiValueAdds` and
  *   `multiValueRemoves` change single values of multi-valued attributes without replacing the rest.
  *   `previous` holds the values the engine last exported or imported, for connectors that need them.
+ *   An update may name an object the target refused to add because it already held it (the engine taking
+ *   over the {@link ExistingObject} of an `already_exists` result): `anchor` is then that object's anchor.
+ * - `add` and `update` may carry `state`: the target's intended full state (see `state`).
  * - `delete`: only `anchor` matters. Deleting an object that is already gone succeeds (a replayed run must
  *   not fail on it).
  * - `rename`: `dn`/`container` hold the new place; `attributes` may carry updates too.
@@ -308,35 +317,52 @@ export interface ExportChange {
   attributes: Record<string, AttributeValue>;
   previous?: Record<string, AttributeValue>;
   /**
-   * For `add` and `update`: every value the outbound rules give the object now (the target's intended whole
-   * state). A connector whose statement names every column (SQL) binds each parameter from `attributes`, then
-   * `state`, then `previous`, so an update that changes one value keeps the others.
+   * On `add` and `update`: every value the outbound rules give the object now (the target's intended full
+   * state, the engine fills it), not only what changed. A connector that must write whole rows (an SQL
+   * `UPDATE` that sets every column) takes a value from `attributes` (the change) first, then from `state`,
+   * then from `previous`, so an update that changes one attribute keeps the others. Absent: the engine did not
+   * give it (older engines); connectors fall back to `previous`.
    */
   state?: Record<string, AttributeValue>;
   multiValueAdds?: Record<string, ScalarValue[]>;
   multiValueRemoves?: Record<string, ScalarValue[]>;
 }
 
-/** The outcome for one object. `anchor` is set on success (for an add, the anchor the target assigned). */
-export type ExportResult =
-  /** `notes`: what the connector did besides the change (a directory's containers it created), listed in the run, not errors. */
-  | { status: 'success'; anchor: string; dn?: string; notes?: string[] }
-  /**
-   * `existing`: on an add refused because the object is there already (`already_exists`), the object that holds
-   * the DN or key, as the target shows it: the engine decides whether to take it over (an add re-sent after a
-   * crash or a lost link) or to report the collision.
-   */
-  | { status: 'error'; anchor?: string; error: ObjectError; existing?: ExistingObject };
-
-/** An object found where an add wanted to create one (see {@link ExportResult}). */
+/**
+ * The object that holds the DN (a directory) or the key (an SQL row) an add used, read by the connector when
+ * the target refused the add because it exists (`already_exists`): a re-sent add (the engine crashed between
+ * the target's answer and its own record, or the link dropped before the answer) finds its own earlier add
+ * there. The connector only reports it; the engine decides whether to take it over (it knows whether the
+ * anchor already belongs to another mesh object) by sending an ordinary `update` with this `anchor`.
+ */
 export interface ExistingObject {
+  /** The object's anchor, by the connector's anchor setting (entryUUID, objectGUID, the anchor column). */
   anchor: string;
+  /** Its DN, for sources that have one. */
   dn?: string;
+  /**
+   * Its current values: a directory reads the attributes the add named; an SQL row is read whole, as the full
+   * import reads it. Same shapes as {@link ConnectorObject.attributes}.
+   */
   attributes: Record<string, AttributeValue>;
 }
 
+/**
+ * The outcome for one object. `anchor` is set on success (for an add, the anchor the target assigned).
+ * `notes` (success): what the connector did besides the change (a directory's containers it created), listed
+ * in the run, not errors. `existing` (error): on an add refused with `already_exists`, the object that holds
+ * the DN or key, when the connector could read it (see {@link ExistingObject}); the error's code and message
+ * stay those of the refusal.
+ */
+export type ExportResult =
+  { status: 'success'; anchor: string; dn?: string; notes?: string[] } | { status: 'error'; anchor?: string; error: ObjectError; existing?: ExistingObject };
+
 export interface Export {
-  /** Apply one change. Per-object failures resolve to an error result; run-level failures throw. */
+  /**
+   * Apply one change. Per-object failures resolve to an error result; run-level failures throw. An add the
+   * target refuses because the DN or key is taken resolves to `already_exists` with `existing` (the object
+   * there) when the connector can read it.
+   */
   export(change: ExportChange): Promise<ExportResult>;
   /**
    * Apply several changes at once (a transaction, one file rewrite), returning one result per change, in

@@ -397,6 +397,32 @@ export function connectorContract(options: ContractOptions): void {
           expect(objectsOf(await fullImport(c))).toHaveLength(PEOPLE.length);
         });
 
+        test('an add whose object exists answers already_exists with `existing`, which an update by its anchor takes over', async () => {
+          const before = byKey(objectsOf(await fullImport(c)));
+          const held = before.get('E002')!;
+          const p = PEOPLE.find((x) => x.key === 'E002')!;
+          // The same key (and DN) with other values: not a replay of the same add.
+          const [r] = await exportAll([f.exportAdd!({ ...p, givenName: 'Other', mail: 'other@example.test' })]);
+          expect(r.status).toBe('error');
+          if (r.status !== 'error') return;
+          expect(r.error.code).toBe('already_exists');
+          expect(r.existing).toBeDefined();
+          expect(r.existing!.anchor).toBe(held.anchor);
+          if (held.dn !== undefined) expect(r.existing!.dn).toBe(held.dn);
+          // The values of the object there, not the refused add's.
+          const seen = f.read({ anchor: r.existing!.anchor, objectType: held.objectType, attributes: r.existing!.attributes });
+          expect(seen.key).toBe('E002');
+          expect(seen.givenName).toBe(p.givenName);
+          expect(seen.mail).toBe(p.mail);
+          const [taken] = await exportAll([f.exportUpdate!(r.existing!.anchor, 'E002', { mail: 'taken@example.test' })]);
+          expect(taken.status).toBe('success');
+          const after = byKey(objectsOf(await fullImport(f.connector())));
+          expect(after.get('E002')!.anchor).toBe(held.anchor);
+          expect(f.read(after.get('E002')!).mail).toBe('taken@example.test');
+          expect(f.read(after.get('E002')!).givenName).toBe(p.givenName);
+          expect(after.size).toBe(PEOPLE.length);
+        });
+
         test('an add replayed after it landed does not create a second object', async () => {
           const p: ContractPerson = { key: 'E778', givenName: 'Once', sn: 'Only' };
           const [first] = await exportAll([f.exportAdd!(p)]);

@@ -210,7 +210,12 @@ function applyChange(
       if (state) {
         // A replayed add that already landed is a success; a different row with that anchor is a conflict.
         const same = contentHash({ objectType: '', attributes: normalize(state, cfg) }) === contentHash({ objectType: '', attributes: normalize(next, cfg) });
-        return same ? ok(state) : { state, result: errorResult(anchor, 'already_exists', `A row with the anchor '${anchor}' already exists.`) };
+        if (same) return ok(state);
+        // The row there, for the engine to decide whether to take it over (an update by this anchor).
+        const refused = errorResult(anchor, 'already_exists', `A row with the anchor '${anchor}' already exists.`);
+        const dn = cfg.dnColumn ? state[cfg.dnColumn] : undefined;
+        if (refused.status === 'error') refused.existing = { anchor, ...(typeof dn === 'string' && dn ? { dn } : {}), attributes: { ...state } };
+        return { state, result: refused };
       }
       return ok(next);
     }

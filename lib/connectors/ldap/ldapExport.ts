@@ -1,5 +1,5 @@
 import { type CompiledExpression } from '../../expression';
-import { ConnectorError, valuesOf, type AttributeValue, type ExportChange, type ExportResult, type ScalarValue } from '../sdk';
+import { ConnectorError, valuesOf, type AttributeValue, type ExistingObject, type ExportChange, type ExportResult, type ScalarValue } from '../sdk';
 import {
   accountParts,
   DISABLED_ATTRIBUTE,
@@ -81,7 +81,12 @@ export class LdapExporter {
       }
     } catch (err) {
       if (err instanceof ConnectorError && ['object_error', 'not_found', 'already_exists', 'constraint_violation'].includes(err.code)) {
-        return { status: 'error', ...(change.anchor ? { anchor: change.anchor } : {}), error: err.toObjectError(change.objectType) };
+        return {
+          status: 'error',
+          ...(change.anchor ? { anchor: change.anchor } : {}),
+          error: err.toObjectError(change.objectType),
+          ...(err.existing ? { existing: err.existing } : {}),
+        };
       }
       throw err;
     }
@@ -172,11 +177,50 @@ export class LdapExporter {
       attrs.objectClass = [cls];
     }
     const write = this.accountAdd(attrs, account);
-    const created = await this.withParents(session, dn, () => session.add(dn, write));
+    let created: string[];
+    try {
+      created = await this.withParents(session, dn, () => session.add(dn, write));
+    } catch (err) {
+      if (err instanceof ConnectorError && err.code === 'already_exists') {
+        const existing = await this.existingAt(session, dn, change);
+        if (existing) err.existing = existing;
+      }
+      throw err;
+    }
     const [entry] = await session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: [this.scope.anchorAttribute] });
     const anchor = entry && anchorOf(entry, this.scope.anchorAttribute);
     if (!anchor) throw new ConnectorError('object_error', `Added ${dn} but could not read its ${this.scope.anchorAttribute}.`);
     return { status: 'success', anchor, dn, ...containerNotes(created, dn) };
+  }
+
+  /**
+   * The entry at the DN an add was refused for (entryAlreadyExists), for the engine to decide whether to take it
+   * over: its anchor (the connector's anchor attribute), its DN and its values of the attributes the add named
+   * (never the password, which cannot be read), shaped as an import reads them. Undefined when the entry is not
+   * one of the connector's objects (outside its containers, an unmapped class, no anchor: an update by anchor
+   * could not reach it) or cannot be read for this object only; a lost connection throws.
+   */
+  private async existingAt(session: DirectorySession, dn: string, change: ExportChange): Promise<ExistingObject | undefined> {
+    const skip = new Set([...SKIP_ON_WRITE, PASSWORD_ATTRIBUTE.toLowerCase(), DISABLED_ATTRIBUTE.toLowerCase()]);
+    const named = Object.keys(change.attributes).filter((k) => !skip.has(k.toLowerCase()));
+    try {
+      const [entry] = await session.search({
+        base: dn,
+        scope: 'base',
+        filter: '(objectClass=*)',
+        attributes: [...new Set([this.scope.anchorAttribute, 'objectClass', ...named])],
+      });
+      if (!entry) return undefined;
+      const o = await toConnectorObject(session, entry, this.scope);
+      if (!o || isObjectError(o)) return undefined;
+      const wanted = new Set(named.map((k) => k.toLowerCase()));
+      const attributes: Record<string, AttributeValue> = {};
+      for (const [k, v] of Object.entries(o.attributes)) if (wanted.has(k.toLowerCase())) attributes[k] = v;
+      return { anchor: o.anchor, dn: entry.dn, attributes };
+    } catch (err) {
+      if (err instanceof ConnectorError && (err.code === 'connection_failed' || err.code === 'timeout' || err.code === 'authentication_failed')) throw err;
+      return undefined;
+    }
   }
 
   /**

@@ -100,6 +100,22 @@ export function uniqueKeyOf(err: unknown): UniqueKeyViolation {
 }
 
 /**
+ * PostgreSQL's `detail` of a foreign-key violation (23503), as `: Key (manager_id)=(E1097) is not present in
+ * table "staff".` or `... is still referenced from table "staff".`; '' for anything else. The policy on values
+ * the database quotes: a unique violation's value is never shown (a unique column may hold anything, see
+ * `uniqueKeyOf`), nor is a check or not-null violation's `detail` (it quotes the whole row, "Failing row
+ * contains (...)"). A foreign key's value is shown: it is a key of the referenced table (an identifier, like the
+ * anchors messages already name), and which key is missing is what the operator needs to know. MySQL and SQL
+ * Server name the constraint in the message itself, without the value.
+ */
+function foreignKeyDetail(err: unknown): string {
+  const e = (err ?? {}) as { code?: unknown; detail?: unknown };
+  if (e.code !== '23503' || typeof e.detail !== 'string') return '';
+  const m = /^Key \(.*\)=\(.*\) is (?:not present in|still referenced from) table .*$/s.exec(e.detail.trim());
+  return m ? `: ${m[0]}` : '';
+}
+
+/**
  * A driver error as a {@link ConnectorError}. The message names the kind of failure and, where it helps (an
  * unknown table, a constraint), the server's own text, with every secret redacted. Network failures and
  * timeouts are retriable; a wrong password or a bad query never is.
@@ -134,7 +150,10 @@ export function sqlError(err: unknown, dialect: SqlDialect, secrets: string[], w
     const what = key.name ? `the unique key '${key.name}'${key.columns ? ` (${key.columns.join(', ')})` : ''}` : 'a unique key';
     return new ConnectorError(code, `Another row already has the same value in ${what}.`, { cause: err, retriable: false });
   }
-  const detail = redactSecrets(raw, secrets).replace(/\s+/g, ' ').trim().slice(0, 300);
+  const detail = redactSecrets(raw + foreignKeyDetail(err), secrets)
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 400);
   const hint = HINTS[code];
   const message = hint ? `${hint}: ${detail || code}` : detail || code;
   return new ConnectorError(code, message, { cause: err });

@@ -1,28 +1,74 @@
-import { ConnectorError, valuesOf, withApplied, type AttributeValue, type ExportChange, type ExportResult, type ObjectError } from '../sdk';
+import {
+  ConnectorError,
+  valuesOf,
+  withApplied,
+  type AttributeValue,
+  type ExistingObject,
+  type ExportChange,
+  type ExportResult,
+  type ObjectError,
+} from '../sdk';
 import type { ResolvedSqlConfig } from './config';
 import type { QueryResult, SqlSession } from './drivers';
 import { uniqueKeyOf } from './errors';
-import { compileSql, type CompiledStatement } from './params';
-import { openSession } from './session';
+import { compileSql, quoteIdent, type CompiledStatement } from './params';
+import { build, multiValues } from './reading';
+import { openSession, wrap } from './session';
 import { keyText } from './values';
 
 const OBJECT_LEVEL = new Set(['object_error', 'not_found', 'already_exists', 'constraint_violation']);
 
-/** Values for export parameters: JSON text for multi-valued attributes, scalars as they are. */
-function paramValue(v: AttributeValue | undefined): unknown {
-  if (v === undefined) return null;
-  return Array.isArray(v) ? JSON.stringify(v) : v;
+const isObjectLevel = (err: unknown): err is ConnectorError => err instanceof ConnectorError && OBJECT_LEVEL.has(err.code);
+
+/**
+ * The reference columns that hold one value: the `referenceColumns` that are not multi-valued attributes
+ * (`multiValueQueries`). Their values are keys of other rows, bound as scalars (never JSON text).
+ */
+function singleReferences(c: ResolvedSqlConfig): Set<string> {
+  const multi = new Set(Object.keys(c.multiValueQueries ?? {}).map((k) => k.toLowerCase()));
+  return new Set(
+    Object.keys(c.referenceColumns ?? {})
+      .map((k) => k.toLowerCase())
+      .filter((k) => !multi.has(k)),
+  );
 }
 
-/** The parameter values of a change: `:anchor`, every attribute (new value over previous), `__add`/`__remove`. */
+/**
+ * The value bound for one parameter: JSON text for multi-valued attributes, scalars as they are. A reference
+ * column that holds one value (see {@link singleReferences}) is bound as its value even when the engine gives
+ * it as a one-element array (a relationship's values are lists); several values there are the object's error,
+ * naming the column, rather than JSON text written into a key column.
+ */
+function paramValue(name: string, v: AttributeValue | undefined, single: Set<string>): unknown {
+  if (v === undefined) return null;
+  if (!Array.isArray(v)) return v;
+  if (!single.has(name.toLowerCase())) return JSON.stringify(v);
+  const vals = v.filter((x) => x !== null);
+  if (vals.length > 1)
+    throw new ConnectorError(
+      'object_error',
+      `The reference column '${name}' holds one value (the key of another row), but the change gives it ${vals.length} values.`,
+      { retriable: false },
+    );
+  return vals.length ? vals[0] : null;
+}
+
+/**
+ * The parameter values of a change: `:anchor`, every attribute, `__add`/`__remove`. Each attribute's value is
+ * the change's (`attributes`), else the intended full state's (`state`), else the engine's `previous`, so a
+ * statement that writes whole rows (the tutorial's `UPDATE staff SET given_name = :given_name, ...,
+ * manager_id = :manager_id`) keeps the columns an update does not change. Throws `object_error` for a value
+ * that cannot be bound (several values in a single reference column).
+ */
 function exportValues(c: ResolvedSqlConfig, change: ExportChange): Record<string, unknown> {
-  const merged: Record<string, AttributeValue> = { ...(change.previous ?? {}), ...change.attributes };
+  const merged: Record<string, AttributeValue> = { ...(change.previous ?? {}), ...(change.state ?? {}), ...change.attributes };
   const values: Record<string, unknown> = {};
   const mvNames = new Set([...Object.keys(change.multiValueAdds ?? {}), ...Object.keys(change.multiValueRemoves ?? {})]);
   for (const attr of mvNames) {
     const adds = change.multiValueAdds?.[attr] ?? [];
     const removes = new Set((change.multiValueRemoves?.[attr] ?? []).map((v) => JSON.stringify(v)));
     if (!(attr in change.attributes)) {
+      // Idempotent over a `state` that already holds the new list: removes are dropped, adds kept once.
       const current = valuesOf(merged[attr]).filter((v) => !removes.has(JSON.stringify(v)));
       for (const a of adds) if (!current.some((v) => JSON.stringify(v) === JSON.stringify(a))) current.push(a);
       merged[attr] = current;
@@ -30,7 +76,8 @@ function exportValues(c: ResolvedSqlConfig, change: ExportChange): Record<string
     values[`${attr}__add`] = JSON.stringify(adds);
     values[`${attr}__remove`] = JSON.stringify([...(change.multiValueRemoves?.[attr] ?? [])]);
   }
-  for (const [k, v] of Object.entries(merged)) values[k] = paramValue(v);
+  const single = singleReferences(c);
+  for (const [k, v] of Object.entries(merged)) values[k] = paramValue(k, v, single);
   const anchor = change.anchor ?? (merged[c.anchorColumn] === undefined ? undefined : keyText(merged[c.anchorColumn]));
   values.anchor = anchor ?? null;
   if (values[c.anchorColumn] === undefined || values[c.anchorColumn] === null) values[c.anchorColumn] = anchor ?? null;
@@ -46,8 +93,20 @@ function statements(c: ResolvedSqlConfig, kind: 'insert' | 'update' | 'delete'):
   return r.statements;
 }
 
-/** Apply one change on an open session. DB errors throw (the caller decides whether they are per-object). */
-async function exportOne(c: ResolvedSqlConfig, s: SqlSession, change: ExportChange): Promise<ExportResult> {
+/** The error result of a change (the change's own anchor on it, when it has one). */
+function errorResult(change: ExportChange, err: ConnectorError, existing?: ExistingObject): ExportResult {
+  const e = err.toObjectError(change.objectType);
+  if (change.anchor !== undefined) e.anchor = change.anchor;
+  const r: ExportResult = change.anchor === undefined ? { status: 'error', error: e } : { status: 'error', anchor: change.anchor, error: e };
+  if (existing) r.existing = existing;
+  return r;
+}
+
+/**
+ * Apply one change on an open session with its parameter values (see {@link exportValues}). DB errors throw
+ * (the caller decides whether they are per-object).
+ */
+async function exportOne(c: ResolvedSqlConfig, s: SqlSession, change: ExportChange, values: Record<string, unknown>): Promise<ExportResult> {
   const fail = (code: ObjectError['code'], message: string, anchor?: string): ExportResult => {
     const error: ObjectError = { code, message, objectType: change.objectType, retriable: false };
     if (anchor !== undefined) error.anchor = anchor;
@@ -55,7 +114,6 @@ async function exportOne(c: ResolvedSqlConfig, s: SqlSession, change: ExportChan
   };
   const kind = change.kind === 'add' ? 'insert' : change.kind === 'delete' ? 'delete' : 'update';
   const stmts = statements(c, kind);
-  const values = exportValues(c, change);
   const anchor = values.anchor === null ? undefined : String(values.anchor);
   if (!stmts) return fail('unsupported', `No exportStatements.${kind} is configured: cannot ${change.kind} objects.`, anchor);
   let first: QueryResult | undefined;
@@ -79,11 +137,17 @@ async function exportOne(c: ResolvedSqlConfig, s: SqlSession, change: ExportChan
 /**
  * A unique violation as an operator reads it: the row's anchor and the key, never the values the database
  * quoted (a unique column may hold anything). When the key is the anchor itself (the key's columns, or the
- * duplicated value the server quoted, are the anchor's), the row is simply there already.
+ * duplicated value the server quoted, are the anchor's), the row is simply there already: an add refused so
+ * returns that anchor (`existingAnchor`) for the row to be read.
  */
-function duplicateError(c: ResolvedSqlConfig, err: ConnectorError, change: ExportChange): ConnectorError {
+function duplicateError(
+  c: ResolvedSqlConfig,
+  err: ConnectorError,
+  change: ExportChange,
+  values: Record<string, unknown>,
+): { error: ConnectorError; existingAnchor?: string } {
   const column = c.anchorColumn;
-  const a = exportValues(c, change).anchor;
+  const a = values.anchor;
   const anchor = a === null || a === undefined ? undefined : String(a);
   const key = uniqueKeyOf(err.cause);
   const isAnchor =
@@ -95,27 +159,76 @@ function duplicateError(c: ResolvedSqlConfig, err: ConnectorError, change: Expor
     change.kind === 'add' && isAnchor
       ? `A row with the anchor ${column} '${anchor}' already exists${key.name ? ` (unique key '${key.name}')` : ''}.`
       : `${change.kind === 'add' ? 'Adding' : 'Updating'} ${row}: another row already has the same value in ${keyName}.`;
-  return new ConnectorError('already_exists', message, { retriable: false, cause: err.cause, ...(anchor !== undefined ? { anchor } : {}) });
+  const error = new ConnectorError('already_exists', message, { retriable: false, cause: err.cause, ...(anchor !== undefined ? { anchor } : {}) });
+  // Only an add refused on the anchor's own key has found its row: another unique key is another object's.
+  return change.kind === 'add' && isAnchor ? { error, existingAnchor: anchor } : { error };
 }
 
 /**
- * One transaction for the batch. A row the database rejects rolls it back; the batch then runs again one
- * row per transaction, so the other rows land and the rejected one is a per-object error. Run-level
- * failures (connection lost, bad statement) throw.
+ * The row that holds this anchor, read as the full import reads it (`fullImportQuery` wrapped as a subquery,
+ * filtered on the anchor column, with its multi-valued attributes): undefined when the query does not return it
+ * (a row the query filters out, a soft-deleted row) or the read fails for this object only. Run-level failures
+ * throw.
+ */
+async function readExisting(c: ResolvedSqlConfig, s: SqlSession, anchor: string): Promise<ExistingObject | undefined> {
+  try {
+    const stmt = wrap(c.dialect, c.fullImportQuery, 'fullImportQuery', 'src.*', `WHERE src.${quoteIdent(c.anchorColumn, c.dialect)} = :existing_anchor`);
+    const r = await s.query(stmt, { existing_anchor: anchor });
+    if (r.rows.length !== 1) return undefined;
+    const b = build(c, r.rows[0], await multiValues(c, s, [anchor]));
+    return 'object' in b ? { anchor: b.object.anchor, attributes: b.object.attributes } : undefined;
+  } catch (err) {
+    if (isObjectLevel(err)) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * A row the database refused at COMMIT (a deferred constraint, like the tutorial's `manager_id REFERENCES
+ * staff DEFERRABLE INITIALLY DEFERRED`): the error names the row, which the driver's error does not.
+ */
+function commitError(c: ResolvedSqlConfig, err: ConnectorError, change: ExportChange, values: Record<string, unknown>): ConnectorError {
+  const anchor = change.anchor ?? (values.anchor === null || values.anchor === undefined ? undefined : String(values.anchor));
+  const row = anchor === undefined ? 'the row' : `the row with the anchor ${c.anchorColumn} '${anchor}'`;
+  return new ConnectorError(err.code, `The database refused ${row} at commit: ${err.message}`, {
+    retriable: err.retriable,
+    cause: err.cause,
+    ...(anchor !== undefined ? { anchor } : {}),
+  });
+}
+
+/**
+ * One transaction for the batch. A row the database rejects, by a statement or at COMMIT (a deferred
+ * constraint), rolls it back; the batch then runs again one row per transaction, in order (a row may refer to
+ * one before it), so each row's deferred checks run at its own commit, the other rows land and the rejected one
+ * is a per-object error naming it. A value that cannot be bound is the object's error before anything runs.
+ * Run-level failures (connection lost, bad statement) throw.
  */
 export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[]): Promise<ExportResult[]> {
   if (!changes.length) return [];
+  const prepared = changes.map((change): { change: ExportChange; values?: Record<string, unknown>; refused?: ExportResult } => {
+    try {
+      return { change, values: exportValues(c, change) };
+    } catch (err) {
+      if (!isObjectLevel(err)) throw err;
+      return { change, refused: errorResult(change, err) };
+    }
+  });
   const s = await openSession(c);
   try {
     const results: ExportResult[] = [];
     let failed = false;
     await s.begin();
     try {
-      for (const ch of changes) {
+      for (const p of prepared) {
+        if (p.refused) {
+          results.push(p.refused);
+          continue;
+        }
         try {
-          results.push(await exportOne(c, s, ch));
+          results.push(await exportOne(c, s, p.change, p.values!));
         } catch (err) {
-          if (!(err instanceof ConnectorError) || !OBJECT_LEVEL.has(err.code)) throw err;
+          if (!isObjectLevel(err)) throw err;
           failed = true;
           break;
         }
@@ -125,28 +238,55 @@ export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[])
       throw err;
     }
     if (!failed) {
-      await s.commit();
-      return results;
-    }
-    await s.rollback();
-    const out: ExportResult[] = [];
-    for (const ch of changes) {
-      await s.begin();
       try {
-        const r = await exportOne(c, s, ch);
         await s.commit();
-        out.push(r);
+        return results;
+      } catch (err) {
+        // Refused at COMMIT: PostgreSQL has ended the transaction already; the ROLLBACK makes sure of it.
+        if (!isObjectLevel(err)) throw err;
+        await s.rollback().catch(() => undefined);
+      }
+    } else {
+      await s.rollback();
+    }
+    const out: ExportResult[] = [];
+    for (const { change: ch, values, refused } of prepared) {
+      if (refused) {
+        out.push(refused);
+        continue;
+      }
+      await s.begin();
+      let r: ExportResult;
+      try {
+        r = await exportOne(c, s, ch, values!);
+        try {
+          await s.commit();
+        } catch (err) {
+          throw isObjectLevel(err) ? commitError(c, err, ch, values!) : err;
+        }
       } catch (err) {
         await s.rollback().catch(() => undefined);
         // Rows before this one are committed: a run-level failure says so.
-        if (!(err instanceof ConnectorError) || !OBJECT_LEVEL.has(err.code)) throw withApplied(err, out);
-        const e = (err.code === 'already_exists' ? duplicateError(c, err, ch) : err).toObjectError(ch.objectType);
-        if (ch.anchor !== undefined) e.anchor = ch.anchor;
-        out.push(ch.anchor === undefined ? { status: 'error', error: e } : { status: 'error', anchor: ch.anchor, error: e });
+        if (!isObjectLevel(err)) throw withApplied(err, out);
+        try {
+          out.push(await refusedRow(c, s, ch, values!, err));
+        } catch (readErr) {
+          throw withApplied(readErr, out);
+        }
+        continue;
       }
+      out.push(r);
     }
     return out;
   } finally {
     await s.close();
   }
+}
+
+/** The error result of a row the database refused; an add refused on its anchor carries the row there (`existing`). */
+async function refusedRow(c: ResolvedSqlConfig, s: SqlSession, ch: ExportChange, values: Record<string, unknown>, err: ConnectorError): Promise<ExportResult> {
+  if (err.code !== 'already_exists') return errorResult(ch, err);
+  const dup = duplicateError(c, err, ch, values);
+  const existing = dup.existingAnchor === undefined ? undefined : await readExisting(c, s, dup.existingAnchor);
+  return errorResult(ch, dup.error, existing);
 }

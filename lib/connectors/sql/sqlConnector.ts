@@ -32,8 +32,9 @@ export { toScalar } from './values';
  *   anchor-hash snapshot that the last page's watermark names.
  * - Delta import (deltaImport.ts) runs `deltaImportQuery` from the watermark and compares each row's hash with
  *   the snapshot; deletes are found by the configured detection (deletes.ts).
- * - Export (export.ts) runs `exportStatements` with `:name` parameters bound by the driver, one transaction per
- *   batch; a batch with a failing row is run again row by row, each in its own transaction.
+ * - Export (export.ts) runs `exportStatements` with `:name` parameters bound by the driver (each from the change,
+ *   then its `state`, then `previous`), one transaction per batch; a batch with a row refused by a statement or at
+ *   COMMIT is run again row by row, each in its own transaction; an add refused on its anchor returns the row.
  * - The connection test and the schema (connectionTest.ts) run every configured query without rows.
  *
  * Rows become objects in reading.ts; cursors, watermarks and delta marks are in marks.ts.
@@ -79,9 +80,10 @@ export class SqlConnector {
   }
 
   /**
-   * One transaction for the batch. A row the database rejects rolls it back; the batch then runs again one
-   * row per transaction, so the other rows land and the rejected one is a per-object error. Run-level
-   * failures (connection lost, bad statement) throw.
+   * One transaction for the batch. A row the database rejects, by a statement or at COMMIT (a deferred
+   * constraint), rolls it back; the batch then runs again one row per transaction, in order, so the other rows
+   * land and the rejected one is a per-object error naming it. Run-level failures (connection lost, bad
+   * statement) throw.
    */
   exportBatch(changes: ExportChange[]): Promise<ExportResult[]> {
     return exportBatch(this.config, changes);

@@ -1,5 +1,6 @@
 import { closeParkedSearches, LdapConnector } from '../../../lib/connectors/ldap';
-import { exportChanges, type ExportChange, type ExportResult, type ObjectError } from '../../../lib/connectors/sdk';
+import { connectorImplementation } from '../../../lib/connectors/registry';
+import { exportChanges, hasExport, type ExportChange, type ExportResult, type ObjectError } from '../../../lib/connectors/sdk';
 import { PEOPLE } from '../../support/connectorContract';
 import { describeWithServer } from '../../support/servers';
 import { startSlapd, type Slapd } from '../../support/slapd';
@@ -44,6 +45,49 @@ describeWithServer('slapd')('directory connector: export errors are readable on 
     expect(e.message).toBe(`An entry with the DN '${dn}' already exists.`);
     expect(e.message).not.toMatch(RAW);
     expect(e.retriable).toBe(false);
+  });
+
+  test('an add of an existing DN carries the entry there (`existing`: its entryUUID and the attributes the add named); an update by that anchor takes it over', async () => {
+    // Made through the registry, as the engine makes it.
+    const made = connectorImplementation('ldap')!.create(f.config() as unknown as Record<string, unknown>);
+    if (!hasExport(made)) throw new Error('the ldap connector has no export');
+    try {
+      const dn = f.dns.get('E002')!;
+      const admin = await f.client();
+      const uuid = String((await admin.search(dn, { scope: 'base', attributes: ['entryUUID'] })).searchEntries[0].entryUUID);
+      // A re-sent add (the engine stopped before it recorded the first answer): the entry is there already.
+      const r = await made.export(
+        f.exportAdd({ key: 'E002', givenName: 'José', sn: 'Muñoz', mail: 'new@example.test', manager: 'E001', container: 'Engineering' }),
+      );
+      const e = errorOf(r);
+      expect(e.code).toBe('already_exists');
+      expect(e.message).toBe(`An entry with the DN '${dn}' already exists.`);
+      expect(r.status === 'error' && r.existing).toEqual({
+        anchor: uuid,
+        dn,
+        // What the entry holds of what the add named (departmentNumber it does not have, so it is absent).
+        attributes: {
+          uid: 'E002',
+          employeeNumber: 'E002',
+          givenName: 'José',
+          sn: 'Muñoz',
+          cn: 'José Muñoz',
+          mail: 'jose@example.test',
+          manager: [f.dns.get('E001')!],
+        },
+      });
+      const taken = await made.export({ kind: 'update', anchor: uuid, objectType: 'User', attributes: { mail: 'new@example.test' } });
+      expect(taken).toEqual({ status: 'success', anchor: uuid, dn });
+      expect((await admin.search(dn, { scope: 'base', attributes: ['mail'] })).searchEntries[0].mail).toBe('new@example.test');
+    } finally {
+      await made.close();
+    }
+  });
+
+  test('an add refused for another reason carries no `existing`', async () => {
+    const r = await c.export(f.exportAdd({ key: 'E782', givenName: 'No', sn: 'Where', container: 'Nowhere' }));
+    expect(errorOf(r).code).toBe('not_found');
+    expect(r.status === 'error' && 'existing' in r).toBe(false);
   });
 
   test('a move onto an existing DN is already_exists naming both DNs', async () => {

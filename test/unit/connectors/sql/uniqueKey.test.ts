@@ -49,3 +49,42 @@ describe('unique violations', () => {
     }
   });
 });
+
+/**
+ * PostgreSQL's `detail` on other constraint violations: a foreign key's (the missing or still referenced key,
+ * an identifier) is shown; a check or not-null violation's ("Failing row contains (...)", the whole row) is not.
+ * The real server's texts are exercised in test/integration/sql/exportState.test.ts.
+ */
+describe('other constraint violations on PostgreSQL', () => {
+  test("a foreign key's detail is shown, the missing key named", () => {
+    const fk = Object.assign(new Error('insert or update on table "staff" violates foreign key constraint "staff_manager_id_fkey"'), {
+      code: '23503',
+      detail: 'Key (manager_id)=(E1097) is not present in table "staff".',
+    });
+    const e = sqlError(fk, 'postgres', [], 'query');
+    expect(e.code).toBe('constraint_violation');
+    expect(e.message).toBe(
+      'insert or update on table "staff" violates foreign key constraint "staff_manager_id_fkey": Key (manager_id)=(E1097) is not present in table "staff".',
+    );
+    const held = Object.assign(new Error('update or delete on table "staff" violates foreign key constraint "staff_manager_id_fkey" on table "staff"'), {
+      code: '23503',
+      detail: 'Key (employee_id)=(E1001) is still referenced from table "staff".',
+    });
+    expect(sqlError(held, 'postgres', [], 'query').message).toContain(': Key (employee_id)=(E1001) is still referenced from table "staff".');
+  });
+
+  test("a check violation's detail, which quotes the whole row, is not shown; secrets are redacted", () => {
+    const check = Object.assign(new Error('new row for relation "staff" violates check constraint "staff_mail_check"'), {
+      code: '23514',
+      detail: 'Failing row contains (E1, Ada, Lovelace, private@example.test, null, null).',
+    });
+    const e = sqlError(check, 'postgres', [], 'query');
+    expect(e.code).toBe('constraint_violation');
+    expect(e.message).toBe('new row for relation "staff" violates check constraint "staff_mail_check"');
+    const fk = Object.assign(new Error('insert or update on table "t" violates foreign key constraint "t_fk"'), {
+      code: '23503',
+      detail: 'Key (ref)=(hunter2-secret) is not present in table "t".',
+    });
+    expect(sqlError(fk, 'postgres', ['hunter2-secret'], 'query').message).not.toContain('hunter2-secret');
+  });
+});
