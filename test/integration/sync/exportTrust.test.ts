@@ -1,3 +1,4 @@
+import { Client } from 'ldapts';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
@@ -132,4 +133,30 @@ jest.setTimeout(600_000);
     expect(c.staff).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, objectsUpdated: 1, errors: 0 } });
     expect(await t.differences(hr)).toEqual([]);
   });
+
+  it('an add re-sent after its object was made (a crash before the record): the object is taken over, not an error, never a second one', async () => {
+    const newcomer = person('E4001', 'Sales', 'E2001');
+    // The objects an earlier, unrecorded add made, with values that have changed since.
+    const admin = new Client({ url: slapd.url });
+    await admin.bind(slapd.rootDN, slapd.rootPassword);
+    await admin.add(t.dnOf('E4001', 'Sales'), {
+      objectClass: ['inetOrgPerson'],
+      uid: 'E4001',
+      cn: 'Old Name',
+      sn: 'Old',
+      employeeNumber: 'E4001',
+    });
+    await admin.unbind();
+    await pg.query("INSERT INTO staff (employee_id, given_name, surname) VALUES ('E4001', 'Old', 'Name')", [], t.database);
+    const c = await cycle([...hr, newcomer]);
+    for (const run of [c.dir, c.staff]) {
+      expect(run).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, errors: 0 } });
+      expect(run.errors.some((e: { object?: string; message: string }) => e.object === undefined && /taken over/.test(e.message))).toBe(true);
+    }
+    expect(await t.differences(hr)).toEqual([]);
+    const o = (await meshByAnchor()).get('E4001')!;
+    expect(o.provisioned?.sort()).toEqual([t.dir, t.staff].sort());
+    for (const id of [t.dir, t.staff]) expect((await t.exportTo(id)).stats).toMatchObject({ objectsCreated: 0, objectsUpdated: 0, errors: 0 });
+  });
 });
+
