@@ -38,10 +38,12 @@ export { isWriteOnlySecret, truthyValue, withoutWriteOnlySecrets, type DocChange
 export const againKey = (runId: string) => `xa_${runId}`;
 const againChangedKey = (runId: string) => `xc_${runId}`;
 const againFailedKey = (runId: string) => `xf_${runId}`;
-export async function saveAgain(runId: string, ids: string[], changed: string[] = [], failed: string[] = []): Promise<void> {
+const addedKey = (runId: string) => `xn_${runId}`;
+export async function saveAgain(runId: string, ids: string[], changed: string[] = [], failed: string[] = [], added: string[] = []): Promise<void> {
   if (ids.length) await markExportDirty(againKey(runId), ids);
   if (changed.length) await markExportDirty(againChangedKey(runId), changed);
   if (failed.length) await markExportDirty(againFailedKey(runId), failed);
+  if (added.length) await markExportDirty(addedKey(runId), added);
 }
 export async function loadAgain(runId: string): Promise<string[]> {
   return (await readExportDirty(againKey(runId))).ids;
@@ -54,11 +56,12 @@ async function loadFirstPass(runId: string): Promise<{ again: Set<string>; chang
 
 /** What one page of an export reads before it plans: the planner's whole input. */
 export async function loadExportInput(
-  info: Pick<RunInfo, 'connectorId' | 'preview'>,
+  info: Pick<RunInfo, 'connectorId' | 'preview' | 'runId' | 'planRunId'>,
   rules: RuleSet,
   docs: MeshObject[],
   config: ExportConfig,
   at = new Date(),
+  second = false,
 ): Promise<ExportPlanInput> {
   const cid = info.connectorId;
   const claim = !info.preview;
@@ -76,7 +79,16 @@ export async function loadExportInput(
   const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid, claim) : null;
   const targetKind = targetCs ? await targetReferenceKind(cid) : 'anchor';
   const echoes = targetCs ? relationshipEchoes(await listRules()) : undefined;
-  const relations = await exportRelations(rules, docs, { connectorId: cid, loadDocs, dnOf: (anchor) => targetCs?.entry(anchor)?.dn, targetKind, echoes });
+  // Applying a plan, the first pass writes no reference to an object it added itself: its dry run could not.
+  const notYet = targetCs && info.planRunId && !second ? new Set((await readExportDirty(addedKey(info.runId))).ids) : undefined;
+  const relations = await exportRelations(rules, docs, {
+    connectorId: cid,
+    loadDocs,
+    dnOf: (anchor) => targetCs?.entry(anchor)?.dn,
+    targetKind,
+    echoes,
+    notYet,
+  });
   // References written as DNs are compared as DNs.
   const dnAttributes = new Set<string>();
   if (targetKind === 'dn')
@@ -103,7 +115,7 @@ export async function loadExportInput(
  * import): the planner over what is stored, reading nothing from the target and writing nothing.
  */
 export async function previewExport(connectorId: string, rules: RuleSet, docs: MeshObject[], config: ExportConfig): Promise<DocChange[]> {
-  const input = await loadExportInput({ connectorId, preview: true }, rules, docs, config);
+  const input = await loadExportInput({ connectorId, preview: true, runId: `preview-${connectorId}` }, rules, docs, config);
   return planExport(input).changes;
 }
 
@@ -131,7 +143,7 @@ export async function exportDocs(
   // A second pass looks again only at the objects the first asked it to (and not at those the target refused).
   const first = second ? await loadFirstPass(info.runId) : null;
   if (first) docs = docs.filter((d) => first.again.has(d.id) && !first.failed.has(d.id));
-  const loaded = await loadExportInput(info, rules, docs, config, at);
+  const loaded = await loadExportInput(info, rules, docs, config, at, !!second);
   // Objects whose change failed Export__MaxAttempts times are left out (lib/sync/exportRetry.ts).
   const anchorOf = (d: MeshObject) => d.links[cid] ?? loaded.waiting.get(d.id);
   const { retry, docs: attempted } = await ExportRetry.forPage(info, now, docs, (d) => loaded.rows.get(anchorOf(d) ?? ''));
@@ -141,7 +153,9 @@ export async function exportDocs(
   const recordOf = (c: DocChange): ExportRecord => ({ key: c.doc.id, change: c.change, doc: c.doc, prev: c.prev, values: withoutWriteOnlySecrets(c.values) });
   let drifted: StoredChange[] = [];
   let leftOut = 0;
-  if (info.planRunId && !info.preview) {
+  // A second pass only writes references to objects this run added or moved: when the run applies a plan,
+  // they complete the plan's own changes (the plan could not name the DN or key an add would get), not drift.
+  if (info.planRunId && !info.preview && !second) {
     const f = filterByPlan(await planIndex(info.planRunId), changes, recordOf);
     changes.splice(0, changes.length, ...f.kept);
     drifted = f.drifted;
@@ -207,6 +221,7 @@ export async function exportDocs(
   const movedIds: string[] = [];
   const failedIds: string[] = [];
   const changedIds: string[] = [];
+  const addedIds: string[] = [];
   results.forEach((r, i) => {
     const c = changes[i];
     if (r.status === 'success' && r.notes) notes.push(...r.notes);
@@ -227,8 +242,10 @@ export async function exportDocs(
       links.push({ id: c.doc.id, anchor: null, provisioned: false });
       return;
     }
-    if (c.change.kind === 'add') result.created++;
-    else if (counted(c)) result.updated++;
+    if (c.change.kind === 'add') {
+      result.created++;
+      addedIds.push(c.doc.id);
+    } else if (counted(c)) result.updated++;
     const base: CsObject = c.prev ?? {
       anchor: r.anchor,
       objectType: c.change.objectType,
@@ -308,6 +325,7 @@ export async function exportDocs(
     again,
     again.filter((id) => changedSet.has(id)),
     failedIds,
+    info.planRunId ? addedIds : [],
   );
   return withStop(next);
 }

@@ -49,6 +49,11 @@ export interface ExportRelationsSources {
    * included): their relationships of that type are what their imports read back of the engine's own writes.
    */
   echoes?: ReadonlyMap<string, ReadonlySet<string>>;
+  /**
+   * Mesh objects to count as not in the target yet (those the run applying a plan added in its first pass):
+   * references to them are left to the second pass, so the first pass computes what the plan's dry run did.
+   */
+  notYet?: ReadonlySet<string>;
 }
 
 const NONE: ExportRelations = { types: new Set(), valueOf: () => null, relatedOf: () => ({}), notInTarget: 0, missingIn: new Set() };
@@ -97,7 +102,7 @@ export async function exportRelations(rules: RuleSet, docs: readonly MeshObject[
       return notInTarget;
     },
     valueOf(doc, type) {
-      const linkOf = (id: string) => targets.get(id)?.links[src.connectorId];
+      const linkOf = (id: string) => (src.notYet?.has(id) ? undefined : targets.get(id)?.links[src.connectorId]);
       const { values } = referenceValuesFor(doc, type, src.targetKind, linkOf, src.dnOf, (c) => echo(type, c));
       for (const r of doc.relationships) {
         if (r.type !== type || echo(type, r.c) || linkOf(r.targetId) !== undefined) continue;

@@ -158,5 +158,33 @@ jest.setTimeout(600_000);
     expect(o.provisioned?.sort()).toEqual([t.dir, t.staff].sort());
     for (const id of [t.dir, t.staff]) expect((await t.exportTo(id)).stats).toMatchObject({ objectsCreated: 0, objectsUpdated: 0, errors: 0 });
   });
-});
 
+  it('a dry run then the apply of its plan: every planned change done once, references written, nothing drifted, each object listed once', async () => {
+    // Ten new people (managers hired with their reports, a manager later in the file) and a manager who moves
+    // with reports that name him.
+    const newcomers = Array.from({ length: 10 }, (_, i) => person(`E50${String(i).padStart(2, '0')}`, i % 2 ? 'Research' : 'Sales', i < 9 ? 'E5009' : ''));
+    const moved = hr.map((r) => (r.employeeId === 'E2001' ? { ...r, department: 'Engineering' } : r));
+    hr = [...moved, ...newcomers];
+    t.writeHr(hr);
+    expect((await t.importHr('DeltaImport')).status).toBe('Completed');
+    for (const target of [t.dir, t.staff]) {
+      const plan = await t.exportTo(target, { dryRun: true });
+      expect(plan).toMatchObject({ status: 'Completed', stats: { objectsCreated: 10, errors: 0 } });
+      const started = await rt.call('POST', `runs/${plan.runId}/apply`, { role: 'Operator' });
+      expect(started.status).toBe(202);
+      const { waitRun } = await import('./syncSupport');
+      const applied = await waitRun(rt, started.body.runId);
+      expect(applied).toMatchObject({ status: 'Completed', stats: { objectsCreated: 10, errors: 0 } });
+      const list = await rt.call('GET', `runs/${applied.runId}/changes?take=200`);
+      expect(list.status).toBe(200);
+      const items = list.body.items as { outcome: string; meshObjectId: string | null; operation: string }[];
+      expect(items.filter((i) => i.outcome === 'drifted')).toEqual([]);
+      expect(items.filter((i) => i.outcome === 'failed')).toEqual([]);
+      const keys = items.map((i) => `${i.meshObjectId}|${i.operation}`);
+      expect(new Set(keys).size).toBe(keys.length);
+    }
+    for (const c of await t.confirm()) expect(c).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    expect(await t.differences(hr)).toEqual([]);
+    for (const id of [t.dir, t.staff]) expect((await t.exportTo(id)).stats).toMatchObject({ objectsCreated: 0, objectsUpdated: 0, errors: 0 });
+  });
+});
