@@ -346,6 +346,9 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
     }
 
     doc.links[cid] = anchor;
+    // An object the engine added here (its row says so) joined again, after its link was lost: the link is a
+    // provisioned one again, so its leaver is deprovisioned there instead of kept alive by it.
+    if (cs.provisioned && !(doc.provisioned ?? []).includes(cid)) doc.provisioned = [...(doc.provisioned ?? []), cid];
     const inbound = inboundValues(rules.inbound, object.attributes);
     setContributions(doc, cid, inbound.values, now, inbound.failed, runId);
     const ambiguous = compose(doc, rules, ws.index, now, runId);

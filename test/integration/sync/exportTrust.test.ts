@@ -4,6 +4,7 @@ import { serverAvailable } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { SlapdFixture } from '../ldap/ldapFixture';
+import { patchMeshObjects } from '../../../lib/mesh/store';
 import { meshByAnchor } from './syncSupport';
 import { person, TutorialDesign, type HrRow } from './tutorialDesign';
 
@@ -186,5 +187,29 @@ jest.setTimeout(600_000);
     for (const c of await t.confirm()) expect(c).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
     expect(await t.differences(hr)).toEqual([]);
     for (const id of [t.dir, t.staff]) expect((await t.exportTo(id)).stats).toMatchObject({ objectsCreated: 0, objectsUpdated: 0, errors: 0 });
+  });
+
+  it('an object whose link was lost is linked again as provisioned by the next export: its leave deletes it in both targets, no blanked account', async () => {
+    const id = 'E5003';
+    const o = (await meshByAnchor()).get(id)!;
+    // The link to both targets lost (as a whole-state write from a stale copy did before).
+    await patchMeshObjects([o.id], (d) => {
+      delete d.links[t.dir];
+      delete d.links[t.staff];
+      delete d.provisioned;
+      return true;
+    });
+    // The next exports find it there, their own: taken over, one object each, no second account.
+    const repaired = await cycle(hr);
+    for (const run of [repaired.dir, repaired.staff]) expect(run).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, errors: 0 } });
+    const linked = (await meshByAnchor()).get(id)!;
+    expect(linked.links[t.dir]).toBeDefined();
+    expect(linked.provisioned?.sort()).toEqual([t.dir, t.staff].sort());
+    expect(await t.differences(hr)).toEqual([]);
+    // The leaver: gone from HR. Each export deletes the account instead of blanking it.
+    hr = hr.filter((r) => r.employeeId !== id);
+    const c = await cycle(hr);
+    for (const run of [c.dir, c.staff]) expect(run).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, objectsUpdated: 0, errors: 0 } });
+    expect(await t.differences(hr)).toEqual([]);
   });
 });
