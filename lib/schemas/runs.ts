@@ -5,7 +5,7 @@ import { defineSchema } from '../core/validation/ajv';
 import { Guid, Nullable, Timestamp } from '../core/validation/schemas';
 
 /** Schemas of `/runs` (responses only: runs are started by the import/export triggers). */
-const Count = () => Type.Integer({ minimum: 0 });
+const Count = (options: { description?: string } = {}) => Type.Integer({ minimum: 0, ...options });
 
 export const RunSchema = defineSchema(
   Type.Object(
@@ -25,7 +25,18 @@ export const RunSchema = defineSchema(
       startedAt: Timestamp(),
       completedAt: Type.Optional(Timestamp({ description: 'Present once the run has finished.' })),
       stats: Type.Object(
-        { objectsProcessed: Count(), objectsCreated: Count(), objectsUpdated: Count(), objectsDeleted: Count(), errors: Count() },
+        {
+          objectsProcessed: Count(),
+          objectsCreated: Count(),
+          objectsUpdated: Count({ description: 'Objects whose values changed (an export: objects changed in the target, each counted once).' }),
+          objectsDeleted: Count(),
+          errors: Count(),
+          objectsUnchanged: Type.Optional(
+            Count({
+              description: 'Imports: objects read that were as the engine knew them (a confirming import reading back what an export wrote is unchanged).',
+            }),
+          ),
+        },
         { additionalProperties: false },
       ),
       errors: Type.Optional(

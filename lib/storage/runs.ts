@@ -61,6 +61,11 @@ export interface RunStats {
   objectsUpdated: number;
   objectsDeleted: number;
   errors: number;
+  /**
+   * Imports: objects read that are as the engine knew them (unchanged, or a confirming import reading back what
+   * an export wrote). Absent on exports and on runs recorded before it was counted.
+   */
+  objectsUnchanged?: number;
 }
 
 /** One per-object failure of a run (the run keeps the first `MAX_RUN_ERRORS`). */

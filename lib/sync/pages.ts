@@ -1,6 +1,6 @@
-import { contentHash, type ConnectorObject } from '../connectors/sdk';
+import { contentHash, type AttributeValue, type ConnectorObject } from '../connectors/sdk';
 import { decodeMeshObject, encodeMeshObject } from '../mesh/codec';
-import { dnKey, type MeshObject } from '../mesh/model';
+import { dnKey, isEmptyValue, sameValue, type MeshObject } from '../mesh/model';
 import { commitMeshWrite } from '../mesh/store';
 import { readCsObjects, summarize, writeCsObjects, type CsSummary } from './connectorSpace';
 import type { CsObject } from './model';
@@ -96,11 +96,31 @@ export interface PagePlan {
   drifted: StoredChange[];
 }
 
+/**
+ * Whether an imported object's values differ from what the engine knew of it: what it last imported, then what
+ * it exported since. A confirming import that reads back what an export wrote changes nothing (the object is
+ * counted unchanged); values the engine never knew of an object it added (read for the first time) are not a
+ * change either. Without the stored row (a summary only), a new content hash is a change.
+ */
+export function valuesChanged(object: ConnectorObject | null | undefined, prev: CsObject | undefined): boolean {
+  if (!object || !prev || prev.deleted || (!prev.exported && !Object.keys(prev.attributes).length)) return true;
+  if ((object.dn ?? null) !== (prev.dn ?? null) && (!object.dn || !prev.dn || dnKey(object.dn) !== dnKey(prev.dn))) return true;
+  const known: Record<string, AttributeValue> = { ...prev.attributes, ...(prev.exported ?? {}) };
+  const firstRead = !Object.keys(prev.attributes).length;
+  for (const k of new Set([...Object.keys(known), ...(firstRead ? [] : Object.keys(object.attributes))])) {
+    const a = object.attributes[k];
+    const b = known[k];
+    if (isEmptyValue(a) && isEmptyValue(b)) continue;
+    if (!sameValue(a, b)) return true;
+  }
+  return false;
+}
+
 /** Plan one page: join, projection, inbound flows, composer and references, on the context's caches only. */
 export async function planItems(ctx: Context, items: Item[], held?: Held, flush = false): Promise<PagePlan> {
   const { rules, cs, now } = ctx;
   const tr = new Trace();
-  const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: items.length, errors: [] };
+  const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: items.length, errors: [], unchanged: 0 };
   const work: WorkItem[] = [];
   for (const item of items) {
     const sum = cs.summaries.get(item.anchor);
@@ -109,7 +129,10 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     } else if (item.object) {
       const hash = contentHash(item.object);
       // Unchanged (same content, same rules) is skipped, unless exported values await this import's confirmation.
-      if (sum && !sum.deleted && !sum.exported && sum.hash === hash && sum.rulesHash === rules.hash) continue;
+      if (sum && !sum.deleted && !sum.exported && sum.hash === hash && sum.rulesHash === rules.hash) {
+        result.unchanged!++;
+        continue;
+      }
       work.push({ item, hash, sum });
     } else if (sum && !sum.deleted) {
       work.push({ item, hash: '', sum });
@@ -184,7 +207,8 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     cs.note(plan.cs);
     plans.push(plan);
     if (plan.outcome === 'created') result.created++;
-    else if (plan.outcome === 'updated') result.updated++;
+    else if (plan.outcome === 'updated' && valuesChanged(w.item.object, prevOf(w))) result.updated++;
+    else if (plan.outcome === 'updated') result.unchanged!++;
     else if (plan.outcome === 'deleted') result.deleted++;
     if (plan.error) result.errors.push({ object: w.item.anchor, message: plan.error });
     if (plan.cs.unconfirmed?.length && !w.item.force) {

@@ -107,6 +107,8 @@ export interface PageResult {
   errors: RunObjectError[];
   /** See {@link RunTotals.leftOut}. */
   leftOut?: number;
+  /** An import's objects read and found as the engine knew them (counted in `objectsUnchanged`). */
+  unchanged?: number;
 }
 
 export function addPage(totals: RunTotals, page: PageResult, readErrors: ObjectError[]): RunTotals {
@@ -126,6 +128,9 @@ export function addPage(totals: RunTotals, page: PageResult, readErrors: ObjectE
       objectsUpdated: totals.stats.objectsUpdated + page.updated,
       objectsDeleted: totals.stats.objectsDeleted + page.deleted,
       errors: totals.stats.errors + page.errors.length + readErrors.length,
+      ...(page.unchanged !== undefined || totals.stats.objectsUnchanged !== undefined
+        ? { objectsUnchanged: (totals.stats.objectsUnchanged ?? 0) + (page.unchanged ?? 0) }
+        : {}),
     },
     errors,
   };
