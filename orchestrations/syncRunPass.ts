@@ -38,6 +38,8 @@ export type Stop = { cancelled: true };
 export const isCancel = (x: unknown): x is Stop | (RunTotals & Stop) =>
   typeof x === 'object' && x !== null && (x as { cancelled?: unknown }).cancelled === true;
 const isCancelledTotals = (x: Stop | RunTotals): x is RunTotals => 'stats' in x;
+/** A step's answer that ends the pass (see `step` in {@link runPass}). */
+const isEnd = (x: RunTotals | PassEnd): x is PassEnd => !('stats' in x);
 const completedStatus = (t: RunTotals) => (t.stats.errors > 0 ? 'CompletedWithErrors' : 'Completed');
 
 /** How a pass ended: a final status for the run's last step, or over a threshold (the run waits for approval). */
@@ -61,6 +63,14 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     return end('Cancelled');
   };
   const parked = (t: RunTotals): PassEnd => ({ parked: t.parked!, totals: { ...t, parked: undefined } });
+  /** One step that answers the run's totals: its totals, or the pass's end (it failed, stopped, or parked). */
+  function* step(name: string, input: unknown): Generator<Task, RunTotals | PassEnd, unknown> {
+    const r = (yield context.df.callActivity(name, input)) as RunTotals | StepFailure | Stop;
+    if (isFailure(r)) return failed(r.failed);
+    if (isCancel(r)) return cancelled(r);
+    if (r.parked) return parked(r);
+    return r;
+  }
   if (info.runType === 'Export') {
     const plan = (yield context.df.callActivity(EXPORT_PLAN, { info, config })) as ExportPlan | StepFailure | Stop;
     if (isFailure(plan)) return failed(plan.failed);
@@ -70,37 +80,26 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     if (plan.mode === 'incremental') {
       // Only what changed since the last export (and what the target's imports marked).
       for (let page = 0; page < plan.pages; page++) {
-        const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config })) as
-          RunTotals | StepFailure | Stop;
-        if (isFailure(r)) return failed(r.failed);
-        if (isCancel(r)) return cancelled(r);
+        const r = yield* step(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config });
+        if (isEnd(r)) return r;
         totals = r;
-        if (r.parked) return parked(r);
       }
       // A second look at the objects that name one this export moved or added.
       if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
         totals = { ...totals, notInTarget: 0, movedInTarget: 0, owed: undefined, owedCount: 0 };
-        const r = (yield context.df.callActivity(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config })) as
-          RunTotals | StepFailure | Stop;
-        if (isFailure(r)) return failed(r.failed);
-        if (isCancel(r)) return cancelled(r);
+        const r = yield* step(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config });
+        if (isEnd(r)) return r;
         totals = r;
-        if (r.parked) return parked(r);
       }
-      const d = plan.deleted ? ((yield context.df.callActivity(EXPORT_DELETED, { info, totals, config })) as RunTotals | StepFailure | Stop) : totals;
-      if (isFailure(d)) return failed(d.failed);
-      if (isCancel(d)) return cancelled(d);
-      if (d.parked) return parked(d);
+      const d = plan.deleted ? yield* step(EXPORT_DELETED, { info, totals, config }) : totals;
+      if (isEnd(d)) return d;
       totals = withOwedAsErrors(d, info.dryRun);
       return end(completedStatus(totals), { exportState });
     }
     for (let partition = 0; partition < 16; partition++) {
-      const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config })) as
-        RunTotals | StepFailure | Stop;
-      if (isFailure(r)) return failed(r.failed);
-      if (isCancel(r)) return cancelled(r);
+      const r = yield* step(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config });
+      if (isEnd(r)) return r;
       totals = r;
-      if (r.parked) return parked(r);
     }
     // References to objects this pass added (a manager provisioned with the reports) or moved (a manager
     // moved to another OU): one more pass writes them in the objects that name them. Only what changed is
@@ -108,26 +107,20 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
       totals = { ...totals, notInTarget: 0, movedInTarget: 0, owed: undefined, owedCount: 0 };
       for (let partition = 0; partition < 16; partition++) {
-        const r = (yield context.df.callActivity(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config })) as
-          RunTotals | StepFailure | Stop;
-        if (isFailure(r)) return failed(r.failed);
-        if (isCancel(r)) return cancelled(r);
+        const r = yield* step(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config });
+        if (isEnd(r)) return r;
         totals = r;
-        if (r.parked) return parked(r);
       }
     }
-    const d = (yield context.df.callActivity(EXPORT_DELETES, { info, totals, config })) as RunTotals | StepFailure | Stop;
-    if (isFailure(d)) return failed(d.failed);
-    if (isCancel(d)) return cancelled(d);
-    if (d.parked) return parked(d);
+    const d = yield* step(EXPORT_DELETES, { info, totals, config });
+    if (isEnd(d)) return d;
     totals = withOwedAsErrors(d, info.dryRun);
     return end(completedStatus(totals), { exportState });
   }
   if (info.runType === 'FullSync') {
     for (let partition = 0; partition < CS_PARTITIONS; partition++) {
-      const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure | Stop;
-      if (isFailure(r)) return failed(r.failed);
-      if (isCancel(r)) return cancelled(r);
+      const r = yield* step(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput);
+      if (isEnd(r)) return r;
       totals = r;
     }
     return end(completedStatus(totals), { fullPass: true });
@@ -147,9 +140,8 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
         errors: [...totals.errors, { message: 'The rules of this connector changed since its last full pass: the delta import went on as a FullSync.' }],
       };
       for (let partition = 0; partition < CS_PARTITIONS; partition++) {
-        const r = (yield context.df.callActivity(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput)) as RunTotals | StepFailure | Stop;
-        if (isFailure(r)) return failed(r.failed);
-        if (isCancel(r)) return cancelled(r);
+        const r = yield* step(FULL_SYNC_PAGE, { info, partition, totals } satisfies FullSyncPageInput);
+        if (isEnd(r)) return r;
         totals = r;
       }
       return end(completedStatus(totals), { watermark: d.watermark, fullPass: true });
