@@ -11,11 +11,10 @@ import { createHash } from 'node:crypto';
  * `config.implementation` through `lib/connectors/custom.ts`.
  */
 
-/** One value of an attribute. Dates travel as ISO 8601 strings, binary values as canonical strings. */
-export type ScalarValue = string | number | boolean | null;
+import type { AttributeValue, ScalarValue } from '../core/values';
 
-/** An attribute value: a scalar, or an array of scalars for a multi-valued attribute. */
-export type AttributeValue = ScalarValue | ScalarValue[];
+// The value types live at the bottom of the house (lib/core/values.ts); connectors know them from here too.
+export { isAttributeValue, valuesOf, type AttributeValue, type ScalarValue } from '../core/values';
 
 /**
  * An object as a connector reads it from its source.
@@ -586,22 +585,6 @@ function nameJson(name: string): string {
     nameJsons.set(name, (json = JSON.stringify(name)));
   }
   return json;
-}
-
-/** True when `v` is a valid {@link AttributeValue} (for connectors that read loosely typed data, like JSON). */
-export function isAttributeValue(v: unknown): v is AttributeValue {
-  if (Array.isArray(v)) return v.every(isScalar);
-  return isScalar(v);
-}
-
-function isScalar(v: unknown): v is ScalarValue {
-  return v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
-}
-
-/** The values of an attribute as an array (null/absent: empty). */
-export function valuesOf(v: AttributeValue | undefined): ScalarValue[] {
-  if (v === undefined || v === null) return [];
-  return Array.isArray(v) ? v.filter((x) => x !== null) : [v];
 }
 
 /** Throws `aborted` when the signal fired; call between pages. */

@@ -1,4 +1,4 @@
-import type { AttributeValue } from '../connectors/sdk';
+import type { AttributeValue } from '../core/values';
 import { COMPOSER, consolidate, type ConsolidatedAttribute, type Contribution, type MeshObject, type PendingReference, type Relationship } from './model';
 
 /**

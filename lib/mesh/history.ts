@@ -1,4 +1,4 @@
-import type { AttributeValue } from '../connectors/sdk';
+import type { AttributeValue } from '../core/values';
 import { isStatus, odata, table } from '../storage/tables';
 import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
 import { getMeshObject } from './store';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { normalizeDn, plainDnLower } from '../connectors/ldap/values';
-import type { AttributeValue } from '../connectors/sdk';
+import type { AttributeValue } from '../core/values';
 
 /**
  * The mesh's data model: objects, the contributions each connector makes to their attributes, relationships and

@@ -1,4 +1,4 @@
-import type { AttributeValue } from '../connectors/sdk';
+import type { AttributeValue } from '../core/values';
 import type { MeshReadModel } from './readModel';
 import { distinctRelationships } from './model';
 import { NO_SOURCE, type AttributeColumn, type MatchMode, type MeshRecord, type SortedIndex } from './readModelIndexes';

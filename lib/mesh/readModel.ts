@@ -1,4 +1,4 @@
-import type { AttributeValue, ScalarValue } from '../connectors/sdk';
+import type { AttributeValue, ScalarValue } from '../core/values';
 import { AppError } from '../core/errors';
 import type { ServiceStep } from '../core/service';
 import type { MeshObject, PendingReference, Relationship } from './model';

@@ -1,4 +1,4 @@
-import type { AttributeValue } from '../connectors/sdk';
+import type { AttributeValue } from '../core/values';
 import type { ConsolidatedAttribute, MeshObject, PendingReference, Relationship } from './model';
 
 /**

@@ -1,4 +1,4 @@
-import type { AttributeValue } from '../connectors/sdk';
+import type { AttributeValue } from '../core/values';
 import type { PendingReference, Relationship } from './model';
 
 /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { AttributeValue } from '../connectors/sdk';
+import type { AttributeValue } from '../core/values';
 import { attributeChanges, shownValue } from '../mesh/history';
 import { dnKey, isEmptyValue, sameValue, type MeshObject } from '../mesh/model';
 import type { ChangeOperation, ChangeOutcome, StoredChange } from '../storage/runChanges';
