@@ -1,7 +1,7 @@
 import { appliedBefore, exportChanges, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
 import { compileExpression } from '../expression';
 import { encodeMeshObject } from '../mesh/codec';
-import { dnKey, type MeshObject } from '../mesh/model';
+import { dnKey, indexKeys, isEmptyValue, type MeshObject } from '../mesh/model';
 import { patchMeshObjects } from '../mesh/store';
 import { readConnectorRow } from '../storage/connectors';
 import type { RunObjectError } from '../storage/runs';
@@ -15,7 +15,17 @@ import { isPseudoAttribute } from './deprovisioning';
 import { exportNeedsRelations, exportRelations, relationshipEchoes } from './exportReferences';
 import { listRules } from '../storage/rules';
 import { ExportRetry } from './exportRetry';
-import { planExport, sameTargetValue, shownOf, withoutWriteOnlySecrets, type DocChange, type ExportPlanInput, type LinkChange } from './export/plan';
+import {
+  isWriteOnlySecret,
+  planExport,
+  sameTargetValue,
+  shownOf,
+  withoutWriteOnlySecrets,
+  type DocChange,
+  type ExportPlanInput,
+  type LinkChange,
+} from './export/plan';
+import { attributeValues, joinKeys } from './planner';
 import type { CsObject } from './model';
 import { referencePolicy } from './references';
 import type { RuleSet } from './rules';
@@ -380,6 +390,14 @@ async function takeOver(
       out[i] = { ...r, error: { ...r.error, message: `${r.error.message} It belongs to another mesh object (${owner.meshId}): not taken over.` } };
       continue;
     }
+    // Only this object's own earlier add: its row names this mesh object, or the object there joins it by the
+    // target's join rules, or it holds every value the add writes. An object made outside the engine for
+    // someone else stays an error.
+    const ours =
+      (owner && !owner.deleted && owner.meshId === c.doc.id) ||
+      joinsByRules(loaded, existing.attributes, c.doc) ||
+      holdsAll(loaded, existing.attributes, c.change.attributes);
+    if (!ours) continue;
     const diff: Record<string, AttributeValue> = {};
     for (const [k, v] of Object.entries(c.change.attributes))
       if (!sameTargetValue(loaded.dnAttributes, k, existing.attributes[k], v) && !(v === null && existing.attributes[k] === undefined)) diff[k] = v;
@@ -412,6 +430,22 @@ async function takeOver(
     if (interrupted !== undefined) throw interrupted;
   }
   return { results: out, notes };
+}
+
+/** Whether a target object's values join `doc` by one of the target's join rules. */
+function joinsByRules(loaded: ExportPlanInput, attributes: Record<string, AttributeValue>, doc: MeshObject): boolean {
+  const meshValues = attributeValues(doc);
+  for (const jr of loaded.rules.joins) {
+    const keys = new Set(joinKeys(jr, { attributes }));
+    if (indexKeys(meshValues[jr.rule.targetAttribute ?? ''] ?? null).some((k) => keys.has(k))) return true;
+  }
+  return false;
+}
+
+/** Whether a target object already holds every value an add writes (the add itself, answered but not recorded). */
+function holdsAll(loaded: ExportPlanInput, attributes: Record<string, AttributeValue>, add: Record<string, AttributeValue>): boolean {
+  const written = Object.entries(add).filter(([k, v]) => !isEmptyValue(v) && !isWriteOnlySecret(k));
+  return written.length > 0 && written.every(([k, v]) => sameTargetValue(loaded.dnAttributes, k, attributes[k], v));
 }
 
 /**

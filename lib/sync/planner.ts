@@ -211,7 +211,7 @@ function revive(ws: WorkingSet, id: string, now: string): MeshObject {
   return doc;
 }
 
-function joinKeys(jr: CompiledRule, object: ConnectorObject): string[] {
+export function joinKeys(jr: CompiledRule, object: Pick<ConnectorObject, 'attributes'>): string[] {
   try {
     return indexKeys(toAttributeValue(applyScript(jr, object.attributes[jr.rule.sourceAttribute ?? ''], object.attributes)));
   } catch {
