@@ -93,9 +93,28 @@ function exportedNames(code: string): string[] {
 const blocks = codeBlocks(DOC, readDoc(DOC)).filter((b) => ['sh', 'bash'].includes(b.lang));
 const sections = [...new Set(blocks.map((b) => b.section))];
 
-const run = serverAvailable('slapd') && serverAvailable('postgres') ? describe : describe.skip;
+interface Run {
+  runId: string;
+  runType: string;
+  status: string;
+  stats: Record<string, number>;
+  errors?: Array<{ object?: string; message: string }>;
+  dryRun?: boolean;
+  plan?: { expiresOn: string };
+  completedAt?: string;
+  trigger?: { type: string; planRunId?: string };
+}
 
-run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
+interface ScheduleRun {
+  scheduleRunId: string;
+  trigger: string;
+  status: string;
+  steps: Array<{ runType: string; status: string; runs: Array<{ connectorId: string; runId: string | null; status: string }> }>;
+}
+
+const withServers = serverAvailable('slapd') && serverAvailable('postgres') ? describe : describe.skip;
+
+withServers('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
   let slapd: Slapd;
   let pg: Postgres;
   let rt: ServiceUnderTest;
@@ -104,14 +123,30 @@ run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
   let work: string;
   let env: Record<string, string>;
 
-  const runs = async (connectorId: string) =>
-    (await rt.call('GET', `runs?connectorId=${connectorId}&take=200`)).body.items as Array<{
-      runType: string;
-      status: string;
-      stats: Record<string, number>;
-      errors?: unknown[];
-      dryRun?: boolean;
+  const runs = async (connectorId: string) => (await rt.call('GET', `runs?connectorId=${connectorId}&take=200`)).body.items as Run[];
+  const run = async (runId: string) => (await rt.call('GET', `runs/${runId}`)).body as Run;
+  const changes = async (runId: string) =>
+    (await rt.call('GET', `runs/${runId}/changes?take=200`)).body.items as Array<{
+      operation: string;
+      anchor: string | null;
+      dn: string | null;
+      outcome: string;
+      attributes: Record<string, { old?: unknown; new?: unknown }>;
     }>;
+  /** A schedule's runs, newest first, each with its steps. */
+  const scheduleRuns = async (scheduleId: string) => {
+    const list = (await rt.call('GET', `schedules/${scheduleId}/runs?take=50`)).body.items as Array<{ scheduleRunId: string }>;
+    const out: ScheduleRun[] = [];
+    for (const r of list) out.push((await rt.call('GET', `schedules/${scheduleId}/runs/${r.scheduleRunId}`)).body);
+    return out;
+  };
+  /** The run of `connectorId` in step `step` of a schedule run. */
+  const stepRun = (sr: ScheduleRun, step: number, connectorId: string) => run(sr.steps[step].runs.find((r) => r.connectorId === connectorId)!.runId!);
+  /** A mesh object's relationships as [type, target anchor], each once, sorted. */
+  const relationshipsOf = (o: { relationships: Array<{ type: string; targetAnchor?: string }> }) =>
+    [...new Set(o.relationships.map((r) => JSON.stringify([r.type, r.targetAnchor])))].sort().map((x) => JSON.parse(x) as [string, string]);
+  /** The lines a jq command printed as JSON arrays (the relationships a block lists). */
+  const arrayLines = (out: string) => out.split('\n').filter((l) => l.startsWith('["'));
   const entry = async (dn: string) =>
     (await ldap.search(dn, { scope: 'base', attributes: ['*', 'entryUUID'] }).catch(() => ({ searchEntries: [] }))).searchEntries[0];
   const staff = () =>
@@ -251,17 +286,43 @@ run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
       const hr = await shell.value('HR');
       for (const o of mesh.values()) expect(Object.keys(o.links).sort()).toEqual([hr, dir, staffId].sort());
     },
-    '8. Managers': async () => {
+    '8. Managers': async (out) => {
       for (const v of ['DIRECTORY', 'STAFF']) {
-        const [exp] = await runs(await shell.value(v));
+        // Newest first: the confirming import, then the export.
+        const [imp, exp] = await runs(await shell.value(v));
         expect(exp).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 3, errors: 0 } });
+        expect(imp).toMatchObject({ runType: 'FullImport', status: 'Completed', stats: { errors: 0 } });
       }
       const mesh = await meshByAnchor();
-      const managerOf = (key: string) =>
+      const managerOf = (key: string) => [
+        ...new Set(
+          mesh
+            .get(key)!
+            .relationships.filter((r) => r.type === 'manager')
+            .map((r) => r.targetId),
+        ),
+      ];
+      // HR's manager (the directory's, read back, names the same person) and the table's manager_id.
+      expect(relationshipsOf(mesh.get('E1002')!)).toEqual([
+        ['manager', 'E1001'],
+        ['manager_id', 'E1001'],
+      ]);
+      const [staffId, dirId, hrId] = [await shell.value('STAFF'), await shell.value('DIRECTORY'), await shell.value('HR')];
+      // HR's manager and the directory's, read back, name the same person: listed once.
+      expect(
         mesh
-          .get(key)!
+          .get('E1002')!
           .relationships.filter((r) => r.type === 'manager')
-          .map((r) => r.targetId);
+          .map((r) => r.c)
+          .sort(),
+      ).toEqual([hrId, dirId].sort());
+      expect(
+        mesh
+          .get('E1002')!
+          .relationships.filter((r) => r.type === 'manager_id')
+          .map((r) => [r.c, r.targetId]),
+      ).toEqual([[staffId, mesh.get('E1001')!.id]]);
+      expect(arrayLines(out)).toEqual(['["manager","E1001"]', '["manager_id","E1001"]']);
       expect(managerOf('E1002')).toEqual([mesh.get('E1001')!.id]);
       expect(managerOf('E1005')).toEqual([mesh.get('E1004')!.id]);
       expect(managerOf('E1001')).toEqual([]);
@@ -281,10 +342,12 @@ run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
       const [hrDelta] = await runs(await shell.value('HR'));
       expect(hrDelta).toMatchObject({ runType: 'DeltaImport', status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
       // One export moves her entry and rewrites her two reports' manager; one row (her department) in the table.
-      const [dirExport] = await runs(await shell.value('DIRECTORY'));
+      const [dirImport, dirExport] = await runs(await shell.value('DIRECTORY'));
       expect(dirExport).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 3, errors: 0 } });
-      const [staffExport] = await runs(await shell.value('STAFF'));
+      const [staffImport, staffExport] = await runs(await shell.value('STAFF'));
       expect(staffExport).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
+      // The confirming imports.
+      for (const imp of [dirImport, staffImport]) expect(imp).toMatchObject({ runType: 'FullImport', status: 'Completed', stats: { errors: 0 } });
       expect(await entry(dnOf('E1001', 'Engineering'))).toBeUndefined();
       const moved = await entry(dnOf('E1001', 'Research'));
       expect(moved).toMatchObject({ departmentNumber: 'Research' });
@@ -300,6 +363,138 @@ run('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () => {
       ]);
       const mesh = await meshByAnchor();
       expect(mesh.get('E1001')!.links[await shell.value('DIRECTORY')]).toBe(moved.entryUUID);
+    },
+    '10. Day two: a cycle you can trust': async (out) => {
+      const [hr, dir, staffId, scheduleId] = [
+        await shell.value('HR'),
+        await shell.value('DIRECTORY'),
+        await shell.value('STAFF'),
+        await shell.value('SCHEDULE'),
+      ];
+      expect((await rt.call('GET', `schedules/${scheduleId}`)).body).toMatchObject({
+        name: 'Nightly cycle',
+        isEnabled: false,
+        nextRunOn: null,
+        steps: [
+          { runType: 'DeltaImport', connectorIds: [hr] },
+          { runType: 'Export', connectorIds: [dir, staffId] },
+          { runType: 'FullImport', connectorIds: [dir, staffId] },
+        ],
+      });
+      // Newest first: the run after the OU was added, the run that found none.
+      const all = await scheduleRuns(scheduleId);
+      expect(all).toHaveLength(2);
+      const [second, first] = all;
+      const stepStatuses = (sr: ScheduleRun) => sr.steps.map((x) => [x.runType, x.status]);
+      expect(first).toMatchObject({ trigger: 'manual', status: 'CompletedWithErrors' });
+      expect(stepStatuses(first)).toEqual([
+        ['DeltaImport', 'Completed'],
+        ['Export', 'CompletedWithErrors'],
+        ['FullImport', 'Completed'],
+      ]);
+      expect(second).toMatchObject({ trigger: 'manual', status: 'Completed' });
+      expect(stepStatuses(second)).toEqual([
+        ['DeltaImport', 'Completed'],
+        ['Export', 'Completed'],
+        ['FullImport', 'Completed'],
+      ]);
+      // Day two's HR delta: Mary added, Ada's mail and Dorothy's manager changed.
+      expect(await stepRun(first, 0, hr)).toMatchObject({
+        runType: 'DeltaImport',
+        status: 'Completed',
+        stats: { objectsCreated: 1, objectsUpdated: 2, errors: 0 },
+      });
+      // The directory refused Mary (no ou=Computing), and Dorothy's manager is owed: both listed.
+      const dirFirst = await stepRun(first, 1, dir);
+      expect(dirFirst).toMatchObject({ runType: 'Export', status: 'CompletedWithErrors' });
+      expect(dirFirst.errors!.map((e) => e.object).sort()).toEqual(['E1005', 'E1006']);
+      expect(dirFirst.errors!.find((e) => e.object === 'E1005')!.message).toMatch(/not in the target/);
+      expect(dirFirst.errors!.find((e) => e.object === 'E1006')!.message).toContain(`its parent 'ou=Computing,${PEOPLE}' does not exist`);
+      // The table took everything in the same run.
+      expect(await stepRun(first, 1, staffId)).toMatchObject({ runType: 'Export', status: 'Completed', stats: { objectsCreated: 1, errors: 0 } });
+      for (const id of [dir, staffId]) {
+        expect(await stepRun(first, 2, id)).toMatchObject({ runType: 'FullImport', status: 'Completed', stats: { errors: 0 } });
+        expect(await stepRun(second, 2, id)).toMatchObject({ runType: 'FullImport', status: 'Completed', stats: { errors: 0 } });
+      }
+      // The second cycle: nothing new from HR, Mary's entry added and written as Dorothy's manager.
+      expect(await stepRun(second, 0, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0 } });
+      expect(await stepRun(second, 1, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, errors: 0 } });
+      expect(await stepRun(second, 1, staffId)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0, errors: 0 } });
+      expect(await entry(dnOf('E1006', 'Computing'))).toMatchObject({ cn: 'Mary Jackson', departmentNumber: 'Computing', title: 'Head of Computing' });
+      expect((await entry(dnOf('E1005', 'Research'))).manager).toBe(dnOf('E1006', 'Computing'));
+      const ada = await entry(dnOf('E1003', 'Engineering'));
+      expect(ada.mail).toBeUndefined();
+      expect(ada.manager).toBe(dnOf('E1001', 'Research'));
+      expect(await staff()).toEqual([
+        { employee_id: 'E1001', given_name: 'Grace', surname: 'Hopper', mail: 'grace.hopper@example.com', department: 'Research', manager_id: null },
+        { employee_id: 'E1002', given_name: 'Alan', surname: 'Turing', mail: 'alan.turing@example.com', department: 'Engineering', manager_id: 'E1001' },
+        { employee_id: 'E1003', given_name: 'Ada', surname: 'Lovelace', mail: null, department: 'Engineering', manager_id: 'E1001' },
+        { employee_id: 'E1004', given_name: 'Katherine', surname: 'Johnson', mail: 'katherine.johnson@example.com', department: 'Research', manager_id: null },
+        { employee_id: 'E1005', given_name: 'Dorothy', surname: 'Vaughan', mail: 'dorothy.vaughan@example.com', department: 'Research', manager_id: 'E1006' },
+        { employee_id: 'E1006', given_name: 'Mary', surname: 'Jackson', mail: 'mary.jackson@example.com', department: 'Computing', manager_id: null },
+      ]);
+      // One manager, in HR's terms and the table's: the old one (E1004) gone from both.
+      const mesh = await meshByAnchor();
+      expect(relationshipsOf(mesh.get('E1005')!)).toEqual([
+        ['manager', 'E1006'],
+        ['manager_id', 'E1006'],
+      ]);
+      expect(arrayLines(out)).toEqual(['["manager","E1006"]', '["manager_id","E1006"]']);
+      expect(Object.keys(mesh.get('E1006')!.links).sort()).toEqual([hr, dir, staffId].sort());
+    },
+    '11. Review, then apply: a dry run and its plan': async () => {
+      const [hr, dir, staffId, scheduleId] = [
+        await shell.value('HR'),
+        await shell.value('DIRECTORY'),
+        await shell.value('STAFF'),
+        await shell.value('SCHEDULE'),
+      ];
+      // Newest first: the schedule's delta import (nothing new), the import of this section.
+      const [scheduled, imp] = await runs(hr);
+      expect(imp).toMatchObject({ runType: 'DeltaImport', status: 'Completed', stats: { objectsCreated: 2, objectsUpdated: 0, errors: 0 } });
+      expect(scheduled).toMatchObject({ runType: 'DeltaImport', status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0 } });
+      const planId = await shell.value('PLAN');
+      const plan = await run(planId);
+      expect(plan).toMatchObject({ runType: 'Export', dryRun: true, status: 'Completed', stats: { objectsCreated: 2, errors: 0 } });
+      // A plan is applied within a day (Plans__ExpireHours, 24 by default).
+      const hours = (Date.parse(plan.plan!.expiresOn) - Date.parse(plan.completedAt!)) / 3_600_000;
+      expect(Math.round(hours)).toBe(24);
+      // The plan: two adds; Annie's names Mary, Christine's names no manager yet (Annie is not in the directory).
+      const item = (c: Awaited<ReturnType<typeof changes>>[number]) => [c.operation, c.dn?.toLowerCase() ?? null, c.attributes.manager?.new ?? null, c.outcome];
+      const dn = (uid: string) => dnOf(uid, 'Computing').toLowerCase();
+      expect((await changes(planId)).map(item).sort()).toEqual(
+        [
+          ['Add', dn('E1007'), dnOf('E1006', 'Computing'), 'planned'],
+          ['Add', dn('E1008'), null, 'planned'],
+        ].sort(),
+      );
+      const applied = (await runs(dir)).find((r) => r.trigger?.type === 'apply')!;
+      expect(applied).toMatchObject({ runType: 'Export', status: 'Completed', trigger: { planRunId: planId }, stats: { objectsCreated: 2, errors: 0 } });
+      // The apply: the plan's two adds, then its second pass writes Christine's manager, Annie, whom it added.
+      const done = (await changes(applied.runId)).map(item);
+      expect(done.slice(0, 2).sort()).toEqual(
+        [
+          ['Add', dn('E1007'), dnOf('E1006', 'Computing'), 'applied'],
+          ['Add', dn('E1008'), null, 'applied'],
+        ].sort(),
+      );
+      expect(done.slice(2)).toEqual([['Update', dn('E1008'), dnOf('E1007', 'Computing'), 'applied']]);
+      // The schedule finished the cycle: the directory had nothing left, the table added both rows.
+      const [third] = await scheduleRuns(scheduleId);
+      expect(third).toMatchObject({ status: 'Completed' });
+      expect(await stepRun(third, 1, dir)).toMatchObject({
+        status: 'Completed',
+        stats: { objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0, errors: 0 },
+      });
+      expect(await stepRun(third, 1, staffId)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 2, errors: 0 } });
+      for (const id of [dir, staffId]) expect(await stepRun(third, 2, id)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+      expect((await entry(dnOf('E1007', 'Computing'))).manager).toBe(dnOf('E1006', 'Computing'));
+      expect((await entry(dnOf('E1008', 'Computing'))).manager).toBe(dnOf('E1007', 'Computing'));
+      expect((await staff()).filter((r) => r.department === 'Computing').map((r) => [r.employee_id, r.manager_id])).toEqual([
+        ['E1006', null],
+        ['E1007', 'E1006'],
+        ['E1008', 'E1007'],
+      ]);
     },
   };
 
