@@ -88,12 +88,14 @@ run(`export soak: ${PEOPLE} people x ${DAYS} days, seed ${SEED} (service, slapd,
       mode: d.mode,
       differences: d.differences.byCategory,
       silent: d.differences.silent,
+      silentByTarget: d.differences.silentByTarget,
       examples: d.differences.examples.slice(0, 4),
     }));
-    expect({ differences: report.totals.differences, silent: report.totals.silent, days: summary }).toEqual({
+    expect({ differences: report.totals.differences, silent: report.totals.silent, silentByTarget: report.totals.silentByTarget, days: summary }).toEqual({
       differences: 0,
       silent: 0,
-      days: summary.map((d) => ({ ...d, differences: {}, silent: 0, examples: [] })),
+      silentByTarget: { ldap: 0, staff: 0 },
+      days: summary.map((d) => ({ ...d, differences: {}, silent: 0, silentByTarget: { ldap: 0, staff: 0 }, examples: [] })),
     });
   });
 });

@@ -58,9 +58,13 @@ export interface RunRecord {
   dryRun: boolean;
   trigger?: string;
   status: string;
+  /** The run's own error (a Failed or Cancelled run says why). */
+  error?: string;
   stats: Record<string, number>;
   /** The run's first errors (object and message, messages cut at 300 characters). */
   errors: { object?: string; message: string }[];
+  /** An export that applied changes (not a dry run): its changes list's `drifted` and `failed` items (docs/safety.md). */
+  changes?: { drifted: number; failed: number };
   durationMs: number;
 }
 
@@ -82,6 +86,11 @@ export interface DayReport {
     total: number;
     /** Differences on a day whose every run was clean. */
     silent: number;
+    /**
+     * Per target, its differences on a day when its own runs (its exports, dry runs, applies and confirming
+     * import) were all clean: the target looked fine to anyone reading its runs.
+     */
+    silentByTarget: Record<'ldap' | 'staff', number>;
     byCategory: Record<string, number>;
     /** The first few, for the engine engineer. */
     examples: Difference[];
@@ -95,7 +104,7 @@ export interface SoakReport {
   days: number;
   startedOn: string;
   durationMs: number;
-  totals: { differences: number; silent: number; byCategory: Record<string, number>; daysWithDifferences: number; runs: number };
+  totals: { differences: number; silent: number; silentByTarget: Record<'ldap' | 'staff', number>; byCategory: Record<string, number>; daysWithDifferences: number; runs: number };
   dayReports: DayReport[];
 }
 
@@ -293,7 +302,7 @@ export class ExportSoak {
       dayReports.push(report);
       this.log(
         `day ${plan.day} (${plan.mode}, ${plan.hrImport}${plan.kill ? `, kill during ${plan.kill}` : ''}${hr.refused.length ? ', refused add' : ''}): ` +
-          `${report.differences.total} differences (${report.differences.silent} silent) ${JSON.stringify(report.differences.byCategory)} in ${report.durationMs} ms`,
+          `${report.differences.total} differences (${report.differences.silent} silent, ${JSON.stringify(report.differences.silentByTarget)} silent by target) ${JSON.stringify(report.differences.byCategory)} in ${report.durationMs} ms`,
       );
     }
     const byCategory: Record<string, number> = {};
@@ -307,6 +316,10 @@ export class ExportSoak {
       totals: {
         differences: dayReports.reduce((s, d) => s + d.differences.total, 0),
         silent: dayReports.reduce((s, d) => s + d.differences.silent, 0),
+        silentByTarget: {
+          ldap: dayReports.reduce((s, d) => s + d.differences.silentByTarget.ldap, 0),
+          staff: dayReports.reduce((s, d) => s + d.differences.silentByTarget.staff, 0),
+        },
         byCategory,
         daysWithDifferences: dayReports.filter((d) => d.differences.total > 0).length,
         runs: dayReports.reduce((s, d) => s + d.runs.length, 0),
@@ -351,7 +364,13 @@ export class ExportSoak {
       if (!reported)
         for (const id of expected.staffRefused) differences.push({ target: 'staff', kind: 'refusal-unreported', employeeId: id, expected: 'an error in the staff export' });
     }
-    const allRunsClean = runs.every((r) => r.status === 'Completed' && (r.stats.errors ?? 0) === 0);
+    const clean = (r: RunRecord) => r.status === 'Completed' && (r.stats.errors ?? 0) === 0;
+    const allRunsClean = runs.every(clean);
+    const targetClean = { ldap: runs.filter((r) => r.connector === 'Directory').every(clean), staff: runs.filter((r) => r.connector === 'Staff').every(clean) };
+    const silentByTarget = {
+      ldap: targetClean.ldap ? differences.filter((d) => d.target === 'ldap').length : 0,
+      staff: targetClean.staff ? differences.filter((d) => d.target === 'staff').length : 0,
+    };
     const byCategory: Record<string, number> = {};
     for (const d of differences) byCategory[categoryOf(d)] = (byCategory[categoryOf(d)] ?? 0) + 1;
     return {
@@ -363,7 +382,7 @@ export class ExportSoak {
       faults: { refused: hr.refused, fixed: hr.fixed, ...(kill ? { kill } : {}) },
       runs,
       allRunsClean,
-      differences: { total: differences.length, silent: allRunsClean ? differences.length : 0, byCategory, examples: examplesOf(differences) },
+      differences: { total: differences.length, silent: allRunsClean ? differences.length : 0, silentByTarget, byCategory, examples: examplesOf(differences) },
       durationMs: Date.now() - started,
     };
   }
@@ -447,6 +466,7 @@ export class ExportSoak {
       const res = await this.servers.rt.call('GET', `runs/${runId}`);
       if (res.status === 200 && FINAL.includes(res.body.status)) {
         const r = res.body;
+        const changes = r.runType === 'Export' && !r.dryRun ? { drifted: await this.changeCount(runId, 'drifted'), failed: await this.changeCount(runId, 'failed') } : undefined;
         return {
           label,
           runId,
@@ -455,14 +475,22 @@ export class ExportSoak {
           dryRun: !!r.dryRun,
           trigger: r.trigger?.type,
           status: r.status,
+          ...(r.error ? { error: String(r.error).slice(0, 500) } : {}),
           stats: r.stats ?? {},
           errors: ((r.errors ?? []) as { object?: string; message: string }[]).slice(0, 5).map((e) => ({ ...(e.object ? { object: e.object } : {}), message: String(e.message).slice(0, 300) })),
+          ...(changes ? { changes } : {}),
           durationMs: Date.now() - started,
         };
       }
       if (Date.now() > deadline) throw new Error(`run ${runId} (${label}) did not end: ${res.text}`);
       await sleep(100);
     }
+  }
+
+  private async changeCount(runId: string, outcome: 'drifted' | 'failed'): Promise<number> {
+    const res = await this.servers.rt.call('GET', `runs/${runId}/changes?outcome=${outcome}&take=1`);
+    if (res.status !== 200) throw new Error(`changes of run ${runId}: ${res.status} ${res.text}`);
+    return res.body.totalCount as number;
   }
 
   private async create(body: Record<string, unknown>): Promise<string> {
