@@ -394,15 +394,22 @@ export class ExportSoak {
     const res = await rt.call('POST', `connectors/${this.ids[target]}/export`, { body: {} });
     if (res.status !== 202) throw new Error(`${target} export: ${res.status} ${res.text}`);
     const runId = res.body.runId as string;
-    // Kill as soon as the run is Running: at the soak's small sizes an export lasts about a second.
-    let seen: { status: string; stats?: { objectsProcessed?: number } };
+    // Kill once the run has applied something (its stats are written after every page), so that the kill lands
+    // between pages; a run that shows no progress within 1.5 s of Running is killed anyway.
+    let seen: { status: string; stats?: { objectsProcessed?: number }; progress?: { objectsProcessed?: number } };
+    let runningSince = 0;
+    const processed = () => Math.max(seen.stats?.objectsProcessed ?? 0, seen.progress?.objectsProcessed ?? 0);
     for (;;) {
       seen = (await rt.call('GET', `runs/${runId}`)).body;
-      if (seen.status === 'Running' || FINAL.includes(seen.status)) break;
+      if (FINAL.includes(seen.status)) break;
+      if (seen.status === 'Running') {
+        runningSince ||= Date.now();
+        if (processed() > 0 || Date.now() - runningSince > 1500) break;
+      }
       await sleep(20);
     }
     await rt.kill();
-    this.log(`killed the service during the ${target} export (run ${seen.status}, ${seen.stats?.objectsProcessed ?? 0} objects processed)`);
+    this.log(`killed the service during the ${target} export (run ${seen.status}, ${processed()} objects processed)`);
     await rt.start();
     const interrupted = await this.record(`${target} export (killed)`, target, runId, started);
     const again = await this.trigger(`${target} export (after restart)`, target, 'export', {});
@@ -412,7 +419,7 @@ export class ExportSoak {
         target,
         duringRun: seen.status === 'Running',
         statusAtKill: seen.status,
-        objectsProcessedAtKill: seen.stats?.objectsProcessed ?? 0,
+        objectsProcessedAtKill: processed(),
         interruptedRunEnded: interrupted.status,
       },
     };
