@@ -61,8 +61,11 @@ export interface RunRecord {
   /** The run's own error (a Failed or Cancelled run says why). */
   error?: string;
   stats: Record<string, number>;
-  /** The run's first errors (object and message, messages cut at 300 characters). */
-  errors: { object?: string; message: string }[];
+  /**
+   * The run's first errors (object and message, messages cut at 300 characters); for the directory, an object
+   * named by its entryUUID also gets the entry's DN as the soak found it after the day.
+   */
+  errors: { object?: string; dn?: string; message: string }[];
   /** An export that applied changes (not a dry run): its changes list's `drifted` and `failed` items (docs/safety.md). */
   changes?: { drifted: number; failed: number };
   durationMs: number;
@@ -104,7 +107,14 @@ export interface SoakReport {
   days: number;
   startedOn: string;
   durationMs: number;
-  totals: { differences: number; silent: number; silentByTarget: Record<'ldap' | 'staff', number>; byCategory: Record<string, number>; daysWithDifferences: number; runs: number };
+  totals: {
+    differences: number;
+    silent: number;
+    silentByTarget: Record<'ldap' | 'staff', number>;
+    byCategory: Record<string, number>;
+    daysWithDifferences: number;
+    runs: number;
+  };
   dayReports: DayReport[];
 }
 
@@ -123,7 +133,8 @@ export function planDays(seed: number, days: number): DayPlan[] {
     const plan: DayPlan = {
       day,
       mode,
-      hrImport: day === 0 || rng.chance(0.5) ? 'FullImport' : 'DeltaImport',
+      // The tutorial imports HR in full, then by delta: day 2 is always a delta, the others by seed.
+      hrImport: day === 0 ? 'FullImport' : day === 2 || rng.chance(0.5) ? 'DeltaImport' : 'FullImport',
       refuseAnAdd: day === 1 || (day > 1 && rng.chance(0.3)),
     };
     // At least one kill: on the first sequential day, then on half of them.
@@ -178,8 +189,7 @@ export class ExportSoak {
     await pg.query(`ALTER TABLE staff ADD CONSTRAINT staff_mail_check CHECK (mail LIKE '%@%')`, [], database);
     const ldap = await this.ldap();
     try {
-      for (const ou of ['Engineering', 'Research'])
-        await ldap.add(`ou=${ou},${PEOPLE_DN}`, { objectClass: ['organizationalUnit'], ou: [ou] });
+      for (const ou of ['Engineering', 'Research']) await ldap.add(`ou=${ou},${PEOPLE_DN}`, { objectClass: ['organizationalUnit'], ou: [ou] });
     } finally {
       await ldap.unbind();
     }
@@ -249,7 +259,15 @@ export class ExportSoak {
     const { HR, Directory, Staff } = this.ids;
     await this.rule({ ruleName: 'HR: people are users', ruleType: 'ProjectionRule', connectorId: HR, sourceAttribute: 'employeeId', objectType: 'User' });
     for (const a of ['employeeId', 'givenName', 'sn', 'mail', 'department', 'title'])
-      await this.rule({ ruleName: `HR: ${a}`, ruleType: 'FlowRule', connectorId: HR, direction: 'inbound', sourceAttribute: a, targetAttribute: a, confidence: 80 });
+      await this.rule({
+        ruleName: `HR: ${a}`,
+        ruleType: 'FlowRule',
+        connectorId: HR,
+        direction: 'inbound',
+        sourceAttribute: a,
+        targetAttribute: a,
+        confidence: 80,
+      });
     await this.rule({
       ruleName: 'Directory: join on employeeNumber',
       ruleType: 'JoinRule',
@@ -257,9 +275,23 @@ export class ExportSoak {
       sourceAttribute: 'employeeNumber',
       targetAttribute: 'employeeId',
     });
-    await this.rule({ ruleName: 'Staff: join on employee_id', ruleType: 'JoinRule', connectorId: Staff, sourceAttribute: 'employee_id', targetAttribute: 'employeeId' });
+    await this.rule({
+      ruleName: 'Staff: join on employee_id',
+      ruleType: 'JoinRule',
+      connectorId: Staff,
+      sourceAttribute: 'employee_id',
+      targetAttribute: 'employeeId',
+    });
     const out = (connectorId: string, ruleName: string, sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      this.rule({ ruleName, ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute, targetAttribute, ...(transformScript ? { transformScript } : {}) });
+      this.rule({
+        ruleName,
+        ruleType: 'FlowRule',
+        connectorId,
+        direction: 'outbound',
+        sourceAttribute,
+        targetAttribute,
+        ...(transformScript ? { transformScript } : {}),
+      });
     await out(Directory, 'Directory: uid', 'employeeId', 'uid');
     await out(Directory, 'Directory: employeeNumber', 'employeeId', 'employeeNumber');
     await out(Directory, 'Directory: givenName', 'givenName', 'givenName');
@@ -349,7 +381,10 @@ export class ExportSoak {
       }
     } else if (plan.mode === 'schedule') runs.push(...(await this.scheduleRun()));
     else {
-      const dry = [await this.trigger('Directory dry run', 'Directory', 'export', { dryRun: true }), await this.trigger('Staff dry run', 'Staff', 'export', { dryRun: true })];
+      const dry = [
+        await this.trigger('Directory dry run', 'Directory', 'export', { dryRun: true }),
+        await this.trigger('Staff dry run', 'Staff', 'export', { dryRun: true }),
+      ];
       runs.push(...dry);
       for (const d of dry) runs.push(await this.apply(d));
     }
@@ -357,12 +392,18 @@ export class ExportSoak {
     runs.push(await this.trigger('Staff confirming import', 'Staff', 'import', { runType: 'FullImport' }));
 
     const expected = expectedState(hr.rows);
-    const differences = [...compareLdap(expected.ldap, await this.readDirectory()), ...compareStaff(expected.staff, await this.readStaff())];
+    const directory = await this.readDirectory();
+    const dnByUuid = new Map(directory.map((e) => [e.attributes.entryuuid?.[0], e.dn]));
+    for (const r of runs) if (r.connector === 'Directory') for (const e of r.errors) if (e.object && dnByUuid.has(e.object)) e.dn = dnByUuid.get(e.object);
+    const differences = [...compareLdap(expected.ldap, directory), ...compareStaff(expected.staff, await this.readStaff())];
     // A refused add must be reported by the day's staff export (an error in a run that applied changes).
     if (expected.staffRefused.length) {
-      const reported = runs.some((r) => r.connector === 'Staff' && r.runType === 'Export' && !r.dryRun && (r.status !== 'Completed' || (r.stats.errors ?? 0) > 0));
+      const reported = runs.some(
+        (r) => r.connector === 'Staff' && r.runType === 'Export' && !r.dryRun && (r.status !== 'Completed' || (r.stats.errors ?? 0) > 0),
+      );
       if (!reported)
-        for (const id of expected.staffRefused) differences.push({ target: 'staff', kind: 'refusal-unreported', employeeId: id, expected: 'an error in the staff export' });
+        for (const id of expected.staffRefused)
+          differences.push({ target: 'staff', kind: 'refusal-unreported', employeeId: id, expected: 'an error in the staff export' });
     }
     const clean = (r: RunRecord) => r.status === 'Completed' && (r.stats.errors ?? 0) === 0;
     const allRunsClean = runs.every(clean);
@@ -442,7 +483,17 @@ export class ExportSoak {
             const target = (Object.keys(this.ids) as (keyof typeof this.ids)[]).find((k) => this.ids[k] === entry.connectorId)!;
             if (entry.runId) out.push(await this.record(`${target} export (schedule)`, target, entry.runId, started));
             else
-              out.push({ label: `${target} export (schedule, not started)`, runId: '', connector: target, runType: 'Export', dryRun: false, status: entry.status, stats: {}, errors: [], durationMs: 0 });
+              out.push({
+                label: `${target} export (schedule, not started)`,
+                runId: '',
+                connector: target,
+                runType: 'Export',
+                dryRun: false,
+                status: entry.status,
+                stats: {},
+                errors: [],
+                durationMs: 0,
+              });
           }
         return out;
       }
@@ -473,7 +524,10 @@ export class ExportSoak {
       const res = await this.servers.rt.call('GET', `runs/${runId}`);
       if (res.status === 200 && FINAL.includes(res.body.status)) {
         const r = res.body;
-        const changes = r.runType === 'Export' && !r.dryRun ? { drifted: await this.changeCount(runId, 'drifted'), failed: await this.changeCount(runId, 'failed') } : undefined;
+        const changes =
+          r.runType === 'Export' && !r.dryRun
+            ? { drifted: await this.changeCount(runId, 'drifted'), failed: await this.changeCount(runId, 'failed') }
+            : undefined;
         return {
           label,
           runId,
@@ -484,7 +538,9 @@ export class ExportSoak {
           status: r.status,
           ...(r.error ? { error: String(r.error).slice(0, 500) } : {}),
           stats: r.stats ?? {},
-          errors: ((r.errors ?? []) as { object?: string; message: string }[]).slice(0, 5).map((e) => ({ ...(e.object ? { object: e.object } : {}), message: String(e.message).slice(0, 300) })),
+          errors: ((r.errors ?? []) as { object?: string; message: string }[])
+            .slice(0, 5)
+            .map((e) => ({ ...(e.object ? { object: e.object } : {}), message: String(e.message).slice(0, 300) })),
           ...(changes ? { changes } : {}),
           durationMs: Date.now() - started,
         };
@@ -522,7 +578,12 @@ export class ExportSoak {
   private async readDirectory(): Promise<ActualEntry[]> {
     const client = await this.ldap();
     try {
-      const { searchEntries } = await client.search(PEOPLE_DN, { scope: 'sub', filter: '(objectClass=*)', attributes: ['*'], paged: { pageSize: 500 } });
+      const { searchEntries } = await client.search(PEOPLE_DN, {
+        scope: 'sub',
+        filter: '(objectClass=*)',
+        attributes: ['*', 'entryUUID'],
+        paged: { pageSize: 500 },
+      });
       const out: ActualEntry[] = [];
       for (const e of searchEntries) {
         const attributes: Record<string, string[]> = {};

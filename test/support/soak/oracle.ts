@@ -276,7 +276,8 @@ export function compareStaff(expected: Map<string, StaffRow>, actual: readonly S
       continue;
     }
     for (const c of STAFF_COLUMNS)
-      if ((row[c] ?? null) !== exp[c]) out.push({ target: 'staff', kind: 'wrong-value', employeeId: id, attribute: c, expected: exp[c], actual: row[c] ?? null });
+      if ((row[c] ?? null) !== exp[c])
+        out.push({ target: 'staff', kind: 'wrong-value', employeeId: id, attribute: c, expected: exp[c], actual: row[c] ?? null });
   }
   for (const [id, exp] of expected) if (!seen.has(id)) out.push({ target: 'staff', kind: 'missing', employeeId: id, expected: exp });
   return out;

@@ -50,7 +50,14 @@ describe('the oracle and the comparison', () => {
 
   const entryOf = (id: string): ActualEntry => {
     const e = expected.ldap.get(id)!;
-    return { dn: e.dn, attributes: Object.fromEntries(Object.entries(e.attributes).filter(([, v]) => v.length).map(([k, v]) => [k.toLowerCase(), v])) };
+    return {
+      dn: e.dn,
+      attributes: Object.fromEntries(
+        Object.entries(e.attributes)
+          .filter(([, v]) => v.length)
+          .map(([k, v]) => [k.toLowerCase(), v]),
+      ),
+    };
   };
   const staffRows = (): StaffRow[] => [...expected.staff.values()].map((r) => ({ ...r }));
 
