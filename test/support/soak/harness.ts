@@ -155,6 +155,8 @@ export class ExportSoak {
   private hrDir = '';
   private ids: Record<'HR' | TargetName, string> = { HR: '', Directory: '', Staff: '' };
   private scheduleId = '';
+  /** By run id, the objects its errors name (the whole list the run keeps, not only the report's first few). */
+  private readonly errorObjects = new Map<string, string[]>();
 
   constructor(
     private readonly servers: SoakServers,
@@ -396,14 +398,15 @@ export class ExportSoak {
     const dnByUuid = new Map(directory.map((e) => [e.attributes.entryuuid?.[0], e.dn]));
     for (const r of runs) if (r.connector === 'Directory') for (const e of r.errors) if (e.object && dnByUuid.has(e.object)) e.dn = dnByUuid.get(e.object);
     const differences = [...compareLdap(expected.ldap, directory), ...compareStaff(expected.staff, await this.readStaff())];
-    // A refused add must be reported by the day's staff export (an error in a run that applied changes).
-    if (expected.staffRefused.length) {
-      const reported = runs.some(
-        (r) => r.connector === 'Staff' && r.runType === 'Export' && !r.dryRun && (r.status !== 'Completed' || (r.stats.errors ?? 0) > 0),
-      );
-      if (!reported)
-        for (const id of expected.staffRefused)
-          differences.push({ target: 'staff', kind: 'refusal-unreported', employeeId: id, expected: 'an error in the staff export' });
+    // A refused add must be reported by the day's staff export: an error naming the person, in a run that
+    // applied changes (when a run's error list is full, at 100, an error for the person may be past its end).
+    for (const id of expected.staffRefused) {
+      const reported = runs.some((r) => {
+        if (r.connector !== 'Staff' || r.runType !== 'Export' || r.dryRun) return false;
+        const objects = this.errorObjects.get(r.runId) ?? [];
+        return objects.includes(id) || objects.length >= 100 || (r.status === 'Failed' && !objects.length);
+      });
+      if (!reported) differences.push({ target: 'staff', kind: 'refusal-unreported', employeeId: id, expected: 'an error naming it in the staff export' });
     }
     const clean = (r: RunRecord) => r.status === 'Completed' && (r.stats.errors ?? 0) === 0;
     const allRunsClean = runs.every(clean);
@@ -524,6 +527,10 @@ export class ExportSoak {
       const res = await this.servers.rt.call('GET', `runs/${runId}`);
       if (res.status === 200 && FINAL.includes(res.body.status)) {
         const r = res.body;
+        this.errorObjects.set(
+          runId,
+          ((r.errors ?? []) as { object?: string }[]).flatMap((e) => (e.object ? [e.object] : [])),
+        );
         const changes =
           r.runType === 'Export' && !r.dryRun
             ? { drifted: await this.changeCount(runId, 'drifted'), failed: await this.changeCount(runId, 'failed') }
