@@ -1,3 +1,4 @@
+import { planDays } from '../../support/soak/harness';
 import { HrModel, hrCsv, type HrRow } from '../../support/soak/model';
 import { compareLdap, compareStaff, dnEqual, expectedDn, expectedState, parseDn, type ActualEntry, type StaffRow } from '../../support/soak/oracle';
 
@@ -130,5 +131,17 @@ describe('the HR model', () => {
 
   test('the HR file quotes values with commas and quotes', () => {
     expect(hrCsv([row({ title: 'Say "hi"' })]).split('\n')[1]).toBe('E00001,Zoë,"O\'Brien, Jr.",zoe.obrienjr.e00001@example.com,"Sales, EMEA","Say ""hi""",');
+  });
+});
+
+describe('the day plans', () => {
+  test.each([1, 7, 20261129, 424242])('seed %i: every mode within three days, both HR imports, a refused add on day 1, a kill on a sequential day', (seed) => {
+    const plans = planDays(seed, 4);
+    expect(new Set(plans.slice(0, 3).map((p) => p.mode))).toEqual(new Set(['sequential', 'schedule', 'plan']));
+    expect([plans[0].hrImport, plans[2].hrImport]).toEqual(['FullImport', 'DeltaImport']);
+    expect(plans[1].refuseAnAdd).toBe(true);
+    expect(plans.filter((p) => p.kill).length).toBeGreaterThan(0);
+    expect(plans.filter((p) => p.kill).every((p) => p.mode === 'sequential')).toBe(true);
+    expect(planDays(seed, 4)).toEqual(plans);
   });
 });
