@@ -253,10 +253,13 @@ let preloads = 0;
 export async function sharedIndex(attributes: Iterable<string>): Promise<MeshIndex> {
   if (!shared && preloading) await preloading;
   const want = new Set(attributes);
-  if (shared && [...want].every((a) => shared!.index.attributes.has(a))) {
+  // The index this call found: another caller may drop or replace the shared one while this one awaits its
+  // sync (a preload that failed after a restart: the cause of a dry run's "reading 'index'" crash).
+  const found = shared?.index;
+  if (found && [...want].every((a) => found.attributes.has(a))) {
     try {
-      await shared.index.sync();
-      return shared.index;
+      await found.sync();
+      return found;
     } catch (err) {
       if (!(err instanceof FeedGapError)) throw err;
       log.warn(`The join index is built again from the mesh: ${err.message}`);
