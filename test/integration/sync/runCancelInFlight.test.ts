@@ -1,0 +1,113 @@
+import { startPostgres, type Postgres } from '../../support/postgres';
+import { describeWithServer } from '../../support/servers';
+import { startService, USERS, type ServiceUnderTest } from '../../support/service';
+import { pgServer, SqlContractFixture } from '../sql/sqlFixture';
+import { rule, runImport, waitRun } from './syncSupport';
+
+/**
+ * A cancel that finds the run inside a connector call, against a real PostgreSQL source and the running
+ * service: the full import's source query is stuck in the database (a row gate that sleeps for minutes), the
+ * run is cancelled, and it ends `Cancelled` within 10 s with the pages applied before kept and counted, and
+ * the query gone from the server (pg_stat_activity), not left running for its minutes.
+ */
+jest.setTimeout(600_000);
+
+const ROWS = 5_000;
+/** Rows after this anchor sleep in the source query: the first page arrives, the read after it hangs. */
+const GATE = 'C004500';
+
+describeWithServer('postgres')('cancel with a connector call in flight (PostgreSQL)', () => {
+  let pg: Postgres;
+  let rt: ServiceUnderTest;
+  let f: SqlContractFixture;
+  let connectorId: string;
+
+  /** The service's statements running in the fixture database (the service names its connections). */
+  const inFlight = () =>
+    pg.query<{ pid: number; wait_event: string | null; query: string }>(
+      "SELECT pid, wait_event, query FROM pg_stat_activity WHERE application_name = 'identity-sync' AND datname = $1 AND state = 'active'",
+      [f.db],
+    );
+  /** The rows after GATE sleep `seconds` each while the gate is closed; an open gate lets every row through. */
+  const gate = (seconds: number) =>
+    f.exec(`CREATE OR REPLACE FUNCTION slow_gate(id text) RETURNS boolean LANGUAGE plpgsql AS $$
+            BEGIN IF id > '${GATE}' THEN PERFORM pg_sleep(${seconds}); END IF; RETURN true; END $$`);
+
+  async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const got = await probe();
+      if (got !== undefined) return got;
+      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms\n${rt.logs().slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  beforeAll(async () => {
+    pg = await startPostgres();
+    rt = await startService();
+    f = await SqlContractFixture.create(pgServer(pg));
+    await f.exec(
+      `INSERT INTO people (employee_id, given_name, sn) SELECT 'C' || lpad(i::text, 6, '0'), 'Bulk', 'Row' || i FROM generate_series(1, ${ROWS}) i`,
+    );
+    await gate(600);
+    const config = f.config({
+      fullImportQuery: 'SELECT employee_id, given_name, sn FROM people WHERE slow_gate(employee_id)',
+      deltaImportQuery: undefined,
+      deltaColumn: undefined,
+      deleteDetection: undefined,
+      multiValueQueries: undefined,
+      referenceColumns: undefined,
+      exportStatements: undefined,
+      // Far beyond the test: only the cancel can end the stuck read.
+      timeoutSeconds: 900,
+    });
+    const res = await rt.call('POST', 'connectors', { body: { name: 'HR slow', type: 'sql', config } });
+    if (res.status !== 201) throw new Error(res.text);
+    connectorId = res.body.id;
+    await rule(rt, { ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'employee_id', objectType: 'User' });
+    await rule(rt, { ruleType: 'FlowRule', connectorId, sourceAttribute: 'sn', targetAttribute: 'sn', confidence: 50 });
+  });
+  afterAll(async () => {
+    await rt?.dispose();
+    await f?.cleanup();
+    await pg?.stop();
+  });
+
+  test('a full import whose source query is stuck ends Cancelled within 10 s, its applied page counted, the query gone from the server', async () => {
+    const started = await rt.call('POST', `connectors/${connectorId}/import`, { role: 'Operator', body: { runType: 'FullImport' } });
+    expect(started.status).toBe(202);
+    const runId = started.body.runId as string;
+
+    // The query is in flight, sleeping at the gate, and the run is Running.
+    const stuck = await until('the source query sleeping at the gate', async () => (await inFlight()).find((q) => q.wait_event === 'PgSleep'));
+    expect(stuck.query).toContain('slow_gate');
+    const running = await rt.call('GET', `runs/${runId}`);
+    expect(running.body.status).toBe('Running');
+    const applied = running.body.stats.objectsCreated as number;
+
+    const asked = Date.now();
+    const cancel = await rt.call('POST', `runs/${runId}/cancel`, { role: 'Operator' });
+    expect(cancel.status).toBe(202);
+    const ended = await until('the run ended', async () => {
+      const r = await rt.call('GET', `runs/${runId}`);
+      return r.body.status === 'Running' ? undefined : r.body;
+    }, 30_000);
+    const took = Date.now() - asked;
+    expect(took).toBeLessThan(10_000);
+    expect(ended.status).toBe('Cancelled');
+    expect(ended.error).toContain(USERS.Operator.upn);
+    // What was applied before the stuck read stays and is counted; nothing after the gate was read.
+    expect(ended.stats.objectsCreated).toBe(applied);
+    expect(ended.stats.objectsCreated).toBeGreaterThan(0);
+    expect(ended.stats.objectsCreated).toBeLessThan(ROWS);
+    // The query was cancelled in the database, not left sleeping there.
+    await until('the stuck query gone from pg_stat_activity', async () => ((await inFlight()).some((q) => q.pid === stuck.pid) ? undefined : true), 5_000);
+
+    // The connector is free: with the gate open, the next full import reads every row, the cancelled run's included.
+    await gate(0);
+    const next = await runImport(rt, connectorId);
+    expect(next.status).toBe('Completed');
+    expect(next.stats.objectsCreated + ended.stats.objectsCreated).toBe(ROWS);
+  });
+});
