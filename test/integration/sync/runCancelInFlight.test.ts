@@ -2,7 +2,7 @@ import { startPostgres, type Postgres } from '../../support/postgres';
 import { describeWithServer } from '../../support/servers';
 import { startService, USERS, type ServiceUnderTest } from '../../support/service';
 import { pgServer, SqlContractFixture } from '../sql/sqlFixture';
-import { rule, runImport, waitRun } from './syncSupport';
+import { rule, runImport } from './syncSupport';
 
 /**
  * A cancel that finds the run inside a connector call, against a real PostgreSQL source and the running
@@ -13,7 +13,11 @@ import { rule, runImport, waitRun } from './syncSupport';
 jest.setTimeout(600_000);
 
 const ROWS = 5_000;
-/** Rows after this anchor sleep in the source query: the first page arrives, the read after it hangs. */
+/**
+ * Rows after this anchor sleep in the source query. The query streams in anchor order from the anchor's index
+ * (the table analyzed, so the planner prefers it to a sort of every row): the first pages arrive, a later read
+ * hangs.
+ */
 const GATE = 'C004500';
 
 describeWithServer('postgres')('cancel with a connector call in flight (PostgreSQL)', () => {
@@ -48,7 +52,8 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
     rt = await startService();
     f = await SqlContractFixture.create(pgServer(pg));
     await f.exec(
-      `INSERT INTO people (employee_id, given_name, sn) SELECT 'C' || lpad(i::text, 6, '0'), 'Bulk', 'Row' || i FROM generate_series(1, ${ROWS}) i`,
+      `INSERT INTO people (employee_id, given_name, sn) SELECT 'C' || lpad(i::text, 6, '0'), 'Bulk', 'Row' || i FROM generate_series(1, ${ROWS}) i;
+       ANALYZE people`,
     );
     await gate(600);
     const config = f.config({
@@ -79,20 +84,28 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
     expect(started.status).toBe(202);
     const runId = started.body.runId as string;
 
-    // The query is in flight, sleeping at the gate, and the run is Running.
+    // The first page is applied, the read after it sleeps at the gate in the database, and the run is Running.
+    const running = await until('a page applied', async () => {
+      const r = await rt.call('GET', `runs/${runId}`);
+      return r.body.status !== 'Running' || r.body.stats.objectsCreated > 0 ? r.body : undefined;
+    });
+    expect(running.status).toBe('Running');
     const stuck = await until('the source query sleeping at the gate', async () => (await inFlight()).find((q) => q.wait_event === 'PgSleep'));
     expect(stuck.query).toContain('slow_gate');
-    const running = await rt.call('GET', `runs/${runId}`);
-    expect(running.body.status).toBe('Running');
-    const applied = running.body.stats.objectsCreated as number;
+    const applied = (await rt.call('GET', `runs/${runId}`)).body.stats.objectsCreated as number;
+    expect(applied).toBe(running.stats.objectsCreated);
 
     const asked = Date.now();
     const cancel = await rt.call('POST', `runs/${runId}/cancel`, { role: 'Operator' });
     expect(cancel.status).toBe(202);
-    const ended = await until('the run ended', async () => {
-      const r = await rt.call('GET', `runs/${runId}`);
-      return r.body.status === 'Running' ? undefined : r.body;
-    }, 30_000);
+    const ended = await until(
+      'the run ended',
+      async () => {
+        const r = await rt.call('GET', `runs/${runId}`);
+        return r.body.status === 'Running' ? undefined : r.body;
+      },
+      30_000,
+    );
     const took = Date.now() - asked;
     expect(took).toBeLessThan(10_000);
     expect(ended.status).toBe('Cancelled');
