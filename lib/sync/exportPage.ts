@@ -1,4 +1,4 @@
-import { appliedBefore, exportChanges, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
+import { appliedBefore, exportChanges, isConnectorError, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
 import { compileExpression } from '../expression';
 import { encodeMeshObject } from '../mesh/codec';
 import { dnKey, isEmptyValue, sameValue, type MeshObject } from '../mesh/model';
@@ -20,6 +20,7 @@ import { referencePolicy } from './references';
 import { ruleFailureMessage, ruleValue, type RuleSet } from './rules';
 import { type ExportConfig, settingsOf } from './runConnector';
 import { csCaches, csCache, waitingDocs, loadDocs, context } from './runContext';
+import { cancellable } from './runProgress';
 import { type RunTotals, type RunInfo, type PageResult, addPage } from './runTypes';
 import { markExportDirty, readExportDirty } from './state';
 
@@ -259,6 +260,7 @@ export async function exportDocs(
     ? await exportRecordingApplied(
         connector,
         changes.map((c) => c.change),
+        info,
       )
     : { results: [] as ExportResult[], interrupted: undefined };
   const csRows: CsObject[] = [...quietRows];
@@ -353,7 +355,12 @@ export async function exportDocs(
       ...drifted,
       ...planned(held),
     ]);
-  if (interrupted !== undefined) throw interrupted;
+  if (interrupted !== undefined) {
+    if (!isAborted(interrupted)) throw interrupted;
+    // Cancelled while the target worked on the page: what it committed is recorded above and counted; the
+    // changes it did not get to were neither applied nor attempted.
+    return { ...withStop(addPage(totals, { ...result, processed: result.processed - (changes.length - results.length), errors }, [])), cancelled: true };
+  }
   const next = addPage(totals, { ...result, errors }, []);
   // What the connector did besides the changes (containers it created): listed in the run, not counted as errors.
   for (const message of notes) if (next.errors.length < 100) next.errors.push({ message });
@@ -378,14 +385,26 @@ async function targetReferenceKind(connectorId: string): Promise<'dn' | 'anchor'
 
 /**
  * Apply changes through the connector. A run-level failure part way (a lost connection) gives the results
- * applied before it and the failure: the caller records what was applied, then throws `interrupted`.
+ * applied before it and the failure: the caller records what was applied, then throws `interrupted`. For a
+ * run (not a preview), a cancel asked while the connector works aborts its call ({@link cancellable}): the
+ * failure is then `aborted` ({@link isAborted}), and the caller ends the step as cancelled instead.
  */
-export async function exportRecordingApplied(connector: Connector, changes: ExportChange[]): Promise<{ results: ExportResult[]; interrupted?: unknown }> {
+export async function exportRecordingApplied(
+  connector: Connector,
+  changes: ExportChange[],
+  info: Pick<RunInfo, 'runId' | 'preview'>,
+): Promise<{ results: ExportResult[]; interrupted?: unknown }> {
+  const target = connector as Connector & { export: NonNullable<Connector['export']> };
   try {
-    return { results: await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes) };
+    return {
+      results: info.preview ? await exportChanges(target, changes) : await cancellable(info.runId, (signal) => exportChanges(target, changes, { signal })),
+    };
   } catch (err) {
     return { results: appliedBefore(err), interrupted: err };
   }
 }
+
+/** A connector call that stopped because a cancel aborted it. */
+export const isAborted = (err: unknown): boolean => isConnectorError(err) && err.code === 'aborted';
 
 export const truthyValue = (v: unknown) => (typeof v === 'string' ? v !== '' && !/^(false|0|no)$/i.test(v) : !!v);

@@ -101,11 +101,12 @@ function duplicateError(c: ResolvedSqlConfig, err: ConnectorError, change: Expor
 /**
  * One transaction for the batch. A row the database rejects rolls it back; the batch then runs again one
  * row per transaction, so the other rows land and the rejected one is a per-object error. Run-level
- * failures (connection lost, bad statement) throw.
+ * failures (connection lost, bad statement) throw. An abort of `signal` cancels the statement in flight (its
+ * transaction is rolled back) and throws `aborted`, with the rows committed before it when going row by row.
  */
-export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[]): Promise<ExportResult[]> {
+export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[], signal?: AbortSignal): Promise<ExportResult[]> {
   if (!changes.length) return [];
-  const s = await openSession(c);
+  const s = await openSession(c, signal);
   try {
     const results: ExportResult[] = [];
     let failed = false;

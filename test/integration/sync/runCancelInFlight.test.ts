@@ -24,13 +24,14 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
   let pg: Postgres;
   let rt: ServiceUnderTest;
   let f: SqlContractFixture;
+  let target: SqlContractFixture | undefined;
   let connectorId: string;
 
-  /** The service's statements running in the fixture database (the service names its connections). */
-  const inFlight = () =>
+  /** The service's statements running in a database (the service names its connections): the source's by default. */
+  const inFlight = (db = f.db) =>
     pg.query<{ pid: number; wait_event: string | null; query: string }>(
       "SELECT pid, wait_event, query FROM pg_stat_activity WHERE application_name = 'identity-sync' AND datname = $1 AND state = 'active'",
-      [f.db],
+      [db],
     );
   /** The rows after GATE sleep `seconds` each while the gate is closed; an open gate lets every row through. */
   const gate = (seconds: number) =>
@@ -72,10 +73,12 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
     connectorId = res.body.id;
     await rule(rt, { ruleType: 'ProjectionRule', connectorId, sourceAttribute: 'employee_id', objectType: 'User' });
     await rule(rt, { ruleType: 'FlowRule', connectorId, sourceAttribute: 'sn', targetAttribute: 'sn', confidence: 50 });
+    await rule(rt, { ruleType: 'FlowRule', connectorId, sourceAttribute: 'employee_id', targetAttribute: 'employeeId', confidence: 50 });
   });
   afterAll(async () => {
     await rt?.dispose();
     await f?.cleanup();
+    await target?.cleanup();
     await pg?.stop();
   });
 
@@ -122,5 +125,68 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
     const next = await runImport(rt, connectorId);
     expect(next.status).toBe('Completed');
     expect(next.stats.objectsCreated + ended.stats.objectsCreated).toBe(ROWS);
+  });
+
+  test('an export whose target statement is stuck ends Cancelled within 10 s: the transaction in flight rolls back, what was committed stays and is counted', async () => {
+    // The mesh holds every source row (the test above). The target's inserts sleep once it holds LIMIT rows:
+    // the first partition's transaction commits (about ROWS / 16 rows), a later one sleeps inside its transaction.
+    const LIMIT = 400;
+    target = await SqlContractFixture.create(pgServer(pg));
+    await target.exec(`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF (SELECT count(*) FROM people) >= ${LIMIT} THEN PERFORM pg_sleep(600); END IF; RETURN NEW; END $$;
+      CREATE TRIGGER slow_insert BEFORE INSERT ON people FOR EACH ROW EXECUTE FUNCTION slow_insert()`);
+    const config = target.config({ timeoutSeconds: 900 });
+    const created = await rt.call('POST', 'connectors', { body: { name: 'Slow target', type: 'sql', config } });
+    if (created.status !== 201) throw new Error(created.text);
+    const targetId = created.body.id as string;
+    for (const [s, t] of [
+      ['employeeId', 'employee_id'],
+      ['sn', 'sn'],
+    ])
+      await rule(rt, { ruleType: 'FlowRule', connectorId: targetId, direction: 'outbound', sourceAttribute: s, targetAttribute: t, confidence: 50 });
+
+    const started = await rt.call('POST', `connectors/${targetId}/export`, { role: 'Operator', body: {} });
+    expect(started.status).toBe(202);
+    const runId = started.body.runId as string;
+    const stuck = await until('the target insert sleeping', async () => (await inFlight(target!.db)).find((q) => q.wait_event === 'PgSleep'));
+    expect(stuck.query).toContain('INSERT INTO people');
+    expect((await rt.call('GET', `runs/${runId}`)).body.status).toBe('Running');
+
+    const asked = Date.now();
+    const cancel = await rt.call('POST', `runs/${runId}/cancel`, { role: 'Operator' });
+    expect(cancel.status).toBe(202);
+    const ended = await until(
+      'the run ended',
+      async () => {
+        const r = await rt.call('GET', `runs/${runId}`);
+        return r.body.status === 'Running' ? undefined : r.body;
+      },
+      30_000,
+    );
+    expect(Date.now() - asked).toBeLessThan(10_000);
+    expect(ended.status).toBe('Cancelled');
+    // The transaction in flight was rolled back; what the target committed before is there and counted.
+    await until(
+      'the stuck insert gone from pg_stat_activity',
+      async () => ((await inFlight(target!.db)).some((q) => q.pid === stuck.pid) ? undefined : true),
+      5_000,
+    );
+    const [{ n }] = await target.exec('SELECT count(*)::int AS n FROM people');
+    expect(n).toBeGreaterThan(0);
+    expect(n).toBeLessThan(LIMIT);
+    expect(ended.stats.objectsCreated).toBe(n);
+    expect(ended.stats.errors).toBe(0);
+
+    // The next export, the target fast again, adds the rest and nothing twice.
+    await target.exec('DROP TRIGGER slow_insert ON people');
+    const next = await rt.call('POST', `connectors/${targetId}/export`, { body: {} });
+    expect(next.status).toBe(202);
+    const done = await until('the next export', async () => {
+      const r = await rt.call('GET', `runs/${next.body.runId}`);
+      return r.body.status === 'Running' || r.body.status === 'Queued' ? undefined : r.body;
+    });
+    expect(done.status).toBe('Completed');
+    expect(done.stats.objectsCreated + n).toBe(ROWS);
+    expect((await target.exec('SELECT count(*)::int AS n FROM people'))[0].n).toBe(ROWS);
   });
 });
