@@ -1,3 +1,4 @@
+import { readSyncState } from '../../../lib/sync/state';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { describeWithServer } from '../../support/servers';
 import { startService, USERS, type ServiceUnderTest } from '../../support/service';
@@ -125,6 +126,63 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
     const next = await runImport(rt, connectorId);
     expect(next.status).toBe('Completed');
     expect(next.stats.objectsCreated + ended.stats.objectsCreated).toBe(ROWS);
+  });
+
+  test('a delta import whose change query is stuck ends Cancelled within 10 s with nothing applied, the watermark kept, the query gone', async () => {
+    // A second connector over the same table, with a delta query whose rows sleep while its gate is closed.
+    await f.exec(`CREATE OR REPLACE FUNCTION slow_delta(id text) RETURNS boolean LANGUAGE plpgsql AS $$
+                  BEGIN PERFORM pg_sleep(coalesce(current_setting('test.delta_sleep', true), '0')::int); RETURN true; END $$`);
+    const config = f.config({
+      fullImportQuery: 'SELECT employee_id, given_name, sn, row_version FROM people',
+      deltaImportQuery: 'SELECT employee_id, given_name, sn, row_version FROM people WHERE row_version > :watermark AND slow_delta(employee_id)',
+      multiValueQueries: undefined,
+      referenceColumns: undefined,
+      exportStatements: undefined,
+      timeoutSeconds: 900,
+    });
+    const res = await rt.call('POST', 'connectors', { body: { name: 'HR delta', type: 'sql', config } });
+    if (res.status !== 201) throw new Error(res.text);
+    const deltaId = res.body.id as string;
+    await rule(rt, { ruleType: 'FlowRule', connectorId: deltaId, sourceAttribute: 'given_name', targetAttribute: 'givenName', confidence: 40 });
+    expect((await runImport(rt, deltaId)).status).toBe('Completed');
+    const watermark = (await readSyncState(deltaId)).watermark;
+    expect(watermark).not.toBeNull();
+
+    await f.exec("UPDATE people SET given_name = 'Changed' WHERE employee_id <= 'C000010'");
+    // The gate: every session of the database sleeps in slow_delta from now on (the setting is read per call).
+    await f.exec(`ALTER DATABASE ${f.db} SET test.delta_sleep = '600'`);
+    try {
+      const started = await rt.call('POST', `connectors/${deltaId}/import`, { role: 'Operator', body: { runType: 'DeltaImport' } });
+      expect(started.status).toBe(202);
+      const runId = started.body.runId as string;
+      const stuck = await until('the delta query sleeping', async () => (await inFlight()).find((q) => q.wait_event === 'PgSleep'));
+      expect(stuck.query).toContain('slow_delta');
+      expect((await rt.call('GET', `runs/${runId}`)).body.status).toBe('Running');
+
+      const asked = Date.now();
+      expect((await rt.call('POST', `runs/${runId}/cancel`, { role: 'Operator' })).status).toBe(202);
+      const ended = await until(
+        'the run ended',
+        async () => {
+          const r = await rt.call('GET', `runs/${runId}`);
+          return r.body.status === 'Running' ? undefined : r.body;
+        },
+        30_000,
+      );
+      expect(Date.now() - asked).toBeLessThan(10_000);
+      expect(ended.status).toBe('Cancelled');
+      // The changes were being read: none was applied, and the watermark stays where the full import left it.
+      expect(ended.stats.objectsProcessed).toBe(0);
+      expect((await readSyncState(deltaId)).watermark).toBe(watermark);
+      await until('the delta query gone from pg_stat_activity', async () => ((await inFlight()).some((q) => q.pid === stuck.pid) ? undefined : true), 5_000);
+    } finally {
+      await f.exec(`ALTER DATABASE ${f.db} RESET test.delta_sleep`);
+    }
+    // The gate open, the next delta reads the same changes from the kept watermark and moves it.
+    const next = await runImport(rt, deltaId, { runType: 'DeltaImport' });
+    expect(next.status).toBe('Completed');
+    expect(next.stats.objectsUpdated).toBe(10);
+    expect((await readSyncState(deltaId)).watermark).not.toBe(watermark);
   });
 
   test('an export whose target statement is stuck ends Cancelled within 10 s: the transaction in flight rolls back, what was committed stays and is counted', async () => {
