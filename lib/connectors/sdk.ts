@@ -356,18 +356,28 @@ export interface ExistingObject {
 export type ExportResult =
   { status: 'success'; anchor: string; dn?: string; notes?: string[] } | { status: 'error'; anchor?: string; error: ObjectError; existing?: ExistingObject };
 
+/**
+ * How an export call is run. `signal`: the engine aborts it when the run is cancelled while the call is in
+ * flight; a connector that honours it stops the statement or request in flight and throws `aborted`, with
+ * `applied` set to the results of the changes it committed before (a transaction in flight is rolled back, not
+ * committed). A connector may ignore it: the cancel then waits for the call to return.
+ */
+export interface ExportOptions {
+  signal?: AbortSignal;
+}
+
 export interface Export {
   /**
    * Apply one change. Per-object failures resolve to an error result; run-level failures throw. An add the
    * target refuses because the DN or key is taken resolves to `already_exists` with `existing` (the object
    * there) when the connector can read it.
    */
-  export(change: ExportChange): Promise<ExportResult>;
+  export(change: ExportChange, options?: ExportOptions): Promise<ExportResult>;
   /**
    * Apply several changes at once (a transaction, one file rewrite), returning one result per change, in
    * order. Optional: without it the engine calls `export` per change.
    */
-  exportBatch?(changes: ExportChange[]): Promise<ExportResult[]>;
+  exportBatch?(changes: ExportChange[], options?: ExportOptions): Promise<ExportResult[]>;
   /**
    * The DN an add would get, computed without touching the target (the one-object preview shows it).
    * Optional: directories implement it; undefined when the add would fail or names no DN.
@@ -386,12 +396,13 @@ export const hasExport = (c: Connector): c is Connector & Export => typeof c.exp
  * Apply a batch through `exportBatch` when the connector has it, else one change at a time. A run-level
  * failure part way through the one-at-a-time path throws with `applied` set to the results before it.
  */
-export async function exportChanges(c: Connector & Export, changes: ExportChange[]): Promise<ExportResult[]> {
-  if (c.exportBatch) return c.exportBatch(changes);
+export async function exportChanges(c: Connector & Export, changes: ExportChange[], options: ExportOptions = {}): Promise<ExportResult[]> {
+  if (c.exportBatch) return c.exportBatch(changes, options);
   const out: ExportResult[] = [];
   for (const ch of changes) {
     try {
-      out.push(await c.export(ch));
+      throwIfAborted(options.signal);
+      out.push(await c.export(ch, options));
     } catch (err) {
       throw withApplied(err, out);
     }

@@ -1,4 +1,4 @@
-import { hasDeltaImport, type DeltaChange, type ObjectError } from '../connectors/sdk';
+import { hasDeltaImport, isConnectorError, type DeltaChange, type ObjectError } from '../connectors/sdk';
 import { csReferenceBy, dnKey } from '../mesh/model';
 import { updateRun } from '../storage/runs';
 import { readCsObjects } from './connectorSpace';
@@ -11,7 +11,7 @@ import { RULES_CHANGED_NOTE } from './rulesChange';
 import { importConnectorFor, newlyReadNote } from './readAttributes';
 import { withConnector } from './runConnector';
 import { log, loadDocs, type Context, context, TRACE } from './runContext';
-import { cancelAsked, progressOf } from './runProgress';
+import { cancelAsked, cancellable, progressOf } from './runProgress';
 import { DEFAULT_PAGE_SIZE, type RunTotals, type RunInfo, type StepFailure, failure, addPage } from './runTypes';
 import { readSyncState } from './state';
 
@@ -43,12 +43,24 @@ export async function deltaImport(
       const changes: DeltaChange[] = [];
       const readErrors: ObjectError[] = [];
       let next: string | null = watermark;
-      for await (const page of connector.deltaImport(watermark, { pageSize: DEFAULT_PAGE_SIZE })) {
-        if (page.fullImportRequired) return { fullImportRequired: page.fullImportRequired.reason };
-        changes.push(...page.changes);
-        readErrors.push(...page.errors);
-        if (page.nextWatermark !== undefined) next = page.nextWatermark;
-      }
+      // A cancel asked while the changes are read aborts the read (the connector stops its query): nothing of
+      // the delta is applied yet, and the run ends Cancelled with the old watermark.
+      const read = await cancellable(info.runId, async (signal) => {
+        try {
+          for await (const page of connector.deltaImport(watermark, { pageSize: DEFAULT_PAGE_SIZE, signal })) {
+            if (page.fullImportRequired) return { fullImportRequired: page.fullImportRequired.reason };
+            changes.push(...page.changes);
+            readErrors.push(...page.errors);
+            if (page.nextWatermark !== undefined) next = page.nextWatermark;
+          }
+        } catch (err) {
+          if (isConnectorError(err) && err.code === 'aborted') return 'aborted' as const;
+          throw err;
+        }
+        return null;
+      });
+      if (read === 'aborted') return { watermark: null, totals: { ...totals, cancelled: true } };
+      if (read) return read;
       if (TRACE) log.info(`delta read ${changes.length} changes`);
       const ctx = await context(info);
       if (TRACE) log.info(`delta context ready`);

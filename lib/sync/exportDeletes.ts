@@ -8,7 +8,7 @@ import { exceeded, thresholdsOf } from '../plans/thresholds';
 import { planIndex } from '../plans/planIndex';
 import { pageKey, writeRunChanges, type StoredChange } from '../storage/runChanges';
 import { disableValues, dueAt, isDue, isPseudoAttribute } from './deprovisioning';
-import { exportRecordingApplied } from './exportPage';
+import { exportRecordingApplied, isAborted } from './exportPage';
 import { ExportRetry } from './exportRetry';
 import type { CsObject } from './model';
 import { storedObject } from './pages';
@@ -194,7 +194,7 @@ async function deprovisionWith(
     })),
   ];
   const { results, interrupted } = changes.length
-    ? await exportRecordingApplied(connector, changes)
+    ? await exportRecordingApplied(connector, changes, info)
     : { results: [] as ExportResult[], interrupted: undefined };
   const rows: CsObject[] = [...marks];
   const failedIds: string[] = [];
@@ -239,7 +239,11 @@ async function deprovisionWith(
     ...disabled.map((d, i) => goneRecord(d.row, changes[deletes.length + i], d.attributes)),
   ];
   await writeRunChanges(info.runId, record, [...exportItems(info.connectorId, null, records.slice(0, results.length), results), ...drifted]);
-  if (interrupted !== undefined) throw interrupted;
+  if (interrupted !== undefined) {
+    if (!isAborted(interrupted)) throw interrupted;
+    // Cancelled while the target worked: what it committed is recorded above and counted.
+    return { ...retry.note(addPage(totals, { ...result, processed: result.processed - (changes.length - results.length) }, [])), cancelled: true };
+  }
   return retry.note(addPage(totals, result, []));
 }
 

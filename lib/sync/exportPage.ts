@@ -1,4 +1,4 @@
-import { appliedBefore, exportChanges, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
+import { appliedBefore, exportChanges, isConnectorError, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../connectors/sdk';
 import { compileExpression } from '../expression';
 import { encodeMeshObject } from '../mesh/codec';
 import { dnKey, indexKeys, isEmptyValue, type MeshObject } from '../mesh/model';
@@ -31,6 +31,7 @@ import { referencePolicy } from './references';
 import type { RuleSet } from './rules';
 import { type ExportConfig, settingsOf } from './runConnector';
 import { csCaches, csCache, waitingDocs, loadDocs, context } from './runContext';
+import { cancellable } from './runProgress';
 import { type RunTotals, type RunInfo, type PageResult, addPage } from './runTypes';
 import { markExportDirty, readExportDirty } from './state';
 
@@ -221,10 +222,12 @@ export async function exportDocs(
     ? await exportRecordingApplied(
         connector,
         changes.map((c) => c.change),
+        info,
       )
     : { results: [] as ExportResult[], interrupted: undefined };
-  const { interrupted } = applied;
-  const { results, notes } = await takeOver(info, connector, loaded, changes, applied.results);
+  const taken = await takeOver(info, connector, loaded, changes, applied.results);
+  const { results, notes } = taken;
+  const interrupted = applied.interrupted ?? taken.interrupted;
   const csRows: CsObject[] = [...quietRows];
   const links: LinkChange[] = [...quietLinks];
   let moved = 0;
@@ -317,7 +320,13 @@ export async function exportDocs(
       ...drifted,
       ...planned(held),
     ]);
-  if (interrupted !== undefined) throw interrupted;
+  if (interrupted !== undefined) {
+    if (!isAborted(interrupted)) throw interrupted;
+    // Cancelled while the target worked on the page: what it committed is recorded above and counted; the
+    // changes it did not get to were neither applied nor attempted.
+    const processed = second ? 0 : result.processed - (changes.length - results.length);
+    return { ...withStop(owed(addPage(totals, { ...result, processed, errors }, []))), cancelled: true };
+  }
   const next = owed(addPage(totals, { ...result, errors }, []));
   // What the connector did besides the changes (containers it created): listed in the run, not counted as errors.
   for (const message of notes) if (next.errors.length < 100) next.errors.push({ message });
@@ -371,7 +380,7 @@ async function takeOver(
   loaded: ExportPlanInput,
   changes: readonly DocChange[],
   results: ExportResult[],
-): Promise<{ results: ExportResult[]; notes: string[] }> {
+): Promise<{ results: ExportResult[]; notes: string[]; interrupted?: unknown }> {
   const notes: string[] = [];
   const candidates: number[] = [];
   results.forEach((r, i) => {
@@ -420,6 +429,7 @@ async function takeOver(
     const { results: ur, interrupted } = await exportRecordingApplied(
       connector,
       updates.map((u) => u.change),
+      info,
     );
     updates.forEach((u, k) => {
       const r = ur[k];
@@ -427,7 +437,8 @@ async function takeOver(
       if (!r) return;
       out[u.i] = r.status === 'success' ? { status: 'success', anchor: existing.anchor, dn: r.dn ?? existing.dn } : r;
     });
-    if (interrupted !== undefined) throw interrupted;
+    // Interrupted part way: the take-overs not done stay the refusals they were; the caller records the rest.
+    if (interrupted !== undefined) return { results: out, notes, interrupted };
   }
   return { results: out, notes };
 }
@@ -485,11 +496,20 @@ async function targetReferenceKind(connectorId: string): Promise<'dn' | 'anchor'
 
 /**
  * Apply changes through the connector. A run-level failure part way (a lost connection) gives the results
- * applied before it and the failure: the caller records what was applied, then throws `interrupted`.
+ * applied before it and the failure: the caller records what was applied, then throws `interrupted`. For a
+ * run (not a preview), a cancel asked while the connector works aborts its call ({@link cancellable}): the
+ * failure is then `aborted` ({@link isAborted}), and the caller ends the step as cancelled instead.
  */
-export async function exportRecordingApplied(connector: Connector, changes: ExportChange[]): Promise<{ results: ExportResult[]; interrupted?: unknown }> {
+export async function exportRecordingApplied(
+  connector: Connector,
+  changes: ExportChange[],
+  info: Pick<RunInfo, 'runId' | 'preview'>,
+): Promise<{ results: ExportResult[]; interrupted?: unknown }> {
+  const target = connector as Connector & { export: NonNullable<Connector['export']> };
   try {
-    return { results: await exportChanges(connector as Connector & { export: NonNullable<Connector['export']> }, changes) };
+    return {
+      results: info.preview ? await exportChanges(target, changes) : await cancellable(info.runId, (signal) => exportChanges(target, changes, { signal })),
+    };
   } catch (err) {
     return { results: appliedBefore(err), interrupted: err };
   }
@@ -497,3 +517,6 @@ export async function exportRecordingApplied(connector: Connector, changes: Expo
 
 export { shownOf };
 export type { RunObjectError };
+
+/** A connector call that stopped because a cancel aborted it. */
+export const isAborted = (err: unknown): boolean => isConnectorError(err) && err.code === 'aborted';

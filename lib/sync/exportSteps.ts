@@ -61,6 +61,8 @@ export async function exportPartition(input: ExportPageInput, config: ExportConf
         );
         // Progress for GET /runs/{id}, as an import's pages write it.
         const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
+        // A cancel aborted the target's call: the run ends with what the target committed.
+        if (totals.cancelled) return totals;
         if (totals.parked) break;
         if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < docs.length) return { ...totals, cancelled: true };
       }

@@ -6,7 +6,7 @@ import { rejoinDisconnectors, addRejoined } from './fullSync';
 import { processItems } from './pages';
 import { pageKey } from '../storage/runChanges';
 import { log, Held, heldRuns, pendingProgress, settleProgress, settleCsWrite, context, TRACE } from './runContext';
-import { progressOf } from './runProgress';
+import { progressOf, watchCancel } from './runProgress';
 import { DEFAULT_PAGE_SIZE, type RunTotals, type RunInfo, type StepFailure, failure, type PageResult, addPage } from './runTypes';
 import { saveSeen } from './state';
 
@@ -24,8 +24,14 @@ export interface FullPageInput {
   noHold?: boolean;
 }
 
+/**
+ * The page's outcome: the next cursor, a restart, a failure, or the run's totals marked `cancelled` when a
+ * cancel aborted the page's read (what earlier pages applied is in them; nothing of this page was applied).
+ */
 export type FullPageOutput =
-  { cursor: string | null; watermark: string | null; totals: RunTotals; restart?: boolean; holder?: string | null; noHold?: boolean } | StepFailure;
+  | { cursor: string | null; watermark: string | null; totals: RunTotals; restart?: boolean; holder?: string | null; noHold?: boolean }
+  | (RunTotals & { cancelled: true })
+  | StepFailure;
 
 /**
  * A full import's open reader, kept between pages in this process: the next page continues it instead of
@@ -36,6 +42,8 @@ export type FullPageOutput =
 interface LiveReader {
   connector: Connector;
   it: AsyncIterator<ImportPage>;
+  /** Aborts the connector's read in flight (the signal the iterator was made with): a cancel, or the run's end. */
+  controller: AbortController;
   cursor: string;
   /**
    * The page after `cursor`, already being read (read-ahead: the source is read while this process and
@@ -56,6 +64,8 @@ export async function closeLiveReader(runId: string): Promise<void> {
   const live = liveReaders.get(runId);
   if (!live) return;
   liveReaders.delete(runId);
+  // The read ahead may be stuck in the source (a slow query): abort it rather than wait for it.
+  live.controller.abort();
   await live.ahead;
   await live.it.return?.().catch(() => undefined);
   await live.connector.close().catch(() => undefined);
@@ -63,7 +73,7 @@ export async function closeLiveReader(runId: string): Promise<void> {
 
 async function nextImportPage(input: FullPageInput): Promise<IteratorResult<ImportPage> | 'restart'> {
   const live = liveReaders.get(input.info.runId);
-  let reader: { connector: Connector; it: AsyncIterator<ImportPage> };
+  let reader: { connector: Connector; it: AsyncIterator<ImportPage>; controller: AbortController };
   let ahead: LiveReader['ahead'] | undefined;
   if (live && input.cursor !== null && live.cursor === input.cursor) {
     reader = live;
@@ -76,8 +86,12 @@ async function nextImportPage(input: FullPageInput): Promise<IteratorResult<Impo
       await connector.close().catch(() => undefined);
       throw new ConnectorError('unsupported', 'This connector cannot import.');
     }
-    reader = { connector, it: connector.fullImport({ pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE, cursor: input.cursor })[Symbol.asyncIterator]() };
+    const controller = new AbortController();
+    const options = { pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE, cursor: input.cursor, signal: controller.signal };
+    reader = { connector, it: connector.fullImport(options)[Symbol.asyncIterator](), controller };
   }
+  // A cancel asked while the page waits for the source aborts the read (the connector stops its query).
+  const unwatch = watchCancel(input.info.runId, () => reader.controller.abort());
   try {
     let next: IteratorResult<ImportPage>;
     if (ahead) {
@@ -95,6 +109,8 @@ async function nextImportPage(input: FullPageInput): Promise<IteratorResult<Impo
     await reader.connector.close().catch(() => undefined);
     if (isConnectorError(err) && err.code === 'cursor_invalid') return 'restart';
     throw err;
+  } finally {
+    unwatch();
   }
 }
 
@@ -192,6 +208,8 @@ export async function fullImportPage(input: FullPageInput): Promise<FullPageOutp
     await settleCsWrite(runId).catch(() => undefined);
     await settleProgress(runId).catch(() => undefined);
     await closeLiveReader(runId);
+    // The read was aborted by a cancel: the run ends Cancelled with what the pages before applied.
+    if (isConnectorError(err) && err.code === 'aborted') return { ...input.totals, cancelled: true };
     return failure(err);
   }
 }

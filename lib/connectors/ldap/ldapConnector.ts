@@ -306,6 +306,7 @@ export class LdapConnector implements Connector {
     }
     let parkedAs: string | null = null;
     let finished = false;
+    const unwatch = closeOnAbort(options.signal, session);
     try {
       let objects: ConnectorObject[] = [];
       let errors: ObjectError[] = [];
@@ -350,8 +351,11 @@ export class LdapConnector implements Connector {
           errors = [];
         }
       }
+    } catch (err) {
+      throw abortedOr(err, options.signal);
     } finally {
-      if (parkedAs !== null && !finished && pages) {
+      unwatch();
+      if (parkedAs !== null && !finished && pages && !options.signal?.aborted) {
         // The consumer stopped after this page (the engine's one page per activity): keep the search open.
         park(parkedAs, { session, pages, buffer, fingerprint: this.fingerprint });
       } else {
@@ -402,8 +406,15 @@ export class LdapConnector implements Connector {
       return;
     }
     const session = await this.open();
-    const strategy = await deltaStrategyFor(this.deltaContext(session));
-    yield* strategy.delta(watermark, options);
+    const unwatch = closeOnAbort(options.signal, session);
+    try {
+      const strategy = await deltaStrategyFor(this.deltaContext(session));
+      yield* strategy.delta(watermark, options);
+    } catch (err) {
+      throw abortedOr(err, options.signal);
+    } finally {
+      unwatch();
+    }
   }
 
   /** The current entries of these anchors (by the anchor attribute, in the include bases), by anchor. */
@@ -511,4 +522,22 @@ export function anchorFilter(attribute: string, anchors: string[]): Pick<SearchR
   if (!filters.length) return undefined;
   const filterObject = filters.length === 1 ? filters[0] : new OrFilter({ filters });
   return { filter: filterObject.toString(), filterObject };
+}
+
+/**
+ * An abort of `signal` closes the session (unbind, then the socket destroyed): the search or read in flight
+ * fails at once instead of waiting for a slow server, and the server abandons it. Returns the removal of the
+ * listener.
+ */
+function closeOnAbort(signal: AbortSignal | undefined, session: DirectorySession): () => void {
+  if (!signal) return () => undefined;
+  const stop = () => void session.close();
+  if (signal.aborted) stop();
+  else signal.addEventListener('abort', stop, { once: true });
+  return () => signal.removeEventListener('abort', stop);
+}
+
+/** What an import throws once its signal aborted: `aborted`, whatever the closed session made the call fail with. */
+function abortedOr(err: unknown, signal: AbortSignal | undefined): unknown {
+  return signal?.aborted ? new ConnectorError('aborted', 'The operation was cancelled.') : err;
 }

@@ -69,10 +69,10 @@ export async function* deltaImport(parts: SqlParts, watermark: string | null, op
     changes.push({ kind: prev ? 'update' : 'add', anchor, objectType: c.objectType, object: b.object });
   };
 
-  const main = await openSession(c);
+  const main = await openSession(c, options.signal);
   let aux: SqlSession | null = null;
   try {
-    aux = await auxSession(c, null);
+    aux = await auxSession(c, null, options.signal);
     const stmt = diffAll
       ? wrap(c.dialect, c.fullImportQuery, 'fullImportQuery', 'src.*', '')
       : wrap(c.dialect, c.deltaImportQuery!, 'deltaImportQuery', 'src.*', '');

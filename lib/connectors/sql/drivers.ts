@@ -3,7 +3,7 @@ import type * as PgModule from 'pg';
 import type PgCursorClass from 'pg-cursor';
 import type * as MysqlModule from 'mysql2';
 import type * as MssqlModule from 'mssql';
-import { ConnectorError } from '../sdk';
+import { ConnectorError, throwIfAborted } from '../sdk';
 import { sqlError } from './errors';
 import { bindValues, type CompiledStatement, type SqlDialect } from './params';
 
@@ -88,15 +88,39 @@ function load<T>(dialect: SqlDialect, name: string): T {
   }
 }
 
-/** Open a session; failures are {@link ConnectorError}s without secrets. */
-export async function connect(s: ConnectionSettings): Promise<SqlSession> {
+/**
+ * Open a session; failures are {@link ConnectorError}s without secrets. With `signal`, an abort stops the
+ * statement the session is running in the server (PostgreSQL `pg_cancel_backend`, MySQL/MariaDB `KILL QUERY`,
+ * each from a second short connection, since a connection busy with a statement cannot be asked anything) and
+ * drops the connection: the call in flight then fails with `aborted`, and so does every later one.
+ */
+export async function connect(s: ConnectionSettings, signal?: AbortSignal): Promise<SqlSession> {
+  throwIfAborted(signal);
+  let session: PgSession | MysqlSession | MssqlSession;
   try {
-    if (s.dialect === 'postgres') return await PgSession.open(s);
-    if (s.dialect === 'mysql') return await MysqlSession.open(s);
-    return await MssqlSession.open(s);
+    if (s.dialect === 'postgres') session = await PgSession.open(s);
+    else if (s.dialect === 'mysql') session = await MysqlSession.open(s);
+    else session = await MssqlSession.open(s);
   } catch (err) {
-    throw sqlError(err, s.dialect, [s.password], 'connect');
+    throw signal?.aborted ? abortedError() : sqlError(err, s.dialect, [s.password], 'connect');
   }
+  if (signal) session.abortOn(signal);
+  return session;
+}
+
+const abortedError = () => new ConnectorError('aborted', 'The operation was cancelled.');
+
+/**
+ * Run `stop` once when `signal` aborts (at once when it already has); returns the removal of the listener,
+ * for a session that closes first.
+ */
+function onAbort(signal: AbortSignal, stop: () => void): () => void {
+  if (signal.aborted) {
+    stop();
+    return () => undefined;
+  }
+  signal.addEventListener('abort', stop, { once: true });
+  return () => signal.removeEventListener('abort', stop);
 }
 
 function tlsOptions(ssl: ConnectionSettings['ssl']): false | { ca?: string; rejectUnauthorized: boolean } {
@@ -114,6 +138,9 @@ class PgSession implements SqlSession {
   readonly dialect = 'postgres' as const;
   private closed = false;
   private broken: unknown;
+  /** Set by an abort (see {@link connect}): every failure from then on is `aborted`. */
+  private aborted = false;
+  private unwatch: () => void = () => undefined;
   /** Rejects when the connection drops: a pending cursor read does not always settle by itself. */
   private readonly gone: Promise<never>;
 
@@ -122,6 +149,8 @@ class PgSession implements SqlSession {
     private readonly Cursor: typeof PgCursorClass,
     private readonly timeoutMs: number,
     private readonly secrets: string[],
+    /** Opens the second connection an abort cancels the running statement from. */
+    private readonly another: () => PgModule.Client,
   ) {
     this.gone = new Promise<never>((_, reject) => {
       // A connection that drops emits 'error' (or just 'end') on the client: remember it instead of crashing.
@@ -137,18 +166,19 @@ class PgSession implements SqlSession {
   static async open(s: ConnectionSettings): Promise<PgSession> {
     const pg = load<typeof PgModule>('postgres', 'pg');
     const Cursor = load<typeof PgCursorClass>('postgres', 'pg-cursor');
-    const client = new pg.Client({
+    const options = (connectMs: number) => ({
       host: s.host,
       port: s.port,
       database: s.database,
       user: s.user,
       password: s.password,
       ssl: tlsOptions(s.ssl),
-      connectionTimeoutMillis: s.timeoutSeconds * 1000,
+      connectionTimeoutMillis: connectMs,
       statement_timeout: s.timeoutSeconds * 1000,
       application_name: 'identity-sync',
     });
-    const session = new PgSession(client, Cursor, s.timeoutSeconds * 1000, [s.password]);
+    const client = new pg.Client(options(s.timeoutSeconds * 1000));
+    const session = new PgSession(client, Cursor, s.timeoutSeconds * 1000, [s.password], () => new pg.Client(options(CANCEL_CONNECT_MS)));
     try {
       await client.connect();
     } catch (err) {
@@ -159,7 +189,41 @@ class PgSession implements SqlSession {
   }
 
   private fail(err: unknown, what: 'connect' | 'query'): ConnectorError {
+    if (this.aborted) return abortedError();
     return sqlError(this.broken ?? err, 'postgres', this.secrets, what);
+  }
+
+  abortOn(signal: AbortSignal): void {
+    this.unwatch = onAbort(signal, () => void this.interrupt());
+  }
+
+  /**
+   * Cancel the statement running in the server, then drop the connection. pg's client cannot cancel its own
+   * query, and ending the connection alone leaves the statement running in the server until it next writes to
+   * the client (a sleeping or sorting query: minutes). A cancel that cannot be sent still drops the connection,
+   * so the call in flight here ends all the same.
+   */
+  private async interrupt(): Promise<void> {
+    if (this.closed || this.aborted) return;
+    this.aborted = true;
+    const pid = (this.client as unknown as { processID?: number | null }).processID;
+    if (typeof pid === 'number') {
+      const other = this.another();
+      other.on('error', () => undefined);
+      try {
+        await other.connect();
+        await other.query('SELECT pg_cancel_backend($1)', [pid]);
+      } catch {
+        // The connection is dropped below: the server ends the statement when it notices.
+      } finally {
+        await other.end().catch(() => undefined);
+      }
+    }
+    this.closed = true;
+    this.unwatch();
+    // Destroying the socket settles the call in flight at once (through `gone`); end() would wait for the server.
+    (this.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+    await this.client.end().catch(() => undefined);
   }
 
   async query(stmt: CompiledStatement, values: Record<string, unknown> = {}): Promise<QueryResult> {
@@ -226,9 +290,13 @@ class PgSession implements SqlSession {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.unwatch();
     await this.client.end().catch(() => undefined);
   }
 }
+
+/** How long an abort waits to open its second connection before it just drops the first. */
+const CANCEL_CONNECT_MS = 3000;
 
 // ---------------------------------------------------------------------------------------------------------
 // MySQL / MariaDB: mysql2, server-side prepared statements (`execute`), so values are never interpolated.
@@ -236,28 +304,61 @@ class PgSession implements SqlSession {
 class MysqlSession implements SqlSession {
   readonly dialect = 'mysql' as const;
   private closed = false;
+  /** Set by an abort (see {@link connect}): every failure from then on is `aborted`. */
+  private aborted = false;
+  private unwatch: () => void = () => undefined;
+  /** Rejects on an abort: a command whose connection is destroyed is not always called back. */
+  private readonly stopped: Promise<never>;
+  private stop: (err: Error) => void = () => undefined;
 
   private constructor(
     private readonly conn: MysqlModule.Connection,
     private readonly timeoutSeconds: number,
     private readonly secrets: string[],
+    /** Opens the second connection an abort kills the running statement from. */
+    private readonly another: () => MysqlModule.Connection,
   ) {
     conn.on('error', () => {
       // A fatal error is also delivered to the pending command; this only keeps the process alive.
     });
+    this.stopped = new Promise<never>((_, reject) => (this.stop = reject));
+    this.stopped.catch(() => undefined);
+  }
+
+  private error(err: unknown): ConnectorError {
+    return this.aborted ? abortedError() : sqlError(err, 'mysql', this.secrets, 'query');
+  }
+
+  abortOn(signal: AbortSignal): void {
+    this.unwatch = onAbort(signal, () => void this.interrupt());
+  }
+
+  /** `KILL QUERY` the running statement from a second connection (the server rolls it back), then drop the connection. */
+  private async interrupt(): Promise<void> {
+    if (this.closed || this.aborted) return;
+    this.aborted = true;
+    const thread = this.conn.threadId;
+    if (typeof thread === 'number') {
+      const other = this.another();
+      other.on('error', () => undefined);
+      await new Promise<void>((resolve) => other.query(`KILL QUERY ${Math.trunc(thread)}`, () => resolve()));
+      other.destroy();
+    }
+    this.stop(abortedError());
+    await this.close();
   }
 
   static async open(s: ConnectionSettings): Promise<MysqlSession> {
     const mysql = load<typeof MysqlModule>('mysql', 'mysql2');
     const tls = tlsOptions(s.ssl);
-    const conn = mysql.createConnection({
+    const options = (connectMs: number) => ({
       host: s.host,
       port: s.port,
       database: s.database,
       user: s.user,
       password: s.password,
       ssl: tls || undefined,
-      connectTimeout: s.timeoutSeconds * 1000,
+      connectTimeout: connectMs,
       // Dates are UTC both ways (with the session time zone below), big integers stay exact strings.
       timezone: 'Z',
       supportBigNumbers: true,
@@ -265,7 +366,8 @@ class MysqlSession implements SqlSession {
       multipleStatements: false,
       charset: 'utf8mb4',
     });
-    const session = new MysqlSession(conn, s.timeoutSeconds, [s.password]);
+    const conn = mysql.createConnection(options(s.timeoutSeconds * 1000));
+    const session = new MysqlSession(conn, s.timeoutSeconds, [s.password], () => mysql.createConnection(options(CANCEL_CONNECT_MS)));
     try {
       await new Promise<void>((resolve, reject) => conn.connect((err) => (err ? reject(err) : resolve())));
       await session.raw("SET time_zone = '+00:00'");
@@ -287,7 +389,7 @@ class MysqlSession implements SqlSession {
   async query(stmt: CompiledStatement, values: Record<string, unknown> = {}): Promise<QueryResult> {
     const params = bindValues(stmt, values, 'mysql') as MysqlModule.ExecuteValues[];
     try {
-      return await new Promise<QueryResult>((resolve, reject) => {
+      const done = new Promise<QueryResult>((resolve, reject) => {
         const cb = (err: unknown, result: unknown, fields: unknown) => {
           if (err) return reject(err);
           const list = Array.isArray(fields) ? (fields as { name: string; columnType?: number }[]) : [];
@@ -300,8 +402,9 @@ class MysqlSession implements SqlSession {
         if (params.length === 0) this.conn.query(stmt.text, cb);
         else this.conn.execute(stmt.text, params, cb);
       });
+      return await Promise.race([done, this.stopped]);
     } catch (err) {
-      throw sqlError(err, 'mysql', this.secrets, 'query');
+      throw this.error(err);
     }
   }
 
@@ -316,7 +419,7 @@ class MysqlSession implements SqlSession {
       yield* batches(
         rows,
         chunk,
-        (err) => sqlError(err, 'mysql', this.secrets, 'query'),
+        (err) => this.error(err),
         () => rows.destroy(),
         timeout,
       );
@@ -330,27 +433,28 @@ class MysqlSession implements SqlSession {
 
   async begin(snapshot = false): Promise<void> {
     try {
-      await this.raw(snapshot ? 'START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY' : 'START TRANSACTION');
+      await Promise.race([this.raw(snapshot ? 'START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY' : 'START TRANSACTION'), this.stopped]);
     } catch (err) {
-      throw sqlError(err, 'mysql', this.secrets, 'query');
+      throw this.error(err);
     }
   }
 
   async commit(): Promise<void> {
-    await this.raw('COMMIT').catch((err) => {
-      throw sqlError(err, 'mysql', this.secrets, 'query');
+    await Promise.race([this.raw('COMMIT'), this.stopped]).catch((err) => {
+      throw this.error(err);
     });
   }
 
   async rollback(): Promise<void> {
-    await this.raw('ROLLBACK').catch((err) => {
-      throw sqlError(err, 'mysql', this.secrets, 'query');
+    await Promise.race([this.raw('ROLLBACK'), this.stopped]).catch((err) => {
+      throw this.error(err);
     });
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.unwatch();
     // destroy, not end: a stream left early still has rows in flight, and end() would wait for them.
     this.conn.destroy();
   }
@@ -363,6 +467,21 @@ class MssqlSession implements SqlSession {
   readonly dialect = 'mssql' as const;
   private closed = false;
   private tx?: MssqlModule.Transaction;
+
+  /** Set by an abort (see {@link connect}): every failure from then on is `aborted`. */
+  private aborted = false;
+
+  private error(err: unknown): ConnectorError {
+    return this.aborted ? abortedError() : sqlError(err, 'mssql', this.secrets, 'query');
+  }
+
+  /** An abort closes the pool: tedious cancels the request in flight with it (untested here, like all of SQL Server). */
+  abortOn(signal: AbortSignal): void {
+    onAbort(signal, () => {
+      this.aborted = true;
+      void this.close();
+    });
+  }
 
   private constructor(
     private readonly mssql: typeof MssqlModule,
@@ -408,7 +527,7 @@ class MssqlSession implements SqlSession {
       const cols = r.recordset?.columns ? Object.keys(r.recordset.columns) : rows[0] ? Object.keys(rows[0]) : [];
       return { rows, fields: cols, rowCount: (r.rowsAffected ?? []).reduce((a, b) => a + b, 0) };
     } catch (err) {
-      throw sqlError(err, 'mssql', this.secrets, 'query');
+      throw this.error(err);
     }
   }
 
@@ -419,7 +538,7 @@ class MssqlSession implements SqlSession {
     yield* batches(
       rows,
       chunk,
-      (err) => sqlError(err, 'mssql', this.secrets, 'query'),
+      (err) => this.error(err),
       () => {
         req.cancel();
         rows.destroy();
@@ -433,7 +552,7 @@ class MssqlSession implements SqlSession {
       await this.tx.begin(snapshot ? this.mssql.ISOLATION_LEVEL.SNAPSHOT : undefined);
     } catch (err) {
       this.tx = undefined;
-      throw sqlError(err, 'mssql', this.secrets, 'query');
+      throw this.error(err);
     }
   }
 
@@ -441,7 +560,7 @@ class MssqlSession implements SqlSession {
     const tx = this.tx;
     this.tx = undefined;
     await tx?.commit().catch((err: unknown) => {
-      throw sqlError(err, 'mssql', this.secrets, 'query');
+      throw this.error(err);
     });
   }
 
@@ -449,7 +568,7 @@ class MssqlSession implements SqlSession {
     const tx = this.tx;
     this.tx = undefined;
     await tx?.rollback().catch((err: unknown) => {
-      throw sqlError(err, 'mssql', this.secrets, 'query');
+      throw this.error(err);
     });
   }
 

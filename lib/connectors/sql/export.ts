@@ -202,9 +202,10 @@ function commitError(c: ResolvedSqlConfig, err: ConnectorError, change: ExportCh
  * constraint), rolls it back; the batch then runs again one row per transaction, in order (a row may refer to
  * one before it), so each row's deferred checks run at its own commit, the other rows land and the rejected one
  * is a per-object error naming it. A value that cannot be bound is the object's error before anything runs.
- * Run-level failures (connection lost, bad statement) throw.
+ * Run-level failures (connection lost, bad statement) throw. An abort of `signal` cancels the statement in flight
+ * (its transaction is rolled back) and throws `aborted`, with the rows committed before it when going row by row.
  */
-export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[]): Promise<ExportResult[]> {
+export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[], signal?: AbortSignal): Promise<ExportResult[]> {
   if (!changes.length) return [];
   const prepared = changes.map((change): { change: ExportChange; values?: Record<string, unknown>; refused?: ExportResult } => {
     try {
@@ -214,7 +215,7 @@ export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[])
       return { change, refused: errorResult(change, err) };
     }
   });
-  const s = await openSession(c);
+  const s = await openSession(c, signal);
   try {
     const results: ExportResult[] = [];
     let failed = false;

@@ -31,7 +31,8 @@ export async function* fullImport(parts: SqlParts, options: FullImportOptions): 
   } else {
     cur = { v: 1, cfg: parts.settingsPrint, snap: parts.store.newId(), sb: 0, after: '', wm: null };
   }
-  const main = await openSession(c);
+  // The import's sessions stop their statement when the engine aborts the import (a cancel of the run).
+  const main = await openSession(c, options.signal);
   let aux: SqlSession | null = null;
   try {
     await main.begin(true);
@@ -43,7 +44,7 @@ export async function* fullImport(parts: SqlParts, options: FullImportOptions): 
       cur.wm = await captureMark(c, main);
       await parts.store.begin(cur.snap);
     }
-    aux = await auxSession(c, snapshotId);
+    aux = await auxSession(c, snapshotId, options.signal);
     const anchorCol = `src.${quoteIdent(c.anchorColumn, c.dialect)}`;
     const stmt = wrap(c.dialect, c.fullImportQuery, 'fullImportQuery', 'src.*', `${options.cursor ? `WHERE ${anchorCol} > :after ` : ''}ORDER BY ${anchorCol}`);
     for await (const { rows, last } of regroup(main.stream(stmt, { after: cur.after }, pageSize), pageSize)) {

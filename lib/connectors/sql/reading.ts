@@ -100,9 +100,9 @@ export async function captureMark(c: ResolvedSqlConfig, s: SqlSession): Promise<
  * A second session for the per-page lookups (a streaming read occupies its connection). In PostgreSQL it
  * shares the main session's snapshot, so children are read as of the same moment as their parents.
  */
-export async function auxSession(c: ResolvedSqlConfig, snapshotId: string | null): Promise<SqlSession | null> {
+export async function auxSession(c: ResolvedSqlConfig, snapshotId: string | null, signal?: AbortSignal): Promise<SqlSession | null> {
   if (!Object.keys(c.multiValueQueries ?? {}).length) return null;
-  const aux = await openSession(c);
+  const aux = await openSession(c, signal);
   if (snapshotId) {
     try {
       await aux.begin(true);

@@ -3,18 +3,24 @@ import type { ResolvedSqlConfig } from './config';
 import { connect, type SqlSession } from './drivers';
 import { compileSql, type CompiledStatement, type SqlDialect } from './params';
 
-/** A new session with the connector's connection settings; each operation opens its own and closes it. */
-export function openSession(c: ResolvedSqlConfig): Promise<SqlSession> {
-  return connect({
-    dialect: c.dialect,
-    host: c.host,
-    port: c.port,
-    database: c.database,
-    user: c.user,
-    password: c.password,
-    ssl: c.ssl,
-    timeoutSeconds: c.timeoutSeconds,
-  });
+/**
+ * A new session with the connector's connection settings; each operation opens its own and closes it. An abort
+ * of `signal` cancels the statement in flight and fails the session's calls with `aborted` (see `connect`).
+ */
+export function openSession(c: ResolvedSqlConfig, signal?: AbortSignal): Promise<SqlSession> {
+  return connect(
+    {
+      dialect: c.dialect,
+      host: c.host,
+      port: c.port,
+      database: c.database,
+      user: c.user,
+      password: c.password,
+      ssl: c.ssl,
+      timeoutSeconds: c.timeoutSeconds,
+    },
+    signal,
+  );
 }
 
 function one(dialect: SqlDialect, sql: string, what: string): CompiledStatement {

@@ -4,6 +4,7 @@ import type {
   DeltaImportOptions,
   DeltaPage,
   ExportChange,
+  ExportOptions,
   ExportResult,
   ConnectorSchema,
   FullImportOptions,
@@ -75,17 +76,18 @@ export class SqlConnector {
     return deltaImport(this.parts, watermark, options);
   }
 
-  async export(change: ExportChange): Promise<ExportResult> {
-    return (await this.exportBatch([change]))[0];
+  async export(change: ExportChange, options?: ExportOptions): Promise<ExportResult> {
+    return (await this.exportBatch([change], options))[0];
   }
 
   /**
    * One transaction for the batch. A row the database rejects, by a statement or at COMMIT (a deferred
    * constraint), rolls it back; the batch then runs again one row per transaction, in order, so the other rows
    * land and the rejected one is a per-object error naming it. Run-level failures (connection lost, bad
-   * statement) throw.
+   * statement) throw. An abort of `options.signal` cancels the statement in flight: its transaction rolls back
+   * and the batch throws `aborted` with the rows committed before.
    */
-  exportBatch(changes: ExportChange[]): Promise<ExportResult[]> {
-    return exportBatch(this.config, changes);
+  exportBatch(changes: ExportChange[], options?: ExportOptions): Promise<ExportResult[]> {
+    return exportBatch(this.config, changes, options?.signal);
   }
 }
