@@ -40,7 +40,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { startSlapd } = require('../../test/support/slapd');
 const { startPostgres } = require('../../test/support/postgres');
-const { arg, freshStorageFloor, onInterrupt, peakRssMB, startService } = require('../support');
+const { arg, cpuSeconds, freshStorageFloor, onInterrupt, peakRssMB, startService } = require('../support');
 
 const N = arg('users', 5000);
 const DEPARTMENTS = arg('departments', 40);
@@ -269,6 +269,7 @@ async function ldapaddFloor(ldif, ldaps) {
   const remove = onInterrupt(() => slapd.stop());
   try {
     const url = ldaps ? `ldaps://127.0.0.1:${slapd.ldapsPort}` : slapd.url;
+    const cpu0 = cpuSeconds(slapd.pid);
     const r = await timed(
       'ldapadd',
       ['-x', '-H', url, '-D', slapd.rootDN, '-w', slapd.rootPassword, '-f', ldif],
@@ -280,6 +281,7 @@ async function ldapaddFloor(ldif, ldaps) {
       entries: check.entries.size,
       seconds: r2(r.seconds),
       entriesPerSecond: Math.round(N / r.seconds),
+      slapdCpuSeconds: r2(cpuSeconds(slapd.pid) - cpu0),
     };
   } finally {
     await slapd.stop();
@@ -287,10 +289,10 @@ async function ldapaddFloor(ldif, ldaps) {
   }
 }
 
-/** psql -f of the same INSERTs, 100 per transaction, into a fresh `staff` table of database `floor`. */
-async function psqlFloor(pg, dir) {
-  await pg.createDatabase('floor');
-  await pg.query(STAFF_DDL, [], 'floor');
+/** psql -f of the same INSERTs, 100 per transaction, into a fresh `staff` table of a new database. */
+async function psqlFloor(pg, dir, database) {
+  await pg.createDatabase(database);
+  await pg.query(STAFF_DDL, [], database);
   const lines = [];
   for (let s = 0; s < N; s += 100) {
     lines.push('BEGIN;');
@@ -299,10 +301,10 @@ async function psqlFloor(pg, dir) {
   }
   const file = path.join(dir, 'floor.sql');
   fs.writeFileSync(file, lines.join('\n') + '\n');
-  const r = await timed('psql', ['-h', '127.0.0.1', '-p', String(pg.port), '-U', 'postgres', '-d', 'floor', '-q', '-v', 'ON_ERROR_STOP=1', '-f', file], {
+  const r = await timed('psql', ['-h', '127.0.0.1', '-p', String(pg.port), '-U', 'postgres', '-d', database, '-q', '-v', 'ON_ERROR_STOP=1', '-f', file], {
     PGPASSWORD: pg.password,
   });
-  const count = Number((await pg.query('SELECT count(*)::int AS n FROM staff', [], 'floor'))[0].n);
+  const count = Number((await pg.query('SELECT count(*)::int AS n FROM staff', [], database))[0].n);
   return {
     tool: 'psql -h 127.0.0.1 -f <file>: the same INSERTs (literals), BEGIN/COMMIT around each 100',
     rows: count,
@@ -371,7 +373,7 @@ async function main() {
     console.error(`ldapadd ${ldapadd.seconds} s (plain ${ldapaddPlain.seconds} s); PostgreSQL and psql...`);
     pg = await startPostgres();
     stops.push(onInterrupt(() => pg.stop()));
-    const psql = await psqlFloor(pg, dir);
+    const psql = await psqlFloor(pg, dir, 'floor');
     console.error(`psql ${psql.seconds} s; the target directory and table, the service...`);
 
     // 2. The targets, the service, the connectors and rules (docs/tutorial.md), the HR import.
@@ -452,8 +454,10 @@ async function main() {
     console.error(`HR import ${r2(imp.seconds)} s; export to the directory...`);
 
     // 3. The exports, one after the other.
-    const exportOf = async (connectorId) => {
+    const exportOf = async (connectorId, targetPid) => {
+      const cpu0 = targetPid ? cpuSeconds(targetPid) : null;
       const r = await svc.runExport(connectorId);
+      const targetCpu = targetPid ? { slapdCpuSeconds: r2(cpuSeconds(targetPid) - cpu0) } : {};
       return {
         seconds: r2(r.seconds),
         objectsPerSecond: Math.round(N / r.seconds),
@@ -462,10 +466,10 @@ async function main() {
         ...(r.run.error ? { error: r.run.error } : {}),
         ...(r.run.errors?.length ? { errorsShown: r.run.errors.length, firstErrors: r.run.errors.slice(0, 5) } : {}),
         ...(await orchestration(svc, r.run.runId ?? r.run.id)),
-        cpu: r.cpu,
+        cpu: { ...r.cpu, ...targetCpu },
       };
     };
-    const ldapExport = await exportOf(DIRECTORY);
+    const ldapExport = await exportOf(DIRECTORY, slapd.pid);
     console.error(`directory export ${ldapExport.seconds} s (${ldapExport.status}); export to the table...`);
     const sqlExport = await exportOf(STAFF);
     console.error(`table export ${sqlExport.seconds} s (${sqlExport.status}); verifying from outside...`);
@@ -478,9 +482,22 @@ async function main() {
       table: { tool: 'psql -At', seconds: tableRead.seconds, ...verifyTable(tableRead.rows) },
     };
 
+    const servicePeakRssMB = peakRssMB(svc.pid);
+    await svc.stop();
+
+    // 5. The same floors again now (the service stopped): how much the machine's load moved during the run.
+    console.error('the floors again...');
+    const after = {
+      storage: await freshStorageFloor(2 * N),
+      ldapadd: await ldapaddFloor(ldif, true),
+      psql: await psqlFloor(pg, dir, 'floor_after'),
+    };
+
     // The goal: within GOAL_RATIO of the larger floor, the run Completed, and the target right when read back.
-    const against = (exp, floors, correct) => {
-      const [name, floor] = Object.entries(floors).sort((a, b) => b[1].seconds - a[1].seconds)[0];
+    const larger = (floors) => Object.entries(floors).sort((a, b) => b[1].seconds - a[1].seconds)[0];
+    const against = (exp, floors, floorsAfter, correct) => {
+      const [name, floor] = larger(floors);
+      const [nameAfter, floorAfter] = larger(floorsAfter);
       const ratio = r2(exp.seconds / floor.seconds);
       const withinRatio = ratio <= GOAL_RATIO;
       return {
@@ -488,6 +505,7 @@ async function main() {
         largerFloor: name,
         largerFloorSeconds: floor.seconds,
         ratio,
+        ratioToFloorsAfter: { largerFloor: nameAfter, seconds: floorAfter.seconds, ratio: r2(exp.seconds / floorAfter.seconds) },
         goalRatio: GOAL_RATIO,
         withinRatio,
         completed: exp.status === 'Completed',
@@ -510,12 +528,18 @@ async function main() {
       hrImport: { seconds: r2(imp.seconds), status: imp.run.status, stats: imp.run.stats, cpu: imp.cpu },
       exports: { directory: ldapExport, table: sqlExport },
       floors: { storage, ldapadd, ldapaddPlain, psql },
+      floorsAfter: after,
       ratios: {
-        directory: against(ldapExport, { ldapadd, storage }, verify.directory.countRight && verify.directory.entriesRight === N),
-        table: against(sqlExport, { psql, storage }, verify.table.countRight && verify.table.rowsRight === N),
+        directory: against(
+          ldapExport,
+          { ldapadd, storage },
+          { ldapadd: after.ldapadd, storage: after.storage },
+          verify.directory.countRight && verify.directory.entriesRight === N,
+        ),
+        table: against(sqlExport, { psql, storage }, { psql: after.psql, storage: after.storage }, verify.table.countRight && verify.table.rowsRight === N),
       },
       verify,
-      servicePeakRssMB: peakRssMB(svc.pid),
+      servicePeakRssMB,
       loadAverage: { start: loadAtStart, end: os.loadavg().map(r2) },
     };
     console.log(JSON.stringify(out, null, 2));
