@@ -9,7 +9,7 @@
  * - changedExport: 1,000 users changed in the source, a delta import, then the export (it looks at 1,000);
  * - each with its stats (objectsProcessed counts the changes applied) and seconds.
  *
- * Usage: npm run build && node bench/sync/exportIdle.js [--users 100000]
+ * Usage: npm run bench:export:idle, or npm run build && node bench/sync/exportIdle.js [--users 100000]
  */
 const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
