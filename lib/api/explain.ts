@@ -8,6 +8,7 @@ import { getMeshObject } from '../mesh/store';
 import { getTombstone } from '../mesh/tombstones';
 import { anchoredCsObjectId, readCsObjects } from '../sync/connectorSpace';
 import { attributeValues } from '../sync/planner';
+import { referencePolicy } from '../sync/references';
 import { ruleValue, type CompiledRule } from '../sync/rules';
 import { readStagedAdd } from '../sync/stagedAdds';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
@@ -147,7 +148,9 @@ async function exportState(
     return { value: expected, state: 'pendingExport' };
   }
   if (row.unconfirmed?.includes(target)) return { value: expected, state: 'awaitingConfirmation' };
-  return sameValue(expected, row.attributes[target] ?? null)
+  // A directory's DN-valued attribute is confirmed when it names the same entry, however the directory spells it.
+  const dn = referencePolicy(connector.id, connector.type, connector.config, []).dnValued(target, row.refNames);
+  return sameValue(expected, row.attributes[target] ?? null, { dn })
     ? { value: row.attributes[target] ?? null, state: 'confirmed' }
     : { value: expected, state: 'pendingExport' };
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Client, EqualityFilter, ExtensibleFilter, NoSuchObjectError, OrFilter, type Filter } from 'ldapts';
+import { escapeFilterValue, firstRdnValue as rdnValue, normalizeDn } from '../core/ldapName';
 import type { DirectoryConfig, NestedGroupsMode } from './authConfig';
 import type { AuthLogger } from './log';
 
@@ -271,13 +272,8 @@ export async function walkGroups(
   return { groups: [...seen.values()], truncated };
 }
 
-/** A DN as the walk compares it: case and the spaces around separators do not matter. */
-function dnKey(dn: string): string {
-  return dn
-    .trim()
-    .toLowerCase()
-    .replace(/(?<!\\)\s*([,=+])\s*/g, '$1');
-}
+/** A DN as the walk compares it: the same entry however it is spelled (case, blanks, escapes: lib/core/ldapName.ts). */
+const dnKey = normalizeDn;
 
 /** `(|(objectSid=<bytes>)...)` as a filter object whose values are the SIDs' bytes, untouched. */
 export function sidFilter(sids: readonly Buffer[]): Filter {
@@ -295,30 +291,14 @@ function values(v: unknown): unknown[] {
 }
 
 /** RFC 4515 escaping of a value placed in a search filter. */
-export function escapeFilter(value: string): string {
-  return value.replace(/[\\*()\0]/g, (ch) => `\\${ch.charCodeAt(0).toString(16).padStart(2, '0')}`);
-}
+export const escapeFilter = escapeFilterValue;
 
-/** `cn=Sync Admins,ou=Groups,dc=example,dc=com` -> `Sync Admins` (RFC 4514 escapes undone). */
+/**
+ * `cn=Sync Admins,ou=Groups,dc=example,dc=com` -> `Sync Admins` (RFC 4514 escapes undone, hex pairs as UTF-8:
+ * `cn=Jos\c3\a9 Admins` -> `José Admins`); null when the DN has no `type=value` first RDN or its value is empty.
+ */
 export function firstRdnValue(dn: string): string | null {
-  let i = 0;
-  let rdn = '';
-  for (; i < dn.length; i++) {
-    const ch = dn[i];
-    if (ch === '\\' && i + 1 < dn.length) {
-      rdn += ch + dn[++i];
-      continue;
-    }
-    if (ch === ',' || ch === '+') break;
-    rdn += ch;
-  }
-  const eq = rdn.indexOf('=');
-  if (eq < 0) return null;
-  const raw = rdn.slice(eq + 1).trim();
-  const value = raw.replace(/\\([0-9a-fA-F]{2})|\\(.)/g, (_m, hex: string | undefined, ch: string | undefined) =>
-    hex ? String.fromCharCode(parseInt(hex, 16)) : ch!,
-  );
-  return value || null;
+  return rdnValue(dn) || null;
 }
 
 /** Binary `objectSid` -> `S-1-5-21-...` (MS-DTYP 2.4.2). */

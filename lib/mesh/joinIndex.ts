@@ -1,4 +1,4 @@
-import { indexKeys, type MeshObject } from './model';
+import { dnKey, indexKeys, type MeshObject, type PendingReference } from './model';
 import { tapNextMeshLoad } from './feed';
 import { FeedGapError, PROCESS_WRITER, currentFeedSeq, iterateMesh, ownRowsThrough, readFeed } from './store';
 import { noteForeignChanges } from './tombstoneIndex';
@@ -28,6 +28,17 @@ const ANCHOR = '';
 /** The one empty list every slot without attribute keys, pending references or relationships shares (most of them). */
 const NONE: never[] = Object.freeze([]) as unknown as never[];
 const k2 = (by: string, key: string) => by + '\u0000' + key;
+/**
+ * The key a pending reference waits under: its value, case-folded. A connector's DN reference (`@dn:`) whose value
+ * has an escape, a quote or a `+` is keyed by {@link dnKey} again: a value stored by an earlier version kept a
+ * DN's escapes as written (`\,`) and the values of a multi-valued RDN in their order, and waits under the key the
+ * connector space now gives that DN (`\2c`). Any other stored value is a key already.
+ */
+const pendingKey = (p: PendingReference): string => {
+  const v = p.value;
+  const rekey = p.by !== undefined && p.by.startsWith('@dn:') && (v.includes('\\') || v.includes('"') || v.includes('+'));
+  return k2(p.by ?? ANCHOR, rekey ? dnKey(v) : v.toLowerCase());
+};
 
 /** One slot, or several (in the order they were added). */
 type Slots = number | number[];
@@ -134,7 +145,7 @@ export class MeshIndex {
       }
     }
     this.keysOf[slot] = keys;
-    const pend = state.pendingReferences.length ? [...new Set(state.pendingReferences.map((p) => k2(p.by ?? ANCHOR, p.value.toLowerCase())))] : NONE;
+    const pend = state.pendingReferences.length ? [...new Set(state.pendingReferences.map(pendingKey))] : NONE;
     this.pendOf[slot] = pend;
     for (const k of pend) add(this.pending, k, slot);
     // A target's id string is the one the index already holds for it, when it does (one copy, not one per source).

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { normalizeDn, plainDnLower } from '../connectors/ldap/values';
+import { parsedDnKey, plainDnLower } from '../core/ldapName';
 import type { AttributeValue } from '../core/values';
 
 /**
@@ -92,19 +92,16 @@ export function csReferenceBy(kind: 'dn' | 'anchor', connectorId: string): strin
 }
 
 /**
- * A DN as a key: case-folded, without the spaces allowed around separators (`CN=Ann Lee, OU=People` and
- * `cn=ann lee,ou=people` name the same entry).
+ * A DN as a key: two DNs naming the same entry have the same key, however they are spelled (`CN=Ann Lee, OU=People`
+ * and `cn=ann lee,ou=people`; `ou=Sales\, EMEA` and `ou=Sales\2C EMEA`). The rules are lib/core/ldapName.ts's
+ * `normalizeDn` (this is it, with its fast path kept in sight here).
  */
 export function dnKey(dn: string): string {
-  // The common DN is only lower-cased (one scan, no regular expression: this runs for every object and every
-  // reference value of a directory import); escapes and quotes need the parser.
+  // The common DN is only lower-cased (one scan, no parser: this runs for every object and every reference value
+  // of a directory import); escapes, quotes, `+` and unusual blanks need the parser.
   const plain = plainDnLower(dn);
   if (plain !== undefined) return plain;
-  if (dn.includes('\\') || dn.includes('"')) return normalizeDn(dn);
-  return dn
-    .trim()
-    .replace(/\s*([,=+])\s*/g, '$1')
-    .toLowerCase();
+  return parsedDnKey(dn);
 }
 
 /**
@@ -166,21 +163,39 @@ export function cloneMeshObject(o: MeshObject): MeshObject {
 
 const copyValue = (v: AttributeValue): AttributeValue => (Array.isArray(v) ? v.slice() : v);
 
-/** Equality of attribute values (multi-valued compared as sets, order-insensitive). */
-export function sameValue(a: AttributeValue | undefined, b: AttributeValue | undefined): boolean {
+/** How {@link sameValue} compares strings. */
+export interface SameValueOptions {
+  /**
+   * The values are DNs: two strings are equal when they name the same entry ({@link dnKey}: case, blanks and
+   * escapes do not matter, `ou=Sales\, EMEA` is `ou=Sales\2C EMEA`). Set it only for a directory's DN-valued
+   * attributes (see `ReferencePolicy.dnValued` in lib/sync/references.ts), never for plain strings.
+   */
+  dn?: boolean;
+}
+
+/**
+ * Equality of attribute values (multi-valued compared as sets, order-insensitive). With `{ dn: true }` strings are
+ * compared as DNs ({@link SameValueOptions.dn}); other values as without it.
+ */
+export function sameValue(a: AttributeValue | undefined, b: AttributeValue | undefined, options?: SameValueOptions): boolean {
   const na = a === undefined ? null : a;
   const nb = b === undefined ? null : b;
+  const dn = options?.dn === true;
   if (Array.isArray(na) || Array.isArray(nb)) {
     const x = Array.isArray(na) ? na : na === null ? [] : [na];
     const y = Array.isArray(nb) ? nb : nb === null ? [] : [nb];
     if (x.length !== y.length) return false;
-    const key = (v: unknown) => typeof v + ':' + String(v);
+    const key = dn ? dnValueKey : valueKey;
     const sx = x.map(key).sort();
     const sy = y.map(key).sort();
     return sx.every((v, i) => v === sy[i]);
   }
-  return na === nb;
+  if (na === nb) return true;
+  return dn && typeof na === 'string' && typeof nb === 'string' && dnKey(na) === dnKey(nb);
 }
+
+const valueKey = (v: unknown) => typeof v + ':' + String(v);
+const dnValueKey = (v: unknown) => (typeof v === 'string' ? 'string:' + dnKey(v) : valueKey(v));
 
 /** True for null, undefined, '' and an empty array: no value. */
 export function isEmptyValue(v: unknown): boolean {

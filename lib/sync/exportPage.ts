@@ -88,7 +88,9 @@ export async function loadExportInput(
   const anchors = docs.map((d) => d.links[cid] ?? waiting.get(d.id)).filter((a): a is string => !!a);
   const rows = await readCsObjects(cid, anchors);
   const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid, claim) : null;
-  const targetKind = targetCs ? await targetReferenceKind(cid) : 'anchor';
+  const record = await readConnectorRow(cid);
+  const policy = referencePolicy(cid, record?.type ?? 'custom', record?.config ?? {}, []);
+  const targetKind = targetCs ? policy.targetKind : 'anchor';
   const echoes = targetCs ? relationshipEchoes(await listRules()) : undefined;
   // Applying a plan, the first pass writes no reference to an object it added itself: its dry run could not.
   const notYet = targetCs && info.planRunId && !second ? new Set((await readExportDirty(addedKey(info.runId))).ids) : undefined;
@@ -118,6 +120,7 @@ export async function loadExportInput(
     waiting,
     relations,
     dnAttributes,
+    dnValued: (name, refNames) => policy.dnValued(name, refNames),
   };
 }
 
@@ -486,12 +489,6 @@ async function commitLinks(cid: string, links: readonly LinkChange[], now: strin
     },
     cid,
   );
-}
-
-/** How a target connector names the objects its references point at (a DN, or an anchor). */
-async function targetReferenceKind(connectorId: string): Promise<'dn' | 'anchor'> {
-  const record = await readConnectorRow(connectorId);
-  return referencePolicy(connectorId, record?.type ?? 'custom', record?.config ?? {}, []).targetKind;
 }
 
 /**

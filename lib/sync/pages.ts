@@ -102,16 +102,21 @@ export interface PagePlan {
  * counted unchanged); values the engine never knew of an object it added (read for the first time) are not a
  * change either. Without the stored row (a summary only), a new content hash is a change.
  */
-export function valuesChanged(object: ConnectorObject | null | undefined, prev: CsObject | undefined): boolean {
+export function valuesChanged(
+  object: ConnectorObject | null | undefined,
+  prev: CsObject | undefined,
+  dnValued: (name: string, refNames?: readonly string[]) => boolean = () => false,
+): boolean {
   if (!object || !prev || prev.deleted || (!prev.exported && !Object.keys(prev.attributes).length)) return true;
   if ((object.dn ?? null) !== (prev.dn ?? null) && (!object.dn || !prev.dn || dnKey(object.dn) !== dnKey(prev.dn))) return true;
   const known: Record<string, AttributeValue> = { ...prev.attributes, ...(prev.exported ?? {}) };
   const firstRead = !Object.keys(prev.attributes).length;
+  const refNames = object.references ? Object.keys(object.references) : undefined;
   for (const k of new Set([...Object.keys(known), ...(firstRead ? [] : Object.keys(object.attributes))])) {
     const a = object.attributes[k];
     const b = known[k];
     if (isEmptyValue(a) && isEmptyValue(b)) continue;
-    if (!sameValue(a, b)) return true;
+    if (!sameValue(a, b, dnValued(k, refNames) ? { dn: true } : undefined)) return true;
   }
   return false;
 }
@@ -207,7 +212,11 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     cs.note(plan.cs);
     plans.push(plan);
     if (plan.outcome === 'created') result.created++;
-    else if (plan.outcome === 'updated' && valuesChanged(w.item.object, prevOf(w))) result.updated++;
+    else if (
+      plan.outcome === 'updated' &&
+      valuesChanged(w.item.object, prevOf(w), ctx.refs?.policy ? (k, names) => ctx.refs!.policy.dnValued(k, names) : undefined)
+    )
+      result.updated++;
     else if (plan.outcome === 'updated') result.unchanged!++;
     else if (plan.outcome === 'deleted') result.deleted++;
     if (plan.error) result.errors.push({ object: w.item.anchor, message: plan.error });

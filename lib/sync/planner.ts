@@ -220,6 +220,7 @@ export function joinKeys(jr: CompiledRule, object: Pick<ConnectorObject, 'attrib
 }
 
 const clone = cloneMeshObject;
+const DN = { dn: true } as const;
 
 /** Plan one imported object (`object` null: it was deleted from the source). */
 export function planImport(input: PlanInput, anchor: string, object: ConnectorObject | null, hash: string, prev: CsObject | undefined): ObjectPlan {
@@ -249,7 +250,13 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
   if (prev?.csObjectId) cs.csObjectId = prev.csObjectId;
   if (prev?.exportedOn) cs.exportedOn = prev.exportedOn;
   if (prev?.exported) {
-    const missing = Object.keys(prev.exported).filter((k) => !sameValue(object.attributes[k], prev.exported![k]));
+    // A directory gives DNs back in its own spelling (slapd writes `ou=Sales\, EMEA` as `ou=Sales\2C EMEA`):
+    // its DN-valued attributes are confirmed when they name the same entries.
+    const policy = input.refs?.policy;
+    const refNames = object.references ? Object.keys(object.references) : undefined;
+    const missing = Object.keys(prev.exported).filter(
+      (k) => !sameValue(object.attributes[k], prev.exported![k], policy?.dnValued(k, refNames) ? DN : undefined),
+    );
     if (missing.length) cs.unconfirmed = missing;
   }
   const isNew = !prev || prev.deleted;

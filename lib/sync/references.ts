@@ -31,7 +31,37 @@ export interface ReferencePolicy {
   typeOf(name: string): string;
   /** Whether mesh relationships of this type are this connector's references (an outbound flow of a relationship). */
   readonly targetKind: ReferenceKind;
+  /**
+   * Whether the values of attribute `name` (the connector's name for it) are DNs, to be compared as DNs
+   * (`sameValue(a, b, { dn: true })`, lib/mesh/model.ts): the exported values a confirming import checks, and
+   * the values an export compares with what the target shows. `refNames`: the reference attributes of the object
+   * as the connector marked them (`ConnectorObject.references`' names, `CsObject.refNames`).
+   *
+   * A directory (`ldap`, `active_directory`): the attributes its schema gives DN syntax, as the connector marked
+   * them on the object (its references), the well-known DN-valued ones whatever the object holds (`manager`,
+   * `member`, `uniqueMember`, `secretary`, `owner`, `managedBy`, `seeAlso`: a value outside the connector's
+   * containers is not marked as a reference) and the entry's own `dn`, `distinguishedName` and `container`.
+   * A file connector: its `referenceColumns` that resolve by DN. Any other connector (SQL, CSV/JSON, custom):
+   * none; their strings are compared as strings.
+   */
+  dnValued(name: string, refNames?: readonly string[]): boolean;
 }
+
+/** The attributes of a directory whose values are DNs whether or not the object marks them as references. */
+const DIRECTORY_DN_ATTRIBUTES: ReadonlySet<string> = new Set([
+  'dn',
+  'distinguishedname',
+  'container',
+  'manager',
+  'secretary',
+  'member',
+  'uniquemember',
+  'owner',
+  'managedby',
+  'seealso',
+]);
+
+const includesName = (names: readonly string[] | undefined, lower: string): boolean => !!names && names.some((n) => n.toLowerCase() === lower);
 
 /**
  * The policy of a connector from its stored type and configuration: directories name targets by DN; SQL,
@@ -58,7 +88,11 @@ export function referencePolicy(connectorId: string, type: string, config: Recor
   }
   const typeOf = (name: string) => renames.get(name.toLowerCase()) ?? name;
   if (type === 'ldap' || type === 'active_directory') {
-    return { kind: () => 'dn', typeOf, targetKind: 'dn' };
+    const dnValued = (name: string, refNames?: readonly string[]) => {
+      const lower = name.toLowerCase();
+      return DIRECTORY_DN_ATTRIBUTES.has(lower) || includesName(refNames, lower);
+    };
+    return { kind: () => 'dn', typeOf, targetKind: 'dn', dnValued };
   }
   // The file connector is a custom connector (`implementation: "file"`) with its settings under `settings`.
   const file = type === 'custom' && config.implementation === 'file' ? ((config.settings ?? {}) as Record<string, unknown>) : null;
@@ -73,9 +107,10 @@ export function referencePolicy(connectorId: string, type: string, config: Recor
       kind: (name) => (byName.has(name) ? (byName.get(name) as ReferenceKind | null) : 'anchor'),
       typeOf,
       targetKind: typeof file.dnColumn === 'string' ? 'dn' : 'anchor',
+      dnValued: (name) => byName.get(name) === 'dn',
     };
   }
-  return { kind: () => 'anchor', typeOf, targetKind: 'anchor' };
+  return { kind: () => 'anchor', typeOf, targetKind: 'anchor', dnValued: () => false };
 }
 
 /** What the planner asks of the connector space of the connector being run. */
@@ -198,7 +233,7 @@ export function refreshConnectorReferences(doc: MeshObject, lookup: CsLookup, in
       continue;
     }
     const kind: ReferenceKind = r.by?.startsWith('@dn:') ? 'dn' : 'anchor';
-    const got = resolveOne(doc, lookup, index, r.type, kind, r.v ?? r.ca ?? '', r.ca);
+    const got = resolveOne(doc, lookup, index, r.type, kind, storedKey(kind, r.v ?? r.ca ?? ''), r.ca);
     if (!got) continue;
     if ('targetId' in got) rels.push(got);
     // The referenced object went (or lost its mesh object): wait for an object with the reference's value.
@@ -210,7 +245,7 @@ export function refreshConnectorReferences(doc: MeshObject, lookup: CsLookup, in
       continue;
     }
     const kind: ReferenceKind = p.by?.startsWith('@dn:') ? 'dn' : 'anchor';
-    const got = resolveOne(doc, lookup, index, p.type, kind, p.value);
+    const got = resolveOne(doc, lookup, index, p.type, kind, storedKey(kind, p.value));
     if (!got) continue;
     if ('targetId' in got) rels.push(got);
     else pend.push(p);
@@ -218,6 +253,12 @@ export function refreshConnectorReferences(doc: MeshObject, lookup: CsLookup, in
   doc.relationships = dedupeComposed(rels);
   doc.pendingReferences = pend;
 }
+
+/**
+ * A stored reference key as the connector space keys it now: a DN key stored by an earlier version kept a DN's
+ * escapes as written (`\,`); {@link dnKey} of a key is the key itself otherwise (a plain DN: one scan).
+ */
+const storedKey = (kind: ReferenceKind, key: string): string => (kind === 'dn' ? dnKey(key) : key);
 
 /** Drop mesh-composer relationships that repeat a connector's (same type and target). */
 export function dedupeComposed(rels: Relationship[]): Relationship[] {

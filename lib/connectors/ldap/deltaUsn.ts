@@ -1,3 +1,4 @@
+import { escapeDnValue, firstRdn } from '../../core/ldapName';
 import { ConnectorError, type DeltaImportOptions, type DeltaPage } from '../sdk';
 import { anchorOf, classFilter, inScope, objectTypeOf, REFERENCE_ATTRIBUTES } from './objects';
 import { Control, type LdapEntry } from './session';
@@ -222,16 +223,9 @@ export function tombstoneDn(e: LdapEntry): string | undefined {
   // DirSync gives DN values in the extended form `<GUID=...>;<SID=...>;DN`.
   const parent = first(e, 'lastKnownParent')?.replace(/^(<[^>]*>;)+/, '');
   const value = first(e, 'msDS-LastKnownRDN') ?? first(e, 'name')?.split('\n')[0];
-  const type = /^([^=]+)=/.exec(e.dn)?.[1] ?? 'CN';
+  const type = firstRdn(e.dn)?.[0].type ?? 'CN';
   if (!parent || !value) return undefined;
   return `${type}=${escapeDnValue(value)},${parent}`;
-}
-
-function escapeDnValue(v: string): string {
-  return v
-    .replace(/[\\,+"<>;=#]/g, (c) => `\\${c}`)
-    .replace(/^ /, '\\ ')
-    .replace(/ $/, '\\ ');
 }
 
 /**

@@ -1,3 +1,4 @@
+import { firstRdn, unescapeDnValue } from '../../core/ldapName';
 import { type CompiledExpression } from '../../expression';
 import { ConnectorError, valuesOf, type AttributeValue, type ExistingObject, type ExportChange, type ExportResult, type ScalarValue } from '../sdk';
 import {
@@ -355,10 +356,10 @@ export class LdapExporter {
       dn = target;
       // The rename set the naming attribute to the new RDN's value: it is not written again (Active Directory
       // refuses any modify of the RDN attribute, even to the value it has: "must use 'rename' operation").
-      const rdn = /^\s*([^=+,\s]+)\s*=\s*((?:\\.|[^,+])+?)\s*,/.exec(target);
-      if (rdn) {
-        for (const k of Object.keys(entry)) if (k.toLowerCase() === rdn[1].toLowerCase()) delete entry[k];
-        entry[rdn[1]] = unescapeDnValue(rdn[2]);
+      const rdn = firstRdn(target);
+      if (rdn?.length === 1 && !rdn[0].hex) {
+        for (const k of Object.keys(entry)) if (k.toLowerCase() === rdn[0].type.toLowerCase()) delete entry[k];
+        entry[rdn[0].type] = rdn[0].value;
       }
     }
     const changes: Change[] = [];
@@ -461,10 +462,12 @@ export class LdapExporter {
     }
     const created: string[] = [];
     for (const p of missing) {
-      const m = /^\s*ou\s*=\s*((?:\\.|[^,])+?)\s*,/i.exec(p);
-      if (!m) throw new ConnectorError('not_found', `Placing '${dn}': its parent '${p}' does not exist, and createContainers creates only OU= containers.`);
+      const rdn = firstRdn(p);
+      const ou = rdn?.length === 1 && rdn[0].type.toLowerCase() === 'ou' && !rdn[0].hex ? rdn[0].value : undefined;
+      if (ou === undefined)
+        throw new ConnectorError('not_found', `Placing '${dn}': its parent '${p}' does not exist, and createContainers creates only OU= containers.`);
       try {
-        await session.add(p, { objectClass: ['organizationalUnit'], ou: [unescapeDnValue(m[1])] });
+        await session.add(p, { objectClass: ['organizationalUnit'], ou: [ou] });
         created.push(p);
       } catch (err) {
         if (!(err instanceof ConnectorError && err.code === 'already_exists')) throw err;
@@ -487,21 +490,8 @@ function containerNotes(created: string[], dn: string): { notes?: string[] } {
   return created.length ? { notes: created.map((c) => `Created the container ${c} for ${dn} (createContainers).`) } : {};
 }
 
-/** An RDN value as written in a DN (RFC 4514 escapes: a backslash before a character, or before two hex digits) to the attribute value. */
-export function unescapeDnValue(v: string): string {
-  const parts: Buffer[] = [];
-  for (let i = 0; i < v.length; i++) {
-    if (v[i] === '\\' && /^[0-9a-fA-F]{2}$/.test(v.slice(i + 1, i + 3))) {
-      parts.push(Buffer.from([parseInt(v.slice(i + 1, i + 3), 16)]));
-      i += 2;
-    } else if (v[i] === '\\' && i + 1 < v.length) {
-      parts.push(Buffer.from(v[++i], 'utf8'));
-    } else {
-      parts.push(Buffer.from(v[i], 'utf8'));
-    }
-  }
-  return Buffer.concat(parts).toString('utf8');
-}
+/** An RDN value as written in a DN to the attribute value (lib/core/ldapName.ts). */
+export { unescapeDnValue };
 
 /** A failure while looking an object up for an export: the object's error (the run goes on), never a success. */
 function objectLevel(err: unknown, what: string, anchor: string): ConnectorError {

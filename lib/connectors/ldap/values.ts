@@ -1,4 +1,4 @@
-import { parentDn } from '../../expression/dn';
+import { escapeFilterValue, normalizeDn, parentDn, plainDnLower } from '../../core/ldapName';
 
 /**
  * Value conversions of the directory connector: binary identifiers as canonical strings, DN comparison,
@@ -67,10 +67,11 @@ export function binaryValueBytes(attribute: string, value: string): Buffer {
   return b;
 }
 
-/** A string as an LDAP filter assertion value (RFC 4515: `\\`, `*`, `(`, `)` and NUL escaped). */
-export function escapeFilterValue(v: string): string {
-  return v.replace(/[\\*()\0]/g, (c) => '\\' + c.charCodeAt(0).toString(16).padStart(2, '0'));
-}
+/**
+ * DN parsing, comparison and escaping live in lib/core/ldapName.ts (one module for the whole service); the
+ * directory connector's names for them are kept here.
+ */
+export { escapeFilterValue, normalizeDn, parentDn, plainDnLower };
 
 /**
  * Bytes as an LDAP filter value (`\3f\25...`): for display only. Never send such a string filter through ldapts:
@@ -82,70 +83,6 @@ export function escapeFilterBytes(b: Buffer): string {
   let out = '';
   for (const x of b) out += '\\' + x.toString(16).padStart(2, '0');
   return out;
-}
-
-/** Whitespace as `String.prototype.trim` and the regular expression `\s` see it. */
-function isSpace(c: number): boolean {
-  return (
-    c === 32 ||
-    (c >= 9 && c <= 13) ||
-    c === 0xa0 ||
-    c === 0x1680 ||
-    (c >= 0x2000 && c <= 0x200a) ||
-    c === 0x2028 ||
-    c === 0x2029 ||
-    c === 0x202f ||
-    c === 0x205f ||
-    c === 0x3000 ||
-    c === 0xfeff
-  );
-}
-
-/**
- * The lower-cased DN when lower-casing is all that {@link normalizeDn} and `dnKey` (lib/sync/model.ts) would do
- * to it: no escape, no quote, and no blank at either end or beside a `,`, `=` or `+`. Undefined otherwise (the
- * caller takes the full path). The common DN (`uid=u000123,ou=people,dc=example,dc=com`, `CN=Ann Lee,OU=People`)
- * is plain: a directory import asks this for every entry and every reference value, so it is one scan and one
- * `toLowerCase`, without the RDN parser's slices.
- */
-export function plainDnLower(dn: string): string | undefined {
-  const n = dn.length;
-  for (let i = 0; i < n; i++) {
-    const c = dn.charCodeAt(i);
-    if (c === 92 /* \\ */ || c === 34 /* " */) return undefined;
-    if (c > 32 && c < 0xa0) continue;
-    if (!isSpace(c)) continue;
-    if (i === 0 || i === n - 1) return undefined;
-    const before = dn.charCodeAt(i - 1);
-    const after = dn.charCodeAt(i + 1);
-    if (before === 44 || before === 61 || before === 43 || after === 44 || after === 61 || after === 43 || isSpace(after)) return undefined;
-  }
-  return dn.toLowerCase();
-}
-
-/**
- * A DN for comparison: RDNs trimmed, attribute types and values lower-cased (directories compare DNs
- * case-insensitively for the usual naming attributes: cn, ou, dc, uid).
- */
-export function normalizeDn(dn: string): string {
-  const plain = plainDnLower(dn);
-  if (plain !== undefined) return plain;
-  const rdns: string[] = [];
-  let rest = dn.trim();
-  while (rest) {
-    const parent = parentDn(rest);
-    const rdn = parent ? rest.slice(0, rest.length - parent.length).replace(/,\s*$/, '') : rest;
-    rdns.push(
-      rdn
-        .split('=')
-        .map((p, i) => (i === 0 ? p.trim() : p))
-        .join('=')
-        .trim()
-        .toLowerCase(),
-    );
-    rest = parent;
-  }
-  return rdns.join(',');
 }
 
 /** Normalized bases (a connector asks about the same few containers for every entry it reads). */
@@ -161,8 +98,6 @@ export function isUnder(dn: string, base: string): boolean {
   const d = normalizeDn(dn);
   return d === b || d.endsWith(',' + b);
 }
-
-export { parentDn };
 
 /** Generalized time (`20240101120000.123456Z`, `20240101120000Z`) to epoch microseconds. */
 export function generalizedTimeToMicros(t: string): number {

@@ -1,6 +1,6 @@
 import type { AttributeValue, ExportChange } from '../../connectors/sdk';
 import type { CompiledExpression } from '../../expression';
-import { dnKey, isEmptyValue, sameValue, type MeshObject } from '../../mesh/model';
+import { isEmptyValue, sameValue, type MeshObject } from '../../mesh/model';
 import type { RunObjectError } from '../../storage/runs';
 import { disableValues, dueAt, enableValues, isDue, type DeprovisioningSettings } from '../deprovisioning';
 import type { ExportRelations } from '../exportReferences';
@@ -69,6 +69,8 @@ export interface ExportPlanInput {
    * case as the directory's rules say), so `ou=Sales\, EMEA` and `ou=Sales\2C EMEA` are one value.
    */
   dnAttributes: ReadonlySet<string>;
+  /** The target's own word on which attributes hold DNs (lib/sync/references.ts `dnValued`), per row. */
+  dnValued?: (name: string, refNames?: readonly string[]) => boolean;
 }
 
 export interface ExportPagePlan {
@@ -113,12 +115,15 @@ export function outboundValues(
 }
 
 /** Whether two values of a target attribute are the same (DN-valued attributes compared as DNs). */
-export function sameTargetValue(dnAttributes: ReadonlySet<string>, name: string, a: AttributeValue | undefined, b: AttributeValue | undefined): boolean {
+export function sameTargetValue(
+  dnAttributes: ReadonlySet<string> | ((name: string) => boolean),
+  name: string,
+  a: AttributeValue | undefined,
+  b: AttributeValue | undefined,
+): boolean {
   if (sameValue(a, b)) return true;
-  if (!dnAttributes.has(name)) return false;
-  const keys = (v: AttributeValue | undefined): AttributeValue =>
-    v === undefined || v === null ? null : Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? dnKey(x) : x)) : typeof v === 'string' ? dnKey(v) : v;
-  return sameValue(keys(a), keys(b));
+  const dn = typeof dnAttributes === 'function' ? dnAttributes(name) : dnAttributes.has(name);
+  return dn && sameValue(a, b, { dn: true });
 }
 
 /**
@@ -161,8 +166,9 @@ export function planExport(input: ExportPlanInput): ExportPagePlan {
       continue;
     }
     const shown = shownOf(prev!);
+    const isDn = (k: string) => input.dnAttributes.has(k) || !!input.dnValued?.(k, prev!.refNames);
     const diff: Record<string, AttributeValue> = {};
-    for (const [k, v] of Object.entries(values)) if (!isWriteOnlySecret(k) && !sameTargetValue(input.dnAttributes, k, shown[k], v)) diff[k] = v;
+    for (const [k, v] of Object.entries(values)) if (!isWriteOnlySecret(k) && !sameTargetValue(isDn, k, shown[k], v)) diff[k] = v;
     // A write-only secret goes with an update only when the target says passwordOnUpdate (then with every update).
     if (Object.keys(diff).length && input.passwordOnUpdate)
       for (const [k, v] of Object.entries(values)) if (isWriteOnlySecret(k) && !isEmptyValue(v)) diff[k] = v;

@@ -11,6 +11,10 @@ describe('directory helpers', () => {
     expect(firstRdnValue('cn=Comma\\2C Group,ou=groups')).toBe('Comma, Group');
     expect(firstRdnValue('cn=a+uid=b,dc=x')).toBe('a');
     expect(firstRdnValue('no-equals')).toBeNull();
+    // Hex pairs are the UTF-8 bytes of one character (not one character each: "JosÃ© Admins").
+    expect(firstRdnValue('cn=Jos\\c3\\a9 Admins,ou=Groups,dc=example,dc=com')).toBe('José Admins');
+    expect(firstRdnValue('CN=M\\C3\\BCller\\2C Team,OU=Groups')).toBe('Müller, Team');
+    expect(firstRdnValue('cn="Smith, John",ou=Groups')).toBe('Smith, John');
   });
 
   it('renders a binary objectSid as S-1-5-21-...', () => {

@@ -52,6 +52,15 @@ describe('walkGroups: nested groups by following memberOf', () => {
     expect(g.asked.filter((d) => /top/i.test(d))).toHaveLength(1);
   });
 
+  it('one group however its DN is escaped (`\\,`, `\\2C`, quotes)', async () => {
+    const g = graph({
+      'cn=a,ou=g': ['cn=Sales\\, EMEA,ou=g'],
+      'cn=b,ou=g': ['cn=Sales\\2C EMEA,ou=g', 'cn="sales, emea",ou=g'],
+    });
+    const walk = await walkGroups(['cn=a,ou=g', 'cn=b,ou=g'], g.parentsOf, 10);
+    expect(walk.groups).toEqual(['cn=a,ou=g', 'cn=b,ou=g', 'cn=Sales\\, EMEA,ou=g']);
+  });
+
   it('keeps groups up to the depth bound and says when it cut some off', async () => {
     // u -> g0 -> g1 -> g2 -> g3 -> g4: g1 is at depth 1, g4 at depth 4.
     const chain: Record<string, string[]> = {};

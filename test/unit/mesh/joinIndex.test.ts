@@ -1,6 +1,6 @@
 import { MeshIndex } from '../../../lib/mesh/joinIndex';
 import type { AttributeValue } from '../../../lib/connectors/sdk';
-import { indexKeys, type MeshObject } from '../../../lib/mesh/model';
+import { dnKey, indexKeys, type MeshObject } from '../../../lib/mesh/model';
 
 const NOW = '2026-11-26T05:00:00.000Z';
 
@@ -128,5 +128,17 @@ describe('MeshIndex: integer slots, exactly the answers of a scan of the latest 
     ix.apply('b', doc('b', 'Bob', { mail: 'bob@x' }));
     expect(ix.find('mail', 'bob@x')).toEqual(['c', 'b']);
     expect(ix.size).toBe(2);
+  });
+
+  it("a connector's DN reference waits under the DN's key, however it was stored (escapes as an earlier version kept them)", () => {
+    const ix = new MeshIndex(new Set());
+    const by = '@dn:c1';
+    ix.apply('a', doc('a', 'Ann', {}, { pendingReferences: [{ type: 'manager', value: 'uid=e1,ou=sales\\, emea,dc=x', by, c: 'c1' }] }));
+    ix.apply('b', doc('b', 'Bob', {}, { pendingReferences: [{ type: 'manager', value: 'uid=e1,ou=sales\\2c emea,dc=x', by, c: 'c1' }] }));
+    ix.apply('c', doc('c', 'Cy', {}, { pendingReferences: [{ type: 'manager', value: 'UID=E1,OU=Sales', by: 'employeeId' }] }));
+    expect(ix.waiting(by, dnKey('uid=E1,ou=Sales\\2C EMEA,dc=x'))).toEqual(['a', 'b']);
+    expect(ix.waiting('employeeId', 'uid=e1,ou=sales')).toEqual(['c']);
+    ix.apply('a', null);
+    expect(ix.waiting(by, 'uid=e1,ou=sales\\2c emea,dc=x')).toEqual(['b']);
   });
 });

@@ -2,6 +2,7 @@ import type { ConnectorObject } from '../../../lib/connectors/sdk';
 import { MeshIndex } from '../../../lib/mesh/joinIndex';
 import { projectedMeshId, type Contribution, type MeshObject } from '../../../lib/mesh/model';
 import { identityKeys, planImport, reresolve, winner, WorkingSet } from '../../../lib/sync/planner';
+import { referencePolicy, type CsLookup } from '../../../lib/sync/references';
 import { compileRuleSet } from '../../../lib/sync/rules';
 import { exceeded, thresholdsOf } from '../../../lib/plans/thresholds';
 import type { Rule } from '../../../lib/storage/rules';
@@ -136,6 +137,46 @@ describe('planImport', () => {
     const prev = { anchor: 'h1', objectType: 'User', attributes: {}, hash: '', rulesHash: '', meshId: null, exported: { mail: 'new@x' }, updatedOn: NOW };
     const plan = planImport({ rules: a, now: NOW, ws }, 'h1', obj('h1', { employeeId: 'E1', mail: 'old@x' }), 'h', prev);
     expect(plan.cs.unconfirmed).toEqual(['mail']);
+  });
+
+  test("a directory's DN values come back in its own spelling: confirmed when they name the same entries", () => {
+    const { ws, a } = setup();
+    const refs = (type: string): CsLookup => ({
+      connectorId: A,
+      policy: referencePolicy(A, type, {}, []),
+      anchorOfDn: () => undefined,
+      entry: () => undefined,
+    });
+    const written = 'uid=E1,ou=Sales\\, EMEA,ou=people,dc=example,dc=com';
+    const shown = 'uid=E1,ou=Sales\\2C EMEA,ou=people,dc=example,dc=com';
+    const prev = {
+      anchor: 'h1',
+      objectType: 'User',
+      attributes: {},
+      hash: '',
+      rulesHash: '',
+      meshId: null,
+      exported: { manager: written, member: [written, 'cn=B,dc=x'], roleOccupant: written, seeAlsoText: written, mail: 'A@x' },
+      updatedOn: NOW,
+    };
+    const object: ConnectorObject = {
+      ...obj('h1', { employeeId: 'E1', manager: shown, member: ['CN=b, DC=x', shown], roleOccupant: shown, seeAlsoText: shown, mail: 'a@x' }),
+      references: { manager: [shown], member: ['CN=b, DC=x', shown], roleOccupant: [shown] },
+    };
+    // A directory: manager and member (well-known), roleOccupant (marked a reference by the connector) are DNs;
+    // another attribute is a string, and mail is not case-folded.
+    expect(planImport({ rules: a, now: NOW, ws, refs: refs('ldap') }, 'h1', object, 'h', prev).cs.unconfirmed).toEqual(['seeAlsoText', 'mail']);
+    // An SQL connector compares strings as strings.
+    expect(planImport({ rules: a, now: NOW, ws, refs: refs('sql') }, 'h1', object, 'h', prev).cs.unconfirmed).toEqual([
+      'manager',
+      'member',
+      'roleOccupant',
+      'seeAlsoText',
+      'mail',
+    ]);
+    // Another entry is another entry.
+    const other = { ...object, attributes: { ...object.attributes, manager: 'uid=E2,ou=Sales\\2C EMEA,ou=people,dc=example,dc=com', mail: 'A@x' } };
+    expect(planImport({ rules: a, now: NOW, ws, refs: refs('ldap') }, 'h1', other, 'h', prev).cs.unconfirmed).toEqual(['manager', 'seeAlsoText']);
   });
 });
 

@@ -152,6 +152,42 @@ describe('references through the connector space', () => {
     expect([file.kind('boss'), file.kind('mgrDn'), file.kind('byMail'), file.targetKind]).toEqual(['anchor', 'dn', null, 'dn']);
   });
 
+  test("which values are DNs, compared as DNs: a directory's DN attributes and references, a file's DN reference columns, never SQL", () => {
+    const ldap = referencePolicy(C, 'ldap', {}, []);
+    expect(
+      ['manager', 'Member', 'uniqueMember', 'secretary', 'owner', 'managedBy', 'seeAlso', 'dn', 'distinguishedName', 'container'].filter((n) =>
+        ldap.dnValued(n),
+      ),
+    ).toHaveLength(10);
+    // Another DN-syntax attribute of the directory's schema: when the connector marked it a reference on the object.
+    expect(ldap.dnValued('roleOccupant')).toBe(false);
+    expect(ldap.dnValued('roleOccupant', ['roleOccupant'])).toBe(true);
+    expect(ldap.dnValued('ROLEOCCUPANT', ['roleOccupant'])).toBe(true);
+    expect(['cn', 'mail', 'description', 'departmentNumber'].some((n) => ldap.dnValued(n, ['manager']))).toBe(false);
+    expect(referencePolicy(C, 'active_directory', {}, []).dnValued('managedBy')).toBe(true);
+    // SQL and CSV/JSON targets: plain strings, even a column named like a directory attribute.
+    for (const type of ['sql', 'custom']) {
+      const p = referencePolicy(C, type, {}, []);
+      expect(['manager', 'dn', 'member', 'manager_id'].some((n) => p.dnValued(n, ['manager']))).toBe(false);
+    }
+    const file = referencePolicy(
+      C,
+      'custom',
+      { implementation: 'file', settings: { referenceColumns: { boss: 'User', mgrDn: { objectType: 'User', resolveBy: 'dn' } } } },
+      [],
+    );
+    expect([file.dnValued('mgrDn'), file.dnValued('boss'), file.dnValued('manager')]).toEqual([true, false, false]);
+  });
+
+  test('a DN key stored by an earlier version (escapes as written) still resolves, and is waited for under the key of today', () => {
+    const cs = space([{ anchor: 'a-boss', dn: 'uid=E1,ou=Sales\\2C EMEA,dc=x', meshId: boss.id }]);
+    const doc = structuredClone(me);
+    doc.pendingReferences = [{ type: 'manager', value: 'uid=e1,ou=sales\\, emea,dc=x', by: `@dn:${C}`, c: C }];
+    refreshConnectorReferences(doc, cs, ix);
+    expect(doc.relationships.map((r) => [r.type, r.targetId, r.v])).toEqual([['manager', boss.id, 'uid=e1,ou=sales\\2c emea,dc=x']]);
+    expect(doc.pendingReferences).toEqual([]);
+  });
+
   test("an export writes each related object's connector-space object in the target, and counts the ones not there yet", () => {
     const doc = structuredClone(me);
     doc.relationships = [

@@ -82,8 +82,25 @@ describe('values', () => {
       expect(normalizeDn(dn)).toBe(dn.toLowerCase());
       expect(dnKey(dn)).toBe(dn.toLowerCase());
     }
+    // The connector's key and the mesh's are one (lib/core/ldapName.ts): a blank inside a value is kept.
     expect(normalizeDn('cn=a =b,ou=c')).toBe('cn=a =b,ou=c');
-    expect(dnKey('cn=a =b,ou=c')).toBe('cn=a=b,ou=c');
+    expect(dnKey('cn=a =b,ou=c')).toBe('cn=a =b,ou=c');
+  });
+  test('DNs spelled with different escapes have one key in the connector and in the mesh', () => {
+    for (const [a, b] of [
+      ['uid=E1,ou=Sales\\, EMEA,ou=people,dc=example,dc=com', 'uid=E1,ou=Sales\\2C EMEA,ou=people,dc=example,dc=com'],
+      ['CN=Smith\\, John,OU=Users,DC=corp', 'cn="Smith, John",ou=users,dc=corp'],
+      ['cn=Jos\\c3\\a9 Admins,dc=x', 'cn=José Admins,dc=x'],
+      ['cn=a+uid=b,dc=x', 'uid=b+cn=a,dc=x'],
+    ]) {
+      expect(normalizeDn(a)).toBe(normalizeDn(b));
+      expect(dnKey(a)).toBe(dnKey(b));
+      expect(dnKey(a)).toBe(normalizeDn(a));
+    }
+    expect(isUnder('uid=E1,ou=Sales\\2C EMEA,dc=corp', 'OU=Sales\\, EMEA,DC=corp')).toBe(true);
+    // An escaped comma is not a separator: `cn=a\,dc=corp` is one RDN, not an entry below dc=corp.
+    expect(isUnder('cn=a\\,dc=corp', 'dc=corp')).toBe(false);
+    expect(isUnder('cn=a\\2Cdc=corp', 'dc=corp')).toBe(false);
   });
 });
 
