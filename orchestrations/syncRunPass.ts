@@ -102,15 +102,13 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       totals = r;
     }
     // References to objects this pass added (a manager provisioned with the reports) or moved (a manager
-    // moved to another OU): one more pass writes them in the objects that name them. Only what changed is
-    // exported again.
+    // moved to another OU): one more pass writes them in the objects that name them.
     if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
       totals = { ...totals, notInTarget: 0, movedInTarget: 0, owed: undefined, owedCount: 0 };
-      for (let partition = 0; partition < 16; partition++) {
-        const r = yield* step(EXPORT_PARTITION, { input: { info, partition, totals, second: true } satisfies ExportPageInput, config });
-        if (isEnd(r)) return r;
-        totals = r;
-      }
+      // Only the objects the first pass asked to look at again, not the mesh partitions once more.
+      const r = yield* step(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config });
+      if (isEnd(r)) return r;
+      totals = r;
     }
     const d = yield* step(EXPORT_DELETES, { info, totals, config });
     if (isEnd(d)) return d;

@@ -295,7 +295,7 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
  * the other wrote. Objects that are gone are skipped. Returns the written states.
  */
 export async function patchMeshObjects(ids: Iterable<string>, patch: (doc: MeshObject) => boolean, exportOf?: string): Promise<MeshObject[]> {
-  const written = new Map<string, MeshObject>();
+  const written = new Map<string, { doc: MeshObject; texts: { row: string; feed: string } }>();
   let todo = [...new Set(ids)];
   for (let attempt = 0; todo.length; attempt++) {
     const read: { doc: MeshObject; etag: string }[] = [];
@@ -307,42 +307,43 @@ export async function patchMeshObjects(ids: Iterable<string>, patch: (doc: MeshO
     for (const r of read) {
       if (!patch(r.doc)) continue;
       const pk = meshPartition(r.doc.id);
-      byPk.set(pk, [...(byPk.get(pk) ?? []), r]);
+      const list = byPk.get(pk);
+      if (list) list.push(r);
+      else byPk.set(pk, [r]);
     }
-    for (const [pk, list] of byPk) {
+    const chunks: { pk: string; chunk: { doc: MeshObject; etag: string }[] }[] = [];
+    for (const [pk, list] of byPk) for (let i = 0; i < list.length; i += 50) chunks.push({ pk, chunk: list.slice(i, i + 50) });
+    await mapLimit(chunks, 4, async ({ pk, chunk }) => {
       const client = await meshTable(pk);
-      for (let i = 0; i < list.length; i += 50) {
-        const chunk = list.slice(i, i + 50);
-        const actions: TransactionAction[] = [];
-        for (const r of chunk) {
-          const text = encodeMeshTexts(r.doc).row;
-          const ref = text.length > OVERFLOW_OVER ? await putOverflow(text) : undefined;
-          actions.push(['update', toMeshEntity(r.doc, text, ref), 'Replace', { etag: r.etag }]);
-        }
-        try {
-          await submitTransaction(client, actions);
-          for (const r of chunk) written.set(r.doc.id, r.doc);
-        } catch (err) {
-          const conflict =
-            isStatus(err, 412) || isStatus(err, 404) || (err instanceof Error && /UpdateConditionNotSatisfied|ResourceNotFound/.test(err.message));
-          if (!conflict || attempt >= 20) throw err;
-          conflicted.push(...chunk.map((r) => r.doc.id));
-        }
+      const actions: TransactionAction[] = [];
+      const texts: { row: string; feed: string }[] = [];
+      for (const r of chunk) {
+        const both = encodeMeshTexts(r.doc);
+        texts.push(both);
+        const ref = both.row.length > OVERFLOW_OVER ? await putOverflow(both.row) : undefined;
+        actions.push(['update', toMeshEntity(r.doc, both.row, ref), 'Replace', { etag: r.etag }]);
       }
-    }
+      try {
+        await submitTransaction(client, actions);
+        chunk.forEach((r, i) => written.set(r.doc.id, { doc: r.doc, texts: texts[i] }));
+      } catch (err) {
+        const conflict = isStatus(err, 412) || isStatus(err, 404) || (err instanceof Error && /UpdateConditionNotSatisfied|ResourceNotFound/.test(err.message));
+        if (!conflict || attempt >= 20) throw err;
+        conflicted.push(...chunk.map((r) => r.doc.id));
+      }
+    });
     todo = conflicted;
   }
-  const upserts = [...written.values()];
-  if (upserts.length) await appendStates(upserts, exportOf);
-  return upserts;
+  const states = [...written.values()];
+  if (states.length) await appendStates(states, exportOf);
+  return states.map((w) => w.doc);
 }
 
 /** The feed append of states whose rows are written (see {@link commitMeshWrite}). */
-async function appendStates(upserts: MeshObject[], exportOf?: string): Promise<number> {
-  const entries: FeedEntry[] = upserts.map((o): FeedEntry => ({ id: o.id, objectType: o.objectType, state: o, ...(exportOf ? { x: exportOf } : {}) }));
+async function appendStates(states: { doc: MeshObject; texts: { row: string; feed: string } }[], exportOf?: string): Promise<number> {
+  const entries: FeedEntry[] = states.map(({ doc: o }): FeedEntry => ({ id: o.id, objectType: o.objectType, state: o, ...(exportOf ? { x: exportOf } : {}) }));
   const texts: string[] = [];
-  for (const o of upserts) {
-    const both = encodeMeshTexts(o);
+  for (const { doc: o, texts: both } of states) {
     const head = `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},${exportOf ? `"x":${JSON.stringify(exportOf)},` : ''}`;
     texts.push(both.row.length > OVERFLOW_OVER ? `${head}"ref":${JSON.stringify(await putOverflow(both.row))}}` : `${head}"state":${both.feed}}`);
   }

@@ -170,7 +170,10 @@ export interface ExportIdsInput {
   totals: RunTotals;
 }
 
-/** Export one page of an incremental export: the listed mesh objects that still exist (and are of the type). */
+/**
+ * Export one page of an incremental export: the listed mesh objects that still exist (and are of the type). Page
+ * -2, the second pass of any export: the objects the first asked to look at again, a page at a time.
+ */
 export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
   const { info } = input;
   noteRun(info);
@@ -179,13 +182,21 @@ export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig)
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
       const rules = compileRuleSet(info.connectorId, await listRules());
       const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
-      const ids = input.page === -2 ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
-      const docs = [...(await getMeshObjects(ids)).values()].filter((d) => d.objectType === objectType);
-      const totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs, input.totals, config, {
-        record: input.page === -2 ? pageKey('y', 0) : pageKey('x', input.page),
-        second: input.page === -2,
-      });
-      await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
+      const second = input.page === -2;
+      const ids = second ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
+      let totals = input.totals;
+      // The second pass's objects (those that name one the run added or moved), a page at a time.
+      for (let start = 0, n = 0; start < ids.length || (start === 0 && !ids.length); start += DEFAULT_PAGE_SIZE, n++) {
+        const docs = [...(await getMeshObjects(ids.slice(start, start + DEFAULT_PAGE_SIZE))).values()].filter((d) => d.objectType === objectType);
+        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs, totals, config, {
+          record: second ? pageKey('y', n) : pageKey('x', input.page),
+          second,
+        });
+        const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
+        if (totals.parked || totals.cancelled) break;
+        if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < ids.length) return { ...totals, cancelled: true };
+        if (!second) break;
+      }
       return totals;
     });
   } catch (err) {
