@@ -212,9 +212,11 @@ async function startService(o = {}) {
   const storage = proxy ? azurite.connectionString.replace(/(TableEndpoint=http:\/\/[^:]+:)\d+/, `$1${proxy.port}`) : azurite.connectionString;
   const port = await freePort();
   const t0 = performance.now();
+  // BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node options for the service alone (profiles).
+  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(
     process.execPath,
-    [path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', o.app ?? root, '--port', String(port), '--data-dir', dataDir],
+    [...nodeArgs, path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', o.app ?? root, '--port', String(port), '--data-dir', dataDir],
     {
       env: {
         ...process.env,
