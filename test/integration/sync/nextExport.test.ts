@@ -1,9 +1,12 @@
+import type { Browser } from 'playwright-core';
 import { schemaErrors } from '../../../lib/core/validation/ajv';
 import { ConnectorSpaceList, ConnectorSpaceObjectDetail } from '../../../lib/schemas/connectorSpace';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
+import { meshsync, newHome } from '../cli/cliSupport';
+import { consoleUrl, launch } from '../console/browser';
 import { SlapdFixture } from '../ldap/ldapFixture';
 import { meshByAnchor } from './syncSupport';
 import { person, TutorialDesign, type HrRow } from './tutorialDesign';
@@ -167,6 +170,50 @@ type Body = any;
     expect(after.items).toEqual([expect.objectContaining({ anchor: 'E1003', pendingExport: expect.objectContaining({ operation: 'Delete' }) })]);
     expect(Date.parse(after.items[0].dueOn)).toBe(before);
     expect(await space(t.dir, '?state=pendingExport')).toEqual({ items: [], totalCount: 0 });
+
+    // The CLI, as a real process: the scheduled delete with its due time, and what the table shows.
+    const env = { MESHSYNC_HOME: newHome(), MESHSYNC_URL: rt.baseUrl, MESHSYNC_TOKEN: await rt.token('Viewer'), COLUMNS: '200' };
+    const json = await meshsync(['space', 'ls', t.staff, '--state', 'scheduledDeprovision', '-o', 'json'], env);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(after);
+    const table = await meshsync(['space', 'ls', t.staff, '--state', 'scheduledDeprovision'], env);
+    expect(table.code).toBe(0);
+    const [header, row] = table.stdout.split('\n');
+    expect(header).toMatch(/ANCHOR .*PENDING .*DUE ON/);
+    expect(row).toContain('E1003');
+    expect(row).toContain('Delete');
+    expect(row).toContain(after.items[0].dueOn);
+    const badState = await meshsync(['space', 'ls', t.staff, '--state', 'dueSoon'], env);
+    expect(badState.code).not.toBe(0);
+    expect(badState.stderr).toContain('state');
+
+    // The console in Chromium: the connector-space page offers both states and shows the due time.
+    const browser: Browser = await launch();
+    try {
+      const context = await browser.newContext();
+      // The session the console keeps after its sign-in (sessionStorage), with a token of the service's issuer.
+      const session = { token: await rt.token('Viewer'), expiresAt: Date.now() + 3_000_000, user: 'viewer@example.test', roles: ['Viewer'] };
+      await context.addInitScript(`sessionStorage.setItem('meshsync.session', ${JSON.stringify(JSON.stringify(session))})`);
+      const page = await context.newPage();
+      await page.goto(consoleUrl(rt, `connectors/${t.staff}`));
+      const states = page.getByLabel('State');
+      await states.waitFor();
+      expect(await states.locator('option').evaluateAll((os) => os.map((o) => o.getAttribute('value')))).toEqual(
+        expect.arrayContaining(['pendingExport', 'scheduledDeprovision']),
+      );
+      await states.selectOption('scheduledDeprovision');
+      const objects = page.getByRole('table', { name: 'Connector space objects' });
+      await objects.getByRole('columnheader', { name: 'Due on' }).waitFor();
+      const due = objects.getByRole('row', { name: /E1003/ }).locator('time');
+      await due.waitFor();
+      expect(await due.getAttribute('datetime')).toBe(after.items[0].dueOn);
+      expect(await objects.getByRole('row', { name: /E1003/ }).textContent()).toContain('Delete');
+      await states.selectOption('pendingExport');
+      await objects.getByText('No objects.').waitFor();
+      expect(await objects.getByRole('columnheader', { name: 'Due on' }).count()).toBe(0);
+    } finally {
+      await browser.close();
+    }
   });
 
   it('once the grace is over: the listing, the dry run and the export agree on the delete', async () => {
