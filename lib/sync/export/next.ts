@@ -98,8 +98,10 @@ const cache = new Map<string, { key: string; at: number; value: Promise<NextExpo
 
 /** What the connector's next export would send (see the module comment). Writes nothing. */
 export async function nextExport(connectorId: string): Promise<NextExport> {
-  const record = await readConnectorRow(connectorId);
   const rules = compileRuleSet(connectorId, await listRules());
+  // A connector no export writes to (a source): nothing to compute, and nothing more read.
+  if (!rules.outbound.length) return { connectorId, at: new Date().toISOString(), mode: 'none', changes: [], scheduled: [], partial: false };
+  const record = await readConnectorRow(connectorId);
   const [seq, run] = await Promise.all([currentFeedSeq(), newestRunToken(connectorId)]);
   const key = `${seq}/${run}/${rules.hash}/${record?.updatedOn ?? ''}`;
   const hit = cache.get(connectorId);
