@@ -1,6 +1,7 @@
-import type { AttributeValue, ExportChange } from '../../connectors/sdk';
+import { createConnectorFor } from '../../connectors/factory';
+import type { AttributeValue, Connector, ExportChange } from '../../connectors/sdk';
 import { readExportMaxAttempts } from '../../core/config';
-import type { MeshObject } from '../../mesh/model';
+import { dnKey, type MeshObject } from '../../mesh/model';
 import { currentFeedSeq, existingMeshIds, getMeshObjects, iterateMesh } from '../../mesh/store';
 import { tombstoneDeletedOn } from '../../mesh/tombstones';
 import { readConnectorRow } from '../../storage/connectors';
@@ -28,7 +29,8 @@ import { planExport, shownOf, withoutWriteOnlySecrets } from './plan';
  * the objects changed in the mesh feed since the connector's last export, marked, or due), the export planner
  * (planExport over loadExportInput, read-only) over those mesh objects in pages of {@link PAGE}, and the
  * deprovisioning of the target objects whose mesh object is gone (planGone, as the export's deletes pass plans
- * it). Beside it, the deprovisionings waiting for their grace (`deprovisioned.state` pending, with their due
+ * it); an update that moves or renames a directory object (the DN its exportDnTemplate gives changes) is a
+ * `Rename`, as the run's changes list it. Beside it, the deprovisionings waiting for their grace (`deprovisioned.state` pending, with their due
  * time), and those the next export would start (it marks them pending, due `graceDays` after the deletion).
  *
  * What it does not foresee: the export re-evaluates joins first (a disconnector a new mesh object can join is
@@ -106,7 +108,9 @@ export async function nextExport(connectorId: string): Promise<NextExport> {
   const key = `${seq}/${run}/${rules.hash}/${record?.updatedOn ?? ''}`;
   const hit = cache.get(connectorId);
   if (hit && hit.key === key && Date.now() - hit.at < CACHE_MS) return hit.value;
-  const value = compute(connectorId, configOfRun(record?.type ?? 'custom', record?.config ?? {}) as ExportConfig, rules);
+  const value = withPlannedDn(connectorId, (plannedDn) =>
+    compute(connectorId, configOfRun(record?.type ?? 'custom', record?.config ?? {}) as ExportConfig, rules, plannedDn),
+  );
   cache.delete(connectorId);
   cache.set(connectorId, { key, at: Date.now(), value });
   while (cache.size > MAX_CACHED) cache.delete(cache.keys().next().value as string);
@@ -114,7 +118,29 @@ export async function nextExport(connectorId: string): Promise<NextExport> {
   return value;
 }
 
-async function compute(connectorId: string, config: ExportConfig, rules: ReturnType<typeof compileRuleSet>): Promise<NextExport> {
+/** The DN the connector would give an object with these values (directories with a DN template), or undefined. */
+type PlannedDn = (change: ExportChange) => string | undefined;
+
+/**
+ * Run `fn` with the connector's DN planning (a directory's exportDnTemplate: the DN of an add, and of an object a
+ * change moves or renames), as the run's changes name them. The connector is made, not connected: plannedDn is
+ * computed from its configuration.
+ */
+async function withPlannedDn<T>(connectorId: string, fn: (plannedDn: PlannedDn) => Promise<T>): Promise<T> {
+  let connector: Connector | undefined;
+  try {
+    connector = (await createConnectorFor(connectorId)).connector;
+  } catch {
+    // A connector that cannot be made here (its implementation missing): no DN planning, the rest as it is.
+  }
+  try {
+    return await fn((change) => connector?.plannedDn?.(change));
+  } finally {
+    await connector?.close().catch(() => undefined);
+  }
+}
+
+async function compute(connectorId: string, config: ExportConfig, rules: ReturnType<typeof compileRuleSet>, plannedDn: PlannedDn): Promise<NextExport> {
   const at = new Date();
   const out: NextExport = { connectorId, at: at.toISOString(), mode: 'none', changes: [], scheduled: [], partial: false };
   if (!rules.outbound.length) return out;
@@ -154,13 +180,17 @@ async function compute(connectorId: string, config: ExportConfig, rules: ReturnT
       if (exhausted(c.prev && !c.prev.deleted ? c.prev.exportError : staged.get(c.doc.id)?.exportError, max)) continue;
       const values = withoutWriteOnlySecrets(c.values);
       const row = c.change.kind === 'add' ? undefined : c.prev;
+      // A directory names an object by its values: an update that changes the DN its template gives is a move or a
+      // rename (the run lists it `Rename`); an add gets the DN the template gives.
+      const dnNow = c.change.kind === 'update' && row?.dn && c.change.state ? plannedDn({ ...c.change, kind: 'add', attributes: c.change.state }) : undefined;
+      const moved = !!dnNow && dnKey(dnNow) !== dnKey(row!.dn!);
       out.changes.push({
         csObjectId: row ? csObjectIdOf(connectorId, row) : (staged.get(c.doc.id)?.csObjectId ?? stagedCsObjectId(connectorId, c.doc.id)),
         anchor: row?.anchor ?? null,
-        dn: row?.dn ?? null,
+        dn: row ? (row.dn ?? null) : (plannedDn(c.change) ?? null),
         objectType: row?.objectType ?? c.change.objectType,
         meshObjectId: c.doc.id,
-        operation: OPERATIONS[c.change.kind],
+        operation: moved ? 'Rename' : OPERATIONS[c.change.kind],
         attributes: oldNew(values, row ? shownOf(row) : undefined),
         stagedOn: c.tag === 'delete' || c.tag === 'disable' ? (row?.deprovisioned?.due ?? c.doc.updatedOn) : c.doc.updatedOn,
         ...(c.tag === 'delete' || c.tag === 'disable' ? { deprovisioning: c.tag } : {}),

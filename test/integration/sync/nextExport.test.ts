@@ -1,5 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { schemaErrors } from '../../../lib/core/validation/ajv';
+import { dnKey } from '../../../lib/mesh/model';
 import { ConnectorSpaceList, ConnectorSpaceObjectDetail } from '../../../lib/schemas/connectorSpace';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
@@ -108,26 +109,31 @@ type Body = any;
   });
 
   it('after an HR change, before any export: the update with old/new, the add, the leaver; the export sends exactly that', async () => {
+    // E1001's title changes, E1002 moves to Sales (another OU in the directory), E1003 leaves, E1004 is hired.
     hr = [
       { ...person('E1001', 'Engineering'), title: 'Manager' },
-      ...hr.filter((r) => r.employeeId !== 'E1001' && r.employeeId !== 'E1003'),
+      person('E1002', 'Sales'),
+      ...hr.filter((r) => !['E1001', 'E1002', 'E1003'].includes(r.employeeId)),
       person('E1004', 'Research'),
     ];
     t.writeHr(hr);
     const imported = await t.importHr('DeltaImport');
     expect(imported.status).toBe('Completed');
     const mesh = await meshByAnchor();
-    const [e1001, e1003, e1004] = ['E1001', 'E1003', 'E1004'].map((a) => mesh.get(a));
+    const [e1001, e1002, e1003, e1004] = ['E1001', 'E1002', 'E1003', 'E1004'].map((a) => mesh.get(a));
     expect(e1003).toBeUndefined();
     const leaverId = (await space(t.dir, '?search=E1003')).items[0]?.meshObjectId as string;
     expect(leaverId).toBeTruthy();
 
-    // The directory: the title update, the add (no anchor yet: the directory makes it), the leaver's delete.
+    // The directory: the title update, the move (a rename), the add (no anchor yet: the directory makes it; the DN
+    // its template gives), the leaver's delete.
     const dir = await space(t.dir, '?state=pendingExport');
-    expect(dir.totalCount).toBe(3);
+    expect(dir.totalCount).toBe(4);
     const byMesh = new Map<string, Body>(dir.items.map((i: Body) => [i.meshObjectId, i]));
     expect(byMesh.get(e1001!.id)).toMatchObject({ anchor: expect.any(String), pendingExport: { operation: 'Update', attributeCount: 1 } });
-    expect(byMesh.get(e1004!.id)).toMatchObject({ anchor: null, dn: null, pendingExport: { operation: 'Add' } });
+    expect(byMesh.get(e1002!.id)).toMatchObject({ dn: t.dnOf('E1002', 'Engineering'), pendingExport: { operation: 'Rename', attributeCount: 1 } });
+    expect(byMesh.get(e1004!.id)).toMatchObject({ anchor: null, pendingExport: { operation: 'Add' } });
+    expect(dnKey(byMesh.get(e1004!.id).dn)).toBe(dnKey(t.dnOf('E1004', 'Research')));
     expect(byMesh.get(leaverId)).toMatchObject({ anchor: expect.any(String), pendingExport: { operation: 'Delete', attributeCount: 0 } });
     expect(byMesh.get(e1001!.id).pendingExport.stagedOn).toBe(e1001!.updatedOn);
     const update = await detail(t.dir, byMesh.get(e1001!.id).csObjectId);
@@ -135,11 +141,15 @@ type Body = any;
     const add = await detail(t.dir, byMesh.get(e1004!.id).csObjectId);
     expect(add.pendingExport.attributes).toMatchObject({ uid: { old: null, new: 'E1004' }, departmentNumber: { old: null, new: 'Research' } });
     // Adds sort last (anchor null), as staged adds do.
-    expect(dir.items[2].meshObjectId).toBe(e1004!.id);
+    expect(dir.items[3].meshObjectId).toBe(e1004!.id);
+    const move = await detail(t.dir, byMesh.get(e1002!.id).csObjectId);
+    expect(move.pendingExport.attributes).toEqual({ departmentNumber: { old: 'Engineering', new: 'Sales' } });
 
-    // The staff table: the add (its anchor-to-be is the employee_id the add writes); the leaver waits for its grace.
+    // The staff table: the move is an update of a column; the add's anchor-to-be is the employee_id it writes; the
+    // leaver waits for its grace.
     const staff = await space(t.staff, '?state=pendingExport');
     expect(staff.items).toEqual([
+      expect.objectContaining({ anchor: 'E1002', meshObjectId: e1002!.id, pendingExport: expect.objectContaining({ operation: 'Update', attributeCount: 1 }) }),
       expect.objectContaining({ anchor: 'E1004', meshObjectId: e1004!.id, pendingExport: expect.objectContaining({ operation: 'Add' }) }),
     ]);
     const scheduled = await space(t.staff, '?state=scheduledDeprovision');
@@ -158,8 +168,8 @@ type Body = any;
     const staffListed = await listed(t.staff);
     const dirRun = await t.exportTo(t.dir);
     const staffRun = await t.exportTo(t.staff);
-    expect(dirRun).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, objectsUpdated: 1, objectsDeleted: 1, errors: 0 } });
-    expect(staffRun).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, objectsUpdated: 0, objectsDeleted: 0, errors: 0 } });
+    expect(dirRun).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, objectsUpdated: 2, objectsDeleted: 1, errors: 0 } });
+    expect(staffRun).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, objectsUpdated: 1, objectsDeleted: 0, errors: 0 } });
     expect(sent(await changesOf(dirRun.runId))).toEqual(dirListed);
     expect(sent(await changesOf(staffRun.runId))).toEqual(staffListed);
 
