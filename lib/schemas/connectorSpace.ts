@@ -124,7 +124,7 @@ export const ConnectorSpaceList = defineSchema(
       partial: Type.Optional(
         Type.Boolean({
           description:
-            'Under `state=pendingExport` or `scheduledDeprovision`: true when the next export has more objects to look at than one listing computes (20,000); only the first (by mesh id) were looked at.',
+            'Under `state=pendingExport` or `scheduledDeprovision`: true when the next export has more objects to look at than one listing computes (20,000): only those read first were looked at, the list is incomplete.',
         }),
       ),
     },

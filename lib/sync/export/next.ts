@@ -37,7 +37,7 @@ import { planExport, shownOf, withoutWriteOnlySecrets } from './plan';
  * joined, not added: listed here as an add), and a plan being applied (an approved dry run) sends only what it
  * planned. Objects whose change failed Export__MaxAttempts times are left out, as the export leaves them.
  *
- * Bounded: it looks at no more than {@link NEXT_EXPORT_MAX_OBJECTS} mesh objects (the first by id); beyond that
+ * Bounded: it looks at no more than {@link NEXT_EXPORT_MAX_OBJECTS} mesh objects (those read first; the incremental scope in id order); beyond that
  * the answer is `partial`. One answer per connector is kept {@link CACHE_MS} ms, keyed by the mesh feed position,
  * the connector's newest run and its rules and configuration; concurrent requests share one computation.
  */
@@ -92,24 +92,27 @@ export interface NextExport {
   mode: 'none' | 'full' | 'incremental';
   changes: NextChange[];
   scheduled: ScheduledDeprovision[];
-  /** More than {@link NEXT_EXPORT_MAX_OBJECTS} objects to look at: only the first were. */
+  /** More objects to look at than the bound: only those read first were, the answer is incomplete. */
   partial: boolean;
 }
 
 const cache = new Map<string, { key: string; at: number; value: Promise<NextExport> }>();
 
-/** What the connector's next export would send (see the module comment). Writes nothing. */
-export async function nextExport(connectorId: string): Promise<NextExport> {
+/**
+ * What the connector's next export would send (see the module comment). Writes nothing. `maxObjects`: the bound
+ * (tests give a small one).
+ */
+export async function nextExport(connectorId: string, maxObjects = NEXT_EXPORT_MAX_OBJECTS): Promise<NextExport> {
   const rules = compileRuleSet(connectorId, await listRules());
   // A connector no export writes to (a source): nothing to compute, and nothing more read.
   if (!rules.outbound.length) return { connectorId, at: new Date().toISOString(), mode: 'none', changes: [], scheduled: [], partial: false };
   const record = await readConnectorRow(connectorId);
   const [seq, run] = await Promise.all([currentFeedSeq(), newestRunToken(connectorId)]);
-  const key = `${seq}/${run}/${rules.hash}/${record?.updatedOn ?? ''}`;
+  const key = `${seq}/${run}/${rules.hash}/${record?.updatedOn ?? ''}/${maxObjects}`;
   const hit = cache.get(connectorId);
   if (hit && hit.key === key && Date.now() - hit.at < CACHE_MS) return hit.value;
   const value = withPlannedDn(connectorId, (plannedDn) =>
-    compute(connectorId, configOfRun(record?.type ?? 'custom', record?.config ?? {}) as ExportConfig, rules, plannedDn),
+    compute(connectorId, configOfRun(record?.type ?? 'custom', record?.config ?? {}) as ExportConfig, rules, plannedDn, maxObjects),
   );
   cache.delete(connectorId);
   cache.set(connectorId, { key, at: Date.now(), value });
@@ -140,7 +143,13 @@ async function withPlannedDn<T>(connectorId: string, fn: (plannedDn: PlannedDn) 
   }
 }
 
-async function compute(connectorId: string, config: ExportConfig, rules: ReturnType<typeof compileRuleSet>, plannedDn: PlannedDn): Promise<NextExport> {
+async function compute(
+  connectorId: string,
+  config: ExportConfig,
+  rules: ReturnType<typeof compileRuleSet>,
+  plannedDn: PlannedDn,
+  maxObjects: number,
+): Promise<NextExport> {
   const at = new Date();
   const out: NextExport = { connectorId, at: at.toISOString(), mode: 'none', changes: [], scheduled: [], partial: false };
   if (!rules.outbound.length) return out;
@@ -156,18 +165,21 @@ async function compute(connectorId: string, config: ExportConfig, rules: ReturnT
   if (scope.mode === 'full') {
     for await (const page of iterateMesh(objectType)) {
       docs.push(...page);
-      if (docs.length > NEXT_EXPORT_MAX_OBJECTS) break;
+      if (docs.length > maxObjects) break;
     }
     docs.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   } else {
     let ids = scope.changed;
-    if (ids.length > NEXT_EXPORT_MAX_OBJECTS) ids = ids.slice(0, NEXT_EXPORT_MAX_OBJECTS + 1);
+    if (ids.length > maxObjects) {
+      out.partial = true;
+      ids = ids.slice(0, maxObjects);
+    }
     for (let i = 0; i < ids.length; i += PAGE)
       for (const d of (await getMeshObjects(ids.slice(i, i + PAGE))).values()) if (d.objectType === objectType) docs.push(d);
   }
-  if (docs.length > NEXT_EXPORT_MAX_OBJECTS) {
+  if (docs.length > maxObjects) {
     out.partial = true;
-    docs = docs.slice(0, NEXT_EXPORT_MAX_OBJECTS);
+    docs = docs.slice(0, maxObjects);
   }
 
   const staged = await loadStagedAdds(connectorId);
@@ -212,9 +224,9 @@ async function compute(connectorId: string, config: ExportConfig, rules: ReturnT
     goneIds = [];
     for (const [anchor, s] of summaries) if (!s.deleted && s.meshId && gone.has(s.meshId)) goneIds.push(anchor);
   }
-  if (goneIds.length > NEXT_EXPORT_MAX_OBJECTS) {
+  if (goneIds.length > maxObjects) {
     out.partial = true;
-    goneIds = goneIds.slice(0, NEXT_EXPORT_MAX_OBJECTS);
+    goneIds = goneIds.slice(0, maxObjects);
   }
   const goneRows = await readCsObjects(connectorId, goneIds);
   const deletedOn =
@@ -229,9 +241,9 @@ async function compute(connectorId: string, config: ExportConfig, rules: ReturnT
   // Deprovisionings waiting for their grace: those staged already, then those the next export stages.
   const pendingAnchors: string[] = [];
   for (const [anchor, s] of summaries) if (s.deprov === 'pending' && !s.deleted) pendingAnchors.push(anchor);
-  if (pendingAnchors.length > NEXT_EXPORT_MAX_OBJECTS) {
+  if (pendingAnchors.length > maxObjects) {
     out.partial = true;
-    pendingAnchors.length = NEXT_EXPORT_MAX_OBJECTS;
+    pendingAnchors.length = maxObjects;
   }
   const pendingRows = await readCsObjects(connectorId, pendingAnchors);
   for (const anchor of pendingAnchors) {

@@ -1,6 +1,7 @@
 import type { Browser } from 'playwright-core';
 import { schemaErrors } from '../../../lib/core/validation/ajv';
 import { dnKey } from '../../../lib/mesh/model';
+import { nextExport } from '../../../lib/sync/export/next';
 import { ConnectorSpaceList, ConnectorSpaceObjectDetail } from '../../../lib/schemas/connectorSpace';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
@@ -163,6 +164,18 @@ type Body = any;
     ]);
     const before = Date.parse(scheduled.items[0].dueOn);
     expect(before).toBeGreaterThan(Date.now());
+
+    // The bound (called in this process, on the service's tables): with room for two objects, the answer says it
+    // is partial and holds only changes of what it looked at.
+    const full = await nextExport(t.dir);
+    expect(full.partial).toBe(false);
+    expect(full.changes).toHaveLength(4);
+    const capped = await nextExport(t.dir, 2);
+    expect(capped.partial).toBe(true);
+    // At most two mesh objects looked at (the confirming imports touched all of them: not every one changes).
+    expect(capped.changes.filter((c) => c.operation !== 'Delete').length).toBeLessThanOrEqual(2);
+    expect(capped.changes.length).toBeLessThan(full.changes.length);
+    for (const c of capped.changes) expect(full.changes).toContainEqual(c);
 
     const dirListed = await listed(t.dir);
     const staffListed = await listed(t.staff);

@@ -167,7 +167,7 @@ function Space({ id, route, session }: { id: string; route: Route; session: Sess
           />
           {(data as any)?.partial && (
             <p class="note" role="status">
-              Partial: the next export has more objects to look at than one listing computes (20,000); only the first are shown.
+              Partial: the next export has more objects to look at than one listing computes (20,000); this list is incomplete.
             </p>
           )}
           <Pager skip={skip} take={50} total={data?.totalCount} />
