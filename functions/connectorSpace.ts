@@ -5,13 +5,13 @@ import { previewSpaceObject as preview, syncOneSpaceObject as syncOne } from '..
 import { authorize } from '../lib/auth/authorize';
 import type { Caller } from '../lib/auth/permissions';
 import { ok, parseQuery, routeGuid, routeId } from '../lib/http';
-import type { SpaceState } from '../lib/sync/spaceIndex';
+import type { SpaceListState } from '../lib/sync/spaceIndex';
 
 /** GET /connectors/{id}/space: a page of the connector space (state, objectType, search, skip, take). */
 async function listConnectorSpace(request: HttpRequest): Promise<HttpResponseInit> {
   const connectorId = routeId(request, 'id', 'Connector');
   const q = parseQuery(request, SPACE_QUERY);
-  return ok(await list(connectorId, { state: q.state as SpaceState | undefined, objectType: q.objectType, search: q.search, skip: q.skip, take: q.take }));
+  return ok(await list(connectorId, { state: q.state as SpaceListState | undefined, objectType: q.objectType, search: q.search, skip: q.skip, take: q.take }));
 }
 
 /** GET /connectors/{id}/space/{csObjectId}: one object with its attributes, pending change and exported values. */

@@ -3,9 +3,11 @@ import { recordAudit } from '../audit';
 import { notFound } from '../core/errors';
 import type { ConnectorSpaceList, ConnectorSpaceObject, ConnectorSpaceObjectDetail } from '../schemas/connectorSpace';
 import { getConnectorRecord } from '../storage/connectors';
+import type { NextChange } from '../sync/export/next';
 import type { PendingExport } from '../sync/model';
 import type { AttributeValue } from '../connectors/sdk';
-import { querySpace, type SpaceEntry, type SpaceQuery } from '../sync/spaceIndex';
+import { querySpace, type SpaceEntry, type SpaceListState, type SpaceQuery } from '../sync/spaceIndex';
+import { nextChangeOf, queryComputedState } from '../sync/spaceNext';
 import { findSpaceObject, retrySpaceObject, type SpaceObject } from '../sync/spaceObjects';
 
 /**
@@ -97,14 +99,23 @@ function entryItem(e: SpaceEntry, anchorAttribute: string | undefined): Connecto
     error: e.error,
     lastImportedOn: e.lastImportedOn,
     lastExportedOn: e.lastExportedOn,
+    ...(e.dueOn ? { dueOn: e.dueOn } : {}),
   };
 }
 
-/** `GET /connectors/{id}/space`: a page of the connector's space, ordered by anchor. 404 unknown connector. */
-export async function listConnectorSpace(connectorId: string, q: SpaceQuery): Promise<ConnectorSpaceList> {
+/**
+ * `GET /connectors/{id}/space`: a page of the connector's space, ordered by anchor. 404 unknown connector.
+ * `pendingExport` and `scheduledDeprovision` are computed from what the next export would do
+ * (lib/sync/spaceNext.ts); `partial` says when that computation looked at only part of the objects.
+ */
+export async function listConnectorSpace(connectorId: string, q: Omit<SpaceQuery, 'state'> & { state?: SpaceListState }): Promise<ConnectorSpaceList> {
   const connector = await getConnectorRecord(connectorId);
-  const { items, totalCount } = await querySpace(connectorId, q);
   const anchorAttribute = anchorAttributeOf(connector.config);
+  if (q.state === 'pendingExport' || q.state === 'scheduledDeprovision') {
+    const { items, totalCount, partial } = await queryComputedState(connectorId, q.state, q);
+    return { items: items.map((e) => entryItem(e, anchorAttribute)), totalCount, ...(partial ? { partial } : {}) };
+  }
+  const { items, totalCount } = await querySpace(connectorId, { ...q, state: q.state });
   return { items: items.map((e) => entryItem(e, anchorAttribute)), totalCount };
 }
 
@@ -145,20 +156,52 @@ export function pendingAttributes(
   return out;
 }
 
-/** `GET /connectors/{id}/space/{csObjectId}`: the item with its attributes, pending change and exported values. */
+/**
+ * `GET /connectors/{id}/space/{csObjectId}`: the item with its attributes, pending change and exported values.
+ * The pending change is what the next export would send to the object (lib/sync/export/next.ts), else a change
+ * the target refused; an add of a mesh object not in the target yet (listed by `state=pendingExport`) resolves
+ * by its csObjectId too, with no attributes.
+ */
 export async function getConnectorSpaceObject(connectorId: string, csObjectId: string): Promise<ConnectorSpaceObjectDetail> {
   const connector = await getConnectorRecord(connectorId);
+  const anchorAttribute = anchorAttributeOf(connector.config);
   const found = await findSpaceObject(connectorId, csObjectId);
-  if (!found) throw notFound(`Connector-space object '${csObjectId}' does not exist in connector '${connectorId}'.`);
+  const next = await nextChangeOf(connectorId, csObjectId);
+  if (!found) {
+    if (!next) throw notFound(`Connector-space object '${csObjectId}' does not exist in connector '${connectorId}'.`);
+    const values = Object.fromEntries(Object.entries(next.attributes).map(([k, v]) => [k, v.new ?? null])) as Record<string, AttributeValue>;
+    return {
+      csObjectId,
+      anchor: next.anchor ?? anchorToBe(values, anchorAttribute),
+      dn: next.dn,
+      objectType: next.objectType,
+      meshObjectId: next.meshObjectId,
+      pendingExport: { ...computedView(next), attributes: maskedOldNew(next.attributes) },
+      awaitingConfirmation: false,
+      error: null,
+      lastImportedOn: null,
+      lastExportedOn: null,
+      attributes: {},
+      exportedValues: {},
+    };
+  }
   const item = spaceItem(found);
-  if (found.kind === 'staged') item.anchor = anchorToBe(found.staged.pendingExport.attributes, anchorAttributeOf(connector.config));
+  if (found.kind === 'staged') item.anchor = anchorToBe(found.staged.pendingExport.attributes, anchorAttribute);
   const p = found.kind === 'row' ? found.row.pendingExport : found.staged.pendingExport;
   const imported = found.kind === 'row' ? found.row.attributes : {};
   const exported = found.kind === 'row' ? found.row.exported : undefined;
-  return {
-    ...item,
-    attributes: masked(imported),
-    pendingExport: item.pendingExport && p ? { ...item.pendingExport, attributes: pendingAttributes(p, imported, exported) } : null,
-    exportedValues: masked(exported ?? {}),
-  };
+  const pendingExport = next
+    ? { ...computedView(next, item.pendingExport?.stagedOn), attributes: maskedOldNew(next.attributes) }
+    : item.pendingExport && p
+      ? { ...item.pendingExport, attributes: pendingAttributes(p, imported, exported) }
+      : null;
+  return { ...item, attributes: masked(imported), pendingExport, exportedValues: masked(exported ?? {}) };
 }
+
+/** The item's `pendingExport` of a computed change (a refused change keeps the time of its first failure). */
+function computedView(c: NextChange, stagedOn?: string): NonNullable<ConnectorSpaceObject['pendingExport']> {
+  return { operation: c.operation, attributeCount: Object.keys(c.attributes).length, stagedOn: stagedOn ?? c.stagedOn };
+}
+
+const maskedOldNew = (a: NextChange['attributes']): Record<string, { old: AttributeValue | null; new: AttributeValue | null }> =>
+  Object.fromEntries(Object.entries(a).map(([k, v]) => [k, { old: shown(k, v.old ?? undefined), new: shown(k, v.new ?? undefined) }]));

@@ -2,7 +2,7 @@ import { PAGING, type QuerySpec } from '../http/request';
 import { RULE_TYPES } from '../storage/rules';
 import { CHANGE_OPERATIONS, CHANGE_OUTCOMES } from '../storage/runChanges';
 import { RUN_STATUSES } from '../storage/runs';
-import { SPACE_STATES } from '../sync/spaceIndex';
+import { SPACE_LIST_STATES } from '../sync/spaceIndex';
 import { TARGET_TYPES } from '../config/snapshots';
 
 /**
@@ -47,7 +47,7 @@ export const SCHEDULE_RUNS_QUERY = { ...PAGING } as const satisfies QuerySpec;
 export const MESH_HISTORY_QUERY = { ...PAGING } as const satisfies QuerySpec;
 
 export const SPACE_QUERY = {
-  state: { kind: 'enum', values: SPACE_STATES },
+  state: { kind: 'enum', values: SPACE_LIST_STATES },
   objectType: { kind: 'string', maxLength: 256 },
   search: { kind: 'string', maxLength: 1024 },
   ...PAGING,

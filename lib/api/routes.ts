@@ -167,7 +167,7 @@ export const ROUTES: readonly RouteSpec[] = [
     permission: 'connectors.read',
     tag: 'Connector space',
     summary:
-      "List a connector's space, ordered by anchor: state filter (joined, disconnector, pendingExport, awaitingConfirmation, error), object type, search (substring of anchor or dn), paging; staged adds with anchor null",
+      "List a connector's space, ordered by anchor: state filter (joined, disconnector, pendingExport: every object the next export would change, with adds of mesh objects not in the target yet and changes the target refused; awaitingConfirmation, error; scheduledDeprovision: target objects whose deprovisioning waits for its grace, with dueOn), object type, search (substring of anchor or dn), paging; staged adds with anchor null; partial: true when the next export has more than 20,000 objects to look at",
     pathParam: connectorId,
     query: SPACE_QUERY,
     success: { status: 200, schema: 'ConnectorSpaceList' },

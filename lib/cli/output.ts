@@ -83,7 +83,9 @@ export function print(data: unknown, format: OutputFormat, columns?: Column[]): 
     const items = obj.items as Record<string, unknown>[];
     const table = items.length ? `${renderTable(items, columns)}\n` : '';
     const total = typeof obj.totalCount === 'number' ? obj.totalCount : items.length;
-    return void process.stdout.write(`${table}${items.length} of ${total}\n`);
+    // A computed listing (the next export's) that looked at only part of the objects says so.
+    const partial = obj.partial === true ? ' (partial: the next export has more than 20,000 objects to look at; this list is incomplete)' : '';
+    return void process.stdout.write(`${table}${items.length} of ${total}${partial}\n`);
   }
   process.stdout.write(`${renderDetail(obj)}\n`);
 }

@@ -7,7 +7,10 @@ const Count = () => Type.Integer({ minimum: 0 });
 const pendingProps = () => ({
   operation: Type.Union([Type.Literal('Add'), Type.Literal('Update'), Type.Literal('Delete'), Type.Literal('Rename')]),
   attributeCount: Count(),
-  stagedOn: Timestamp({ description: 'When the change was first staged (its first failure).' }),
+  stagedOn: Timestamp({
+    description:
+      "When the change became pending: its first failure for a change the target refused, else the mesh change that makes it (the mesh object's last update; a deprovisioning: its start, or when it fell due).",
+  }),
 });
 
 export const ConnectorSpaceObject = defineSchema(
@@ -21,7 +24,8 @@ export const ConnectorSpaceObject = defineSchema(
       pendingExport: Nullable(
         Type.Object(pendingProps(), {
           additionalProperties: false,
-          description: 'A change staged for the target and not applied yet (the target refused it).',
+          description:
+            'The change the next export would send to the object (or a change the target refused, waiting to be tried again); under `scheduledDeprovision`, the change its deprovisioning will send when due.',
         }),
       ),
       awaitingConfirmation: Type.Boolean({ description: 'Exported values not yet seen back by an import of the connector.' }),
@@ -41,6 +45,11 @@ export const ConnectorSpaceObject = defineSchema(
       ),
       lastImportedOn: Nullable(Timestamp({ description: 'When an import last wrote the object as the connector showed it.' })),
       lastExportedOn: Nullable(Timestamp({ description: 'When an export last applied a change to it.' })),
+      dueOn: Type.Optional(
+        Timestamp({
+          description: 'Under `state=scheduledDeprovision` only: when the deprovisioning waiting for its grace is due (the first export after it applies it).',
+        }),
+      ),
     },
     { $id: 'ConnectorSpaceObject', additionalProperties: false },
   ),
@@ -109,7 +118,16 @@ export type OneObjectSync = Static<typeof OneObjectSync>;
 
 export const ConnectorSpaceList = defineSchema(
   Type.Object(
-    { items: Type.Array(Type.Ref('ConnectorSpaceObject')), totalCount: Count() },
+    {
+      items: Type.Array(Type.Ref('ConnectorSpaceObject')),
+      totalCount: Count(),
+      partial: Type.Optional(
+        Type.Boolean({
+          description:
+            'Under `state=pendingExport` or `scheduledDeprovision`: true when the next export has more objects to look at than one listing computes (20,000): only those read first were looked at, the list is incomplete.',
+        }),
+      ),
+    },
     { $id: 'ConnectorSpaceList', additionalProperties: false, description: 'Ordered by anchor; staged adds (anchor null) last, by csObjectId.' },
   ),
 );

@@ -7,7 +7,7 @@ import { exportItems, filterByPlan, type ExportRecord } from './exportChanges';
 import { exceeded, thresholdsOf } from '../plans/thresholds';
 import { planIndex } from '../plans/planIndex';
 import { pageKey, writeRunChanges, type StoredChange } from '../storage/runChanges';
-import { disableValues, dueAt, isDue, isPseudoAttribute } from './deprovisioning';
+import { disableValues, dueAt, isDue, isPseudoAttribute, type DeprovisioningSettings } from './deprovisioning';
 import { exportRecordingApplied, isAborted } from './exportPage';
 import { ExportRetry } from './exportRetry';
 import type { CsObject } from './model';
@@ -102,35 +102,7 @@ async function deprovisionWith(
       ? await tombstoneDeletedOn([...prev.values()].filter((r) => r.meshId && !r.deprovisioned).map((r) => r.meshId!))
       : new Map<string, string>();
   const retry = ExportRetry.forRows(info, now);
-  const deletes: CsObject[] = [];
-  const disables: CsObject[] = [];
-  const left: CsObject[] = [];
-  const marks: CsObject[] = [];
-  const lapsed: CsObject[] = [];
-  for (const anchor of gone) {
-    const row = prev.get(anchor) ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: '', meshId: null, updatedOn: now };
-    if (retry.skipRow(row)) continue;
-    const m = row.deprovisioned;
-    if (m && m.state !== 'pending') {
-      // Disabled because its condition stopped holding (still linked), and now its mesh object is gone too:
-      // unlinked, as a disabled leaver is (a rehire joined to it enables it).
-      if (row.meshId) lapsed.push(row);
-      continue;
-    }
-    if (settings.graceDays > 0 && !(m?.state === 'pending' && isDue(m.due, at))) {
-      if (m) continue;
-      // The grace counts from the mesh object's deletion (its tombstone's deletedOn; without one, from now).
-      const since = row.meshId ? deletedOn.get(row.meshId.toLowerCase()) : undefined;
-      const due = dueAt(since ? new Date(since) : at, settings.graceDays);
-      if (!isDue(due, at)) {
-        marks.push({ ...row, deprovisioned: { state: 'pending', reason: 'gone', at: now, due }, updatedOn: now });
-        continue;
-      }
-    }
-    if (settings.action === 'delete') deletes.push(row);
-    else if (settings.action === 'disable') disables.push(row);
-    else left.push(row);
-  }
+  const { deletes, disables, left, marks, lapsed } = planGone(settings, gone, prev, deletedOn, at, (row) => retry.skipRow(row));
   const record = pageKey('z', 0);
   const planned = () =>
     exportItems(info.connectorId, null, [
@@ -245,6 +217,63 @@ async function deprovisionWith(
     return { ...retry.note(addPage(totals, { ...result, processed: result.processed - (changes.length - results.length) }, [])), cancelled: true };
   }
   return retry.note(addPage(totals, result, []));
+}
+
+/** What an export does with target objects whose mesh object is gone (see {@link planGone}). */
+export interface GonePlan {
+  /** Deleted in the target now (action `delete`, no grace or its grace over). */
+  deletes: CsObject[];
+  /** The disable values written now (action `disable`). */
+  disables: CsObject[];
+  /** Left as they are and unlinked (action `none`). */
+  left: CsObject[];
+  /** Marked pending: their deprovisioning waits for its grace (`deprovisioned.due`). */
+  marks: CsObject[];
+  /** Disabled or left already while linked (a provisioning condition), their mesh object now gone: unlinked. */
+  lapsed: CsObject[];
+}
+
+/**
+ * The deprovisioning of target objects whose mesh object is gone, planned (pure): the export's deletes pass
+ * applies it, its dry run lists it, and the connector space's next-export view shows it. `deletedOn`: the
+ * tombstones' deletion times by lower-cased mesh id (the grace counts from them); `skip`: rows whose change is
+ * not tried (failed Export__MaxAttempts times).
+ */
+export function planGone(
+  settings: DeprovisioningSettings,
+  gone: readonly string[],
+  rows: ReadonlyMap<string, CsObject>,
+  deletedOn: ReadonlyMap<string, string>,
+  at: Date,
+  skip: (row: CsObject) => boolean = () => false,
+): GonePlan {
+  const now = at.toISOString();
+  const out: GonePlan = { deletes: [], disables: [], left: [], marks: [], lapsed: [] };
+  for (const anchor of gone) {
+    const row = rows.get(anchor) ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: '', meshId: null, updatedOn: now };
+    if (skip(row)) continue;
+    const m = row.deprovisioned;
+    if (m && m.state !== 'pending') {
+      // Disabled because its condition stopped holding (still linked), and now its mesh object is gone too:
+      // unlinked, as a disabled leaver is (a rehire joined to it enables it).
+      if (row.meshId) out.lapsed.push(row);
+      continue;
+    }
+    if (settings.graceDays > 0 && !(m?.state === 'pending' && isDue(m.due, at))) {
+      if (m) continue;
+      // The grace counts from the mesh object's deletion (its tombstone's deletedOn; without one, from now).
+      const since = row.meshId ? deletedOn.get(row.meshId.toLowerCase()) : undefined;
+      const due = dueAt(since ? new Date(since) : at, settings.graceDays);
+      if (!isDue(due, at)) {
+        out.marks.push({ ...row, deprovisioned: { state: 'pending', reason: 'gone', at: now, due }, updatedOn: now });
+        continue;
+      }
+    }
+    if (settings.action === 'delete') out.deletes.push(row);
+    else if (settings.action === 'disable') out.disables.push(row);
+    else out.left.push(row);
+  }
+  return out;
 }
 
 /** A deprovisioning as the run's changes list it (keyed by the target object: its mesh object is gone). */

@@ -91,76 +91,95 @@ export async function scopeExport(info: RunInfo, config: ExportConfig): Promise<
     if (!rules.outbound.length) return { mode: 'none' };
     await rejoinAtStart(info, emptyTotals(), false);
     if (!info.dryRun) await dropGoneStagedAdds(info.connectorId);
-    const hash = await exportHash(info.connectorId, rules);
-    const state = await readSyncState(info.connectorId);
-    // Noted before anything is read: a change after it is the next export's.
-    const seq = await currentFeedSeq();
-    const dirty = await readExportDirty(info.connectorId);
-    if (state.exportSeq === null || state.exportHash !== hash) return { mode: 'full', seq, hash, dirtyKeys: dirty.keys };
-    const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
-    const changed = new Set<string>();
-    const deleted = new Set<string>();
-    for (let from = state.exportSeq; from < seq;) {
-      // A few rows at a time: a row holds up to a page of whole states, and only their ids are kept.
-      const rows = await readFeed(from, { limit: 5, skipExportOf: info.connectorId });
-      if (!rows.length) break;
-      if (rows[0].seq > from + 1) {
-        // The feed no longer holds the changes since this connector's last export (trimmed after
-        // Mesh:FeedExportRetentionDays, lib/sync/feedTrim.ts): look at every object instead.
-        log.warn(
-          `Export of connector ${info.connectorId}: the mesh change feed no longer holds the changes since its last export (position ${state.exportSeq}); this export looks at every object.`,
-        );
-        return { mode: 'full', seq, hash, dirtyKeys: dirty.keys };
-      }
-      for (const r of rows) {
-        if (r.seq > seq) break;
-        for (const en of r.entries) {
-          // This connector's own export wrote it (a link to what it added): nothing new for it.
-          if (en.objectType !== objectType || ('x' in en && en.x === info.connectorId)) continue;
-          if ('deleted' in en) {
-            changed.delete(en.id);
-            deleted.add(en.id);
-          } else {
-            deleted.delete(en.id);
-            changed.add(en.id);
-          }
-        }
-      }
-      from = rows[rows.length - 1].seq;
-    }
-    // Marked objects (drift, failed changes): as they are now; the ones gone from the mesh are deletes to try again.
-    const present = await existingMeshIds(dirty.ids);
-    for (const id of dirty.ids) {
-      if (present.has(id)) {
-        if (!deleted.has(id)) changed.add(id);
-      } else {
-        changed.delete(id);
-        deleted.add(id);
-      }
-    }
-    // Deprovisionings waiting for their grace that are due now: found in the target's connector-space summaries
-    // (no scan of the mesh). Gone from the mesh: a delete to deprovision; still there (a provisioning condition
-    // that stopped holding): looked at again.
-    if (settingsOf(config).graceDays > 0) {
-      const due: string[] = [];
-      const at = new Date();
-      for (const s of (await csCache(info.connectorId)).summaries.values())
-        if (s.deprov === 'pending' && !s.deleted && s.meshId && isDue(s.due, at)) due.push(s.meshId);
-      const there = await existingMeshIds(due);
-      for (const id of due) {
-        if (there.has(id)) {
-          if (!deleted.has(id)) changed.add(id);
-        } else deleted.add(id);
-      }
-    }
-    const ids = [...changed].sort();
+    const scope = await readExportScope(info.connectorId, config, rules);
+    const { seq, hash, dirtyKeys } = scope;
+    if (scope.mode === 'full') return { mode: 'full', seq, hash, dirtyKeys };
     let pages = 0;
-    for (let i = 0; i < ids.length; i += DEFAULT_PAGE_SIZE) await saveExportPage(info.runId, pages++, ids.slice(i, i + DEFAULT_PAGE_SIZE));
-    await saveExportPage(info.runId, -1, [...deleted]);
-    return { mode: 'incremental', seq, hash, dirtyKeys: dirty.keys, pages, deleted: deleted.size };
+    for (let i = 0; i < scope.changed.length; i += DEFAULT_PAGE_SIZE) await saveExportPage(info.runId, pages++, scope.changed.slice(i, i + DEFAULT_PAGE_SIZE));
+    await saveExportPage(info.runId, -1, scope.deleted);
+    return { mode: 'incremental', seq, hash, dirtyKeys, pages, deleted: scope.deleted.length };
   } catch (err) {
     return failure(err);
   }
+}
+
+/**
+ * What an export looks at, read and not written: `full` (every mesh object of the type, and every target object
+ * whose mesh object is gone), or `incremental`: the mesh ids changed since the connector's last export (the
+ * change feed), marked (drift, failed changes) or due (a deprovisioning whose grace is over), sorted, and those
+ * deleted since. The export run ({@link scopeExport}) writes it in pages; the connector space's next-export view
+ * (lib/sync/export/next.ts) reads it as it is, so both look at the same objects.
+ */
+export type ExportScope =
+  | { mode: 'full'; seq: number; hash: string; dirtyKeys: string[] }
+  | { mode: 'incremental'; seq: number; hash: string; dirtyKeys: string[]; changed: string[]; deleted: string[] };
+
+/** The scope of the connector's next export (see {@link ExportScope}). `claim`: false for a reader that is no run. */
+export async function readExportScope(connectorId: string, config: ExportConfig, rules: RuleSet, claim = true): Promise<ExportScope> {
+  const hash = await exportHash(connectorId, rules);
+  const state = await readSyncState(connectorId);
+  // Noted before anything is read: a change after it is the next export's.
+  const seq = await currentFeedSeq();
+  const dirty = await readExportDirty(connectorId);
+  if (state.exportSeq === null || state.exportHash !== hash) return { mode: 'full', seq, hash, dirtyKeys: dirty.keys };
+  const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
+  const changed = new Set<string>();
+  const deleted = new Set<string>();
+  for (let from = state.exportSeq; from < seq;) {
+    // A few rows at a time: a row holds up to a page of whole states, and only their ids are kept.
+    const rows = await readFeed(from, { limit: 5, skipExportOf: connectorId });
+    if (!rows.length) break;
+    if (rows[0].seq > from + 1) {
+      // The feed no longer holds the changes since this connector's last export (trimmed after
+      // Mesh:FeedExportRetentionDays, lib/sync/feedTrim.ts): look at every object instead.
+      if (claim)
+        log.warn(
+          `Export of connector ${connectorId}: the mesh change feed no longer holds the changes since its last export (position ${state.exportSeq}); this export looks at every object.`,
+        );
+      return { mode: 'full', seq, hash, dirtyKeys: dirty.keys };
+    }
+    for (const r of rows) {
+      if (r.seq > seq) break;
+      for (const en of r.entries) {
+        // This connector's own export wrote it (a link to what it added): nothing new for it.
+        if (en.objectType !== objectType || ('x' in en && en.x === connectorId)) continue;
+        if ('deleted' in en) {
+          changed.delete(en.id);
+          deleted.add(en.id);
+        } else {
+          deleted.delete(en.id);
+          changed.add(en.id);
+        }
+      }
+    }
+    from = rows[rows.length - 1].seq;
+  }
+  // Marked objects (drift, failed changes): as they are now; the ones gone from the mesh are deletes to try again.
+  const present = await existingMeshIds(dirty.ids);
+  for (const id of dirty.ids) {
+    if (present.has(id)) {
+      if (!deleted.has(id)) changed.add(id);
+    } else {
+      changed.delete(id);
+      deleted.add(id);
+    }
+  }
+  // Deprovisionings waiting for their grace that are due now: found in the target's connector-space summaries
+  // (no scan of the mesh). Gone from the mesh: a delete to deprovision; still there (a provisioning condition
+  // that stopped holding): looked at again.
+  if (settingsOf(config).graceDays > 0) {
+    const due: string[] = [];
+    const at = new Date();
+    for (const s of (await csCache(connectorId, claim)).summaries.values())
+      if (s.deprov === 'pending' && !s.deleted && s.meshId && isDue(s.due, at)) due.push(s.meshId);
+    const there = await existingMeshIds(due);
+    for (const id of due) {
+      if (there.has(id)) {
+        if (!deleted.has(id)) changed.add(id);
+      } else deleted.add(id);
+    }
+  }
+  return { mode: 'incremental', seq, hash, dirtyKeys: dirty.keys, changed: [...changed].sort(), deleted: [...deleted] };
 }
 
 export interface ExportIdsInput {

@@ -25,6 +25,13 @@ import { loadStagedAdds } from './stagedAdds';
 
 export type SpaceState = 'joined' | 'disconnector' | 'pendingExport' | 'awaitingConfirmation' | 'error';
 export const SPACE_STATES: readonly SpaceState[] = ['joined', 'disconnector', 'pendingExport', 'awaitingConfirmation', 'error'];
+/**
+ * The states a listing filters on: the index's, and `scheduledDeprovision` (target objects whose deprovisioning
+ * waits for its grace), which, like the changes the next export would send under `pendingExport`, the
+ * connector's next export computes (lib/sync/spaceNext.ts).
+ */
+export type SpaceListState = SpaceState | 'scheduledDeprovision';
+export const SPACE_LIST_STATES: readonly SpaceListState[] = [...SPACE_STATES, 'scheduledDeprovision'];
 
 const OPERATIONS = { add: 'Add', update: 'Update', delete: 'Delete', rename: 'Rename' } as const;
 
@@ -45,6 +52,8 @@ export interface SpaceEntry {
   addValues?: Record<string, AttributeValue>;
   /** Lower-cased anchor and dn, for the search. */
   folded: string;
+  /** A deprovisioning waiting for its grace: when it is due (state `scheduledDeprovision` only). */
+  dueOn?: string;
 }
 
 const SELECT = [
@@ -83,7 +92,7 @@ function pendingOf(p: PendingExport | undefined, fallbackOn: string): SpaceEntry
   return { operation: OPERATIONS[p.kind], attributeCount: Object.keys(p.attributes).length, stagedOn: p.stagedOn ?? fallbackOn };
 }
 
-const fold = (anchor: string | null, dn: string | null) => `${anchor ?? ''}\n${dn ?? ''}`.toLowerCase();
+export const fold = (anchor: string | null, dn: string | null) => `${anchor ?? ''}\n${dn ?? ''}`.toLowerCase();
 
 /** The entry of a connector-space row read with {@link SELECT}; null for a deleted row. */
 export function entryOfRow(connectorId: string, e: Record<string, unknown>): SpaceEntry | null {

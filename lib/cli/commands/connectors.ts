@@ -13,6 +13,8 @@ const SPACE_COLUMNS = [
   col('ERROR', (i) => (i.error ? ((i.error as { message?: string }).message ?? i.error) : '')),
   col('DN', 'dn'),
 ];
+/** `--state scheduledDeprovision`: when each deprovisioning is due. */
+const SCHEDULED_COLUMNS = [...SPACE_COLUMNS.slice(0, 5), col('DUE ON', 'dueOn'), ...SPACE_COLUMNS.slice(5)];
 
 /** `connectors` (create/read/update/delete, test, assign) and `space` (the connector-space explorer). */
 export function registerConnectors(program: Command): void {
@@ -55,13 +57,17 @@ export function registerConnectors(program: Command): void {
     s
       .command('ls <connectorId>')
       .description('List connector-space objects, ordered by anchor')
-      .option('--state <state>', 'joined, disconnector, pendingExport, awaitingConfirmation or error')
+      .option(
+        '--state <state>',
+        'joined, disconnector, pendingExport (what the next export would send), awaitingConfirmation, error or scheduledDeprovision (deprovisionings waiting for their grace)',
+      )
       .option('--type <objectType>', 'object type')
       .option('--search <text>', 'substring of the anchor or DN'),
   ).action(
     action(async (ctx, id) => {
       const { state, type, search, skip, take } = ctx.opts;
-      ctx.print(await ctx.api.get(`connectors/${id}/space`, { state, objectType: type, search, skip, take }), SPACE_COLUMNS);
+      const columns = state === 'scheduledDeprovision' ? SCHEDULED_COLUMNS : SPACE_COLUMNS;
+      ctx.print(await ctx.api.get(`connectors/${id}/space`, { state, objectType: type, search, skip, take }), columns);
     }),
   );
   s.command('show <connectorId> <csObjectId>')

@@ -62,7 +62,14 @@ function ConnectorList({ session }: { session: Session }) {
   );
 }
 
-const STATES = ['joined', 'disconnector', 'pendingExport', 'awaitingConfirmation', 'error'];
+const STATES: [string, string][] = [
+  ['joined', 'joined'],
+  ['disconnector', 'disconnector'],
+  ['pendingExport', 'pendingExport (next export)'],
+  ['awaitingConfirmation', 'awaitingConfirmation'],
+  ['error', 'error'],
+  ['scheduledDeprovision', 'scheduledDeprovision (grace)'],
+];
 
 function Space({ id, route, session }: { id: string; route: Route; session: Session }) {
   const q = route.query;
@@ -101,8 +108,10 @@ function Space({ id, route, session }: { id: string; route: Route; session: Sess
         <Field label="State">
           <select value={q.get('state') ?? ''} onChange={(e) => setQuery({ state: e.currentTarget.value, skip: undefined })}>
             <option value="">All</option>
-            {STATES.map((s) => (
-              <option key={s}>{s}</option>
+            {STATES.map(([s, label]) => (
+              <option key={s} value={s}>
+                {label}
+              </option>
             ))}
           </select>
         </Field>
@@ -137,6 +146,8 @@ function Space({ id, route, session }: { id: string; route: Route; session: Sess
                 cell: (o: any) =>
                   o.pendingExport ? `${o.pendingExport.operation} (${o.pendingExport.attributeCount})` : o.awaitingConfirmation ? 'awaiting confirmation' : '–',
               },
+              // Only a scheduled deprovisioning has a due time.
+              ...(q.get('state') === 'scheduledDeprovision' ? [{ label: 'Due on', cell: (o: any) => <When value={o.dueOn} /> }] : []),
               {
                 label: 'Error',
                 cell: (o: any) =>
@@ -154,6 +165,11 @@ function Space({ id, route, session }: { id: string; route: Route; session: Sess
             empty="No objects."
             rowKey={(o: any) => o.csObjectId}
           />
+          {(data as any)?.partial && (
+            <p class="note" role="status">
+              Partial: the next export has more objects to look at than one listing computes (20,000); this list is incomplete.
+            </p>
+          )}
           <Pager skip={skip} take={50} total={data?.totalCount} />
         </div>
         {cs && <CsObject key={cs} connectorId={id} csId={cs} session={session} />}
