@@ -190,8 +190,10 @@ export async function getConnectorSpaceObject(connectorId: string, csObjectId: s
   const p = found.kind === 'row' ? found.row.pendingExport : found.staged.pendingExport;
   const imported = found.kind === 'row' ? found.row.attributes : {};
   const exported = found.kind === 'row' ? found.row.exported : undefined;
+  // A change the target refused is shown as every listing shows it (its stored operation and count); the values
+  // are what the next export would send.
   const pendingExport = next
-    ? { ...computedView(next, item.pendingExport?.stagedOn), attributes: maskedOldNew(next.attributes) }
+    ? { ...computedView(next, item.pendingExport?.stagedOn), ...(item.pendingExport ?? {}), attributes: maskedOldNew(next.attributes) }
     : item.pendingExport && p
       ? { ...item.pendingExport, attributes: pendingAttributes(p, imported, exported) }
       : null;

@@ -39,6 +39,8 @@ async function pendingEntries(connectorId: string, next: NextExport): Promise<Sp
   // The changes the target refused (stored pending): listed as today, whatever the next export does with them.
   for (const e of (await querySpace(connectorId, { state: 'pendingExport', skip: 0, take: Number.MAX_SAFE_INTEGER })).items) byId.set(e.csObjectId, e);
   for (const c of next.changes) {
+    // A refused change is listed as stored (as the unfiltered list and the detail show it).
+    if (byId.get(c.csObjectId)?.pendingExport) continue;
     const stored = byId.get(c.csObjectId) ?? (await findSpaceEntry(connectorId, c.csObjectId));
     const pendingExport = {
       operation: c.operation,

@@ -33,7 +33,8 @@ function shellValues(blocks: CodeBlock[]): Map<string, string> {
   for (const b of blocks) {
     for (const line of b.code.split('\n')) {
       const capture = /^\s*([A-Za-z_]\w*)=\$\(field (id|ruleId|runId)\)\s*$/.exec(line);
-      if (capture) values.set(capture[1], SAMPLE_ID);
+      // One GUID per captured name: two connectors of one example (a schedule step's connectorIds) differ.
+      if (capture && !values.has(capture[1])) values.set(capture[1], SAMPLE_ID.slice(0, -4) + String(values.size).padStart(4, '0'));
       if (!/^\s*export\s/.test(line)) continue;
       // export A=1 B='two' C=$(cmd): literal values only; a computed one gets a sample text.
       for (const m of line.replace(/^\s*export\s+/, '').matchAll(/([A-Za-z_]\w*)=('[^']*'|"[^"]*"|\$\([^)]*\)|\S*)/g)) {
