@@ -304,9 +304,11 @@ export async function exportDocs(
     if (c.doc.links[cid] !== r.anchor || owned) links.push({ id: c.doc.id, anchor: r.anchor, ...(owned ? { provisioned: true } : {}) });
   });
   await retry.stage();
+  // The target's rows first, then the links: a stop in between leaves rows naming their mesh objects, which the
+  // next export's take-over recognises as its own (a link with no row would leave the object unnamed there).
+  await writeCsObjects(cid, csRows);
   const upserts = await commitLinks(cid, links, now);
   for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
-  await writeCsObjects(cid, csRows);
   await retry.commit();
   // This process's summaries follow its own writes (a reload per page would read the whole space again).
   const cached = csCaches.get(cid);

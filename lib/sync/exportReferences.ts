@@ -104,8 +104,12 @@ export async function exportRelations(rules: RuleSet, docs: readonly MeshObject[
     valueOf(doc, type) {
       const linkOf = (id: string) => (src.notYet?.has(id) ? undefined : targets.get(id)?.links[src.connectorId]);
       const { values } = referenceValuesFor(doc, type, src.targetKind, linkOf, src.dnOf, (c) => echo(type, c));
+      // Owed: a related object not linked in the target, or linked with no DN known there yet (its link written,
+      // its connector-space row not: a stop in between). Either way the value leaves it out for now.
       for (const r of doc.relationships) {
-        if (r.type !== type || echo(type, r.c) || linkOf(r.targetId) !== undefined) continue;
+        if (r.type !== type || echo(type, r.c)) continue;
+        const anchor = linkOf(r.targetId);
+        if (anchor !== undefined && (src.targetKind !== 'dn' || src.dnOf(anchor) !== undefined)) continue;
         notInTarget++;
         missingIn.add(doc.id);
       }
