@@ -218,7 +218,10 @@ export async function exportDocs(
   }
   if (!changes.length && !quietRows.length && !retry.dirty) {
     if (record) await writeRunChanges(info.runId, record, [...drifted, ...planned(held)]);
+    // Nothing to send, but references still owed: a later export writes them, and so does this run's second
+    // pass when the object they name is added further on.
     await markExportDirty(cid, [...loaded.relations.missingIn]);
+    await saveAgain(info.runId, [...loaded.relations.missingIn]);
     return withStop(owed(addPage(totals, result, [])));
   }
   const applied = changes.length
