@@ -7,6 +7,7 @@ import type { SqlConfig } from '../../../lib/connectors/sql/schema';
 import { startMariaDb, type MariaDb } from '../../support/mariadb';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { describeWithServer } from '../../support/servers';
+import { STAFF_QUERY, STAFF_STATEMENTS, STAFF_TABLE } from '../../support/tutorialDesign';
 
 /**
  * The SQL connector's export against the tutorial's `staff` table on a real PostgreSQL (docs/tutorial.md): an
@@ -21,8 +22,6 @@ import { describeWithServer } from '../../support/servers';
  *   by that anchor then takes over.
  * - A reference column given as a one-element array is bound as its value, not as JSON text.
  */
-
-const STAFF_QUERY = 'SELECT employee_id, given_name, surname, mail, department, manager_id FROM staff';
 
 function errorOf(r: ExportResult): ObjectError {
   if (r.status !== 'error') throw new Error(`expected an error result, got ${JSON.stringify(r)}`);
@@ -57,13 +56,7 @@ function staffExport(label: string, server: () => Server) {
     anchorColumn: 'employee_id',
     fullImportQuery: STAFF_QUERY,
     referenceColumns: { manager_id: 'User' },
-    exportStatements: {
-      insert:
-        'INSERT INTO staff (employee_id, given_name, surname, mail, department, manager_id) VALUES (:employee_id, :given_name, :surname, :mail, :department, :manager_id)',
-      update:
-        'UPDATE staff SET given_name = :given_name, surname = :surname, mail = :mail, department = :department, manager_id = :manager_id WHERE employee_id = :anchor',
-      delete: 'DELETE FROM staff WHERE employee_id = :anchor',
-    },
+    exportStatements: STAFF_STATEMENTS,
     timeoutSeconds: 10,
   });
 
@@ -86,9 +79,7 @@ function staffExport(label: string, server: () => Server) {
     db = await pg.createDatabase(`staff_${process.pid}_${++counter}`);
     await pg.query(
       pg.dialect === 'postgres'
-        ? `CREATE TABLE staff (
-             employee_id text PRIMARY KEY, given_name text, surname text, mail text, department text,
-             manager_id text REFERENCES staff (employee_id) DEFERRABLE INITIALLY DEFERRED)`
+        ? STAFF_TABLE
         : `CREATE TABLE staff (
              employee_id varchar(20) PRIMARY KEY, given_name varchar(200), surname varchar(200), mail varchar(200), department varchar(200),
              manager_id varchar(20), FOREIGN KEY (manager_id) REFERENCES staff (employee_id)) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`,

@@ -3,6 +3,7 @@ import { dnKey } from '../../../lib/mesh/model';
 import type { Postgres } from '../../support/postgres';
 import type { ServiceUnderTest } from '../../support/service';
 import type { SlapdFixture } from '../ldap/ldapFixture';
+import { STAFF_QUERY, STAFF_STATEMENTS, STAFF_TABLE, tutorialRules } from '../../support/tutorialDesign';
 import { folder, rule, runExport, runImport, writeCsv } from './syncSupport';
 
 /**
@@ -57,18 +58,7 @@ export class TutorialDesign {
   }
 
   async setUp(): Promise<this> {
-    await this.pg.query(
-      `CREATE TABLE staff (
-         employee_id text PRIMARY KEY,
-         given_name  text,
-         surname     text,
-         mail        text,
-         department  text,
-         manager_id  text REFERENCES staff (employee_id) DEFERRABLE INITIALLY DEFERRED
-       )`,
-      [],
-      this.database,
-    );
+    await this.pg.query(STAFF_TABLE, [], this.database);
     const rt = this.rt;
     writeCsv(this.hrDir, 'people.csv', HR_HEADER, []);
     const hr = await rt.call('POST', 'connectors', {
@@ -110,15 +100,9 @@ export class TutorialDesign {
           user: pg.user,
           password: pg.password,
           anchorColumn: 'employee_id',
-          fullImportQuery: 'SELECT employee_id, given_name, surname, mail, department, manager_id FROM staff',
+          fullImportQuery: STAFF_QUERY,
           referenceColumns: { manager_id: 'User' },
-          exportStatements: {
-            insert:
-              'INSERT INTO staff (employee_id, given_name, surname, mail, department, manager_id) VALUES (:employee_id, :given_name, :surname, :mail, :department, :manager_id)',
-            update:
-              'UPDATE staff SET given_name = :given_name, surname = :surname, mail = :mail, department = :department, manager_id = :manager_id WHERE employee_id = :anchor',
-            delete: 'DELETE FROM staff WHERE employee_id = :anchor',
-          },
+          exportStatements: STAFF_STATEMENTS,
           deletionThreshold: { objects: 1000, percent: 100 },
           ...(this.options.staffConfig ?? {}),
         },
@@ -127,28 +111,7 @@ export class TutorialDesign {
     if (staff.status !== 201) throw new Error(`Staff: ${staff.status} ${staff.text}`);
     this.staff = staff.body.id;
 
-    await rule(rt, { ruleType: 'ProjectionRule', connectorId: this.hr, sourceAttribute: 'employeeId', objectType: 'User' });
-    for (const a of ['employeeId', 'givenName', 'sn', 'mail', 'department', 'title'])
-      await rule(rt, { ruleType: 'FlowRule', connectorId: this.hr, direction: 'inbound', sourceAttribute: a, targetAttribute: a, confidence: 80 });
-    await rule(rt, { ruleType: 'JoinRule', connectorId: this.dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
-    await rule(rt, { ruleType: 'JoinRule', connectorId: this.staff, sourceAttribute: 'employee_id', targetAttribute: 'employeeId' });
-    const out = (connectorId: string, sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, { ruleType: 'FlowRule', connectorId, direction: 'outbound', sourceAttribute, targetAttribute, ...(transformScript ? { transformScript } : {}) });
-    await out(this.dir, 'employeeId', 'uid');
-    await out(this.dir, 'employeeId', 'employeeNumber');
-    await out(this.dir, 'givenName', 'givenName');
-    await out(this.dir, 'sn', 'sn');
-    await out(this.dir, 'sn', 'cn', "object.givenName + ' ' + object.sn");
-    await out(this.dir, 'mail', 'mail');
-    await out(this.dir, 'department', 'departmentNumber');
-    await out(this.dir, 'title', 'title');
-    await out(this.dir, 'manager', 'manager');
-    await out(this.staff, 'employeeId', 'employee_id');
-    await out(this.staff, 'givenName', 'given_name');
-    await out(this.staff, 'sn', 'surname');
-    await out(this.staff, 'mail', 'mail');
-    await out(this.staff, 'department', 'department');
-    await out(this.staff, 'manager', 'manager_id');
+    await tutorialRules((body) => rule(rt, body), { hr: this.hr, directory: this.dir, staff: this.staff });
     return this;
   }
 

@@ -7,6 +7,7 @@ import type { Slapd } from '../slapd';
 import { HrModel, hrCsv, type HrDay } from './model';
 import { categoryOf, compareLdap, compareStaff, expectedState, PEOPLE_DN, type ActualEntry, type Difference, type StaffRow } from './oracle';
 import { Prng } from './prng';
+import { DIRECTORY_DN_TEMPLATE, STAFF_QUERY, STAFF_STATEMENTS, STAFF_TABLE, tutorialRules } from '../tutorialDesign';
 
 /**
  * The export soak (docs/soak-test.md): seeded days of HR changes through the tutorial's whole design (an HR
@@ -176,18 +177,7 @@ export class ExportSoak {
   async setup(): Promise<void> {
     const { rt, slapd, pg, database } = this.servers;
     // The tutorial's table (docs/tutorial.md section 2), then the soak's fault: a CHECK a mail without '@' fails.
-    await pg.query(
-      `CREATE TABLE staff (
-        employee_id text PRIMARY KEY,
-        given_name  text,
-        surname     text,
-        mail        text,
-        department  text,
-        manager_id  text REFERENCES staff (employee_id) DEFERRABLE INITIALLY DEFERRED
-      )`,
-      [],
-      database,
-    );
+    await pg.query(STAFF_TABLE, [], database);
     await pg.query(`ALTER TABLE staff ADD CONSTRAINT staff_mail_check CHECK (mail LIKE '%@%')`, [], database);
     const ldap = await this.ldap();
     try {
@@ -224,7 +214,7 @@ export class ExportSoak {
         bindDN: slapd.rootDN,
         bindPassword: slapd.rootPassword,
         baseDN: PEOPLE_DN,
-        exportDnTemplate: "'uid=' + dnEscape(source.uid) + ',ou=' + dnEscape(source.departmentNumber) + ',' + baseDN",
+        exportDnTemplate: DIRECTORY_DN_TEMPLATE,
         // Departments other than the tutorial's two get their OU from the export (docs/connector-ldap.md).
         createContainers: true,
         deprovisioning,
@@ -242,16 +232,10 @@ export class ExportSoak {
         user: pg.user,
         password: pg.password,
         anchorColumn: 'employee_id',
-        fullImportQuery: 'SELECT employee_id, given_name, surname, mail, department, manager_id FROM staff',
+        fullImportQuery: STAFF_QUERY,
         referenceColumns: { manager_id: 'User' },
         // The tutorial's statements as they are: every parameter bound, so an update must carry the full state.
-        exportStatements: {
-          insert:
-            'INSERT INTO staff (employee_id, given_name, surname, mail, department, manager_id) VALUES (:employee_id, :given_name, :surname, :mail, :department, :manager_id)',
-          update:
-            'UPDATE staff SET given_name = :given_name, surname = :surname, mail = :mail, department = :department, manager_id = :manager_id WHERE employee_id = :anchor',
-          delete: 'DELETE FROM staff WHERE employee_id = :anchor',
-        },
+        exportStatements: STAFF_STATEMENTS,
         deprovisioning,
         thresholds,
       },
@@ -259,56 +243,7 @@ export class ExportSoak {
 
     // docs/tutorial.md section 5, rule for rule, and section 8's manager flows.
     const { HR, Directory, Staff } = this.ids;
-    await this.rule({ ruleName: 'HR: people are users', ruleType: 'ProjectionRule', connectorId: HR, sourceAttribute: 'employeeId', objectType: 'User' });
-    for (const a of ['employeeId', 'givenName', 'sn', 'mail', 'department', 'title'])
-      await this.rule({
-        ruleName: `HR: ${a}`,
-        ruleType: 'FlowRule',
-        connectorId: HR,
-        direction: 'inbound',
-        sourceAttribute: a,
-        targetAttribute: a,
-        confidence: 80,
-      });
-    await this.rule({
-      ruleName: 'Directory: join on employeeNumber',
-      ruleType: 'JoinRule',
-      connectorId: Directory,
-      sourceAttribute: 'employeeNumber',
-      targetAttribute: 'employeeId',
-    });
-    await this.rule({
-      ruleName: 'Staff: join on employee_id',
-      ruleType: 'JoinRule',
-      connectorId: Staff,
-      sourceAttribute: 'employee_id',
-      targetAttribute: 'employeeId',
-    });
-    const out = (connectorId: string, ruleName: string, sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      this.rule({
-        ruleName,
-        ruleType: 'FlowRule',
-        connectorId,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        ...(transformScript ? { transformScript } : {}),
-      });
-    await out(Directory, 'Directory: uid', 'employeeId', 'uid');
-    await out(Directory, 'Directory: employeeNumber', 'employeeId', 'employeeNumber');
-    await out(Directory, 'Directory: givenName', 'givenName', 'givenName');
-    await out(Directory, 'Directory: sn', 'sn', 'sn');
-    await out(Directory, 'Directory: cn', 'sn', 'cn', "object.givenName + ' ' + object.sn");
-    await out(Directory, 'Directory: mail', 'mail', 'mail');
-    await out(Directory, 'Directory: departmentNumber', 'department', 'departmentNumber');
-    await out(Directory, 'Directory: title', 'title', 'title');
-    await out(Directory, 'Directory: manager', 'manager', 'manager');
-    await out(Staff, 'Staff: employee_id', 'employeeId', 'employee_id');
-    await out(Staff, 'Staff: given_name', 'givenName', 'given_name');
-    await out(Staff, 'Staff: surname', 'sn', 'surname');
-    await out(Staff, 'Staff: mail', 'mail', 'mail');
-    await out(Staff, 'Staff: department', 'department', 'department');
-    await out(Staff, 'Staff: manager_id', 'manager', 'manager_id');
+    await tutorialRules((body) => this.rule(body), { hr: HR, directory: Directory, staff: Staff });
 
     // docs/operations.md: one step holding both target exports, run in parallel; started with "run now" only.
     const schedule = await rt.call('POST', 'schedules', {
