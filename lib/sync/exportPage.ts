@@ -50,7 +50,16 @@ export const againKey = (runId: string) => `xa_${runId}`;
 const againChangedKey = (runId: string) => `xc_${runId}`;
 const againFailedKey = (runId: string) => `xf_${runId}`;
 const addedKey = (runId: string) => `xn_${runId}`;
-export async function saveAgain(runId: string, ids: string[], changed: string[] = [], failed: string[] = [], added: string[] = []): Promise<void> {
+const movedKey = (runId: string) => `xm_${runId}`;
+export async function saveAgain(
+  runId: string,
+  ids: string[],
+  changed: string[] = [],
+  failed: string[] = [],
+  added: string[] = [],
+  moved: string[] = [],
+): Promise<void> {
+  if (moved.length) await markExportDirty(movedKey(runId), moved);
   if (ids.length) await markExportDirty(againKey(runId), ids);
   if (changed.length) await markExportDirty(againChangedKey(runId), changed);
   if (failed.length) await markExportDirty(againFailedKey(runId), failed);
@@ -92,12 +101,17 @@ export async function loadExportInput(
   const policy = referencePolicy(cid, record?.type ?? 'custom', record?.config ?? {}, []);
   const targetKind = targetCs ? policy.targetKind : 'anchor';
   const echoes = targetCs ? relationshipEchoes(await listRules()) : undefined;
-  // Applying a plan, the first pass writes no reference to an object it added itself: its dry run could not.
-  const notYet = targetCs && info.planRunId && !second ? new Set((await readExportDirty(addedKey(info.runId))).ids) : undefined;
+  // Applying a plan, the first pass computes references as its dry run did: none to an object the run added, and
+  // the DN an object the run moved had before (the second pass writes both, as the plan's own consequences).
+  const frozen = targetCs && info.planRunId && !second;
+  const notYet = frozen ? new Set((await readExportDirty(addedKey(info.runId))).ids) : undefined;
+  const movedFrom = new Map<string, string>();
+  if (frozen)
+    for (const m of (await readExportDirty(movedKey(info.runId))).ids) movedFrom.set(m.slice(0, m.indexOf('\u0000')), m.slice(m.indexOf('\u0000') + 1));
   const relations = await exportRelations(rules, docs, {
     connectorId: cid,
     loadDocs,
-    dnOf: (anchor) => targetCs?.entry(anchor)?.dn,
+    dnOf: (anchor) => movedFrom.get(anchor) ?? targetCs?.entry(anchor)?.dn,
     targetKind,
     echoes,
     notYet,
@@ -199,7 +213,8 @@ export async function exportDocs(
     created: 0,
     updated: 0,
     deleted: 0,
-    processed: second ? 0 : changes.length + errors.length + plan.left,
+    // A second pass's objects are counted when the first left them unchanged (an object it changes only now).
+    processed: second ? changes.filter(counted).length : changes.length + errors.length + plan.left,
     errors,
     ...(leftOut ? { leftOut } : {}),
   };
@@ -238,6 +253,7 @@ export async function exportDocs(
   const links: LinkChange[] = [...quietLinks];
   let moved = 0;
   const movedIds: string[] = [];
+  const movedFrom: string[] = [];
   const failedIds: string[] = [];
   const changedIds: string[] = [];
   const addedIds: string[] = [];
@@ -297,6 +313,7 @@ export async function exportDocs(
       if (c.prev?.dn && dnKey(c.prev.dn) !== dnKey(r.dn)) {
         moved++;
         movedIds.push(c.doc.id);
+        movedFrom.push(`${r.anchor}\u0000${c.prev.dn}`);
       }
       row.dn = r.dn;
     }
@@ -332,7 +349,7 @@ export async function exportDocs(
     if (!isAborted(interrupted)) throw interrupted;
     // Cancelled while the target worked on the page: what it committed is recorded above and counted; the
     // changes it did not get to were neither applied nor attempted.
-    const processed = second ? 0 : result.processed - (changes.length - results.length);
+    const processed = Math.max(0, result.processed - (changes.length - results.length));
     return { ...withStop(owed(addPage(totals, { ...result, processed, errors }, []))), cancelled: true };
   }
   const next = owed(addPage(totals, { ...result, errors }, []));
@@ -353,6 +370,7 @@ export async function exportDocs(
     again.filter((id) => changedSet.has(id)),
     failedIds,
     info.planRunId ? addedIds : [],
+    info.planRunId ? movedFrom : [],
   );
   return withStop(next);
 }

@@ -216,4 +216,21 @@ jest.setTimeout(600_000);
     for (const run of [c.dir, c.staff]) expect(run).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, objectsUpdated: 0, errors: 0 } });
     expect(await t.differences(hr)).toEqual([]);
   });
+
+  it('a manager moves out of an OU whose name needs escaping, through a plan and its apply: the reports follow', async () => {
+    hr = [...hr, person('E7001', 'Legal + Compliance'), person('E7002', 'Sales', 'E7001'), person('E7003', 'Legal + Compliance', 'E7001')];
+    await cycle(hr);
+    expect(await t.differences(hr)).toEqual([]);
+    hr = hr.map((r) => (r.employeeId === 'E7001' ? { ...r, department: 'Engineering' } : r));
+    t.writeHr(hr);
+    expect((await t.importHr('DeltaImport')).status).toBe('Completed');
+    const { waitRun } = await import('./syncSupport');
+    for (const target of [t.dir, t.staff]) {
+      const plan = await t.exportTo(target, { dryRun: true });
+      const started = await rt.call('POST', `runs/${plan.runId}/apply`, { role: 'Operator' });
+      expect(await waitRun(rt, started.body.runId)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    }
+    for (const c of await t.confirm()) expect(c).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    expect(await t.differences(hr)).toEqual([]);
+  });
 });
