@@ -1,10 +1,11 @@
 import { Client } from 'ldapts';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
-import { startService, type ServiceUnderTest } from '../../support/service';
+import { rawTable, startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { SlapdFixture } from '../ldap/ldapFixture';
 import { patchMeshObjects } from '../../../lib/mesh/store';
+import { readCsObjects, toCsEntity } from '../../../lib/sync/connectorSpace';
 import { meshByAnchor } from './syncSupport';
 import { person, TutorialDesign, type HrRow } from './tutorialDesign';
 
@@ -231,6 +232,26 @@ jest.setTimeout(600_000);
       expect(await waitRun(rt, started.body.runId)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
     }
     for (const c of await t.confirm()) expect(c).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    expect(await t.differences(hr)).toEqual([]);
+  });
+
+  it("a stop between an export's link and its row: the reference to that object is owed and said so, not dropped, and written once its row is back", async () => {
+    const manager = 'E1002';
+    const o = (await meshByAnchor()).get(manager)!;
+    // The state a kill -9 left between the two writes: the mesh object linked, the directory's row not written.
+    const anchor = o.links[t.dir];
+    const row = (await readCsObjects(t.dir, [anchor])).get(anchor)!;
+    const e = toCsEntity(t.dir, row);
+    await (await rawTable(`ConnectorSpace${e.partitionKey.slice(-2, -1)}`)).deleteEntity(e.partitionKey, e.rowKey);
+    await rt.kill();
+    await rt.start();
+    // A new report names that manager.
+    const c = await cycle([...hr, person('E8001', 'Sales', manager)]);
+    // The directory's export cannot name the manager yet: the run says so (never a plain Completed)...
+    expect(c.dir).toMatchObject({ status: 'CompletedWithErrors', stats: { errors: 1 } });
+    expect(c.dir.errors).toEqual([{ object: 'E8001', message: expect.stringContaining('not in the target') }]);
+    // ...its confirming import read the manager's entry back (its row again), and the next export writes it.
+    expect(await t.exportTo(t.dir)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
     expect(await t.differences(hr)).toEqual([]);
   });
 });
