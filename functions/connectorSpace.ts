@@ -5,7 +5,7 @@ import { previewSpaceObject as preview, syncOneSpaceObject as syncOne } from '..
 import { authorize } from '../lib/auth/authorize';
 import type { Caller } from '../lib/auth/permissions';
 import { ok, parseQuery, routeGuid, routeId } from '../lib/http';
-import type { SpaceListState } from '../lib/sync/spaceIndex';
+import type { SpaceListState } from '../lib/sync/space/spaceIndex';
 
 /** GET /connectors/{id}/space: a page of the connector space (state, objectType, search, skip, take). */
 async function listConnectorSpace(request: HttpRequest): Promise<HttpResponseInit> {

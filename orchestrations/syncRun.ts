@@ -1,20 +1,20 @@
 import * as df from 'durable-functions';
 import type { OrchestrationContext, OrchestrationHandler } from 'durable-functions';
 import { approvalState, parkRun } from '../lib/runs/approval';
-import { fullImportDeletePage, planDeletePage, planFullImportDeletes } from '../lib/sync/deletes';
-import { deltaImport } from '../lib/sync/deltaImport';
-import { exportDeletedSince, exportDeletes } from '../lib/sync/exportDeletes';
-import { exportIdsPage, exportPartition, scopeExport, type ExportIdsInput, type ExportPageInput } from '../lib/sync/exportSteps';
-import { fullImportPage, type FullPageInput } from '../lib/sync/fullImport';
-import { fullSyncPage, type FullSyncPageInput } from '../lib/sync/fullSync';
+import { fullImportDeletePage, planDeletePage, planFullImportDeletes } from '../lib/sync/import/deletes';
+import { deltaImport } from '../lib/sync/import/deltaImport';
+import { exportDeletedSince, exportDeletes } from '../lib/sync/export/exportDeletes';
+import { exportIdsPage, exportPartition, scopeExport, type ExportIdsInput, type ExportPageInput } from '../lib/sync/export/exportSteps';
+import { fullImportPage, type FullPageInput } from '../lib/sync/import/fullImport';
+import { fullSyncPage, type FullSyncPageInput } from '../lib/sync/import/fullSync';
 import { checkPlan } from '../lib/sync/planCheck';
-import { runConfig } from '../lib/sync/runConnector';
-import { beginRun, finishRun, releaseRun, type FinishInput } from '../lib/sync/runLifecycle';
-import { emptyTotals, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/runTypes';
-import { deleteRunState } from '../lib/sync/state';
+import { runConfig } from '../lib/sync/run/runConnector';
+import { beginRun, finishRun, releaseRun, type FinishInput } from '../lib/sync/run/runLifecycle';
+import { emptyTotals, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/run/runTypes';
+import { deleteRunState } from '../lib/sync/run/state';
 import { guardsMoreThanDeletes, thresholdsOf } from '../lib/plans/thresholds';
 import { ACTIVE_RUN_STATUSES, getRun, type ApprovalReason, type RunStats } from '../lib/storage/runs';
-import { pageMustStop } from '../lib/sync/runProgress';
+import { pageMustStop } from '../lib/sync/run/runProgress';
 import { newRunTrace, withActivitySpan, type RunTrace } from '../lib/telemetry/tracing';
 import {
   APPROVAL_STATE,

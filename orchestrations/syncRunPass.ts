@@ -1,13 +1,13 @@
 import type { OrchestrationContext, Task } from 'durable-functions';
 import { APPROVAL_EVENT } from '../lib/runs/approval';
-import type { DeletionPlan } from '../lib/sync/deletes';
-import type { DeltaOutput } from '../lib/sync/deltaImport';
-import type { ExportIdsInput, ExportPageInput } from '../lib/sync/exportSteps';
-import type { FullPageInput, FullPageOutput } from '../lib/sync/fullImport';
-import type { FullSyncPageInput } from '../lib/sync/fullSync';
-import { CS_PARTITIONS } from '../lib/sync/connectorSpace';
-import type { FinishInput } from '../lib/sync/runLifecycle';
-import { withOwedAsErrors, type ExportPlan, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/runTypes';
+import type { DeletionPlan } from '../lib/sync/import/deletes';
+import type { DeltaOutput } from '../lib/sync/import/deltaImport';
+import type { ExportIdsInput, ExportPageInput } from '../lib/sync/export/exportSteps';
+import type { FullPageInput, FullPageOutput } from '../lib/sync/import/fullImport';
+import type { FullSyncPageInput } from '../lib/sync/import/fullSync';
+import { CS_PARTITIONS } from '../lib/sync/space/connectorSpace';
+import type { FinishInput } from '../lib/sync/run/runLifecycle';
+import { withOwedAsErrors, type ExportPlan, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/run/runTypes';
 import type { ApprovalReason, RunStats, TerminalRunStatus } from '../lib/storage/runs';
 
 /**

@@ -102,9 +102,9 @@ function connectorConfig(dc, ou, attributes) {
   };
 }
 
-/** The attributes the engine hands an import's connector for the bench's rules (lib/sync/readAttributes.ts). */
+/** The attributes the engine hands an import's connector for the bench's rules (lib/sync/import/readAttributes.ts). */
 function importAttributes(config) {
-  const { importReads } = require(path.join(__dirname, '../../dist/lib/sync/readAttributes'));
+  const { importReads } = require(path.join(__dirname, '../../dist/lib/sync/import/readAttributes'));
   const rule = (ruleType, sourceAttribute, extra = {}) => ({
     ruleType,
     connectorId: 'c',

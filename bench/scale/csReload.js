@@ -3,9 +3,9 @@
 /**
  * What reloading a connector's connector-space summaries costs (issue 21: a connector's summaries stay in memory
  * while it runs and for Sync:IdleConnectorSpaceCaches idle connectors; the next run of a dropped one reloads
- * them, lib/sync/csCaches.ts). Writes N connector-space rows shaped like a directory's (an entryUUID anchor, a DN, a sha256 content
+ * them, lib/sync/space/csCaches.ts). Writes N connector-space rows shaped like a directory's (an entryUUID anchor, a DN, a sha256 content
  * hash and rules hash, a mesh id, an object id for a tenth, an export time for half) into a fresh Azurite
- * with the engine's repository (lib/sync/connectorSpace.ts), then times `loadCsSummaries` three times and
+ * with the engine's repository (lib/sync/space/connectorSpace.ts), then times `loadCsSummaries` three times and
  * measures the heap the loaded summaries hold.
  *
  * Prints JSON: write seconds, each reload's ms, heap bytes per row, machine load.
@@ -34,7 +34,7 @@ async function main() {
   await azurite.start();
   try {
     process.env.AzureWebJobsStorage = azurite.connectionString;
-    const { writeCsObjects, loadCsSummaries } = require(path.join(ROOT, 'dist/lib/sync/connectorSpace.js'));
+    const { writeCsObjects, loadCsSummaries } = require(path.join(ROOT, 'dist/lib/sync/space/connectorSpace.js'));
     const connectorId = crypto.randomUUID();
     const now = new Date().toISOString();
     const rules = sha('rules');

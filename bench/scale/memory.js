@@ -7,7 +7,7 @@
  * measures the heap each adds (after full collections):
  * - the mesh read model (lib/mesh/readModel.ts: mesh queries);
  * - the join index (lib/mesh/joinIndex.ts: joins and references by value), indexing two attributes;
- * - one connector's connector-space summaries (lib/sync/csSummaries.ts, in a lib/sync/csCache.ts CsCache: hash
+ * - one connector's connector-space summaries (lib/sync/space/csSummaries.ts, in a lib/sync/space/csCache.ts CsCache: hash
  *   comparison, DN references), with a DN, a sha256 content hash and rules hash (base64url, as the engine
  *   computes them), a mesh id and an object id; then its DN index (built by the first reference by DN).
  * Prints JSON: bytes per object of each, and the heap they would need at 1,000,000 identities with one and two
@@ -24,14 +24,14 @@ const { arg } = require('../support');
 const ROOT = path.resolve(__dirname, '../..');
 const { MeshReadModel } = require(path.join(ROOT, 'dist/lib/mesh/readModel.js'));
 const { MeshIndex } = require(path.join(ROOT, 'dist/lib/mesh/joinIndex.js'));
-const { CsCache } = require(path.join(ROOT, 'dist/lib/sync/csCache.js'));
+const { CsCache } = require(path.join(ROOT, 'dist/lib/sync/space/csCache.js'));
 const { dnKey } = require(path.join(ROOT, 'dist/lib/mesh/model.js'));
 
 const N = arg('objects', 100000);
 const ATTRS = arg('attributes', 12);
 const AS_MAP = process.argv.includes('--summaries') && process.argv[process.argv.indexOf('--summaries') + 1] === 'map';
 // Required only for the compact layout (a checkout from before it has none: compare with --summaries map).
-const { CsSummaries } = AS_MAP ? {} : require(path.join(ROOT, 'dist/lib/sync/csSummaries.js'));
+const { CsSummaries } = AS_MAP ? {} : require(path.join(ROOT, 'dist/lib/sync/space/csSummaries.js'));
 if (typeof global.gc !== 'function') throw new Error('run with node --expose-gc');
 
 const NAMES = [

@@ -2,7 +2,7 @@
 'use strict';
 /**
  * Connector space explorer benchmark (issue 17). A connector space of N objects (default 100,000) is written
- * straight into the service's Azurite (the engine's own repository, lib/sync/connectorSpace.ts, in pages of
+ * straight into the service's Azurite (the engine's own repository, lib/sync/space/connectorSpace.ts, in pages of
  * 1,000: an import would take minutes and is not what is measured), with the states an explorer filters on:
  * 70 % joined, 30 % disconnectors, 5 % awaiting confirmation, 1 % pending export in error, and 50 staged adds.
  * Then, over HTTP as a Viewer, sequential requests (one connection), each scenario after a warm-up:
@@ -40,9 +40,9 @@ async function main() {
     );
     const connectorId = conn.id;
     process.env.AzureWebJobsStorage = s.azurite.connectionString;
-    const { writeCsObjects } = require(path.join(root, 'dist/lib/sync/connectorSpace.js'));
-    const { writeStagedAdds } = require(path.join(root, 'dist/lib/sync/stagedAdds.js'));
-    const { stagedCsObjectId } = require(path.join(root, 'dist/lib/sync/csIds.js'));
+    const { writeCsObjects } = require(path.join(root, 'dist/lib/sync/space/connectorSpace.js'));
+    const { writeStagedAdds } = require(path.join(root, 'dist/lib/sync/export/stagedAdds.js'));
+    const { stagedCsObjectId } = require(path.join(root, 'dist/lib/sync/space/csIds.js'));
     const { randomUUID } = require('node:crypto');
     const now = new Date().toISOString();
     const t0 = performance.now();

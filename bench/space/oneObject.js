@@ -57,7 +57,7 @@ async function main() {
 
     // The ids, resolvable as the connector-space list makes them (written to the index the routes read).
     process.env.AzureWebJobsStorage = svc.azurite.connectionString;
-    const { anchoredCsObjectId, indexCsObjectIds } = require(path.join(ROOT, 'dist/lib/sync/csIds.js'));
+    const { anchoredCsObjectId, indexCsObjectIds } = require(path.join(ROOT, 'dist/lib/sync/space/csIds.js'));
     const pick = (k, offset) => `u${(k * 7907 + offset) % N}`;
     const previewIds = Array.from({ length: SAMPLES }, (_, k) => pick(k, 13));
     const syncIds = Array.from({ length: SAMPLES }, (_, k) => pick(k, 5003));

@@ -6,12 +6,12 @@ import { getConnectorRecord } from '../storage/connectors';
 import type { NextChange } from '../sync/export/next';
 import type { PendingExport } from '../sync/model';
 import type { AttributeValue } from '../connectors/sdk';
-import { querySpace, type SpaceEntry, type SpaceListState, type SpaceQuery } from '../sync/spaceIndex';
-import { nextChangeOf, queryComputedState } from '../sync/spaceNext';
-import { findSpaceObject, retrySpaceObject, type SpaceObject } from '../sync/spaceObjects';
+import { querySpace, type SpaceEntry, type SpaceListState, type SpaceQuery } from '../sync/space/spaceIndex';
+import { nextChangeOf, queryComputedState } from '../sync/space/spaceNext';
+import { findSpaceObject, retrySpaceObject, type SpaceObject } from '../sync/space/spaceObjects';
 
 /**
- * The connector space as the Admin API sees it: one object by its csObjectId (lib/sync/csIds.ts), and the
+ * The connector space as the Admin API sees it: one object by its csObjectId (lib/sync/space/csIds.ts), and the
  * retry of a change the target refused.
  */
 
@@ -106,7 +106,7 @@ function entryItem(e: SpaceEntry, anchorAttribute: string | undefined): Connecto
 /**
  * `GET /connectors/{id}/space`: a page of the connector's space, ordered by anchor. 404 unknown connector.
  * `pendingExport` and `scheduledDeprovision` are computed from what the next export would do
- * (lib/sync/spaceNext.ts); `partial` says when that computation looked at only part of the objects.
+ * (lib/sync/space/spaceNext.ts); `partial` says when that computation looked at only part of the objects.
  */
 export async function listConnectorSpace(connectorId: string, q: Omit<SpaceQuery, 'state'> & { state?: SpaceListState }): Promise<ConnectorSpaceList> {
   const connector = await getConnectorRecord(connectorId);

@@ -13,7 +13,7 @@ import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '
 import { SECRET_PLACEHOLDER, changedPaths, deletePath, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
 import { getConnectorRecord, listConnectorRecords, listConnectorRows, readConnectorRow, removeConnectorRow, type StoredConnector } from '../storage/connectors';
 import { completeOperation, noteStepDone, recordOperation, type ConnectorCleanupStep, type PendingOperation } from '../storage/operations';
-import { SYNC_CONNECTOR_CLEANUPS } from '../sync/cleanup';
+import { SYNC_CONNECTOR_CLEANUPS } from '../sync/run/cleanup';
 import { listRules } from '../storage/rules';
 import { connectorSnapshot, plainSnapshot, type ConnectorSnapshot } from '../config/snapshots';
 import { storageWriter } from '../config/writer';

@@ -3,7 +3,7 @@ import { listConnectorRecords, type StoredConnector } from '../storage/connector
 import { listRules } from '../storage/rules';
 import { newestRun, RUN_STATUSES, ACTIVE_RUN_STATUSES } from '../storage/runs';
 import { meshIdsChangedSince, meshObjectCounts } from '../mesh/readModel';
-import { readExportDirty } from '../sync/state';
+import { readExportDirty } from '../sync/run/state';
 import type { EngineState } from '../telemetry/metrics';
 
 /**

@@ -6,11 +6,11 @@ import { readHistory, shownValue } from '../mesh/history';
 import { COMPOSER, sameValue, type MeshObject } from '../mesh/model';
 import { getMeshObject } from '../mesh/store';
 import { getTombstone } from '../mesh/tombstones';
-import { anchoredCsObjectId, readCsObjects } from '../sync/connectorSpace';
+import { anchoredCsObjectId, readCsObjects } from '../sync/space/connectorSpace';
 import { attributeValues } from '../sync/planner';
 import { referencePolicy } from '../sync/references';
 import { ruleValue, type CompiledRule } from '../sync/rules';
-import { readStagedAdd } from '../sync/stagedAdds';
+import { readStagedAdd } from '../sync/export/stagedAdds';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
 import { listRules, type Rule } from '../storage/rules';
 

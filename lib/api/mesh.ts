@@ -6,7 +6,7 @@ import { distinctRelationships, type MeshObject } from '../mesh/model';
 import { queryMesh, toDetail, toListItem, type MeshQuery } from '../mesh/query';
 import { readyModel } from '../mesh/readModel';
 import { getTombstones, listTombstoneHeads, type Tombstone } from '../mesh/tombstones';
-import { readTombstone, restoreMeshObject } from '../sync/tombstones';
+import { readTombstone, restoreMeshObject } from '../sync/import/tombstones';
 
 /** `state` of a mesh object as the API shows it: live, or a tombstone kept until its purge. */
 export type MeshObjectState = 'active' | 'deleted';
@@ -93,7 +93,7 @@ export async function meshObject(id: string) {
   return { ...detailOf(t.state), state: 'deleted' as const, deletedOn: t.deletedOn, purgeOn: t.purgeOn };
 }
 
-/** `POST /mesh/objects/{id}/restore`: the object live again (lib/sync/tombstones.ts), audited. */
+/** `POST /mesh/objects/{id}/restore`: the object live again (lib/sync/import/tombstones.ts), audited. */
 export async function restoreMesh(id: string, caller: Caller) {
   const doc = await restoreMeshObject(id);
   await recordAudit(caller, 'restore', 'meshObject', doc.id);

@@ -2,7 +2,7 @@ import { PAGING, type QuerySpec } from '../http/request';
 import { RULE_TYPES } from '../storage/rules';
 import { CHANGE_OPERATIONS, CHANGE_OUTCOMES } from '../storage/runChanges';
 import { RUN_STATUSES } from '../storage/runs';
-import { SPACE_LIST_STATES } from '../sync/spaceIndex';
+import { SPACE_LIST_STATES } from '../sync/space/spaceIndex';
 import { TARGET_TYPES } from '../config/snapshots';
 
 /**

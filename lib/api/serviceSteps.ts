@@ -4,8 +4,8 @@ import { engineInstanceStep } from '../instances/instances';
 import { historyPurgeStep } from '../mesh/historyPurge';
 import { tombstonePurgeStep } from '../mesh/tombstonePurge';
 import { meshReadModelStep } from '../mesh/readModel';
-import { joinIndexPreloadStep } from '../sync/preload';
-import { feedTrimStep } from '../sync/feedTrim';
+import { joinIndexPreloadStep } from '../sync/run/preload';
+import { feedTrimStep } from '../sync/run/feedTrim';
 import type { ServiceStep } from '../core/service';
 import { startSecrets } from '../secrets';
 import { listPendingOperations } from '../storage/operations';
@@ -33,7 +33,7 @@ const log = areaLog('api');
  * - `planSettings`: read `Plans:ExpireHours`, `Approvals:ExpireHours` and `Approvals:RequireSecondPerson` likewise.
  * - `meshHistoryPurge` (lib/mesh/historyPurge.ts): read `Mesh:HistoryRetentionDays` (a malformed value stops
  *   the start naming it) and purge older mesh history in the background.
- * - `meshFeedTrim` (lib/sync/feedTrim.ts): read `Mesh:FeedRetentionMinutes`, `Mesh:FeedExportRetentionDays` and
+ * - `meshFeedTrim` (lib/sync/run/feedTrim.ts): read `Mesh:FeedRetentionMinutes`, `Mesh:FeedExportRetentionDays` and
  *   `Mesh:FeedTrimSeconds` (a malformed value stops the start naming it) and trim the mesh change feed in the background.
  * - `pendingOperations`: finish what a crash left half-done (connector deletes). A storage failure here is
  *   logged and does not stop the start: the next start tries again, and readers already see the outcome.

@@ -4,12 +4,12 @@ import { conflict, notFound } from '../core/errors';
 import type { OneObjectSync } from '../schemas/connectorSpace';
 import { getConnectorRecord } from '../storage/connectors';
 import { findActiveRun } from '../storage/runs';
-import { syncSpaceObject } from '../sync/oneObject';
-import { findSpaceObject, type SpaceObject } from '../sync/spaceObjects';
+import { syncSpaceObject } from '../sync/run/oneObject';
+import { findSpaceObject, type SpaceObject } from '../sync/space/spaceObjects';
 
 /**
  * One connector-space object through the rules on its own: preview (what a sync would do now, writing
- * nothing) and sync (doing it for this object). Both run the engine's own page pipeline (lib/sync/oneObject.ts).
+ * nothing) and sync (doing it for this object). Both run the engine's own page pipeline (lib/sync/run/oneObject.ts).
  */
 
 async function spaceObject(connectorId: string, csObjectId: string): Promise<SpaceObject> {

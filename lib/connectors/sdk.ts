@@ -432,7 +432,7 @@ export interface ConnectorContext {
   stateDirectory?: string;
   /**
    * The attributes the connector's rules use (an import's connector; the engine computes them, see
-   * lib/sync/readAttributes.ts): a connector that can read fewer than all may read only these, plus what it
+   * lib/sync/import/readAttributes.ts): a connector that can read fewer than all may read only these, plus what it
    * needs itself. Absent: read as configured.
    */
   importAttributes?: readonly string[];

@@ -135,7 +135,7 @@ export const DEFAULT_IDLE_CS_CACHES = 2;
 
 /**
  * `Sync__IdleConnectorSpaceCaches`, a whole number from 0 to 1000 (read at start by a service step, and when a
- * run ends): how many idle connectors keep their connector-space summaries in memory (lib/sync/csCaches.ts).
+ * run ends): how many idle connectors keep their connector-space summaries in memory (lib/sync/space/csCaches.ts).
  */
 export function readIdleCsCaches(settings = new SettingsReader()): number {
   return settings.int('Sync:IdleConnectorSpaceCaches', DEFAULT_IDLE_CS_CACHES, { min: 0, max: 1000 });
@@ -167,7 +167,7 @@ function fractional(settings: SettingsReader, name: string, fallback: number, mi
 
 /**
  * `Mesh__FeedRetentionMinutes` (default 60, 0.01 to 525600, fractions allowed): the mesh change feed keeps every
- * row at least this long, and a process's hold on the feed counts while it is this recent (lib/sync/feedTrim.ts).
+ * row at least this long, and a process's hold on the feed counts while it is this recent (lib/sync/run/feedTrim.ts).
  */
 export function readFeedRetentionMinutes(settings = new SettingsReader()): number {
   return fractional(settings, 'Mesh:FeedRetentionMinutes', 60, 0.01, 525600, 'minutes');

@@ -189,7 +189,7 @@ export class MeshFeedReader {
     for (;;) {
       const rows = await readFeed(this.seq, { limit, ownFromMemory: true });
       if (rows.length) {
-        // Rows missing right after the position were trimmed while this reader was behind (lib/sync/feedTrim.ts
+        // Rows missing right after the position were trimmed while this reader was behind (lib/sync/run/feedTrim.ts
         // keeps every row after a live process's position): the model must be loaded again.
         if (rows[0].seq > this.seq + 1) throw new FeedGapError(this.seq, rows[0].seq);
         // Rows are gapless: stop at a hole (cannot happen with the counter protocol, but never skip one).

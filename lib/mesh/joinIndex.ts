@@ -178,7 +178,7 @@ export class MeshIndex {
   async sync(): Promise<void> {
     for (;;) {
       const rows = await readFeed(this.lastSeq, { limit: 500, skipWriter: PROCESS_WRITER });
-      // Rows missing right after the position were trimmed (lib/sync/feedTrim.ts): harmless when this process
+      // Rows missing right after the position were trimmed (lib/sync/run/feedTrim.ts): harmless when this process
       // wrote them all (its own writes are in the index already), else the index must be built again.
       if (rows.length && rows[0].seq > this.lastSeq + 1 && ownRowsThrough(this.lastSeq) < rows[0].seq - 1) {
         throw new FeedGapError(this.lastSeq, rows[0].seq);

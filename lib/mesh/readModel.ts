@@ -473,7 +473,7 @@ let reloading = false;
 
 /**
  * The feed lost rows this model had not applied yet (the process was stalled for longer than the feed keeps
- * them: lib/sync/feedTrim.ts): load the model again, as at a start (mesh queries wait for it as then).
+ * them: lib/sync/run/feedTrim.ts): load the model again, as at a start (mesh queries wait for it as then).
  */
 async function reloadAfterGap(err: FeedGapError, options: { pollMs?: number }): Promise<void> {
   if (reloading || stopping) return;

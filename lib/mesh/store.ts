@@ -601,7 +601,7 @@ export async function readFeed(
 /**
  * Feed holds (partition `h` of the feed's table, one row per process, RowKey the process's writer id): the feed
  * position up to which the process's readers have applied the feed, and when it said so. The feed's trim
- * (lib/sync/feedTrim.ts) keeps every row after the lowest hold of a live process.
+ * (lib/sync/run/feedTrim.ts) keeps every row after the lowest hold of a live process.
  */
 const HOLD_PK = 'h';
 

@@ -18,9 +18,9 @@ import {
   type RunType,
   type StoredRun,
 } from '../storage/runs';
-import { releaseRun } from '../sync/runLifecycle';
+import { releaseRun } from '../sync/run/runLifecycle';
 import { expireIfDue } from './expiry';
-import { deleteRunState } from '../sync/state';
+import { deleteRunState } from '../sync/run/state';
 import { recordRunFinished } from '../telemetry/runs';
 
 /**

@@ -96,7 +96,7 @@ interface RowHead {
 }
 
 /**
- * The key of the preview row of a page (the target items of an import plan: lib/sync/importTargets.ts): right
+ * The key of the preview row of a page (the target items of an import plan: lib/sync/import/importTargets.ts): right
  * after the page's own row, so the list shows a page's target items after its mesh items.
  */
 export const previewKey = (key: string): string => `${key}t`;

@@ -5,7 +5,7 @@ import type { CsObject } from './model';
 /**
  * A target connector's deprovisioning setting (`config.deprovisioning`): what an export does with a target
  * object whose mesh object is gone (or, with `onConditionFalse`, whose mesh object no longer satisfies the
- * provisioning condition). Pure: the engine (lib/sync/exportPage.ts, exportDeletes.ts) applies it.
+ * provisioning condition). Pure: the engine (lib/sync/export/exportPage.ts, exportDeletes.ts) applies it.
  */
 export type DeprovisioningAction = 'delete' | 'disable' | 'none';
 

@@ -1,7 +1,7 @@
 import type { AttributeValue, ExportChange } from '../connectors/sdk';
 
 /**
- * The last failure of an export change of one object (lib/sync/exportRetry.ts): the target's message, the run
+ * The last failure of an export change of one object (lib/sync/export/exportRetry.ts): the target's message, the run
  * and time of the failure, and how many export runs in a row tried the change and failed (`attempts`). At
  * `Export__MaxAttempts` the export runs skip the object until it is retried (`POST .../space/{csObjectId}/retry`).
  */
@@ -45,7 +45,7 @@ export interface CsObject {
   exportError?: ExportError;
   /**
    * The object's id when it is not the name-based one of its anchor: an object added by an export after its add
-   * had failed keeps the id of its staged add (lib/sync/csIds.ts).
+   * had failed keeps the id of its staged add (lib/sync/space/csIds.ts).
    */
   csObjectId?: string;
   /** When an import last wrote the object as its source showed it (an unchanged object is not written again). */

@@ -1,9 +1,9 @@
 import { countsOf, exceeded, thresholdsOf } from '../plans/thresholds';
 import { runChangeCounts } from '../storage/runChanges';
 import type { ApprovalReason } from '../storage/runs';
-import { liveObjects } from './csCache';
-import { csCache } from './runContext';
-import type { RunInfo } from './runTypes';
+import { liveObjects } from './space/csCache';
+import { csCache } from './run/runContext';
+import type { RunInfo } from './run/runTypes';
 
 /**
  * A plan against the connector's thresholds, before any of it is applied: the planned changes of the run

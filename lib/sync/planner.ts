@@ -81,7 +81,7 @@ export class WorkingSet {
   /**
    * Tombstones an object of this page may come back to (lib/mesh/tombstones.ts): the lookup of the process's
    * tombstone index, and the states read for the ids it named (with their links to targets reconciled,
-   * lib/sync/tombstones.ts). Absent: no tombstones to look at.
+   * lib/sync/import/tombstones.ts). Absent: no tombstones to look at.
    */
   tombstones?: TombstoneLookup;
   readonly tombs = new Map<string, MeshObject>();
@@ -244,7 +244,7 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
   if (prev?.deprovisioned && !prev.deleted) cs.deprovisioned = prev.deprovisioned;
   if (prev?.provisioned && !prev.deleted) cs.provisioned = true;
   // A change the target refused stays pending, with its failures counted, until an export applies it; the
-  // object keeps its id (lib/sync/csIds.ts).
+  // object keeps its id (lib/sync/space/csIds.ts).
   if (prev?.pendingExport && !prev.deleted) cs.pendingExport = prev.pendingExport;
   if (prev?.exportError && !prev.deleted) cs.exportError = prev.exportError;
   if (prev?.csObjectId) cs.csObjectId = prev.csObjectId;

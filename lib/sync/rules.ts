@@ -10,7 +10,7 @@ import { compileExpression, type CompiledExpression } from '../expression';
  * - JoinRule, inbound FlowRule, ProjectionRule condition: the value of `sourceAttribute` on the connector
  *   object; `object` is the whole attribute dictionary.
  * - outbound FlowRule: the consolidated mesh value of `sourceAttribute`; `object` is the mesh attribute
- *   dictionary (consolidated values); `related` the related objects' attributes (lib/sync/exportReferences.ts).
+ *   dictionary (consolidated values); `related` the related objects' attributes (lib/sync/export/exportReferences.ts).
  * - MeshComposerRule (computed attribute): the consolidated attribute dictionary (`object` too).
  * These are the names of SCOPE_NAMES.rule and SCOPE_NAMES.outboundFlow (lib/expression/scopes.ts): the
  * Admin API refuses a script that reads any other name, so the scopes here and those lists change together.

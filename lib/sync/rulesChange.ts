@@ -1,6 +1,6 @@
 import { listRules } from '../storage/rules';
 import { compileRuleSet } from './rules';
-import { readSyncState } from './state';
+import { readSyncState } from './run/state';
 
 /**
  * Whether the rules of a connector changed since its last full pass (a full import or a FullSync that

@@ -12,7 +12,7 @@ export const DELETED_CONNECTOR = '(deleted)';
 /**
  * Count a run that reached its final status, in this process's registry (`meshsync_runs_total`, its
  * duration, its objects), and write its span when it carries a trace. Called once where a run is finished:
- * by its last activity (lib/sync/runLifecycle.ts `finishRun`) or by reconciliation (lib/runs/runs.ts). Never throws:
+ * by its last activity (lib/sync/run/runLifecycle.ts `finishRun`) or by reconciliation (lib/runs/runs.ts). Never throws:
  * a failure to count is logged and the run stays finished.
  */
 export async function recordRunFinished(run: Run, trace?: RunTrace): Promise<void> {

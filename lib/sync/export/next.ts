@@ -7,18 +7,18 @@ import { tombstoneDeletedOn } from '../../mesh/tombstones';
 import { readConnectorRow } from '../../storage/connectors';
 import { listRules } from '../../storage/rules';
 import { newestRunToken } from '../../storage/runs';
-import { readCsObjects } from '../connectorSpace';
-import { csObjectIdOf, stagedCsObjectId } from '../csIds';
+import { readCsObjects } from '../space/connectorSpace';
+import { csObjectIdOf, stagedCsObjectId } from '../space/csIds';
 import { disableValues, type DeprovisioningSettings } from '../deprovisioning';
-import { planGone } from '../exportDeletes';
-import { loadExportInput } from '../exportPage';
-import { exhausted } from '../exportRetry';
-import { readExportScope } from '../exportSteps';
+import { planGone } from './exportDeletes';
+import { loadExportInput } from './exportPage';
+import { exhausted } from './exportRetry';
+import { readExportScope } from './exportSteps';
 import type { CsObject } from '../model';
 import { compileRuleSet } from '../rules';
-import { configOfRun, settingsOf, type ExportConfig } from '../runConnector';
-import { csCache } from '../runContext';
-import { loadStagedAdds } from '../stagedAdds';
+import { configOfRun, settingsOf, type ExportConfig } from '../run/runConnector';
+import { csCache } from '../run/runContext';
+import { loadStagedAdds } from './stagedAdds';
 import { planExport, shownOf, withoutWriteOnlySecrets } from './plan';
 
 /**

@@ -3,7 +3,7 @@ import type { CompiledExpression } from '../../expression';
 import { isEmptyValue, sameValue, type MeshObject } from '../../mesh/model';
 import type { RunObjectError } from '../../storage/runs';
 import { disableValues, dueAt, enableValues, isDue, type DeprovisioningSettings } from '../deprovisioning';
-import type { ExportRelations } from '../exportReferences';
+import type { ExportRelations } from './exportReferences';
 import type { CsObject } from '../model';
 import { attributeValues } from '../planner';
 import { ruleFailureMessage, ruleValue, type RuleSet } from '../rules';

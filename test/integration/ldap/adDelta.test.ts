@@ -7,7 +7,7 @@ import { LdapConnector } from '../../../lib/connectors/ldap/ldapConnector';
 import { openSession, type DirectorySession } from '../../../lib/connectors/ldap/session';
 import type { DeltaChange, ExportResult } from '../../../lib/connectors/sdk';
 import { describeWithServer } from '../../support/servers';
-import { iterateCsObjects } from '../../../lib/sync/connectorSpace';
+import { iterateCsObjects } from '../../../lib/sync/space/connectorSpace';
 import { startService } from '../../support/service';
 import { rule, runImport } from '../sync/syncSupport';
 import { idsOf, meshOf, targets } from './e2eSupport';

@@ -1,6 +1,6 @@
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { guidToString } from '../../../lib/connectors/ldap/values';
-import { readCsObjects } from '../../../lib/sync/connectorSpace';
+import { readCsObjects } from '../../../lib/sync/space/connectorSpace';
 import { describeWithServer } from '../../support/servers';
 import { SAMBA_START_TIMEOUT_MS, startSambaAd, type SambaAd } from '../../support/samba';
 import { startService, type ServiceUnderTest } from '../../support/service';

@@ -1,7 +1,7 @@
 import { Attribute, Change, Client } from 'ldapts';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { guidToString } from '../../../lib/connectors/ldap/values';
-import { iterateCsObjects } from '../../../lib/sync/connectorSpace';
+import { iterateCsObjects } from '../../../lib/sync/space/connectorSpace';
 import { iterateMesh } from '../../../lib/mesh/store';
 import { describeWithServer } from '../../support/servers';
 import { SAMBA_START_TIMEOUT_MS, startSambaAd, type SambaAd } from '../../support/samba';

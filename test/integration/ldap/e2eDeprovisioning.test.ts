@@ -1,5 +1,5 @@
 import type { Client } from 'ldapts';
-import { loadCsSummaries, readCsObjects } from '../../../lib/sync/connectorSpace';
+import { loadCsSummaries, readCsObjects } from '../../../lib/sync/space/connectorSpace';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';

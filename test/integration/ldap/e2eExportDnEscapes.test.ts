@@ -132,7 +132,7 @@ describeWithServer('slapd')('DNs with escapes: export, confirming import, export
  * A DN that reaches the directory as a string value (an HR column holding the assistant's DN, flowed to
  * `secretary`, a DN-syntax attribute): the engine writes `ou=Sales\, EMEA`, slapd shows `ou=Sales\2C EMEA`.
  * The confirming import confirms it (the planner compares a directory's DN attributes as DNs). The export after
- * it must see the same DN and write nothing: that needs the export's diff (lib/sync/exportPage.ts) to compare
+ * it must see the same DN and write nothing: that needs the export's diff (lib/sync/export/exportPage.ts) to compare
  * with `sameValue(shown, value, { dn: policy.dnValued(name, prev.refNames) })`; until it does, this export
  * rewrites the equal DN every time (the last test fails).
  */

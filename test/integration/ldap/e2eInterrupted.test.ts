@@ -1,7 +1,7 @@
 import { Attribute, Change, Client } from 'ldapts';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
-import { DEFAULT_PAGE_SIZE } from '../../../lib/sync/runTypes';
-import { readSyncState } from '../../../lib/sync/state';
+import { DEFAULT_PAGE_SIZE } from '../../../lib/sync/run/runTypes';
+import { readSyncState } from '../../../lib/sync/run/state';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { schemaErrors } from '../../../lib/core/validation/ajv';
 import { ConnectorSpaceList, ConnectorSpaceObjectDetail } from '../../../lib/schemas/connectorSpace';
-import { stagedCsObjectId } from '../../../lib/sync/csIds';
+import { stagedCsObjectId } from '../../../lib/sync/space/csIds';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';

@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs';
 import { purgeAllHistory, writeHistory } from '../../../lib/mesh/history';
 import { getMeshObject } from '../../../lib/mesh/store';
 import { startPostgres, type Postgres } from '../../support/postgres';
-import { anchoredCsObjectId } from '../../../lib/sync/csIds';
+import { anchoredCsObjectId } from '../../../lib/sync/space/csIds';
 import { serverAvailable } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';

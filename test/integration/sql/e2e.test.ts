@@ -1,4 +1,4 @@
-import { readSyncState } from '../../../lib/sync/state';
+import { readSyncState } from '../../../lib/sync/run/state';
 import type { SqlConfig } from '../../../lib/connectors/sql/schema';
 import { PEOPLE, type ContractPerson } from '../../support/connectorContract';
 import { startMariaDb, type MariaDb } from '../../support/mariadb';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { commitMeshWrite, existingMeshIds, getMeshObject, getMeshObjects, iterateMesh, readFeed } from '../../../lib/mesh/store';
 import { getOverflow, putOverflow } from '../../../lib/storage/overflow';
 import { resetTableClients, table } from '../../../lib/storage/tables';
-import { readCsObjects, readCsPartition, writeCsObjects } from '../../../lib/sync/connectorSpace';
+import { readCsObjects, readCsPartition, writeCsObjects } from '../../../lib/sync/space/connectorSpace';
 import type { MeshObject, Relationship } from '../../../lib/mesh/model';
 import type { CsObject } from '../../../lib/sync/model';
 import { gid, meshObject } from '../../unit/mesh/meshSupport';

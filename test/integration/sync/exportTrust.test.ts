@@ -5,7 +5,7 @@ import { rawTable, startService, type ServiceUnderTest } from '../../support/ser
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { SlapdFixture } from '../ldap/ldapFixture';
 import { patchMeshObjects } from '../../../lib/mesh/store';
-import { readCsObjects, toCsEntity } from '../../../lib/sync/connectorSpace';
+import { readCsObjects, toCsEntity } from '../../../lib/sync/space/connectorSpace';
 import { meshByAnchor } from './syncSupport';
 import { person, TutorialDesign, type HrRow } from './tutorialDesign';
 

@@ -15,12 +15,12 @@ import {
   writeFeedHold,
 } from '../../../lib/mesh/store';
 import { resetTableClients, table } from '../../../lib/storage/tables';
-import { saveExportState } from '../../../lib/sync/state';
-import { KEEP_LAST_ROWS, trimFeed } from '../../../lib/sync/feedTrim';
+import { saveExportState } from '../../../lib/sync/run/state';
+import { KEEP_LAST_ROWS, trimFeed } from '../../../lib/sync/run/feedTrim';
 import { gid, meshObject } from '../../unit/mesh/meshSupport';
 
 /**
- * The mesh change feed's trim (lib/sync/feedTrim.ts) on Azurite: what it removes and what it keeps (the last
+ * The mesh change feed's trim (lib/sync/run/feedTrim.ts) on Azurite: what it removes and what it keeps (the last
  * rows, young rows, live holds, export positions within their retention), and how readers behind a trimmed
  * stretch react (the read model's reader and the join index find the gap; the join index skips a gap of only
  * its own process's rows). The clock is moved by the `now` option; the rows' times are Azurite's own.

@@ -3,10 +3,10 @@ import { startService, type ServiceUnderTest } from '../../support/service';
 import { gid, meshObject } from '../../unit/mesh/meshSupport';
 import { readFileSync } from 'node:fs';
 import { fileConnector, folder, rule, runExport, runImport, writeCsv } from './syncSupport';
-import { KEEP_LAST_ROWS } from '../../../lib/sync/feedTrim';
+import { KEEP_LAST_ROWS } from '../../../lib/sync/run/feedTrim';
 
 /**
- * The real service trims its mesh change feed in the background (lib/sync/feedTrim.ts), with a trim every
+ * The real service trims its mesh change feed in the background (lib/sync/run/feedTrim.ts), with a trim every
  * second and rows kept for 0.6 s: the rows written before its join index caught up stay until a run syncs the
  * index, then go; the last 50 stay; the process's hold is in the feed's table; and after a restart the read
  * model still loads from its snapshot (the row at its position was kept).

@@ -7,7 +7,7 @@ import { schemaErrors } from '../../../lib/core/validation/ajv';
 import { projectedMeshId } from '../../../lib/mesh/model';
 import { OneObjectSync } from '../../../lib/schemas/connectorSpace';
 import { storageConnectionString, tableService } from '../../../lib/storage/tables';
-import { anchoredCsObjectId, indexCsObjectIds } from '../../../lib/sync/csIds';
+import { anchoredCsObjectId, indexCsObjectIds } from '../../../lib/sync/space/csIds';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';

@@ -1,4 +1,4 @@
-import { readSyncState } from '../../../lib/sync/state';
+import { readSyncState } from '../../../lib/sync/run/state';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { describeWithServer } from '../../support/servers';
 import { startService, USERS, type ServiceUnderTest } from '../../support/service';

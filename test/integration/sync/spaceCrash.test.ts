@@ -1,4 +1,4 @@
-import { CS_PARTITIONS, csObjectIdOf, readCsPartition } from '../../../lib/sync/connectorSpace';
+import { CS_PARTITIONS, csObjectIdOf, readCsPartition } from '../../../lib/sync/space/connectorSpace';
 import { startService } from '../../support/service';
 import { fileConnector, folder, rule, waitRun, writeCsv } from './syncSupport';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Client } from 'ldapts';
 import { projectedMeshId } from '../../../lib/mesh/model';
 import { purgeAllTombstones } from '../../../lib/mesh/tombstones';
-import { readCsObjects } from '../../../lib/sync/connectorSpace';
+import { readCsObjects } from '../../../lib/sync/space/connectorSpace';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
 import { startService, USERS, type ServiceUnderTest } from '../../support/service';

@@ -1,6 +1,6 @@
-import { CsCache } from '../../../lib/sync/csCache';
-import { CsCaches } from '../../../lib/sync/csCaches';
-import { CsSummaries } from '../../../lib/sync/csSummaries';
+import { CsCache } from '../../../lib/sync/space/csCache';
+import { CsCaches } from '../../../lib/sync/space/csCaches';
+import { CsSummaries } from '../../../lib/sync/space/csSummaries';
 import { readIdleCsCaches, SettingsReader } from '../../../lib/core/config';
 
 const cache = () => new CsCache(new CsSummaries());

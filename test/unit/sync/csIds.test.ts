@@ -1,6 +1,6 @@
-import { anchoredCsObjectId, csObjectIdOf, stagedCsObjectId, uuidV5 } from '../../../lib/sync/csIds';
+import { anchoredCsObjectId, csObjectIdOf, stagedCsObjectId, uuidV5 } from '../../../lib/sync/space/csIds';
 
-/** Connector-space object ids (lib/sync/csIds.ts): computed, never stored for imported rows. */
+/** Connector-space object ids (lib/sync/space/csIds.ts): computed, never stored for imported rows. */
 
 const C1 = '00000000-0000-4000-8000-0000000000c1';
 const C2 = '00000000-0000-4000-8000-0000000000c2';

@@ -2,7 +2,7 @@ import { compileExpression } from '../../../lib/expression';
 import type { MeshObject } from '../../../lib/mesh/model';
 import { deprovisioningSettings } from '../../../lib/sync/deprovisioning';
 import { planExport, sameTargetValue, type ExportPlanInput } from '../../../lib/sync/export/plan';
-import { exportRelations } from '../../../lib/sync/exportReferences';
+import { exportRelations } from '../../../lib/sync/export/exportReferences';
 import type { CsObject } from '../../../lib/sync/model';
 import { compileRuleSet } from '../../../lib/sync/rules';
 import { A, B, ruleBuilder } from './syncSupport';

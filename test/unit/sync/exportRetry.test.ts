@@ -1,12 +1,12 @@
 import type { ConnectorObject } from '../../../lib/connectors/sdk';
 import { MeshIndex } from '../../../lib/mesh/joinIndex';
-import { exhausted, failedAgain, pendingOf, SKIPPED_NOTE_PREFIX, skippedNote, withSkipped } from '../../../lib/sync/exportRetry';
+import { exhausted, failedAgain, pendingOf, SKIPPED_NOTE_PREFIX, skippedNote, withSkipped } from '../../../lib/sync/export/exportRetry';
 import type { CsObject } from '../../../lib/sync/model';
 import { planImport, WorkingSet } from '../../../lib/sync/planner';
-import { fromCsEntity, toCsEntity } from '../../../lib/sync/connectorSpace';
+import { fromCsEntity, toCsEntity } from '../../../lib/sync/space/connectorSpace';
 import { compileRuleSet } from '../../../lib/sync/rules';
 
-/** The pure parts of export retry (lib/sync/exportRetry.ts), and what an import of the target keeps of it. */
+/** The pure parts of export retry (lib/sync/export/exportRetry.ts), and what an import of the target keeps of it. */
 
 const C1 = '00000000-0000-4000-8000-0000000000c1';
 const T1 = '2026-03-01T10:00:00.000Z';

@@ -1,4 +1,4 @@
-import { planGone } from '../../../lib/sync/exportDeletes';
+import { planGone } from '../../../lib/sync/export/exportDeletes';
 import type { DeprovisioningSettings } from '../../../lib/sync/deprovisioning';
 import type { CsObject } from '../../../lib/sync/model';
 

@@ -1,5 +1,5 @@
-import { compareEntries, entryOfRow, inState, queryEntries, SPACE_STATES, SpaceView, type SpaceEntry } from '../../../lib/sync/spaceIndex';
-import { anchoredCsObjectId } from '../../../lib/sync/csIds';
+import { compareEntries, entryOfRow, inState, queryEntries, SPACE_STATES, SpaceView, type SpaceEntry } from '../../../lib/sync/space/spaceIndex';
+import { anchoredCsObjectId } from '../../../lib/sync/space/csIds';
 import { encodeKey } from '../../../lib/storage/tables';
 import { anchorAttributeOf, anchorToBe, pendingAttributes, SECRET_MASK } from '../../../lib/api/connectorSpace';
 

@@ -1,0 +1,224 @@
+import { ConnectorError, hasExport, type Connector } from '../../connectors/sdk';
+import type { MeshObject } from '../../mesh/model';
+import { currentFeedSeq, existingMeshIds, getMeshObjects, iterateMesh, readFeed } from '../../mesh/store';
+import { readConnectorRow } from '../../storage/connectors';
+import { listRules } from '../../storage/rules';
+import { updateRun } from '../../storage/runs';
+import { pageKey } from '../../storage/runChanges';
+import { isDue } from '../deprovisioning';
+import { loadAgain, exportDocs } from './exportPage';
+import { dropGoneStagedAdds } from './exportRetry';
+import { rejoinAtStart } from '../import/fullSync';
+import { compileRuleSet, type RuleSet } from '../rules';
+import { type ExportConfig, settingsOf, withConnector } from '../run/runConnector';
+import { csCache, noteRun } from '../run/runContext';
+import { cancelAsked, progressOf } from '../run/runProgress';
+import { DEFAULT_PAGE_SIZE, type RunTotals, type ExportPlan, type RunInfo, emptyTotals, type StepFailure, failure } from '../run/runTypes';
+import { loadExportPage, readExportDirty, readSyncState, saveExportPage } from '../run/state';
+import { areaLog } from '../../core/log';
+
+const log = areaLog('sync');
+
+// Export: the plan (full or incremental), then the mesh partitions or the listed pages
+
+export interface ExportPageInput {
+  info: RunInfo;
+  /** Index into the mesh partitions (0..15), then the deletes pass (16). */
+  partition: number;
+  totals: RunTotals;
+  /** The second pass over the partitions (references to objects the first pass added). */
+  second?: boolean;
+}
+
+/**
+ * Export one mesh partition: for every mesh object of the connector's object type, the outbound flow rules
+ * give the connector-side values; an object with no connector-space object here is an add (when the
+ * provisioning condition holds), one whose values differ from what the target last showed is an update.
+ * Applied through the connector (exportBatch), then the connector space records what was exported (awaiting
+ * the confirming import) and the mesh object links to it.
+ */
+export async function exportPartition(input: ExportPageInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
+  const { info } = input;
+  noteRun(info);
+  try {
+    return await withConnector(info.connectorId, async (connector) => {
+      if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
+      const rules = compileRuleSet(info.connectorId, await listRules());
+      if (!rules.outbound.length) return input.totals;
+      const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
+      let totals = input.totals;
+      const docs: MeshObject[] = [];
+      for await (const page of iterateMesh(objectType, input.partition)) docs.push(...page);
+      for (let start = 0; start < docs.length; start += DEFAULT_PAGE_SIZE) {
+        totals = await exportDocs(
+          info,
+          connector as Connector & Required<Pick<Connector, 'export'>>,
+          rules,
+          docs.slice(start, start + DEFAULT_PAGE_SIZE),
+          totals,
+          config,
+          { record: pageKey(input.second ? 'y' : 'x', input.partition * 1000 + start / DEFAULT_PAGE_SIZE), second: input.second },
+        );
+        // Progress for GET /runs/{id}, as an import's pages write it.
+        const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
+        // A cancel aborted the target's call: the run ends with what the target committed.
+        if (totals.cancelled) return totals;
+        if (totals.parked) break;
+        if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < docs.length) return { ...totals, cancelled: true };
+      }
+      return totals;
+    });
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+/** What an export runs with: its rules (outbound and the rest) and its connector's configuration. */
+async function exportHash(connectorId: string, rules: RuleSet): Promise<string> {
+  const record = await readConnectorRow(connectorId);
+  return `${rules.hash}/${record?.updatedOn ?? ''}`;
+}
+
+/**
+ * The first step of an export: joins re-evaluated (a disconnector a mesh object could join now is joined, not
+ * added again), then the choice of a full or an incremental export (see {@link ExportPlan}); for an incremental
+ * one, the mesh ids to look at are written in pages, and the ids deleted since.
+ */
+export async function scopeExport(info: RunInfo, config: ExportConfig): Promise<ExportPlan | StepFailure> {
+  noteRun(info);
+  try {
+    const rules = compileRuleSet(info.connectorId, await listRules());
+    if (!rules.outbound.length) return { mode: 'none' };
+    await rejoinAtStart(info, emptyTotals(), false);
+    if (!info.dryRun) await dropGoneStagedAdds(info.connectorId);
+    const scope = await readExportScope(info.connectorId, config, rules);
+    const { seq, hash, dirtyKeys } = scope;
+    if (scope.mode === 'full') return { mode: 'full', seq, hash, dirtyKeys };
+    let pages = 0;
+    for (let i = 0; i < scope.changed.length; i += DEFAULT_PAGE_SIZE) await saveExportPage(info.runId, pages++, scope.changed.slice(i, i + DEFAULT_PAGE_SIZE));
+    await saveExportPage(info.runId, -1, scope.deleted);
+    return { mode: 'incremental', seq, hash, dirtyKeys, pages, deleted: scope.deleted.length };
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+/**
+ * What an export looks at, read and not written: `full` (every mesh object of the type, and every target object
+ * whose mesh object is gone), or `incremental`: the mesh ids changed since the connector's last export (the
+ * change feed), marked (drift, failed changes) or due (a deprovisioning whose grace is over), sorted, and those
+ * deleted since. The export run ({@link scopeExport}) writes it in pages; the connector space's next-export view
+ * (lib/sync/export/next.ts) reads it as it is, so both look at the same objects.
+ */
+export type ExportScope =
+  | { mode: 'full'; seq: number; hash: string; dirtyKeys: string[] }
+  | { mode: 'incremental'; seq: number; hash: string; dirtyKeys: string[]; changed: string[]; deleted: string[] };
+
+/** The scope of the connector's next export (see {@link ExportScope}). `claim`: false for a reader that is no run. */
+export async function readExportScope(connectorId: string, config: ExportConfig, rules: RuleSet, claim = true): Promise<ExportScope> {
+  const hash = await exportHash(connectorId, rules);
+  const state = await readSyncState(connectorId);
+  // Noted before anything is read: a change after it is the next export's.
+  const seq = await currentFeedSeq();
+  const dirty = await readExportDirty(connectorId);
+  if (state.exportSeq === null || state.exportHash !== hash) return { mode: 'full', seq, hash, dirtyKeys: dirty.keys };
+  const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
+  const changed = new Set<string>();
+  const deleted = new Set<string>();
+  for (let from = state.exportSeq; from < seq;) {
+    // A few rows at a time: a row holds up to a page of whole states, and only their ids are kept.
+    const rows = await readFeed(from, { limit: 5, skipExportOf: connectorId });
+    if (!rows.length) break;
+    if (rows[0].seq > from + 1) {
+      // The feed no longer holds the changes since this connector's last export (trimmed after
+      // Mesh:FeedExportRetentionDays, lib/sync/run/feedTrim.ts): look at every object instead.
+      if (claim)
+        log.warn(
+          `Export of connector ${connectorId}: the mesh change feed no longer holds the changes since its last export (position ${state.exportSeq}); this export looks at every object.`,
+        );
+      return { mode: 'full', seq, hash, dirtyKeys: dirty.keys };
+    }
+    for (const r of rows) {
+      if (r.seq > seq) break;
+      for (const en of r.entries) {
+        // This connector's own export wrote it (a link to what it added): nothing new for it.
+        if (en.objectType !== objectType || ('x' in en && en.x === connectorId)) continue;
+        if ('deleted' in en) {
+          changed.delete(en.id);
+          deleted.add(en.id);
+        } else {
+          deleted.delete(en.id);
+          changed.add(en.id);
+        }
+      }
+    }
+    from = rows[rows.length - 1].seq;
+  }
+  // Marked objects (drift, failed changes): as they are now; the ones gone from the mesh are deletes to try again.
+  const present = await existingMeshIds(dirty.ids);
+  for (const id of dirty.ids) {
+    if (present.has(id)) {
+      if (!deleted.has(id)) changed.add(id);
+    } else {
+      changed.delete(id);
+      deleted.add(id);
+    }
+  }
+  // Deprovisionings waiting for their grace that are due now: found in the target's connector-space summaries
+  // (no scan of the mesh). Gone from the mesh: a delete to deprovision; still there (a provisioning condition
+  // that stopped holding): looked at again.
+  if (settingsOf(config).graceDays > 0) {
+    const due: string[] = [];
+    const at = new Date();
+    for (const s of (await csCache(connectorId, claim)).summaries.values())
+      if (s.deprov === 'pending' && !s.deleted && s.meshId && isDue(s.due, at)) due.push(s.meshId);
+    const there = await existingMeshIds(due);
+    for (const id of due) {
+      if (there.has(id)) {
+        if (!deleted.has(id)) changed.add(id);
+      } else deleted.add(id);
+    }
+  }
+  return { mode: 'incremental', seq, hash, dirtyKeys: dirty.keys, changed: [...changed].sort(), deleted: [...deleted] };
+}
+
+export interface ExportIdsInput {
+  info: RunInfo;
+  /** A page written by {@link scopeExport}; -2: the objects the pages asked to look at again (see `again`). */
+  page: number;
+  totals: RunTotals;
+}
+
+/**
+ * Export one page of an incremental export: the listed mesh objects that still exist (and are of the type). Page
+ * -2, the second pass of any export: the objects the first asked to look at again, a page at a time.
+ */
+export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
+  const { info } = input;
+  noteRun(info);
+  try {
+    return await withConnector(info.connectorId, async (connector) => {
+      if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
+      const rules = compileRuleSet(info.connectorId, await listRules());
+      const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
+      const second = input.page === -2;
+      const ids = second ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
+      let totals = input.totals;
+      // The second pass's objects (those that name one the run added or moved), a page at a time.
+      for (let start = 0, n = 0; start < ids.length || (start === 0 && !ids.length); start += DEFAULT_PAGE_SIZE, n++) {
+        const docs = [...(await getMeshObjects(ids.slice(start, start + DEFAULT_PAGE_SIZE))).values()].filter((d) => d.objectType === objectType);
+        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs, totals, config, {
+          record: second ? pageKey('y', n) : pageKey('x', input.page),
+          second,
+        });
+        const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
+        if (totals.parked || totals.cancelled) break;
+        if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < ids.length) return { ...totals, cancelled: true };
+        if (!second) break;
+      }
+      return totals;
+    });
+  } catch (err) {
+    return failure(err);
+  }
+}
