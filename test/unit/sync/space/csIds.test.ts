@@ -1,4 +1,4 @@
-import { anchoredCsObjectId, csObjectIdOf, stagedCsObjectId, uuidV5 } from '../../../lib/sync/space/csIds';
+import { anchoredCsObjectId, csObjectIdOf, stagedCsObjectId, uuidV5 } from '../../../../lib/sync/space/csIds';
 
 /** Connector-space object ids (lib/sync/space/csIds.ts): computed, never stored for imported rows. */
 

@@ -1,5 +1,5 @@
-import type { Rule } from '../../../lib/storage/rules';
-import { ALL_ATTRIBUTES, importReads, newlyRead, newlyReadNote, ruleAttributes } from '../../../lib/sync/import/readAttributes';
+import type { Rule } from '../../../../lib/storage/rules';
+import { ALL_ATTRIBUTES, importReads, newlyRead, newlyReadNote, ruleAttributes } from '../../../../lib/sync/import/readAttributes';
 
 let n = 0;
 const rule = (r: Partial<Rule> & Pick<Rule, 'ruleType'>): Rule => ({

@@ -1,7 +1,7 @@
-import { CsCache } from '../../../lib/sync/space/csCache';
-import { CsCaches } from '../../../lib/sync/space/csCaches';
-import { CsSummaries } from '../../../lib/sync/space/csSummaries';
-import { readIdleCsCaches, SettingsReader } from '../../../lib/core/config';
+import { CsCache } from '../../../../lib/sync/space/csCache';
+import { CsCaches } from '../../../../lib/sync/space/csCaches';
+import { CsSummaries } from '../../../../lib/sync/space/csSummaries';
+import { readIdleCsCaches, SettingsReader } from '../../../../lib/core/config';
 
 const cache = () => new CsCache(new CsSummaries());
 

@@ -1,11 +1,11 @@
-import type { ConnectorObject } from '../../../lib/connectors/sdk';
-import { MeshIndex } from '../../../lib/mesh/joinIndex';
-import { projectedMeshId, type MeshObject } from '../../../lib/mesh/model';
-import { TombstoneIndex } from '../../../lib/mesh/tombstoneIndex';
-import type { CsObject } from '../../../lib/sync/model';
-import { planImport, tombstonesToLoad, WorkingSet } from '../../../lib/sync/planner';
-import { compileRuleSet } from '../../../lib/sync/rules';
-import type { Rule } from '../../../lib/storage/rules';
+import type { ConnectorObject } from '../../../../lib/connectors/sdk';
+import { MeshIndex } from '../../../../lib/mesh/joinIndex';
+import { projectedMeshId, type MeshObject } from '../../../../lib/mesh/model';
+import { TombstoneIndex } from '../../../../lib/mesh/tombstoneIndex';
+import type { CsObject } from '../../../../lib/sync/model';
+import { planImport, tombstonesToLoad, WorkingSet } from '../../../../lib/sync/planner';
+import { compileRuleSet } from '../../../../lib/sync/rules';
+import type { Rule } from '../../../../lib/storage/rules';
 
 /**
  * The planner and tombstones: a removed object leaves its last state (for its tombstone), and an object that

@@ -1,11 +1,11 @@
-import { compileExpression } from '../../../lib/expression';
-import type { MeshObject } from '../../../lib/mesh/model';
-import { deprovisioningSettings } from '../../../lib/sync/deprovisioning';
-import { planExport, sameTargetValue, type ExportPlanInput } from '../../../lib/sync/export/plan';
-import { exportRelations } from '../../../lib/sync/export/exportReferences';
-import type { CsObject } from '../../../lib/sync/model';
-import { compileRuleSet } from '../../../lib/sync/rules';
-import { A, B, ruleBuilder } from './syncSupport';
+import { compileExpression } from '../../../../lib/expression/index';
+import type { MeshObject } from '../../../../lib/mesh/model';
+import { deprovisioningSettings } from '../../../../lib/sync/deprovisioning';
+import { planExport, sameTargetValue, type ExportPlanInput } from '../../../../lib/sync/export/plan';
+import { exportRelations } from '../../../../lib/sync/export/exportReferences';
+import type { CsObject } from '../../../../lib/sync/model';
+import { compileRuleSet } from '../../../../lib/sync/rules';
+import { A, B, ruleBuilder } from '../syncSupport';
 
 /** The export planner without I/O: mesh states and the target's rows in, changes out. */
 const NOW = '2026-11-29T06:00:00.000Z';

@@ -1,6 +1,6 @@
-import { planGone } from '../../../lib/sync/export/exportDeletes';
-import type { DeprovisioningSettings } from '../../../lib/sync/deprovisioning';
-import type { CsObject } from '../../../lib/sync/model';
+import { planGone } from '../../../../lib/sync/export/exportDeletes';
+import type { DeprovisioningSettings } from '../../../../lib/sync/deprovisioning';
+import type { CsObject } from '../../../../lib/sync/model';
 
 /**
  * planGone: what an export does with target objects whose mesh object is gone. The deletes pass applies it,

@@ -1,12 +1,12 @@
-import type { ConnectorObject } from '../../../lib/connectors/sdk';
-import { MeshIndex } from '../../../lib/mesh/joinIndex';
-import { IndexOverlay } from '../../../lib/mesh/indexOverlay';
-import { projectedMeshId, type MeshObject } from '../../../lib/mesh/model';
-import { anchoredCsObjectId, stagedCsObjectId } from '../../../lib/sync/space/csIds';
-import { exportView, meshChanges } from '../../../lib/sync/run/oneObject';
-import { planImport, WorkingSet } from '../../../lib/sync/planner';
-import { compileRuleSet } from '../../../lib/sync/rules';
-import { A, B, ruleBuilder } from './syncSupport';
+import type { ConnectorObject } from '../../../../lib/connectors/sdk';
+import { MeshIndex } from '../../../../lib/mesh/joinIndex';
+import { IndexOverlay } from '../../../../lib/mesh/indexOverlay';
+import { projectedMeshId, type MeshObject } from '../../../../lib/mesh/model';
+import { anchoredCsObjectId, stagedCsObjectId } from '../../../../lib/sync/space/csIds';
+import { exportView, meshChanges } from '../../../../lib/sync/run/oneObject';
+import { planImport, WorkingSet } from '../../../../lib/sync/planner';
+import { compileRuleSet } from '../../../../lib/sync/rules';
+import { A, B, ruleBuilder } from '../syncSupport';
 
 /** The pure parts of the one-object preview: the planner's join decision, the private index layer, the views. */
 

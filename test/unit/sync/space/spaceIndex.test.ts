@@ -1,7 +1,7 @@
-import { compareEntries, entryOfRow, inState, queryEntries, SPACE_STATES, SpaceView, type SpaceEntry } from '../../../lib/sync/space/spaceIndex';
-import { anchoredCsObjectId } from '../../../lib/sync/space/csIds';
-import { encodeKey } from '../../../lib/storage/tables';
-import { anchorAttributeOf, anchorToBe, pendingAttributes, SECRET_MASK } from '../../../lib/api/connectorSpace';
+import { compareEntries, entryOfRow, inState, queryEntries, SPACE_STATES, SpaceView, type SpaceEntry } from '../../../../lib/sync/space/spaceIndex';
+import { anchoredCsObjectId } from '../../../../lib/sync/space/csIds';
+import { encodeKey } from '../../../../lib/storage/tables';
+import { anchorAttributeOf, anchorToBe, pendingAttributes, SECRET_MASK } from '../../../../lib/api/connectorSpace';
 
 const C = '6f1c2d3e-4a5b-4c6d-8e7f-901234567890';
 const entry = (anchor: string | null, over: Partial<SpaceEntry> = {}): SpaceEntry => ({

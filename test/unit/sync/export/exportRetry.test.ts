@@ -1,10 +1,10 @@
-import type { ConnectorObject } from '../../../lib/connectors/sdk';
-import { MeshIndex } from '../../../lib/mesh/joinIndex';
-import { exhausted, failedAgain, pendingOf, SKIPPED_NOTE_PREFIX, skippedNote, withSkipped } from '../../../lib/sync/export/exportRetry';
-import type { CsObject } from '../../../lib/sync/model';
-import { planImport, WorkingSet } from '../../../lib/sync/planner';
-import { fromCsEntity, toCsEntity } from '../../../lib/sync/space/connectorSpace';
-import { compileRuleSet } from '../../../lib/sync/rules';
+import type { ConnectorObject } from '../../../../lib/connectors/sdk';
+import { MeshIndex } from '../../../../lib/mesh/joinIndex';
+import { exhausted, failedAgain, pendingOf, SKIPPED_NOTE_PREFIX, skippedNote, withSkipped } from '../../../../lib/sync/export/exportRetry';
+import type { CsObject } from '../../../../lib/sync/model';
+import { planImport, WorkingSet } from '../../../../lib/sync/planner';
+import { fromCsEntity, toCsEntity } from '../../../../lib/sync/space/connectorSpace';
+import { compileRuleSet } from '../../../../lib/sync/rules';
 
 /** The pure parts of export retry (lib/sync/export/exportRetry.ts), and what an import of the target keeps of it. */
 

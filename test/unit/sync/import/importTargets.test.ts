@@ -1,9 +1,9 @@
-import { deprovisioningSettings } from '../../../lib/sync/deprovisioning';
-import { exportTargets, exportedType, goneAnchors, goneRecord, previewItems } from '../../../lib/sync/import/importTargets';
-import type { CsObject } from '../../../lib/sync/model';
-import type { MeshObject } from '../../../lib/mesh/model';
-import type { StoredRule } from '../../../lib/storage/rules';
-import { anchoredCsObjectId } from '../../../lib/sync/space/csIds';
+import { deprovisioningSettings } from '../../../../lib/sync/deprovisioning';
+import { exportTargets, exportedType, goneAnchors, goneRecord, previewItems } from '../../../../lib/sync/import/importTargets';
+import type { CsObject } from '../../../../lib/sync/model';
+import type { MeshObject } from '../../../../lib/mesh/model';
+import type { StoredRule } from '../../../../lib/storage/rules';
+import { anchoredCsObjectId } from '../../../../lib/sync/space/csIds';
 
 const row = (over: Partial<CsObject> = {}): CsObject => ({
   anchor: 'uid=e1,ou=x',

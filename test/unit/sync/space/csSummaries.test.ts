@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { CsSummary } from '../../../lib/sync/space/connectorSpace';
-import { liveObjects } from '../../../lib/sync/space/csCache';
-import { CsSummaries } from '../../../lib/sync/space/csSummaries';
+import type { CsSummary } from '../../../../lib/sync/space/connectorSpace';
+import { liveObjects } from '../../../../lib/sync/space/csCache';
+import { CsSummaries } from '../../../../lib/sync/space/csSummaries';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('base64url');
 const UUID_A = '0f1e2d3c-4b5a-4968-8776-655443322110';
