@@ -49,6 +49,22 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
     }
   }
 
+  /** Cancel the run (202) and wait for its end: the run as it ended, and the milliseconds from the request. */
+  async function cancelAndWait(runId: string): Promise<{ ended: { status: string; stats: Record<string, number> } & Record<string, unknown>; took: number }> {
+    const asked = Date.now();
+    const cancel = await rt.call('POST', `runs/${runId}/cancel`, { role: 'Operator' });
+    expect(cancel.status).toBe(202);
+    const ended = await until(
+      'the run ended',
+      async () => {
+        const r = await rt.call('GET', `runs/${runId}`);
+        return r.body.status === 'Running' ? undefined : r.body;
+      },
+      30_000,
+    );
+    return { ended, took: Date.now() - asked };
+  }
+
   beforeAll(async () => {
     pg = await startPostgres();
     rt = await startService();
@@ -99,18 +115,7 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
     const applied = (await rt.call('GET', `runs/${runId}`)).body.stats.objectsCreated as number;
     expect(applied).toBe(running.stats.objectsCreated);
 
-    const asked = Date.now();
-    const cancel = await rt.call('POST', `runs/${runId}/cancel`, { role: 'Operator' });
-    expect(cancel.status).toBe(202);
-    const ended = await until(
-      'the run ended',
-      async () => {
-        const r = await rt.call('GET', `runs/${runId}`);
-        return r.body.status === 'Running' ? undefined : r.body;
-      },
-      30_000,
-    );
-    const took = Date.now() - asked;
+    const { ended, took } = await cancelAndWait(runId);
     expect(took).toBeLessThan(10_000);
     expect(ended.status).toBe('Cancelled');
     expect(ended.error).toContain(USERS.Operator.upn);
@@ -159,17 +164,8 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
       expect(stuck.query).toContain('slow_delta');
       expect((await rt.call('GET', `runs/${runId}`)).body.status).toBe('Running');
 
-      const asked = Date.now();
-      expect((await rt.call('POST', `runs/${runId}/cancel`, { role: 'Operator' })).status).toBe(202);
-      const ended = await until(
-        'the run ended',
-        async () => {
-          const r = await rt.call('GET', `runs/${runId}`);
-          return r.body.status === 'Running' ? undefined : r.body;
-        },
-        30_000,
-      );
-      expect(Date.now() - asked).toBeLessThan(10_000);
+      const { ended, took } = await cancelAndWait(runId);
+      expect(took).toBeLessThan(10_000);
       expect(ended.status).toBe('Cancelled');
       // The changes were being read: none was applied, and the watermark stays where the full import left it.
       expect(ended.stats.objectsProcessed).toBe(0);
@@ -210,18 +206,8 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
     expect(stuck.query).toContain('INSERT INTO people');
     expect((await rt.call('GET', `runs/${runId}`)).body.status).toBe('Running');
 
-    const asked = Date.now();
-    const cancel = await rt.call('POST', `runs/${runId}/cancel`, { role: 'Operator' });
-    expect(cancel.status).toBe(202);
-    const ended = await until(
-      'the run ended',
-      async () => {
-        const r = await rt.call('GET', `runs/${runId}`);
-        return r.body.status === 'Running' ? undefined : r.body;
-      },
-      30_000,
-    );
-    expect(Date.now() - asked).toBeLessThan(10_000);
+    const { ended, took } = await cancelAndWait(runId);
+    expect(took).toBeLessThan(10_000);
     expect(ended.status).toBe('Cancelled');
     // The transaction in flight was rolled back; what the target committed before is there and counted.
     await until(
