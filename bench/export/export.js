@@ -40,7 +40,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { startSlapd } = require('../../test/support/slapd');
 const { startPostgres } = require('../../test/support/postgres');
-const { DIRECTORY_DN_TEMPLATE, STAFF_STATEMENTS, tutorialRules } = require('../../test/support/tutorialDesign');
+const { DIRECTORY_DN_TEMPLATE, STAFF_STATEMENTS, STAFF_TABLE, tutorialRules } = require('../../test/support/tutorialDesign');
 const { arg, cpuSeconds, freshStorageFloor, onInterrupt, peakRssMB, startService } = require('../support');
 
 const N = arg('users', 5000);
@@ -86,15 +86,6 @@ const rowOf = (i) => {
   return [p.employeeId, p.givenName, p.sn, p.mail, p.department, p.manager || null];
 };
 const COLUMNS = ['employee_id', 'given_name', 'surname', 'mail', 'department', 'manager_id'];
-const STAFF_DDL = `CREATE TABLE staff (
-  employee_id text PRIMARY KEY,
-  given_name  text,
-  surname     text,
-  mail        text,
-  department  text,
-  manager_id  text REFERENCES staff (employee_id) DEFERRABLE INITIALLY DEFERRED
-)`;
-
 const r2 = (x) => +x.toFixed(2);
 const sqlLiteral = (v) => (v === null ? 'NULL' : `'${String(v).replace(/'/g, "''")}'`);
 
@@ -292,7 +283,7 @@ async function ldapaddFloor(ldif, ldaps) {
 /** psql -f of the same INSERTs, 100 per transaction, into a fresh `staff` table of a new database. */
 async function psqlFloor(pg, dir, database) {
   await pg.createDatabase(database);
-  await pg.query(STAFF_DDL, [], database);
+  await pg.query(STAFF_TABLE, [], database);
   const lines = [];
   for (let s = 0; s < N; s += 100) {
     lines.push('BEGIN;');
@@ -381,7 +372,7 @@ async function main() {
     slapd = await startSlapd({ refintAttributes: ['member'], ldif: ousLdif() });
     stops.push(onInterrupt(() => slapd.stop()));
     await pg.createDatabase('staff');
-    await pg.query(STAFF_DDL, [], 'staff');
+    await pg.query(STAFF_TABLE, [], 'staff');
     svc = await startService();
     const { call, must } = svc;
     const connector = async (body) => (await must(call('POST', 'connectors', body), 201)).id;

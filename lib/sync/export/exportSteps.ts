@@ -37,36 +37,46 @@ export interface ExportPageInput {
  * Applied through the connector (exportBatch), then the connector space records what was exported (awaiting
  * the confirming import) and the mesh object links to it.
  */
-export async function exportPartition(input: ExportPageInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
+export function exportPartition(input: ExportPageInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
   const { info } = input;
+  return exportStep(info, config, async (connector, rules, objectType) => {
+    if (!rules.outbound.length) return input.totals;
+    let totals = input.totals;
+    const docs: MeshObject[] = [];
+    for await (const page of iterateMesh(objectType, input.partition)) docs.push(...page);
+    for (let start = 0; start < docs.length; start += DEFAULT_PAGE_SIZE) {
+      totals = await exportDocs(info, connector, rules, docs.slice(start, start + DEFAULT_PAGE_SIZE), totals, config, {
+        record: pageKey(input.second ? 'y' : 'x', input.partition * 1000 + start / DEFAULT_PAGE_SIZE),
+        second: input.second,
+      });
+      // Progress for GET /runs/{id}, as an import's pages write it.
+      const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
+      // A cancel aborted the target's call: the run ends with what the target committed.
+      if (totals.cancelled) return totals;
+      if (totals.parked) break;
+      if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < docs.length) return { ...totals, cancelled: true };
+    }
+    return totals;
+  });
+}
+
+type ExportingConnector = Connector & Required<Pick<Connector, 'export'>>;
+
+/**
+ * The frame of an export step: the run noted, the connector opened (one that cannot export is an error), the
+ * rules compiled and the object type read; any error becomes the step's failure.
+ */
+async function exportStep(
+  info: RunInfo,
+  config: ExportConfig,
+  body: (connector: ExportingConnector, rules: RuleSet, objectType: string) => Promise<RunTotals>,
+): Promise<RunTotals | StepFailure> {
   noteRun(info);
   try {
     return await withConnector(info.connectorId, async (connector) => {
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
       const rules = compileRuleSet(info.connectorId, await listRules());
-      if (!rules.outbound.length) return input.totals;
-      const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
-      let totals = input.totals;
-      const docs: MeshObject[] = [];
-      for await (const page of iterateMesh(objectType, input.partition)) docs.push(...page);
-      for (let start = 0; start < docs.length; start += DEFAULT_PAGE_SIZE) {
-        totals = await exportDocs(
-          info,
-          connector as Connector & Required<Pick<Connector, 'export'>>,
-          rules,
-          docs.slice(start, start + DEFAULT_PAGE_SIZE),
-          totals,
-          config,
-          { record: pageKey(input.second ? 'y' : 'x', input.partition * 1000 + start / DEFAULT_PAGE_SIZE), second: input.second },
-        );
-        // Progress for GET /runs/{id}, as an import's pages write it.
-        const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
-        // A cancel aborted the target's call: the run ends with what the target committed.
-        if (totals.cancelled) return totals;
-        if (totals.parked) break;
-        if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < docs.length) return { ...totals, cancelled: true };
-      }
-      return totals;
+      return body(connector as ExportingConnector, rules, typeof config.objectType === 'string' ? config.objectType : 'User');
     });
   } catch (err) {
     return failure(err);
@@ -193,32 +203,24 @@ export interface ExportIdsInput {
  * Export one page of an incremental export: the listed mesh objects that still exist (and are of the type). Page
  * -2, the second pass of any export: the objects the first asked to look at again, a page at a time.
  */
-export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
+export function exportIdsPage(input: ExportIdsInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
   const { info } = input;
-  noteRun(info);
-  try {
-    return await withConnector(info.connectorId, async (connector) => {
-      if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
-      const rules = compileRuleSet(info.connectorId, await listRules());
-      const objectType = typeof config.objectType === 'string' ? config.objectType : 'User';
-      const second = input.page === -2;
-      const ids = second ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
-      let totals = input.totals;
-      // The second pass's objects (those that name one the run added or moved), a page at a time.
-      for (let start = 0, n = 0; start < ids.length || (start === 0 && !ids.length); start += DEFAULT_PAGE_SIZE, n++) {
-        const docs = [...(await getMeshObjects(ids.slice(start, start + DEFAULT_PAGE_SIZE))).values()].filter((d) => d.objectType === objectType);
-        totals = await exportDocs(info, connector as Connector & Required<Pick<Connector, 'export'>>, rules, docs, totals, config, {
-          record: second ? pageKey('y', n) : pageKey('x', input.page),
-          second,
-        });
-        const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
-        if (totals.parked || totals.cancelled) break;
-        if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < ids.length) return { ...totals, cancelled: true };
-        if (!second) break;
-      }
-      return totals;
-    });
-  } catch (err) {
-    return failure(err);
-  }
+  return exportStep(info, config, async (connector, rules, objectType) => {
+    const second = input.page === -2;
+    const ids = second ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
+    let totals = input.totals;
+    // The second pass's objects (those that name one the run added or moved), a page at a time.
+    for (let start = 0, n = 0; start < ids.length || (start === 0 && !ids.length); start += DEFAULT_PAGE_SIZE, n++) {
+      const docs = [...(await getMeshObjects(ids.slice(start, start + DEFAULT_PAGE_SIZE))).values()].filter((d) => d.objectType === objectType);
+      totals = await exportDocs(info, connector, rules, docs, totals, config, {
+        record: second ? pageKey('y', n) : pageKey('x', input.page),
+        second,
+      });
+      const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
+      if (totals.parked || totals.cancelled) break;
+      if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < ids.length) return { ...totals, cancelled: true };
+      if (!second) break;
+    }
+    return totals;
+  });
 }

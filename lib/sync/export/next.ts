@@ -264,6 +264,11 @@ function oldNew(
   return out;
 }
 
+/** The identity fields a listing shows for a connector-space row. */
+function rowIdentity(connectorId: string, row: CsObject) {
+  return { csObjectId: csObjectIdOf(connectorId, row), anchor: row.anchor, dn: row.dn ?? null, objectType: row.objectType, meshObjectId: row.meshId };
+}
+
 function goneChange(
   connectorId: string,
   row: CsObject,
@@ -272,11 +277,7 @@ function goneChange(
   deletedOn: ReadonlyMap<string, string>,
 ): NextChange {
   return {
-    csObjectId: csObjectIdOf(connectorId, row),
-    anchor: row.anchor,
-    dn: row.dn ?? null,
-    objectType: row.objectType,
-    meshObjectId: row.meshId,
+    ...rowIdentity(connectorId, row),
     operation: tag === 'delete' ? 'Delete' : 'Update',
     attributes: oldNew(withoutWriteOnlySecrets(values), shownOf(row)),
     stagedOn: row.deprovisioned?.due ?? (row.meshId ? deletedOn.get(row.meshId.toLowerCase()) : undefined) ?? row.updatedOn,
@@ -287,11 +288,7 @@ function goneChange(
 function scheduledOf(connectorId: string, settings: DeprovisioningSettings, row: CsObject, stagedOn: string | null): ScheduledDeprovision {
   const m = row.deprovisioned!;
   return {
-    csObjectId: csObjectIdOf(connectorId, row),
-    anchor: row.anchor,
-    dn: row.dn ?? null,
-    objectType: row.objectType,
-    meshObjectId: row.meshId,
+    ...rowIdentity(connectorId, row),
     operation: settings.action === 'delete' ? 'Delete' : settings.action === 'disable' ? 'Update' : null,
     attributeCount: settings.action === 'disable' ? Object.keys(disableValues(settings, row).attributes).length : 0,
     stagedOn,

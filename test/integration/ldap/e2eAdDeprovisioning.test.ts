@@ -4,7 +4,7 @@ import { readCsObjects } from '../../../lib/sync/space/connectorSpace';
 import { describeWithServer } from '../../support/servers';
 import { SAMBA_START_TIMEOUT_MS, startSambaAd, type SambaAd } from '../../support/samba';
 import { startService, type ServiceUnderTest } from '../../support/service';
-import { folder, rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
+import { folder, rule, runExport, runImport, sourceRules, writeCsv, outboundRule } from '../sync/syncSupport';
 import { meshOf } from './e2eSupport';
 
 /**
@@ -79,16 +79,7 @@ describeWithServer('samba')('Active Directory deprovisioning by disable (Samba A
     ad = created.body.id;
     // The defaults applied are shown.
     expect(created.body.config.deprovisioning).toEqual({ action: 'disable', graceDays: 0, onConditionFalse: false });
-    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, {
-        ruleType: 'FlowRule',
-        connectorId: ad,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        confidence: 50,
-        ...(transformScript ? { transformScript } : {}),
-      });
+    const out = outboundRule(rt, ad, { confidence: 50 });
     await out('employeeId', 'employeeID');
     await out('employeeId', 'sAMAccountName');
     await out('employeeId', 'userPrincipalName', 'source + "@samdom.test"');

@@ -6,7 +6,7 @@ import { iterateMesh } from '../../../lib/mesh/store';
 import { describeWithServer } from '../../support/servers';
 import { SAMBA_START_TIMEOUT_MS, startSambaAd, type SambaAd } from '../../support/samba';
 import { startService, type ServiceUnderTest } from '../../support/service';
-import { folder, rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
+import { folder, rule, runExport, runImport, sourceRules, writeCsv, outboundRule } from '../sync/syncSupport';
 import { meshOf } from './e2eSupport';
 
 /**
@@ -82,16 +82,7 @@ describeWithServer('samba')('provisioning Active Directory through the service (
     expect(created.status).toBe(201);
     expect(created.text).not.toContain(dc.adminPassword);
     ad = created.body.id;
-    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, {
-        ruleType: 'FlowRule',
-        connectorId: ad,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        confidence: 50,
-        ...(transformScript ? { transformScript } : {}),
-      });
+    const out = outboundRule(rt, ad, { confidence: 50 });
     await out('employeeId', 'employeeID');
     await out('employeeId', 'sAMAccountName');
     await out('employeeId', 'userPrincipalName', 'source + "@samdom.test"');

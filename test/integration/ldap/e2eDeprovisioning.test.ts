@@ -3,7 +3,7 @@ import { loadCsSummaries, readCsObjects } from '../../../lib/sync/space/connecto
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { folder, rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
+import { folder, rule, runExport, runImport, sourceRules, writeCsv, outboundRule } from '../sync/syncSupport';
 import { ldapConnector, meshOf, stopSlapdSuite } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
@@ -73,16 +73,7 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
         exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN',
       }),
     );
-    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, {
-        ruleType: 'FlowRule',
-        connectorId: dir,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        confidence: 50,
-        ...(transformScript ? { transformScript } : {}),
-      });
+    const out = outboundRule(rt, dir, { confidence: 50 });
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');

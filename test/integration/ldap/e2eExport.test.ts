@@ -2,7 +2,7 @@ import { Attribute, Change, type Client } from 'ldapts';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { folder, rule, runExport, runImport, sourceRules, valueOf, writeCsv } from '../sync/syncSupport';
+import { folder, rule, runExport, runImport, sourceRules, valueOf, writeCsv, outboundRule } from '../sync/syncSupport';
 import { count, idsOf, ldapConnector, meshOf, relationshipRules, stopSlapdSuite, targets, waitFor } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
@@ -67,16 +67,7 @@ describeWithServer('slapd')('export to the directory through the sync engine (sl
         deletionThreshold: { objects: 10, percent: 100 },
       }),
     );
-    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, {
-        ruleType: 'FlowRule',
-        connectorId: dir,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        confidence: 50,
-        ...(transformScript ? { transformScript } : {}),
-      });
+    const out = outboundRule(rt, dir, { confidence: 50 });
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');

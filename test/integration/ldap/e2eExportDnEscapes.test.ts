@@ -2,7 +2,7 @@ import type { Client } from 'ldapts';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { fileConnector, folder, rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
+import { fileConnector, folder, rule, runExport, runImport, sourceRules, writeCsv, outboundRule } from '../sync/syncSupport';
 import { ldapConnector, stopSlapdSuite } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
@@ -50,15 +50,7 @@ describeWithServer('slapd')('DNs with escapes: export, confirming import, export
 
     // The OU of `Sales, EMEA` does not exist: the export creates it (createContainers).
     dir = await ldapConnector(rt, 'Directory', f.config({ createContainers: true, deletionThreshold: { objects: 10, percent: 100 } }));
-    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, {
-        ruleType: 'FlowRule',
-        connectorId: dir,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        ...(transformScript ? { transformScript } : {}),
-      });
+    const out = outboundRule(rt, dir);
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('sn', 'sn');

@@ -2,7 +2,7 @@ import type { Client } from 'ldapts';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { fileConnector, folder, rule, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
+import { fileConnector, folder, rule, runExport, runImport, sourceRules, writeCsv, outboundRule } from '../sync/syncSupport';
 import { ldapConnector, meshOf, stopSlapdSuite, targets } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
@@ -48,15 +48,7 @@ describeWithServer('slapd')('relationships exported as DNs (slapd)', () => {
     await rule(rt, { ruleType: 'MeshComposerRule', connectorId: hr, relationshipType: 'manager', sourceAttribute: 'managerRow' });
 
     dir = await ldapConnector(rt, 'Directory', f.config({ deletionThreshold: { objects: 10, percent: 100 } }));
-    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, {
-        ruleType: 'FlowRule',
-        connectorId: dir,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        ...(transformScript ? { transformScript } : {}),
-      });
+    const out = outboundRule(rt, dir);
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('sn', 'sn');

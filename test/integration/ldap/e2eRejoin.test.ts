@@ -2,7 +2,7 @@ import type { Client } from 'ldapts';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
-import { fileConnector, folder, rule, runExport, runImport, sourceRules, valueOf, writeCsv } from '../sync/syncSupport';
+import { fileConnector, folder, rule, runExport, runImport, sourceRules, valueOf, writeCsv, outboundRule } from '../sync/syncSupport';
 import { count, ldapConnector, meshOf, stopSlapdSuite } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
@@ -34,15 +34,7 @@ describeWithServer('slapd')('joins re-evaluated and FullSync (slapd)', () => {
     await f.seed([{ key: 'E100', givenName: 'Ada', sn: 'Lovelace', mail: 'ada@dir.test', container: 'Engineering' }]);
     dir = await ldapConnector(rt, 'Directory', f.config({ deletionThreshold: { objects: 10, percent: 100 } }));
     await rule(rt, { ruleType: 'JoinRule', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
-    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, {
-        ruleType: 'FlowRule',
-        connectorId: dir,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        ...(transformScript ? { transformScript } : {}),
-      });
+    const out = outboundRule(rt, dir);
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');

@@ -5,7 +5,7 @@ import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { ldapConnector, stopSlapdSuite } from '../ldap/e2eSupport';
 import { SlapdFixture } from '../ldap/ldapFixture';
-import { hrSqlSource, rule, waitRun } from './syncSupport';
+import { hrSqlSource, rule, waitRun, outboundRule } from './syncSupport';
 
 /**
  * An import's plan lists what each export target would then get (the running service over HTTP, a real
@@ -78,16 +78,7 @@ const ids = Array.from({ length: N }, (_, i) => `E${String(i + 1).padStart(3, '0
         thresholds: { deletes: {} },
       }),
     );
-    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, {
-        ruleType: 'FlowRule',
-        connectorId: dir,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        confidence: 50,
-        ...(transformScript ? { transformScript } : {}),
-      });
+    const out = outboundRule(rt, dir, { confidence: 50 });
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');

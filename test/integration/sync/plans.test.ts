@@ -7,7 +7,7 @@ import { startService, USERS, type ServiceUnderTest } from '../../support/servic
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { ldapConnector, stopSlapdSuite } from '../ldap/e2eSupport';
 import { SlapdFixture } from '../ldap/ldapFixture';
-import { hrSqlSource, rule, waitRun } from './syncSupport';
+import { hrSqlSource, rule, waitRun, outboundRule } from './syncSupport';
 
 /**
  * Thresholds, approval and plans end to end (the running service over HTTP, a real PostgreSQL HR table as the
@@ -76,16 +76,7 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
       ['title', 'title'],
     ]);
     dir = await ldapConnector(rt, 'Directory', f.config({ exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN' }));
-    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, {
-        ruleType: 'FlowRule',
-        connectorId: dir,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        confidence: 50,
-        ...(transformScript ? { transformScript } : {}),
-      });
+    const out = outboundRule(rt, dir, { confidence: 50 });
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');

@@ -35,6 +35,20 @@ export async function rule(rt: ServiceUnderTest, body: Record<string, unknown>):
   return res.body.ruleId as string;
 }
 
+/** Adds outbound flow rules to one target: `out(meshAttribute, targetAttribute, transformScript?)`; `extra` goes into every rule. */
+export function outboundRule(rt: ServiceUnderTest, connectorId: string, extra: Record<string, unknown> = {}) {
+  return (sourceAttribute: string, targetAttribute: string, transformScript?: string): Promise<string> =>
+    rule(rt, {
+      ruleType: 'FlowRule',
+      connectorId,
+      direction: 'outbound',
+      sourceAttribute,
+      targetAttribute,
+      ...extra,
+      ...(transformScript ? { transformScript } : {}),
+    });
+}
+
 /**
  * The rules of an HR-like source: a projection on `projectOn` (objects of `objectType`) and a flow of each
  * attribute of `flows` to the mesh attribute of the same name, at confidence 50.

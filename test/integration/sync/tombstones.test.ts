@@ -9,7 +9,7 @@ import { startService, USERS, type ServiceUnderTest } from '../../support/servic
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { ldapConnector, stopSlapdSuite } from '../ldap/e2eSupport';
 import { SlapdFixture } from '../ldap/ldapFixture';
-import { rule, runExport, runImport } from './syncSupport';
+import { rule, runExport, runImport, outboundRule } from './syncSupport';
 
 /**
  * Deleted mesh objects end to end (the running service over HTTP, a real PostgreSQL HR database as the source,
@@ -124,16 +124,7 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
         exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN',
       }),
     );
-    const out = (sourceAttribute: string, targetAttribute: string, transformScript?: string) =>
-      rule(rt, {
-        ruleType: 'FlowRule',
-        connectorId: dir,
-        direction: 'outbound',
-        sourceAttribute,
-        targetAttribute,
-        confidence: 50,
-        ...(transformScript ? { transformScript } : {}),
-      });
+    const out = outboundRule(rt, dir, { confidence: 50 });
     await out('employeeId', 'uid');
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');

@@ -5,10 +5,10 @@ export const A = '00000000-0000-4000-8000-00000000000a';
 export const B = '00000000-0000-4000-8000-00000000000b';
 
 /**
- * A rule builder for the sync unit tests: a flow rule of connector `A` with the given fields. Each builder
+ * A rule builder for the sync unit tests: a flow rule of `connectorId` (default `A`) with the given fields. Each builder
  * numbers its rules from 1 (ids and names), so a test file that makes its own gets the same ids every run.
  */
-export function ruleBuilder(): (partial: Partial<Rule>) => Rule {
+export function ruleBuilder(connectorId = A): (partial: Partial<Rule>) => Rule {
   let n = 0;
   return (partial) => {
     n++;
@@ -16,7 +16,7 @@ export function ruleBuilder(): (partial: Partial<Rule>) => Rule {
       ruleId: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
       ruleName: `rule${n}`,
       ruleType: 'FlowRule',
-      connectorId: A,
+      connectorId,
       priority: 100,
       isEnabled: true,
       sourceAttribute: null,

@@ -6,6 +6,7 @@ import type { CsObject } from '../../../../lib/sync/model';
 import { planImport, tombstonesToLoad, WorkingSet } from '../../../../lib/sync/planner';
 import { compileRuleSet } from '../../../../lib/sync/rules';
 import type { Rule } from '../../../../lib/storage/rules';
+import { ruleBuilder } from '../syncSupport';
 
 /**
  * The planner and tombstones: a removed object leaves its last state (for its tombstone), and an object that
@@ -14,25 +15,7 @@ import type { Rule } from '../../../../lib/storage/rules';
  */
 const H = '00000000-0000-4000-8000-0000000000a1';
 const T = '00000000-0000-4000-8000-0000000000a2';
-let n = 0;
-function r(partial: Partial<Rule>): Rule {
-  n++;
-  return {
-    ruleId: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    ruleName: `rule${n}`,
-    ruleType: 'FlowRule',
-    connectorId: H,
-    priority: 100,
-    isEnabled: true,
-    sourceAttribute: null,
-    targetAttribute: null,
-    confidence: null,
-    transformScript: null,
-    createdOn: '2026-01-01T00:00:00.000Z',
-    updatedOn: '2026-01-01T00:00:00.000Z',
-    ...partial,
-  };
-}
+const r = ruleBuilder(H);
 const RULES: Rule[] = [
   r({ ruleType: 'JoinRule', sourceAttribute: 'employeeId', targetAttribute: 'employeeId' }),
   r({ ruleType: 'ProjectionRule', sourceAttribute: 'employeeId', objectType: 'User' }),
