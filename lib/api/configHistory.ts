@@ -23,7 +23,7 @@ import { connectorExists, readConnectorRow } from '../storage/connectors';
 import { getRule } from '../storage/rules';
 import { getSchedule } from '../storage/schedules';
 import { checkConnectorLimit, prepareConnectorSave, preparedSnapshot } from './connectors';
-import { directoryRuleAttributes } from './ruleAttributes';
+import { checkRuleAttributes } from './ruleAttributes';
 import { ruleErrors, toRule } from './rules';
 import { scheduleErrors } from './schedules';
 
@@ -128,7 +128,7 @@ async function plannedRestore(v: StoredVersion, target: Snapshot, now: string): 
           : 'The rule is not valid. See errors for each field.',
         errors,
       );
-    const body = await directoryRuleAttributes(request);
+    const body = await checkRuleAttributes(request);
     return { ...base, before: current ? plainSnapshot(current) : null, after: toRule(v.targetId, body, current?.createdOn ?? snap.createdOn, now) };
   }
   const snap = target as ScheduleSnapshot;

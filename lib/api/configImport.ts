@@ -16,7 +16,7 @@ import { listRules, type StoredRule } from '../storage/rules';
 import { findActiveRun } from '../storage/runs';
 import { activeScheduleRun, deleteScheduleRuns, listSchedules, type StoredSchedule } from '../storage/schedules';
 import { checkConnectorLimit, finishConnectorDelete, prepareConnectorSave, preparedSnapshot } from './connectors';
-import { directoryRuleAttributesOf } from './ruleAttributes';
+import { checkRuleAttributesOf } from './ruleAttributes';
 import { ruleErrors, toRule } from './rules';
 import { scheduleErrors } from './schedules';
 
@@ -186,7 +186,7 @@ export async function importConfig(doc: ConfigDocument, caller: Caller, opts: Im
     let body = request;
     const connector = request.connectorId ? finalConnectors.get(request.connectorId) : undefined;
     try {
-      if (connector) body = await directoryRuleAttributesOf(request, { type: connector.type, config: await connector.config() });
+      if (connector) body = await checkRuleAttributesOf(request, { type: connector.type, config: await connector.config() });
     } catch (err) {
       if (!(err instanceof AppError) || err.code !== 'validation_failed') throw err;
       errors.push(...prefixed(at, err.extra.errors));

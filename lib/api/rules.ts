@@ -9,7 +9,7 @@ import { getRule as readRule, listRules, type Rule, type RuleQuery, type StoredR
 import { plainSnapshot } from '../config/snapshots';
 import { storageWriter } from '../config/writer';
 import { expressionErrors } from './expressions';
-import { directoryRuleAttributes } from './ruleAttributes';
+import { checkRuleAttributes } from './ruleAttributes';
 
 /**
  * Rules as the Admin API sees them: per-type required fields, confidence 0..100 (schema), transformScript
@@ -131,7 +131,7 @@ export async function queryRules(q: { connectorId?: string; ruleType?: string; s
 export async function createRule(request: RuleRequest, caller: Caller): Promise<Rule> {
   await checkRule(request);
   // A directory connector's attribute names: checked against its schema, stored in its spelling.
-  const body = await directoryRuleAttributes(request);
+  const body = await checkRuleAttributes(request);
   const now = new Date().toISOString();
   const rule = toRule(randomUUID(), body, now, now);
   await storageWriter.apply({ targetType: 'rule', targetId: rule.ruleId, action: 'create', before: null, after: rule }, caller);
@@ -147,7 +147,7 @@ export async function updateRule(ruleId: string, request: RuleRequest, caller: C
     ]);
   }
   await checkRule(request);
-  const body = await directoryRuleAttributes(request);
+  const body = await checkRuleAttributes(request);
   const rule = toRule(ruleId, body, current.createdOn, new Date().toISOString());
   await storageWriter.apply({ targetType: 'rule', targetId: ruleId, action: 'update', before: plainSnapshot(current), after: rule }, caller);
   await recordAudit(caller, 'update', 'rule', ruleId);

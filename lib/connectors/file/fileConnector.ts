@@ -3,7 +3,7 @@ import { FileGuard } from './access';
 import { deltaImport } from './deltaImport';
 import { exportBatch } from './export';
 import { fullImport } from './fullImport';
-import { schema, testConnection } from './inspect';
+import { columnNames, schema, testConnection } from './inspect';
 import type { FileParts } from './reading';
 import type { FileConfig } from './rows';
 import { SnapshotStore } from './state';
@@ -45,6 +45,11 @@ export class FileConnector {
 
   schema(): Promise<ConnectorSchema> {
     return schema(this.parts);
+  }
+
+  /** The column names of the files (null when no file matches yet): what rules may name on this side. */
+  columnNames(): Promise<string[] | null> {
+    return columnNames(this.parts);
   }
 
   async close(): Promise<void> {

@@ -44,6 +44,16 @@ export async function schema(parts: Pick<FileParts, 'config' | 'guard'>): Promis
   return { objectTypes: [{ name: cfg.objectType, anchorAttribute: cfg.anchorColumn, attributes }] };
 }
 
+/**
+ * The names a rule may give on this connector's side: every file's columns (CSV header, JSON keys of the first
+ * records) and the configured ones; null when no file matches yet (nothing to check a name against).
+ */
+export async function columnNames(parts: Pick<FileParts, 'config' | 'guard'>): Promise<string[] | null> {
+  const files = await guardedFiles(parts);
+  if (!files.length) return null;
+  return (await schema(parts)).objectTypes[0].attributes.map((a) => a.name);
+}
+
 /** Column names (CSV header, or the keys of the first JSON records with their value types). */
 async function readHeader(parts: Pick<FileParts, 'config' | 'guard'>, f: FileStat): Promise<Map<string, AttributeSchema['type'] | undefined>> {
   const out = new Map<string, AttributeSchema['type'] | undefined>();
