@@ -37,7 +37,8 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   const required = [...REQUIRED[body.ruleType]];
   if (body.ruleType === 'MeshComposerRule')
     required.push(...((body.relationshipType ? ['sourceAttribute'] : ['targetAttribute', 'transformScript']) as (keyof RuleRequest)[]));
-  if (body.ruleType === 'FlowRule' && body.direction !== 'outbound') required.push('confidence');
+  // Only a valid inbound direction (or none) asks for confidence: with a misspelt one the schema's error says it.
+  if (body.ruleType === 'FlowRule' && (body.direction === undefined || body.direction === null || body.direction === 'inbound')) required.push('confidence');
   for (const field of required) {
     if (body[field] === undefined || body[field] === null) {
       errors.push({ path: `/${field}`, message: `is required for ${field === 'confidence' ? 'an inbound FlowRule' : `a ${body.ruleType}`}` });

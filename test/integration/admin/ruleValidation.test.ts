@@ -170,4 +170,12 @@ describe('validation answers', () => {
     expect(defaultInbound.status).toBe(400);
     expect(defaultInbound.body.errors).toEqual([{ path: '/confidence', message: 'is required for an inbound FlowRule' }]);
   });
+
+  it('a misspelt direction is the only error: no confidence asked of an "inbound" rule the caller did not mean', async () => {
+    const before = await dumpTable('Rules');
+    const res = await svc.call('POST', 'rules', { body: flow({ direction: 'outbond', confidence: undefined }) });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: '/direction', message: 'must be one of: inbound, outbound' }]);
+    expect(await dumpTable('Rules')).toEqual(before);
+  });
 });
