@@ -59,7 +59,8 @@ export async function writePendingVersion(v: NewVersion): Promise<StoredVersion>
   const entity: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
     partitionKey: PK,
     rowKey: version.versionId,
-    timestamp: version.timestamp,
+    // Not `timestamp`: the table's own Timestamp (the last write, 7 fractional digits) comes back under that name.
+    versionOn: version.timestamp,
     seq: version.seq,
     actorUpn: version.actorUpn ?? '',
     actorSid: version.actorSid ?? '',
@@ -88,20 +89,23 @@ export async function dropVersion(versionId: string): Promise<void> {
   }
 }
 
-async function fromEntity(e: Record<string, unknown>): Promise<StoredVersion> {
+/** The version's head from its entity; rows written before `versionOn` carry their time as the table's Timestamp. */
+function headOf(e: Record<string, unknown>): VersionHead {
   return {
     versionId: String(e.rowKey),
-    timestamp: String(e.timestamp),
+    timestamp: e.versionOn ? String(e.versionOn) : new Date(String(e.timestamp)).toISOString(),
     seq: String(e.seq),
     actorUpn: e.actorUpn ? String(e.actorUpn) : null,
     actorSid: e.actorSid ? String(e.actorSid) : null,
     targetType: String(e.targetType) as TargetType,
     targetId: String(e.targetId),
     action: String(e.action) as VersionAction,
-    before: await getSnapshot(e, 'before'),
-    after: await getSnapshot(e, 'after'),
     state: String(e.state) as VersionState,
   };
+}
+
+async function fromEntity(e: Record<string, unknown>): Promise<StoredVersion> {
+  return { ...headOf(e), before: await getSnapshot(e, 'before'), after: await getSnapshot(e, 'after') };
 }
 
 /** One version (any state), or null. */
@@ -122,20 +126,10 @@ export async function listVersionHeads(q: { targetType?: string; targetId?: stri
   const filters = [`PartitionKey eq '${PK}'`];
   if (q.targetType) filters.push(`targetType eq ${odata(q.targetType)}`);
   if (q.targetId) filters.push(`targetId eq ${odata(q.targetId)}`);
-  const select = ['RowKey', 'timestamp', 'seq', 'actorUpn', 'actorSid', 'targetType', 'targetId', 'action', 'state'];
+  const select = ['RowKey', 'versionOn', 'Timestamp', 'seq', 'actorUpn', 'actorSid', 'targetType', 'targetId', 'action', 'state'];
   const out: VersionHead[] = [];
   for await (const e of (await table(TABLE)).listEntities<Record<string, unknown>>({ queryOptions: { filter: filters.join(' and '), select } })) {
-    out.push({
-      versionId: String(e.rowKey),
-      timestamp: String(e.timestamp),
-      seq: String(e.seq),
-      actorUpn: e.actorUpn ? String(e.actorUpn) : null,
-      actorSid: e.actorSid ? String(e.actorSid) : null,
-      targetType: String(e.targetType) as TargetType,
-      targetId: String(e.targetId),
-      action: String(e.action) as VersionAction,
-      state: String(e.state) as VersionState,
-    });
+    out.push(headOf(e));
   }
   return out.sort((a, b) => (a.seq < b.seq ? 1 : a.seq > b.seq ? -1 : a.versionId < b.versionId ? 1 : -1));
 }

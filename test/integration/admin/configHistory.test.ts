@@ -144,6 +144,8 @@ describeWithServer('postgres')('configuration history, restore, export and impor
     const all = await history(a, '');
     expect(all[0]).toMatchObject({ targetType: 'schedule', action: 'delete' });
     expect(all.map((v) => v.timestamp)).toEqual([...all.map((v) => v.timestamp)].sort().reverse());
+    // Milliseconds, as every other timestamp of the API (not the table's own 7 fractional digits).
+    for (const v of all) expect(v.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect((await a.call('POST', `config/history/${all[0].versionId}/restore`, { role: 'Viewer' })).status).toBe(403);
     expect((await a.call('POST', `config/history/${all[0].versionId}/restore`, { role: 'Operator' })).status).toBe(403);
     expect((await a.call('GET', 'config/export', { role: 'Viewer' })).status).toBe(403);
