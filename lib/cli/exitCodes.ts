@@ -21,6 +21,8 @@ export const EXIT = {
   unavailable: 7,
   /** A run waited for stopped to wait for approval (AwaitingApproval): it goes on after `runs approve`. */
   awaitingApproval: 8,
+  /** A check answered that it failed: `connectors test` with `ok: false`. */
+  checkFailed: 9,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { EXIT } from '../exitCodes';
 import { col } from '../output';
 import { action, paged, readJsonFile } from './context';
 
@@ -43,8 +44,14 @@ export function registerConnectors(program: Command): void {
     .description('Delete a connector and its rules')
     .action(action(async (ctx, id) => void (await ctx.api.delete(`connectors/${id}`))));
   c.command('test <id>')
-    .description('Test the connection of a stored connector')
-    .action(action(async (ctx, id) => ctx.print(await ctx.api.post(`connectors/${id}/test`))));
+    .description('Test the connection of a stored connector (exit code 9 when the test fails)')
+    .action(
+      action(async (ctx, id) => {
+        const result = (await ctx.api.post(`connectors/${id}/test`)) as { ok?: unknown };
+        ctx.print(result);
+        return result.ok === true ? EXIT.ok : EXIT.checkFailed;
+      }),
+    );
   c.command('assign <id> <instanceId>')
     .description('Assign a connector to an engine instance')
     .action(action(async (ctx, id, instanceId) => ctx.print(await ctx.api.put(`connectors/${id}/instance`, { instanceId }))));

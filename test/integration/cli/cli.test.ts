@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { startPostgres, type Postgres } from '../../support/postgres';
@@ -236,6 +237,21 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     // A finished run cannot be cancelled: 6.
     const runs = await json('Viewer', ['runs', 'ls', '--connector', connectorId, '--take', '1']);
     expect((await as('Operator', ['runs', 'cancel', runs.items[0].runId])).code).toBe(6);
+    // 9: a connection test that fails (its folder gone) prints the result and says so in the exit code; 0 when it passes.
+    const gone = mkdtempSync(path.join(os.tmpdir(), 'ims-cli-test-'));
+    const fileId = (
+      await rt.call('POST', 'connectors', {
+        body: { name: 'Folder gone', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: gone, anchorColumn: 'id' } } },
+      })
+    ).body.id as string;
+    rmSync(gone, { recursive: true });
+    const failed = await as('Operator', ['connectors', 'test', fileId, '-o', 'json']);
+    expect(failed.code).toBe(9);
+    expect(JSON.parse(failed.stdout)).toMatchObject({ ok: false });
+    const passed = await as('Operator', ['connectors', 'test', connectorId, '-o', 'json']);
+    expect(passed.code).toBe(0);
+    expect(JSON.parse(passed.stdout)).toMatchObject({ ok: true });
+    expect((await rt.call('DELETE', `connectors/${fileId}`)).status).toBeLessThan(300);
   });
 
   test('login --token caches the token per profile in a file only the user can read; profiles switch services', async () => {
