@@ -323,9 +323,13 @@ export class FunctionsHost {
     const name = fn.metadata.name;
     const category = `Function.${name}`;
     const log = this.logger;
-    // Lines are formatted only when their level is enabled: three lines per HTTP request add up.
-    if (log.enabled('information', category))
-      log.info(category, `Executing 'Functions.${name}' (Reason='${reason}', Id=${invocationId})`, { invocationId, functionName: name });
+    // An HTTP request already gets its one line (Host.Http, naming the function and the invocation id): its
+    // `Executing`/`Executed` lines are Debug, so a request is one line, not three. Other triggers keep them at
+    // Information, as the Functions host writes them. A failure is an Error line whatever the trigger.
+    const level = fn.metadata.bindings && Object.values(fn.metadata.bindings).some((b) => b.type === 'httpTrigger') ? 'debug' : 'information';
+    // Lines are formatted only when their level is enabled.
+    if (log.enabled(level, category))
+      log.log(level, category, `Executing 'Functions.${name}' (Reason='${reason}', Id=${invocationId})`, { invocationId, functionName: name });
     let inputData = request.inputData ?? [];
     const providers = this.inputProviders(fn);
     let outcome: InvocationOutcome | undefined;
@@ -369,8 +373,8 @@ export class FunctionsHost {
       log.error(category, `Executed 'Functions.${name}' (Failed, Id=${invocationId}, Duration=${duration}ms)`, { ...fields, durationMs: duration });
       const err = outcome.error instanceof Error ? outcome.error : new Error(String(outcome.error));
       log.error(category, `Exception while executing function: Functions.${name}. ${err.stack ?? err.message}`, fields);
-    } else if (log.enabled('information', category)) {
-      log.info(category, `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${duration}ms)`, {
+    } else if (log.enabled(level, category)) {
+      log.log(level, category, `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${duration}ms)`, {
         invocationId,
         functionName: name,
         durationMs: duration,

@@ -295,15 +295,15 @@ export class HttpHost {
   private async handle(req: IncomingMessage, res: ServerResponse, expectsContinue = false): Promise<void> {
     const started = process.hrtime.bigint();
     this.inFlight++;
-    const info: { route: string; invocationId?: string } = { route: '-' };
+    const info: { route: string; invocationId?: string; functionName?: string } = { route: '-' };
     res.once('close', () => {
       this.requestDone();
       if (!this.options.logger.enabled('information', 'Host.Http')) return;
       const durationMs = Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100;
       this.options.logger.info(
         'Host.Http',
-        `HTTP ${req.method} ${info.route} ${res.statusCode} ${durationMs}ms${info.invocationId ? ` (Id=${info.invocationId})` : ''}`,
-        { method: req.method, route: info.route, status: res.statusCode, durationMs, invocationId: info.invocationId },
+        `HTTP ${req.method} ${info.route} ${res.statusCode} ${durationMs}ms${info.invocationId ? ` (Functions.${info.functionName}, Id=${info.invocationId})` : ''}`,
+        { method: req.method, route: info.route, status: res.statusCode, durationMs, invocationId: info.invocationId, functionName: info.functionName },
       );
     });
     await this.readyGate;
@@ -348,6 +348,7 @@ export class HttpHost {
       if (expectsContinue) res.writeContinue();
       const invocationId = randomUUID();
       info.invocationId = invocationId;
+      info.functionName = match.entry.target.metadata.name;
       const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
       let result: HttpResult | 'too-large';
       if (this.options.httpUri) {

@@ -161,7 +161,25 @@ describe('local runtime hosting the sample app (buffered HTTP)', () => {
     expect(state.instanceId).toBe(readFileSync(path.join(rt.dataDir, 'runtime/instance-id'), 'utf8').trim());
   });
 
-  it('writes Executing/Executed lines around handler logs, one request line, and never headers or bodies', async () => {
+  it('an HTTP request is one line at Information, naming the function and the invocation id', async () => {
+    const before = rt.stdout().length;
+    const res = await fetch(`${api}/state`);
+    expect(res.status).toBe(200);
+    // This request's line: the first one after `before` (earlier tests asked for /state too).
+    const requestLine = /HTTP GET \/api\/state 200 [\d.]+ms \(Functions\.state, Id=([0-9a-f-]{36})\)/;
+    const deadline = Date.now() + 10_000;
+    let m: RegExpMatchArray | null = null;
+    while (!(m = rt.stdout().slice(before).match(requestLine)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(m).not.toBeNull();
+    const lines = rt
+      .stdout()
+      .slice(before)
+      .split('\n')
+      .filter((l) => l.includes(m![1]));
+    expect(lines).toHaveLength(1);
+  });
+
+  it('with the function at Debug: Executing/Executed lines around handler logs, one request line, and never headers or bodies', async () => {
     const res = await fetch(`${api}/hello/logs`, {
       method: 'POST',
       headers: { authorization: 'Bearer top-secret-token', 'content-type': 'text/plain' },
@@ -169,7 +187,7 @@ describe('local runtime hosting the sample app (buffered HTTP)', () => {
     });
     expect(res.status).toBe(200);
     const executed = await rt.waitFor(
-      /Executed 'Functions\.hello' \(Succeeded, Id=([0-9a-f-]{36}), Duration=\d+ms\)\n(?:.*\n)*?.*HTTP POST \/api\/hello\/\{name\?\} 200 [\d.]+ms \(Id=\1\)/,
+      /Executed 'Functions\.hello' \(Succeeded, Id=([0-9a-f-]{36}), Duration=\d+ms\)\n(?:.*\n)*?.*HTTP POST \/api\/hello\/\{name\?\} 200 [\d.]+ms \(Functions\.hello, Id=\1\)/,
     );
     const id = executed[1];
     const out = rt.stdout();
