@@ -190,7 +190,13 @@ async function begin(input: SyncRunInput): Promise<Begin> {
   const info = await beginRun(runId);
   if (isFailure(info)) return info.info ? { ...info, info: { ...info.info, trace } } : info;
   // The configuration the run is made with: what its plan, and its approval when it is held, are bound to.
-  await bindRun(runId, info.connectorId, info.runType);
+  try {
+    await bindRun(runId, info.connectorId, info.runType);
+  } catch (err) {
+    // Unbound, its plan could be applied or approved after any change: the run does not go on.
+    const message = err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : 'unknown error';
+    return { failed: `The configuration the run is made with could not be recorded: ${message}`, info: { ...info, trace } };
+  }
   if (info.planRunId) {
     // Checked when the apply was asked; checked again here, for a change made in between.
     const changed = await configChangedSince({ runId: info.planRunId, connectorId: info.connectorId, runType: info.runType });

@@ -38,7 +38,7 @@ interface Planned {
 
 const planned = new Map<string, Promise<Planned>>();
 /** Plans kept in memory (a held run's plan does not change while it waits; an ended run's never does). */
-const KEEP = 16;
+const KEEP = 4;
 
 /** The objects a run planned and did not apply (outcome `planned`), by connector-space and mesh id. */
 export function plannedObjects(runId: string): Promise<Planned> {

@@ -83,7 +83,7 @@ export async function planOneObject(info: RunInfo, row: CsObject, apply: boolean
 export async function planStagedObject(connectorId: string, meshId: string, apply: boolean, guard?: OneObjectGuard): Promise<PlannedExport[]> {
   const docs = [...(await getMeshObjects([meshId])).values()];
   const exports = (await plannedExports(docs)).filter((e) => e.connectorId === connectorId);
-  await guard?.({ mesh: [], exports });
+  await guard?.({ mesh: docs.map((d) => ({ id: d.id, before: d, after: d })), exports });
   if (apply) await markExportDirty(connectorId, [meshId]);
   return exports;
 }
