@@ -243,6 +243,26 @@ const BOB = { oid: 'b0000000-0000-4000-8000-0000000000b0', upn: 'bob@example.tes
     expect(ok.body).toMatchObject({ applied: true, meshChanges: [] });
   });
 
+  test("an object whose change a target's export holds for approval: the source's one-object sync is a 409 naming the target's run", async () => {
+    const setDirThresholds = async (thresholds: Record<string, unknown>) => {
+      const current = (await rt.call('GET', `connectors/${dir}`)).body;
+      const put = await rt.call('PUT', `connectors/${dir}`, { body: { name: 'Directory', config: { ...current.config, thresholds } } });
+      expect(put.status).toBe(200);
+    };
+    await setDirThresholds({ deletes: { count: 10, percent: 100 }, updates: { count: 1 } });
+    // Every title changed in the mesh since the last export: the directory's export waits.
+    const exportRun = await start(`connectors/${dir}/export`);
+    expect(exportRun).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'updates', count: N, limit: 1 }] } });
+    const detail = problem(await syncOne('E004'), 409);
+    expect(detail).toContain(`is held for approval: run ${exportRun.runId} of connector 'Directory' (Export, requested by ${USERS.Admin.upn})`);
+    expect(await ldapTitle('E004')).toBe('Engineer');
+    expect((await rt.call('POST', `runs/${exportRun.runId}/approve`, { as: BOB })).status).toBe(202);
+    expect(await waitRun(rt, exportRun.runId)).toMatchObject({ status: 'Completed', stats: { objectsUpdated: N } });
+    expect(await ldapTitle('E004')).toBe('MANAGER');
+    expect((await syncOne('E004')).status).toBe(200);
+    await setDirThresholds({ deletes: { count: 10, percent: 100 } });
+  });
+
   test('restores are exports to the targets: counted by their adds threshold (the export parks), nothing added until approved', async () => {
     await sql('DELETE FROM hr WHERE employee_id = ANY($1)', [['E006', 'E007']]);
     const gone = [...(await hrMesh())].filter(([anchor]) => anchor === 'E006' || anchor === 'E007').map(([, o]) => o.id);
