@@ -297,5 +297,21 @@ const BOB = { oid: 'b0000000-0000-4000-8000-0000000000b0', upn: 'bob@example.tes
     expect(detail).toContain("deletes and disables go through a run (an export of connector 'Directory')");
     expect(await entries()).toContain('E005');
     expect(await titles(['E005'])).toEqual(['MANAGER']);
+
+    // The same with a deprovisioning that disables: refused as well, the entry untouched.
+    const directory = (await rt.call('GET', `connectors/${dir}`)).body;
+    const put = await rt.call('PUT', `connectors/${dir}`, {
+      body: {
+        name: 'Directory',
+        config: { ...directory.config, deprovisioning: { action: 'disable', onConditionFalse: true, disableAttributes: { description: 'disabled' } } },
+      },
+    });
+    expect(put.status).toBe(200);
+    const disabling = problem(await syncOne('E005'), 409);
+    expect(disabling).toMatch(/this one would disable 'uid=E005,ou=Engineering,[^']+' in connector 'Directory'/i);
+    const entry = (await admin.search(`uid=E005,ou=Engineering,${f.base}`, { scope: 'base', attributes: ['description', 'title'] })).searchEntries[0];
+    expect(entry).toMatchObject({ title: 'MANAGER' });
+    expect(entry.description ?? []).toEqual([]);
+    expect(await titles(['E005'])).toEqual(['MANAGER']);
   });
 });
