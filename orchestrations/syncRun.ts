@@ -12,6 +12,7 @@ import { runConfig } from '../lib/sync/run/runConnector';
 import { beginRun, finishRun, releaseRun, type FinishInput } from '../lib/sync/run/runLifecycle';
 import { emptyTotals, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/run/runTypes';
 import { deleteRunState } from '../lib/sync/run/state';
+import { bindRun, configChangedSince } from '../lib/plans/binding';
 import { guardsMoreThanDeletes, thresholdsOf } from '../lib/plans/thresholds';
 import { ACTIVE_RUN_STATUSES, getRun, type ApprovalReason, type RunStats } from '../lib/storage/runs';
 import { pageMustStop } from '../lib/sync/run/runProgress';
@@ -188,6 +189,20 @@ async function begin(input: SyncRunInput): Promise<Begin> {
   if (run && !ACTIVE_RUN_STATUSES.includes(run.status)) return { failed: `The run is ${run.status}: it does not run again.` };
   const info = await beginRun(runId);
   if (isFailure(info)) return info.info ? { ...info, info: { ...info.info, trace } } : info;
+  // The configuration the run is made with: what its plan, and its approval when it is held, are bound to.
+  try {
+    await bindRun(runId, info.connectorId, info.runType);
+  } catch (err) {
+    // Unbound, its plan could be applied or approved after any change: the run does not go on.
+    const message = err instanceof Error ? err.message.split('\n')[0].slice(0, 300) : 'unknown error';
+    return { failed: `The configuration the run is made with could not be recorded: ${message}`, info: { ...info, trace } };
+  }
+  if (info.planRunId) {
+    // Checked when the apply was asked; checked again here, for a change made in between.
+    const changed = await configChangedSince({ runId: info.planRunId, connectorId: info.connectorId, runType: info.runType });
+    if (changed)
+      return { failed: `The configuration changed since the plan was made: ${changed}. Nothing was applied: make a new dry run.`, info: { ...info, trace } };
+  }
   return { info: { ...info, trace }, config: await runConfig(info.connectorId) };
 }
 

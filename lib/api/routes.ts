@@ -212,7 +212,7 @@ export const ROUTES: readonly RouteSpec[] = [
     permission: 'connectorSpace.operate',
     tag: 'Connector space',
     summary:
-      "Sync this object alone: the mesh and the targets' staging are written (the targets' next exports send it); 409 while a run of the connector is Running or Queued",
+      "Sync this object alone: the mesh and the targets' staging are written (the targets' next exports send it); 409 while a run of the connector is Running or Queued, while the object's change is held by a run awaiting approval or stopped by the gate (the run named), or when it would delete or disable (runs do that)",
     pathParam: connectorId,
     subParam: csObjectId,
     success: { status: 200, schema: 'OneObjectSync' },
@@ -335,7 +335,7 @@ export const ROUTES: readonly RouteSpec[] = [
     permission: 'runs.trigger',
     tag: 'Runs',
     summary:
-      'Apply the plan of a completed dry run: a new run applies exactly its changes (objects changed since: drifted); 409 when expired, already applied or not a dry run',
+      'Apply the plan of a completed dry run: a new run applies exactly its changes (objects changed since: drifted); 409 when expired, already applied, not a dry run, or a rule or connector it was made with changed since (named, with who and when)',
     pathParam: runId,
     success: { status: 202, schema: 'Run', location: true },
     errors: [409],
@@ -347,7 +347,7 @@ export const ROUTES: readonly RouteSpec[] = [
     permission: 'runs.approve',
     tag: 'Runs',
     summary:
-      'Approve a run that waits for approval: it applies its plan (objects changed since: drifted); 403 for the Admin who triggered it (four-eyes rule); 409 when it does not await',
+      'Approve a run that waits for approval: it applies its plan (objects changed since: drifted); 403 for the Admin who triggered it (four-eyes rule); 409 when it does not await, or when a rule or connector it was made with changed since (named; the run stays AwaitingApproval)',
     pathParam: runId,
     success: { status: 202, schema: 'Run' },
     errors: [409],

@@ -1,6 +1,7 @@
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
 import { AppError } from '../core/errors';
+import { refuseStaleApproval, refuseStalePlan } from '../plans/binding';
 import { readPlanSettings, hoursAfter } from '../plans/settings';
 import { reasonsText } from '../plans/thresholds';
 import { completeRun, getRun, updateRun, type ApprovalReason, type RunStats, type StoredRun } from '../storage/runs';
@@ -85,6 +86,7 @@ export function isTriggeringCaller(run: Pick<StoredRun, 'actorId' | 'trigger'>, 
 export async function approveRun(runId: string, caller: Caller, raise: RaiseApproval): Promise<StoredRun> {
   const run = await expireIfDue(await mustRun(runId));
   mustAwait(run, 'approved');
+  await refuseStaleApproval(run);
   if (readPlanSettings().requireSecondPerson && isTriggeringCaller(run, caller)) {
     throw new AppError(
       'forbidden',
@@ -141,6 +143,7 @@ export async function applyPlan(planRunId: string, caller: Caller, start: StartR
     throw new AppError('conflict', `The dry run is ${plan.status}: only a completed dry run is a plan that can be applied.`);
   if (plan.appliedBy) throw new AppError('conflict', `The plan was already applied by run ${plan.appliedBy}: a plan is applied once.`);
   if (Date.parse(plan.plan.expiresOn) <= now.getTime()) throw new AppError('conflict', `The plan expired on ${plan.plan.expiresOn}: make a new dry run.`);
+  await refuseStalePlan(plan);
   const run = await triggerRun(
     { connectorId: plan.connectorId, runType: plan.runType, dryRun: false, trigger: { type: 'apply', actorUpn: caller.upn, planRunId } },
     caller,

@@ -658,3 +658,17 @@ export async function newestRunToken(connectorId: string): Promise<string> {
   }
   return '';
 }
+
+/**
+ * The newest runs of a connector with one of `statuses`, newest first, at most `within` of them: one partition
+ * query read only as far as the caller goes.
+ */
+export async function* recentRuns(connectorId: string, statuses: readonly RunStatus[], within: number): AsyncGenerator<StoredRun> {
+  const client = await table(TABLE);
+  const filter = [`PartitionKey eq ${odata(connectorPk(connectorId))}`, RUN_ROWS, `(${statuses.map((s) => `status eq ${odata(s)}`).join(' or ')})`];
+  let seen = 0;
+  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: filter.join(' and ') } })) {
+    yield fromEntity(e);
+    if (++seen >= within) return;
+  }
+}

@@ -3,7 +3,7 @@ import type { AttributeValue } from '../../connectors/sdk';
 import { sameValue, winner, type MeshObject } from '../../mesh/model';
 import { csObjectIdOf, stagedCsObjectId } from '../space/csIds';
 import { isWriteOnlySecret } from '../export/exportPage';
-import { planOneObject, planStagedObject, type PlannedExport } from './oneObjectPlan';
+import { planOneObject, planStagedObject, type OneObjectGuard, type PlannedExport } from './oneObjectPlan';
 import type { JoinDecision } from '../planner';
 import type { SpaceObject } from '../space/spaceObjects';
 
@@ -69,13 +69,14 @@ export function exportView(e: PlannedExport): ExportPreview {
 
 /**
  * What a sync of the object does now (`apply` false: nothing is written) or did (`apply` true: the mesh and the
- * connector space are written, and every target is marked for its next export). A staged add (an object a
+ * connector space are written, and every target is marked for its next export). `guard` sees the plan before
+ * anything is written and may stop the sync by throwing. A staged add (an object a
  * target has not got yet) has no imported values: only its mesh object's export is planned.
  */
-export async function syncSpaceObject(connectorId: string, obj: SpaceObject, apply: boolean): Promise<OneObjectResult> {
+export async function syncSpaceObject(connectorId: string, obj: SpaceObject, apply: boolean, guard?: OneObjectGuard): Promise<OneObjectResult> {
   const info = { runId: `one-${obj.csObjectId}`, connectorId, runType: 'FullSync' as const, dryRun: !apply };
   if (obj.kind === 'staged') {
-    const exports = await planStagedObject(connectorId, obj.staged.meshId, apply);
+    const exports = await planStagedObject(connectorId, obj.staged.meshId, apply, guard);
     return {
       csObjectId: obj.csObjectId,
       meshObjectId: obj.staged.meshId,
@@ -85,7 +86,7 @@ export async function syncSpaceObject(connectorId: string, obj: SpaceObject, app
     };
   }
   // Applied, the object's sync counts as a run of its connector while it goes (lib/sync/space/csCaches.ts).
-  const { plan, mesh, exports } = await planOneObject(info, obj.row, apply).finally(() => csCaches.runEnded(info.runId));
+  const { plan, mesh, exports } = await planOneObject(info, obj.row, apply, guard).finally(() => csCaches.runEnded(info.runId));
   const own = plan.cs.meshId ? mesh.find((m) => m.id === plan.cs.meshId) : undefined;
   return {
     csObjectId: obj.csObjectId,

@@ -32,6 +32,8 @@ export interface PlannedExport {
   values: Record<string, AttributeValue>;
   /** What the target shows now (its last import, then what was exported to it since). */
   shown: Record<string, AttributeValue>;
+  /** A deprovisioning: the target object deleted, or disabled. */
+  deprovisioning?: 'delete' | 'disable';
 }
 
 export interface OneObjectPlan {
@@ -42,13 +44,19 @@ export interface OneObjectPlan {
 }
 
 /**
+ * Looks at a sync's plan before anything of it is written (lib/api/spaceObjectSync.ts: the gate of a
+ * one-object sync); throwing stops the sync with nothing written.
+ */
+export type OneObjectGuard = (planned: Pick<OneObjectPlan, 'mesh' | 'exports'>) => void | Promise<void>;
+
+/**
  * One stored connector-space object through the same steps as a FullSync page ({@link planItems}, then
  * {@link applyItems} when `apply`), and the changes every target's export would make for the mesh objects the
  * plan changes (the export's own planning, {@link exportDocs} as a dry run). Without `apply` nothing is
  * written and no cache of the process changes: the plan runs on a private layer of the join index and a
  * private overlay of the connector-space cache, and the source's cache is not claimed.
  */
-export async function planOneObject(info: RunInfo, row: CsObject, apply: boolean): Promise<OneObjectPlan> {
+export async function planOneObject(info: RunInfo, row: CsObject, apply: boolean, guard?: OneObjectGuard): Promise<OneObjectPlan> {
   const ctx = apply ? await context(info) : await previewContext(info);
   const page = await planItems(ctx, [storedItem(row)]);
   try {
@@ -58,6 +66,7 @@ export async function planOneObject(info: RunInfo, row: CsObject, apply: boolean
     const before = await getMeshObjects([...ids]);
     const mesh = [...ids].map((id) => ({ id, before: before.get(id) ?? null, after: page.ws.has(id) ? page.ws.get(id) : (before.get(id) ?? null) }));
     const exports = await plannedExports(mesh.map((m) => m.after).filter((d): d is MeshObject => !!d));
+    await guard?.({ mesh, exports });
     if (apply) {
       await applyItems(ctx, page);
       for (const id of new Set(exports.map((e) => e.connectorId))) await markExportDirty(id, [...ids]);
@@ -71,9 +80,10 @@ export async function planOneObject(info: RunInfo, row: CsObject, apply: boolean
 }
 
 /** A staged add (a target's object not added yet): the export its mesh object would get from that target now. */
-export async function planStagedObject(connectorId: string, meshId: string, apply: boolean): Promise<PlannedExport[]> {
+export async function planStagedObject(connectorId: string, meshId: string, apply: boolean, guard?: OneObjectGuard): Promise<PlannedExport[]> {
   const docs = [...(await getMeshObjects([meshId])).values()];
   const exports = (await plannedExports(docs)).filter((e) => e.connectorId === connectorId);
+  await guard?.({ mesh: docs.map((d) => ({ id: d.id, before: d, after: d })), exports });
   if (apply) await markExportDirty(connectorId, [meshId]);
   return exports;
 }
@@ -107,7 +117,17 @@ async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
       for (const c of await previewExport(target, rules, mine, config)) {
         const dn = c.change.kind === 'add' ? (connector.plannedDn?.(c.change) ?? null) : (c.prev?.dn ?? null);
         const shown = c.prev && !c.prev.deleted ? { ...c.prev.attributes, ...(c.prev.exported ?? {}) } : {};
-        out.push({ connectorId: target, kind: c.change.kind, meshId: c.doc.id, prev: c.prev, dn, values: withoutWriteOnlySecrets(c.values), shown });
+        const deprovisioning = c.tag === 'delete' || c.tag === 'disable' ? { deprovisioning: c.tag } : {};
+        out.push({
+          connectorId: target,
+          kind: c.change.kind,
+          meshId: c.doc.id,
+          prev: c.prev,
+          dn,
+          values: withoutWriteOnlySecrets(c.values),
+          shown,
+          ...deprovisioning,
+        });
       }
     } finally {
       await connector.close().catch(() => undefined);
