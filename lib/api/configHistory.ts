@@ -160,7 +160,7 @@ export async function restoreVersion(versionId: string, caller: Caller): Promise
     }
     throw err;
   }
-  if (write.targetType === 'connector') {
+  if (write.targetType === 'connector' && write.before) {
     // A restore that loosens a guard rail waits for a second Admin, as the same update would.
     const { reasons, requireSecondPerson } = guardRailReasons(
       (write.before as ConnectorSnapshot | null)?.config ?? null,

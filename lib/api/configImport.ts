@@ -155,8 +155,8 @@ export async function importConfig(
       for (const [path, value] of prepared.secrets) full = setPath(full, path, value);
       finalConnectors.set(targetId, { type: d.type, config: async () => full });
       const change: ImportChange = { targetType: 'connector', targetId, name: d.name, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
-      if (!unchanged) {
-        const { reasons, requireSecondPerson } = guardRailReasons(current?.config ?? null, prepared.config);
+      if (!unchanged && current) {
+        const { reasons, requireSecondPerson } = guardRailReasons(current.config, prepared.config);
         if (reasons.length) {
           change.needsApproval = reasons.map((r) => ({ ...r, connectorId: targetId, connectorName: d.name }));
           secondPerson ||= requireSecondPerson;

@@ -244,7 +244,8 @@ export function guardRailReasons(
 async function saveOrHold(write: PlannedWrite, caller: Caller): Promise<Connector | HeldSave> {
   const before = write.before as ConnectorSnapshot | null;
   const after = write.after as ConnectorSnapshot;
-  const { reasons, requireSecondPerson } = guardRailReasons(before?.config ?? null, after.config);
+  // A new connector holds nothing its guard rails would protect yet: its create applies at once.
+  const { reasons, requireSecondPerson } = before ? guardRailReasons(before.config, after.config) : { reasons: [], requireSecondPerson: false };
   if (reasons.length)
     return {
       held: await holdChange(

@@ -1,5 +1,5 @@
 import { THRESHOLD_OPERATIONS } from '../storage/runs';
-import { thresholdsOf } from './thresholds';
+import { limitOf, thresholdsOf, type Threshold } from './thresholds';
 
 /**
  * The guard rails of a connector's configuration, and the changes that loosen them. Pure.
@@ -8,8 +8,9 @@ import { thresholdsOf } from './thresholds';
  * the deprovisioning grace and action of a target, and the connector's four-eyes rule
  * (`approvals.requireSecondPerson`, the global `Approvals:RequireSecondPerson` when not set). A change loosens
  * one when it lets more through without a second person:
- * - a threshold limit that is removed (a key left out that had a limit, `deletes: {}`), or a count or percent
- *   made larger (a larger limit lets more changes pass before a run waits for approval);
+ * - a threshold whose limit is larger for some size of the connector space (a count or percent made larger or
+ *   removed, `deletes: {}`): a larger limit lets more changes pass before a run waits for approval. A change of
+ *   the pair that is never looser (`{ count: 500, percent: 20 }` to `{ count: 10 }`) is not;
  * - `deprovisioning.graceDays` shortened;
  * - `deprovisioning.action` made harsher (`none` < `disable` < `delete`; absent is `delete`);
  * - four-eyes turned off for the connector.
@@ -49,15 +50,17 @@ function deprovisioningOf(config: Config): { action: string; graceDays: number }
  * when it loosens none.
  */
 export function loosenedGuardRails(before: Config | null, after: Config, globalSecondPerson: boolean): GuardRailReason[] {
+  // A looser threshold has a field made larger or removed: a pair whose fields are all kept or made smaller
+  // is at most as large as before at every base.
   const reasons: GuardRailReason[] = [];
   const b = thresholdsOf(before ?? {});
   const a = thresholdsOf(after);
   for (const op of THRESHOLD_OPERATIONS) {
+    if (!looser(b[op], a[op])) continue;
     for (const field of ['count', 'percent'] as const) {
       const was = b[op]?.[field];
-      if (was === undefined) continue;
       const now = a[op]?.[field];
-      if (now === undefined || now > was) reasons.push({ setting: `thresholds.${op}.${field}`, before: was, after: now ?? null });
+      if (was !== undefined && (now === undefined || now > was)) reasons.push({ setting: `thresholds.${op}.${field}`, before: was, after: now ?? null });
     }
   }
   const db = deprovisioningOf(before ?? {});
@@ -69,6 +72,24 @@ export function loosenedGuardRails(before: Config | null, after: Config, globalS
   const fa = requiresSecondPerson(after, globalSecondPerson);
   if (fb && !fa) reasons.push({ setting: 'approvals.requireSecondPerson', before: true, after: false });
   return reasons;
+}
+
+/**
+ * True when `after` lets more changes through than `before` for some size of the connector space: its limit
+ * (lib/plans/thresholds.ts limitOf, the smaller of count and percent, none without either) is larger at some base.
+ * Both limits are the minimum of a constant and a non-decreasing step function of the base, so comparing them at
+ * the base 0, at every point where one of them changes shape (and next to it) and at a very large base suffices.
+ */
+function looser(before: Threshold | undefined, after: Threshold | undefined): boolean {
+  const bases = new Set<number>([0, 1, 2, 1e12]);
+  for (const t of [before, after])
+    if (t?.count !== undefined && t.percent) for (const d of [-1, 0, 1]) bases.add(Math.max(0, Math.ceil((t.count * 100) / t.percent) + d));
+  for (const n of bases) {
+    const was = limitOf(before, n) ?? Infinity;
+    const now = limitOf(after, n) ?? Infinity;
+    if (now > was) return true;
+  }
+  return false;
 }
 
 /** The reasons as one line, for a detail or an audit record. */

@@ -135,7 +135,7 @@ describe('connector delete', () => {
   });
 
   test('forced within the threshold: deleted at once, its schedule disabled with a note', async () => {
-    // Thresholds that let 3 of 3 deletes through are looser than the default: the create itself waits.
+    // A new connector holds nothing yet: its create applies at once, whatever its thresholds.
     const dir = folder();
     writeCsv(dir, 'people.csv', ['id', 'name'], people(3, 'C'));
     const create = await call('POST', 'connectors', {
@@ -143,15 +143,8 @@ describe('connector delete', () => {
       type: 'custom',
       config: { implementation: 'file', objectType: 'User', settings: { path: dir, anchorColumn: 'id' }, thresholds: { deletes: { count: 50, percent: 100 } } },
     });
-    expect(create.status).toBe(202);
-    expect(create.headers.get('location')).toBe(`/api/config/changes/${create.body.changeId}`);
-    expect(create.body.reasons).toEqual([{ setting: 'thresholds.deletes.percent', before: 20, after: 100 }]);
-    const id = create.body.targetId;
-    expect((await call('GET', `connectors/${id}`)).status).toBe(404);
-    const listed = (await call('GET', 'config/changes?status=AwaitingApproval')).body.items;
-    expect(listed.map((c: Json) => c.changeId)).toContain(create.body.changeId);
-    expect((await call('POST', `config/changes/${create.body.changeId}/approve`, undefined, SECOND_ADMIN)).status).toBe(200);
-    expect((await call('GET', `connectors/${id}`)).body.config.thresholds).toEqual({ deletes: { count: 50, percent: 100 } });
+    expect(create.status).toBe(201);
+    const id = create.body.id;
     await sourceRules(svc, id, 'id', ['name']);
     expect(await runImport(svc, id)).toMatchObject({ status: 'Completed' });
     const weekly = await schedule('weekly contractors', id);
@@ -185,6 +178,16 @@ describe('guard-rail changes need a second Admin', () => {
   });
 
   test('a larger delete threshold is held (202), unchanged until another Admin approves; a smaller one applies at once', async () => {
+    // { count: 10 } alone is never looser than the default { count: 500, percent: 20 }, though the percent goes.
+    const never = await call('PUT', `connectors/${target}`, body({ thresholds: { deletes: { count: 10 } } }));
+    expect(never.status).toBe(200);
+    const back = await call('PUT', `connectors/${target}`, body());
+    expect(back.status).toBe(202);
+    expect(back.body.reasons).toEqual([{ setting: 'thresholds.deletes.count', before: 10, after: 500 }]);
+    expect((await call('POST', `config/changes/${back.body.changeId}/approve`, undefined, SECOND_ADMIN)).status).toBe(200);
+    const listed = (await call('GET', 'config/changes?status=Applied')).body.items;
+    expect(listed.map((c: Json) => c.changeId)).toContain(back.body.changeId);
+
     const versionsBefore = await dumpTable('ConfigVersions');
     const held = await call('PUT', `connectors/${target}`, body({ thresholds: { deletes: { count: 5000, percent: 20 } } }));
     expect(held.status).toBe(202);
