@@ -10,7 +10,7 @@ import { limitOf, thresholdsOf, type Threshold } from './thresholds';
  * one when it lets more through without a second person:
  * - a threshold whose limit is larger for some size of the connector space (a count or percent made larger or
  *   removed, `deletes: {}`): a larger limit lets more changes pass before a run waits for approval. A change of
- *   the pair that is never looser (`{ count: 500, percent: 20 }` to `{ count: 10 }`) is not;
+ *   the pair that is never looser (`{ count: 500, percent: 20 }` to `{ count: 10, percent: 20 }`) is not;
  * - `deprovisioning.graceDays` shortened;
  * - `deprovisioning.action` made harsher (`none` < `disable` < `delete`; absent is `delete`);
  * - four-eyes turned off for the connector.

@@ -178,8 +178,13 @@ describe('guard-rail changes need a second Admin', () => {
   });
 
   test('a larger delete threshold is held (202), unchanged until another Admin approves; a smaller one applies at once', async () => {
-    // { count: 10 } alone is never looser than the default { count: 500, percent: 20 }, though the percent goes.
-    const never = await call('PUT', `connectors/${target}`, body({ thresholds: { deletes: { count: 10 } } }));
+    // { count: 10, percent: 20 } is never looser than the default { count: 500, percent: 20 }; { count: 10 } alone
+    // is, for a connector space under 50 objects (20 % of it is less than 10).
+    const alone = await call('PUT', `connectors/${target}`, body({ thresholds: { deletes: { count: 10 } } }));
+    expect(alone.status).toBe(202);
+    expect(alone.body.reasons).toEqual([{ setting: 'thresholds.deletes.percent', before: 20, after: null }]);
+    await call('POST', `config/changes/${alone.body.changeId}/reject`);
+    const never = await call('PUT', `connectors/${target}`, body({ thresholds: { deletes: { count: 10, percent: 20 } } }));
     expect(never.status).toBe(200);
     const back = await call('PUT', `connectors/${target}`, body());
     expect(back.status).toBe(202);
