@@ -3,7 +3,8 @@ import * as df from 'durable-functions';
 import * as connectors from '../lib/api/connectors';
 import { authorize } from '../lib/auth/authorize';
 import type { Caller } from '../lib/auth/permissions';
-import { apiPath, created, noContent, ok, readJson, routeId } from '../lib/http';
+import { accepted, apiPath, created, noContent, ok, parseQuery, readJson, routeId } from '../lib/http';
+import { CONNECTOR_DELETE_QUERY } from '../lib/api/queries';
 import { CreateConnectorRequest, UpdateConnectorRequest } from '../lib/schemas/connectors';
 import { runOrchestrations } from '../orchestrations/runReconcile';
 
@@ -17,14 +18,21 @@ async function getConnector(request: HttpRequest): Promise<HttpResponseInit> {
 
 async function createConnector(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   const body = await readJson(request, CreateConnectorRequest, { innerErrors: connectors.createRequestInnerErrors });
-  const connector = await connectors.createConnector(body, caller);
-  return created(apiPath(`connectors/${connector.id}`), connector);
+  const saved = await connectors.createConnector(body, caller);
+  if ('held' in saved) return heldAnswer(saved);
+  return created(apiPath(`connectors/${saved.id}`), saved);
+}
+
+/** 202: the save loosens a guard rail (or is a forced delete over its threshold) and waits for a second Admin. */
+function heldAnswer({ held }: connectors.HeldSave): HttpResponseInit {
+  return accepted(apiPath(`config/changes/${held.changeId}`), held);
 }
 
 async function updateConnector(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   const id = routeId(request, 'id', 'Connector');
   const body = await readJson(request, UpdateConnectorRequest, { innerErrors: (b) => connectors.updateRequestInnerErrors(id, b) });
-  return ok(await connectors.updateConnector(id, body, caller));
+  const saved = await connectors.updateConnector(id, body, caller);
+  return 'held' in saved ? heldAnswer(saved) : ok(saved);
 }
 
 /** 200 `{ ok, message, durationMs }` whatever the outcome: a failed test is `ok: false`, not an error status. */
@@ -32,11 +40,17 @@ async function testConnectorConnection(request: HttpRequest, context: Invocation
   return ok(await connectors.testConnector(routeId(request, 'id', 'Connector'), (m) => context.warn(m)));
 }
 
-/** 409 while a run is Running or Queued; a run lock held by a run whose orchestration is over is released first. */
+/**
+ * 409 while a run is Running or Queued (a run lock held by a run whose orchestration is over is released first),
+ * and while it holds objects or a schedule runs it, unless `?force=true`; forced over its threshold: 202.
+ */
 async function deleteConnector(request: HttpRequest, context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   const id = routeId(request, 'id', 'Connector');
-  await connectors.deleteConnectorReleasingStaleLock(id, caller, runOrchestrations(df.getClient(context)), (m) => context.warn(m));
-  return noContent();
+  const q = parseQuery(request, CONNECTOR_DELETE_QUERY);
+  const outcome = await connectors.deleteConnectorReleasingStaleLock(id, caller, runOrchestrations(df.getClient(context)), (m) => context.warn(m), {
+    force: q.force === 'true',
+  });
+  return 'held' in outcome ? heldAnswer(outcome) : noContent();
 }
 
 app.http('listConnectors', { route: 'connectors', methods: ['GET'], handler: authorize('connectors.read', listConnectors) });

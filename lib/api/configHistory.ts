@@ -22,7 +22,8 @@ import { schedulesChanged } from '../schedules/scheduler';
 import { connectorExists, readConnectorRow } from '../storage/connectors';
 import { getRule } from '../storage/rules';
 import { getSchedule } from '../storage/schedules';
-import { checkConnectorLimit, prepareConnectorSave, preparedSnapshot } from './connectors';
+import { holdChange } from './configChanges';
+import { checkConnectorLimit, guardRailReasons, prepareConnectorSave, preparedSnapshot, type HeldSave } from './connectors';
 import { checkRuleAttributes } from './ruleAttributes';
 import { ruleErrors, toRule } from './rules';
 import { scheduleErrors } from './schedules';
@@ -146,7 +147,7 @@ async function plannedRestore(v: StoredVersion, target: Snapshot, now: string): 
  * Restore a version: 200 with the restore's own version. A target that cannot be saved as it was then (a rule
  * of a connector deleted since, a name taken since) is a 400 or 409 saying why, and nothing changes.
  */
-export async function restoreVersion(versionId: string, caller: Caller): Promise<ConfigVersionView> {
+export async function restoreVersion(versionId: string, caller: Caller): Promise<ConfigVersionView | HeldSave> {
   const v = await committedVersion(versionId);
   const target = v.action === 'delete' ? v.before : v.after;
   if (!target) throw conflict('This version left nothing to restore.');
@@ -158,6 +159,17 @@ export async function restoreVersion(versionId: string, caller: Caller): Promise
       throw new AppError(err.code, `The ${v.targetType} cannot be restored as this version left it, nothing was changed: ${err.detail}`, err.extra);
     }
     throw err;
+  }
+  if (write.targetType === 'connector' && write.before) {
+    // A restore that loosens a guard rail waits for a second Admin, as the same update would.
+    const { reasons, requireSecondPerson } = guardRailReasons(
+      (write.before as ConnectorSnapshot | null)?.config ?? null,
+      (write.after as ConnectorSnapshot).config,
+    );
+    if (reasons.length)
+      return {
+        held: await holdChange({ targetType: 'connector', targetId: v.targetId, action: 'restore', reasons, writes: [write], requireSecondPerson }, caller),
+      };
   }
   const applied = await storageWriter.apply(write, caller);
   await recordAudit(caller, 'restore', v.targetType, v.targetId);

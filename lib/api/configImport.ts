@@ -15,7 +15,12 @@ import { listConnectorRecords, type StoredConnector } from '../storage/connector
 import { listRules, type StoredRule } from '../storage/rules';
 import { findActiveRun } from '../storage/runs';
 import { activeScheduleRun, deleteScheduleRuns, listSchedules, type StoredSchedule } from '../storage/schedules';
-import { checkConnectorLimit, finishConnectorDelete, prepareConnectorSave, preparedSnapshot } from './connectors';
+import { exceeded, thresholdsOf } from '../plans/thresholds';
+import { requiresSecondPerson } from '../plans/guardRails';
+import { readPlanSettings } from '../plans/settings';
+import { connectorDeleteImpact } from '../sync/run/cleanup';
+import { holdChange, type ChangeReason, type ConfigChangeView } from './configChanges';
+import { checkConnectorLimit, finishConnectorDelete, guardRailReasons, prepareConnectorSave, preparedSnapshot } from './connectors';
 import { checkRuleAttributesOf } from './ruleAttributes';
 import { ruleErrors, toRule } from './rules';
 import { scheduleErrors } from './schedules';
@@ -42,6 +47,8 @@ export interface ImportChange {
   targetId: string;
   name: string;
   action: ImportAction;
+  /** Why this change waits for a second Admin (it loosens a guard rail, or prunes a connector over its threshold). */
+  needsApproval?: ChangeReason[];
 }
 
 interface Planned {
@@ -100,12 +107,17 @@ export interface ImportOptions {
   log?: (message: string) => void;
 }
 
-export async function importConfig(doc: ConfigDocument, caller: Caller, opts: ImportOptions): Promise<{ changes: ImportChange[]; applied: boolean }> {
+export async function importConfig(
+  doc: ConfigDocument,
+  caller: Caller,
+  opts: ImportOptions,
+): Promise<{ changes: ImportChange[]; applied: boolean; held?: ConfigChangeView }> {
   const now = new Date().toISOString();
   const errors: FieldError[] = duplicateIdErrors(doc);
   const plan: Planned[] = [];
   const deletes: Planned[] = [];
   const [connectors, rules, schedules] = [await listConnectorRecords(), await listRules(), await listSchedules()];
+  let secondPerson = false;
 
   // Connectors.
   const cMatch = match(doc.connectors, connectors, { doc: (d) => d.id, stored: (s) => s.id }, { doc: (d) => d.name, stored: (s) => s.name });
@@ -143,6 +155,13 @@ export async function importConfig(doc: ConfigDocument, caller: Caller, opts: Im
       for (const [path, value] of prepared.secrets) full = setPath(full, path, value);
       finalConnectors.set(targetId, { type: d.type, config: async () => full });
       const change: ImportChange = { targetType: 'connector', targetId, name: d.name, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
+      if (!unchanged && current) {
+        const { reasons, requireSecondPerson } = guardRailReasons(current.config, prepared.config);
+        if (reasons.length) {
+          change.needsApproval = reasons.map((r) => ({ ...r, connectorId: targetId, connectorName: d.name }));
+          secondPerson ||= requireSecondPerson;
+        }
+      }
       plan.push({
         change,
         ...(unchanged
@@ -255,7 +274,15 @@ export async function importConfig(doc: ConfigDocument, caller: Caller, opts: Im
     for (const c of removedConnectors) {
       if (await findActiveRun(c.id))
         errors.push({ path: '/connectors', message: `the connector '${c.name}' that prune would delete has a run Running or Queued; wait for it to finish` });
-      deletes.push(del('connector', c.id, c.name, connectorSnapshot(c)));
+      const planned = del('connector', c.id, c.name, connectorSnapshot(c));
+      // A pruned connector's mesh deletes pass its deletes threshold, as a forced delete's do.
+      const impact = await connectorDeleteImpact(c.id);
+      const over = exceeded({ deletes: thresholdsOf(c.config).deletes }, { deletes: impact.tombstones }, impact.connectorSpaceObjects);
+      if (over.length) {
+        planned.change.needsApproval = over.map((r) => ({ ...r, connectorId: c.id, connectorName: c.name }));
+        secondPerson ||= requiresSecondPerson(c.config, readPlanSettings().requireSecondPerson);
+      }
+      deletes.push(planned);
     }
   }
 
@@ -273,6 +300,12 @@ export async function importConfig(doc: ConfigDocument, caller: Caller, opts: Im
   if (opts.dryRun) return { changes, applied: false };
 
   const writes = [...plan, ...deletes].flatMap((p) => (p.write ? [p.write] : []));
+  const reasons = changes.flatMap((c) => c.needsApproval ?? []);
+  if (reasons.length) {
+    // All or nothing: the whole import waits for a second Admin, and is applied as one on approval.
+    const held = await holdChange({ targetType: 'config', targetId: 'import', action: 'import', reasons, writes, requireSecondPerson: secondPerson }, caller);
+    return { changes, applied: false, held };
+  }
   const log = opts.log ?? (() => undefined);
   let applied;
   try {

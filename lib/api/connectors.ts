@@ -13,10 +13,16 @@ import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '
 import { SECRET_PLACEHOLDER, changedPaths, deletePath, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
 import { getConnectorRecord, listConnectorRecords, listConnectorRows, readConnectorRow, removeConnectorRow, type StoredConnector } from '../storage/connectors';
 import { completeOperation, noteStepDone, recordOperation, type ConnectorCleanupStep, type PendingOperation } from '../storage/operations';
-import { SYNC_CONNECTOR_CLEANUPS } from '../sync/run/cleanup';
 import { listRules } from '../storage/rules';
 import { connectorSnapshot, plainSnapshot, type ConnectorSnapshot } from '../config/snapshots';
-import { storageWriter } from '../config/writer';
+import { storageWriter, type PlannedWrite } from '../config/writer';
+import { loosenedGuardRails, requiresSecondPerson, type GuardRailReason } from '../plans/guardRails';
+import { readPlanSettings } from '../plans/settings';
+import { exceeded, thresholdsOf } from '../plans/thresholds';
+import { schedulesChanged } from '../schedules/scheduler';
+import { listSchedules } from '../storage/schedules';
+import { SYNC_CONNECTOR_CLEANUPS, connectorDeleteImpact } from '../sync/run/cleanup';
+import { holdChange, type ConfigChangeView } from './configChanges';
 import { findActiveRun } from '../storage/runs';
 import { configExpressionErrors } from './expressions';
 import { readLicense } from './license';
@@ -216,19 +222,53 @@ export async function checkConnectorLimit(adding = 1): Promise<void> {
   }
 }
 
-export async function createConnector(input: CreateConnectorRequest, caller: Caller): Promise<Connector> {
+/** A save that was not made: it loosens a guard rail and waits for a second Admin (lib/api/configChanges.ts). */
+export interface HeldSave {
+  held: ConfigChangeView;
+}
+
+/**
+ * The guard rails a connector save loosens (none when the four-eyes rule does not apply to the connector as it
+ * is: then every save applies at once). `before`: the stored configuration, null for a create.
+ */
+export function guardRailReasons(
+  before: Record<string, unknown> | null,
+  after: Record<string, unknown>,
+): { reasons: GuardRailReason[]; requireSecondPerson: boolean } {
+  const global = readPlanSettings().requireSecondPerson;
+  const requireSecondPerson = requiresSecondPerson(before ?? {}, global);
+  return { reasons: requireSecondPerson ? loosenedGuardRails(before, after, global) : [], requireSecondPerson };
+}
+
+/** Apply a connector's save, or hold it for a second Admin when it loosens a guard rail. */
+async function saveOrHold(write: PlannedWrite, caller: Caller): Promise<Connector | HeldSave> {
+  const before = write.before as ConnectorSnapshot | null;
+  const after = write.after as ConnectorSnapshot;
+  // A new connector holds nothing its guard rails would protect yet: its create applies at once.
+  const { reasons, requireSecondPerson } = before ? guardRailReasons(before.config, after.config) : { reasons: [], requireSecondPerson: false };
+  if (reasons.length)
+    return {
+      held: await holdChange(
+        { targetType: 'connector', targetId: write.targetId, action: write.action, reasons, writes: [write], requireSecondPerson },
+        caller,
+      ),
+    };
+  await storageWriter.apply(write, caller);
+  await recordAudit(caller, write.action === 'create' ? 'create' : 'update', 'connector', write.targetId);
+  return getConnector(write.targetId);
+}
+
+export async function createConnector(input: CreateConnectorRequest, caller: Caller): Promise<Connector | HeldSave> {
   prepareConfig(input.type, input.config);
   await checkConnectorLimit();
   const prepared = await prepareConnectorSave(input.type, input.config);
   const id = randomUUID();
   const now = new Date().toISOString();
   const after = preparedSnapshot(id, input.name, input.type, prepared, now, now);
-  await storageWriter.apply({ targetType: 'connector', targetId: id, action: 'create', before: null, after }, caller);
-  await recordAudit(caller, 'create', 'connector', id);
-  return getConnector(id);
+  return saveOrHold({ targetType: 'connector', targetId: id, action: 'create', before: null, after }, caller);
 }
 
-export async function updateConnector(id: string, input: UpdateConnectorRequest, caller: Caller): Promise<Connector> {
+export async function updateConnector(id: string, input: UpdateConnectorRequest, caller: Caller): Promise<Connector | HeldSave> {
   const current = await getConnectorRecord(id);
   if (input.type !== undefined && input.type !== current.type) {
     throw badRequest('The connector type cannot change; create a new connector instead.', [
@@ -238,9 +278,7 @@ export async function updateConnector(id: string, input: UpdateConnectorRequest,
   if (!isConnectorType(current.type)) throw badRequest(`Connectors of type '${current.type}' cannot be updated.`);
   const prepared = await prepareConnectorSave(current.type, input.config, current);
   const after = preparedSnapshot(id, input.name, current.type, prepared, current.createdOn, new Date().toISOString());
-  await storageWriter.apply({ targetType: 'connector', targetId: id, action: 'update', before: connectorSnapshot(current), after }, caller);
-  await recordAudit(caller, 'update', 'connector', id);
-  return getConnector(id);
+  return saveOrHold({ targetType: 'connector', targetId: id, action: 'update', before: connectorSnapshot(current), after }, caller);
 }
 
 /** The answer of `POST /connectors/{id}/test`. */
@@ -279,6 +317,9 @@ export async function testConnector(id: string, log: (message: string) => void =
  * The decrypted configuration of a connector, secrets included: for the sync engine only, never for a
  * response or a log.
  */
+/** What a connector delete answers: done, or held for a second Admin (a forced delete over its threshold). */
+export type DeleteOutcome = { deleted: true } | HeldSave;
+
 /**
  * `DELETE /connectors/{id}`: as {@link deleteConnector}, except that a run lock held by a run whose orchestration
  * is over (ended outside the engine) is released first (the run reconciled, lib/runs/runs.ts), so only a live
@@ -289,34 +330,88 @@ export async function deleteConnectorReleasingStaleLock(
   caller: Caller,
   orchestrations: RunOrchestrations,
   log: (message: string) => void,
-): Promise<void> {
+  opts: { force?: boolean } = {},
+): Promise<DeleteOutcome> {
   try {
-    await deleteConnector(id, caller, log);
+    return await deleteConnector(id, caller, log, opts);
   } catch (err) {
     if (!(err instanceof AppError && err.code === 'conflict') || !(await releaseStaleRunLock(id, orchestrations, log))) throw err;
-    await deleteConnector(id, caller, log);
+    return deleteConnector(id, caller, log, opts);
   }
 }
 
+const plural = (n: number, one: string, many = one + 's') => `${n} ${n === 1 ? one : many}`;
+
 /**
- * Delete a connector: 409 while a run of it is Running or Queued. The delete is recorded as a pending
- * operation and the connector marked `deleting` (a 404 from then on) before any cleanup, so a crash at any
- * point is finished by `resumePendingOperations` at the next start. The cleanup then runs here; when it
- * fails the request still succeeds (the connector is gone for clients) and the start step retries it.
+ * Delete a connector: 409 while a run of it is Running or Queued. A connector that holds connector-space
+ * objects or mesh contributions, or that a schedule runs, is a 409 naming how many objects, how many mesh
+ * objects it would make tombstones and which schedules, unless `force`. Forced, the schedules that run it are
+ * disabled with a note (each a versioned schedule change), and the mesh deletes it causes pass its `deletes`
+ * threshold like a run's (percent of its connector-space objects): over it, the delete is held as a
+ * configuration change awaiting a second Admin's approval, nothing deleted.
+ *
+ * The delete is recorded as a pending operation and the connector marked `deleting` (a 404 from then on) before
+ * any cleanup, so a crash at any point is finished by `resumePendingOperations` at the next start. The cleanup
+ * then runs here; when it fails the request still succeeds (the connector is gone for clients) and the start
+ * step retries it.
  */
-export async function deleteConnector(id: string, caller: Caller, log: (message: string) => void = () => undefined): Promise<void> {
+export async function deleteConnector(
+  id: string,
+  caller: Caller,
+  log: (message: string) => void = () => undefined,
+  opts: { force?: boolean } = {},
+): Promise<DeleteOutcome> {
   const current = await getConnectorRecord(id);
   if (await findActiveRun(id)) throw conflict('A run of this connector is Running or Queued; wait for it to finish before deleting the connector.');
-  const { operation: op } = await storageWriter.apply(
-    { targetType: 'connector', targetId: id, action: 'delete', before: connectorSnapshot(current), after: null },
+  const impact = await connectorDeleteImpact(id);
+  const schedules = (await listSchedules()).filter((s) => s.steps.some((step) => step.connectorIds.includes(id)));
+  const held = impact.connectorSpaceObjects > 0 || impact.meshObjects > 0 || schedules.length > 0;
+  if (held && !opts.force) {
+    const names = schedules.map((s) => s.name);
+    throw new AppError(
+      'conflict',
+      `The connector '${current.name}' holds ${plural(impact.connectorSpaceObjects, 'connector-space object')} joined to ${plural(impact.meshObjects, 'mesh object')}, ` +
+        `of which ${plural(impact.tombstones, 'mesh object')} would lose their last connector and become tombstones; ` +
+        (names.length ? `the schedules ${names.map((n) => `'${n}'`).join(', ')} run it` : 'no schedule runs it') +
+        '. Nothing was deleted. Delete it with ?force=true (the CLI: --force): the schedules are disabled, and deletes over its thresholds wait for a second Admin.',
+      { members: { connectorSpaceObjects: impact.connectorSpaceObjects, meshObjects: impact.meshObjects, tombstones: impact.tombstones, schedules: names } },
+    );
+  }
+  for (const s of schedules) {
+    const after = {
+      ...plainSnapshot(s),
+      isEnabled: false,
+      disabledReason: `Disabled by ${caller.upn ?? caller.name} on ${new Date().toISOString()}: the connector '${current.name}' (${id}) it runs was deleted with force.`,
+      updatedOn: new Date().toISOString(),
+    };
+    await storageWriter.apply({ targetType: 'schedule', targetId: s.scheduleId, action: 'update', before: plainSnapshot(s), after }, caller);
+    await recordAudit(caller, 'update', 'schedule', s.scheduleId, 'success', after.disabledReason);
+  }
+  if (schedules.length) schedulesChanged();
+  const write: PlannedWrite = { targetType: 'connector', targetId: id, action: 'delete', before: connectorSnapshot(current), after: null };
+  const deletes = thresholdsOf(current.config).deletes;
+  const reasons = exceeded({ deletes }, { deletes: impact.tombstones }, impact.connectorSpaceObjects);
+  if (reasons.length) {
+    const requireSecondPerson = requiresSecondPerson(current.config, readPlanSettings().requireSecondPerson);
+    return { held: await holdChange({ targetType: 'connector', targetId: id, action: 'delete', reasons, writes: [write], requireSecondPerson }, caller) };
+  }
+  const { operation: op } = await storageWriter.apply(write, caller);
+  await recordAudit(
     caller,
+    'delete',
+    'connector',
+    id,
+    'success',
+    held
+      ? `Forced: ${impact.connectorSpaceObjects} connector-space objects, ${impact.tombstones} mesh objects deleted, ${schedules.length} schedules disabled.`
+      : undefined,
   );
-  await recordAudit(caller, 'delete', 'connector', id);
   try {
     await finishConnectorDelete(op!);
   } catch (err) {
     log(`Cleanup of deleted connector ${id} did not finish (${(err as Error).name}); it is retried at the next start.`);
   }
+  return { deleted: true };
 }
 
 /** Every step of a connector's deletion, in order: its rules, its engine assignment, then the sync engine's data. */

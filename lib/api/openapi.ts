@@ -123,6 +123,12 @@ function operation(r: RouteSpec, ref: (id: string) => Record<string, unknown>): 
       ? { content: s.text ? { [s.text]: { schema: { type: 'string' } } } : { 'application/json': { schema: s.schema ? ref(s.schema) : { type: 'object' } } } }
       : {}),
   };
+  if (r.held)
+    responses['202'] = {
+      description: 'Accepted: the change loosens a guard rail (or is a forced delete over its threshold) and waits for a second Admin',
+      headers: { Location: { schema: { type: 'string' }, description: 'The held change (/api/config/changes/{changeId}).' } },
+      content: { 'application/json': { schema: ref('ConfigChange') } },
+    };
   for (const status of errorStatuses(r)) responses[String(status)] = { $ref: `#/components/responses/Problem${status}` };
 
   return {

@@ -59,3 +59,13 @@ export const CONFIG_IMPORT_QUERY = {
   dryRun: { kind: 'enum', values: ['true', 'false'] },
   prune: { kind: 'enum', values: ['true', 'false'] },
 } as const satisfies QuerySpec;
+
+/** `DELETE /connectors/{id}?force=`: true deletes a connector that holds objects or that a schedule runs. */
+export const CONNECTOR_DELETE_QUERY = {
+  force: { kind: 'enum', values: ['true', 'false'] },
+} as const satisfies QuerySpec;
+
+/** `GET /config/changes?status=`. */
+export const CONFIG_CHANGES_QUERY = {
+  status: { kind: 'enum', values: ['AwaitingApproval', 'Applied', 'Rejected', 'Expired', 'Failed'] },
+} as const satisfies QuerySpec;

@@ -2,8 +2,10 @@ import type { Permission } from '../auth/permissions';
 import type { QuerySpec } from '../http/request';
 import {
   AUDIT_QUERY,
+  CONFIG_CHANGES_QUERY,
   CONFIG_HISTORY_QUERY,
   CONFIG_IMPORT_QUERY,
+  CONNECTOR_DELETE_QUERY,
   MESH_HISTORY_QUERY,
   MESH_QUERY,
   RULES_QUERY,
@@ -51,6 +53,8 @@ export interface RouteSpec {
   subParam?: { name: string; description: string };
   /** `text`: the media type of a body that is not JSON (the Prometheus exposition). */
   success: { status: 200 | 201 | 202 | 204; schema?: string; location?: boolean; text?: string };
+  /** The route may answer 202 with a `ConfigChange`: the change is held for a second Admin (docs/safety.md). */
+  held?: true;
   /** Statuses particular to the route (409, 503...), besides those `errorStatuses` derives. */
   errors?: number[];
 }
@@ -65,6 +69,7 @@ const scheduleRunId = { name: 'scheduleRunId', kind: 'guid', description: 'The s
 const attributeName = { name: 'name', kind: 'attribute', description: 'The mesh attribute name.' } as const;
 const versionId = { name: 'versionId', kind: 'guid', description: 'The configuration version id.' } as const;
 const csObjectId = { name: 'csObjectId', description: 'The connector-space object id.' } as const;
+const changeId = { name: 'changeId', kind: 'guid', description: 'The configuration change id.' } as const;
 
 export const ROUTES: readonly RouteSpec[] = [
   // Connectors
@@ -94,9 +99,10 @@ export const ROUTES: readonly RouteSpec[] = [
     permission: 'connectors.write',
     rateLimit: 'sensitive',
     tag: 'Connectors',
-    summary: 'Create a connector',
+    summary: 'Create a connector (202 when it loosens a guard rail: held for a second Admin)',
     request: { schema: 'CreateConnectorRequest' },
     success: { status: 201, schema: 'Connector', location: true },
+    held: true,
     errors: [409],
   },
   {
@@ -106,10 +112,11 @@ export const ROUTES: readonly RouteSpec[] = [
     permission: 'connectors.write',
     rateLimit: 'sensitive',
     tag: 'Connectors',
-    summary: 'Update a connector (name and config; the type cannot change)',
+    summary: 'Update a connector (name and config; the type cannot change); 202 when it loosens a guard rail: held for a second Admin',
     pathParam: connectorId,
     request: { schema: 'UpdateConnectorRequest' },
     success: { status: 200, schema: 'Connector' },
+    held: true,
     errors: [409],
   },
   {
@@ -119,9 +126,12 @@ export const ROUTES: readonly RouteSpec[] = [
     permission: 'connectors.write',
     rateLimit: 'sensitive',
     tag: 'Connectors',
-    summary: 'Delete a connector with its rules (409 while a run is Running or Queued)',
+    summary:
+      'Delete a connector with its rules (409 while a run is Running or Queued; 409 with the counts and schedules while it holds objects or a schedule runs it, unless force=true; forced over its deletes threshold: 202, held for a second Admin)',
     pathParam: connectorId,
+    query: CONNECTOR_DELETE_QUERY,
     success: { status: 204 },
+    held: true,
     errors: [409],
   },
   {
@@ -621,6 +631,7 @@ export const ROUTES: readonly RouteSpec[] = [
       "Put the target back as the version left it (a delete's version: as it was before), re-creating a deleted one with its id and its secrets; checked as an update (400/409, nothing changed)",
     pathParam: versionId,
     success: { status: 200, schema: 'ConfigVersion' },
+    held: true,
     errors: [409],
   },
   {
@@ -645,6 +656,52 @@ export const ROUTES: readonly RouteSpec[] = [
     query: CONFIG_IMPORT_QUERY,
     request: { schema: 'ConfigDocument' },
     success: { status: 200, schema: 'ConfigImportResult' },
+    held: true,
+    errors: [409],
+  },
+  {
+    name: 'listConfigChanges',
+    method: 'GET',
+    route: 'config/changes',
+    permission: 'config.write',
+    tag: 'Configuration',
+    summary: 'Configuration changes held for a second Admin (they loosen a guard rail, or are forced deletes over a threshold), newest first',
+    query: CONFIG_CHANGES_QUERY,
+    success: { status: 200, schema: 'ConfigChangeList' },
+  },
+  {
+    name: 'getConfigChange',
+    method: 'GET',
+    route: 'config/changes/{changeId}',
+    permission: 'config.write',
+    tag: 'Configuration',
+    summary: 'One held configuration change, with the writes it makes when approved (secrets as ********)',
+    pathParam: changeId,
+    success: { status: 200, schema: 'ConfigChange' },
+  },
+  {
+    name: 'approveConfigChange',
+    method: 'POST',
+    route: 'config/changes/{changeId}/approve',
+    permission: 'config.write',
+    rateLimit: 'sensitive',
+    tag: 'Configuration',
+    summary:
+      'Apply a held change as it was submitted (403 for its requester under the four-eyes rule; 409 when it is not AwaitingApproval or its target changed since)',
+    pathParam: changeId,
+    success: { status: 200, schema: 'ConfigChange' },
+    errors: [409],
+  },
+  {
+    name: 'rejectConfigChange',
+    method: 'POST',
+    route: 'config/changes/{changeId}/reject',
+    permission: 'config.write',
+    rateLimit: 'sensitive',
+    tag: 'Configuration',
+    summary: 'Reject a held change: nothing is applied (409 when it is not AwaitingApproval)',
+    pathParam: changeId,
+    success: { status: 200, schema: 'ConfigChange' },
     errors: [409],
   },
   // Administration

@@ -29,10 +29,11 @@ export type AuditAction =
   | 'restore'
   | 'apply'
   | 'approve'
-  | 'reject';
+  | 'reject'
+  | 'request';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
 export type SystemActor = `system:${string}` | `schedule:${string}`;
-export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject' | 'meshObject';
+export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject' | 'meshObject' | 'configChange';
 export type AuditOutcome = 'success' | 'failure';
 
 export async function recordAudit(

@@ -36,7 +36,8 @@ export class AppError extends Error {
     readonly code: ErrorCode,
     /** Shown to the caller as `detail`: never put a secret or an internal name here. */
     readonly detail: string,
-    readonly extra: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+    /** `members`: RFC 9457 extension members (counts a client acts on), shown next to `detail`. */
+    readonly extra: { errors?: FieldError[]; headers?: Record<string, string>; members?: Record<string, unknown> } = {},
   ) {
     super(detail);
     this.name = 'AppError';
@@ -57,6 +58,7 @@ export interface ProblemDetails {
   traceId: string;
   code: ErrorCode;
   errors?: FieldError[];
+  [member: string]: unknown;
 }
 
 /** RFC 9457 body for an error. `instance` is the request path; `traceId` correlates with the logs. */
@@ -73,6 +75,7 @@ export function toProblem(err: unknown, instance: string, traceId: string = rand
     traceId,
     code,
   };
+  if (app?.extra.members) for (const [k, v] of Object.entries(app.extra.members)) if (!(k in problem)) problem[k] = v;
   if (app?.extra.errors?.length) problem.errors = app.extra.errors;
   return { problem, headers: { ...(app?.extra.headers ?? {}) } };
 }

@@ -6,6 +6,13 @@ import { schemaErrors, validate } from '../core/validation/ajv';
 /** Largest JSON body the Admin API reads (the runtime refuses larger requests with 413 before they get here). */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
+/**
+ * Deepest nesting of objects and arrays a JSON body may have. Validation, canonical JSON and snapshots walk a
+ * body recursively: a body nested thousands deep would overflow the stack there, so it is refused before it
+ * is parsed. The deepest real body (a configuration document) is under ten levels.
+ */
+export const MAX_JSON_DEPTH = 32;
+
 const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json$/i;
 
 export interface ReadJsonOptions {
@@ -36,6 +43,7 @@ export async function readJson<T extends TSchema>(request: HttpRequest, schema: 
     throw badRequest('A JSON request body is required.', [{ path: '/', message: 'is required' }]);
   }
   checkJsonContentType(request);
+  checkJsonDepth(text);
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -68,6 +76,28 @@ async function readText(request: HttpRequest): Promise<string> {
     return new TextDecoder('utf-8', { fatal: true }).decode(buffer);
   } catch {
     throw new AppError('malformed_json', 'The request body is not valid UTF-8 JSON.');
+  }
+}
+
+/**
+ * 400 when `text` nests objects or arrays deeper than MAX_JSON_DEPTH. One pass over the characters, brackets
+ * inside strings skipped, before JSON.parse: nothing recursive ever sees such a body.
+ */
+export function checkJsonDepth(text: string, max = MAX_JSON_DEPTH): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max)
+        throw badRequest(`The request body nests objects and arrays more than ${max} levels deep; nothing was changed.`, [
+          { path: '/', message: `nests more than ${max} levels deep` },
+        ]);
+    } else if (c === 0x7d || c === 0x5d) depth--;
   }
 }
 

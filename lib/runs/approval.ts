@@ -4,6 +4,8 @@ import { AppError } from '../core/errors';
 import { refuseStaleApproval, refuseStalePlan } from '../plans/binding';
 import { readPlanSettings, hoursAfter } from '../plans/settings';
 import { reasonsText } from '../plans/thresholds';
+import { requiresSecondPerson } from '../plans/guardRails';
+import { readConnectorRow } from '../storage/connectors';
 import { completeRun, getRun, updateRun, type ApprovalReason, type RunStats, type StoredRun } from '../storage/runs';
 import { recordRunFinished, recordRunParked } from '../telemetry/runs';
 import { expireIfDue } from './expiry';
@@ -78,6 +80,12 @@ export function isTriggeringCaller(run: Pick<StoredRun, 'actorId' | 'trigger'>, 
   return run.trigger.type !== 'schedule' && !!upn && !!caller.upn && upn.toLowerCase() === caller.upn.toLowerCase();
 }
 
+/** The four-eyes rule for a connector's runs: its `approvals.requireSecondPerson`, else the global setting. */
+async function connectorRequiresSecondPerson(connectorId: string): Promise<boolean> {
+  const row = await readConnectorRow(connectorId);
+  return requiresSecondPerson(row?.config, readPlanSettings().requireSecondPerson);
+}
+
 /**
  * Approve an AwaitingApproval run (Admin): it goes back to Running and its orchestration applies its plan
  * (objects whose inputs changed since are not touched: `drifted`). Not awaiting: 409; the triggering caller
@@ -87,7 +95,7 @@ export async function approveRun(runId: string, caller: Caller, raise: RaiseAppr
   const run = await expireIfDue(await mustRun(runId));
   mustAwait(run, 'approved');
   await refuseStaleApproval(run);
-  if (readPlanSettings().requireSecondPerson && isTriggeringCaller(run, caller)) {
+  if ((await connectorRequiresSecondPerson(run.connectorId)) && isTriggeringCaller(run, caller)) {
     throw new AppError(
       'forbidden',
       'The four-eyes rule (Approvals__RequireSecondPerson) is on: the Admin who triggered the run cannot approve it; another Admin must.',

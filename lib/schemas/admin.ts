@@ -29,7 +29,7 @@ export const AuditRecord = defineSchema(
         description:
           'create, update, delete, trigger, pause, resume, rename, remove, assign, unassign, cancel, fail, retry, sync, apply, approve, reject, restore.',
       }),
-      targetType: Type.String({ description: 'connector, rule, instance, run, connectorSpaceObject, meshObject.' }),
+      targetType: Type.String({ description: 'connector, rule, instance, run, connectorSpaceObject, meshObject, configChange.' }),
       targetId: Type.String(),
       actorUpn: Nullable(Type.String({ description: 'upn, else preferred_username (tokens); the principal (Negotiate); system for background work.' })),
       actorSid: Nullable(Type.String({ description: 'oid (tokens); the SID (Negotiate) where known.' })),

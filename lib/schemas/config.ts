@@ -83,6 +83,11 @@ export const ConfigImportResult = defineSchema(
             targetId: Type.String(),
             name: Type.String(),
             action: Type.Union(['create', 'update', 'delete', 'unchanged'].map((a) => Type.Literal(a))),
+            needsApproval: Type.Optional(
+              Type.Array(Type.Object({}, { additionalProperties: true }), {
+                description: 'The guard rails this change loosens (or the deletes over its threshold): the import waits for a second Admin (202).',
+              }),
+            ),
           },
           { additionalProperties: false },
         ),
@@ -91,5 +96,62 @@ export const ConfigImportResult = defineSchema(
       applied: Type.Boolean({ description: 'False for a dry run.' }),
     },
     { $id: 'ConfigImportResult', additionalProperties: false },
+  ),
+);
+
+/** A guard-rail reason (`setting`, `before`, `after`) or a threshold reason (`operation`, `count`, `limit`). */
+const ChangeReason = Type.Object(
+  {
+    setting: Type.Optional(Type.String({ description: 'The loosened setting, as a path in the connector config (thresholds.deletes.count).' })),
+    before: Type.Optional(Type.Unknown({ description: 'Its effective value before (null: not set).' })),
+    after: Type.Optional(Type.Unknown({ description: 'Its value after the change (null: not set).' })),
+    operation: Type.Optional(Type.String({ description: 'A forced delete over its threshold: deletes.' })),
+    count: Type.Optional(Type.Integer()),
+    limit: Type.Optional(Type.Integer()),
+    connectorId: Type.Optional(Type.String()),
+    connectorName: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
+export const ConfigChange = defineSchema(
+  Type.Object(
+    {
+      changeId: Guid(),
+      status: Type.Union(['AwaitingApproval', 'Applied', 'Rejected', 'Expired', 'Failed'].map((s) => Type.Literal(s))),
+      targetType: Type.String({ description: 'connector, rule, schedule, or config (an import).' }),
+      targetId: Type.String({ description: 'The target id; `import` for an import.' }),
+      action: Type.String({ description: 'create, update, delete, restore or import.' }),
+      reasons: Type.Array(ChangeReason),
+      requestedBy: Nullable(Type.String()),
+      requestedOn: Timestamp(),
+      expiresOn: Timestamp({ description: 'Approvals__ExpireHours after the request; then Expired, nothing applied.' }),
+      decidedBy: Nullable(Type.String()),
+      decidedOn: Nullable(Timestamp()),
+      error: Nullable(Type.String({ description: 'Why it was not applied (rejected, expired, the target changed since).' })),
+      changes: Type.Optional(
+        Type.Array(
+          Type.Object(
+            {
+              targetType: Type.String(),
+              targetId: Type.String(),
+              action: Type.String(),
+              before: Snapshot('As before.'),
+              after: Snapshot('As the change leaves it.'),
+            },
+            { additionalProperties: false },
+          ),
+          { description: 'The writes it makes when approved (secrets as `********`); in the detail, not the list.' },
+        ),
+      ),
+    },
+    { $id: 'ConfigChange', additionalProperties: false },
+  ),
+);
+
+export const ConfigChangeList = defineSchema(
+  Type.Object(
+    { items: Type.Array(Type.Ref('ConfigChange')), totalCount: Type.Integer({ minimum: 0 }) },
+    { $id: 'ConfigChangeList', additionalProperties: false },
   ),
 );

@@ -53,6 +53,9 @@ export const ScheduleSchema = defineSchema(
       isEnabled: Type.Boolean(),
       steps: Type.Array(Type.Object({ runType: RunTypeSchema, connectorIds: Type.Array(Guid()) }, { additionalProperties: false })),
       stopOnFailure: Type.Boolean(),
+      disabledReason: Type.Optional(
+        Type.String({ description: 'Why the service disabled the schedule (a forced delete of a connector it runs); gone once the schedule is saved again.' }),
+      ),
       nextRunOn: Nullable(Timestamp({ description: 'The next tick; null while disabled.' })),
       lastRun: Nullable(
         Type.Object(

@@ -57,6 +57,8 @@ export interface Schedule {
   isEnabled: boolean;
   steps: ScheduleStep[];
   stopOnFailure: boolean;
+  /** Why the service disabled it (a forced delete of a connector it runs); cleared by the next save of it. */
+  disabledReason?: string;
   createdOn: string;
   updatedOn: string;
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { EXIT } from '../exitCodes';
 import { col } from '../output';
+import { EXIT } from '../exitCodes';
 import { action, paged, readJsonFile } from './context';
 
 export const CONNECTOR_COLUMNS = [col('ID', 'id'), col('NAME', 'name'), col('TYPE', 'type'), col('STATUS', 'status'), col('LAST SYNC', 'lastSync')];
@@ -41,8 +41,24 @@ export function registerConnectors(program: Command): void {
     .requiredOption('-f, --file <file>', 'the JSON document')
     .action(action(async (ctx, id) => ctx.print(await ctx.api.put(`connectors/${id}`, readJsonFile(ctx.opts.file)))));
   c.command('delete <id>')
-    .description('Delete a connector and its rules')
-    .action(action(async (ctx, id) => void (await ctx.api.delete(`connectors/${id}`))));
+    .description(
+      'Delete a connector and its rules. One that holds objects or that a schedule runs is refused (the counts are shown) unless --force; forced deletes over its thresholds wait for a second Admin',
+    )
+    .option('--force', 'delete even when it holds objects or a schedule runs it: the schedules are disabled, its mesh objects left with no connector deleted')
+    .action(
+      action(async (ctx, id) => {
+        const held = await ctx.api.call<{ changeId?: string; status?: string } | undefined>(
+          'DELETE',
+          `connectors/${id}`,
+          undefined,
+          ctx.opts.force ? { force: true } : undefined,
+        );
+        if (!held?.changeId) return undefined;
+        // 202: over its deletes threshold, the delete waits for a second Admin (POST /config/changes/{id}/approve).
+        ctx.print(held);
+        return EXIT.awaitingApproval;
+      }),
+    );
   c.command('test <id>')
     .description('Test the connection of a stored connector (exit code 9 when the test fails)')
     .action(

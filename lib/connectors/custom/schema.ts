@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, Thresholds, Deprovisioning, FullSyncOnRuleChange } from '../../core/validation/schemas';
+import { Dictionary, DeletionThreshold, ConnectorApprovals, Thresholds, Deprovisioning, FullSyncOnRuleChange } from '../../core/validation/schemas';
 
 /**
  * Configuration of a custom connector (type `custom`): `implementation` names a connector registered in
@@ -26,6 +26,7 @@ export const CustomConfigSchema = Type.Object(
     provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
     deletionThreshold: Type.Optional(DeletionThreshold()),
     thresholds: Type.Optional(Thresholds()),
+    approvals: Type.Optional(ConnectorApprovals()),
     deprovisioning: Type.Optional(Deprovisioning()),
     fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
   },

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, Thresholds, Deprovisioning, FullSyncOnRuleChange } from '../../core/validation/schemas';
+import { Dictionary, DeletionThreshold, ConnectorApprovals, Thresholds, Deprovisioning, FullSyncOnRuleChange } from '../../core/validation/schemas';
 import type { FieldError } from '../../core/errors';
 
 /**
@@ -68,6 +68,7 @@ export const SqlConfigSchema = Type.Object(
     provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
     deletionThreshold: Type.Optional(DeletionThreshold()),
     thresholds: Type.Optional(Thresholds()),
+    approvals: Type.Optional(ConnectorApprovals()),
     deprovisioning: Type.Optional(Deprovisioning()),
     fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
   },

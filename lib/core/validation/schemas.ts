@@ -39,6 +39,12 @@ export const ProblemDetailsSchema = Type.Object(
     errors: Type.Optional(
       Type.Array(Type.Object({ path: Type.String({ description: 'JSON pointer of the field, or the query parameter name.' }), message: Type.String() })),
     ),
+    connectorSpaceObjects: Type.Optional(Type.Integer({ description: 'A connector delete refused (409): the objects its connector space holds.' })),
+    meshObjects: Type.Optional(Type.Integer({ description: 'A connector delete refused (409): the mesh objects it contributes to.' })),
+    tombstones: Type.Optional(
+      Type.Integer({ description: 'A connector delete refused (409): the mesh objects it is the last contributor of (deleted with it).' }),
+    ),
+    schedules: Type.Optional(Type.Array(Type.String(), { description: 'A connector delete refused (409): the names of the schedules that run it.' })),
   },
   { $id: 'ProblemDetails', additionalProperties: false },
 );
@@ -101,6 +107,24 @@ export const Thresholds = () =>
       description:
         'Per operation { count, percent } (percent of the connector space); a run over one waits for approval. blanks: updates that empty an attribute that had a value. Default { deletes: { count: 500, percent: 20 } }.',
     },
+  );
+
+/**
+ * A connector's own four-eyes rule (docs/safety.md): `requireSecondPerson` overrides the global
+ * `Approvals:RequireSecondPerson` for its runs' approvals and for changes to its guard rails. Turning it off is
+ * itself a guard-rail change (a second Admin approves it while it is on).
+ */
+export const ConnectorApprovals = () =>
+  Type.Object(
+    {
+      requireSecondPerson: Type.Optional(
+        Type.Boolean({
+          description:
+            "true: a run of this connector that waits for approval, and a change that loosens its guard rails, need another Admin than who asked; false: not (itself a change that needs a second Admin). Absent: the service's Approvals__RequireSecondPerson.",
+        }),
+      ),
+    },
+    { additionalProperties: false },
   );
 
 /**

@@ -1,4 +1,5 @@
 import type { ConnectorCleanupStep } from '../../storage/operations';
+import { getMeshObjects } from '../../mesh/store';
 import { deleteConnectorSpace, loadCsSummaries } from '../space/connectorSpace';
 import { deleteCsObjectIds } from '../space/csIds';
 import { deleteConnectorStagedAdds } from '../export/stagedAdds';
@@ -38,4 +39,38 @@ export async function withdrawConnector(connectorId: string): Promise<void> {
   }
   csCaches.runEnded(info.runId);
   csCaches.delete(connectorId);
+}
+
+/** What deleting a connector would do to the mesh (see {@link connectorDeleteImpact}). */
+export interface ConnectorDeleteImpact {
+  /** Its connector-space objects (not deleted). */
+  connectorSpaceObjects: number;
+  /** The mesh objects its objects are joined to. */
+  meshObjects: number;
+  /** Those it is the last connector of (others only provisioned into): the delete makes them tombstones. */
+  tombstones: number;
+}
+
+/**
+ * Count what {@link withdrawConnector} would do, without doing it: the same object deletion rule as a
+ * connector-space delete (lib/sync/planner.ts planDelete), read from the summaries and the joined mesh objects.
+ */
+export async function connectorDeleteImpact(connectorId: string): Promise<ConnectorDeleteImpact> {
+  const summaries = await loadCsSummaries(connectorId);
+  let connectorSpaceObjects = 0;
+  const meshIds: string[] = [];
+  for (const [, s] of summaries) {
+    if (s.deleted) continue;
+    connectorSpaceObjects++;
+    if (s.meshId) meshIds.push(s.meshId);
+  }
+  let tombstones = 0;
+  for (let i = 0; i < meshIds.length; i += DEFAULT_PAGE_SIZE) {
+    const docs = await getMeshObjects(meshIds.slice(i, i + DEFAULT_PAGE_SIZE));
+    for (const doc of docs.values()) {
+      const provisioned = (doc.provisioned ?? []).filter((c) => c !== connectorId);
+      if (Object.keys(doc.links).every((c) => c === connectorId || provisioned.includes(c))) tombstones++;
+    }
+  }
+  return { connectorSpaceObjects, meshObjects: meshIds.length, tombstones };
 }

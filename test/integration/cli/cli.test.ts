@@ -347,7 +347,7 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
       'update',
       connectorId,
       '-f',
-      file('limited.json', { name: current.name, config: { ...current.config, thresholds: { deletes: { count: 10 } } } }),
+      file('limited.json', { name: current.name, config: { ...current.config, thresholds: { deletes: { count: 10, percent: 20 } } } }),
     ]);
     expect(limited.code).toBe(0);
     await f.exec("DELETE FROM people WHERE employee_id <= 'E00050'");

@@ -313,8 +313,15 @@ describe('runs: threshold, dry run, per-object errors, API answers', () => {
   });
 
   test('deleting a connector withdraws its contributions from the mesh', async () => {
-    const del = await rt.call('DELETE', `connectors/${c}`);
-    expect(del.status).toBe(204);
+    // It holds objects: a 409 unless forced; forced, its mesh deletes are over its threshold and wait for a
+    // second Admin, whose approval makes the delete.
+    expect((await rt.call('DELETE', `connectors/${c}`)).status).toBe(409);
+    const held = await rt.call('DELETE', `connectors/${c}?force=true`);
+    expect(held.status).toBe(202);
+    const second = { oid: 'b0000000-0000-4000-8000-0000000000b2', upn: 'second.admin@example.test' };
+    const del = await rt.call('POST', `config/changes/${held.body.changeId}/approve`, { as: second });
+    expect(del.status).toBe(200);
+    expect((await rt.call('GET', `connectors/${c}`)).status).toBe(404);
     const mesh = await meshByAnchor();
     expect([...mesh.keys()].filter((k) => /^P\d/.test(k))).toEqual([]);
   });
@@ -384,9 +391,11 @@ describe('export: deprovisioning stops at the deletion threshold', () => {
     expect(planned.body).toMatchObject({ totalCount: 4 });
     expect(planned.body.items.every((i: { target: string; outcome: string }) => i.target === 'connector' && i.outcome === 'planned')).toBe(true);
     expect((await rt.call('POST', `runs/${stopped.runId}/reject`)).body).toMatchObject({ status: 'Rejected' });
-    // The connector's own threshold, raised.
+    // The connector's own threshold, raised: a looser guard rail, applied once a second Admin approves it.
     const put = await rt.call('PUT', `connectors/${target}`, { body: { name: 'Contractor directory', config: targetConfig({ objects: 500, percent: 50 }) } });
-    expect(put.status).toBe(200);
+    expect(put.status).toBe(202);
+    const second = { oid: 'b0000000-0000-4000-8000-0000000000b2', upn: 'second.admin@example.test' };
+    expect((await rt.call('POST', `config/changes/${put.body.changeId}/approve`, { as: second })).status).toBe(200);
     expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
     expect(dataRows()).toBe(6);
   });
