@@ -380,7 +380,10 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
       });
       expect(typo.status).toBe(400);
       expect(typo.body.errors).toEqual([
-        { path: '/sourceAttribute', message: "'employeid' is not an attribute of the directory's schema (active_directory connector) (did you mean 'employeeID'?)" },
+        {
+          path: '/sourceAttribute',
+          message: "'employeid' is not an attribute of the directory's schema (active_directory connector) (did you mean 'employeeID'?)",
+        },
       ]);
     } finally {
       await svc.dispose();

@@ -55,7 +55,14 @@ describe('a directory rule is stored in the schema spelling; an unknown attribut
     expect(() => canonicalizeRule(rule({ sourceAttribute: 'employeId', targetAttribute: 'e' }), names, 'active_directory')).toThrow(
       expect.objectContaining({
         status: 400,
-        extra: { errors: [{ path: '/sourceAttribute', message: "'employeId' is not an attribute of the directory's schema (active_directory connector) (did you mean 'employeeID'?)" }] },
+        extra: {
+          errors: [
+            {
+              path: '/sourceAttribute',
+              message: "'employeId' is not an attribute of the directory's schema (active_directory connector) (did you mean 'employeeID'?)",
+            },
+          ],
+        },
       }),
     );
   });
