@@ -375,7 +375,7 @@ export class CsvParser {
           if (i + 1 >= buf.length) return this.done(buf, fields, p, buf.length, lines + 1, key);
           if (buf[i + 1] === LF) return this.done(buf, fields, p, i + 2, lines + 1, key);
         }
-        return this.skipBadRecord(buf, p, eof, `Unexpected text after a closing quote (line ${this.line + lines}).`, lines);
+        return this.skipBadRecord(buf, p, eof, afterClosingQuote(this.line, this.line + lines), lines);
       }
       let k = i;
       while (k < buf.length) {
@@ -415,6 +415,19 @@ export class CsvParser {
     const fields = this.decode(buf, p, contentEnd).split(this.delimChar);
     return this.record(buf, p, next, linesBefore + 1, fields, undefined, -1, -1, error);
   }
+}
+
+/**
+ * The error of a record whose closing quote is followed by text. When the quoted field ran over several lines,
+ * those lines were taken as one field (usually a quote never closed on the first of them, closed by a stray
+ * quote far below): the message says which lines were not read as rows.
+ */
+function afterClosingQuote(start: number, end: number): string {
+  if (end === start) return `Unexpected text after a closing quote (line ${end}).`;
+  return (
+    `Unexpected text after a closing quote (line ${end}): the quoted field opened on line ${start} runs over ${end - start + 1} lines, ` +
+    `so lines ${start}-${end} were not read as rows (a quote not closed on line ${start}?).`
+  );
 }
 
 /** Stream records from chunks of bytes, one array per chunk (a promise per chunk, not per row). */

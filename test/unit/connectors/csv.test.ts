@@ -98,6 +98,16 @@ describe('CSV reader', () => {
     ]);
   });
 
+  test('a quote closed by a stray quote lines below: the error names every line not read as a row', () => {
+    const rows = Array.from({ length: 5 }, (_, i) => `${i + 3},ok${i}`).join('\n');
+    const recs = parseCsv(`a,b\n1,fine\n2,"never closed\n${rows}\n8,"oops" here\n9,after\n`);
+    expect(recs[2].line).toBe(3);
+    expect(recs[2].error).toBe(
+      'Unexpected text after a closing quote (line 9): the quoted field opened on line 3 runs over 7 lines, so lines 3-9 were not read as rows (a quote not closed on line 3?).',
+    );
+    expect(recs[3]).toMatchObject({ fields: ['9', 'after'], line: 10 });
+  });
+
   test('a record longer than maxRecordBytes is reported, not buffered forever', () => {
     const long = 'a,b\n1,"' + 'x'.repeat(5000) + '\n2,ok\n';
     const recs = inPieces(Buffer.from(long + 'y'.repeat(5000)), 512, { maxRecordBytes: 1024 });
