@@ -107,12 +107,15 @@ const BOB = { oid: 'b0000000-0000-4000-8000-0000000000b0', upn: 'bob@example.tes
       ['sn', 'sn'],
       ['title', 'title'],
     ]);
-    // HR: more than 3 updates wait for approval; deletes up to 10.
+    // HR: more than 3 updates wait for approval; deletes up to 10 (looser than the default for 6 people: a
+    // guard-rail change another Admin approves, docs/safety.md).
     const current = (await rt.call('GET', `connectors/${hr}`)).body;
     const put = await rt.call('PUT', `connectors/${hr}`, {
       body: { name: 'HR', config: { ...current.config, thresholds: { updates: { count: 3 }, deletes: { count: 10, percent: 100 } } } },
     });
-    expect(put.status).toBe(200);
+    expect(put.status).toBe(202);
+    const second = { oid: 'b0000000-0000-4000-8000-0000000000b2', upn: 'second.admin@example.test' };
+    expect((await rt.call('POST', `config/changes/${put.body.changeId}/approve`, { as: second })).status).toBe(200);
     const hrRules = (await rt.call('GET', `rules?connectorId=${hr}`)).body.items as Json[];
     hrTitle = hrRules.find((r) => r.targetAttribute === 'title').ruleId;
     await putRule(hrTitle, { ...(await ruleFields(hrTitle)), ruleName: 'HR title' });
