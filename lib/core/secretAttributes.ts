@@ -148,11 +148,17 @@ export function secretAttributes(): SecretAttributes {
 export const isSecretAttribute = (name: string): boolean => secretAttributes().test(name);
 
 /**
- * Write-only secrets (Active Directory's unicodePwd), a part of the list above: the target never shows them,
- * so the export never compares them with what it shows and never records them as exported.
+ * Write-only secrets, a part of the list above: the password attributes a directory never hands back (the
+ * directory connector never imports them: a hash, or nothing). The export never compares them with what the
+ * target shows and never records them as exported (so a confirming import does not wait for them): an outbound
+ * flow to one is sent with an add, and with an update only when the target's configuration says passwordOnUpdate.
  */
-const WRITE_ONLY_SECRETS = new Set(['unicodepwd']);
-export const isWriteOnlySecret = (name: string): boolean => WRITE_ONLY_SECRETS.has(name.toLowerCase());
+export const WRITE_ONLY_SECRET_ATTRIBUTES: readonly string[] = ['userPassword', 'unicodePwd', 'dBCSPwd', 'ntPwdHistory', 'lmPwdHistory', 'supplementalCredentials'];
+const WRITE_ONLY = new Set(WRITE_ONLY_SECRET_ATTRIBUTES.map((a) => a.toLowerCase()));
+export const isWriteOnlySecret = (name: string): boolean => {
+  const semi = name.indexOf(';');
+  return WRITE_ONLY.has((semi >= 0 ? name.slice(0, semi) : name).toLowerCase());
+};
 
 /**
  * The 400 for a search, filter or sort that names secret attributes (`found`: each name with where the request

@@ -2,7 +2,7 @@ import { csCaches } from './runContext';
 import type { AttributeValue } from '../../connectors/sdk';
 import { sameValue, winner, type MeshObject } from '../../mesh/model';
 import { csObjectIdOf, stagedCsObjectId } from '../space/csIds';
-import { isWriteOnlySecret, shownValue } from '../../core/secretAttributes';
+import { shownValue } from '../../core/secretAttributes';
 import { planOneObject, planStagedObject, type PlannedExport } from './oneObjectPlan';
 import type { JoinDecision } from '../planner';
 import type { SpaceObject } from '../space/spaceObjects';
@@ -39,15 +39,11 @@ export interface OneObjectResult {
 
 const OPERATIONS = { add: 'Add', update: 'Update', delete: 'Delete', rename: 'Rename' } as const;
 
-/**
- * Attribute-level changes of one mesh object: write-only secrets left out (the target never shows them), other
- * secret attributes listed with their values masked (lib/core/secretAttributes.ts).
- */
+/** Attribute-level changes of one mesh object, secret attributes listed with their values masked (lib/core/secretAttributes.ts). */
 export function meshChanges(before: MeshObject | null, after: MeshObject | null): MeshChange[] {
   const names = [...new Set([...Object.keys(before?.attributes ?? {}), ...Object.keys(after?.attributes ?? {})])].sort();
   const out: MeshChange[] = [];
   for (const name of names) {
-    if (isWriteOnlySecret(name)) continue;
     const old = before?.attributes[name]?.value ?? null;
     const now = after?.attributes[name]?.value ?? null;
     if (sameValue(old, now)) continue;

@@ -8,7 +8,7 @@ import { readConnectorRow } from '../../storage/connectors';
 import { listRules } from '../../storage/rules';
 import { loadCsSummaries } from '../space/connectorSpace';
 import { CsCache } from '../space/csCache';
-import { withoutWriteOnlySecrets, previewExport } from '../export/exportPage';
+import { previewExport } from '../export/exportPage';
 import { exportTargets } from '../import/importTargets';
 import type { CsObject } from '../model';
 import { planItems, applyItems, storedItem } from '../import/pages';
@@ -107,7 +107,7 @@ async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
       for (const c of await previewExport(target, rules, mine, config)) {
         const dn = c.change.kind === 'add' ? (connector.plannedDn?.(c.change) ?? null) : (c.prev?.dn ?? null);
         const shown = c.prev && !c.prev.deleted ? { ...c.prev.attributes, ...(c.prev.exported ?? {}) } : {};
-        out.push({ connectorId: target, kind: c.change.kind, meshId: c.doc.id, prev: c.prev, dn, values: withoutWriteOnlySecrets(c.values), shown });
+        out.push({ connectorId: target, kind: c.change.kind, meshId: c.doc.id, prev: c.prev, dn, values: c.values, shown });
       }
     } finally {
       await connector.close().catch(() => undefined);
