@@ -153,7 +153,14 @@ export const isSecretAttribute = (name: string): boolean => secretAttributes().t
  * target shows and never records them as exported (so a confirming import does not wait for them): an outbound
  * flow to one is sent with an add, and with an update only when the target's configuration says passwordOnUpdate.
  */
-export const WRITE_ONLY_SECRET_ATTRIBUTES: readonly string[] = ['userPassword', 'unicodePwd', 'dBCSPwd', 'ntPwdHistory', 'lmPwdHistory', 'supplementalCredentials'];
+export const WRITE_ONLY_SECRET_ATTRIBUTES: readonly string[] = [
+  'userPassword',
+  'unicodePwd',
+  'dBCSPwd',
+  'ntPwdHistory',
+  'lmPwdHistory',
+  'supplementalCredentials',
+];
 const WRITE_ONLY = new Set(WRITE_ONLY_SECRET_ATTRIBUTES.map((a) => a.toLowerCase()));
 export const isWriteOnlySecret = (name: string): boolean => {
   const semi = name.indexOf(';');

@@ -84,7 +84,8 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       passwordOnUpdate: Type.Optional(
         Type.Boolean({
           default: false,
-          description: 'An outbound flow to a password the directory never shows (unicodePwd, userPassword) is written when the object is created; true: also with every update of the object.',
+          description:
+            'An outbound flow to a password the directory never shows (unicodePwd, userPassword) is written when the object is created; true: also with every update of the object.',
         }),
       ),
       memberRangeSize: Type.Optional(

@@ -32,9 +32,9 @@ export async function testDirectorySession(
 /**
  * On Active Directory, the `usn` strategy (`deltaStrategy` usn, or auto, which picks it there) reads deletes from
  * the tombstones in CN=Deleted Objects: an account that cannot list them would miss every delete without an
- * error, so it is refused, naming the right it lacks. Likewise `dirsync` on a Samba DC for an account that is
- * not an administrator (Samba's DirSync returns deletes to administrators only); `auto` picks `timestamp` for
- * it there. Other directories and strategies: nothing to check.
+ * error, so it is refused, naming the right it lacks. Likewise `dirsync` on a Samba DC for an account that holds
+ * Replicating Directory Changes but is not an administrator (Samba's DirSync returns deletes to administrators
+ * only); `auto`, which would pick `dirsync` for it, picks `timestamp` there. Other directories and strategies: nothing to check.
  */
 async function deltaRights(session: DirectorySession, config: Pick<DirectoryConfig, 'bindDN' | 'baseDN' | 'deltaStrategy'>): Promise<string> {
   const strategy = config.deltaStrategy ?? 'auto';
@@ -52,7 +52,7 @@ async function deltaRights(session: DirectorySession, config: Pick<DirectoryConf
   if (!nc) return '';
   const rights = await adRights(session, config.bindDN, nc);
   // Samba's DirSync shows no deletes to a non-administrator: refused (dirsync), or not picked (auto).
-  const missesDeletes = await dirSyncMissesDeletes(session, config.bindDN, nc, rights);
+  const missesDeletes = rights.replicatingDirectoryChanges ? await dirSyncMissesDeletes(session, config.bindDN, nc, rights) : undefined;
   if (strategy === 'dirsync') {
     if (missesDeletes) throw new ConnectorError('configuration_invalid', missesDeletes);
     if (rights.replicatingDirectoryChanges) return '; it holds Replicating Directory Changes (dirsync delta)';
@@ -62,7 +62,7 @@ async function deltaRights(session: DirectorySession, config: Pick<DirectoryConf
     );
   }
   if (strategy === 'auto' && !rights.seesDeletedObjects && missesDeletes)
-    return '; it cannot list deleted objects and Samba\'s DirSync shows deletes to administrators only (auto: timestamp delta, deletes found by the full anchor-set comparison every 10th delta)';
+    return "; it cannot list deleted objects and Samba's DirSync shows deletes to administrators only (auto: timestamp delta, deletes found by the full anchor-set comparison every 10th delta)";
   if (strategy === 'auto' && !rights.seesDeletedObjects && rights.replicatingDirectoryChanges)
     return '; it cannot list deleted objects but holds Replicating Directory Changes (auto: dirsync delta)';
   if (!rights.seesDeletedObjects) {

@@ -28,7 +28,9 @@ const PEOPLE = [
   { id: 'P002', given: 'Alan', sn: 'Turing', department: 'Engineering', password: 'Init-P002-Rw3#mb', pin: 'pin-5309-wv' },
   { id: 'P003', given: 'Grace', sn: 'Hopper', department: 'Engineering', password: 'Init-P003-Tz9$pl', pin: 'pin-2718-xs' },
 ];
-const SECRETS = () => PEOPLE.flatMap((p) => [p.password, p.pin]);
+/** What a disable writes to a leaver's password (a deprovisioning secret of the directory's configuration). */
+const SCRAMBLE = 'Scrambled-Zq8&ew4Lp';
+const SECRETS = () => [...PEOPLE.flatMap((p) => [p.password, p.pin]), SCRAMBLE];
 
 (serverAvailable('slapd') && serverAvailable('postgres') ? describe : describe.skip)(
   'secret attributes masked everywhere (PostgreSQL HR, slapd target, Mesh__SecretAttributes=pin)',
@@ -63,8 +65,7 @@ const SECRETS = () => PEOPLE.flatMap((p) => [p.password, p.pin]);
         db,
         'CREATE TABLE staff (employee_id varchar(20) PRIMARY KEY, given_name text, sn text, department text, initial_password text, pin text)',
       );
-      for (const p of PEOPLE)
-        await server.exec(db, 'INSERT INTO staff VALUES (?, ?, ?, ?, ?, ?)', [p.id, p.given, p.sn, p.department, p.password, p.pin]);
+      for (const p of PEOPLE) await server.exec(db, 'INSERT INTO staff VALUES (?, ?, ?, ?, ?, ?)', [p.id, p.given, p.sn, p.department, p.password, p.pin]);
       rt = await startService({ env: { Mesh__SecretAttributes: 'pin, *Ssn' } });
       f = await new SlapdFixture(slapd).init();
       const res = await rt.call('POST', 'connectors', {
@@ -80,6 +81,8 @@ const SECRETS = () => PEOPLE.flatMap((p) => [p.password, p.pin]);
             password: pg.password,
             anchorColumn: 'employee_id',
             fullImportQuery: 'SELECT employee_id, given_name, sn, department, initial_password, pin FROM staff',
+            // A leaver of three is a third of the source: no delete threshold here (the gate is not what is tested).
+            thresholds: { deletes: {} },
           },
         },
       });
@@ -95,7 +98,11 @@ const SECRETS = () => PEOPLE.flatMap((p) => [p.password, p.pin]);
       ])
         await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: source, targetAttribute: target, confidence: 50 });
       // passwordOnUpdate: a changed password goes with the object's next update too.
-      dir = await ldapConnector(rt, 'Directory', f.config({ passwordOnUpdate: true }));
+      // A leaver is disabled: its password scrambled (a secret of the configuration) and a description set.
+      dir = await ldapConnector(rt, 'Directory', {
+        ...f.config({ passwordOnUpdate: true }),
+        deprovisioning: { action: 'disable', disableAttributes: { userPassword: SCRAMBLE, description: 'disabled' } },
+      });
       await outboundFlows(rt, dir, [...PEOPLE_OUTBOUND, ['initialPassword', 'userPassword']]);
       // Imported before HR projects: the rows wait in HR's connector space, joined to nothing.
       expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 3, errors: 0 } });
@@ -128,7 +135,9 @@ const SECRETS = () => PEOPLE.flatMap((p) => [p.password, p.pin]);
       // Masked only for showing: the mesh holds the real values.
       const detail = await call('GET', `mesh/objects/${meshId('P001')}`, { role: 'Viewer' });
       expect(detail.status).toBe(200);
-      const shown = Object.fromEntries((detail.body.attributes as { attributeName: string; attributeValue: string }[]).map((a) => [a.attributeName, a.attributeValue]));
+      const shown = Object.fromEntries(
+        (detail.body.attributes as { attributeName: string; attributeValue: string }[]).map((a) => [a.attributeName, a.attributeValue]),
+      );
       expect(shown).toMatchObject({ givenName: 'Ada', initialPassword: MASK, pin: MASK });
     });
 
@@ -167,7 +176,10 @@ const SECRETS = () => PEOPLE.flatMap((p) => [p.password, p.pin]);
 
     test('a search or filter on a secret attribute is a 400 naming it and its rule, whatever prefix it probes', async () => {
       const refused = async (criterion: Record<string, unknown>) => {
-        const res = await call('POST', 'mesh/objects/search', { role: 'Viewer', body: { criteria: [{ attributeName: 'givenName', operator: 'ispresent' }, criterion] } });
+        const res = await call('POST', 'mesh/objects/search', {
+          role: 'Viewer',
+          body: { criteria: [{ attributeName: 'givenName', operator: 'ispresent' }, criterion] },
+        });
         expect(res.status).toBe(400);
         expect(res.headers.get('content-type')).toMatch(/application\/problem\+json/);
         expect(res.body.code).toBe('validation_failed');
@@ -182,9 +194,14 @@ const SECRETS = () => PEOPLE.flatMap((p) => [p.password, p.pin]);
       expect(await refused({ attributeName: 'PIN', operator: 'ispresent' })).toMatchObject({ detail: expect.stringMatching(/'PIN'/) });
       const builtIn = await refused({ attributeName: 'initialPassword', operator: 'equals', value: PEOPLE[0].password });
       expect(builtIn.detail).toMatch(/'initialPassword' \(the built-in secret attribute rule '\*password'\)/);
-      expect(await refused({ attributeName: 'employeeSsn', operator: 'contains', value: '1' })).toMatchObject({ detail: expect.stringMatching(/'\*ssn' in the setting/) });
+      expect(await refused({ attributeName: 'employeeSsn', operator: 'contains', value: '1' })).toMatchObject({
+        detail: expect.stringMatching(/'\*ssn' in the setting/),
+      });
       // The same search on a secret-free attribute answers.
-      const ok = await call('POST', 'mesh/objects/search', { role: 'Viewer', body: { criteria: [{ attributeName: 'sn', operator: 'startswith', value: 'Lo' }] } });
+      const ok = await call('POST', 'mesh/objects/search', {
+        role: 'Viewer',
+        body: { criteria: [{ attributeName: 'sn', operator: 'startswith', value: 'Lo' }] },
+      });
       expect(ok.status).toBe(200);
       expect(ok.body.totalCount).toBe(1);
     });
@@ -275,6 +292,34 @@ const SECRETS = () => PEOPLE.flatMap((p) => [p.password, p.pin]);
         await user.unbind().catch(() => undefined);
       }
       PEOPLE.push({ ...p, password: oldPassword, pin: oldPin });
+    });
+
+    test('a scrambled password in disableAttributes is kept like a connector secret: ******** in the connector, its history and the configuration export, kept by a PUT of ********, and written by the disable', async () => {
+      const got = await call('GET', `connectors/${dir}`, { role: 'Viewer' });
+      expect(got.status).toBe(200);
+      expect(got.body.config.deprovisioning.disableAttributes).toEqual({ userPassword: MASK, description: 'disabled' });
+      const exported = await call('GET', 'config/export');
+      expect(exported.body.connectors.find((c: { id: string }) => c.id === dir).config.deprovisioning.disableAttributes.userPassword).toBe(MASK);
+      const put = await call('PUT', `connectors/${dir}`, { body: { name: got.body.name, config: got.body.config } });
+      expect(put.status).toBe(200);
+      expect(put.body.config.deprovisioning.disableAttributes.userPassword).toBe(MASK);
+      const history = await call('GET', `config/history?targetType=connector&targetId=${dir}`);
+      expect(history.status).toBe(200);
+      expect(history.body.items.length).toBeGreaterThanOrEqual(2);
+      for (const v of history.body.items) expect(v.after.config.deprovisioning.disableAttributes.userPassword).toBe(MASK);
+
+      // The leaver: gone from HR, disabled in the directory with the kept scrambled password.
+      const leaver = PEOPLE[2];
+      await server.exec(db, 'DELETE FROM staff WHERE employee_id = ?', [leaver.id]);
+      expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
+      expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+      const user = new Client({ url: slapd.url });
+      try {
+        await expect(user.bind(`uid=${leaver.id},ou=Engineering,${f.base}`, leaver.password)).rejects.toThrow(/invalid credentials|0x31/i);
+        await expect(user.bind(`uid=${leaver.id},ou=Engineering,${f.base}`, SCRAMBLE)).resolves.toBeUndefined();
+      } finally {
+        await user.unbind().catch(() => undefined);
+      }
     });
 
     test('the configuration export and every answer and log line of the suite carry no secret value', async () => {

@@ -96,7 +96,12 @@ describe('secret attributes: the one list', () => {
     expect(shownValue('PIN', ['1', '2'])).toBe(MASK);
     expect(shownValue('pin', null)).toBeNull();
     expect(shownValue('mail', 'a@b')).toBe('a@b');
-    expect(maskedValues({ pin: '1234', mail: 'a@b', initialPassword: 'x', empty: null })).toEqual({ pin: MASK, mail: 'a@b', initialPassword: MASK, empty: null });
+    expect(maskedValues({ pin: '1234', mail: 'a@b', initialPassword: 'x', empty: null })).toEqual({
+      pin: MASK,
+      mail: 'a@b',
+      initialPassword: MASK,
+      empty: null,
+    });
   });
 
   test('a filter naming a secret attribute is a 400 naming the attribute and the rule', () => {
