@@ -1,6 +1,7 @@
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
 import { notFound } from '../core/errors';
+import { MASK, shownValue } from '../core/secretAttributes';
 import type { ConnectorSpaceList, ConnectorSpaceObject, ConnectorSpaceObjectDetail } from '../schemas/connectorSpace';
 import { getConnectorRecord } from '../storage/connectors';
 import type { NextChange } from '../sync/export/next';
@@ -120,13 +121,12 @@ export async function listConnectorSpace(connectorId: string, q: Omit<SpaceQuery
 }
 
 /**
- * Password attributes: a pending add may carry one (it is sent once, never recorded as exported); it is never
- * shown, only that it is set.
+ * Secret attributes (lib/core/secretAttributes.ts: passwords, and `Mesh:SecretAttributes`): a pending add may
+ * carry one (a write-only one is sent once, never recorded as exported); their values are never shown, only
+ * that they are set.
  */
-const SECRET_NAMES = new Set(['unicodepwd', 'userpassword']);
-export const SECRET_MASK = '********';
-const shown = (name: string, v: AttributeValue | undefined): AttributeValue | null =>
-  v === undefined ? null : SECRET_NAMES.has(name.toLowerCase()) ? SECRET_MASK : v;
+export const SECRET_MASK = MASK;
+const shown = (name: string, v: AttributeValue | null | undefined): AttributeValue | null => (v === undefined ? null : shownValue(name, v));
 const masked = (values: Record<string, AttributeValue>): Record<string, AttributeValue | null> =>
   Object.fromEntries(Object.entries(values).map(([k, v]) => [k, shown(k, v)]));
 

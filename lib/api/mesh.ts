@@ -2,6 +2,7 @@ import { recordAudit } from '../audit';
 import type { Caller } from '../auth/permissions';
 import type { AttributeValue } from '../connectors/sdk';
 import { notFound } from '../core/errors';
+import { secretFilterRefusal, shownValue } from '../core/secretAttributes';
 import { distinctRelationships, type MeshObject } from '../mesh/model';
 import { queryMesh, toDetail, toListItem, type MeshQuery } from '../mesh/query';
 import { readyModel } from '../mesh/readModel';
@@ -16,6 +17,9 @@ export type MeshObjectState = 'active' | 'deleted';
  * `state: 'deleted'`, the tombstones instead ({@link deletedPage}).
  */
 export async function meshPage(q: MeshQuery & { state?: MeshObjectState }) {
+  // A criterion on a secret attribute is a 400 before anything is read: its matches would reveal the value.
+  const refused = secretFilterRefusal((q.criteria ?? []).map((c, i) => ({ name: c.attributeName, path: `/criteria/${i}/attributeName` })));
+  if (refused) throw refused;
   if (q.state === 'deleted') return deletedPage(q);
   const model = await readyModel();
   const { items, totalCount } = queryMesh(model, q);
@@ -52,7 +56,7 @@ async function deletedPage(q: MeshQuery) {
 function deletedListItem(t: Tombstone) {
   const o = t.state;
   const attributeValues: Record<string, AttributeValue> = {};
-  for (const [name, a] of Object.entries(o.attributes)) attributeValues[name] = a.value;
+  for (const [name, a] of Object.entries(o.attributes)) attributeValues[name] = shownValue(name, a.value);
   return { ...identity(o), attributeValues, state: 'deleted' as const, deletedOn: t.deletedOn, purgeOn: t.purgeOn };
 }
 
@@ -69,7 +73,8 @@ function detailOf(o: MeshObject) {
   const attributes: { attributeName: string; attributeValue: string; source: string | null; confidence: number; updatedOn: string }[] = [];
   for (const name of Object.keys(o.attributes).sort()) {
     const a = o.attributes[name];
-    for (const x of Array.isArray(a.value) ? a.value : [a.value]) {
+    const v = shownValue(name, a.value);
+    for (const x of Array.isArray(v) ? v : [v]) {
       if (x === null || x === undefined || x === '') continue;
       attributes.push({ attributeName: name, attributeValue: String(x), source: a.sourceConnectorId, confidence: a.confidence, updatedOn: a.updatedOn });
     }

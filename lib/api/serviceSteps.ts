@@ -18,6 +18,7 @@ import { startTracing, stopTracing } from '../telemetry/tracing';
 import { readEngineState } from './engineGauges';
 import { readSchedulesConfig } from '../schedules/config';
 import { readExportMaxAttempts, readIdleCsCaches } from '../core/config';
+import { readSecretAttributes, useSecretAttributes } from '../core/secretAttributes';
 import { readPlanSettings } from '../plans/settings';
 
 const log = areaLog('api');
@@ -31,6 +32,7 @@ const log = areaLog('api');
  * - `exportSettings`: read `Export:MaxAttempts` and `Sync:IdleConnectorSpaceCaches`, so a malformed value stops
  *   the start naming it.
  * - `planSettings`: read `Plans:ExpireHours`, `Approvals:ExpireHours` and `Approvals:RequireSecondPerson` likewise.
+ * - `secretAttributes`: read `Mesh:SecretAttributes`, the attributes whose values are masked, likewise.
  * - `meshHistoryPurge` (lib/mesh/historyPurge.ts): read `Mesh:HistoryRetentionDays` (a malformed value stops
  *   the start naming it) and purge older mesh history in the background.
  * - `meshFeedTrim` (lib/sync/run/feedTrim.ts): read `Mesh:FeedRetentionMinutes`, `Mesh:FeedExportRetentionDays` and
@@ -100,6 +102,17 @@ export const planSettingsStep: ServiceStep = {
   },
 };
 
+/**
+ * `secretAttributes`: read and compile `Mesh:SecretAttributes` (lib/core/secretAttributes.ts) once, so a
+ * malformed entry stops the start naming it and every read masks with the same list.
+ */
+export const secretAttributesStep: ServiceStep = {
+  name: 'secretAttributes',
+  async start() {
+    useSecretAttributes(readSecretAttributes());
+  },
+};
+
 export const pendingOperationsStep: ServiceStep = {
   name: 'pendingOperations',
   async start() {
@@ -127,6 +140,7 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   schedulesConfigStep,
   exportSettingsStep,
   planSettingsStep,
+  secretAttributesStep,
   historyPurgeStep,
   tombstonePurgeStep,
   authenticationStep,

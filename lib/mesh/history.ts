@@ -1,3 +1,4 @@
+import { MASK, shownValue } from '../core/secretAttributes';
 import type { AttributeValue } from '../core/values';
 import { isStatus, odata, table } from '../storage/tables';
 import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
@@ -54,14 +55,8 @@ const digitOf = (id: string) => id[0].toLowerCase();
 /** 13 digits: the milliseconds left until 2286, so that a newer row sorts first. */
 const inverted = (iso: string) => String(9_999_999_999_999 - Date.parse(iso)).padStart(13, '0');
 
-/** Attributes whose values are never shown (write-only secrets such as passwords). */
-const SECRET = /pass(word)?|pwd|secret/i;
-export const MASK = '********';
-/** A value as explain and history show it: a secret attribute's value masked. */
-export function shownValue(attribute: string, v: AttributeValue | undefined): AttributeValue {
-  if (v === undefined || v === null) return null;
-  return SECRET.test(attribute) ? MASK : v;
-}
+/** Values as explain and history show them: a secret attribute's masked (the one list, lib/core/secretAttributes.ts). */
+export { MASK, shownValue };
 
 /** The attribute-level changes from `before` to `after` (either may be absent), by attribute name. */
 export function attributeChanges(before: MeshObject | null | undefined, after: MeshObject | null | undefined): HistoryChange[] {

@@ -1,3 +1,4 @@
+import { shownValue } from '../core/secretAttributes';
 import type { AttributeValue } from '../core/values';
 import type { MeshReadModel } from './readModel';
 import { distinctRelationships } from './model';
@@ -205,10 +206,16 @@ function matches(hits: Uint8Array, columns: AttributeColumn[], patterns: [MatchM
   return { test: (slot) => hits[slot] === 1, found };
 }
 
-/** List item (spec 2.5): identity fields and `attributeValues`, attribute name -> consolidated value. */
+/**
+ * List item (spec 2.5): identity fields and `attributeValues`, attribute name -> consolidated value (a secret attribute's
+ * value as `********`, lib/core/secretAttributes.ts).
+ */
 export function toListItem(model: MeshReadModel, r: MeshRecord) {
   const attributeValues: Record<string, AttributeValue> = {};
-  for (const n of r.names) attributeValues[model.names.values[n]] = model.columns[n].values[r.slot] as AttributeValue;
+  for (const n of r.names) {
+    const name = model.names.values[n];
+    attributeValues[name] = shownValue(name, model.columns[n].values[r.slot] as AttributeValue);
+  }
   // The read model holds live objects only (deleted ones are tombstones, lib/mesh/tombstones.ts).
   return {
     meshObjectId: r.id,
@@ -223,8 +230,8 @@ export function toListItem(model: MeshReadModel, r: MeshRecord) {
 
 /**
  * Detail (spec 2.5): identity fields, `attributes` (one entry per value, as a string: a multi-valued
- * attribute gives one entry per value; numbers and booleans in their JSON form; no entry for no value) and
- * `relationships` (the target's current anchor and type).
+ * attribute gives one entry per value; numbers and booleans in their JSON form; no entry for no value; a secret
+ * attribute one entry `********`) and `relationships` (the target's current anchor and type).
  */
 export function toDetail(model: MeshReadModel, r: MeshRecord) {
   const attributes: { attributeName: string; attributeValue: string; source: string | null; confidence: number; updatedOn: string }[] = [];
@@ -235,7 +242,7 @@ export function toDetail(model: MeshReadModel, r: MeshRecord) {
     const attributeName = model.names.values[n];
     const source = meta[k] === NO_SOURCE ? null : model.sources.values[meta[k]];
     const updatedOn = model.stamps.values[meta[k + 2]];
-    const v = col.values[r.slot];
+    const v = shownValue(attributeName, col.values[r.slot] as AttributeValue);
     for (const x of Array.isArray(v) ? v : [v]) {
       if (x === null || x === undefined || x === '') continue;
       attributes.push({ attributeName, attributeValue: String(x), source, confidence: meta[k + 1], updatedOn });

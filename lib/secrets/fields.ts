@@ -1,3 +1,4 @@
+import { isSecretAttribute } from '../core/secretAttributes';
 import type { TSchema } from '@sinclair/typebox';
 
 /** The placeholder that stands for a secret in responses, and that a PUT sends to keep the stored value. */
@@ -8,7 +9,8 @@ export type FieldPath = string[];
 
 /**
  * Every path in `config` whose value the schema marks `x-secret` (a property, or any value of a dictionary
- * whose `additionalProperties` is marked). Only string values count: a validated config has no others there.
+ * whose `additionalProperties` is marked), and the values of secret attributes (lib/core/secretAttributes.ts) in
+ * a dictionary marked `x-attribute-values`. Only string values count: a validated config has no others there.
  */
 export function secretPaths(schema: TSchema | Record<string, unknown>, config: unknown, prefix: FieldPath = []): FieldPath[] {
   if (!isPlainObject(config)) return [];
@@ -24,6 +26,9 @@ export function secretPaths(schema: TSchema | Record<string, unknown>, config: u
     if (!sub) continue;
     if (sub['x-secret'] === true) {
       if (typeof value === 'string') out.push([...prefix, key]);
+    } else if (sub['x-attribute-values'] === true && isPlainObject(value)) {
+      // Attribute name -> value: a secret attribute's value (a scrambled password) is a secret.
+      for (const [name, v] of Object.entries(value)) if (typeof v === 'string' && isSecretAttribute(name)) out.push([...prefix, key, name]);
     } else if (isPlainObject(value)) {
       out.push(...secretPaths(sub, value, [...prefix, key]));
     }

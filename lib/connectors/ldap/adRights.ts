@@ -145,6 +145,8 @@ export interface AdRights {
   seesDeletedObjects: boolean;
   /** The account holds "Replicating Directory Changes" on the naming context (what DirSync needs). */
   replicatingDirectoryChanges: boolean;
+  /** The account is an administrator (a member of Administrators, Domain Admins or Enterprise Admins). */
+  administrator: boolean;
 }
 
 /**
@@ -155,12 +157,13 @@ export interface AdRights {
  */
 export async function adRights(session: DirectorySession, bindDN: string, nc: string): Promise<AdRights> {
   const sids = await accountSids(session, bindDN, nc);
+  const administrator = isAdministrator(sids);
   const ncDacl = await daclAt(session, nc);
   const replicatingDirectoryChanges = ncDacl ? granted(ncDacl, sids, RIGHT_CONTROL_ACCESS, REPLICATING_DIRECTORY_CHANGES) : false;
   const container = `CN=Deleted Objects,${nc}`;
   const dacl = await daclAt(session, container, true);
-  if (dacl) return { seesDeletedObjects: granted(dacl, sids, RIGHT_LIST_CHILDREN | RIGHT_READ_PROPERTY), replicatingDirectoryChanges };
-  if (isAdministrator(sids)) return { seesDeletedObjects: true, replicatingDirectoryChanges };
+  if (dacl) return { seesDeletedObjects: granted(dacl, sids, RIGHT_LIST_CHILDREN | RIGHT_READ_PROPERTY), replicatingDirectoryChanges, administrator };
+  if (administrator) return { seesDeletedObjects: true, replicatingDirectoryChanges, administrator };
   const [tombstone] = await session
     .search({
       base: container,
@@ -171,5 +174,35 @@ export async function adRights(session: DirectorySession, bindDN: string, nc: st
       controls: [new Control(SHOW_DELETED_OID, { critical: true })],
     })
     .catch(() => []);
-  return { seesDeletedObjects: tombstone !== undefined, replicatingDirectoryChanges };
+  return { seesDeletedObjects: tombstone !== undefined, replicatingDirectoryChanges, administrator };
+}
+
+/**
+ * Samba's AD DC, by its root DSE: Samba publishes `vendorVersion` (its version, e.g. `4.17.12-Debian`); Windows
+ * domain controllers publish no vendor attribute.
+ */
+export async function isSambaDc(session: DirectorySession): Promise<boolean> {
+  const [root] = await session
+    .search({ base: '', scope: 'base', filter: '(objectClass=*)', attributes: ['vendorVersion', 'vendorName'] })
+    .catch((): LdapEntry[] => []);
+  const key = Object.keys(root ?? {}).find((k) => /^vendor(version|name)$/i.test(k));
+  const v = key ? root![key] : undefined;
+  return Array.isArray(v) ? v.length > 0 : v !== undefined && String(v) !== '';
+}
+
+/**
+ * Whether a DirSync delta as this account would miss deletes: on a Samba DC, DirSync returns deleted objects to
+ * administrators only (Windows returns them to any account holding Replicating Directory Changes). The
+ * message, when it would: what is missing and the fix (the connection test and a delta import both say it).
+ */
+export async function dirSyncMissesDeletes(session: DirectorySession, bindDN: string, nc: string, rights?: AdRights): Promise<string | undefined> {
+  if (!(await isSambaDc(session))) return undefined;
+  const r = rights ?? (await adRights(session, bindDN, nc));
+  if (r.administrator) return undefined;
+  return (
+    `deltaStrategy dirsync: the DC is Samba, whose DirSync returns deleted objects to administrators only, and the bind account ${bindDN} ` +
+    `lacks that right (it is not a member of Domain Admins, Enterprise Admins or Administrators), so a DirSync delta would miss every delete ` +
+    `without an error. Bind as a member of Domain Admins, or use deltaStrategy timestamp (modifyTimestamp polling; every 10th delta ` +
+    `compares the full anchor set and so finds the deletes), or auto, which picks it for this account.`
+  );
 }

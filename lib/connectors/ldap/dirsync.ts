@@ -4,6 +4,7 @@ import { emit, type DeltaContext, type DeltaStrategy, type PendingChange } from 
 import { hasClasses, referencingEntries, tombstoneDn } from './deltaUsn';
 import { anchorOf, classFilter, inScope, objectTypeOf } from './objects';
 import type { LdapEntry } from './session';
+import { dirSyncMissesDeletes } from './adRights';
 import { isUnder } from './values';
 
 /**
@@ -129,6 +130,9 @@ export class DirSyncStrategy implements DeltaStrategy {
       return;
     }
     const nc = await this.namingContext();
+    // Samba returns deletes through DirSync to administrators only: a delta as anyone else would miss them silently.
+    const missesDeletes = this.ctx.bindDN ? await dirSyncMissesDeletes(this.ctx.session, this.ctx.bindDN, nc) : undefined;
+    if (missesDeletes) throw new ConnectorError('configuration_invalid', missesDeletes);
     if (w.nc && w.nc.toLowerCase() !== nc.toLowerCase()) {
       yield { changes: [], errors: [], fullImportRequired: { reason: `The watermark was taken on another naming context (${w.nc}).` } };
       return;

@@ -1,4 +1,5 @@
 import { ConnectorError, type AttributeValue, type ConnectorObject, type ObjectError, type ScalarValue } from '../sdk';
+import { WRITE_ONLY_SECRET_ATTRIBUTES } from '../../core/secretAttributes';
 import type { DirectorySession, LdapEntry } from './session';
 import { guidToString, isUnder, parentDn, sidToString } from './values';
 
@@ -18,8 +19,8 @@ export const REFERENCE_ATTRIBUTES: Record<string, string> = {
   managedby: 'User',
 };
 
-/** Never imported, whatever `attributes` says: password hashes are secrets. */
-const NEVER_READ = new Set(['userpassword', 'unicodepwd', 'dbcspwd', 'ntpwdhistory', 'lmpwdhistory', 'supplementalcredentials']);
+/** Never imported, whatever `attributes` says: password hashes are secrets (the write-only secrets, lib/core/secretAttributes.ts). */
+const NEVER_READ = new Set(WRITE_ONLY_SECRET_ATTRIBUTES.map((a) => a.toLowerCase()));
 
 export interface Scope {
   /** Lower-cased LDAP object class to mesh object type, in the configured order. */

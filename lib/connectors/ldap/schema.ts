@@ -85,7 +85,8 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       passwordOnUpdate: Type.Optional(
         Type.Boolean({
           default: false,
-          description: 'Active Directory: an outbound flow to unicodePwd is written when the account is created; true: also with every update of the account.',
+          description:
+            'An outbound flow to a password the directory never shows (unicodePwd, userPassword) is written when the object is created; true: also with every update of the object.',
         }),
       ),
       memberRangeSize: Type.Optional(

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { Attribute, Change, Client, Control, type Entry, type Filter } from 'ldapts';
 import { ConnectorError, redactSecrets, type ConnectorErrorCode } from '../sdk';
+import { isSecretAttribute } from '../../core/secretAttributes';
 import { writeRefusal, type WriteOperation } from './writeErrors';
 
 /**
@@ -79,8 +80,13 @@ const TLS_CODES = new Set([
   'CERT_UNTRUSTED',
   'CERT_REJECTED',
 ]);
-/** Attributes whose values are secrets (never echoed in an error, should the server quote them). */
-const SECRET_ATTRIBUTE = /pass|pwd|secret/i;
+/**
+ * Attributes whose values are secrets (never echoed in an error, should the server quote them): the list every
+ * read masks (lib/core/secretAttributes.ts, with `Mesh:SecretAttributes`), and, as before, anything named like a
+ * password (an error message is better over-redacted).
+ */
+const SECRET_NAME = /pass|pwd|secret/i;
+const SECRET_ATTRIBUTE = { test: (name: string) => SECRET_NAME.test(name) || isSecretAttribute(name) };
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNABORTED']);
 

@@ -1,4 +1,4 @@
-import { adRights } from './adRights';
+import { adRights, dirSyncMissesDeletes } from './adRights';
 import { AD_CAPABILITY_OID, all, first, namingContextOf, rootDse, type DeltaContext, type DeltaStrategy, type StrategyName } from './delta';
 import { AccesslogStrategy } from './deltaAccesslog';
 import { ChangelogStrategy } from './deltaChangelog';
@@ -44,7 +44,9 @@ export async function deltaStrategyFor(ctx: DeltaContext): Promise<DeltaStrategy
 
 /**
  * `auto` on Active Directory: `usn`, unless the bind account cannot list deleted objects (a USN delta would miss
- * every delete) and holds "Replicating Directory Changes" (DirSync then shows the deletes).
+ * every delete) and holds "Replicating Directory Changes" (DirSync then shows the deletes). On a Samba DC, whose
+ * DirSync shows deletes to administrators only, such an account (not an administrator) gets `timestamp` instead:
+ * its periodic full anchor-set comparison is the one way it sees deletes.
  */
 async function adStrategy(ctx: DeltaContext): Promise<StrategyName> {
   if (!ctx.bindDN) return 'usn';
@@ -52,5 +54,6 @@ async function adStrategy(ctx: DeltaContext): Promise<StrategyName> {
   const nc = namingContextOf(ctx.baseDN, [...all(root, 'namingContexts'), ...all(root, 'defaultNamingContext')]);
   if (!nc) return 'usn';
   const rights = await adRights(ctx.session, ctx.bindDN, nc);
-  return !rights.seesDeletedObjects && rights.replicatingDirectoryChanges ? 'dirsync' : 'usn';
+  if (rights.seesDeletedObjects || !rights.replicatingDirectoryChanges) return 'usn';
+  return (await dirSyncMissesDeletes(ctx.session, ctx.bindDN, nc, rights)) ? 'timestamp' : 'dirsync';
 }

@@ -1,5 +1,5 @@
 import { ConnectorError, type ConnectionTestResult } from '../sdk';
-import { adRights } from './adRights';
+import { adRights, dirSyncMissesDeletes } from './adRights';
 import type { DirectoryConfig } from './schema';
 import type { DirectorySession } from './session';
 import { isUnder } from './values';
@@ -32,7 +32,9 @@ export async function testDirectorySession(
 /**
  * On Active Directory, the `usn` strategy (`deltaStrategy` usn, or auto, which picks it there) reads deletes from
  * the tombstones in CN=Deleted Objects: an account that cannot list them would miss every delete without an
- * error, so it is refused, naming the right it lacks. Other directories and strategies: nothing to check.
+ * error, so it is refused, naming the right it lacks. Likewise `dirsync` on a Samba DC for an account that holds
+ * Replicating Directory Changes but is not an administrator (Samba's DirSync returns deletes to administrators
+ * only); `auto`, which would pick `dirsync` for it, picks `timestamp` there. Other directories and strategies: nothing to check.
  */
 async function deltaRights(session: DirectorySession, config: Pick<DirectoryConfig, 'bindDN' | 'baseDN' | 'deltaStrategy'>): Promise<string> {
   const strategy = config.deltaStrategy ?? 'auto';
@@ -49,13 +51,18 @@ async function deltaRights(session: DirectorySession, config: Pick<DirectoryConf
   const nc = [...list('namingContexts'), ...list('defaultNamingContext')].filter((x) => x && isUnder(config.baseDN, x)).sort((a, b) => b.length - a.length)[0];
   if (!nc) return '';
   const rights = await adRights(session, config.bindDN, nc);
+  // Samba's DirSync shows no deletes to a non-administrator: refused (dirsync), or not picked (auto).
+  const missesDeletes = rights.replicatingDirectoryChanges ? await dirSyncMissesDeletes(session, config.bindDN, nc, rights) : undefined;
   if (strategy === 'dirsync') {
+    if (missesDeletes) throw new ConnectorError('configuration_invalid', missesDeletes);
     if (rights.replicatingDirectoryChanges) return '; it holds Replicating Directory Changes (dirsync delta)';
     throw new ConnectorError(
       'configuration_invalid',
       `deltaStrategy dirsync: the bind account ${config.bindDN} lacks the "Replicating Directory Changes" right on ${nc}, which the DirSync control needs. Grant it on the domain, or use deltaStrategy usn with an account that can list deleted objects.`,
     );
   }
+  if (strategy === 'auto' && !rights.seesDeletedObjects && missesDeletes)
+    return "; it cannot list deleted objects and Samba's DirSync shows deletes to administrators only (auto: timestamp delta, deletes found by the full anchor-set comparison every 10th delta)";
   if (strategy === 'auto' && !rights.seesDeletedObjects && rights.replicatingDirectoryChanges)
     return '; it cannot list deleted objects but holds Replicating Directory Changes (auto: dirsync delta)';
   if (!rights.seesDeletedObjects) {

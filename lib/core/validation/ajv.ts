@@ -24,6 +24,11 @@ ajv.addKeyword({ keyword: 'x-secret', schemaType: 'boolean' });
  * every secret to be sent again (lib/secrets/fields.ts `endpointPaths`).
  */
 ajv.addKeyword({ keyword: 'x-endpoint', schemaType: 'boolean' });
+/**
+ * Marks a dictionary of attribute name to value (a deprovisioning's `disableAttributes`): the value of a secret
+ * attribute in it (lib/core/secretAttributes.ts, e.g. a scrambled `userPassword`) is a secret like `x-secret`.
+ */
+ajv.addKeyword({ keyword: 'x-attribute-values', schemaType: 'boolean' });
 /** OpenAPI annotations carried by schemas; Ajv ignores them. */
 ajv.addKeyword({ keyword: 'x-summary', schemaType: 'string' });
 

@@ -145,8 +145,9 @@ export const Deprovisioning = () =>
         Dictionary(Type.Unsafe<string | number | boolean>({ type: ['string', 'number', 'boolean'], maxLength: 4096 }), {
           minProperties: 1,
           maxProperties: 50,
+          'x-attribute-values': true,
           description:
-            'With action disable: the attributes and values that disable an object (connector-side names). Required except on active_directory, where the default sets bit 2 (ACCOUNTDISABLE) of the current userAccountControl.',
+            'With action disable: the attributes and values that disable an object (connector-side names). Required except on active_directory, where the default sets bit 2 (ACCOUNTDISABLE) of the current userAccountControl. The value of a secret attribute (a password) is kept like a secret: never returned, `********` in a PUT keeps it.',
         }),
       ),
       graceDays: Type.Optional(

@@ -190,7 +190,8 @@ async function compute(
     for (const c of plan.changes) {
       // Failed Export__MaxAttempts times: the export leaves it out until it is retried.
       if (exhausted(c.prev && !c.prev.deleted ? c.prev.exportError : staged.get(c.doc.id)?.exportError, max)) continue;
-      const values = withoutWriteOnlySecrets(c.values);
+      // Write-only secrets stay listed (the connector space's detail shows them as ********): the change sends them.
+      const values = c.values;
       const row = c.change.kind === 'add' ? undefined : c.prev;
       // A directory names an object by its values: an update that changes the DN its template gives is a move or a
       // rename (the run lists it `Rename`); an add gets the DN the template gives.

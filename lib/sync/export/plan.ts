@@ -1,4 +1,5 @@
 import type { AttributeValue, ExportChange } from '../../connectors/sdk';
+import { isWriteOnlySecret } from '../../core/secretAttributes';
 import type { CompiledExpression } from '../../expression';
 import { isEmptyValue, sameValue, type MeshObject } from '../../mesh/model';
 import type { RunObjectError } from '../../storage/runs';
@@ -16,12 +17,12 @@ import { ruleFailureMessage, ruleValue, type RuleSet } from '../rules';
  */
 
 /**
- * Write-only secrets (Active Directory's unicodePwd): the target never shows them, so they are never compared with
- * what it shows and never recorded in the connector space (`exported`): an outbound flow to one is sent with an
- * add, and with an update only when the target's configuration says passwordOnUpdate.
+ * Write-only secrets (Active Directory's unicodePwd; lib/core/secretAttributes.ts, with the list of secrets every
+ * read masks): the target never shows them, so they are never compared with what it shows and never recorded in
+ * the connector space (`exported`): an outbound flow to one is sent with an add, and with an update only when the
+ * target's configuration says passwordOnUpdate.
  */
-const WRITE_ONLY_SECRETS = new Set(['unicodepwd']);
-export const isWriteOnlySecret = (name: string) => WRITE_ONLY_SECRETS.has(name.toLowerCase());
+export { isWriteOnlySecret };
 export function withoutWriteOnlySecrets(values: Record<string, AttributeValue>): Record<string, AttributeValue> {
   const out: Record<string, AttributeValue> = {};
   for (const [k, v] of Object.entries(values)) if (!isWriteOnlySecret(k)) out[k] = v;

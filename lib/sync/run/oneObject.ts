@@ -2,7 +2,7 @@ import { csCaches } from './runContext';
 import type { AttributeValue } from '../../connectors/sdk';
 import { sameValue, winner, type MeshObject } from '../../mesh/model';
 import { csObjectIdOf, stagedCsObjectId } from '../space/csIds';
-import { isWriteOnlySecret } from '../export/exportPage';
+import { shownValue } from '../../core/secretAttributes';
 import { planOneObject, planStagedObject, type OneObjectGuard, type PlannedExport } from './oneObjectPlan';
 import type { JoinDecision } from '../planner';
 import type { SpaceObject } from '../space/spaceObjects';
@@ -39,25 +39,25 @@ export interface OneObjectResult {
 
 const OPERATIONS = { add: 'Add', update: 'Update', delete: 'Delete', rename: 'Rename' } as const;
 
-/** Attribute-level changes of one mesh object (write-only secrets left out: they are never shown). */
+/** Attribute-level changes of one mesh object, secret attributes listed with their values masked (lib/core/secretAttributes.ts). */
 export function meshChanges(before: MeshObject | null, after: MeshObject | null): MeshChange[] {
   const names = [...new Set([...Object.keys(before?.attributes ?? {}), ...Object.keys(after?.attributes ?? {})])].sort();
   const out: MeshChange[] = [];
   for (const name of names) {
-    if (isWriteOnlySecret(name)) continue;
     const old = before?.attributes[name]?.value ?? null;
     const now = after?.attributes[name]?.value ?? null;
     if (sameValue(old, now)) continue;
     const by = (after?.attributes[name] ? after : before)!;
-    out.push({ attribute: name, old, new: now, ruleId: winner(by.contributions[name] ?? [])?.r ?? null });
+    out.push({ attribute: name, old: shownValue(name, old), new: shownValue(name, now), ruleId: winner(by.contributions[name] ?? [])?.r ?? null });
   }
   return out;
 }
 
-/** The API view of an export a target's next export would make. */
+/** The API view of an export a target's next export would make (secret attributes' values masked). */
 export function exportView(e: PlannedExport): ExportPreview {
   const attributes: ExportPreview['attributes'] = {};
-  for (const [name, v] of Object.entries(e.values)) attributes[name] = { old: e.kind === 'add' ? null : (e.shown[name] ?? null), new: v };
+  for (const [name, v] of Object.entries(e.values))
+    attributes[name] = { old: e.kind === 'add' ? null : shownValue(name, e.shown[name] ?? null), new: shownValue(name, v) };
   return {
     connectorId: e.connectorId,
     operation: OPERATIONS[e.kind],

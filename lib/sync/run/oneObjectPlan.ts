@@ -8,7 +8,7 @@ import { readConnectorRow } from '../../storage/connectors';
 import { listRules } from '../../storage/rules';
 import { loadCsSummaries } from '../space/connectorSpace';
 import { CsCache } from '../space/csCache';
-import { withoutWriteOnlySecrets, previewExport } from '../export/exportPage';
+import { previewExport } from '../export/exportPage';
 import { exportTargets } from '../import/importTargets';
 import type { CsObject } from '../model';
 import { planItems, applyItems, storedItem } from '../import/pages';
@@ -124,7 +124,7 @@ async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
           meshId: c.doc.id,
           prev: c.prev,
           dn,
-          values: withoutWriteOnlySecrets(c.values),
+          values: c.values,
           shown,
           ...deprovisioning,
         });

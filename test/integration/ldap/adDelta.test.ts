@@ -225,36 +225,70 @@ describeWithServer('samba')('Active Directory USN delta: linked values, moves ou
     }
   });
 
-  test('dirsync: refused without "Replicating Directory Changes"; with it a non-admin account passes, auto picks dirsync, and its deltas see a modify, a move, a move out of the containers and the group of a moved member', async () => {
+  test('dirsync: refused without "Replicating Directory Changes"; with it a non-admin account is still refused on Samba (its DirSync shows deletes to administrators only), naming the missing right, by the connection test and by a delta import; auto picks timestamp, whose anchor-set comparison finds a delete', async () => {
     const name = `s${run}`;
     const password = `Pw-${run}-Cc3!`;
     await dc.tool(['user', 'create', name, password]);
     const dn = `CN=${name},CN=Users,${dc.baseDN}`;
     const A = `OU=A,${top()}`;
-    const B = `OU=B,${top()}`;
     const p = `ds${run}`;
-    await user(`CN=${p}mod,${A}`);
-    await user(`CN=${p}mov,${A}`);
-    await user(`CN=${p}out,${A}`);
-    await admin.add(`CN=${p}grp,${A}`, { objectClass: ['group'], sAMAccountName: [`${p}grp`], member: [`CN=${p}mov,${A}`] });
+    await user(`CN=${p}gone,${A}`);
     const without = connector({ bindDN: dn, bindPassword: password, deltaStrategy: 'dirsync' });
     await expect(without.testConnection()).rejects.toThrow(/lacks the "Replicating Directory Changes" right/);
     await without.close();
     await dc.tool(['dsacl', 'set', `--objectdn=${dc.baseDN}`, '--car=get-changes', '--action=allow', `--trusteedn=${dn}`]);
-    for (const deltaStrategy of ['dirsync', 'auto']) {
-      const t = connector({ bindDN: dn, bindPassword: password, deltaStrategy });
-      try {
-        await expect(t.testConnection()).resolves.toMatchObject({ message: expect.stringContaining('Replicating Directory Changes') });
-      } finally {
-        await t.close();
-      }
+    const missing = new RegExp(
+      `deltaStrategy dirsync: the DC is Samba, whose DirSync returns deleted objects to administrators only, and the bind account ${dn} lacks that right \\(it is not a member of Domain Admins`,
+    );
+    const dirsync = connector({ bindDN: dn, bindPassword: password, deltaStrategy: 'dirsync' });
+    // A DirSync cookie taken as an administrator: the non-admin's delta from it is refused with the same words.
+    const asAdmin = connector({ deltaStrategy: 'dirsync' });
+    try {
+      await expect(dirsync.testConnection()).rejects.toThrow(missing);
+      await expect(dirsync.testConnection()).rejects.toMatchObject({ code: 'configuration_invalid' });
+      const w = await baseline(asAdmin);
+      await expect(delta(dirsync, w)).rejects.toThrow(missing);
+    } finally {
+      await dirsync.close();
+      await asAdmin.close();
     }
-    const c = connector({
-      bindDN: dn,
-      bindPassword: password,
-      deltaStrategy: 'auto',
-      attributes: ['cn', 'sAMAccountName', 'member', 'manager', 'description', 'objectGUID', 'objectClass'],
-    });
+
+    const auto = connector({ bindDN: dn, bindPassword: password, deltaStrategy: 'auto' });
+    try {
+      await expect(auto.testConnection()).resolves.toMatchObject({ message: expect.stringContaining('auto: timestamp delta') });
+      let w = await baseline(auto);
+      expect(JSON.parse(w)).toMatchObject({ s: 'timestamp' });
+      const before = new Set<string>();
+      for await (const page of auto.fullImport({ pageSize: 1000 })) for (const o of page.objects) before.add(o.anchor);
+      expect(before.size).toBeGreaterThan(0);
+      await admin.del(`CN=${p}gone,${A}`);
+      // The deltas run until the anchor-set comparison (every 10th): the full import it asks for lacks the deleted user.
+      let asked: string | undefined;
+      for (let i = 0; i < 10 && !asked; i++) {
+        for await (const page of auto.deltaImport(w, { pageSize: 1000 })) {
+          expect(page.errors).toEqual([]);
+          if (page.fullImportRequired) asked = page.fullImportRequired.reason;
+          if (page.nextWatermark) w = page.nextWatermark;
+        }
+      }
+      expect(asked).toMatch(/compares the full anchor set/);
+      const after = new Set<string>();
+      for await (const page of auto.fullImport({ pageSize: 1000 })) for (const o of page.objects) after.add(o.anchor);
+      expect([...before].filter((a) => !after.has(a))).toHaveLength(1);
+    } finally {
+      await auto.close();
+    }
+  });
+
+  test('dirsync (as an administrator): its deltas see a modify, a move, a move out of the containers and the group of a moved member', async () => {
+    const A = `OU=A,${top()}`;
+    const B = `OU=B,${top()}`;
+    const p = `dm${run}`;
+    await user(`CN=${p}mod,${A}`);
+    await user(`CN=${p}mov,${A}`);
+    await user(`CN=${p}out,${A}`);
+    await admin.add(`CN=${p}grp,${A}`, { objectClass: ['group'], sAMAccountName: [`${p}grp`], member: [`CN=${p}mov,${A}`] });
+    const c = connector({ deltaStrategy: 'dirsync', attributes: ['cn', 'sAMAccountName', 'member', 'manager', 'description', 'objectGUID', 'objectClass'] });
     try {
       const w = await baseline(c);
       expect(JSON.parse(w)).toMatchObject({ s: 'dirsync' });

@@ -36,6 +36,7 @@ test("the service's list: telemetry first (it stops last, sending the spans of t
     'schedules',
     'exportSettings',
     'planSettings',
+    'secretAttributes',
     'meshHistoryPurge',
     'meshTombstonePurge',
     'authentication',

@@ -1,4 +1,5 @@
-import { daclOf, granted, REPLICATING_DIRECTORY_CHANGES } from '../../../../lib/connectors/ldap/adRights';
+import { daclOf, dirSyncMissesDeletes, granted, isSambaDc, REPLICATING_DIRECTORY_CHANGES } from '../../../../lib/connectors/ldap/adRights';
+import type { DirectorySession, LdapEntry } from '../../../../lib/connectors/ldap/session';
 import { guidToBytes } from '../../../../lib/connectors/ldap/values';
 
 /** The DACL walk of adRights.ts on security descriptors built here byte by byte (as AD returns them with the SD flags control). */
@@ -56,5 +57,27 @@ describe('DACL access check', () => {
     expect(granted(right(REPLICATING_DIRECTORY_CHANGES), new Set([USER]), 0x100, REPLICATING_DIRECTORY_CHANGES)).toBe(true);
     expect(granted(right('1131f6ad-9c07-11d1-f79f-00c04fc2dcd2'), new Set([USER]), 0x100, REPLICATING_DIRECTORY_CHANGES)).toBe(false);
     expect(granted(right(), new Set([USER]), 0x100, REPLICATING_DIRECTORY_CHANGES)).toBe(true);
+  });
+});
+
+describe("Samba's DirSync and deletes", () => {
+  /** A session whose root DSE is `root` (the only read these checks make when the rights are given). */
+  const session = (root: LdapEntry) => ({ search: async () => [root] }) as unknown as DirectorySession;
+  const samba = session({ dn: '', vendorVersion: '4.17.12-Debian' } as LdapEntry);
+  const windows = session({ dn: '', supportedCapabilities: ['1.2.840.113556.1.4.800'] } as LdapEntry);
+  const rights = (administrator: boolean) => ({ seesDeletedObjects: administrator, replicatingDirectoryChanges: true, administrator });
+
+  test('Samba is told by the vendorVersion of its root DSE; Windows publishes none', async () => {
+    expect(await isSambaDc(samba)).toBe(true);
+    expect(await isSambaDc(windows)).toBe(false);
+  });
+
+  test('a non-administrator on Samba would miss deletes: the message names the account, the missing right and the fixes', async () => {
+    const message = await dirSyncMissesDeletes(samba, 'CN=svc,CN=Users,DC=corp,DC=test', 'DC=corp,DC=test', rights(false));
+    expect(message).toMatch(/^deltaStrategy dirsync: the DC is Samba, whose DirSync returns deleted objects to administrators only/);
+    expect(message).toMatch(/the bind account CN=svc,CN=Users,DC=corp,DC=test lacks that right \(it is not a member of Domain Admins/);
+    expect(message).toMatch(/Bind as a member of Domain Admins, or use deltaStrategy timestamp/);
+    expect(await dirSyncMissesDeletes(samba, 'CN=Administrator,CN=Users,DC=corp,DC=test', 'DC=corp,DC=test', rights(true))).toBeUndefined();
+    expect(await dirSyncMissesDeletes(windows, 'CN=svc,CN=Users,DC=corp,DC=test', 'DC=corp,DC=test', rights(false))).toBeUndefined();
   });
 });

@@ -75,7 +75,7 @@ describe('IndexOverlay', () => {
 });
 
 describe('views', () => {
-  test('meshChanges: attribute-level old and new with the winning rule; unchanged and write-only secrets left out', () => {
+  test('meshChanges: attribute-level old and new with the winning rule; unchanged left out, secrets masked', () => {
     const ws = new WorkingSet(new MeshIndex(new Set()));
     const before = project(ws, 'h1', 'E1');
     const after = structuredClone(before);
@@ -83,7 +83,10 @@ describe('views', () => {
     after.contributions.title = [{ c: B, r: 'rule-title', conf: 80, pri: 100, v: 'Engineer', at: NOW }];
     after.attributes.unicodePwd = { value: 'secret', sourceConnectorId: B, confidence: 80, updatedOn: NOW };
     after.contributions.unicodePwd = [{ c: B, r: 'rule-pwd', conf: 80, pri: 100, v: 'secret', at: NOW }];
-    expect(meshChanges(before, after)).toEqual([{ attribute: 'title', old: null, new: 'Engineer', ruleId: 'rule-title' }]);
+    expect(meshChanges(before, after)).toEqual([
+      { attribute: 'title', old: null, new: 'Engineer', ruleId: 'rule-title' },
+      { attribute: 'unicodePwd', old: null, new: '********', ruleId: 'rule-pwd' },
+    ]);
     expect(meshChanges(null, before)).toEqual([{ attribute: 'employeeId', old: null, new: 'E1', ruleId: FLOW.ruleId }]);
     expect(meshChanges(before, null)).toEqual([{ attribute: 'employeeId', old: 'E1', new: null, ruleId: FLOW.ruleId }]);
   });
