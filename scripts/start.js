@@ -67,6 +67,15 @@ if (consoleStale()) {
   if (result.status !== 0) process.stderr.write('The console build failed (see above); the API starts without it.\n');
 }
 
+// The embedded default run is Development, asked for here: the service itself never takes Development from
+// local.settings.sample.json, so the binary started directly (or by a service manager) with neither the variable
+// nor a local.settings.json runs as Production and starts no development issuer (docs/authentication.md).
+const hasEnvironment = Object.keys(process.env).some((k) => k.toUpperCase() === 'AZURE_FUNCTIONS_ENVIRONMENT');
+if (!hasEnvironment && !existsSync(path.join(root, 'local.settings.json'))) {
+  process.env.AZURE_FUNCTIONS_ENVIRONMENT = 'Development';
+  process.stdout.write('npm start: no local.settings.json and no AZURE_FUNCTIONS_ENVIRONMENT: starting in Development.\n');
+}
+
 require(path.join(root, 'dist/lib/runtime/cli.js'))
   .main(['start', '--app', root, ...process.argv.slice(2)])
   .catch((err) => {

@@ -93,16 +93,34 @@ interface DevIssuerInfo {
   clientSecret: string;
 }
 
+/**
+ * The issuer's address (dev-issuer.json) and its sign-in secret (dev-issuer.secret, readable only by the owner
+ * of the data folder): the issuer signs in only callers that can read the data folder.
+ */
 function readDevIssuer(dataDir: string): DevIssuerInfo {
   const file = path.resolve(dataDir, 'dev-issuer.json');
+  let info: DevIssuerInfo;
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as DevIssuerInfo;
+    info = JSON.parse(readFileSync(file, 'utf8')) as DevIssuerInfo;
   } catch {
     throw new CliError(
       `${file} not found: --dev signs in with the development issuer of a service started in Development (npm start) whose data folder is --data-dir (default .data).`,
       EXIT.auth,
     );
   }
+  const secretFile = path.resolve(dataDir, 'dev-issuer.secret');
+  try {
+    info.clientSecret = readFileSync(secretFile, 'utf8').trim();
+  } catch (err) {
+    const denied = (err as NodeJS.ErrnoException).code === 'EACCES';
+    throw new CliError(
+      denied
+        ? `${secretFile} cannot be read: only the user that owns the service's data folder signs in with --dev.`
+        : `${secretFile} not found: the service of this data folder has not started its development issuer.`,
+      EXIT.auth,
+    );
+  }
+  return info;
 }
 
 /** Sign-in with the embedded development issuer of a local service. */
