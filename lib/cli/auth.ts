@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { CliError, EXIT } from './exitCodes';
+import { fetchSameOrigin } from './fetchSameOrigin';
 import { loadCredential, saveCredential, type Credential, type Profile } from './profiles';
 
 /** Renew a cached token this long before it expires. */
@@ -24,13 +25,18 @@ async function requestToken(
   // client_secret_basic: the method every OAuth server must support (RFC 6749 2.3.1), form-encoded id and secret.
   const basic = Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64');
   try {
-    res = await fetch(tokenEndpoint, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', authorization: `Basic ${basic}` },
-      body: new URLSearchParams(form).toString(),
-      signal: AbortSignal.timeout(30_000),
-    });
+    res = await fetchSameOrigin(
+      tokenEndpoint,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', authorization: `Basic ${basic}` },
+        body: new URLSearchParams(form).toString(),
+        signal: AbortSignal.timeout(30_000),
+      },
+      'The token endpoint',
+    );
   } catch (err) {
+    if (err instanceof CliError) throw err;
     throw new CliError(`The token endpoint ${tokenEndpoint} could not be reached: ${(err as Error).message}`, EXIT.unavailable);
   }
   let body: TokenAnswer = {};
