@@ -69,7 +69,8 @@ async function main() {
     fail(`the development issuer at ${info.issuer} does not answer (${err.cause?.code ?? err.message}): is the service running (npm start)?`);
   }
   const body = await res.json().catch(() => ({}));
-  if (!res.ok || !body.access_token) fail(`the development issuer answered ${res.status} ${body.error ?? ''}: ${body.detail ?? body.error_description ?? ''}`.trim());
+  if (!res.ok || !body.access_token)
+    fail(`the development issuer answered ${res.status} ${body.error ?? ''}: ${body.detail ?? body.error_description ?? ''}`.trim());
   if (process.argv.includes('--json')) console.log(JSON.stringify({ ...body, issuer: info.issuer, audience: info.audience }, null, 2));
   else console.log(body.access_token);
 }

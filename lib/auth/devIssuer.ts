@@ -226,8 +226,10 @@ export class DevIssuer {
       clientSecret = decodeURIComponent(secret ?? '');
     }
     if (clientId !== DEV_CLIENT_ID) return refuseClient(`unknown client '${String(clientId ?? '').slice(0, 64)}': use client_id '${DEV_CLIENT_ID}'.`);
-    if (!clientSecret) return refuseClient(`no client secret: send the sign-in secret of ${SECRET_FILE} in the data folder as the '${DEV_CLIENT_ID}' client secret.`);
-    if (!safeEqual(clientSecret, this.info.clientSecret)) return refuseClient(`the client secret is not the sign-in secret of ${SECRET_FILE} in the data folder.`);
+    if (!clientSecret)
+      return refuseClient(`no client secret: send the sign-in secret of ${SECRET_FILE} in the data folder as the '${DEV_CLIENT_ID}' client secret.`);
+    if (!safeEqual(clientSecret, this.info.clientSecret))
+      return refuseClient(`the client secret is not the sign-in secret of ${SECRET_FILE} in the data folder.`);
     if (form.get('grant_type') !== 'client_credentials') return send(400, { error: 'unsupported_grant_type' });
     const role = (ROLES as readonly string[]).find((r) => r.toLowerCase() === (form.get('role') ?? 'Viewer').toLowerCase()) as Role | undefined;
     if (!role) return send(400, { error: 'invalid_scope', error_description: `role must be one of ${ROLES.join(', ')}` });

@@ -27,7 +27,8 @@ export async function fetchSameOrigin(url: URL | string, init: RequestInit, what
         EXIT.unavailable,
       );
     }
-    if (hop >= MAX_REDIRECTS) throw new CliError(`${what} at ${origin} redirected more than ${MAX_REDIRECTS} times (last to ${next.pathname}).`, EXIT.unavailable);
+    if (hop >= MAX_REDIRECTS)
+      throw new CliError(`${what} at ${origin} redirected more than ${MAX_REDIRECTS} times (last to ${next.pathname}).`, EXIT.unavailable);
     if (res.status === 301 || res.status === 302 || res.status === 303) {
       const headers = new Headers(request.headers);
       headers.delete('content-type');

@@ -82,13 +82,14 @@ describe('the development issuer only when asked, and only for the data folder o
     // The data folder and every secret in it: the owner's alone.
     expect(mode(dataDir)).toBe(0o700);
     expect(mode(path.join(dataDir, 'runtime'))).toBe(0o700);
-    for (const f of ['dev-issuer.secret', 'dev-issuer.json', 'dev-issuer-key.pem', 'secrets.key']) expect({ f, mode: mode(path.join(dataDir, f)) }).toEqual({ f, mode: 0o600 });
+    for (const f of ['dev-issuer.secret', 'dev-issuer.json', 'dev-issuer-key.pem', 'secrets.key'])
+      expect({ f, mode: mode(path.join(dataDir, f)) }).toEqual({ f, mode: 0o600 });
     issuerInfo = JSON.parse(readFileSync(path.join(dataDir, 'dev-issuer.json'), 'utf8'));
     const secret = readFileSync(path.join(dataDir, 'dev-issuer.secret'), 'utf8').trim();
 
     // curl-style: no secret, a guessed one: 401 problem+json, no token; logged without the secret.
     for (const form of [
-      { grant_type: 'client_credentials', client_id: 'dev-cli', role: 'Admin' },
+      { grant_type: 'client_credentials', client_id: 'dev-cli', role: 'Admin' } as Record<string, string>,
       { grant_type: 'client_credentials', client_id: 'dev-cli', client_secret: 'guess-guess-guess', role: 'Admin' },
     ]) {
       const res = await fetch(issuerInfo.tokenEndpoint, {
@@ -132,7 +133,12 @@ describe('the development issuer only when asked, and only for the data folder o
     expect(out).not.toContain('Development issuer:');
     // The port the issuer had: nothing listens there (no discovery, no JWKS, no token endpoint).
     for (const url of [`${issuerInfo.issuer}/.well-known/openid-configuration`, `${issuerInfo.issuer}/jwks`, issuerInfo.tokenEndpoint]) {
-      await expect(fetch(url, { method: url.endsWith('/token') ? 'POST' : 'GET', body: url.endsWith('/token') ? `grant_type=client_credentials&client_id=dev-cli&client_secret=${secret}` : undefined })).rejects.toThrow();
+      await expect(
+        fetch(url, {
+          method: url.endsWith('/token') ? 'POST' : 'GET',
+          body: url.endsWith('/token') ? `grant_type=client_credentials&client_id=dev-cli&client_secret=${secret}` : undefined,
+        }),
+      ).rejects.toThrow();
     }
     // npm run token finds the old address and gets nothing.
     const token = await runNode([path.join(ROOT, 'scripts/token.js'), '--role', 'Admin', '--data-dir', dataDir]);

@@ -72,7 +72,6 @@ describe('meshsync prints identity data without control sequences', () => {
     const table = await as(['space', 'ls', connectorId]);
     expect(table.code).toBe(0);
     expect(table.stdout).toContain('E1X');
-    // eslint-disable-next-line no-control-regex
     expect(table.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
     const json = await as(['space', 'ls', connectorId, '-o', 'json']);
     const items = JSON.parse(json.stdout).items as { anchor: string; csObjectId: string }[];
@@ -83,14 +82,12 @@ describe('meshsync prints identity data without control sequences', () => {
     expect(shown.stdout).toMatch(/^anchor\s+E1X$/m);
     // Nested values print as compact JSON, where C0 controls are visible escapes; the C1 CSI and its parameters are gone.
     expect(shown.stdout).toContain('"givenName":"Ann\\u001b]0;pwned\\u0007e\\rEvil"');
-    // eslint-disable-next-line no-control-regex
     expect(shown.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
     const exact = await as(['space', 'show', connectorId, evil.csObjectId, '-o', 'json']);
     expect(JSON.stringify(JSON.parse(exact.stdout))).toContain(JSON.stringify(given).slice(1, -1));
     // A problem detail quoting the identifier as given: stderr is clean too.
     const missing = await as(['space', 'show', connectorId, `nope${ESC_CLEAR}`]);
     expect(missing.code).not.toBe(0);
-    // eslint-disable-next-line no-control-regex
     expect(missing.stderr).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
   });
 
@@ -125,7 +122,11 @@ describe('meshsync never follows a redirect to another origin', () => {
   test('a create whose body holds a connector secret: refused on the 307, nothing reaches the other port', async () => {
     const file = path.join(home, 'connector.json');
     writeFileSync(file, JSON.stringify({ name: 'LDAP', type: 'ldap', config: { url: 'ldap://x', bindPassword: 'S3cret-bind-password' } }));
-    const r = await meshsync(['connectors', 'create', '-f', file], { MESHSYNC_HOME: home, MESHSYNC_URL: `${redirector.url}/api`, MESHSYNC_TOKEN: 'token-not-for-elsewhere' });
+    const r = await meshsync(['connectors', 'create', '-f', file], {
+      MESHSYNC_HOME: home,
+      MESHSYNC_URL: `${redirector.url}/api`,
+      MESHSYNC_TOKEN: 'token-not-for-elsewhere',
+    });
     expect(r.code).toBe(7);
     expect(r.stderr).toContain(`answered 307 redirecting to another origin (${elsewhere.url}): not followed`);
     expect(redirector.requests).toHaveLength(1);
@@ -135,7 +136,10 @@ describe('meshsync never follows a redirect to another origin', () => {
 
   test('login --dev whose token endpoint redirects elsewhere: the client secret is not sent there', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cli-redirect-dev-'));
-    writeFileSync(path.join(dataDir, 'dev-issuer.json'), JSON.stringify({ issuer: redirector.url, tokenEndpoint: `${redirector.url}/token`, clientId: 'dev-cli' }));
+    writeFileSync(
+      path.join(dataDir, 'dev-issuer.json'),
+      JSON.stringify({ issuer: redirector.url, tokenEndpoint: `${redirector.url}/token`, clientId: 'dev-cli' }),
+    );
     writeFileSync(path.join(dataDir, 'dev-issuer.secret'), 'dev-sign-in-secret\n');
     const before = redirector.requests.length;
     const r = await meshsync(['login', '--dev', '--data-dir', dataDir, '--url', `${redirector.url}/api`], { MESHSYNC_HOME: home });
