@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { ensurePrivateDir, tightenTree, withPrivateUmask } from './privateDir';
+import { tightenTree, withPrivateUmask } from './privateDir';
 import { STATS_FILE } from './tablePersistence/stats';
 
 /** The well-known Azurite development account (public; documented by Microsoft). */
@@ -146,7 +146,7 @@ export class Azurite {
     const location = this.options.location;
     if (location) {
       // Its files hold every identity and connector secret (sealed): the owner's alone (docs/operations.md).
-      ensurePrivateDir(location);
+      mkdirSync(location, { recursive: true, mode: 0o700 });
       const tightened = tightenTree(location);
       if (tightened) this.options.onTightened?.(`Tightened ${tightened} file(s) and folder(s) under ${location} to the owner only (0600/0700).`);
     }
