@@ -13,7 +13,9 @@ import { CLI, ROOT, startRuntime, type RuntimeProcess } from '../runtime/runtime
  * it starts the issuer, whose token endpoint refuses a caller without the sign-in secret (401 problem+json) and
  * serves `npm run token` (a real process reading .data/dev-issuer.secret); without the variable the same data
  * folder gets no issuer at all (its port no longer answers, no discovery, no JWKS, no token). The data folder,
- * created with a wider mode, is tightened to 0700 and its secrets are 0600.
+ * created with a wider mode, is tightened to 0700 and its secrets are 0600. And the README's quick start:
+ * scripts/start.js (what `npm start` runs; dist/ is current after the build, so it builds nothing) asks for
+ * Development itself, and `npm run token` and `meshsync login --dev` work against it.
  */
 jest.setTimeout(180_000);
 
@@ -148,5 +150,28 @@ describe('the development issuer only when asked, and only for the data folder o
     const res = await fetch(`${rt.baseUrl}/api/connectors`);
     expect([401, 503]).toContain(res.status);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  });
+
+  test('npm start (scripts/start.js) with neither the variable nor local.settings.json asks for Development: npm run token and meshsync login --dev work', async () => {
+    const startData = path.join(path.dirname(dataDir), 'npm-start-data');
+    const home = path.join(path.dirname(dataDir), 'meshsync-home');
+    rt = await startRuntime({
+      dataDir: startData,
+      env: { ...baseEnv({ AZURE_FUNCTIONS_ENVIRONMENT: undefined }), Service__DataDir: startData, Storage__TablePrefix: `${prefix}s` },
+      args: (port, dir) => [path.join(ROOT, 'scripts/start.js'), '--port', String(port), '--data-dir', dir],
+    });
+    expect(rt.stdout()).toContain('npm start: no local.settings.json and no AZURE_FUNCTIONS_ENVIRONMENT: starting in Development.');
+    expect(rt.stdout()).not.toContain('Not taken from local.settings.sample.json');
+    expect(mode(startData)).toBe(0o700);
+    const token = await runNode([path.join(ROOT, 'scripts/token.js'), '--role', 'Admin', '--data-dir', startData]);
+    expect(token.code).toBe(0);
+    expect((await fetch(`${rt.baseUrl}/api/connectors`, { headers: { authorization: `Bearer ${token.stdout.trim()}` } })).status).toBe(200);
+    const login = await runNode([path.join(ROOT, 'dist/lib/cli/main.js'), 'login', '--dev', '--data-dir', startData, '--url', `${rt.baseUrl}/api`], {
+      MESHSYNC_HOME: home,
+    });
+    expect(login.stderr).toBe('');
+    expect(login.code).toBe(0);
+    const ls = await runNode([path.join(ROOT, 'dist/lib/cli/main.js'), 'connectors', 'ls', '-o', 'json'], { MESHSYNC_HOME: home });
+    expect(ls.code).toBe(0);
   });
 });
