@@ -8,6 +8,8 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const SOURCE_DIRS = ['functions', 'orchestrations', 'lib'];
+/** What tsconfig.json excludes: the web console is bundled by scripts/buildConsole.js (consoleStale below). */
+const NOT_TSC = new Set([path.join(root, 'lib/console/web')]);
 
 /** Every .ts source (not .d.ts) under the folders tsc compiles. */
 function sources(dir, out = []) {
@@ -19,8 +21,9 @@ function sources(dir, out = []) {
   }
   for (const e of entries) {
     const full = path.join(dir, e.name);
-    if (e.isDirectory()) sources(full, out);
-    else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) out.push(full);
+    if (e.isDirectory()) {
+      if (!NOT_TSC.has(full)) sources(full, out);
+    } else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) out.push(full);
   }
   return out;
 }
@@ -65,6 +68,15 @@ if (consoleStale()) {
   process.stdout.write('Building the web console (dist/console)...\n');
   const result = spawnSync(process.execPath, [path.join(root, 'scripts/buildConsole.js')], { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) process.stderr.write('The console build failed (see above); the API starts without it.\n');
+}
+
+// The embedded default run is Development, asked for here: the service itself never takes Development from
+// local.settings.sample.json, so the binary started directly (or by a service manager) with neither the variable
+// nor a local.settings.json runs as Production and starts no development issuer (docs/authentication.md).
+const hasEnvironment = Object.keys(process.env).some((k) => k.toUpperCase() === 'AZURE_FUNCTIONS_ENVIRONMENT');
+if (!hasEnvironment && !existsSync(path.join(root, 'local.settings.json'))) {
+  process.env.AZURE_FUNCTIONS_ENVIRONMENT = 'Development';
+  process.stdout.write('npm start: no local.settings.json and no AZURE_FUNCTIONS_ENVIRONMENT: starting in Development.\n');
 }
 
 require(path.join(root, 'dist/lib/runtime/cli.js'))

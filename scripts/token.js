@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // Prints a Bearer token from the embedded development issuer (Development only; see docs/authentication.md).
 //   npm run token -- --role Admin [--user alice@contoso.com] [--data-dir .data] [--json]
-// It reads <dataDir>/dev-issuer.json, written by the running service, and calls the issuer's token endpoint
-// (client_credentials), so the service must be running (`npm start`).
+//   npm run -s token -- --secret     (prints the sign-in secret the console's development sign-in form asks for)
+// It reads <dataDir>/dev-issuer.json (the issuer's address) and <dataDir>/dev-issuer.secret (the sign-in secret,
+// readable by the data folder's owner only), both written by the running service, and calls the issuer's
+// token endpoint (client_credentials) with the secret, so the service must be running (`npm start`).
 'use strict';
 const { readFileSync } = require('node:fs');
 const path = require('node:path');
@@ -22,7 +24,7 @@ function fail(message) {
 
 async function main() {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    console.log('Usage: npm run token -- [--role Admin|Operator|Viewer] [--user name@domain] [--data-dir DIR] [--json]');
+    console.log('Usage: npm run token -- [--role Admin|Operator|Viewer] [--user name@domain] [--data-dir DIR] [--json | --secret]');
     return;
   }
   const role = arg('role') ?? 'Admin';
@@ -37,10 +39,25 @@ async function main() {
       `${file} not found: start the service in Development (AZURE_FUNCTIONS_ENVIRONMENT=Development, no Authentication__Jwt__Authority) with npm start first.`,
     );
   }
+  const secretFile = path.resolve(dataDir, 'dev-issuer.secret');
+  let secret;
+  try {
+    secret = readFileSync(secretFile, 'utf8').trim();
+  } catch (err) {
+    fail(
+      err.code === 'EACCES'
+        ? `${secretFile} cannot be read: only the user that owns the data folder (the one running the service) gets development tokens.`
+        : `${secretFile} not found: start the service in Development (npm start) first.`,
+    );
+  }
+  if (process.argv.includes('--secret')) {
+    console.log(secret);
+    return;
+  }
   const form = new URLSearchParams({ grant_type: 'client_credentials', role });
   const user = arg('user');
   if (user) form.set('username', user);
-  const basic = Buffer.from(`${encodeURIComponent(info.clientId)}:${encodeURIComponent(info.clientSecret)}`).toString('base64');
+  const basic = Buffer.from(`${encodeURIComponent(info.clientId)}:${encodeURIComponent(secret)}`).toString('base64');
   let res;
   try {
     res = await fetch(info.tokenEndpoint, {
@@ -52,7 +69,8 @@ async function main() {
     fail(`the development issuer at ${info.issuer} does not answer (${err.cause?.code ?? err.message}): is the service running (npm start)?`);
   }
   const body = await res.json().catch(() => ({}));
-  if (!res.ok || !body.access_token) fail(`the development issuer answered ${res.status} ${body.error ?? ''} ${body.error_description ?? ''}`.trim());
+  if (!res.ok || !body.access_token)
+    fail(`the development issuer answered ${res.status} ${body.error ?? ''}: ${body.detail ?? body.error_description ?? ''}`.trim());
   if (process.argv.includes('--json')) console.log(JSON.stringify({ ...body, issuer: info.issuer, audience: info.audience }, null, 2));
   else console.log(body.access_token);
 }

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { isLoopbackHost } from './authConfig';
 import { ROLES, type Role } from './permissions';
 
-/** The public client of the web console (authorization code + PKCE, no secret). */
+/** The public client of the web console (authorization code + PKCE, no client secret; the person pastes the sign-in secret). */
 export const CONSOLE_CLIENT_ID = 'meshsync-console';
 /** How long an authorization code may wait for its token request. */
 const CODE_LIFETIME_MS = 60_000;
@@ -106,8 +106,12 @@ function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
-/** The sign-in form of GET /authorize: a user name and a role, the request's parameters carried along. */
-export function signInPage(request: AuthorizeRequest, issuer: string): string {
+/**
+ * The sign-in form of GET /authorize: a user name, a role and the sign-in secret (the content of
+ * `secretFile`, which only a local user who can read the data folder has), the request's parameters carried
+ * along. `error` (a refused attempt) is shown above the fields.
+ */
+export function signInPage(request: AuthorizeRequest, issuer: string, secretFile: string, error?: string): string {
   const hidden = Object.entries({
     client_id: request.clientId,
     redirect_uri: request.redirectUri,
@@ -134,6 +138,7 @@ export function signInPage(request: AuthorizeRequest, issuer: string): string {
     input, select, button { font: inherit; width: 100%; box-sizing: border-box; padding: 8px; }
     button { margin-top: 18px; background: #1d4ed8; color: #fff; border: 0; border-radius: 4px; cursor: pointer; }
     button:focus-visible, input:focus-visible, select:focus-visible { outline: 3px solid #93c5fd; }
+    .hint { font-size: 12px; color: #555; margin: 4px 0 0; word-break: break-all; } .error { color: #b91c1c; font-weight: 600; }
   </style>
 </head>
 <body>
@@ -141,11 +146,15 @@ export function signInPage(request: AuthorizeRequest, issuer: string): string {
     <form method="post" action="/authorize">
       <h1>Sign in</h1>
       <p>Development issuer at ${escapeHtml(issuer)}: any name, any role. Development only.</p>
+      ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ''}
       ${hidden}
       <label for="username">User name</label>
       <input id="username" name="username" autocomplete="username" value="developer@localhost" required maxlength="256">
       <label for="role">Role</label>
       <select id="role" name="role">${options}</select>
+      <label for="secret">Sign-in secret</label>
+      <input id="secret" name="secret" type="password" autocomplete="off" required maxlength="256" aria-describedby="secret-hint">
+      <p class="hint" id="secret-hint">The content of ${escapeHtml(secretFile)} (<code>npm run -s token -- --secret</code> prints it).</p>
       <button type="submit">Sign in</button>
     </form>
   </main>

@@ -1,10 +1,11 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { ConfigError } from '../core/config';
+import { ensurePrivateDir, readOrCreateSecretFile, writePrivateFile } from '../core/privateFiles';
 import { AuthorizationCodes, CONSOLE_CLIENT_ID, codeRedirect, OAuthError, parseAuthorizeRequest, parseRole, parseUsername, signInPage } from './devAuthorize';
 import { isLoopbackHost } from './authConfig';
 import type { AuthLogger } from './log';
@@ -29,28 +30,36 @@ export interface DevIssuerInfo {
   tokenEndpoint: string;
   audience: string;
   clientId: string;
+  /** The sign-in secret (the content of dev-issuer.secret): the `dev-cli` client's secret. */
   clientSecret: string;
   port: number;
+  /** The file holding the sign-in secret (mode 0600, in the 0700 data folder). */
+  secretFile: string;
 }
 
 export const DEV_CLIENT_ID = 'dev-cli';
 const INFO_FILE = 'dev-issuer.json';
 const KEY_FILE = 'dev-issuer-key.pem';
+/** The sign-in secret: who can read it can read the data folder, which is what the issuer asks of a caller. */
+export const SECRET_FILE = 'dev-issuer.secret';
 
 /**
  * The embedded development OIDC issuer: discovery, JWKS and a client_credentials token endpoint on loopback,
  * so a new user can call the API with a Bearer token within a minute (`npm run token -- --role Admin`).
  *
- * It refuses to run outside `AZURE_FUNCTIONS_ENVIRONMENT=Development`. Its RSA signing key and client secret
- * are kept under the data dir (mode 0600), and it listens on the port it used last time when that port is
- * free, so tokens survive a restart. The token endpoint accepts the extra form fields `role`
+ * It refuses to run outside `AZURE_FUNCTIONS_ENVIRONMENT=Development` (set explicitly: the runtime does not take
+ * it from local.settings.sample.json). Its RSA signing key and its sign-in secret are kept under the data dir
+ * (files 0600 in a 0700 folder), and it listens on the port it used last time when that port is free, so
+ * tokens survive a restart. It signs in only callers that prove they can read the data folder: the
+ * client_credentials grant needs the sign-in secret (`dev-issuer.secret`) as the `dev-cli` client's secret,
+ * and the console's sign-in form needs it pasted. The token endpoint accepts the extra form fields `role`
  * (Admin|Operator|Viewer) and `username` (preferred_username/upn, default `developer@localhost`).
  *
  * For the web console it also does the authorization code flow with PKCE (S256) for the public client
- * `meshsync-console`: GET /authorize shows a small form (user name, role), POST /authorize issues a one-time
- * code bound to the challenge and the loopback redirect URI, and the token endpoint's `authorization_code`
- * grant checks the `code_verifier` (lib/auth/devAuthorize.ts). Browsers call it from the service's origin,
- * so its JSON answers allow loopback origins (CORS).
+ * `meshsync-console`: GET /authorize shows a small form (user name, role, sign-in secret), POST /authorize
+ * checks the secret and issues a one-time code bound to the challenge and the loopback redirect URI, and the
+ * token endpoint's `authorization_code` grant checks the `code_verifier` (lib/auth/devAuthorize.ts). Browsers
+ * call it from the service's origin, so its JSON answers allow loopback origins (CORS).
  */
 export class DevIssuer {
   private server: http.Server | undefined;
@@ -67,7 +76,7 @@ export class DevIssuer {
         `the embedded development OIDC issuer runs only in Development, not in '${options.environment}'; configure Authentication__Jwt__Authority instead.`,
       );
     }
-    mkdirSync(options.dataDir, { recursive: true });
+    ensurePrivateDir(options.dataDir, (line) => options.log('warn', line));
     this.key = loadOrCreateKey(path.join(options.dataDir, KEY_FILE));
     const pub = createPublicKey(this.key);
     this.kid = createHash('sha256')
@@ -96,16 +105,23 @@ export class DevIssuer {
     });
     this.server = server;
     const issuer = `http://127.0.0.1:${port}`;
+    const secretFile = path.join(this.options.dataDir, SECRET_FILE);
+    // A data folder from before the secret file: its client secret becomes the sign-in secret.
+    const clientSecret = readOrCreateSecretFile(secretFile, () => previous?.clientSecret ?? randomBytes(24).toString('base64url'));
     this.info = {
       issuer,
       tokenEndpoint: `${issuer}/token`,
       audience: this.options.audience,
       clientId: DEV_CLIENT_ID,
-      clientSecret: previous?.clientSecret ?? randomBytes(24).toString('base64url'),
+      clientSecret,
       port,
+      secretFile,
     };
-    writeFileSync(this.infoFile, JSON.stringify(this.info, null, 2) + '\n', { mode: 0o600 });
-    this.options.log('info', `Development issuer: ${issuer} (audience ${this.options.audience}); get a token with: npm run token -- --role Admin`);
+    writePrivateFile(this.infoFile, JSON.stringify(this.info, null, 2) + '\n');
+    this.options.log(
+      'info',
+      `Development issuer: ${issuer} (audience ${this.options.audience}); it signs in only callers holding the secret in ${secretFile}. Get a token with: npm run token -- --role Admin`,
+    );
     return this.info;
   }
 
@@ -147,9 +163,18 @@ export class DevIssuer {
     const origin = req.headers.origin;
     const cors: Record<string, string> = {};
     if (origin && loopbackOrigin(origin)) Object.assign(cors, { 'access-control-allow-origin': origin, vary: 'Origin' });
-    const send = (status: number, body: unknown) => {
+    const send = (status: number, body: unknown, contentType = 'application/json') => {
       // No keep-alive: a client's pooled socket must not outlive a restart of this issuer.
-      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', connection: 'close', ...cors }).end(JSON.stringify(body));
+      res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store', connection: 'close', ...cors }).end(JSON.stringify(body));
+    };
+    /** A refused client: problem+json that OAuth clients read too (`error`, `error_description`). */
+    const refuseClient = (detail: string) => {
+      this.options.log('warn', `Development issuer: refused a token request from ${req.socket.remoteAddress ?? 'unknown'}: ${detail}`);
+      send(
+        401,
+        { type: 'about:blank', title: 'Unauthorized', status: 401, detail, error: 'invalid_client', error_description: detail },
+        'application/problem+json',
+      );
     };
     const url = new URL(req.url ?? '/', this.info.issuer);
     if (!isLoopbackHost(req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? ''))
@@ -183,7 +208,7 @@ export class DevIssuer {
     const lifetime = this.options.tokenLifetimeSeconds ?? 8 * 3600;
     if (form.get('grant_type') === 'authorization_code') {
       // The console is a public client: PKCE stands in for the secret.
-      if (form.get('client_id') !== CONSOLE_CLIENT_ID) return send(401, { error: 'invalid_client' });
+      if (form.get('client_id') !== CONSOLE_CLIENT_ID) return refuseClient(`the authorization_code grant is for the client '${CONSOLE_CLIENT_ID}' only.`);
       try {
         const { role, username } = this.codes.redeem(form);
         return send(200, { access_token: this.mint(role, username), token_type: 'Bearer', expires_in: lifetime });
@@ -200,9 +225,11 @@ export class DevIssuer {
       clientId = decodeURIComponent(id ?? '');
       clientSecret = decodeURIComponent(secret ?? '');
     }
-    if (clientId !== DEV_CLIENT_ID || !clientSecret || !safeEqual(clientSecret, this.info.clientSecret)) {
-      return send(401, { error: 'invalid_client' });
-    }
+    if (clientId !== DEV_CLIENT_ID) return refuseClient(`unknown client '${String(clientId ?? '').slice(0, 64)}': use client_id '${DEV_CLIENT_ID}'.`);
+    if (!clientSecret)
+      return refuseClient(`no client secret: send the sign-in secret of ${SECRET_FILE} in the data folder as the '${DEV_CLIENT_ID}' client secret.`);
+    if (!safeEqual(clientSecret, this.info.clientSecret))
+      return refuseClient(`the client secret is not the sign-in secret of ${SECRET_FILE} in the data folder.`);
     if (form.get('grant_type') !== 'client_credentials') return send(400, { error: 'unsupported_grant_type' });
     const role = (ROLES as readonly string[]).find((r) => r.toLowerCase() === (form.get('role') ?? 'Viewer').toLowerCase()) as Role | undefined;
     if (!role) return send(400, { error: 'invalid_scope', error_description: `role must be one of ${ROLES.join(', ')}` });
@@ -230,7 +257,7 @@ export class DevIssuer {
       return page(400, `<!doctype html><title>Sign-in refused</title><h1>Sign-in refused</h1><p>${err.error}: ${err.description.replace(/[<>&]/g, '')}</p>`);
     };
     try {
-      if (req.method === 'GET') return page(200, signInPage(parseAuthorizeRequest(url.searchParams), this.info.issuer));
+      if (req.method === 'GET') return page(200, signInPage(parseAuthorizeRequest(url.searchParams), this.info.issuer, this.info.secretFile));
       if (req.method !== 'POST') return page(405, '<!doctype html><title>Method not allowed</title><p>Use GET or POST.</p>');
       const body = await readForm(req);
       if (body === undefined) return page(413, '<!doctype html><title>Too large</title><p>The form is too large.</p>');
@@ -238,6 +265,12 @@ export class DevIssuer {
       const request = parseAuthorizeRequest(form);
       const role = parseRole(form.get('role'));
       const username = parseUsername(form.get('username'));
+      const secret = (form.get('secret') ?? '').trim();
+      if (!secret || !safeEqual(secret, this.info.clientSecret)) {
+        const why = secret ? 'the sign-in secret is wrong' : 'no sign-in secret was given';
+        this.options.log('warn', `Development issuer: refused the console sign-in of ${username} as ${role}: ${why}.`);
+        return page(401, signInPage(request, this.info.issuer, this.info.secretFile, `Sign-in refused: ${why}. Paste the content of ${this.info.secretFile}.`));
+      }
       const code = this.codes.issue(request, role, username);
       this.options.log('info', `Development issuer: signed in ${username} as ${role} for the console.`);
       res.writeHead(302, { location: codeRedirect(request, code, this.info.issuer), 'cache-control': 'no-store', connection: 'close' }).end();
@@ -273,7 +306,10 @@ function safeEqual(a: string, b: string): boolean {
 }
 
 function loadOrCreateKey(file: string): KeyObject {
-  if (existsSync(file)) return createPrivateKey(readFileSync(file, 'utf8'));
+  if (existsSync(file)) {
+    chmodSync(file, 0o600);
+    return createPrivateKey(readFileSync(file, 'utf8'));
+  }
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   writeFileSync(file, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
   chmodSync(file, 0o600);

@@ -1,5 +1,6 @@
 import { authorization } from './auth';
 import { CliError, EXIT, exitCodeOfStatus } from './exitCodes';
+import { fetchSameOrigin } from './fetchSameOrigin';
 import { DEFAULT_URL, getProfile, profileName } from './profiles';
 
 /** The global options every command has. */
@@ -78,8 +79,10 @@ export class Api {
     if (this.auth) headers.authorization = this.auth;
     if (body !== undefined) headers['content-type'] = 'application/json';
     try {
-      return await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(120_000) });
+      // Never follows a redirect to another origin: the body may hold connector secrets, the header a token.
+      return await fetchSameOrigin(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(120_000) });
     } catch (err) {
+      if (err instanceof CliError) throw err;
       const c = (err as { cause?: { code?: string; message?: string } }).cause;
       const cause = c?.code ?? c?.message ?? (err as Error).message;
       throw new CliError(

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { CliError, EXIT } from './exitCodes';
+import { fetchSameOrigin } from './fetchSameOrigin';
 import { loadCredential, saveCredential, type Credential, type Profile } from './profiles';
 
 /** Renew a cached token this long before it expires. */
@@ -24,13 +25,18 @@ async function requestToken(
   // client_secret_basic: the method every OAuth server must support (RFC 6749 2.3.1), form-encoded id and secret.
   const basic = Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64');
   try {
-    res = await fetch(tokenEndpoint, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', authorization: `Basic ${basic}` },
-      body: new URLSearchParams(form).toString(),
-      signal: AbortSignal.timeout(30_000),
-    });
+    res = await fetchSameOrigin(
+      tokenEndpoint,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', authorization: `Basic ${basic}` },
+        body: new URLSearchParams(form).toString(),
+        signal: AbortSignal.timeout(30_000),
+      },
+      'The token endpoint',
+    );
   } catch (err) {
+    if (err instanceof CliError) throw err;
     throw new CliError(`The token endpoint ${tokenEndpoint} could not be reached: ${(err as Error).message}`, EXIT.unavailable);
   }
   let body: TokenAnswer = {};
@@ -93,16 +99,34 @@ interface DevIssuerInfo {
   clientSecret: string;
 }
 
+/**
+ * The issuer's address (dev-issuer.json) and its sign-in secret (dev-issuer.secret, readable only by the owner
+ * of the data folder): the issuer signs in only callers that can read the data folder.
+ */
 function readDevIssuer(dataDir: string): DevIssuerInfo {
   const file = path.resolve(dataDir, 'dev-issuer.json');
+  let info: DevIssuerInfo;
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as DevIssuerInfo;
+    info = JSON.parse(readFileSync(file, 'utf8')) as DevIssuerInfo;
   } catch {
     throw new CliError(
       `${file} not found: --dev signs in with the development issuer of a service started in Development (npm start) whose data folder is --data-dir (default .data).`,
       EXIT.auth,
     );
   }
+  const secretFile = path.resolve(dataDir, 'dev-issuer.secret');
+  try {
+    info.clientSecret = readFileSync(secretFile, 'utf8').trim();
+  } catch (err) {
+    const denied = (err as NodeJS.ErrnoException).code === 'EACCES';
+    throw new CliError(
+      denied
+        ? `${secretFile} cannot be read: only the user that owns the service's data folder signs in with --dev.`
+        : `${secretFile} not found: the service of this data folder has not started its development issuer.`,
+      EXIT.auth,
+    );
+  }
+  return info;
 }
 
 /** Sign-in with the embedded development issuer of a local service. */

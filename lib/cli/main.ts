@@ -7,6 +7,7 @@ import { registerLogin } from './commands/login';
 import { registerMesh } from './commands/mesh';
 import { registerRuns } from './commands/runs';
 import { CliError, EXIT } from './exitCodes';
+import { writeErr } from './output';
 
 /**
  * `meshsync`: the Admin API from a terminal or a script. Every command is one or a few API calls (nothing
@@ -55,11 +56,12 @@ export async function main(argv: string[]): Promise<number> {
       return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help' ? EXIT.ok : EXIT.usage;
     }
     if (err instanceof CliError) {
-      process.stderr.write(`meshsync: ${err.message}\n`);
-      for (const line of err.details) process.stderr.write(`${line}\n`);
+      // A problem's detail can quote identity data: printed without the control sequences it may carry.
+      writeErr(`meshsync: ${err.message}\n`);
+      for (const line of err.details) writeErr(`${line}\n`);
       return err.exitCode;
     }
-    process.stderr.write(`meshsync: ${(err as Error)?.message ?? String(err)}\n`);
+    writeErr(`meshsync: ${(err as Error)?.message ?? String(err)}\n`);
     return EXIT.unavailable;
   }
 }

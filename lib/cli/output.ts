@@ -18,12 +18,41 @@ function pick(item: Record<string, unknown>, get: Column['get']): unknown {
   return v;
 }
 
-/** A cell's text: strings as they are, null/undefined empty, objects as compact JSON, one line. */
+/**
+ * What a terminal would act on instead of showing: ESC sequences (CSI such as `\x1b[2J`, OSC such as a window
+ * title or a hyperlink, up to BEL or ST, and two-character ones), the other C0 controls but tab and newline,
+ * DEL, the C1 controls (U+0080-U+009F; `\x9b` is a CSI of its own and goes with its parameters) and the bidirectional overrides that make
+ * text read other than it is stored. Each part of the pattern is bounded by the next character class, so
+ * it runs in linear time.
+ */
+const TERMINAL_CONTROLS =
+  /\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\s\S])?|\x9b[0-?]*[ -/]*[@-~]?|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text from the service (identity data, problem details) made safe to print on a terminal: every control
+ * sequence and control character removed, tabs and newlines kept. JSON output does not go through it (JSON
+ * escapes control characters itself).
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(TERMINAL_CONTROLS, '');
+}
+
+/** Write plain text to stdout without the control sequences it may carry. */
+export function writeOut(text: string): void {
+  process.stdout.write(terminalSafe(text));
+}
+
+/** Write plain text to stderr without the control sequences it may carry. */
+export function writeErr(text: string): void {
+  process.stderr.write(terminalSafe(text));
+}
+
+/** A cell's text: strings as they are, null/undefined empty, objects as compact JSON, one line, no control characters. */
 export function cellText(v: unknown): string {
   if (v === null || v === undefined) return '';
-  if (typeof v === 'string') return v.replace(/\s+/g, ' ');
+  if (typeof v === 'string') return terminalSafe(v).replace(/\s+/g, ' ');
   if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  return JSON.stringify(v);
+  return terminalSafe(JSON.stringify(v));
 }
 
 /** The terminal's width (stdout), or 120 when it is not a terminal, or COLUMNS when set. */
@@ -75,7 +104,7 @@ export function renderDetail(item: Record<string, unknown>, width = terminalWidt
  */
 export function print(data: unknown, format: OutputFormat, columns?: Column[]): void {
   if (format === 'json') return void process.stdout.write(`${JSON.stringify(data, null, 2)}\n`);
-  if (format === 'yaml') return void process.stdout.write(toYaml(data ?? null));
+  if (format === 'yaml') return void process.stdout.write(terminalSafe(toYaml(data ?? null)));
   if (data === undefined || data === null) return;
   if (Array.isArray(data)) return void process.stdout.write(`${renderTable(data as Record<string, unknown>[], columns ?? autoColumns(data))}\n`);
   const obj = data as Record<string, unknown>;

@@ -1,5 +1,6 @@
 import { SingleBar } from 'cli-progress';
 import type { Api } from './api';
+import { terminalSafe, writeErr } from './output';
 
 /** A run as the API answers it (the fields the CLI reads). */
 export interface Run {
@@ -77,7 +78,7 @@ class BarView {
     const r = rate(run);
     const eta = total && r > 0 && value < total ? `${Math.ceil((total - value) / r)}s` : total ? '0s' : '?';
     const payload = {
-      phase: (isDone(run.status) ? run.status : (p?.phase ?? run.status)).padEnd(9),
+      phase: terminalSafe(isDone(run.status) ? run.status : (p?.phase ?? run.status)).padEnd(9),
       totalText: total ?? '?',
       rate: Math.round(r),
       etaText: eta,
@@ -110,7 +111,7 @@ class LineView {
     const p = run.progress;
     const done = p?.objectsProcessed ?? run.stats.objectsProcessed;
     const total = p?.objectsTotal ?? '?';
-    process.stderr.write(`run ${run.runId} ${phase}: ${done}/${total} objects, ${Math.round(rate(run))}/s\n`);
+    writeErr(`run ${run.runId} ${phase}: ${done}/${total} objects, ${Math.round(rate(run))}/s\n`);
   }
 
   stop(): void {}

@@ -63,7 +63,7 @@ export function snapshotFile(dataDir: string): string {
  */
 export async function writeSnapshot(file: string, model: SnapshotModel, seq: number, feedTag: string): Promise<boolean> {
   const changes = model.changes;
-  await fsp.mkdir(path.dirname(file), { recursive: true });
+  await fsp.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   const tmp = `${file}.${process.pid}.tmp`;
   await removeOrphans(file);
   const records = [...model.records()];

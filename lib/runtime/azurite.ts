@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { tightenTree, withPrivateUmask } from './privateDir';
 import { STATS_FILE } from './tablePersistence/stats';
 
 /** The well-known Azurite development account (public; documented by Microsoft). */
@@ -64,6 +65,8 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
 const TABLE_SEMI_SPACE_MB = 64;
 
 export interface AzuriteOptions {
+  /** Told in one line when files or folders under `location` were open to other users and got tightened. */
+  onTightened?: (line: string) => void;
   /** Folder for disk persistence; omitted: in-memory (tests). */
   location?: string;
   endpoints?: Partial<AzuriteEndpoints>;
@@ -141,7 +144,12 @@ export class Azurite {
     const bin = path.dirname(require.resolve('azurite/package.json'));
     const common = ['--silent', '--skipApiVersionCheck', '--loose', '--disableProductStyleUrl', '--disableTelemetry'];
     const location = this.options.location;
-    if (location) mkdirSync(location, { recursive: true });
+    if (location) {
+      // Its files hold every identity and connector secret (sealed): the owner's alone (docs/operations.md).
+      mkdirSync(location, { recursive: true, mode: 0o700 });
+      const tightened = tightenTree(location);
+      if (tightened) this.options.onTightened?.(`Tightened ${tightened} file(s) and folder(s) under ${location} to the owner only (0600/0700).`);
+    }
     const persistence = location ? ['--location', location] : ['--inMemoryPersistence'];
     const services = this.options.services ?? ['table', 'queue', 'blob'];
     const all: Record<AzuriteService, [string, string[], number]> = {
@@ -172,11 +180,13 @@ export class Azurite {
       // 193 s instead of 281 (BENCHMARKS.md, "Start-up at a million"). Being on the command line, this flag
       // overrides one in NODE_OPTIONS.
       if (table && !this.options.stockTable) heap.push(`--max-semi-space-size=${TABLE_SEMI_SPACE_MB}`);
-      const child = spawn(process.execPath, [...heap, script, ...args, ...persistence, ...common], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        cwd: location ?? process.cwd(),
-        env: table ? tableEnv : process.env,
-      });
+      const child = withPrivateUmask(() =>
+        spawn(process.execPath, [...heap, script, ...args, ...persistence, ...common], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          cwd: location ?? process.cwd(),
+          env: table ? tableEnv : process.env,
+        }),
+      );
       this.services.set(child, service);
       child.stdout?.on('data', (d: Buffer) => this.options.onLog?.(d.toString().trimEnd()));
       child.stderr?.on('data', (d: Buffer) => this.options.onLog?.(d.toString().trimEnd()));

@@ -103,7 +103,7 @@ const UNREADABLE_GRACE_MS = 5_000;
  */
 export function lockDataFolder(dataDir: string): DataFolderLock {
   const dir = path.join(dataDir, 'runtime');
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const file = path.join(dir, 'host.lock');
   const me: LockHolder = { pid: process.pid, hostname: os.hostname(), startTicks: procStat(process.pid)?.startTicks, startedAt: new Date().toISOString() };
   const content = `${JSON.stringify(me)}\n`;

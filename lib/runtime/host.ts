@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Azurite, type AzuriteService, connectionStringFor, DEFAULT_ENDPOINTS, isDevelopmentStorage, portAnswers } from './azurite';
@@ -12,6 +12,7 @@ import { globFiles } from './glob';
 import { HttpHost } from './httpHost';
 import { invokeFunction, type InvocationOutcome } from './invoke';
 import { Logger, type LogFormat } from './logger';
+import { ensurePrivateDir } from './privateDir';
 import { loopbackUri, withLoopbackServers } from './loopback';
 import { FunctionRegistry, installCoreModule, type RegisteredFunction } from './registry';
 import { getSetting, loadLocalSettings, readAppMain, readHostJson, RuntimeConfigError } from './settings';
@@ -71,7 +72,7 @@ function readOrCreateInstanceId(dataDir: string, env: NodeJS.ProcessEnv): string
   } catch {
     // first start: create it below
   }
-  mkdirSync(dir, { recursive: true });
+  ensurePrivateDir(dir);
   const id = randomUUID();
   writeFileSync(file, `${id}\n`);
   return id;
@@ -120,8 +121,14 @@ export class FunctionsHost {
     const log = this.logger;
     if (settings.usedSample) log.warn('Host.Startup', `local.settings.json not found in ${this.appDir}: using local.settings.sample.json.`);
     else if (!settings.file) log.info('Host.Startup', 'No local.settings.json: app settings come from the environment only.');
+    if (settings.withheld.length)
+      log.warn(
+        'Host.Startup',
+        `Not taken from local.settings.sample.json: ${settings.withheld.join(', ')} (set it in the environment or in local.settings.json; npm start sets AZURE_FUNCTIONS_ENVIRONMENT=Development).`,
+      );
 
-    mkdirSync(this.dataDir, { recursive: true });
+    // The data folder holds the lock, the storage emulator's data and the app's secrets: the owner's alone.
+    ensurePrivateDir(this.dataDir, (line) => log.warn('Host.Startup', line));
     // Before the instance id: a second process on this folder would take the same id and act as the same instance.
     this.dataLock = lockDataFolder(this.dataDir);
     const stale = this.dataLock.tookOverFrom;
@@ -249,7 +256,8 @@ export class FunctionsHost {
     const limits = embeddedAzuriteLimits(this.env);
     const start = async (services: AzuriteService[]) => {
       const onLog = (line: string) => log.log('debug', 'Host.Azurite', line);
-      const azurite = new Azurite({ location, endpoints: DEFAULT_ENDPOINTS, services, onLog, ...limits });
+      const onTightened = (line: string) => log.warn('Host.Azurite', line);
+      const azurite = new Azurite({ location, endpoints: DEFAULT_ENDPOINTS, services, onLog, onTightened, ...limits });
       await azurite.start();
       this.azurite = azurite;
       if (services.includes('table') && azurite.statsFile) {

@@ -29,6 +29,8 @@ export interface LocalSettingsResult {
   applied: string[];
   /** Settings skipped because the environment already had them. */
   overridden: string[];
+  /** Settings of the sample not applied because they must be set explicitly (AZURE_FUNCTIONS_ENVIRONMENT). */
+  withheld: string[];
   /** `Host` section (LocalHttpPort...). */
   host: Record<string, unknown>;
 }
@@ -61,14 +63,22 @@ export function getSetting(name: string, env: NodeJS.ProcessEnv = process.env): 
 }
 
 /**
+ * Settings the sample never supplies: the environment name decides whether the development issuer (which signs
+ * anyone in who can read the data folder) and the generated secrets key are allowed, so Development must be
+ * asked for, in the environment or in local.settings.json; `npm start` asks for it (scripts/start.js).
+ */
+const EXPLICIT_ONLY = ['AZURE_FUNCTIONS_ENVIRONMENT'];
+
+/**
  * Copy `local.settings.json` `Values` into `env` where a variable is not already set (the environment wins,
- * as with `func start`). When local.settings.json is missing, local.settings.sample.json is read instead.
+ * as with `func start`). When local.settings.json is missing, local.settings.sample.json is read instead,
+ * except its AZURE_FUNCTIONS_ENVIRONMENT (listed in `withheld`).
  */
 export function loadLocalSettings(appDir: string, env: NodeJS.ProcessEnv = process.env): LocalSettingsResult {
   const main = path.join(appDir, 'local.settings.json');
   const sample = path.join(appDir, 'local.settings.sample.json');
   const file = existsSync(main) ? main : existsSync(sample) ? sample : undefined;
-  const result: LocalSettingsResult = { file, usedSample: file === sample, applied: [], overridden: [], host: {} };
+  const result: LocalSettingsResult = { file, usedSample: file === sample, applied: [], overridden: [], withheld: [], host: {} };
   if (!file) return result;
   const json = readJson(file);
   if (json.IsEncrypted === true) {
@@ -81,6 +91,10 @@ export function loadLocalSettings(appDir: string, env: NodeJS.ProcessEnv = proce
     const value = typeof raw === 'string' ? raw : JSON.stringify(raw);
     if (getSetting(name, env) !== undefined) {
       result.overridden.push(name);
+      continue;
+    }
+    if (result.usedSample && EXPLICIT_ONLY.includes(name.toUpperCase())) {
+      result.withheld.push(name);
       continue;
     }
     env[name] = value;

@@ -1,7 +1,9 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, SettingsReader, readCoreConfig } from '../core/config';
+import { areaLog } from '../core/log';
+import { ensurePrivateDir } from '../core/privateFiles';
 import { checkSharedKey } from './keyCheck';
 
 /**
@@ -32,8 +34,11 @@ export function loadSecretsKey(settings = new SettingsReader()): Buffer {
     throw new ConfigError('Secrets:Key', 'is required outside Development: set it to the base64 of 32 random bytes (for example `openssl rand -base64 32`).');
   }
   const file = path.resolve(core.dataDir, 'secrets.key');
-  if (existsSync(file)) return decodeKey(readFileSync(file, 'utf8').trim(), file);
-  mkdirSync(path.dirname(file), { recursive: true });
+  ensurePrivateDir(path.dirname(file), (line) => areaLog('secrets').warn(line));
+  if (existsSync(file)) {
+    chmodSync(file, 0o600);
+    return decodeKey(readFileSync(file, 'utf8').trim(), file);
+  }
   const fresh = randomBytes(32);
   try {
     // 'wx': two processes starting at once must not overwrite each other's key.

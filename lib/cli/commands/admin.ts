@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { col } from '../output';
+import { col, writeOut } from '../output';
 import { action, paged, readJsonFile } from './context';
 
 const RULE_COLUMNS = [
@@ -147,7 +147,7 @@ export function registerAdmin(program: Command): void {
           col('TARGET', 'targetId'),
           col('NAME', 'name'),
         ]);
-        process.stdout.write((res as { applied?: boolean }).applied ? 'applied\n' : 'not applied (dry run)\n');
+        writeOut((res as { applied?: boolean }).applied ? 'applied\n' : 'not applied (dry run)\n');
       }),
     );
   paged(
@@ -186,5 +186,5 @@ export function registerAdmin(program: Command): void {
   program
     .command('metrics')
     .description('The Prometheus metrics, as text')
-    .action(action(async (ctx) => void process.stdout.write(await ctx.api.text('metrics'))));
+    .action(action(async (ctx) => void writeOut(await ctx.api.text('metrics'))));
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { CliError, EXIT } from '../exitCodes';
-import { cellText, col, type Column } from '../output';
+import { cellText, col, writeOut, type Column } from '../output';
 import { action, paged, toInt } from './context';
 
 const OPERATORS = ['equals', 'contains', 'startswith', 'endswith', 'ispresent', 'isnotpresent', 'istrue', 'isfalse'];
@@ -120,11 +120,11 @@ export function registerMesh(program: Command): void {
       action(async (ctx, id, name) => {
         const ex = await ctx.api.get<Record<string, unknown>>(`mesh/objects/${id}/attributes/${encodeURIComponent(name)}/explain`);
         if (ctx.format !== 'table') return void ctx.print(ex);
-        process.stdout.write(`${ex.attribute} = ${cellText(ex.value)}\n`);
+        writeOut(`${ex.attribute} = ${cellText(ex.value)}\n`);
         const composed = ex.composedBy as { ruleId: string; inputs: string[] } | null;
-        if (composed) process.stdout.write(`composed by rule ${composed.ruleId} from ${composed.inputs.join(', ')}\n`);
+        if (composed) writeOut(`composed by rule ${composed.ruleId} from ${composed.inputs.join(', ')}\n`);
         const candidates = (ex.candidates as Record<string, unknown>[]) ?? [];
-        process.stdout.write('\ncontributions:\n');
+        writeOut('\ncontributions:\n');
         ctx.print({ items: candidates, totalCount: candidates.length }, [
           col('OUTCOME', 'outcome'),
           col('CONNECTOR', 'connectorName'),
@@ -136,7 +136,7 @@ export function registerMesh(program: Command): void {
         ]);
         const exports = (ex.exports as Record<string, unknown>[]) ?? [];
         if (exports.length) {
-          process.stdout.write('\nexports:\n');
+          writeOut('\nexports:\n');
           ctx.print({ items: exports, totalCount: exports.length }, [
             col('CONNECTOR', 'connectorName'),
             col('TARGET ATTRIBUTE', 'targetAttribute'),

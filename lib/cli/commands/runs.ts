@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { CliError, EXIT, exitCodeOfRun, type ExitCode } from '../exitCodes';
-import { col, renderTable } from '../output';
+import { col, renderTable, writeOut } from '../output';
 import { waitForRun, type Run } from '../wait';
 import { action, paged, type Context } from './context';
 
@@ -37,17 +37,17 @@ async function finish(ctx: Context, run: Run): Promise<ExitCode> {
   if (ctx.format !== 'table') ctx.print(ended);
   else {
     const s = ended.stats;
-    process.stdout.write(`run ${ended.runId} ${ended.status}\n`);
-    process.stdout.write(
+    writeOut(`run ${ended.runId} ${ended.status}\n`);
+    writeOut(
       `${renderTable(
         [{ processed: s.objectsProcessed, created: s.objectsCreated, updated: s.objectsUpdated, deleted: s.objectsDeleted, errors: s.errors }],
         ['processed', 'created', 'updated', 'deleted', 'errors'].map((k) => col(k.toUpperCase(), k)),
       )}\n`,
     );
-    if (ended.error) process.stdout.write(`error: ${ended.error}\n`);
+    if (ended.error) writeOut(`error: ${ended.error}\n`);
     if (ended.status === 'AwaitingApproval' && ended.approval) {
-      for (const r of ended.approval.reasons) process.stdout.write(`awaits approval: ${r.operation} ${r.count} over the limit ${r.limit}\n`);
-      process.stdout.write(`approve with: meshsync runs approve ${ended.runId} (another admin), or reject it; it expires ${ended.approval.expiresOn}\n`);
+      for (const r of ended.approval.reasons) writeOut(`awaits approval: ${r.operation} ${r.count} over the limit ${r.limit}\n`);
+      writeOut(`approve with: meshsync runs approve ${ended.runId} (another admin), or reject it; it expires ${ended.approval.expiresOn}\n`);
     }
   }
   return exitCodeOfRun(ended.status);

@@ -3,7 +3,7 @@ import type { FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { FieldError } from '../../core/errors';
 import { ConnectorError } from '../sdk';
-import { globToRegExp, type FileStat } from './files';
+import { compileFilePattern, filePatternProblem, type FileStat, type NameMatcher } from './files';
 import { checkPath, checkPathSync, describePathProblem, openInside, type PathProblem } from './roots';
 import type { FileConnectorSettings } from './schema';
 
@@ -20,12 +20,14 @@ import type { FileConnectorSettings } from './schema';
  */
 export function checkFileSettings(settings: FileConnectorSettings, roots: readonly string[]): FieldError[] {
   const errors: FieldError[] = [];
+  const tooComplex = settings.filePattern === undefined ? undefined : filePatternProblem(settings.filePattern);
+  if (tooComplex) errors.push({ path: '/filePattern', message: tooComplex });
   const folder = checkPathSync(settings.path, roots);
   if ('problem' in folder) {
     errors.push({ path: '/path', message: describePathProblem(folder.problem) });
   } else {
     const format = settings.format ?? 'csv';
-    const pattern = globToRegExp(settings.filePattern ?? (format === 'csv' ? '*.csv' : '*.json'));
+    const pattern = compileFilePattern(settings.filePattern ?? (format === 'csv' ? '*.csv' : '*.json'));
     const exportFile = settings.exportFile ?? (format === 'csv' ? 'export.csv' : 'export.json');
     // The export file is reported under its own field (it is read too when the pattern matches it).
     const outside = readableNames(folder.real, pattern).find(
@@ -45,7 +47,7 @@ export function checkFileSettings(settings: FileConnectorSettings, roots: readon
 }
 
 /** The names of the folder a run would read (as `listFiles` picks them); none when it cannot be listed yet. */
-function readableNames(folder: string, pattern: RegExp): string[] {
+function readableNames(folder: string, pattern: NameMatcher): string[] {
   try {
     return readdirSync(folder, { withFileTypes: true })
       .filter((e) => (e.isFile() || e.isSymbolicLink()) && !e.name.startsWith('.') && pattern.test(e.name))

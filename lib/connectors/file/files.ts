@@ -10,22 +10,62 @@ export interface FileStat {
   mtimeMs: number;
 }
 
-/** `*` and `?` wildcards, matched against the whole file name. */
-export function globToRegExp(pattern: string): RegExp {
-  let re = '^';
-  for (const ch of pattern) {
-    if (ch === '*') re += '[^/]*';
-    else if (ch === '?') re += '[^/]';
-    else re += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(re + '$');
+/** A compiled `filePattern`: whether a file name matches it. */
+export interface NameMatcher {
+  test(name: string): boolean;
+}
+
+/** Most `*` wildcards a `filePattern` may hold (more is refused when the connector is saved). */
+export const MAX_PATTERN_STARS = 8;
+
+/** Why a `filePattern` is refused at save (too many `*`), or undefined when it is fine. */
+export function filePatternProblem(pattern: string): string | undefined {
+  const stars = [...pattern].filter((c) => c === '*').length;
+  if (stars > MAX_PATTERN_STARS) return `has ${stars} '*' wildcards; at most ${MAX_PATTERN_STARS} are allowed.`;
+  return undefined;
+}
+
+/**
+ * `*` (any run of characters) and `?` (one character) wildcards, matched against the whole file name, case
+ * sensitive. Not a regular expression: a RegExp of `*?*?*?*?*?*?*?*?#` (this connector's before, and picomatch's
+ * too) backtracks for seconds on a 30-character name, on the event loop. This matcher keeps one backtracking
+ * point (the last `*`), so a check costs at most name length x pattern length steps, whatever the pattern.
+ */
+export function compileFilePattern(pattern: string): NameMatcher {
+  // Runs of `*` are one `*`.
+  const p = [...pattern.replace(/\*+/g, '*')];
+  return {
+    test(name: string): boolean {
+      const n = [...name];
+      let i = 0;
+      let j = 0;
+      let star = -1;
+      let mark = 0;
+      while (i < n.length) {
+        if (j < p.length && (p[j] === '?' || p[j] === n[i])) {
+          i++;
+          j++;
+        } else if (j < p.length && p[j] === '*') {
+          star = j++;
+          mark = i;
+        } else if (star >= 0) {
+          j = star + 1;
+          i = ++mark;
+        } else {
+          return false;
+        }
+      }
+      while (j < p.length && p[j] === '*') j++;
+      return j === p.length;
+    },
+  };
 }
 
 /**
  * The regular files of `folder` whose name matches, sorted by name (so pages and cursors are stable). Hidden
  * files (a leading dot) are never read: the connector's own temporary files are hidden.
  */
-export async function listFiles(folder: string, pattern: RegExp): Promise<FileStat[]> {
+export async function listFiles(folder: string, pattern: NameMatcher): Promise<FileStat[]> {
   let entries: import('node:fs').Dirent[];
   try {
     entries = await fs.readdir(folder, { withFileTypes: true });

@@ -48,7 +48,7 @@ const MAX_PAGE = 10000;
 /** The files a run reads, each checked to be inside the file roots: one that is not fails the run here. */
 export async function guardedFiles(parts: Pick<FileParts, 'config' | 'guard'>): Promise<FileStat[]> {
   await parts.guard.folder();
-  const files = await listFiles(parts.config.folder, parts.config.fileRegExp);
+  const files = await listFiles(parts.config.folder, parts.config.fileMatcher);
   await parts.guard.files(files);
   return files;
 }

@@ -13,7 +13,7 @@ import {
   type ScalarValue,
 } from '../sdk';
 import { formatCsvRow, type FileEncoding } from './csv';
-import { globToRegExp } from './files';
+import { compileFilePattern, type NameMatcher } from './files';
 import { readFileRoots } from './roots';
 import type { FileConnectorSettings } from './schema';
 
@@ -31,7 +31,7 @@ export interface FileConfig {
   dnColumn?: string;
   containerColumn?: string;
   filePattern: string;
-  fileRegExp: RegExp;
+  fileMatcher: NameMatcher;
   exportFile: string;
   /** Where this connector's row-hash snapshots live. */
   stateDirectory: string;
@@ -86,7 +86,7 @@ export function resolveConfig(settings: FileConnectorSettings, fallbackObjectTyp
     dnColumn: settings.dnColumn,
     containerColumn: settings.containerColumn,
     filePattern,
-    fileRegExp: globToRegExp(filePattern),
+    fileMatcher: compileFilePattern(filePattern),
     exportFile,
     stateDirectory: path.join(baseState, key.replace(/[^A-Za-z0-9_.-]/g, '_')),
     stateSetting: settings.stateDirectory,

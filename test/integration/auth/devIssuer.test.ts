@@ -11,9 +11,11 @@ describe('embedded development issuer', () => {
   let info: DevIssuerInfo;
   const roles = { Admin: ['Service.Admin'], Operator: ['Service.Operator'], Viewer: ['Service.Viewer'] };
 
+  const log = memoryLog();
+
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'dev-issuer-'));
-    issuer = new DevIssuer({ environment: 'Development', dataDir, audience: 'api://identity-mesh-sync', port: 0, roles, log: memoryLog() });
+    issuer = new DevIssuer({ environment: 'Development', dataDir, audience: 'api://identity-mesh-sync', port: 0, roles, log });
     info = await issuer.start();
   });
 
@@ -35,8 +37,11 @@ describe('embedded development issuer', () => {
     const jwks = (await (await fetch(`${info.issuer}/jwks`)).json()) as { keys: Record<string, unknown>[] };
     expect(jwks.keys).toHaveLength(1);
     expect(jwks.keys[0]).not.toHaveProperty('d');
-    expect(statSync(path.join(dataDir, 'dev-issuer-key.pem')).mode & 0o077).toBe(0);
-    expect(statSync(path.join(dataDir, 'dev-issuer.json')).mode & 0o077).toBe(0);
+    expect(statSync(path.join(dataDir, 'dev-issuer-key.pem')).mode & 0o777).toBe(0o600);
+    expect(statSync(path.join(dataDir, 'dev-issuer.json')).mode & 0o777).toBe(0o600);
+    expect(statSync(path.join(dataDir, 'dev-issuer.secret')).mode & 0o777).toBe(0o600);
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    expect(readFileSync(path.join(dataDir, 'dev-issuer.secret'), 'utf8').trim()).toBe(info.clientSecret);
     expect(JSON.parse(readFileSync(path.join(dataDir, 'dev-issuer.json'), 'utf8')).issuer).toBe(info.issuer);
   });
 
@@ -54,6 +59,32 @@ describe('embedded development issuer', () => {
       upn: 'olga@example.test',
     });
     expect(typeof claims.exp).toBe('number');
+  });
+
+  it('refuses a token request without or with a wrong sign-in secret: 401 problem+json, logged without the secret', async () => {
+    const noSecret = await fetch(info.tokenEndpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'dev-cli', role: 'Admin' }).toString(),
+    });
+    expect(noSecret.status).toBe(401);
+    expect(noSecret.headers.get('content-type')).toBe('application/problem+json');
+    expect(await noSecret.json()).toMatchObject({
+      status: 401,
+      error: 'invalid_client',
+      detail: "no client secret: send the sign-in secret of dev-issuer.secret in the data folder as the 'dev-cli' client secret.",
+    });
+    const wrongSecret = 'not-the-secret-' + 'x'.repeat(20);
+    const wrong = await tokenRequest({ grant_type: 'client_credentials', role: 'Admin' }, `Basic ${Buffer.from(`dev-cli:${wrongSecret}`).toString('base64')}`);
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('content-type')).toBe('application/problem+json');
+    const body = (await wrong.json()) as { detail: string; access_token?: string };
+    expect(body.detail).toBe('the client secret is not the sign-in secret of dev-issuer.secret in the data folder.');
+    expect(body.access_token).toBeUndefined();
+    const refusals = log.lines.filter((l) => l.includes('refused a token request'));
+    expect(refusals).toHaveLength(2);
+    expect(log.lines.join('\n')).not.toContain(wrongSecret);
+    expect(log.lines.join('\n')).not.toContain(info.clientSecret);
   });
 
   it('refuses a wrong client secret, another grant and an unknown role', async () => {
@@ -95,9 +126,11 @@ describe('development issuer: authorization code with PKCE for the console', () 
     ...over,
   });
 
+  const log = memoryLog();
+
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'dev-issuer-pkce-'));
-    issuer = new DevIssuer({ environment: 'Development', dataDir, audience: 'api://identity-mesh-sync', port: 0, roles, log: memoryLog() });
+    issuer = new DevIssuer({ environment: 'Development', dataDir, audience: 'api://identity-mesh-sync', port: 0, roles, log });
     info = await issuer.start();
   });
   afterAll(async () => {
@@ -105,13 +138,13 @@ describe('development issuer: authorization code with PKCE for the console', () 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  /** POST the sign-in form; the answer is the redirect to the console with the code. */
+  /** POST the sign-in form (with the sign-in secret unless the form says otherwise); the answer is the redirect to the console with the code. */
   const signIn = async (form: Record<string, string>) =>
     fetch(`${info.issuer}/authorize`, {
       method: 'POST',
       redirect: 'manual',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(form).toString(),
+      body: new URLSearchParams({ secret: info.clientSecret, ...form }).toString(),
     });
   const redeem = (form: Record<string, string>, origin?: string) =>
     fetch(info.tokenEndpoint, {
@@ -142,6 +175,9 @@ describe('development issuer: authorization code with PKCE for the console', () 
     const html = await page.text();
     expect(html).toContain('<label for="username">User name</label>');
     expect(html).toContain('<label for="role">Role</label>');
+    expect(html).toContain('<label for="secret">Sign-in secret</label>');
+    expect(html).toContain(path.join(dataDir, 'dev-issuer.secret'));
+    expect(html).not.toContain(info.clientSecret);
     expect(html).toContain(`name="code_challenge" value="${challenge}"`);
     for (const [bad, error] of [
       [{ redirect_uri: 'https://evil.example/cb' }, 'invalid_request'],
@@ -181,6 +217,25 @@ describe('development issuer: authorization code with PKCE for the console', () 
     const again = await redeem({ grant_type: 'authorization_code', client_id: 'meshsync-console', code, redirect_uri: redirectUri, code_verifier: verifier });
     expect(again.status).toBe(400);
     expect(await again.json()).toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('refuses a sign-in without or with a wrong sign-in secret: the form again with the reason (401), no code, logged without the secret', async () => {
+    const wrongSecret = 'guessed-' + 'y'.repeat(30);
+    for (const [secret, why] of [
+      ['', 'no sign-in secret was given'],
+      [wrongSecret, 'the sign-in secret is wrong'],
+    ] as const) {
+      const res = await signIn({ ...authParams(), username: 'mallory@example.test', role: 'Admin', secret });
+      expect({ status: res.status, location: res.headers.get('location') }).toEqual({ status: 401, location: null });
+      const html = await res.text();
+      expect(html).toContain(`Sign-in refused: ${why}.`);
+      expect(html).toContain('<label for="secret">Sign-in secret</label>');
+      expect(html).not.toContain(info.clientSecret);
+    }
+    const refusals = log.lines.filter((l) => l.includes('refused the console sign-in of mallory@example.test as Admin'));
+    expect(refusals).toHaveLength(2);
+    expect(log.lines.join('\n')).not.toContain(wrongSecret);
+    expect(log.lines.join('\n')).not.toContain(info.clientSecret);
   });
 
   it('refuses a wrong verifier, another redirect URI or client; a refused attempt spends the code', async () => {

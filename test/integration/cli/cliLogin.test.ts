@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from 'ldapts';
 import { startKdc, type Kdc } from '../../support/kdc';
@@ -82,6 +82,26 @@ describe('meshsync login with the development issuer', () => {
     expect(missing.code).toBe(4);
     expect(missing.stderr).toContain('dev-issuer.json not found');
     expect((await cli(['login'])).code).toBe(3);
+  });
+
+  test("login --dev without the sign-in secret of the data folder: exit 4 with the issuer's reason, nothing cached", async () => {
+    // A copy of the data folder's issuer address without its secret file (what another local user could see),
+    // then with a secret that is not the issuer's.
+    const other = path.join(home, 'other-data');
+    mkdirSync(other, { recursive: true });
+    writeFileSync(
+      path.join(other, 'dev-issuer.json'),
+      readFileSync(path.join(rt.dataDir, 'dev-issuer.json'), 'utf8').replace(/"clientSecret": "[^"]*"/, '"clientSecret": ""'),
+    );
+    const noSecret = await cli(['login', '--dev', '--data-dir', other, '--profile', 'intruder', '--url', rt.baseUrl]);
+    expect(noSecret.code).toBe(4);
+    expect(noSecret.stderr).toContain(`${path.join(other, 'dev-issuer.secret')} not found`);
+    writeFileSync(path.join(other, 'dev-issuer.secret'), 'a-guessed-secret\n');
+    const guessed = await cli(['login', '--dev', '--data-dir', other, '--profile', 'intruder', '--url', rt.baseUrl]);
+    expect(guessed.code).toBe(4);
+    expect(guessed.stderr).toContain('(invalid_client: the client secret is not the sign-in secret of dev-issuer.secret in the data folder.)');
+    const creds = JSON.parse(readFileSync(path.join(home, 'credentials.json'), 'utf8'));
+    expect(creds.intruder).toBeUndefined();
   });
 });
 

@@ -13,7 +13,23 @@ export async function launch(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 }
 
+/**
+ * The development issuers' sign-in secrets by issuer origin, read from each service's data folder as a person
+ * would read `.data/dev-issuer.secret` (the sign-in form asks for it).
+ */
+const signInSecrets = new Map<string, string>();
+
+function rememberSignInSecret(rt: ServiceUnderTest): void {
+  try {
+    const info = JSON.parse(readFileSync(path.join(rt.dataDir, 'dev-issuer.json'), 'utf8')) as { issuer: string };
+    signInSecrets.set(new URL(info.issuer).origin, readFileSync(path.join(rt.dataDir, 'dev-issuer.secret'), 'utf8').trim());
+  } catch {
+    // not a service with the development issuer
+  }
+}
+
 export function consoleUrl(rt: ServiceUnderTest, rel = ''): string {
+  rememberSignInSecret(rt);
   return `${rt.baseUrl.replace(/\/api$/, '')}/console/${rel}`;
 }
 
@@ -31,6 +47,9 @@ export async function signInHere(page: Page, user: string, role: Role): Promise<
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByLabel('User name').fill(user);
   await page.getByLabel('Role').selectOption(role);
+  const secret = signInSecrets.get(new URL(page.url()).origin);
+  if (secret === undefined) throw new Error(`no sign-in secret known for the issuer at ${page.url()}: open the page with consoleUrl(rt) first`);
+  await page.getByLabel('Sign-in secret').fill(secret);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByTestId('who').waitFor();
 }

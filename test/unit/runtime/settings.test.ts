@@ -43,6 +43,22 @@ describe('settings', () => {
     expect(env.S).toBe('sample');
   });
 
+  it('never takes AZURE_FUNCTIONS_ENVIRONMENT from the sample: Development must be asked for', () => {
+    write('local.settings.sample.json', { Values: { AZURE_FUNCTIONS_ENVIRONMENT: 'Development', S: 'sample' } });
+    const env: NodeJS.ProcessEnv = {};
+    const result = loadLocalSettings(dir, env);
+    expect(result.withheld).toEqual(['AZURE_FUNCTIONS_ENVIRONMENT']);
+    expect(env).toEqual({ S: 'sample' });
+    // Set in the environment: it stands; written in local.settings.json: it is applied.
+    const asked: NodeJS.ProcessEnv = { AZURE_FUNCTIONS_ENVIRONMENT: 'Development' };
+    expect(loadLocalSettings(dir, asked).withheld).toEqual([]);
+    expect(asked.AZURE_FUNCTIONS_ENVIRONMENT).toBe('Development');
+    write('local.settings.json', { Values: { AZURE_FUNCTIONS_ENVIRONMENT: 'Development' } });
+    const fromFile: NodeJS.ProcessEnv = {};
+    expect(loadLocalSettings(dir, fromFile).withheld).toEqual([]);
+    expect(fromFile.AZURE_FUNCTIONS_ENVIRONMENT).toBe('Development');
+  });
+
   it('works without any settings file and fails clearly on bad JSON', () => {
     expect(loadLocalSettings(dir, {})).toMatchObject({ file: undefined, applied: [] });
     write('local.settings.json', '{ "Values": ');
