@@ -13,6 +13,7 @@ import {
 } from '../storage/schedules';
 import { cronSchedule, type CronSchedule } from './cron';
 import { beginScheduleRun, scheduleActor, type ScheduleRunRef } from './runner';
+import { tickRequester } from './requester';
 import { closeSteps } from './status';
 
 const log = areaLog('schedules');
@@ -141,7 +142,8 @@ async function fire(entry: Entry, tick: Date, host: SchedulerHost): Promise<bool
   await purgeClaims(schedule.scheduleId, new Date(tick.getTime() - CLAIM_KEEP_MS)).catch((err) =>
     log.warn(`Old tick claims of '${schedule.name}' could not be purged: ${(err as Error).message}`),
   );
-  const begun = await beginScheduleRun(schedule, 'schedule', tick, host.taskHub);
+  // The tick's runs are asked for by whoever changed what it runs since it was last approved (four-eyes).
+  const begun = await beginScheduleRun(schedule, 'schedule', tick, host.taskHub, new Date(), await tickRequester(schedule));
   await recordAudit(scheduleActor(schedule.name), 'trigger', 'schedule', schedule.scheduleId);
   if (begun.started) await host.start({ scheduleId: schedule.scheduleId, scheduleRunId: begun.run.scheduleRunId });
   else log.info(`Schedule '${schedule.name}': the tick of ${tick.toISOString()} is Skipped (its previous run is still going).`);
