@@ -51,11 +51,12 @@ function build(kind: PrincipalKind, aliases: (string | null)[], display: string,
 
 /**
  * A Bearer caller's principal from its validated claims. A token is an application's (app-only) when it says so
- * (`idtyp: app`, Entra ID's optional claim) or carries no person claim (no UPN-like `upn`, `preferred_username`,
+ * (`idtyp: app`, Entra ID's optional claim) or carries no person claim (no `upn`, `preferred_username`,
  * `unique_name` or `email`): then `app:<appid | azp | client_id>` and, with neither, `app:<iss>#<sub>`.
  */
 export function bearerPrincipal(claims: Record<string, unknown>): Principal {
-  const personNames = [claims.upn, claims.preferred_username, claims.unique_name, claims.email].map(str).filter(looksLikeUpn);
+  // Any name claim names a person (a directory's preferred_username need not look like user@domain).
+  const personNames = [claims.upn, claims.preferred_username, claims.unique_name, claims.email].map(str).filter((v): v is string => !!v);
   const oid = str(claims.oid);
   const appId = str(claims.appid) ?? str(claims.azp) ?? str(claims.client_id);
   const sub = str(claims.sub);
@@ -103,7 +104,8 @@ export function negotiatePrincipal(kerberosPrincipal: string, directory: { sid: 
  */
 export function legacyPrincipal(upn: string | null, stableId: string | null): PrincipalRecord | null {
   const aliases: string[] = [];
-  if (upn && !upn.includes(':') && looksLikeUpn(upn)) aliases.push(upnAlias(upn), krbAlias(upn));
+  // `schedule:<name>` and `system:...` are engine actors, not people.
+  if (upn && upn !== 'system' && !upn.includes(':')) aliases.push(upnAlias(upn), ...(looksLikeUpn(upn) ? [krbAlias(upn)] : []));
   if (stableId) aliases.push(SID.test(stableId) ? sidAlias(stableId) : oidAlias(stableId));
   if (!aliases.length) return null;
   return build('person', aliases, upn ?? stableId!);

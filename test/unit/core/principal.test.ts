@@ -12,6 +12,10 @@ describe('principals: one person whatever the scheme', () => {
     });
   });
 
+  test("a name claim that is not user@domain (a directory's preferred_username) still names a person", () => {
+    expect(bearerPrincipal({ preferred_username: 'Alice', sub: 's', azp: 'console' })).toMatchObject({ kind: 'person', key: 'upn:alice', aliases: ['upn:alice'] });
+  });
+
   test('app-only tokens are applications: by appid/azp, by idtyp app, else by issuer and sub', () => {
     expect(bearerPrincipal({ sub: 's1', appid: 'App-1', oid: 'o1' })).toMatchObject({ kind: 'application', key: 'app:app-1', display: 'App-1' });
     expect(bearerPrincipal({ sub: 's1', azp: 'cli', idtyp: 'app', preferred_username: 'svc@contoso.com' })).toMatchObject({ kind: 'application', key: 'app:cli' });
