@@ -141,7 +141,11 @@ const APP = { sub: 'f0000000-0000-4000-8000-0000000000ff', appid: 'sync-robot', 
       scheme: 'Bearer',
     });
 
-    await expectRefused(run.runId, () => approve(run.runId, { negotiateEnv: krb.alice }), new RegExp(`four-eyes rule \\(Approvals__RequireSecondPerson\\).*asked for by ${ALICE.upn}.*upn:${ALICE.upn}`));
+    await expectRefused(
+      run.runId,
+      () => approve(run.runId, { negotiateEnv: krb.alice }),
+      new RegExp(`four-eyes rule \\(Approvals__RequireSecondPerson\\).*asked for by ${ALICE.upn}.*upn:${ALICE.upn}`),
+    );
 
     const ok = await approve(run.runId, { negotiateEnv: krb.bob });
     expect(ok.status).toBe(202);
@@ -149,7 +153,14 @@ const APP = { sub: 'f0000000-0000-4000-8000-0000000000ff', appid: 'sync-robot', 
     const listed = (await svc.call('GET', `runs?connectorId=${hr}`)).body.items;
     expect(listed).toEqual([expect.objectContaining({ runId: run.runId, approvedBy: BOB.upn })]);
     expect(await runAudit(run.runId)).toEqual([
-      expect.objectContaining({ action: 'approve', outcome: 'success', actorUpn: BOB.upn, actorKey: `upn:${BOB.upn}`, actorKind: 'person', scheme: 'Negotiate' }),
+      expect.objectContaining({
+        action: 'approve',
+        outcome: 'success',
+        actorUpn: BOB.upn,
+        actorKey: `upn:${BOB.upn}`,
+        actorKind: 'person',
+        scheme: 'Negotiate',
+      }),
       expect.objectContaining({
         action: 'approve',
         outcome: 'failure',

@@ -117,9 +117,14 @@ describe('schedules: a run waiting for approval holds its step', () => {
       expect((await rt.call('GET', `schedules/${scheduleId}/runs/${scheduleRunId}`)).body).toMatchObject({ status: 'Running', steps: [{ status: 'Running' }] });
     }
 
-    test('run-now: who pressed it cannot approve what it parked; another Admin can; the run stays the schedule\'s', async () => {
+    test("run-now: who pressed it cannot approve what it parked; another Admin can; the run stays the schedule's", async () => {
       const src = await parkingSource('Run-now source');
-      const schedule = await createSchedule(rt, { name: 'Pressed', cron: '0 30 2 * * *', isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [src] }] });
+      const schedule = await createSchedule(rt, {
+        name: 'Pressed',
+        cron: '0 30 2 * * *',
+        isEnabled: false,
+        steps: [{ runType: 'FullImport', connectorIds: [src] }],
+      });
       const started = await rt.call('POST', `schedules/${schedule.scheduleId}/run`, { as: ALICE });
       expect(started.status).toBe(202);
       const waiting = await waitScheduleRun(rt, schedule.scheduleId, started.body.scheduleRunId, (r: Json) => r.steps[0].runs[0].status === 'AwaitingApproval');
@@ -146,7 +151,12 @@ describe('schedules: a run waiting for approval holds its step', () => {
 
     test('a timed tick: whoever changed the schedule since its last approved run cannot approve what it parked', async () => {
       const src = await parkingSource('Tick source');
-      const schedule = await createSchedule(rt, { name: 'Timed', cron: '0 30 2 * * *', isEnabled: false, steps: [{ runType: 'FullImport', connectorIds: [src] }] });
+      const schedule = await createSchedule(rt, {
+        name: 'Timed',
+        cron: '0 30 2 * * *',
+        isEnabled: false,
+        steps: [{ runType: 'FullImport', connectorIds: [src] }],
+      });
       // carol enables it to tick a few seconds from now.
       const put = await rt.call('PUT', `schedules/${schedule.scheduleId}`, {
         as: CAROL,

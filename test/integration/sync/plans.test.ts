@@ -177,7 +177,11 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     // The same person under another name is still the same person; and another oid with the same UPN too.
     const renamed = await approve(truncatedRun.runId, { oid: USERS.Admin.oid, upn: 'renamed@example.test', preferred_username: 'someone.else@example.test' });
     expect(renamed.status).toBe(403);
-    const sameUpn = await approve(truncatedRun.runId, { oid: 'd0000000-0000-4000-8000-00000000000d', upn: USERS.Admin.upn, preferred_username: 'someone.else@example.test' });
+    const sameUpn = await approve(truncatedRun.runId, {
+      oid: 'd0000000-0000-4000-8000-00000000000d',
+      upn: USERS.Admin.upn,
+      preferred_username: 'someone.else@example.test',
+    });
     expect(sameUpn.status).toBe(403);
     expect((await rt.call('POST', `runs/${truncatedRun.runId}/approve`, { role: 'Operator' })).status).toBe(403);
     expect((await rt.call('POST', `runs/${truncatedRun.runId}/reject`, { role: 'Operator' })).status).toBe(403);

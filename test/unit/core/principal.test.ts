@@ -2,7 +2,12 @@ import { bearerPrincipal, legacyPrincipal, negotiatePrincipal, parseUpnRealms, s
 
 describe('principals: one person whatever the scheme', () => {
   test('a Bearer person: every UPN-like claim and the oid are aliases; the UPN is the key', () => {
-    const p = bearerPrincipal({ upn: 'Alice@Contoso.com', preferred_username: 'alice.smith@contoso.com', oid: 'A0000000-0000-4000-8000-000000000001', sub: 'x' });
+    const p = bearerPrincipal({
+      upn: 'Alice@Contoso.com',
+      preferred_username: 'alice.smith@contoso.com',
+      oid: 'A0000000-0000-4000-8000-000000000001',
+      sub: 'x',
+    });
     expect(p).toEqual({
       key: 'upn:alice@contoso.com',
       kind: 'person',
@@ -13,12 +18,19 @@ describe('principals: one person whatever the scheme', () => {
   });
 
   test("a name claim that is not user@domain (a directory's preferred_username) still names a person", () => {
-    expect(bearerPrincipal({ preferred_username: 'Alice', sub: 's', azp: 'console' })).toMatchObject({ kind: 'person', key: 'upn:alice', aliases: ['upn:alice'] });
+    expect(bearerPrincipal({ preferred_username: 'Alice', sub: 's', azp: 'console' })).toMatchObject({
+      kind: 'person',
+      key: 'upn:alice',
+      aliases: ['upn:alice'],
+    });
   });
 
   test('app-only tokens are applications: by appid/azp, by idtyp app, else by issuer and sub', () => {
     expect(bearerPrincipal({ sub: 's1', appid: 'App-1', oid: 'o1' })).toMatchObject({ kind: 'application', key: 'app:app-1', display: 'App-1' });
-    expect(bearerPrincipal({ sub: 's1', azp: 'cli', idtyp: 'app', preferred_username: 'svc@contoso.com' })).toMatchObject({ kind: 'application', key: 'app:cli' });
+    expect(bearerPrincipal({ sub: 's1', azp: 'cli', idtyp: 'app', preferred_username: 'svc@contoso.com' })).toMatchObject({
+      kind: 'application',
+      key: 'app:cli',
+    });
     expect(bearerPrincipal({ sub: 's1', iss: 'https://idp' })).toMatchObject({ kind: 'application', key: 'app:https://idp#s1', display: 's1' });
   });
 

@@ -11,7 +11,14 @@ import { useTestStorage } from '../instances/storageEnv';
  * The requester of a schedule's tick (storage-backed): whoever changed the schedule, its connectors or their
  * rules (or a rule of no connector) since a run of it was last approved; nobody when no person changed anything.
  */
-const person = (upn: string, oid: string): Caller => ({ scheme: 'Bearer', name: upn, upn, sid: oid, roles: ['Admin'], principal: bearerPrincipal({ upn, oid }) });
+const person = (upn: string, oid: string): Caller => ({
+  scheme: 'Bearer',
+  name: upn,
+  upn,
+  sid: oid,
+  roles: ['Admin'],
+  principal: bearerPrincipal({ upn, oid }),
+});
 const alice = person('alice@x.test', 'oid-a');
 const bob = person('bob@x.test', 'oid-b');
 const carol = person('carol@x.test', 'oid-c');
