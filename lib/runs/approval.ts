@@ -136,8 +136,9 @@ export async function approveRun(runId: string, caller: Caller, raise: RaiseAppr
   // The orchestration also looks at the run now and then: an event that does not reach it (another
   // instance's task hub) only delays the apply.
   await raise(runId, { approved: true }).catch(() => undefined);
-  // Changes to a schedule's configuration before now were reviewed: its later ticks are nobody's until the next one.
-  if (run.trigger.type === 'schedule' && run.trigger.scheduleId) await recordScheduleApproval(run.trigger.scheduleId, new Date());
+  // The configuration the run started with was reviewed: changes to it before the run started make no later
+  // tick anybody's; changes made since (while it waited, say) still do.
+  if (run.trigger.type === 'schedule' && run.trigger.scheduleId) await recordScheduleApproval(run.trigger.scheduleId, new Date(run.startedAt));
   await recordAudit(caller, 'approve', 'run', runId, 'success', `Reasons: ${reasonsText(run.approval?.reasons ?? [])}.`);
   return approved;
 }

@@ -121,7 +121,9 @@ export async function triggerRun(input: TriggerInput, caller: Caller | SystemAct
   }
   const client = await table(DISPATCH);
   await client.upsertEntity({ partitionKey: instanceId, rowKey: run.runId, connectorId: input.connectorId }, 'Replace');
-  await recordAudit(caller, 'trigger', 'connector', input.connectorId);
+  // An engine task (a schedule) triggers on behalf of its requester: the record says whom.
+  const onBehalf = typeof caller === 'string' && input.requester ? `Requested by ${input.requester.display} (${input.requester.key}).` : undefined;
+  await recordAudit(caller, 'trigger', 'connector', input.connectorId, 'success', onBehalf);
   if (!paused && instanceId === here) await dispatchOne(run.runId, start, orchestrations?.taskHub ?? null);
   return (await getRun(run.runId)) ?? run;
 }

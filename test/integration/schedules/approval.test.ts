@@ -144,7 +144,12 @@ describe('schedules: a run waiting for approval holds its step', () => {
       ]);
       // The run is audited as the schedule's; the run-now as alice's.
       const trigger = (await rt.call('GET', `audit?targetType=connector&targetId=${src}`)).body.items.find((r: Json) => r.action === 'trigger');
-      expect(trigger).toMatchObject({ actorUpn: 'schedule:Pressed', actorKey: 'schedule:Pressed', actorKind: 'system' });
+      expect(trigger).toMatchObject({
+        actorUpn: 'schedule:Pressed',
+        actorKey: 'schedule:Pressed',
+        actorKind: 'system',
+        details: `Requested by ${ALICE.upn} (upn:${ALICE.upn}).`,
+      });
       const pressed = (await rt.call('GET', `audit?targetType=schedule&targetId=${schedule.scheduleId}`)).body.items.find((r: Json) => r.action === 'trigger');
       expect(pressed).toMatchObject({ actorUpn: ALICE.upn, actorKey: `upn:${ALICE.upn}`, actorKind: 'person' });
     });
