@@ -3,10 +3,11 @@ import { recordAudit } from '../audit';
 import { snapshotView, type TargetType } from '../config/snapshots';
 import { applyAll, storageWriter, type AppliedWrite, type PlannedWrite } from '../config/writer';
 import { AppError, conflict } from '../core/errors';
+import { legacyPrincipal, principalRecord, type PrincipalRecord } from '../core/principal';
 import { guardRailText, type GuardRailReason } from '../plans/guardRails';
 import { hoursAfter, readPlanSettings } from '../plans/settings';
 import { reasonsText } from '../plans/thresholds';
-import { isTriggeringCaller } from '../runs/approval';
+import { approverRefusal } from '../runs/approval';
 import { schedulesChanged } from '../schedules/scheduler';
 import {
   changeNotFound,
@@ -39,7 +40,8 @@ interface ChangePayload {
   writes: PlannedWrite[];
   /** The four-eyes rule applied to it when it was asked (the approver must be another person). */
   requireSecondPerson: boolean;
-  requester: Pick<Caller, 'scheme' | 'name' | 'upn' | 'sid'>;
+  /** Who asked: the writes are made as them (versioned as their change); `principal` absent on changes held before principals. */
+  requester: Pick<Caller, 'scheme' | 'name' | 'upn' | 'sid'> & { principal?: PrincipalRecord };
 }
 
 export interface ConfigChangeView {
@@ -108,7 +110,7 @@ export async function holdChange(
   const payload: ChangePayload = {
     writes: what.writes,
     requireSecondPerson: what.requireSecondPerson,
-    requester: { scheme: caller.scheme, name: caller.name, upn: caller.upn, sid: caller.sid },
+    requester: { scheme: caller.scheme, name: caller.name, upn: caller.upn, sid: caller.sid, principal: principalRecord(caller.principal) },
   };
   const stored = await insertConfigChange({
     targetType: what.targetType,
@@ -190,31 +192,33 @@ export async function approveChange(changeId: string, caller: Caller, log: (mess
   const c = await mustChange(changeId);
   mustAwait(c, 'approved');
   const payload = c.payload as ChangePayload;
-  if (
-    payload.requireSecondPerson &&
-    isTriggeringCaller({ actorId: c.requestedById ?? undefined, trigger: { type: 'manual', actorUpn: c.requestedBy } }, caller)
-  ) {
-    await recordAudit(
-      caller,
-      'approve',
-      'configChange',
-      changeId,
-      'failure',
-      `Refused: the four-eyes rule is on and ${actorName(caller)} requested the change.`,
-    );
-    throw new AppError(
-      'forbidden',
-      `The four-eyes rule (Approvals__RequireSecondPerson) is on: ${c.requestedBy ?? 'the Admin'} requested this change (${reasonText(c.reasons as ChangeReason[])}) and cannot approve it; another Admin must.`,
-    );
+  const requester = payload.requester.principal ?? legacyPrincipal(c.requestedBy, c.requestedById);
+  const refusal = approverRefusal(requester, caller, { requireSecondPerson: payload.requireSecondPerson, what: 'change', requesterMayBeUnknown: false });
+  if (refusal) {
+    await recordAudit(caller, 'approve', 'configChange', changeId, 'failure', `Refused: ${refusal}`);
+    throw new AppError('forbidden', `${refusal} The change held: ${reasonText(c.reasons as ChangeReason[])}.`);
   }
   for (const w of payload.writes)
     if (w.targetType === 'connector' && !w.after && (await findActiveRun(w.targetId)))
       throw conflict(`A run of connector '${w.targetId}' is Running or Queued; approve the change when it has finished (the change still awaits approval).`);
   const decided = await decideConfigChange(c, { status: 'Applied', decidedBy: actorName(caller), decidedOn: new Date().toISOString() });
-  const requester: Caller = { ...payload.requester, scheme: payload.requester.scheme as AuthScheme, roles: [] };
+  const asRequester: Caller = {
+    scheme: payload.requester.scheme as AuthScheme,
+    name: payload.requester.name,
+    upn: payload.requester.upn,
+    sid: payload.requester.sid,
+    roles: [],
+    principal: requester ??
+      legacyPrincipal(payload.requester.name, null) ?? {
+        key: `unknown:${payload.requester.name}`,
+        kind: 'person',
+        aliases: [],
+        display: payload.requester.name,
+      },
+  };
   let applied: AppliedWrite[];
   try {
-    applied = await applyAll(storageWriter, payload.writes, requester, (w, err) =>
+    applied = await applyAll(storageWriter, payload.writes, asRequester, (w, err) =>
       log(`Undo of configuration change ${changeId}'s write of ${w.targetType} ${w.targetId} failed (${(err as Error).name}).`),
     );
   } catch (err) {
@@ -236,7 +240,7 @@ export async function approveChange(changeId: string, caller: Caller, log: (mess
       );
     if (w.targetType === 'schedule' && w.action === 'delete') await deleteScheduleRuns(w.targetId);
     await recordAudit(
-      requester,
+      asRequester,
       w.action === 'restore' ? 'restore' : w.action,
       w.targetType,
       w.targetId,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
 import { badRequest, conflict, notFound, type FieldError } from '../core/errors';
+import { principalRecord } from '../core/principal';
 import { isGuid } from '../http/request';
 import type { ScheduleRequest } from '../schemas/schedules';
 import { readSchedulesConfig } from '../schedules/config';
@@ -141,7 +142,8 @@ export async function deleteSchedule(scheduleId: string, caller: Caller): Promis
 /** POST /schedules/{id}/run: a schedule run now (also of a disabled schedule). 409 while one is Running. */
 export async function runScheduleNow(scheduleId: string, caller: Caller, taskHub: string, start: StartScheduleRun): Promise<ScheduleRun> {
   const schedule = await getSchedule(scheduleId);
-  const { run } = await beginScheduleRun(schedule, 'manual', null, taskHub);
+  // Who pressed run-now is the requester of every run it starts: the four-eyes rule holds them to it.
+  const { run } = await beginScheduleRun(schedule, 'manual', null, taskHub, new Date(), principalRecord(caller.principal));
   await recordAudit(caller, 'trigger', 'schedule', scheduleId);
   await start({ scheduleId, scheduleRunId: run.scheduleRunId });
   return scheduleRunView(run);

@@ -6,8 +6,9 @@ import { appendAudit, type AuditRecord } from '../storage/audit';
  * targetId, actorUpn, actorSid, scheme, outcome }`, with the actor identity of spec 5.4 taken from the
  * authenticated Caller. Query it with `GET /api/audit?targetType=connector&targetId=<id>`.
  *
+ * Every record names the principal (`actorKey`, `actorKind`: lib/auth/principal.ts) besides the scheme.
  * Called after the write succeeded (`outcome: 'success'`); a request the API rejects writes nothing, the
- * audit log included. A background step finishing an accepted request (a resumed delete) records its own
+ * audit log included, except a refused approval, which is recorded with `outcome: 'failure'` and the reason. A background step finishing an accepted request (a resumed delete) records its own
  * outcome with the `system` actor (`caller` null); an engine task names itself (`system:reconcile` ends the runs
  * whose orchestration ended outside the engine, with `cancel` or `fail` on the run).
  */
@@ -44,13 +45,16 @@ export async function recordAudit(
   outcome: AuditOutcome = 'success',
   details?: string,
 ): Promise<AuditRecord> {
+  const person = caller && typeof caller !== 'string' ? caller : null;
   return appendAudit({
     action,
     targetType,
     targetId,
-    actorUpn: typeof caller === 'string' ? caller : caller ? caller.upn : 'system',
-    actorSid: caller && typeof caller !== 'string' ? caller.sid : null,
-    scheme: caller && typeof caller !== 'string' ? caller.scheme : null,
+    actorUpn: typeof caller === 'string' ? caller : person ? (person.upn ?? person.principal.display) : 'system',
+    actorSid: person ? person.sid : null,
+    scheme: person ? person.scheme : null,
+    actorKey: person ? person.principal.key : typeof caller === 'string' ? caller : 'system',
+    actorKind: person ? person.principal.kind : 'system',
     outcome,
     ...(details ? { details } : {}),
   });

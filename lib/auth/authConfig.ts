@@ -40,6 +40,8 @@ export interface DirectoryConfig {
   nestedGroups: NestedGroupsMode;
   /** Most levels of nesting the `memberOf` walk follows above the caller's direct groups. */
   maxNestingDepth: number;
+  /** The attribute holding the caller's UPN (`userPrincipalName` in Active Directory; e.g. `mail` elsewhere). */
+  upnAttribute: string;
 }
 
 export const NESTED_GROUPS_MODES = ['auto', 'tokenGroups', 'inChain', 'memberOf', 'direct'] as const;
@@ -55,6 +57,11 @@ export interface NegotiateConfig {
   clockSkewSeconds: number;
   /** Most authenticators the replay cache holds; when full, new Negotiate tokens are refused until some age out. */
   replayCacheMaxEntries: number;
+  /**
+   * Realms whose Kerberos principals are UPNs (`REALM` or `REALM=upn.suffix`), for callers the directory gives
+   * no UPN: the four-eyes rule then knows `alice@REALM` and the token of `alice@upn.suffix` are one person.
+   */
+  upnRealms: string[];
   directory: DirectoryConfig;
 }
 
@@ -147,7 +154,11 @@ export function readAuthConfig(settings = new SettingsReader()): AuthConfig {
     timeoutSeconds: settings.int('Authentication:Negotiate:Ldap:TimeoutSeconds', 10, { min: 1, max: 120 }),
     nestedGroups: settings.oneOf('Authentication:Negotiate:Ldap:NestedGroups', NESTED_GROUPS_MODES, 'auto'),
     maxNestingDepth: settings.int('Authentication:Negotiate:Ldap:MaxNestingDepth', 10, { min: 1, max: 100 }),
+    upnAttribute: settings.string('Authentication:Negotiate:Ldap:UpnAttribute', 'userPrincipalName'),
   };
+  if (!/^[A-Za-z][A-Za-z0-9-]*$/.test(directory.upnAttribute)) {
+    throw new ConfigError('Authentication:Negotiate:Ldap:UpnAttribute', `must be an LDAP attribute name, not '${directory.upnAttribute}'.`);
+  }
   if (directory.url && !directory.baseDN) {
     throw new ConfigError('Authentication:Negotiate:Ldap:BaseDN', 'is required when Authentication:Negotiate:Ldap:Url is set.');
   }
@@ -164,8 +175,14 @@ export function readAuthConfig(settings = new SettingsReader()): AuthConfig {
     servicePrincipal: settings.string('Authentication:Negotiate:ServicePrincipal', ''),
     clockSkewSeconds: settings.int('Authentication:Negotiate:ClockSkewSeconds', 300, { min: 1, max: 3600 }),
     replayCacheMaxEntries: settings.int('Authentication:Negotiate:ReplayCacheMaxEntries', 100_000, { min: 100, max: 10_000_000 }),
+    upnRealms: list(settings.raw('Authentication:Negotiate:UpnRealms')),
     directory,
   };
+  for (const item of negotiate.upnRealms) {
+    if (!/^[A-Za-z0-9.-]+(=[A-Za-z0-9.-]+)?$/.test(item)) {
+      throw new ConfigError('Authentication:Negotiate:UpnRealms', `must list realms as REALM or REALM=upn.suffix, not '${item}'.`);
+    }
+  }
   if (negotiate.servicePrincipal && !/^[^@\s/]+[@/][^@\s]+$/.test(negotiate.servicePrincipal)) {
     throw new ConfigError('Authentication:Negotiate:ServicePrincipal', `must look like HTTP@host.example.com, not '${negotiate.servicePrincipal}'.`);
   }

@@ -7,6 +7,7 @@ import { SigningKeysUnavailableError, TokenRejectedError, type JwtValidator } fr
 import type { AuthLogger } from './log';
 import { NegotiateFailedError, type NegotiateAuthenticator } from './negotiate';
 import type { Caller } from './permissions';
+import { bearerPrincipal, negotiatePrincipal, parseUpnRealms } from '../core/principal';
 import type { FixedWindowLimiter } from './rateLimit';
 import { resolveRoles } from './roles';
 
@@ -81,12 +82,15 @@ async function bearerCaller(token: string, rt: AuthRuntime): Promise<Caller> {
   const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : []);
   const upn = str(claims.upn) ?? str(claims.preferred_username);
   const name = str(claims.preferred_username) ?? str(claims.upn) ?? str(claims.sub) ?? str(claims.oid) ?? 'unknown';
+  const principal = bearerPrincipal(claims);
   return {
     scheme: 'Bearer',
     name,
-    upn,
+    // An application has no UPN: its audit records name it by its application id.
+    upn: principal.kind === 'application' ? (upn ?? principal.display) : upn,
     sid: str(claims.oid),
     roles: resolveRoles(rt.config.roles, { roleClaims: strings(claims.roles), groupIds: strings(claims.groups) }),
+    principal,
   };
 }
 
@@ -126,6 +130,7 @@ async function negotiateCaller(token: string, negotiate: NegotiateAuthenticator,
     upn: directory.upn ?? outcome.principal,
     sid: directory.sid,
     roles: resolveRoles(rt.config.roles, { roleClaims: directory.groups }),
+    principal: negotiatePrincipal(outcome.principal, directory, parseUpnRealms(rt.config.negotiate.upnRealms)),
   };
   return { caller, headers: outcome.outputToken ? { 'www-authenticate': `Negotiate ${outcome.outputToken}` } : {} };
 }

@@ -64,7 +64,14 @@ export function authorize(permission: Permission, handler: AuthorizedHandler, op
 }
 
 /** The caller a route opened to anonymous callers by `anonymousWhen` sees: no identity, no role. */
-const ANONYMOUS_CALLER: Caller = Object.freeze({ scheme: 'Bearer', name: 'anonymous', upn: null, sid: null, roles: [] }) as Caller;
+const ANONYMOUS_CALLER: Caller = Object.freeze({
+  scheme: 'Bearer',
+  name: 'anonymous',
+  upn: null,
+  sid: null,
+  roles: [],
+  principal: { key: 'anonymous', kind: 'application', aliases: ['anonymous'], display: 'anonymous' },
+}) as Caller;
 
 export function anonymous(handler: AnonymousHandler): GuardedHandler {
   const guarded = (request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> =>

@@ -97,7 +97,7 @@ export class DirectoryGroups {
       const { searchEntries } = await client.search(c.baseDN!, {
         scope: 'sub',
         filter,
-        attributes: ['memberOf', 'objectSid', 'userPrincipalName'],
+        attributes: ['memberOf', 'objectSid', c.upnAttribute],
         explicitBufferAttributes: ['objectSid'],
         sizeLimit: 2,
       });
@@ -142,7 +142,9 @@ export class DirectoryGroups {
         }
       }
       const sidRaw = values(entry.objectSid)[0];
-      const upn = values(entry.userPrincipalName)[0];
+      // Attribute names are case-insensitive; the server answers with its own spelling.
+      const upnKey = Object.keys(entry).find((k) => k.toLowerCase() === c.upnAttribute.toLowerCase());
+      const upn = upnKey ? values(entry[upnKey])[0] : undefined;
       return { groups: [...names], sid: Buffer.isBuffer(sidRaw) ? sidToString(sidRaw) : null, upn: typeof upn === 'string' ? upn : null };
     } finally {
       await client.unbind().catch(() => undefined);

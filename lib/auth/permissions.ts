@@ -46,6 +46,9 @@ export function roleHasPermission(role: Role, permission: Permission): boolean {
 
 export type AuthScheme = 'Bearer' | 'Negotiate';
 
+export type { Principal } from '../core/principal';
+import type { Principal } from '../core/principal';
+
 /** The authenticated caller, as the handlers and the audit log see it. */
 export interface Caller {
   scheme: AuthScheme;
@@ -57,4 +60,9 @@ export interface Caller {
   sid: string | null;
   /** Resolved built-in roles; a caller with no mapped role is a Viewer. */
   roles: Role[];
+  /**
+   * The person (or application) behind the request, with every alias the token or the directory gives
+   * (lib/auth/principal.ts): the four-eyes rule and the audit compare and name principals, not schemes.
+   */
+  principal: Principal;
 }

@@ -1,4 +1,5 @@
 import type { Caller } from '../auth/permissions';
+import { principalRecord } from '../core/principal';
 import { currentSnapshot } from './current';
 import { sameSnapshot, type Snapshot, type TargetType, type VersionAction } from './snapshots';
 import { commitVersion, dropVersion, listVersionHeads, readVersion, writePendingVersion, type StoredVersion, type VersionHead } from './versions';
@@ -34,6 +35,7 @@ export async function versioned<T>(change: Change, apply: () => Promise<T>): Pro
   const version = await writePendingVersion({
     actorUpn: typeof caller === 'string' ? caller : caller ? caller.upn : 'system',
     actorSid: caller && typeof caller !== 'string' ? caller.sid : null,
+    ...(caller && typeof caller !== 'string' ? { actor: principalRecord(caller.principal) } : {}),
     targetType: change.targetType,
     targetId: change.targetId,
     action: change.action,

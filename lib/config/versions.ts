@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
 import { isStatus, odata, table } from '../storage/tables';
 import { getJson, putJsonText } from '../storage/tableUtil';
+import { parsePrincipalRecord, type PrincipalRecord } from '../core/principal';
 import type { Snapshot, TargetType, VersionAction } from './snapshots';
 
 /**
@@ -21,6 +22,8 @@ export interface StoredVersion {
   seq: string;
   actorUpn: string | null;
   actorSid: string | null;
+  /** Who made the change, as a principal (storage only; absent on versions written before it was recorded). */
+  actor?: PrincipalRecord;
   targetType: TargetType;
   targetId: string;
   action: VersionAction;
@@ -50,7 +53,7 @@ async function getSnapshot(entity: Record<string, unknown>, prefix: string): Pro
   return getJson<Snapshot | null>(entity, prefix) ?? null;
 }
 
-export type NewVersion = Pick<StoredVersion, 'actorUpn' | 'actorSid' | 'targetType' | 'targetId' | 'action' | 'before' | 'after'>;
+export type NewVersion = Pick<StoredVersion, 'actorUpn' | 'actorSid' | 'actor' | 'targetType' | 'targetId' | 'action' | 'before' | 'after'>;
 
 /** Write a version as `pending`, ahead of its change. */
 export async function writePendingVersion(v: NewVersion): Promise<StoredVersion> {
@@ -64,6 +67,7 @@ export async function writePendingVersion(v: NewVersion): Promise<StoredVersion>
     seq: version.seq,
     actorUpn: version.actorUpn ?? '',
     actorSid: version.actorSid ?? '',
+    ...(version.actor ? { actor: JSON.stringify(version.actor) } : {}),
     targetType: version.targetType,
     targetId: version.targetId,
     action: version.action,
@@ -91,12 +95,14 @@ export async function dropVersion(versionId: string): Promise<void> {
 
 /** The version's head from its entity; rows written before `versionOn` carry their time as the table's Timestamp. */
 function headOf(e: Record<string, unknown>): VersionHead {
+  const actor = parsePrincipalRecord(e.actor);
   return {
     versionId: String(e.rowKey),
     timestamp: e.versionOn ? String(e.versionOn) : new Date(String(e.timestamp)).toISOString(),
     seq: String(e.seq),
     actorUpn: e.actorUpn ? String(e.actorUpn) : null,
     actorSid: e.actorSid ? String(e.actorSid) : null,
+    ...(actor ? { actor } : {}),
     targetType: String(e.targetType) as TargetType,
     targetId: String(e.targetId),
     action: String(e.action) as VersionAction,
@@ -126,7 +132,7 @@ export async function listVersionHeads(q: { targetType?: string; targetId?: stri
   const filters = [`PartitionKey eq '${PK}'`];
   if (q.targetType) filters.push(`targetType eq ${odata(q.targetType)}`);
   if (q.targetId) filters.push(`targetId eq ${odata(q.targetId)}`);
-  const select = ['RowKey', 'versionOn', 'Timestamp', 'seq', 'actorUpn', 'actorSid', 'targetType', 'targetId', 'action', 'state'];
+  const select = ['RowKey', 'versionOn', 'Timestamp', 'seq', 'actorUpn', 'actorSid', 'actor', 'targetType', 'targetId', 'action', 'state'];
   const out: VersionHead[] = [];
   for await (const e of (await table(TABLE)).listEntities<Record<string, unknown>>({ queryOptions: { filter: filters.join(' and '), select } })) {
     out.push(headOf(e));

@@ -5,12 +5,15 @@ import { SettingsReader } from '../core/config';
  * that a malformed value stops the start naming it):
  * - `Plans:ExpireHours` (default 24): how long a dry run's plan can be applied;
  * - `Approvals:ExpireHours` (default 24): how long a run waits for approval before it is rejected;
- * - `Approvals:RequireSecondPerson` (default true): the four-eyes rule (the approver is not who triggered).
+ * - `Approvals:RequireSecondPerson` (default true): the four-eyes rule (the approver is not who triggered);
+ * - `Approvals:AllowApplications` (default false): whether an application (an app-only token, no person) may
+ *   approve a run at all (never one it triggered itself).
  */
 export interface PlanSettings {
   planExpireHours: number;
   approvalExpireHours: number;
   requireSecondPerson: boolean;
+  allowApplications: boolean;
 }
 
 export const DEFAULT_EXPIRE_HOURS = 24;
@@ -20,6 +23,7 @@ export function readPlanSettings(settings = new SettingsReader()): PlanSettings 
     planExpireHours: settings.int('Plans:ExpireHours', DEFAULT_EXPIRE_HOURS, { min: 1, max: 8760 }),
     approvalExpireHours: settings.int('Approvals:ExpireHours', DEFAULT_EXPIRE_HOURS, { min: 1, max: 8760 }),
     requireSecondPerson: settings.bool('Approvals:RequireSecondPerson', true),
+    allowApplications: settings.bool('Approvals:AllowApplications', false),
   };
 }
 

@@ -6,7 +6,9 @@ import { readPlanSettings, hoursAfter } from '../plans/settings';
 import { reasonsText } from '../plans/thresholds';
 import { requiresSecondPerson } from '../plans/guardRails';
 import { readConnectorRow } from '../storage/connectors';
-import { completeRun, getRun, updateRun, type ApprovalReason, type RunStats, type StoredRun } from '../storage/runs';
+import { principalRecord, samePrincipal, type PrincipalRecord } from '../core/principal';
+import { completeRun, getRun, runRequester, updateRun, type ApprovalReason, type RunStats, type StoredRun } from '../storage/runs';
+import { recordScheduleApproval } from '../storage/schedules';
 import { recordRunFinished, recordRunParked } from '../telemetry/runs';
 import { expireIfDue } from './expiry';
 import { triggerRun, type RunOrchestrations, type StartRun } from './runs';
@@ -24,9 +26,11 @@ export { expireIfDue };
  * - {@link rejectRun} (Admin): the run ends `Rejected`, nothing applied;
  * - expiry (`Approvals:ExpireHours`, default 24): the run ends `Rejected`, its `error` saying so
  *   ({@link expireIfDue}: by the orchestration's timer, or by the first reader past the time).
- * With `Approvals:RequireSecondPerson` (default true) the approver must not be who triggered the run, compared
- * on the stable identity (token `oid`, Windows SID) recorded with the run; the UPN is compared only when one
- * side has no stable identity. Every approve and reject is audited with the reasons.
+ * With `Approvals:RequireSecondPerson` (default true) the approver must not be the run's requester: principals
+ * (lib/core/principal.ts) are compared, and any shared alias (UPN, oid, SID, Kerberos principal) is one person,
+ * whatever scheme each side used. An application (app-only token) approves only with
+ * `Approvals:AllowApplications`, and never a run it asked for itself. Every approve and reject is audited with
+ * the reasons, and so is every refused approval (`outcome: failure`, the reason in `details`).
  *
  * {@link applyPlan}: a completed dry run is a plan, applied once, before it expires, by a new run with
  * `trigger: { type: "apply", planRunId }`.
@@ -42,13 +46,18 @@ export interface ApprovalDecision {
 /** Wakes the run's orchestration with the decision (a durable client's raiseEvent). */
 export type RaiseApproval = (runId: string, decision: ApprovalDecision) => Promise<void>;
 
-const actorName = (caller: Caller) => caller.upn ?? caller.sid ?? caller.name;
+const actorName = (caller: Caller) => (caller.principal.kind === 'application' ? caller.principal.display : (caller.upn ?? caller.sid ?? caller.name));
 
 /** Park a Running run: AwaitingApproval with its reasons, who asked, and when the approval expires. */
 export async function parkRun(runId: string, reasons: ApprovalReason[], stats: RunStats, now = new Date()): Promise<StoredRun> {
   const run = await getRun(runId);
   if (!run) throw new AppError('not_found', 'The run does not exist.');
-  const approval = { reasons, requestedBy: run.trigger.actorUpn, expiresOn: hoursAfter(now, readPlanSettings().approvalExpireHours) };
+  const approval = {
+    reasons,
+    requestedBy: run.trigger.actorUpn,
+    requester: runRequester(run)?.display ?? null,
+    expiresOn: hoursAfter(now, readPlanSettings().approvalExpireHours),
+  };
   const parked = await updateRun(
     runId,
     {
@@ -73,11 +82,55 @@ function mustAwait(run: StoredRun, verb: string): void {
   if (run.status !== 'AwaitingApproval') throw new AppError('conflict', `The run is ${run.status}: only a run that is AwaitingApproval can be ${verb}.`);
 }
 
-/** Whether the caller is who triggered the run: by stable identity when both have one, else by UPN. */
-export function isTriggeringCaller(run: Pick<StoredRun, 'actorId' | 'trigger'>, caller: Pick<Caller, 'sid' | 'upn'>): boolean {
-  if (run.actorId && caller.sid) return run.actorId.toLowerCase() === caller.sid.toLowerCase();
-  const upn = run.trigger.actorUpn;
-  return run.trigger.type !== 'schedule' && !!upn && !!caller.upn && upn.toLowerCase() === caller.upn.toLowerCase();
+/** Whether the caller is the run's requester: one principal, any alias shared (UPN, oid, SID, Kerberos principal). */
+export function isTriggeringCaller(run: Pick<StoredRun, 'requester' | 'actorId' | 'trigger'>, caller: Pick<Caller, 'principal'>): boolean {
+  const requester = runRequester(run);
+  return !!requester && samePrincipal(requester, caller.principal);
+}
+
+/**
+ * Why the caller may not approve the run, or null when it may: an application without
+ * `Approvals:AllowApplications`, or approving what it asked for itself; under the four-eyes rule the requester,
+ * or anyone when the run was asked for by a person nobody knows (a run recorded with neither principal nor
+ * UPN: no one can be shown to be a second person). A schedule's tick that nobody's change led to has no
+ * requester: any Admin may approve it.
+ */
+export function approvalRefusal(
+  run: StoredRun,
+  caller: Pick<Caller, 'principal'>,
+  requireSecondPerson = readPlanSettings().requireSecondPerson,
+): string | null {
+  return approverRefusal(runRequester(run), caller, { requireSecondPerson, what: 'run', requesterMayBeUnknown: run.trigger.type === 'schedule' });
+}
+
+/**
+ * The one rule for every approval (a held run, a held configuration change): why `caller` may not approve what
+ * `requester` asked for, or null when it may. An application needs `Approvals:AllowApplications` and never
+ * approves what it asked for itself; under the four-eyes rule the requester (any shared alias) may not, nor
+ * anyone when the requester is not known and must be (`requesterMayBeUnknown` false).
+ */
+export function approverRefusal(
+  requester: PrincipalRecord | null,
+  caller: Pick<Caller, 'principal'>,
+  opts: { requireSecondPerson: boolean; what: 'run' | 'change'; requesterMayBeUnknown: boolean },
+): string | null {
+  const settings = readPlanSettings();
+  const who = caller.principal.display;
+  const { what } = opts;
+  if (caller.principal.kind === 'application') {
+    if (!settings.allowApplications)
+      return `The caller is an application (${who}, an app-only token with no person): applications may not approve a held ${what} (Approvals__AllowApplications is false); an Admin person must.`;
+    if (requester && samePrincipal(requester, caller.principal))
+      return `The application ${who} asked for this ${what} itself: an application never approves its own ${what}; an Admin person must.`;
+  }
+  if (!opts.requireSecondPerson) return null;
+  if (requester && samePrincipal(requester, caller.principal)) {
+    const shared = requester.aliases.filter((a) => caller.principal.aliases.includes(a));
+    return `The four-eyes rule (Approvals__RequireSecondPerson) is on: the ${what} was asked for by ${requester.display}, and the caller is the same person (${shared.join(', ')}); another Admin must approve it.`;
+  }
+  if (!requester && !opts.requesterMayBeUnknown)
+    return `The four-eyes rule (Approvals__RequireSecondPerson) is on and the person who asked for this ${what} is not recorded, so no approver can be shown to be a second person: reject it and ask again.`;
+  return null;
 }
 
 /** The four-eyes rule for a connector's runs: its `approvals.requireSecondPerson`, else the global setting. */
@@ -95,15 +148,14 @@ export async function approveRun(runId: string, caller: Caller, raise: RaiseAppr
   const run = await expireIfDue(await mustRun(runId));
   mustAwait(run, 'approved');
   await refuseStaleApproval(run);
-  if ((await connectorRequiresSecondPerson(run.connectorId)) && isTriggeringCaller(run, caller)) {
-    throw new AppError(
-      'forbidden',
-      'The four-eyes rule (Approvals__RequireSecondPerson) is on: the Admin who triggered the run cannot approve it; another Admin must.',
-    );
+  const refusal = approvalRefusal(run, caller, await connectorRequiresSecondPerson(run.connectorId));
+  if (refusal) {
+    await recordAudit(caller, 'approve', 'run', runId, 'failure', `Refused: ${refusal}`);
+    throw new AppError('forbidden', refusal);
   }
   let approved: StoredRun;
   try {
-    approved = await updateRun(runId, { status: 'Running', approvedBy: actorName(caller) }, { etag: run.etag });
+    approved = await updateRun(runId, { status: 'Running', approvedBy: actorName(caller), approver: principalRecord(caller.principal) }, { etag: run.etag });
   } catch (err) {
     if (err instanceof AppError && err.code === 'conflict')
       throw new AppError('conflict', 'The run changed while it was being approved (decided by someone else, or expired); read it again.');
@@ -112,6 +164,9 @@ export async function approveRun(runId: string, caller: Caller, raise: RaiseAppr
   // The orchestration also looks at the run now and then: an event that does not reach it (another
   // instance's task hub) only delays the apply.
   await raise(runId, { approved: true }).catch(() => undefined);
+  // The configuration the run started with was reviewed: changes to it before the run started make no later
+  // tick anybody's; changes made since (while it waited, say) still do.
+  if (run.trigger.type === 'schedule' && run.trigger.scheduleId) await recordScheduleApproval(run.trigger.scheduleId, new Date(run.startedAt));
   await recordAudit(caller, 'approve', 'run', runId, 'success', `Reasons: ${reasonsText(run.approval?.reasons ?? [])}.`);
   return approved;
 }

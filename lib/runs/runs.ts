@@ -3,6 +3,7 @@ import { recordAudit, type SystemActor } from '../audit';
 import { assignmentOf } from '../instances/assignments';
 import { currentInstanceId, getInstanceView, isPaused } from '../instances/instances';
 import { AppError } from '../core/errors';
+import { principalRecord, type PrincipalRecord } from '../core/principal';
 import { getConnectorRecord, listConnectorRows } from '../storage/connectors';
 import { isStatus, odata, table } from '../storage/tables';
 import {
@@ -79,6 +80,11 @@ export interface TriggerInput {
   dryRun: boolean;
   /** Who started it; default a manual run by the caller. */
   trigger?: RunTrigger;
+  /**
+   * The person the run is asked for (the four-eyes rule's requester); default the caller's principal (none for
+   * an engine task). A schedule's runs carry the schedule run's requester.
+   */
+  requester?: PrincipalRecord | null;
 }
 
 /** The audit actor and the run trigger of a caller: a person, or an engine task named `<kind>:<name>`. */
@@ -104,6 +110,7 @@ export async function triggerRun(input: TriggerInput, caller: Caller | SystemAct
       dryRun: input.dryRun,
       trigger: input.trigger ?? { type: 'manual', actorUpn: actorOf(caller) },
       actorId: typeof caller === 'string' ? null : caller.sid,
+      requester: input.requester !== undefined ? input.requester : typeof caller === 'string' ? null : principalRecord(caller.principal),
     });
   let run: StoredRun;
   try {
@@ -114,7 +121,9 @@ export async function triggerRun(input: TriggerInput, caller: Caller | SystemAct
   }
   const client = await table(DISPATCH);
   await client.upsertEntity({ partitionKey: instanceId, rowKey: run.runId, connectorId: input.connectorId }, 'Replace');
-  await recordAudit(caller, 'trigger', 'connector', input.connectorId);
+  // An engine task (a schedule) triggers on behalf of its requester: the record says whom.
+  const onBehalf = typeof caller === 'string' && input.requester ? `Requested by ${input.requester.display} (${input.requester.key}).` : undefined;
+  await recordAudit(caller, 'trigger', 'connector', input.connectorId, 'success', onBehalf);
   if (!paused && instanceId === here) await dispatchOne(run.runId, start, orchestrations?.taskHub ?? null);
   return (await getRun(run.runId)) ?? run;
 }

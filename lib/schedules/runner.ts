@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
 import { recordAudit, type SystemActor } from '../audit';
 import { AppError, conflict, notFound } from '../core/errors';
+import type { PrincipalRecord } from '../core/principal';
 import { cancelRun, triggerRun, type RunOrchestrations, type StartRun } from '../runs/runs';
 import { findScheduleRunRun, getRun } from '../storage/runs';
 import {
@@ -50,6 +51,7 @@ export async function beginScheduleRun(
   tick: Date | null,
   taskHub: string | null,
   now: Date = new Date(),
+  requester: PrincipalRecord | null = null,
 ): Promise<BeginResult> {
   const base: ScheduleRun = {
     scheduleRunId: randomUUID(),
@@ -60,7 +62,7 @@ export async function beginScheduleRun(
     completedOn: null,
     steps: plannedSteps(schedule),
   };
-  const state = { tick: tick?.toISOString() ?? null, scheduleName: schedule.name, stopOnFailure: schedule.stopOnFailure, taskHub };
+  const state = { tick: tick?.toISOString() ?? null, scheduleName: schedule.name, stopOnFailure: schedule.stopOnFailure, taskHub, requester };
   const run = await insertRunningScheduleRun({ ...base, ...state });
   if (run) return { run, started: true };
   if (trigger === 'manual') throw conflict('A run of this schedule is still going: cancel it or wait for it to end.');
@@ -120,6 +122,8 @@ export async function startStep(ref: ScheduleRunRef, i: number, start: StartRun,
             runType: step.runType,
             dryRun: false,
             trigger: { type: 'schedule', actorUpn: actor, scheduleId: ref.scheduleId, scheduleRunId: ref.scheduleRunId },
+            // The audit actor stays the schedule; the four-eyes rule holds the person behind the schedule run.
+            requester: run.requester ?? null,
           },
           actor,
           start,

@@ -13,6 +13,7 @@ import {
 } from '../storage/schedules';
 import { cronSchedule, type CronSchedule } from './cron';
 import { beginScheduleRun, scheduleActor, type ScheduleRunRef } from './runner';
+import { tickRequester } from './requester';
 import { closeSteps } from './status';
 
 const log = areaLog('schedules');
@@ -135,13 +136,16 @@ async function fire(entry: Entry, tick: Date, host: SchedulerHost): Promise<bool
     const next = cronSchedule(schedule.cron, schedule.timeZone).next(new Date(tick.getTime() - 1));
     if (next?.getTime() !== tick.getTime()) return false;
   }
+  // The tick's runs are asked for by whoever changed what it runs since it was last approved (four-eyes); read
+  // before the claim, so that a failure to read it leaves the tick unclaimed rather than claimed and not started.
+  const requester = await tickRequester(schedule);
   if (!(await claimTick(schedule.scheduleId, tick, host.instanceId))) return false;
   await recordTick(schedule.scheduleId, tick);
   // A claim only matters around its tick: older ones go (a no-op query when there are none).
   await purgeClaims(schedule.scheduleId, new Date(tick.getTime() - CLAIM_KEEP_MS)).catch((err) =>
     log.warn(`Old tick claims of '${schedule.name}' could not be purged: ${(err as Error).message}`),
   );
-  const begun = await beginScheduleRun(schedule, 'schedule', tick, host.taskHub);
+  const begun = await beginScheduleRun(schedule, 'schedule', tick, host.taskHub, new Date(), requester);
   await recordAudit(scheduleActor(schedule.name), 'trigger', 'schedule', schedule.scheduleId);
   if (begun.started) await host.start({ scheduleId: schedule.scheduleId, scheduleRunId: begun.run.scheduleRunId });
   else log.info(`Schedule '${schedule.name}': the tick of ${tick.toISOString()} is Skipped (its previous run is still going).`);

@@ -34,7 +34,14 @@ export const AuditRecord = defineSchema(
       actorUpn: Nullable(Type.String({ description: 'upn, else preferred_username (tokens); the principal (Negotiate); system for background work.' })),
       actorSid: Nullable(Type.String({ description: 'oid (tokens); the SID (Negotiate) where known.' })),
       scheme: Nullable(Type.String({ description: 'Bearer or Negotiate.' })),
-      outcome: Type.String({ description: 'success or failure.' }),
+      actorKey: Type.Optional(
+        Type.String({
+          description:
+            "The principal (one person or application whatever the scheme): upn:<upn>, else oid:, sid:, krb:; app:<application id> for an app-only token; schedule:<name> or system for the engine's own work.",
+        }),
+      ),
+      actorKind: Type.Optional(Type.String({ description: 'person, application or system.' })),
+      outcome: Type.String({ description: 'success or failure (a refused approval: failure, with the reason in details).' }),
       details: Type.Optional(
         Type.String({
           description:

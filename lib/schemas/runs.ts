@@ -96,11 +96,20 @@ export const RunSchema = defineSchema(
               ),
             ),
             requestedBy: Nullable(Type.String({ description: "Who triggered the run (its trigger's actor)." })),
+            requester: Type.Optional(
+              Nullable(
+                Type.String({
+                  description:
+                    "The person the four-eyes rule holds as the run's requester (UPN, or application id): the caller of a manual run or an apply; for a schedule's run, who pressed run-now, or for a tick whoever changed the schedule, its connectors or their rules since its last approved run (null: nobody; any Admin may approve). That person, under any scheme or alias, cannot approve it.",
+                }),
+              ),
+            ),
             expiresOn: Timestamp({ description: 'When the run is rejected if no Admin decided (Approvals__ExpireHours, default 24).' }),
           },
           { additionalProperties: false, description: 'Present on a run that exceeded a threshold: why it waits (or waited) for approval.' },
         ),
       ),
+      approvedBy: Type.Optional(Type.String({ description: 'A run that waited for approval and was approved: who approved it (UPN, or application id).' })),
     },
     { $id: 'Run', additionalProperties: false },
   ),

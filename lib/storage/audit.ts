@@ -17,6 +17,13 @@ export interface AuditRecord {
   actorUpn: string | null;
   actorSid: string | null;
   scheme: string | null;
+  /**
+   * The principal's key (lib/auth/principal.ts: `upn:alice@contoso.com`, `app:<id>`), or the engine task
+   * (`schedule:<name>`, `system:...`); absent on records written before principals were recorded.
+   */
+  actorKey?: string;
+  /** `person`, `application` or `system`; absent on older records. */
+  actorKind?: string;
   outcome: string;
   /** What the action was about, when a record needs more than its target (an approval's reasons). */
   details?: string;
@@ -44,6 +51,7 @@ export async function appendAudit(input: Omit<AuditRecord, 'auditId' | 'timestam
     actorUpnLower: (record.actorUpn ?? '').toLowerCase(),
     actorSid: record.actorSid ?? '',
     scheme: record.scheme ?? '',
+    ...(record.actorKey ? { actorKey: record.actorKey, actorKind: record.actorKind ?? '' } : {}),
     outcome: record.outcome,
     ...(record.details ? { details: record.details.slice(0, 4000) } : {}),
   };
@@ -55,7 +63,7 @@ export async function appendAudit(input: Omit<AuditRecord, 'auditId' | 'timestam
 export interface AuditQuery {
   targetType?: string;
   targetId?: string;
-  /** Matches `actorUpn` or `actorSid` exactly (case-insensitive for the UPN). */
+  /** Matches `actorUpn`, `actorSid` or `actorKey` exactly (case-insensitive for the UPN). */
   actor?: string;
   skip: number;
   take: number;
@@ -72,7 +80,10 @@ export async function queryAudit(q: AuditQuery): Promise<{ items: AuditRecord[];
     if (q.targetType) filters.push(`targetType eq ${odata(q.targetType)}`);
     if (q.targetId) filters.push(`targetId eq ${odata(q.targetId)}`);
   }
-  if (q.actor) filters.push(`(actorSid eq ${odata(q.actor)} or actorUpn eq ${odata(q.actor)} or actorUpnLower eq ${odata(q.actor.toLowerCase())})`);
+  if (q.actor)
+    filters.push(
+      `(actorSid eq ${odata(q.actor)} or actorUpn eq ${odata(q.actor)} or actorUpnLower eq ${odata(q.actor.toLowerCase())} or actorKey eq ${odata(q.actor)})`,
+    );
   const items: AuditRecord[] = [];
   let totalCount = 0;
   for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: filters.join(' and ') } })) {
@@ -93,6 +104,7 @@ function fromEntity(e: Record<string, unknown>): AuditRecord {
     actorUpn: s('actorUpn'),
     actorSid: s('actorSid'),
     scheme: s('scheme'),
+    ...(e.actorKey ? { actorKey: String(e.actorKey), actorKind: String(e.actorKind ?? '') } : {}),
     outcome: String(e.outcome),
     ...(e.details ? { details: String(e.details) } : {}),
   };

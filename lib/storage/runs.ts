@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TableClient, TableEntity, TableEntityResult, TransactionAction } from '@azure/data-tables';
 import { AppError } from '../core/errors';
+import { legacyPrincipal, parsePrincipalRecord, type PrincipalRecord } from '../core/principal';
 import { isStatus, odata, submitTransaction, table } from './tables';
 
 /**
@@ -47,6 +48,12 @@ export interface RunApproval {
   reasons: ApprovalReason[];
   /** Who triggered the run (its trigger's actor: a UPN, `schedule:<name>`), null when unknown. */
   requestedBy: string | null;
+  /**
+   * The person the four-eyes rule holds as the run's requester (UPN, or application id): the caller of a manual
+   * run or an apply; for a schedule's run, who pressed run-now, or for a tick the last person who changed the
+   * schedule or what it runs since its last approved run. Null: no person (a tick with no such change).
+   */
+  requester?: string | null;
   expiresOn: string;
 }
 
@@ -121,6 +128,8 @@ export interface Run {
   plan?: RunPlan;
   /** A run that exceeded a threshold: why it waits (or waited) for an Admin's approval. */
   approval?: RunApproval;
+  /** A run that waited for approval and was approved: who approved it (UPN, or application id). */
+  approvedBy?: string;
 }
 
 /** A cancel asked of an active run (storage only): the run's next page boundary ends it as Cancelled. */
@@ -144,13 +153,28 @@ export type StoredRun = Run & {
   etag: string;
   dispatch?: RunDispatch;
   cancel?: RunCancelRequest;
-  /** The stable identity (token `oid`, Windows SID) of the caller who triggered it: the four-eyes rule compares it. */
+  /** The stable identity (token `oid`, Windows SID) of the caller who triggered it (runs before `requester`). */
   actorId?: string;
+  /**
+   * The principal the four-eyes rule compares the approver with (every alias of the person who asked for the
+   * run; see {@link RunApproval.requester}); absent when no person asked. Storage only.
+   */
+  requester?: PrincipalRecord;
   /** A plan whose apply was started: the run that applies it (a plan is applied once). */
   appliedBy?: string;
-  /** An AwaitingApproval run that was approved (by whom): its orchestration goes on applying its plan. */
-  approvedBy?: string;
+  /** The principal who approved it (storage only; the API shows `approvedBy`). */
+  approver?: PrincipalRecord;
 };
+
+/**
+ * The principal who asked for the run: as recorded, else rebuilt from what runs recorded before principals
+ * were (the trigger's UPN and the stable id), else null (no person: a schedule's tick, or not known).
+ */
+export function runRequester(run: Pick<StoredRun, 'requester' | 'actorId' | 'trigger'>): PrincipalRecord | null {
+  if (run.requester) return run.requester;
+  const upn = run.trigger.type === 'schedule' ? null : run.trigger.actorUpn;
+  return legacyPrincipal(upn, run.actorId ?? null);
+}
 
 /** The phase a Running run starts in, before its first page reports. */
 export const firstPhase = (runType: RunType): RunPhase => (runType === 'Export' ? 'exporting' : runType === 'FullSync' ? 'applying' : 'reading');
@@ -160,7 +184,17 @@ export const firstPhase = (runType: RunType): RunPhase => (runType === 'Export' 
  * run carries `progress` from its start (before its first page reports, its first phase and no objects yet).
  */
 export function runView(run: StoredRun): Run {
-  const { etag: _etag, dispatch: _dispatch, cancel: _cancel, actorId: _actorId, appliedBy: _appliedBy, approvedBy: _approvedBy, progress, ...view } = run;
+  const {
+    etag: _etag,
+    dispatch: _dispatch,
+    cancel: _cancel,
+    actorId: _actorId,
+    requester: _requester,
+    approver: _approver,
+    appliedBy: _appliedBy,
+    progress,
+    ...view
+  } = run;
   if (run.status === 'Running') {
     return {
       ...view,
@@ -218,8 +252,10 @@ interface RunEntity extends TableEntity {
   plan?: string;
   approval?: string;
   actorId?: string;
+  requester?: string;
   appliedBy?: string;
   approvedBy?: string;
+  approver?: string;
 }
 
 /** Keep the first MAX_RUN_ERRORS errors, each message bounded, and the whole list within one property. */
@@ -282,6 +318,10 @@ function fromEntity(e: TableEntityResult<Record<string, unknown>>): StoredRun {
   if (typeof e.actorId === 'string' && e.actorId) run.actorId = e.actorId;
   if (typeof e.appliedBy === 'string' && e.appliedBy) run.appliedBy = e.appliedBy;
   if (typeof e.approvedBy === 'string' && e.approvedBy) run.approvedBy = e.approvedBy;
+  const requester = parsePrincipalRecord(e.requester);
+  if (requester) run.requester = requester;
+  const approver = parsePrincipalRecord(e.approver);
+  if (approver) run.approver = approver;
   if (typeof e.dispatchedAt === 'string')
     run.dispatch = { dispatchedAt: e.dispatchedAt, taskHub: typeof e.taskHub === 'string' && e.taskHub ? e.taskHub : null };
   return run;
@@ -349,6 +389,8 @@ export interface CreateRunInput {
   startedAt?: Date;
   /** The triggering caller's stable identity (oid, SID), for the four-eyes rule of approvals. */
   actorId?: string | null;
+  /** The principal who asked for it (the four-eyes rule's requester); null: no person. */
+  requester?: PrincipalRecord | null;
 }
 
 /**
@@ -378,6 +420,7 @@ export async function createRun(input: CreateRunInput): Promise<StoredRun> {
   const pk = connectorPk(input.connectorId);
   const primary = toEntity(pk, run, key);
   if (input.actorId) primary.actorId = input.actorId;
+  if (input.requester) primary.requester = JSON.stringify(input.requester);
   const actions: TransactionAction[] = [
     ['create', { partitionKey: pk, rowKey: LOCK_ROW, runId, runKey: key }],
     ['create', primary],
@@ -405,6 +448,7 @@ export interface RunProgress {
   /** Storage only (see {@link StoredRun}): written on the run row alone. */
   appliedBy?: string;
   approvedBy?: string;
+  approver?: PrincipalRecord;
 }
 
 function patchEntity(pk: string, key: string, patch: RunProgress & { completedAt?: string; instanceName?: string }): TableEntity<Record<string, unknown>> {
@@ -420,6 +464,7 @@ function patchEntity(pk: string, key: string, patch: RunProgress & { completedAt
   if (patch.approval) e.approval = JSON.stringify(patch.approval);
   if (patch.appliedBy) e.appliedBy = patch.appliedBy;
   if (patch.approvedBy) e.approvedBy = patch.approvedBy;
+  if (patch.approver) e.approver = JSON.stringify(patch.approver);
   return e;
 }
 

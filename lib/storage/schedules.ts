@@ -1,5 +1,6 @@
 import type { TransactionAction } from '@azure/data-tables';
 import { AppError } from '../core/errors';
+import type { PrincipalRecord } from '../core/principal';
 import type { RunType } from './runs';
 import { concurrencyConflict, isStatus, odata, submitTransaction, table } from './tables';
 
@@ -23,6 +24,8 @@ import { concurrencyConflict, isStatus, odata, submitTransaction, table } from '
  *   entity-group transaction with the run row (a second start while one runs: 409, nothing written) and
  *   deleted in one transaction with the final write of the run.
  * - `~tick`: `{ tick }`, the last tick this schedule handled (claimed by anyone), for past-due ticks at start.
+ * - `~approved`: `{ on }`, when a run this schedule started was last approved: configuration changes before it
+ *   were reviewed, so a later tick's requester is only who changed something after it.
  *
  * Writes of a schedule run are conditional on its ETag; a lost race is a ConflictError (the caller reads again).
  */
@@ -32,6 +35,7 @@ const DEF_PK = 's';
 const NAME_PK = 'n';
 const LOCK_ROW = '~active';
 const TICK_ROW = '~tick';
+const APPROVED_ROW = '~approved';
 /** Run rows sort before `a` (they start with digits); pointers, claims and markers after. */
 const RUN_ROWS = "RowKey lt 'a'";
 
@@ -92,6 +96,11 @@ export interface ScheduleRun {
 export interface ScheduleRunState {
   tick: string | null;
   scheduleName: string;
+  /**
+   * The person its runs are asked for (the four-eyes rule's requester): who pressed run-now, or for a tick the
+   * last person who changed the schedule or what it runs since its last approved run; null: nobody.
+   */
+  requester?: PrincipalRecord | null;
   stopOnFailure: boolean;
   taskHub: string | null;
 }
@@ -265,6 +274,26 @@ export async function recordTick(scheduleId: string, tick: Date): Promise<void> 
   if (known && known.getTime() >= tick.getTime()) return;
   const client = await table(RUNS);
   await client.upsertEntity({ partitionKey: scheduleId, rowKey: TICK_ROW, tick: tick.toISOString() }, 'Replace');
+}
+
+/** When a run this schedule started was last approved, or null. */
+export async function lastScheduleApproval(scheduleId: string): Promise<Date | null> {
+  const client = await table(RUNS);
+  try {
+    const e = await client.getEntity<{ on: string }>(scheduleId, APPROVED_ROW);
+    return new Date(e.on);
+  } catch (err) {
+    if (isStatus(err, 404)) return null;
+    throw err;
+  }
+}
+
+/** Remember that a run this schedule started was approved at `on`, unless a later approval already is. */
+export async function recordScheduleApproval(scheduleId: string, on: Date): Promise<void> {
+  const known = await lastScheduleApproval(scheduleId);
+  if (known && known.getTime() >= on.getTime()) return;
+  const client = await table(RUNS);
+  await client.upsertEntity({ partitionKey: scheduleId, rowKey: APPROVED_ROW, on: on.toISOString() }, 'Replace');
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ describe('connector delete', () => {
     // The requester cannot approve it: 403 naming the rule and who asked, audited, nothing changed.
     const self = await call('POST', `config/changes/${change.changeId}/approve`);
     await expectProblem(self, 403, 'forbidden');
-    expect(self.body.detail).toContain(`${USERS.Admin.upn} requested this change`);
+    expect(self.body.detail).toContain(`the change was asked for by ${USERS.Admin.upn}`);
     expect(self.body.detail).toContain('another Admin must');
     expect((await call('GET', `config/changes/${change.changeId}`)).body.status).toBe('AwaitingApproval');
     expect((await call('GET', `connectors/${hr}`)).status).toBe(200);

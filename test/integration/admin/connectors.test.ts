@@ -425,8 +425,11 @@ describe('audit', () => {
       scheme: 'Bearer',
       outcome: 'success',
     });
+    expect(res.body.items[0]).toMatchObject({ actorKey: `upn:${USERS.Admin.upn}`, actorKind: 'person' });
     expect(Object.keys(res.body.items[0]).sort()).toEqual([
       'action',
+      'actorKey',
+      'actorKind',
       'actorSid',
       'actorUpn',
       'auditId',

@@ -65,6 +65,14 @@ describe('Bearer with a real oidc-provider issuer (client credentials, JWT acces
       upn: 'svc-admin@example.test',
       sid: '22222222-2222-4222-8222-222222222222',
       roles: ['Admin'],
+      // The client's token names a person (its UPN claims): one principal with the UPN and the oid as aliases.
+      principal: {
+        key: 'upn:svc-admin@example.test',
+        kind: 'person',
+        scheme: 'Bearer',
+        aliases: ['upn:svc-admin@example.test', 'oid:22222222-2222-4222-8222-222222222222'],
+        display: 'svc-admin@example.test',
+      },
     });
   });
 
@@ -97,7 +105,29 @@ describe('attack suite: hand-minted tokens (jose)', () => {
   it('accepts a well-formed token (the control case)', async () => {
     const res = await call('connectors.read', bearer(await jose.mint(alice)));
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ scheme: 'Bearer', name: 'alice@example.test', upn: 'alice.upn@example.test', sid: alice.oid, roles: ['Admin'] });
+    expect(res.body).toEqual({
+      scheme: 'Bearer',
+      name: 'alice@example.test',
+      upn: 'alice.upn@example.test',
+      sid: alice.oid,
+      roles: ['Admin'],
+      principal: {
+        key: 'upn:alice.upn@example.test',
+        kind: 'person',
+        scheme: 'Bearer',
+        aliases: ['upn:alice.upn@example.test', 'upn:alice@example.test', `oid:${alice.oid}`],
+        display: 'alice.upn@example.test',
+      },
+    });
+  });
+
+  it('makes a token with no person claim (client credentials: sub and azp only) an application, named by its client id', async () => {
+    const res = await call('connectors.read', bearer(await jose.mint({ sub: 'svc-1', azp: 'nightly-job', roles: alice.roles })));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      upn: 'nightly-job',
+      principal: { key: 'app:nightly-job', kind: 'application', scheme: 'Bearer', display: 'nightly-job' },
+    });
   });
 
   it('accepts tokens within the 300 s clock skew, both ways', async () => {

@@ -54,6 +54,7 @@ describeWithServer('slapd')('Windows callers: groups from the directory (real sl
     timeoutSeconds: 5,
     nestedGroups: 'auto',
     maxNestingDepth: 10,
+    upnAttribute: 'userPrincipalName',
     ...over,
   });
 

@@ -54,6 +54,7 @@ describeWithServer('ds389')('Windows callers: nested groups from a real 389 Dire
     timeoutSeconds: 10,
     nestedGroups: 'auto',
     maxNestingDepth: 10,
+    upnAttribute: 'userPrincipalName',
     ...over,
   });
   const names = (groups: string[]) => groups.filter((g) => !g.includes('=')).sort();

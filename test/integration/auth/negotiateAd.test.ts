@@ -156,6 +156,7 @@ describeWithServer('samba')('Negotiate with a real AD DC: tickets, roles from di
       timeoutSeconds: 10,
       nestedGroups: 'auto',
       maxNestingDepth: 10,
+      upnAttribute: 'userPrincipalName',
       ...over,
     });
     const names = (groups: string[]) => groups.filter((g) => !g.includes('=') && !g.startsWith('S-1-')).sort();

@@ -13,7 +13,7 @@ import { hrSqlSource, rule, waitRun, outboundRule } from './syncSupport';
  * Thresholds, approval and plans end to end (the running service over HTTP, a real PostgreSQL HR table as the
  * source, a real slapd as the target): a truncated HR export (80 % of the rows missing) parks the import
  * AwaitingApproval with nothing deleted in the mesh or in LDAP; the Admin who started it cannot approve it
- * (four-eyes, on the token's oid); a second Admin approves and exactly the planned deletes happen, then the
+ * (four-eyes, on any alias: the token's oid or its UPN); a second Admin approves and exactly the planned deletes happen, then the
  * export to LDAP parks and is approved the same way; a reject; a dry run applied after one of its rows was
  * edited (that object drifted, the others applied); the changes list's filters and paging; the 409s.
  */
@@ -25,7 +25,7 @@ type Json = any;
 const N = 20;
 const ids = Array.from({ length: N }, (_, i) => `E${String(i + 1).padStart(3, '0')}`);
 /** A second Admin: another person (another oid) with the same display name as the test Admin. */
-const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second.admin@example.test', preferred_username: USERS.Admin.preferred_username };
+const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second.admin@example.test', preferred_username: 'second.admin@example.test' };
 
 (serverAvailable('postgres') && serverAvailable('slapd') ? describe : describe.skip)('plans, thresholds and approval (PostgreSQL source, slapd target)', () => {
   let pg: Postgres;
@@ -160,14 +160,20 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect(metrics.text).toMatch(/^meshsync_runs_awaiting_approval_total\{connector="HR",run_type="FullImport",operation="deletes"\} 1$/m);
   });
 
-  test('the Admin who started it cannot approve it (four-eyes, on the oid, not the name); an Operator cannot either', async () => {
+  test('the Admin who started it cannot approve it (four-eyes: the same oid under another name, or the same UPN under another oid); an Operator cannot either', async () => {
     const self = await approve(truncatedRun.runId);
     expect(self.status).toBe(403);
     expect(self.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(self.body.detail).toMatch(/four-eyes rule \(Approvals__RequireSecondPerson\)/);
-    // The same person under another name is still the same person.
+    // The same person under another name is still the same person; and another oid with the same UPN too.
     const renamed = await approve(truncatedRun.runId, { oid: USERS.Admin.oid, upn: 'renamed@example.test', preferred_username: 'someone.else@example.test' });
     expect(renamed.status).toBe(403);
+    const sameUpn = await approve(truncatedRun.runId, {
+      oid: 'd0000000-0000-4000-8000-00000000000d',
+      upn: USERS.Admin.upn,
+      preferred_username: 'someone.else@example.test',
+    });
+    expect(sameUpn.status).toBe(403);
     expect((await rt.call('POST', `runs/${truncatedRun.runId}/approve`, { role: 'Operator' })).status).toBe(403);
     expect((await rt.call('POST', `runs/${truncatedRun.runId}/reject`, { role: 'Operator' })).status).toBe(403);
     expect((await rt.call('GET', `runs/${truncatedRun.runId}`)).body.status).toBe('AwaitingApproval');
@@ -185,9 +191,23 @@ const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-00000000000b', upn: 'second
     expect(applied.items.map((i: Json) => i.anchor).sort()).toEqual(ids.slice(4));
     expect((await changes(truncatedRun.runId, '?outcome=planned')).totalCount).toBe(0);
     const audit = await rt.call('GET', `audit?targetType=run&targetId=${truncatedRun.runId}`);
+    // The approval, and before it the three approvals the four-eyes rule refused (newest first), each naming its principal.
     expect(audit.body.items).toEqual([
-      expect.objectContaining({ action: 'approve', actorSid: SECOND_ADMIN.oid, actorUpn: SECOND_ADMIN.upn, details: 'Reasons: 16 deletes (limit 4).' }),
+      expect.objectContaining({
+        action: 'approve',
+        outcome: 'success',
+        actorSid: SECOND_ADMIN.oid,
+        actorUpn: SECOND_ADMIN.upn,
+        actorKey: `upn:${SECOND_ADMIN.upn}`,
+        actorKind: 'person',
+        scheme: 'Bearer',
+        details: 'Reasons: 16 deletes (limit 4).',
+      }),
+      ...[USERS.Admin.upn, 'renamed@example.test', USERS.Admin.upn].map((upn) =>
+        expect.objectContaining({ action: 'approve', outcome: 'failure', actorUpn: upn, details: expect.stringMatching(/^Refused: The four-eyes rule/) }),
+      ),
     ]);
+    expect((await rt.call('GET', `runs/${truncatedRun.runId}`)).body.approvedBy).toBe(SECOND_ADMIN.upn);
 
     // The export would delete 16 of the 20 entries: it waits too, nothing deleted in LDAP.
     const exportRun = await trigger(`connectors/${dir}/export`);

@@ -437,7 +437,7 @@ describe('delta import over the deletes threshold', () => {
     expect(['D6', 'D7', 'D8', 'D9'].every((a) => mesh.has(a))).toBe(true);
     expect(valueOf(mesh.get('D0'), 'givenName')).toBe('Delta0');
     const approved = await rt.call('POST', `runs/${run.runId}/approve`, {
-      as: { oid: 'c0000000-0000-4000-8000-00000000000c', upn: 'other.admin@example.test' },
+      as: { oid: 'c0000000-0000-4000-8000-00000000000c', upn: 'other.admin@example.test', preferred_username: 'other.admin@example.test' },
     });
     expect(approved.status).toBe(202);
     expect(await waitRun(rt, run.runId)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4, objectsUpdated: 1 } });

@@ -138,14 +138,30 @@ describe('the mesh change feed trim settings', () => {
 
 describe('plans and approvals settings', () => {
   test('defaults: plans and approvals expire after 24 hours, the four-eyes rule is on', () => {
-    expect(readPlanSettings(new SettingsReader({}))).toEqual({ planExpireHours: 24, approvalExpireHours: 24, requireSecondPerson: true });
+    expect(readPlanSettings(new SettingsReader({}))).toEqual({
+      planExpireHours: 24,
+      approvalExpireHours: 24,
+      requireSecondPerson: true,
+      allowApplications: false,
+    });
   });
   test('set, and a malformed value names its setting', () => {
-    expect(readPlanSettings(new SettingsReader({ Plans__ExpireHours: '2', Approvals__ExpireHours: '48', Approvals__RequireSecondPerson: 'false' }))).toEqual({
+    expect(
+      readPlanSettings(
+        new SettingsReader({
+          Plans__ExpireHours: '2',
+          Approvals__ExpireHours: '48',
+          Approvals__RequireSecondPerson: 'false',
+          Approvals__AllowApplications: 'true',
+        }),
+      ),
+    ).toEqual({
       planExpireHours: 2,
       approvalExpireHours: 48,
       requireSecondPerson: false,
+      allowApplications: true,
     });
+    expect(() => readPlanSettings(new SettingsReader({ Approvals__AllowApplications: 'sometimes' }))).toThrow(/Approvals:AllowApplications/);
     expect(() => readPlanSettings(new SettingsReader({ Approvals__ExpireHours: '0' }))).toThrow(/Approvals:ExpireHours/);
     expect(() => readPlanSettings(new SettingsReader({ Approvals__RequireSecondPerson: 'maybe' }))).toThrow(/Approvals:RequireSecondPerson/);
   });

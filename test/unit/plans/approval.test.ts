@@ -1,12 +1,20 @@
 import { AppError } from '../../../lib/core/errors';
 import type { Caller } from '../../../lib/auth/permissions';
+import { bearerPrincipal } from '../../../lib/core/principal';
 import { applyPlan, approveRun, expireIfDue, isTriggeringCaller, parkRun, rejectRun } from '../../../lib/runs/approval';
 import { completeRun, createRun, emptyStats, getRun } from '../../../lib/storage/runs';
 import { randomUUID } from 'node:crypto';
 import { useTestStorage } from '../instances/storageEnv';
 import { cancelRun } from '../../../lib/runs/runs';
 
-const admin = (sid: string | null, upn: string | null): Caller => ({ scheme: 'Bearer', name: upn ?? 'x', upn, sid, roles: ['Admin'] });
+const admin = (sid: string | null, upn: string | null): Caller => ({
+  scheme: 'Bearer',
+  name: upn ?? 'x',
+  upn,
+  sid,
+  roles: ['Admin'],
+  principal: bearerPrincipal({ ...(upn ? { upn } : { appid: 'app-x' }), ...(sid ? { oid: sid } : {}) }),
+});
 const raised: { runId: string; approved: boolean }[] = [];
 const raise = async (runId: string, d: { approved: boolean }) => void raised.push({ runId, approved: d.approved });
 
@@ -39,10 +47,12 @@ describe('approvals (storage-backed)', () => {
     expect(Math.round((Date.parse(run.approval!.expiresOn) - Date.now()) / 3_600_000)).toBe(24);
   });
 
-  test('the four-eyes rule compares stable identities; the UPN only when one side has none; schedules anyone', () => {
+  test('the four-eyes rule compares principals: any shared alias (oid or UPN) is the same person; a tick of nobody is nobody', () => {
+    // A run recorded before principals were: rebuilt from its UPN and stable id.
     const run = { actorId: 'oid-alice', trigger: { type: 'manual' as const, actorUpn: 'alice@x' } };
     expect(isTriggeringCaller(run, admin('OID-ALICE', 'other@x'))).toBe(true);
-    expect(isTriggeringCaller(run, admin('oid-bob', 'alice@x'))).toBe(false);
+    expect(isTriggeringCaller(run, admin('oid-bob', 'alice@x'))).toBe(true);
+    expect(isTriggeringCaller(run, admin('oid-bob', 'bob@x'))).toBe(false);
     expect(isTriggeringCaller({ trigger: run.trigger }, admin(null, 'ALICE@x'))).toBe(true);
     expect(isTriggeringCaller({ trigger: { type: 'schedule', actorUpn: 'schedule:nightly' } }, admin(null, 'schedule:nightly'))).toBe(false);
   });

@@ -119,6 +119,12 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
           <dt>Started by</dt>
           <dd>{run ? `${run.trigger?.type ?? ''} ${run.trigger?.actorUpn ?? ''}` : '…'}</dd>
         </div>
+        {run?.approvedBy && (
+          <div>
+            <dt>Approved by</dt>
+            <dd>{run.approvedBy}</dd>
+          </div>
+        )}
       </dl>
       {run?.error && (
         <div class="error" role="alert">
@@ -138,6 +144,7 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
           <p>
             Requested by {run.approval.requestedBy}; expires <When value={run.approval.expiresOn} />.
           </p>
+          {run.approval.requester && <p>Four-eyes rule: {run.approval.requester} asked for it and cannot approve it.</p>}
         </div>
       )}
       <div class="actions">
