@@ -47,6 +47,9 @@ export interface ServiceOptions {
 }
 
 /** The identity of the test user of each role, as the audit log should show it. */
+/** Another Admin than `USERS.Admin`: another person by every alias (oid, UPN, preferred_username), for four-eyes approvals. */
+export const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-0000000000b2', upn: 'second.admin@example.test', preferred_username: 'second.admin@example.test' };
+
 export const USERS: Record<Role, { preferred_username: string; upn: string; oid: string }> = {
   Admin: { preferred_username: 'admin@example.test', upn: 'admin.upn@example.test', oid: 'a0000000-0000-4000-8000-000000000001' },
   Operator: { preferred_username: 'operator@example.test', upn: 'operator.upn@example.test', oid: 'a0000000-0000-4000-8000-000000000002' },

@@ -1,4 +1,4 @@
-import { dumpTable, startService, USERS, type ServiceUnderTest } from '../../support/service';
+import { dumpTable, startService, USERS, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
 import { meshsync, newHome } from '../cli/cliSupport';
 import { fileConnector, folder, meshByAnchor, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
 
@@ -17,8 +17,6 @@ jest.setTimeout(240_000);
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
-
-const SECOND_ADMIN = { oid: 'b0000000-0000-4000-8000-0000000000b2', upn: 'second.admin@example.test', preferred_username: 'second.admin@example.test' };
 
 let svc: ServiceUnderTest;
 

@@ -3,7 +3,7 @@ import { iterateMesh } from '../../../lib/mesh/store';
 import type { MeshObject } from '../../../lib/mesh/model';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
-import { startService, USERS, type ServiceUnderTest } from '../../support/service';
+import { startService, USERS, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { ldapConnector, stopSlapdSuite } from '../ldap/e2eSupport';
 import { SlapdFixture } from '../ldap/ldapFixture';
@@ -114,7 +114,7 @@ const BOB = { oid: 'b0000000-0000-4000-8000-0000000000b0', upn: 'bob@example.tes
       body: { name: 'HR', config: { ...current.config, thresholds: { updates: { count: 3 }, deletes: { count: 10, percent: 100 } } } },
     });
     expect(put.status).toBe(202);
-    const second = { oid: 'b0000000-0000-4000-8000-0000000000b2', upn: 'second.admin@example.test' };
+    const second = SECOND_ADMIN;
     expect((await rt.call('POST', `config/changes/${put.body.changeId}/approve`, { as: second })).status).toBe(200);
     const hrRules = (await rt.call('GET', `rules?connectorId=${hr}`)).body.items as Json[];
     hrTitle = hrRules.find((r) => r.targetAttribute === 'title').ruleId;

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync as writeFileSyncText } from 'node:fs';
 import path from 'node:path';
 import { readFeed } from '../../../lib/mesh/store';
-import { startService, type ServiceUnderTest } from '../../support/service';
+import { startService, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
 import { fileConnector, folder, meshByAnchor, rule, runExport, runImport, valueOf, waitRun, writeCsv } from './syncSupport';
 
 /**
@@ -318,7 +318,7 @@ describe('runs: threshold, dry run, per-object errors, API answers', () => {
     expect((await rt.call('DELETE', `connectors/${c}`)).status).toBe(409);
     const held = await rt.call('DELETE', `connectors/${c}?force=true`);
     expect(held.status).toBe(202);
-    const second = { oid: 'b0000000-0000-4000-8000-0000000000b2', upn: 'second.admin@example.test' };
+    const second = SECOND_ADMIN;
     const del = await rt.call('POST', `config/changes/${held.body.changeId}/approve`, { as: second });
     expect(del.status).toBe(200);
     expect((await rt.call('GET', `connectors/${c}`)).status).toBe(404);
@@ -394,7 +394,7 @@ describe('export: deprovisioning stops at the deletion threshold', () => {
     // The connector's own threshold, raised: a looser guard rail, applied once a second Admin approves it.
     const put = await rt.call('PUT', `connectors/${target}`, { body: { name: 'Contractor directory', config: targetConfig({ objects: 500, percent: 50 }) } });
     expect(put.status).toBe(202);
-    const second = { oid: 'b0000000-0000-4000-8000-0000000000b2', upn: 'second.admin@example.test' };
+    const second = SECOND_ADMIN;
     expect((await rt.call('POST', `config/changes/${put.body.changeId}/approve`, { as: second })).status).toBe(200);
     expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
     expect(dataRows()).toBe(6);

@@ -5,7 +5,7 @@ import { purgeAllTombstones } from '../../../lib/mesh/tombstones';
 import { readCsObjects } from '../../../lib/sync/space/connectorSpace';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
-import { startService, USERS, type ServiceUnderTest } from '../../support/service';
+import { startService, USERS, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { ldapConnector, stopSlapdSuite } from '../ldap/e2eSupport';
 import { SlapdFixture } from '../ldap/ldapFixture';
@@ -111,7 +111,7 @@ d('deleted mesh objects: tombstones, restore, rehire, purge (PostgreSQL HR, slap
   /** A shorter grace or a harsher action loosens a guard rail: another Admin approves it (docs/safety.md). */
   async function approvedBySecondAdmin(res: { status: number; body: { changeId?: string } }): Promise<void> {
     if (res.status === 202) {
-      const second = { oid: 'b0000000-0000-4000-8000-0000000000b2', upn: 'second.admin@example.test' };
+      const second = SECOND_ADMIN;
       expect((await rt.call('POST', `config/changes/${res.body.changeId}/approve`, { as: second })).status).toBe(200);
     } else expect(res.status).toBe(200);
   }
