@@ -6,7 +6,11 @@ export type OutputFormat = 'table' | 'json' | 'yaml';
 export interface Column {
   header: string;
   get: string | ((item: Record<string, unknown>) => unknown);
+  /** Never narrowed: ids are for pasting into the next command. Default: a header `ID` or ending in ` ID`. */
+  whole?: boolean;
 }
+
+const isWhole = (c: Column) => c.whole ?? /(^| )ID$/.test(c.header);
 
 /** `name:path` shorthand for a column list: `col('ID', 'id')`. */
 export const col = (header: string, get: Column['get']): Column => ({ header, get });
@@ -64,16 +68,18 @@ export function terminalWidth(): number {
 
 /**
  * A table that fits `width`: columns as wide as their widest cell; when the sum is too wide, the widest
- * columns are narrowed (never below 8 characters) and their cells cut with "…".
+ * columns are narrowed (never below 8 characters) and their cells cut with "…". Id columns are never narrowed
+ * (an id cut short cannot be pasted): a table of long ids may be wider than the terminal.
  */
 export function renderTable(rows: Record<string, unknown>[], columns: Column[], width = terminalWidth()): string {
   const cells = rows.map((row) => columns.map((c) => cellText(pick(row, c.get))));
   const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((r) => r[i].length)));
   const gap = 2;
   const total = () => widths.reduce((a, b) => a + b, 0) + gap * (widths.length - 1);
+  const narrowable = columns.map((c) => !isWhole(c));
   while (total() > width) {
-    const widest = widths.indexOf(Math.max(...widths));
-    if (widths[widest] <= 8) break;
+    const widest = widths.reduce((best, w, i) => (narrowable[i] && (best < 0 || w > widths[best]) ? i : best), -1);
+    if (widest < 0 || widths[widest] <= 8) break;
     widths[widest] = Math.max(8, widths[widest] - (total() - width));
   }
   const fit = (s: string, w: number) => (s.length > w ? `${s.slice(0, w - 1)}…` : s.padEnd(w));

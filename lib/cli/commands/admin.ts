@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { col, writeOut } from '../output';
-import { action, paged, readJsonFile } from './context';
+import { action, heldOr, isHeldChange, paged, readJsonFile } from './context';
 
 const RULE_COLUMNS = [
   col('RULE ID', 'ruleId'),
@@ -44,6 +44,15 @@ const HISTORY_COLUMNS = [
   col('TARGET TYPE', 'targetType'),
   col('TARGET', 'targetId'),
   col('ACTOR', 'actorUpn'),
+];
+const CHANGE_COLUMNS = [
+  col('CHANGE ID', 'changeId'),
+  col('STATUS', 'status'),
+  col('ACTION', 'action'),
+  col('TARGET TYPE', 'targetType'),
+  col('TARGET', 'targetId'),
+  col('REQUESTED BY', 'requestedBy'),
+  col('EXPIRES', 'expiresOn'),
 ];
 
 /** rules, instances, schedules, config, audit, health, metrics. */
@@ -139,6 +148,8 @@ export function registerAdmin(program: Command): void {
           dryRun: ctx.opts.dryRun ? 'true' : 'false',
           prune: ctx.opts.prune ? 'true' : undefined,
         });
+        // An import that loosens a guard rail is held whole for a second Admin (exit 8).
+        if (isHeldChange(res)) return heldOr(ctx, res, () => undefined);
         const changes = (res as { changes?: unknown[] }).changes ?? [];
         if (ctx.format !== 'table') return void ctx.print(res);
         ctx.print({ items: changes, totalCount: changes.length }, [
@@ -163,8 +174,38 @@ export function registerAdmin(program: Command): void {
     }),
   );
   c.command('restore <versionId>')
-    .description('Put a connector, rule or schedule back as that version left it')
-    .action(action(async (ctx, id) => ctx.print(await ctx.api.post(`config/history/${id}/restore`))));
+    .description('Put a connector, rule or schedule back as that version left it (one that loosens a guard rail waits for a second Admin: exit 8)')
+    .action(
+      action(async (ctx, id) => {
+        const res = await ctx.api.post(`config/history/${id}/restore`);
+        return heldOr(ctx, res, () => ctx.print(res));
+      }),
+    );
+
+  const held = c.command('changes').description('Configuration changes held for a second Admin (a guard rail loosened, a forced delete over its threshold)');
+  paged(
+    held
+      .command('ls')
+      .description('Held configuration changes, newest first')
+      .option('--status <status>', 'AwaitingApproval, Applied, Rejected, Expired or Failed'),
+  ).action(
+    action(async (ctx) => {
+      const { status, skip, take } = ctx.opts;
+      ctx.print(await ctx.api.get('config/changes', { status, skip, take }), CHANGE_COLUMNS);
+    }),
+  );
+  held
+    .command('show <changeId>')
+    .description('One held change, with the writes it makes (secrets as ********)')
+    .action(action(async (ctx, id) => ctx.print(await ctx.api.get(`config/changes/${id}`))));
+  held
+    .command('approve <changeId>')
+    .description('Apply a held change as it was submitted (another Admin than who asked)')
+    .action(action(async (ctx, id) => ctx.print(await ctx.api.post(`config/changes/${id}/approve`))));
+  held
+    .command('reject <changeId>')
+    .description('Reject a held change: nothing is applied')
+    .action(action(async (ctx, id) => ctx.print(await ctx.api.post(`config/changes/${id}/reject`))));
 
   paged(
     program

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { col } from '../output';
 import { EXIT } from '../exitCodes';
-import { action, paged, readJsonFile } from './context';
+import { action, heldOr, paged, readJsonFile } from './context';
 
 export const CONNECTOR_COLUMNS = [col('ID', 'id'), col('NAME', 'name'), col('TYPE', 'type'), col('STATUS', 'status'), col('LAST SYNC', 'lastSync')];
 
@@ -39,7 +39,13 @@ export function registerConnectors(program: Command): void {
   c.command('update <id>')
     .description("Replace a connector's name and config from a JSON file (a secret sent as ******** keeps the stored one)")
     .requiredOption('-f, --file <file>', 'the JSON document')
-    .action(action(async (ctx, id) => ctx.print(await ctx.api.put(`connectors/${id}`, readJsonFile(ctx.opts.file)))));
+    .action(
+      action(async (ctx, id) => {
+        // A change that loosens a guard rail (a threshold, a grace, four-eyes) is held for a second Admin: exit 8.
+        const res = await ctx.api.put(`connectors/${id}`, readJsonFile(ctx.opts.file));
+        return heldOr(ctx, res, () => ctx.print(res));
+      }),
+    );
   c.command('delete <id>')
     .description(
       'Delete a connector and its rules. One that holds objects or that a schedule runs is refused (the counts are shown) unless --force; forced deletes over its thresholds wait for a second Admin',
@@ -53,10 +59,8 @@ export function registerConnectors(program: Command): void {
           undefined,
           ctx.opts.force ? { force: true } : undefined,
         );
-        if (!held?.changeId) return undefined;
-        // 202: over its deletes threshold, the delete waits for a second Admin (POST /config/changes/{id}/approve).
-        ctx.print(held);
-        return EXIT.awaitingApproval;
+        // 202: over its deletes threshold, the delete waits for a second Admin (`config changes approve`).
+        return heldOr(ctx, held, () => undefined);
       }),
     );
   c.command('test <id>')

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Api, type GlobalOptions } from '../api';
 import { CliError, EXIT, type ExitCode } from '../exitCodes';
-import { print, type Column, type OutputFormat } from '../output';
+import { print, writeOut, type Column, type OutputFormat } from '../output';
 
 /** What a command's action gets: the API (signed in as the profile says), its options, and output. */
 export interface Context {
@@ -58,4 +58,29 @@ export function toInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new CliError(`'${value}' is not a whole number.`, EXIT.usage);
   return n;
+}
+
+/** A held configuration change as the service answers 202 (a guard rail loosened, a forced delete over its threshold). */
+export interface HeldChange {
+  changeId: string;
+  status: 'AwaitingApproval';
+  expiresOn?: string;
+}
+
+export function isHeldChange(body: unknown): body is HeldChange {
+  return !!body && typeof body === 'object' && typeof (body as HeldChange).changeId === 'string' && (body as HeldChange).status === 'AwaitingApproval';
+}
+
+/**
+ * A write the service may hold for a second Admin: a held change is printed with how to decide it, and the
+ * command exits 8 (it awaits approval), as a run that waits for approval does.
+ */
+export function heldOr(ctx: Context, body: unknown, done: () => ExitCode | void): ExitCode | void {
+  if (!isHeldChange(body)) return done();
+  ctx.print(body);
+  if (ctx.format === 'table')
+    writeOut(
+      `held for a second Admin: meshsync config changes approve ${body.changeId} (another Admin), or reject it${body.expiresOn ? `; it expires ${body.expiresOn}` : ''}\n`,
+    );
+  return EXIT.awaitingApproval;
 }

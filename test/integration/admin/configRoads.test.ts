@@ -122,10 +122,21 @@ describe('connector delete', () => {
       ['request', 'success'],
     ]);
 
-    // Another Admin approves: the delete is made, the mesh objects it was the last connector of are deleted.
-    const approved = await call('POST', `config/changes/${change.changeId}/approve`, undefined, SECOND_ADMIN);
-    expect(approved.status).toBe(200);
-    expect(approved.body).toMatchObject({ status: 'Applied', decidedBy: SECOND_ADMIN.upn });
+    // The CLI lists it, and the requester's approval through it is refused too (exit 4, the 403's detail).
+    const listed = await meshsync(['config', 'changes', 'ls', '--status', 'AwaitingApproval'], env);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout.split('\n')[0]).toMatch(/^CHANGE ID\s+STATUS\s+ACTION\s+TARGET TYPE\s+TARGET\s+REQUESTED BY\s+EXPIRES$/);
+    expect(listed.stdout).toContain(change.changeId);
+    const selfCli = await meshsync(['config', 'changes', 'approve', change.changeId], env);
+    expect(selfCli.code).toBe(4);
+    expect(selfCli.stderr).toContain('another Admin must');
+
+    // Another Admin approves (the CLI, signed in as them): the delete is made, the mesh objects it was the last
+    // connector of are deleted.
+    const secondToken = await svc.mint({ ...SECOND_ADMIN, roles: ['Service.Admin'] });
+    const approvedCli = await meshsync(['config', 'changes', 'approve', change.changeId, '-o', 'json'], { ...env, MESHSYNC_TOKEN: secondToken });
+    expect(approvedCli.code).toBe(0);
+    expect(JSON.parse(approvedCli.stdout)).toMatchObject({ status: 'Applied', decidedBy: SECOND_ADMIN.upn });
     expect((await call('GET', `connectors/${hr}`)).status).toBe(404);
     expect(await meshCount('H')).toBe(0);
     const again = await call('POST', `config/changes/${change.changeId}/approve`, undefined, SECOND_ADMIN);

@@ -185,11 +185,19 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     expect(errors.stdout.trim()).toBe('0 of 0');
   });
 
-  test('tables fit the terminal width', async () => {
-    const narrow = await as('Viewer', ['mesh', 'ls', '--take', '5', '--columns', 'givenName,sn,department,employeeId'], { COLUMNS: '70' });
+  test('tables fit the terminal width; ids are never cut (they are for pasting)', async () => {
+    const narrow = await as('Viewer', ['mesh', 'ls', '--take', '5', '--columns', 'givenName,sn,department,employeeId'], { COLUMNS: '88' });
     expect(narrow.code).toBe(0);
-    for (const line of narrow.stdout.trim().split('\n')) expect(line.length).toBeLessThanOrEqual(70);
+    const lines = narrow.stdout.trim().split('\n');
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(88);
     expect(narrow.stdout).toContain('…');
+    const guidFirst = (rows: string[]) => rows.filter((l) => !/^\d+ of \d+$/.test(l));
+    for (const line of guidFirst(lines.slice(1))) expect(line).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}  /);
+    // Narrower than the id and the other columns at their least: the id stays whole, the line is wider.
+    const tight = await as('Viewer', ['runs', 'ls', '--take', '3'], { COLUMNS: '40' });
+    expect(tight.code).toBe(0);
+    for (const line of guidFirst(tight.stdout.trim().split('\n').slice(1)))
+      expect(line).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}  /);
   });
 
   test('failures: the problem detail on stderr, no stack, and the documented exit codes', async () => {

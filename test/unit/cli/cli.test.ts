@@ -34,6 +34,12 @@ describe('meshsync tables', () => {
     expect(lines[1]).toContain('…');
     expect(lines[1].endsWith('sql')).toBe(true);
   });
+  it('never narrows an id column, even when the table is then wider than the terminal', () => {
+    const lines = renderTable(rows, columns, 30).split('\n');
+    expect(lines[1].startsWith('0f8fad5b-d9cb-469f-a165-70867728950e  ')).toBe(true);
+    expect(lines[2].startsWith('7c9e6679-7425-40de-944b-e07fc1f90ae7  ')).toBe(true);
+    expect(lines[1]).toContain('…');
+  });
   it('reads dotted paths and functions, and shows objects as compact JSON', () => {
     const out = renderTable(
       [{ stats: { errors: 2 }, tags: ['a', 'b'] }],
