@@ -61,7 +61,10 @@ test('a full import page delivered again after its run completed imports nothing
 
   // The page as the orchestration scheduled it, from the instance's own history.
   const store = hub();
-  const instance = await store.getInstance(runId);
+  // The run record ends in the orchestration's last activity; the instance itself completes just after.
+  let instance = await store.getInstance(runId);
+  for (const deadline = Date.now() + 30_000; instance?.runtimeStatus !== 'Completed' && Date.now() < deadline; instance = await store.getInstance(runId))
+    await new Promise((r) => setTimeout(r, 50));
   expect(instance?.runtimeStatus).toBe('Completed');
   const history = await store.loadHistory(runId, instance!.executionId);
   const scheduled = history.find((e) => e.Name === PAGE && e.Input !== undefined);
