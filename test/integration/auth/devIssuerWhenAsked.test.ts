@@ -162,6 +162,8 @@ describe('the development issuer only when asked, and only for the data folder o
     });
     expect(rt.stdout()).toContain('npm start: no local.settings.json and no AZURE_FUNCTIONS_ENVIRONMENT: starting in Development.');
     expect(rt.stdout()).not.toContain('Not taken from local.settings.sample.json');
+    // dist/ and the console bundle are current after the build: npm start builds nothing (and writes nothing).
+    expect(rt.stdout()).not.toContain('Building');
     expect(mode(startData)).toBe(0o700);
     const token = await runNode([path.join(ROOT, 'scripts/token.js'), '--role', 'Admin', '--data-dir', startData]);
     expect(token.code).toBe(0);
