@@ -289,7 +289,7 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await page.waitForURL(/\/console\/audit$/);
     await page.getByRole('heading', { name: 'Audit' }).waitFor();
     // The focus moves in an effect after the page renders: wait for it, not for a fixed time.
-    await page.waitForFunction(() => document.activeElement?.id === 'main', undefined, { timeout: 10_000 });
+    await page.waitForFunction(`document.activeElement?.id === 'main'`, undefined, { timeout: 10_000 });
     expect(await page.locator(':focus').getAttribute('id')).toBe('main');
     await page.keyboard.press('Tab');
     expect(await page.locator(':focus').getAttribute('name')).toBe('actor');
