@@ -1,7 +1,7 @@
 import type { Client } from 'ldapts';
 import { loadCsSummaries, readCsObjects } from '../../../lib/sync/space/connectorSpace';
 import { describeWithServer } from '../../support/servers';
-import { startService, type ServiceUnderTest } from '../../support/service';
+import { startService, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { folder, rule, runExport, runImport, sourceRules, writeCsv, outboundRule } from '../sync/syncSupport';
 import { ldapConnector, meshOf, stopSlapdSuite } from './e2eSupport';
@@ -46,8 +46,7 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
     const res = await rt.call('PUT', `connectors/${dir}`, { body: { name: current.body.name, config } });
     // A shorter grace or a harsher action loosens a guard rail: another Admin approves it (docs/safety.md).
     if (res.status === 202) {
-      const second = { oid: 'b0000000-0000-4000-8000-0000000000b2', upn: 'second.admin@example.test' };
-      expect((await rt.call('POST', `config/changes/${res.body.changeId}/approve`, { as: second })).status).toBe(200);
+      expect((await rt.call('POST', `config/changes/${res.body.changeId}/approve`, { as: SECOND_ADMIN })).status).toBe(200);
     } else expect(res.status).toBe(200);
   }
 
