@@ -8,7 +8,7 @@ import { codeBlocks, readDoc, type CodeBlock } from '../../support/markdown';
 import { trackPid } from '../../support/processes';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
-import { startService, type ServiceUnderTest } from '../../support/service';
+import { SECOND_ADMIN, startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { meshByAnchor } from '../sync/syncSupport';
 
@@ -27,6 +27,8 @@ jest.setTimeout(600_000);
 const DOC = 'docs/tutorial.md';
 const PEOPLE = 'ou=people,dc=example,dc=com';
 const dnOf = (uid: string, ou: string) => `uid=${uid},ou=${ou},${PEOPLE}`;
+/** Who the tutorial's second Admin is (section 12 prints it as the approver). */
+const LEAVER_APPROVER = { upn: 'katherine.admin@example.com', preferred_username: 'katherine.admin@example.com' };
 
 /** One bash process fed block after block; `set -e`, so the first failing command ends it. */
 class Shell {
@@ -103,6 +105,8 @@ interface Run {
   plan?: { expiresOn: string };
   completedAt?: string;
   trigger?: { type: string; planRunId?: string };
+  approvedBy?: string;
+  approval?: { reasons: Array<{ operation: string; count: number; limit: number }> };
 }
 
 interface ScheduleRun {
@@ -169,6 +173,8 @@ withServers('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () 
     env = {
       API: rt.baseUrl,
       TOKEN: await rt.token('Admin'),
+      // The tutorial's second Admin: another person (own oid and UPN) of the Admin role.
+      SECOND_TOKEN: await rt.mint({ ...SECOND_ADMIN, ...LEAVER_APPROVER, roles: ['Service.Admin'] }),
       // 127.0.0.1, not localhost: libldap checks a localhost URL's certificate against the machine's own name.
       LDAP_HOST: '127.0.0.1',
       LDAP_PORT: String(slapd.ldapsPort),
@@ -495,6 +501,66 @@ withServers('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () 
         ['E1007', 'E1006'],
         ['E1008', 'E1007'],
       ]);
+    },
+    '12. A leaver: a threshold, a second Admin, a grace and a restore': async (out) => {
+      const [hr, dir, staffId, scheduleId, leaverId] = [
+        await shell.value('HR'),
+        await shell.value('DIRECTORY'),
+        await shell.value('STAFF'),
+        await shell.value('SCHEDULE'),
+        await shell.value('LEAVER'),
+      ];
+      // The guard rails as the section set them (tightening: applied at once, no held change).
+      expect((await rt.call('GET', `connectors/${hr}`)).body.config.thresholds).toEqual({ deletes: { count: 0, percent: 20 } });
+      expect((await rt.call('GET', `connectors/${dir}`)).body.config.deprovisioning).toEqual({ action: 'delete', graceDays: 7, onConditionFalse: false });
+      expect((await rt.call('GET', 'config/changes?status=AwaitingApproval')).body.items).toEqual([]);
+      // The leaver's import waited for the threshold, the requester was refused, the second Admin approved.
+      const leaver = await run(leaverId);
+      expect(leaver).toMatchObject({
+        runType: 'DeltaImport',
+        status: 'Completed',
+        approvedBy: LEAVER_APPROVER.upn,
+        approval: { reasons: [{ operation: 'deletes', count: 1, limit: 0 }] },
+        stats: { objectsDeleted: 1, errors: 0 },
+      });
+      expect(out).toContain('[{"operation":"deletes","count":1,"limit":0}]');
+      expect(out).toContain('["mesh","Delete","E1002","planned"]');
+      expect(out.toLowerCase()).toContain(`["connector","delete","${dnOf('E1002', 'Engineering')}","planned"]`.toLowerCase());
+      expect(out).toContain('["connector","Delete","E1002","planned"]');
+      expect(out).toMatch(/"status":403[\s\S]*four-eyes rule \(Approvals__RequireSecondPerson\) is on/);
+      expect(out).toContain(`{"status":"Completed","approvedBy":"${LEAVER_APPROVER.upn}","deleted":1}`);
+      // The refused approval is audited as a failure of the requester.
+      const audit = (await rt.call('GET', `audit?targetType=run&targetId=${leaverId}&take=50`)).body.items as Array<{ action: string; outcome: string }>;
+      expect(audit.filter((a) => a.action === 'approve').map((a) => a.outcome).sort()).toEqual(['failure', 'success']);
+      // The grace: the export after the approval deleted nothing and scheduled the delete 7 days out.
+      const dirRuns = await runs(dir);
+      const [afterRestore, graced] = dirRuns.filter((r) => r.runType === 'Export' && !r.dryRun && r.completedAt! > leaver.completedAt!).slice(-2);
+      expect(graced.stats).toMatchObject({ objectsDeleted: 0, errors: 0 });
+      expect(afterRestore.stats).toMatchObject({ objectsDeleted: 0, errors: 0 });
+      const scheduled = out
+        .split('\n')
+        .filter((l) => l.startsWith('{"dn"'))
+        .map((l) => JSON.parse(l) as { dn: string; dueOn: string });
+      expect(scheduled).toHaveLength(1);
+      expect(scheduled[0].dn.toLowerCase()).toBe(dnOf('E1002', 'Engineering').toLowerCase());
+      const days = (Date.parse(scheduled[0].dueOn) - Date.parse(leaver.completedAt!)) / 86_400_000;
+      expect(days).toBeGreaterThan(6.99);
+      expect(days).toBeLessThanOrEqual(7);
+      // The restore cancelled it: nothing scheduled, the entry never left, linked again to the restored object.
+      expect(out).toContain('{"state":"active","anchorValue":"E1002"}');
+      expect(out).toMatch(/^\[\]$/m);
+      expect((await rt.call('GET', `connectors/${dir}/space?state=scheduledDeprovision`)).body.items).toEqual([]);
+      const alan = await entry(dnOf('E1002', 'Engineering'));
+      expect(alan).toMatchObject({ cn: 'Alan Turing', employeeNumber: 'E1002' });
+      const mesh = await meshByAnchor();
+      expect(mesh.get('E1002')!.links[dir]).toBe(alan.entryUUID);
+      expect(mesh.get('E1002')!.links[staffId]).toBeDefined();
+      expect(mesh.get('E1002')!.links[hr]).toBeUndefined();
+      expect((await staff()).find((r) => r.employee_id === 'E1002')).toMatchObject({ surname: 'Turing', manager_id: 'E1001' });
+      // The schedule's cycle after it: every step completed, nothing deleted anywhere.
+      const [last] = await scheduleRuns(scheduleId);
+      expect(last).toMatchObject({ status: 'Completed' });
+      for (const id of [dir, staffId]) expect(await stepRun(last, 1, id)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 0, errors: 0 } });
     },
   };
 

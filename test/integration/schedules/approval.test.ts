@@ -57,12 +57,18 @@ describe('schedules: a run waiting for approval holds its step', () => {
       trigger: { type: 'schedule', actorUpn: 'schedule:Nightly' },
       approval: { requestedBy: 'schedule:Nightly', reasons: [{ operation: 'deletes', count: 8, limit: 2 }] },
     });
-    // Still waiting a moment later: nothing moves without a decision.
-    await new Promise((r) => setTimeout(r, 2000));
-    expect((await rt.call('GET', `schedules/${schedule.scheduleId}/runs/${started.body.scheduleRunId}`)).body).toMatchObject({
-      status: 'Running',
-      steps: [{ status: 'Running' }, { status: 'NotStarted' }],
-    });
+    // Nothing moves without a decision: read the schedule run on every poll of a window of two of the schedule's
+    // own step polls (every 2 s), and it is the same at each read. Time passing is what this checks: no sleep.
+    const watchUntil = Date.now() + 4_500;
+    let reads = 0;
+    while (Date.now() < watchUntil || reads < 3) {
+      expect((await rt.call('GET', `schedules/${schedule.scheduleId}/runs/${started.body.scheduleRunId}`)).body).toMatchObject({
+        status: 'Running',
+        steps: [{ status: 'Running', runs: [{ status: 'AwaitingApproval' }] }, { status: 'NotStarted' }],
+      });
+      reads++;
+      await new Promise((r) => setTimeout(r, 250));
+    }
     // The Operator pressed run-now (its requester), not this Admin: the four-eyes rule lets the test Admin approve.
     expect(run.approval.requester).toBe(USERS.Operator.upn);
     const ok = await rt.call('POST', `runs/${runId}/approve`);
