@@ -3,7 +3,12 @@
  * `undefined` or `false` (that value is returned), or `timeoutMs` passes (then an error naming `what`, with the
  * last value seen). Tests wait with this instead of sleeping, so a loaded machine only makes them slower.
  */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000, everyMs = 200): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 60_000,
+  everyMs = 200,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -531,7 +531,12 @@ withServers('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () 
       expect(out).toContain(`{"status":"Completed","approvedBy":"${LEAVER_APPROVER.upn}","deleted":1}`);
       // The refused approval is audited as a failure of the requester.
       const audit = (await rt.call('GET', `audit?targetType=run&targetId=${leaverId}&take=50`)).body.items as Array<{ action: string; outcome: string }>;
-      expect(audit.filter((a) => a.action === 'approve').map((a) => a.outcome).sort()).toEqual(['failure', 'success']);
+      expect(
+        audit
+          .filter((a) => a.action === 'approve')
+          .map((a) => a.outcome)
+          .sort(),
+      ).toEqual(['failure', 'success']);
       // The grace: the export after the approval deleted nothing and scheduled the delete 7 days out.
       const dirRuns = await runs(dir);
       const [afterRestore, graced] = dirRuns.filter((r) => r.runType === 'Export' && !r.dryRun && r.completedAt! > leaver.completedAt!).slice(-2);

@@ -108,12 +108,7 @@ test('ticks missed while every process was down: the latest runs once at start, 
   const restarted = Date.now();
   await a.start();
   // The restarted loop has made its first pass once it has run a tick of its own (after the restart).
-  await waitFor(
-    'a tick after the restart to run',
-    async () => (await partition(s.scheduleId)).runs.some((r) => Date.parse(r.tick) >= restarted),
-    60_000,
-    250,
-  );
+  await waitFor('a tick after the restart to run', async () => (await partition(s.scheduleId)).runs.some((r) => Date.parse(r.tick) >= restarted), 60_000, 250);
   const again = (await partition(s.scheduleId)).runs.filter((r) => Date.parse(r.tick) > down && Date.parse(r.tick) < ready);
   expect(again).toHaveLength(1);
   await a.call('PUT', `schedules/${s.scheduleId}`, {
