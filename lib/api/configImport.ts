@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
 import { canonicalJsonOf } from '../config/canonical';
-import { connectorSnapshot, plainSnapshot, type Snapshot, type TargetType } from '../config/snapshots';
+import { connectorSnapshot, fieldChanges, plainSnapshot, type FieldChange, type Snapshot, type TargetType } from '../config/snapshots';
 import { applyAll, storageWriter, type ConfigWriter, type PlannedWrite } from '../config/writer';
 import { isConnectorType } from '../connectors/registry';
 import { AppError, badRequest, type FieldError } from '../core/errors';
@@ -10,7 +10,7 @@ import type { ConfigDocument } from '../schemas/config';
 import type { RuleRequest } from '../schemas/rules';
 import { schedulesChanged } from '../schedules/scheduler';
 import { connectorConfigWithSecrets } from '../secrets/connectorSecrets';
-import { setPath } from '../secrets';
+import { SECRET_PLACEHOLDER, setPath } from '../secrets';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
 import { listRules, type StoredRule } from '../storage/rules';
 import { findActiveRun } from '../storage/runs';
@@ -49,6 +49,8 @@ export interface ImportChange {
   action: ImportAction;
   /** Why this change waits for a second Admin (it loosens a guard rail, or prunes a connector over its threshold). */
   needsApproval?: ChangeReason[];
+  /** An update: what changes, field by field (secrets as `********`). */
+  fields?: FieldChange[];
 }
 
 interface Planned {
@@ -147,6 +149,11 @@ export async function importConfig(
     }
     if (!isConnectorType(d.type)) continue;
     try {
+      // The secrets the document gives a new value (not the placeholder): a field change shown masked.
+      const newSecrets = (current?.secretPaths ?? []).filter((p) => {
+        const v = valueAt(d.config, p);
+        return v !== undefined && v !== SECRET_PLACEHOLDER;
+      });
       const prepared = await prepareConnectorSave(d.type, d.config, current);
       const unchanged = !!current && prepared.unchanged && current.name === d.name;
       const after = preparedSnapshot(targetId, d.name, d.type, prepared, current?.createdOn ?? now, now);
@@ -155,6 +162,7 @@ export async function importConfig(
       for (const [path, value] of prepared.secrets) full = setPath(full, path, value);
       finalConnectors.set(targetId, { type: d.type, config: async () => full });
       const change: ImportChange = { targetType: 'connector', targetId, name: d.name, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
+      if (!unchanged && current) change.fields = fieldChanges('connector', connectorSnapshot(current), after, newSecrets);
       if (!unchanged && current) {
         const { reasons, requireSecondPerson } = guardRailReasons(current.config, prepared.config);
         if (reasons.length) {
@@ -215,6 +223,7 @@ export async function importConfig(
     const after = toRule(targetId, body, current?.createdOn ?? now, now);
     const unchanged = !!current && sameFields(plainSnapshot(current), after, ['createdOn', 'updatedOn']);
     const change: ImportChange = { targetType: 'rule', targetId, name: d.ruleName, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
+    if (!unchanged && current) change.fields = fieldChanges('rule', plainSnapshot(current), after);
     plan.push({
       change,
       ...(unchanged
@@ -246,6 +255,7 @@ export async function importConfig(
     const after = { scheduleId: targetId, ...fields, createdOn: current?.createdOn ?? now, updatedOn: now };
     const unchanged = !!current && sameFields(plainSnapshot(current), after, ['createdOn', 'updatedOn']);
     const change: ImportChange = { targetType: 'schedule', targetId, name: d.name, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
+    if (!unchanged && current) change.fields = fieldChanges('schedule', plainSnapshot(current), after);
     plan.push({
       change,
       ...(unchanged
@@ -326,6 +336,13 @@ export async function importConfig(
   }
   if (applied.some((w) => w.targetType === 'schedule')) schedulesChanged();
   return { changes, applied: true };
+}
+
+/** The value at `path` in a configuration object (undefined when absent). */
+function valueAt(config: unknown, path: string[]): unknown {
+  let at = config;
+  for (const k of path) at = at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[k] : undefined;
+  return at;
 }
 
 function sameFields(a: object, b: object, ignore: string[]): boolean {
