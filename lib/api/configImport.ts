@@ -9,8 +9,8 @@ import { AppError, badRequest, type FieldError } from '../core/errors';
 import type { ConfigDocument } from '../schemas/config';
 import type { RuleRequest } from '../schemas/rules';
 import { schedulesChanged } from '../schedules/scheduler';
-import { connectorConfigWithSecrets } from '../secrets/connectorSecrets';
-import { SECRET_PLACEHOLDER, setPath } from '../secrets';
+import { connectorConfigWithSecrets, unsealSecrets } from '../secrets/connectorSecrets';
+import { setPath } from '../secrets';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
 import { listRules, type StoredRule } from '../storage/rules';
 import { findActiveRun } from '../storage/runs';
@@ -149,12 +149,12 @@ export async function importConfig(
     }
     if (!isConnectorType(d.type)) continue;
     try {
-      // The secrets the document gives a new value (not the placeholder): a field change shown masked.
-      const newSecrets = (current?.secretPaths ?? []).filter((p) => {
-        const v = valueAt(d.config, p);
-        return v !== undefined && v !== SECRET_PLACEHOLDER;
-      });
       const prepared = await prepareConnectorSave(d.type, d.config, current);
+      // The secrets whose value changes: a field change shown masked (the values are never shown).
+      const previous = current ? unsealSecrets(current) : [];
+      const newSecrets = prepared.secrets
+        .filter(([path, value]) => previous.find(([p]) => p.join('/') === path.join('/'))?.[1] !== value)
+        .map(([path]) => path);
       const unchanged = !!current && prepared.unchanged && current.name === d.name;
       const after = preparedSnapshot(targetId, d.name, d.type, prepared, current?.createdOn ?? now, now);
       if (!current) creates++;
@@ -336,13 +336,6 @@ export async function importConfig(
   }
   if (applied.some((w) => w.targetType === 'schedule')) schedulesChanged();
   return { changes, applied: true };
-}
-
-/** The value at `path` in a configuration object (undefined when absent). */
-function valueAt(config: unknown, path: string[]): unknown {
-  let at = config;
-  for (const k of path) at = at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[k] : undefined;
-  return at;
 }
 
 function sameFields(a: object, b: object, ignore: string[]): boolean {

@@ -94,9 +94,8 @@ const BOOKKEEPING = new Set(['createdOn', 'updatedOn', 'id', 'ruleId', 'schedule
 
 function leaves(value: unknown, path: string, out: Map<string, unknown>): void {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    const entries = Object.entries(value as Record<string, unknown>);
-    if (!entries.length && path) out.set(path, value);
-    for (const [k, v] of entries) leaves(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, out);
+    // An empty object has no leaves: `{}` and an absent object are the same configuration.
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) leaves(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, out);
   } else if (value !== undefined) out.set(path, value);
 }
 
