@@ -6,7 +6,18 @@ import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { ConfigError } from '../core/config';
 import { ensurePrivateDir, readOrCreateSecretFile, writePrivateFile } from '../core/privateFiles';
-import { AuthorizationCodes, CONSOLE_CLIENT_ID, codeRedirect, formActionSources, OAuthError, parseAuthorizeRequest, type AuthorizeRequest, parseRole, parseUsername, signInPage } from './devAuthorize';
+import {
+  AuthorizationCodes,
+  CONSOLE_CLIENT_ID,
+  codeRedirect,
+  formActionSources,
+  OAuthError,
+  parseAuthorizeRequest,
+  type AuthorizeRequest,
+  parseRole,
+  parseUsername,
+  signInPage,
+} from './devAuthorize';
 import { isLoopbackHost } from './authConfig';
 import type { AuthLogger } from './log';
 import { ROLES, type Role } from './permissions';
@@ -247,8 +258,7 @@ export class DevIssuer {
           'content-type': 'text/html; charset=utf-8',
           'cache-control': 'no-store',
           'x-frame-options': 'DENY',
-          'content-security-policy':
-            `default-src 'none'; style-src 'unsafe-inline'; form-action ${formActionSources(request)}; frame-ancestors 'none'`,
+          'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; form-action ${formActionSources(request)}; frame-ancestors 'none'`,
           connection: 'close',
         })
         .end(html);

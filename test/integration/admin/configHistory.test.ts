@@ -306,9 +306,7 @@ describeWithServer('postgres')('configuration history, restore, export and impor
       targetId: hr,
       name: 'HR database',
       action: 'update',
-      fields: [
-        { path: '/config/fullImportQuery', before: query, after: `${query} AND 1 = 1` },
-      ],
+      fields: [{ path: '/config/fullImportQuery', before: query, after: `${query} AND 1 = 1` }],
     });
     expect(byType('rule')).toMatchObject({ targetId: rule.ruleId, fields: [{ path: '/priority', before: rule.priority - 7, after: rule.priority }] });
     expect(byType('schedule')).toMatchObject({ fields: [{ path: '/cron', before: '0 30 3 * * *', after: '0 45 4 * * *' }] });

@@ -89,7 +89,10 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     // Approve asks first, with what went over which limit and how many changes the run applies.
     const plannedChanges = (await devCall(rt, first, 'GET', `runs/${runId}/changes?take=1`)).body.totalCount as number;
     expect(plannedChanges).toBeGreaterThanOrEqual(ROWS);
-    await starter.page.getByTestId('approval-changes').filter({ hasText: `It applies ${plannedChanges} planned changes` }).waitFor();
+    await starter.page
+      .getByTestId('approval-changes')
+      .filter({ hasText: `It applies ${plannedChanges} planned changes` })
+      .waitFor();
     await shot(starter.page, 'run-approval');
     const question = `Approve this run? Over its limits: updates: ${ROWS} (limit 5). It applies ${plannedChanges} planned changes.`;
     const asked: string[] = [];
