@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
 import { canonicalJsonOf } from '../config/canonical';
-import { connectorSnapshot, plainSnapshot, type Snapshot, type TargetType } from '../config/snapshots';
+import { connectorSnapshot, fieldChanges, plainSnapshot, type FieldChange, type Snapshot, type TargetType } from '../config/snapshots';
 import { applyAll, storageWriter, type ConfigWriter, type PlannedWrite } from '../config/writer';
 import { isConnectorType } from '../connectors/registry';
 import { AppError, badRequest, type FieldError } from '../core/errors';
 import type { ConfigDocument } from '../schemas/config';
 import type { RuleRequest } from '../schemas/rules';
 import { schedulesChanged } from '../schedules/scheduler';
-import { connectorConfigWithSecrets } from '../secrets/connectorSecrets';
+import { connectorConfigWithSecrets, unsealSecrets } from '../secrets/connectorSecrets';
 import { setPath } from '../secrets';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
 import { listRules, type StoredRule } from '../storage/rules';
@@ -49,6 +49,8 @@ export interface ImportChange {
   action: ImportAction;
   /** Why this change waits for a second Admin (it loosens a guard rail, or prunes a connector over its threshold). */
   needsApproval?: ChangeReason[];
+  /** An update: what changes, field by field (secrets as `********`). */
+  fields?: FieldChange[];
 }
 
 interface Planned {
@@ -148,6 +150,11 @@ export async function importConfig(
     if (!isConnectorType(d.type)) continue;
     try {
       const prepared = await prepareConnectorSave(d.type, d.config, current);
+      // The secrets whose value changes: a field change shown masked (the values are never shown).
+      const previous = current ? unsealSecrets(current) : [];
+      const newSecrets = prepared.secrets
+        .filter(([path, value]) => previous.find(([p]) => p.join('/') === path.join('/'))?.[1] !== value)
+        .map(([path]) => path);
       const unchanged = !!current && prepared.unchanged && current.name === d.name;
       const after = preparedSnapshot(targetId, d.name, d.type, prepared, current?.createdOn ?? now, now);
       if (!current) creates++;
@@ -155,6 +162,7 @@ export async function importConfig(
       for (const [path, value] of prepared.secrets) full = setPath(full, path, value);
       finalConnectors.set(targetId, { type: d.type, config: async () => full });
       const change: ImportChange = { targetType: 'connector', targetId, name: d.name, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
+      if (!unchanged && current) change.fields = fieldChanges('connector', connectorSnapshot(current), after, newSecrets);
       if (!unchanged && current) {
         const { reasons, requireSecondPerson } = guardRailReasons(current.config, prepared.config);
         if (reasons.length) {
@@ -215,6 +223,7 @@ export async function importConfig(
     const after = toRule(targetId, body, current?.createdOn ?? now, now);
     const unchanged = !!current && sameFields(plainSnapshot(current), after, ['createdOn', 'updatedOn']);
     const change: ImportChange = { targetType: 'rule', targetId, name: d.ruleName, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
+    if (!unchanged && current) change.fields = fieldChanges('rule', plainSnapshot(current), after);
     plan.push({
       change,
       ...(unchanged
@@ -246,6 +255,7 @@ export async function importConfig(
     const after = { scheduleId: targetId, ...fields, createdOn: current?.createdOn ?? now, updatedOn: now };
     const unchanged = !!current && sameFields(plainSnapshot(current), after, ['createdOn', 'updatedOn']);
     const change: ImportChange = { targetType: 'schedule', targetId, name: d.name, action: unchanged ? 'unchanged' : current ? 'update' : 'create' };
+    if (!unchanged && current) change.fields = fieldChanges('schedule', plainSnapshot(current), after);
     plan.push({
       change,
       ...(unchanged

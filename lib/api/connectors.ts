@@ -55,10 +55,16 @@ export async function getConnector(id: string): Promise<Connector> {
   return connectorView(await getConnectorRecord(id));
 }
 
-export async function listConnectors(): Promise<{ connectors: Pick<Connector, 'id' | 'name' | 'type' | 'status' | 'lastSync'>[]; total: number }> {
+export async function listConnectors(): Promise<{
+  connectors: Pick<Connector, 'id' | 'name' | 'type' | 'status' | 'lastSync' | 'updatedOn'>[];
+  total: number;
+}> {
   const rows = await listConnectorRecords();
   rows.sort((a, b) => cmp(a.name.toLowerCase(), b.name.toLowerCase()) || cmp(a.id, b.id));
-  return { connectors: rows.map((c) => ({ id: c.id, name: c.name, type: c.type, status: c.status, lastSync: c.lastSync })), total: rows.length };
+  return {
+    connectors: rows.map((c) => ({ id: c.id, name: c.name, type: c.type, status: c.status, lastSync: c.lastSync, updatedOn: c.updatedOn })),
+    total: rows.length,
+  };
 }
 
 /**

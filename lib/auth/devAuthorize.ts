@@ -163,6 +163,19 @@ export function signInPage(request: AuthorizeRequest, issuer: string, secretFile
 `;
 }
 
+/**
+ * The `form-action` sources of the sign-in page: the issuer itself (the form posts to it) and the origin of the
+ * request's redirect URI (the 302 after the post goes there, and Chromium checks redirects of a form against
+ * `form-action` too). Only valid CSP sources: browsers reject an IPv6 literal as a host source
+ * (`http://[::1]:*` is logged as invalid and ignored), so a redirect to `[::1]` allows its scheme instead (the
+ * request was already checked to be a loopback URI). Without a valid request (an error page), only 'self'.
+ */
+export function formActionSources(request: AuthorizeRequest | undefined): string {
+  if (!request) return "'self'";
+  const redirect = new URL(request.redirectUri);
+  return redirect.hostname.startsWith('[') ? `'self' ${redirect.protocol}` : `'self' ${redirect.origin}`;
+}
+
 /** The redirect back to the client with the code (RFC 6749 4.1.2, RFC 9207 `iss`). */
 export function codeRedirect(request: AuthorizeRequest, code: string, issuer: string): string {
   const url = new URL(request.redirectUri);

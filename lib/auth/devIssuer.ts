@@ -6,7 +6,18 @@ import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { ConfigError } from '../core/config';
 import { ensurePrivateDir, readOrCreateSecretFile, writePrivateFile } from '../core/privateFiles';
-import { AuthorizationCodes, CONSOLE_CLIENT_ID, codeRedirect, OAuthError, parseAuthorizeRequest, parseRole, parseUsername, signInPage } from './devAuthorize';
+import {
+  AuthorizationCodes,
+  CONSOLE_CLIENT_ID,
+  codeRedirect,
+  formActionSources,
+  OAuthError,
+  parseAuthorizeRequest,
+  type AuthorizeRequest,
+  parseRole,
+  parseUsername,
+  signInPage,
+} from './devAuthorize';
 import { isLoopbackHost } from './authConfig';
 import type { AuthLogger } from './log';
 import { ROLES, type Role } from './permissions';
@@ -240,14 +251,14 @@ export class DevIssuer {
 
   /** GET: the sign-in form; POST (the form): a code, redirected to the client. Errors are a plain page (400). */
   private async authorize(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> {
+    let request: AuthorizeRequest | undefined;
     const page = (status: number, html: string): void => {
       res
         .writeHead(status, {
           'content-type': 'text/html; charset=utf-8',
           'cache-control': 'no-store',
           'x-frame-options': 'DENY',
-          'content-security-policy':
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' http://127.0.0.1:* http://localhost:* http://[::1]:*; frame-ancestors 'none'",
+          'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; form-action ${formActionSources(request)}; frame-ancestors 'none'`,
           connection: 'close',
         })
         .end(html);
@@ -257,12 +268,15 @@ export class DevIssuer {
       return page(400, `<!doctype html><title>Sign-in refused</title><h1>Sign-in refused</h1><p>${err.error}: ${err.description.replace(/[<>&]/g, '')}</p>`);
     };
     try {
-      if (req.method === 'GET') return page(200, signInPage(parseAuthorizeRequest(url.searchParams), this.info.issuer, this.info.secretFile));
+      if (req.method === 'GET') {
+        request = parseAuthorizeRequest(url.searchParams);
+        return page(200, signInPage(request, this.info.issuer, this.info.secretFile));
+      }
       if (req.method !== 'POST') return page(405, '<!doctype html><title>Method not allowed</title><p>Use GET or POST.</p>');
       const body = await readForm(req);
       if (body === undefined) return page(413, '<!doctype html><title>Too large</title><p>The form is too large.</p>');
       const form = new URLSearchParams(body);
-      const request = parseAuthorizeRequest(form);
+      request = parseAuthorizeRequest(form);
       const role = parseRole(form.get('role'));
       const username = parseUsername(form.get('username'));
       const secret = (form.get('secret') ?? '').trim();

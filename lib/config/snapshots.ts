@@ -81,3 +81,43 @@ export function sameSnapshot(a: Snapshot | null, b: Snapshot | null): boolean {
   if (a === null || b === null) return a === b;
   return canonicalJsonOf(a) === canonicalJsonOf(b);
 }
+
+/** One field an update changes: its JSON Pointer in the item, and its value before and after (null: not set). */
+export interface FieldChange {
+  path: string;
+  before: unknown;
+  after: unknown;
+}
+
+/** Fields every version changes, or that name the item rather than describe it. */
+const BOOKKEEPING = new Set(['createdOn', 'updatedOn', 'id', 'ruleId', 'scheduleId']);
+
+function leaves(value: unknown, path: string, out: Map<string, unknown>): void {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    // An empty object has no leaves: `{}` and an absent object are the same configuration.
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) leaves(v, `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, out);
+  } else if (value !== undefined) out.set(path, value);
+}
+
+/**
+ * What an update changes, field by field, as answers may show it: both sides through {@link snapshotView}
+ * (secrets as `********`), objects walked to their leaves, an array compared whole. `secretsChanged` names the
+ * secret paths given a new value: shown as `********` -> `********` (the value itself is never shown).
+ */
+export function fieldChanges(targetType: TargetType, before: Snapshot, after: Snapshot, secretsChanged: string[][] = []): FieldChange[] {
+  const a = new Map<string, unknown>();
+  const b = new Map<string, unknown>();
+  for (const [k, v] of Object.entries(snapshotView(targetType, before) ?? {})) if (!BOOKKEEPING.has(k)) leaves(v, `/${k}`, a);
+  for (const [k, v] of Object.entries(snapshotView(targetType, after) ?? {})) if (!BOOKKEEPING.has(k)) leaves(v, `/${k}`, b);
+  const out: FieldChange[] = [];
+  for (const path of [...new Set([...a.keys(), ...b.keys()])].sort()) {
+    const x = a.get(path);
+    const y = b.get(path);
+    if (canonicalJsonOf(x ?? null) !== canonicalJsonOf(y ?? null)) out.push({ path, before: x ?? null, after: y ?? null });
+  }
+  for (const secret of secretsChanged) {
+    const path = `/config/${secret.join('/')}`;
+    if (!out.some((f) => f.path === path)) out.push({ path, before: a.has(path) ? SECRET_PLACEHOLDER : null, after: SECRET_PLACEHOLDER });
+  }
+  return out;
+}

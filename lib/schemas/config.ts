@@ -88,6 +88,19 @@ export const ConfigImportResult = defineSchema(
                 description: 'The guard rails this change loosens (or the deletes over its threshold): the import waits for a second Admin (202).',
               }),
             ),
+            fields: Type.Optional(
+              Type.Array(
+                Type.Object(
+                  {
+                    path: Type.String({ description: 'The changed field, as a JSON Pointer into the item (/config/host, /priority, /steps).' }),
+                    before: Type.Unknown({ description: 'Its value before (null: not set). A secret is `********`.' }),
+                    after: Type.Unknown({ description: 'Its value after (null: not set). A secret is `********`.' }),
+                  },
+                  { additionalProperties: false },
+                ),
+                { description: 'An update only: what changes in the item, field by field (an array is one field).' },
+              ),
+            ),
           },
           { additionalProperties: false },
         ),

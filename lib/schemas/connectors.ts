@@ -50,7 +50,10 @@ const listItemFields = {
   lastSync: Nullable(Timestamp({ description: 'When the last run completed; null before the first.' })),
 };
 
-export const ConnectorListItem = Type.Object(listItemFields, { additionalProperties: false });
+export const ConnectorListItem = Type.Object(
+  { ...listItemFields, updatedOn: Timestamp({ description: 'When its configuration last changed (the console lists it as "Updated").' }) },
+  { additionalProperties: false },
+);
 
 export const Connector = defineSchema(
   Type.Object(

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { col, writeOut } from '../output';
+import { cellText, col, writeOut } from '../output';
 import { action, heldOr, isHeldChange, paged, readJsonFile } from './context';
 
 const RULE_COLUMNS = [
@@ -54,6 +54,22 @@ const CHANGE_COLUMNS = [
   col('REQUESTED BY', 'requestedBy'),
   col('EXPIRES', 'expiresOn'),
 ];
+
+/** An item of a configuration import's answer. */
+interface ImportedChange {
+  action: string;
+  targetType: string;
+  targetId: string;
+  name: string;
+  fields?: { path: string; before: unknown; after: unknown }[];
+}
+
+interface ListedScheduleRun {
+  scheduleRunId: string;
+  steps?: { runType: string; runs: { connectorId: string; status: string }[] }[];
+}
+
+const shown = (v: unknown) => (v === null || v === undefined ? '(not set)' : cellText(v) || '""');
 
 /** rules, instances, schedules, config, audit, health, metrics. */
 export function registerAdmin(program: Command): void {
@@ -120,7 +136,16 @@ export function registerAdmin(program: Command): void {
   paged(s.command('runs <scheduleId> [scheduleRunId]').description("A schedule's runs, or one of them with its steps")).action(
     action(async (ctx, id, runId) => {
       if (runId) return void ctx.print(await ctx.api.get(`schedules/${id}/runs/${runId}`));
-      ctx.print(await ctx.api.get(`schedules/${id}/runs`, { skip: ctx.opts.skip, take: ctx.opts.take }), SCHEDULE_RUN_COLUMNS);
+      const runs = await ctx.api.get(`schedules/${id}/runs`, { skip: ctx.opts.skip, take: ctx.opts.take });
+      if (ctx.format !== 'table') return void ctx.print(runs);
+      // Each step with its connectors by name and the status of each one's run: "Export: LDAP Completed, AD Failed".
+      const { connectors } = await ctx.api.get<{ connectors: { id: string; name: string }[] }>('connectors');
+      const names = new Map(connectors.map((c) => [c.id, c.name]));
+      const steps = (r: ListedScheduleRun) =>
+        (r.steps ?? []).map((st) => `${st.runType}: ${st.runs.map((x) => `${names.get(x.connectorId) ?? x.connectorId} ${x.status}`).join(', ')}`).join('; ');
+      ctx.print(runs, SCHEDULE_RUN_COLUMNS);
+      // A line per schedule run, whole at any width (a column would be cut).
+      for (const r of (runs as { items: ListedScheduleRun[] }).items) writeOut(`steps of ${r.scheduleRunId}: ${steps(r)}\n`);
     }),
   );
   s.command('cancel-run <scheduleId> <scheduleRunId>')
@@ -150,14 +175,18 @@ export function registerAdmin(program: Command): void {
         });
         // An import that loosens a guard rail is held whole for a second Admin (exit 8).
         if (isHeldChange(res)) return heldOr(ctx, res, () => undefined);
-        const changes = (res as { changes?: unknown[] }).changes ?? [];
+        const changes = (res as { changes?: ImportedChange[] }).changes ?? [];
         if (ctx.format !== 'table') return void ctx.print(res);
         ctx.print({ items: changes, totalCount: changes.length }, [
           col('ACTION', 'action'),
           col('TARGET TYPE', 'targetType'),
           col('TARGET', 'targetId'),
           col('NAME', 'name'),
+          col('FIELDS', (c) => ((c as unknown as ImportedChange).fields ?? []).map((f) => f.path).join(', ')),
         ]);
+        // What changes in each updated item, a line per field (secrets as ********).
+        for (const c of changes)
+          for (const f of c.fields ?? []) writeOut(`${c.action} ${c.targetType} ${c.name}: ${f.path} ${shown(f.before)} -> ${shown(f.after)}\n`);
         writeOut((res as { applied?: boolean }).applied ? 'applied\n' : 'not applied (dry run)\n');
       }),
     );

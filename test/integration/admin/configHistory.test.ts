@@ -287,6 +287,34 @@ describeWithServer('postgres')('configuration history, restore, export and impor
     expect((await history(b, `targetId=${extra}`)).map((v) => v.action)).toEqual(['delete', 'create']);
   });
 
+  test('a dry run lists what changes in each updated item, field by field (secrets as ********), and changes nothing', async () => {
+    const doc = await ok(b, 'GET', 'config/export');
+    const before = await exported(b);
+    const rule = doc.rules.find((r: Json) => r.ruleType === 'FlowRule');
+    rule.priority = (rule.priority ?? 0) + 7;
+    doc.schedules[0].cron = '0 45 4 * * *';
+    const query = doc.connectors[0].config.fullImportQuery as string;
+    doc.connectors[0].config.fullImportQuery = `${query} AND 1 = 1`;
+    // The password given in clear, the value stored: no change (and never shown).
+    doc.connectors[0].config.password = server.password;
+    const res = await b.call('POST', 'config/import?dryRun=true', { body: doc });
+    expect(res.status).toBe(200);
+    expect(res.text).not.toContain(server.password);
+    const byType = (t: string) => res.body.changes.find((c: Json) => c.targetType === t && c.action === 'update');
+    expect(byType('connector')).toEqual({
+      targetType: 'connector',
+      targetId: hr,
+      name: 'HR database',
+      action: 'update',
+      fields: [{ path: '/config/fullImportQuery', before: query, after: `${query} AND 1 = 1` }],
+    });
+    expect(byType('rule')).toMatchObject({ targetId: rule.ruleId, fields: [{ path: '/priority', before: rule.priority - 7, after: rule.priority }] });
+    expect(byType('schedule')).toMatchObject({ fields: [{ path: '/cron', before: '0 30 3 * * *', after: '0 45 4 * * *' }] });
+    // Unchanged items and a dry run's creates carry no fields; nothing was written.
+    for (const c of res.body.changes) if (c.action !== 'update') expect(c.fields).toBeUndefined();
+    expect(await exported(b)).toEqual(before);
+  });
+
   test('all or nothing: a document that fails validation, or fails at a write halfway, changes nothing', async () => {
     const base = await ok(b, 'GET', 'config/export');
     const before = { config: await exported(b), history: await history(b, ''), audit: (await ok(b, 'GET', 'audit?take=200')).totalCount };

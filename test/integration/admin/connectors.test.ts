@@ -149,12 +149,15 @@ describe('create, read, list', () => {
     expect(bad.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(/^\/config\/settings/) })]));
   });
 
-  it('lists connectors as { connectors, total } with the list fields only', async () => {
+  it('lists connectors as { connectors, total } with the list fields only (updatedOn: when its configuration last changed)', async () => {
     const res = await svc.call('GET', 'connectors', { role: 'Viewer' });
     expect(res.status).toBe(200);
     expect(res.body.total).toBe(res.body.connectors.length);
     expect(res.body.total).toBeGreaterThanOrEqual(4);
-    for (const c of res.body.connectors) expect(Object.keys(c).sort()).toEqual(['id', 'lastSync', 'name', 'status', 'type']);
+    for (const c of res.body.connectors) {
+      expect(Object.keys(c).sort()).toEqual(['id', 'lastSync', 'name', 'status', 'type', 'updatedOn']);
+      expect(c.updatedOn).toBe((await svc.call('GET', `connectors/${c.id}`)).body.updatedOn);
+    }
   });
 });
 

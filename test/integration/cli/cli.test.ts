@@ -129,14 +129,18 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     expect(last).toMatch(/EXIT=0/);
     expect(last).toMatch(/run [0-9a-f-]{36} Completed/);
     expect(last).toMatch(new RegExp(`PROCESSED\\s+CREATED\\s+UPDATED\\s+DELETED\\s+ERRORS\\n${ROWS}\\s+0\\s+${ROWS}\\s+0\\s+0`));
-    // The bar was drawn while the run went: block characters, objects of the known total, a rate and an ETA.
-    const bar = new RegExp(
-      `^(reading|planning|applying|finishing|Completed)\\s*\\|[\u2588\u2591]+\\| \\d+/(\\d+|\\?) objects \\| \\d+/s \\| ETA (\\d+s|\\?)`,
-      'm',
-    );
-    const drawn = frames.filter((fr) => bar.test(fr));
+    // The bar was drawn while the run went: block characters, objects of the known total, a rate and an ETA;
+    // while the total is not known, the count alone and a block moving along the track (never a full bar).
+    const known = new RegExp(`^(reading|planning|applying|finishing|Completed)\\s*\\|[\u2588\u2591]{40}\\| \\d+/\\d+ objects \\| \\d+/s \\| ETA \\d+s`, 'm');
+    const unknown = /^(reading|planning|applying|finishing)\s*\|([\u2588\u2591]{40})\| \d+ objects \(total not known yet\) \| \d+\/s$/m;
+    const drawn = frames.filter((fr) => known.test(fr) || unknown.test(fr));
     expect(drawn.length).toBeGreaterThan(0);
     expect(frames.some((fr) => new RegExp(`applying\\s*\\|[\u2588\u2591]+\\| \\d+/${ROWS} objects \\| \\d+/s \\| ETA \\d+s`).test(fr))).toBe(true);
+    for (const fr of frames) {
+      const track = unknown.exec(fr)?.[2];
+      if (track) expect(track).toMatch(/^\u2591*\u2588{8}\u2591*$/);
+      expect(fr).not.toMatch(/\/\? objects/);
+    }
     // No plain progress lines on a terminal.
     expect(frames.some((fr) => /objects, \d+\/s$/m.test(fr))).toBe(false);
   });
@@ -304,9 +308,26 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
 
     const dry = await as('Admin', ['config', 'import', exportFile, '--dry-run']);
     expect(dry.code).toBe(0);
-    expect(dry.stdout.split('\n')[0]).toMatch(/^ACTION\s+TARGET TYPE\s+TARGET\s+NAME$/);
+    expect(dry.stdout.split('\n')[0]).toMatch(/^ACTION\s+TARGET TYPE\s+TARGET\s+NAME\s+FIELDS$/);
     expect(dry.stdout.match(/^unchanged\s/gm)).toHaveLength(6);
     expect(dry.stdout).toContain('not applied (dry run)');
+    // What changes in an item, a line per field; a secret given in clear with the value stored is no change.
+    const rule = doc.rules.find((r: { ruleName: string }) => r.ruleName === 'flow sn');
+    const edited = {
+      ...doc,
+      rules: doc.rules.map((r: { ruleName: string }) => (r === rule ? { ...rule, priority: rule.priority + 5 } : r)),
+      connectors: doc.connectors.map((c: { name: string; config: object }) =>
+        c.name === 'HR cli' ? { ...c, config: { ...c.config, password: f.config().password } } : c,
+      ),
+    };
+    const fields = await as('Admin', ['config', 'import', file('edited.json', edited), '--dry-run']);
+    expect(fields.code).toBe(0);
+    expect(fields.stdout).toMatch(/^update\s+rule\s+[0-9a-f-]{36}\s+flow sn\s+\/priority$/m);
+    expect(fields.stdout).toContain(`update rule flow sn: /priority ${rule.priority} -> ${rule.priority + 5}\n`);
+    expect(fields.stdout).toMatch(/^unchanged\s+connector\s+[0-9a-f-]{36}\s+HR cli\s*$/m);
+    expect(fields.stdout.match(/^update /gm)).toHaveLength(2);
+    expect(fields.stdout).not.toContain(f.config().password as string);
+    expect((await json('Viewer', ['rules', 'show', rule.ruleId])).priority).toBe(rule.priority);
 
     // Rename the connector, then put it back from its history.
     const renamed = await as('Admin', [
@@ -373,5 +394,63 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     expect((await json('Viewer', ['mesh', 'ls', '--take', '0'])).totalCount).toBe(ROWS - 50);
     const deletes = await json('Viewer', ['runs', 'changes', runId, '--operation', 'Delete']);
     expect(deletes.totalCount).toBe(50);
+  });
+
+  test('on a terminal (tmux) the apply of a plan shows its total from the plan, never "?"', async () => {
+    await f.exec("UPDATE people SET given_name = given_name || 'p'");
+    const plan = await as('Operator', ['runs', 'import', connectorId, '--full', '--dry-run', '--wait', '-o', 'json']);
+    expect(plan.code).toBe(0);
+    const planRun = JSON.parse(plan.stdout);
+    expect(planRun).toMatchObject({ dryRun: true, status: 'Completed' });
+    const total = planRun.stats.objectsProcessed as number;
+    expect(total).toBeGreaterThan(0);
+    const frames = await inTmux(['runs', 'apply', planRun.runId, '--wait'], {
+      MESHSYNC_HOME: home,
+      MESHSYNC_URL: rt.baseUrl,
+      MESHSYNC_TOKEN: await rt.token('Operator'),
+      MESHSYNC_POLL_MS: '200',
+    });
+    const last = frames[frames.length - 1];
+    expect(last).toMatch(/EXIT=0/);
+    expect(last).toMatch(new RegExp(`Completed\\s*\\|[\u2588\u2591]{40}\\| \\d+/${total} objects`));
+    const bars = frames.filter((fr) => /\| \d+(\/\d+)? objects/.test(fr));
+    expect(bars.length).toBeGreaterThan(0);
+    for (const fr of bars) {
+      expect(fr).toMatch(new RegExp(`\\| \\d+/${total} objects`));
+      expect(fr).not.toMatch(/total not known|\/\? objects|ETA \?/);
+    }
+    const applied = await json('Viewer', ['runs', 'ls', '--connector', connectorId, '--take', '1']);
+    expect(applied.items[0]).toMatchObject({ status: 'Completed', trigger: { type: 'apply', planRunId: planRun.runId } });
+  });
+
+  test('schedules runs names the connector of each step with its run status', async () => {
+    const created = await json('Admin', [
+      'schedules',
+      'create',
+      '-f',
+      file('schedule.json', {
+        name: 'nightly cli',
+        cron: '0 0 2 * * *',
+        timeZone: 'UTC',
+        isEnabled: false,
+        steps: [{ runType: 'DeltaImport', connectorIds: [connectorId] }],
+      }),
+    ]);
+    const started = await json('Operator', ['schedules', 'run', created.scheduleId]);
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const run = await json('Viewer', ['schedules', 'runs', created.scheduleId, started.scheduleRunId]);
+      if (run.status !== 'Running') break;
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const table = await as('Viewer', ['schedules', 'runs', created.scheduleId]);
+    expect(table.code).toBe(0);
+    expect(table.stdout.split('\n')[0]).toMatch(/^SCHEDULE RUN ID\s+TRIGGER\s+STATUS\s+STARTED\s+COMPLETED$/);
+    expect(table.stdout).toMatch(new RegExp(`^${started.scheduleRunId}\\s+manual\\s+Completed\\s`, 'm'));
+    expect(table.stdout).toContain(`\nsteps of ${started.scheduleRunId}: DeltaImport: HR cli Completed\n`);
+    // json keeps the API's answer as it is.
+    const listed = await json('Viewer', ['schedules', 'runs', created.scheduleId]);
+    expect(listed.items[0].steps[0].runs[0]).toMatchObject({ connectorId, status: 'Completed' });
   });
 });

@@ -86,15 +86,34 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
       .click();
     await starter.page.getByRole('heading', { name: 'Awaiting approval' }).waitFor();
     expect(await starter.page.getByText(`updates: ${ROWS} (limit 5)`).count()).toBe(1);
+    // Approve asks first, with what went over which limit and how many changes the run applies.
+    const plannedChanges = (await devCall(rt, first, 'GET', `runs/${runId}/changes?take=1`)).body.totalCount as number;
+    expect(plannedChanges).toBeGreaterThanOrEqual(ROWS);
+    await starter.page
+      .getByTestId('approval-changes')
+      .filter({ hasText: `It applies ${plannedChanges} planned changes` })
+      .waitFor();
     await shot(starter.page, 'run-approval');
+    const question = `Approve this run? Over its limits: updates: ${ROWS} (limit 5). It applies ${plannedChanges} planned changes.`;
+    const asked: string[] = [];
+    starter.page.once('dialog', (d) => void (asked.push(d.message()), d.accept()));
     await starter.page.getByRole('button', { name: 'Approve' }).click();
     await starter.page
       .getByRole('alert')
       .filter({ hasText: /four-eyes/ })
       .waitFor();
+    expect(asked).toEqual([question]);
     expect((await devCall(rt, first, 'GET', `runs/${runId}`)).body.status).toBe('AwaitingApproval');
 
     const second = await signIn(browser, rt, 'second.admin@example.test', 'Admin', `runs/${runId}`);
+    await second.page.getByTestId('approval-changes').waitFor();
+    // Dismissed: nothing is sent, the run still waits.
+    const dismissed = new Promise<string>((resolve) => second.page.once('dialog', (d) => void (resolve(d.message()), d.dismiss())));
+    await second.page.getByRole('button', { name: 'Approve' }).click();
+    expect(await dismissed).toBe(question);
+    expect((await devCall(rt, first, 'GET', `runs/${runId}`)).body.status).toBe('AwaitingApproval');
+    expect(await second.page.getByRole('alert').count()).toBe(0);
+    second.page.once('dialog', (d) => void d.accept());
     await second.page.getByRole('button', { name: 'Approve' }).click();
     await second.page
       .getByTestId('run-outcome')

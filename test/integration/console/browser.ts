@@ -45,6 +45,11 @@ export async function signIn(browser: Browser, rt: ServiceUnderTest, user: strin
 /** On a page showing the console's sign-in screen: sign in; the console comes back to the URL it was opened at. */
 export async function signInHere(page: Page, user: string, role: Role): Promise<void> {
   await page.getByRole('button', { name: 'Sign in' }).click();
+  await fillIssuerForm(page, user, role);
+}
+
+/** On the development issuer's sign-in form: fill it in and sign in; back on the console, signed in. */
+export async function fillIssuerForm(page: Page, user: string, role: Role): Promise<void> {
   await page.getByLabel('User name').fill(user);
   await page.getByLabel('Role').selectOption(role);
   const secret = signInSecrets.get(new URL(page.url()).origin);

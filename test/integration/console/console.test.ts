@@ -3,7 +3,7 @@ import { startPostgres, type Postgres } from '../../support/postgres';
 import { serverAvailable } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { pgServer, SqlContractFixture } from '../sql/sqlFixture';
-import { consoleUrl, devCall, devToken, launch, shot, signIn, signInHere } from './browser';
+import { consoleUrl, devCall, devToken, fillIssuerForm, launch, shot, signIn, signInHere } from './browser';
 
 /**
  * The web console in a real browser (Debian's Chromium through playwright-core) against a real service started
@@ -93,6 +93,42 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     expect(config.authority).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     // The API keeps its prefix: /api/console is no route.
     expect((await fetch(`${rt.baseUrl}/console/`)).status).toBe(404);
+  });
+
+  test('the first click on "Sign in" works before the script has loaded; no page logs a Content Security Policy complaint; Connectors shows when each was updated', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const logged: string[] = [];
+    page.on('console', (m) => logged.push(`${m.type()}: ${m.text()}`));
+    // The console's script held back until the first click is done.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let requested!: () => void;
+    const scriptRequested = new Promise<void>((resolve) => (requested = resolve));
+    await page.route(/\/console\/app\.js/, async (route) => {
+      requested();
+      await released;
+      await route.continue();
+    });
+    await page.goto(consoleUrl(rt, 'connectors'), { waitUntil: 'commit' });
+    await scriptRequested;
+    await page.getByText('Loading the console…').waitFor();
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL((url) => url.pathname === '/console/signin', { waitUntil: 'commit' });
+    release();
+    // /console/signin starts the sign-in as soon as the script runs: the issuer's form, then back, signed in.
+    await fillIssuerForm(page, 'olga@example.test', 'Operator');
+    expect(await page.getByTestId('who').textContent()).toContain('olga@example.test · Operator');
+    expect(new URL(page.url()).pathname).toBe('/console/');
+    // Signed in already, /console/signin goes on to where it was asked to.
+    await page.goto(consoleUrl(rt, 'signin?returnTo=connectors'));
+    await page.waitForURL((url) => url.pathname === '/console/connectors');
+    const row = page.getByRole('table', { name: 'Connectors' }).getByRole('row').filter({ hasText: 'HR console' });
+    const updatedOn = (await devCall(rt, admin, 'GET', `connectors/${connectorId}`)).body.updatedOn as string;
+    expect(await row.locator('td:nth-child(4) time').getAttribute('datetime')).toBe(updatedOn);
+    expect(await page.getByRole('table', { name: 'Connectors' }).getByRole('cell', { name: '–', exact: true }).count()).toBe(0);
+    expect(logged.filter((m) => /content.security.policy/i.test(m))).toEqual([]);
+    await context.close();
   });
 
   test('an Operator signs in through the issuer form, starts a full import and watches it finish; explores the connector space, previews and syncs an object', async () => {
@@ -247,7 +283,10 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
       await new Promise((r) => setTimeout(r, 250));
     }
     await page.reload();
-    await scheduleRuns.getByRole('cell', { name: /^DeltaImport: Completed$/ }).waitFor();
+    // Each step names its connectors: the run of each, by connector name and status, links to the run.
+    await scheduleRuns.getByRole('cell', { name: /^DeltaImport: HR console Completed$/ }).waitFor();
+    const stepRun = (await devCall(rt, admin, 'GET', `schedules/${created.body.scheduleId}/runs`)).body.items[0].steps[0].runs[0];
+    expect(await scheduleRuns.getByRole('link', { name: 'HR console Completed' }).getAttribute('href')).toBe(`/console/runs/${stepRun.runId}`);
     await shot(page, 'schedules');
     await page.goto(consoleUrl(rt, 'mesh?state=deleted'));
     await page.getByRole('heading', { name: 'Mesh – deleted objects' }).waitFor();

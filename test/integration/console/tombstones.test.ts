@@ -73,7 +73,13 @@ const available = serverAvailable('chromium') && serverAvailable('postgres');
     await page.getByRole('tab', { name: 'Deleted (tombstones)' }).click();
     const table = page.getByRole('table', { name: 'Mesh objects' });
     await page.getByText('1–2 of 2').waitFor();
-    expect(await table.getByRole('columnheader').allTextContents()).toEqual(['Anchor', 'Type', 'Deleted', 'Purged', 'Actions']);
+    expect(await table.getByRole('columnheader').allTextContents()).toEqual(['Anchor', 'Type', 'Deleted', 'Purge due', 'Actions']);
+    // "Purge due" is when the purge will remove the tombstone: the object's purgeOn, in the future.
+    const tombstones = (await devCall(rt, admin, 'GET', 'mesh/objects?state=deleted')).body.items as { anchorValue: string; purgeOn: string }[];
+    const e3 = tombstones.find((o) => o.anchorValue === 'E00003')!;
+    expect(Date.parse(e3.purgeOn)).toBeGreaterThan(Date.now());
+    const due = table.getByRole('row').filter({ hasText: 'E00003' }).locator('td:nth-child(4) time');
+    expect(await due.getAttribute('datetime')).toBe(e3.purgeOn);
     await shot(page, 'mesh-deleted');
     const row = table.getByRole('row').filter({ hasText: 'E00003' });
     await row.getByRole('button', { name: 'Restore' }).click();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { AuthorizationCodes, OAuthError, parseAuthorizeRequest, parseUsername } from '../../../lib/auth/devAuthorize';
+import { AuthorizationCodes, formActionSources, OAuthError, parseAuthorizeRequest, parseUsername } from '../../../lib/auth/devAuthorize';
 
 const verifier = 'abcdefghijklmnopqrstuvwxyz0123456789-._~ABCDEFG';
 const challenge = createHash('sha256').update(verifier).digest('base64url');
@@ -59,5 +59,14 @@ describe('development issuer authorization requests', () => {
     const plainVerifier = codes.issue(req, 'Viewer', 'v@example.test', t0);
     // `plain` would send the challenge itself as the verifier: S256 refuses it.
     expect(errorOf(() => redeem(plainVerifier, { code_verifier: challenge }, t0 + 1))).toBe('invalid_grant');
+  });
+
+  it("names only valid form-action sources: the redirect URI's origin, its scheme for an IPv6 literal", () => {
+    const of = (uri: string) => formActionSources(parseAuthorizeRequest(params({ redirect_uri: uri })));
+    expect(of('http://127.0.0.1:7071/console/callback')).toBe("'self' http://127.0.0.1:7071");
+    expect(of('https://localhost/console/callback')).toBe("'self' https://localhost");
+    expect(of('http://[::1]:7071/console/callback')).toBe("'self' http:");
+    expect(formActionSources(undefined)).toBe("'self'");
+    for (const uri of ['http://127.0.0.1:7071/x', 'http://[::1]:7071/x', 'http://localhost:1/x']) expect(of(uri)).not.toContain('[');
   });
 });

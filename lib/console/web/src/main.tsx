@@ -60,7 +60,16 @@ function App({ config }: { config: ConsoleConfig }) {
     const title = NAV.find(([k]) => k === (route.segments[0] ?? ''))?.[1] ?? 'Console';
     document.title = `${title} · Identity Mesh Sync`;
   }, [route.segments[0]]);
-  if (route.segments[0] === 'callback') {
+  // /console/signin (the page's own sign-in form, usable before this script has loaded): start the sign-in now,
+  // or go on if a session is already there.
+  const signingIn = route.segments[0] === 'signin';
+  useEffect(() => {
+    if (!signingIn) return;
+    const returnTo = route.query.get('returnTo') ?? '';
+    if (session) navigate(href([]) + returnTo, true);
+    else signIn(config, returnTo).catch((e: Error) => setError(e.message));
+  }, [signingIn]);
+  if (route.segments[0] === 'callback' || signingIn) {
     return (
       <main class="signin">
         {error ? (
@@ -68,7 +77,7 @@ function App({ config }: { config: ConsoleConfig }) {
             {error} <a href={href([])}>Start again</a>
           </p>
         ) : (
-          <p>Signing in…</p>
+          <p data-testid="signing-in">Signing in…</p>
         )}
       </main>
     );

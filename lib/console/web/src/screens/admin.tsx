@@ -80,6 +80,7 @@ export function SchedulesScreen({ route, session }: { route: Route; session: Ses
 
 function ScheduleRuns({ id, route }: { id: string; route: Route }) {
   const skip = num(route.query, 'skip', 0);
+  const connectorName = useConnectorNames();
   const { data, error, loading } = useLoad<Page<any>>(() => api('GET', `schedules/${id}/runs`, { query: { skip, take: 50 } }), [id, skip]);
   return (
     <>
@@ -95,13 +96,20 @@ function ScheduleRuns({ id, route }: { id: string; route: Route }) {
             label: 'Steps',
             cell: (r: any) =>
               (r.steps ?? []).map((s: any, i: number) => (
+                // One line per step, each run as its connector's name and status: "Export: LDAP Completed, AD Failed".
                 <div key={i}>
                   {s.runType}:{' '}
-                  {(s.runs ?? []).map((x: any) => (
-                    <Link key={x.runId ?? x.connectorId} to={['runs', x.runId]}>
-                      {' '}
-                      {x.status}
-                    </Link>
+                  {(s.runs ?? []).map((x: any, j: number) => (
+                    <span key={x.runId ?? x.connectorId}>
+                      {j > 0 && ', '}
+                      {x.runId ? (
+                        <Link to={['runs', x.runId]}>
+                          {connectorName(x.connectorId)} {x.status}
+                        </Link>
+                      ) : (
+                        `${connectorName(x.connectorId)} ${x.status}`
+                      )}
+                    </span>
                   ))}
                 </div>
               )),

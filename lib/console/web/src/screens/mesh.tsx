@@ -68,7 +68,8 @@ function MeshList({ route, session }: { route: Route; session: Session }) {
     ...(deleted
       ? [
           { label: 'Deleted', cell: (o: any) => <When value={o.deletedOn} /> },
-          { label: 'Purged', cell: (o: any) => <When value={o.purgeOn} /> },
+          // A tombstone is listed until it is purged: purgeOn is when the purge will remove it (restore before then).
+          { label: 'Purge due', cell: (o: any) => <When value={o.purgeOn} /> },
           {
             label: 'Actions',
             cell: (o: any) => (
@@ -213,7 +214,7 @@ function MeshDetail({ route, id, session }: { route: Route; id: string; session:
       <ErrorBox error={error} />
       {obj?.state === 'deleted' && (
         <p>
-          Deleted <When value={obj.deletedOn} />, purged <When value={obj.purgeOn} />.{' '}
+          Deleted <When value={obj.deletedOn} />; purge due <When value={obj.purgeOn} /> (restore it before then).{' '}
           <Action
             label="Restore"
             kind="primary"

@@ -71,6 +71,12 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
   const { data: run, error, reload } = useLoad<any>(() => api('GET', `runs/${id}`), [id]);
   const live = !!run && LIVE.has(run.status);
   useInterval(reload, 1000, live);
+  // A parked run: how many changes it would apply (the size of its changes list), for the approval's confirmation.
+  const awaiting = run?.status === 'AwaitingApproval';
+  const planned = useLoad<Page<any> | undefined>(
+    () => (awaiting ? api('GET', `runs/${id}/changes`, { query: { take: 1 } }) : Promise.resolve(undefined)),
+    [id, awaiting],
+  );
   const p = run?.progress;
   const pct = p?.objectsTotal ? Math.min(100, Math.round((100 * p.objectsProcessed) / p.objectsTotal)) : undefined;
   return (
@@ -141,6 +147,7 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
               </li>
             ))}
           </ul>
+          {planned.data && <p data-testid="approval-changes">It applies {planned.data.totalCount} planned changes (listed below).</p>}
           <p>
             Requested by {run.approval.requestedBy}; expires <When value={run.approval.expiresOn} />.
           </p>
@@ -167,8 +174,9 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
         <Action
           label="Approve"
           kind="primary"
-          allowed={can(session, 'Admin') && run?.status === 'AwaitingApproval'}
+          allowed={can(session, 'Admin') && awaiting}
           run={async () => (await api('POST', `runs/${id}/approve`), reload())}
+          confirm={awaiting ? approveQuestion(run, planned.data?.totalCount) : undefined}
         />
         <Action
           label="Reject"
@@ -194,6 +202,13 @@ function RunMonitor({ id, route, session }: { id: string; route: Route; session:
       <Changes id={id} route={route} live={live} status={run?.status} />
     </section>
   );
+}
+
+/** The approval's confirmation: what went over which limit, and how many changes the run then applies. */
+function approveQuestion(run: any, changes: number | undefined): string {
+  const reasons = (run.approval?.reasons ?? []).map((r: any) => `${r.operation}: ${r.count} (limit ${r.limit})`).join('; ');
+  const count = changes === undefined ? 'its planned changes' : `${changes} planned change${changes === 1 ? '' : 's'}`;
+  return `Approve this run? Over its limits: ${reasons}. It applies ${count}.`;
 }
 
 function Changes({ id, route, live, status }: { id: string; route: Route; live: boolean; status: string | undefined }) {
