@@ -233,7 +233,10 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     }
     const dup = await as('Viewer', ['rules', 'show', 'Dup Rule']);
     expect(dup.code).toBe(3);
-    expect(dup.stderr).toContain(`'Dup Rule' matches 2 rules: dup rule (${ruleIds[0]}), DUP RULE (${ruleIds[1]}); give the id.`);
+    expect(dup.stderr).toContain("'Dup Rule' matches 2 rules: ");
+    expect(dup.stderr).toContain(`dup rule (${ruleIds[0]})`);
+    expect(dup.stderr).toContain(`DUP RULE (${ruleIds[1]})`);
+    expect(dup.stderr).toContain('; give the id.');
     for (const ruleId of ruleIds) {
       expect((await json('Viewer', ['rules', 'show', ruleId.slice(0, 13)])).ruleName).toBe(ruleId === ruleIds[0] ? 'dup rule' : 'DUP RULE');
       expect((await as('Admin', ['rules', 'delete', ruleId.slice(0, 13)])).code).toBe(0);
