@@ -17,8 +17,10 @@ export const runColumns = (names: Map<string, string>) => [
   col('ERRORS', 'stats.errors'),
 ];
 
-const CHANGE_COLUMNS = [
-  col('TARGET', 'target'),
+/** A run's change columns; TARGET `mesh`, or `connector` and the connector's name (its id with `-o wide`). */
+export const changeColumns = (names: Map<string, string>) => [
+  col('TARGET', (c) => (c.target === 'connector' && c.connectorId ? `connector ${names.get(c.connectorId as string) || c.connectorId}` : c.target)),
+  wideCol('CONNECTOR ID', 'connectorId'),
   col('OPERATION', 'operation'),
   col('OUTCOME', 'outcome'),
   col('ANCHOR', 'anchor'),
@@ -118,7 +120,9 @@ export function registerRuns(program: Command): void {
   ).action(
     action(async (ctx, id) => {
       const { operation, outcome, skip, take } = ctx.opts;
-      ctx.print(await ctx.api.get(`runs/${id}/changes`, { operation, outcome, skip, take }), CHANGE_COLUMNS);
+      const changes = await ctx.api.get<{ items: { target?: string }[] }>(`runs/${id}/changes`, { operation, outcome, skip, take });
+      const toConnector = ctx.format === 'table' && changes.items?.some((c) => c.target === 'connector');
+      ctx.print(changes, changeColumns(toConnector ? await namesById(ctx.api, 'connector') : new Map()));
     }),
   );
   r.command('apply <runId>')

@@ -251,7 +251,7 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     ).body;
     expect((await json('Viewer', ['schedules', 'show', 'nightly hr'])).scheduleId).toBe(schedule.scheduleId);
     expect((await json('Viewer', ['schedules', 'runs', 'Nightly HR'])).totalCount).toBe(0);
-    const schedules = await as('Viewer', ['schedules', 'ls']);
+    const schedules = await as('Viewer', ['schedules', 'ls'], { COLUMNS: '200' });
     expect(schedules.stdout).toMatch(/Nightly HR\s+DeltaImport HR cli\s/);
     const noSchedule = await as('Viewer', ['schedules', 'show', 'Weekly HR']);
     expect(noSchedule.code).toBe(5);

@@ -1,4 +1,6 @@
 import type { Api } from '../../../lib/cli/api';
+import { changeColumns } from '../../../lib/cli/commands/runs';
+import { renderTable } from '../../../lib/cli/output';
 import { CliError, EXIT } from '../../../lib/cli/exitCodes';
 import { namesById, resolveId, resolveOptional } from '../../../lib/cli/resolve';
 
@@ -76,5 +78,25 @@ describe('meshsync names: resolveId', () => {
     expect(await namesById(api, 'connector')).toEqual(new Map());
     const ok = fakeApi('http://e/api', { connectors: [HR] });
     expect((await namesById(ok.api, 'connector')).get(HR.id)).toBe('HR');
+  });
+});
+
+describe('meshsync names in tables', () => {
+  it("a run's change to a connector names the connector; -o wide adds its id", () => {
+    const rows = [
+      { target: 'connector', connectorId: AD.id, operation: 'Add', outcome: 'applied', anchor: 'E1', attributes: { mail: 'a' } },
+      { target: 'mesh', operation: 'Update', outcome: 'applied', anchor: 'E2', attributes: {} },
+      { target: 'connector', connectorId: HR.id, operation: 'Delete', outcome: 'failed', anchor: 'E3' },
+    ];
+    const columns = changeColumns(new Map([[AD.id, 'AD users']]));
+    const table = renderTable(rows, columns.filter((c) => !c.wide), 200).split('\n');
+    expect(table[0]).toMatch(/^TARGET\s+OPERATION\s+OUTCOME\s+ANCHOR/);
+    expect(table[1]).toMatch(/^connector AD users\s+Add\s+applied\s+E1\s+mail/);
+    expect(table[2]).toMatch(/^mesh\s+Update/);
+    // A connector gone since: its id.
+    expect(table[3]).toMatch(new RegExp(`^connector ${HR.id}\\s+Delete`));
+    const wide = renderTable(rows, columns, 300).split('\n');
+    expect(wide[0]).toMatch(/^TARGET\s+CONNECTOR ID\s+OPERATION/);
+    expect(wide[1]).toMatch(new RegExp(`^connector AD users\\s+${AD.id}\\s+Add`));
   });
 });
