@@ -34,9 +34,7 @@ async function fetchAll(api: Api, kind: Kind): Promise<Named[]> {
     const page = await api.get<{ items: Record<string, unknown>[]; totalCount: number }>(LABEL[kind][1], { skip, take: PAGE });
     for (const item of page.items)
       out.push(
-        kind === 'rule'
-          ? { id: String(item.ruleId), name: String(item.ruleName ?? '') }
-          : { id: String(item.scheduleId), name: String(item.name ?? '') },
+        kind === 'rule' ? { id: String(item.ruleId), name: String(item.ruleName ?? '') } : { id: String(item.scheduleId), name: String(item.name ?? '') },
       );
     if (!page.items.length || skip + page.items.length >= page.totalCount) return out;
   }

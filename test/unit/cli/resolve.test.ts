@@ -89,7 +89,11 @@ describe('meshsync names in tables', () => {
       { target: 'connector', connectorId: HR.id, operation: 'Delete', outcome: 'failed', anchor: 'E3' },
     ];
     const columns = changeColumns(new Map([[AD.id, 'AD users']]));
-    const table = renderTable(rows, columns.filter((c) => !c.wide), 200).split('\n');
+    const table = renderTable(
+      rows,
+      columns.filter((c) => !c.wide),
+      200,
+    ).split('\n');
     expect(table[0]).toMatch(/^TARGET\s+OPERATION\s+OUTCOME\s+ANCHOR/);
     expect(table[1]).toMatch(/^connector AD users\s+Add\s+applied\s+E1\s+mail/);
     expect(table[2]).toMatch(/^mesh\s+Update/);

@@ -31,7 +31,11 @@ export function useConnectorNames(): (id: string) => string {
  * The names of connectors, rules and schedules by id (the first 200 rules and schedules), for pages that show
  * another resource: undefined while loading and for one that is gone.
  */
-export function useNames(): { connector: (id: string) => string | undefined; rule: (id: string) => string | undefined; schedule: (id: string) => string | undefined } {
+export function useNames(): {
+  connector: (id: string) => string | undefined;
+  rule: (id: string) => string | undefined;
+  schedule: (id: string) => string | undefined;
+} {
   const { data } = useLoad<{ connectors: any[]; rules: any[]; schedules: any[] }>(async () => {
     const [c, r, s] = await Promise.all([
       api<any>('GET', 'connectors'),
