@@ -8,7 +8,7 @@ export interface GlobalOptions {
   profile?: string;
   url?: string;
   token?: string;
-  output?: 'table' | 'json' | 'yaml';
+  output?: 'table' | 'json' | 'yaml' | 'wide';
 }
 
 interface Problem {

@@ -20,7 +20,11 @@ export function buildProgram(): Command {
     .option('-p, --profile <name>', 'the profile (default: MESHSYNC_PROFILE, then the current one)')
     .option('--url <url>', 'the API base, e.g. http://127.0.0.1:7071/api (default: MESHSYNC_URL, then the profile)')
     .option('--token <token>', "a Bearer token to use as is (default: MESHSYNC_TOKEN, then the profile's sign-in)")
-    .addOption(new Option('-o, --output <format>', 'table, json or yaml').choices(['table', 'json', 'yaml']).default('table'))
+    .addOption(
+      new Option('-o, --output <format>', 'table, wide (a table with the ids beside the names), json or yaml')
+        .choices(['table', 'wide', 'json', 'yaml'])
+        .default('table'),
+    )
     .showHelpAfterError('(meshsync --help lists the commands)')
     .exitOverride();
   registerLogin(program);

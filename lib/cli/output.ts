@@ -8,12 +8,17 @@ export interface Column {
   get: string | ((item: Record<string, unknown>) => unknown);
   /** Never narrowed: ids are for pasting into the next command. Default: a header `ID` or ending in ` ID`. */
   whole?: boolean;
+  /** Shown with `-o wide` only: the id beside a column that shows another resource's name. */
+  wide?: boolean;
 }
 
 const isWhole = (c: Column) => c.whole ?? /(^| )ID$/.test(c.header);
 
 /** `name:path` shorthand for a column list: `col('ID', 'id')`. */
 export const col = (header: string, get: Column['get']): Column => ({ header, get });
+
+/** A column shown with `-o wide` only (the id of another resource whose name a column shows). */
+export const wideCol = (header: string, get: Column['get']): Column => ({ header, get, wide: true });
 
 function pick(item: Record<string, unknown>, get: Column['get']): unknown {
   if (typeof get === 'function') return get(item);
@@ -106,23 +111,27 @@ export function renderDetail(item: Record<string, unknown>, width = terminalWidt
 
 /**
  * Print a command's result. json and yaml print the API's answer as it is (scripts get every field);
- * table prints the columns for lists (with "N of TOTAL" when paged) and key/value lines for one object.
+ * table prints the columns for lists (with "N of TOTAL" when paged) and key/value lines for one object;
+ * wide is table with the id columns that stand beside names, no cell cut.
  */
-export function print(data: unknown, format: OutputFormat, columns?: Column[]): void {
+export function print(data: unknown, format: OutputFormat | 'wide', columns?: Column[]): void {
+  if (columns && format !== 'wide') columns = columns.filter((c) => !c.wide);
+  // wide is never narrowed to the terminal: every cell whole, for copying.
+  const width = format === 'wide' ? Number.POSITIVE_INFINITY : terminalWidth();
   if (format === 'json') return void process.stdout.write(`${JSON.stringify(data, null, 2)}\n`);
   if (format === 'yaml') return void process.stdout.write(terminalSafe(toYaml(data ?? null)));
   if (data === undefined || data === null) return;
-  if (Array.isArray(data)) return void process.stdout.write(`${renderTable(data as Record<string, unknown>[], columns ?? autoColumns(data))}\n`);
+  if (Array.isArray(data)) return void process.stdout.write(`${renderTable(data as Record<string, unknown>[], columns ?? autoColumns(data), width)}\n`);
   const obj = data as Record<string, unknown>;
   if (Array.isArray(obj.items) && columns) {
     const items = obj.items as Record<string, unknown>[];
-    const table = items.length ? `${renderTable(items, columns)}\n` : '';
+    const table = items.length ? `${renderTable(items, columns, width)}\n` : '';
     const total = typeof obj.totalCount === 'number' ? obj.totalCount : items.length;
     // A computed listing (the next export's) that looked at only part of the objects says so.
     const partial = obj.partial === true ? ' (partial: the next export has more than 20,000 objects to look at; this list is incomplete)' : '';
     return void process.stdout.write(`${table}${items.length} of ${total}${partial}\n`);
   }
-  process.stdout.write(`${renderDetail(obj)}\n`);
+  process.stdout.write(`${renderDetail(obj, width)}\n`);
 }
 
 function autoColumns(rows: unknown[]): Column[] {

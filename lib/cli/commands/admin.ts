@@ -1,21 +1,34 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { cellText, col, writeOut } from '../output';
-import { action, heldOr, isHeldChange, paged, readJsonFile } from './context';
+import { cellText, col, wideCol, writeOut } from '../output';
+import { namesById, resolveId, resolveOptional, type Kind } from '../resolve';
+import { action, heldOr, isHeldChange, paged, readJsonFile, type Context } from './context';
 
-const RULE_COLUMNS = [
+/** An argument naming a rule or a schedule: its id, a unique id prefix or its name (docs/cli.md, "Naming things"). */
+const rule = (ctx: Context, ref: string) => resolveId(ctx.api, 'rule', ref);
+const schedule = (ctx: Context, ref: string) => resolveId(ctx.api, 'schedule', ref);
+const NAMED_TYPES = new Set<string>(['connector', 'rule', 'schedule']);
+
+const ruleColumns = (connectors: Map<string, string>) => [
   col('RULE ID', 'ruleId'),
   col('NAME', 'ruleName'),
   col('TYPE', 'ruleType'),
-  col('CONNECTOR', 'connectorId'),
+  col('CONNECTOR', (r) => (r.connectorId ? connectors.get(r.connectorId as string) || r.connectorId : '')),
+  wideCol('CONNECTOR ID', 'connectorId'),
   col('SOURCE', 'sourceAttribute'),
   col('TARGET', 'targetAttribute'),
   col('PRIORITY', 'priority'),
 ];
 const INSTANCE_COLUMNS = [col('ID', 'id'), col('NAME', 'name'), col('STATUS', 'status'), col('LAST HEARTBEAT', 'lastHeartbeat')];
-const SCHEDULE_COLUMNS = [
+/** Schedule columns; STEPS: each step's run type and its connectors by name. */
+const scheduleColumns = (connectors: Map<string, string>) => [
   col('SCHEDULE ID', 'scheduleId'),
   col('NAME', 'name'),
+  col('STEPS', (s) =>
+    ((s.steps as { runType: string; connectorIds?: string[] }[]) ?? [])
+      .map((step) => `${step.runType} ${(step.connectorIds ?? []).map((id) => connectors.get(id) || id).join(', ')}`)
+      .join('; '),
+  ),
   col('CRON', 'cron'),
   col('TIME ZONE', 'timeZone'),
   col('ENABLED', 'isEnabled'),
@@ -29,11 +42,13 @@ const SCHEDULE_RUN_COLUMNS = [
   col('STARTED', 'startedOn'),
   col('COMPLETED', 'completedOn'),
 ];
-const AUDIT_COLUMNS = [
+/** Audit columns; NAME: the connector's, rule's or schedule's current name (empty once it is gone). */
+const auditColumns = (names: Partial<Record<string, Map<string, string>>>) => [
   col('TIME', 'timestamp'),
   col('ACTION', 'action'),
   col('TARGET TYPE', 'targetType'),
-  col('TARGET', 'targetId'),
+  { header: 'TARGET', get: 'targetId', whole: true },
+  col('NAME', (a) => names[a.targetType as string]?.get(a.targetId as string) ?? ''),
   col('ACTOR', 'actorUpn'),
   col('OUTCOME', 'outcome'),
 ];
@@ -42,7 +57,11 @@ const HISTORY_COLUMNS = [
   col('TIME', 'timestamp'),
   col('ACTION', 'action'),
   col('TARGET TYPE', 'targetType'),
-  col('TARGET', 'targetId'),
+  { header: 'TARGET', get: 'targetId', whole: true },
+  col('NAME', (v) => {
+    const doc = (v.after ?? v.before) as { name?: string; ruleName?: string } | null | undefined;
+    return doc?.name ?? doc?.ruleName ?? '';
+  }),
   col('ACTOR', 'actorUpn'),
 ];
 const CHANGE_COLUMNS = [
@@ -50,7 +69,7 @@ const CHANGE_COLUMNS = [
   col('STATUS', 'status'),
   col('ACTION', 'action'),
   col('TARGET TYPE', 'targetType'),
-  col('TARGET', 'targetId'),
+  { header: 'TARGET', get: 'targetId', whole: true },
   col('REQUESTED BY', 'requestedBy'),
   col('EXPIRES', 'expiresOn'),
 ];
@@ -74,26 +93,39 @@ const shown = (v: unknown) => (v === null || v === undefined ? '(not set)' : cel
 /** rules, instances, schedules, config, audit, health, metrics. */
 export function registerAdmin(program: Command): void {
   const r = program.command('rules').alias('rule').description('Join, projection, flow and composer rules');
-  paged(r.command('ls').description('List rules').option('--connector <id>', 'rules of one connector').option('--type <ruleType>', 'rules of one type')).action(
+  paged(
+    r
+      .command('ls')
+      .description('List rules')
+      .option('--connector <connector>', 'rules of one connector (id, id prefix or name)')
+      .option('--type <ruleType>', 'rules of one type'),
+  ).action(
     action(async (ctx) => {
-      const { connector, type, skip, take } = ctx.opts;
-      ctx.print(await ctx.api.get('rules', { connectorId: connector, ruleType: type, skip, take }), RULE_COLUMNS);
+      const { type, skip, take } = ctx.opts;
+      const connectorId = await resolveOptional(ctx.api, 'connector', ctx.opts.connector);
+      const rules = await ctx.api.get('rules', { connectorId, ruleType: type, skip, take });
+      ctx.print(rules, ctx.format === 'table' ? ruleColumns(await namesById(ctx.api, 'connector')) : undefined);
     }),
   );
-  r.command('show <ruleId>')
+  r.command('show <rule>')
     .description('A rule')
-    .action(action(async (ctx, id) => ctx.print(await ctx.api.get(`rules/${id}`))));
+    .action(action(async (ctx, ref) => ctx.print(await ctx.api.get(`rules/${await rule(ctx, ref)}`))));
   r.command('create')
     .description('Create a rule from a JSON file (- reads standard input)')
     .requiredOption('-f, --file <file>', 'the JSON document')
     .action(action(async (ctx) => ctx.print(await ctx.api.post('rules', readJsonFile(ctx.opts.file)))));
-  r.command('update <ruleId>')
+  r.command('update <rule>')
     .description('Replace a rule from a JSON file')
     .requiredOption('-f, --file <file>', 'the JSON document')
-    .action(action(async (ctx, id) => ctx.print(await ctx.api.put(`rules/${id}`, readJsonFile(ctx.opts.file)))));
-  r.command('delete <ruleId>')
+    .action(
+      action(async (ctx, ref) => {
+        const body = readJsonFile(ctx.opts.file);
+        ctx.print(await ctx.api.put(`rules/${await rule(ctx, ref)}`, body));
+      }),
+    );
+  r.command('delete <rule>')
     .description('Delete a rule')
-    .action(action(async (ctx, id) => void (await ctx.api.delete(`rules/${id}`))));
+    .action(action(async (ctx, ref) => void (await ctx.api.delete(`rules/${await rule(ctx, ref)}`))));
 
   const i = program.command('instances').alias('instance').description('Engine instances');
   i.command('ls')
@@ -114,27 +146,36 @@ export function registerAdmin(program: Command): void {
 
   const s = program.command('schedules').alias('schedule').description('Schedules: runs that go by themselves');
   paged(s.command('ls').description('List schedules')).action(
-    action(async (ctx) => ctx.print(await ctx.api.get('schedules', { skip: ctx.opts.skip, take: ctx.opts.take }), SCHEDULE_COLUMNS)),
+    action(async (ctx) => {
+      const page = await ctx.api.get('schedules', { skip: ctx.opts.skip, take: ctx.opts.take });
+      ctx.print(page, ctx.format === 'table' ? scheduleColumns(await namesById(ctx.api, 'connector')) : undefined);
+    }),
   );
-  s.command('show <scheduleId>')
+  s.command('show <schedule>')
     .description('A schedule with its next tick and newest run')
-    .action(action(async (ctx, id) => ctx.print(await ctx.api.get(`schedules/${id}`))));
+    .action(action(async (ctx, ref) => ctx.print(await ctx.api.get(`schedules/${await schedule(ctx, ref)}`))));
   s.command('create')
     .description('Create a schedule from a JSON file')
     .requiredOption('-f, --file <file>', 'the JSON document')
     .action(action(async (ctx) => ctx.print(await ctx.api.post('schedules', readJsonFile(ctx.opts.file)))));
-  s.command('update <scheduleId>')
+  s.command('update <schedule>')
     .description('Replace a schedule from a JSON file')
     .requiredOption('-f, --file <file>', 'the JSON document')
-    .action(action(async (ctx, id) => ctx.print(await ctx.api.put(`schedules/${id}`, readJsonFile(ctx.opts.file)))));
-  s.command('delete <scheduleId>')
+    .action(
+      action(async (ctx, ref) => {
+        const body = readJsonFile(ctx.opts.file);
+        ctx.print(await ctx.api.put(`schedules/${await schedule(ctx, ref)}`, body));
+      }),
+    );
+  s.command('delete <schedule>')
     .description('Delete a schedule and its run history')
-    .action(action(async (ctx, id) => void (await ctx.api.delete(`schedules/${id}`))));
-  s.command('run <scheduleId>')
+    .action(action(async (ctx, ref) => void (await ctx.api.delete(`schedules/${await schedule(ctx, ref)}`))));
+  s.command('run <schedule>')
     .description('Start a schedule run now')
-    .action(action(async (ctx, id) => ctx.print(await ctx.api.post(`schedules/${id}/run`))));
-  paged(s.command('runs <scheduleId> [scheduleRunId]').description("A schedule's runs, or one of them with its steps")).action(
-    action(async (ctx, id, runId) => {
+    .action(action(async (ctx, ref) => ctx.print(await ctx.api.post(`schedules/${await schedule(ctx, ref)}/run`))));
+  paged(s.command('runs <schedule> [scheduleRunId]').description("A schedule's runs, or one of them with its steps")).action(
+    action(async (ctx, ref, runId) => {
+      const id = await schedule(ctx, ref);
       if (runId) return void ctx.print(await ctx.api.get(`schedules/${id}/runs/${runId}`));
       const runs = await ctx.api.get(`schedules/${id}/runs`, { skip: ctx.opts.skip, take: ctx.opts.take });
       if (ctx.format !== 'table') return void ctx.print(runs);
@@ -148,9 +189,9 @@ export function registerAdmin(program: Command): void {
       for (const r of (runs as { items: ListedScheduleRun[] }).items) writeOut(`steps of ${r.scheduleRunId}: ${steps(r)}\n`);
     }),
   );
-  s.command('cancel-run <scheduleId> <scheduleRunId>')
+  s.command('cancel-run <schedule> <scheduleRunId>')
     .description('Cancel a running schedule run and its unfinished runs')
-    .action(action(async (ctx, id, runId) => ctx.print(await ctx.api.post(`schedules/${id}/runs/${runId}/cancel`))));
+    .action(action(async (ctx, ref, runId) => ctx.print(await ctx.api.post(`schedules/${await schedule(ctx, ref)}/runs/${runId}/cancel`))));
 
   const c = program.command('config').description('The whole configuration: history, restore, export and import');
   c.command('export')
@@ -195,10 +236,11 @@ export function registerAdmin(program: Command): void {
       .command('history')
       .description('Versions of connectors, rules and schedules, newest first')
       .option('--type <targetType>', 'connector, rule or schedule')
-      .option('--id <targetId>', 'one target'),
+      .option('--id <target>', 'one target (with --type, also an id prefix or a name)'),
   ).action(
     action(async (ctx) => {
-      const { type, id, skip, take } = ctx.opts;
+      const { type, skip, take } = ctx.opts;
+      const id = NAMED_TYPES.has(type) ? await resolveOptional(ctx.api, type as Kind, ctx.opts.id) : ctx.opts.id;
       ctx.print(await ctx.api.get('config/history', { targetType: type, targetId: id, skip, take }), HISTORY_COLUMNS);
     }),
   );
@@ -241,12 +283,17 @@ export function registerAdmin(program: Command): void {
       .command('audit')
       .description('Audit records, newest first')
       .option('--target-type <type>', 'e.g. connector, rule, run')
-      .option('--target <id>', 'one target')
+      .option('--target <target>', 'one target (with --target-type connector, rule or schedule, also an id prefix or a name)')
       .option('--actor <upn>', 'one actor'),
   ).action(
     action(async (ctx) => {
-      const { targetType, target, actor, skip, take } = ctx.opts;
-      ctx.print(await ctx.api.get('audit', { targetType, targetId: target, actor, skip, take }), AUDIT_COLUMNS);
+      const { targetType, actor, skip, take } = ctx.opts;
+      const target = NAMED_TYPES.has(targetType) ? await resolveOptional(ctx.api, targetType as Kind, ctx.opts.target) : ctx.opts.target;
+      const page = await ctx.api.get<{ items: { targetType: string }[] }>('audit', { targetType, targetId: target, actor, skip, take });
+      if (ctx.format !== 'table') return void ctx.print(page);
+      const names: Partial<Record<string, Map<string, string>>> = {};
+      for (const kind of new Set(page.items.map((a) => a.targetType))) if (NAMED_TYPES.has(kind)) names[kind] = await namesById(ctx.api, kind as Kind);
+      ctx.print(page, auditColumns(names));
     }),
   );
   program

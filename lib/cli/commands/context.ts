@@ -9,7 +9,10 @@ export interface Context {
   api: Api;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   opts: GlobalOptions & Record<string, any>;
+  /** `table` also for `-o wide` (which only adds columns): see {@link Context.wide}. */
   format: OutputFormat;
+  /** `-o wide`: tables add the id columns beside the names. */
+  wide: boolean;
   print(data: unknown, columns?: Column[]): void;
 }
 
@@ -27,9 +30,10 @@ export function action(handler: Handler) {
     const command = args[args.length - 1] as Command;
     const positional = args.slice(0, -2).map((a) => a as string);
     const opts = command.optsWithGlobals() as Context['opts'];
-    const format = (opts.output ?? 'table') as OutputFormat;
+    const wide = opts.output === 'wide';
+    const format = (wide ? 'table' : (opts.output ?? 'table')) as OutputFormat;
     const api = await Api.connect(opts);
-    const code = await handler({ api, opts, format, print: (data, columns) => print(data, format, columns) }, ...positional);
+    const code = await handler({ api, opts, format, wide, print: (data, columns) => print(data, wide ? 'wide' : format, columns) }, ...positional);
     outcome.code = code ?? EXIT.ok;
   };
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { CliError, EXIT } from '../exitCodes';
-import { cellText, col, writeOut, type Column } from '../output';
+import { cellText, col, wideCol, writeOut, type Column } from '../output';
+import { namesById } from '../resolve';
 import { action, paged, toInt } from './context';
 
 const OPERATORS = ['equals', 'contains', 'startswith', 'endswith', 'ispresent', 'isnotpresent', 'istrue', 'isfalse'];
@@ -96,11 +97,14 @@ export function registerMesh(program: Command): void {
         const { attributes, relationships, ...rest } = obj as { attributes?: Record<string, unknown>[]; relationships?: Record<string, unknown>[] };
         ctx.print(rest);
         if (attributes?.length) {
+          // Each value's source is a connector id: shown by the connector's name (the id with -o wide).
+          const names = await namesById(ctx.api, 'connector');
           process.stdout.write('\n');
           ctx.print({ items: attributes, totalCount: attributes.length }, [
             col('ATTRIBUTE', 'attributeName'),
             col('VALUE', 'attributeValue'),
-            col('SOURCE', 'source'),
+            col('SOURCE', (a) => names.get(a.source as string) || a.source),
+            wideCol('SOURCE ID', 'source'),
             col('CONFIDENCE', 'confidence'),
             col('UPDATED', 'updatedOn'),
           ]);
@@ -122,7 +126,10 @@ export function registerMesh(program: Command): void {
         if (ctx.format !== 'table') return void ctx.print(ex);
         writeOut(`${ex.attribute} = ${cellText(ex.value)}\n`);
         const composed = ex.composedBy as { ruleId: string; inputs: string[] } | null;
-        if (composed) writeOut(`composed by rule ${composed.ruleId} from ${composed.inputs.join(', ')}\n`);
+        if (composed) {
+          const rule = (await namesById(ctx.api, 'rule')).get(composed.ruleId);
+          writeOut(`composed by rule ${rule ? `${rule} (${composed.ruleId})` : composed.ruleId} from ${composed.inputs.join(', ')}\n`);
+        }
         const candidates = (ex.candidates as Record<string, unknown>[]) ?? [];
         writeOut('\ncontributions:\n');
         ctx.print({ items: candidates, totalCount: candidates.length }, [

@@ -1,12 +1,15 @@
 import type { Command } from 'commander';
 import { CliError, EXIT, exitCodeOfRun, type ExitCode } from '../exitCodes';
-import { col, renderTable, writeOut } from '../output';
+import { col, renderTable, wideCol, writeOut } from '../output';
+import { namesById, resolveId, resolveOptional } from '../resolve';
 import { waitForRun, type Run } from '../wait';
 import { action, paged, type Context } from './context';
 
-export const RUN_COLUMNS = [
+/** The run columns; CONNECTOR by name (the id when the connector is gone), its id with `-o wide`. */
+export const runColumns = (names: Map<string, string>) => [
   col('RUN ID', 'runId'),
-  col('CONNECTOR', 'connectorId'),
+  col('CONNECTOR', (r) => names.get(r.connectorId as string) || r.connectorId),
+  wideCol('CONNECTOR ID', 'connectorId'),
   col('TYPE', (r) => `${r.runType}${r.dryRun ? ' (dry run)' : ''}`),
   col('STATUS', 'status'),
   col('STARTED', 'startedAt'),
@@ -14,8 +17,10 @@ export const RUN_COLUMNS = [
   col('ERRORS', 'stats.errors'),
 ];
 
-const CHANGE_COLUMNS = [
-  col('TARGET', 'target'),
+/** A run's change columns; TARGET `mesh`, or `connector` and the connector's name (its id with `-o wide`). */
+export const changeColumns = (names: Map<string, string>) => [
+  col('TARGET', (c) => (c.target === 'connector' && c.connectorId ? `connector ${names.get(c.connectorId as string) || c.connectorId}` : c.target)),
+  wideCol('CONNECTOR ID', 'connectorId'),
   col('OPERATION', 'operation'),
   col('OUTCOME', 'outcome'),
   col('ANCHOR', 'anchor'),
@@ -60,13 +65,15 @@ export function registerRuns(program: Command): void {
     r
       .command('ls')
       .description('Run history, newest first')
-      .option('--connector <id>', 'runs of one connector')
+      .option('--connector <connector>', 'runs of one connector (id, id prefix or name)')
       .option('--status <status>', 'runs with this status')
       .option('--instance <id>', 'runs of one engine instance'),
   ).action(
     action(async (ctx) => {
-      const { connector, status, instance, skip, take } = ctx.opts;
-      ctx.print(await ctx.api.get('runs', { connectorId: connector, status, instanceId: instance, skip, take }), RUN_COLUMNS);
+      const { status, instance, skip, take } = ctx.opts;
+      const connectorId = await resolveOptional(ctx.api, 'connector', ctx.opts.connector);
+      const runs = await ctx.api.get('runs', { connectorId, status, instanceId: instance, skip, take });
+      ctx.print(runs, ctx.format === 'table' ? runColumns(await namesById(ctx.api, 'connector')) : undefined);
     }),
   );
   r.command('show <runId>')
@@ -76,26 +83,31 @@ export function registerRuns(program: Command): void {
     .description('Follow a run to its end with live progress; the exit code says how it ended')
     .action(action(async (ctx, id) => finish({ ...ctx, opts: { ...ctx.opts, wait: true } }, await ctx.api.get<Run>(`runs/${id}`))));
 
-  r.command('import <connectorId>')
+  r.command('import <connector>')
     .description('Start an import (delta by default)')
     .option('--full', 'a full import (FullImport)')
     .option('--full-sync', 'no source read: every connector-space object through the current rules (FullSync)')
     .option('--dry-run', 'plan only: nothing is written; the run is a plan that can be applied')
     .option('-w, --wait', 'follow the run to its end (live progress); exit code by its status')
     .action(
-      action(async (ctx, id) => {
+      action(async (ctx, ref) => {
         if (ctx.opts.full && ctx.opts.fullSync) throw new CliError('--full and --full-sync exclude each other.', EXIT.usage);
+        const id = await resolveId(ctx.api, 'connector', ref);
         const runType = ctx.opts.full ? 'FullImport' : ctx.opts.fullSync ? 'FullSync' : 'DeltaImport';
         const body: Record<string, unknown> = { runType };
         if (ctx.opts.dryRun) body.dryRun = true;
         return finish(ctx, await ctx.api.post<Run>(`connectors/${id}/import`, body));
       }),
     );
-  r.command('export <connectorId>')
+  r.command('export <connector>')
     .description('Start an export of the staged changes')
     .option('--dry-run', 'plan only: nothing is written to the target')
     .option('-w, --wait', 'follow the run to its end (live progress); exit code by its status')
-    .action(action(async (ctx, id) => finish(ctx, await ctx.api.post<Run>(`connectors/${id}/export`, ctx.opts.dryRun ? { dryRun: true } : {}))));
+    .action(
+      action(async (ctx, ref) =>
+        finish(ctx, await ctx.api.post<Run>(`connectors/${await resolveId(ctx.api, 'connector', ref)}/export`, ctx.opts.dryRun ? { dryRun: true } : {})),
+      ),
+    );
   r.command('cancel <runId>')
     .description('Cancel a Queued or Running run')
     .action(action(async (ctx, id) => ctx.print(await ctx.api.post(`runs/${id}/cancel`))));
@@ -108,7 +120,9 @@ export function registerRuns(program: Command): void {
   ).action(
     action(async (ctx, id) => {
       const { operation, outcome, skip, take } = ctx.opts;
-      ctx.print(await ctx.api.get(`runs/${id}/changes`, { operation, outcome, skip, take }), CHANGE_COLUMNS);
+      const changes = await ctx.api.get<{ items: { target?: string }[] }>(`runs/${id}/changes`, { operation, outcome, skip, take });
+      const toConnector = ctx.format === 'table' && changes.items?.some((c) => c.target === 'connector');
+      ctx.print(changes, changeColumns(toConnector ? await namesById(ctx.api, 'connector') : new Map()));
     }),
   );
   r.command('apply <runId>')

@@ -123,7 +123,8 @@ describe('connector delete', () => {
     ]);
 
     // The CLI lists it, and the requester's approval through it is refused too (exit 4, the 403's detail).
-    const listed = await meshsync(['config', 'changes', 'ls', '--status', 'AwaitingApproval'], env);
+    // Wide enough for the two whole ids (CHANGE ID, TARGET) and every header uncut.
+    const listed = await meshsync(['config', 'changes', 'ls', '--status', 'AwaitingApproval'], { ...env, COLUMNS: '200' });
     expect(listed.code).toBe(0);
     expect(listed.stdout.split('\n')[0]).toMatch(/^CHANGE ID\s+STATUS\s+ACTION\s+TARGET TYPE\s+TARGET\s+REQUESTED BY\s+EXPIRES$/);
     expect(listed.stdout).toContain(change.changeId);

@@ -163,7 +163,10 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     const show = await as('Viewer', ['mesh', 'show', id]);
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(/anchorValue\s+E00042/);
-    expect(show.stdout).toMatch(/givenName\s+Given42\s+[0-9a-f-]{36}\s+50/);
+    // Each value's source by the connector's name; its id with -o wide.
+    expect(show.stdout).toMatch(/givenName\s+Given42\s+HR cli\s+50/);
+    const wideShow = await as('Viewer', ['mesh', 'show', id, '-o', 'wide']);
+    expect(wideShow.stdout).toMatch(new RegExp(`givenName\\s+Given42\\s+HR cli\\s+${connectorId}\\s+50`));
 
     const explain = await as('Viewer', ['mesh', 'explain', id, 'givenName']);
     expect(explain.code).toBe(0);
@@ -174,6 +177,91 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     expect(history.items.map((h: { operation: string }) => h.operation)).toEqual(['Updated', 'Created']);
     const historyTable = await as('Viewer', ['mesh', 'history', id]);
     expect(historyTable.stdout).toMatch(/Updated\s+[0-9a-f-]{36}\s+sn: Sn42 -> Sn42x/);
+  });
+
+  test('connectors, rules and schedules by name or id prefix; ambiguous names exit 3 listing them, unknown ones 5; tables show names beside ids', async () => {
+    const runsBefore = (await json('Viewer', ['runs', 'ls', '--connector', connectorId, '--take', '0'])).totalCount as number;
+    // By name, whatever the case: the run is HR cli's.
+    const byName = await as('Operator', ['runs', 'import', 'hr CLI', '--dry-run', '--wait', '-o', 'json']);
+    expect(byName.code).toBe(0);
+    expect(JSON.parse(byName.stdout)).toMatchObject({ connectorId, dryRun: true, status: 'Completed' });
+    // By a unique id prefix.
+    const byPrefix = await as('Operator', ['runs', 'import', connectorId.slice(0, 8), '--dry-run', '--wait', '-o', 'json']);
+    expect(byPrefix.code).toBe(0);
+    expect(JSON.parse(byPrefix.stdout)).toMatchObject({ connectorId, dryRun: true });
+    // runs ls --connector by name: both runs, and nothing of another connector.
+    const listed = await json('Viewer', ['runs', 'ls', '--connector', 'HR cli']);
+    expect(listed.totalCount).toBe(runsBefore + 2);
+    expect(listed.items.slice(0, 2).map((r: { runId: string }) => r.runId)).toEqual([JSON.parse(byPrefix.stdout).runId, JSON.parse(byName.stdout).runId]);
+    expect(new Set(listed.items.map((r: { connectorId: string }) => r.connectorId))).toEqual(new Set([connectorId]));
+    // The table shows the connector's name; -o wide adds its id; json keeps the API's connectorId.
+    const table = await as('Viewer', ['runs', 'ls', '--connector', 'HR cli', '--take', '2']);
+    expect(table.stdout.split('\n')[0]).toMatch(/^RUN ID\s+CONNECTOR\s+TYPE\s+STATUS/);
+    expect(table.stdout).toMatch(/^[0-9a-f-]{36}\s+HR cli\s+DeltaImport \(dry run\)\s+Completed/m);
+    expect(table.stdout).not.toContain(connectorId);
+    const wide = await as('Viewer', ['runs', 'ls', '--connector', 'HR cli', '--take', '2', '-o', 'wide']);
+    expect(wide.stdout.split('\n')[0]).toMatch(/^RUN ID\s+CONNECTOR\s+CONNECTOR ID\s+TYPE/);
+    expect(wide.stdout).toMatch(new RegExp(`^[0-9a-f-]{36}\\s+HR cli\\s+${connectorId}\\s+DeltaImport`, 'm'));
+    const rulesTable = await as('Viewer', ['rules', 'ls', '--connector', 'HR CLI']);
+    expect(rulesTable.code).toBe(0);
+    expect(rulesTable.stdout).toMatch(/^[0-9a-f-]{36}\s+flow givenName\s+FlowRule\s+HR cli\s+given_name\s+givenName/m);
+
+    // A connector named like HR cli's id prefix: that text names two connectors. Exit 3, both listed with their ids, nothing started.
+    const prefix = connectorId.slice(0, 6);
+    const twin = (await rt.call('POST', 'connectors', { body: { name: prefix, type: 'sql', config: f.config() } })).body.id as string;
+    const ambiguous = await as('Operator', ['runs', 'import', prefix]);
+    expect(ambiguous.code).toBe(3);
+    expect(ambiguous.stderr).toContain(`'${prefix}' matches 2 connectors: `);
+    expect(ambiguous.stderr).toContain(`HR cli (${connectorId})`);
+    expect(ambiguous.stderr).toContain(`${prefix} (${twin})`);
+    expect(ambiguous.stderr).toContain('give the id');
+    // An unknown name: exit 5, saying what is looked for; nothing started.
+    const unknown = await as('Operator', ['runs', 'import', 'HR nowhere']);
+    expect(unknown.code).toBe(5);
+    expect(unknown.stderr).toContain("Connector 'HR nowhere' does not exist. Give its id, a unique id prefix (4 characters or more) or its exact name");
+    expect(unknown.stderr).not.toMatch(/\n\s+at .+:\d+:\d+/);
+    expect((await json('Viewer', ['runs', 'ls', '--take', '0'])).totalCount).toBe(runsBefore + 2);
+    expect((await json('Viewer', ['runs', 'ls', '--connector', twin, '--take', '0'])).totalCount).toBe(0);
+    // The twin by its whole id, then gone.
+    expect((await as('Admin', ['connectors', 'delete', twin])).code).toBe(0);
+    expect((await json('Viewer', ['connectors', 'ls'])).connectors.map((c: { name: string }) => c.name)).toEqual(['HR cli']);
+
+    // Rules: names need not be unique; two that differ only in case are ambiguous, an id prefix is not.
+    const ruleIds: string[] = [];
+    for (const ruleName of ['dup rule', 'DUP RULE']) {
+      const created = await rt.call('POST', 'rules', {
+        body: { ruleType: 'FlowRule', ruleName, connectorId, sourceAttribute: 'sn', targetAttribute: 'surname', confidence: 10 },
+      });
+      expect(created.status).toBe(201);
+      ruleIds.push(created.body.ruleId as string);
+    }
+    const dup = await as('Viewer', ['rules', 'show', 'Dup Rule']);
+    expect(dup.code).toBe(3);
+    expect(dup.stderr).toContain("'Dup Rule' matches 2 rules: ");
+    expect(dup.stderr).toContain(`dup rule (${ruleIds[0]})`);
+    expect(dup.stderr).toContain(`DUP RULE (${ruleIds[1]})`);
+    expect(dup.stderr).toContain('; give the id.');
+    for (const ruleId of ruleIds) {
+      expect((await json('Viewer', ['rules', 'show', ruleId.slice(0, 13)])).ruleName).toBe(ruleId === ruleIds[0] ? 'dup rule' : 'DUP RULE');
+      expect((await as('Admin', ['rules', 'delete', ruleId.slice(0, 13)])).code).toBe(0);
+    }
+    expect((await json('Viewer', ['rules', 'ls', '--connector', connectorId])).totalCount).toBe(5);
+
+    // Schedules by name: show, and its runs; an unknown one is 5 with the schedule's wording.
+    const schedule = (
+      await rt.call('POST', 'schedules', {
+        body: { name: 'Nightly HR', cron: '0 0 3 * * *', timeZone: 'UTC', isEnabled: false, steps: [{ runType: 'DeltaImport', connectorIds: [connectorId] }] },
+      })
+    ).body;
+    expect((await json('Viewer', ['schedules', 'show', 'nightly hr'])).scheduleId).toBe(schedule.scheduleId);
+    expect((await json('Viewer', ['schedules', 'runs', 'Nightly HR'])).totalCount).toBe(0);
+    const schedules = await as('Viewer', ['schedules', 'ls'], { COLUMNS: '200' });
+    expect(schedules.stdout).toMatch(/Nightly HR\s+DeltaImport HR cli\s/);
+    const noSchedule = await as('Viewer', ['schedules', 'show', 'Weekly HR']);
+    expect(noSchedule.code).toBe(5);
+    expect(noSchedule.stderr).toContain("Schedule 'Weekly HR' does not exist.");
+    expect((await as('Admin', ['schedules', 'delete', 'Nightly HR'])).code).toBe(0);
+    expect((await rt.call('GET', `schedules/${schedule.scheduleId}`)).status).toBe(404);
   });
 
   test('the connector space: list by state, show and preview one object', async () => {
@@ -294,7 +382,9 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
       expect.arrayContaining([`trigger ${USERS.Operator.upn}`, `create ${USERS.Admin.upn}`]),
     );
     const table = await as('Admin', ['audit', '--target', connectorId]);
-    expect(table.stdout.split('\n')[0]).toMatch(/^TIME\s+ACTION\s+TARGET TYPE\s+TARGET\s+ACTOR\s+OUTCOME$/);
+    expect(table.stdout.split('\n')[0]).toMatch(/^TIME\s+ACTION\s+TARGET TYPE\s+TARGET\s+NAME\s+ACTOR\s+OUTCOME$/);
+    // The connector's name beside its id, the id whole.
+    expect(table.stdout).toMatch(new RegExp(`trigger\\s+connector\\s+${connectorId}\\s+HR cli\\s+`));
   });
 
   test('config: export to a file, import it back as a dry run (all unchanged), history and restore of a version', async () => {

@@ -240,12 +240,22 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     const rules = page.getByRole('table', { name: 'Rules' });
     await rules.getByRole('cell', { name: 'ProjectionRule' }).waitFor();
     expect(await rules.getByRole('cell', { name: 'FlowRule' }).count()).toBe(4);
+    // Rules by their names, connectors by theirs (linked, the id as the tooltip); no id prefixes.
+    for (const name of ['project', 'flow employeeId', 'flow givenName', 'flow sn', 'flow department'])
+      await rules.getByRole('cell', { name, exact: true }).waitFor();
+    const connectorLinks = rules.getByRole('link', { name: 'HR console', exact: true });
+    await connectorLinks.first().waitFor();
+    expect(await connectorLinks.count()).toBe(5);
+    expect(await connectorLinks.first().getAttribute('title')).toBe(`id ${connectorId}`);
+    expect(await rules.getByRole('cell', { name: /^[0-9a-f]{8}( |$)/ }).count()).toBe(0);
     await shot(page, 'rules');
     await page.getByRole('link', { name: 'Configuration' }).click();
     const versions = page.getByRole('table', { name: 'Configuration versions' });
     await versions.getByRole('cell', { name: 'connector HR console' }).waitFor();
     expect(await versions.getByRole('cell', { name: 'setup@example.test' }).count()).toBe(6);
     expect(await page.getByRole('button', { name: 'Restore' }).count()).toBe(6);
+    await versions.getByRole('cell', { name: 'rule flow givenName', exact: true }).waitFor();
+    expect(await versions.getByRole('cell', { name: /^rule [0-9a-f]{8}$/ }).count()).toBe(0);
     await shot(page, 'config');
     await page.getByRole('link', { name: 'Audit' }).click();
     const audit = page.getByRole('table', { name: 'Audit records' });
@@ -255,6 +265,7 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await page.waitForURL(/type=rule/);
     await page.getByText('1–5 of 5').waitFor();
     expect(await audit.getByRole('cell', { name: /^rule / }).count()).toBe(5);
+    await audit.getByRole('cell', { name: 'rule flow department', exact: true }).waitFor();
     expect(await audit.getByRole('cell', { name: /^connector / }).count()).toBe(0);
     await shot(page, 'audit');
     await page.getByRole('link', { name: 'Schedules' }).click();

@@ -155,6 +155,7 @@ interface LinkProps {
   children: ComponentChildren;
   role?: 'tab';
   class?: string;
+  title?: string;
   'aria-selected'?: boolean;
   'aria-label'?: string;
 }
@@ -229,4 +230,19 @@ export function Field({ label, children }: { label: string; children: ComponentC
 export function num(q: URLSearchParams, name: string, fallback: number): number {
   const n = Number(q.get(name));
   return Number.isInteger(n) && n >= 0 && q.get(name) !== null ? n : fallback;
+}
+
+/**
+ * Another resource shown by its name, its id at hand: as the tooltip, and shown itself (small, monospace)
+ * when the resource has no name or is gone.
+ */
+export function Named({ name, id, to }: { name: string | undefined; id: string; to?: string[] }) {
+  const text = name ? name : <code class="id">{id}</code>;
+  return to ? (
+    <Link to={to} title={`id ${id}`}>
+      {text}
+    </Link>
+  ) : (
+    <span title={`id ${id}`}>{text}</span>
+  );
 }

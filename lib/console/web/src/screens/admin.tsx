@@ -2,13 +2,13 @@
 import { api, type Page } from '../api';
 import { can, type Session } from '../auth';
 import { setQuery, type Route } from '../router';
-import { Action, ErrorBox, Field, Link, Pager, Status, Table, useLoad, value, When, num } from '../ui';
-import { useConnectorNames } from './runs';
+import { Action, ErrorBox, Field, Link, Named, Pager, Status, Table, useLoad, value, When, num } from '../ui';
+import { useConnectorNames, useNames } from './runs';
 
 export function RulesScreen({ route }: { route: Route }) {
   const q = route.query;
   const skip = num(q, 'skip', 0);
-  const names = useConnectorNames();
+  const names = useNames();
   const { data, error, loading } = useLoad<Page<any>>(() => api('GET', 'rules', { query: { ruleType: q.get('type'), skip, take: 50 } }), [q.toString()]);
   return (
     <section aria-labelledby="rules-title">
@@ -27,9 +27,12 @@ export function RulesScreen({ route }: { route: Route }) {
       <Table
         caption="Rules"
         columns={[
-          { label: 'Name', cell: (r: any) => r.name ?? r.ruleId?.slice(0, 8) },
+          { label: 'Name', cell: (r: any) => <Named name={r.ruleName} id={r.ruleId} /> },
           { label: 'Type', cell: (r: any) => r.ruleType },
-          { label: 'Connector', cell: (r: any) => (r.connectorId ? names(r.connectorId) : '–') },
+          {
+            label: 'Connector',
+            cell: (r: any) => (r.connectorId ? <Named name={names.connector(r.connectorId)} id={r.connectorId} to={['connectors', r.connectorId]} /> : '–'),
+          },
           { label: 'Flow', cell: (r: any) => `${r.sourceAttribute ?? ''} → ${r.targetAttribute ?? ''}${r.direction === 'outbound' ? ' (out)' : ''}` },
           { label: 'Priority', cell: (r: any) => r.priority, width: '6em' },
           { label: 'Enabled', cell: (r: any) => (r.isEnabled ? 'yes' : 'no'), width: '6em' },
@@ -128,6 +131,7 @@ function ScheduleRuns({ id, route }: { id: string; route: Route }) {
 export function ConfigScreen({ route, session }: { route: Route; session: Session }) {
   const q = route.query;
   const skip = num(q, 'skip', 0);
+  const names = useNames();
   const { data, error, loading } = useLoad<Page<any>>(
     () => api('GET', 'config/history', { query: { targetType: q.get('type'), skip, take: 50 } }),
     [q.toString()],
@@ -151,7 +155,20 @@ export function ConfigScreen({ route, session }: { route: Route; session: Sessio
         columns={[
           { label: 'When', cell: (v: any) => <When value={v.timestamp} /> },
           { label: 'Who', cell: (v: any) => v.actorUpn ?? '–' },
-          { label: 'Target', cell: (v: any) => `${v.targetType} ${(v.after ?? v.before)?.name ?? v.targetId.slice(0, 8)}` },
+          {
+            label: 'Target',
+            cell: (v: any) => {
+              // The name the version gave it (a rule's ruleName), else its name now; the id as the tooltip.
+              const doc = v.after ?? v.before;
+              const kind = v.targetType as 'connector' | 'rule' | 'schedule';
+              const name = doc?.name || doc?.ruleName || names[kind]?.(v.targetId);
+              return (
+                <>
+                  {v.targetType} <Named name={name} id={v.targetId} />
+                </>
+              );
+            },
+          },
           { label: 'Action', cell: (v: any) => v.action },
           {
             label: 'Restore',
@@ -178,6 +195,7 @@ export function ConfigScreen({ route, session }: { route: Route; session: Sessio
 export function AuditScreen({ route, session }: { route: Route; session: Session }) {
   const q = route.query;
   const skip = num(q, 'skip', 0);
+  const names = useNames();
   const { data, error, loading } = useLoad<Page<any>>(
     () =>
       can(session, 'Admin')
@@ -215,7 +233,20 @@ export function AuditScreen({ route, session }: { route: Route; session: Session
           { label: 'When', cell: (a: any) => <When value={a.timestamp} /> },
           { label: 'Actor', cell: (a: any) => a.actorUpn ?? a.actorSid ?? '–' },
           { label: 'Action', cell: (a: any) => a.action },
-          { label: 'Target', cell: (a: any) => `${a.targetType} ${value(a.targetId).slice(0, 8)}` },
+          {
+            label: 'Target',
+            cell: (a: any) => {
+              const named = names[a.targetType as 'connector' | 'rule' | 'schedule'];
+              const name = named?.(a.targetId);
+              return name ? (
+                <>
+                  {a.targetType} <Named name={name} id={a.targetId} />
+                </>
+              ) : (
+                `${a.targetType} ${value(a.targetId).slice(0, 8)}`
+              );
+            },
+          },
           { label: 'Outcome', cell: (a: any) => a.outcome },
         ]}
         rows={data?.items}

@@ -3,7 +3,8 @@ import { useState } from 'preact/hooks';
 import { api, type Page } from '../api';
 import { can, type Session } from '../auth';
 import { href, navigate, setQuery, type Route } from '../router';
-import { Action, ErrorBox, Field, Link, Pager, Status, Table, useLoad, value, When, num } from '../ui';
+import { Action, ErrorBox, Field, Link, Named, Pager, Status, Table, useLoad, value, When, num } from '../ui';
+import { useNames } from './runs';
 
 export function ConnectorsScreen({ route, session }: { route: Route; session: Session }) {
   return route.segments[1] ? <Space key={route.segments[1]} id={route.segments[1]} route={route} session={session} /> : <ConnectorList session={session} />;
@@ -179,6 +180,7 @@ function Space({ id, route, session }: { id: string; route: Route; session: Sess
 }
 
 function CsObject({ connectorId, csId, session }: { connectorId: string; csId: string; session: Session }) {
+  const names = useNames();
   const { data, error, reload } = useLoad<any>(() => api('GET', `connectors/${connectorId}/space/${csId}`), [connectorId, csId]);
   const [outcome, setOutcome] = useState<any>();
   const base = `connectors/${connectorId}/space/${csId}`;
@@ -222,7 +224,7 @@ function CsObject({ connectorId, csId, session }: { connectorId: string; csId: s
             ))}
             {(outcome.exports ?? []).map((x: any, i: number) => (
               <li key={i}>
-                export {x.operation} to {x.connectorId.slice(0, 8)}: {Object.keys(x.attributes ?? {}).join(', ')}
+                export {x.operation} to <Named name={names.connector(x.connectorId)} id={x.connectorId} />: {Object.keys(x.attributes ?? {}).join(', ')}
               </li>
             ))}
             {!outcome.meshChanges?.length && !outcome.exports?.length && <li>Nothing to change.</li>}

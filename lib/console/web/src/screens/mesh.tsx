@@ -3,7 +3,8 @@ import { useState } from 'preact/hooks';
 import { api, type Page } from '../api';
 import { can, type Session } from '../auth';
 import { href, navigate, setQuery, type Route } from '../router';
-import { Action, ErrorBox, Field, Link, Pager, Table, useLoad, value, When, num } from '../ui';
+import { Action, ErrorBox, Field, Link, Named, Pager, Table, useLoad, value, When, num } from '../ui';
+import { useNames } from './runs';
 
 export const OPERATORS = ['equals', 'contains', 'startswith', 'endswith', 'ispresent', 'isnotpresent', 'istrue', 'isfalse'];
 const NEEDS_VALUE = new Set(['equals', 'contains', 'startswith', 'endswith']);
@@ -282,6 +283,7 @@ function MeshDetail({ route, id, session }: { route: Route; id: string; session:
 }
 
 function Explain({ id, attr }: { id: string; attr: string }) {
+  const names = useNames();
   const { data, error } = useLoad<any>(() => api('GET', `mesh/objects/${id}/attributes/${encodeURIComponent(attr)}/explain`), [id, attr]);
   return (
     <aside class="panel" aria-labelledby="explain-title">
@@ -291,7 +293,7 @@ function Explain({ id, attr }: { id: string; attr: string }) {
       <ErrorBox error={error} />
       {data?.composedBy && (
         <p>
-          Computed by rule {data.composedBy.ruleId} from {data.composedBy.inputs.join(', ')}.
+          Computed by rule <Named name={names.rule(data.composedBy.ruleId)} id={data.composedBy.ruleId} /> from {data.composedBy.inputs.join(', ')}.
         </p>
       )}
       <h3>Contributions</h3>

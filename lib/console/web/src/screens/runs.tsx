@@ -27,6 +27,30 @@ export function useConnectorNames(): (id: string) => string {
   return (id: string) => data?.connectors?.find((c: any) => c.id === id)?.name ?? id?.slice(0, 8) ?? '–';
 }
 
+/**
+ * The names of connectors, rules and schedules by id (the first 200 rules and schedules), for pages that show
+ * another resource: undefined while loading and for one that is gone.
+ */
+export function useNames(): {
+  connector: (id: string) => string | undefined;
+  rule: (id: string) => string | undefined;
+  schedule: (id: string) => string | undefined;
+} {
+  const { data } = useLoad<{ connectors: any[]; rules: any[]; schedules: any[] }>(async () => {
+    const [c, r, s] = await Promise.all([
+      api<any>('GET', 'connectors'),
+      api<Page<any>>('GET', 'rules', { query: { take: 200 } }),
+      api<Page<any>>('GET', 'schedules', { query: { take: 200 } }),
+    ]);
+    return { connectors: c.connectors ?? [], rules: r.items ?? [], schedules: s.items ?? [] };
+  }, []);
+  return {
+    connector: (id) => data?.connectors.find((c) => c.id === id)?.name,
+    rule: (id) => data?.rules.find((r) => r.ruleId === id)?.ruleName || undefined,
+    schedule: (id) => data?.schedules.find((s) => s.scheduleId === id)?.name,
+  };
+}
+
 function RunList({ route }: { route: Route }) {
   const q = route.query;
   const skip = num(q, 'skip', 0);
