@@ -19,7 +19,6 @@ import { listRules, type Rule } from '../storage/rules';
  * priority, time and run), the rules as they are now and each target's connector-space row of the object.
  */
 
-
 /** The live object, else its tombstone's state (a deleted object is explained as it was when deleted). */
 async function loadObject(id: string): Promise<MeshObject> {
   const doc = (await getMeshObject(id)) ?? (await getTombstone(id))?.state;

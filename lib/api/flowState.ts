@@ -57,4 +57,3 @@ export async function flowState(
     ? { value: row.attributes[target] ?? null, state: 'confirmed' }
     : { value: expected, state: 'pendingExport' };
 }
-

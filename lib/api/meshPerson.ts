@@ -45,8 +45,7 @@ export interface ConnectorObjectView {
 export const RELATED_AT_MOST = 100;
 
 /** The display name of a read-model record. */
-export const recordDisplayName = (model: MeshReadModel, r: MeshRecord): string =>
-  displayNameOf(displayAttributes(), r, (name) => model.valueOf(r, name));
+export const recordDisplayName = (model: MeshReadModel, r: MeshRecord): string => displayNameOf(displayAttributes(), r, (name) => model.valueOf(r, name));
 
 /** The display name of a mesh object document. */
 export function docDisplayName(o: MeshObject): string {
@@ -91,8 +90,7 @@ function outboundByConnector(rules: readonly Rule[]): Map<string, Rule[]> {
 
 /** Whether an outbound rule's source is a relationship of the object (it writes the related objects' DNs or anchors). */
 const isRelationshipFlow = (doc: MeshObject, r: Rule): boolean =>
-  !!r.sourceAttribute &&
-  (doc.relationships.some((x) => x.type === r.sourceAttribute) || doc.pendingReferences.some((x) => x.type === r.sourceAttribute));
+  !!r.sourceAttribute && (doc.relationships.some((x) => x.type === r.sourceAttribute) || doc.pendingReferences.some((x) => x.type === r.sourceAttribute));
 
 /**
  * The connector objects of a mesh object (MIM's Connectors tab): one per connector it is linked to, and one per
@@ -147,8 +145,7 @@ async function rowState(
   const op = row.pendingExport ? { pendingOperation: OPERATIONS[row.pendingExport.kind] } : {};
   if (row.exportError) return { state: 'error', ...op, error: row.exportError.message };
   if (row.error) return { state: 'error', error: row.error };
-  if (row.deprovisioned?.state === 'pending')
-    return { state: 'scheduledDeprovision', ...(row.deprovisioned.due ? { dueOn: row.deprovisioned.due } : {}) };
+  if (row.deprovisioned?.state === 'pending') return { state: 'scheduledDeprovision', ...(row.deprovisioned.due ? { dueOn: row.deprovisioned.due } : {}) };
   if (row.pendingExport) return { state: 'pendingExport', ...op };
   if (row.exported && Object.keys(row.exported).length) return { state: 'awaitingConfirmation' };
   let awaiting = false;

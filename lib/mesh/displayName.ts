@@ -31,7 +31,8 @@ export function compileDisplayAttributes(text: string | undefined): DisplayAttri
     if (!part) continue;
     const eq = part.indexOf('=');
     const type = eq > 0 ? part.slice(0, eq).trim() : '';
-    if (!type || !NAME.test(type)) throw new ConfigError(SETTING, `the entry '${part}' is not 'Type=attribute|attribute+attribute', e.g. 'User=displayName|cn|givenName+sn'.`);
+    if (!type || !NAME.test(type))
+      throw new ConfigError(SETTING, `the entry '${part}' is not 'Type=attribute|attribute+attribute', e.g. 'User=displayName|cn|givenName+sn'.`);
     const choices = part
       .slice(eq + 1)
       .split('|')
