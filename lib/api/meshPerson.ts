@@ -194,7 +194,7 @@ export async function relationshipFlowState(
   const dn = policy.dnValued(target, row.refNames);
   const held = row.attributes[target] ?? null;
   const same = Array.isArray(expected) && Array.isArray(held) ? sameSet(expected, held, dn) : sameValue(expected, held, { dn });
-  return same ? { value: held, state: 'confirmed' } : { value: expected, state: 'pendingExport' };
+  return { value: expected, state: same ? 'confirmed' : 'pendingExport' };
 }
 
 function sameSet(a: readonly AttributeValue[], b: readonly AttributeValue[], dn: boolean): boolean {
@@ -227,8 +227,15 @@ export async function explainRelationship(doc: MeshObject, name: string, model: 
   const type = rels[0]?.type ?? pending[0].type;
   const [rules, connectors] = await Promise.all([listRules(), listConnectorRecords()]);
   const connectorById = new Map(connectors.map((c) => [c.id, c]));
+  // A target's import reads back the references an export writes there (an echo): it confirms, it is no source.
+  const echoes = new Set(
+    rules
+      .filter((r) => r.isEnabled && r.ruleType === 'FlowRule' && r.direction === 'outbound' && r.sourceAttribute === type && r.connectorId)
+      .map((r) => r.connectorId!),
+  );
   const byTarget = new Map<string, { rel: Relationship; sources: RelationshipSource[] }>();
   for (const r of rels) {
+    if (r.c !== undefined && echoes.has(r.c) && rels.some((x) => x.targetId === r.targetId && (x.c === undefined || !echoes.has(x.c)))) continue;
     const entry = byTarget.get(r.targetId) ?? { rel: r, sources: [] };
     entry.sources.push(await sourceOf(doc, r, rules, connectorById));
     byTarget.set(r.targetId, entry);
@@ -243,7 +250,7 @@ export async function explainRelationship(doc: MeshObject, name: string, model: 
       sources,
     };
   });
-  const exports: { connectorId: string; connectorName: string; targetAttribute: string; value: AttributeValue; state: ExportState }[] = [];
+  const held: { connectorId: string; connectorName: string; targetAttribute: string; value: AttributeValue; state: ExportState }[] = [];
   const flows = rules
     .filter((r) => r.isEnabled && r.ruleType === 'FlowRule' && r.direction === 'outbound' && r.connectorId && r.targetAttribute && r.sourceAttribute === type)
     .sort((a, b) => a.priority - b.priority);
@@ -255,14 +262,14 @@ export async function explainRelationship(doc: MeshObject, name: string, model: 
     const anchor = doc.links[connector.id];
     const row = anchor !== undefined ? (await readCsObjects(connector.id, [anchor])).get(anchor) : undefined;
     const s = await relationshipFlowState(doc, connector, rule, row);
-    if (s) exports.push({ connectorId: connector.id, connectorName: connector.name, targetAttribute: rule.targetAttribute!, value: s.value, state: s.state });
+    if (s) held.push({ connectorId: connector.id, connectorName: connector.name, targetAttribute: rule.targetAttribute!, value: s.value, state: s.state });
   }
   const ids = targets.map((t) => t.meshObjectId);
   return {
     meshObjectId: doc.id,
     attribute: type,
     value: ids.length === 0 ? null : ids.length === 1 ? ids[0] : ids,
-    exports,
+    exports: held,
     relationship: {
       type,
       targets,

@@ -119,10 +119,11 @@ export function registerMesh(program: Command): void {
         writeOut('\nCONNECTORS\n');
         if (connectorObjects?.length)
           ctx.print({ items: connectorObjects, totalCount: connectorObjects.length }, [
-            col('CONNECTOR', 'connectorName'),
+            { ...col('CONNECTOR', 'connectorName'), whole: true },
             col('STATE', (c) => String(c.state) + (c.pendingOperation ? ` (${String(c.pendingOperation)})` : '')),
-            col('ANCHOR', (c) => cellText(c.anchor)),
-            col('DN', (c) => cellText(c.dn)),
+            { ...col('ANCHOR', (c) => cellText(c.anchor)), whole: true },
+            // A DN is pasted into the next command (or a directory tool) as the ids are: never cut.
+            { ...col('DN', (c) => cellText(c.dn)), whole: true },
             col('CS OBJECT ID', 'csObjectId'),
             col('ERROR', (c) => cellText(c.error ?? c.dueOn)),
           ]);
