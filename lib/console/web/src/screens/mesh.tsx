@@ -302,6 +302,7 @@ function MeshDetail({ route, id, session }: { route: Route; id: string; session:
       )}
       {tab === 'relationships' && (
         <>
+          <h3>Outgoing</h3>
           <Table
             caption="Relationships"
             columns={[
@@ -323,6 +324,7 @@ function MeshDetail({ route, id, session }: { route: Route; id: string; session:
             empty="No outgoing relationships."
             rowKey={(r: any) => r.relationshipType + r.targetMeshObjectId}
           />
+          <h3>Incoming: the objects that name this one</h3>
           <Table
             caption="Incoming relationships"
             columns={[
