@@ -8,7 +8,11 @@ const rel = (n: number, type = 'manager'): Relationship => ({ type, targetId: gi
 
 describe('display names (Mesh:DisplayAttributes)', () => {
   const name = (text: string | undefined, objectType: string, values: Record<string, string>) =>
-    displayNameOf(compileDisplayAttributes(text), { objectType, anchorValue: 'E1' }, (n) => values[Object.keys(values).find((k) => k.toLowerCase() === n.toLowerCase()) ?? '']);
+    displayNameOf(
+      compileDisplayAttributes(text),
+      { objectType, anchorValue: 'E1' },
+      (n) => values[Object.keys(values).find((k) => k.toLowerCase() === n.toLowerCase()) ?? ''],
+    );
 
   test('defaults: User displayName, cn, givenName + sn, then the anchor; other types displayName, cn', () => {
     expect(name(undefined, 'User', { displayName: 'Ada L.', cn: 'ada', givenName: 'Ada', sn: 'Lovelace' })).toBe('Ada L.');
