@@ -30,7 +30,7 @@ export async function explainAttribute(id: string, attribute: string) {
   const doc = await loadObject(id);
   const list = doc.contributions[attribute];
   // A relationship (`manager`, `member`): which connector and rule gave it, and what each target holds for it.
-  const rel = await explainRelationship(doc, attribute, await readyModel().catch(() => undefined));
+  const rel = await explainRelationship(doc, attribute, () => readyModel().catch(() => undefined));
   if (!list?.length) {
     if (!rel) throw notFound(`Mesh object '${id}' has no attribute or relationship '${attribute}'.`);
     return { ...rel, winner: null, candidates: [], composedBy: null };

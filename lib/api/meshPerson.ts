@@ -219,12 +219,14 @@ interface RelationshipSource {
  * when `type` names a relationship): per related object, the sources that assert it; per outbound flow of the
  * type, what the target holds for it. Null when the object has no relationship (resolved or pending) of the type.
  */
-export async function explainRelationship(doc: MeshObject, name: string, model: MeshReadModel | undefined) {
+export async function explainRelationship(doc: MeshObject, name: string, readModel: () => Promise<MeshReadModel | undefined>) {
   const lower = name.toLowerCase();
   const rels = doc.relationships.filter((r) => r.type.toLowerCase() === lower);
   const pending = doc.pendingReferences.filter((p) => p.type.toLowerCase() === lower);
   if (!rels.length && !pending.length) return null;
   const type = rels[0]?.type ?? pending[0].type;
+  // The read model names the related objects (display names); asked only now, for a relationship.
+  const model = await readModel();
   const [rules, connectors] = await Promise.all([listRules(), listConnectorRecords()]);
   const connectorById = new Map(connectors.map((c) => [c.id, c]));
   // A target's import reads back the references an export writes there (an echo): it confirms, it is no source.
