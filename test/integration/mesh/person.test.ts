@@ -255,4 +255,21 @@ const available = serverAvailable('slapd') && serverAvailable('chromium');
     await page.waitForURL(new RegExp(`/console/connectors/${dir}\\?cs=`));
     await context.close();
   });
+
+  test("an export the directory refuses: the directory object is in error, with the directory's words and the change", async () => {
+    // `c` (country) takes two letters: the directory refuses Li's nickname there.
+    await outboundRule(rt, dir)('nickname', 'c');
+    const run = await runExport(rt, dir);
+    expect(run.stats.errors).toBe(1);
+    const inDir = (await detail('E003')).connectorObjects.find((c: { connectorId: string }) => c.connectorId === dir);
+    expect(inDir).toMatchObject({ state: 'error', pendingOperation: 'Update', dn: `uid=E003,ou=Engineering,${f.base}` });
+    expect(inDir.error).toMatch(/\S/);
+    // The same error as the connector space's list; nothing was written to the directory.
+    const errors = await rt.call('GET', `connectors/${dir}/space?state=error`, { role: 'Viewer' });
+    expect(errors.body.items).toEqual([expect.objectContaining({ csObjectId: inDir.csObjectId, error: expect.objectContaining({ message: inDir.error }) })]);
+    const held = (await admin.search(f.base, { scope: 'sub', filter: '(uid=E003)', attributes: ['c'] })).searchEntries[0];
+    expect(held.c ?? []).toEqual([]);
+    // Ada's and José's (no nickname: nothing to write) stay joined.
+    expect((await detail('E001')).connectorObjects.map((c: { state: string }) => c.state)).toEqual(['joined', 'joined']);
+  });
 });
