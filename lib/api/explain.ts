@@ -1,16 +1,15 @@
 import type { AttributeValue } from '../connectors/sdk';
 import { notFound } from '../core/errors';
-import { compileExpression } from '../expression';
 import { classifyContributions, composerContribution, scriptInputs, type Classified } from '../mesh/explain';
 import { readHistory, shownValue } from '../mesh/history';
-import { COMPOSER, sameValue, type MeshObject } from '../mesh/model';
+import { COMPOSER, type MeshObject } from '../mesh/model';
 import { getMeshObject } from '../mesh/store';
 import { getTombstone } from '../mesh/tombstones';
+import { readyModel } from '../mesh/readModel';
+import { explainRelationship } from './meshPerson';
+import { flowState, type ExportState } from './flowState';
 import { anchoredCsObjectId, readCsObjects } from '../sync/space/connectorSpace';
 import { attributeValues } from '../sync/planner';
-import { referencePolicy } from '../sync/references';
-import { ruleValue, type CompiledRule } from '../sync/rules';
-import { readStagedAdd } from '../sync/export/stagedAdds';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
 import { listRules, type Rule } from '../storage/rules';
 
@@ -19,8 +18,6 @@ import { listRules, type Rule } from '../storage/rules';
  * attribute has its value, from what the engine records (each contribution's connector, rule, confidence,
  * priority, time and run), the rules as they are now and each target's connector-space row of the object.
  */
-
-type ExportState = 'confirmed' | 'pendingExport' | 'awaitingConfirmation';
 
 /** The live object, else its tombstone's state (a deleted object is explained as it was when deleted). */
 async function loadObject(id: string): Promise<MeshObject> {
@@ -32,7 +29,12 @@ async function loadObject(id: string): Promise<MeshObject> {
 export async function explainAttribute(id: string, attribute: string) {
   const doc = await loadObject(id);
   const list = doc.contributions[attribute];
-  if (!list?.length) throw notFound(`Mesh object '${id}' has no attribute '${attribute}'.`);
+  // A relationship (`manager`, `member`): which connector and rule gave it, and what each target holds for it.
+  const rel = await explainRelationship(doc, attribute, () => readyModel().catch(() => undefined));
+  if (!list?.length) {
+    if (!rel) throw notFound(`Mesh object '${id}' has no attribute or relationship '${attribute}'.`);
+    return { ...rel, winner: null, candidates: [], composedBy: null };
+  }
   const [rules, connectors] = await Promise.all([listRules(), listConnectorRecords()]);
   const ruleById = new Map(rules.map((r) => [r.ruleId, r]));
   const connectorById = new Map(connectors.map((c) => [c.id, c]));
@@ -75,7 +77,9 @@ export async function explainAttribute(id: string, attribute: string) {
     winner: winner ? view(winner) : null,
     candidates: candidates.map(view),
     composedBy,
-    exports: await exportsOf(doc, attribute, rules, connectorById),
+    // A name that is both an attribute and a relationship is exported as the relationship.
+    exports: rel ? rel.exports : await exportsOf(doc, attribute, rules, connectorById),
+    ...(rel ? { relationship: rel.relationship } : {}),
   };
 }
 
@@ -121,38 +125,7 @@ async function exportState(
 ): Promise<{ value: AttributeValue; state: ExportState } | null> {
   const anchor = doc.links[connector.id];
   const row = anchor !== undefined ? (await readCsObjects(connector.id, [anchor])).get(anchor) : undefined;
-  if (row?.pendingExport && target in row.pendingExport.attributes) return { value: row.pendingExport.attributes[target], state: 'pendingExport' };
-  if (row?.exported && target in row.exported) return { value: row.exported[target], state: 'awaitingConfirmation' };
-  if (!row || row.deleted) {
-    const staged = await readStagedAdd(connector.id, doc.id);
-    if (staged && target in staged.pendingExport.attributes) return { value: staged.pendingExport.attributes[target], state: 'pendingExport' };
-  }
-  let expected: AttributeValue;
-  try {
-    const compiled: CompiledRule = { rule, script: rule.transformScript ? compileExpression(rule.transformScript) : null };
-    expected = ruleValue(compiled, values[rule.sourceAttribute ?? ''] ?? null, values);
-  } catch {
-    return null;
-  }
-  if (!row || row.deleted) {
-    // Not in the target yet: the next export adds it when the provisioning condition holds.
-    const condition = connector.config.provisioningCondition;
-    if (typeof condition === 'string') {
-      try {
-        const v = compileExpression(condition).evaluate({ source: values, object: values });
-        if (!(typeof v === 'string' ? v !== '' && !/^(false|0|no)$/i.test(v) : !!v)) return null;
-      } catch {
-        return null;
-      }
-    }
-    return { value: expected, state: 'pendingExport' };
-  }
-  if (row.unconfirmed?.includes(target)) return { value: expected, state: 'awaitingConfirmation' };
-  // A directory's DN-valued attribute is confirmed when it names the same entry, however the directory spells it.
-  const dn = referencePolicy(connector.id, connector.type, connector.config, []).dnValued(target, row.refNames);
-  return sameValue(expected, row.attributes[target] ?? null, { dn })
-    ? { value: row.attributes[target] ?? null, state: 'confirmed' }
-    : { value: expected, state: 'pendingExport' };
+  return flowState(doc, connector, rule, target, values, row);
 }
 
 /** A page of a mesh object's history, newest first; unknown object: 404. */

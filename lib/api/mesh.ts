@@ -8,6 +8,8 @@ import { queryMesh, toDetail, toListItem, type MeshQuery } from '../mesh/query';
 import { readyModel } from '../mesh/readModel';
 import { getTombstones, listTombstoneHeads, type Tombstone } from '../mesh/tombstones';
 import { readTombstone, restoreMeshObject } from '../sync/import/tombstones';
+import { getMeshObject } from '../mesh/store';
+import { connectorObjectsOf, displayNameById, docDisplayName, incomingRelationships, recordDisplayName } from './meshPerson';
 
 /** `state` of a mesh object as the API shows it: live, or a tombstone kept until its purge. */
 export type MeshObjectState = 'active' | 'deleted';
@@ -85,17 +87,29 @@ function detailOf(o: MeshObject) {
     targetAnchorValue: r.targetAnchor,
     targetObjectType: r.targetType,
   }));
-  return { ...identity(o), attributes, relationships };
+  return { ...identity(o), displayName: docDisplayName(o), attributes, relationships };
 }
 
 /** One mesh object with its attributes and relationships; a tombstone with `state: 'deleted'`; unknown: 404. */
 export async function meshObject(id: string) {
   const model = await readyModel();
   const r = model.get(id);
-  if (r) return toDetail(model, r);
+  if (r) {
+    // The whole person: its display name, its objects in every connector, who relates to it (lib/api/meshPerson.ts).
+    const detail = toDetail(model, r);
+    const doc = await getMeshObject(r.id);
+    return {
+      ...detail,
+      displayName: recordDisplayName(model, r),
+      relationships: detail.relationships.map((x) => ({ ...x, targetDisplayName: displayNameById(model, x.targetMeshObjectId) ?? x.targetAnchorValue })),
+      incomingRelationships: incomingRelationships(model, r.id),
+      connectorObjects: doc ? await connectorObjectsOf(doc) : [],
+    };
+  }
   const t = await readTombstone(id);
   if (!t) throw notFound(`Mesh object '${id}' does not exist.`);
-  return { ...detailOf(t.state), state: 'deleted' as const, deletedOn: t.deletedOn, purgeOn: t.purgeOn };
+  // A tombstone is linked to no connector and nothing relates to it any more.
+  return { ...detailOf(t.state), incomingRelationships: [], connectorObjects: [], state: 'deleted' as const, deletedOn: t.deletedOn, purgeOn: t.purgeOn };
 }
 
 /** `POST /mesh/objects/{id}/restore`: the object live again (lib/sync/import/tombstones.ts), audited. */

@@ -569,7 +569,7 @@ export const ROUTES: readonly RouteSpec[] = [
     route: 'mesh/objects/{id}',
     permission: 'mesh.read',
     tag: 'Mesh',
-    summary: 'Mesh object detail with attributes and relationships',
+    summary: 'Mesh object detail with attributes and relationships, display name, connector objects with their states and incoming relationships',
     pathParam: meshId,
     success: { status: 200, schema: 'MeshObject' },
     errors: [503],
@@ -581,7 +581,7 @@ export const ROUTES: readonly RouteSpec[] = [
     permission: 'mesh.read',
     tag: 'Mesh',
     summary:
-      "Why a mesh attribute has its value: the winning contribution, every candidate with its outcome, the composer rule and each target's exported value and state",
+      "Why a mesh attribute has its value: the winning contribution, every candidate with its outcome, the composer rule and each target's exported value and state; for a relationship, the connector and rule that gave it and each target's value",
     pathParam: meshId,
     morePathParams: [attributeName],
     success: { status: 200, schema: 'AttributeExplanation' },

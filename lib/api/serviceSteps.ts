@@ -19,6 +19,7 @@ import { readEngineState } from './engineGauges';
 import { readSchedulesConfig } from '../schedules/config';
 import { readExportMaxAttempts, readIdleCsCaches } from '../core/config';
 import { readSecretAttributes, useSecretAttributes } from '../core/secretAttributes';
+import { readDisplayAttributes, useDisplayAttributes } from '../mesh/displayName';
 import { readPlanSettings } from '../plans/settings';
 
 const log = areaLog('api');
@@ -103,13 +104,15 @@ export const planSettingsStep: ServiceStep = {
 };
 
 /**
- * `secretAttributes`: read and compile `Mesh:SecretAttributes` (lib/core/secretAttributes.ts) once, so a
+ * `secretAttributes`: read and compile `Mesh:SecretAttributes` (lib/core/secretAttributes.ts) and
+ * `Mesh:DisplayAttributes` (lib/mesh/displayName.ts) once, so a
  * malformed entry stops the start naming it and every read masks with the same list.
  */
 export const secretAttributesStep: ServiceStep = {
   name: 'secretAttributes',
   async start() {
     useSecretAttributes(readSecretAttributes());
+    useDisplayAttributes(readDisplayAttributes());
   },
 };
 

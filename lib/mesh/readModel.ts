@@ -53,6 +53,12 @@ export class MeshReadModel {
   private readonly byType = new Map<string, SortedIndex>();
   /** Attribute names by lower-cased name (criteria match names case-insensitively). */
   private readonly namesLower = new Map<string, number[]>();
+  /**
+   * Incoming relationships: target id -> the ids of the objects whose relationships name it (once per source
+   * object, whatever the number of types). A person's list is short (its groups, its direct reports), so a
+   * change removes from a small array; only objects with relationships add to it.
+   */
+  private readonly incoming = new Map<string, string[]>();
 
   get size(): number {
     return this.byId.size;
@@ -124,6 +130,7 @@ export class MeshReadModel {
 
   private appendLoaded(rec: MeshRecord): void {
     this.byId.set(rec.id, rec);
+    this.linkIncoming(rec);
     this.all.append(rec);
     const key = rec.objectType.toLowerCase();
     let ix = this.byType.get(key);
@@ -230,12 +237,14 @@ export class MeshReadModel {
         removedAll.add(old);
         of(old.objectType).removed.add(old);
         this.byId.delete(id);
+        this.unlinkIncoming(old);
         for (const n of old.names) this.columns[n].clear(old.slot);
         slot = old.slot;
       }
       if (state) {
         const rec = this.toRecord(id, state, slot ?? this.freeSlots.pop() ?? this.nextSlot++);
         this.byId.set(id, rec);
+        this.linkIncoming(rec);
         addedAll.push(rec);
         of(rec.objectType).added.push(rec);
       } else if (slot !== undefined) {
@@ -346,6 +355,47 @@ export class MeshReadModel {
     let s = this.types.get(t);
     if (s === undefined) this.types.set(t, (s = t));
     return s;
+  }
+
+  private linkIncoming(rec: MeshRecord): void {
+    const rels = rec.relationships;
+    for (let i = 0; i < rels.length; i++) {
+      const target = rels[i].targetId.toLowerCase();
+      const list = this.incoming.get(target);
+      if (!list) this.incoming.set(target, [rec.id]);
+      else if (list[list.length - 1] !== rec.id && !list.includes(rec.id)) list.push(rec.id);
+    }
+  }
+
+  private unlinkIncoming(rec: MeshRecord): void {
+    for (const r of rec.relationships) {
+      const target = r.targetId.toLowerCase();
+      const list = this.incoming.get(target);
+      if (!list) continue;
+      const at = list.indexOf(rec.id);
+      if (at < 0) continue;
+      if (list.length === 1) this.incoming.delete(target);
+      else list.splice(at, 1);
+    }
+  }
+
+  /** The live objects whose relationships name `id` (direct reports of a manager, groups of a member). */
+  referrers(id: string): MeshRecord[] {
+    const out: MeshRecord[] = [];
+    for (const from of this.incoming.get(id.toLowerCase()) ?? []) {
+      const r = this.byId.get(from);
+      if (r) out.push(r);
+    }
+    return out;
+  }
+
+  /** The consolidated value of one attribute of a record, its name matched case-insensitively (undefined: none). */
+  valueOf(r: MeshRecord, name: string): AttributeValue | undefined {
+    for (const n of this.nameIds(name)) {
+      const v = this.columns[n].values[r.slot] as AttributeValue | undefined;
+      if (v !== undefined && v !== null && r.names.includes(n)) return v;
+    }
+    return undefined;
   }
 
   /** Current anchor and type of a relationship target (kept current by the engine, refreshed here too). */

@@ -72,8 +72,51 @@ export const MeshObjectDetail = defineSchema(
       ),
       relationships: Type.Array(
         Type.Object(
-          { relationshipType: Type.String(), targetMeshObjectId: Guid(), targetAnchorValue: Type.String(), targetObjectType: Type.String() },
+          {
+            relationshipType: Type.String(),
+            targetMeshObjectId: Guid(),
+            targetAnchorValue: Type.String(),
+            targetObjectType: Type.String(),
+            targetDisplayName: Type.Optional(Type.String({ description: "The related object's display name (its anchor when it shows none)." })),
+          },
           { additionalProperties: false },
+        ),
+      ),
+      displayName: Type.Optional(
+        Type.String({ description: 'The first of the display attributes of the object type that has a value (Mesh:DisplayAttributes), else the anchor.' }),
+      ),
+      incomingRelationships: Type.Optional(
+        Type.Array(
+          Type.Object(
+            {
+              type: Type.String({ description: 'The relationship type, e.g. manager (a direct report) or member (a group).' }),
+              fromMeshObjectId: Guid(),
+              fromDisplayName: Type.String(),
+              fromAnchorValue: Type.String(),
+              fromObjectType: Type.String(),
+            },
+            { additionalProperties: false },
+          ),
+          { description: 'The objects whose relationships name this one, ordered by type then display name.' },
+        ),
+      ),
+      connectorObjects: Type.Optional(
+        Type.Array(
+          Type.Object(
+            {
+              connectorId: Guid(),
+              connectorName: Type.String(),
+              csObjectId: Guid(),
+              anchor: Nullable(Type.String({ description: 'Null for an add the target has not made yet.' })),
+              dn: Nullable(Type.String()),
+              state: Type.Union(['joined', 'pendingExport', 'awaitingConfirmation', 'error', 'scheduledDeprovision'].map((s) => Type.Literal(s))),
+              pendingOperation: Type.Optional(Type.Union(['Add', 'Update', 'Delete', 'Rename'].map((s) => Type.Literal(s)))),
+              error: Type.Optional(Type.String()),
+              dueOn: Type.Optional(Timestamp({ description: 'scheduledDeprovision only: when the deprovisioning is due.' })),
+            },
+            { additionalProperties: false },
+          ),
+          { description: "The object's connector-space objects, one per connector it is linked to or staged in, ordered by connector name." },
         ),
       ),
     },

@@ -45,6 +45,45 @@ export const AttributeExplanation = defineSchema(
           { additionalProperties: false },
         ),
       ),
+      relationship: Type.Optional(
+        Type.Object(
+          {
+            type: Type.String(),
+            targets: Type.Array(
+              Type.Object(
+                {
+                  meshObjectId: Guid(),
+                  displayName: Type.String(),
+                  anchorValue: Type.String(),
+                  objectType: Type.String(),
+                  sources: Type.Array(
+                    Type.Object(
+                      {
+                        connectorId: Nullable(Guid()),
+                        connectorName: Nullable(Type.String()),
+                        csObjectId: Nullable(Guid()),
+                        sourceAttribute: Nullable(Type.String()),
+                        value: Value,
+                        ruleId: Nullable(Guid()),
+                        ruleName: Nullable(Type.String()),
+                        ruleType: Nullable(Type.String()),
+                        matchedBy: Nullable(Type.String({ description: "How the value names the related object: 'dn', 'anchor' or a mesh attribute." })),
+                      },
+                      { additionalProperties: false },
+                    ),
+                  ),
+                },
+                { additionalProperties: false },
+              ),
+            ),
+            pending: Type.Array(
+              Type.Object({ value: Type.String(), matchedBy: Nullable(Type.String()), connectorId: Nullable(Guid()) }, { additionalProperties: false }),
+              { description: 'References that name no mesh object yet (they resolve when it arrives).' },
+            ),
+          },
+          { additionalProperties: false, description: 'Present when the name is a relationship type of the object.' },
+        ),
+      ),
     },
     { $id: 'AttributeExplanation', additionalProperties: false },
   ),

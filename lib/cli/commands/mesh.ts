@@ -89,12 +89,23 @@ export function registerMesh(program: Command): void {
       }),
     );
   m.command('show <meshObjectId>')
-    .description('A mesh object with its attributes and relationships')
+    .description('A mesh object: its display name, attributes, objects in each connector, and relationships both ways')
     .action(
       action(async (ctx, id) => {
         const obj = await ctx.api.get<Record<string, unknown>>(`mesh/objects/${id}`);
         if (ctx.format !== 'table') return void ctx.print(obj);
-        const { attributes, relationships, ...rest } = obj as { attributes?: Record<string, unknown>[]; relationships?: Record<string, unknown>[] };
+        type Rows = Record<string, unknown>[] | undefined;
+        const { attributes, relationships, incomingRelationships, connectorObjects, displayName, ...rest } = obj as {
+          attributes?: Rows;
+          relationships?: Rows;
+          incomingRelationships?: Rows;
+          connectorObjects?: Rows;
+          displayName?: string;
+          anchorValue?: string;
+          objectType?: string;
+        };
+        // The header: who this is (display name), then its anchor and type.
+        writeOut(`${displayName ?? String(rest.anchorValue)} (${String(rest.anchorValue)}, ${String(rest.objectType)})\n\n`);
         ctx.print(rest);
         if (attributes?.length) {
           // Each value's source is a connector id: shown by the connector's name (the id with -o wide).
@@ -109,21 +120,82 @@ export function registerMesh(program: Command): void {
             col('UPDATED', 'updatedOn'),
           ]);
         }
-        if (relationships?.length) {
-          process.stdout.write('\n');
-          ctx.print(
-            { items: relationships, totalCount: relationships.length },
-            Object.keys(relationships[0]).map((k) => col(k.toUpperCase(), k)),
-          );
-        }
+        writeOut('\nCONNECTORS\n');
+        if (connectorObjects?.length)
+          ctx.print({ items: connectorObjects, totalCount: connectorObjects.length }, [
+            { ...col('CONNECTOR', 'connectorName'), whole: true },
+            col('STATE', (c) => String(c.state) + (c.pendingOperation ? ` (${String(c.pendingOperation)})` : '')),
+            { ...col('ANCHOR', (c) => cellText(c.anchor)), whole: true },
+            // A DN is pasted into the next command (or a directory tool) as the ids are: never cut.
+            { ...col('DN', (c) => cellText(c.dn)), whole: true },
+            col('CS OBJECT ID', 'csObjectId'),
+            col('ERROR', (c) => cellText(c.error ?? c.dueOn)),
+          ]);
+        else writeOut('In no connector.\n');
+        const both = [
+          ...(relationships ?? []).map((r) => ({
+            direction: 'out',
+            relationship: r.relationshipType,
+            object: r.targetDisplayName ?? r.targetAnchorValue,
+            anchor: r.targetAnchorValue,
+            meshObjectId: r.targetMeshObjectId,
+          })),
+          ...(incomingRelationships ?? []).map((r) => ({
+            direction: 'in',
+            relationship: r.type,
+            object: r.fromDisplayName,
+            anchor: r.fromAnchorValue,
+            meshObjectId: r.fromMeshObjectId,
+          })),
+        ];
+        writeOut('\nRELATIONSHIPS\n');
+        if (both.length)
+          ctx.print({ items: both, totalCount: both.length }, [
+            col('DIRECTION', 'direction'),
+            col('RELATIONSHIP', 'relationship'),
+            col('OBJECT', 'object'),
+            col('ANCHOR', 'anchor'),
+            col('MESH OBJECT ID', 'meshObjectId'),
+          ]);
+        else writeOut('No relationships.\n');
       }),
     );
   m.command('explain <meshObjectId> <attribute>')
-    .description('Why an attribute has its value: every contribution, the winner, the exports')
+    .description('Why an attribute has its value (every contribution, the winner, the exports), or where a relationship such as manager comes from')
     .action(
       action(async (ctx, id, name) => {
         const ex = await ctx.api.get<Record<string, unknown>>(`mesh/objects/${id}/attributes/${encodeURIComponent(name)}/explain`);
         if (ctx.format !== 'table') return void ctx.print(ex);
+        const rel = ex.relationship as
+          | { targets: { displayName: string; anchorValue: string; meshObjectId: string; sources: Record<string, unknown>[] }[]; pending: { value: string }[] }
+          | undefined;
+        const candidatesOf = (ex.candidates as Record<string, unknown>[]) ?? [];
+        if (rel && !candidatesOf.length) {
+          // A relationship: the related objects, and which connector and rule gave each.
+          writeOut(`${ex.attribute} = ${rel.targets.map((t) => `${t.displayName} (${t.anchorValue})`).join(', ') || '(none resolved)'}\n`);
+          const sources = rel.targets.flatMap((t) => t.sources.map((s) => ({ ...s, related: t.displayName, relatedId: t.meshObjectId })));
+          writeOut('\nsources:\n');
+          ctx.print({ items: sources, totalCount: sources.length }, [
+            col('RELATED', 'related'),
+            col('CONNECTOR', (s) => cellText(s.connectorName ?? '(mesh)')),
+            col('SOURCE', (s) => cellText(s.sourceAttribute)),
+            col('VALUE', (s) => cellText(s.value)),
+            col('RULE', (s) => cellText(s.ruleName ?? s.ruleId ?? 'reference attribute')),
+            col('MESH OBJECT ID', 'relatedId'),
+          ]);
+          for (const p of rel.pending) writeOut(`pending: ${p.value} names no mesh object yet\n`);
+          const exp = (ex.exports as Record<string, unknown>[]) ?? [];
+          if (exp.length) {
+            writeOut('\nexports:\n');
+            ctx.print({ items: exp, totalCount: exp.length }, [
+              col('CONNECTOR', 'connectorName'),
+              col('TARGET ATTRIBUTE', 'targetAttribute'),
+              col('VALUE', 'value'),
+              col('STATE', 'state'),
+            ]);
+          }
+          return;
+        }
         writeOut(`${ex.attribute} = ${cellText(ex.value)}\n`);
         const composed = ex.composedBy as { ruleId: string; inputs: string[] } | null;
         if (composed) {

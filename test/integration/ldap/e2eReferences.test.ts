@@ -87,7 +87,7 @@ describeWithServer('slapd')('references through the connector space (slapd)', ()
     await waitFor('the mesh read model', async () => (await rt.call('GET', `mesh/objects/${u4.id}`)).status === 200);
     const detail = await rt.call('GET', `mesh/objects/${u4.id}`);
     expect(detail.body.relationships).toEqual([
-      { relationshipType: 'manager', targetMeshObjectId: mesh.get('U002')!.id, targetAnchorValue: 'U002', targetObjectType: 'User' },
+      { relationshipType: 'manager', targetMeshObjectId: mesh.get('U002')!.id, targetAnchorValue: 'U002', targetObjectType: 'User', targetDisplayName: 'U002' },
     ]);
   });
 

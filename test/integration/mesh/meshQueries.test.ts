@@ -213,7 +213,10 @@ describe('detail', () => {
     expect(Object.keys(res.body).sort()).toEqual([
       'anchorValue',
       'attributes',
+      'connectorObjects',
       'createdOn',
+      'displayName',
+      'incomingRelationships',
       'meshObjectId',
       'objectType',
       'relationships',
@@ -231,7 +234,10 @@ describe('detail', () => {
     });
     const a2 = await rt.call('GET', `mesh/objects/${byAnchor.get('Alice')!.toUpperCase()}`);
     expect(a2.status).toBe(200);
-    expect(a2.body.relationships).toEqual([{ relationshipType: 'manager', targetMeshObjectId: bob, targetAnchorValue: 'bob', targetObjectType: 'User' }]);
+    expect(a2.body.relationships).toEqual([
+      // The target's display name beside it (no display attribute here: its anchor).
+      { relationshipType: 'manager', targetMeshObjectId: bob, targetAnchorValue: 'bob', targetObjectType: 'User', targetDisplayName: 'bob' },
+    ]);
   });
 
   test('404 for an unknown id or a malformed one', async () => {

@@ -66,7 +66,7 @@ describe('a relationship two sources assert', () => {
     expect(mesh.get('E2')!.relationships.filter((r) => r.type === 'manager')).toHaveLength(2);
     const e2 = await detail('E2');
     expect(e2.relationships).toEqual([
-      { relationshipType: 'manager', targetMeshObjectId: mesh.get('E1')!.id, targetAnchorValue: 'E1', targetObjectType: 'User' },
+      { relationshipType: 'manager', targetMeshObjectId: mesh.get('E1')!.id, targetAnchorValue: 'E1', targetObjectType: 'User', targetDisplayName: 'E1' },
     ]);
     // E3: HR says E1, the directory says E2: both are what the sources say.
     expect((await managers('E3')).sort()).toEqual(['E1', 'E2']);

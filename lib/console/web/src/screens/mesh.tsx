@@ -202,15 +202,22 @@ function MeshDetail({ route, id, session }: { route: Route; id: string; session:
   const tabs = [
     ['attributes', 'Attributes'],
     ['history', 'History'],
+    ['connectors', 'Connectors'],
     ['relationships', 'Relationships'],
   ];
+  const name = obj?.displayName ?? obj?.anchorValue;
   return (
     <section aria-labelledby="obj-title">
       <p class="crumbs">
-        <Link to={['mesh']}>Mesh</Link> / {obj?.anchorValue ?? '…'}
+        <Link to={['mesh']}>Mesh</Link> / {name ?? '…'}
       </p>
       <h1 id="obj-title">
-        {obj ? `${obj.anchorValue}` : '…'} <small>{obj?.objectType}</small> {obj?.state === 'deleted' && <span class="status status-failed">deleted</span>}
+        {obj ? name : '…'}{' '}
+        <small>
+          {obj && name !== obj.anchorValue ? `${obj.anchorValue} · ` : ''}
+          {obj?.objectType}
+        </small>{' '}
+        {obj?.state === 'deleted' && <span class="status status-failed">deleted</span>}
       </h1>
       <ErrorBox error={error} />
       {obj?.state === 'deleted' && (
@@ -264,23 +271,92 @@ function MeshDetail({ route, id, session }: { route: Route; id: string; session:
         </div>
       )}
       {tab === 'history' && <History id={id} route={route} />}
-      {tab === 'relationships' && (
+      {tab === 'connectors' && (
         <Table
-          caption="Relationships"
+          caption="Connector objects"
           columns={[
-            { label: 'Relationship', cell: (r: any) => r.relationshipType },
-            { label: 'Target', cell: (r: any) => <Link to={['mesh', r.targetMeshObjectId]}>{r.targetAnchorValue}</Link> },
-            { label: 'Type', cell: (r: any) => r.targetObjectType },
+            { label: 'Connector', cell: (c: any) => <Link to={['connectors', c.connectorId]}>{c.connectorName}</Link> },
+            {
+              label: 'State',
+              cell: (c: any) => (
+                <span class={`status status-${c.state === 'joined' ? 'completed' : c.state === 'error' ? 'error' : 'running'}`}>
+                  {CS_STATES[c.state] ?? c.state}
+                  {c.pendingOperation ? ` (${c.pendingOperation})` : ''}
+                </span>
+              ),
+            },
+            {
+              label: 'Object',
+              cell: (c: any) => (
+                <Link to={['connectors', c.connectorId]} query={{ cs: c.csObjectId }} aria-label={`Object in ${c.connectorName}`}>
+                  {c.dn ?? c.anchor ?? '(add not made yet)'}
+                </Link>
+              ),
+            },
+            { label: 'Anchor', cell: (c: any) => c.anchor ?? '–' },
+            { label: 'Error', cell: (c: any) => c.error ?? (c.dueOn ? <When value={c.dueOn} /> : '–') },
           ]}
-          rows={obj?.relationships}
+          rows={obj?.connectorObjects}
           loading={!obj}
-          empty="No relationships."
-          rowKey={(r: any) => r.relationshipType + r.targetMeshObjectId}
+          empty="In no connector."
+          rowKey={(c: any) => c.connectorId + c.csObjectId}
         />
+      )}
+      {tab === 'relationships' && (
+        <>
+          <h3>Outgoing</h3>
+          <Table
+            caption="Relationships"
+            columns={[
+              { label: 'Relationship', cell: (r: any) => r.relationshipType },
+              { label: 'Target', cell: (r: any) => <Link to={['mesh', r.targetMeshObjectId]}>{r.targetDisplayName ?? r.targetAnchorValue}</Link> },
+              { label: 'Anchor', cell: (r: any) => r.targetAnchorValue },
+              { label: 'Type', cell: (r: any) => r.targetObjectType },
+              {
+                label: 'Explain',
+                cell: (r: any) => (
+                  <Link to={['mesh', id]} query={{ attr: r.relationshipType }} aria-label={`Explain ${r.relationshipType}`}>
+                    why
+                  </Link>
+                ),
+              },
+            ]}
+            rows={obj?.relationships}
+            loading={!obj}
+            empty="No outgoing relationships."
+            rowKey={(r: any) => r.relationshipType + r.targetMeshObjectId}
+          />
+          <h3>Incoming: the objects that name this one</h3>
+          <Table
+            caption="Incoming relationships"
+            columns={[
+              { label: 'Relationship', cell: (r: any) => INCOMING[r.type] ?? `${r.type} of` },
+              { label: 'From', cell: (r: any) => <Link to={['mesh', r.fromMeshObjectId]}>{r.fromDisplayName}</Link> },
+              { label: 'Anchor', cell: (r: any) => r.fromAnchorValue },
+              { label: 'Type', cell: (r: any) => r.fromObjectType },
+            ]}
+            rows={obj?.incomingRelationships}
+            loading={!obj}
+            empty="No incoming relationships."
+            rowKey={(r: any) => r.type + r.fromMeshObjectId}
+          />
+        </>
       )}
     </section>
   );
 }
+
+/** Connector object states as the Connectors tab shows them. */
+const CS_STATES: Record<string, string> = {
+  joined: 'joined',
+  pendingExport: 'pending export',
+  awaitingConfirmation: 'awaiting confirmation',
+  error: 'error',
+  scheduledDeprovision: 'deprovisioning scheduled',
+};
+
+/** How an incoming relationship reads from the related object's side. */
+const INCOMING: Record<string, string> = { manager: 'direct report', member: 'member of', uniqueMember: 'member of' };
 
 function Explain({ id, attr }: { id: string; attr: string }) {
   const names = useNames();
@@ -288,30 +364,59 @@ function Explain({ id, attr }: { id: string; attr: string }) {
   return (
     <aside class="panel" aria-labelledby="explain-title">
       <h2 id="explain-title">
-        Why {attr} is {data ? `"${value(data.value)}"` : '…'}
+        Why {attr} is{' '}
+        {data
+          ? data.relationship && !data.candidates.length
+            ? data.relationship.targets.map((t: any) => t.displayName).join(', ')
+            : `"${value(data.value)}"`
+          : '…'}
       </h2>
       <ErrorBox error={error} />
+      {data?.relationship && (
+        <>
+          <h3>Relationship</h3>
+          <Table
+            caption="Relationship sources"
+            skeletonRows={1}
+            columns={[
+              { label: 'Related object', cell: (x: any) => <Link to={['mesh', x.target.meshObjectId]}>{x.target.displayName}</Link> },
+              { label: 'Connector', cell: (x: any) => x.source.connectorName ?? '(mesh)' },
+              { label: 'Source attribute', cell: (x: any) => x.source.sourceAttribute ?? '–' },
+              { label: 'Value', cell: (x: any) => value(x.source.value) },
+              { label: 'Rule', cell: (x: any) => x.source.ruleName ?? (x.source.ruleType ? x.source.ruleId : 'reference attribute') },
+            ]}
+            rows={data.relationship.targets.flatMap((t: any) => t.sources.map((source: any) => ({ target: t, source })))}
+            loading={false}
+            empty="Not resolved yet."
+            rowKey={(x: any) => `${x.target.meshObjectId}:${x.source.connectorId}:${x.source.ruleId}`}
+          />
+        </>
+      )}
       {data?.composedBy && (
         <p>
           Computed by rule <Named name={names.rule(data.composedBy.ruleId)} id={data.composedBy.ruleId} /> from {data.composedBy.inputs.join(', ')}.
         </p>
       )}
-      <h3>Contributions</h3>
-      <Table
-        caption="Contributions"
-        skeletonRows={2}
-        columns={[
-          { label: 'Connector', cell: (c: any) => c.connectorName ?? c.connectorId },
-          { label: 'Source attribute', cell: (c: any) => c.sourceAttribute },
-          { label: 'Value', cell: (c: any) => value(c.value) },
-          { label: 'Confidence', cell: (c: any) => c.confidence },
-          { label: 'Outcome', cell: (c: any) => <span class={`status status-${c.outcome === 'won' ? 'completed' : 'none'}`}>{c.outcome}</span> },
-        ]}
-        rows={data?.candidates}
-        loading={!data}
-        empty="No connector contributes (computed value)."
-        rowKey={(c: any) => `${c.connectorId}:${c.csObjectId}:${c.sourceAttribute}`}
-      />
+      {!(data?.relationship && !data.candidates.length) && (
+        <>
+          <h3>Contributions</h3>
+          <Table
+            caption="Contributions"
+            skeletonRows={2}
+            columns={[
+              { label: 'Connector', cell: (c: any) => c.connectorName ?? c.connectorId },
+              { label: 'Source attribute', cell: (c: any) => c.sourceAttribute },
+              { label: 'Value', cell: (c: any) => value(c.value) },
+              { label: 'Confidence', cell: (c: any) => c.confidence },
+              { label: 'Outcome', cell: (c: any) => <span class={`status status-${c.outcome === 'won' ? 'completed' : 'none'}`}>{c.outcome}</span> },
+            ]}
+            rows={data?.candidates}
+            loading={!data}
+            empty="No connector contributes (computed value)."
+            rowKey={(c: any) => `${c.connectorId}:${c.csObjectId}:${c.sourceAttribute}`}
+          />
+        </>
+      )}
       <h3>Exports</h3>
       <Table
         caption="Exports"
