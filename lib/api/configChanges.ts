@@ -8,7 +8,6 @@ import { guardRailText, type GuardRailReason } from '../plans/guardRails';
 import { hoursAfter, readPlanSettings } from '../plans/settings';
 import { reasonsText } from '../plans/thresholds';
 import { approverRefusal } from '../runs/approval';
-import { schedulesChanged } from '../schedules/scheduler';
 import {
   changeNotFound,
   decideConfigChange,
@@ -20,8 +19,7 @@ import {
   type StoredConfigChange,
 } from '../storage/configChanges';
 import { findActiveRun, type ApprovalReason } from '../storage/runs';
-import { deleteScheduleRuns } from '../storage/schedules';
-import { finishConnectorDelete } from './connectors';
+import { afterConfigWrites } from './configApplied';
 
 /**
  * Pending configuration changes: a change that loosens a guard rail (lib/plans/guardRails.ts) while the
@@ -233,23 +231,8 @@ export async function approveChange(changeId: string, caller: Caller, log: (mess
       );
     throw err;
   }
-  for (const w of applied) {
-    if (w.operation)
-      await finishConnectorDelete(w.operation).catch((err) =>
-        log(`Cleanup of deleted connector ${w.targetId} did not finish (${(err as Error).name}); it is retried at the next start.`),
-      );
-    if (w.targetType === 'schedule' && w.action === 'delete') await deleteScheduleRuns(w.targetId);
-    await recordAudit(
-      asRequester,
-      w.action === 'restore' ? 'restore' : w.action,
-      w.targetType,
-      w.targetId,
-      'success',
-      `Approved by ${actorName(caller)} (configuration change ${changeId}).`,
-    );
-  }
+  await afterConfigWrites(applied, asRequester, log, `Approved by ${actorName(caller)} (configuration change ${changeId}).`);
   await recordAudit(caller, 'approve', 'configChange', changeId, 'success', `Reasons: ${reasonText(c.reasons as ChangeReason[])}.`);
-  if (applied.some((w) => w.targetType === 'schedule')) schedulesChanged();
   return view(decided, payload);
 }
 

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
-import { recordAudit } from '../audit';
 import { canonicalJsonOf } from '../config/canonical';
 import { connectorSnapshot, fieldChanges, plainSnapshot, type FieldChange, type Snapshot, type TargetType } from '../config/snapshots';
 import { applyAll, storageWriter, type ConfigWriter, type PlannedWrite } from '../config/writer';
@@ -8,19 +7,19 @@ import { isConnectorType } from '../connectors/registry';
 import { AppError, badRequest, type FieldError } from '../core/errors';
 import type { ConfigDocument } from '../schemas/config';
 import type { RuleRequest } from '../schemas/rules';
-import { schedulesChanged } from '../schedules/scheduler';
 import { connectorConfigWithSecrets, unsealSecrets } from '../secrets/connectorSecrets';
 import { setPath } from '../secrets';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
 import { listRules, type StoredRule } from '../storage/rules';
 import { findActiveRun } from '../storage/runs';
-import { activeScheduleRun, deleteScheduleRuns, listSchedules, type StoredSchedule } from '../storage/schedules';
+import { activeScheduleRun, listSchedules, type StoredSchedule } from '../storage/schedules';
 import { exceeded, thresholdsOf } from '../plans/thresholds';
 import { requiresSecondPerson } from '../plans/guardRails';
 import { readPlanSettings } from '../plans/settings';
 import { connectorDeleteImpact } from '../sync/run/cleanup';
 import { holdChange, type ChangeReason, type ConfigChangeView } from './configChanges';
-import { checkConnectorLimit, finishConnectorDelete, guardRailReasons, prepareConnectorSave, preparedSnapshot } from './connectors';
+import { afterConfigWrites } from './configApplied';
+import { checkConnectorLimit, guardRailReasons, prepareConnectorSave, preparedSnapshot } from './connectors';
 import { checkRuleAttributesOf } from './ruleAttributes';
 import { ruleErrors, toRule } from './rules';
 import { scheduleErrors } from './schedules';
@@ -326,15 +325,7 @@ export async function importConfig(
     if (err instanceof AppError) throw new AppError(err.code, `The import failed and was undone, nothing was changed: ${err.detail}`, err.extra);
     throw err;
   }
-  for (const w of applied) {
-    if (w.operation)
-      await finishConnectorDelete(w.operation).catch((err) =>
-        log(`Cleanup of deleted connector ${w.targetId} did not finish (${(err as Error).name}); it is retried at the next start.`),
-      );
-    if (w.targetType === 'schedule' && w.action === 'delete') await deleteScheduleRuns(w.targetId);
-    await recordAudit(caller, w.action === 'restore' ? 'restore' : w.action, w.targetType, w.targetId);
-  }
-  if (applied.some((w) => w.targetType === 'schedule')) schedulesChanged();
+  await afterConfigWrites(applied, caller, log);
   return { changes, applied: true };
 }
 

@@ -1,3 +1,4 @@
+import { wildcardMatch } from './wildcard';
 import { ConfigError, SettingsReader } from './config';
 import { badRequest, type AppError } from './errors';
 import type { AttributeValue } from './values';
@@ -54,35 +55,6 @@ export interface SecretAttributes {
 }
 
 /**
- * Whether `name` matches the glob `pattern` (both lower-case): `*` any run, `?` one character. The classic
- * two-pointer walk: on a mismatch it goes back only to the last `*`, so the work is at most name x pattern
- * characters (a few thousand steps for the lengths allowed), never exponential.
- */
-export function globMatches(pattern: string, name: string): boolean {
-  let p = 0;
-  let n = 0;
-  let star = -1;
-  let mark = 0;
-  while (n < name.length) {
-    const c = pattern.charCodeAt(p);
-    if (p < pattern.length && (c === 63 /* ? */ || c === name.charCodeAt(n))) {
-      p++;
-      n++;
-    } else if (p < pattern.length && c === 42 /* * */) {
-      star = p++;
-      mark = n;
-    } else if (star >= 0) {
-      p = star + 1;
-      n = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.length && pattern.charCodeAt(p) === 42) p++;
-  return p === pattern.length;
-}
-
-/**
  * The list from the setting's text (unset or empty: the built-in names only). A malformed entry is a
  * ConfigError naming the setting and the entry.
  */
@@ -114,14 +86,14 @@ export function compileSecretAttributes(extra: string | undefined, setting = SET
       const cached = seen.get(name);
       if (cached !== undefined) return cached;
       const base = baseOf(name);
-      const hit = exact.has(base) || globs.some((g) => globMatches(g, base));
+      const hit = exact.has(base) || globs.some((g) => wildcardMatch(g, base));
       if (seen.size >= 10_000) seen.clear();
       seen.set(name, hit);
       return hit;
     },
     rule(name: string) {
       const base = baseOf(name);
-      const pattern = patterns.find((p) => (/[*?]/.test(p) ? globMatches(p, base) : p === base));
+      const pattern = patterns.find((p) => (/[*?]/.test(p) ? wildcardMatch(p, base) : p === base));
       return pattern === undefined ? undefined : { pattern, builtIn: builtIn.has(pattern) };
     },
   };

@@ -1,3 +1,4 @@
+import { wildcardMatch } from '../../core/wildcard';
 import { promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
@@ -27,38 +28,13 @@ export function filePatternProblem(pattern: string): string | undefined {
 
 /**
  * `*` (any run of characters) and `?` (one character) wildcards, matched against the whole file name, case
- * sensitive. Not a regular expression: a RegExp of `*?*?*?*?*?*?*?*?#` (this connector's before, and picomatch's
- * too) backtracks for seconds on a 30-character name, on the event loop. This matcher keeps one backtracking
- * point (the last `*`), so a check costs at most name length x pattern length steps, whatever the pattern.
+ * sensitive. Not a regular expression (this connector's before, and picomatch's too, backtracked for seconds on
+ * `*?*?*?*?*?*?*?*?#`): lib/core/wildcard.ts, at most name length x pattern length steps whatever the pattern.
  */
 export function compileFilePattern(pattern: string): NameMatcher {
-  // Runs of `*` are one `*`.
+  // Runs of `*` are one `*`; code points, so `?` is one character of a name.
   const p = [...pattern.replace(/\*+/g, '*')];
-  return {
-    test(name: string): boolean {
-      const n = [...name];
-      let i = 0;
-      let j = 0;
-      let star = -1;
-      let mark = 0;
-      while (i < n.length) {
-        if (j < p.length && (p[j] === '?' || p[j] === n[i])) {
-          i++;
-          j++;
-        } else if (j < p.length && p[j] === '*') {
-          star = j++;
-          mark = i;
-        } else if (star >= 0) {
-          j = star + 1;
-          i = ++mark;
-        } else {
-          return false;
-        }
-      }
-      while (j < p.length && p[j] === '*') j++;
-      return j === p.length;
-    },
-  };
+  return { test: (name: string) => wildcardMatch(p, [...name]) };
 }
 
 /**
