@@ -481,7 +481,7 @@ export function startMeshReadModel(options: { pollMs?: number } = {}): void {
         pollMs: options.pollMs,
         onError: (err) => {
           if (err instanceof FeedGapError) void reloadAfterGap(err, options);
-          else log.error(`Reading the mesh change feed failed (${describe(err)}); retrying.`);
+          else if (!stopping) log.error(`Reading the mesh change feed failed (${describe(err)}); retrying.`);
         },
         snapshot: file ? snapshotSource(file) : undefined,
       });
@@ -591,6 +591,9 @@ export async function stopMeshReadModel(): Promise<void> {
  */
 export async function readyModel(): Promise<MeshReadModel> {
   if (isReady && model) return model;
+  // After the stop (the host shutting down), a late caller must not start a new reader: the storage is going
+  // away under it, and it would only log connection errors until the process ends.
+  if (!ready && stopping) throw new AppError('service_unavailable', 'The service is stopping.', { headers: { 'retry-after': String(RETRY_AFTER_SECONDS) } });
   if (!ready) startMeshReadModel();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((res) => (timer = setTimeout(() => res(undefined), READY_WAIT_MS)));

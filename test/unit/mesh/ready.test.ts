@@ -28,3 +28,31 @@ test('storage that does not answer: 503 service_unavailable with Retry-After aft
     errors.mockRestore();
   }
 });
+
+test('after the stop, a late query is a 503 and starts no new reader (its retries would log connection errors while the storage goes away)', async () => {
+  const port = await freePort();
+  process.env.AzureWebJobsStorage = `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=${Buffer.from('k').toString('base64')};TableEndpoint=http://127.0.0.1:${port}/devstoreaccount1;`;
+  process.env.Storage__TablePrefix = 'ready';
+  resetTableClients();
+  const errors = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+  try {
+    startMeshReadModel();
+    await stopMeshReadModel();
+    errors.mockClear();
+    const err = await readyModel().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).code).toBe('service_unavailable');
+    expect((err as AppError).detail).toBe('The service is stopping.');
+    expect(meshReadModelStatus()).toMatchObject({ ready: false, objects: 0 });
+    // Nothing started: nothing tries the storage, nothing logs.
+    expect(errors).not.toHaveBeenCalled();
+    // A start (a test, a restarted host) clears the stop.
+    startMeshReadModel();
+  } finally {
+    await stopMeshReadModel();
+    errors.mockRestore();
+  }
+});
