@@ -108,7 +108,9 @@ test('an export whose changes the trim removed looks at every object, and export
   // A run syncs the join index past the other writer's rows; then the trim may take the rename's row.
   expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed' });
   const mark = rt.logMark();
-  // The trim runs on its own period: wait for it to say it trimmed, however long a loaded machine takes.
+  // The rows must outlive the export retention (0.0001 days: 8.64 s) before a trim may take them: that time
+  // passing is what this waits for. Then the trim's line (it runs every second; on a loaded machine, later).
+  await new Promise((r) => setTimeout(r, 9_000));
   await rt.untilLogged(/Trimmed the mesh change feed/, mark, 60_000);
 
   const run = await runExport(rt, target);
