@@ -3,7 +3,7 @@ import { recordAudit } from '../audit';
 import type { AppliedWrite } from '../config/writer';
 import { schedulesChanged } from '../schedules/scheduler';
 import { deleteScheduleRuns } from '../storage/schedules';
-import { finishConnectorDelete } from './connectors';
+import { finishConnectorDelete } from './connectorDelete';
 
 /**
  * What follows writes the configuration writer applied (a configuration import, an approved held change): a

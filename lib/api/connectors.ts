@@ -1,19 +1,18 @@
 import { fullSyncRequired } from '../sync/rulesChange';
+import { finishConnectorDelete } from './connectorDelete';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/permissions';
 import { recordAudit } from '../audit';
 import { connectorTypeConfig, isConnectorType, testConnectorOnSave, type ConnectorType } from '../connectors/registry';
 import { canonicalJson, isConnectorError, redactSecrets } from '../connectors/sdk';
-import { clearAssignment, assignmentOf } from '../instances/assignments';
+import { assignmentOf } from '../instances/assignments';
 import { badRequest, conflict, type FieldError, AppError } from '../core/errors';
 import { deprovisioningChecks } from '../sync/deprovisioning';
 import { schemaErrors } from '../core/validation/ajv';
 import { releaseStaleRunLock, type RunOrchestrations } from '../runs/runs';
 import type { Connector, CreateConnectorRequest, UpdateConnectorRequest } from '../schemas/connectors';
 import { SECRET_PLACEHOLDER, changedPaths, deletePath, getPath, pointer, secretPaths, setPath, type FieldPath } from '../secrets';
-import { getConnectorRecord, listConnectorRecords, listConnectorRows, readConnectorRow, removeConnectorRow, type StoredConnector } from '../storage/connectors';
-import { completeOperation, noteStepDone, recordOperation, type ConnectorCleanupStep, type PendingOperation } from '../storage/operations';
-import { listRules } from '../storage/rules';
+import { getConnectorRecord, listConnectorRecords, listConnectorRows, readConnectorRow, type StoredConnector } from '../storage/connectors';
 import { connectorSnapshot, plainSnapshot, type ConnectorSnapshot } from '../config/snapshots';
 import { storageWriter, type PlannedWrite } from '../config/writer';
 import { loosenedGuardRails, requiresSecondPerson, type GuardRailReason } from '../plans/guardRails';
@@ -21,7 +20,7 @@ import { readPlanSettings } from '../plans/settings';
 import { exceeded, thresholdsOf } from '../plans/thresholds';
 import { schedulesChanged } from '../schedules/scheduler';
 import { listSchedules } from '../storage/schedules';
-import { SYNC_CONNECTOR_CLEANUPS, connectorDeleteImpact } from '../sync/run/cleanup';
+import { connectorDeleteImpact } from '../sync/run/cleanup';
 import { holdChange, type ConfigChangeView } from './configChanges';
 import { findActiveRun } from '../storage/runs';
 import { configExpressionErrors } from './expressions';
@@ -418,61 +417,6 @@ export async function deleteConnector(
     log(`Cleanup of deleted connector ${id} did not finish (${(err as Error).name}); it is retried at the next start.`);
   }
   return { deleted: true };
-}
-
-/** Every step of a connector's deletion, in order: its rules, its engine assignment, then the sync engine's data. */
-const CONNECTOR_CLEANUPS: readonly ConnectorCleanupStep[] = [
-  { name: 'rules', run: deleteRulesVersioned },
-  { name: 'assignment', run: clearAssignment },
-  ...SYNC_CONNECTOR_CLEANUPS,
-];
-
-/** Delete every rule of a deleted connector, each with its version (so a restored connector can get them back). */
-async function deleteRulesVersioned(connectorId: string): Promise<void> {
-  for (const rule of await listRules({ connectorId })) {
-    await storageWriter.apply(
-      { targetType: 'rule', targetId: rule.ruleId, action: 'delete', before: plainSnapshot(rule), after: null },
-      'system:connectorDelete',
-    );
-  }
-}
-
-/** Run every cleanup step (each is safe to repeat), then remove the connector and the operation. */
-export async function finishConnectorDelete(op: PendingOperation): Promise<void> {
-  for (const step of CONNECTOR_CLEANUPS) {
-    await step.run(op.targetId);
-    await noteStepDone(op, step.name);
-  }
-  await removeConnectorRow(op.targetId);
-  await completeOperation(op);
-}
-
-/**
- * Resume what a crash left: every pending delete whose connector is `deleting` or already gone is finished;
- * a pending row whose connector is still `ready` is a delete that never got acknowledged (the marking
- * failed) and is dropped. A connector left `deleting` without its row (cannot happen with the order above,
- * but is cheap to cover) is finished too.
- */
-export async function resumeConnectorDeletes(ops: PendingOperation[]): Promise<number> {
-  let finished = 0;
-  const seen = new Set<string>();
-  for (const op of ops.filter((o) => o.kind === 'deleteConnector')) {
-    seen.add(op.targetId);
-    const row = await readConnectorRow(op.targetId);
-    if (row && row.state === 'ready') {
-      await completeOperation(op);
-      continue;
-    }
-    await finishConnectorDelete(op);
-    finished++;
-  }
-  for (const row of await listConnectorRows()) {
-    if (row.state === 'deleting' && !seen.has(row.id)) {
-      await finishConnectorDelete(await recordOperation('deleteConnector', row.id));
-      finished++;
-    }
-  }
-  return finished;
 }
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

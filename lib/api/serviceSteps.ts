@@ -9,7 +9,7 @@ import { feedTrimStep } from '../sync/run/feedTrim';
 import type { ServiceStep } from '../core/service';
 import { startSecrets } from '../secrets';
 import { listPendingOperations } from '../storage/operations';
-import { resumeConnectorDeletes } from './connectors';
+import { resumeConnectorDeletes } from './connectorDelete';
 import { readLicense } from './license';
 import { areaLog } from '../core/log';
 import { telemetryConfig } from '../telemetry/config';
