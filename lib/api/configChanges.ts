@@ -47,6 +47,8 @@ export interface ConfigChangeView {
   status: ConfigChangeStatus;
   targetType: string;
   targetId: string;
+  /** The target's name when the change was asked (null for an import of several targets). */
+  targetName: string | null;
   action: string;
   reasons: ChangeReason[];
   requestedBy: string | null;
@@ -76,6 +78,7 @@ function view(c: ConfigChangeHead, payload?: ChangePayload): ConfigChangeView {
     status: c.status,
     targetType: c.targetType,
     targetId: c.targetId,
+    targetName: c.targetName,
     action: c.action,
     reasons: c.reasons as ChangeReason[],
     requestedBy: c.requestedBy,
@@ -96,6 +99,14 @@ function view(c: ConfigChangeHead, payload?: ChangePayload): ConfigChangeView {
   return out;
 }
 
+/** The name of the change's target, from the write to it (after, or before for a delete). */
+function targetNameOf(targetId: string, writes: readonly PlannedWrite[]): string | null {
+  const w = writes.find((x) => x.targetId === targetId);
+  const snap = (w?.after ?? w?.before ?? null) as Record<string, unknown> | null;
+  const name = snap?.name ?? snap?.ruleName;
+  return typeof name === 'string' && name ? name : null;
+}
+
 /**
  * Keep `writes` as a change awaiting a second Admin's approval (nothing is written but the change itself);
  * audited as `request`. Returns what the 202 shows.
@@ -113,6 +124,7 @@ export async function holdChange(
   const stored = await insertConfigChange({
     targetType: what.targetType,
     targetId: what.targetId,
+    targetName: targetNameOf(what.targetId, what.writes),
     action: what.action,
     reasons: what.reasons,
     requestedBy: actorName(caller),

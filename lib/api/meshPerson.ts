@@ -8,6 +8,7 @@ import { getMeshObjects } from '../mesh/store';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
 import { listRules, type Rule } from '../storage/rules';
 import { readStagedAdd } from '../sync/export/stagedAdds';
+import { plannedExports } from '../sync/run/oneObjectPlan';
 import type { CsObject } from '../sync/model';
 import { attributeValues } from '../sync/planner';
 import { referencePolicy } from '../sync/references';
@@ -100,6 +101,13 @@ export async function connectorObjectsOf(doc: MeshObject): Promise<ConnectorObje
   const [rules, connectors] = await Promise.all([listRules(), listConnectorRecords()]);
   const flows = outboundByConnector(rules);
   const values = attributeValues(doc);
+  // What each target's next export would do with this object (its own planning, so the view and the export agree);
+  // computed once, and only when a flow shows a value to send.
+  let planned: Promise<Map<string, Operation>> | undefined;
+  const plannedOperation = async (connectorId: string): Promise<Operation> => {
+    planned ??= plannedExports([doc]).then((list) => new Map(list.map((p) => [p.connectorId, p.operation])));
+    return (await planned).get(connectorId) ?? 'Update';
+  };
   const views = await Promise.all(
     connectors.map(async (connector): Promise<ConnectorObjectView | null> => {
       const anchor = doc.links[connector.id];
@@ -127,7 +135,7 @@ export async function connectorObjectsOf(doc: MeshObject): Promise<ConnectorObje
         anchor,
         dn: row?.dn ?? null,
       };
-      return { ...base, ...(await rowState(doc, connector, connectorFlows, values, row)) };
+      return { ...base, ...(await rowState(doc, connector, connectorFlows, values, row, plannedOperation)) };
     }),
   );
   return views.filter((v): v is ConnectorObjectView => v !== null).sort((a, b) => a.connectorName.localeCompare(b.connectorName));
@@ -140,6 +148,7 @@ async function rowState(
   flows: readonly Rule[],
   values: Record<string, AttributeValue>,
   row: CsObject | undefined,
+  plannedOperation: (connectorId: string) => Promise<Operation>,
 ): Promise<Pick<ConnectorObjectView, 'state' | 'pendingOperation' | 'error' | 'dueOn'>> {
   if (!row) return { state: 'joined' };
   const op = row.pendingExport ? { pendingOperation: OPERATIONS[row.pendingExport.kind] } : {};
@@ -155,7 +164,7 @@ async function rowState(
     const s = isRelationshipFlow(doc, rule)
       ? await relationshipFlowState(doc, connector, rule, row)
       : await flowState(doc, connector, rule, target, values, row);
-    if (s?.state === 'pendingExport') return { state: 'pendingExport', pendingOperation: 'Update' };
+    if (s?.state === 'pendingExport') return { state: 'pendingExport', pendingOperation: await plannedOperation(connector.id) };
     if (s?.state === 'awaitingConfirmation') awaiting = true;
   }
   return { state: awaiting ? 'awaitingConfirmation' : 'joined' };

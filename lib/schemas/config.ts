@@ -134,6 +134,7 @@ export const ConfigChange = defineSchema(
       status: Type.Union(['AwaitingApproval', 'Applied', 'Rejected', 'Expired', 'Failed'].map((s) => Type.Literal(s))),
       targetType: Type.String({ description: 'connector, rule, schedule, or config (an import).' }),
       targetId: Type.String({ description: 'The target id; `import` for an import.' }),
+      targetName: Nullable(Type.String({ description: "The target's name when the change was asked; null for an import." })),
       action: Type.String({ description: 'create, update, delete, restore or import.' }),
       reasons: Type.Array(ChangeReason),
       requestedBy: Nullable(Type.String()),

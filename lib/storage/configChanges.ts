@@ -22,6 +22,8 @@ export interface ConfigChangeHead {
   targetType: string;
   /** The target's id; for an import, `import`. */
   targetId: string;
+  /** The target's name when the change was asked (a connector's, rule's or schedule's), null for an import. */
+  targetName: string | null;
   /** What is asked: create, update, delete, restore, import. */
   action: string;
   /** Why it waits (guard-rail reasons, or a delete's threshold reasons), as the API shows them. */
@@ -49,6 +51,7 @@ const HEAD_FIELDS = [
   'status',
   'targetType',
   'targetId',
+  'targetName',
   'action',
   'requestedBy',
   'requestedById',
@@ -67,6 +70,7 @@ function headOf(e: Record<string, unknown>): ConfigChangeHead {
     status: String(e.status) as ConfigChangeStatus,
     targetType: String(e.targetType),
     targetId: String(e.targetId),
+    targetName: str('targetName'),
     action: String(e.action),
     reasons: JSON.parse(String(e.reasons ?? '[]')) as unknown[],
     requestedBy: str('requestedBy'),

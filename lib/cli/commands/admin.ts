@@ -42,6 +42,15 @@ const SCHEDULE_RUN_COLUMNS = [
   col('STARTED', 'startedOn'),
   col('COMPLETED', 'completedOn'),
 ];
+/** The connector runs of one schedule run, step by step. */
+const STEP_RUN_COLUMNS = [
+  col('STEP', 'step'),
+  col('RUN TYPE', 'runType'),
+  col('CONNECTOR', 'connector'),
+  wideCol('CONNECTOR ID', 'connectorId'),
+  { header: 'RUN ID', get: 'runId', whole: true },
+  col('STATUS', 'status'),
+];
 /** Audit columns; NAME: the connector's, rule's or schedule's current name (empty once it is gone). */
 const auditColumns = (names: Partial<Record<string, Map<string, string>>>) => [
   col('TIME', 'timestamp'),
@@ -70,6 +79,7 @@ const CHANGE_COLUMNS = [
   col('ACTION', 'action'),
   col('TARGET TYPE', 'targetType'),
   { header: 'TARGET', get: 'targetId', whole: true },
+  col('NAME', 'targetName'),
   col('REQUESTED BY', 'requestedBy'),
   col('EXPIRES', 'expiresOn'),
 ];
@@ -85,7 +95,7 @@ interface ImportedChange {
 
 interface ListedScheduleRun {
   scheduleRunId: string;
-  steps?: { runType: string; runs: { connectorId: string; status: string }[] }[];
+  steps?: { runType: string; runs: { connectorId: string; runId?: string | null; status: string }[] }[];
 }
 
 const shown = (v: unknown) => (v === null || v === undefined ? '(not set)' : cellText(v) || '""');
@@ -176,12 +186,22 @@ export function registerAdmin(program: Command): void {
   paged(s.command('runs <schedule> [scheduleRunId]').description("A schedule's runs, or one of them with its steps")).action(
     action(async (ctx, ref, runId) => {
       const id = await schedule(ctx, ref);
-      if (runId) return void ctx.print(await ctx.api.get(`schedules/${id}/runs/${runId}`));
+      if (runId) {
+        const detail = await ctx.api.get<ListedScheduleRun & Record<string, unknown>>(`schedules/${id}/runs/${runId}`);
+        if (ctx.format === 'json' || ctx.format === 'yaml') return void ctx.print(detail);
+        // The steps as a table: each connector's run by the connector's name, its run id whole.
+        const names = await namesById(ctx.api, 'connector');
+        const { steps: detailSteps, ...rest } = detail;
+        ctx.print(rest);
+        const rows = (detailSteps ?? []).flatMap((st, i) =>
+          st.runs.map((x) => ({ step: i + 1, runType: st.runType, connector: names.get(x.connectorId) ?? '', ...x })),
+        );
+        return void ctx.print({ items: rows, totalCount: rows.length }, STEP_RUN_COLUMNS);
+      }
       const runs = await ctx.api.get(`schedules/${id}/runs`, { skip: ctx.opts.skip, take: ctx.opts.take });
       if (ctx.format !== 'table') return void ctx.print(runs);
       // Each step with its connectors by name and the status of each one's run: "Export: LDAP Completed, AD Failed".
-      const { connectors } = await ctx.api.get<{ connectors: { id: string; name: string }[] }>('connectors');
-      const names = new Map(connectors.map((c) => [c.id, c.name]));
+      const names = await namesById(ctx.api, 'connector');
       const steps = (r: ListedScheduleRun) =>
         (r.steps ?? []).map((st) => `${st.runType}: ${st.runs.map((x) => `${names.get(x.connectorId) ?? x.connectorId} ${x.status}`).join(', ')}`).join('; ');
       ctx.print(runs, SCHEDULE_RUN_COLUMNS);

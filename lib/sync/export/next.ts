@@ -122,7 +122,7 @@ export async function nextExport(connectorId: string, maxObjects = NEXT_EXPORT_M
 }
 
 /** The DN the connector would give an object with these values (directories with a DN template), or undefined. */
-type PlannedDn = (change: ExportChange) => string | undefined;
+export type PlannedDn = (change: ExportChange) => string | undefined;
 
 /**
  * Run `fn` with the connector's DN planning (a directory's exportDnTemplate: the DN of an add, and of an object a
@@ -141,6 +141,15 @@ async function withPlannedDn<T>(connectorId: string, fn: (plannedDn: PlannedDn) 
   } finally {
     await connector?.close().catch(() => undefined);
   }
+}
+
+/**
+ * The operation an export change is, as the run's changes name it. A directory names an object by its values: an
+ * update that changes the DN its template gives is a move or a rename (`Rename`).
+ */
+export function operationOf(change: ExportChange, row: CsObject | undefined, plannedDn: PlannedDn): NextOperation {
+  const dnNow = change.kind === 'update' && row?.dn && change.state ? plannedDn({ ...change, kind: 'add', attributes: change.state }) : undefined;
+  return dnNow && dnKey(dnNow) !== dnKey(row!.dn!) ? 'Rename' : OPERATIONS[change.kind];
 }
 
 async function compute(
@@ -193,17 +202,13 @@ async function compute(
       // Write-only secrets stay listed (the connector space's detail shows them as ********): the change sends them.
       const values = c.values;
       const row = c.change.kind === 'add' ? undefined : c.prev;
-      // A directory names an object by its values: an update that changes the DN its template gives is a move or a
-      // rename (the run lists it `Rename`); an add gets the DN the template gives.
-      const dnNow = c.change.kind === 'update' && row?.dn && c.change.state ? plannedDn({ ...c.change, kind: 'add', attributes: c.change.state }) : undefined;
-      const moved = !!dnNow && dnKey(dnNow) !== dnKey(row!.dn!);
       out.changes.push({
         csObjectId: row ? csObjectIdOf(connectorId, row) : (staged.get(c.doc.id)?.csObjectId ?? stagedCsObjectId(connectorId, c.doc.id)),
         anchor: row?.anchor ?? null,
         dn: row ? (row.dn ?? null) : (plannedDn(c.change) ?? null),
         objectType: row?.objectType ?? c.change.objectType,
         meshObjectId: c.doc.id,
-        operation: moved ? 'Rename' : OPERATIONS[c.change.kind],
+        operation: operationOf(c.change, row, plannedDn),
         attributes: oldNew(values, row ? shownOf(row) : undefined),
         stagedOn: c.tag === 'delete' || c.tag === 'disable' ? (row?.deprovisioned?.due ?? c.doc.updatedOn) : c.doc.updatedOn,
         ...(c.tag === 'delete' || c.tag === 'disable' ? { deprovisioning: c.tag } : {}),

@@ -37,8 +37,6 @@ export interface OneObjectResult {
   exports: ExportPreview[];
 }
 
-const OPERATIONS = { add: 'Add', update: 'Update', delete: 'Delete', rename: 'Rename' } as const;
-
 /** Attribute-level changes of one mesh object, secret attributes listed with their values masked (lib/core/secretAttributes.ts). */
 export function meshChanges(before: MeshObject | null, after: MeshObject | null): MeshChange[] {
   const names = [...new Set([...Object.keys(before?.attributes ?? {}), ...Object.keys(after?.attributes ?? {})])].sort();
@@ -60,7 +58,8 @@ export function exportView(e: PlannedExport): ExportPreview {
     attributes[name] = { old: e.kind === 'add' ? null : shownValue(name, e.shown[name] ?? null), new: shownValue(name, v) };
   return {
     connectorId: e.connectorId,
-    operation: OPERATIONS[e.kind],
+    // As the run's changes and the connector space's pending list name it: a move of a directory object is a Rename.
+    operation: e.operation,
     csObjectId: e.prev && !e.prev.deleted ? csObjectIdOf(e.connectorId, e.prev) : stagedCsObjectId(e.connectorId, e.meshId),
     dn: e.dn,
     attributes,

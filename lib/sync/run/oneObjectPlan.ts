@@ -9,6 +9,7 @@ import { listRules } from '../../storage/rules';
 import { loadCsSummaries } from '../space/connectorSpace';
 import { CsCache } from '../space/csCache';
 import { previewExport } from '../export/exportPage';
+import { operationOf, type NextOperation } from '../export/next';
 import { exportTargets } from '../import/importTargets';
 import type { CsObject } from '../model';
 import { planItems, applyItems, storedItem } from '../import/pages';
@@ -26,6 +27,8 @@ import { markExportDirty, readSyncState } from './state';
 export interface PlannedExport {
   connectorId: string;
   kind: ExportChange['kind'];
+  /** What the run's changes would call it: an update that moves a directory object is a `Rename`. */
+  operation: NextOperation;
   meshId: string;
   prev: CsObject | undefined;
   dn: string | null;
@@ -100,7 +103,7 @@ async function previewContext(info: RunInfo): Promise<Context> {
 }
 
 /** Every target (a connector with an enabled outbound rule): what its next export would do with `docs`. */
-async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
+export async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
   const all = await listRules();
   const targets = exportTargets(all);
   const out: PlannedExport[] = [];
@@ -121,6 +124,7 @@ async function plannedExports(docs: MeshObject[]): Promise<PlannedExport[]> {
         out.push({
           connectorId: target,
           kind: c.change.kind,
+          operation: operationOf(c.change, c.change.kind === 'add' ? undefined : c.prev, (change) => connector.plannedDn?.(change)),
           meshId: c.doc.id,
           prev: c.prev,
           dn,

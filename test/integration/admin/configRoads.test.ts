@@ -96,6 +96,7 @@ describe('connector delete', () => {
       status: 'AwaitingApproval',
       targetType: 'connector',
       targetId: hr,
+      targetName: 'HR',
       action: 'delete',
       reasons: [{ operation: 'deletes', count: 10, limit: 2 }],
       requestedBy: USERS.Admin.upn,
@@ -126,8 +127,8 @@ describe('connector delete', () => {
     // Wide enough for the two whole ids (CHANGE ID, TARGET) and every header uncut.
     const listed = await meshsync(['config', 'changes', 'ls', '--status', 'AwaitingApproval'], { ...env, COLUMNS: '200' });
     expect(listed.code).toBe(0);
-    expect(listed.stdout.split('\n')[0]).toMatch(/^CHANGE ID\s+STATUS\s+ACTION\s+TARGET TYPE\s+TARGET\s+REQUESTED BY\s+EXPIRES$/);
-    expect(listed.stdout).toContain(change.changeId);
+    expect(listed.stdout.split('\n')[0]).toMatch(/^CHANGE ID\s+STATUS\s+ACTION\s+TARGET TYPE\s+TARGET\s+NAME\s+REQUESTED BY\s+EXPIRES$/);
+    expect(listed.stdout).toMatch(new RegExp(`^${change.changeId}\\s+AwaitingApproval\\s+delete\\s+connector\\s+${hr}\\s+HR\\s`, 'm'));
     const selfCli = await meshsync(['config', 'changes', 'approve', change.changeId], env);
     expect(selfCli.code).toBe(4);
     expect(selfCli.stderr).toContain('another Admin must');

@@ -539,6 +539,15 @@ describeWithServer('postgres')('meshsync CLI against a real service', () => {
     expect(table.stdout.split('\n')[0]).toMatch(/^SCHEDULE RUN ID\s+TRIGGER\s+STATUS\s+STARTED\s+COMPLETED$/);
     expect(table.stdout).toMatch(new RegExp(`^${started.scheduleRunId}\\s+manual\\s+Completed\\s`, 'm'));
     expect(table.stdout).toContain(`\nsteps of ${started.scheduleRunId}: DeltaImport: HR cli Completed\n`);
+    // One schedule run: its connector runs by connector name, the run id whole; -o wide adds the connector id.
+    const one = await as('Viewer', ['schedules', 'runs', created.scheduleId, started.scheduleRunId]);
+    expect(one.code).toBe(0);
+    const detailRun = (await json('Viewer', ['schedules', 'runs', created.scheduleId, started.scheduleRunId])).steps[0].runs[0];
+    expect(one.stdout).toMatch(/^STEP\s+RUN TYPE\s+CONNECTOR\s+RUN ID\s+STATUS$/m);
+    expect(one.stdout).toMatch(new RegExp(`^1\\s+DeltaImport\\s+HR cli\\s+${detailRun.runId}\\s+Completed$`, 'm'));
+    expect(one.stdout).not.toContain(connectorId);
+    const wide = await as('Viewer', ['schedules', 'runs', created.scheduleId, started.scheduleRunId, '-o', 'wide']);
+    expect(wide.stdout).toMatch(new RegExp(`^1\\s+DeltaImport\\s+HR cli\\s+${connectorId}\\s+${detailRun.runId}\\s+Completed$`, 'm'));
     // json keeps the API's answer as it is.
     const listed = await json('Viewer', ['schedules', 'runs', created.scheduleId]);
     expect(listed.items[0].steps[0].runs[0]).toMatchObject({ connectorId, status: 'Completed' });

@@ -182,17 +182,19 @@ const available = serverAvailable('slapd') && serverAvailable('chromium');
     expect(none.body.detail).toBe(`Mesh object '${ids.get('E001')}' has no attribute or relationship 'manager'.`);
   });
 
-  test('an HR change: the directory object is pending export (Update) until the next export', async () => {
+  test('an HR change: the directory object is pending export (a move: Rename) until the next export', async () => {
+    // Li moves from Sales to Engineering: her entry moves to ou=Engineering, which the export sends as a Rename.
     writeCsv(hrDir, 'hr.csv', HR, rows('Engineering'));
     expect(await runImport(rt, hr, { runType: 'DeltaImport' })).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
     const li = await detail('E003');
     expect(li.connectorObjects.find((c: { connectorId: string }) => c.connectorId === dir)).toMatchObject({
       state: 'pendingExport',
-      pendingOperation: 'Update',
+      pendingOperation: 'Rename',
     });
-    // What the connector-space listing says too.
+    // What the connector-space listing says too: the same object, the same operation.
     const pending = await rt.call('GET', `connectors/${dir}/space?state=pendingExport`, { role: 'Viewer' });
     expect(pending.body.items.map((i: { meshObjectId: string }) => i.meshObjectId)).toEqual([ids.get('E003')]);
+    expect(pending.body.items[0].pendingExport.operation).toBe('Rename');
     expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
     await runImport(rt, dir);
     expect((await detail('E003')).connectorObjects.map((c: { state: string }) => c.state)).toEqual(['joined', 'joined']);
