@@ -121,7 +121,11 @@ export function leaversSeen(
 }
 
 /** An import or sync page deleted these mesh objects (their last states): their leavers start. */
-export async function recordLeaversSeen(by: { connectorId: string; runId: string }, rules: readonly Rule[], deleted: readonly (MeshObject | undefined)[]): Promise<void> {
+export async function recordLeaversSeen(
+  by: { connectorId: string; runId: string },
+  rules: readonly Rule[],
+  deleted: readonly (MeshObject | undefined)[],
+): Promise<void> {
   const docs = deleted.filter((d): d is MeshObject => !!d && Object.keys(d.links).some((c) => c !== by.connectorId));
   if (!docs.length) return;
   const targets = leaverTargets(await listConnectorRecords(), rules);
@@ -135,7 +139,12 @@ export async function leaverClockPage(
   deletes: readonly { last?: MeshObject }[],
   revived: ReadonlyMap<string, unknown>,
 ): Promise<void> {
-  if (deletes.length) await recordLeaversSeen(by, rules ?? (await listRules()), deletes.map((d) => d.last));
+  if (deletes.length)
+    await recordLeaversSeen(
+      by,
+      rules ?? (await listRules()),
+      deletes.map((d) => d.last),
+    );
   if (revived.size) await cancelLeavers([...revived.keys()]);
 }
 

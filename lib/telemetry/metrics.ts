@@ -112,8 +112,11 @@ function stateGauge(name: string, help: string, label: string, pick: (s: EngineS
 stateGauge('meshsync_pending_exports', 'Changes waiting for the connector\u2019s next export (see docs/operations.md).', 'connector', (s) => s.pendingExports);
 stateGauge('meshsync_connector_space_errors', 'Objects of the connector space in error (see docs/operations.md).', 'connector', (s) => s.connectorSpaceErrors);
 stateGauge('meshsync_mesh_objects', 'Objects in the mesh, by object type.', 'object_type', (s) => s.meshObjects);
-stateGauge('meshsync_leavers_late', 'Leavers past their deadline whose delete or disable is not confirmed yet, by target connector name (see docs/leavers.md).', 'target', (s) =>
-  s.lateLeavers ?? null,
+stateGauge(
+  'meshsync_leavers_late',
+  'Leavers past their deadline whose delete or disable is not confirmed yet, by target connector name (see docs/leavers.md).',
+  'target',
+  (s) => s.lateLeavers ?? null,
 );
 stateGauge('meshsync_instance_heartbeat_age_seconds', 'Seconds since each engine instance\u2019s last heartbeat.', 'instance', (s, now) =>
   ages(s.lastHeartbeat, now),
