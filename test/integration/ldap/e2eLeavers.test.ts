@@ -1,4 +1,5 @@
 import type { Client } from 'ldapts';
+import type { LeaverView } from '../../../lib/api/leavers';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
@@ -47,7 +48,7 @@ describeWithServer('slapd')('the leaver clock (HR file source, slapd target)', (
   const leavers = async (query = '') => {
     const res = await rt.call('GET', `leavers${query}`, { role: 'Viewer' });
     expect(res.status).toBe(200);
-    return res.body as { items: Record<string, any>[]; totalCount: number };
+    return res.body as { items: LeaverView[]; totalCount: number };
   };
   async function scrape(): Promise<Sample[]> {
     const res = await rt.call('GET', 'metrics', { role: 'Viewer' });
@@ -167,15 +168,15 @@ describeWithServer('slapd')('the leaver clock (HR file source, slapd target)', (
     expect(await entry('E201')).toBeUndefined();
     const sent = (await leavers('?state=pending')).items.find((l) => l.meshObjectId === id)!;
     expect(sent).toMatchObject({ state: 'pending', sentRunId: exported.runId, seenOn: pending.seenOn, confirmedOn: null });
-    expect(sent.sentOn >= sent.seenOn).toBe(true);
+    expect(sent.sentOn! >= sent.seenOn).toBe(true);
 
     const confirming = await runImport(rt, dir);
     expect(confirming).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
     expect((await leavers('?state=pending')).items.find((l) => l.meshObjectId === id)).toBeUndefined();
     const done = (await leavers('?state=done')).items.find((l) => l.meshObjectId === id)!;
     expect(done).toMatchObject({ state: 'done', late: false, confirmedRunId: confirming.runId, sentOn: sent.sentOn, seenOn: pending.seenOn });
-    expect(done.confirmedOn >= done.sentOn).toBe(true);
-    expect(done.seconds).toBe((Date.parse(done.confirmedOn) - Date.parse(done.seenOn)) / 1000);
+    expect(done.confirmedOn! >= done.sentOn!).toBe(true);
+    expect(done.seconds).toBe((Date.parse(done.confirmedOn!) - Date.parse(done.seenOn)) / 1000);
     // Filters: the target, and a seen range around it (from inclusive, to exclusive).
     expect((await leavers(`?connectorId=${hr}`)).items.find((l) => l.meshObjectId === id)).toBeUndefined();
     expect((await leavers(`?from=${encodeURIComponent(done.seenOn)}&state=done`)).items.map((l) => l.meshObjectId)).toContain(id);
