@@ -178,6 +178,13 @@ export async function recordLeaversSent(
   cleared: readonly string[] = [],
 ): Promise<void> {
   if (run.dryRun || (!sent.length && !cleared.length)) return;
+  // What the target did is done: a storage failure here is logged, not the export's (the import confirms them anyway).
+  await sendLeavers(run, sent, cleared).catch((err: unknown) =>
+    log.warn(`The leaver clock could not record what export run ${run.runId} sent (${(err as Error)?.name ?? 'Error'}).`),
+  );
+}
+
+async function sendLeavers(run: { connectorId: string; runId: string }, sent: readonly SentLeaver[], cleared: readonly string[]): Promise<void> {
   if (cleared.length) await removeOpenLeavers(cleared.map((id) => ({ connectorId: run.connectorId, meshObjectId: id })));
   if (!sent.length) return;
   const now = new Date().toISOString();
@@ -291,7 +298,8 @@ export function confirmedBy(r: LeaverRecord, row: CsObject | undefined, settings
  * `meshsync_leaver_seconds`.
  */
 export async function confirmLeavers(run: { connectorId: string; runId: string }, startedOn: string): Promise<number> {
-  const open = (await listOpenLeavers(run.connectorId)).filter((r) => r.sentOn && r.sentOn <= startedOn);
+  // Sent before the import started; or, when the send was not recorded (a storage hiccup then), seen before it.
+  const open = (await listOpenLeavers(run.connectorId)).filter((r) => (r.sentOn ?? r.seenOn) <= startedOn);
   if (!open.length) return 0;
   const connector = await readConnectorRow(run.connectorId);
   if (!connector) return 0;
@@ -301,7 +309,10 @@ export async function confirmLeavers(run: { connectorId: string; runId: string }
     open.map((r) => r.anchor),
   );
   const now = new Date().toISOString();
-  const done = open.filter((r) => confirmedBy(r, rows.get(r.anchor), settings)).map((r) => ({ ...r, confirmedOn: now, confirmedRunId: run.runId }));
+  // A leaver whose send was not recorded is confirmed only by its object there, marked done (never by its absence).
+  const done = open
+    .filter((r) => (r.sentOn || rows.has(r.anchor)) && confirmedBy(r, rows.get(r.anchor), settings))
+    .map((r) => ({ ...r, confirmedOn: now, confirmedRunId: run.runId }));
   await moveLeaversToDone(done);
   for (const r of done) leaverSeconds.observe({ target: connector.name }, Math.max(0, (Date.parse(now) - Date.parse(clockStart(r))) / 1000));
   return done.length;
