@@ -95,7 +95,8 @@ export async function listLeavers(q: ParsedQuery<typeof LEAVERS_QUERY>, now = ne
     listConnectorRecords(),
   ]);
   const names = new Map(connectors.map((c) => [c.id, c.name]));
-  const all = [...open, ...done]
+  // A deleted target's unconfirmed leavers cannot be confirmed any more: not listed (its confirmed ones are).
+  const all = [...open.filter((r) => names.has(r.connectorId)), ...done]
     .filter((r) => (!from || r.seenOn >= from) && (!to || r.seenOn < to))
     .map((r) => leaverView(r, now, names))
     .filter((v) => !q.state || v.state === q.state)
