@@ -15,6 +15,7 @@ import {
   SCHEDULES_QUERY,
   SPACE_QUERY,
 } from './queries';
+import { LEAVERS_QUERY } from './leavers';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -703,6 +704,17 @@ export const ROUTES: readonly RouteSpec[] = [
     pathParam: changeId,
     success: { status: 200, schema: 'ConfigChange' },
     errors: [409],
+  },
+  {
+    name: 'listLeaverClock',
+    method: 'GET',
+    route: 'leavers',
+    permission: 'runs.read',
+    tag: 'Runs',
+    summary:
+      'The leaver clock: each delete or disable of a leaver in a target with when it was seen, sent and confirmed; newest first; state late is computed at the request (docs/leavers.md)',
+    query: LEAVERS_QUERY,
+    success: { status: 200, schema: 'LeaverList' },
   },
   // Administration
   {

@@ -3,6 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { registerAdmin } from './commands/admin';
 import { registerConnectors } from './commands/connectors';
 import { outcome } from './commands/context';
+import { registerLeavers } from './commands/leavers';
 import { registerLogin } from './commands/login';
 import { registerMesh } from './commands/mesh';
 import { registerRuns } from './commands/runs';
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerRuns(program);
   registerMesh(program);
   registerAdmin(program);
+  registerLeavers(program);
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();

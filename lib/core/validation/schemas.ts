@@ -162,6 +162,15 @@ export const Deprovisioning = () =>
       onConditionFalse: Type.Optional(
         Type.Boolean({ default: false, description: 'true: a provisioned object whose provisioningCondition stops holding is deprovisioned the same way.' }),
       ),
+      deadlineMinutes: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: 10080,
+          default: 60,
+          description:
+            'Minutes a leaver may take, from when an import saw it (or its grace ended) to its delete or disable confirmed by an import of this target; past them it is late (GET /leavers, meshsync_leavers_late).',
+        }),
+      ),
     },
     { additionalProperties: false },
   );

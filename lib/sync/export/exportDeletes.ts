@@ -7,6 +7,7 @@ import { exportItems, filterByPlan, type ExportRecord } from './exportChanges';
 import { exceeded, thresholdsOf } from '../../plans/thresholds';
 import { planIndex } from '../../plans/planIndex';
 import { pageKey, writeRunChanges, type StoredChange } from '../../storage/runChanges';
+import { recordGoneLeavers } from '../leavers';
 import { disableValues, dueAt, isDue, isPseudoAttribute, type DeprovisioningSettings } from '../deprovisioning';
 import { exportRecordingApplied, isAborted } from './exportPage';
 import { ExportRetry } from './exportRetry';
@@ -202,6 +203,12 @@ async function deprovisionWith(
   for (const row of lapsed) rows.push(unlinked(row, row.deprovisioned!));
   await retry.stage();
   await writeCsObjects(info.connectorId, rows);
+  await recordGoneLeavers(
+    info,
+    [...deletes.map((row) => ({ row, operation: 'delete' as const })), ...disabled.map((d) => ({ row: d.row, operation: 'disable' as const }))],
+    results,
+    now,
+  );
   const cached = csCaches.get(info.connectorId);
   if (cached) for (const r of rows) cached.set(r.anchor, summarize(info.connectorId, r));
   // A change the target refused is tried again by the next export.

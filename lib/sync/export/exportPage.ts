@@ -20,6 +20,7 @@ import { exceeded, thresholdsOf } from '../../plans/thresholds';
 import { planIndex } from '../../plans/planIndex';
 import { writeRunChanges, type StoredChange } from '../../storage/runChanges';
 import { isPseudoAttribute } from '../deprovisioning';
+import { recordPageLeavers } from '../leavers';
 import { exportNeedsRelations, exportRelations, relationshipEchoes } from './exportReferences';
 import { listRules } from '../../storage/rules';
 import { ExportRetry } from './exportRetry';
@@ -332,6 +333,7 @@ export async function exportDocs(
     if (c.doc.links[cid] !== r.anchor || owned) links.push({ id: c.doc.id, anchor: r.anchor, ...(owned ? { provisioned: true } : {}) });
   });
   await retry.stage();
+  await recordPageLeavers(info, changes, results);
   // The target's rows first, then the links: a stop in between leaves rows naming their mesh objects, which the
   // next export's take-over recognises as its own (a link with no row would leave the object unnamed there).
   await writeCsObjects(cid, csRows);

@@ -2,6 +2,7 @@ import { contentHash, type AttributeValue, type ConnectorObject } from '../../co
 import { decodeMeshObject, encodeMeshObject } from '../../mesh/codec';
 import { dnKey, isEmptyValue, sameValue, type MeshObject } from '../../mesh/model';
 import { commitMeshWrite } from '../../mesh/store';
+import { leaverClockPage } from '../leavers';
 import { readCsObjects, summarize, writeCsObjects, type CsSummary } from '../space/connectorSpace';
 import type { CsObject } from '../model';
 import { writePageHistory } from './pageHistory';
@@ -319,6 +320,8 @@ export async function applyItems(ctx: Context, page: PagePlan, held?: Held, flus
       writePageHistory(ctx.info, ws, upserts, deletes, fresh, new Date().toISOString()),
     ]);
     tr.mark(`mesh(${upserts.length}+${deletes.length}, held ${held?.rows.size ?? 0})`);
+    // The leaver clock (lib/sync/leavers.ts): deleted objects start their targets' leavers, returning ones cancel theirs.
+    await leaverClockPage(ctx.info, ctx.allRules, deletes, ws.revived);
     for (const d of upserts) {
       const text = waiting.get(d.id);
       if (text !== undefined) waitingDocs.set(d.id, text);

@@ -103,6 +103,7 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'GET config/export': [ADMIN, true],
   'POST config/import': [ADMIN, true],
   'GET config/changes': [ADMIN, false],
+  'GET leavers': [ALL, false],
   'GET config/changes/{changeId}': [ADMIN, false],
   'POST config/changes/{changeId}/approve': [ADMIN, true],
   'POST config/changes/{changeId}/reject': [ADMIN, true],
