@@ -15,6 +15,7 @@ import {
   SCHEDULES_QUERY,
   SPACE_QUERY,
 } from './queries';
+import { CORRELATION_ROUTES } from './correlationRoutes';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -754,6 +755,7 @@ export const ROUTES: readonly RouteSpec[] = [
     summary: 'This OpenAPI 3.1 document (anonymous)',
     success: { status: 200 },
   },
+  ...CORRELATION_ROUTES,
 ];
 
 /** Every error status a route can answer with, in ascending order. */

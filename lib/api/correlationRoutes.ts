@@ -1,0 +1,90 @@
+import { CORRELATION_QUERY } from './queries';
+import type { RouteSpec } from './routes';
+
+/** The routes of correlation (docs/correlation.md), listed in the route catalog (lib/api/routes.ts). */
+const connectorId = { name: 'id', kind: 'guid', description: 'The connector id.' } as const;
+const caseId = { name: 'id', kind: 'guid', description: "The case id (the csObjectId of the case's object)." } as const;
+const csObjectId = { name: 'csObjectId', description: 'The connector-space object id.' } as const;
+
+export const CORRELATION_ROUTES: readonly RouteSpec[] = [
+  {
+    name: 'listCorrelationCases',
+    method: 'GET',
+    route: 'correlation-cases',
+    permission: 'connectors.read',
+    tag: 'Correlation',
+    summary: 'List correlation cases (uncertain joins parked by the engine): connector, state, reason, least best score; paging',
+    query: CORRELATION_QUERY,
+    success: { status: 200, schema: 'CorrelationCaseList' },
+  },
+  {
+    name: 'decideCorrelationCases',
+    method: 'POST',
+    route: 'correlation-cases/decide',
+    permission: 'connectorSpace.operate',
+    tag: 'Correlation',
+    summary: 'Decide every open case a filter matches (join to the best candidate, project, ignore), one after the other: counts and failures',
+    request: { schema: 'DecideCasesRequest' },
+    success: { status: 200, schema: 'DecideCasesResult' },
+    errors: [409],
+  },
+  {
+    name: 'getCorrelationCase',
+    method: 'GET',
+    route: 'correlation-cases/{id}',
+    permission: 'connectors.read',
+    tag: 'Correlation',
+    summary: 'Get one case: the object, each candidate with its score and the rules that matched (how: exact, normalized, fuzzy)',
+    pathParam: caseId,
+    success: { status: 200, schema: 'CorrelationCase' },
+  },
+  {
+    name: 'decideCorrelationCase',
+    method: 'POST',
+    route: 'correlation-cases/{id}/decide',
+    permission: 'connectorSpace.operate',
+    tag: 'Correlation',
+    summary: 'Decide an open case: join (a candidate or any mesh object), project (a new mesh object) or ignore (an explicit disconnector); applied at once',
+    pathParam: caseId,
+    request: { schema: 'DecideCaseRequest' },
+    success: { status: 200, schema: 'CorrelationCase' },
+    errors: [409],
+  },
+  {
+    name: 'joinConnectorSpaceObject',
+    method: 'POST',
+    route: 'connectors/{id}/space/{csObjectId}/join',
+    permission: 'connectorSpace.operate',
+    tag: 'Correlation',
+    summary: 'Join the object to a mesh object by hand (it leaves the one it was joined to); kept until undone',
+    pathParam: connectorId,
+    subParam: csObjectId,
+    request: { schema: 'SpaceJoinRequest' },
+    success: { status: 200, schema: 'CorrelationDecision' },
+    errors: [409],
+  },
+  {
+    name: 'disconnectConnectorSpaceObject',
+    method: 'POST',
+    route: 'connectors/{id}/space/{csObjectId}/disconnect',
+    permission: 'connectorSpace.operate',
+    tag: 'Correlation',
+    summary: 'Make the object an explicit disconnector: it leaves its mesh object and stays out of joins and projection until undone',
+    pathParam: connectorId,
+    subParam: csObjectId,
+    success: { status: 200, schema: 'CorrelationDecision' },
+    errors: [409],
+  },
+  {
+    name: 'undoConnectorSpaceObjectDecision',
+    method: 'POST',
+    route: 'connectors/{id}/space/{csObjectId}/undo',
+    permission: 'connectorSpace.operate',
+    tag: 'Correlation',
+    summary: "Undo the object's join, project or ignore decision: it leaves the mesh object the decision gave it and its rules decide again",
+    pathParam: connectorId,
+    subParam: csObjectId,
+    success: { status: 200, schema: 'CorrelationDecision' },
+    errors: [409],
+  },
+];
