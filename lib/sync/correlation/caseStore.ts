@@ -11,7 +11,7 @@ import type { CaseReason, RuleMatch } from './score';
  * opens again (an undone decision, a re-import that finds the object uncertain again) is the same row, open
  * again. Columns: `anchor`, `reason`, `state` (open, decided, closed), `top` (the best candidate's score, -1
  * without one), `count` (candidates), chunked JSON `o` (the object's summary) and `c` (the candidates),
- * `decision`, `meshId` (what a join decided), `by`, `on`, `openedOn`, `updatedOn`. A lookup by id alone is a
+ * `decision`, `meshId` (what a join decided), `dby`, `don` (who decided, when), `openedOn`, `updatedOn`. A lookup by id alone is a
  * query on the RowKey (cases are few: the uncertain objects of a first import).
  *
  * Table `CorrelationDecisions`: PartitionKey the connector id, RowKey the key-encoded anchor: what an operator
@@ -91,8 +91,8 @@ function toCaseEntity(c: CorrelationCase): Record<string, unknown> & { partition
     count: c.candidates.length,
     decision: c.decision ?? '',
     meshId: c.meshObjectId ?? '',
-    by: c.decidedBy ?? '',
-    on: c.decidedOn ?? '',
+    dby: c.decidedBy ?? '',
+    don: c.decidedOn ?? '',
     openedOn: c.openedOn,
     updatedOn: c.updatedOn,
   };
@@ -113,8 +113,8 @@ function fromCaseEntity(e: Record<string, unknown>): CorrelationCase {
     state: String(e.state) as CaseState,
     decision: str(e.decision) as Decision | null,
     meshObjectId: str(e.meshId),
-    decidedBy: str(e.by),
-    decidedOn: str(e.on),
+    decidedBy: str(e.dby),
+    decidedOn: str(e.don),
     openedOn: String(e.openedOn ?? ''),
     updatedOn: String(e.updatedOn ?? ''),
   };
@@ -138,7 +138,7 @@ export async function closeCases(closes: readonly { connectorId: string; caseId:
     client,
     closes.map((c) => [
       'upsert',
-      { partitionKey: c.connectorId, rowKey: c.caseId, state: 'closed', meshId: c.meshObjectId ?? '', by: 'rules', on: c.on, updatedOn: c.on },
+      { partitionKey: c.connectorId, rowKey: c.caseId, state: 'closed', meshId: c.meshObjectId ?? '', dby: 'rules', don: c.on, updatedOn: c.on },
       'Merge',
     ]),
   );
@@ -148,7 +148,7 @@ export async function closeCases(closes: readonly { connectorId: string; caseId:
 export async function decideCase(c: CorrelationCase, decision: Decision, meshObjectId: string | null, by: string, on: string): Promise<CorrelationCase> {
   const client = await table(CASES);
   await client.upsertEntity(
-    { partitionKey: c.connectorId, rowKey: c.caseId, state: 'decided', decision, meshId: meshObjectId ?? '', by, on, updatedOn: on },
+    { partitionKey: c.connectorId, rowKey: c.caseId, state: 'decided', decision, meshId: meshObjectId ?? '', dby: by, don: on, updatedOn: on },
     'Merge',
   );
   return { ...c, state: 'decided', decision, meshObjectId, decidedBy: by, decidedOn: on, updatedOn: on };
