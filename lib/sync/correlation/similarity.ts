@@ -3,8 +3,12 @@
  * punctuation) and the Jaro-Winkler similarity of two names. Pure functions.
  */
 
+/** Letters NFKD does not decompose, as their plain spelling. */
+const FOLD: Record<string, string> = { ß: 'ss', ø: 'o', æ: 'ae', œ: 'oe', đ: 'd', ð: 'd', ł: 'l', þ: 'th', ı: 'i' };
+
 /**
- * A value as a normalised join key: lower case, accents removed (NFKD, combining marks dropped), `ß` as `ss`,
+ * A value as a normalised join key: lower case, accents removed (NFKD, combining marks dropped; `ß`, `ø`, `æ`,
+ * `œ`, `đ`, `ł`, `þ` spelt plainly),
  * punctuation (`.`, `-`, `'`, `,`...) as a blank, runs of blanks as one, trimmed. `José  García-López` and
  * `jose garcia lopez` give the same key.
  */
@@ -13,7 +17,7 @@ export function normalizeKey(value: string): string {
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
     .toLowerCase()
-    .replace(/ß/g, 'ss')
+    .replace(/[ßøæœđðłþı]/g, (c) => FOLD[c])
     .replace(/[^\p{L}\p{N}]+/gu, ' ')
     .trim();
 }

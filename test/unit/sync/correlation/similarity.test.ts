@@ -5,7 +5,7 @@ describe('normalizeKey', () => {
     expect(normalizeKey('  José   GARCÍA-López ')).toBe('jose garcia lopez');
     expect(normalizeKey("O'Brien, Seán")).toBe('o brien sean');
     expect(normalizeKey('Straße')).toBe('strasse');
-    expect(normalizeKey('Åsa Øberg')).toBe('asa øberg');
+    expect(normalizeKey('Åsa Øberg Ærø Łódź')).toBe('asa oberg aero lodz');
     expect(normalizeKey('---')).toBe('');
   });
 });
