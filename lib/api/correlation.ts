@@ -146,15 +146,19 @@ function joinTarget(c: CorrelationCase, meshObjectId: string | undefined): strin
   const [best, next] = c.candidates;
   if (!best) throw badRequest('The case has no candidate: name the mesh object to join.', [{ path: '/meshObjectId', message: 'is required for this case' }]);
   if (next && next.score === best.score)
-    throw badRequest('Several candidates share the best score: name the mesh object to join.', [{ path: '/meshObjectId', message: 'is required for this case' }]);
+    throw badRequest('Several candidates share the best score: name the mesh object to join.', [
+      { path: '/meshObjectId', message: 'is required for this case' },
+    ]);
   return best.meshObjectId;
 }
 
 /** `POST /correlation-cases/{id}/decide`: join (a candidate or any mesh object), project or ignore. Only an open case (else 409). */
 export async function decideCorrelationCase(caseId: string, body: DecideCaseBody, caller: Caller): Promise<CorrelationCaseView> {
   const c = await caseOf(caseId);
-  if (c.state !== 'open') throw conflict(`Case '${caseId}' is ${c.state}; undo the object's decision (POST /connectors/{id}/space/{csObjectId}/undo) to decide again.`);
-  if (body.meshObjectId !== undefined && body.decision !== 'join') throw badRequest('meshObjectId goes with join only.', [{ path: '/meshObjectId', message: 'applies only to join' }]);
+  if (c.state !== 'open')
+    throw conflict(`Case '${caseId}' is ${c.state}; undo the object's decision (POST /connectors/{id}/space/{csObjectId}/undo) to decide again.`);
+  if (body.meshObjectId !== undefined && body.decision !== 'join')
+    throw badRequest('meshObjectId goes with join only.', [{ path: '/meshObjectId', message: 'applies only to join' }]);
   const meshId = body.decision === 'join' ? joinTarget(c, body.meshObjectId) : undefined;
   const obj = await rowObject(c.connectorId, c.csObjectId);
   const { meshObjectId } = await applyDecision(c.connectorId, obj, body.decision, meshId, who(caller), caseId);

@@ -11,7 +11,8 @@ const Value = () =>
   });
 const Reason = () =>
   Type.Union([Type.Literal('noKey'), Type.Literal('severalCandidates'), Type.Literal('belowThreshold')], {
-    description: '`noKey`: no exact join rule had a value; `severalCandidates`: more than one candidate; `belowThreshold`: one candidate scoring below autoJoinConfidence.',
+    description:
+      '`noKey`: no exact join rule had a value; `severalCandidates`: more than one candidate; `belowThreshold`: one candidate scoring below autoJoinConfidence.',
   });
 const Decision = () => Type.Union([Type.Literal('join'), Type.Literal('project'), Type.Literal('ignore')]);
 export const CASE_STATES = ['open', 'decided', 'closed'] as const;
@@ -60,9 +61,12 @@ export const CorrelationCase = defineSchema(
         { description: 'Best first (at most 20).' },
       ),
       reason: Reason(),
-      state: Type.Union(CASE_STATES.map((s) => Type.Literal(s)), {
-        description: '`open`: waiting for a decision; `decided`: an operator decided; `closed`: the rules settled it (a key arrived, the object went).',
-      }),
+      state: Type.Union(
+        CASE_STATES.map((s) => Type.Literal(s)),
+        {
+          description: '`open`: waiting for a decision; `decided`: an operator decided; `closed`: the rules settled it (a key arrived, the object went).',
+        },
+      ),
       decision: Nullable(Decision()),
       meshObjectId: Nullable(Guid({ description: 'The mesh object the object joined (a join decision, or the rules closing the case).' })),
       decidedBy: Nullable(Type.String()),

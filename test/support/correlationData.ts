@@ -39,7 +39,24 @@ export interface DirectoryEntry {
   how: 'exact' | 'normalized' | 'fuzzy' | 'none';
 }
 
-const GIVEN = ['José', 'Zoë', 'Anaïs', 'Jürgen', 'Hélène', 'Mateo', 'Ingrid', 'Kwame', 'Priya', 'Olumide', 'Søren', 'Yuki', 'Fatima', 'Lars', 'Chloé', 'Dmitri'];
+const GIVEN = [
+  'José',
+  'Zoë',
+  'Anaïs',
+  'Jürgen',
+  'Hélène',
+  'Mateo',
+  'Ingrid',
+  'Kwame',
+  'Priya',
+  'Olumide',
+  'Søren',
+  'Yuki',
+  'Fatima',
+  'Lars',
+  'Chloé',
+  'Dmitri',
+];
 const SYLLABLES = ['ba', 'ko', 'ri', 'tu', 'me', 'sa', 'lo', 'vi', 'ne', 'da', 'gu', 'pe', 'zo', 'hi', 'wa', 'fe', 'mu', 'ca', 'ti', 'yo'];
 
 /** A small seeded generator (mulberry32): the same people every time. */
@@ -76,8 +93,16 @@ export function correlationPeople(n: number, threshold = 0.9): { hr: HrRow[]; di
   // that the candidates of their cases do not depend on the order in which the import meets the entries.
   const special = new Set<number>();
   for (let k = 0; k < twins; k++) special.add(k * 3);
-  for (let i = 1, m = 0; m < Math.round(n * 0.1) - 20; i++) if (i % 3 !== 0 || i >= twins * 3) (special.add(i), m++);
-  for (let i = n - twins - 1, m = 0; m < 10; i--) if (!special.has(i)) (special.add(i), m++);
+  for (let i = 1, m = 0; m < Math.round(n * 0.1) - 20; i++) {
+    if (i % 3 === 0 && i < twins * 3) continue;
+    special.add(i);
+    m++;
+  }
+  for (let i = n - twins - 1, m = 0; m < 10; i--) {
+    if (special.has(i)) continue;
+    special.add(i);
+    m++;
+  }
   const full = (p: { givenName: string; sn: string }) => `${p.givenName} ${p.sn}`;
   for (const i of special) {
     for (let tries = 0; names.some((o, j) => j !== i && nameSimilarity(full(o), full(names[i])) >= 0.85); tries++) {
@@ -123,7 +148,14 @@ export function correlationPeople(n: number, threshold = 0.9): { hr: HrRow[]; di
     const mail = `${p.id}@dir.test`;
     const base = { uid: `u${i}`, givenName: p.givenName, sn: p.sn, mail };
     if (wrong.has(i)) {
-      directory.push({ ...base, employeeNumber: `X${90000 + i}`, displayName: p.displayName, expect: 'belowThreshold', candidates: [p.employeeId], how: 'exact' });
+      directory.push({
+        ...base,
+        employeeNumber: `X${90000 + i}`,
+        displayName: p.displayName,
+        expect: 'belowThreshold',
+        candidates: [p.employeeId],
+        how: 'exact',
+      });
     } else if (keyless.has(i)) {
       const twin = twinOf.get(i);
       if (twin !== undefined) {

@@ -75,12 +75,14 @@ async function resolveCase(api: Api, ref: string): Promise<string> {
   const lower = text.toLowerCase();
   const open = await allCases(api, { state: 'open' });
   const found = open.filter(
-    (c) =>
-      (lower.length >= 4 && c.caseId.startsWith(lower)) || c.object.displayName.trim().toLowerCase() === lower || c.object.anchor.toLowerCase() === lower,
+    (c) => (lower.length >= 4 && c.caseId.startsWith(lower)) || c.object.displayName.trim().toLowerCase() === lower || c.object.anchor.toLowerCase() === lower,
   );
   if (found.length === 1) return found[0].caseId;
   if (found.length > 1)
-    throw new CliError(`'${text}' matches ${found.length} open cases: ${found.map((c) => `${c.object.displayName} (${c.caseId})`).join(', ')}; give the id.`, EXIT.usage);
+    throw new CliError(
+      `'${text}' matches ${found.length} open cases: ${found.map((c) => `${c.object.displayName} (${c.caseId})`).join(', ')}; give the id.`,
+      EXIT.usage,
+    );
   throw new CliError(`Case '${text}' is not an open case: give its id, a unique id prefix or its object's display name (meshsync cases ls).`, EXIT.notFound);
 }
 
@@ -218,7 +220,7 @@ async function work(ctx: Context): Promise<void> {
   process.stdin.resume();
   let note = '';
   try {
-    for (let i = 0; i < queue.length; ) {
+    for (let i = 0; i < queue.length;) {
       const item = queue[i];
       // The one control sequence the queue writes itself (writeOut removes any from the service's text): clear the screen.
       process.stdout.write('\x1b[2J\x1b[H');

@@ -1,5 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, ConnectorApprovals, Thresholds, Deprovisioning, FullSyncOnRuleChange, Correlation } from '../../core/validation/schemas';
+import {
+  Dictionary,
+  DeletionThreshold,
+  ConnectorApprovals,
+  Thresholds,
+  Deprovisioning,
+  FullSyncOnRuleChange,
+  Correlation,
+} from '../../core/validation/schemas';
 
 /**
  * Configuration of a custom connector (type `custom`): `implementation` names a connector registered in

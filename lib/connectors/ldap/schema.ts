@@ -1,5 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, ConnectorApprovals, Thresholds, Deprovisioning, FullSyncOnRuleChange, Correlation } from '../../core/validation/schemas';
+import {
+  Dictionary,
+  DeletionThreshold,
+  ConnectorApprovals,
+  Thresholds,
+  Deprovisioning,
+  FullSyncOnRuleChange,
+  Correlation,
+} from '../../core/validation/schemas';
 import type { FieldError } from '../../core/errors';
 
 /**

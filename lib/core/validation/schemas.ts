@@ -180,11 +180,11 @@ export const Correlation = () =>
       autoJoinConfidence: Type.Integer({
         minimum: 0,
         maximum: 1000,
-        description: 'The least score (the sum of the matching join rules\' confidence) with which the one candidate reaching it joins.',
+        description: "The least score (the sum of the matching join rules' confidence) with which the one candidate reaching it joins.",
       }),
       caseOnMissingKey: Type.Optional(
         Type.Boolean({ description: 'An object without a value for any exact join rule opens a case even when nothing matches it (default false).' }),
       ),
     },
-    { additionalProperties: false, description: 'Turns scoring and correlation cases on for the connector\'s imports.' },
+    { additionalProperties: false, description: "Turns scoring and correlation cases on for the connector's imports." },
   );

@@ -9,7 +9,12 @@ import { pageCases, type CorrelationContext } from './plan';
  * made resolvable, so that `/connectors/{id}/space/{csObjectId}` finds each case's object), the open cases the
  * rules settled closed, and applied undos settled.
  */
-export async function writePageCorrelation(connectorId: string, corr: CorrelationContext | undefined, plans: readonly ObjectPlan[], now: string): Promise<void> {
+export async function writePageCorrelation(
+  connectorId: string,
+  corr: CorrelationContext | undefined,
+  plans: readonly ObjectPlan[],
+  now: string,
+): Promise<void> {
   if (!corr) return;
   const planned = plans.map((p) => ({
     anchor: p.cs.anchor,

@@ -107,7 +107,13 @@ function fromCaseEntity(e: Record<string, unknown>): CorrelationCase {
     caseId: String(e.rowKey),
     connectorId: String(e.partitionKey),
     csObjectId: String(e.rowKey),
-    object: getJson<CaseObject>(e, 'o') ?? { anchor: String(e.anchor ?? ''), dn: null, objectType: 'User', displayName: String(e.anchor ?? ''), attributes: {} },
+    object: getJson<CaseObject>(e, 'o') ?? {
+      anchor: String(e.anchor ?? ''),
+      dn: null,
+      objectType: 'User',
+      displayName: String(e.anchor ?? ''),
+      attributes: {},
+    },
     candidates: getJson<CaseCandidate[]>(e, 'c') ?? [],
     reason: String(e.reason) as CaseReason,
     state: String(e.state) as CaseState,
@@ -191,7 +197,19 @@ export async function listCases(f: CaseFilter): Promise<CorrelationCase[]> {
   const out: CorrelationCase[] = [];
   const queryOptions = parts.length ? { filter: parts.join(' and ') } : undefined;
   for await (const e of client.listEntities<Record<string, unknown>>(queryOptions ? { queryOptions } : {})) out.push(fromCaseEntity(e));
-  return out.sort((a, b) => (a.connectorId < b.connectorId ? -1 : a.connectorId > b.connectorId ? 1 : a.openedOn < b.openedOn ? -1 : a.openedOn > b.openedOn ? 1 : a.caseId < b.caseId ? -1 : 1));
+  return out.sort((a, b) =>
+    a.connectorId < b.connectorId
+      ? -1
+      : a.connectorId > b.connectorId
+        ? 1
+        : a.openedOn < b.openedOn
+          ? -1
+          : a.openedOn > b.openedOn
+            ? 1
+            : a.caseId < b.caseId
+              ? -1
+              : 1,
+  );
 }
 
 /** The open cases of a connector: anchor -> when each opened (one partition query, two columns). */

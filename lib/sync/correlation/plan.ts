@@ -68,7 +68,7 @@ export function correlate(
   eligible: (id: string) => boolean,
   page: object,
 ): CorrelationOutcome {
-  const { candidates, noKey } = scoreCandidates(rules.joins, index, keysOf, page);
+  const { candidates, noKey } = scoreCandidates(rules.joins, index, keysOf, page, { at: settings.autoJoinConfidence, eligible });
   return decideCorrelation(
     candidates.filter((c) => eligible(c.meshObjectId)),
     settings,

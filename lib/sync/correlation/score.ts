@@ -37,9 +37,7 @@ export interface CorrelationSettings {
 }
 
 export type CorrelationOutcome =
-  | { kind: 'join'; candidate: ScoredCandidate }
-  | { kind: 'case'; reason: CaseReason; candidates: ScoredCandidate[] }
-  | { kind: 'none' };
+  { kind: 'join'; candidate: ScoredCandidate } | { kind: 'case'; reason: CaseReason; candidates: ScoredCandidate[] } | { kind: 'none' };
 
 /** What scoring asks of the join index (lib/mesh/joinIndex.ts and lib/mesh/indexOverlay.ts give it). */
 export interface ScoringIndex {
@@ -116,11 +114,17 @@ export function scoreCandidates(
   index: ScoringIndex,
   keysOf: (jr: CompiledRule) => string[],
   page: object,
-): { candidates: ScoredCandidate[]; noKey: boolean } {
+  sure?: { at: number; eligible: (id: string) => boolean },
+): { candidates: ScoredCandidate[]; noKey: boolean; early?: true } {
   const byId = new Map<string, ScoredCandidate>();
   const hasExact = joins.some((jr) => (jr.rule.match ?? 'exact') === 'exact');
   let keyed = false;
-  for (const jr of joins) {
+  // Exact rules first (cheap lookups): with `sure`, scoring stops once one eligible candidate has reached `at`
+  // and no other could reach it with the points of the rules left (the decision is that join whatever they add).
+  const ordered = [...joins].sort((a, b) => Number((a.rule.match ?? 'exact') !== 'exact') - Number((b.rule.match ?? 'exact') !== 'exact'));
+  let remaining = ordered.reduce((sum, jr) => sum + weightOf(jr), 0);
+  for (const jr of ordered) {
+    remaining -= weightOf(jr);
     const by = jr.rule.targetAttribute ?? undefined;
     const how = jr.rule.match ?? 'exact';
     const keys = keysOf(jr);
@@ -154,7 +158,7 @@ export function scoreCandidates(
         }
       }
     }
-    const weight = jr.rule.confidence ?? 100;
+    const weight = weightOf(jr);
     for (const [id, h] of hits) {
       const points = h.how === 'fuzzy' ? Math.round(weight * h.similarity) : weight;
       let c = byId.get(id);
@@ -170,9 +174,24 @@ export function scoreCandidates(
         points,
       });
     }
+    if (sure && settled(byId, sure, remaining)) return { candidates: sorted(byId), noKey: !keyed, early: true };
   }
-  const candidates = [...byId.values()].sort((a, b) => b.score - a.score || (a.meshObjectId < b.meshObjectId ? -1 : 1));
-  return { candidates, noKey: !keyed };
+  return { candidates: sorted(byId), noKey: !keyed };
+}
+
+const weightOf = (jr: CompiledRule) => jr.rule.confidence ?? 100;
+const sorted = (byId: Map<string, ScoredCandidate>) => [...byId.values()].sort((a, b) => b.score - a.score || (a.meshObjectId < b.meshObjectId ? -1 : 1));
+
+/** One eligible candidate at `at` or above, and no other able to reach it with `remaining` points. */
+function settled(byId: Map<string, ScoredCandidate>, sure: { at: number; eligible: (id: string) => boolean }, remaining: number): boolean {
+  let reached = 0;
+  let next = 0;
+  for (const c of byId.values()) {
+    if (!sure.eligible(c.meshObjectId)) continue;
+    if (c.score >= sure.at) reached++;
+    else if (c.score > next) next = c.score;
+  }
+  return reached === 1 && next + remaining < sure.at;
 }
 
 /**

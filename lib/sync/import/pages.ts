@@ -184,7 +184,8 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     for (const w of work) {
       const object = w.item.object;
       if (!object) continue;
-      for (const id of correlationIds(rules, ctx.index, ctx.correlation, object, w.item.anchor, (jr) => joinKeys(jr, object), ws)) if (ctx.index.info(id)) need.add(id);
+      for (const id of correlationIds(rules, ctx.index, ctx.correlation, object, w.item.anchor, (jr) => joinKeys(jr, object), ws))
+        if (ctx.index.info(id)) need.add(id);
     }
   tr.mark('readCs');
   const load = async (ids: Iterable<string>) => {

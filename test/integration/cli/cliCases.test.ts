@@ -64,30 +64,45 @@ describe('meshsync cases', () => {
   beforeAll(async () => {
     rt = await startService();
     const hrDir = folder('ims-cases-hr-');
-    writeCsv(hrDir, 'hr.csv', ['id', 'employeeId', 'displayName'], [
-      { id: 'h1', employeeId: 'E1', displayName: 'Anna Schmidt' },
-      { id: 'h2', employeeId: 'E2', displayName: 'Anna Schmidt' },
-      { id: 'h3', employeeId: 'E3', displayName: 'Jonathan Smith' },
-      { id: 'h4', employeeId: 'E4', displayName: 'Maria Keller' },
-      { id: 'h5', employeeId: 'E5', displayName: 'Olumide Bakare' },
-      { id: 'h6', employeeId: 'E6', displayName: 'Søren Ågård' },
-    ]);
+    writeCsv(
+      hrDir,
+      'hr.csv',
+      ['id', 'employeeId', 'displayName'],
+      [
+        { id: 'h1', employeeId: 'E1', displayName: 'Anna Schmidt' },
+        { id: 'h2', employeeId: 'E2', displayName: 'Anna Schmidt' },
+        { id: 'h3', employeeId: 'E3', displayName: 'Jonathan Smith' },
+        { id: 'h4', employeeId: 'E4', displayName: 'Maria Keller' },
+        { id: 'h5', employeeId: 'E5', displayName: 'Olumide Bakare' },
+        { id: 'h6', employeeId: 'E6', displayName: 'Søren Ågård' },
+      ],
+    );
     const hr = await fileConnector(rt, 'HR', hrDir);
     await sourceRules(rt, hr, 'employeeId', ['employeeId', 'displayName']);
     const dirDir = folder('ims-cases-dir-');
-    writeCsv(dirDir, 'dir.csv', ['id', 'employeeNumber', 'displayName'], [
-      { id: 'd1', employeeNumber: 'E4', displayName: 'Maria Keller' },
-      { id: 'd2', employeeNumber: '', displayName: 'Anna Schmidt' },
-      { id: 'd3', employeeNumber: '', displayName: 'Jonathon Smith' },
-      { id: 'd4', employeeNumber: '', displayName: 'OLUMIDE  bakare' },
-      { id: 'd5', employeeNumber: '', displayName: 'Soren Agard' },
-      { id: 'd6', employeeNumber: '', displayName: 'Nobody Here' },
-    ]);
+    writeCsv(
+      dirDir,
+      'dir.csv',
+      ['id', 'employeeNumber', 'displayName'],
+      [
+        { id: 'd1', employeeNumber: 'E4', displayName: 'Maria Keller' },
+        { id: 'd2', employeeNumber: '', displayName: 'Anna Schmidt' },
+        { id: 'd3', employeeNumber: '', displayName: 'Jonathon Smith' },
+        { id: 'd4', employeeNumber: '', displayName: 'OLUMIDE  bakare' },
+        { id: 'd5', employeeNumber: '', displayName: 'Soren Agard' },
+        { id: 'd6', employeeNumber: '', displayName: 'Nobody Here' },
+      ],
+    );
     const res = await rt.call('POST', 'connectors', {
       body: {
         name: 'Directory',
         type: 'custom',
-        config: { implementation: 'file', objectType: 'User', settings: { path: dirDir, anchorColumn: 'id' }, correlation: { autoJoinConfidence: 80, caseOnMissingKey: true } },
+        config: {
+          implementation: 'file',
+          objectType: 'User',
+          settings: { path: dirDir, anchorColumn: 'id' },
+          correlation: { autoJoinConfidence: 80, caseOnMissingKey: true },
+        },
       },
     });
     expect(res.status).toBe(201);

@@ -30,24 +30,39 @@ const available = serverAvailable('chromium');
     }
   }
   const fileConnector = async (name: string, path: string, extra: Record<string, unknown> = {}) =>
-    (await devCall(rt, admin, 'POST', 'connectors', { name, type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path, anchorColumn: 'id' }, ...extra } })).body
-      .id as string;
+    (
+      await devCall(rt, admin, 'POST', 'connectors', {
+        name,
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path, anchorColumn: 'id' }, ...extra },
+      })
+    ).body.id as string;
 
   beforeAll(async () => {
     rt = await startService({ env: { Authentication__Jwt__Authority: '', Authentication__Jwt__Enabled: 'false' } });
     admin = await devToken(rt, 'Admin', 'setup@example.test');
     const hrDir = folder('ims-console-cases-hr-');
-    writeCsv(hrDir, 'hr.csv', ['id', 'employeeId', 'displayName'], [
-      { id: 'h1', employeeId: 'E1', displayName: 'Anna Schmidt' },
-      { id: 'h2', employeeId: 'E2', displayName: 'Anna Schmidt' },
-      { id: 'h3', employeeId: 'E3', displayName: 'Jonathan Smith' },
-    ]);
+    writeCsv(
+      hrDir,
+      'hr.csv',
+      ['id', 'employeeId', 'displayName'],
+      [
+        { id: 'h1', employeeId: 'E1', displayName: 'Anna Schmidt' },
+        { id: 'h2', employeeId: 'E2', displayName: 'Anna Schmidt' },
+        { id: 'h3', employeeId: 'E3', displayName: 'Jonathan Smith' },
+      ],
+    );
     const dirDir = folder('ims-console-cases-dir-');
-    writeCsv(dirDir, 'dir.csv', ['id', 'employeeNumber', 'displayName'], [
-      { id: 'd1', employeeNumber: '', displayName: 'Anna Schmidt' },
-      { id: 'd2', employeeNumber: '', displayName: 'Jonathon Smith' },
-      { id: 'd3', employeeNumber: '', displayName: 'Nobody Here' },
-    ]);
+    writeCsv(
+      dirDir,
+      'dir.csv',
+      ['id', 'employeeNumber', 'displayName'],
+      [
+        { id: 'd1', employeeNumber: '', displayName: 'Anna Schmidt' },
+        { id: 'd2', employeeNumber: '', displayName: 'Jonathon Smith' },
+        { id: 'd3', employeeNumber: '', displayName: 'Nobody Here' },
+      ],
+    );
     const hr = await fileConnector('HR', hrDir);
     dir = await fileConnector('Directory', dirDir, { correlation: { autoJoinConfidence: 80, caseOnMissingKey: true } });
     for (const rule of [
@@ -55,7 +70,15 @@ const available = serverAvailable('chromium');
       { ruleType: 'FlowRule', ruleName: 'employeeId', connectorId: hr, sourceAttribute: 'employeeId', targetAttribute: 'employeeId', confidence: 50 },
       { ruleType: 'FlowRule', ruleName: 'displayName', connectorId: hr, sourceAttribute: 'displayName', targetAttribute: 'displayName', confidence: 50 },
       { ruleType: 'JoinRule', ruleName: 'by key', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId', confidence: 100 },
-      { ruleType: 'JoinRule', ruleName: 'by name', connectorId: dir, sourceAttribute: 'displayName', targetAttribute: 'displayName', confidence: 60, match: 'fuzzy' },
+      {
+        ruleType: 'JoinRule',
+        ruleName: 'by name',
+        connectorId: dir,
+        sourceAttribute: 'displayName',
+        targetAttribute: 'displayName',
+        confidence: 60,
+        match: 'fuzzy',
+      },
     ])
       expect((await devCall(rt, admin, 'POST', 'rules', rule)).status).toBe(201);
     await importAndWait(hr);
@@ -104,7 +127,11 @@ const available = serverAvailable('chromium');
     }
     await page.getByText('No open case.').waitFor();
     const all = (await devCall(rt, admin, 'GET', `correlation-cases?connectorId=${dir}`)).body.items as { object: { displayName: string }; decision: string }[];
-    expect(Object.fromEntries(all.map((c) => [c.object.displayName, c.decision]))).toEqual({ 'Anna Schmidt': 'join', 'Jonathon Smith': 'join', 'Nobody Here': 'ignore' });
+    expect(Object.fromEntries(all.map((c) => [c.object.displayName, c.decision]))).toEqual({
+      'Anna Schmidt': 'join',
+      'Jonathon Smith': 'join',
+      'Nobody Here': 'ignore',
+    });
     await context.close();
   });
 });

@@ -106,9 +106,22 @@ describe('planImport with correlation', () => {
 
 describe('pageCases', () => {
   test('opens a case per parked object (keeping when it opened) and closes those the rules settled', () => {
-    const corr: CorrelationContext = { settings: { autoJoinConfidence: 80, caseOnMissingKey: false }, decisions: new Map(), openCases: new Map([['d1', '2026-01-01T00:00:00.000Z']]) };
+    const corr: CorrelationContext = {
+      settings: { autoJoinConfidence: 80, caseOnMissingKey: false },
+      decisions: new Map(),
+      openCases: new Map([['d1', '2026-01-01T00:00:00.000Z']]),
+    };
     const draft = { reason: 'noKey' as const, candidates: [], object: { anchor: 'd2', dn: null, objectType: 'User', displayName: 'd2', attributes: {} } };
-    const { open, closed } = pageCases(B, corr, [{ anchor: 'd1', meshId: 'm1' }, { anchor: 'd2', meshId: null, draft }, { anchor: 'd3', meshId: null }], NOW);
+    const { open, closed } = pageCases(
+      B,
+      corr,
+      [
+        { anchor: 'd1', meshId: 'm1' },
+        { anchor: 'd2', meshId: null, draft },
+        { anchor: 'd3', meshId: null },
+      ],
+      NOW,
+    );
     expect(open).toHaveLength(1);
     expect(open[0]).toMatchObject({ state: 'open', openedOn: NOW, reason: 'noKey' });
     expect(closed).toEqual([{ connectorId: B, caseId: expect.any(String), meshObjectId: 'm1', on: NOW }]);

@@ -11,19 +11,34 @@ const NOW = '2026-02-01T00:00:00.000Z';
 function person(id: string, employeeId: string | null, displayName: string): MeshObject {
   const attributes: MeshObject['attributes'] = { displayName: { value: displayName, sourceConnectorId: A, confidence: 50, updatedOn: NOW } };
   if (employeeId) attributes.employeeId = { value: employeeId, sourceConnectorId: A, confidence: 50, updatedOn: NOW };
-  return { id, objectType: 'User', anchorValue: employeeId ?? id, createdOn: NOW, updatedOn: NOW, attributes, contributions: {}, links: { [A]: id }, relationships: [], pendingReferences: [] };
+  return {
+    id,
+    objectType: 'User',
+    anchorValue: employeeId ?? id,
+    createdOn: NOW,
+    updatedOn: NOW,
+    attributes,
+    contributions: {},
+    links: { [A]: id },
+    relationships: [],
+    pendingReferences: [],
+  };
 }
 
 function setup() {
   const index = new MeshIndex(new Set(['employeeId', 'displayName']));
-  for (const p of [person('m1', 'E1', 'José García'), person('m2', 'E2', 'Anna Schmidt'), person('m3', 'E3', 'Anna Schmidt'), person('m4', 'E4', 'Jonathan Smith')])
+  for (const p of [
+    person('m1', 'E1', 'José García'),
+    person('m2', 'E2', 'Anna Schmidt'),
+    person('m3', 'E3', 'Anna Schmidt'),
+    person('m4', 'E4', 'Jonathan Smith'),
+  ])
     index.apply(p.id, p);
   const rules = compileRuleSet(B, [
     r({ ruleType: 'JoinRule', sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId', confidence: 100 }),
     r({ ruleType: 'JoinRule', sourceAttribute: 'displayName', targetAttribute: 'displayName', confidence: 60, match: 'fuzzy', fuzzyThreshold: 0.9 }),
   ]);
-  const score = (attributes: Record<string, string>) =>
-    scoreCandidates(rules.joins, index, (jr) => joinKeys(jr, { attributes }), {});
+  const score = (attributes: Record<string, string>) => scoreCandidates(rules.joins, index, (jr) => joinKeys(jr, { attributes }), {});
   return { index, rules, score };
 }
 
@@ -54,6 +69,22 @@ describe('scoreCandidates', () => {
     expect(m.similarity).toBeLessThan(1);
     expect(fuzzy.candidates[0].score).toBe(Math.round(60 * m.similarity));
     expect(score({ displayName: 'Peter Miller' }).candidates).toEqual([]);
+  });
+
+  test('with a sure candidate no other can catch up with, scoring stops before the name rules (the decision is the same)', () => {
+    const { rules, index } = setup();
+    const attributes = { employeeNumber: 'E2', displayName: 'Anna Schmidt' };
+    const keysOf = (jr: Parameters<typeof joinKeys>[0]) => joinKeys(jr, { attributes });
+    const early = scoreCandidates(rules.joins, index, keysOf, {}, { at: 80, eligible: () => true });
+    expect(early).toMatchObject({ early: true, candidates: [{ meshObjectId: 'm2', score: 100 }] });
+    // 60 more points could lift the twin to 80: with a threshold of 50 the name rule still runs.
+    expect(scoreCandidates(rules.joins, index, keysOf, {}, { at: 50, eligible: () => true }).early).toBeUndefined();
+    // The sure candidate is not eligible (joined elsewhere): no early stop.
+    expect(scoreCandidates(rules.joins, index, keysOf, {}, { at: 80, eligible: (id) => id !== 'm2' }).early).toBeUndefined();
+    const settings = { autoJoinConfidence: 80, caseOnMissingKey: false };
+    const full = scoreCandidates(rules.joins, index, keysOf, {});
+    expect(decideCorrelation(early.candidates, settings, early.noKey)).toMatchObject({ kind: 'join', candidate: { meshObjectId: 'm2' } });
+    expect(decideCorrelation(full.candidates, settings, full.noKey)).toMatchObject({ kind: 'join', candidate: { meshObjectId: 'm2' } });
   });
 
   test('the name index follows the join index: a later value is found once the index changed', () => {

@@ -45,7 +45,14 @@ function CaseList({ route }: { route: Route }) {
       <Table
         caption="Open correlation cases"
         columns={[
-          { label: 'Object', cell: (c: any) => <Link to={['cases', c.caseId]} query={{ reason }}>{c.object.displayName}</Link> },
+          {
+            label: 'Object',
+            cell: (c: any) => (
+              <Link to={['cases', c.caseId]} query={{ reason }}>
+                {c.object.displayName}
+              </Link>
+            ),
+          },
           { label: 'Connector', cell: (c: any) => names(c.connectorId) },
           { label: 'Reason', cell: (c: any) => REASONS[c.reason] ?? c.reason },
           { label: 'Candidates', cell: (c: any) => c.candidates.length },
