@@ -12,7 +12,10 @@
  *   POST /correlation-cases/decide (seconds, per case ms);
  * - secondImport: a full import of the unchanged directory after the decisions (seconds).
  *
- * Usage: npm run build && node bench/correlation/correlation.js [--people 2000]
+ * `--correlation off`: the baseline: the same directory and rules without `correlation` and without the name
+ * rule (the key join alone, as before correlation): what scoring and cases cost on top.
+ *
+ * Usage: npm run build && node bench/correlation/correlation.js [--people 2000] [--correlation on|off]
  */
 require('../ldap/ts-register');
 const { mkdtempSync, writeFileSync } = require('node:fs');
@@ -24,6 +27,7 @@ const { correlationPeople } = require('../../test/support/correlationData');
 const { arg, onInterrupt, startService } = require('../support');
 
 const N = arg('people', 2000);
+const ON = arg('correlation', 'on') !== 'off';
 
 async function main() {
   const t0 = performance.now();
@@ -79,7 +83,7 @@ async function main() {
           bindDN: slapd.rootDN,
           bindPassword: slapd.rootPassword,
           deltaStrategy: 'accesslog',
-          correlation: { autoJoinConfidence: 80, caseOnMissingKey: true },
+          ...(ON ? { correlation: { autoJoinConfidence: 80, caseOnMissingKey: true } } : {}),
         },
       }),
       201,
@@ -110,6 +114,10 @@ async function main() {
       cases[reason] = { open: await count(`&reason=${reason}`), expected: expected(reason) };
     cases.total = await count('');
 
+    if (!ON) {
+      console.log(JSON.stringify({ people: N, correlation: 'off', hrImport, directoryImport, openCases: cases.total }, null, 2));
+      return;
+    }
     const list = await must(call('GET', `correlation-cases?connectorId=${dir.id}&state=open&reason=belowThreshold&take=1`), 200);
     const t2 = performance.now();
     await must(call('POST', `correlation-cases/${list.items[0].caseId}/decide`, { decision: 'join' }), 200);
