@@ -44,6 +44,12 @@ async function disconnectConnectorSpaceObject(request: HttpRequest, _context: In
   return ok(await correlation.disconnectSpaceObject(connectorId, routeGuid(request, 'csObjectId'), caller));
 }
 
+/** GET /connectors/{id}/space/{csObjectId}/decisions: the object's decision in force and its history. */
+async function getConnectorSpaceObjectDecisions(request: HttpRequest): Promise<HttpResponseInit> {
+  const connectorId = routeId(request, 'id', 'Connector');
+  return ok(await correlation.spaceObjectDecisions(connectorId, routeGuid(request, 'csObjectId')));
+}
+
 /** POST /connectors/{id}/space/{csObjectId}/undo: the object's decision goes; its rules decide again. */
 async function undoConnectorSpaceObjectDecision(request: HttpRequest, _context: InvocationContext, caller: Caller): Promise<HttpResponseInit> {
   const connectorId = routeId(request, 'id', 'Connector');
@@ -71,6 +77,11 @@ app.http('disconnectConnectorSpaceObject', {
   route: 'connectors/{id}/space/{csObjectId}/disconnect',
   methods: ['POST'],
   handler: authorize('connectorSpace.operate', disconnectConnectorSpaceObject),
+});
+app.http('getConnectorSpaceObjectDecisions', {
+  route: 'connectors/{id}/space/{csObjectId}/decisions',
+  methods: ['GET'],
+  handler: authorize('connectors.read', getConnectorSpaceObjectDecisions),
 });
 app.http('undoConnectorSpaceObjectDecision', {
   route: 'connectors/{id}/space/{csObjectId}/undo',

@@ -235,6 +235,17 @@ export async function undoSpaceObjectDecision(connectorId: string, csObjectId: s
   return decisionView(csObjectId, { ...decision, mode: 'none' }, meshObjectId);
 }
 
+/**
+ * `GET /connectors/{id}/space/{csObjectId}/decisions`: the object's decision in force, the mesh object it is
+ * joined to, and its decisions oldest first (an object never decided: no decision, an empty history).
+ */
+export async function spaceObjectDecisions(connectorId: string, csObjectId: string): Promise<CorrelationDecisionView> {
+  const obj = await rowObject(connectorId, csObjectId);
+  const d = await getDecision(connectorId, obj.row.anchor);
+  const none: ManualDecision = { anchor: obj.row.anchor, mode: 'none', by: '', on: '', log: [] };
+  return decisionView(csObjectId, d ?? none, obj.row.meshId);
+}
+
 /** An open case of the object, decided by a manual join or disconnect. */
 async function settleCase(connectorId: string, csObjectId: string, decision: Decision, meshObjectId: string | null, by: string): Promise<void> {
   const c = await getCase(csObjectId);

@@ -76,6 +76,17 @@ export const CORRELATION_ROUTES: readonly RouteSpec[] = [
     errors: [409],
   },
   {
+    name: 'getConnectorSpaceObjectDecisions',
+    method: 'GET',
+    route: 'connectors/{id}/space/{csObjectId}/decisions',
+    permission: 'connectors.read',
+    tag: 'Correlation',
+    summary: "The object's join, project or ignore decision in force, the mesh object it is joined to, and its decisions oldest first",
+    pathParam: connectorId,
+    subParam: csObjectId,
+    success: { status: 200, schema: 'CorrelationDecision' },
+  },
+  {
     name: 'undoConnectorSpaceObjectDecision',
     method: 'POST',
     route: 'connectors/{id}/space/{csObjectId}/undo',

@@ -247,6 +247,9 @@ describeWithServer('slapd')(`correlation cases: ${N} people (slapd + HR file)`, 
     expect(undo.body).toMatchObject({ decision: null, meshObjectId: meshId });
     expect(undo.body.history.map((h: Case) => h.action)).toEqual(['ignore', 'join', 'undo']);
     expect((await rt.call('POST', `connectors/${dir}/space/${item.csObjectId}/undo`, { role: 'Operator' })).status).toBe(409);
+    const decisions = await rt.call('GET', `connectors/${dir}/space/${item.csObjectId}/decisions`, { role: 'Viewer' });
+    expect(decisions.status).toBe(200);
+    expect(decisions.body).toEqual({ ...undo.body, history: undo.body.history });
     mesh = await meshByEmployee();
     expect(mesh.get(d.employeeNumber!)!.links[dir]).toBeDefined();
     expect(mesh.get(d.employeeNumber!)!.attributes.mail?.value).toBe(d.mail);

@@ -67,6 +67,7 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'POST connectors/{id}/space/{csObjectId}/join': [OPERATE, false],
   'POST connectors/{id}/space/{csObjectId}/disconnect': [OPERATE, false],
   'POST connectors/{id}/space/{csObjectId}/undo': [OPERATE, false],
+  'GET connectors/{id}/space/{csObjectId}/decisions': [ALL, false],
   'GET correlation-cases': [ALL, false],
   'GET correlation-cases/{id}': [ALL, false],
   'POST correlation-cases/decide': [OPERATE, false],
