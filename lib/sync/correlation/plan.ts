@@ -1,4 +1,5 @@
 import type { AttributeValue, ConnectorObject } from '../../connectors/sdk';
+import { shownValue } from '../../core/secretAttributes';
 import { displayAttributes, displayNameOf } from '../../mesh/displayName';
 import { projectedMeshId, type MeshObject } from '../../mesh/model';
 import { csObjectIdOf } from '../space/csIds';
@@ -96,7 +97,8 @@ export function caseDraft(
   const attributes: Record<string, AttributeValue> = {};
   for (const jr of rules.joins) {
     const name = jr.rule.sourceAttribute;
-    if (name && object.attributes[name] !== undefined) attributes[name] = object.attributes[name];
+    // A secret attribute (a password a rule should not read anyway) is shown masked, as everywhere.
+    if (name && object.attributes[name] !== undefined) attributes[name] = shownValue(name, object.attributes[name]);
   }
   const shownName = object.attributes.displayName ?? object.attributes.cn ?? object.attributes.name ?? null;
   return {
