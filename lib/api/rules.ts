@@ -30,6 +30,8 @@ const ONLY_FOR: Partial<Record<keyof RuleRequest, Rule['ruleType']>> = {
   evaluateWhenAbsent: 'FlowRule',
   objectType: 'ProjectionRule',
   relationshipType: 'MeshComposerRule',
+  match: 'JoinRule',
+  fuzzyThreshold: 'JoinRule',
 };
 
 function requirementErrors(body: RuleRequest): FieldError[] {
@@ -47,6 +49,8 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   for (const [field, type] of Object.entries(ONLY_FOR)) {
     if (body[field as keyof RuleRequest] !== undefined && body.ruleType !== type) errors.push({ path: `/${field}`, message: `applies only to a ${type}` });
   }
+  if (body.fuzzyThreshold !== undefined && body.ruleType === 'JoinRule' && body.match !== 'fuzzy')
+    errors.push({ path: '/fuzzyThreshold', message: 'applies only with match fuzzy' });
   if (typeof body.connectorId === 'string' && !isGuid(body.connectorId)) {
     errors.push({ path: '/connectorId', message: 'must be a connector id (a GUID)' });
   }
@@ -109,6 +113,9 @@ export function toRule(ruleId: string, body: RuleRequest, createdOn: string, upd
   }
   if (body.ruleType === 'ProjectionRule') rule.objectType = body.objectType ?? 'User';
   if (body.ruleType === 'MeshComposerRule') rule.relationshipType = body.relationshipType ?? null;
+  // Left out unless given, so that join rules without them stay as they were stored.
+  if (body.ruleType === 'JoinRule' && body.match) rule.match = body.match;
+  if (body.ruleType === 'JoinRule' && body.match === 'fuzzy') rule.fuzzyThreshold = body.fuzzyThreshold ?? 0.9;
   return rule;
 }
 

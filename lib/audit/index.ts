@@ -31,7 +31,11 @@ export type AuditAction =
   | 'apply'
   | 'approve'
   | 'reject'
-  | 'request';
+  | 'request'
+  | 'decide'
+  | 'join'
+  | 'disconnect'
+  | 'undo';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
 export type SystemActor = `system:${string}` | `schedule:${string}`;
 export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject' | 'meshObject' | 'configChange';

@@ -52,6 +52,14 @@ export const requestFields = {
   relationshipType: Type.Optional(
     Nullable(Type.String({ minLength: 1, maxLength: 256, description: 'MeshComposerRule only: makes a relationship (e.g. manager).' })),
   ),
+  match: Type.Optional(
+    Type.Union([Type.Literal('exact'), Type.Literal('normalized'), Type.Literal('fuzzy')], {
+      description: 'JoinRule only (default exact): how values are compared when the connector scores candidates (correlation).',
+    }),
+  ),
+  fuzzyThreshold: Type.Optional(
+    Type.Number({ minimum: 0, maximum: 1, description: 'JoinRule with match fuzzy only (default 0.9): the least name similarity that makes a candidate.' }),
+  ),
 };
 
 export const CreateRuleRequest = defineSchema(Type.Object(requestFields, { $id: 'CreateRuleRequest', additionalProperties: false }));
@@ -82,6 +90,8 @@ export const Rule = defineSchema(
       evaluateWhenAbsent: Type.Optional(Type.Boolean()),
       objectType: Type.Optional(Type.String()),
       relationshipType: Type.Optional(Nullable(Type.String())),
+      match: Type.Optional(Type.Union([Type.Literal('exact'), Type.Literal('normalized'), Type.Literal('fuzzy')])),
+      fuzzyThreshold: Type.Optional(Type.Number()),
       createdOn: Timestamp(),
       updatedOn: Timestamp(),
     },

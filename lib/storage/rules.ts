@@ -36,6 +36,10 @@ export interface Rule {
   objectType?: string;
   /** MeshComposerRule only (null: the rule computes an attribute). */
   relationshipType?: string | null;
+  /** JoinRule only: how values are compared when the connector scores candidates (docs/correlation.md); default exact. */
+  match?: 'exact' | 'normalized' | 'fuzzy';
+  /** JoinRule with `match: fuzzy` only: the least name similarity (0..1) that makes a candidate. */
+  fuzzyThreshold?: number;
   createdOn: string;
   updatedOn: string;
 }
