@@ -71,15 +71,22 @@ export async function retryUniqueCollisions(args: {
 
 /**
  * Which of an add's unique values the refusal is about: those the object found there holds (when the target
- * named it), else every one (the target does not say which attribute collided).
+ * named it), else those whose value the target's message quotes (a DN, `'jsmith' already in use`), else those
+ * whose attribute it names (`sAMAccountName`), else every one (the target does not say which collided).
  */
 function collided(used: readonly UniqueUse[], r: Extract<ExportResult, { status: 'error' }>): UniqueUse[] {
   const attrs = r.existing?.attributes;
-  if (!attrs) return [...used];
-  const held = used.filter((u) => {
-    const v = Object.entries(attrs).find(([k]) => k.toLowerCase() === u.attribute.toLowerCase())?.[1];
-    const vals = (Array.isArray(v) ? v : v === null || v === undefined ? [] : [v]).map(String);
-    return vals.some((x) => x === u.value || normaliseValue(x, false) === normaliseValue(u.value, false));
-  });
-  return held.length ? held : [...used];
+  if (attrs) {
+    const held = used.filter((u) => {
+      const v = Object.entries(attrs).find(([k]) => k.toLowerCase() === u.attribute.toLowerCase())?.[1];
+      const vals = (Array.isArray(v) ? v : v === null || v === undefined ? [] : [v]).map(String);
+      return vals.some((x) => normaliseValue(x, false) === normaliseValue(u.value, false));
+    });
+    if (held.length) return held;
+  }
+  const message = r.error.message.toLowerCase();
+  const quoted = used.filter((u) => message.includes(u.value.toLowerCase()));
+  if (quoted.length) return quoted;
+  const named = used.filter((u) => new RegExp(`\\b${u.attribute.toLowerCase().replace(/[^a-z0-9]/g, '')}\\b`).test(message));
+  return named.length ? named : [...used];
 }
