@@ -37,10 +37,10 @@ export async function uniqueExportState(
 ): Promise<{ value: AttributeValue; state: ExportState; unique: UniqueExplanation }> {
   const pool = poolOf(rule, rule.unique!);
   const [holdings, rows] = await Promise.all([
-    readHoldings(doc.id),
+    readHoldings(pool, [doc.id]),
     doc.links[connector.id] !== undefined ? readCsObjects(connector.id, [doc.links[connector.id]]) : null,
   ]);
-  const h = holdings.get(pool);
+  const h = holdings.get(doc.id);
   const row = rows?.get(doc.links[connector.id]);
   const unique: UniqueExplanation = {
     pool,

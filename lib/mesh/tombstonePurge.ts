@@ -3,7 +3,8 @@ import { areaLog } from '../core/log';
 import type { ServiceStep } from '../core/service';
 import { noteTombstones } from './tombstoneIndex';
 import { purgeTombstones } from './tombstones';
-import { releaseUniqueValues, sweepUniqueValues } from '../storage/uniqueValues';
+import { listRules } from '../storage/rules';
+import { poolOf, releaseUniqueValues, sweepUniqueValues } from '../storage/uniqueValues';
 
 /**
  * The background purge of tombstones past their `purgeOn` (set from `Mesh:TombstoneRetentionDays` when the
@@ -28,7 +29,10 @@ export const tombstonePurgeStep: ServiceStep = {
       purgeTombstones()
         .then(async (ids) => {
           noteTombstones([], ids);
-          await releaseUniqueValues(ids);
+          if (ids.length) {
+            const pools = new Set((await listRules()).flatMap((r) => (r.unique ? [poolOf(r, r.unique)] : [])));
+            await releaseUniqueValues(ids, [...pools]);
+          }
           await sweepUniqueValues();
         })
         .catch((err) => log.warn(`Tombstone purge failed: ${err instanceof Error ? err.message : String(err)}`))

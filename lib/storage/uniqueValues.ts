@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { TableClient } from '@azure/data-tables';
 import { mapLimit } from './tableUtil';
-import { encodeKey, isStatus, odata, table } from './tables';
+import { encodeKey, isStatus, odata, submitTransaction, table } from './tables';
 
 /**
  * Unique values repository (table `UniqueValues`): the values an outbound flow's `unique` rule handed out
@@ -13,10 +13,12 @@ import { encodeKey, isStatus, odata, table } from './tables';
  *   know), the rule and connector that reserved it, when; once released, `releasedOn` and `quarantineUntil`.
  *   A reservation is made by a conditional insert ({@link reserveValue}): of two runs or two engine instances
  *   that want the same value at the same moment, exactly one insert succeeds, the other is told who holds it.
- * - a **holding**, one per mesh object and pool: PartitionKey `o.<mesh object id>`, RowKey the pool key; the
+ * - a **holding**, one per mesh object and pool: PartitionKey `h.<pool key>`, RowKey the mesh object id; the
  *   value the object keeps for life, the first candidate's value when it was chosen (`basis`: a rule with
  *   keepOnRename false chooses again when it changes), and why earlier candidates were skipped (`why`, JSON).
  *
+ * Both kinds live in the pool's partitions, so a page of objects reads its holdings in a few queries and writes
+ * its reservations and holdings in a transaction each (a page of 100 adds: about 10 requests, not 300).
  * Releasing an object's values (after its tombstone is purged) marks its reservations released with a
  * quarantine and deletes its holdings; {@link sweepUniqueValues} deletes reservations whose quarantine is over.
  * Nothing here knows rules or connectors beyond their ids: lib/sync/unique decides what to reserve.
@@ -88,8 +90,19 @@ export interface Holding {
   quarantineDays: number;
 }
 
+/**
+ * The pool a rule's values are reserved in: `connector/<id>/<target attribute>` (scope connector), `targets/<ids>`
+ * (scope targets: the rules of every connector of the list share it, whatever attribute each writes), or
+ * `mesh/<attribute>` (scope mesh).
+ */
+export function poolOf(rule: { connectorId: string | null; targetAttribute: string | null }, unique: UniqueRule): string {
+  if (unique.scope === 'targets') return `targets/${[...(unique.connectorIds ?? [])].sort().join(',')}`;
+  if (unique.scope === 'mesh') return `mesh/${(unique.meshAttribute ?? rule.targetAttribute ?? '').toLowerCase()}`;
+  return `connector/${rule.connectorId ?? ''}/${(rule.targetAttribute ?? '').toLowerCase()}`;
+}
+
 const reservationPk = (pool: string) => 'v.' + encodeKey(shortPool(pool));
-const holdingPk = (meshId: string) => 'o.' + encodeKey(meshId);
+const holdingPk = (pool: string) => 'h.' + encodeKey(shortPool(pool));
 /** A pool key long enough to threaten the key size (many connectors) is shortened to a digest. */
 const shortPool = (pool: string) => (pool.length <= 200 ? pool : `h.${createHash('sha256').update(pool).digest('base64url')}`);
 
@@ -189,8 +202,8 @@ export async function markExternal(pool: string, key: string, owner: string, rea
   } catch (err) {
     if (!isStatus(err, 412) && !isStatus(err, 409) && !isStatus(err, 404)) throw err;
   }
-  const holding = await readEntity(client, holdingPk(owner), encodeKey(pool));
-  if (holding && String(holding.key) === key) await client.deleteEntity(holdingPk(owner), encodeKey(pool)).catch(ignore404);
+  const holding = await readEntity(client, holdingPk(pool), encodeKey(owner));
+  if (holding && String(holding.key) === key) await client.deleteEntity(holdingPk(pool), encodeKey(owner)).catch(ignore404);
 }
 
 function toHolding(e: Entity): Holding {
@@ -210,24 +223,28 @@ function toHolding(e: Entity): Holding {
   };
 }
 
-/** Every holding of one mesh object (one partition), by pool. */
-export async function readHoldings(meshId: string): Promise<Map<string, Holding>> {
+const IDS_PER_QUERY = 14;
+
+/** What these mesh objects hold in a pool, by mesh object id (queries of 14 ids: the service's limit of comparisons). */
+export async function readHoldings(pool: string, meshIds: readonly string[]): Promise<Map<string, Holding>> {
   const client = await table(TABLE);
   const out = new Map<string, Holding>();
-  const filter = `PartitionKey eq ${odata(holdingPk(meshId))}`;
-  for await (const e of client.listEntities<Entity>({ queryOptions: { filter } })) {
-    const h = toHolding(e as Entity);
-    out.set(h.pool, h);
-  }
+  const chunks: string[][] = [];
+  for (let i = 0; i < meshIds.length; i += IDS_PER_QUERY) chunks.push(meshIds.slice(i, i + IDS_PER_QUERY));
+  await mapLimit(chunks, 4, async (ids) => {
+    const filter = `PartitionKey eq ${odata(holdingPk(pool))} and (${ids.map((id) => `RowKey eq ${odata(encodeKey(id))}`).join(' or ')})`;
+    for await (const e of client.listEntities<Entity>({ queryOptions: { filter } })) {
+      const h = toHolding(e as Entity);
+      out.set(h.meshId, h);
+    }
+  });
   return out;
 }
 
-/** Record (or replace) what an object holds in a pool. At most 20 skipped candidates are kept. */
-export async function writeHolding(h: Holding): Promise<void> {
-  const client = await table(TABLE);
+function holdingEntity(h: Holding): Entity {
   const e: Entity = {
-    partitionKey: holdingPk(h.meshId),
-    rowKey: encodeKey(h.pool),
+    partitionKey: holdingPk(h.pool),
+    rowKey: encodeKey(h.meshId),
     meshId: h.meshId,
     pool: h.pool,
     value: h.value,
@@ -241,7 +258,44 @@ export async function writeHolding(h: Holding): Promise<void> {
     quarantineDays: h.quarantineDays,
   };
   if (h.counter !== undefined) e.counter = h.counter;
-  await client.upsertEntity(e, 'Replace');
+  return e;
+}
+
+/** Record (or replace) what objects hold: one transaction per pool and 100 holdings. At most 20 skipped candidates are kept. */
+export async function writeHoldings(holdings: readonly Holding[]): Promise<void> {
+  const client = await table(TABLE);
+  const byPool = new Map<string, Holding[]>();
+  for (const h of holdings) byPool.set(h.pool, [...(byPool.get(h.pool) ?? []), h]);
+  for (const list of byPool.values())
+    for (let i = 0; i < list.length; i += 100)
+      await submitTransaction(
+        client,
+        list.slice(i, i + 100).map((h) => ['upsert', holdingEntity(h), 'Replace'] as const),
+      );
+}
+
+/**
+ * Reserve several values of one pool at once, all or nothing (one entity-group transaction per 100, keys
+ * distinct): true when every insert succeeded; false when any value was taken (then nothing of that transaction
+ * was inserted, and the caller reserves them one by one with {@link reserveValue}). Other failures throw.
+ */
+export async function reserveAll(reservations: readonly Reservation[]): Promise<boolean[]> {
+  const client = await table(TABLE);
+  const out: boolean[] = [];
+  for (let i = 0; i < reservations.length; i += 100) {
+    const chunk = reservations.slice(i, i + 100);
+    try {
+      await submitTransaction(
+        client,
+        chunk.map((r) => ['create', reservationEntity(r)] as const),
+      );
+      out.push(...chunk.map(() => true));
+    } catch (err) {
+      if (!isStatus(err, 409)) throw err;
+      out.push(...chunk.map(() => false));
+    }
+  }
+  return out;
 }
 
 /**
@@ -271,19 +325,21 @@ export async function releaseValue(pool: string, key: string, owner: string, qua
 }
 
 /**
- * Release every value of these mesh objects (purged: they can no longer come back): each reservation enters
- * the quarantine its rule gave it, and the holdings are deleted. Safe to repeat. The number of values released.
+ * Release every value of these mesh objects in these pools (purged: they can no longer come back): each
+ * reservation enters the quarantine its rule gave it, and the holdings are deleted. Safe to repeat. The number
+ * of values released.
  */
-export async function releaseUniqueValues(meshIds: readonly string[], now = new Date()): Promise<number> {
+export async function releaseUniqueValues(meshIds: readonly string[], pools: readonly string[], now = new Date()): Promise<number> {
   let n = 0;
   const client = await table(TABLE);
-  await mapLimit([...meshIds], 8, async (id) => {
-    for (const h of (await readHoldings(id)).values()) {
-      await releaseValue(h.pool, h.key, id, h.quarantineDays, now);
-      await client.deleteEntity(holdingPk(id), encodeKey(h.pool)).catch(ignore404);
+  for (const pool of pools) {
+    const held = await readHoldings(pool, meshIds);
+    await mapLimit([...held.values()], 8, async (h) => {
+      await releaseValue(h.pool, h.key, h.meshId, h.quarantineDays, now);
+      await client.deleteEntity(holdingPk(pool), encodeKey(h.meshId)).catch(ignore404);
       n++;
-    }
-  });
+    });
+  }
   return n;
 }
 

@@ -2,7 +2,9 @@ import type { AttributeValue } from '../../connectors/sdk';
 import { compileExpression, unknownIdentifiers, type CompiledExpression } from '../../expression';
 import { isEmptyValue } from '../../mesh/model';
 import type { Rule } from '../../storage/rules';
-import { MAX_UNIQUE_VALUE_LENGTH, type UniqueRule } from '../../storage/uniqueValues';
+import { MAX_UNIQUE_VALUE_LENGTH, poolOf, type UniqueRule } from '../../storage/uniqueValues';
+
+export { poolOf };
 import { RuleEvaluationError, toAttributeValue, type CompiledRule } from '../rules';
 
 /**
@@ -50,17 +52,6 @@ export function uniqueRulesOf(outbound: readonly CompiledRule[]): UniqueCandidat
     out.push(c);
   }
   return out;
-}
-
-/**
- * The pool a rule's values are reserved in: `connector/<id>/<target attribute>` (scope connector), `targets/<ids>`
- * (scope targets: the rules of every connector of the list share it, whatever attribute each writes), or
- * `mesh/<attribute>` (scope mesh).
- */
-export function poolOf(rule: Pick<Rule, 'connectorId' | 'targetAttribute'>, unique: UniqueRule): string {
-  if (unique.scope === 'targets') return `targets/${[...(unique.connectorIds ?? [])].sort().join(',')}`;
-  if (unique.scope === 'mesh') return `mesh/${(unique.meshAttribute ?? rule.targetAttribute ?? '').toLowerCase()}`;
-  return `connector/${rule.connectorId ?? ''}/${(rule.targetAttribute ?? '').toLowerCase()}`;
 }
 
 /** The comparison form of a value: Unicode NFC, lower-cased unless the rule is case-sensitive. */

@@ -32,6 +32,7 @@ export async function retryUniqueCollisions(args: {
 }): Promise<{ results: ExportResult[]; interrupted?: unknown }> {
   const { ctx, loaded, unique, changes } = args;
   const results = [...args.results];
+  const guessed = new Set<string>();
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const refused = results
       .map((r, i) => i)
@@ -40,8 +41,10 @@ export async function retryUniqueCollisions(args: {
     for (const i of refused) {
       const r = results[i] as Extract<ExportResult, { status: 'error' }>;
       const doc = changes[i].doc;
-      for (const u of collided(unique.used.get(doc.id) ?? [], r))
-        await markExternal(u.pool, u.key, doc.id, `the target refused it: ${r.error.message}`, ctx.at);
+      const used = unique.used.get(doc.id) ?? [];
+      const again = guessed.has(doc.id);
+      guessed.add(doc.id);
+      for (const u of again ? used : collided(used, r)) await markExternal(u.pool, u.key, doc.id, `the target refused it: ${r.error.message}`, ctx.at);
     }
     const docs = refused.map((i) => changes[i].doc);
     await resolveUniqueValues(ctx, loaded, docs, unique);
@@ -72,7 +75,8 @@ export async function retryUniqueCollisions(args: {
 /**
  * Which of an add's unique values the refusal is about: those the object found there holds (when the target
  * named it), else those whose value the target's message quotes (a DN, `'jsmith' already in use`), else those
- * whose attribute it names (`sAMAccountName`), else every one (the target does not say which collided).
+ * whose attribute it names (`sAMAccountName`), else every one (the target does not say which collided). An
+ * object refused again after its first guess: every one of its values (the guess was wrong).
  */
 function collided(used: readonly UniqueUse[], r: Extract<ExportResult, { status: 'error' }>): UniqueUse[] {
   const attrs = r.existing?.attributes;
@@ -85,8 +89,12 @@ function collided(used: readonly UniqueUse[], r: Extract<ExportResult, { status:
     if (held.length) return held;
   }
   const message = r.error.message.toLowerCase();
-  const quoted = used.filter((u) => message.includes(u.value.toLowerCase()));
-  if (quoted.length) return quoted;
+  // The target's own words first (a directory's diagnostic after "says:"), then the whole message.
+  const said = message.includes('says:') ? message.slice(message.indexOf('says:')) : '';
+  for (const text of [said, message]) {
+    const quoted = used.filter((u) => text && text.includes(u.value.toLowerCase()));
+    if (quoted.length) return quoted;
+  }
   const named = used.filter((u) => new RegExp(`\\b${u.attribute.toLowerCase().replace(/[^a-z0-9]/g, '')}\\b`).test(message));
   return named.length ? named : [...used];
 }

@@ -8,7 +8,8 @@ import {
   readReservation,
   releaseValue,
   reserveValue,
-  writeHolding,
+  reserveAll,
+  writeHoldings,
   type Holding,
   type Reservation,
   type SkippedCandidate,
@@ -54,83 +55,139 @@ export async function resolveUniqueValues(
   if (!rules.length) return undefined;
   const out = previous ?? noAssignments();
   const everyRule = rules.some((c) => c.unique.scope === 'targets') ? await listRules() : [];
-  await mapLimit(docs, 16, async (doc) => {
+  for (const doc of docs) {
     out.errors.delete(doc.id);
     out.values.delete(doc.id);
     out.used.delete(doc.id);
-    try {
-      await resolveDoc(ctx, input, rules, everyRule, doc, out);
-    } catch (err) {
-      if (!(err instanceof RuleEvaluationError)) throw err;
-      out.errors.set(doc.id, err);
-    }
-  });
-  return out;
-}
-
-async function resolveDoc(
-  ctx: ResolveContext,
-  input: Pick<ExportPlanInput, 'rules' | 'relations' | 'rows' | 'waiting' | 'condition'>,
-  rules: readonly UniqueCandidates[],
-  everyRule: readonly Rule[],
-  doc: MeshObject,
-  out: UniqueAssignments,
-): Promise<void> {
+  }
   const cid = ctx.connectorId;
-  const meshValues = attributeValues(doc);
-  const anchor = doc.links[cid] ?? input.waiting.get(doc.id);
-  const prev = anchor ? input.rows.get(anchor) : undefined;
-  const isAdd = !anchor || !prev || prev.deleted;
-  // Only an object the export would add (the provisioning condition holds) or is in the target gets a value.
-  if (isAdd && input.condition && !truthyValue(input.condition.evaluate({ source: meshValues, object: meshValues }))) return;
-  const shown = !isAdd && prev ? shownOf(prev) : {};
-  const related = input.relations.relatedOf(doc);
-  let holdings: Map<string, Holding> | undefined;
+  // Which objects get values: those the export would add (the provisioning condition holds) or that are in the target.
+  const wanted: { doc: MeshObject; isAdd: boolean; meshValues: Record<string, AttributeValue>; shown: Record<string, AttributeValue> }[] = [];
+  for (const doc of docs) {
+    const meshValues = attributeValues(doc);
+    const anchor = doc.links[cid] ?? input.waiting.get(doc.id);
+    const prev = anchor ? input.rows.get(anchor) : undefined;
+    const isAdd = !anchor || !prev || !!prev.deleted;
+    if (isAdd && input.condition && !truthyValue(input.condition.evaluate({ source: meshValues, object: meshValues }))) continue;
+    wanted.push({ doc, isAdd, meshValues, shown: !isAdd && prev ? shownOf(prev) : {} });
+  }
+  const fail = (doc: MeshObject, err: unknown) => {
+    if (!(err instanceof RuleEvaluationError)) throw err;
+    out.errors.set(doc.id, err);
+  };
   for (const c of rules) {
     const attribute = c.rule.targetAttribute!;
-    const name = c.rule.sourceAttribute ?? '';
-    const source = input.relations.types.has(name) ? input.relations.valueOf(doc, name) : (meshValues[name] ?? null);
-    if (isEmptyValue(source) && !c.rule.evaluateWhenAbsent) continue;
-    const scope: Scope = { source, object: meshValues, related };
-    const set = (value: string, key: string) => {
-      out.values.set(doc.id, { ...(out.values.get(doc.id) ?? {}), [attribute]: value });
-      if (isAdd) out.used.set(doc.id, [...(out.used.get(doc.id) ?? []), { attribute, pool: c.pool, key, value, ruleId: c.rule.ruleId }]);
+    const set = (w: (typeof wanted)[number], value: string, key: string) => {
+      out.values.set(w.doc.id, { ...(out.values.get(w.doc.id) ?? {}), [attribute]: value });
+      if (w.isAdd) out.used.set(w.doc.id, [...(out.used.get(w.doc.id) ?? []), { attribute, pool: c.pool, key, value, ruleId: c.rule.ruleId }]);
     };
-    const held = firstString(shown, attribute);
-    if (!isAdd && c.unique.keepOnRename && held) {
-      set(held, normaliseValue(held, c.unique.caseSensitive));
-      continue;
+    // 1. The value the target shows (kept), else the object's holding in the pool (read for the page at once).
+    const open: { w: (typeof wanted)[number]; scope: Scope; basis: string }[] = [];
+    for (const w of wanted) {
+      if (out.errors.has(w.doc.id)) continue;
+      const name = c.rule.sourceAttribute ?? '';
+      const source = input.relations.types.has(name) ? input.relations.valueOf(w.doc, name) : (w.meshValues[name] ?? null);
+      if (isEmptyValue(source) && !c.rule.evaluateWhenAbsent) continue;
+      const scope: Scope = { source, object: w.meshValues, related: input.relations.relatedOf(w.doc) };
+      const held = firstString(w.shown, attribute);
+      if (!w.isAdd && c.unique.keepOnRename && held) {
+        set(w, held, normaliseValue(held, c.unique.caseSensitive));
+        continue;
+      }
+      try {
+        open.push({ w, scope, basis: basisOf(c, scope) });
+      } catch (err) {
+        fail(w.doc, err);
+      }
     }
-    holdings ??= await readHoldings(doc.id);
-    const h = holdings.get(c.pool);
-    if (h && (c.unique.keepOnRename || h.basis === basisOf(c, scope))) {
-      set(h.value, h.key);
-      continue;
+    if (!open.length) continue;
+    const holdings = await readHoldings(
+      c.pool,
+      open.map((o) => o.w.doc.id),
+    );
+    const choosing: typeof open = [];
+    for (const o of open) {
+      const h = holdings.get(o.w.doc.id);
+      if (h && (c.unique.keepOnRename || h.basis === o.basis)) set(o.w, h.value, h.key);
+      else choosing.push(o);
     }
-    const chosen = await choose(ctx, c, everyRule, doc, scope);
-    if (!chosen.winner) throw new RuleEvaluationError(c.rule, new Error(allTaken(chosen.skipped, chosen.tried)));
-    const w = chosen.winner;
-    if (ctx.reserve) {
-      await writeHolding({
-        meshId: doc.id,
+    if (!choosing.length) continue;
+    // 2. The first candidate each object may have (nothing in the scope shows it), reserved for the page in one
+    //    transaction when no two objects want the same value and none is taken (the common case)...
+    const indexes = await scopeIndexes(ctx, c, everyRule);
+    const first = new Map<string, { o: (typeof open)[number]; chosen: Chosen }>();
+    const oneByOne: typeof open = [];
+    for (const o of choosing) {
+      let chosen: Chosen;
+      try {
+        chosen = firstFree(c, indexes, o.w.doc, o.scope);
+      } catch (err) {
+        fail(o.w.doc, err);
+        continue;
+      }
+      if (!chosen.winner || first.has(chosen.winner.key)) oneByOne.push(o);
+      else first.set(chosen.winner.key, { o, chosen });
+    }
+    const won = new Map<string, Chosen>();
+    if (ctx.reserve && first.size) {
+      const list = [...first.values()];
+      const ok = await reserveAll(list.map(({ o, chosen }) => reservationOf(ctx, c, o.w.doc, chosen.winner!)));
+      list.forEach((x, i) => (ok[i] ? won.set(x.o.w.doc.id, x.chosen) : oneByOne.push(x.o)));
+    } else oneByOne.push(...[...first.values()].map((x) => x.o));
+    // 3. ...else one by one, each value a conditional insert of its own.
+    await mapLimit(oneByOne, 16, async (o) => {
+      try {
+        won.set(o.w.doc.id, await choose(ctx, c, indexes, o.w.doc, o.scope));
+      } catch (err) {
+        fail(o.w.doc, err);
+      }
+    });
+    const kept: Holding[] = [];
+    const released: Holding[] = [];
+    for (const o of choosing) {
+      const chosen = won.get(o.w.doc.id);
+      if (!chosen) continue;
+      if (!chosen.winner) {
+        fail(o.w.doc, new RuleEvaluationError(c.rule, new Error(allTaken(chosen.skipped, chosen.tried))));
+        continue;
+      }
+      const w = chosen.winner;
+      set(o.w, w.value, w.key);
+      kept.push({
+        meshId: o.w.doc.id,
         pool: c.pool,
         value: w.value,
         key: w.key,
         ruleId: c.rule.ruleId,
         connectorId: cid,
-        basis: basisOf(c, scope),
+        basis: o.basis,
         candidate: w.candidate,
         ...(w.counter !== undefined ? { counter: w.counter } : {}),
         skipped: chosen.skipped,
         reservedOn: ctx.at.toISOString(),
         quarantineDays: c.unique.quarantineDays,
       });
-      // A rule that chooses again (keepOnRename false, its inputs changed): the old value goes into quarantine.
-      if (h && h.key !== w.key) await releaseValue(h.pool, h.key, doc.id, c.unique.quarantineDays, ctx.at);
+      const h = holdings.get(o.w.doc.id);
+      if (h && h.key !== w.key) released.push(h);
     }
-    set(w.value, w.key);
+    if (ctx.reserve) {
+      await writeHoldings(kept);
+      // A rule that chose again (keepOnRename false, its inputs changed): the old value goes into quarantine.
+      for (const h of released) await releaseValue(h.pool, h.key, h.meshId, c.unique.quarantineDays, ctx.at);
+    }
   }
+  return out;
 }
+
+const reservationOf = (ctx: ResolveContext, c: UniqueCandidates, doc: MeshObject, w: { value: string; key: string }): Reservation => ({
+  pool: c.pool,
+  key: w.key,
+  value: w.value,
+  owner: doc.id,
+  ruleId: c.rule.ruleId,
+  connectorId: ctx.connectorId,
+  reservedOn: ctx.at.toISOString(),
+});
 
 interface Chosen {
   winner?: { value: string; key: string; candidate: number; counter?: number };
@@ -138,8 +195,28 @@ interface Chosen {
   tried: number;
 }
 
-async function choose(ctx: ResolveContext, c: UniqueCandidates, everyRule: readonly Rule[], doc: MeshObject, scope: Scope): Promise<Chosen> {
-  const indexes = await scopeIndexes(ctx, c, everyRule);
+/** The first candidate nothing in the scope shows (no reservation read): the page's batched first try. */
+function firstFree(c: UniqueCandidates, indexes: readonly ScopeIndex[], doc: MeshObject, scope: Scope): Chosen {
+  const skipped: SkippedCandidate[] = [];
+  let tried = 0;
+  for (const cv of candidateValues(c, scope)) {
+    if (cv.value === null) {
+      if (!skipped.some((s) => s.candidate === cv.candidate && s.value === null)) skipped.push({ ...cv, reason: 'the expression gave no value' });
+      continue;
+    }
+    tried++;
+    const key = normaliseValue(cv.value, c.unique.caseSensitive);
+    const holder = indexes.map((ix) => ix.get(key)).find((h): h is ScopeHolder => !!h && !isSelf(h, doc));
+    if (holder) {
+      skipped.push({ ...cv, reason: describeScopeHolder(holder) });
+      continue;
+    }
+    return { winner: { value: cv.value, key, candidate: cv.candidate, ...(cv.counter !== undefined ? { counter: cv.counter } : {}) }, skipped, tried };
+  }
+  return { skipped, tried };
+}
+
+async function choose(ctx: ResolveContext, c: UniqueCandidates, indexes: readonly ScopeIndex[], doc: MeshObject, scope: Scope): Promise<Chosen> {
   const skipped: SkippedCandidate[] = [];
   const seen = new Set<string>();
   const emptyNoted = new Set<number>();
@@ -159,15 +236,7 @@ async function choose(ctx: ResolveContext, c: UniqueCandidates, everyRule: reado
       skipped.push({ ...cv, reason: describeScopeHolder(holder) });
       continue;
     }
-    const reservation: Reservation = {
-      pool: c.pool,
-      key,
-      value: cv.value,
-      owner: doc.id,
-      ruleId: c.rule.ruleId,
-      connectorId: ctx.connectorId,
-      reservedOn: ctx.at.toISOString(),
-    };
+    const reservation = reservationOf(ctx, c, doc, { value: cv.value, key });
     const taken = ctx.reserve ? await reserveValue(reservation, ctx.at).then((r) => (r.won ? null : r.holder)) : await peek(reservation, ctx.at);
     if (taken) {
       skipped.push({ ...cv, reason: describeReservation(taken) });

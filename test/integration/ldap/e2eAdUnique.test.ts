@@ -89,7 +89,9 @@ describeWithServer('samba')('unique values provisioned into Active Directory and
     await unique('sAMAccountName', ad, logins);
     await unique('uid', dir, logins);
     await unique('cn', ad, { candidates: ['object.givenName + " " + object.sn', 'object.givenName + " " + object.sn + " (" + counter + ")"'] });
-    await unique('userPrincipalName', ad, { candidates: [`${FULL} + "@samdom.test"`, `${FULL} + counter + "@samdom.test"`] });
+    // A UPN in the realm's suffix (john.smith@samdom.test) would clash with another account's sAMAccountName
+    // john.smith (AD refuses a logon name two accounts could answer to): another suffix keeps the pools apart.
+    await unique('userPrincipalName', ad, { candidates: [`${FULL} + "@corp.example"`, `${FULL} + counter + "@corp.example"`] });
     await unique('mail', ad, { candidates: [`${FULL} + "@example.test"`, `${FULL} + counter + "@example.test"`] });
     const outAd = outboundRule(rt, ad);
     await outAd('employeeId', 'employeeID');

@@ -9,7 +9,8 @@ import {
   releaseUniqueValues,
   reserveValue,
   sweepUniqueValues,
-  writeHolding,
+  reserveAll,
+  writeHoldings,
   type Reservation,
 } from '../../../lib/storage/uniqueValues';
 
@@ -59,44 +60,48 @@ test('values with characters keys may not hold are reserved and read back', asyn
 test('a value the target refused passes to external (with the reason) and the owner loses its holding', async () => {
   const r = claim('m7', 'xwarrior');
   expect(await reserveValue(r)).toEqual({ won: true });
-  await writeHolding({
-    meshId: 'm7',
-    pool: POOL,
-    value: 'xwarrior',
-    key: 'xwarrior',
-    ruleId: 'r1',
-    connectorId: 'c1',
-    basis: 'xwarrior',
-    candidate: 0,
-    skipped: [],
-    reservedOn: r.reservedOn,
-    quarantineDays: 90,
-  });
+  await writeHoldings([
+    {
+      meshId: 'm7',
+      pool: POOL,
+      value: 'xwarrior',
+      key: 'xwarrior',
+      ruleId: 'r1',
+      connectorId: 'c1',
+      basis: 'xwarrior',
+      candidate: 0,
+      skipped: [],
+      reservedOn: r.reservedOn,
+      quarantineDays: 90,
+    },
+  ]);
   await markExternal(POOL, 'xwarrior', 'm7', 'the target refused it: already exists');
   expect(await readReservation(POOL, 'xwarrior')).toMatchObject({ owner: EXTERNAL_OWNER, reason: 'the target refused it: already exists' });
-  expect((await readHoldings('m7')).size).toBe(0);
+  expect((await readHoldings(POOL, ['m7'])).size).toBe(0);
   expect(await reserveValue(claim('m7', 'xwarrior'))).toMatchObject({ won: false, holder: { owner: EXTERNAL_OWNER } });
 });
 
 test('release after purge: the value stays in quarantine, then the sweep frees it', async () => {
   const r = claim('m9', 'qvalue');
   expect(await reserveValue(r)).toEqual({ won: true });
-  await writeHolding({
-    meshId: 'm9',
-    pool: POOL,
-    value: 'qvalue',
-    key: 'qvalue',
-    ruleId: 'r1',
-    connectorId: 'c1',
-    basis: 'qvalue',
-    candidate: 0,
-    skipped: [],
-    reservedOn: r.reservedOn,
-    quarantineDays: 30,
-  });
+  await writeHoldings([
+    {
+      meshId: 'm9',
+      pool: POOL,
+      value: 'qvalue',
+      key: 'qvalue',
+      ruleId: 'r1',
+      connectorId: 'c1',
+      basis: 'qvalue',
+      candidate: 0,
+      skipped: [],
+      reservedOn: r.reservedOn,
+      quarantineDays: 30,
+    },
+  ]);
   const now = new Date();
-  expect(await releaseUniqueValues(['m9'], now)).toBe(1);
-  expect((await readHoldings('m9')).size).toBe(0);
+  expect(await releaseUniqueValues(['m9'], [POOL], now)).toBe(1);
+  expect((await readHoldings(POOL, ['m9'])).size).toBe(0);
   const released = await readReservation(POOL, 'qvalue');
   expect(released).toMatchObject({ owner: 'm9', releasedOn: now.toISOString(), quarantineUntil: new Date(now.getTime() + 30 * 86_400_000).toISOString() });
   // In quarantine: refused to another object, and the sweep of today leaves it.
@@ -111,23 +116,57 @@ test('release after purge: the value stays in quarantine, then the sweep frees i
 test('an expired value is won by exactly one of two claimants', async () => {
   const r = claim('m20', 'expired');
   await reserveValue(r);
-  await writeHolding({
-    meshId: 'm20',
-    pool: POOL,
-    value: 'expired',
-    key: 'expired',
-    ruleId: 'r1',
-    connectorId: 'c1',
-    basis: 'expired',
-    candidate: 0,
-    skipped: [],
-    reservedOn: r.reservedOn,
-    quarantineDays: 1,
-  });
+  await writeHoldings([
+    {
+      meshId: 'm20',
+      pool: POOL,
+      value: 'expired',
+      key: 'expired',
+      ruleId: 'r1',
+      connectorId: 'c1',
+      basis: 'expired',
+      candidate: 0,
+      skipped: [],
+      reservedOn: r.reservedOn,
+      quarantineDays: 1,
+    },
+  ]);
   const now = new Date();
-  await releaseUniqueValues(['m20'], now);
+  await releaseUniqueValues(['m20'], [POOL], now);
   const later = new Date(now.getTime() + 2 * 86_400_000);
   const [x, y] = await Promise.all([reserveValue(claim('m21', 'expired'), later), reserveValue(claim('m22', 'expired'), later)]);
   expect([x.won, y.won].filter(Boolean)).toHaveLength(1);
   expect((await readReservation(POOL, 'expired'))?.owner).toBe(x.won ? 'm21' : 'm22');
+});
+
+test('a page reserves its values in one transaction, all or nothing: one value taken fails the whole transaction', async () => {
+  const pool = 'connector/c2/uid';
+  const page = Array.from({ length: 30 }, (_, i) => claim(`p${i}`, `value${i}`, pool));
+  expect(await reserveAll(page)).toEqual(page.map(() => true));
+  expect(await listReservations(pool)).toHaveLength(30);
+  const next = [claim('q1', 'fresh1', pool), claim('q2', 'value3', pool), claim('q3', 'fresh3', pool)];
+  expect(await reserveAll(next)).toEqual([false, false, false]);
+  // Nothing of the failed transaction was inserted; value3 is still p3's.
+  expect(await readReservation(pool, 'fresh1')).toBeNull();
+  expect((await readReservation(pool, 'value3'))?.owner).toBe('p3');
+  // Holdings of a page are read back in queries of 14 ids.
+  await writeHoldings(
+    page.map((r, i) => ({
+      meshId: r.owner,
+      pool,
+      value: r.value,
+      key: r.key,
+      ruleId: 'r1',
+      connectorId: 'c2',
+      basis: r.value,
+      candidate: 0,
+      skipped: [],
+      reservedOn: r.reservedOn,
+      quarantineDays: 90,
+      ...(i % 2 ? { counter: i } : {}),
+    })),
+  );
+  const held = await readHoldings(pool, [...page.map((r) => r.owner), 'nobody']);
+  expect(held.size).toBe(30);
+  expect(held.get('p7')).toMatchObject({ value: 'value7', counter: 7 });
 });
