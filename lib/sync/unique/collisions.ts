@@ -1,10 +1,10 @@
 import type { ExportChange, ExportResult } from '../../connectors/sdk';
-import { markExternal } from '../../storage/uniqueValues';
+import { EXTERNAL_OWNER, markExternal } from '../../storage/uniqueValues';
 import { planExport, type DocChange, type ExportPlanInput } from '../export/plan';
 import { ruleFailureMessage } from '../rules';
 import { normaliseValue } from './candidates';
 import type { UniqueAssignments, UniqueUse } from './assignments';
-import { resolveUniqueValues, type ResolveContext } from './resolve';
+import { noteTaken, resolveUniqueValues, type ResolveContext } from './resolve';
 
 /**
  * The target refused an add because a value the engine reserved is held there by something the engine does not
@@ -44,7 +44,20 @@ export async function retryUniqueCollisions(args: {
       const used = unique.used.get(doc.id) ?? [];
       const again = guessed.has(doc.id);
       guessed.add(doc.id);
-      for (const u of again ? used : collided(used, r)) await markExternal(u.pool, u.key, doc.id, `the target refused it: ${r.error.message}`, ctx.at);
+      for (const u of again ? used : collided(used, r)) {
+        const reason = `the target refused it: ${r.error.message}`;
+        await markExternal(u.pool, u.key, doc.id, reason, ctx.at);
+        noteTaken(ctx, {
+          pool: u.pool,
+          key: u.key,
+          value: u.value,
+          owner: EXTERNAL_OWNER,
+          ruleId: u.ruleId,
+          connectorId: ctx.connectorId,
+          reservedOn: ctx.at.toISOString(),
+          reason,
+        });
+      }
     }
     const docs = refused.map((i) => changes[i].doc);
     await resolveUniqueValues(ctx, loaded, docs, unique);

@@ -45,6 +45,28 @@ export interface ResolveContext {
 
 type Scope = { source: unknown; object: Record<string, unknown>; related: Record<string, unknown> };
 
+/**
+ * The values of a pool this process saw reserved during a run (its own reservations and the refusals it met):
+ * a reserved value stays taken for the run (a release only starts a quarantine), so a later object skips it
+ * without asking storage again. Five objects named J. Smith then cost one request each, not one per earlier one.
+ */
+const seen = new Map<string, Map<string, Reservation>>();
+function seenIn(ctx: ResolveContext, pool: string): Map<string, Reservation> {
+  const k = `${ctx.runKey}|${pool}`;
+  let m = seen.get(k);
+  if (!m) {
+    m = new Map();
+    seen.set(k, m);
+    while (seen.size > 16) seen.delete(seen.keys().next().value as string);
+  }
+  return m;
+}
+
+/** Note that a value of a pool is taken (by the target's refusal: `external`) for the rest of the run. */
+export function noteTaken(ctx: ResolveContext, r: Reservation): void {
+  seenIn(ctx, r.pool).set(r.key, r);
+}
+
 export async function resolveUniqueValues(
   ctx: ResolveContext,
   input: Pick<ExportPlanInput, 'rules' | 'relations' | 'rows' | 'waiting' | 'condition'>,
@@ -120,7 +142,7 @@ export async function resolveUniqueValues(
     for (const o of choosing) {
       let chosen: Chosen;
       try {
-        chosen = firstFree(c, indexes, o.w.doc, o.scope);
+        chosen = firstFree(c, indexes, ctx.reserve ? seenIn(ctx, c.pool) : new Map(), o.w.doc, o.scope);
       } catch (err) {
         fail(o.w.doc, err);
         continue;
@@ -131,8 +153,13 @@ export async function resolveUniqueValues(
     const won = new Map<string, Chosen>();
     if (ctx.reserve && first.size) {
       const list = [...first.values()];
-      const ok = await reserveAll(list.map(({ o, chosen }) => reservationOf(ctx, c, o.w.doc, chosen.winner!)));
-      list.forEach((x, i) => (ok[i] ? won.set(x.o.w.doc.id, x.chosen) : oneByOne.push(x.o)));
+      const reservations = list.map(({ o, chosen }) => reservationOf(ctx, c, o.w.doc, chosen.winner!));
+      const ok = await reserveAll(reservations);
+      list.forEach((x, i) => {
+        if (!ok[i]) return oneByOne.push(x.o);
+        won.set(x.o.w.doc.id, x.chosen);
+        noteTaken(ctx, reservations[i]);
+      });
     } else oneByOne.push(...[...first.values()].map((x) => x.o));
     // 3. ...else one by one, each value a conditional insert of its own.
     await mapLimit(oneByOne, 16, async (o) => {
@@ -196,7 +223,7 @@ interface Chosen {
 }
 
 /** The first candidate nothing in the scope shows (no reservation read): the page's batched first try. */
-function firstFree(c: UniqueCandidates, indexes: readonly ScopeIndex[], doc: MeshObject, scope: Scope): Chosen {
+function firstFree(c: UniqueCandidates, indexes: readonly ScopeIndex[], taken: ReadonlyMap<string, Reservation>, doc: MeshObject, scope: Scope): Chosen {
   const skipped: SkippedCandidate[] = [];
   let tried = 0;
   for (const cv of candidateValues(c, scope)) {
@@ -211,12 +238,18 @@ function firstFree(c: UniqueCandidates, indexes: readonly ScopeIndex[], doc: Mes
       skipped.push({ ...cv, reason: describeScopeHolder(holder) });
       continue;
     }
+    const known = taken.get(key);
+    if (known && known.owner !== doc.id) {
+      skipped.push({ ...cv, reason: describeReservation(known) });
+      continue;
+    }
     return { winner: { value: cv.value, key, candidate: cv.candidate, ...(cv.counter !== undefined ? { counter: cv.counter } : {}) }, skipped, tried };
   }
   return { skipped, tried };
 }
 
 async function choose(ctx: ResolveContext, c: UniqueCandidates, indexes: readonly ScopeIndex[], doc: MeshObject, scope: Scope): Promise<Chosen> {
+  const cache = seenIn(ctx, c.pool);
   const skipped: SkippedCandidate[] = [];
   const seen = new Set<string>();
   const emptyNoted = new Set<number>();
@@ -236,12 +269,19 @@ async function choose(ctx: ResolveContext, c: UniqueCandidates, indexes: readonl
       skipped.push({ ...cv, reason: describeScopeHolder(holder) });
       continue;
     }
+    const known = cache.get(key);
+    if (known && known.owner !== doc.id) {
+      skipped.push({ ...cv, reason: describeReservation(known) });
+      continue;
+    }
     const reservation = reservationOf(ctx, c, doc, { value: cv.value, key });
     const taken = ctx.reserve ? await reserveValue(reservation, ctx.at).then((r) => (r.won ? null : r.holder)) : await peek(reservation, ctx.at);
     if (taken) {
+      if (ctx.reserve) cache.set(key, taken);
       skipped.push({ ...cv, reason: describeReservation(taken) });
       continue;
     }
+    if (ctx.reserve) cache.set(key, reservation);
     return { winner: { value: cv.value, key, candidate: cv.candidate, ...(cv.counter !== undefined ? { counter: cv.counter } : {}) }, skipped, tried };
   }
   return { skipped, tried };
