@@ -108,6 +108,8 @@ function collided(used: readonly UniqueUse[], r: Extract<ExportResult, { status:
     const quoted = used.filter((u) => text && text.includes(u.value.toLowerCase()));
     if (quoted.length) return quoted;
   }
-  const named = used.filter((u) => new RegExp(`\\b${u.attribute.toLowerCase().replace(/[^a-z0-9]/g, '')}\\b`).test(message));
+  // Names as words of the message: `people_login_key` names `login`, `(sAMAccountName)` names sAMAccountName.
+  const words = new Set(message.split(/[^a-z0-9]+/));
+  const named = used.filter((u) => words.has(u.attribute.toLowerCase()));
   return named.length ? named : [...used];
 }
