@@ -148,11 +148,15 @@ describeWithServer('samba')('unique values provisioned into Active Directory and
     const alan = accounts.find((e) => e.employeeID === 'A005')!;
     expect(alan.sAMAccountName).toBe('alan.smith');
     const explain = await rt.call('GET', `mesh/objects/${(await meshOf(hr)).get('A005')!.id}/attributes/sn/explain`);
-    const sam = (explain.body.exports as { connectorId: string; targetAttribute: string; unique?: any }[]).find(
-      (x) => x.connectorId === ad && x.targetAttribute === 'sAMAccountName',
-    )!;
+    const sam = (
+      explain.body.exports as {
+        connectorId: string;
+        targetAttribute: string;
+        unique?: { value: string; candidate: number; skipped: { candidate: number; value: string | null; reason: string }[] };
+      }[]
+    ).find((x) => x.connectorId === ad && x.targetAttribute === 'sAMAccountName')!;
     expect(sam.unique).toMatchObject({ value: 'alan.smith', candidate: 1, skipped: [{ candidate: 0, value: 'asmith' }] });
-    expect(sam.unique.skipped[0].reason).toMatch(/^taken in the target outside the engine \(the target refused it: /);
+    expect(sam.unique!.skipped[0].reason).toMatch(/^taken in the target outside the engine \(the target refused it: /);
     // The account made outside is untouched.
     const other = await dc.ldap(async (c) => (await c.search(`CN=Someone Else,${people}`, { scope: 'base', attributes: ['sAMAccountName'] })).searchEntries[0]);
     expect(other.sAMAccountName).toBe('asmith');

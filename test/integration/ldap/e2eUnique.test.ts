@@ -178,16 +178,20 @@ describeWithServer('slapd')('unique values provisioned into slapd by two engine 
     const explain = async (anchor: string) => {
       const res = await a.call('GET', `mesh/objects/${mesh.get(anchor)!.id}/attributes/sn/explain`);
       expect(res.status).toBe(200);
-      return (res.body.exports as { connectorId: string; targetAttribute: string; unique?: any }[]).find(
-        (e) => e.connectorId === dirA && e.targetAttribute === 'uid',
-      )!;
+      return (
+        res.body.exports as {
+          connectorId: string;
+          targetAttribute: string;
+          unique?: { value: string; candidate: number; skipped: { candidate: number; value: string | null; reason: string }[] };
+        }[]
+      ).find((e) => e.connectorId === dirA && e.targetAttribute === 'uid')!;
     };
     const ex = await explain('X001');
     expect(ex.unique).toMatchObject({ value: 'xena.warrior', candidate: 1, skipped: [{ candidate: 0, value: 'xwarrior' }] });
-    expect(ex.unique.skipped[0].reason).toMatch(/^taken in the target outside the engine \(the target refused it: .*already exists/);
+    expect(ex.unique!.skipped[0].reason).toMatch(/^taken in the target outside the engine \(the target refused it: .*already exists/);
     const ey = await explain('Y001');
     expect(ey.unique).toMatchObject({ value: 'yann.zeta', candidate: 1, skipped: [{ candidate: 0, value: 'yzeta' }] });
-    expect(ey.unique.skipped[0].reason).toMatch(/by an object the engine did not create/);
+    expect(ey.unique!.skipped[0].reason).toMatch(/by an object the engine did not create/);
   });
 
   test('every candidate taken: the object is held, with an error naming the rule and the values tried', async () => {
