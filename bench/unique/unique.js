@@ -154,6 +154,16 @@ async function main() {
     const requestCost = mean('unique', requests) / mean('plain', requests) - 1;
 
     // 2. The figure: H colliding hires, two directories sharing a pool, two exports at once.
+    if (!HIRES) {
+      console.log(
+        JSON.stringify(
+          { bench: 'unique', date: new Date().toISOString(), cost: { users: N, exports, cost: r2(cost), cpuCost: r2(cpuCost), requestCost: r2(requestCost) } },
+          null,
+          2,
+        ),
+      );
+      return;
+    }
     slapd = await startSlapd();
     stops.push(onInterrupt(() => slapd.stop()));
     const hires = Array.from({ length: HIRES }, (_, i) => ({

@@ -4,7 +4,8 @@ import type { StoredConnector } from '../storage/connectors';
 import type { Rule } from '../storage/rules';
 import { readHoldings, type SkippedCandidate } from '../storage/uniqueValues';
 import { readCsObjects } from '../sync/space/connectorSpace';
-import { poolOf } from '../sync/unique/candidates';
+import { basisOf, poolOf, uniqueRulesOf } from '../sync/unique/candidates';
+import { attributeValues } from '../sync/planner';
 import { scriptInputs } from '../mesh/explain';
 import type { ExportState } from './flowState';
 
@@ -51,6 +52,16 @@ export async function uniqueExportState(
     skipped: h?.skipped ?? [],
   };
   const shown = row && !row.deleted ? (row.attributes[target] ?? row.exported?.[target]) : undefined;
+  // No holding: the object won its first candidate (nothing skipped, nothing more to record).
+  if (!h && shown !== undefined && shown !== null) {
+    try {
+      const values = attributeValues(doc);
+      const [c] = uniqueRulesOf([{ rule, script: null }]);
+      if (basisOf(c, { source: values[rule.sourceAttribute ?? ''] ?? null, object: values, related: {} }) === String(shown)) unique.candidate = 0;
+    } catch {
+      // A candidate that fails on the object now: the winning candidate is not known.
+    }
+  }
   if (shown !== undefined && shown !== null) {
     const confirmed = row!.attributes[target] !== undefined && (!h || sameValue(row!.attributes[target], h.value));
     return { value: shown, state: confirmed ? 'confirmed' : 'awaitingConfirmation', unique: { ...unique, value: unique.value ?? String(shown) } };

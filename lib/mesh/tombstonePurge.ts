@@ -30,8 +30,9 @@ export const tombstonePurgeStep: ServiceStep = {
         .then(async (ids) => {
           noteTombstones([], ids);
           if (ids.length) {
-            const pools = new Set((await listRules()).flatMap((r) => (r.unique ? [poolOf(r, r.unique)] : [])));
-            await releaseUniqueValues(ids, [...pools]);
+            const pools = new Map<string, number>();
+            for (const r of await listRules()) if (r.unique) pools.set(poolOf(r, r.unique), r.unique.quarantineDays);
+            await releaseUniqueValues(ids, [...pools.keys()], new Date(), (pool) => pools.get(pool) ?? 90);
           }
           await sweepUniqueValues();
         })

@@ -326,10 +326,16 @@ export async function releaseValue(pool: string, key: string, owner: string, qua
 
 /**
  * Release every value of these mesh objects in these pools (purged: they can no longer come back): each
- * reservation enters the quarantine its rule gave it, and the holdings are deleted. Safe to repeat. The number
+ * reservation enters the quarantine its rule gave it (its holding's, else `quarantineOf` its pool), and the
+ * holdings are deleted. Safe to repeat. The number
  * of values released.
  */
-export async function releaseUniqueValues(meshIds: readonly string[], pools: readonly string[], now = new Date()): Promise<number> {
+export async function releaseUniqueValues(
+  meshIds: readonly string[],
+  pools: readonly string[],
+  now = new Date(),
+  quarantineOf: (pool: string) => number = () => 90,
+): Promise<number> {
   let n = 0;
   const client = await table(TABLE);
   for (const pool of pools) {
@@ -339,8 +345,26 @@ export async function releaseUniqueValues(meshIds: readonly string[], pools: rea
       await client.deleteEntity(holdingPk(pool), encodeKey(h.meshId)).catch(ignore404);
       n++;
     });
+    // Values reserved without a holding (a first candidate won): found by their owner.
+    for (const r of await ownedReservations(pool, meshIds)) {
+      if (r.releasedOn) continue;
+      await releaseValue(pool, r.key, r.owner, quarantineOf(pool), now);
+      n++;
+    }
   }
   return n;
+}
+
+/** The live reservations of a pool these owners hold (a scan of the pool's partition, 14 owners per query). */
+async function ownedReservations(pool: string, owners: readonly string[]): Promise<Reservation[]> {
+  const client = await table(TABLE);
+  const out: Reservation[] = [];
+  for (let i = 0; i < owners.length; i += IDS_PER_QUERY) {
+    const ids = owners.slice(i, i + IDS_PER_QUERY);
+    const filter = `PartitionKey eq ${odata(reservationPk(pool))} and (${ids.map((id) => `owner eq ${odata(id)}`).join(' or ')})`;
+    for await (const e of client.listEntities<Entity>({ queryOptions: { filter } })) out.push(toReservation(e as Entity));
+  }
+  return out;
 }
 
 /** Delete reservations whose quarantine ended before `now` (at most `budget`): the number deleted. */

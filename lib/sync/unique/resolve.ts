@@ -123,10 +123,17 @@ export async function resolveUniqueValues(
       }
     }
     if (!open.length) continue;
-    const holdings = await readHoldings(
-      c.pool,
-      open.map((o) => o.w.doc.id),
-    );
+    // Only an object that may hold a value in the pool is looked up: one in (or once provisioned into) a target of
+    // the pool, or whose rule chooses again. A new object finds any reservation of its own as it walks its
+    // candidates (its own value counts as free for it).
+    const poolTargets = c.unique.scope === 'targets' ? (c.unique.connectorIds ?? []) : [cid];
+    const mayHold = (w: (typeof wanted)[number]) =>
+      !w.isAdd ||
+      !c.unique.keepOnRename ||
+      c.unique.scope === 'mesh' ||
+      poolTargets.some((id) => w.doc.links[id] !== undefined || (w.doc.provisioned ?? []).includes(id));
+    const lookup = open.filter((o) => mayHold(o.w)).map((o) => o.w.doc.id);
+    const holdings = lookup.length ? await readHoldings(c.pool, lookup) : new Map<string, Holding>();
     const choosing: typeof open = [];
     for (const o of open) {
       const h = holdings.get(o.w.doc.id);
@@ -180,6 +187,10 @@ export async function resolveUniqueValues(
       }
       const w = chosen.winner;
       set(o.w, w.value, w.key);
+      // A holding records what the reservation alone cannot say: why earlier candidates were skipped (explain),
+      // the basis a rule that chooses again compares, the value a second target of a shared pool reuses. An
+      // object that won its first candidate in a pool of one target needs none (its reservation names it).
+      if (!chosen.skipped.length && c.unique.keepOnRename && c.unique.scope === 'connector' && !holdings.has(o.w.doc.id)) continue;
       kept.push({
         meshId: o.w.doc.id,
         pool: c.pool,

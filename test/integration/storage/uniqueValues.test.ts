@@ -170,3 +170,11 @@ test('a page reserves its values in one transaction, all or nothing: one value t
   expect(held.size).toBe(30);
   expect(held.get('p7')).toMatchObject({ value: 'value7', counter: 7 });
 });
+
+test('a value reserved without a holding (a first candidate won) is released by its owner too', async () => {
+  const pool = 'connector/c3/uid';
+  expect(await reserveValue(claim('lonely', 'solo', pool))).toEqual({ won: true });
+  const now = new Date();
+  expect(await releaseUniqueValues(['lonely', 'someone-else'], [pool], now, () => 7)).toBe(1);
+  expect(await readReservation(pool, 'solo')).toMatchObject({ owner: 'lonely', quarantineUntil: new Date(now.getTime() + 7 * 86_400_000).toISOString() });
+});
