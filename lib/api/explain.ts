@@ -12,6 +12,7 @@ import { anchoredCsObjectId, readCsObjects } from '../sync/space/connectorSpace'
 import { attributeValues } from '../sync/planner';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
 import { listRules, type Rule } from '../storage/rules';
+import { uniqueExportState, uniqueInputs, type UniqueExplanation } from './uniqueExplain';
 
 /**
  * `GET /mesh/objects/{id}/attributes/{name}/explain` and `GET /mesh/objects/{id}/history`: why a mesh
@@ -92,17 +93,31 @@ async function exportsOf(doc: MeshObject, attribute: string, rules: readonly Rul
       r.direction === 'outbound' &&
       r.connectorId &&
       r.targetAttribute &&
-      (r.sourceAttribute === attribute || scriptInputs(r.transformScript).includes(attribute)),
+      (r.sourceAttribute === attribute || scriptInputs(r.transformScript).includes(attribute) || uniqueInputs(r).includes(attribute)),
   );
   flows.sort((a, b) => a.priority - b.priority);
   const values = attributeValues(doc);
-  const out: { connectorId: string; connectorName: string; targetAttribute: string; value: AttributeValue; state: ExportState }[] = [];
+  const out: { connectorId: string; connectorName: string; targetAttribute: string; value: AttributeValue; state: ExportState; unique?: UniqueExplanation }[] =
+    [];
   const seen = new Set<string>();
   for (const r of flows) {
     const connector = connectors.get(r.connectorId!);
     const target = r.targetAttribute!;
     if (!connector || seen.has(connector.id + '\u0000' + target)) continue;
     seen.add(connector.id + '\u0000' + target);
+    // A unique value: the one the object holds, which candidate won and why the earlier ones were skipped.
+    if (r.unique) {
+      const u = await uniqueExportState(doc, connector, r, target);
+      out.push({
+        connectorId: connector.id,
+        connectorName: connector.name,
+        targetAttribute: target,
+        value: shownValue(target, u.value),
+        state: u.state,
+        unique: u.unique,
+      });
+      continue;
+    }
     const state = await exportState(doc, connector, r, target, values);
     if (state)
       out.push({

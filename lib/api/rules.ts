@@ -10,6 +10,7 @@ import { plainSnapshot } from '../config/snapshots';
 import { storageWriter } from '../config/writer';
 import { expressionErrors } from './expressions';
 import { checkRuleAttributes } from './ruleAttributes';
+import { toUniqueRule, uniqueConnectorIds, uniqueErrors } from './uniqueRules';
 
 /**
  * Rules as the Admin API sees them: per-type required fields, confidence 0..100 (schema), transformScript
@@ -57,6 +58,7 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   errors.push(
     ...expressionErrors(body.transformScript, '/transformScript', body.ruleType === 'FlowRule' && body.direction === 'outbound' ? 'outboundFlow' : 'rule'),
   );
+  errors.push(...uniqueErrors(body));
   return errors;
 }
 
@@ -77,6 +79,9 @@ async function checkRule(body: RuleRequest): Promise<void> {
   if (body.connectorId && !(await connectorExists(body.connectorId.toLowerCase()))) {
     throw badRequest('The rule names a connector that does not exist.', [{ path: '/connectorId', message: 'is not an existing connector' }]);
   }
+  const missing: FieldError[] = [];
+  for (const c of uniqueConnectorIds(body)) if (!(await connectorExists(c.id))) missing.push({ path: c.path, message: 'is not an existing connector' });
+  if (missing.length) throw badRequest('The rule names a connector that does not exist.', missing);
 }
 
 /**
@@ -88,6 +93,8 @@ export async function ruleErrors(body: RuleRequest, connectorExists: (id: string
   if (!errors.length && body.connectorId && !(await connectorExists(body.connectorId.toLowerCase()))) {
     errors.push({ path: '/connectorId', message: 'is not an existing connector' });
   }
+  if (!errors.length)
+    for (const c of uniqueConnectorIds(body)) if (!(await connectorExists(c.id))) errors.push({ path: c.path, message: 'is not an existing connector' });
   return errors;
 }
 
@@ -110,6 +117,8 @@ export function toRule(ruleId: string, body: RuleRequest, createdOn: string, upd
   if (body.ruleType === 'FlowRule') {
     rule.direction = body.direction ?? 'inbound';
     rule.evaluateWhenAbsent = body.evaluateWhenAbsent ?? false;
+    const unique = toUniqueRule(body);
+    if (unique) rule.unique = unique;
   }
   if (body.ruleType === 'ProjectionRule') rule.objectType = body.objectType ?? 'User';
   if (body.ruleType === 'MeshComposerRule') rule.relationshipType = body.relationshipType ?? null;

@@ -6,6 +6,29 @@ import { Guid, Nullable, Timestamp } from '../core/validation/schemas';
 const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
 const Value = Type.Union([Scalar, Type.Array(Scalar)]);
 
+/** An outbound flow with `unique` (docs/unique-values.md): the value held, the candidate that won, the ones skipped and why. */
+const UniqueExplanationSchema = Type.Object(
+  {
+    pool: Type.String({ description: 'Where the value is reserved: connector/<id>/<attribute>, targets/<ids> or mesh/<attribute>.' }),
+    value: Nullable(Type.String()),
+    candidate: Nullable(Type.Integer({ description: "The winning candidate's index in the rule's list." })),
+    counter: Nullable(Type.Integer()),
+    reservedOn: Nullable(Timestamp()),
+    skipped: Type.Array(
+      Type.Object(
+        {
+          candidate: Type.Integer(),
+          counter: Type.Optional(Type.Integer()),
+          value: Nullable(Type.String()),
+          reason: Type.String(),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 const Candidate = Type.Object(
   {
     connectorId: Nullable(Guid({ description: 'The contributing connector; null for a value computed by a MeshComposerRule.' })),
@@ -41,6 +64,7 @@ export const AttributeExplanation = defineSchema(
             targetAttribute: Type.String(),
             value: Value,
             state: Type.Union([Type.Literal('confirmed'), Type.Literal('pendingExport'), Type.Literal('awaitingConfirmation')]),
+            unique: Type.Optional(UniqueExplanationSchema),
           },
           { additionalProperties: false },
         ),

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { RULE_TYPES } from '../storage/rules';
 import { defineSchema } from '../core/validation/ajv';
 import { AttributeName, DisplayName, Guid, Nullable, Timestamp } from '../core/validation/schemas';
+import { UniqueRuleSchema } from './uniqueRule';
 
 /**
  * Request and response schemas of `/rules`. Which fields each rule type requires is checked after the
@@ -49,6 +50,7 @@ export const requestFields = {
     }),
   ),
   objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'ProjectionRule only; default User.' })),
+  unique: Type.Optional(Nullable(UniqueRuleSchema)),
   relationshipType: Type.Optional(
     Nullable(Type.String({ minLength: 1, maxLength: 256, description: 'MeshComposerRule only: makes a relationship (e.g. manager).' })),
   ),
@@ -88,6 +90,7 @@ export const Rule = defineSchema(
       transformScript: Nullable(Type.String()),
       direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')])),
       evaluateWhenAbsent: Type.Optional(Type.Boolean()),
+      unique: Type.Optional(UniqueRuleSchema),
       objectType: Type.Optional(Type.String()),
       relationshipType: Type.Optional(Nullable(Type.String())),
       match: Type.Optional(Type.Union([Type.Literal('exact'), Type.Literal('normalized'), Type.Literal('fuzzy')])),

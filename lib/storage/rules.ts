@@ -1,5 +1,6 @@
 import { conflict, notFound } from '../core/errors';
 import { isStatus, odata, table } from './tables';
+import type { UniqueRule } from './uniqueValues';
 
 /**
  * Rules repository (table `Rules`): PartitionKey `rule`, RowKey the rule id; the rule itself as JSON in
@@ -32,6 +33,8 @@ export interface Rule {
    * the attribute (inbound), or the attribute is left out of an add and cleared by an update (outbound).
    */
   evaluateWhenAbsent?: boolean;
+  /** Outbound FlowRule only: the value is generated unique from candidates (lib/sync/unique, docs/unique-values.md). */
+  unique?: UniqueRule;
   /** ProjectionRule only. */
   objectType?: string;
   /** MeshComposerRule only (null: the rule computes an attribute). */

@@ -43,6 +43,8 @@ import { csCaches, csCache, waitingDocs, loadDocs, context } from '../run/runCon
 import { cancellable } from '../run/runProgress';
 import { type RunTotals, type RunInfo, type PageResult, addPage } from '../run/runTypes';
 import { markExportDirty, readExportDirty } from '../run/state';
+import { resolveUniqueValues } from '../unique/resolve';
+import { retryUniqueCollisions } from '../unique/collisions';
 
 export { isWriteOnlySecret, truthyValue, withoutWriteOnlySecrets, type DocChange } from './plan';
 
@@ -184,7 +186,10 @@ export async function exportDocs(
   // Objects whose change failed Export__MaxAttempts times are left out (lib/sync/export/exportRetry.ts).
   const anchorOf = (d: MeshObject) => d.links[cid] ?? loaded.waiting.get(d.id);
   const { retry, docs: attempted } = await ExportRetry.forPage(info, now, docs, (d) => loaded.rows.get(anchorOf(d) ?? ''));
-  const plan = planExport({ ...loaded, docs: attempted });
+  // Unique values (rules with `unique`) are chosen and reserved first: the planner writes them (lib/sync/unique).
+  const uniqueCtx = { runKey: info.runId, connectorId: cid, reserve: !info.dryRun && !info.preview, at };
+  const unique = await resolveUniqueValues(uniqueCtx, loaded, attempted);
+  const plan = planExport({ ...loaded, docs: attempted, unique });
   const { changes, errors, quietRows, quietLinks } = plan;
   // Applying a plan: only its changes, and only those computed from the inputs it was planned from.
   const recordOf = (c: DocChange): ExportRecord => ({ key: c.doc.id, change: c.change, doc: c.doc, prev: c.prev, values: withoutWriteOnlySecrets(c.values) });
@@ -256,8 +261,22 @@ export async function exportDocs(
       )
     : { results: [] as ExportResult[], interrupted: undefined };
   const taken = await takeOver(info, connector, loaded, changes, applied.results);
-  const { results, notes } = taken;
-  const interrupted = applied.interrupted ?? taken.interrupted;
+  const { notes } = taken;
+  let { results } = taken;
+  let interrupted = applied.interrupted ?? taken.interrupted;
+  // An add refused because a unique value is held in the target outside the engine: the next candidate.
+  if (unique && interrupted === undefined) {
+    const retried = await retryUniqueCollisions({
+      ctx: uniqueCtx,
+      loaded: { ...loaded, docs: attempted },
+      unique,
+      changes,
+      results,
+      apply: (list) => exportRecordingApplied(connector, list, info),
+    });
+    results = retried.results;
+    interrupted = retried.interrupted;
+  }
   const csRows: CsObject[] = [...quietRows];
   const links: LinkChange[] = [...quietLinks];
   let moved = 0;

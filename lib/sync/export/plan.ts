@@ -8,6 +8,7 @@ import type { ExportRelations } from './exportReferences';
 import type { CsObject } from '../model';
 import { attributeValues } from '../planner';
 import { ruleFailureMessage, ruleValue, type RuleSet } from '../rules';
+import { assignedValue, type UniqueAssignments } from '../unique/assignments';
 
 /**
  * The export planner: from the mesh states of a page of objects and what the target's connector space holds
@@ -72,6 +73,8 @@ export interface ExportPlanInput {
   dnAttributes: ReadonlySet<string>;
   /** The target's own word on which attributes hold DNs (lib/sync/references.ts `dnValued`), per row. */
   dnValued?: (name: string, refNames?: readonly string[]) => boolean;
+  /** The values of the rules with `unique`, chosen and reserved before planning (lib/sync/unique/resolve.ts). */
+  unique?: UniqueAssignments;
 }
 
 export interface ExportPagePlan {
@@ -97,7 +100,7 @@ export interface LinkChange {
 
 /** The values the outbound rules give `doc` in the target (throws a rule's failure). */
 export function outboundValues(
-  input: Pick<ExportPlanInput, 'rules' | 'relations'>,
+  input: Pick<ExportPlanInput, 'rules' | 'relations' | 'unique'>,
   doc: MeshObject,
   meshValues = attributeValues(doc),
 ): Record<string, AttributeValue> {
@@ -110,7 +113,12 @@ export function outboundValues(
     const source = relations.types.has(name) ? relations.valueOf(doc, name) : (meshValues[name] ?? null);
     // An absent source value is not evaluated (unless the rule says so): the attribute is left out of an
     // add and cleared by an update.
-    values[fr.rule.targetAttribute] = isEmptyValue(source) && !fr.rule.evaluateWhenAbsent ? null : ruleValue(fr, source, meshValues, { related });
+    values[fr.rule.targetAttribute] =
+      isEmptyValue(source) && !fr.rule.evaluateWhenAbsent
+        ? null
+        : fr.rule.unique
+          ? assignedValue(input.unique, fr, doc, { source, object: meshValues, related })
+          : ruleValue(fr, source, meshValues, { related });
   }
   return values;
 }
