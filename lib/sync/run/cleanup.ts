@@ -7,6 +7,7 @@ import { processItems } from '../import/pages';
 import { csCaches, context } from './runContext';
 import { DEFAULT_PAGE_SIZE, type RunInfo } from './runTypes';
 import { deleteSyncState } from './state';
+import { deleteTargetDue } from '../../storage/dueInstants';
 
 /**
  * The sync engine's steps of a connector delete (run by lib/api/connectors.ts after the connector's rules and
@@ -19,6 +20,7 @@ export const SYNC_CONNECTOR_CLEANUPS: readonly ConnectorCleanupStep[] = [
   { name: 'stagedAdds', run: deleteConnectorStagedAdds },
   { name: 'connectorSpaceIds', run: deleteCsObjectIds },
   { name: 'syncState', run: deleteSyncState },
+  { name: 'dueInstants', run: deleteTargetDue },
 ];
 
 /**
