@@ -33,8 +33,7 @@ export function expressionErrors(source: string | null | undefined, path: string
   const at = (n: { line: number; column: number; start: number }) => `at line ${n.line}, column ${n.column} (offset ${n.start})`;
   // now() only where the engine gives its clock and tracks when results change (docs/dated-changes.md).
   const dated = dateProblems(ast).map((p) => ({ path, message: `${p.message} ${at(p.node)}` }));
-  if (!NOW_SCOPES.has(scope) && usesNow(ast))
-    dated.push({ path, message: 'now() can only be used in outbound flow rules and provisioning conditions' });
+  if (!NOW_SCOPES.has(scope) && usesNow(ast)) dated.push({ path, message: 'now() can only be used in outbound flow rules and provisioning conditions' });
   const unknown = unknownIdentifiers(ast, names).map((id) => {
     const hint = closestName(id.name, names);
     return {

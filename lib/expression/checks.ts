@@ -38,7 +38,10 @@ export function dateProblems(ast: Expression): StaticProblem[] {
     const zoneAt = ZONE_ARGUMENTS.get(call.name);
     const zone = zoneAt === undefined ? undefined : call.arguments[zoneAt];
     if (zone?.type === 'Literal' && typeof zone.value === 'string' && !isKnownZone(zone.value))
-      out.push({ node: zone, message: `${call.name}() names the time zone '${zone.value.slice(0, 64)}', which is not known (use an IANA name such as Europe/Paris)` });
+      out.push({
+        node: zone,
+        message: `${call.name}() names the time zone '${zone.value.slice(0, 64)}', which is not known (use an IANA name such as Europe/Paris)`,
+      });
     const time = call.name === 'atTime' ? call.arguments[1] : undefined;
     if (time?.type === 'Literal') {
       const m = typeof time.value === 'string' ? TIME.exec(time.value) : null;

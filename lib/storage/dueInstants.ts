@@ -70,7 +70,12 @@ export async function loadDuePointers(target: string): Promise<Map<string, numbe
  * Records what changed: `set` (objects whose instant is new or moved) and `clear` (objects that no longer have
  * one), given what was recorded before (`previous`). Only changes are written.
  */
-export async function writeDueChanges(target: string, set: readonly DueRecord[], clear: readonly string[], previous: ReadonlyMap<string, number>): Promise<void> {
+export async function writeDueChanges(
+  target: string,
+  set: readonly DueRecord[],
+  clear: readonly string[],
+  previous: ReadonlyMap<string, number>,
+): Promise<void> {
   if (!set.length && !clear.length) return;
   const client = await table(TABLE);
   const actions: TransactionAction[] = [];

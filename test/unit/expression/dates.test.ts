@@ -85,7 +85,12 @@ describe('date helpers', () => {
   it.each<[string, string, string, Record<string, unknown>?]>([
     ['date("yesterday")', 'invalid_argument', 'date() could not read the value as a date'],
     ['date("2026-02-30")', 'invalid_argument', 'date() could not read the value as a date'],
-    ['date("2026-12-09", object.tz)', 'invalid_argument', 'date() was given a time zone that is not known (an IANA name such as Europe/Paris)', { tz: 'Mars/Olympus' }],
+    [
+      'date("2026-12-09", object.tz)',
+      'invalid_argument',
+      'date() was given a time zone that is not known (an IANA name such as Europe/Paris)',
+      { tz: 'Mars/Olympus' },
+    ],
     ['date("2026-12-09", 5)', 'type_error', 'date() expects a time zone name, not a number'],
     ['atTime("2026-12-09", object.t)', 'invalid_argument', 'atTime() expects a time of day such as "06:00" or "17:30:00"', { t: '25:00' }],
     ['addDays("2026-12-09", "x")', 'invalid_argument', 'addDays() expects a number'],
@@ -100,7 +105,8 @@ describe('date helpers', () => {
 describe('now() and the instant a result changes', () => {
   const person = { hireDate: '2026-12-09', terminationDate: '2027-03-31', tz: 'Europe/Paris' };
   const provision = 'now() >= addDays(date(object.hireDate, object.tz), -14)';
-  const enabled = 'now() >= atTime(date(object.hireDate, object.tz), "06:00", object.tz) && !(now() > endOfDay(date(object.terminationDate, object.tz), object.tz))';
+  const enabled =
+    'now() >= atTime(date(object.hireDate, object.tz), "06:00", object.tz) && !(now() > endOfDay(date(object.terminationDate, object.tz), object.tz))';
 
   it('reads the clock of the scope, never the host', () => {
     expect(timed('formatDate(now(), "yyyy-MM-dd HH:mm:ss")', '2030-01-02T03:04:05Z').value).toBe('2030-01-02 03:04:05');
@@ -138,7 +144,10 @@ describe('now() and the instant a result changes', () => {
   });
 
   it('records nothing for a missing date (the comparison is false)', () => {
-    expect(timed('now() > endOfDay(date(object.terminationDate, object.tz), object.tz)', '2026-11-01T00:00:00Z', { tz: 'UTC' })).toEqual({ value: false, due: undefined });
+    expect(timed('now() > endOfDay(date(object.terminationDate, object.tz), object.tz)', '2026-11-01T00:00:00Z', { tz: 'UTC' })).toEqual({
+      value: false,
+      due: undefined,
+    });
   });
 
   it('records the earliest instant of one evaluation, over every comparison', () => {
