@@ -28,6 +28,7 @@ const REQUIRED: Record<Rule['ruleType'], (keyof RuleRequest)[]> = {
 const ONLY_FOR: Partial<Record<keyof RuleRequest, Rule['ruleType']>> = {
   direction: 'FlowRule',
   evaluateWhenAbsent: 'FlowRule',
+  effectiveFromAttribute: 'FlowRule',
   objectType: 'ProjectionRule',
   relationshipType: 'MeshComposerRule',
 };
@@ -47,6 +48,8 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   for (const [field, type] of Object.entries(ONLY_FOR)) {
     if (body[field as keyof RuleRequest] !== undefined && body.ruleType !== type) errors.push({ path: `/${field}`, message: `applies only to a ${type}` });
   }
+  if (body.effectiveFromAttribute && body.ruleType === 'FlowRule' && body.direction === 'outbound')
+    errors.push({ path: '/effectiveFromAttribute', message: 'applies only to an inbound FlowRule' });
   if (typeof body.connectorId === 'string' && !isGuid(body.connectorId)) {
     errors.push({ path: '/connectorId', message: 'must be a connector id (a GUID)' });
   }
@@ -106,6 +109,7 @@ export function toRule(ruleId: string, body: RuleRequest, createdOn: string, upd
   if (body.ruleType === 'FlowRule') {
     rule.direction = body.direction ?? 'inbound';
     rule.evaluateWhenAbsent = body.evaluateWhenAbsent ?? false;
+    if (body.effectiveFromAttribute && rule.direction === 'inbound') rule.effectiveFromAttribute = body.effectiveFromAttribute;
   }
   if (body.ruleType === 'ProjectionRule') rule.objectType = body.objectType ?? 'User';
   if (body.ruleType === 'MeshComposerRule') rule.relationshipType = body.relationshipType ?? null;

@@ -16,6 +16,7 @@ export { NOW_SCOPES, SCOPE_NAMES, closestName, unknownIdentifiers, type ScopeKin
 export { CLOCK, DateValue, type EvaluationClock } from './dateValue';
 export { dateProblems, usesNow, type StaticProblem } from './checks';
 export { isKnownZone } from './zones';
+export { toEpochMs } from './dates';
 export { memberNames } from './members';
 export { escapeRdnValue, firstRdnValue, parentDn } from './dn';
 

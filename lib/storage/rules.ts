@@ -32,6 +32,11 @@ export interface Rule {
    * the attribute (inbound), or the attribute is left out of an add and cleared by an update (outbound).
    */
   evaluateWhenAbsent?: boolean;
+  /**
+   * Inbound FlowRule only: the source attribute holding the date the value takes effect; before it the mesh
+   * keeps the connector's previous value (docs/dated-changes.md, "Future-dated values").
+   */
+  effectiveFromAttribute?: string;
   /** ProjectionRule only. */
   objectType?: string;
   /** MeshComposerRule only (null: the rule computes an attribute). */

@@ -9,7 +9,7 @@ import {
 } from '../../connectors/sdk';
 import { compileExpression } from '../../expression';
 import { engineNow } from '../../core/clock';
-import { recordDue } from './dueRecords';
+import { recordDue } from '../dueRecords';
 import { encodeMeshObject } from '../../mesh/codec';
 import { dnKey, indexKeys, isEmptyValue, type MeshObject } from '../../mesh/model';
 import { patchMeshObjects } from '../../mesh/store';
@@ -188,7 +188,7 @@ export async function exportDocs(
   const plan = planExport({ ...loaded, docs: attempted });
   const { changes, errors, quietRows, quietLinks } = plan;
   // Rules that read the clock: when each object's results here change next (docs/dated-changes.md).
-  if (!info.dryRun && !info.preview && plan.due.size) await recordDue(info, plan.due);
+  if (!info.dryRun && !info.preview && plan.due.size) await recordDue(info.runId, cid, plan.due);
   // Applying a plan: only its changes, and only those computed from the inputs it was planned from.
   const recordOf = (c: DocChange): ExportRecord => ({ key: c.doc.id, change: c.change, doc: c.doc, prev: c.prev, values: withoutWriteOnlySecrets(c.values) });
   let drifted: StoredChange[] = [];

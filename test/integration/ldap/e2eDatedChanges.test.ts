@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Client } from 'ldapts';
+import { iterateMesh } from '../../../lib/mesh/store';
 import { loadDuePointers, readDueRows } from '../../../lib/storage/dueInstants';
 import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
@@ -23,7 +24,7 @@ jest.setTimeout(600_000);
 
 const exec = promisify(execFile);
 const DAY = 86_400_000;
-const HR = ['id', 'employeeId', 'givenName', 'sn', 'hireDate', 'terminationDate', 'tz'];
+const HR = ['id', 'employeeId', 'givenName', 'sn', 'hireDate', 'terminationDate', 'tz', 'title', 'titleEffective'];
 
 /** The calendar date (yyyy-MM-dd) of the instant `ms` in `zone`. */
 const dateIn = (ms: number, zone: string) => new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(ms);
@@ -56,6 +57,8 @@ describeWithServer('slapd')('dated changes: hires and leavers on their dates wit
     hireDate: dateIn(t0 + 10 * DAY, 'Europe/Paris'),
     terminationDate: '',
     tz: 'Europe/Paris',
+    title: 'Engineer',
+    titleEffective: '',
   };
   const bob = {
     id: 'h2',
@@ -65,6 +68,8 @@ describeWithServer('slapd')('dated changes: hires and leavers on their dates wit
     hireDate: '2020-01-06',
     terminationDate: dateIn(t0 + 3 * DAY, 'America/New_York'),
     tz: 'America/New_York',
+    title: 'Clerk',
+    titleEffective: '',
   };
   const cy = {
     id: 'h3',
@@ -74,13 +79,17 @@ describeWithServer('slapd')('dated changes: hires and leavers on their dates wit
     hireDate: dateIn(t0 + 20 * DAY, 'Asia/Tokyo'),
     terminationDate: '',
     tz: 'Asia/Tokyo',
+    title: 'Analyst',
+    titleEffective: '',
   };
+  // Ann's new title, sent ahead: it takes effect in 8 days.
+  const retitledAt = t0 + 8 * DAY;
   const annStart = wallInstant(ann.hireDate, '06:00', 'Europe/Paris');
   const bobEnd = wallInstant(nextDate(bob.terminationDate), '00:00', 'America/New_York');
   const cyProvisioned = wallInstant(cy.hireDate, '00:00', 'Asia/Tokyo') - 14 * DAY;
 
-  /** employeeType of an entry read back with ldapsearch (undefined: no entry). */
-  async function status(employeeId: string): Promise<string | undefined> {
+  /** An attribute (default employeeType) of an entry read back with ldapsearch (undefined: no entry). */
+  async function status(employeeId: string, attribute = 'employeeType'): Promise<string | undefined> {
     const { stdout } = await exec('ldapsearch', [
       '-x',
       '-LLL',
@@ -93,11 +102,19 @@ describeWithServer('slapd')('dated changes: hires and leavers on their dates wit
       '-b',
       `ou=Engineering,${f.base}`,
       `(employeeNumber=${employeeId})`,
-      'employeeType',
+      attribute,
     ]);
-    const m = /^employeeType: (.*)$/m.exec(stdout);
     if (!/^dn: /m.test(stdout)) return undefined;
-    return m?.[1];
+    return new RegExp(`^${attribute}: (.*)$`, 'm').exec(stdout)?.[1];
+  }
+
+  /** The explanation of a mesh attribute of the person with this employeeId. */
+  async function explain(employeeId: string, attribute: string) {
+    let id = '';
+    for await (const page of iterateMesh()) for (const o of page) if (o.attributes.employeeId?.value === employeeId) id = o.id;
+    const res = await rt.call('GET', `mesh/objects/${id}/attributes/${attribute}/explain`);
+    expect(res.status).toBe(200);
+    return res.body;
   }
 
   /** Runs of the directory and the HR source started after `since` (ISO), oldest first. */
@@ -132,6 +149,15 @@ describeWithServer('slapd')('dated changes: hires and leavers on their dates wit
     expect(res.status).toBe(201);
     hr = res.body.id;
     await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'hireDate', 'terminationDate', 'tz']);
+    // A title takes effect on the date HR gives with it.
+    await rule(rt, {
+      ruleType: 'FlowRule',
+      connectorId: hr,
+      sourceAttribute: 'title',
+      targetAttribute: 'title',
+      confidence: 50,
+      effectiveFromAttribute: 'titleEffective',
+    });
     dir = await ldapConnector(
       rt,
       'Directory',
@@ -146,6 +172,7 @@ describeWithServer('slapd')('dated changes: hires and leavers on their dates wit
     await out('employeeId', 'employeeNumber');
     await out('givenName', 'givenName');
     await out('sn', 'sn');
+    await out('title', 'title');
     await out('givenName', 'cn', 'object.givenName + " " + object.sn');
     await out(
       'hireDate',
@@ -202,6 +229,21 @@ describeWithServer('slapd')('dated changes: hires and leavers on their dates wit
     // The due index holds each person's next instant for the directory.
     const due = [...(await loadDuePointers(dir)).values()].sort((a, b) => a - b);
     expect(due).toEqual([bobEnd, cyProvisioned, annStart]);
+    expect(await status('E201', 'title')).toBe('Engineer');
+  });
+
+  test('a new title sent 8 days ahead waits: the mesh and the directory keep the current one, explain shows the new one and its date', async () => {
+    ann.title = 'Senior Engineer';
+    ann.titleEffective = new Date(retitledAt).toISOString();
+    writeCsv(hrDir, 'hr.csv', HR, [ann, bob, cy]);
+    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    const explained = await explain('E201', 'title');
+    expect(explained).toMatchObject({
+      value: 'Engineer',
+      pending: [{ connectorId: hr, value: 'Senior Engineer', effectiveFrom: new Date(retitledAt).toISOString() }],
+    });
+    expect((await runExport(rt, dir)).stats).toMatchObject({ objectsUpdated: 0, errors: 0 });
+    expect(await status('E201', 'title')).toBe('Engineer');
     since = new Date().toISOString();
   });
 
@@ -232,6 +274,19 @@ describeWithServer('slapd')('dated changes: hires and leavers on their dates wit
     expect(await readDueRows(cyProvisioned + 60_000, 10)).toEqual([]);
     const due = (await runsSince(dir, since)).filter((r) => r.trigger.type === 'due');
     expect(due).toHaveLength(1);
+    expect(await runsSince(hr, since)).toEqual([]);
+  });
+
+  test('on its date the new title takes effect and reaches the directory, with no import', async () => {
+    since = new Date().toISOString();
+    setClock(retitledAt + 60_000);
+    const run = await dueExport(since);
+    expect(run).toMatchObject({ runType: 'Export', status: 'Completed', trigger: { type: 'due' }, stats: { objectsUpdated: 1, errors: 0 } });
+    expect(await status('E201', 'title')).toBe('Senior Engineer');
+    const explained = await explain('E201', 'title');
+    expect(explained.value).toBe('Senior Engineer');
+    expect(explained.pending).toBeUndefined();
+    expect(await status('E201')).toBe('disabled');
     expect(await runsSince(hr, since)).toEqual([]);
   });
 
