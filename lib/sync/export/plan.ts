@@ -109,16 +109,16 @@ export function outboundValues(
 ): Record<string, AttributeValue> {
   const { rules, relations } = input;
   const values: Record<string, AttributeValue> = {};
-  const relatedOnly = { related: relations.relatedOf(doc) };
-  // The engine's clock rides in the scope under a symbol no script can name (lib/expression/dateValue.ts).
-  const related = clock ? Object.assign(relatedOnly, { [CLOCK]: clock }) : relatedOnly;
+  // The scope beyond source and object: `related`, and the engine's clock under a symbol no script can name
+  // (lib/expression/dateValue.ts).
+  const extra = { related: relations.relatedOf(doc), ...(clock ? { [CLOCK]: clock } : {}) };
   for (const fr of rules.outbound) {
     if (!fr.rule.targetAttribute || values[fr.rule.targetAttribute] !== undefined) continue;
     const name = fr.rule.sourceAttribute ?? '';
     const source = relations.types.has(name) ? relations.valueOf(doc, name) : (meshValues[name] ?? null);
     // An absent source value is not evaluated (unless the rule says so): the attribute is left out of an
     // add and cleared by an update.
-    values[fr.rule.targetAttribute] = isEmptyValue(source) && !fr.rule.evaluateWhenAbsent ? null : ruleValue(fr, source, meshValues, related);
+    values[fr.rule.targetAttribute] = isEmptyValue(source) && !fr.rule.evaluateWhenAbsent ? null : ruleValue(fr, source, meshValues, extra);
   }
   return values;
 }
