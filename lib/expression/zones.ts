@@ -49,6 +49,20 @@ export function isKnownZone(zone: string): boolean {
 
 /** The wall-clock time in `zone` at the instant `ms` (the zone must be known: see isKnownZone). */
 export function wallTimeOf(ms: number, zone: string): WallTime {
+  const d = new Date(ms + offsetAt(ms, zone));
+  return {
+    year: d.getUTCFullYear(),
+    month: d.getUTCMonth() + 1,
+    day: d.getUTCDate(),
+    hour: d.getUTCHours(),
+    minute: d.getUTCMinutes(),
+    second: d.getUTCSeconds(),
+    millisecond: d.getUTCMilliseconds(),
+  };
+}
+
+/** The wall-clock time as the platform formats it (the slow path: about 10 µs a call). */
+function formattedWallTime(ms: number, zone: string): WallTime {
   const f = formatterOf(zone);
   if (!f) throw new RangeError('Unknown time zone');
   const parts: Record<string, string> = {};
@@ -73,10 +87,26 @@ function utcOfWall(w: WallTime): number {
   return d.getTime();
 }
 
+/**
+ * Offsets by zone and quarter of an hour: zones change their offset at whole quarters of an hour (UTC), so one
+ * look-up of the platform's data serves every instant of the quarter. Bounded: cleared when full.
+ */
+const QUARTER_MS = 900_000;
+const MAX_OFFSETS = 50_000;
+const offsets = new Map<string, number>();
+
 /** The offset of `zone` from UTC at the instant `ms`, in milliseconds (Paris in winter: +3,600,000). */
 export function offsetAt(ms: number, zone: string): number {
-  const w = wallTimeOf(ms, zone);
-  return utcOfWall({ ...w, millisecond: 0 }) - (ms - w.millisecond);
+  const quarter = Math.floor(ms / QUARTER_MS) * QUARTER_MS;
+  const key = `${zone}|${quarter}`;
+  let offset = offsets.get(key);
+  if (offset === undefined) {
+    const w = formattedWallTime(quarter, zone);
+    offset = utcOfWall({ ...w, millisecond: 0 }) - quarter;
+    if (offsets.size >= MAX_OFFSETS) offsets.clear();
+    offsets.set(key, offset);
+  }
+  return offset;
 }
 
 /**

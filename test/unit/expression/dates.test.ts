@@ -31,6 +31,13 @@ describe('time zones', () => {
     expect(offsetAt(at('2026-07-15T12:00:00Z'), 'Asia/Kolkata')).toBe(5.5 * 3_600_000);
   });
 
+  it('changes the offset at the exact instant of a clock change', () => {
+    expect(offsetAt(at('2026-03-29T00:59:59.999Z'), 'Europe/Paris')).toBe(3_600_000);
+    expect(offsetAt(at('2026-03-29T01:00:00.000Z'), 'Europe/Paris')).toBe(7_200_000);
+    expect(offsetAt(at('2026-11-01T05:59:59.999Z'), 'America/New_York')).toBe(-4 * 3_600_000);
+    expect(offsetAt(at('2026-11-01T06:00:00.000Z'), 'America/New_York')).toBe(-5 * 3_600_000);
+  });
+
   it('reads a wall time skipped by a clock change with the offset before it', () => {
     // Paris, 2026-03-29: 02:00 -> 03:00. 02:30 does not exist; it is read as 03:30 (01:30Z).
     const wall = { year: 2026, month: 3, day: 29, hour: 2, minute: 30, second: 0, millisecond: 0 };
