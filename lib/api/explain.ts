@@ -1,3 +1,7 @@
+import { engineNow } from '../core/clock';
+import { compileExpression } from '../expression';
+import { pendingValues } from '../sync/effectiveDates';
+import { ruleValue } from '../sync/rules';
 import type { AttributeValue } from '../connectors/sdk';
 import { notFound } from '../core/errors';
 import { classifyContributions, composerContribution, scriptInputs, type Classified } from '../mesh/explain';
@@ -71,6 +75,7 @@ export async function explainAttribute(id: string, attribute: string) {
         ],
       }
     : null;
+  const pending = await pendingOf(doc, attribute, rules, connectorById);
   return {
     meshObjectId: doc.id,
     attribute,
@@ -78,10 +83,49 @@ export async function explainAttribute(id: string, attribute: string) {
     winner: winner ? view(winner) : null,
     candidates: candidates.map(view),
     composedBy,
+    ...(pending.length ? { pending } : {}),
     // A name that is both an attribute and a relationship is exported as the relationship.
     exports: rel ? rel.exports : await exportsOf(doc, attribute, rules, connectorById),
     ...(rel ? { relationship: rel.relationship } : {}),
   };
+}
+
+/**
+ * Future-dated values of `attribute` (inbound flows with effectiveFromAttribute) that the linked source objects
+ * hold and that are not in effect yet by the engine's clock (docs/dated-changes.md).
+ */
+async function pendingOf(doc: MeshObject, attribute: string, rules: readonly Rule[], connectors: Map<string, StoredConnector>) {
+  const out: { connectorId: string; connectorName: string | null; ruleId: string; value: AttributeValue; effectiveFrom: string }[] = [];
+  const dated = rules.filter(
+    (r) =>
+      r.isEnabled && r.ruleType === 'FlowRule' && r.direction !== 'outbound' && r.effectiveFromAttribute && r.targetAttribute === attribute && r.connectorId,
+  );
+  const now = engineNow().getTime();
+  for (const r of dated) {
+    const cid = r.connectorId!;
+    const anchor = doc.links[cid];
+    if (anchor === undefined) continue;
+    const row = (await readCsObjects(cid, [anchor])).get(anchor);
+    if (!row || row.deleted) continue;
+    const compiled = { rule: r, script: r.transformScript ? compileExpression(r.transformScript) : null };
+    const source = row.attributes[r.sourceAttribute ?? ''];
+    if (source === undefined || source === null || source === '') continue;
+    let value: AttributeValue;
+    try {
+      value = ruleValue(compiled, source, row.attributes);
+    } catch {
+      continue;
+    }
+    for (const p of pendingValues({ [attribute]: { v: value, rule: compiled } }, row.attributes, now))
+      out.push({
+        connectorId: cid,
+        connectorName: connectors.get(cid)?.name ?? null,
+        ruleId: r.ruleId,
+        value: shownValue(attribute, p.value),
+        effectiveFrom: new Date(p.at).toISOString(),
+      });
+  }
+  return out;
 }
 
 /** Per outbound flow of `attribute` (enabled, of an existing target): the value for the target and its state. */

@@ -29,6 +29,7 @@ const REQUIRED: Record<Rule['ruleType'], (keyof RuleRequest)[]> = {
 const ONLY_FOR: Partial<Record<keyof RuleRequest, Rule['ruleType']>> = {
   direction: 'FlowRule',
   evaluateWhenAbsent: 'FlowRule',
+  effectiveFromAttribute: 'FlowRule',
   objectType: 'ProjectionRule',
   relationshipType: 'MeshComposerRule',
   match: 'JoinRule',
@@ -52,6 +53,8 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   }
   if (body.fuzzyThreshold !== undefined && body.ruleType === 'JoinRule' && body.match !== 'fuzzy')
     errors.push({ path: '/fuzzyThreshold', message: 'applies only with match fuzzy' });
+  if (body.effectiveFromAttribute && body.ruleType === 'FlowRule' && body.direction === 'outbound')
+    errors.push({ path: '/effectiveFromAttribute', message: 'applies only to an inbound FlowRule' });
   if (typeof body.connectorId === 'string' && !isGuid(body.connectorId)) {
     errors.push({ path: '/connectorId', message: 'must be a connector id (a GUID)' });
   }
@@ -119,6 +122,7 @@ export function toRule(ruleId: string, body: RuleRequest, createdOn: string, upd
     rule.evaluateWhenAbsent = body.evaluateWhenAbsent ?? false;
     const unique = toUniqueRule(body);
     if (unique) rule.unique = unique;
+    if (body.effectiveFromAttribute && rule.direction === 'inbound') rule.effectiveFromAttribute = body.effectiveFromAttribute;
   }
   if (body.ruleType === 'ProjectionRule') rule.objectType = body.objectType ?? 'User';
   if (body.ruleType === 'MeshComposerRule') rule.relationshipType = body.relationshipType ?? null;

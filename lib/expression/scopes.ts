@@ -30,6 +30,12 @@ export const SCOPE_NAMES = {
 export type ScopeKind = keyof typeof SCOPE_NAMES;
 
 /**
+ * The places whose scripts may call `now()`: the engine gives them its clock and evaluates their objects again
+ * when a result that depends on it can change (docs/dated-changes.md). Elsewhere `now()` is refused when saved.
+ */
+export const NOW_SCOPES: ReadonlySet<ScopeKind> = new Set<ScopeKind>(['outboundFlow', 'provisioningCondition']);
+
+/**
  * The identifiers of `ast` that `names` does not define, in source order (each name once). The operand of
  * `typeof` is not counted: `typeof x` is `"undefined"` for a name that is not there, so a script may probe.
  */

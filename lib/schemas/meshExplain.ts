@@ -56,6 +56,21 @@ export const AttributeExplanation = defineSchema(
       winner: Nullable(Candidate),
       candidates: Type.Array(Candidate),
       composedBy: Nullable(Type.Object({ ruleId: Guid(), inputs: Type.Array(Type.String()) }, { additionalProperties: false })),
+      pending: Type.Optional(
+        Type.Array(
+          Type.Object(
+            {
+              connectorId: Guid(),
+              connectorName: Nullable(Type.String()),
+              ruleId: Guid(),
+              value: Value,
+              effectiveFrom: Timestamp({ description: 'When the value takes effect (its rule names effectiveFromAttribute; docs/dated-changes.md).' }),
+            },
+            { additionalProperties: false },
+          ),
+          { description: 'Future-dated values of the linked source objects that wait for their date (present only when there are some).' },
+        ),
+      ),
       exports: Type.Array(
         Type.Object(
           {

@@ -49,6 +49,14 @@ export const requestFields = {
         'FlowRule only (false when not given): evaluate the script when the source attribute is absent (source is null). Default false: an absent source contributes nothing (inbound) or leaves the attribute out / clears it (outbound).',
     }),
   ),
+  effectiveFromAttribute: Type.Optional(
+    Nullable(
+      AttributeName({
+        description:
+          'Inbound FlowRule only: the source attribute holding the date the value takes effect (ISO 8601, UTC unless it names a zone). Before that date the mesh keeps the previous value and the new one waits; the engine applies it on its date (docs/dated-changes.md).',
+      }),
+    ),
+  ),
   objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'ProjectionRule only; default User.' })),
   unique: Type.Optional(Nullable(UniqueRuleSchema)),
   relationshipType: Type.Optional(
@@ -91,6 +99,7 @@ export const Rule = defineSchema(
       direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')])),
       evaluateWhenAbsent: Type.Optional(Type.Boolean()),
       unique: Type.Optional(UniqueRuleSchema),
+      effectiveFromAttribute: Type.Optional(Type.String()),
       objectType: Type.Optional(Type.String()),
       relationshipType: Type.Optional(Nullable(Type.String())),
       match: Type.Optional(Type.Union([Type.Literal('exact'), Type.Literal('normalized'), Type.Literal('fuzzy')])),

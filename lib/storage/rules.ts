@@ -35,6 +35,11 @@ export interface Rule {
   evaluateWhenAbsent?: boolean;
   /** Outbound FlowRule only: the value is generated unique from candidates (lib/sync/unique, docs/unique-values.md). */
   unique?: UniqueRule;
+  /**
+   * Inbound FlowRule only: the source attribute holding the date the value takes effect; before it the mesh
+   * keeps the connector's previous value (docs/dated-changes.md, "Future-dated values").
+   */
+  effectiveFromAttribute?: string;
   /** ProjectionRule only. */
   objectType?: string;
   /** MeshComposerRule only (null: the rule computes an attribute). */

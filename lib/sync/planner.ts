@@ -1,3 +1,4 @@
+import { deferFutureValues } from './effectiveDates';
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
 import {
   cloneMeshObject,
@@ -123,6 +124,8 @@ export interface ObjectPlan {
    * that an operator's decision (`decided`) or an undo (`undone`: the rules decided again) was applied.
    */
   correlation?: { case?: CaseDraft; decided?: boolean; undone?: boolean };
+  /** The earliest date a future-dated value of the object takes effect (lib/sync/effectiveDates.ts). */
+  due?: number;
 }
 
 /** The join step's decision for one object: linked already or joined by a rule, projected, none, ambiguous. */
@@ -135,6 +138,8 @@ export interface JoinDecision {
 export interface PlanInput {
   rules: RuleSet;
   now: string;
+  /** The engine's clock (ms): future-dated values take effect by it (default `now`). */
+  clock?: number;
   /** The run planning: recorded on the contributions it makes (explain shows it). */
   runId?: string;
   ws: WorkingSet;
@@ -406,6 +411,8 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
     // provisioned one again, so its leaver is deprovisioned there instead of kept alive by it.
     if (cs.provisioned && !(doc.provisioned ?? []).includes(cid)) doc.provisioned = [...(doc.provisioned ?? []), cid];
     const inbound = inboundValues(rules.inbound, object.attributes);
+    const due = rules.dated ? deferFutureValues(inbound, object.attributes, input.clock ?? Date.parse(now)) : undefined;
+    const dated = due === undefined ? {} : { due };
     setContributions(doc, cid, inbound.values, now, inbound.failed, runId);
     const ambiguous = compose(doc, rules, ws.index, now, runId);
     if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, referencesOf(object));
@@ -416,7 +423,7 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
       // The other rules were applied; the failed ones kept this connector's previous values. The row keeps
       // its imported state with no hash, so every later run (and the next import) tries it again.
       const message = inbound.errors.join(' ');
-      return { cs: { ...cs, hash: '', error: message }, outcome: 'error', error: message, followUps: detached, join, ...marks };
+      return { cs: { ...cs, hash: '', error: message }, outcome: 'error', error: message, followUps: detached, join, ...marks, ...dated };
     }
     // The object is applied; an ambiguous reference is reported on it (and on its row) for this run.
     if (ambiguous.length)
@@ -426,9 +433,9 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
         error: ambiguous.join(' '),
         followUps: detached,
         join,
-        ...marks,
+        ...marks, ...dated,
       };
-    return { cs, outcome: isNew ? 'created' : 'updated', followUps: detached, join, ...marks };
+    return { cs, outcome: isNew ? 'created' : 'updated', followUps: detached, join, ...marks, ...dated };
   } catch (err) {
     return { ...fail(ruleFailureMessage(err)), join };
   }

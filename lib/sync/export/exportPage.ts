@@ -8,6 +8,8 @@ import {
   type ExportResult,
 } from '../../connectors/sdk';
 import { compileExpression } from '../../expression';
+import { engineNow } from '../../core/clock';
+import { recordDue } from '../dueRecords';
 import { encodeMeshObject } from '../../mesh/codec';
 import { dnKey, indexKeys, isEmptyValue, type MeshObject } from '../../mesh/model';
 import { patchMeshObjects } from '../../mesh/store';
@@ -91,7 +93,7 @@ export async function loadExportInput(
   rules: RuleSet,
   docs: MeshObject[],
   config: ExportConfig,
-  at = new Date(),
+  at = engineNow(),
   second = false,
 ): Promise<ExportPlanInput> {
   const cid = info.connectorId;
@@ -177,7 +179,7 @@ export async function exportDocs(
 ): Promise<RunTotals> {
   const cid = info.connectorId;
   const { record, second } = options;
-  const at = new Date();
+  const at = engineNow();
   const now = at.toISOString();
   // A second pass looks again only at the objects the first asked it to (and not at those the target refused).
   const first = second ? await loadFirstPass(info.runId) : null;
@@ -191,6 +193,8 @@ export async function exportDocs(
   const unique = await resolveUniqueValues(uniqueCtx, loaded, attempted);
   const plan = planExport({ ...loaded, docs: attempted, unique });
   const { changes, errors, quietRows, quietLinks } = plan;
+  // Rules that read the clock: when each object's results here change next (docs/dated-changes.md).
+  if (!info.dryRun && !info.preview && plan.due.size) await recordDue(info.runId, cid, plan.due);
   // Applying a plan: only its changes, and only those computed from the inputs it was planned from.
   const recordOf = (c: DocChange): ExportRecord => ({ key: c.doc.id, change: c.change, doc: c.doc, prev: c.prev, values: withoutWriteOnlySecrets(c.values) });
   let drifted: StoredChange[] = [];

@@ -1,3 +1,4 @@
+import { importDueTarget, recordDue } from '../dueRecords';
 import { contentHash, type AttributeValue, type ConnectorObject } from '../../connectors/sdk';
 import { decodeMeshObject, encodeMeshObject } from '../../mesh/codec';
 import { dnKey, isEmptyValue, sameValue, type MeshObject } from '../../mesh/model';
@@ -219,7 +220,7 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
 
   for (const w of work) {
     const plan = planImport(
-      { rules, now, ws, refs: ctx.refs, runId: ctx.info.runId, ...(ctx.correlation ? { correlation: ctx.correlation } : {}) },
+      { rules, now, clock: ctx.clock, ws, refs: ctx.refs, runId: ctx.info.runId, ...(ctx.correlation ? { correlation: ctx.correlation } : {}) },
       w.item.anchor,
       w.item.object,
       w.hash,
@@ -356,6 +357,12 @@ export async function applyItems(ctx: Context, page: PagePlan, held?: Held, flus
     } else {
       await write;
       tr.mark(`cs(${rows.length})`);
+    }
+    // Future-dated values: when each source object's next one takes effect (docs/dated-changes.md).
+    if (rules.dated && !ctx.info.dryRun && !ctx.info.preview) {
+      const due = new Map<string, number | undefined>();
+      for (const p of plans) due.set(p.cs.anchor, p.cs.deleted ? undefined : p.due);
+      await recordDue(ctx.info.runId, importDueTarget(ctx.info.connectorId), due);
     }
     // A target's own import: the objects it saw differ (drift, values not confirmed) and those that name one
     // it saw moved are for its next export to look at (an incremental export reads only what changed).

@@ -8,6 +8,7 @@ import { csCaches, context } from './runContext';
 import { DEFAULT_PAGE_SIZE, type RunInfo } from './runTypes';
 import { deleteSyncState } from './state';
 import { deleteConnectorCorrelation } from '../correlation/caseStore';
+import { deleteTargetDue } from '../../storage/dueInstants';
 
 /**
  * The sync engine's steps of a connector delete (run by lib/api/connectors.ts after the connector's rules and
@@ -21,6 +22,7 @@ export const SYNC_CONNECTOR_CLEANUPS: readonly ConnectorCleanupStep[] = [
   { name: 'connectorSpaceIds', run: deleteCsObjectIds },
   { name: 'syncState', run: deleteSyncState },
   { name: 'correlation', run: deleteConnectorCorrelation },
+  { name: 'dueInstants', run: deleteTargetDue },
 ];
 
 /**

@@ -1,3 +1,4 @@
+import { engineNow } from '../../core/clock';
 import { createConnectorFor } from '../../connectors/factory';
 import type { AttributeValue, ExportChange } from '../../connectors/sdk';
 import { IndexOverlay } from '../../mesh/indexOverlay';
@@ -109,6 +110,7 @@ async function previewContext(info: RunInfo): Promise<Context> {
     refs: cs.lookup(info.connectorId, policy),
     now: new Date().toISOString(),
     correlation,
+    clock: engineNow().getTime(),
   };
 }
 

@@ -1,3 +1,4 @@
+import { engineNow } from '../../core/clock';
 import { areaLog } from '../../core/log';
 import { decodeMeshObject } from '../../mesh/codec';
 import { IndexOverlay } from '../../mesh/indexOverlay';
@@ -152,6 +153,8 @@ export interface Context {
   /** The connector's references, resolved through its connector space (lib/sync/references.ts). */
   refs: CsLookup;
   now: string;
+  /** The engine's clock when the context was made (lib/core/clock.ts): future-dated values take effect by it. */
+  clock?: number;
   /** The plan the run applies ({@link RunInfo.planRunId}), loaded once per process. */
   plan?: PlanIndex;
   /** Every rule, as the page read them (an import plan's target previews use them: lib/sync/import/importTargets.ts). */
@@ -184,6 +187,7 @@ export async function context(info: RunInfo): Promise<Context> {
     cs,
     refs: cs.lookup(info.connectorId, policy),
     now: new Date().toISOString(),
+    clock: engineNow().getTime(),
     allRules: all,
     correlation,
     ...(plan ? { plan } : {}),
