@@ -34,7 +34,17 @@ export type AuditAction =
   | 'request';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
 export type SystemActor = `system:${string}` | `schedule:${string}`;
-export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject' | 'meshObject' | 'configChange';
+export type AuditTargetType =
+  | 'connector'
+  | 'rule'
+  | 'instance'
+  | 'run'
+  | 'schedule'
+  | 'connectorSpaceObject'
+  | 'meshObject'
+  | 'configChange'
+  /** A User or Group pushed to the SCIM endpoint (`User/<id>`, `Group/<id>`). */
+  | 'scimResource';
 export type AuditOutcome = 'success' | 'failure';
 
 export async function recordAudit(
