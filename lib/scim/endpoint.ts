@@ -40,7 +40,7 @@ export function readScimSettings(operatorValues: readonly string[], settings = n
   };
 }
 
-export type ScimHooksFactory = (caller: Caller) => ScimHooks;
+export type ScimHooksFactory = (caller: Caller, context: InvocationContext) => ScimHooks;
 
 function answer(status: number, body: unknown, headers: Record<string, string> = {}): HttpResponseInit {
   const h: Record<string, string> = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...headers };
@@ -106,7 +106,7 @@ async function handle(request: HttpRequest, context: InvocationContext, hooks: S
   const writes: ScimWrite[] = [];
   try {
     const body = method === 'GET' || method === 'DELETE' ? undefined : await readBody(request);
-    const inner = hooks(caller);
+    const inner = hooks(caller, context);
     const res = await routeScim(
       { method, segments: segmentsOf(url), query: url.searchParams, ifMatch: request.headers.get('if-match'), body },
       { baseUrl: baseUrlOf(url) },

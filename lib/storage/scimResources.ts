@@ -183,3 +183,26 @@ function preconditionFailed(id: string): AppError {
 export function isScimPrecondition(err: unknown): boolean {
   return err instanceof AppError && (err as AppError & { precondition?: boolean }).precondition === true;
 }
+
+/**
+ * Put `r` back as it was (a push the connector's run refused is undone): the row written whole whatever it holds
+ * now, its version moved past the current one so clients' ETags stay monotone, and its userName claimed again.
+ */
+export async function restoreScimResource(r: StoredScimResource, at: string): Promise<void> {
+  const t = await table(SCIM_TABLE);
+  let version = r.version;
+  try {
+    version = Math.max(version, Number((await t.getEntity(r.resourceType, r.id)).version ?? 0)) + 1;
+  } catch (err) {
+    if (!isStatus(err, 404)) throw err;
+  }
+  await t.upsertEntity(toEntity({ ...r, version, lastModified: at }), 'Replace');
+  const userName = typeof r.data.userName === 'string' ? r.data.userName : undefined;
+  if (userName && !r.deleted) await t.upsertEntity({ partitionKey: 'UserName', rowKey: nameKey(userName), id: r.id }, 'Replace');
+}
+
+/** Undo a create: the row becomes a tombstone and its userName is free. */
+export async function unpushScimResource(r: StoredScimResource, at: string): Promise<void> {
+  const current = await getScimResource(r.resourceType, r.id);
+  if (current) await deleteScimResource({ ...current, etag: undefined }, at);
+}
