@@ -1,4 +1,5 @@
 import { getScimResource, scimUserIdByName, type StoredScimResource } from '../storage/scimResources';
+import { mapLimit } from '../storage/tableUtil';
 import { badRequest, notFound, ScimError } from './errors';
 import { createResource, deleteResource, etagOf, listResources, patchResource, readResource, renderOne, replaceResource, representation, type ScimContext } from './resources';
 import type { Json } from './resource';
@@ -61,6 +62,9 @@ function resourceType(segment: string): ResourceTypeDef | undefined {
   if (s === 'groups') return RESOURCE_TYPES.Group;
   return undefined;
 }
+
+/** Independent operations of one Bulk request written at once. */
+const BULK_CONCURRENCY = 8;
 
 const methodNotAllowed = (method: string, path: string) => new ScimError(405, `${method} is not supported on ${path}.`);
 
@@ -225,29 +229,49 @@ async function bulk(body: unknown, ctx: ScimContext, hooks: ScimHooks): Promise<
   const unresolved = (text: string) => [...text.matchAll(/bulkId:([^"/\s]+)/g)].some((m) => !ids.has(m[1]));
   const resolve = (text: string) => text.replace(/bulkId:([^"/\s]+)/g, (all, id: string) => ids.get(id) ?? all);
 
+  const runOne = async (i: number, pass: number): Promise<void> => {
+    const op = ops[i];
+    const text = JSON.stringify({ path: op.path, data: op.data ?? null });
+    if (pass === 0 && unresolved(text)) return;
+    const resolved = JSON.parse(resolve(text)) as { path: string; data: unknown };
+    try {
+      if (unresolved(JSON.stringify(resolved))) throw new ScimError(409, `Operation ${op.bulkId ?? i + 1} names a bulkId no operation created.`, 'invalidValue');
+      const { result, write } = await bulkOne(op, resolved.path, resolved.data, ctx);
+      if (op.bulkId && write.after && op.method === 'POST') ids.set(op.bulkId, write.after.id);
+      writes.push(write);
+      results[i] = result;
+    } catch (err) {
+      if (!(err instanceof ScimError)) throw err;
+      errors++;
+      results[i] = { method: op.method, ...(op.bulkId ? { bulkId: op.bulkId } : {}), status: String(err.status), response: err.body() };
+    }
+  };
+  // Operations that name no bulkId and touch different resources run a few at a time (an inbound payload is
+  // 50 independent POSTs); one that names a bulkId, or a resource another operation names, runs alone, in order.
+  const independent = (op: BulkOp) => !/bulkId:/.test(JSON.stringify({ p: op.path, d: op.data ?? null })) && (op.method === 'POST' || op.method === 'DELETE');
+  const paths = new Map<string, number>();
+  for (const op of ops) if (op.method !== 'POST') paths.set(op.path.toLowerCase(), (paths.get(op.path.toLowerCase()) ?? 0) + 1);
   for (let pass = 0; pass < 2 && errors < failOnErrors; pass++) {
-    for (let i = 0; i < ops.length && errors < failOnErrors; i++) {
-      if (results[i]) continue;
-      const op = ops[i];
-      const text = JSON.stringify({ path: op.path, data: op.data ?? null });
-      if (pass === 0 && unresolved(text)) continue;
-      const resolved = JSON.parse(resolve(text)) as { path: string; data: unknown };
-      try {
-        if (unresolved(JSON.stringify(resolved))) throw new ScimError(409, `Operation ${op.bulkId ?? i + 1} names a bulkId no operation created.`, 'invalidValue');
-        const { result, write } = await bulkOne(op, resolved.path, resolved.data, ctx);
-        if (op.bulkId && write.after && op.method === 'POST') ids.set(op.bulkId, write.after.id);
-        writes.push(write);
-        results[i] = result;
-      } catch (err) {
-        if (!(err instanceof ScimError)) throw err;
-        errors++;
-        results[i] = {
-          method: op.method,
-          ...(op.bulkId ? { bulkId: op.bulkId } : {}),
-          status: String(err.status),
-          response: err.body(),
-        };
+    let i = 0;
+    while (i < ops.length && errors < failOnErrors) {
+      if (results[i]) {
+        i++;
+        continue;
       }
+      const group: number[] = [];
+      const names = new Set<string>();
+      while (i < ops.length && !results[i] && independent(ops[i]) && (ops[i].method === 'POST' || paths.get(ops[i].path.toLowerCase()) === 1)) {
+        // Two creates of one userName stay in order: the first wins, as it would alone.
+        const name = nameOf(ops[i].data);
+        if (name !== undefined && names.has(name)) break;
+        if (name !== undefined) names.add(name);
+        group.push(i++);
+      }
+      if (group.length && Number.isFinite(failOnErrors)) {
+        // failOnErrors counts in order: one at a time.
+        for (const g of group) if (errors < failOnErrors) await runOne(g, pass);
+      } else if (group.length) await mapLimit(group, BULK_CONCURRENCY, (g) => runOne(g, pass));
+      else await runOne(i++, pass);
     }
   }
   if (writes.length) await hooks.settle(writes);
@@ -288,6 +312,13 @@ async function bulkOne(op: BulkOp, path: string, data: unknown, ctx: ScimContext
     return { result: { ...base, location: `${ctx.baseUrl}${rt.endpoint}/${id}`, status: '204' }, write: { action: 'delete', before, after: null } };
   }
   throw new ScimError(400, `Unknown Bulk method '${op.method}'.`, 'invalidSyntax');
+}
+
+/** The lower-cased userName of a POST's data, if any. */
+function nameOf(data: unknown): string | undefined {
+  if (!data || typeof data !== 'object') return undefined;
+  const v = Object.entries(data as Json).find(([k]) => lower(k) === 'username')?.[1];
+  return typeof v === 'string' ? v.toLowerCase() : undefined;
 }
 
 /** The user a re-sent inbound record names: same userName and same externalId. */
