@@ -71,9 +71,22 @@ async function main() {
       return { status: r.status, body: text ? JSON.parse(text) : undefined };
     };
     const conn = await svc.must(svc.call('POST', 'connectors', { name: 'Entra push', type: 'scim_inbound', config: {} }), 201);
-    await svc.must(svc.call('POST', 'rules', { ruleName: 'project', ruleType: 'ProjectionRule', connectorId: conn.id, sourceAttribute: 'userName', objectType: 'User' }), 201);
+    await svc.must(
+      svc.call('POST', 'rules', { ruleName: 'project', ruleType: 'ProjectionRule', connectorId: conn.id, sourceAttribute: 'userName', objectType: 'User' }),
+      201,
+    );
     for (const a of ['displayName', 'department', 'email']) {
-      await svc.must(svc.call('POST', 'rules', { ruleName: `flow-${a}`, ruleType: 'FlowRule', connectorId: conn.id, sourceAttribute: a, targetAttribute: a, confidence: 50 }), 201);
+      await svc.must(
+        svc.call('POST', 'rules', {
+          ruleName: `flow-${a}`,
+          ruleType: 'FlowRule',
+          connectorId: conn.id,
+          sourceAttribute: a,
+          targetAttribute: a,
+          confidence: 50,
+        }),
+        201,
+      );
     }
 
     // Bulk: N users, PER per request, C requests in flight.

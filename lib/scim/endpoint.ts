@@ -124,7 +124,8 @@ async function handle(request: HttpRequest, context: InvocationContext, hooks: S
     return answer(res.status, res.body, res.headers);
   } catch (err) {
     if (err instanceof ScimError) {
-      if (method !== 'GET') await recordAudit(caller, auditAction(method), 'scimResource', '/' + segmentsOf(url).join('/'), 'failure', err.detail.slice(0, 300));
+      if (method !== 'GET')
+        await recordAudit(caller, auditAction(method), 'scimResource', '/' + segmentsOf(url).join('/'), 'failure', err.detail.slice(0, 300));
       return errorAnswer(err);
     }
     const traceId = context.invocationId || randomUUID();

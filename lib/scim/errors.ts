@@ -2,16 +2,7 @@ import { ERROR_SCHEMA } from './schema';
 
 /** `scimType` values of RFC 7644 section 3.12 (and `tooMany` for Bulk). */
 export type ScimType =
-  | 'invalidFilter'
-  | 'tooMany'
-  | 'uniqueness'
-  | 'mutability'
-  | 'invalidSyntax'
-  | 'invalidPath'
-  | 'noTarget'
-  | 'invalidValue'
-  | 'invalidVers'
-  | 'sensitive';
+  'invalidFilter' | 'tooMany' | 'uniqueness' | 'mutability' | 'invalidSyntax' | 'invalidPath' | 'noTarget' | 'invalidValue' | 'invalidVers' | 'sensitive';
 
 /** An error a SCIM client is shown as `{ schemas: [Error], status: "4xx", scimType, detail }`. */
 export class ScimError extends Error {

@@ -76,7 +76,9 @@ function tokenize(input: string): Token[] {
 /** Resolve `name.sub` or `urn:...:name.sub` against the resource type (any case). */
 export function resolvePath(rt: ResourceTypeDef, raw: string, kind: 'filter' | 'path' = 'filter'): AttrPath {
   const fail = (): ScimError =>
-    kind === 'filter' ? badRequest(`Unknown attribute '${raw}' in the filter.`, 'invalidFilter') : badRequest(`Unknown attribute path '${raw}'.`, 'invalidPath');
+    kind === 'filter'
+      ? badRequest(`Unknown attribute '${raw}' in the filter.`, 'invalidFilter')
+      : badRequest(`Unknown attribute path '${raw}'.`, 'invalidPath');
   const { schema, rest } = splitSchemaPrefix(rt, raw);
   const extension = schema.id === rt.schema.id ? null : schema.id;
   if (!rest) throw fail();

@@ -29,7 +29,8 @@ export function applyPatch(rt: ResourceTypeDef, current: Json, body: unknown): J
     const path = typeof op.path === 'string' && op.path.trim() ? op.path.trim() : undefined;
     if (!path) {
       if (kind === 'remove') throw badRequest('A remove operation needs a path.', 'noTarget');
-      if (!op.value || typeof op.value !== 'object' || Array.isArray(op.value)) throw badRequest(`An ${kind} without a path takes an object value.`, 'invalidValue');
+      if (!op.value || typeof op.value !== 'object' || Array.isArray(op.value))
+        throw badRequest(`An ${kind} without a path takes an object value.`, 'invalidValue');
       for (const [k, v] of Object.entries(op.value as Json)) {
         if (k.toLowerCase() === 'schemas') continue;
         if (k.toLowerCase().startsWith('urn:') && v && typeof v === 'object' && !Array.isArray(v) && isExtensionKey(rt, k)) {
@@ -111,7 +112,9 @@ function applyOne(rt: ResourceTypeDef, doc: Json, kind: 'add' | 'replace' | 'rem
     else {
       const list = Array.isArray(holder[path.attr]) ? (holder[path.attr] as Json[]) : [];
       for (const item of incoming) {
-        const same = list.findIndex((x) => x.value !== undefined && item.value !== undefined && String(x.value).toLowerCase() === String(item.value).toLowerCase());
+        const same = list.findIndex(
+          (x) => x.value !== undefined && item.value !== undefined && String(x.value).toLowerCase() === String(item.value).toLowerCase(),
+        );
         if (same >= 0) list[same] = { ...list[same], ...item };
         else list.push(item);
       }

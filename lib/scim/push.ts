@@ -62,7 +62,8 @@ async function pushConnector(): Promise<string | null> {
     if (!hit) throw new ScimError(503, `Scim:ConnectorName names '${name}', which is not a connector of type scim_inbound.`);
     return hit.id;
   }
-  if (all.length > 1) throw new ScimError(503, `There are ${all.length} connectors of type scim_inbound: set Scim:ConnectorName to the one the SCIM endpoint feeds.`);
+  if (all.length > 1)
+    throw new ScimError(503, `There are ${all.length} connectors of type scim_inbound: set Scim:ConnectorName to the one the SCIM endpoint feeds.`);
   return all[0]?.id ?? null;
 }
 
@@ -85,7 +86,10 @@ class PushQueue {
       while (this.waiting.length) {
         const batch = this.waiting.splice(0);
         try {
-          await this.importBatch(batch.flatMap((w) => w.writes), driver);
+          await this.importBatch(
+            batch.flatMap((w) => w.writes),
+            driver,
+          );
           for (const w of batch) w.resolve();
         } catch (err) {
           for (const w of batch) w.reject(err);
@@ -109,9 +113,14 @@ class PushQueue {
       );
     }
     await undo(writes);
-    throw new ScimError(503, `The import of this push (run ${run.runId}) ended ${run.status}${run.error ? `: ${run.error}` : ''}; nothing was applied.`, undefined, {
-      'retry-after': '30',
-    });
+    throw new ScimError(
+      503,
+      `The import of this push (run ${run.runId}) ended ${run.status}${run.error ? `: ${run.error}` : ''}; nothing was applied.`,
+      undefined,
+      {
+        'retry-after': '30',
+      },
+    );
   }
 
   /** Start a DeltaImport of the connector (waiting out a run that holds its lock) and wait for its end. */
@@ -129,7 +138,8 @@ class PushQueue {
     for (;;) {
       const now = await getRun(run.runId);
       if (now && now.status !== 'Queued' && now.status !== 'Running') return now;
-      if (Date.now() > deadline) throw new ScimError(503, `The import of this push (run ${run.runId}) is still running; try again later.`, undefined, { 'retry-after': '30' });
+      if (Date.now() > deadline)
+        throw new ScimError(503, `The import of this push (run ${run.runId}) is still running; try again later.`, undefined, { 'retry-after': '30' });
       await sleep(100);
     }
   }

@@ -1,7 +1,18 @@
 import { getScimResource, scimUserIdByName, type StoredScimResource } from '../storage/scimResources';
 import { mapLimit } from '../storage/tableUtil';
 import { badRequest, notFound, ScimError } from './errors';
-import { createResource, deleteResource, etagOf, listResources, patchResource, readResource, renderOne, replaceResource, representation, type ScimContext } from './resources';
+import {
+  createResource,
+  deleteResource,
+  etagOf,
+  listResources,
+  patchResource,
+  readResource,
+  renderOne,
+  replaceResource,
+  representation,
+  type ScimContext,
+} from './resources';
 import type { Json } from './resource';
 import {
   BULK_REQUEST,
@@ -235,7 +246,8 @@ async function bulk(body: unknown, ctx: ScimContext, hooks: ScimHooks): Promise<
     if (pass === 0 && unresolved(text)) return;
     const resolved = JSON.parse(resolve(text)) as { path: string; data: unknown };
     try {
-      if (unresolved(JSON.stringify(resolved))) throw new ScimError(409, `Operation ${op.bulkId ?? i + 1} names a bulkId no operation created.`, 'invalidValue');
+      if (unresolved(JSON.stringify(resolved)))
+        throw new ScimError(409, `Operation ${op.bulkId ?? i + 1} names a bulkId no operation created.`, 'invalidValue');
       const { result, write } = await bulkOne(op, resolved.path, resolved.data, ctx);
       if (op.bulkId && write.after && op.method === 'POST') ids.set(op.bulkId, write.after.id);
       writes.push(write);

@@ -52,7 +52,13 @@ export interface ResourceTypeDef {
 
 const s = (name: string, extra: Partial<AttrDef> = {}): AttrDef => ({ name, type: 'string', ...extra });
 const b = (name: string, extra: Partial<AttrDef> = {}): AttrDef => ({ name, type: 'boolean', ...extra });
-const multi = (name: string, subs: AttrDef[], extra: Partial<AttrDef> = {}): AttrDef => ({ name, type: 'complex', multiValued: true, subAttributes: subs, ...extra });
+const multi = (name: string, subs: AttrDef[], extra: Partial<AttrDef> = {}): AttrDef => ({
+  name,
+  type: 'complex',
+  multiValued: true,
+  subAttributes: subs,
+  ...extra,
+});
 /** The sub-attributes of the usual multi-valued attributes (emails, phoneNumbers...). */
 const valueTypePrimary = (): AttrDef[] => [s('value'), s('display'), s('type'), b('primary')];
 

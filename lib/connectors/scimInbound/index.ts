@@ -163,7 +163,8 @@ export function createScimInboundConnector(): Connector {
       }
       // Users before groups (members resolve to users already read); resumable by index.
       const start = options.cursor ? Number(options.cursor) : 0;
-      if (!Number.isInteger(start) || start < 0 || start > all.length) throw new ConnectorError('cursor_invalid', 'The full import cursor no longer fits the store.');
+      if (!Number.isInteger(start) || start < 0 || start > all.length)
+        throw new ConnectorError('cursor_invalid', 'The full import cursor no longer fits the store.');
       const size = Math.max(1, options.pageSize);
       for (let i = start; i < all.length || i === start; i += size) {
         const slice = all.slice(i, i + size);
@@ -186,7 +187,9 @@ export function createScimInboundConnector(): Connector {
         return wrap(err);
       }
       const changes: DeltaChange[] = rows.map((r) =>
-        r.deleted ? { kind: 'delete', anchor: r.id, objectType: r.resourceType } : { kind: 'update', anchor: r.id, objectType: r.resourceType, object: toConnectorObject(r) },
+        r.deleted
+          ? { kind: 'delete', anchor: r.id, objectType: r.resourceType }
+          : { kind: 'update', anchor: r.id, objectType: r.resourceType, object: toConnectorObject(r) },
       );
       const size = Math.max(1, options.pageSize);
       for (let i = 0; i < changes.length || i === 0; i += size) {

@@ -62,9 +62,16 @@ it('a push lands in the mesh through the rules before the answer, as runs with h
   expect(valueOf(ada, 'department')).toBe('Research');
   expect(valueOf(ada, 'email')).toBe('ada@contoso.example');
 
-  expect((await scim('PATCH', `/Users/${a.body.id}`, { schemas: [PATCH], Operations: [{ op: 'Replace', path: `${ENT}:department`, value: 'Engineering' }] })).status).toBe(204);
+  expect(
+    (await scim('PATCH', `/Users/${a.body.id}`, { schemas: [PATCH], Operations: [{ op: 'Replace', path: `${ENT}:department`, value: 'Engineering' }] })).status,
+  ).toBe(204);
   mesh = await meshByAnchor();
-  expect(valueOf([...mesh.values()].find((o) => valueOf(o, 'displayName') === 'Display ada'), 'department')).toBe('Engineering');
+  expect(
+    valueOf(
+      [...mesh.values()].find((o) => valueOf(o, 'displayName') === 'Display ada'),
+      'department',
+    ),
+  ).toBe('Engineering');
 
   const runs = await runsOf();
   expect(runs.length).toBeGreaterThanOrEqual(3);

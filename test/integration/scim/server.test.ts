@@ -254,10 +254,20 @@ describe('users', () => {
   it('If-Match: a stale version is 412, the current one goes through', async () => {
     const cur = await scim('GET', `/Users/${id1}`);
     const etag = cur.headers.get('etag')!;
-    const stale = await scim('PATCH', `/Users/${id1}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'title', value: 'x' }] }, { 'if-match': 'W/"1"' });
+    const stale = await scim(
+      'PATCH',
+      `/Users/${id1}`,
+      { schemas: [PATCH], Operations: [{ op: 'replace', path: 'title', value: 'x' }] },
+      { 'if-match': 'W/"1"' },
+    );
     expect(stale.status).toBe(412);
     expect(stale.body.status).toBe('412');
-    const fresh = await scim('PATCH', `/Users/${id1}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'title', value: 'Lead' }] }, { 'if-match': etag });
+    const fresh = await scim(
+      'PATCH',
+      `/Users/${id1}`,
+      { schemas: [PATCH], Operations: [{ op: 'replace', path: 'title', value: 'Lead' }] },
+      { 'if-match': etag },
+    );
     expect(fresh.status).toBe(204);
     expect(fresh.headers.get('etag')).not.toBe(etag);
   });
@@ -366,7 +376,12 @@ describe('bulk', () => {
     const body = {
       schemas: ['urn:ietf:params:scim:api:messages:2.0:BulkRequest'],
       Operations: [
-        { method: 'POST', bulkId: 'g', path: '/Groups', data: { schemas: [GROUP], displayName: 'Bulk group', members: [{ value: 'bulkId:b1' }, { value: 'bulkId:b2' }] } },
+        {
+          method: 'POST',
+          bulkId: 'g',
+          path: '/Groups',
+          data: { schemas: [GROUP], displayName: 'Bulk group', members: [{ value: 'bulkId:b1' }, { value: 'bulkId:b2' }] },
+        },
         inbound(1, 'Engineer'),
         inbound(2, 'Engineer'),
       ],

@@ -175,7 +175,9 @@ describe('registrations in functions/ against the catalog', () => {
     const registered = new Set(keys);
     const missing = ROUTES.filter((r) => !registered.has(routeKey(r.method, r.route))).map((r) => r.name);
     expect(missing).toEqual([]);
-    const extra = http.filter((r) => !RUNTIME_ROUTES.has(r.key) && !CONSOLE_ROUTES.has(r.key) && !SCIM_ROUTES.has(r.key) && !ROUTES.some((c) => routeKey(c.method, c.route) === r.key));
+    const extra = http.filter(
+      (r) => !RUNTIME_ROUTES.has(r.key) && !CONSOLE_ROUTES.has(r.key) && !SCIM_ROUTES.has(r.key) && !ROUTES.some((c) => routeKey(c.method, c.route) === r.key),
+    );
     expect(extra.map((r) => r.key)).toEqual([]);
   });
 });

@@ -92,7 +92,12 @@ describe('applyPatch', () => {
 describe('attributes and excludedAttributes', () => {
   const rep = { schemas: ['s'], id: '1', userName: 'a', emails: [{ type: 'work', value: 'x' }], name: { givenName: 'g', familyName: 'f' } };
   it('keeps id and schemas, reads filters in items as the attribute, sub-attributes by path', () => {
-    expect(project(rep, parseProjection(User, 'userName,emails[type eq "work"]', null))).toEqual({ schemas: ['s'], id: '1', userName: 'a', emails: rep.emails });
+    expect(project(rep, parseProjection(User, 'userName,emails[type eq "work"]', null))).toEqual({
+      schemas: ['s'],
+      id: '1',
+      userName: 'a',
+      emails: rep.emails,
+    });
     expect(project(rep, parseProjection(User, 'name.givenName', null))).toEqual({ schemas: ['s'], id: '1', name: { givenName: 'g' } });
     expect(project(rep, parseProjection(User, null, 'emails,id'))).toEqual({ schemas: ['s'], id: '1', userName: 'a', name: rep.name });
   });
