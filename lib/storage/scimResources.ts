@@ -63,7 +63,11 @@ function toEntity(r: StoredScimResource): TableEntity<Record<string, unknown>> {
   return e;
 }
 
+/** Ids the store can hold: the ids it assigns are GUIDs; a client's made-up one may hold anything. */
+const validKey = (id: string) => id.length > 0 && id.length <= 512 && !/[/\\#?\u0000-\u001f\u007f-\u009f]/.test(id);
+
 export async function getScimResource(resourceType: ScimResourceType, id: string): Promise<StoredScimResource | undefined> {
+  if (!validKey(id)) return undefined;
   const t = await table(SCIM_TABLE);
   try {
     const r = fromEntity(await t.getEntity(resourceType, id));

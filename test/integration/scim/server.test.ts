@@ -293,6 +293,8 @@ describe('users', () => {
     expect(gone.status).toBe(404);
     expect(gone.body).toMatchObject({ status: '404', detail: expect.any(String) });
     expect((await scim('DELETE', `/Users/${id2}`)).status).toBe(404);
+    // An id the store could never hold is simply not found.
+    expect((await scim('GET', '/Users/a%23b%2Fc%3F')).status).toBe(404);
     expect((await scim('DELETE', `/Users/${id1}`)).status).toBe(204);
   });
 });
