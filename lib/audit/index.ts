@@ -31,7 +31,9 @@ export type AuditAction =
   | 'apply'
   | 'approve'
   | 'reject'
-  | 'request';
+  | 'request'
+  /** A read that is audited too: a SCIM client's GET (docs/scim.md). */
+  | 'read';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
 export type SystemActor = `system:${string}` | `schedule:${string}`;
 export type AuditTargetType =

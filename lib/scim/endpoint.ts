@@ -16,8 +16,9 @@ import { MAX_BULK_PAYLOAD } from './schema';
  * path answers 404 then), Bearer (or Negotiate) authentication as the Admin API does it, then the caller must
  * carry the SCIM role value (`Scim:Role`, default the values of the Operator role) among its role claims or
  * groups. Answers are `application/scim+json`; errors are SCIM error bodies (RFC 7644 3.12), never
- * problem+json: SCIM clients read `status`, `scimType` and `detail`. Every write is audited
- * (`targetType: scimResource`), refused ones with `outcome: failure`.
+ * problem+json: SCIM clients read `status`, `scimType` and `detail`. Every authenticated request is audited
+ * (`targetType: scimResource`): each write by its resource, a read (`read`) by its path, a refused request with
+ * `outcome: failure` and the reason.
  */
 export const SCIM_CONTENT_TYPE = 'application/scim+json; charset=utf-8';
 
@@ -121,11 +122,12 @@ async function handle(request: HttpRequest, context: InvocationContext, hooks: S
       const r = w.after ?? w.before!;
       await recordAudit(caller, w.action, 'scimResource', `${r.resourceType}/${r.id}`);
     }
+    // Every request is audited: a read, or a write that changed nothing, by its path.
+    if (!writes.length) await recordAudit(caller, auditAction(method), 'scimResource', targetOf(url));
     return answer(res.status, res.body, res.headers);
   } catch (err) {
     if (err instanceof ScimError) {
-      if (method !== 'GET')
-        await recordAudit(caller, auditAction(method), 'scimResource', '/' + segmentsOf(url).join('/'), 'failure', err.detail.slice(0, 300));
+      await recordAudit(caller, auditAction(method), 'scimResource', targetOf(url), 'failure', err.detail.slice(0, 300));
       return errorAnswer(err);
     }
     const traceId = context.invocationId || randomUUID();
@@ -134,7 +136,13 @@ async function handle(request: HttpRequest, context: InvocationContext, hooks: S
   }
 }
 
-function auditAction(method: string): 'create' | 'update' | 'delete' {
+/** The request's path below /scim/v2 with its query, as an audit target (bounded). */
+function targetOf(url: URL): string {
+  return ('/' + segmentsOf(url).join('/') + url.search).slice(0, 500);
+}
+
+function auditAction(method: string): 'create' | 'update' | 'delete' | 'read' {
+  if (method === 'GET') return 'read';
   if (method === 'DELETE') return 'delete';
   if (method === 'POST') return 'create';
   return 'update';

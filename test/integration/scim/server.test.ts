@@ -437,11 +437,16 @@ describe('bulk', () => {
 });
 
 describe('audit', () => {
-  it('records every write under targetType scimResource', async () => {
-    const res = await svc.call('GET', 'audit?targetType=scimResource');
+  it('records every request under targetType scimResource: writes by resource, reads by path, refusals as failures', async () => {
+    const created = await scim('POST', '/Users', user('audited'));
+    await scim('GET', `/Users/${created.body.id}?attributes=userName`);
+    await scim('POST', '/Users', user('AUDITED'));
+    const res = await svc.call('GET', 'audit?targetType=scimResource&take=200');
     expect(res.status).toBe(200);
-    const items = res.body.items ?? res.body;
-    expect(items.length).toBeGreaterThan(5);
-    expect(items[0]).toMatchObject({ targetType: 'scimResource', actorUpn: 'operator.upn@example.test' });
+    const items = (res.body.items ?? res.body) as { action: string; targetId: string; outcome: string; actorUpn: string }[];
+    expect(items.every((i) => i.actorUpn === 'operator.upn@example.test')).toBe(true);
+    expect(items).toContainEqual(expect.objectContaining({ action: 'create', targetId: `User/${created.body.id}`, outcome: 'success' }));
+    expect(items).toContainEqual(expect.objectContaining({ action: 'read', targetId: `/Users/${created.body.id}?attributes=userName`, outcome: 'success' }));
+    expect(items).toContainEqual(expect.objectContaining({ action: 'create', targetId: '/Users', outcome: 'failure' }));
   });
 });
