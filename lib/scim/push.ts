@@ -45,7 +45,14 @@ export function connectorPush(driver: RunDriver, _caller: Caller): ScimHooks {
   return {
     async settle(writes) {
       if (!writes.length) return;
-      const connectorId = await pushConnector();
+      let connectorId: string | null;
+      try {
+        connectorId = await pushConnector();
+      } catch (err) {
+        // No connector can take the push: it does not stay in the store either.
+        await undo(writes);
+        throw err;
+      }
       if (!connectorId) return;
       let q = queues.get(connectorId);
       if (!q) queues.set(connectorId, (q = new PushQueue(connectorId)));

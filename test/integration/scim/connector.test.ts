@@ -106,3 +106,14 @@ it('a delete reaches the connector space', async () => {
   const space = await svc.call('GET', `connectors/${connectorId}/space?take=50`);
   expect(space.text).not.toContain(id);
 });
+
+it('with two scim_inbound connectors and no Scim:ConnectorName a push is 503 and nothing is stored', async () => {
+  const second = await svc.call('POST', 'connectors', { body: { name: 'Second push', type: 'scim_inbound', config: {} } });
+  expect(second.status).toBe(201);
+  const res = await scim('POST', '/Users', person('carol', 'Legal'));
+  expect(res.status).toBe(503);
+  expect(res.body.detail).toMatch(/Scim:ConnectorName/);
+  expect((await scim('GET', `/Users?filter=${encodeURIComponent('userName eq "carol"')}`)).body.totalResults).toBe(0);
+  expect((await svc.call('DELETE', `connectors/${second.body.id}`)).status).toBe(204);
+  expect((await scim('POST', '/Users', person('carol', 'Legal'))).status).toBe(201);
+});
