@@ -8,6 +8,7 @@ import { COMMON_ATTRIBUTES, findAttr, splitSchemaPrefix, type AttrDef, type Reso
  * quoted or not (`userName sw O`, `meta.created gt 2015-10-10T14:38:21-07:00`).
  */
 export type CompareOp = 'eq' | 'ne' | 'co' | 'sw' | 'ew' | 'gt' | 'ge' | 'lt' | 'le';
+const MAX_FILTER_DEPTH = 32;
 const COMPARE_OPS = new Set(['eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le']);
 
 /** A resolved attribute path: `schema` is the URN key the attribute lives under (null: core or common). */
@@ -136,7 +137,19 @@ class Parser {
     return left;
   }
 
+  private depth = 0;
+
   unary(): Filter {
+    // Parentheses and `not` nest; a client never needs 32 levels, and the parser recurses on each.
+    if (++this.depth > MAX_FILTER_DEPTH) throw badRequest(`The filter nests more than ${MAX_FILTER_DEPTH} levels deep.`, 'invalidFilter');
+    try {
+      return this.unaryInner();
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private unaryInner(): Filter {
     const t = this.peek();
     if (this.isWord(t, 'not')) {
       this.pos++;
@@ -163,6 +176,7 @@ class Parser {
       const path = resolvePath(this.rt, t.text);
       const inner = new Parser(this.tokens, subType(this.rt, path));
       inner.pos = this.pos;
+      inner.depth = this.depth;
       const filter = inner.or();
       this.pos = inner.pos;
       this.expect(']');

@@ -60,7 +60,16 @@ describe('SCIM filters', () => {
   });
 
   it('refuses what it cannot read with 400 invalidFilter', () => {
-    for (const f of ['', 'userName', 'userName xx "a"', 'nosuch eq 1', '(userName eq "a"', 'userName eq "a', 'active gt true']) {
+    for (const f of [
+      '(('.repeat(5000) + 'userName eq "a"' + '))'.repeat(5000),
+      '',
+      'userName',
+      'userName xx "a"',
+      'nosuch eq 1',
+      '(userName eq "a"',
+      'userName eq "a',
+      'active gt true',
+    ]) {
       let err: unknown;
       try {
         test(f);
