@@ -13,7 +13,7 @@ afterAll(async () => {
 
 async function get(path: string, token: string | null): Promise<{ status: number; body: { status?: string; detail?: string } }> {
   const res = await fetch(`${svc.baseUrl}/scim/v2${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
-  return { status: res.status, body: await res.json() };
+  return { status: res.status, body: (await res.json()) as { status?: string; detail?: string } };
 }
 
 it('off by default: every SCIM path answers 404, whoever asks', async () => {
