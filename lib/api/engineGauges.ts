@@ -4,6 +4,7 @@ import { listRules } from '../storage/rules';
 import { newestRun, RUN_STATUSES, ACTIVE_RUN_STATUSES } from '../storage/runs';
 import { meshIdsChangedSince, meshObjectCounts } from '../mesh/readModel';
 import { readExportDirty } from '../sync/run/state';
+import { lateLeaverCounts, leaverTargets } from '../sync/leavers';
 import type { EngineState } from '../telemetry/metrics';
 
 /**
@@ -27,7 +28,16 @@ export async function readEngineState(): Promise<EngineState> {
     const at = Date.parse(i.lastHeartbeat);
     if (Number.isFinite(at)) lastHeartbeat.set(i.name, at);
   }
-  return { pendingExports, connectorSpaceErrors, meshObjects: meshObjectCounts(), lastHeartbeat };
+  return { pendingExports, connectorSpaceErrors, meshObjects: meshObjectCounts(), lastHeartbeat, lateLeavers: await lateLeaversByName(connectors, rules) };
+}
+
+/** Late leavers by target connector name: every deprovisioning target has a sample (0 when none is late). */
+async function lateLeaversByName(connectors: StoredConnector[], rules: Awaited<ReturnType<typeof listRules>>): Promise<Map<string, number>> {
+  const late = await lateLeaverCounts();
+  const out = new Map<string, number>();
+  for (const t of leaverTargets(connectors, rules).values()) out.set(t.connector.name, 0);
+  for (const c of connectors) if (late.has(c.id)) out.set(c.name, late.get(c.id)!);
+  return out;
 }
 
 const FINISHED = RUN_STATUSES.filter((s) => !ACTIVE_RUN_STATUSES.includes(s));

@@ -15,6 +15,8 @@ import {
   SCHEDULES_QUERY,
   SPACE_QUERY,
 } from './queries';
+import { LEAVERS_QUERY } from './leavers';
+import { CORRELATION_ROUTES } from './correlationRoutes';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -704,6 +706,17 @@ export const ROUTES: readonly RouteSpec[] = [
     success: { status: 200, schema: 'ConfigChange' },
     errors: [409],
   },
+  {
+    name: 'listLeaverClock',
+    method: 'GET',
+    route: 'leavers',
+    permission: 'runs.read',
+    tag: 'Runs',
+    summary:
+      'The leaver clock: each delete or disable of a leaver in a target with when it was seen, sent and confirmed; newest first; state late is computed at the request (docs/leavers.md)',
+    query: LEAVERS_QUERY,
+    success: { status: 200, schema: 'LeaverList' },
+  },
   // Administration
   {
     name: 'getLicense',
@@ -754,6 +767,7 @@ export const ROUTES: readonly RouteSpec[] = [
     summary: 'This OpenAPI 3.1 document (anonymous)',
     success: { status: 200 },
   },
+  ...CORRELATION_ROUTES,
 ];
 
 /** Every error status a route can answer with, in ascending order. */

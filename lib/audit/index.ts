@@ -32,6 +32,10 @@ export type AuditAction =
   | 'approve'
   | 'reject'
   | 'request'
+  | 'decide'
+  | 'join'
+  | 'disconnect'
+  | 'undo'
   /** A read that is audited too: a SCIM client's GET (docs/scim.md). */
   | 'read';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 import { Command, CommanderError, Option } from 'commander';
 import { registerAdmin } from './commands/admin';
+import { registerCases } from './commands/cases';
 import { registerConnectors } from './commands/connectors';
 import { outcome } from './commands/context';
+import { registerLeavers } from './commands/leavers';
 import { registerLogin } from './commands/login';
 import { registerMesh } from './commands/mesh';
 import { registerRuns } from './commands/runs';
@@ -29,9 +31,11 @@ export function buildProgram(): Command {
     .exitOverride();
   registerLogin(program);
   registerConnectors(program);
+  registerCases(program);
   registerRuns(program);
   registerMesh(program);
   registerAdmin(program);
+  registerLeavers(program);
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();

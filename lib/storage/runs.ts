@@ -84,8 +84,8 @@ export interface RunObjectError {
 
 /** Who or what started a run: a person (`manual`), a schedule, or the apply of a plan. */
 export interface RunTrigger {
-  type: 'manual' | 'schedule' | 'apply';
-  /** The caller's UPN (manual), `schedule:<name>` (schedule); null when the caller has no UPN. */
+  type: 'manual' | 'schedule' | 'apply' | 'due';
+  /** The caller's UPN (manual), `schedule:<name>` (schedule), `system:due` (due); null when the caller has no UPN. */
   actorUpn: string | null;
   scheduleId?: string;
   scheduleRunId?: string;

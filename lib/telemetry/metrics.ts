@@ -54,6 +54,15 @@ export const httpDuration = new Histogram({
   registers: [registry],
 });
 
+/** Seconds from a leaver seen (or its grace over) to its deprovisioning confirmed in a target (lib/sync/leavers.ts). */
+export const leaverSeconds = new Histogram({
+  name: 'meshsync_leaver_seconds',
+  help: 'Seconds from a leaver seen by an import (or the end of its grace) to its delete or disable confirmed by an import of the target, by target connector name.',
+  labelNames: ['target'] as const,
+  buckets: [5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400],
+  registers: [registry],
+});
+
 /** The engine's state as the gauges show it: label value -> number, per series. */
 export interface EngineState {
   /** Connector name -> changes waiting for the connector's next export. */
@@ -64,6 +73,8 @@ export interface EngineState {
   meshObjects: Map<string, number> | null;
   /** Instance name -> its last heartbeat (epoch ms); the gauge shows the age at the scrape, not at the read. */
   lastHeartbeat: Map<string, number>;
+  /** Target connector name -> leavers past their deadline and not confirmed (absent: not read). */
+  lateLeavers?: Map<string, number>;
 }
 
 export type EngineStateSource = () => Promise<EngineState>;
@@ -101,6 +112,12 @@ function stateGauge(name: string, help: string, label: string, pick: (s: EngineS
 stateGauge('meshsync_pending_exports', 'Changes waiting for the connector\u2019s next export (see docs/operations.md).', 'connector', (s) => s.pendingExports);
 stateGauge('meshsync_connector_space_errors', 'Objects of the connector space in error (see docs/operations.md).', 'connector', (s) => s.connectorSpaceErrors);
 stateGauge('meshsync_mesh_objects', 'Objects in the mesh, by object type.', 'object_type', (s) => s.meshObjects);
+stateGauge(
+  'meshsync_leavers_late',
+  'Leavers past their deadline whose delete or disable is not confirmed yet, by target connector name (see docs/leavers.md).',
+  'target',
+  (s) => s.lateLeavers ?? null,
+);
 stateGauge('meshsync_instance_heartbeat_age_seconds', 'Seconds since each engine instance\u2019s last heartbeat.', 'instance', (s, now) =>
   ages(s.lastHeartbeat, now),
 );

@@ -1,5 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, ConnectorApprovals, Thresholds, Deprovisioning, FullSyncOnRuleChange } from '../../core/validation/schemas';
+import {
+  Dictionary,
+  DeletionThreshold,
+  ConnectorApprovals,
+  Thresholds,
+  Deprovisioning,
+  FullSyncOnRuleChange,
+  Correlation,
+} from '../../core/validation/schemas';
 
 /**
  * Configuration of a custom connector (type `custom`): `implementation` names a connector registered in
@@ -29,6 +37,7 @@ export const CustomConfigSchema = Type.Object(
     approvals: Type.Optional(ConnectorApprovals()),
     deprovisioning: Type.Optional(Deprovisioning()),
     fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
+    correlation: Type.Optional(Correlation()),
   },
   { $id: 'CustomConnectorConfig', additionalProperties: false },
 );

@@ -1,5 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, ConnectorApprovals, Thresholds, Deprovisioning, FullSyncOnRuleChange } from '../../core/validation/schemas';
+import {
+  Dictionary,
+  DeletionThreshold,
+  ConnectorApprovals,
+  Thresholds,
+  Deprovisioning,
+  FullSyncOnRuleChange,
+  Correlation,
+} from '../../core/validation/schemas';
 import type { FieldError } from '../../core/errors';
 
 /**
@@ -76,6 +84,7 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       approvals: Type.Optional(ConnectorApprovals()),
       deprovisioning: Type.Optional(Deprovisioning()),
       fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
+      correlation: Type.Optional(Correlation()),
       createContainers: Type.Optional(
         Type.Boolean({
           default: false,

@@ -1,5 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, ConnectorApprovals, Thresholds, Deprovisioning, FullSyncOnRuleChange } from '../../core/validation/schemas';
+import {
+  Dictionary,
+  DeletionThreshold,
+  ConnectorApprovals,
+  Thresholds,
+  Deprovisioning,
+  FullSyncOnRuleChange,
+  Correlation,
+} from '../../core/validation/schemas';
 import type { FieldError } from '../../core/errors';
 
 /**
@@ -71,6 +79,7 @@ export const SqlConfigSchema = Type.Object(
     approvals: Type.Optional(ConnectorApprovals()),
     deprovisioning: Type.Optional(Deprovisioning()),
     fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
+    correlation: Type.Optional(Correlation()),
   },
   { $id: 'SqlConnectorConfig', additionalProperties: false, dependentRequired: { deltaImportQuery: ['deltaColumn'] } },
 );

@@ -162,6 +162,15 @@ export const Deprovisioning = () =>
       onConditionFalse: Type.Optional(
         Type.Boolean({ default: false, description: 'true: a provisioned object whose provisioningCondition stops holding is deprovisioned the same way.' }),
       ),
+      deadlineMinutes: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: 10080,
+          default: 60,
+          description:
+            'Minutes a leaver may take, from when an import saw it (or its grace ended) to its delete or disable confirmed by an import of this target; past them it is late (GET /leavers, meshsync_leavers_late).',
+        }),
+      ),
     },
     { additionalProperties: false },
   );
@@ -172,3 +181,19 @@ export const FullSyncOnRuleChange = () =>
     description:
       'When the rules of the connector changed since its last full import or FullSync, a delta import goes on as a FullSync (default false: the run and the connector say that one is needed).',
   });
+
+/** A connector's correlation settings: join rules score candidates and uncertain matches become cases (docs/correlation.md). */
+export const Correlation = () =>
+  Type.Object(
+    {
+      autoJoinConfidence: Type.Integer({
+        minimum: 0,
+        maximum: 1000,
+        description: "The least score (the sum of the matching join rules' confidence) with which the one candidate reaching it joins.",
+      }),
+      caseOnMissingKey: Type.Optional(
+        Type.Boolean({ description: 'An object without a value for any exact join rule opens a case even when nothing matches it (default false).' }),
+      ),
+    },
+    { additionalProperties: false, description: "Turns scoring and correlation cases on for the connector's imports." },
+  );

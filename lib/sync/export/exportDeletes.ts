@@ -1,4 +1,5 @@
 import { ConnectorError, hasExport, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../../connectors/sdk';
+import { engineNow } from '../../core/clock';
 import { existingMeshIds } from '../../mesh/store';
 import { tombstoneDeletedOn } from '../../mesh/tombstones';
 import { listRules } from '../../storage/rules';
@@ -7,6 +8,7 @@ import { exportItems, filterByPlan, type ExportRecord } from './exportChanges';
 import { exceeded, thresholdsOf } from '../../plans/thresholds';
 import { planIndex } from '../../plans/planIndex';
 import { pageKey, writeRunChanges, type StoredChange } from '../../storage/runChanges';
+import { recordGoneLeavers } from '../leavers';
 import { disableValues, dueAt, isDue, isPseudoAttribute, type DeprovisioningSettings } from '../deprovisioning';
 import { exportRecordingApplied, isAborted } from './exportPage';
 import { ExportRetry } from './exportRetry';
@@ -94,7 +96,7 @@ async function deprovisionWith(
   const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
   if (!gone.length) return addPage(totals, result, []);
   const settings = settingsOf(config);
-  const at = new Date();
+  const at = engineNow();
   const now = at.toISOString();
   const prev = await readCsObjects(info.connectorId, gone);
   const deletedOn =
@@ -202,6 +204,12 @@ async function deprovisionWith(
   for (const row of lapsed) rows.push(unlinked(row, row.deprovisioned!));
   await retry.stage();
   await writeCsObjects(info.connectorId, rows);
+  await recordGoneLeavers(
+    info,
+    [...deletes.map((row) => ({ row, operation: 'delete' as const })), ...disabled.map((d) => ({ row: d.row, operation: 'disable' as const }))],
+    results,
+    now,
+  );
   const cached = csCaches.get(info.connectorId);
   if (cached) for (const r of rows) cached.set(r.anchor, summarize(info.connectorId, r));
   // A change the target refused is tried again by the next export.

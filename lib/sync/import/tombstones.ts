@@ -9,6 +9,7 @@ import { getTombstone, getTombstones, type Tombstone } from '../../mesh/tombston
 import { readCsObjects } from '../space/connectorSpace';
 import type { CsObject } from '../model';
 import { tombstonesToLoad, type WorkingSet } from '../planner';
+import { cancelLeavers } from '../leavers';
 import type { RuleSet } from '../rules';
 
 /**
@@ -83,5 +84,6 @@ export async function restoreMeshObject(id: string): Promise<MeshObject> {
   // Upserted, not inserted: two restores at once both succeed and leave the same object.
   await commitMeshWrite({ upserts: [doc], deletes: [], revived: [doc.id] });
   await writeHistory(randomUUID(), t.connector ?? Object.keys(t.state.links)[0] ?? '', now, [{ id: doc.id, before: null, after: doc, restored: true }]);
+  await cancelLeavers([doc.id]);
   return doc;
 }

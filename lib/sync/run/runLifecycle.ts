@@ -9,6 +9,7 @@ import { dropPlanIndex } from '../../plans/planIndex';
 import { hoursAfter, readPlanSettings } from '../../plans/settings';
 import { againKey } from '../export/exportPage';
 import { closeLiveReader } from '../import/fullImport';
+import { confirmLeaversAfter } from '../leavers';
 import { compileRuleSet } from '../rules';
 import { csCaches, heldRuns, noteRun, settleProgress, settleCsWrite } from './runContext';
 import { progressOf } from './runProgress';
@@ -90,6 +91,8 @@ export async function finishRun(input: FinishInput): Promise<void> {
   if (whole && input.watermark !== undefined && info.runType !== 'Export') await saveWatermark(info.connectorId, input.watermark);
   if (whole && input.fullPass) await saveFullRulesHash(info.connectorId, compileRuleSet(info.connectorId, await listRules()).hash);
   if (whole && input.fullRead) await recordFullRead(info.connectorId);
+  // An import of a target confirms the leavers sent to it before it started (lib/sync/leavers.ts).
+  if (whole && (info.runType === 'FullImport' || info.runType === 'DeltaImport')) await confirmLeaversAfter(info, run.startedAt);
   if (whole && input.exportState) {
     await saveExportState(info.connectorId, input.exportState.seq, input.exportState.hash);
     await clearExportDirty(info.connectorId, input.exportState.dirtyKeys);

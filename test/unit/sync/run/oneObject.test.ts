@@ -92,7 +92,16 @@ describe('views', () => {
   });
 
   test('exportView: an add has no old values and its staged id; an update shows what the target shows now', () => {
-    const add = exportView({ connectorId: T, kind: 'add', meshId: 'm1', prev: undefined, dn: 'uid=E1,ou=x', values: { uid: 'E1' }, shown: {} });
+    const add = exportView({
+      connectorId: T,
+      kind: 'add',
+      operation: 'Add',
+      meshId: 'm1',
+      prev: undefined,
+      dn: 'uid=E1,ou=x',
+      values: { uid: 'E1' },
+      shown: {},
+    });
     expect(add).toEqual({
       connectorId: T,
       operation: 'Add',
@@ -101,7 +110,16 @@ describe('views', () => {
       attributes: { uid: { old: null, new: 'E1' } },
     });
     const prev = { anchor: 'a1', objectType: 'User', attributes: { title: 'Old' }, hash: '', rulesHash: '', meshId: 'm1', updatedOn: NOW };
-    const upd = exportView({ connectorId: T, kind: 'update', meshId: 'm1', prev, dn: null, values: { title: 'New', mail: 'a@x' }, shown: { title: 'Old' } });
+    const upd = exportView({
+      connectorId: T,
+      kind: 'update',
+      operation: 'Update',
+      meshId: 'm1',
+      prev,
+      dn: null,
+      values: { title: 'New', mail: 'a@x' },
+      shown: { title: 'Old' },
+    });
     expect(upd).toEqual({
       connectorId: T,
       operation: 'Update',

@@ -2,6 +2,7 @@
 import { api, type Page } from '../api';
 import type { Session } from '../auth';
 import { ErrorBox, Link, Status, Table, useLoad, When } from '../ui';
+import { LateLeavers } from './leavers';
 import { runColumns, useConnectorNames } from './runs';
 
 export function Overview(_: { session: Session }) {
@@ -26,6 +27,7 @@ export function Overview(_: { session: Session }) {
   return (
     <section aria-labelledby="ov-title">
       <h1 id="ov-title">Overview</h1>
+      <LateLeavers />
       <div class="grid">
         <div class="card">
           <h2>Engine instances</h2>
