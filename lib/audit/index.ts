@@ -35,10 +35,22 @@ export type AuditAction =
   | 'decide'
   | 'join'
   | 'disconnect'
-  | 'undo';
+  | 'undo'
+  /** A read that is audited too: a SCIM client's GET (docs/scim.md). */
+  | 'read';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
 export type SystemActor = `system:${string}` | `schedule:${string}`;
-export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject' | 'meshObject' | 'configChange';
+export type AuditTargetType =
+  | 'connector'
+  | 'rule'
+  | 'instance'
+  | 'run'
+  | 'schedule'
+  | 'connectorSpaceObject'
+  | 'meshObject'
+  | 'configChange'
+  /** A User or Group pushed to the SCIM endpoint (`User/<id>`, `Group/<id>`). */
+  | 'scimResource';
 export type AuditOutcome = 'success' | 'failure';
 
 export async function recordAudit(

@@ -433,7 +433,8 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
         error: ambiguous.join(' '),
         followUps: detached,
         join,
-        ...marks, ...dated,
+        ...marks,
+        ...dated,
       };
     return { cs, outcome: isNew ? 'created' : 'updated', followUps: detached, join, ...marks, ...dated };
   } catch (err) {
