@@ -90,6 +90,15 @@ async function handle(request: HttpRequest, context: InvocationContext, hooks: S
   const rt = currentAuth();
   const settings = readScimSettings(rt?.config.roles.Operator ?? []);
   if (!settings.enabled) return errorAnswer(new ScimError(404, 'The SCIM endpoint is not enabled on this service (Scim:Enabled).'));
+  // Test collections written for a reference server ask it for a token first (`GET {base}/Token`) and keep
+  // whatever JSON `token` the answer carries. This service issues no tokens (they come from the authority): a
+  // plain-text 404, so a client keeps the token it was given instead of replacing it with nothing.
+  if (segmentsOf(new URL(request.url))[0]?.toLowerCase() === 'token')
+    return {
+      status: 404,
+      headers: { 'content-type': 'text/plain; charset=utf-8' },
+      body: 'This service issues no tokens: use a bearer token from the configured authority that carries the SCIM role value (Scim:Role).',
+    };
   let caller: Caller;
   try {
     if (!rt) throw new AppError('service_unavailable', 'Authentication is not initialised: the service has not finished starting.');

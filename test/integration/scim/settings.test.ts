@@ -36,3 +36,17 @@ it('Scim:Role names the role value that opens it; the Admin API roles alone do n
     expect(res.body.status).toBe('403');
   }
 });
+
+it('issues no tokens: GET /Token (any case, with or without a token) is a plain-text 404, so a test collection keeps the token it was given', async () => {
+  for (const path of ['/Token', '/token']) {
+    for (const token of [null, await svc.token('Operator')]) {
+      const res = await fetch(`${svc.baseUrl}/scim/v2${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+      const text = await res.text();
+      expect(text).toContain('issues no tokens');
+      // Not JSON: a script that reads `JSON.parse(body).token` stops before it can replace its token.
+      expect(() => JSON.parse(text)).toThrow();
+    }
+  }
+});
