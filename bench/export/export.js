@@ -27,6 +27,9 @@
  * 4. Verification from outside: ldapsearch and psql read every entry and row back; each is compared with what
  *    the tutorial's rules give (DN, attributes, the manager's DN / key), and the count must be N.
  *
+ * The storage client's calls of the service during each export are counted by table and method
+ * (bench/support/countStorage.js, `storageRequests` in the JSON: `total` is the requests sent).
+ *
  * Prints JSON: each export's seconds and objects/s, the floors, the ratio of each export to the larger of its two
  * floors (goal: at most 2), and whether the goal is met (the ratio, the run Completed, and every entry or row
  * read back right).
@@ -41,7 +44,7 @@ const path = require('node:path');
 const { startSlapd } = require('../../test/support/slapd');
 const { startPostgres } = require('../../test/support/postgres');
 const { DIRECTORY_DN_TEMPLATE, STAFF_STATEMENTS, STAFF_TABLE, tutorialRules } = require('../../test/support/tutorialDesign');
-const { arg, cpuSeconds, freshStorageFloor, onInterrupt, peakRssMB, startService } = require('../support');
+const { arg, cpuSeconds, freshStorageFloor, onInterrupt, peakRssMB, startService, storageCounter } = require('../support');
 
 const N = arg('users', 5000);
 const DEPARTMENTS = arg('departments', 40);
@@ -373,7 +376,9 @@ async function main() {
     stops.push(onInterrupt(() => slapd.stop()));
     await pg.createDatabase('staff');
     await pg.query(STAFF_TABLE, [], 'staff');
-    svc = await startService();
+    // The storage client's calls, counted in the service (bench/support/countStorage.js) for each export.
+    const counter = storageCounter(dir);
+    svc = await startService({ nodeArgs: counter.nodeArgs, env: counter.env });
     const { call, must } = svc;
     const connector = async (body) => (await must(call('POST', 'connectors', body), 201)).id;
     const HR = await connector({
@@ -422,7 +427,9 @@ async function main() {
     // 3. The exports, one after the other.
     const exportOf = async (connectorId, targetPid) => {
       const cpu0 = targetPid ? cpuSeconds(targetPid) : null;
+      await counter.take();
       const r = await svc.runExport(connectorId);
+      const { byTable, ...storageRequests } = await counter.take();
       const targetCpu = targetPid ? { slapdCpuSeconds: r2(cpuSeconds(targetPid) - cpu0) } : {};
       return {
         seconds: r2(r.seconds),
@@ -433,6 +440,7 @@ async function main() {
         ...(r.run.errors?.length ? { errorsShown: r.run.errors.length, firstErrors: r.run.errors.slice(0, 5) } : {}),
         ...(await orchestration(svc, r.run.runId ?? r.run.id)),
         cpu: { ...r.cpu, ...targetCpu },
+        storageRequests: { ...storageRequests, byTable },
       };
     };
     const ldapExport = await exportOf(DIRECTORY, slapd.pid);
