@@ -73,9 +73,12 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   return pages.length;
 }
 
+/** Levels at most: an org chart is far shallower; a chain of thousands must not make thousands of steps. */
+export const MAX_LEVELS = 32;
+
 /**
  * The ids in pages: by level (an object after every object to add that it names; a cycle is cut where it
- * closes), each level in pages of at most `size`, in id order within a level.
+ * closes; levels from MAX_LEVELS - 1 on are one), each level in pages of at most `size`, in id order within a level.
  */
 export function pagesInOrder(docs: readonly MeshObject[], connectorId: string, size = DEFAULT_PAGE_SIZE): string[][] {
   const byId = new Map(docs.map((d) => [d.id, d]));
@@ -120,7 +123,8 @@ export function pagesInOrder(docs: readonly MeshObject[], connectorId: string, s
   };
   const levels: string[][] = [];
   for (const d of docs) {
-    const l = level.get(d.id) ?? levelOf(d.id);
+    // Deeper than MAX_LEVELS (a long chain): together in the last level, their references left to the second pass.
+    const l = Math.min(level.get(d.id) ?? levelOf(d.id), MAX_LEVELS - 1);
     (levels[l] ??= []).push(d.id);
   }
   const pages: string[][] = [];
