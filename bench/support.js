@@ -452,19 +452,26 @@ function storageCounter(dir) {
     try {
       return JSON.parse(readFileSync(file, 'utf8'));
     } catch {
-      return {};
+      return { flush: 0, counts: {} };
     }
   };
   let last = {};
+  let flushes = 0;
   return {
     nodeArgs: ['--require', path.join(__dirname, 'support', 'countStorage.js')],
     env: { COUNT_STORAGE_FILE: file },
-    /** Waits for the hook's next write (it writes every 100 ms), then the counts since the last take. */
-    async take() {
-      await sleep(300);
-      const now = read();
+    /** Asks the service (`pid`) for its counts (SIGUSR2) and returns those since the last take. */
+    async take(pid) {
+      process.kill(pid, 'SIGUSR2');
+      let now;
+      for (let i = 0; i < 100; i++) {
+        now = read();
+        if (now.flush > flushes) break;
+        await sleep(20);
+      }
+      flushes = now.flush;
       const out = { total: 0, byFamily: {}, byTable: {} };
-      for (const [table, methods] of Object.entries(now)) {
+      for (const [table, methods] of Object.entries(now.counts)) {
         const diff = {};
         for (const [m, n] of Object.entries(methods)) {
           const d = n - (last[table]?.[m] ?? 0);
@@ -472,12 +479,12 @@ function storageCounter(dir) {
         }
         if (!Object.keys(diff).length) continue;
         out.byTable[table] = diff;
-        // Tables split by partition (Mesh07, ...) summed under their family's name.
-        const family = (out.byFamily[table.replace(/\d+$/, '')] ??= {});
+        // Tables split by partition (Mesh7, Meshf, ConnectorSpace0, ...) summed under their family's name.
+        const family = (out.byFamily[table.replace(/(Mesh|ConnectorSpace)[0-9a-f]$/, '$1').replace(/^h[0-9a-f]{20}/, 'durable')] ??= {});
         for (const [m, d] of Object.entries(diff)) family[m] = (family[m] ?? 0) + d;
         for (const m of ['listEntities', 'listMorePages', 'getEntity', 'submitTransaction', 'createEntity', 'upsertEntity', 'updateEntity', 'deleteEntity', 'createTable', 'deleteTable']) out.total += diff[m] ?? 0;
       }
-      last = now;
+      last = now.counts;
       return out;
     },
   };

@@ -427,9 +427,9 @@ async function main() {
     // 3. The exports, one after the other.
     const exportOf = async (connectorId, targetPid) => {
       const cpu0 = targetPid ? cpuSeconds(targetPid) : null;
-      await counter.take();
+      await counter.take(svc.pid);
       const r = await svc.runExport(connectorId);
-      const { byTable, ...storageRequests } = await counter.take();
+      const { byTable, ...storageRequests } = await counter.take(svc.pid);
       const targetCpu = targetPid ? { slapdCpuSeconds: r2(cpuSeconds(targetPid) - cpu0) } : {};
       return {
         seconds: r2(r.seconds),

@@ -2,8 +2,8 @@
 /**
  * A `--require` hook for the service process (BENCH_SERVICE_NODE_ARGS="--require <this file>"): counts the calls
  * of @azure/data-tables' TableClient by table and method, and the pages of each list query (every page is one
- * HTTP request), and writes the counts as JSON to $COUNT_STORAGE_FILE (at most every 100 ms while they change,
- * and at exit). The bench reads the file before and after a step and subtracts (bench/support.js storageCounts).
+ * HTTP request), and writes the counts as JSON to $COUNT_STORAGE_FILE when it gets SIGUSR2. The bench asks
+ * before and after a step and subtracts (bench/support.js storageCounter).
  *
  * Counted: getEntity (a point read), listEntities (a query; `listMorePages` its pages after the first, read through byPage), createEntity, upsertEntity,
  * updateEntity, deleteEntity (one write each), submitTransaction (one request; `actions` the operations in it),
@@ -14,24 +14,21 @@ const { TableClient } = require('@azure/data-tables');
 
 const file = process.env.COUNT_STORAGE_FILE;
 const counts = {}; // table -> method -> n
-let dirty = false;
+let flushes = 0;
 const bump = (table, method, n = 1) => {
   const t = (counts[table] ??= {});
   t[method] = (t[method] ?? 0) + n;
-  dirty = true;
 };
-const flush = () => {
-  if (!file || !dirty) return;
-  dirty = false;
+// Written only when asked (SIGUSR2 from the bench), so counting costs the service nothing between asks.
+process.on('SIGUSR2', () => {
+  if (!file) return;
   try {
-    fs.writeFileSync(`${file}.tmp`, JSON.stringify(counts));
+    fs.writeFileSync(`${file}.tmp`, JSON.stringify({ flush: ++flushes, counts }));
     fs.renameSync(`${file}.tmp`, file);
   } catch {
     // the bench went away
   }
-};
-setInterval(flush, 100).unref();
-process.on('exit', flush);
+});
 
 const proto = TableClient.prototype;
 for (const method of ['getEntity', 'createEntity', 'upsertEntity', 'updateEntity', 'deleteEntity', 'createTable', 'deleteTable']) {
