@@ -235,10 +235,11 @@ pageStep(DELTA_IMPORT, ofInfo, (input: { info: RunInfo; config: Record<string, u
   deltaImport(input.info, input.config, input.totals),
 );
 pageStep(EXPORT_PARTITION, ofInner, (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config));
-pageStep(EXPORT_DELETES, ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => {
+pageStep(EXPORT_DELETES, ofInfo, async (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => {
+  const out = await exportDeletes(input.info, input.totals, input.config);
   // The export's last step: the objects its scope step kept in this process are no longer needed.
   dropRunDocs(input.info.runId);
-  return exportDeletes(input.info, input.totals, input.config);
+  return out;
 });
 pageStep(EXPORT_PLAN, ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => scopeExport(input.info, input.config));
 pageStep(EXPORT_IDS, ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config));

@@ -217,11 +217,11 @@ export async function* iterateMesh(objectType?: string, partition?: number, form
 }
 
 /**
- * Every mesh object of a type with its row's ETag, page by page over the 16 partitions (a full export's scope
+ * Every mesh object of a type with its row's ETag, page by page over the 16 partitions or one (a full export's scope
  * step: lib/sync/export/exportRun.ts keeps them for its pages, and its link writes start from these ETags).
  */
-export async function* iterateMeshRows(objectType: string): AsyncGenerator<{ doc: MeshObject; etag: string }[]> {
-  for (const pk of MESH_PARTITIONS) {
+export async function* iterateMeshRows(objectType: string, partition?: number): AsyncGenerator<{ doc: MeshObject; etag: string }[]> {
+  for (const pk of partition === undefined ? MESH_PARTITIONS : [MESH_PARTITIONS[partition]]) {
     const client = await meshTable(pk);
     const queryOptions = { filter: `objectType eq ${odata(objectType)}` };
     for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions }).byPage({ maxPageSize: 1000 }))

@@ -1,6 +1,6 @@
 import { decodeMeshObject, encodeMeshObject } from '../../mesh/codec';
 import type { MeshObject } from '../../mesh/model';
-import { getMeshObjects, iterateMeshRows } from '../../mesh/store';
+import { MESH_PARTITIONS, getMeshObjects, iterateMeshRows } from '../../mesh/store';
 import { loadDocs } from '../run/runContext';
 import { DEFAULT_PAGE_SIZE, type RunInfo } from '../run/runTypes';
 import { saveExportPage } from '../run/state';
@@ -60,12 +60,16 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   dropRunDocs();
   const kept = new RunDocs(info.runId);
   const docs: MeshObject[] = [];
-  for await (const page of iterateMeshRows(objectType)) {
-    for (const { doc, etag } of page) {
-      docs.push(doc);
-      kept.docs.set(doc.id, { text: encodeMeshObject(doc), etag });
+  for (let partition = 0; partition < MESH_PARTITIONS.length; partition++) {
+    for await (const page of iterateMeshRows(objectType, partition)) {
+      for (const { doc, etag } of page) {
+        docs.push(doc);
+        kept.docs.set(doc.id, { text: encodeMeshObject(doc), etag });
+      }
+      if (docs.length > ORDERED_EXPORT_MAX) return undefined;
     }
-    if (docs.length > ORDERED_EXPORT_MAX) return undefined;
+    // Mesh ids are random, so the first partition tells the size: far over the limit, the rest is not read.
+    if (partition === 0 && docs.length * MESH_PARTITIONS.length > ORDERED_EXPORT_MAX * 1.5) return undefined;
   }
   const pages = pagesInOrder(docs, info.connectorId);
   for (let i = 0; i < pages.length; i++) await saveExportPage(info.runId, i, pages[i]);
@@ -153,6 +157,12 @@ export async function pageDocs(runId: string, ids: readonly string[], objectType
   }
   if (read.length) out.push(...(await getMeshObjects(read)).values());
   return out.filter((d) => d.objectType === objectType);
+}
+
+/** The ids of the objects the run's first step read, when this process kept them (undefined otherwise). */
+export function runDocIds(runId: string): ReadonlySet<string> | undefined {
+  const run = of(runId);
+  return run ? new Set(run.docs.keys()) : undefined;
 }
 
 /** Mesh objects by id for the references of a page: the run's copies (with the links it wrote), else loadDocs. */
