@@ -482,7 +482,19 @@ function storageCounter(dir) {
         // Tables split by partition (Mesh7, Meshf, ConnectorSpace0, ...) summed under their family's name.
         const family = (out.byFamily[table.replace(/(Mesh|ConnectorSpace)[0-9a-f]$/, '$1').replace(/^h[0-9a-f]{20}/, 'durable')] ??= {});
         for (const [m, d] of Object.entries(diff)) family[m] = (family[m] ?? 0) + d;
-        for (const m of ['listEntities', 'listMorePages', 'getEntity', 'submitTransaction', 'createEntity', 'upsertEntity', 'updateEntity', 'deleteEntity', 'createTable', 'deleteTable']) out.total += diff[m] ?? 0;
+        for (const m of [
+          'listEntities',
+          'listMorePages',
+          'getEntity',
+          'submitTransaction',
+          'createEntity',
+          'upsertEntity',
+          'updateEntity',
+          'deleteEntity',
+          'createTable',
+          'deleteTable',
+        ])
+          out.total += diff[m] ?? 0;
       }
       last = now.counts;
       return out;
