@@ -1,3 +1,4 @@
+import { SettingsReader } from '../../core/config';
 import { decodeMeshObject, encodeMeshObject } from '../../mesh/codec';
 import type { MeshObject } from '../../mesh/model';
 import { MESH_PARTITIONS, getMeshObjects, iterateMeshRows } from '../../mesh/store';
@@ -27,6 +28,15 @@ import { saveExportPage } from '../run/state';
 /** Above this many objects of the type a full export keeps its 16 partition steps (nothing held in memory). */
 export const ORDERED_EXPORT_MAX = 20_000;
 
+/**
+ * `Export:OrderedMax` (default {@link ORDERED_EXPORT_MAX}, 0 to 100,000): the most objects of the type a full
+ * export takes in reference order; 0 makes every full export go partition by partition. Read at start (a
+ * malformed value stops the service, naming it) and by every full export.
+ */
+export function readExportOrderedMax(settings = new SettingsReader()): number {
+  return settings.int('Export:OrderedMax', ORDERED_EXPORT_MAX, { min: 0, max: 100_000 });
+}
+
 interface Entry {
   /** The stored form (lib/mesh/codec.ts): decoded when used. */
   text: string;
@@ -54,10 +64,12 @@ export function dropRunDocs(runId?: string): void {
 /**
  * The scope step of a full export: reads the type's mesh objects, orders them (see the module comment), writes
  * the pages of ids and keeps the objects for the pages. Undefined (nothing written, nothing kept) when there are
- * more than {@link ORDERED_EXPORT_MAX}: the export then goes partition by partition.
+ * more than `Export:OrderedMax` ({@link readExportOrderedMax}): the export then goes partition by partition.
  */
 export async function orderFullExport(info: RunInfo, objectType: string): Promise<number | undefined> {
   dropRunDocs();
+  const max = readExportOrderedMax();
+  if (max === 0) return undefined;
   const kept = new RunDocs(info.runId);
   const docs: MeshObject[] = [];
   for (let partition = 0; partition < MESH_PARTITIONS.length; partition++) {
@@ -66,10 +78,10 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
         docs.push(doc);
         kept.docs.set(doc.id, { text: encodeMeshObject(doc), etag });
       }
-      if (docs.length > ORDERED_EXPORT_MAX) return undefined;
+      if (docs.length > max) return undefined;
     }
     // Mesh ids are random, so the first partition tells the size: far over the limit, the rest is not read.
-    if (partition === 0 && docs.length * MESH_PARTITIONS.length > ORDERED_EXPORT_MAX * 1.5) return undefined;
+    if (partition === 0 && docs.length * MESH_PARTITIONS.length > max * 1.5) return undefined;
   }
   const pages = pagesInOrder(docs, info.connectorId);
   for (let i = 0; i < pages.length; i++) await saveExportPage(info.runId, i, pages[i]);

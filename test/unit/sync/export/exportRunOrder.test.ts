@@ -1,5 +1,6 @@
 import type { MeshObject } from '../../../../lib/mesh/model';
-import { MAX_LEVELS, pagesInOrder } from '../../../../lib/sync/export/exportRun';
+import { ConfigError, SettingsReader } from '../../../../lib/core/config';
+import { MAX_LEVELS, pagesInOrder, readExportOrderedMax } from '../../../../lib/sync/export/exportRun';
 
 const TARGET = 'c-target';
 const id = (i: number) => `a${String(i).padStart(7, '0')}`;
@@ -62,5 +63,20 @@ describe('pagesInOrder: a full export in reference order', () => {
     expect(pages.slice(0, MAX_LEVELS - 1)).toEqual(Array.from({ length: MAX_LEVELS - 1 }, (_, i) => [id(i)]));
     expect(pages.slice(MAX_LEVELS - 1).map((p) => p.length)).toEqual([...Array(14).fill(2000), 30_000 - (MAX_LEVELS - 1) - 14 * 2000]);
     expect(new Set(pages.flat()).size).toBe(30_000);
+  });
+});
+
+describe('Export:OrderedMax', () => {
+  const read = (env: Record<string, string>) => readExportOrderedMax(new SettingsReader(env));
+
+  it('defaults to 20,000 and reads either spelling; 0 is allowed (every full export partition by partition)', () => {
+    expect(read({})).toBe(20_000);
+    expect(read({ Export__OrderedMax: '0' })).toBe(0);
+    expect(read({ 'Export:OrderedMax': '100000' })).toBe(100_000);
+  });
+
+  it.each(['-1', '100001', '2.5', 'many'])('refuses %s with a message naming the setting', (v) => {
+    expect(() => read({ Export__OrderedMax: v })).toThrow(ConfigError);
+    expect(() => read({ Export__OrderedMax: v })).toThrow(/setting 'Export:OrderedMax'/);
   });
 });
