@@ -55,7 +55,7 @@ const modes: [string, Record<string, string>][] = [
     for (const target of [t.dir, t.staff]) {
       const run = await t.exportTo(target);
       expect(run).toMatchObject({ status: 'Completed', stats: { objectsProcessed: N, objectsCreated: N, objectsUpdated: 0, errors: 0 } });
-      const changes = await rt.call('GET', `runs/${run.runId ?? run.id}/changes?take=1000`);
+      const changes = await rt.call('GET', `runs/${run.runId ?? run.id}/changes?take=100`);
       expect(changes.status).toBe(200);
       const items = changes.body.items as { operation: string; meshObjectId: string }[];
       const updates = items.filter((c) => c.operation === 'Update');
