@@ -133,6 +133,7 @@ function onInterrupt(fn) {
  *   SIGTERM so it saves. A restart on the same folder loads what was saved.
  * @param {(text: string) => void} [o.onOutput] every chunk the service writes to stdout/stderr.
  * @param {number} [o.startTimeoutSeconds] how long to wait for /api/health (default 120).
+ * @param {string[]} [o.nodeArgs] node options for the service process (before BENCH_SERVICE_NODE_ARGS).
  * @returns {Promise<{ base: string, pid: number, tablePid: number, azurite: object, dataDir: string, token: string,
  *   startSeconds: number, call: Function, must: Function, runImport: Function, runExport: Function, logs: () => string,
  *   stop: () => Promise<void> }>}
@@ -213,7 +214,7 @@ async function startService(o = {}) {
   const port = await freePort();
   const t0 = performance.now();
   // BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node options for the service alone (profiles).
-  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = [...(o.nodeArgs ?? []), ...(process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const child = spawn(
     process.execPath,
     [...nodeArgs, path.join(root, 'dist/lib/runtime/cli.js'), 'start', '--app', o.app ?? root, '--port', String(port), '--data-dir', dataDir],
@@ -440,6 +441,67 @@ async function freshStorageFloor(n, root = ROOT, { location, bytes } = {}) {
   }
 }
 
+/**
+ * The storage calls a service counts with bench/support/countStorage.js: `{ nodeArgs, env }` to give
+ * startService, and `take()`, the counts since the last take (table -> method -> n, and `total`: the storage
+ * requests: a transaction one, a query one and one per page after its first read through byPage).
+ */
+function storageCounter(dir) {
+  const file = path.join(dir, `storage-counts-${process.pid}.json`);
+  const read = () => {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8'));
+    } catch {
+      return { flush: 0, counts: {} };
+    }
+  };
+  let last = {};
+  let flushes = 0;
+  return {
+    nodeArgs: ['--require', path.join(__dirname, 'support', 'countStorage.js')],
+    env: { COUNT_STORAGE_FILE: file },
+    /** Asks the service (`pid`) for its counts (SIGUSR2) and returns those since the last take. */
+    async take(pid) {
+      process.kill(pid, 'SIGUSR2');
+      let now;
+      for (let i = 0; i < 100; i++) {
+        now = read();
+        if (now.flush > flushes) break;
+        await sleep(20);
+      }
+      flushes = now.flush;
+      const out = { total: 0, byFamily: {}, byTable: {} };
+      for (const [table, methods] of Object.entries(now.counts)) {
+        const diff = {};
+        for (const [m, n] of Object.entries(methods)) {
+          const d = n - (last[table]?.[m] ?? 0);
+          if (d) diff[m] = d;
+        }
+        if (!Object.keys(diff).length) continue;
+        out.byTable[table] = diff;
+        // Tables split by partition (Mesh7, Meshf, ConnectorSpace0, ...) summed under their family's name.
+        const family = (out.byFamily[table.replace(/(Mesh|ConnectorSpace)[0-9a-f]$/, '$1').replace(/^h[0-9a-f]{20}/, 'durable')] ??= {});
+        for (const [m, d] of Object.entries(diff)) family[m] = (family[m] ?? 0) + d;
+        for (const m of [
+          'listEntities',
+          'listMorePages',
+          'getEntity',
+          'submitTransaction',
+          'createEntity',
+          'upsertEntity',
+          'updateEntity',
+          'deleteEntity',
+          'createTable',
+          'deleteTable',
+        ])
+          out.total += diff[m] ?? 0;
+      }
+      last = now.counts;
+      return out;
+    },
+  };
+}
+
 /** The columns of the sync benches' users.csv. */
 const HR_HEADER = [
   'id',
@@ -525,6 +587,7 @@ async function hrSource({ call, must }, csvDir, extraConfig = {}, { name = 'HR',
 }
 
 module.exports = {
+  storageCounter,
   azuriteOptions,
   ROOT,
   arg,

@@ -4,6 +4,7 @@ import { approvalState, parkRun } from '../lib/runs/approval';
 import { fullImportDeletePage, planDeletePage, planFullImportDeletes } from '../lib/sync/import/deletes';
 import { deltaImport } from '../lib/sync/import/deltaImport';
 import { exportDeletedSince, exportDeletes } from '../lib/sync/export/exportDeletes';
+import { dropRunDocs } from '../lib/sync/export/exportRun';
 import { exportIdsPage, exportPartition, scopeExport, type ExportIdsInput, type ExportPageInput } from '../lib/sync/export/exportSteps';
 import { fullImportPage, type FullPageInput } from '../lib/sync/import/fullImport';
 import { fullSyncPage, type FullSyncPageInput } from '../lib/sync/import/fullSync';
@@ -234,9 +235,12 @@ pageStep(DELTA_IMPORT, ofInfo, (input: { info: RunInfo; config: Record<string, u
   deltaImport(input.info, input.config, input.totals),
 );
 pageStep(EXPORT_PARTITION, ofInner, (input: { input: ExportPageInput; config: Record<string, unknown> }) => exportPartition(input.input, input.config));
-pageStep(EXPORT_DELETES, ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) =>
-  exportDeletes(input.info, input.totals, input.config),
-);
+pageStep(EXPORT_DELETES, ofInfo, async (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) => {
+  const out = await exportDeletes(input.info, input.totals, input.config);
+  // The export's last step: the objects its scope step kept in this process are no longer needed.
+  dropRunDocs(input.info.runId);
+  return out;
+});
 pageStep(EXPORT_PLAN, ofInfo, (input: { info: RunInfo; config: Record<string, unknown> }) => scopeExport(input.info, input.config));
 pageStep(EXPORT_IDS, ofInner, (input: { input: ExportIdsInput; config: Record<string, unknown> }) => exportIdsPage(input.input, input.config));
 pageStep(EXPORT_DELETED, ofInfo, (input: { info: RunInfo; totals: RunTotals; config?: Record<string, unknown> }) =>

@@ -96,11 +96,19 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       totals = withOwedAsErrors(d, info.dryRun);
       return end(completedStatus(totals), { exportState });
     }
-    for (let partition = 0; partition < 16; partition++) {
-      const r = yield* step(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config });
-      if (isEnd(r)) return r;
-      totals = r;
-    }
+    if (plan.pages !== undefined) {
+      // Pages of ids over the whole mesh in reference order (lib/sync/export/exportRun.ts).
+      for (let page = 0; page < plan.pages; page++) {
+        const r = yield* step(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config });
+        if (isEnd(r)) return r;
+        totals = r;
+      }
+    } else
+      for (let partition = 0; partition < 16; partition++) {
+        const r = yield* step(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config });
+        if (isEnd(r)) return r;
+        totals = r;
+      }
     // References to objects this pass added (a manager provisioned with the reports) or moved (a manager
     // moved to another OU): one more pass writes them in the objects that name them.
     if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {

@@ -22,10 +22,14 @@
  * 2. The service (local runtime, in-memory Azurite), the connectors and rules, a full import of the HR file.
  * 3. One export to the directory, then one to the table, each timed from the trigger to the run's end
  *    (bench/support.js runExport); with its stats, its errors, and the activities of its orchestration from
- *    the Durable Functions HTTP API (16 export partitions, 32 when it made a second pass for references to
- *    objects the first pass added; the time of each pass).
+ *    the Durable Functions HTTP API (a full export in reference order: its syncExportIds pages; partition by
+ *    partition: 16 export partitions, then one syncExportIds step when it made a second pass for references
+ *    to objects the first pass added; the time of each pass).
  * 4. Verification from outside: ldapsearch and psql read every entry and row back; each is compared with what
  *    the tutorial's rules give (DN, attributes, the manager's DN / key), and the count must be N.
+ *
+ * The storage client's calls of the service during each export are counted by table and method
+ * (bench/support/countStorage.js, `storageRequests` in the JSON: `total` is the requests sent).
  *
  * Prints JSON: each export's seconds and objects/s, the floors, the ratio of each export to the larger of its two
  * floors (goal: at most 2), and whether the goal is met (the ratio, the run Completed, and every entry or row
@@ -41,7 +45,7 @@ const path = require('node:path');
 const { startSlapd } = require('../../test/support/slapd');
 const { startPostgres } = require('../../test/support/postgres');
 const { DIRECTORY_DN_TEMPLATE, STAFF_STATEMENTS, STAFF_TABLE, tutorialRules } = require('../../test/support/tutorialDesign');
-const { arg, cpuSeconds, freshStorageFloor, onInterrupt, peakRssMB, startService } = require('../support');
+const { arg, cpuSeconds, freshStorageFloor, onInterrupt, peakRssMB, startService, storageCounter } = require('../support');
 
 const N = arg('users', 5000);
 const DEPARTMENTS = arg('departments', 40);
@@ -326,6 +330,10 @@ async function orchestration(svc, runId) {
   const ids = done.filter((e) => e.FunctionName === 'syncExportIds');
   const steps = {};
   for (const e of done) steps[e.FunctionName] = r2((steps[e.FunctionName] ?? 0) + seconds(e));
+  if (partitions.length === 0)
+    // A full export in reference order (up to Export__OrderedMax objects): syncExportIds steps only, its pages and
+    // a second pass when one was needed (not told apart here: the run's changes list has any update it made).
+    return { activities, activitySeconds: steps, orderedPages: true, idsSteps: ids.length, idsSeconds: sum(ids) };
   return {
     activities,
     activitySeconds: steps,
@@ -373,7 +381,9 @@ async function main() {
     stops.push(onInterrupt(() => slapd.stop()));
     await pg.createDatabase('staff');
     await pg.query(STAFF_TABLE, [], 'staff');
-    svc = await startService();
+    // The storage client's calls, counted in the service (bench/support/countStorage.js) for each export.
+    const counter = storageCounter(dir);
+    svc = await startService({ nodeArgs: counter.nodeArgs, env: counter.env });
     const { call, must } = svc;
     const connector = async (body) => (await must(call('POST', 'connectors', body), 201)).id;
     const HR = await connector({
@@ -422,7 +432,9 @@ async function main() {
     // 3. The exports, one after the other.
     const exportOf = async (connectorId, targetPid) => {
       const cpu0 = targetPid ? cpuSeconds(targetPid) : null;
+      await counter.take(svc.pid);
       const r = await svc.runExport(connectorId);
+      const { byTable, ...storageRequests } = await counter.take(svc.pid);
       const targetCpu = targetPid ? { slapdCpuSeconds: r2(cpuSeconds(targetPid) - cpu0) } : {};
       return {
         seconds: r2(r.seconds),
@@ -433,6 +445,7 @@ async function main() {
         ...(r.run.errors?.length ? { errorsShown: r.run.errors.length, firstErrors: r.run.errors.slice(0, 5) } : {}),
         ...(await orchestration(svc, r.run.runId ?? r.run.id)),
         cpu: { ...r.cpu, ...targetCpu },
+        storageRequests: { ...storageRequests, byTable },
       };
     };
     const ldapExport = await exportOf(DIRECTORY, slapd.pid);

@@ -216,6 +216,19 @@ export async function* iterateMesh(objectType?: string, partition?: number, form
   }
 }
 
+/**
+ * Every mesh object of a type with its row's ETag, page by page over the 16 partitions or one (a full export's scope
+ * step: lib/sync/export/exportRun.ts keeps them for its pages, and its link writes start from these ETags).
+ */
+export async function* iterateMeshRows(objectType: string, partition?: number): AsyncGenerator<{ doc: MeshObject; etag: string }[]> {
+  for (const pk of partition === undefined ? MESH_PARTITIONS : [MESH_PARTITIONS[partition]]) {
+    const client = await meshTable(pk);
+    const queryOptions = { filter: `objectType eq ${odata(objectType)}` };
+    for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions }).byPage({ maxPageSize: 1000 }))
+      yield (await inflateRows(page)).map((e) => ({ doc: fromMeshEntity(e), etag: String(e.etag) }));
+  }
+}
+
 export interface MeshWrite {
   upserts: MeshObject[];
   /**
@@ -294,12 +307,25 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
  * links so: two exports (to two targets) or an import writing the same objects at the same time each keep what
  * the other wrote. Objects that are gone are skipped. Returns the written states.
  */
-export async function patchMeshObjects(ids: Iterable<string>, patch: (doc: MeshObject) => boolean, exportOf?: string): Promise<MeshObject[]> {
+export async function patchMeshObjects(
+  ids: Iterable<string>,
+  patch: (doc: MeshObject) => boolean,
+  exportOf?: string,
+  known?: (id: string) => { doc: MeshObject; etag: string } | undefined,
+): Promise<MeshObject[]> {
   const written = new Map<string, { doc: MeshObject; texts: { row: string; feed: string } }>();
   let todo = [...new Set(ids)];
   for (let attempt = 0; todo.length; attempt++) {
     const read: { doc: MeshObject; etag: string }[] = [];
-    await queryByIds(todo, undefined, async (rows) => {
+    // `known`: a copy of the object with the ETag the caller read it with, taken instead of a read on the first
+    // attempt (the write is conditional on that ETag: if anybody wrote it since, the conflict reads it again).
+    const unread: string[] = [];
+    for (const id of todo) {
+      const k = attempt === 0 ? known?.(id) : undefined;
+      if (k) read.push(k);
+      else unread.push(id);
+    }
+    await queryByIds(unread, undefined, async (rows) => {
       for (const e of await inflateRows(rows)) read.push({ doc: fromMeshEntity(e), etag: String(e.etag) });
     });
     const conflicted: string[] = [];

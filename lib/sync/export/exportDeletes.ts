@@ -12,6 +12,7 @@ import { recordGoneLeavers } from '../leavers';
 import { disableValues, dueAt, isDue, isPseudoAttribute, type DeprovisioningSettings } from '../deprovisioning';
 import { exportRecordingApplied, isAborted } from './exportPage';
 import { ExportRetry } from './exportRetry';
+import { runDocIds } from './exportRun';
 import type { CsObject } from '../model';
 import { storedObject } from '../import/pages';
 import { disconnectorJoinKeys } from '../planner';
@@ -57,8 +58,11 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals, config: Ex
       if (!rules.outbound.length) return totals;
       const summaries = await loadCsSummaries(info.connectorId);
       const linked = [...summaries].filter(([, s]) => !s.deleted && s.meshId);
-      const there = await existingMeshIds(linked.map(([, s]) => s.meshId!));
-      const gone = linked.filter(([, s]) => !there.has(s.meshId!)).map(([a]) => a);
+      // The objects a full export's first step read in this process exist as of that step (one deleted since is
+      // in the feed after the export's position: the next export deprovisions it); the others are asked.
+      const read = runDocIds(info.runId);
+      const there = await existingMeshIds(linked.map(([, s]) => s.meshId!).filter((id) => !read?.has(id)));
+      const gone = linked.filter(([, s]) => !there.has(s.meshId!) && !read?.has(s.meshId!)).map(([a]) => a);
       let existing = 0;
       for (const s of summaries.values()) if (!s.deleted) existing++;
       return await deprovisionWith(connector, info, totals, config, gone, existing);

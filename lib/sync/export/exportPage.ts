@@ -41,7 +41,8 @@ import type { CsObject } from '../model';
 import { referencePolicy } from '../references';
 import type { RuleSet } from '../rules';
 import { type ExportConfig, settingsOf } from '../run/runConnector';
-import { csCaches, csCache, waitingDocs, loadDocs, context } from '../run/runContext';
+import { csCaches, csCache, waitingDocs, context } from '../run/runContext';
+import { knownRow, noteWritten, relatedLoader } from './exportRun';
 import { cancellable } from '../run/runProgress';
 import { type RunTotals, type RunInfo, type PageResult, addPage } from '../run/runTypes';
 import { markExportDirty, readExportDirty } from '../run/state';
@@ -123,7 +124,7 @@ export async function loadExportInput(
     for (const m of (await readExportDirty(movedKey(info.runId))).ids) movedFrom.set(m.slice(0, m.indexOf('\u0000')), m.slice(m.indexOf('\u0000') + 1));
   const relations = await exportRelations(rules, docs, {
     connectorId: cid,
-    loadDocs,
+    loadDocs: relatedLoader(info.runId),
     dnOf: (anchor) => movedFrom.get(anchor) ?? targetCs?.entry(anchor)?.dn,
     targetKind,
     echoes,
@@ -360,8 +361,9 @@ export async function exportDocs(
   // The target's rows first, then the links: a stop in between leaves rows naming their mesh objects, which the
   // next export's take-over recognises as its own (a link with no row would leave the object unnamed there).
   await writeCsObjects(cid, csRows);
-  const upserts = await commitLinks(cid, links, now);
+  const upserts = await commitLinks(cid, links, now, knownRow(info.runId));
   for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
+  noteWritten(info.runId, upserts);
   await retry.commit();
   // This process's summaries follow its own writes (a reload per page would read the whole space again).
   const cached = csCaches.get(cid);
@@ -524,7 +526,7 @@ function holdsAll(loaded: ExportPlanInput, attributes: Record<string, AttributeV
  * another target, an import) may write them at the same time, and a whole-state write from the page's copy
  * would undo its links (the next export would add those objects again).
  */
-async function commitLinks(cid: string, links: readonly LinkChange[], now: string): Promise<MeshObject[]> {
+async function commitLinks(cid: string, links: readonly LinkChange[], now: string, known?: Parameters<typeof patchMeshObjects>[3]): Promise<MeshObject[]> {
   if (!links.length) return [];
   const byId = new Map<string, LinkChange[]>();
   for (const l of links) byId.set(l.id, [...(byId.get(l.id) ?? []), l]);
@@ -544,6 +546,7 @@ async function commitLinks(cid: string, links: readonly LinkChange[], now: strin
       return true;
     },
     cid,
+    known,
   );
 }
 

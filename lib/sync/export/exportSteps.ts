@@ -1,7 +1,7 @@
 import { ConnectorError, hasExport, type Connector } from '../../connectors/sdk';
 import { engineNow } from '../../core/clock';
 import type { MeshObject } from '../../mesh/model';
-import { currentFeedSeq, existingMeshIds, getMeshObjects, iterateMesh, readFeed } from '../../mesh/store';
+import { currentFeedSeq, existingMeshIds, iterateMesh, readFeed } from '../../mesh/store';
 import { readConnectorRow } from '../../storage/connectors';
 import { listRules } from '../../storage/rules';
 import { updateRun } from '../../storage/runs';
@@ -9,6 +9,7 @@ import { pageKey } from '../../storage/runChanges';
 import { isDue } from '../deprovisioning';
 import { loadAgain, exportDocs } from './exportPage';
 import { dropGoneStagedAdds } from './exportRetry';
+import { dropRunDocs, orderFullExport, pageDocs } from './exportRun';
 import { rejoinAtStart } from '../import/fullSync';
 import { compileRuleSet, type RuleSet } from '../rules';
 import { type ExportConfig, settingsOf, withConnector } from '../run/runConnector';
@@ -104,7 +105,11 @@ export async function scopeExport(info: RunInfo, config: ExportConfig): Promise<
     if (!info.dryRun) await dropGoneStagedAdds(info.connectorId);
     const scope = await readExportScope(info.connectorId, config, rules);
     const { seq, hash, dirtyKeys } = scope;
-    if (scope.mode === 'full') return { mode: 'full', seq, hash, dirtyKeys };
+    if (scope.mode === 'full') {
+      // Up to ORDERED_EXPORT_MAX objects: pages over the whole mesh in reference order (lib/sync/export/exportRun.ts).
+      const pages = await orderFullExport(info, typeof config.objectType === 'string' ? config.objectType : 'User');
+      return pages === undefined ? { mode: 'full', seq, hash, dirtyKeys } : { mode: 'full', seq, hash, dirtyKeys, pages };
+    }
     let pages = 0;
     for (let i = 0; i < scope.changed.length; i += DEFAULT_PAGE_SIZE) await saveExportPage(info.runId, pages++, scope.changed.slice(i, i + DEFAULT_PAGE_SIZE));
     await saveExportPage(info.runId, -1, scope.deleted);
@@ -204,7 +209,15 @@ export interface ExportIdsInput {
  * Export one page of an incremental export: the listed mesh objects that still exist (and are of the type). Page
  * -2, the second pass of any export: the objects the first asked to look at again, a page at a time.
  */
-export function exportIdsPage(input: ExportIdsInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
+export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
+  const { info } = input;
+  const out = await exportIdsStep(input, config);
+  // A failed page: nothing kept of the run is trusted any more (its copies may miss what the page wrote).
+  if ('failed' in out) dropRunDocs(info.runId);
+  return out;
+}
+
+function exportIdsStep(input: ExportIdsInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
   const { info } = input;
   return exportStep(info, config, async (connector, rules, objectType) => {
     const second = input.page === -2;
@@ -212,7 +225,8 @@ export function exportIdsPage(input: ExportIdsInput, config: ExportConfig): Prom
     let totals = input.totals;
     // The second pass's objects (those that name one the run added or moved), a page at a time.
     for (let start = 0, n = 0; start < ids.length || (start === 0 && !ids.length); start += DEFAULT_PAGE_SIZE, n++) {
-      const docs = [...(await getMeshObjects(ids.slice(start, start + DEFAULT_PAGE_SIZE))).values()].filter((d) => d.objectType === objectType);
+      // A full export's objects as its scope step read them when this process kept them (exportRun.ts).
+      const docs = await pageDocs(info.runId, ids.slice(start, start + DEFAULT_PAGE_SIZE), objectType);
       totals = await exportDocs(info, connector, rules, docs, totals, config, {
         record: second ? pageKey('y', n) : pageKey('x', input.page),
         second,

@@ -54,7 +54,8 @@ export interface RunTotals {
  */
 export type ExportPlan =
   | { mode: 'none' }
-  | { mode: 'full'; seq: number; hash: string; dirtyKeys: string[] }
+  /** `pages`: the export runs pages of ids in reference order (lib/sync/export/exportRun.ts), not the 16 partitions. */
+  | { mode: 'full'; seq: number; hash: string; dirtyKeys: string[]; pages?: number }
   | { mode: 'incremental'; seq: number; hash: string; dirtyKeys: string[]; pages: number; deleted: number };
 
 export interface RunInfo {

@@ -183,8 +183,9 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
 
   test('an export whose target statement is stuck ends Cancelled within 10 s: the transaction in flight rolls back, what was committed stays and is counted', async () => {
     // The mesh holds every source row (the test above). The target's inserts sleep once it holds LIMIT rows:
-    // the first partition's transaction commits (about ROWS / 16 rows), a later one sleeps inside its transaction.
-    const LIMIT = 400;
+    // the first page's transaction commits (a full export of ROWS objects goes in pages of 2,000 ids), the
+    // second sleeps inside its transaction.
+    const LIMIT = 2_500;
     target = await SqlContractFixture.create(pgServer(pg));
     await target.exec(`CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF (SELECT count(*) FROM people) >= ${LIMIT} THEN PERFORM pg_sleep(600); END IF; RETURN NEW; END $$;
