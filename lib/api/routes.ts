@@ -6,6 +6,7 @@ import {
   CONFIG_HISTORY_QUERY,
   CONFIG_IMPORT_QUERY,
   CONNECTOR_DELETE_QUERY,
+  CORRELATION_QUERY,
   MESH_HISTORY_QUERY,
   MESH_QUERY,
   RULES_QUERY,
@@ -16,7 +17,6 @@ import {
   SPACE_QUERY,
 } from './queries';
 import { LEAVERS_QUERY } from './leavers';
-import { CORRELATION_ROUTES } from './correlationRoutes';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -67,6 +67,7 @@ const runId = { name: 'id', kind: 'guid', description: 'The run id.' } as const;
 const instanceId = { name: 'id', kind: 'instanceId', description: 'The engine instance id.' } as const;
 const meshId = { name: 'id', kind: 'guid', description: 'The mesh object id.' } as const;
 const scheduleId = { name: 'id', kind: 'guid', description: 'The schedule id.' } as const;
+const caseId = { name: 'id', kind: 'guid', description: "The case id (the csObjectId of the case's object)." } as const;
 const scheduleRunId = { name: 'scheduleRunId', kind: 'guid', description: 'The schedule run id.' } as const;
 const attributeName = { name: 'name', kind: 'attribute', description: 'The mesh attribute name.' } as const;
 const versionId = { name: 'versionId', kind: 'guid', description: 'The configuration version id.' } as const;
@@ -767,7 +768,98 @@ export const ROUTES: readonly RouteSpec[] = [
     summary: 'This OpenAPI 3.1 document (anonymous)',
     success: { status: 200 },
   },
-  ...CORRELATION_ROUTES,
+  // Correlation (docs/correlation.md)
+  {
+    name: 'listCorrelationCases',
+    method: 'GET',
+    route: 'correlation-cases',
+    permission: 'connectors.read',
+    tag: 'Correlation',
+    summary: 'List correlation cases (uncertain joins parked by the engine): connector, state, reason, least best score; paging',
+    query: CORRELATION_QUERY,
+    success: { status: 200, schema: 'CorrelationCaseList' },
+  },
+  {
+    name: 'decideCorrelationCases',
+    method: 'POST',
+    route: 'correlation-cases/decide',
+    permission: 'connectorSpace.operate',
+    tag: 'Correlation',
+    summary: 'Decide every open case a filter matches (join to the best candidate, project, ignore), one after the other: counts and failures',
+    request: { schema: 'DecideCasesRequest' },
+    success: { status: 200, schema: 'DecideCasesResult' },
+    errors: [409],
+  },
+  {
+    name: 'getCorrelationCase',
+    method: 'GET',
+    route: 'correlation-cases/{id}',
+    permission: 'connectors.read',
+    tag: 'Correlation',
+    summary: 'Get one case: the object, each candidate with its score and the rules that matched (how: exact, normalized, fuzzy)',
+    pathParam: caseId,
+    success: { status: 200, schema: 'CorrelationCase' },
+  },
+  {
+    name: 'decideCorrelationCase',
+    method: 'POST',
+    route: 'correlation-cases/{id}/decide',
+    permission: 'connectorSpace.operate',
+    tag: 'Correlation',
+    summary: 'Decide an open case: join (a candidate or any mesh object), project (a new mesh object) or ignore (an explicit disconnector); applied at once',
+    pathParam: caseId,
+    request: { schema: 'DecideCaseRequest' },
+    success: { status: 200, schema: 'CorrelationCase' },
+    errors: [409],
+  },
+  {
+    name: 'joinConnectorSpaceObject',
+    method: 'POST',
+    route: 'connectors/{id}/space/{csObjectId}/join',
+    permission: 'connectorSpace.operate',
+    tag: 'Correlation',
+    summary: 'Join the object to a mesh object by hand (it leaves the one it was joined to); kept until undone',
+    pathParam: connectorId,
+    subParam: csObjectId,
+    request: { schema: 'SpaceJoinRequest' },
+    success: { status: 200, schema: 'CorrelationDecision' },
+    errors: [409],
+  },
+  {
+    name: 'disconnectConnectorSpaceObject',
+    method: 'POST',
+    route: 'connectors/{id}/space/{csObjectId}/disconnect',
+    permission: 'connectorSpace.operate',
+    tag: 'Correlation',
+    summary: 'Make the object an explicit disconnector: it leaves its mesh object and stays out of joins and projection until undone',
+    pathParam: connectorId,
+    subParam: csObjectId,
+    success: { status: 200, schema: 'CorrelationDecision' },
+    errors: [409],
+  },
+  {
+    name: 'getConnectorSpaceObjectDecisions',
+    method: 'GET',
+    route: 'connectors/{id}/space/{csObjectId}/decisions',
+    permission: 'connectors.read',
+    tag: 'Correlation',
+    summary: "The object's join, project or ignore decision in force, the mesh object it is joined to, and its decisions oldest first",
+    pathParam: connectorId,
+    subParam: csObjectId,
+    success: { status: 200, schema: 'CorrelationDecision' },
+  },
+  {
+    name: 'undoConnectorSpaceObjectDecision',
+    method: 'POST',
+    route: 'connectors/{id}/space/{csObjectId}/undo',
+    permission: 'connectorSpace.operate',
+    tag: 'Correlation',
+    summary: "Undo the object's join, project or ignore decision: it leaves the mesh object the decision gave it and its rules decide again",
+    pathParam: connectorId,
+    subParam: csObjectId,
+    success: { status: 200, schema: 'CorrelationDecision' },
+    errors: [409],
+  },
 ];
 
 /** Every error status a route can answer with, in ascending order. */

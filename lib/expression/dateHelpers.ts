@@ -1,6 +1,6 @@
 import { finestUnit, formatIn, toEpochMsIn } from './dates';
 import { DateValue, dateOf, noteDue } from './dateValue';
-import type { HelperImpl } from './helpers';
+import type { HelperImpl } from './values';
 import { checkLength, describeType, fail, toNum, type EvalContext } from './values';
 import { instantOf, isKnownZone, nextDayIn, nextBoundary, startOfDayIn, wallTimeOf } from './zones';
 

@@ -1,10 +1,7 @@
 import { DATE_HELPERS } from './dateHelpers';
 import { escapeRdnValue, firstRdnValue, parentDn } from './dn';
 import { pad, replaceEvery } from './strings';
-import { checkLength, describeType, fail, isPlainObject, joinArray, toInt, toStr, type EvalContext } from './values';
-
-/** A helper function: receives its evaluated arguments (arity is checked at parse time). */
-export type HelperImpl = (ctx: EvalContext, args: unknown[]) => unknown;
+import { checkLength, describeType, fail, isPlainObject, joinArray, toInt, toStr, type EvalContext, type HelperImpl } from './values';
 
 const isNullish = (value: unknown): value is null | undefined => value === null || value === undefined;
 

@@ -15,6 +15,9 @@ export interface EvalContext {
   clock: EvaluationClock | undefined;
 }
 
+/** A helper function: receives its evaluated arguments (arity is checked at parse time). */
+export type HelperImpl = (ctx: EvalContext, args: unknown[]) => unknown;
+
 /** Arrays nested deeper than this are refused when converted to a string (and cycles end here too). */
 const MAX_STRING_CONVERSION_DEPTH = 8;
 
