@@ -33,7 +33,7 @@ export type AuditAction =
   | 'reject'
   | 'request';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
-export type SystemActor = `system:${string}` | `schedule:${string}`;
+export type SystemActor = `system:${string}` | `schedule:${string}` | `continuous:${string}`;
 export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject' | 'meshObject' | 'configChange';
 export type AuditOutcome = 'success' | 'failure';
 
