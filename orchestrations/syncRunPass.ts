@@ -94,7 +94,8 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       const d = plan.deleted ? yield* step(EXPORT_DELETED, { info, totals, config }) : totals;
       if (isEnd(d)) return d;
       totals = withOwedAsErrors(d, info.dryRun);
-      return end(completedStatus(totals), { exportState });
+      // A targeted export (a continuous batch's) records no export position: it looked at its batch only.
+      return end(completedStatus(totals), plan.targeted ? {} : { exportState });
     }
     for (let partition = 0; partition < 16; partition++) {
       const r = yield* step(EXPORT_PARTITION, { input: { info, partition, totals } satisfies ExportPageInput, config });

@@ -30,11 +30,12 @@ const log = areaLog('continuous');
  * 2. **Reconcile** every `reconcileMinutes` (default 15): a `DeltaImport` run with trigger `continuous` and
  *    `reconcile: true`, whether or not a look saw anything. What it changes is what the looks missed; the
  *    follower logs it.
- * 3. **Export** once a batch (or a reconciling delta) ends having changed objects: an `Export` run with trigger
- *    `continuous` (and `sourceRunId`) on every export target (a connector with an enabled outbound flow rule,
- *    this one left out). An export is incremental: it looks at the mesh objects the change feed shows changed
- *    since the target's last export, which, while the follower keeps up, are the objects of the batch. A target
- *    whose own run is active is tried again at the next pass.
+ * 3. **Export** once a batch ends having changed objects: an `Export` run with trigger `continuous` and
+ *    `sourceRunId` (the batch) on every export target (a connector with an enabled outbound flow rule, this one
+ *    left out). It is targeted (lib/sync/export/targeted.ts): it looks at the mesh objects the batch changed,
+ *    nothing else, and records no export position. After a reconciling delta every target gets an untargeted
+ *    export (no `sourceRunId`: incremental, from the target's last export position, which it then records). A
+ *    target whose own run is active is tried again at the next pass.
  *
  * Nothing is kept that a restart would need: the watermark is the connector's own (committed by the run's end),
  * and a follower that starts (a new process, a connector newly continuous) asks each target for one export
@@ -78,7 +79,11 @@ interface Follower {
   busy: boolean;
   /** The DeltaImport run this follower started, until it is over. */
   importRun: { runId: string; reconcile: boolean } | null;
-  /** Targets owed an Export run, with the import run it exports (null: the catch-up export of a start). */
+  /**
+   * Targets owed an Export run, with the import run whose objects it exports (a targeted export), or null: an
+   * untargeted (incremental) export, owed at a follower's start, after a reconciling delta, and when a second
+   * batch ends before the first one's export could start.
+   */
   owed: Map<string, string | null>;
 }
 
@@ -217,10 +222,12 @@ async function step(f: Follower, host: ContinuousHost, now: number): Promise<voi
         log.warn(
           `Continuous mode of '${f.name}': the reconciling delta ${run.runId} changed ${run.stats.objectsCreated + run.stats.objectsUpdated + run.stats.objectsDeleted} object(s) no earlier batch had.`,
         );
-      for (const t of exportTargets(await listRules())) if (t !== f.connectorId) f.owed.set(t, run.runId);
+      for (const t of exportTargets(await listRules())) if (t !== f.connectorId) f.owed.set(t, f.importRun.reconcile || f.owed.has(t) ? null : run.runId);
     } else if (run && f.importRun.reconcile) {
       log.info(`Continuous mode of '${f.name}': the reconciling delta ${run.runId} found nothing missed.`);
     }
+    // After a reconciling delta, every target gets an untargeted export: it records the target's export position.
+    if (f.importRun.reconcile) for (const t of exportTargets(await listRules())) if (t !== f.connectorId) f.owed.set(t, null);
     f.importRun = null;
   }
   // 2. Exports owed.

@@ -8,6 +8,7 @@ import { pageKey } from '../../storage/runChanges';
 import { isDue } from '../deprovisioning';
 import { loadAgain, exportDocs } from './exportPage';
 import { dropGoneStagedAdds } from './exportRetry';
+import { idsChangedBy, targetedScope } from './targeted';
 import { rejoinAtStart } from '../import/fullSync';
 import { compileRuleSet, type RuleSet } from '../rules';
 import { type ExportConfig, settingsOf, withConnector } from '../run/runConnector';
@@ -101,13 +102,15 @@ export async function scopeExport(info: RunInfo, config: ExportConfig): Promise<
     if (!rules.outbound.length) return { mode: 'none' };
     await rejoinAtStart(info, emptyTotals(), false);
     if (!info.dryRun) await dropGoneStagedAdds(info.connectorId);
-    const scope = await readExportScope(info.connectorId, config, rules);
+    const scope = info.scopeRunId
+      ? { mode: 'incremental' as const, seq: 0, hash: '', dirtyKeys: [], ...(await targetedScope(await idsChangedBy(info.scopeRunId))) }
+      : await readExportScope(info.connectorId, config, rules);
     const { seq, hash, dirtyKeys } = scope;
     if (scope.mode === 'full') return { mode: 'full', seq, hash, dirtyKeys };
     let pages = 0;
     for (let i = 0; i < scope.changed.length; i += DEFAULT_PAGE_SIZE) await saveExportPage(info.runId, pages++, scope.changed.slice(i, i + DEFAULT_PAGE_SIZE));
     await saveExportPage(info.runId, -1, scope.deleted);
-    return { mode: 'incremental', seq, hash, dirtyKeys, pages, deleted: scope.deleted.length };
+    return { mode: 'incremental', seq, hash, dirtyKeys, pages, deleted: scope.deleted.length, ...(info.scopeRunId ? { targeted: true as const } : {}) };
   } catch (err) {
     return failure(err);
   }

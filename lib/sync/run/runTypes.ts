@@ -55,7 +55,7 @@ export interface RunTotals {
 export type ExportPlan =
   | { mode: 'none' }
   | { mode: 'full'; seq: number; hash: string; dirtyKeys: string[] }
-  | { mode: 'incremental'; seq: number; hash: string; dirtyKeys: string[]; pages: number; deleted: number };
+  | { mode: 'incremental'; seq: number; hash: string; dirtyKeys: string[]; pages: number; deleted: number; targeted?: true };
 
 export interface RunInfo {
   runId: string;
@@ -72,6 +72,11 @@ export interface RunInfo {
    * since are listed drifted and not touched.
    */
   planRunId?: string;
+  /**
+   * A targeted export (lib/sync/export/targeted.ts): only the mesh objects this import run changed, and no export
+   * position recorded.
+   */
+  scopeRunId?: string;
 }
 
 export const emptyTotals = (): RunTotals => ({
