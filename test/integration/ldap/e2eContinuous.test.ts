@@ -127,7 +127,7 @@ describeWithServer('slapd')('continuous delta mode (HR file source, slapd target
     expect(exported).toMatchObject({
       status: 'Completed',
       trigger: { type: 'continuous', actorUpn: 'continuous:HR' },
-      stats: { objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 1, errors: 0 },
+      stats: { objectsProcessed: 1, objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 1, errors: 0 },
     });
     expect((await leaverOf(id))!.sentRunId).toBe(exported.runId);
     // An update flows the same way.
