@@ -40,6 +40,7 @@ describeWithServer('slapd')('continuous delta mode (HR file source, slapd target
     expect(res.status).toBe(200);
     return res.body.items;
   };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   async function putConfig(id: string, patch: Record<string, unknown>): Promise<{ status: number; body: any }> {
     const current = await rt.call('GET', `connectors/${id}`);
     const res = await rt.call('PUT', `connectors/${id}`, { body: { name: current.body.name, config: { ...current.body.config, ...patch } } });
@@ -159,6 +160,7 @@ describeWithServer('slapd')('continuous delta mode (HR file source, slapd target
 
   test('the reconciling delta runs on its own and finds nothing missed', async () => {
     expect((await putConfig(hr, { continuous: { enabled: true, intervalSeconds: 1, reconcileMinutes: 1 } })).status).toBe(200);
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     let reconciled: any;
     await waitFor(
       'a reconciling delta',
