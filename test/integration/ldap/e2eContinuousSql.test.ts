@@ -130,9 +130,17 @@ jest.setTimeout(600_000);
     await waitFor('P002 renamed in the directory', async () => (await entry('P002'))?.givenName === 'Robert', 120_000);
     const batch = (await runsOf(hr)).find((r) => r.runType === 'DeltaImport' && r.trigger.type === 'continuous' && r.stats.objectsUpdated === 1);
     expect(batch).toMatchObject({ status: 'Completed' });
-    expect((await runsOf(dir)).find((r) => r.runType === 'Export' && r.trigger.sourceRunId === batch.runId)).toMatchObject({
-      status: 'Completed',
-      stats: { objectsUpdated: 1, errors: 0 },
-    });
+    // The entry is written before the export's run ends: wait for its end.
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    let exported: any;
+    await waitFor(
+      'the targeted export over',
+      async () => {
+        exported = (await runsOf(dir)).find((r) => r.runType === 'Export' && r.trigger.sourceRunId === batch.runId);
+        return exported && exported.status !== 'Running';
+      },
+      120_000,
+    );
+    expect(exported).toMatchObject({ status: 'Completed', stats: { objectsUpdated: 1, errors: 0 } });
   });
 });
