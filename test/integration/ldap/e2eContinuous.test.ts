@@ -178,4 +178,32 @@ describeWithServer('slapd')('continuous delta mode (HR file source, slapd target
     });
     expect(await entry('C004')).toBeDefined();
   });
+  test('a batch over the deletes threshold waits for approval (no other batch meanwhile); approved, it is applied and exported', async () => {
+    expect((await putConfig(hr, { deletionThreshold: undefined, thresholds: { deletes: { count: 1 } } })).status).toBe(200);
+    rows = rows.filter((r) => r.employeeId !== 'C002' && r.employeeId !== 'C004');
+    writeHr();
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    let held: any;
+    await waitFor(
+      'a batch awaiting approval',
+      async () => {
+        held = (await runsOf(hr)).find((r) => r.status === 'AwaitingApproval');
+        return !!held;
+      },
+      120_000,
+    );
+    expect(held).toMatchObject({ runType: 'DeltaImport', trigger: { type: 'continuous', actorUpn: 'continuous:HR' } });
+    expect(await entry('C002')).toBeDefined();
+    expect(await entry('C004')).toBeDefined();
+    // While it waits the follower starts nothing else on HR (the run holds the connector's lock).
+    const count = (await runsOf(hr)).length;
+    const marker = Date.now();
+    await waitFor('a few looks', async () => Date.now() - marker > 4000, 10_000);
+    expect((await runsOf(hr)).length).toBe(count);
+    expect((await rt.call('POST', `runs/${held.runId}/approve`, { body: {} })).status).toBe(202);
+    await waitFor('C002 and C004 gone from the directory', async () => (await entry('C002')) === undefined && (await entry('C004')) === undefined, 120_000);
+    expect((await runsOf(dir)).find((r) => r.runType === 'Export' && r.trigger.sourceRunId === held.runId)).toMatchObject({
+      trigger: { type: 'continuous' },
+    });
+  });
 });
