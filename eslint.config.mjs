@@ -24,6 +24,7 @@ const ROOMS = [
   ['schedules', ['lib/schedules/**']],
   ['console', ['lib/console/**']],
   ['api', ['lib/api/**', 'lib/schemas/**', 'lib/http/**']],
+  ['scim', ['lib/scim/**']],
   ['app', ['functions/**', 'orchestrations/**']],
   ['runtime', ['lib/runtime/**']],
   ['cli', ['lib/cli/**']],
@@ -51,7 +52,8 @@ const ROOM_IMPORTS = {
   schedules: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs'],
   console: BASE,
   api: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs', 'schedules'],
-  app: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs', 'schedules', 'api', 'console'],
+  scim: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs', 'schedules', 'api'],
+  app: [...LOWER, 'expression', 'connectors', 'mesh', 'plans', 'sync', 'instances', 'runs', 'schedules', 'api', 'scim', 'console'],
   runtime: [],
   cli: [],
 };

@@ -1,3 +1,7 @@
+import { engineNow } from '../core/clock';
+import { compileExpression } from '../expression';
+import { pendingValues } from '../sync/effectiveDates';
+import { ruleValue } from '../sync/rules';
 import type { AttributeValue } from '../connectors/sdk';
 import { notFound } from '../core/errors';
 import { classifyContributions, composerContribution, scriptInputs, type Classified } from '../mesh/explain';
@@ -12,6 +16,7 @@ import { anchoredCsObjectId, readCsObjects } from '../sync/space/connectorSpace'
 import { attributeValues } from '../sync/planner';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
 import { listRules, type Rule } from '../storage/rules';
+import { uniqueExportState, uniqueInputs, type UniqueExplanation } from './uniqueExplain';
 
 /**
  * `GET /mesh/objects/{id}/attributes/{name}/explain` and `GET /mesh/objects/{id}/history`: why a mesh
@@ -70,6 +75,7 @@ export async function explainAttribute(id: string, attribute: string) {
         ],
       }
     : null;
+  const pending = await pendingOf(doc, attribute, rules, connectorById);
   return {
     meshObjectId: doc.id,
     attribute,
@@ -77,10 +83,49 @@ export async function explainAttribute(id: string, attribute: string) {
     winner: winner ? view(winner) : null,
     candidates: candidates.map(view),
     composedBy,
+    ...(pending.length ? { pending } : {}),
     // A name that is both an attribute and a relationship is exported as the relationship.
     exports: rel ? rel.exports : await exportsOf(doc, attribute, rules, connectorById),
     ...(rel ? { relationship: rel.relationship } : {}),
   };
+}
+
+/**
+ * Future-dated values of `attribute` (inbound flows with effectiveFromAttribute) that the linked source objects
+ * hold and that are not in effect yet by the engine's clock (docs/dated-changes.md).
+ */
+async function pendingOf(doc: MeshObject, attribute: string, rules: readonly Rule[], connectors: Map<string, StoredConnector>) {
+  const out: { connectorId: string; connectorName: string | null; ruleId: string; value: AttributeValue; effectiveFrom: string }[] = [];
+  const dated = rules.filter(
+    (r) =>
+      r.isEnabled && r.ruleType === 'FlowRule' && r.direction !== 'outbound' && r.effectiveFromAttribute && r.targetAttribute === attribute && r.connectorId,
+  );
+  const now = engineNow().getTime();
+  for (const r of dated) {
+    const cid = r.connectorId!;
+    const anchor = doc.links[cid];
+    if (anchor === undefined) continue;
+    const row = (await readCsObjects(cid, [anchor])).get(anchor);
+    if (!row || row.deleted) continue;
+    const compiled = { rule: r, script: r.transformScript ? compileExpression(r.transformScript) : null };
+    const source = row.attributes[r.sourceAttribute ?? ''];
+    if (source === undefined || source === null || source === '') continue;
+    let value: AttributeValue;
+    try {
+      value = ruleValue(compiled, source, row.attributes);
+    } catch {
+      continue;
+    }
+    for (const p of pendingValues({ [attribute]: { v: value, rule: compiled } }, row.attributes, now))
+      out.push({
+        connectorId: cid,
+        connectorName: connectors.get(cid)?.name ?? null,
+        ruleId: r.ruleId,
+        value: shownValue(attribute, p.value),
+        effectiveFrom: new Date(p.at).toISOString(),
+      });
+  }
+  return out;
 }
 
 /** Per outbound flow of `attribute` (enabled, of an existing target): the value for the target and its state. */
@@ -92,17 +137,31 @@ async function exportsOf(doc: MeshObject, attribute: string, rules: readonly Rul
       r.direction === 'outbound' &&
       r.connectorId &&
       r.targetAttribute &&
-      (r.sourceAttribute === attribute || scriptInputs(r.transformScript).includes(attribute)),
+      (r.sourceAttribute === attribute || scriptInputs(r.transformScript).includes(attribute) || uniqueInputs(r).includes(attribute)),
   );
   flows.sort((a, b) => a.priority - b.priority);
   const values = attributeValues(doc);
-  const out: { connectorId: string; connectorName: string; targetAttribute: string; value: AttributeValue; state: ExportState }[] = [];
+  const out: { connectorId: string; connectorName: string; targetAttribute: string; value: AttributeValue; state: ExportState; unique?: UniqueExplanation }[] =
+    [];
   const seen = new Set<string>();
   for (const r of flows) {
     const connector = connectors.get(r.connectorId!);
     const target = r.targetAttribute!;
     if (!connector || seen.has(connector.id + '\u0000' + target)) continue;
     seen.add(connector.id + '\u0000' + target);
+    // A unique value: the one the object holds, which candidate won and why the earlier ones were skipped.
+    if (r.unique) {
+      const u = await uniqueExportState(doc, connector, r, target);
+      out.push({
+        connectorId: connector.id,
+        connectorName: connector.name,
+        targetAttribute: target,
+        value: shownValue(target, u.value),
+        state: u.state,
+        unique: u.unique,
+      });
+      continue;
+    }
     const state = await exportState(doc, connector, r, target, values);
     if (state)
       out.push({

@@ -1,5 +1,15 @@
 import type { FieldError } from '../core/errors';
-import { ExpressionSyntaxError, SCOPE_NAMES, closestName, parseExpression, unknownIdentifiers, type ScopeKind } from '../expression';
+import {
+  ExpressionSyntaxError,
+  NOW_SCOPES,
+  SCOPE_NAMES,
+  closestName,
+  dateProblems,
+  parseExpression,
+  unknownIdentifiers,
+  usesNow,
+  type ScopeKind,
+} from '../expression';
 
 /**
  * Check of a transformScript-language expression at create/update time, with the engine's own parser:
@@ -20,7 +30,11 @@ export function expressionErrors(source: string | null | undefined, path: string
     return [{ path, message: 'does not parse' }];
   }
   const names = SCOPE_NAMES[scope];
-  return unknownIdentifiers(ast, names).map((id) => {
+  const at = (n: { line: number; column: number; start: number }) => `at line ${n.line}, column ${n.column} (offset ${n.start})`;
+  // now() only where the engine gives its clock and tracks when results change (docs/dated-changes.md).
+  const dated = dateProblems(ast).map((p) => ({ path, message: `${p.message} ${at(p.node)}` }));
+  if (!NOW_SCOPES.has(scope) && usesNow(ast)) dated.push({ path, message: 'now() can only be used in outbound flow rules and provisioning conditions' });
+  const unknown = unknownIdentifiers(ast, names).map((id) => {
     const hint = closestName(id.name, names);
     return {
       path,
@@ -29,6 +43,7 @@ export function expressionErrors(source: string | null | undefined, path: string
         `the names this script can read are ${names.join(', ')}`,
     };
   });
+  return [...unknown, ...dated];
 }
 
 /** The scope of each expression field of a connector configuration. */

@@ -1,5 +1,6 @@
 import type { AttributeValue } from '../connectors/sdk';
-import { compileExpression } from '../expression';
+import { CLOCK, compileExpression } from '../expression';
+import { engineNow } from '../core/clock';
 import { sameValue, type MeshObject } from '../mesh/model';
 import type { StoredConnector } from '../storage/connectors';
 import type { Rule } from '../storage/rules';
@@ -33,7 +34,8 @@ export async function flowState(
   let expected: AttributeValue;
   try {
     const compiled: CompiledRule = { rule, script: rule.transformScript ? compileExpression(rule.transformScript) : null };
-    expected = ruleValue(compiled, values[rule.sourceAttribute ?? ''] ?? null, values);
+    // Rules that read the clock see the engine's now (docs/dated-changes.md).
+    expected = ruleValue(compiled, values[rule.sourceAttribute ?? ''] ?? null, values, { [CLOCK]: { now: engineNow().getTime() } });
   } catch {
     return null;
   }
@@ -42,7 +44,7 @@ export async function flowState(
     const condition = connector.config.provisioningCondition;
     if (typeof condition === 'string') {
       try {
-        const v = compileExpression(condition).evaluate({ source: values, object: values });
+        const v = compileExpression(condition).evaluate({ source: values, object: values, [CLOCK]: { now: engineNow().getTime() } });
         if (!(typeof v === 'string' ? v !== '' && !/^(false|0|no)$/i.test(v) : !!v)) return null;
       } catch {
         return null;

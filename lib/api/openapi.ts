@@ -15,6 +15,7 @@ import '../schemas/schedules';
 import '../schemas/connectorSpace';
 import '../schemas/config';
 import '../schemas/leavers';
+import '../schemas/correlation';
 
 /**
  * The OpenAPI 3.1 document of the Admin API, generated from the route catalog (lib/api/routes.ts) and the

@@ -4,6 +4,7 @@ import { CHANGE_OPERATIONS, CHANGE_OUTCOMES } from '../storage/runChanges';
 import { RUN_STATUSES } from '../storage/runs';
 import { SPACE_LIST_STATES } from '../sync/space/spaceIndex';
 import { TARGET_TYPES } from '../config/snapshots';
+import { CASE_REASONS, CASE_STATES } from '../schemas/correlation';
 
 /**
  * Query parameters of the list routes: the handlers parse with these and the OpenAPI document describes
@@ -68,4 +69,12 @@ export const CONNECTOR_DELETE_QUERY = {
 /** `GET /config/changes?status=`. */
 export const CONFIG_CHANGES_QUERY = {
   status: { kind: 'enum', values: ['AwaitingApproval', 'Applied', 'Rejected', 'Expired', 'Failed'] },
+} as const satisfies QuerySpec;
+
+export const CORRELATION_QUERY = {
+  connectorId: { kind: 'guid' },
+  state: { kind: 'enum', values: CASE_STATES },
+  reason: { kind: 'enum', values: CASE_REASONS },
+  minScore: { kind: 'int', min: 0, max: 100000 },
+  ...PAGING,
 } as const satisfies QuerySpec;

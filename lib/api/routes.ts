@@ -16,6 +16,7 @@ import {
   SPACE_QUERY,
 } from './queries';
 import { LEAVERS_QUERY } from './leavers';
+import { CORRELATION_ROUTES } from './correlationRoutes';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -766,6 +767,7 @@ export const ROUTES: readonly RouteSpec[] = [
     summary: 'This OpenAPI 3.1 document (anonymous)',
     success: { status: 200 },
   },
+  ...CORRELATION_ROUTES,
 ];
 
 /** Every error status a route can answer with, in ascending order. */

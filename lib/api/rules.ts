@@ -10,6 +10,7 @@ import { plainSnapshot } from '../config/snapshots';
 import { storageWriter } from '../config/writer';
 import { expressionErrors } from './expressions';
 import { checkRuleAttributes } from './ruleAttributes';
+import { toUniqueRule, uniqueConnectorIds, uniqueErrors } from './uniqueRules';
 
 /**
  * Rules as the Admin API sees them: per-type required fields, confidence 0..100 (schema), transformScript
@@ -28,8 +29,11 @@ const REQUIRED: Record<Rule['ruleType'], (keyof RuleRequest)[]> = {
 const ONLY_FOR: Partial<Record<keyof RuleRequest, Rule['ruleType']>> = {
   direction: 'FlowRule',
   evaluateWhenAbsent: 'FlowRule',
+  effectiveFromAttribute: 'FlowRule',
   objectType: 'ProjectionRule',
   relationshipType: 'MeshComposerRule',
+  match: 'JoinRule',
+  fuzzyThreshold: 'JoinRule',
 };
 
 function requirementErrors(body: RuleRequest): FieldError[] {
@@ -47,12 +51,17 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   for (const [field, type] of Object.entries(ONLY_FOR)) {
     if (body[field as keyof RuleRequest] !== undefined && body.ruleType !== type) errors.push({ path: `/${field}`, message: `applies only to a ${type}` });
   }
+  if (body.fuzzyThreshold !== undefined && body.ruleType === 'JoinRule' && body.match !== 'fuzzy')
+    errors.push({ path: '/fuzzyThreshold', message: 'applies only with match fuzzy' });
+  if (body.effectiveFromAttribute && body.ruleType === 'FlowRule' && body.direction === 'outbound')
+    errors.push({ path: '/effectiveFromAttribute', message: 'applies only to an inbound FlowRule' });
   if (typeof body.connectorId === 'string' && !isGuid(body.connectorId)) {
     errors.push({ path: '/connectorId', message: 'must be a connector id (a GUID)' });
   }
   errors.push(
     ...expressionErrors(body.transformScript, '/transformScript', body.ruleType === 'FlowRule' && body.direction === 'outbound' ? 'outboundFlow' : 'rule'),
   );
+  errors.push(...uniqueErrors(body));
   return errors;
 }
 
@@ -73,6 +82,9 @@ async function checkRule(body: RuleRequest): Promise<void> {
   if (body.connectorId && !(await connectorExists(body.connectorId.toLowerCase()))) {
     throw badRequest('The rule names a connector that does not exist.', [{ path: '/connectorId', message: 'is not an existing connector' }]);
   }
+  const missing: FieldError[] = [];
+  for (const c of uniqueConnectorIds(body)) if (!(await connectorExists(c.id))) missing.push({ path: c.path, message: 'is not an existing connector' });
+  if (missing.length) throw badRequest('The rule names a connector that does not exist.', missing);
 }
 
 /**
@@ -84,6 +96,8 @@ export async function ruleErrors(body: RuleRequest, connectorExists: (id: string
   if (!errors.length && body.connectorId && !(await connectorExists(body.connectorId.toLowerCase()))) {
     errors.push({ path: '/connectorId', message: 'is not an existing connector' });
   }
+  if (!errors.length)
+    for (const c of uniqueConnectorIds(body)) if (!(await connectorExists(c.id))) errors.push({ path: c.path, message: 'is not an existing connector' });
   return errors;
 }
 
@@ -106,9 +120,15 @@ export function toRule(ruleId: string, body: RuleRequest, createdOn: string, upd
   if (body.ruleType === 'FlowRule') {
     rule.direction = body.direction ?? 'inbound';
     rule.evaluateWhenAbsent = body.evaluateWhenAbsent ?? false;
+    const unique = toUniqueRule(body);
+    if (unique) rule.unique = unique;
+    if (body.effectiveFromAttribute && rule.direction === 'inbound') rule.effectiveFromAttribute = body.effectiveFromAttribute;
   }
   if (body.ruleType === 'ProjectionRule') rule.objectType = body.objectType ?? 'User';
   if (body.ruleType === 'MeshComposerRule') rule.relationshipType = body.relationshipType ?? null;
+  // Left out unless given, so that join rules without them stay as they were stored.
+  if (body.ruleType === 'JoinRule' && body.match) rule.match = body.match;
+  if (body.ruleType === 'JoinRule' && body.match === 'fuzzy') rule.fuzzyThreshold = body.fuzzyThreshold ?? 0.9;
   return rule;
 }
 

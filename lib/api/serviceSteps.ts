@@ -18,6 +18,7 @@ import { startTracing, stopTracing } from '../telemetry/tracing';
 import { readEngineState } from './engineGauges';
 import { readSchedulesConfig } from '../schedules/config';
 import { readExportMaxAttempts, readIdleCsCaches } from '../core/config';
+import { configureClock } from '../core/clock';
 import { readSecretAttributes, useSecretAttributes } from '../core/secretAttributes';
 import { readDisplayAttributes, useDisplayAttributes } from '../mesh/displayName';
 import { readPlanSettings } from '../plans/settings';
@@ -95,6 +96,17 @@ export const exportSettingsStep: ServiceStep = {
   },
 };
 
+/**
+ * `engineClock` (lib/core/clock.ts): read the test-only `Testing:ClockOffsetFile`; set outside Development, the
+ * start stops naming it.
+ */
+export const engineClockStep: ServiceStep = {
+  name: 'engineClock',
+  async start() {
+    configureClock();
+  },
+};
+
 /** `planSettings`: read `Plans:ExpireHours` and `Approvals:*`, so a malformed one stops the start naming it. */
 export const planSettingsStep: ServiceStep = {
   name: 'planSettings',
@@ -142,6 +154,7 @@ export const SERVICE_STEPS: readonly ServiceStep[] = [
   fileRootsStep,
   schedulesConfigStep,
   exportSettingsStep,
+  engineClockStep,
   planSettingsStep,
   secretAttributesStep,
   historyPurgeStep,

@@ -31,10 +31,26 @@ export type AuditAction =
   | 'apply'
   | 'approve'
   | 'reject'
-  | 'request';
+  | 'request'
+  | 'decide'
+  | 'join'
+  | 'disconnect'
+  | 'undo'
+  /** A read that is audited too: a SCIM client's GET (docs/scim.md). */
+  | 'read';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
 export type SystemActor = `system:${string}` | `schedule:${string}` | `continuous:${string}`;
-export type AuditTargetType = 'connector' | 'rule' | 'instance' | 'run' | 'schedule' | 'connectorSpaceObject' | 'meshObject' | 'configChange';
+export type AuditTargetType =
+  | 'connector'
+  | 'rule'
+  | 'instance'
+  | 'run'
+  | 'schedule'
+  | 'connectorSpaceObject'
+  | 'meshObject'
+  | 'configChange'
+  /** A User or Group pushed to the SCIM endpoint (`User/<id>`, `Group/<id>`). */
+  | 'scimResource';
 export type AuditOutcome = 'success' | 'failure';
 
 export async function recordAudit(

@@ -90,6 +90,7 @@ async function bearerCaller(token: string, rt: AuthRuntime): Promise<Caller> {
     upn: principal.kind === 'application' ? (upn ?? principal.display) : upn,
     sid: str(claims.oid),
     roles: resolveRoles(rt.config.roles, { roleClaims: strings(claims.roles), groupIds: strings(claims.groups) }),
+    roleClaims: [...strings(claims.roles), ...strings(claims.groups)],
     principal,
   };
 }
@@ -130,6 +131,7 @@ async function negotiateCaller(token: string, negotiate: NegotiateAuthenticator,
     upn: directory.upn ?? outcome.principal,
     sid: directory.sid,
     roles: resolveRoles(rt.config.roles, { roleClaims: directory.groups }),
+    roleClaims: directory.groups,
     principal: negotiatePrincipal(outcome.principal, directory, parseUpnRealms(rt.config.negotiate.upnRealms)),
   };
   return { caller, headers: outcome.outputToken ? { 'www-authenticate': `Negotiate ${outcome.outputToken}` } : {} };

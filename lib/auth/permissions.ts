@@ -61,6 +61,11 @@ export interface Caller {
   /** Resolved built-in roles; a caller with no mapped role is a Viewer. */
   roles: Role[];
   /**
+   * The raw role evidence the roles were resolved from (token `roles` and `groups` values, or the Windows
+   * caller's group names): the SCIM endpoint checks its own role value (`Scim:Role`) against it.
+   */
+  roleClaims?: readonly string[];
+  /**
    * The person (or application) behind the request, with every alias the token or the directory gives
    * (lib/auth/principal.ts): the four-eyes rule and the audit compare and name principals, not schemes.
    */

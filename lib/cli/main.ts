@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError, Option } from 'commander';
 import { registerAdmin } from './commands/admin';
+import { registerCases } from './commands/cases';
 import { registerConnectors } from './commands/connectors';
 import { outcome } from './commands/context';
 import { registerLeavers } from './commands/leavers';
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerLogin(program);
   registerConnectors(program);
+  registerCases(program);
   registerRuns(program);
   registerMesh(program);
   registerAdmin(program);

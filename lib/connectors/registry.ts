@@ -6,6 +6,7 @@ import { ActiveDirectoryConfigSchema, DIRECTORY_EXPRESSIONS, LdapConfigSchema, d
 import { SQL_EXPRESSIONS, SqlConfigSchema, sqlChecks, sqlDefaults, type SqlConfig } from './sql/schema';
 import { validateSqlConfig } from './sql/validate';
 import { CUSTOM_EXPRESSIONS, CustomConfigSchema } from './custom/schema';
+import { ScimInboundConfigSchema } from './scimInbound/schema';
 import { fromOperations, isOperations, type CustomConnectorConfig, type CustomConnectorFactory, type CustomConnectorImplementation } from './custom';
 import { BUILTIN_CONNECTORS, BUILTIN_CUSTOM_IMPLEMENTATIONS } from './builtin';
 import { AppError } from '../core/errors';
@@ -21,7 +22,7 @@ import { validate } from '../core/validation/ajv';
  * - the implementations a `custom` connector can name (`config.implementation`): the built-in file connector,
  *   and any registered with {@link registerCustomConnector}.
  */
-export const CONNECTOR_TYPES = ['active_directory', 'ldap', 'sql', 'custom'] as const;
+export const CONNECTOR_TYPES = ['active_directory', 'ldap', 'sql', 'custom', 'scim_inbound'] as const;
 export type ConnectorType = (typeof CONNECTOR_TYPES)[number];
 
 export interface ConnectorTypeConfig {
@@ -94,6 +95,15 @@ const TYPES: Record<ConnectorType, ConnectorTypeConfig> = {
     checks: customChecks,
     expressions: CUSTOM_EXPRESSIONS,
     endpoints: customEndpoints,
+  },
+  // What SCIM clients push to the service (docs/scim.md): no address, no secret, nothing to test on save.
+  scim_inbound: {
+    type: 'scim_inbound',
+    configSchema: ScimInboundConfigSchema,
+    defaults: (c) => c,
+    checks: () => [],
+    expressions: [],
+    endpoints: () => [],
   },
 };
 

@@ -1,6 +1,8 @@
+import { instantOf, wallTimeOf, type CalendarUnit } from './zones';
+
 /**
- * Date parsing and formatting for formatDate(): UTC only, no locale, no clock, so the same input always gives
- * the same output on every engine instance.
+ * Date parsing and formatting for the date helpers: UTC unless a time zone is named, no locale, no clock, so the
+ * same input always gives the same output on every engine instance.
  */
 
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?(Z|[+-]\d{2}:?\d{2})?$/i;
@@ -61,4 +63,58 @@ export function formatUtc(ms: number, pattern: string): string {
         return two(d.getUTCSeconds());
     }
   });
+}
+
+/**
+ * As toEpochMs, but an ISO 8601 text without a zone (`2026-12-09`, `2026-12-09T06:00`) is a wall-clock time in
+ * `zone` (a known IANA zone) instead of UTC. A text with a zone (`Z`, `+01:00`) and a GeneralizedTime keep theirs.
+ */
+export function toEpochMsIn(value: unknown, zone: string): number | undefined {
+  if (typeof value === 'string' && value.length <= 40) {
+    const iso = ISO.exec(value.trim());
+    if (iso && !iso[8]) {
+      const asUtc = fromParts(iso, undefined);
+      if (asUtc === undefined) return undefined;
+      const d = new Date(asUtc);
+      const wall = {
+        year: d.getUTCFullYear(),
+        month: d.getUTCMonth() + 1,
+        day: d.getUTCDate(),
+        hour: d.getUTCHours(),
+        minute: d.getUTCMinutes(),
+        second: d.getUTCSeconds(),
+        millisecond: d.getUTCMilliseconds(),
+      };
+      return instantOf(wall, zone);
+    }
+  }
+  return toEpochMs(value);
+}
+
+/** A pattern's finest token: the calendar unit at whose boundaries its text changes (none: it never does). */
+export function finestUnit(pattern: string): CalendarUnit | undefined {
+  const units: [RegExp, CalendarUnit][] = [
+    [/ss/, 'second'],
+    [/mm/, 'minute'],
+    [/HH/, 'hour'],
+    [/dd/, 'day'],
+    [/MM/, 'month'],
+    [/yyyy/, 'year'],
+  ];
+  return units.find(([re]) => re.test(pattern))?.[1];
+}
+
+/** Replaces the tokens yyyy MM dd HH mm ss with the wall-clock time in `zone`; every other character is kept. */
+export function formatIn(ms: number, pattern: string, zone: string): string {
+  if (zone === 'UTC') return formatUtc(ms, pattern);
+  const w = wallTimeOf(ms, zone);
+  const tokens: Record<string, string> = {
+    yyyy: String(w.year).padStart(4, '0'),
+    MM: two(w.month),
+    dd: two(w.day),
+    HH: two(w.hour),
+    mm: two(w.minute),
+    ss: two(w.second),
+  };
+  return pattern.replace(/yyyy|MM|dd|HH|mm|ss/g, (token) => tokens[token]);
 }

@@ -1,4 +1,5 @@
 import type { Expression, MemberExpression, SourcePosition } from './ast';
+import { CLOCK, DateValue, compareDates, plainResult, type EvaluationClock } from './dateValue';
 import { ExpressionEvaluationError } from './errors';
 import { HELPERS } from './helpers';
 import { ARRAY_METHODS, BOOLEAN_METHODS, NUMBER_METHODS, STRING_METHODS, type MethodImpl } from './methods';
@@ -12,6 +13,8 @@ export const DEFAULT_MAX_OUTPUT_LENGTH = 64 * 1024;
 export interface ExpressionScope {
   source: unknown;
   [name: string]: unknown;
+  /** The engine's clock (`now()`), out of the scripts' reach; see lib/expression/dateValue.ts. */
+  [CLOCK]?: EvaluationClock;
 }
 
 export interface EvaluationLimits {
@@ -39,6 +42,7 @@ export function createContext(limits: EvaluationLimits = {}): EvalContext {
     maxSteps: limitValue(limits.maxSteps, DEFAULT_MAX_STEPS, 'maxSteps'),
     maxOutputLength: limitValue(limits.maxOutputLength, DEFAULT_MAX_OUTPUT_LENGTH, 'maxOutputLength'),
     node: undefined,
+    clock: undefined,
   };
 }
 
@@ -51,10 +55,12 @@ export function run(expr: Expression, scope: ExpressionScope, ctx: EvalContext):
   if (scope === null || typeof scope !== 'object') throw new ExpressionEvaluationError('invalid_argument', 'The scope must be an object');
   ctx.steps = 0;
   ctx.node = undefined;
+  const clock = scope[CLOCK];
+  ctx.clock = clock && typeof clock.now === 'number' && Number.isFinite(clock.now) ? clock : undefined;
   try {
     const result = ev(expr, scope, ctx);
     // Only reachable with a tree not made by parseExpression (an optional link outside a ChainExpression).
-    return result === SHORT_CIRCUIT ? undefined : result;
+    return result === SHORT_CIRCUIT ? undefined : plainResult(result);
   } catch (err) {
     if (err instanceof ExpressionEvaluationError) throw err;
     throw errorAt(ctx.node, 'internal', 'The expression could not be evaluated');
@@ -109,9 +115,9 @@ function ev(node: Expression, scope: ExpressionScope, ctx: EvalContext): unknown
         case '!':
           return !value;
         case '-':
-          return -toNum(ctx, toPrimitive(ctx, value));
+          return -numeric(ctx, value);
         case '+':
-          return toNum(ctx, toPrimitive(ctx, value));
+          return numeric(ctx, value);
         default:
           return value === null ? 'object' : typeof value;
       }
@@ -252,13 +258,17 @@ function binary(operator: string, left: unknown, right: unknown, node: Expressio
       return toNum(ctx, a) + toNum(ctx, b);
     }
     case '-':
-      return toNum(ctx, toPrimitive(ctx, left)) - toNum(ctx, toPrimitive(ctx, right));
+      return numeric(ctx, left) - numeric(ctx, right);
     case '*':
-      return toNum(ctx, toPrimitive(ctx, left)) * toNum(ctx, toPrimitive(ctx, right));
+      return numeric(ctx, left) * numeric(ctx, right);
     case '/':
-      return toNum(ctx, toPrimitive(ctx, left)) / toNum(ctx, toPrimitive(ctx, right));
+      return numeric(ctx, left) / numeric(ctx, right);
     case '%':
-      return toNum(ctx, toPrimitive(ctx, left)) % toNum(ctx, toPrimitive(ctx, right));
+      return numeric(ctx, left) % numeric(ctx, right);
+  }
+  // A date compares with a date (or a text or number read as one) as instants (lib/expression/dateValue.ts).
+  if (left instanceof DateValue || right instanceof DateValue) return compareDates(operator as Parameters<typeof compareDates>[0], left, right, ctx.clock);
+  switch (operator) {
     case '===':
       return left === right;
     case '!==':
@@ -270,6 +280,11 @@ function binary(operator: string, left: unknown, right: unknown, node: Expressio
     default:
       return compare(operator, left, right, ctx);
   }
+}
+
+/** A number for arithmetic: a date is its milliseconds since 1970 (so `d2 - d1` is a duration), as in JavaScript. */
+function numeric(ctx: EvalContext, value: unknown): number {
+  return value instanceof DateValue ? value.ms : toNum(ctx, toPrimitive(ctx, value));
 }
 
 /** `<` `<=` `>` `>=` as JavaScript: two strings compare by code unit, anything else as numbers (NaN is false). */

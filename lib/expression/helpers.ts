@@ -1,4 +1,4 @@
-import { formatUtc, toEpochMs } from './dates';
+import { DATE_HELPERS } from './dateHelpers';
 import { escapeRdnValue, firstRdnValue, parentDn } from './dn';
 import { pad, replaceEvery } from './strings';
 import { checkLength, describeType, fail, isPlainObject, joinArray, toInt, toStr, type EvalContext } from './values';
@@ -94,18 +94,6 @@ export const HELPERS: ReadonlyMap<string, HelperImpl> = new Map<string, HelperIm
   ],
   ['toString', (ctx, [value]) => (isNullish(value) ? '' : toStr(ctx, value))],
   [
-    'formatDate',
-    (ctx, [value, pattern]) => {
-      if (isNullish(value)) return undefined;
-      const ms = toEpochMs(value);
-      if (ms === undefined) fail(ctx, 'invalid_argument', 'formatDate() could not read the value as a date');
-      const format = text(ctx, pattern, 'formatDate');
-      // Every token grows by at most 2 characters ('MM' -> '12'), so the pattern length bounds the result.
-      checkLength(ctx, format.length * 2);
-      return formatUtc(ms, format);
-    },
-  ],
-  [
     'dnEscape',
     (ctx, [value]) => {
       // A DN is never built from a missing value: "cn=undefined" would be created in the directory.
@@ -119,4 +107,5 @@ export const HELPERS: ReadonlyMap<string, HelperImpl> = new Map<string, HelperIm
   ],
   ['dnParent', (ctx, [value]) => mapText(ctx, value, 'dnParent', parentText)],
   ['dnRdnValue', (ctx, [value]) => mapText(ctx, value, 'dnRdnValue', rdnValueText)],
+  ...DATE_HELPERS,
 ]);

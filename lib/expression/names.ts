@@ -3,7 +3,10 @@
  * the evaluator (which checks again for computed keys and for the type of the value a method is called on).
  */
 
-/** Built-in helper functions, callable as `name(args)`. `now()` is deliberately absent: results must be deterministic. */
+/**
+ * Built-in helper functions, callable as `name(args)`. `now()` reads the engine's clock given with the scope
+ * (never the host's), so a result is the same for the same input and the same clock on every engine instance.
+ */
 export const HELPER_NAMES: ReadonlySet<string> = new Set([
   'lower',
   'upper',
@@ -25,6 +28,14 @@ export const HELPER_NAMES: ReadonlySet<string> = new Set([
   'dnEscape',
   'dnParent',
   'dnRdnValue',
+  'now',
+  'date',
+  'addDays',
+  'addHours',
+  'addMinutes',
+  'startOfDay',
+  'endOfDay',
+  'atTime',
 ]);
 
 /** [minimum, maximum] argument counts of each helper, checked at parse time. */
@@ -41,7 +52,7 @@ export const HELPER_ARITY: ReadonlyMap<string, readonly [number, number]> = new 
   ['isEmpty', [1, 1]],
   ['first', [1, 1]],
   ['last', [1, 1]],
-  ['formatDate', [2, 2]],
+  ['formatDate', [2, 3]],
   ['toNumber', [1, 1]],
   ['toString', [1, 1]],
   ['left', [2, 2]],
@@ -49,6 +60,24 @@ export const HELPER_ARITY: ReadonlyMap<string, readonly [number, number]> = new 
   ['dnEscape', [1, 1]],
   ['dnParent', [1, 1]],
   ['dnRdnValue', [1, 1]],
+  ['now', [0, 0]],
+  ['date', [1, 2]],
+  ['addDays', [2, 3]],
+  ['addHours', [2, 2]],
+  ['addMinutes', [2, 2]],
+  ['startOfDay', [1, 2]],
+  ['endOfDay', [1, 2]],
+  ['atTime', [2, 3]],
+]);
+
+/** The argument (0-based) of each helper that names a time zone: a literal one is checked when the script is saved. */
+export const ZONE_ARGUMENTS: ReadonlyMap<string, number> = new Map([
+  ['date', 1],
+  ['addDays', 2],
+  ['startOfDay', 1],
+  ['endOfDay', 1],
+  ['atTime', 2],
+  ['formatDate', 2],
 ]);
 
 /** [minimum, maximum] argument counts of each method name, over every type that has it; checked at parse time. */

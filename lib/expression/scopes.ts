@@ -13,6 +13,8 @@ import { children } from './parser';
  * - `outboundFlow`: an outbound FlowRule: `source` and `object` as for `rule`, and `related`: for each
  *   relationship type of the mesh object, the consolidated attributes of the (first) object it names
  *   (`related.manager.mail`).
+ * - `uniqueCandidate`: a candidate of an outbound FlowRule's `unique` list: the names of `outboundFlow` and
+ *   `counter`, the counter value the candidate is tried with (lib/sync/unique).
  * - `provisioningCondition`: `source` and `object`, both the consolidated mesh attributes of the object.
  * - `exportDnTemplate`: `source` (the connector-side attributes of the change), `baseDN`, `objectType`
  *   and `container`.
@@ -20,11 +22,18 @@ import { children } from './parser';
 export const SCOPE_NAMES = {
   rule: ['source', 'object'],
   outboundFlow: ['source', 'object', 'related'],
+  uniqueCandidate: ['source', 'object', 'related', 'counter'],
   provisioningCondition: ['source', 'object'],
   exportDnTemplate: ['source', 'baseDN', 'objectType', 'container'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type ScopeKind = keyof typeof SCOPE_NAMES;
+
+/**
+ * The places whose scripts may call `now()`: the engine gives them its clock and evaluates their objects again
+ * when a result that depends on it can change (docs/dated-changes.md). Elsewhere `now()` is refused when saved.
+ */
+export const NOW_SCOPES: ReadonlySet<ScopeKind> = new Set<ScopeKind>(['outboundFlow', 'provisioningCondition']);
 
 /**
  * The identifiers of `ast` that `names` does not define, in source order (each name once). The operand of

@@ -1,4 +1,5 @@
 import type { SourcePosition } from './ast';
+import { DateValue, type EvaluationClock } from './dateValue';
 import { ExpressionEvaluationError, type ExpressionEvaluationErrorCode } from './errors';
 
 /**
@@ -10,6 +11,8 @@ export interface EvalContext {
   maxSteps: number;
   maxOutputLength: number;
   node: SourcePosition | undefined;
+  /** The engine's clock of this evaluation (the scope's CLOCK), undefined when the place gives none. */
+  clock: EvaluationClock | undefined;
 }
 
 /** Arrays nested deeper than this are refused when converted to a string (and cycles end here too). */
@@ -46,6 +49,7 @@ export function describeType(value: unknown): string {
   if (value === undefined) return 'undefined';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
+  if (value instanceof DateValue) return 'a date';
   switch (typeof value) {
     case 'string':
       return 'a string';
@@ -83,6 +87,7 @@ export function toStr(ctx: EvalContext, value: unknown, depth = 0): string {
     default:
       if (value === null) return 'null';
       if (Array.isArray(value)) return joinArray(ctx, value, ',', depth);
+      if (value instanceof DateValue) return value.toJSON();
       return fail(ctx, 'type_error', `Cannot convert ${describeType(value)} to a string`);
   }
 }
@@ -115,6 +120,7 @@ export function toNum(ctx: EvalContext, value: unknown): number {
     default:
       if (value === null) return 0;
       if (Array.isArray(value)) return Number(toStr(ctx, value));
+      if (value instanceof DateValue) return value.ms;
       return fail(ctx, 'type_error', `Cannot convert ${describeType(value)} to a number`);
   }
 }
@@ -122,7 +128,7 @@ export function toNum(ctx: EvalContext, value: unknown): number {
 /** JavaScript's ToPrimitive without calling any method of the value: arrays become strings, objects are refused. */
 export function toPrimitive(ctx: EvalContext, value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return toStr(ctx, value);
+  if (Array.isArray(value) || value instanceof DateValue) return toStr(ctx, value);
   return fail(ctx, 'type_error', `Cannot use ${describeType(value)} as a primitive value`);
 }
 

@@ -35,6 +35,18 @@ export class IndexOverlay {
     return this.merge(this.base.incoming(targetId), this.layer.incoming(targetId));
   }
 
+  get generation(): number {
+    return this.base.generation + this.layer.generation;
+  }
+
+  *entries(by: string): IterableIterator<[string, string[]]> {
+    for (const [key, ids] of this.base.entries(by)) {
+      const kept = this.changed.size ? ids.filter((id) => !this.changed.has(id)) : ids;
+      if (kept.length) yield [key, kept];
+    }
+    yield* this.layer.entries(by);
+  }
+
   apply(id: string, state: MeshObject | null): void {
     this.changed.add(id);
     this.layer.apply(id, state);

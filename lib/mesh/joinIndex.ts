@@ -93,8 +93,18 @@ export class MeshIndex {
     return this.list(this.incomingRel.get(targetId));
   }
 
+  /** Counts {@link apply} calls: an index derived from this one (lib/sync/correlation) knows when it is behind. */
+  generation = 0;
+
+  /** Every key of attribute `by` with its ids (the correlation index of normalised and fuzzy join rules reads them). */
+  *entries(by: string): IterableIterator<[string, string[]]> {
+    const map = this.byKey.get(by);
+    if (map) for (const [key, slots] of map) yield [key, this.list(slots)];
+  }
+
   /** Record the committed state of an object (null: deleted). */
   apply(id: string, state: MeshObject | null): void {
+    this.generation++;
     let slot = this.slotOf.get(id);
     if (slot !== undefined) {
       const anchorKeys = this.byKey.get(ANCHOR)!;

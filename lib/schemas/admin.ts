@@ -27,9 +27,9 @@ export const AuditRecord = defineSchema(
       timestamp: Timestamp(),
       action: Type.String({
         description:
-          'create, update, delete, trigger, pause, resume, rename, remove, assign, unassign, cancel, fail, retry, sync, apply, approve, reject, restore.',
+          'create, update, delete, trigger, pause, resume, rename, remove, assign, unassign, cancel, fail, retry, sync, apply, approve, reject, restore, read (SCIM reads).',
       }),
-      targetType: Type.String({ description: 'connector, rule, instance, run, connectorSpaceObject, meshObject, configChange.' }),
+      targetType: Type.String({ description: 'connector, rule, instance, run, connectorSpaceObject, meshObject, configChange, scimResource.' }),
       targetId: Type.String(),
       actorUpn: Nullable(Type.String({ description: 'upn, else preferred_username (tokens); the principal (Negotiate); system for background work.' })),
       actorSid: Nullable(Type.String({ description: 'oid (tokens); the SID (Negotiate) where known.' })),

@@ -10,7 +10,10 @@ import { DisplayName, Guid, Nullable, Timestamp } from '../core/validation/schem
  */
 const ConnectorType = Type.Union(
   CONNECTOR_TYPES.map((t) => Type.Literal(t)),
-  { description: 'active_directory and ldap: directory connector; sql: SQL connector; custom: an implementation registered in code.' },
+  {
+    description:
+      'active_directory and ldap: directory connector; sql: SQL connector; custom: an implementation registered in code; scim_inbound: what SCIM clients push to the SCIM endpoint (docs/scim.md).',
+  },
 );
 const ConfigObject = (description: string) => Type.Object({}, { additionalProperties: true, description });
 

@@ -6,6 +6,29 @@ import { Guid, Nullable, Timestamp } from '../core/validation/schemas';
 const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
 const Value = Type.Union([Scalar, Type.Array(Scalar)]);
 
+/** An outbound flow with `unique` (docs/unique-values.md): the value held, the candidate that won, the ones skipped and why. */
+const UniqueExplanationSchema = Type.Object(
+  {
+    pool: Type.String({ description: 'Where the value is reserved: connector/<id>/<attribute>, targets/<ids> or mesh/<attribute>.' }),
+    value: Nullable(Type.String()),
+    candidate: Nullable(Type.Integer({ description: "The winning candidate's index in the rule's list." })),
+    counter: Nullable(Type.Integer()),
+    reservedOn: Nullable(Timestamp()),
+    skipped: Type.Array(
+      Type.Object(
+        {
+          candidate: Type.Integer(),
+          counter: Type.Optional(Type.Integer()),
+          value: Nullable(Type.String()),
+          reason: Type.String(),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 const Candidate = Type.Object(
   {
     connectorId: Nullable(Guid({ description: 'The contributing connector; null for a value computed by a MeshComposerRule.' })),
@@ -33,6 +56,21 @@ export const AttributeExplanation = defineSchema(
       winner: Nullable(Candidate),
       candidates: Type.Array(Candidate),
       composedBy: Nullable(Type.Object({ ruleId: Guid(), inputs: Type.Array(Type.String()) }, { additionalProperties: false })),
+      pending: Type.Optional(
+        Type.Array(
+          Type.Object(
+            {
+              connectorId: Guid(),
+              connectorName: Nullable(Type.String()),
+              ruleId: Guid(),
+              value: Value,
+              effectiveFrom: Timestamp({ description: 'When the value takes effect (its rule names effectiveFromAttribute; docs/dated-changes.md).' }),
+            },
+            { additionalProperties: false },
+          ),
+          { description: 'Future-dated values of the linked source objects that wait for their date (present only when there are some).' },
+        ),
+      ),
       exports: Type.Array(
         Type.Object(
           {
@@ -41,6 +79,7 @@ export const AttributeExplanation = defineSchema(
             targetAttribute: Type.String(),
             value: Value,
             state: Type.Union([Type.Literal('confirmed'), Type.Literal('pendingExport'), Type.Literal('awaitingConfirmation')]),
+            unique: Type.Optional(UniqueExplanationSchema),
           },
           { additionalProperties: false },
         ),

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { RULE_TYPES } from '../storage/rules';
 import { defineSchema } from '../core/validation/ajv';
 import { AttributeName, DisplayName, Guid, Nullable, Timestamp } from '../core/validation/schemas';
+import { UniqueRuleSchema } from './uniqueRule';
 
 /**
  * Request and response schemas of `/rules`. Which fields each rule type requires is checked after the
@@ -48,9 +49,26 @@ export const requestFields = {
         'FlowRule only (false when not given): evaluate the script when the source attribute is absent (source is null). Default false: an absent source contributes nothing (inbound) or leaves the attribute out / clears it (outbound).',
     }),
   ),
+  effectiveFromAttribute: Type.Optional(
+    Nullable(
+      AttributeName({
+        description:
+          'Inbound FlowRule only: the source attribute holding the date the value takes effect (ISO 8601, UTC unless it names a zone). Before that date the mesh keeps the previous value and the new one waits; the engine applies it on its date (docs/dated-changes.md).',
+      }),
+    ),
+  ),
   objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'ProjectionRule only; default User.' })),
+  unique: Type.Optional(Nullable(UniqueRuleSchema)),
   relationshipType: Type.Optional(
     Nullable(Type.String({ minLength: 1, maxLength: 256, description: 'MeshComposerRule only: makes a relationship (e.g. manager).' })),
+  ),
+  match: Type.Optional(
+    Type.Union([Type.Literal('exact'), Type.Literal('normalized'), Type.Literal('fuzzy')], {
+      description: 'JoinRule only (default exact): how values are compared when the connector scores candidates (correlation).',
+    }),
+  ),
+  fuzzyThreshold: Type.Optional(
+    Type.Number({ minimum: 0, maximum: 1, description: 'JoinRule with match fuzzy only (default 0.9): the least name similarity that makes a candidate.' }),
   ),
 };
 
@@ -80,8 +98,12 @@ export const Rule = defineSchema(
       transformScript: Nullable(Type.String()),
       direction: Type.Optional(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')])),
       evaluateWhenAbsent: Type.Optional(Type.Boolean()),
+      unique: Type.Optional(UniqueRuleSchema),
+      effectiveFromAttribute: Type.Optional(Type.String()),
       objectType: Type.Optional(Type.String()),
       relationshipType: Type.Optional(Nullable(Type.String())),
+      match: Type.Optional(Type.Union([Type.Literal('exact'), Type.Literal('normalized'), Type.Literal('fuzzy')])),
+      fuzzyThreshold: Type.Optional(Type.Number()),
       createdOn: Timestamp(),
       updatedOn: Timestamp(),
     },

@@ -1,5 +1,6 @@
 import { conflict, notFound } from '../core/errors';
 import { isStatus, odata, table } from './tables';
+import type { UniqueRule } from './uniqueValues';
 
 /**
  * Rules repository (table `Rules`): PartitionKey `rule`, RowKey the rule id; the rule itself as JSON in
@@ -32,10 +33,21 @@ export interface Rule {
    * the attribute (inbound), or the attribute is left out of an add and cleared by an update (outbound).
    */
   evaluateWhenAbsent?: boolean;
+  /** Outbound FlowRule only: the value is generated unique from candidates (lib/sync/unique, docs/unique-values.md). */
+  unique?: UniqueRule;
+  /**
+   * Inbound FlowRule only: the source attribute holding the date the value takes effect; before it the mesh
+   * keeps the connector's previous value (docs/dated-changes.md, "Future-dated values").
+   */
+  effectiveFromAttribute?: string;
   /** ProjectionRule only. */
   objectType?: string;
   /** MeshComposerRule only (null: the rule computes an attribute). */
   relationshipType?: string | null;
+  /** JoinRule only: how values are compared when the connector scores candidates (docs/correlation.md); default exact. */
+  match?: 'exact' | 'normalized' | 'fuzzy';
+  /** JoinRule with `match: fuzzy` only: the least name similarity (0..1) that makes a candidate. */
+  fuzzyThreshold?: number;
   createdOn: string;
   updatedOn: string;
 }

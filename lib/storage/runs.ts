@@ -84,8 +84,8 @@ export interface RunObjectError {
 
 /** Who or what started a run: a person (`manual`), a schedule, the apply of a plan, or a connector's continuous mode. */
 export interface RunTrigger {
-  type: 'manual' | 'schedule' | 'apply' | 'continuous';
-  /** The caller's UPN (manual), `schedule:<name>` (schedule); null when the caller has no UPN. */
+  type: 'manual' | 'schedule' | 'apply' | 'due' | 'continuous';
+  /** The caller's UPN (manual), `schedule:<name>` (schedule), `system:due` (due), `continuous:<name>` (continuous); null when the caller has no UPN. */
   actorUpn: string | null;
   scheduleId?: string;
   scheduleRunId?: string;

@@ -1,3 +1,4 @@
+import { deferFutureValues } from './effectiveDates';
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
 import {
   cloneMeshObject,
@@ -16,6 +17,7 @@ import {
 import { type CsObject } from './model';
 import { applyConnectorReferences, dedupeComposed, referencesOf, refreshConnectorReferences, type CsLookup } from './references';
 import { applyScript, ruleFailureMessage, ruleValue, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
+import { caseDraft, correlate, decisionOf, type CaseDraft, type CorrelationContext } from './correlation/plan';
 
 /**
  * Import planning: from a connector object (or its deletion) and the current state, the next connector-space
@@ -29,6 +31,9 @@ import { applyScript, ruleFailureMessage, ruleValue, toAttributeValue, type Comp
 /** What the planner asks of the join index (lib/mesh/joinIndex.ts implements it). */
 export interface IndexView {
   find(by: string | undefined, key: string): string[];
+  /** Every key of an attribute with its ids, and a count of changes (correlation's name index, lib/sync/correlation). */
+  entries?(by: string): Iterable<[string, string[]]>;
+  readonly generation?: number;
   info(id: string): { objectType: string; anchorValue: string } | undefined;
   waiting(by: string | undefined, key: string): string[];
   incoming(targetId: string): string[];
@@ -114,6 +119,13 @@ export interface ObjectPlan {
   followUps: string[];
   /** How the object found its mesh object (the one-object preview shows it). */
   join?: JoinDecision;
+  /**
+   * Correlation (lib/sync/correlation): the case the rules opened for the object (it stays a disconnector), or
+   * that an operator's decision (`decided`) or an undo (`undone`: the rules decided again) was applied.
+   */
+  correlation?: { case?: CaseDraft; decided?: boolean; undone?: boolean };
+  /** The earliest date a future-dated value of the object takes effect (lib/sync/effectiveDates.ts). */
+  due?: number;
 }
 
 /** The join step's decision for one object: linked already or joined by a rule, projected, none, ambiguous. */
@@ -126,11 +138,15 @@ export interface JoinDecision {
 export interface PlanInput {
   rules: RuleSet;
   now: string;
+  /** The engine's clock (ms): future-dated values take effect by it (default `now`). */
+  clock?: number;
   /** The run planning: recorded on the contributions it makes (explain shows it). */
   runId?: string;
   ws: WorkingSet;
   /** The connector space of the connector being run: its reference attributes are resolved through it. */
   refs?: CsLookup;
+  /** The connector's correlation settings, decisions and open cases (absent: none, as before correlation). */
+  correlation?: CorrelationContext;
 }
 
 /** The mesh ids an object may need: its current link and its join candidates. Call before planning to load them. */
@@ -270,12 +286,65 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
   let join: JoinDecision = { outcome: 'none', ruleId: null, candidates: [] };
   try {
     let doc: MeshObject | null = null;
+    // An operator's decision (lib/sync/correlation) comes before the rules: join, project, ignore, or (an undo)
+    // leave the mesh object it joined and let the rules decide again.
+    const decided = decisionOf(input.correlation, anchor);
+    const detached: string[] = [];
+    if (decided) {
+      const current = prev?.meshId ? ws.get(prev.meshId) : null;
+      const keep = decided.mode === 'join' ? decided.meshId : decided.mode === 'project' ? projectedMeshId(cid, anchor) : undefined;
+      if (current && current.links[cid] === anchor && current.id !== keep) detached.push(...detach(input, current));
+    }
+    const marks = decided ? { correlation: decided.mode === 'rules' ? { undone: true } : { decided: true } } : {};
+    if (decided?.mode === 'ignore') return { cs, outcome: isNew ? 'created' : 'updated', followUps: detached, join, ...marks };
     const linked = prev?.meshId ? ws.get(prev.meshId) : null;
     if (linked && linked.links[cid] === anchor) {
       doc = clone(linked);
       join = { outcome: 'joined', ruleId: null, candidates: [linked.id] };
     }
-    if (!doc) {
+    if (!doc && decided?.mode === 'join') {
+      const target = decided.meshId ? ws.get(decided.meshId) : null;
+      if (!target) return { ...fail(`The mesh object '${decided.meshId}' this object was joined to by hand does not exist: not joined.`), ...marks };
+      if (target.links[cid] !== undefined && target.links[cid] !== anchor)
+        return { ...fail(`The mesh object '${target.id}' is joined to another object of this connector: not joined.`), ...marks };
+      doc = clone(target);
+      join = { outcome: 'joined', ruleId: null, candidates: [target.id] };
+    }
+    if (!doc && decided?.mode === 'project') {
+      const id = projectedMeshId(cid, anchor);
+      const existing = ws.get(id);
+      doc = existing ? clone(existing) : newMeshObject(id, rules.projections[0]?.rule.objectType ?? object.objectType, anchor, now, runId, cid);
+      join = { outcome: existing ? 'joined' : 'projected', ruleId: null, candidates: existing ? [id] : [] };
+    }
+    if (!doc && !decided?.meshId && decided?.mode !== 'project' && input.correlation?.settings) {
+      const outcome = correlate(
+        rules,
+        ws.index,
+        input.correlation.settings,
+        (jr) => joinKeys(jr, object),
+        (id) => {
+          const d = ws.get(id);
+          return !!d && (d.links[cid] === undefined || d.links[cid] === anchor);
+        },
+        ws,
+      );
+      if (outcome.kind === 'join') {
+        doc = clone(ws.get(outcome.candidate.meshObjectId)!);
+        join = { outcome: 'joined', ruleId: outcome.candidate.matched[0]?.ruleId ?? null, candidates: [doc.id] };
+      } else if (outcome.kind === 'case') {
+        // Parked: a disconnector with its join keys (a later mesh object may settle it), and a case for an operator.
+        const jk = disconnectorJoinKeys(rules, object);
+        if (jk.length) cs.joinKeys = jk;
+        const ids = outcome.candidates.map((c) => c.meshObjectId);
+        return {
+          cs,
+          outcome: isNew ? 'created' : 'updated',
+          followUps: detached,
+          join: { outcome: ids.length > 1 ? 'ambiguous' : 'none', ruleId: null, candidates: ids },
+          correlation: { ...marks.correlation, case: caseDraft(rules, outcome, object, (id) => ws.get(id)) },
+        };
+      }
+    } else if (!doc && !decided?.meshId && decided?.mode !== 'project') {
       for (const jr of rules.joins) {
         const keys = joinKeys(jr, object);
         if (!keys.length) continue;
@@ -319,22 +388,7 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
           join = { outcome: 'joined', ruleId: back.ruleId ?? pr.rule.ruleId, candidates: [back.id] };
           break;
         }
-        doc = existing
-          ? clone(existing)
-          : {
-              id,
-              objectType: pr.rule.objectType ?? 'User',
-              anchorValue: String(anchorValue),
-              createdOn: now,
-              // Its history's Created entry is derived from these (lib/mesh/history.ts): no row is written.
-              ...(runId !== undefined ? { createdRun: runId, createdBy: cid } : {}),
-              updatedOn: now,
-              attributes: {},
-              contributions: {},
-              links: {},
-              relationships: [],
-              pendingReferences: [],
-            };
+        doc = existing ? clone(existing) : newMeshObject(id, pr.rule.objectType ?? 'User', String(anchorValue), now, runId, cid);
         join = { outcome: existing ? 'joined' : 'projected', ruleId: pr.rule.ruleId, candidates: existing ? [id] : [] };
         break;
       }
@@ -344,12 +398,12 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
       // that the object's return inside the grace finds it (see lib/sync/deprovisioning.ts).
       if (cs.deprovisioned?.state === 'pending' && cs.deprovisioned.reason === 'gone' && prev?.meshId) {
         cs.meshId = prev.meshId;
-        return { cs, outcome: isNew ? 'created' : 'updated', followUps: [], join };
+        return { cs, outcome: isNew ? 'created' : 'updated', followUps: detached, join, ...marks };
       }
       // A disconnector: its join keys let a later run find it when a mesh object it could join appears.
       const jk = disconnectorJoinKeys(rules, object);
       if (jk.length) cs.joinKeys = jk;
-      return { cs, outcome: isNew ? 'created' : 'updated', followUps: [], join };
+      return { cs, outcome: isNew ? 'created' : 'updated', followUps: detached, join, ...marks };
     }
 
     doc.links[cid] = anchor;
@@ -357,6 +411,8 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
     // provisioned one again, so its leaver is deprovisioned there instead of kept alive by it.
     if (cs.provisioned && !(doc.provisioned ?? []).includes(cid)) doc.provisioned = [...(doc.provisioned ?? []), cid];
     const inbound = inboundValues(rules.inbound, object.attributes);
+    const due = rules.dated ? deferFutureValues(inbound, object.attributes, input.clock ?? Date.parse(now)) : undefined;
+    const dated = due === undefined ? {} : { due };
     setContributions(doc, cid, inbound.values, now, inbound.failed, runId);
     const ambiguous = compose(doc, rules, ws.index, now, runId);
     if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, referencesOf(object));
@@ -367,12 +423,20 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
       // The other rules were applied; the failed ones kept this connector's previous values. The row keeps
       // its imported state with no hash, so every later run (and the next import) tries it again.
       const message = inbound.errors.join(' ');
-      return { cs: { ...cs, hash: '', error: message }, outcome: 'error', error: message, followUps: [], join };
+      return { cs: { ...cs, hash: '', error: message }, outcome: 'error', error: message, followUps: detached, join, ...marks, ...dated };
     }
     // The object is applied; an ambiguous reference is reported on it (and on its row) for this run.
     if (ambiguous.length)
-      return { cs: { ...cs, error: ambiguous.join(' ') }, outcome: isNew ? 'created' : 'updated', error: ambiguous.join(' '), followUps: [], join };
-    return { cs, outcome: isNew ? 'created' : 'updated', followUps: [], join };
+      return {
+        cs: { ...cs, error: ambiguous.join(' ') },
+        outcome: isNew ? 'created' : 'updated',
+        error: ambiguous.join(' '),
+        followUps: detached,
+        join,
+        ...marks,
+        ...dated,
+      };
+    return { cs, outcome: isNew ? 'created' : 'updated', followUps: detached, join, ...marks, ...dated };
   } catch (err) {
     return { ...fail(ruleFailureMessage(err)), join };
   }
@@ -386,7 +450,7 @@ export function disconnectorJoinKeys(rules: RuleSet, object: ConnectorObject): s
 }
 
 function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined): ObjectPlan {
-  const { rules, now, ws, runId } = input;
+  const { rules, now, ws } = input;
   const cs: CsObject = {
     ...(prev ?? { anchor, objectType: 'User', attributes: {}, hash: '', rulesHash: rules.hash, updatedOn: now }),
     meshId: null,
@@ -403,30 +467,58 @@ function planDelete(input: PlanInput, anchor: string, prev: CsObject | undefined
   delete cs.deprovisioned;
   const followUps: string[] = [];
   const current = prev?.meshId ? ws.get(prev.meshId) : null;
+  if (current && current.links[rules.connectorId] === anchor) followUps.push(...detach(input, current));
   // Objects of this connector that reference the deleted one: their relationships to it become pending.
-  if (input.refs && prev?.meshId) followUps.push(...ws.index.incoming(prev.meshId));
-  if (current && current.links[rules.connectorId] === anchor) {
-    const doc = clone(current);
-    delete doc.links[rules.connectorId];
-    if (doc.provisioned) {
-      doc.provisioned = doc.provisioned.filter((c) => c !== rules.connectorId);
-      if (!doc.provisioned.length) delete doc.provisioned;
-    }
-    setContributions(doc, rules.connectorId, {}, now, undefined, runId);
-    if (Object.keys(doc.links).every((c) => doc.provisioned?.includes(c))) {
-      // The object deletion rule: no connector left (but those it was provisioned into: deprovisioning), the
-      // object goes, and relationships to it with it.
-      ws.remove(doc.id, current);
-      followUps.push(...ws.index.incoming(doc.id));
-    } else {
-      compose(doc, rules, ws.index, now, runId);
-      // The deleted object no longer references anything.
-      if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, {});
-      doc.updatedOn = now;
-      ws.put(doc);
-    }
-  }
+  else if (input.refs && prev?.meshId) followUps.push(...ws.index.incoming(prev.meshId));
   return { cs, outcome: 'deleted', followUps };
+}
+
+/**
+ * The connector's object leaves the mesh object it is joined to: its link and contributions are withdrawn,
+ * and the mesh object goes when no connector is left (the object deletion rule). Returns the mesh objects whose
+ * references must be re-resolved. Used by a delete and by an operator's decision (lib/sync/correlation).
+ */
+function detach(input: PlanInput, current: MeshObject): string[] {
+  const { rules, now, ws, runId } = input;
+  const followUps: string[] = [];
+  if (input.refs) followUps.push(...ws.index.incoming(current.id));
+  const doc = clone(current);
+  delete doc.links[rules.connectorId];
+  if (doc.provisioned) {
+    doc.provisioned = doc.provisioned.filter((c) => c !== rules.connectorId);
+    if (!doc.provisioned.length) delete doc.provisioned;
+  }
+  setContributions(doc, rules.connectorId, {}, now, undefined, runId);
+  if (Object.keys(doc.links).every((c) => doc.provisioned?.includes(c))) {
+    // The object deletion rule: no connector left (but those it was provisioned into: deprovisioning), the
+    // object goes, and relationships to it with it.
+    ws.remove(doc.id, current);
+    followUps.push(...ws.index.incoming(doc.id));
+  } else {
+    compose(doc, rules, ws.index, now, runId);
+    // The deleted object no longer references anything.
+    if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, {});
+    doc.updatedOn = now;
+    ws.put(doc);
+  }
+  return followUps;
+}
+
+/** A new mesh object (projection): its history's Created entry is derived from these (lib/mesh/history.ts), no row is written. */
+function newMeshObject(id: string, objectType: string, anchorValue: string, now: string, runId: string | undefined, cid: string): MeshObject {
+  return {
+    id,
+    objectType,
+    anchorValue,
+    createdOn: now,
+    ...(runId !== undefined ? { createdRun: runId, createdBy: cid } : {}),
+    updatedOn: now,
+    attributes: {},
+    contributions: {},
+    links: {},
+    relationships: [],
+    pendingReferences: [],
+  };
 }
 
 /**

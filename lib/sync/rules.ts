@@ -30,6 +30,8 @@ export interface RuleSet {
   composers: CompiledRule[];
   /** Changes whenever a rule that affects this connector's objects changes. */
   hash: string;
+  /** Some inbound flow has future-dated values (`effectiveFromAttribute`, lib/sync/effectiveDates.ts). */
+  dated: boolean;
 }
 
 const compile = (rule: Rule): CompiledRule => ({ rule, script: rule.transformScript ? compileExpression(rule.transformScript) : null });
@@ -57,6 +59,7 @@ export function compileRuleSet(connectorId: string, allRules: readonly Rule[]): 
     outbound: own.filter((r) => r.ruleType === 'FlowRule' && r.direction === 'outbound').map(compile),
     composers: composers.map(compile),
     hash,
+    dated: own.some((r) => r.ruleType === 'FlowRule' && (r.direction ?? 'inbound') === 'inbound' && !!r.effectiveFromAttribute),
   };
 }
 

@@ -1,5 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, ConnectorApprovals, Thresholds, Deprovisioning, FullSyncOnRuleChange, Continuous } from '../../core/validation/schemas';
+import {
+  Dictionary,
+  DeletionThreshold,
+  ConnectorApprovals,
+  Thresholds,
+  Deprovisioning,
+  FullSyncOnRuleChange,
+  Correlation,
+  Continuous,
+} from '../../core/validation/schemas';
 
 /**
  * Configuration of a custom connector (type `custom`): `implementation` names a connector registered in
@@ -29,6 +38,7 @@ export const CustomConfigSchema = Type.Object(
     approvals: Type.Optional(ConnectorApprovals()),
     deprovisioning: Type.Optional(Deprovisioning()),
     fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
+    correlation: Type.Optional(Correlation()),
     continuous: Type.Optional(Continuous()),
   },
   { $id: 'CustomConnectorConfig', additionalProperties: false },

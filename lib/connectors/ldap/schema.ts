@@ -1,5 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Dictionary, DeletionThreshold, ConnectorApprovals, Thresholds, Deprovisioning, FullSyncOnRuleChange, Continuous } from '../../core/validation/schemas';
+import {
+  Dictionary,
+  DeletionThreshold,
+  ConnectorApprovals,
+  Thresholds,
+  Deprovisioning,
+  FullSyncOnRuleChange,
+  Correlation,
+  Continuous,
+} from '../../core/validation/schemas';
 import type { FieldError } from '../../core/errors';
 
 /**
@@ -76,6 +85,7 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       approvals: Type.Optional(ConnectorApprovals()),
       deprovisioning: Type.Optional(Deprovisioning()),
       fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
+      correlation: Type.Optional(Correlation()),
       continuous: Type.Optional(Continuous()),
       createContainers: Type.Optional(
         Type.Boolean({

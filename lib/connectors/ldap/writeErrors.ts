@@ -112,8 +112,14 @@ export function writeRefusal(
   const diagnostic = refusal.diagnostic ? diagnosticOf(serverMessage, secrets) : undefined;
   const attribute = attributeNamedBy(diagnostic);
   let message: string;
-  if (refusal.code === 'already_exists' && op.kind === 'add') message = `An entry with the DN '${op.dn}' already exists.`;
-  else {
+  if (refusal.code === 'already_exists' && op.kind === 'add') {
+    // Samba AD refuses an add whose sAMAccountName or userPrincipalName is taken elsewhere with the same code: its
+    // own words say which value (the engine's unique values move to their next candidate on it). Windows AD's
+    // generic ENTRY_EXISTS diagnostic says nothing more than the sentence.
+    const diagnostic = diagnosticOf(serverMessage, secrets);
+    const said = diagnostic && !/\(ENTRY_EXISTS\)/.test(diagnostic) ? diagnostic.replace(/[!.]+$/, '') : undefined;
+    message = `An entry with the DN '${op.dn}' already exists${said ? `; the directory says: ${said}` : ''}.`;
+  } else {
     message = `${doing(op)}: ${refusal.reason}`;
     if (attribute) message += ` (attribute ${attribute})`;
     if (diagnostic) message += `; the directory says: ${diagnostic}`;

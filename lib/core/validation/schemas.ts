@@ -182,6 +182,22 @@ export const FullSyncOnRuleChange = () =>
       'When the rules of the connector changed since its last full import or FullSync, a delta import goes on as a FullSync (default false: the run and the connector say that one is needed).',
   });
 
+/** A connector's correlation settings: join rules score candidates and uncertain matches become cases (docs/correlation.md). */
+export const Correlation = () =>
+  Type.Object(
+    {
+      autoJoinConfidence: Type.Integer({
+        minimum: 0,
+        maximum: 1000,
+        description: "The least score (the sum of the matching join rules' confidence) with which the one candidate reaching it joins.",
+      }),
+      caseOnMissingKey: Type.Optional(
+        Type.Boolean({ description: 'An object without a value for any exact join rule opens a case even when nothing matches it (default false).' }),
+      ),
+    },
+    { additionalProperties: false, description: "Turns scoring and correlation cases on for the connector's imports." },
+  );
+
 /** A source connector's continuous delta mode (docs/continuous.md). */
 export const Continuous = () =>
   Type.Object(

@@ -1,4 +1,5 @@
 import { ConnectorError, hasExport, type AttributeValue, type Connector, type ExportChange, type ExportResult } from '../../connectors/sdk';
+import { engineNow } from '../../core/clock';
 import { existingMeshIds } from '../../mesh/store';
 import { tombstoneDeletedOn } from '../../mesh/tombstones';
 import { listRules } from '../../storage/rules';
@@ -95,7 +96,7 @@ async function deprovisionWith(
   const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
   if (!gone.length) return addPage(totals, result, []);
   const settings = settingsOf(config);
-  const at = new Date();
+  const at = engineNow();
   const now = at.toISOString();
   const prev = await readCsObjects(info.connectorId, gone);
   const deletedOn =

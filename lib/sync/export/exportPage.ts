@@ -8,6 +8,8 @@ import {
   type ExportResult,
 } from '../../connectors/sdk';
 import { compileExpression } from '../../expression';
+import { engineNow } from '../../core/clock';
+import { recordDue } from '../dueRecords';
 import { encodeMeshObject } from '../../mesh/codec';
 import { dnKey, indexKeys, isEmptyValue, type MeshObject } from '../../mesh/model';
 import { patchMeshObjects } from '../../mesh/store';
@@ -43,6 +45,8 @@ import { csCaches, csCache, waitingDocs, loadDocs, context } from '../run/runCon
 import { cancellable } from '../run/runProgress';
 import { type RunTotals, type RunInfo, type PageResult, addPage } from '../run/runTypes';
 import { markExportDirty, readExportDirty } from '../run/state';
+import { resolveUniqueValues } from '../unique/resolve';
+import { retryUniqueCollisions } from '../unique/collisions';
 
 export { isWriteOnlySecret, truthyValue, withoutWriteOnlySecrets, type DocChange } from './plan';
 
@@ -89,7 +93,7 @@ export async function loadExportInput(
   rules: RuleSet,
   docs: MeshObject[],
   config: ExportConfig,
-  at = new Date(),
+  at = engineNow(),
   second = false,
 ): Promise<ExportPlanInput> {
   const cid = info.connectorId;
@@ -175,7 +179,7 @@ export async function exportDocs(
 ): Promise<RunTotals> {
   const cid = info.connectorId;
   const { record, second } = options;
-  const at = new Date();
+  const at = engineNow();
   const now = at.toISOString();
   // A second pass looks again only at the objects the first asked it to (and not at those the target refused).
   const first = second ? await loadFirstPass(info.runId) : null;
@@ -184,8 +188,13 @@ export async function exportDocs(
   // Objects whose change failed Export__MaxAttempts times are left out (lib/sync/export/exportRetry.ts).
   const anchorOf = (d: MeshObject) => d.links[cid] ?? loaded.waiting.get(d.id);
   const { retry, docs: attempted } = await ExportRetry.forPage(info, now, docs, (d) => loaded.rows.get(anchorOf(d) ?? ''));
-  const plan = planExport({ ...loaded, docs: attempted });
+  // Unique values (rules with `unique`) are chosen and reserved first: the planner writes them (lib/sync/unique).
+  const uniqueCtx = { runKey: info.runId, connectorId: cid, reserve: !info.dryRun && !info.preview, at };
+  const unique = await resolveUniqueValues(uniqueCtx, loaded, attempted);
+  const plan = planExport({ ...loaded, docs: attempted, unique });
   const { changes, errors, quietRows, quietLinks } = plan;
+  // Rules that read the clock: when each object's results here change next (docs/dated-changes.md).
+  if (!info.dryRun && !info.preview && plan.due.size) await recordDue(info.runId, cid, plan.due);
   // Applying a plan: only its changes, and only those computed from the inputs it was planned from.
   const recordOf = (c: DocChange): ExportRecord => ({ key: c.doc.id, change: c.change, doc: c.doc, prev: c.prev, values: withoutWriteOnlySecrets(c.values) });
   let drifted: StoredChange[] = [];
@@ -256,8 +265,22 @@ export async function exportDocs(
       )
     : { results: [] as ExportResult[], interrupted: undefined };
   const taken = await takeOver(info, connector, loaded, changes, applied.results);
-  const { results, notes } = taken;
-  const interrupted = applied.interrupted ?? taken.interrupted;
+  const { notes } = taken;
+  let { results } = taken;
+  let interrupted = applied.interrupted ?? taken.interrupted;
+  // An add refused because a unique value is held in the target outside the engine: the next candidate.
+  if (unique && interrupted === undefined) {
+    const retried = await retryUniqueCollisions({
+      ctx: uniqueCtx,
+      loaded: { ...loaded, docs: attempted },
+      unique,
+      changes,
+      results,
+      apply: (list) => exportRecordingApplied(connector, list, info),
+    });
+    results = retried.results;
+    interrupted = retried.interrupted;
+  }
   const csRows: CsObject[] = [...quietRows];
   const links: LinkChange[] = [...quietLinks];
   let moved = 0;

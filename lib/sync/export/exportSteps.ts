@@ -1,4 +1,5 @@
 import { ConnectorError, hasExport, type Connector } from '../../connectors/sdk';
+import { engineNow } from '../../core/clock';
 import type { MeshObject } from '../../mesh/model';
 import { currentFeedSeq, existingMeshIds, getMeshObjects, iterateMesh, readFeed } from '../../mesh/store';
 import { readConnectorRow } from '../../storage/connectors';
@@ -182,7 +183,7 @@ export async function readExportScope(connectorId: string, config: ExportConfig,
   // that stopped holding): looked at again.
   if (settingsOf(config).graceDays > 0) {
     const due: string[] = [];
-    const at = new Date();
+    const at = engineNow();
     for (const s of (await csCache(connectorId, claim)).summaries.values())
       if (s.deprov === 'pending' && !s.deleted && s.meshId && isDue(s.due, at)) due.push(s.meshId);
     const there = await existingMeshIds(due);

@@ -1,4 +1,5 @@
 import { createConnectorFor } from '../../connectors/factory';
+import { engineNow } from '../../core/clock';
 import type { AttributeValue, Connector, ExportChange } from '../../connectors/sdk';
 import { readExportMaxAttempts } from '../../core/config';
 import { dnKey, type MeshObject } from '../../mesh/model';
@@ -159,7 +160,7 @@ async function compute(
   plannedDn: PlannedDn,
   maxObjects: number,
 ): Promise<NextExport> {
-  const at = new Date();
+  const at = engineNow();
   const out: NextExport = { connectorId, at: at.toISOString(), mode: 'none', changes: [], scheduled: [], partial: false };
   if (!rules.outbound.length) return out;
   const scope = await readExportScope(connectorId, config, rules, false);

@@ -1,6 +1,6 @@
 import type { AttributeValue, ExportChange } from '../../connectors/sdk';
 import { isWriteOnlySecret } from '../../core/secretAttributes';
-import type { CompiledExpression } from '../../expression';
+import { CLOCK, type CompiledExpression, type EvaluationClock } from '../../expression';
 import { isEmptyValue, sameValue, type MeshObject } from '../../mesh/model';
 import type { RunObjectError } from '../../storage/runs';
 import { disableValues, dueAt, enableValues, isDue, type DeprovisioningSettings } from '../deprovisioning';
@@ -8,6 +8,7 @@ import type { ExportRelations } from './exportReferences';
 import type { CsObject } from '../model';
 import { attributeValues } from '../planner';
 import { ruleFailureMessage, ruleValue, type RuleSet } from '../rules';
+import { assignedValue, type UniqueAssignments } from '../unique/assignments';
 
 /**
  * The export planner: from the mesh states of a page of objects and what the target's connector space holds
@@ -72,6 +73,8 @@ export interface ExportPlanInput {
   dnAttributes: ReadonlySet<string>;
   /** The target's own word on which attributes hold DNs (lib/sync/references.ts `dnValued`), per row. */
   dnValued?: (name: string, refNames?: readonly string[]) => boolean;
+  /** The values of the rules with `unique`, chosen and reserved before planning (lib/sync/unique/resolve.ts). */
+  unique?: UniqueAssignments;
 }
 
 export interface ExportPagePlan {
@@ -84,6 +87,11 @@ export interface ExportPagePlan {
   quietLinks: LinkChange[];
   /** Objects left as they are by a deprovisioning `none` (unlinked, nothing sent). */
   left: number;
+  /**
+   * When the target's rules read the clock (now()): for each object evaluated, the next instant its results here
+   * can change (undefined: none). Objects whose rules failed are not listed. Empty when no rule reads the clock.
+   */
+  due: Map<string, number | undefined>;
 }
 
 /** A change to one mesh object's link to the target (applied to the object as stored when it is written). */
@@ -97,20 +105,28 @@ export interface LinkChange {
 
 /** The values the outbound rules give `doc` in the target (throws a rule's failure). */
 export function outboundValues(
-  input: Pick<ExportPlanInput, 'rules' | 'relations'>,
+  input: Pick<ExportPlanInput, 'rules' | 'relations' | 'unique'>,
   doc: MeshObject,
   meshValues = attributeValues(doc),
+  clock?: EvaluationClock,
 ): Record<string, AttributeValue> {
   const { rules, relations } = input;
   const values: Record<string, AttributeValue> = {};
-  const related = relations.relatedOf(doc);
+  // The scope beyond source and object: `related`, and the engine's clock under a symbol no script can name
+  // (lib/expression/dateValue.ts).
+  const extra = { related: relations.relatedOf(doc), ...(clock ? { [CLOCK]: clock } : {}) };
   for (const fr of rules.outbound) {
     if (!fr.rule.targetAttribute || values[fr.rule.targetAttribute] !== undefined) continue;
     const name = fr.rule.sourceAttribute ?? '';
     const source = relations.types.has(name) ? relations.valueOf(doc, name) : (meshValues[name] ?? null);
     // An absent source value is not evaluated (unless the rule says so): the attribute is left out of an
     // add and cleared by an update.
-    values[fr.rule.targetAttribute] = isEmptyValue(source) && !fr.rule.evaluateWhenAbsent ? null : ruleValue(fr, source, meshValues, { related });
+    values[fr.rule.targetAttribute] =
+      isEmptyValue(source) && !fr.rule.evaluateWhenAbsent
+        ? null
+        : fr.rule.unique
+          ? assignedValue(input.unique, fr, doc, { source, object: meshValues, related: extra.related })
+          : ruleValue(fr, source, meshValues, extra);
   }
   return values;
 }
@@ -137,10 +153,15 @@ export function sameTargetValue(
 export function planExport(input: ExportPlanInput): ExportPagePlan {
   const { connectorId: cid, at, settings, condition, rows, waiting } = input;
   const now = at.toISOString();
-  const out: ExportPagePlan = { changes: [], errors: [], quietRows: [], quietLinks: [], left: 0 };
-  const inScope = (values: Record<string, AttributeValue>) => !condition || truthyValue(condition.evaluate({ source: values, object: values }));
+  const out: ExportPagePlan = { changes: [], errors: [], quietRows: [], quietLinks: [], left: 0, due: new Map() };
+  // Rules that read the clock are given the run's instant and say when their results change (docs/dated-changes.md).
+  const timed = !!condition?.usesNow || input.rules.outbound.some((r) => r.script?.usesNow);
+  let clock: EvaluationClock | undefined;
+  const inScope = (values: Record<string, AttributeValue>) =>
+    !condition || truthyValue(condition.evaluate(clock ? { source: values, object: values, [CLOCK]: clock } : { source: values, object: values }));
   for (const doc of input.docs) {
     const meshValues = attributeValues(doc);
+    if (timed) clock = { now: at.getTime() };
     const anchor = doc.links[cid] ?? waiting.get(doc.id);
     const prev = anchor ? rows.get(anchor) : undefined;
     const isAdd = !anchor || !prev || prev.deleted;
@@ -151,13 +172,18 @@ export function planExport(input: ExportPlanInput): ExportPagePlan {
     try {
       // Scope first: the outbound rules run only for objects in the target (joined there) or about to be
       // provisioned (the provisioning condition holds); an object out of scope is not looked at further.
-      if (isAdd && !inScope(meshValues)) continue;
+      if (isAdd && !inScope(meshValues)) {
+        if (clock) out.due.set(doc.id, clock.due);
+        continue;
+      }
       // onConditionFalse: a provisioned object whose condition stopped holding is deprovisioned.
       if (!isAdd && settings.onConditionFalse && !inScope(meshValues)) {
+        if (clock) out.due.set(doc.id, clock.due);
         conditionFalse(input, out, doc, anchor!, prev!, now);
         continue;
       }
-      values = outboundValues(input, doc, meshValues);
+      values = outboundValues(input, doc, meshValues, clock);
+      if (clock) out.due.set(doc.id, clock.due);
     } catch (err) {
       out.errors.push({ object: doc.anchorValue, message: ruleFailureMessage(err, 'The outbound rules could not be applied') });
       continue;

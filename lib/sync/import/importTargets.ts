@@ -1,5 +1,6 @@
 import { createConnectorFor } from '../../connectors/factory';
-import { compileExpression } from '../../expression';
+import { CLOCK, compileExpression } from '../../expression';
+import { engineNow } from '../../core/clock';
 import type { Connector, ExportChange } from '../../connectors/sdk';
 import type { MeshObject } from '../../mesh/model';
 import type { MeshPair } from '../../plans/record';
@@ -117,11 +118,12 @@ export function conditionLeavers(config: ExportConfig, alive: readonly MeshObjec
   const condition = compileExpression(config.provisioningCondition);
   const listed = new Set(records.map((r) => r.key));
   const out: string[] = [];
+  const now = engineNow().getTime();
   for (const d of alive) {
     if (!d.links[target] || listed.has(d.id)) continue;
     const values = attributeValues(d);
     try {
-      if (!truthyValue(condition.evaluate({ source: values, object: values }))) out.push(d.links[target]);
+      if (!truthyValue(condition.evaluate({ source: values, object: values, [CLOCK]: { now } }))) out.push(d.links[target]);
     } catch {
       // A condition that fails on this object: the export reports it; the preview lists nothing for it.
     }

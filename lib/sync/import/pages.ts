@@ -1,3 +1,4 @@
+import { importDueTarget, recordDue } from '../dueRecords';
 import { contentHash, type AttributeValue, type ConnectorObject } from '../../connectors/sdk';
 import { decodeMeshObject, encodeMeshObject } from '../../mesh/codec';
 import { dnKey, isEmptyValue, sameValue, type MeshObject } from '../../mesh/model';
@@ -7,7 +8,9 @@ import { readCsObjects, summarize, writeCsObjects, type CsSummary } from '../spa
 import type { CsObject } from '../model';
 import { writePageHistory } from './pageHistory';
 import { loadPageTombstones } from './tombstones';
-import { identityKeys, idsToLoad, planImport, reresolve, WorkingSet, type ObjectPlan } from '../planner';
+import { identityKeys, idsToLoad, joinKeys, planImport, reresolve, WorkingSet, type ObjectPlan } from '../planner';
+import { correlationIds } from '../correlation/plan';
+import { writePageCorrelation } from '../correlation/apply';
 import { csWakeKeys, referencesOf } from '../references';
 import { waitingDocs, loadDocs, Held, deferCsWrite, settleCsWrite, dropCaches, type Context, Trace } from '../run/runContext';
 import type { PageResult } from '../run/runTypes';
@@ -178,6 +181,14 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
   const need = new Set<string>();
   // The index is current: an id it does not know is not in the mesh, so no read is spent on it.
   for (const w of work) for (const id of idsToLoad(rules, ctx.index, w.item.object, prevOf(w))) if (ctx.index.info(id)) need.add(id);
+  // Correlation: the mesh objects operators' decisions name and the scored candidates (lib/sync/correlation).
+  if (ctx.correlation)
+    for (const w of work) {
+      const object = w.item.object;
+      if (!object) continue;
+      for (const id of correlationIds(rules, ctx.index, ctx.correlation, object, w.item.anchor, (jr) => joinKeys(jr, object), ws))
+        if (ctx.index.info(id)) need.add(id);
+    }
   tr.mark('readCs');
   const load = async (ids: Iterable<string>) => {
     const docs = await loadDocs(ws.missing(ids));
@@ -208,7 +219,13 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
   if (tombs) tr.mark(`tombstones(${tombs})`);
 
   for (const w of work) {
-    const plan = planImport({ rules, now, ws, refs: ctx.refs, runId: ctx.info.runId }, w.item.anchor, w.item.object, w.hash, prevOf(w));
+    const plan = planImport(
+      { rules, now, clock: ctx.clock, ws, refs: ctx.refs, runId: ctx.info.runId, ...(ctx.correlation ? { correlation: ctx.correlation } : {}) },
+      w.item.anchor,
+      w.item.object,
+      w.hash,
+      prevOf(w),
+    );
     if (w.item.force) keepExportState(plan.cs, w.item.force.row);
     cs.note(plan.cs);
     plans.push(plan);
@@ -318,6 +335,7 @@ export async function applyItems(ctx: Context, page: PagePlan, held?: Held, flus
         encoded: (d, text) => d.pendingReferences.length && waiting.set(d.id, text),
       }),
       writePageHistory(ctx.info, ws, upserts, deletes, fresh, new Date().toISOString()),
+      writePageCorrelation(ctx.info.connectorId, ctx.correlation, plans, ctx.now),
     ]);
     tr.mark(`mesh(${upserts.length}+${deletes.length}, held ${held?.rows.size ?? 0})`);
     // The leaver clock (lib/sync/leavers.ts): deleted objects start their targets' leavers, returning ones cancel theirs.
@@ -339,6 +357,12 @@ export async function applyItems(ctx: Context, page: PagePlan, held?: Held, flus
     } else {
       await write;
       tr.mark(`cs(${rows.length})`);
+    }
+    // Future-dated values: when each source object's next one takes effect (docs/dated-changes.md).
+    if (rules.dated && !ctx.info.dryRun && !ctx.info.preview) {
+      const due = new Map<string, number | undefined>();
+      for (const p of plans) due.set(p.cs.anchor, p.cs.deleted ? undefined : p.due);
+      await recordDue(ctx.info.runId, importDueTarget(ctx.info.connectorId), due);
     }
     // A target's own import: the objects it saw differ (drift, values not confirmed) and those that name one
     // it saw moved are for its next export to look at (an incremental export reads only what changed).

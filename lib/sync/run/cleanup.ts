@@ -7,6 +7,8 @@ import { processItems } from '../import/pages';
 import { csCaches, context } from './runContext';
 import { DEFAULT_PAGE_SIZE, type RunInfo } from './runTypes';
 import { deleteSyncState } from './state';
+import { deleteConnectorCorrelation } from '../correlation/caseStore';
+import { deleteTargetDue } from '../../storage/dueInstants';
 
 /**
  * The sync engine's steps of a connector delete (run by lib/api/connectors.ts after the connector's rules and
@@ -19,6 +21,8 @@ export const SYNC_CONNECTOR_CLEANUPS: readonly ConnectorCleanupStep[] = [
   { name: 'stagedAdds', run: deleteConnectorStagedAdds },
   { name: 'connectorSpaceIds', run: deleteCsObjectIds },
   { name: 'syncState', run: deleteSyncState },
+  { name: 'correlation', run: deleteConnectorCorrelation },
+  { name: 'dueInstants', run: deleteTargetDue },
 ];
 
 /**

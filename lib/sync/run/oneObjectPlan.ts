@@ -1,3 +1,4 @@
+import { engineNow } from '../../core/clock';
 import { createConnectorFor } from '../../connectors/factory';
 import type { AttributeValue, ExportChange } from '../../connectors/sdk';
 import { IndexOverlay } from '../../mesh/indexOverlay';
@@ -20,6 +21,7 @@ import { type ExportConfig, configOfRun } from './runConnector';
 import { csCaches, dropCaches, type Context, context } from './runContext';
 import type { RunInfo } from './runTypes';
 import { markExportDirty, readSyncState } from './state';
+import { loadCorrelation } from '../correlation/plan';
 
 // One object (lib/sync/run/oneObject.ts): one stored connector-space object through the page pipeline
 
@@ -99,7 +101,17 @@ async function previewContext(info: RunInfo): Promise<Context> {
   // The summaries as stored, shared read-only (planning only reads them; its notes go to this overlay).
   const cached = csCaches.get(info.connectorId);
   const cs = new CsCache(cached && state.csOwner === PROCESS_WRITER ? cached.summaries : await loadCsSummaries(info.connectorId));
-  return { info: { ...info, dryRun: true, preview: true }, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString() };
+  const correlation = await loadCorrelation(info.connectorId, record?.config);
+  return {
+    info: { ...info, dryRun: true, preview: true },
+    rules,
+    index,
+    cs,
+    refs: cs.lookup(info.connectorId, policy),
+    now: new Date().toISOString(),
+    correlation,
+    clock: engineNow().getTime(),
+  };
 }
 
 /** Every target (a connector with an enabled outbound rule): what its next export would do with `docs`. */

@@ -1,3 +1,4 @@
+import { engineNow } from '../../core/clock';
 import { areaLog } from '../../core/log';
 import { decodeMeshObject } from '../../mesh/codec';
 import { IndexOverlay } from '../../mesh/indexOverlay';
@@ -14,6 +15,7 @@ import { referencePolicy, type CsLookup } from '../references';
 import { compileRuleSet, indexedAttributes, type RuleSet } from '../rules';
 import type { RunInfo } from './runTypes';
 import { planIndex, type PlanIndex } from '../../plans/planIndex';
+import { loadCorrelation, type CorrelationContext } from '../correlation/plan';
 import { claimCsOwner, readSyncState } from './state';
 
 /**
@@ -151,10 +153,14 @@ export interface Context {
   /** The connector's references, resolved through its connector space (lib/sync/references.ts). */
   refs: CsLookup;
   now: string;
+  /** The engine's clock when the context was made (lib/core/clock.ts): future-dated values take effect by it. */
+  clock?: number;
   /** The plan the run applies ({@link RunInfo.planRunId}), loaded once per process. */
   plan?: PlanIndex;
   /** Every rule, as the page read them (an import plan's target previews use them: lib/sync/import/importTargets.ts). */
   allRules?: readonly StoredRule[];
+  /** The connector's correlation settings, operators' decisions and open cases, read for the page (lib/sync/correlation). */
+  correlation?: CorrelationContext;
 }
 
 export async function context(info: RunInfo): Promise<Context> {
@@ -173,7 +179,19 @@ export async function context(info: RunInfo): Promise<Context> {
   noteRun(info);
   const cs = await csCache(info.connectorId);
   const plan = info.planRunId ? await planIndex(info.planRunId) : undefined;
-  return { info, rules, index, cs, refs: cs.lookup(info.connectorId, policy), now: new Date().toISOString(), allRules: all, ...(plan ? { plan } : {}) };
+  const correlation = await loadCorrelation(info.connectorId, record?.config);
+  return {
+    info,
+    rules,
+    index,
+    cs,
+    refs: cs.lookup(info.connectorId, policy),
+    now: new Date().toISOString(),
+    clock: engineNow().getTime(),
+    allRules: all,
+    correlation,
+    ...(plan ? { plan } : {}),
+  };
 }
 
 export const TRACE = !!process.env.SYNC_TRACE;

@@ -44,6 +44,11 @@ const http: Registered[] = mockRegistry.byTriggerType('httpTrigger').map((f) => 
 const RUNTIME_ROUTES = new Set([routeKey('GET', 'system/authorize-admin')]);
 /** The web console's static files: outside the API (at /console, not /api), anonymous, not in the catalog. */
 const CONSOLE_ROUTES = new Set([routeKey('GET', '~/console/{*path}')]);
+/**
+ * The SCIM endpoint (docs/scim.md): its own protocol (RFC 7644) under /api/scim/v2, with its own role value
+ * (`Scim:Role`) and error bodies, not an Admin API route of the catalog.
+ */
+const SCIM_ROUTES = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((m) => routeKey(m, 'scim/v2/{*path}')));
 
 const ALL: Role[] = ['Viewer', 'Operator', 'Admin'];
 const OPERATE: Role[] = ['Operator', 'Admin'];
@@ -64,6 +69,14 @@ const CONTRACT: Record<string, [Role[], boolean] | 'anonymous'> = {
   'POST connectors/{id}/space/{csObjectId}/retry': [OPERATE, false],
   'POST connectors/{id}/space/{csObjectId}/preview': [OPERATE, false],
   'POST connectors/{id}/space/{csObjectId}/sync': [OPERATE, false],
+  'POST connectors/{id}/space/{csObjectId}/join': [OPERATE, false],
+  'POST connectors/{id}/space/{csObjectId}/disconnect': [OPERATE, false],
+  'POST connectors/{id}/space/{csObjectId}/undo': [OPERATE, false],
+  'GET connectors/{id}/space/{csObjectId}/decisions': [ALL, false],
+  'GET correlation-cases': [ALL, false],
+  'GET correlation-cases/{id}': [ALL, false],
+  'POST correlation-cases/decide': [OPERATE, false],
+  'POST correlation-cases/{id}/decide': [OPERATE, false],
   'PUT connectors/{id}/instance': [ADMIN, false],
   'DELETE connectors/{id}/instance': [ADMIN, false],
   'GET rules': [ALL, false],
@@ -148,6 +161,10 @@ describe('registrations in functions/ against the catalog', () => {
         expect(reg.permission).toBe('anonymous');
         continue;
       }
+      if (SCIM_ROUTES.has(reg.key)) {
+        expect(reg.permission).toBe('scim');
+        continue;
+      }
       const spec = ROUTES.find((r) => routeKey(r.method, r.route) === reg.key);
       expect({ key: reg.key, inCatalog: !!spec }).toEqual({ key: reg.key, inCatalog: true });
       expect({ key: reg.key, name: reg.name, permission: reg.permission, rateLimit: reg.rateLimit }).toEqual({
@@ -167,7 +184,9 @@ describe('registrations in functions/ against the catalog', () => {
     const registered = new Set(keys);
     const missing = ROUTES.filter((r) => !registered.has(routeKey(r.method, r.route))).map((r) => r.name);
     expect(missing).toEqual([]);
-    const extra = http.filter((r) => !RUNTIME_ROUTES.has(r.key) && !CONSOLE_ROUTES.has(r.key) && !ROUTES.some((c) => routeKey(c.method, c.route) === r.key));
+    const extra = http.filter(
+      (r) => !RUNTIME_ROUTES.has(r.key) && !CONSOLE_ROUTES.has(r.key) && !SCIM_ROUTES.has(r.key) && !ROUTES.some((c) => routeKey(c.method, c.route) === r.key),
+    );
     expect(extra.map((r) => r.key)).toEqual([]);
   });
 });

@@ -35,6 +35,7 @@ test("the service's list: telemetry first (it stops last, sending the spans of t
     'fileRoots',
     'schedules',
     'exportSettings',
+    'engineClock',
     'planSettings',
     'secretAttributes',
     'meshHistoryPurge',

@@ -143,7 +143,7 @@ describe('refused at parse time', () => {
     ['source["to" + "String"]()', 'Only helper functions and methods can be called'],
     ['source[k]()', 'Only helper functions and methods can be called'],
     ['lower("x")("y")', 'Only helper functions and methods can be called'],
-    ['now()', "Unknown function 'now'"],
+    ['today()', "Unknown function 'today'"],
     ['setTimeout("x")', "'setTimeout' is not available"],
     ['lower`x`', 'Tagged templates are not allowed'],
     ['source?.()', 'Optional calls are not supported'],

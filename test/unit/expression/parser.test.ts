@@ -153,7 +153,7 @@ describe('parseExpression: errors name the position', () => {
     ['source.trim(1)', 'trim() takes 0 arguments, not 1', 0],
     ['source.split(1, 2, 3)', 'split() takes 0 to 2 arguments, not 3', 0],
     ['foo(1)', "Unknown function 'foo'", 0],
-    ['now()', "Unknown function 'now'", 0],
+    ['now(1)', 'now() takes 0 arguments, not 1', 0],
     ['source.map(x)', "Unknown method 'map'", 7],
     ['source["filter"](x)', "Unknown method 'filter'", 7],
     ['source[k]()', 'Only helper functions and methods can be called', 9],

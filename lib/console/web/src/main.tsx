@@ -4,6 +4,7 @@ import { configureApi } from './api';
 import { completeSignIn, currentSession, signIn, signOut, type ConsoleConfig, type Session } from './auth';
 import { currentRoute, href, interceptLinks, navigate, useRoute } from './router';
 import { AuditScreen, ConfigScreen, RulesScreen, SchedulesScreen } from './screens/admin';
+import { CasesScreen } from './screens/cases';
 import { ConnectorsScreen } from './screens/connectors';
 import { MeshScreen } from './screens/mesh';
 import { Overview } from './screens/overview';
@@ -15,6 +16,7 @@ const NAV: [string, string][] = [
   ['connectors', 'Connectors'],
   ['runs', 'Runs'],
   ['mesh', 'Mesh'],
+  ['cases', 'Cases'],
   ['rules', 'Rules'],
   ['schedules', 'Schedules'],
   ['config', 'Configuration'],
@@ -109,6 +111,9 @@ function App({ config }: { config: ConsoleConfig }) {
       break;
     case 'mesh':
       screen = <MeshScreen route={route} session={session} />;
+      break;
+    case 'cases':
+      screen = <CasesScreen route={route} session={session} />;
       break;
     case 'rules':
       screen = <RulesScreen route={route} />;

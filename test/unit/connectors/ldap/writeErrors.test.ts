@@ -39,6 +39,12 @@ describe('directory write refusals', () => {
     expect(e.message).toBe(`An entry with the DN '${DN}' already exists.`);
   });
 
+  test("Samba AD's refusal of a taken sAMAccountName keeps the directory's words (which value is taken)", () => {
+    const e = refuse(new AlreadyExistsError("samldb: Account name (sAMAccountName) 'asmith' already in use!"), { kind: 'add', dn: DN });
+    expect(e.code).toBe('already_exists');
+    expect(e.message).toBe(`An entry with the DN '${DN}' already exists; the directory says: samldb: Account name (sAMAccountName) 'asmith' already in use.`);
+  });
+
   test('noSuchObject on modify and delete names the entry; on a move the new parent', () => {
     expect(refuse(new NoSuchObjectError(''), { kind: 'modify', dn: DN }).message).toBe(`Modifying '${DN}': the entry does not exist.`);
     expect(refuse(new NoSuchObjectError(''), { kind: 'delete', dn: DN }).code).toBe('not_found');

@@ -1,0 +1,354 @@
+import type { AttributeValue } from '../../connectors/sdk';
+import { isEmptyValue, type MeshObject } from '../../mesh/model';
+import { listRules, type Rule } from '../../storage/rules';
+import { mapLimit } from '../../storage/tableUtil';
+import {
+  EXTERNAL_OWNER,
+  readHoldings,
+  readReservation,
+  releaseValue,
+  reserveValue,
+  reserveAll,
+  writeHoldings,
+  type Holding,
+  type Reservation,
+  type SkippedCandidate,
+} from '../../storage/uniqueValues';
+import { shownOf, truthyValue, type ExportPlanInput } from '../export/plan';
+import { attributeValues } from '../planner';
+import { RuleEvaluationError } from '../rules';
+import { basisOf, candidateValues, normaliseValue, poolOf, uniqueRulesOf, type UniqueCandidates } from './candidates';
+import { noAssignments, type UniqueAssignments } from './assignments';
+import { connectorScopeValues, meshScopeValues, type ScopeHolder, type ScopeIndex } from './scopeValues';
+
+/**
+ * Unique values of an export page, chosen before it is planned (docs/unique-values.md). For each object the page
+ * may add or update and each outbound rule with `unique`:
+ * - an object in the target that shows a value keeps it (keepOnRename, the default): no I/O;
+ * - else the value the object holds in the rule's pool (its holding) is reused, unless keepOnRename is false and
+ *   the first candidate's value changed;
+ * - else the candidates are tried in order: a value another object holds in the scope (the target's connector
+ *   space, the connectors of a targets list, the mesh attribute) is skipped, then the value is reserved by a
+ *   conditional insert (lib/storage/uniqueValues.ts): a value reserved by another object, by the target
+ *   (`external`) or in quarantine is skipped. The first reserved one is the object's, recorded with why the
+ *   earlier ones were skipped; a value it held before goes into quarantine.
+ * Every candidate taken: the object's error names the rule and the values tried; the planner holds it.
+ * `reserve` false (a dry run, a preview): the same choice, reading reservations instead of making them.
+ */
+export interface ResolveContext {
+  /** The run the scope indexes are read for. */
+  runKey: string;
+  connectorId: string;
+  reserve: boolean;
+  at: Date;
+}
+
+type Scope = { source: unknown; object: Record<string, unknown>; related: Record<string, unknown> };
+
+/**
+ * The values of a pool this process saw reserved during a run (its own reservations and the refusals it met):
+ * a reserved value stays taken for the run (a release only starts a quarantine), so a later object skips it
+ * without asking storage again. Five objects named J. Smith then cost one request each, not one per earlier one.
+ */
+const seen = new Map<string, Map<string, Reservation>>();
+function seenIn(ctx: ResolveContext, pool: string): Map<string, Reservation> {
+  const k = `${ctx.runKey}|${pool}`;
+  let m = seen.get(k);
+  if (!m) {
+    m = new Map();
+    seen.set(k, m);
+    while (seen.size > 16) seen.delete(seen.keys().next().value as string);
+  }
+  return m;
+}
+
+/** Note that a value of a pool is taken (by the target's refusal: `external`) for the rest of the run. */
+export function noteTaken(ctx: ResolveContext, r: Reservation): void {
+  seenIn(ctx, r.pool).set(r.key, r);
+}
+
+export async function resolveUniqueValues(
+  ctx: ResolveContext,
+  input: Pick<ExportPlanInput, 'rules' | 'relations' | 'rows' | 'waiting' | 'condition'>,
+  docs: readonly MeshObject[],
+  previous?: UniqueAssignments,
+): Promise<UniqueAssignments | undefined> {
+  const rules = uniqueRulesOf(input.rules.outbound);
+  if (!rules.length) return undefined;
+  const out = previous ?? noAssignments();
+  const everyRule = rules.some((c) => c.unique.scope === 'targets') ? await listRules() : [];
+  for (const doc of docs) {
+    out.errors.delete(doc.id);
+    out.values.delete(doc.id);
+    out.used.delete(doc.id);
+  }
+  const cid = ctx.connectorId;
+  // Which objects get values: those the export would add (the provisioning condition holds) or that are in the target.
+  const wanted: { doc: MeshObject; isAdd: boolean; meshValues: Record<string, AttributeValue>; shown: Record<string, AttributeValue> }[] = [];
+  for (const doc of docs) {
+    const meshValues = attributeValues(doc);
+    const anchor = doc.links[cid] ?? input.waiting.get(doc.id);
+    const prev = anchor ? input.rows.get(anchor) : undefined;
+    const isAdd = !anchor || !prev || !!prev.deleted;
+    if (isAdd && input.condition && !truthyValue(input.condition.evaluate({ source: meshValues, object: meshValues }))) continue;
+    wanted.push({ doc, isAdd, meshValues, shown: !isAdd && prev ? shownOf(prev) : {} });
+  }
+  const fail = (doc: MeshObject, err: unknown) => {
+    if (!(err instanceof RuleEvaluationError)) throw err;
+    out.errors.set(doc.id, err);
+  };
+  for (const c of rules) {
+    const attribute = c.rule.targetAttribute!;
+    const set = (w: (typeof wanted)[number], value: string, key: string) => {
+      out.values.set(w.doc.id, { ...(out.values.get(w.doc.id) ?? {}), [attribute]: value });
+      if (w.isAdd) out.used.set(w.doc.id, [...(out.used.get(w.doc.id) ?? []), { attribute, pool: c.pool, key, value, ruleId: c.rule.ruleId }]);
+    };
+    // 1. The value the target shows (kept), else the object's holding in the pool (read for the page at once).
+    const open: { w: (typeof wanted)[number]; scope: Scope; basis: string }[] = [];
+    for (const w of wanted) {
+      if (out.errors.has(w.doc.id)) continue;
+      const name = c.rule.sourceAttribute ?? '';
+      const source = input.relations.types.has(name) ? input.relations.valueOf(w.doc, name) : (w.meshValues[name] ?? null);
+      if (isEmptyValue(source) && !c.rule.evaluateWhenAbsent) continue;
+      const scope: Scope = { source, object: w.meshValues, related: input.relations.relatedOf(w.doc) };
+      const held = firstString(w.shown, attribute);
+      if (!w.isAdd && c.unique.keepOnRename && held) {
+        set(w, held, normaliseValue(held, c.unique.caseSensitive));
+        continue;
+      }
+      try {
+        open.push({ w, scope, basis: basisOf(c, scope) });
+      } catch (err) {
+        fail(w.doc, err);
+      }
+    }
+    if (!open.length) continue;
+    // Only an object that may hold a value in the pool is looked up: one in (or once provisioned into) a target of
+    // the pool, or whose rule chooses again. A new object finds any reservation of its own as it walks its
+    // candidates (its own value counts as free for it).
+    const poolTargets = c.unique.scope === 'targets' ? (c.unique.connectorIds ?? []) : [cid];
+    const mayHold = (w: (typeof wanted)[number]) =>
+      !w.isAdd ||
+      !c.unique.keepOnRename ||
+      c.unique.scope === 'mesh' ||
+      poolTargets.some((id) => w.doc.links[id] !== undefined || (w.doc.provisioned ?? []).includes(id));
+    const lookup = open.filter((o) => mayHold(o.w)).map((o) => o.w.doc.id);
+    const holdings = lookup.length ? await readHoldings(c.pool, lookup) : new Map<string, Holding>();
+    const choosing: typeof open = [];
+    for (const o of open) {
+      const h = holdings.get(o.w.doc.id);
+      if (h && (c.unique.keepOnRename || h.basis === o.basis)) set(o.w, h.value, h.key);
+      else choosing.push(o);
+    }
+    if (!choosing.length) continue;
+    // 2. The first candidate each object may have (nothing in the scope shows it), reserved for the page in one
+    //    transaction when no two objects want the same value and none is taken (the common case)...
+    const indexes = await scopeIndexes(ctx, c, everyRule);
+    const first = new Map<string, { o: (typeof open)[number]; chosen: Chosen }>();
+    const oneByOne: typeof open = [];
+    for (const o of choosing) {
+      let chosen: Chosen;
+      try {
+        chosen = firstFree(c, indexes, ctx.reserve ? seenIn(ctx, c.pool) : new Map(), o.w.doc, o.scope);
+      } catch (err) {
+        fail(o.w.doc, err);
+        continue;
+      }
+      if (!chosen.winner || first.has(chosen.winner.key)) oneByOne.push(o);
+      else first.set(chosen.winner.key, { o, chosen });
+    }
+    const won = new Map<string, Chosen>();
+    if (ctx.reserve && first.size) {
+      const list = [...first.values()];
+      const reservations = list.map(({ o, chosen }) => reservationOf(ctx, c, o.w.doc, chosen.winner!));
+      const ok = await reserveAll(reservations);
+      list.forEach((x, i) => {
+        if (!ok[i]) return oneByOne.push(x.o);
+        won.set(x.o.w.doc.id, x.chosen);
+        noteTaken(ctx, reservations[i]);
+      });
+    } else oneByOne.push(...[...first.values()].map((x) => x.o));
+    // 3. ...else one by one, each value a conditional insert of its own.
+    await mapLimit(oneByOne, 16, async (o) => {
+      try {
+        won.set(o.w.doc.id, await choose(ctx, c, indexes, o.w.doc, o.scope));
+      } catch (err) {
+        fail(o.w.doc, err);
+      }
+    });
+    const kept: Holding[] = [];
+    const released: Holding[] = [];
+    for (const o of choosing) {
+      const chosen = won.get(o.w.doc.id);
+      if (!chosen) continue;
+      if (!chosen.winner) {
+        fail(o.w.doc, new RuleEvaluationError(c.rule, new Error(allTaken(chosen.skipped, chosen.tried))));
+        continue;
+      }
+      const w = chosen.winner;
+      set(o.w, w.value, w.key);
+      // A holding records what the reservation alone cannot say: why earlier candidates were skipped (explain),
+      // the basis a rule that chooses again compares, the value a second target of a shared pool reuses. An
+      // object that won its first candidate in a pool of one target needs none (its reservation names it).
+      if (!chosen.skipped.length && c.unique.keepOnRename && c.unique.scope === 'connector' && !holdings.has(o.w.doc.id)) continue;
+      kept.push({
+        meshId: o.w.doc.id,
+        pool: c.pool,
+        value: w.value,
+        key: w.key,
+        ruleId: c.rule.ruleId,
+        connectorId: cid,
+        basis: o.basis,
+        candidate: w.candidate,
+        ...(w.counter !== undefined ? { counter: w.counter } : {}),
+        skipped: chosen.skipped,
+        reservedOn: ctx.at.toISOString(),
+        quarantineDays: c.unique.quarantineDays,
+      });
+      const h = holdings.get(o.w.doc.id);
+      if (h && h.key !== w.key) released.push(h);
+    }
+    if (ctx.reserve) {
+      await writeHoldings(kept);
+      // A rule that chose again (keepOnRename false, its inputs changed): the old value goes into quarantine.
+      for (const h of released) await releaseValue(h.pool, h.key, h.meshId, c.unique.quarantineDays, ctx.at);
+    }
+  }
+  return out;
+}
+
+const reservationOf = (ctx: ResolveContext, c: UniqueCandidates, doc: MeshObject, w: { value: string; key: string }): Reservation => ({
+  pool: c.pool,
+  key: w.key,
+  value: w.value,
+  owner: doc.id,
+  ruleId: c.rule.ruleId,
+  connectorId: ctx.connectorId,
+  reservedOn: ctx.at.toISOString(),
+});
+
+interface Chosen {
+  winner?: { value: string; key: string; candidate: number; counter?: number };
+  skipped: SkippedCandidate[];
+  tried: number;
+}
+
+/** The first candidate nothing in the scope shows (no reservation read): the page's batched first try. */
+function firstFree(c: UniqueCandidates, indexes: readonly ScopeIndex[], taken: ReadonlyMap<string, Reservation>, doc: MeshObject, scope: Scope): Chosen {
+  const skipped: SkippedCandidate[] = [];
+  let tried = 0;
+  for (const cv of candidateValues(c, scope)) {
+    if (cv.value === null) {
+      if (!skipped.some((s) => s.candidate === cv.candidate && s.value === null)) skipped.push({ ...cv, reason: 'the expression gave no value' });
+      continue;
+    }
+    tried++;
+    const key = normaliseValue(cv.value, c.unique.caseSensitive);
+    const holder = indexes.map((ix) => ix.get(key)).find((h): h is ScopeHolder => !!h && !isSelf(h, doc));
+    if (holder) {
+      skipped.push({ ...cv, reason: describeScopeHolder(holder) });
+      continue;
+    }
+    const known = taken.get(key);
+    if (known && known.owner !== doc.id) {
+      skipped.push({ ...cv, reason: describeReservation(known) });
+      continue;
+    }
+    return { winner: { value: cv.value, key, candidate: cv.candidate, ...(cv.counter !== undefined ? { counter: cv.counter } : {}) }, skipped, tried };
+  }
+  return { skipped, tried };
+}
+
+async function choose(ctx: ResolveContext, c: UniqueCandidates, indexes: readonly ScopeIndex[], doc: MeshObject, scope: Scope): Promise<Chosen> {
+  const cache = seenIn(ctx, c.pool);
+  const skipped: SkippedCandidate[] = [];
+  const seen = new Set<string>();
+  const emptyNoted = new Set<number>();
+  let tried = 0;
+  for (const cv of candidateValues(c, scope)) {
+    if (cv.value === null) {
+      if (!emptyNoted.has(cv.candidate)) skipped.push({ ...cv, reason: 'the expression gave no value' });
+      emptyNoted.add(cv.candidate);
+      continue;
+    }
+    const key = normaliseValue(cv.value, c.unique.caseSensitive);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    tried++;
+    const holder = indexes.map((ix) => ix.get(key)).find((h): h is ScopeHolder => !!h && !isSelf(h, doc));
+    if (holder) {
+      skipped.push({ ...cv, reason: describeScopeHolder(holder) });
+      continue;
+    }
+    const known = cache.get(key);
+    if (known && known.owner !== doc.id) {
+      skipped.push({ ...cv, reason: describeReservation(known) });
+      continue;
+    }
+    const reservation = reservationOf(ctx, c, doc, { value: cv.value, key });
+    const taken = ctx.reserve ? await reserveValue(reservation, ctx.at).then((r) => (r.won ? null : r.holder)) : await peek(reservation, ctx.at);
+    if (taken) {
+      if (ctx.reserve) cache.set(key, taken);
+      skipped.push({ ...cv, reason: describeReservation(taken) });
+      continue;
+    }
+    if (ctx.reserve) cache.set(key, reservation);
+    return { winner: { value: cv.value, key, candidate: cv.candidate, ...(cv.counter !== undefined ? { counter: cv.counter } : {}) }, skipped, tried };
+  }
+  return { skipped, tried };
+}
+
+/** A dry run's view: the reservation that would refuse the value, or null. */
+async function peek(r: Reservation, at: Date): Promise<Reservation | null> {
+  const holder = await readReservation(r.pool, r.key);
+  if (!holder || holder.owner === r.owner) return null;
+  const expired = !!holder.releasedOn && (!holder.quarantineUntil || holder.quarantineUntil <= at.toISOString());
+  return expired ? null : holder;
+}
+
+async function scopeIndexes(ctx: ResolveContext, c: UniqueCandidates, everyRule: readonly Rule[]): Promise<ScopeIndex[]> {
+  const attribute = c.rule.targetAttribute!;
+  const cs = c.unique.caseSensitive;
+  if (c.unique.scope === 'mesh') return [await meshScopeValues(ctx.runKey, c.unique.meshAttribute ?? attribute, cs)];
+  if (c.unique.scope === 'connector') return [await connectorScopeValues(ctx.runKey, ctx.connectorId, [attribute], cs)];
+  // A targets list: in each connector, the attributes its own rules of the same pool write (else this one's).
+  return Promise.all(
+    (c.unique.connectorIds ?? []).map((id) => {
+      const attrs = everyRule
+        .filter((r) => r.isEnabled && r.connectorId === id && r.direction === 'outbound' && r.unique && r.targetAttribute && poolOf(r, r.unique) === c.pool)
+        .map((r) => r.targetAttribute!);
+      return connectorScopeValues(ctx.runKey, id, attrs.length ? attrs : [attribute], cs);
+    }),
+  );
+}
+
+const isSelf = (h: ScopeHolder, doc: MeshObject) => h.meshId === doc.id || (!!h.connectorId && !!h.anchor && doc.links[h.connectorId] === h.anchor);
+
+function describeScopeHolder(h: ScopeHolder): string {
+  if (h.meshId === null || h.meshId === undefined)
+    return h.connectorId
+      ? `held in connector ${h.connectorId} by an object the engine did not create (${h.dn ?? h.anchor})`
+      : 'held by an object the engine did not create';
+  return h.connectorId ? `held in connector ${h.connectorId} by mesh object ${h.meshId}` : `held by mesh object ${h.meshId}`;
+}
+
+function describeReservation(r: Reservation): string {
+  if (r.owner === EXTERNAL_OWNER) return `taken in the target outside the engine${r.reason ? ` (${r.reason})` : ''}`;
+  if (r.releasedOn) return `released by mesh object ${r.owner}, in quarantine until ${r.quarantineUntil ?? 'its sweep'}`;
+  return `reserved by mesh object ${r.owner}`;
+}
+
+function allTaken(skipped: readonly SkippedCandidate[], tried: number): string {
+  const shown = skipped
+    .filter((s) => s.value !== null)
+    .slice(0, 5)
+    .map((s) => `'${s.value}' (${s.reason})`);
+  return `every candidate is taken: ${tried} value(s) tried${shown.length ? `, among them ${shown.join(', ')}` : ''}. The object is not exported until a candidate is free.`;
+}
+
+function firstString(attrs: Record<string, AttributeValue>, name: string): string | null {
+  const lower = name.toLowerCase();
+  const v = attrs[name] ?? Object.entries(attrs).find(([k]) => k.toLowerCase() === lower)?.[1];
+  const s = Array.isArray(v) ? v[0] : v;
+  return s === null || s === undefined || s === '' ? null : String(s);
+}
