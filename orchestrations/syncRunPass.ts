@@ -94,7 +94,8 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       const d = plan.deleted ? yield* step(EXPORT_DELETED, { info, totals, config }) : totals;
       if (isEnd(d)) return d;
       totals = withOwedAsErrors(d, info.dryRun);
-      return end(completedStatus(totals), { exportState });
+      // A targeted export (a continuous batch's) records no export position: it looked at its batch only.
+      return end(completedStatus(totals), plan.targeted ? {} : { exportState });
     }
     if (plan.pages !== undefined) {
       // Pages of ids over the whole mesh in reference order (lib/sync/export/exportRun.ts).

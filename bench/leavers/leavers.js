@@ -19,7 +19,11 @@
  *   outside the engine: the bench searches the directory every second);
  * - cycles: how many schedule runs, and their p50/max seconds; machine: cpus, load.
  *
- * Usage: npm run bench:leavers [-- --leavers 200 --minutes 10 --cycle 15]
+ * With `--continuous` the schedule is not used: the HR source and the directory are put in continuous delta mode
+ * (docs/continuous.md: `continuous: { enabled: true, intervalSeconds: --interval (default 5) }` on both; the HR
+ * folder is also watched), so every leaver is imported, exported and confirmed with no trigger from the bench.
+ *
+ * Usage: npm run bench:leavers [-- --leavers 200 --minutes 10 --cycle 15] [--continuous [--interval 5]]
  */
 require('../ldap/ts-register');
 const fs = require('node:fs');
@@ -34,6 +38,8 @@ const MINUTES = arg('minutes', 10);
 const PEOPLE = arg('people', LEAVERS + 50);
 const CYCLE_S = arg('cycle', 15);
 const TIMEOUT_MIN = arg('timeout-minutes', 10);
+const CONTINUOUS = process.argv.includes('--continuous');
+const INTERVAL_S = arg('interval', 5);
 if (LEAVERS > PEOPLE) throw new Error('--leavers must not exceed --people');
 
 const emp = (i) => `E${String(i).padStart(6, '0')}`;
@@ -146,6 +152,21 @@ async function main() {
       201,
     );
 
+    if (CONTINUOUS) {
+      // Both connectors follow their source: the HR file (batches, exported to the directory) and the directory
+      // (its own deltas confirm what was sent).
+      for (const c of [hr, dir]) {
+        const current = await must(call('GET', `connectors/${c.id}`), 200);
+        await must(
+          call('PUT', `connectors/${c.id}`, {
+            name: current.name,
+            config: { ...current.config, continuous: { enabled: true, intervalSeconds: INTERVAL_S, reconcileMinutes: 15 } },
+          }),
+          200,
+        );
+      }
+    }
+
     // The leavers, in order: every other person first, so leavers are spread over the directory.
     const leavers = present
       .filter((i) => i % 2 === 0)
@@ -172,7 +193,7 @@ async function main() {
     // The schedule, every CYCLE_S seconds (the next one starts when the last one ended and the gap is over).
     const cycles = [];
     const cycling = (async () => {
-      while (!stopping) {
+      while (!stopping && !CONTINUOUS) {
         const started = Date.now();
         const run = await must(call('POST', `schedules/${schedule.scheduleId}/run`), 202);
         for (;;) {
@@ -237,10 +258,12 @@ async function main() {
     const outsideGone = [...goneAt].map(([e, at]) => (at - removedAt.get(e)) / 1000);
     const result = {
       bench: 'leavers',
-      mode: 'scheduled delta imports + exports (before continuous mode)',
+      mode: CONTINUOUS
+        ? `continuous delta mode (intervalSeconds ${INTERVAL_S}, HR folder watched)`
+        : 'scheduled delta imports + exports (before continuous mode)',
       date: new Date().toISOString(),
       machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadAtEnd: os.loadavg().map((x) => +x.toFixed(2)) },
-      options: { leavers: LEAVERS, minutes: MINUTES, people: PEOPLE, cycleSeconds: CYCLE_S },
+      options: { leavers: LEAVERS, minutes: MINUTES, people: PEOPLE, ...(CONTINUOUS ? { intervalSeconds: INTERVAL_S } : { cycleSeconds: CYCLE_S }) },
       setup,
       confirmed: done.length,
       notConfirmed: open.totalCount - done.length,

@@ -39,7 +39,7 @@ export type AuditAction =
   /** A read that is audited too: a SCIM client's GET (docs/scim.md). */
   | 'read';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */
-export type SystemActor = `system:${string}` | `schedule:${string}`;
+export type SystemActor = `system:${string}` | `schedule:${string}` | `continuous:${string}`;
 export type AuditTargetType =
   | 'connector'
   | 'rule'

@@ -100,7 +100,11 @@ export function approvalRefusal(
   caller: Pick<Caller, 'principal'>,
   requireSecondPerson = readPlanSettings().requireSecondPerson,
 ): string | null {
-  return approverRefusal(runRequester(run), caller, { requireSecondPerson, what: 'run', requesterMayBeUnknown: run.trigger.type === 'schedule' });
+  return approverRefusal(runRequester(run), caller, {
+    requireSecondPerson,
+    what: 'run',
+    requesterMayBeUnknown: run.trigger.type === 'schedule' || run.trigger.type === 'continuous',
+  });
 }
 
 /**

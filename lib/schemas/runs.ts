@@ -49,14 +49,16 @@ export const RunSchema = defineSchema(
       dryRun: Type.Optional(Type.Boolean()),
       trigger: Type.Object(
         {
-          type: Type.Union([Type.Literal('manual'), Type.Literal('schedule'), Type.Literal('apply'), Type.Literal('due')], {
+          type: Type.Union([Type.Literal('manual'), Type.Literal('schedule'), Type.Literal('apply'), Type.Literal('due'), Type.Literal('continuous')], {
             description:
-              'manual: started through the API by actorUpn; schedule: started by a schedule run; apply: the apply of a plan; due: an export started by the due timer for objects whose dated changes fell due.',
+              "manual: started through the API by actorUpn; schedule: started by a schedule run; apply: the apply of a plan; due: an export started by the due timer for objects whose dated changes fell due; continuous: the connector's continuous mode (a batch of changes, a reconciling delta, or the export of a batch).",
           }),
           actorUpn: Nullable(Type.String({ description: 'Who started it: the caller (manual), `schedule:<name>` (schedule), `system:due` (due).' })),
           scheduleId: Type.Optional(Guid()),
           scheduleRunId: Type.Optional(Guid()),
           planRunId: Type.Optional(Guid()),
+          reconcile: Type.Optional(Type.Boolean({ description: 'continuous: a reconciling delta import.' })),
+          sourceRunId: Type.Optional(Guid({ description: 'continuous: the import run whose changes this Export run sends.' })),
         },
         { additionalProperties: false },
       ),

@@ -82,14 +82,18 @@ export interface RunObjectError {
   message: string;
 }
 
-/** Who or what started a run: a person (`manual`), a schedule, or the apply of a plan. */
+/** Who or what started a run: a person (`manual`), a schedule, the apply of a plan, or a connector's continuous mode. */
 export interface RunTrigger {
-  type: 'manual' | 'schedule' | 'apply' | 'due';
-  /** The caller's UPN (manual), `schedule:<name>` (schedule), `system:due` (due); null when the caller has no UPN. */
+  type: 'manual' | 'schedule' | 'apply' | 'due' | 'continuous';
+  /** The caller's UPN (manual), `schedule:<name>` (schedule), `system:due` (due), `continuous:<name>` (continuous); null when the caller has no UPN. */
   actorUpn: string | null;
   scheduleId?: string;
   scheduleRunId?: string;
   planRunId?: string;
+  /** continuous: a reconciling delta import (docs/continuous.md). */
+  reconcile?: boolean;
+  /** continuous: the Export run of the changes of this import run. */
+  sourceRunId?: string;
 }
 
 export const RUN_PHASES = ['reading', 'planning', 'applying', 'exporting', 'finishing'] as const;
@@ -172,7 +176,7 @@ export type StoredRun = Run & {
  */
 export function runRequester(run: Pick<StoredRun, 'requester' | 'actorId' | 'trigger'>): PrincipalRecord | null {
   if (run.requester) return run.requester;
-  const upn = run.trigger.type === 'schedule' ? null : run.trigger.actorUpn;
+  const upn = run.trigger.type === 'schedule' || run.trigger.type === 'continuous' ? null : run.trigger.actorUpn;
   return legacyPrincipal(upn, run.actorId ?? null);
 }
 

@@ -7,6 +7,7 @@ import {
   Deprovisioning,
   FullSyncOnRuleChange,
   Correlation,
+  Continuous,
 } from '../../core/validation/schemas';
 
 /**
@@ -38,6 +39,7 @@ export const CustomConfigSchema = Type.Object(
     deprovisioning: Type.Optional(Deprovisioning()),
     fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
     correlation: Type.Optional(Correlation()),
+    continuous: Type.Optional(Continuous()),
   },
   { $id: 'CustomConnectorConfig', additionalProperties: false },
 );

@@ -7,6 +7,7 @@ import {
   Deprovisioning,
   FullSyncOnRuleChange,
   Correlation,
+  Continuous,
 } from '../../core/validation/schemas';
 import type { FieldError } from '../../core/errors';
 
@@ -85,6 +86,7 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       deprovisioning: Type.Optional(Deprovisioning()),
       fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
       correlation: Type.Optional(Correlation()),
+      continuous: Type.Optional(Continuous()),
       createContainers: Type.Optional(
         Type.Boolean({
           default: false,

@@ -7,6 +7,7 @@ import {
   Deprovisioning,
   FullSyncOnRuleChange,
   Correlation,
+  Continuous,
 } from '../../core/validation/schemas';
 import type { FieldError } from '../../core/errors';
 
@@ -80,6 +81,7 @@ export const SqlConfigSchema = Type.Object(
     deprovisioning: Type.Optional(Deprovisioning()),
     fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
     correlation: Type.Optional(Correlation()),
+    continuous: Type.Optional(Continuous()),
   },
   { $id: 'SqlConnectorConfig', additionalProperties: false, dependentRequired: { deltaImportQuery: ['deltaColumn'] } },
 );

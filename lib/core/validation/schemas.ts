@@ -197,3 +197,23 @@ export const Correlation = () =>
     },
     { additionalProperties: false, description: "Turns scoring and correlation cases on for the connector's imports." },
   );
+
+/** A source connector's continuous delta mode (docs/continuous.md). */
+export const Continuous = () =>
+  Type.Object(
+    {
+      enabled: Type.Boolean({ description: 'Follow the source: its changes are imported (and exported to the targets) as they happen.' }),
+      intervalSeconds: Type.Optional(
+        Type.Integer({ minimum: 1, maximum: 3600, default: 5, description: 'Seconds between two looks for changes (the short-interval delta).' }),
+      ),
+      reconcileMinutes: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: 1440,
+          default: 15,
+          description: 'Minutes between two reconciling delta imports, run whether or not a change was seen; what it finds was missed by the stream.',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  );

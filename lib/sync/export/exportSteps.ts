@@ -10,6 +10,7 @@ import { isDue } from '../deprovisioning';
 import { loadAgain, exportDocs } from './exportPage';
 import { dropGoneStagedAdds } from './exportRetry';
 import { dropRunDocs, orderFullExport, pageDocs } from './exportRun';
+import { idsChangedBy, targetedScope } from './targeted';
 import { rejoinAtStart } from '../import/fullSync';
 import { compileRuleSet, type RuleSet } from '../rules';
 import { type ExportConfig, settingsOf, withConnector } from '../run/runConnector';
@@ -103,7 +104,9 @@ export async function scopeExport(info: RunInfo, config: ExportConfig): Promise<
     if (!rules.outbound.length) return { mode: 'none' };
     await rejoinAtStart(info, emptyTotals(), false);
     if (!info.dryRun) await dropGoneStagedAdds(info.connectorId);
-    const scope = await readExportScope(info.connectorId, config, rules);
+    const scope = info.scopeRunId
+      ? { mode: 'incremental' as const, seq: 0, hash: '', dirtyKeys: [], ...(await targetedScope(await idsChangedBy(info.scopeRunId))) }
+      : await readExportScope(info.connectorId, config, rules);
     const { seq, hash, dirtyKeys } = scope;
     if (scope.mode === 'full') {
       // Up to ORDERED_EXPORT_MAX objects: pages over the whole mesh in reference order (lib/sync/export/exportRun.ts).
@@ -113,7 +116,7 @@ export async function scopeExport(info: RunInfo, config: ExportConfig): Promise<
     let pages = 0;
     for (let i = 0; i < scope.changed.length; i += DEFAULT_PAGE_SIZE) await saveExportPage(info.runId, pages++, scope.changed.slice(i, i + DEFAULT_PAGE_SIZE));
     await saveExportPage(info.runId, -1, scope.deleted);
-    return { mode: 'incremental', seq, hash, dirtyKeys, pages, deleted: scope.deleted.length };
+    return { mode: 'incremental', seq, hash, dirtyKeys, pages, deleted: scope.deleted.length, ...(info.scopeRunId ? { targeted: true as const } : {}) };
   } catch (err) {
     return failure(err);
   }

@@ -25,6 +25,8 @@ export async function beginRun(runId: string): Promise<RunInfo | (StepFailure & 
   const info: RunInfo = { runId, connectorId: run.connectorId, runType: run.runType, dryRun: !!run.dryRun };
   // An apply run applies its plan (the dry run it names).
   if (run.trigger.type === 'apply' && run.trigger.planRunId && !run.dryRun) info.planRunId = run.trigger.planRunId;
+  // A continuous batch's export looks at that batch's objects only (docs/continuous.md).
+  if (run.trigger.type === 'continuous' && run.trigger.sourceRunId && run.runType === 'Export') info.scopeRunId = run.trigger.sourceRunId;
   try {
     const { connector } = await createConnectorFor(run.connectorId);
     await connector.close();

@@ -56,7 +56,7 @@ export type ExportPlan =
   | { mode: 'none' }
   /** `pages`: the export runs pages of ids in reference order (lib/sync/export/exportRun.ts), not the 16 partitions. */
   | { mode: 'full'; seq: number; hash: string; dirtyKeys: string[]; pages?: number }
-  | { mode: 'incremental'; seq: number; hash: string; dirtyKeys: string[]; pages: number; deleted: number };
+  | { mode: 'incremental'; seq: number; hash: string; dirtyKeys: string[]; pages: number; deleted: number; targeted?: true };
 
 export interface RunInfo {
   runId: string;
@@ -73,6 +73,11 @@ export interface RunInfo {
    * since are listed drifted and not touched.
    */
   planRunId?: string;
+  /**
+   * A targeted export (lib/sync/export/targeted.ts): only the mesh objects this import run changed, and no export
+   * position recorded.
+   */
+  scopeRunId?: string;
 }
 
 export const emptyTotals = (): RunTotals => ({

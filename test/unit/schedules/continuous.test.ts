@@ -1,0 +1,27 @@
+import { continuousSettings, watchedFolder } from '../../../lib/schedules/continuous';
+
+describe('continuous mode settings (pure)', () => {
+  test('off unless enabled is true', () => {
+    expect(continuousSettings({})).toBeNull();
+    expect(continuousSettings({ continuous: { enabled: false, intervalSeconds: 2 } })).toBeNull();
+    expect(continuousSettings({ continuous: 'yes' })).toBeNull();
+  });
+  test('defaults: a look every 5 s, a reconciling delta every 15 min; given values kept', () => {
+    expect(continuousSettings({ continuous: { enabled: true } })).toEqual({ intervalSeconds: 5, reconcileMinutes: 15 });
+    expect(continuousSettings({ continuous: { enabled: true, intervalSeconds: 1, reconcileMinutes: 60 } })).toEqual({
+      intervalSeconds: 1,
+      reconcileMinutes: 60,
+    });
+  });
+  test('a stored value out of range falls back to the default', () => {
+    expect(continuousSettings({ continuous: { enabled: true, intervalSeconds: 0, reconcileMinutes: 1.5 } })).toEqual({
+      intervalSeconds: 5,
+      reconcileMinutes: 15,
+    });
+  });
+  test('only a file connector has a folder to watch', () => {
+    expect(watchedFolder({ type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr' } } })).toBe('/srv/hr');
+    expect(watchedFolder({ type: 'custom', config: { implementation: 'other', settings: { path: '/srv/hr' } } })).toBeNull();
+    expect(watchedFolder({ type: 'ldap', config: { host: 'x' } })).toBeNull();
+  });
+});
