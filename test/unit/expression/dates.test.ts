@@ -180,8 +180,9 @@ describe('checks when a script is saved', () => {
   it('takes now() only where the engine gives its clock', () => {
     expect(expressionErrors('now() > date(source)', '/transformScript', 'outboundFlow')).toEqual([]);
     expect(expressionErrors('now() > date(object.hireDate)', '/config/provisioningCondition', 'provisioningCondition')).toEqual([]);
+    expect(expressionErrors('now() > date(source)', '/transformScript', 'rule', true)).toEqual([]);
     expect(expressionErrors('now() > date(source)', '/transformScript', 'rule')).toEqual([
-      { path: '/transformScript', message: 'now() can only be used in outbound flow rules and provisioning conditions' },
+      { path: '/transformScript', message: 'now() can only be used in flow rules, computed attributes (MeshComposerRule) and provisioning conditions' },
     ]);
     expect(expressionErrors('date(source, "Nowhere/City")', '/transformScript', 'rule')).toEqual([
       {
