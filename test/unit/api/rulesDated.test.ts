@@ -32,7 +32,14 @@ test('now() is accepted in flows and computed attributes, refused in joins and p
     transformScript: 'now() >= date(object.hireDate) ? "active" : "prehire"',
   } as RuleRequest;
   expect(await ruleErrors(computed, exists)).toEqual([]);
-  const join = { ruleName: 'j', ruleType: 'JoinRule', connectorId: C, sourceAttribute: 'a', targetAttribute: 'b', transformScript: 'now() > date(source)' } as RuleRequest;
+  const join = {
+    ruleName: 'j',
+    ruleType: 'JoinRule',
+    connectorId: C,
+    sourceAttribute: 'a',
+    targetAttribute: 'b',
+    transformScript: 'now() > date(source)',
+  } as RuleRequest;
   expect(await ruleErrors(join, exists)).toEqual([
     { path: '/transformScript', message: 'now() can only be used in flow rules, computed attributes (MeshComposerRule) and provisioning conditions' },
   ]);
