@@ -14,7 +14,8 @@ import { SlapdFixture } from './ldapFixture';
 
 /**
  * A computed mesh attribute that reads the clock, end to end (the built service over HTTP, real slapd, an HR
- * file): `status` is `now() >= date(object.hireDate) ? "active" : "prehire"`. The import records the hire date
+ * file): `status` is `now() >= date(object.hireDate) ? "active" : "prehire"` (and an inbound flow `started` reads the clock
+ * too). The import records the hire date
  * as the object's next instant; on that date the due timer synchronizes the HR object again (the mesh value is
  * computed anew) and the directory gets `active` from a due export, with no import. Two service processes share
  * the storage while the instant passes: one due export runs, and the directory holds the change once.
@@ -89,6 +90,15 @@ describeWithServer('slapd')('a computed attribute that reads now() flips on its 
     expect(res.status).toBe(201);
     hr = res.body.id;
     await sourceRules(a, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'hireDate']);
+    // An inbound flow that reads the clock (accepted when saved).
+    await rule(a, {
+      ruleType: 'FlowRule',
+      connectorId: hr,
+      sourceAttribute: 'hireDate',
+      targetAttribute: 'started',
+      confidence: 50,
+      transformScript: 'now() >= date(source) ? "yes" : "no"',
+    });
     // The computed attribute that reads the clock (accepted when saved).
     await rule(a, { ruleType: 'MeshComposerRule', targetAttribute: 'status', transformScript: 'now() >= date(object.hireDate) ? "active" : "prehire"' });
     dir = await ldapConnector(a, 'Directory', f.config({ exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN' }));
@@ -112,6 +122,8 @@ describeWithServer('slapd')('a computed attribute that reads now() flips on its 
     expect(await runImport(a, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 2, errors: 0 } });
     expect(await meshValue('E301', 'status')).toBe('prehire');
     expect(await meshValue('E302', 'status')).toBe('active');
+    expect(await meshValue('E301', 'started')).toBe('no');
+    expect(await meshValue('E302', 'started')).toBe('yes');
     // Only Dee has an instant left, under the HR connector's import target (keyed by the source anchor).
     expect([...(await loadDuePointers(`import:${hr}`)).entries()]).toEqual([['c1', hireAt]]);
     expect(await runExport(a, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 2, errors: 0 } });
@@ -137,6 +149,7 @@ describeWithServer('slapd')('a computed attribute that reads now() flips on its 
       stats: { objectsUpdated: 1, errors: 0 },
     });
     expect(await meshValue('E301', 'status')).toBe('active');
+    expect(await meshValue('E301', 'started')).toBe('yes');
     expect(await values('E301')).toEqual(['active']);
     expect(await values('E302')).toEqual(['active']);
     // Nothing is left due (so no later tick of either process can start another export), and none is recorded.
