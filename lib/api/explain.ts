@@ -1,5 +1,5 @@
 import { engineNow } from '../core/clock';
-import { compileExpression } from '../expression';
+import { CLOCK, compileExpression } from '../expression';
 import { pendingValues } from '../sync/effectiveDates';
 import { ruleValue } from '../sync/rules';
 import type { AttributeValue } from '../connectors/sdk';
@@ -112,7 +112,7 @@ async function pendingOf(doc: MeshObject, attribute: string, rules: readonly Rul
     if (source === undefined || source === null || source === '') continue;
     let value: AttributeValue;
     try {
-      value = ruleValue(compiled, source, row.attributes);
+      value = ruleValue(compiled, source, row.attributes, { [CLOCK]: { now } });
     } catch {
       continue;
     }

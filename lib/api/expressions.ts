@@ -16,9 +16,10 @@ import {
  * - a script that does not parse is a field error naming the position (`line 1, column 7 (offset 6)`);
  * - a script that reads a name its scope does not give (`sourc.toUpperCase()` in a rule, whose scope is
  *   `source` and `object`) is a field error naming the name, its position and the names the scope has.
- * `scope` is the place that evaluates the script (lib/expression/scopes.ts).
+ * `scope` is the place that evaluates the script (lib/expression/scopes.ts); `clocked`: the script may call
+ * `now()` although its scope alone would not say so (an inbound FlowRule, a computed attribute).
  */
-export function expressionErrors(source: string | null | undefined, path: string, scope: ScopeKind): FieldError[] {
+export function expressionErrors(source: string | null | undefined, path: string, scope: ScopeKind, clocked = false): FieldError[] {
   if (typeof source !== 'string') return [];
   let ast;
   try {
@@ -33,7 +34,7 @@ export function expressionErrors(source: string | null | undefined, path: string
   const at = (n: { line: number; column: number; start: number }) => `at line ${n.line}, column ${n.column} (offset ${n.start})`;
   // now() only where the engine gives its clock and tracks when results change (docs/dated-changes.md).
   const dated = dateProblems(ast).map((p) => ({ path, message: `${p.message} ${at(p.node)}` }));
-  if (!NOW_SCOPES.has(scope) && usesNow(ast)) dated.push({ path, message: 'now() can only be used in outbound flow rules and provisioning conditions' });
+  if (!clocked && !NOW_SCOPES.has(scope) && usesNow(ast)) dated.push({ path, message: NOW_REFUSED });
   const unknown = unknownIdentifiers(ast, names).map((id) => {
     const hint = closestName(id.name, names);
     return {
@@ -45,6 +46,9 @@ export function expressionErrors(source: string | null | undefined, path: string
   });
   return [...unknown, ...dated];
 }
+
+/** Why a script that calls now() is refused where it is saved. */
+export const NOW_REFUSED = 'now() can only be used in flow rules, computed attributes (MeshComposerRule) and provisioning conditions';
 
 /** The scope of each expression field of a connector configuration. */
 const CONFIG_SCOPES: Readonly<Record<string, ScopeKind>> = {

@@ -59,7 +59,13 @@ function requirementErrors(body: RuleRequest): FieldError[] {
     errors.push({ path: '/connectorId', message: 'must be a connector id (a GUID)' });
   }
   errors.push(
-    ...expressionErrors(body.transformScript, '/transformScript', body.ruleType === 'FlowRule' && body.direction === 'outbound' ? 'outboundFlow' : 'rule'),
+    ...expressionErrors(
+      body.transformScript,
+      '/transformScript',
+      body.ruleType === 'FlowRule' && body.direction === 'outbound' ? 'outboundFlow' : 'rule',
+      // Inbound flows and computed attributes may read the clock: imports record when they change (docs/dated-changes.md).
+      body.ruleType === 'FlowRule' || (body.ruleType === 'MeshComposerRule' && !body.relationshipType),
+    ),
   );
   errors.push(...uniqueErrors(body));
   return errors;

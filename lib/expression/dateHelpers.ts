@@ -59,7 +59,7 @@ export const DATE_HELPERS: ReadonlyArray<[string, HelperImpl]> = [
   [
     'now',
     (ctx) => {
-      if (!ctx.clock) fail(ctx, 'invalid_argument', 'now() has no clock here: it can be used in outbound flow rules and provisioning conditions');
+      if (!ctx.clock) fail(ctx, 'invalid_argument', 'now() has no clock here: it can be used in flow rules, computed attributes and provisioning conditions');
       return new DateValue(ctx.clock.now, 0);
     },
   ],

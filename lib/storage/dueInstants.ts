@@ -151,10 +151,21 @@ export async function claimDueRow(row: DueRow, owner: string, until: number): Pr
   }
 }
 
-/** Removes claimed rows once their work is started (conditional: a row rewritten since stays). */
+/**
+ * Removes claimed rows once their work is started (conditional: a row rewritten since stays), and each one's
+ * pointer while it still names the same instant (a run that recorded a new instant since keeps it; a target
+ * whose rules do not read the clock records none, so its pointer would otherwise stay behind).
+ */
 export async function removeDueRows(rows: readonly DueRow[]): Promise<void> {
   const client = await table(TABLE);
-  await mapLimit(rows, 8, (r) => deleteQuietly(client, r.partitionKey, r.rowKey, r.etag));
+  await mapLimit(rows, 8, async (r) => {
+    await deleteQuietly(client, r.partitionKey, r.rowKey, r.etag);
+    const pointer = await client.getEntity<{ at?: number }>(pointerPk(r.target), encodeKey(r.meshId)).catch((err: unknown) => {
+      if (isStatus(err, 404)) return undefined;
+      throw err;
+    });
+    if (pointer?.at === r.at) await deleteQuietly(client, pointerPk(r.target), encodeKey(r.meshId), pointer.etag);
+  });
 }
 
 /** Every row of a target (pointers and bucket rows), when the connector is deleted. */

@@ -1,4 +1,5 @@
 import { deferFutureValues } from './effectiveDates';
+import { CLOCK, type EvaluationClock } from '../expression';
 import type { AttributeValue, ConnectorObject } from '../connectors/sdk';
 import {
   cloneMeshObject,
@@ -410,11 +411,14 @@ export function planImport(input: PlanInput, anchor: string, object: ConnectorOb
     // An object the engine added here (its row says so) joined again, after its link was lost: the link is a
     // provisioned one again, so its leaver is deprovisioned there instead of kept alive by it.
     if (cs.provisioned && !(doc.provisioned ?? []).includes(cid)) doc.provisioned = [...(doc.provisioned ?? []), cid];
-    const inbound = inboundValues(rules.inbound, object.attributes);
-    const due = rules.dated ? deferFutureValues(inbound, object.attributes, input.clock ?? Date.parse(now)) : undefined;
-    const dated = due === undefined ? {} : { due };
+    // Scripts that read the clock (now()) note when their result changes next (docs/dated-changes.md).
+    const clock: EvaluationClock = { now: input.clock ?? Date.parse(now) };
+    const inbound = inboundValues(rules.inbound, object.attributes, clock);
+    const deferred = rules.dated ? deferFutureValues(inbound, object.attributes, clock.now) : undefined;
     setContributions(doc, cid, inbound.values, now, inbound.failed, runId);
-    const ambiguous = compose(doc, rules, ws.index, now, runId);
+    const ambiguous = compose(doc, rules, ws.index, now, runId, clock);
+    const due = rules.dated ? earliest(deferred, clock.due) : undefined;
+    const dated = due === undefined ? {} : { due };
     if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, referencesOf(object));
     doc.updatedOn = now;
     ws.put(doc);
@@ -495,7 +499,7 @@ function detach(input: PlanInput, current: MeshObject): string[] {
     ws.remove(doc.id, current);
     followUps.push(...ws.index.incoming(doc.id));
   } else {
-    compose(doc, rules, ws.index, now, runId);
+    compose(doc, rules, ws.index, now, runId, { now: input.clock ?? Date.parse(now) });
     // The deleted object no longer references anything.
     if (input.refs) applyConnectorReferences(doc, input.refs, ws.index, {});
     doc.updatedOn = now;
@@ -531,6 +535,7 @@ function newMeshObject(id: string, objectType: string, anchorValue: string, now:
 export function inboundValues(
   flows: readonly CompiledRule[],
   attrs: Record<string, AttributeValue>,
+  clock?: EvaluationClock,
 ): { values: Record<string, { v: AttributeValue; rule: CompiledRule }>; failed: Set<string>; errors: string[] } {
   const values: Record<string, { v: AttributeValue; rule: CompiledRule }> = {};
   const failed = new Set<string>();
@@ -542,7 +547,7 @@ export function inboundValues(
     if (isEmptyValue(source) && !fr.rule.evaluateWhenAbsent) continue;
     let v: AttributeValue;
     try {
-      v = ruleValue(fr, source, attrs);
+      v = ruleValue(fr, source, attrs, clock ? { [CLOCK]: clock } : undefined);
     } catch (err) {
       failed.add(target);
       errors.push(ruleFailureMessage(err));
@@ -600,7 +605,7 @@ export function attributeValues(doc: MeshObject): Record<string, AttributeValue>
  * Mesh-composer rules on one object: computed attributes (in priority order, each sees the ones before it),
  * then relationships resolved through the index (unresolved ones stay pending until their target arrives).
  */
-export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: string, runId?: string): string[] {
+export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: string, runId?: string, clock?: EvaluationClock): string[] {
   const computed: Record<string, { v: AttributeValue; rule: CompiledRule }> = {};
   for (const cr of rules.composers) {
     const target = cr.rule.targetAttribute;
@@ -608,7 +613,8 @@ export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: 
     const values = attributeValues(doc);
     let v: AttributeValue = null;
     try {
-      v = toAttributeValue((cr.script ? cr.script.evaluate({ source: values, object: values }) : values[cr.rule.sourceAttribute ?? '']) ?? null);
+      const scope = clock ? { source: values, object: values, [CLOCK]: clock } : { source: values, object: values };
+      v = toAttributeValue((cr.script ? cr.script.evaluate(scope) : values[cr.rule.sourceAttribute ?? '']) ?? null);
     } catch {
       // A computed attribute whose script fails on this object (an attribute it reads is missing) has no value:
       // one object's missing attribute must not block every connector that contributes to it.
@@ -622,6 +628,11 @@ export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: 
   // contributions are already what they would be set to, and the consolidated attributes with them.
   if (Object.keys(computed).length || hasContributor(doc, COMPOSER)) setContributions(doc, COMPOSER, computed, now, undefined, runId);
   return resolveReferences(doc, rules, index);
+}
+
+/** The earlier of two instants (undefined: none). */
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }
 
 function hasContributor(doc: MeshObject, source: string): boolean {

@@ -30,7 +30,10 @@ export interface RuleSet {
   composers: CompiledRule[];
   /** Changes whenever a rule that affects this connector's objects changes. */
   hash: string;
-  /** Some inbound flow has future-dated values (`effectiveFromAttribute`, lib/sync/effectiveDates.ts). */
+  /**
+   * Some inbound flow has future-dated values (`effectiveFromAttribute`, lib/sync/effectiveDates.ts), or an
+   * inbound flow or computed attribute reads the clock (`now()`): an import records when each object changes next.
+   */
   dated: boolean;
 }
 
@@ -51,7 +54,7 @@ export function compileRuleSet(connectorId: string, allRules: readonly Rule[]): 
     .update(JSON.stringify(relevant.map((r) => [r.ruleId, r.updatedOn, r.priority, r.isEnabled])))
     .digest('base64url')
     .slice(0, 16);
-  return {
+  const set: RuleSet = {
     connectorId,
     joins: own.filter((r) => r.ruleType === 'JoinRule').map(compile),
     projections: own.filter((r) => r.ruleType === 'ProjectionRule').map(compile),
@@ -61,6 +64,9 @@ export function compileRuleSet(connectorId: string, allRules: readonly Rule[]): 
     hash,
     dated: own.some((r) => r.ruleType === 'FlowRule' && (r.direction ?? 'inbound') === 'inbound' && !!r.effectiveFromAttribute),
   };
+  // Rules that read the clock on import (docs/dated-changes.md, "Clock-dependent mesh values").
+  if (set.inbound.some((r) => r.script?.usesNow) || set.composers.some((r) => !r.rule.relationshipType && r.script?.usesNow)) set.dated = true;
+  return set;
 }
 
 /**

@@ -188,20 +188,21 @@ describeWithServer('slapd')('dated changes: hires and leavers on their dates wit
   let since = '';
 
   test('a rule that calls now() where the engine gives no clock, or names an unknown zone, is refused when saved', async () => {
-    const inbound = await rt.call('POST', 'rules', {
+    const join = await rt.call('POST', 'rules', {
       body: {
-        ruleName: 'inbound now',
-        ruleType: 'FlowRule',
+        ruleName: 'join on now',
+        ruleType: 'JoinRule',
         connectorId: hr,
-        confidence: 50,
         sourceAttribute: 'hireDate',
         targetAttribute: 'started',
         transformScript: 'now() > date(source)',
       },
     });
-    expect(inbound.status).toBe(400);
-    expect(inbound.headers.get('content-type')).toMatch(/application\/problem\+json/);
-    expect(inbound.body.errors).toEqual([{ path: '/transformScript', message: 'now() can only be used in outbound flow rules and provisioning conditions' }]);
+    expect(join.status).toBe(400);
+    expect(join.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    expect(join.body.errors).toEqual([
+      { path: '/transformScript', message: 'now() can only be used in flow rules, computed attributes (MeshComposerRule) and provisioning conditions' },
+    ]);
     const zone = await rt.call('POST', 'rules', {
       body: {
         ruleName: 'bad zone',

@@ -1,7 +1,7 @@
 import { ruleErrors, toRule } from '../../../lib/api/rules';
 import type { RuleRequest } from '../../../lib/schemas/rules';
 
-/** effectiveFromAttribute: an inbound FlowRule's option, refused elsewhere; now() only in outbound flows. */
+/** effectiveFromAttribute: an inbound FlowRule's option, refused elsewhere; now() in flows and computed attributes, not in joins. */
 const C = '3f9a1c2e-5b7d-4e8f-9a0b-1c2d3e4f5a6b';
 const exists = async () => true;
 const flow = (extra: Partial<RuleRequest>): RuleRequest =>
@@ -22,9 +22,25 @@ test('on an outbound FlowRule or another rule type it is a field error', async (
   expect(await ruleErrors(join, exists)).toEqual([{ path: '/effectiveFromAttribute', message: 'applies only to a FlowRule' }]);
 });
 
-test('now() is accepted in an outbound flow and refused in an inbound one', async () => {
+test('now() is accepted in flows and computed attributes, refused in joins and projections', async () => {
   expect(await ruleErrors(flow({ direction: 'outbound', transformScript: 'now() > date(source) ? "a" : "b"' }), exists)).toEqual([]);
-  expect(await ruleErrors(flow({ transformScript: 'now() > date(source)' }), exists)).toEqual([
-    { path: '/transformScript', message: 'now() can only be used in outbound flow rules and provisioning conditions' },
+  expect(await ruleErrors(flow({ transformScript: 'now() > date(source)' }), exists)).toEqual([]);
+  const computed = {
+    ruleName: 'c',
+    ruleType: 'MeshComposerRule',
+    targetAttribute: 'status',
+    transformScript: 'now() >= date(object.hireDate) ? "active" : "prehire"',
+  } as RuleRequest;
+  expect(await ruleErrors(computed, exists)).toEqual([]);
+  const join = {
+    ruleName: 'j',
+    ruleType: 'JoinRule',
+    connectorId: C,
+    sourceAttribute: 'a',
+    targetAttribute: 'b',
+    transformScript: 'now() > date(source)',
+  } as RuleRequest;
+  expect(await ruleErrors(join, exists)).toEqual([
+    { path: '/transformScript', message: 'now() can only be used in flow rules, computed attributes (MeshComposerRule) and provisioning conditions' },
   ]);
 });

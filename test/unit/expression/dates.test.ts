@@ -103,7 +103,7 @@ describe('date helpers', () => {
     ['addDays("2026-12-09", "x")', 'invalid_argument', 'addDays() expects a number'],
     ['date("2026-12-09").trim()', 'type_error', "'trim' is not a method of a date"],
     ['date("2026-12-09").ms', 'forbidden', 'Cannot read properties of a date of this kind'],
-    ['now()', 'invalid_argument', 'now() has no clock here: it can be used in outbound flow rules and provisioning conditions'],
+    ['now()', 'invalid_argument', 'now() has no clock here: it can be used in flow rules, computed attributes and provisioning conditions'],
   ])('%s fails', (script, code, reason, object = {}) => {
     expect(failure(script, object)).toMatchObject({ code, reason });
   });
@@ -180,8 +180,9 @@ describe('checks when a script is saved', () => {
   it('takes now() only where the engine gives its clock', () => {
     expect(expressionErrors('now() > date(source)', '/transformScript', 'outboundFlow')).toEqual([]);
     expect(expressionErrors('now() > date(object.hireDate)', '/config/provisioningCondition', 'provisioningCondition')).toEqual([]);
+    expect(expressionErrors('now() > date(source)', '/transformScript', 'rule', true)).toEqual([]);
     expect(expressionErrors('now() > date(source)', '/transformScript', 'rule')).toEqual([
-      { path: '/transformScript', message: 'now() can only be used in outbound flow rules and provisioning conditions' },
+      { path: '/transformScript', message: 'now() can only be used in flow rules, computed attributes (MeshComposerRule) and provisioning conditions' },
     ]);
     expect(expressionErrors('date(source, "Nowhere/City")', '/transformScript', 'rule')).toEqual([
       {
