@@ -65,6 +65,8 @@ describe('Bearer with a real oidc-provider issuer (client credentials, JWT acces
       upn: 'svc-admin@example.test',
       sid: '22222222-2222-4222-8222-222222222222',
       roles: ['Admin'],
+      // The role values of the token as they came (the SCIM endpoint's Scim__Role is checked against them).
+      roleClaims: ['Service.Admin'],
       // The client's token names a person (its UPN claims): one principal with the UPN and the oid as aliases.
       principal: {
         key: 'upn:svc-admin@example.test',
@@ -111,6 +113,7 @@ describe('attack suite: hand-minted tokens (jose)', () => {
       upn: 'alice.upn@example.test',
       sid: alice.oid,
       roles: ['Admin'],
+      roleClaims: ['Service.Admin'],
       principal: {
         key: 'upn:alice.upn@example.test',
         kind: 'person',

@@ -512,7 +512,12 @@ withServers('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () 
       ];
       // The guard rails as the section set them (tightening: applied at once, no held change).
       expect((await rt.call('GET', `connectors/${hr}`)).body.config.thresholds).toEqual({ deletes: { count: 0, percent: 20 } });
-      expect((await rt.call('GET', `connectors/${dir}`)).body.config.deprovisioning).toEqual({ action: 'delete', graceDays: 7, onConditionFalse: false });
+      expect((await rt.call('GET', `connectors/${dir}`)).body.config.deprovisioning).toEqual({
+        action: 'delete',
+        graceDays: 7,
+        onConditionFalse: false,
+        deadlineMinutes: 60,
+      });
       expect((await rt.call('GET', 'config/changes?status=AwaitingApproval')).body.items).toEqual([]);
       // The leaver's import waited for the threshold, the requester was refused, the second Admin approved.
       const leaver = await run(leaverId);
