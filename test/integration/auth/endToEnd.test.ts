@@ -160,6 +160,8 @@ async function token(dataDir: string, role: string, user?: string): Promise<stri
       upn: 'alice@EXAMPLE.TEST',
       sid: null,
       roles: ['Admin'],
+      // Her directory groups, as names and DNs (what Scim__Role is matched against for a Windows caller).
+      roleClaims: ['Sync Admins', 'cn=Sync Admins,ou=groups,dc=example,dc=com'],
       // The directory has no UPN for her and no realm is mapped: her Kerberos principal is not taken for a UPN.
       principal: { key: 'krb:alice@EXAMPLE.TEST', kind: 'person', scheme: 'Negotiate', aliases: ['krb:alice@EXAMPLE.TEST'], display: 'alice@EXAMPLE.TEST' },
     });
