@@ -3,7 +3,7 @@ import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { iterateMesh } from '../../../lib/mesh/store';
 import type { MeshObject } from '../../../lib/mesh/model';
 import type { ServiceUnderTest } from '../../support/service';
-import { rule, waitRun } from '../sync/syncSupport';
+import { outboundRule, rule, waitRun } from '../sync/syncSupport';
 
 /**
  * Helpers of the directory connector's end-to-end tests (the running service over HTTP, real slapd): a
@@ -122,4 +122,21 @@ export async function stopSlapdSuite(parts: {
   await parts.f?.cleanup();
   await closeParkedSearches();
   await parts.slapd?.stop();
+}
+
+/**
+ * The directory target of the HR-file suites: entries `uid=<employeeId>,ou=Engineering,<base>` with uid,
+ * employeeNumber, givenName, sn and cn flowing out, joined back by employeeNumber. `config`: the fixture's
+ * connector config (its DN template is set here).
+ */
+export async function engineeringDirectory(rt: ServiceUnderTest, config: Record<string, unknown>): Promise<string> {
+  const dir = await ldapConnector(rt, 'Directory', { ...config, exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN' });
+  const out = outboundRule(rt, dir, { confidence: 50 });
+  await out('employeeId', 'uid');
+  await out('employeeId', 'employeeNumber');
+  await out('givenName', 'givenName');
+  await out('sn', 'sn');
+  await out('givenName', 'cn', 'object.givenName + " " + object.sn');
+  await rule(rt, { ruleType: 'JoinRule', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
+  return dir;
 }
