@@ -198,6 +198,14 @@ export function readHistoryRetentionDays(settings = new SettingsReader()): numbe
   return settings.int('Mesh:HistoryRetentionDays', DEFAULT_HISTORY_RETENTION_DAYS, { min: 1, max: 36500 });
 }
 
+/** `Leavers:RetentionDays` (default 365): how long a confirmed leaver's clock is kept (GET /leavers?state=done). */
+export const DEFAULT_LEAVER_RETENTION_DAYS = 365;
+
+/** `Leavers__RetentionDays`, a whole number of days from 1 to 36500 (read at start by the purge's service step). */
+export function readLeaverRetentionDays(settings = new SettingsReader()): number {
+  return settings.int('Leavers:RetentionDays', DEFAULT_LEAVER_RETENTION_DAYS, { min: 1, max: 36500 });
+}
+
 /** `Mesh:TombstoneRetentionDays` (default 30): how long a deleted mesh object is kept as a tombstone. */
 export const DEFAULT_TOMBSTONE_RETENTION_DAYS = 30;
 

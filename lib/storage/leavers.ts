@@ -13,7 +13,8 @@ import { encodeKey, isStatus, odata, table } from './tables';
  *   partition reads newest first without sorting.
  * A confirmation moves the row from `open` to `done` (insert, then delete). A leaver cancelled before it is
  * confirmed (a rehire: the mesh object back) is removed. Writes are per leaver and per step (seen, sent,
- * confirmed), never per object per run.
+ * confirmed), never per object per run. Confirmed rows are deleted `Leavers:RetentionDays` after they were seen
+ * ({@link purgeDoneLeavers}, run by the background purge).
  */
 export type LeaverOperation = 'delete' | 'disable';
 
@@ -160,4 +161,23 @@ export async function openLeaversOf(meshObjectIds: readonly string[]): Promise<L
   if (!meshObjectIds.length) return [];
   const ids = new Set(meshObjectIds.map((id) => id.toLowerCase()));
   return (await listOpenLeavers()).filter((r) => ids.has(r.meshObjectId.toLowerCase()));
+}
+
+/**
+ * Delete confirmed leavers seen more than `retentionDays` ago, at most `budget` rows (a backlog drains over later
+ * calls). The rows old enough are one RowKey range of `done` (the RowKey starts with the inverted seen time). Open
+ * leavers are never purged: a leaver not confirmed stays until it is. Returns the rows deleted.
+ */
+export async function purgeDoneLeavers(retentionDays: number, now: Date = new Date(), budget = 1000): Promise<number> {
+  const client = await table(TABLE);
+  // Seen before the cutoff <=> inverted seen time above the cutoff's.
+  const cutoff = String(MAX_MS - (now.getTime() - Math.round(retentionDays * 86_400_000)) + 1).padStart(15, '0');
+  const filter = `PartitionKey eq '${DONE}' and RowKey ge ${odata(cutoff)}`;
+  const actions: TransactionAction[] = [];
+  for await (const e of client.listEntities({ queryOptions: { filter, select: ['RowKey'] } })) {
+    actions.push(['delete', { partitionKey: DONE, rowKey: String(e.rowKey) }]);
+    if (actions.length >= budget) break;
+  }
+  if (actions.length) await submitBatched(client, actions);
+  return actions.length;
 }

@@ -5,6 +5,7 @@ import {
   readFeedRetentionMinutes,
   readFeedTrimSeconds,
   readHistoryRetentionDays,
+  readLeaverRetentionDays,
   readReadModelSnapshot,
   readReadModelSnapshotIdleSeconds,
   readTombstonePurgeSeconds,
@@ -74,6 +75,18 @@ describe('Mesh:HistoryRetentionDays', () => {
   });
   it.each(['0', '-1', '2.5', 'ninety'])('refuses %s with a message naming the setting', (v) => {
     expect(() => read({ Mesh__HistoryRetentionDays: v })).toThrow(/HistoryRetentionDays/);
+  });
+});
+
+describe('Leavers:RetentionDays', () => {
+  const read = (env: Record<string, string>) => readLeaverRetentionDays(new SettingsReader(env));
+  it('defaults to 365 and reads either spelling', () => {
+    expect(read({})).toBe(365);
+    expect(read({ Leavers__RetentionDays: '30' })).toBe(30);
+    expect(read({ 'Leavers:RetentionDays': '730' })).toBe(730);
+  });
+  it.each(['0', '-1', '2.5', '36501', 'a year'])('refuses %s with a message naming the setting', (v) => {
+    expect(() => read({ Leavers__RetentionDays: v })).toThrow(/Leavers:RetentionDays/);
   });
 });
 
