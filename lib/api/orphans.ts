@@ -111,7 +111,6 @@ export async function keepOrphan(connectorId: string, csObjectId: string, note: 
 /** `DELETE /connectors/{id}/orphans/{csObjectId}/keep`: the mark goes (404 when there is none). Audited as `unkeep`. */
 export async function unkeepOrphan(connectorId: string, csObjectId: string, caller: Caller): Promise<void> {
   const row = await rowOf(connectorId, csObjectId);
-  if (!(await deleteOrphanKeep(connectorId, row.anchor)))
-    throw notFound(`Connector-space object '${csObjectId}' has no keep mark.`);
+  if (!(await deleteOrphanKeep(connectorId, row.anchor))) throw notFound(`Connector-space object '${csObjectId}' has no keep mark.`);
   await recordAudit(caller, 'unkeep', 'connectorSpaceObject', csObjectId);
 }

@@ -24,7 +24,9 @@ export const Orphan = defineSchema(
       anchor: Type.String(),
       dn: Nullable(Type.String()),
       objectType: Type.String(),
-      displayName: Type.String({ description: 'From the object\u2019s attributes as last imported (Mesh__DisplayAttributes; never a secret); else its anchor.' }),
+      displayName: Type.String({
+        description: 'From the object\u2019s attributes as last imported (Mesh__DisplayAttributes; never a secret); else its anchor.',
+      }),
       reason: Type.Union([Type.Literal('disconnector'), Type.Literal('tombstone'), Type.Literal('overdue'), Type.Literal('gone')], {
         description:
           'disconnector: joined to no mesh object; tombstone: joined to a deleted mesh object whose grace is over; overdue: its deprovisioning is past due; gone: joined to a mesh object that no longer exists.',
@@ -32,7 +34,8 @@ export const Orphan = defineSchema(
       meshObjectId: Nullable(Guid({ description: 'The mesh object it is joined to (a tombstone or a gone one); null for a disconnector.' })),
       since: Type.String({ description: 'Since when it is an orphan, as far as the engine knows (ISO 8601).' }),
       targetState: Type.Union([Type.Literal('enabled'), Type.Literal('disabled'), Type.Literal('unknown')], {
-        description: "Enabled or disabled in the target as last imported (the target's disable values, AD's userAccountControl); unknown: the target has no disable values to compare.",
+        description:
+          "Enabled or disabled in the target as last imported (the target's disable values, AD's userAccountControl); unknown: the target has no disable values to compare.",
       }),
       lastImportedOn: Nullable(Timestamp()),
       excluded: Nullable(Type.Ref('OrphanExclusion')),
@@ -53,7 +56,10 @@ export const OrphanList = defineSchema(
 );
 
 export const OrphanKeepRequest = defineSchema(
-  Type.Object({ note: Type.Optional(Type.String({ maxLength: 500, description: 'Why it is kept.' })) }, { $id: 'OrphanKeepRequest', additionalProperties: false }),
+  Type.Object(
+    { note: Type.Optional(Type.String({ maxLength: 500, description: 'Why it is kept.' })) },
+    { $id: 'OrphanKeepRequest', additionalProperties: false },
+  ),
 );
 
 export const OrphanKeepMark = defineSchema(

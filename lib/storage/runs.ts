@@ -181,7 +181,8 @@ export function runRequester(run: Pick<StoredRun, 'requester' | 'actorId' | 'tri
 }
 
 /** The phase a Running run starts in, before its first page reports. */
-export const firstPhase = (runType: RunType): RunPhase => (runType === 'Export' || runType === 'OrphanSweep' ? 'exporting' : runType === 'FullSync' ? 'applying' : 'reading');
+export const firstPhase = (runType: RunType): RunPhase =>
+  runType === 'Export' || runType === 'OrphanSweep' ? 'exporting' : runType === 'FullSync' ? 'applying' : 'reading';
 
 /**
  * The run as the API shows it: without the storage-only ETag, dispatch marker and cancel request. A Running

@@ -39,7 +39,13 @@ export function deprovisioningSettings(config: Record<string, unknown>, connecto
     disableAttributes[AD_DISABLED] = true;
   Object.assign(disableAttributes, given);
   const graceDays = typeof d.graceDays === 'number' && d.graceDays > 0 ? d.graceDays : 0;
-  return { action, disableAttributes, graceDays, onConditionFalse: d.onConditionFalse === true, orphanAction: d.orphanAction === 'delete' ? 'delete' : 'disable' };
+  return {
+    action,
+    disableAttributes,
+    graceDays,
+    onConditionFalse: d.onConditionFalse === true,
+    orphanAction: d.orphanAction === 'delete' ? 'delete' : 'disable',
+  };
 }
 
 /** The checks the schema does not express: `disable` needs `disableAttributes`, except on Active Directory. */

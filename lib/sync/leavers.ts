@@ -1,4 +1,3 @@
-import type { AttributeValue } from '../connectors/sdk';
 import { areaLog } from '../core/log';
 import { displayAttributes, displayNameOf } from '../mesh/displayName';
 import type { MeshObject } from '../mesh/model';

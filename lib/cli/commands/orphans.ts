@@ -52,7 +52,9 @@ export function registerOrphans(program: Command): void {
     .option('--note <text>', 'why it is kept')
     .action(
       action(async (ctx, ref, cs) =>
-        ctx.print(await ctx.api.put(`connectors/${await resolveId(ctx.api, 'connector', ref)}/orphans/${cs}/keep`, ctx.opts.note ? { note: ctx.opts.note } : {})),
+        ctx.print(
+          await ctx.api.put(`connectors/${await resolveId(ctx.api, 'connector', ref)}/orphans/${cs}/keep`, ctx.opts.note ? { note: ctx.opts.note } : {}),
+        ),
       ),
     );
   o.command('unkeep <connector> <csObjectId>')

@@ -56,7 +56,12 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
   };
   /** The report as `name reason state excluded mesh object` lines, for an exact comparison. */
   const lines = (items: OrphanView[]) =>
-    items.map((o) => `${o.displayName} ${o.reason} ${o.targetState}${o.excluded ? ` excluded:${o.excluded.reason}` : ''}${o.meshObjectId ? ` ${o.meshObjectId}` : ''}`).sort();
+    items
+      .map(
+        (o) =>
+          `${o.displayName} ${o.reason} ${o.targetState}${o.excluded ? ` excluded:${o.excluded.reason}` : ''}${o.meshObjectId ? ` ${o.meshObjectId}` : ''}`,
+      )
+      .sort();
   const csObjectIdOf = async (connectorId: string, search: string) => {
     const res = await rt.call('GET', `connectors/${connectorId}/space?search=${encodeURIComponent(search)}`, { role: 'Viewer' });
     expect(res.body.items).toHaveLength(1);
@@ -300,7 +305,9 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
   test('the sweep over the updates threshold waits for a second Admin; approved, it disables exactly the orphans (ldapsearch)', async () => {
     const current = await rt.call('GET', `connectors/${dir}`);
     // A limit on updates where there was none tightens the guard rails: applied at once.
-    const put = await rt.call('PUT', `connectors/${dir}`, { body: { name: 'Directory', config: { ...current.body.config, thresholds: { updates: { count: 2 } } } } });
+    const put = await rt.call('PUT', `connectors/${dir}`, {
+      body: { name: 'Directory', config: { ...current.body.config, thresholds: { updates: { count: 2 } } } },
+    });
     expect(put.status).toBe(200);
     const uids = ['E301', 'E302', 'E303', 'E304', 'E305', 'svc-backup', 'old-intern', 'contractor', 'breakglass', 'temp-disabled'];
     const before = new Map(await Promise.all(uids.map(async (u) => [u, await entry(u)] as const)));
@@ -310,7 +317,8 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
     expect(dry).toMatchObject({ runType: 'OrphanSweep', status: 'Completed', plan: { expiresOn: expect.any(String) } });
     const planned = (await rt.call('GET', `runs/${dry.runId}/changes`)).body;
     expect(planned.totalCount).toBe(4);
-    for (const c of planned.items) expect(c).toMatchObject({ target: 'connector', operation: 'Update', outcome: 'planned', attributes: { employeeType: { new: 'disabled' } } });
+    for (const c of planned.items)
+      expect(c).toMatchObject({ target: 'connector', operation: 'Update', outcome: 'planned', attributes: { employeeType: { new: 'disabled' } } });
 
     const started = await rt.call('POST', `connectors/${dir}/export`, { body: { runType: 'OrphanSweep' } });
     expect(started.status).toBe(202);

@@ -1,13 +1,6 @@
 import { deprovisioningSettings, type DeprovisioningSettings } from '../../../../lib/sync/deprovisioning';
 import type { CsObject } from '../../../../lib/sync/model';
-import {
-  classifyOrphan,
-  classifyOrphans,
-  sweepRefusal,
-  sweepTargets,
-  targetStateOf,
-  type OrphanInputs,
-} from '../../../../lib/sync/orphans/classify';
+import { classifyOrphan, classifyOrphans, sweepRefusal, sweepTargets, targetStateOf, type OrphanInputs } from '../../../../lib/sync/orphans/classify';
 
 /**
  * The orphan classification (pure): which connector-space objects of a target are joined to no active identity,
@@ -57,7 +50,10 @@ describe('classifyOrphan', () => {
     // Tombstone ids are compared lower-cased.
     expect(classifyOrphan(row('d', { meshId: 'M-OLD' }), inputs())).toMatchObject({ reason: 'tombstone' });
     // Without a grace a tombstone is an orphan at once.
-    expect(classifyOrphan(row('e', { meshId: 'm-new' }), inputs({ settings: disable({ graceDays: 0 }) }))).toMatchObject({ reason: 'tombstone', since: ago(1) });
+    expect(classifyOrphan(row('e', { meshId: 'm-new' }), inputs({ settings: disable({ graceDays: 0 }) }))).toMatchObject({
+      reason: 'tombstone',
+      since: ago(1),
+    });
   });
 
   test('a pending deprovisioning past its due time is overdue (even with a live mesh object); one still due later is not an orphan', () => {

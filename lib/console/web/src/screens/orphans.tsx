@@ -44,7 +44,11 @@ export function Orphans({ id, route, session }: { id: string; route: Route; sess
             label="Sweep orphans"
             kind="danger"
             allowed
-            confirm={dryRun ? undefined : `Disable (or delete, as the target's setting says) the ${data.sweepable} orphans of this target? Thresholds and approval apply.`}
+            confirm={
+              dryRun
+                ? undefined
+                : `Disable (or delete, as the target's setting says) the ${data.sweepable} orphans of this target? Thresholds and approval apply.`
+            }
             run={async () => {
               const run: any = await api('POST', `connectors/${id}/export`, { body: { runType: 'OrphanSweep', ...(dryRun ? { dryRun: true } : {}) } });
               navigate(href(['runs', run.runId]));
@@ -75,21 +79,39 @@ export function Orphans({ id, route, session }: { id: string; route: Route; sess
       <Table
         caption="Orphans"
         columns={[
-          { label: 'Name', cell: (o: any) => <Link to={['connectors', id]} query={{ cs: o.csObjectId }}>{o.displayName}</Link> },
+          {
+            label: 'Name',
+            cell: (o: any) => (
+              <Link to={['connectors', id]} query={{ cs: o.csObjectId }}>
+                {o.displayName}
+              </Link>
+            ),
+          },
           { label: 'Reason', cell: (o: any) => o.reason },
           { label: 'State', cell: (o: any) => o.targetState },
           { label: 'Since', cell: (o: any) => <When value={o.since} /> },
-          { label: 'Excluded', cell: (o: any) => (o.excluded ? `${o.excluded.reason} (${o.excluded.by})${o.excluded.note ? `: ${o.excluded.note}` : ''}` : '–') },
+          {
+            label: 'Excluded',
+            cell: (o: any) => (o.excluded ? `${o.excluded.reason} (${o.excluded.by})${o.excluded.note ? `: ${o.excluded.note}` : ''}` : '–'),
+          },
           { label: 'DN or anchor', cell: (o: any) => o.dn ?? o.anchor },
           {
             label: 'Keep',
             cell: (o: any) =>
               o.excluded?.reason === 'keep' ? (
-                <Action label="Unkeep" allowed={can(session, 'Admin')} run={async () => (await api('DELETE', `connectors/${id}/orphans/${o.csObjectId}/keep`), reload())} />
+                <Action
+                  label="Unkeep"
+                  allowed={can(session, 'Admin')}
+                  run={async () => (await api('DELETE', `connectors/${id}/orphans/${o.csObjectId}/keep`), reload())}
+                />
               ) : o.excluded ? (
                 '–'
               ) : (
-                <Action label="Keep" allowed={can(session, 'Admin')} run={async () => (await api('PUT', `connectors/${id}/orphans/${o.csObjectId}/keep`, { body: {} }), reload())} />
+                <Action
+                  label="Keep"
+                  allowed={can(session, 'Admin')}
+                  run={async () => (await api('PUT', `connectors/${id}/orphans/${o.csObjectId}/keep`, { body: {} }), reload())}
+                />
               ),
           },
         ]}
