@@ -5,7 +5,7 @@ import { PAGING, page, type ParsedQuery, type QuerySpec } from '../http/request'
 import { displayAttributes, displayNameOf } from '../mesh/displayName';
 import { getConnectorRecord } from '../storage/connectors';
 import { deleteOrphanKeep, putOrphanKeep, type OrphanKeep } from '../storage/orphanKeeps';
-import { ORPHAN_REASONS, sweepRefusal, sweepTargets, type Orphan } from '../sync/orphans/classify';
+import { ORPHAN_REASONS, notTarget, sweepRefusal, sweepTargets, type Orphan } from '../sync/orphans/classify';
 import { isExportTarget, loadOrphans } from '../sync/orphans/report';
 import { configOfRun, settingsOf } from '../sync/run/runConnector';
 import { csObjectIdOf } from '../sync/space/connectorSpace';
@@ -63,13 +63,14 @@ async function targetConfig(connectorId: string) {
 /**
  * The orphan report of a target connector: its objects joined to no active identity, excluded ones listed with
  * why; filtered by reason and exclusion, paged. `sweepable` counts what a sweep would change now. 404: unknown
- * connector.
+ * connector; 409: a connector that is no export target (a source's unjoined objects are not accounts to sweep).
  */
 export async function listOrphans(
   connectorId: string,
   q: ParsedQuery<typeof ORPHANS_QUERY>,
 ): Promise<{ items: OrphanView[]; totalCount: number; sweepable: number }> {
-  const { config } = await targetConfig(connectorId);
+  const { name, config } = await targetConfig(connectorId);
+  if (!(await isExportTarget(connectorId))) throw conflict(notTarget(name));
   const { orphans } = await loadOrphans(connectorId, config);
   const sweepable = sweepTargets(orphans, settingsOf(config)).length;
   const all = orphans.filter((o) => (!q.reason || o.reason === q.reason) && (q.excluded === undefined || !!o.excluded === (q.excluded === 'true')));

@@ -241,10 +241,11 @@ export const ROUTES: readonly RouteSpec[] = [
     permission: 'connectors.read',
     tag: 'Connector space',
     summary:
-      "The target's orphans: objects joined to no active identity (disconnector, tombstone past its grace, overdue deprovisioning, gone mesh object), excluded ones (explicit disconnectors, keep marks) listed with why; ordered by anchor; no attribute values",
+      "The target's orphans: objects joined to no active identity (disconnector, tombstone past its grace, overdue deprovisioning, gone mesh object), excluded ones (explicit disconnectors, keep marks) listed with why; ordered by anchor; no attribute values; 409 for a connector that is no export target",
     pathParam: connectorId,
     query: ORPHANS_QUERY,
     success: { status: 200, schema: 'OrphanList' },
+    errors: [409],
   },
   {
     name: 'keepConnectorOrphan',

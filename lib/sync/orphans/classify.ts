@@ -137,8 +137,7 @@ export function sweepTargets(orphans: readonly Orphan[], settings: Deprovisionin
  * disable values) while its sweep disables.
  */
 export function sweepRefusal(connectorName: string, settings: DeprovisioningSettings, isTarget: boolean): string | null {
-  if (!isTarget)
-    return `Connector '${connectorName}' is not an export target (it has no enabled outbound flow rule): it has no orphans to sweep. Nothing was started.`;
+  if (!isTarget) return `${notTarget(connectorName)} Nothing was started.`;
   if (settings.orphanAction === 'disable' && !Object.keys(settings.disableAttributes).length)
     return (
       `Connector '${connectorName}' has no disable action: an orphan sweep disables with the values of config.deprovisioning.disableAttributes, ` +
@@ -146,3 +145,7 @@ export function sweepRefusal(connectorName: string, settings: DeprovisioningSett
     );
   return null;
 }
+
+/** Why a connector has no orphans: orphans are accounts of a target (a connector with an enabled outbound flow rule). */
+export const notTarget = (connectorName: string): string =>
+  `Connector '${connectorName}' is not an export target (it has no enabled outbound flow rule): orphans are accounts of a target.`;

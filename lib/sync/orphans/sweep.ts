@@ -27,6 +27,8 @@ export async function sweepOrphans(info: RunInfo, totals: RunTotals, config: Exp
       const { orphans, existing } = await loadOrphans(info.connectorId, config, at);
       const retry = ExportRetry.forRows(info, at.toISOString());
       const rows = sweepTargets(orphans, settings).filter((row) => !retry.skipRow(row));
+      // Nothing to sweep: nothing to write (the run completes with no change).
+      if (!rows.length) return retry.note(totals);
       const plan: GonePlan = {
         deletes: settings.orphanAction === 'delete' ? rows : [],
         disables: settings.orphanAction === 'disable' ? rows : [],

@@ -9,8 +9,8 @@ import { devCall, devToken, launch, shot, signIn } from './browser';
 /**
  * A target's orphans in the console (real service in Development, real Chromium): the connector page links to
  * them; the page lists each with its name, reason and state, how many a sweep would change; an Admin keeps one
- * (it turns excluded and leaves the count) and removes the mark again; an Operator's sweep of a connector that
- * is no export target shows the refusal. The connector-space rows are written to the service's own tables (the
+ * (it turns excluded and leaves the count) and removes the mark again; an Operator's sweep of a target without
+ * disable values shows the refusal. The connector-space rows are written to the service's own tables (the
  * report and sweep over real directories are tested in test/integration/ldap/e2eOrphans.test.ts).
  */
 jest.setTimeout(300_000);
@@ -45,6 +45,17 @@ const available = serverAvailable('chromium');
     });
     expect(c.status).toBe(201);
     target = c.body.id;
+    // A target: an outbound flow rule (no disable values: its sweep is refused).
+    const r = await devCall(rt, admin, 'POST', 'rules', {
+      ruleName: 'cn out',
+      ruleType: 'FlowRule',
+      connectorId: target,
+      direction: 'outbound',
+      sourceAttribute: 'displayName',
+      targetAttribute: 'cn',
+      confidence: 50,
+    });
+    expect(r.status).toBe(201);
     await writeCsObjects(target, [row('svc-backup', 'Backup Service'), row('old-intern', 'Old Intern')]);
     browser = await launch();
   });
@@ -74,10 +85,10 @@ const available = serverAvailable('chromium');
     await table.getByRole('row').filter({ hasText: 'Old Intern' }).getByRole('button', { name: 'Unkeep' }).click();
     await page.getByRole('status').filter({ hasText: '2 to sweep.' }).waitFor();
 
-    // The file connector has no outbound flow: no export target, the sweep is refused and nothing starts.
+    // The target has no disable values: the sweep is refused and nothing starts.
     page.once('dialog', (d) => void d.accept());
     await page.getByRole('button', { name: 'Sweep orphans' }).click();
-    await page.getByText("Connector 'Directory' is not an export target").waitFor();
+    await page.getByText("Connector 'Directory' has no disable action").waitFor();
     expect(page.url()).toContain('/orphans');
     await context.close();
   });

@@ -185,6 +185,9 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
     const badType = await rt.call('POST', `connectors/${dir}/export`, { body: { runType: 'Sweep' } });
     expect(badType.status).toBe(400);
 
+    const sourceReport = await rt.call('GET', `connectors/${hr}/orphans`, { role: 'Viewer' });
+    expect(sourceReport.status).toBe(409);
+    expect(sourceReport.body.detail).toContain("Connector 'HR' is not an export target");
     const notTarget = await rt.call('POST', `connectors/${hr}/export`, { body: { runType: 'OrphanSweep' } });
     expect(notTarget.status).toBe(409);
     expect(notTarget.headers.get('content-type')).toMatch(/application\/problem\+json/);
