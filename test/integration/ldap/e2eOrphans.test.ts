@@ -362,6 +362,13 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
     // The next import shows the disables: nothing is left to sweep.
     expect(await runImport(rt, table)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
     expect((await orphans(table)).sweepable).toBe(0);
+    // A sweep with nothing to sweep completes and changes nothing.
+    const swept = await accounts();
+    expect(await runExport(rt, table, { runType: 'OrphanSweep' })).toMatchObject({
+      status: 'Completed',
+      stats: { objectsUpdated: 0, objectsDeleted: 0, errors: 0 },
+    });
+    expect(await accounts()).toEqual(swept);
   });
 
   test('a schedule step runs a sweep: an account made since is disabled by the scheduled run', async () => {
