@@ -9,6 +9,7 @@ import { exportIdsPage, exportPartition, scopeExport, type ExportIdsInput, type 
 import { fullImportPage, type FullPageInput } from '../lib/sync/import/fullImport';
 import { fullSyncPage, type FullSyncPageInput } from '../lib/sync/import/fullSync';
 import { checkPlan } from '../lib/sync/planCheck';
+import { sweepOrphans } from '../lib/sync/orphans/sweep';
 import { runConfig } from '../lib/sync/run/runConnector';
 import { beginRun, finishRun, releaseRun, type FinishInput } from '../lib/sync/run/runLifecycle';
 import { emptyTotals, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/run/runTypes';
@@ -32,6 +33,7 @@ import {
   FINISH_RUN,
   FULL_IMPORT_PAGE,
   FULL_SYNC_PAGE,
+  ORPHAN_SWEEP,
   PARK_RUN,
   PLAN_DELETE_PAGE,
   PLAN_DELETES,
@@ -46,7 +48,7 @@ import {
 /**
  * One import or export run (the orchestration instance id is the run id). The generator only yields and
  * branches; every step is an activity over the sync engine's steps (lib/sync/: fullImport.ts, deletes.ts,
- * deltaImport.ts, fullSync.ts, exportSteps.ts, exportDeletes.ts, runLifecycle.ts), one per page of objects.
+ * deltaImport.ts, fullSync.ts, exportSteps.ts, exportDeletes.ts, orphans/sweep.ts, runLifecycle.ts), one per page of objects.
  * The passes over those steps are in syncRunPass.ts.
  *
  * Thresholds and plans (docs/safety.md):
@@ -251,4 +253,7 @@ pageStep(CHECK_PLAN, ofInfo, (input: { info: RunInfo; config: Record<string, unk
 pageStep(PARK_RUN, ofInfo, (input: { info: RunInfo; reasons: ApprovalReason[]; stats: RunStats }) => park(input));
 df.app.activity(APPROVAL_STATE, { handler: traced(APPROVAL_STATE, (input: { info: RunInfo }) => lookAtApproval(input.info)) });
 pageStep(FULL_SYNC_PAGE, ofInfo, (input: FullSyncPageInput) => fullSyncPage(input));
+pageStep(ORPHAN_SWEEP, ofInfo, (input: { info: RunInfo; totals: RunTotals; config: Record<string, unknown> }) =>
+  sweepOrphans(input.info, input.totals, input.config),
+);
 df.app.activity(FINISH_RUN, { handler: traced(FINISH_RUN, (input: FinishInput) => finishRun(input)) });

@@ -31,6 +31,7 @@ export const FINISH_RUN = 'syncFinishRun';
 export const CHECK_PLAN = 'syncCheckPlan';
 export const PARK_RUN = 'syncParkRun';
 export const APPROVAL_STATE = 'syncApprovalState';
+export const ORPHAN_SWEEP = 'syncOrphanSweep';
 
 export const isFailure = (x: unknown): x is StepFailure => typeof x === 'object' && x !== null && 'failed' in x;
 /** A step that found the run asked to stop: before it began (`Stop`) or between its pages (totals so far). */
@@ -49,7 +50,8 @@ export type PassEnd = { status: TerminalRunStatus; totals: RunTotals; extra?: Pa
  * One pass over the run's steps. Full import: pages from the connector's cursor until the last page, then the
  * deletes (objects the import did not see) against the deletes threshold, page by page. Delta import: one step
  * (connectors give no cursor inside a delta); a connector that needs a full import first makes the run go on as
- * a full import. Export: the 16 mesh partitions (or the changed objects), then deprovisioning deletes. FullSync:
+ * a full import. Export: the 16 mesh partitions (or the changed objects), then deprovisioning deletes. OrphanSweep:
+ * one step over the target's orphans. FullSync:
  * no source read; the connector space, one of its partitions per step, through the current rules. A dry `info`
  * plans (recording the changes `planned`); `info.planRunId` applies that plan.
  */
@@ -70,6 +72,13 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     if (isCancel(r)) return cancelled(r);
     if (r.parked) return parked(r);
     return r;
+  }
+  if (info.runType === 'OrphanSweep') {
+    // One step: the target's orphans, disabled (or deleted) under the deletes threshold (docs/orphans.md).
+    const r = yield* step(ORPHAN_SWEEP, { info, totals, config });
+    if (isEnd(r)) return r;
+    totals = r;
+    return end(completedStatus(totals));
   }
   if (info.runType === 'Export') {
     const plan = (yield context.df.callActivity(EXPORT_PLAN, { info, config })) as ExportPlan | StepFailure | Stop;

@@ -15,6 +15,7 @@ import '../schemas/schedules';
 import '../schemas/connectorSpace';
 import '../schemas/config';
 import '../schemas/leavers';
+import '../schemas/orphans';
 import '../schemas/correlation';
 
 /**

@@ -17,6 +17,7 @@ import {
   SPACE_QUERY,
 } from './queries';
 import { LEAVERS_QUERY } from './leavers';
+import { ORPHANS_QUERY } from './orphans';
 
 /**
  * The route catalog: every Admin API route of the contract, with its permission, rate-limit policy, request
@@ -166,7 +167,8 @@ export const ROUTES: readonly RouteSpec[] = [
     route: 'connectors/{id}/export',
     permission: 'runs.trigger',
     tag: 'Runs',
-    summary: 'Trigger an export of the staged changes',
+    summary:
+      "Trigger an export of the staged changes, or (runType OrphanSweep) a sweep that disables or deletes the target's orphans under the same gate; 409 when the target cannot be swept (no export target, no disable values)",
     pathParam: connectorId,
     request: { schema: 'TriggerExportRequest', optional: true },
     success: { status: 202, schema: 'Run', location: true },
@@ -230,6 +232,43 @@ export const ROUTES: readonly RouteSpec[] = [
     subParam: csObjectId,
     success: { status: 200, schema: 'OneObjectSync' },
     errors: [409],
+  },
+  // Orphans
+  {
+    name: 'listConnectorOrphans',
+    method: 'GET',
+    route: 'connectors/{id}/orphans',
+    permission: 'connectors.read',
+    tag: 'Connector space',
+    summary:
+      "The target's orphans: objects joined to no active identity (disconnector, tombstone past its grace, overdue deprovisioning, gone mesh object), excluded ones (explicit disconnectors, keep marks) listed with why; ordered by anchor; no attribute values; 409 for a connector that is no export target",
+    pathParam: connectorId,
+    query: ORPHANS_QUERY,
+    success: { status: 200, schema: 'OrphanList' },
+    errors: [409],
+  },
+  {
+    name: 'keepConnectorOrphan',
+    method: 'PUT',
+    route: 'connectors/{id}/orphans/{csObjectId}/keep',
+    permission: 'orphans.keep',
+    tag: 'Connector space',
+    summary: 'Mark a target object to keep: listed as an excluded orphan, never swept. Audited',
+    pathParam: connectorId,
+    subParam: csObjectId,
+    request: { schema: 'OrphanKeepRequest', optional: true },
+    success: { status: 200, schema: 'OrphanKeepMark' },
+  },
+  {
+    name: 'unkeepConnectorOrphan',
+    method: 'DELETE',
+    route: 'connectors/{id}/orphans/{csObjectId}/keep',
+    permission: 'orphans.keep',
+    tag: 'Connector space',
+    summary: "Remove an object's keep mark (404 when it has none). Audited",
+    pathParam: connectorId,
+    subParam: csObjectId,
+    success: { status: 204 },
   },
   // Assignment
   {

@@ -36,6 +36,9 @@ export type AuditAction =
   | 'join'
   | 'disconnect'
   | 'undo'
+  /** An orphan marked to keep, or the mark removed (docs/orphans.md). */
+  | 'keep'
+  | 'unkeep'
   /** A read that is audited too: a SCIM client's GET (docs/scim.md). */
   | 'read';
 /** An engine task acting on its own, as its audit records name it (`schedule:<name>` for a schedule's runs). */

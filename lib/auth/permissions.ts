@@ -29,6 +29,8 @@ export const PERMISSIONS = {
   'schedules.write': ['Admin'],
   /** Approve or reject a run that waits for approval (it exceeded a threshold). */
   'runs.approve': ['Admin'],
+  /** Mark a target's orphan to keep (never swept), or remove the mark (docs/orphans.md). */
+  'orphans.keep': ['Admin'],
   'instances.write': ['Admin'],
   /** Export and import of the whole configuration, restore of a version. */
   'config.write': ['Admin'],

@@ -5,6 +5,7 @@ import { registerCases } from './commands/cases';
 import { registerConnectors } from './commands/connectors';
 import { outcome } from './commands/context';
 import { registerLeavers } from './commands/leavers';
+import { registerOrphans } from './commands/orphans';
 import { registerLogin } from './commands/login';
 import { registerMesh } from './commands/mesh';
 import { registerRuns } from './commands/runs';
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerMesh(program);
   registerAdmin(program);
   registerLeavers(program);
+  registerOrphans(program);
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();

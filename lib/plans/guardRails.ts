@@ -13,6 +13,7 @@ import { limitOf, thresholdsOf, type Threshold } from './thresholds';
  *   the pair that is never looser (`{ count: 500, percent: 20 }` to `{ count: 10, percent: 20 }`) is not;
  * - `deprovisioning.graceDays` shortened;
  * - `deprovisioning.action` made harsher (`none` < `disable` < `delete`; absent is `delete`);
+ * - `deprovisioning.orphanAction` made harsher (`disable` to `delete`; absent is `disable`);
  * - four-eyes turned off for the connector.
  * Tightening any of them (a smaller limit, a longer grace, a milder action, four-eyes on) is not a loosening.
  * Thresholds are compared as they take effect, defaults and the older `deletionThreshold` included.
@@ -37,11 +38,12 @@ export function requiresSecondPerson(config: Config | undefined, globalSetting: 
   return typeof own === 'boolean' ? own : globalSetting;
 }
 
-function deprovisioningOf(config: Config): { action: string; graceDays: number } {
+function deprovisioningOf(config: Config): { action: string; graceDays: number; orphanAction: string } {
   const d = obj(config.deprovisioning);
   return {
     action: typeof d.action === 'string' ? d.action : 'delete',
     graceDays: typeof d.graceDays === 'number' ? d.graceDays : 0,
+    orphanAction: d.orphanAction === 'delete' ? 'delete' : 'disable',
   };
 }
 
@@ -68,6 +70,8 @@ export function loosenedGuardRails(before: Config | null, after: Config, globalS
   if (da.graceDays < db.graceDays) reasons.push({ setting: 'deprovisioning.graceDays', before: db.graceDays, after: da.graceDays });
   if ((ACTION_SEVERITY[da.action] ?? 2) > (ACTION_SEVERITY[db.action] ?? 2))
     reasons.push({ setting: 'deprovisioning.action', before: db.action, after: da.action });
+  if (da.orphanAction === 'delete' && db.orphanAction !== 'delete')
+    reasons.push({ setting: 'deprovisioning.orphanAction', before: db.orphanAction, after: da.orphanAction });
   const fb = requiresSecondPerson(before ?? {}, globalSecondPerson);
   const fa = requiresSecondPerson(after, globalSecondPerson);
   if (fb && !fa) reasons.push({ setting: 'approvals.requireSecondPerson', before: true, after: false });

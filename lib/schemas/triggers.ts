@@ -19,7 +19,16 @@ export const TriggerImportRequestSchema = defineSchema(
 
 export const TriggerExportRequestSchema = defineSchema(
   Type.Object(
-    { dryRun: Type.Optional(Type.Boolean({ default: false, description: 'Compute and report what would be exported without writing the target.' })) },
+    {
+      runType: Type.Optional(
+        Type.Union([Type.Literal('Export'), Type.Literal('OrphanSweep')], {
+          default: 'Export',
+          description:
+            "Default Export. OrphanSweep disables (or, with deprovisioning.orphanAction delete, deletes) the target's orphans: accounts joined to no active identity (GET /connectors/{id}/orphans).",
+        }),
+      ),
+      dryRun: Type.Optional(Type.Boolean({ default: false, description: 'Compute and report what would be exported without writing the target.' })),
+    },
     { $id: 'TriggerExportRequest', additionalProperties: false },
   ),
 );

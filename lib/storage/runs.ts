@@ -23,7 +23,7 @@ import { isStatus, odata, submitTransaction, table } from './tables';
  * instance or all, newest first, status filtered server-side) and keeps only the requested window.
  */
 
-export const RUN_TYPES = ['FullImport', 'DeltaImport', 'Export', 'FullSync'] as const;
+export const RUN_TYPES = ['FullImport', 'DeltaImport', 'Export', 'FullSync', 'OrphanSweep'] as const;
 export type RunType = (typeof RUN_TYPES)[number];
 
 export const RUN_STATUSES = ['Queued', 'Running', 'Completed', 'CompletedWithErrors', 'Failed', 'Cancelled', 'AwaitingApproval', 'Rejected'] as const;
@@ -181,7 +181,8 @@ export function runRequester(run: Pick<StoredRun, 'requester' | 'actorId' | 'tri
 }
 
 /** The phase a Running run starts in, before its first page reports. */
-export const firstPhase = (runType: RunType): RunPhase => (runType === 'Export' ? 'exporting' : runType === 'FullSync' ? 'applying' : 'reading');
+export const firstPhase = (runType: RunType): RunPhase =>
+  runType === 'Export' || runType === 'OrphanSweep' ? 'exporting' : runType === 'FullSync' ? 'applying' : 'reading';
 
 /**
  * The run as the API shows it: without the storage-only ETag, dispatch marker and cancel request. A Running

@@ -16,6 +16,8 @@ export interface DeprovisioningSettings {
   /** Days (fractions allowed) between the export that first finds the object due and the deprovisioning. */
   graceDays: number;
   onConditionFalse: boolean;
+  /** What an orphan sweep does with the target's orphans (lib/sync/orphans/): `disable` (default) or `delete`. */
+  orphanAction: 'disable' | 'delete';
 }
 
 /** The pseudo-attribute of the Active Directory connector that sets or clears bit 2 of userAccountControl. */
@@ -23,7 +25,13 @@ export const AD_DISABLED = 'accountDisabled';
 
 /** The setting with its defaults, from a stored (validated) connector config. */
 export function deprovisioningSettings(config: Record<string, unknown>, connectorType: string): DeprovisioningSettings {
-  const d = (config.deprovisioning ?? {}) as { action?: unknown; disableAttributes?: unknown; graceDays?: unknown; onConditionFalse?: unknown };
+  const d = (config.deprovisioning ?? {}) as {
+    action?: unknown;
+    disableAttributes?: unknown;
+    graceDays?: unknown;
+    onConditionFalse?: unknown;
+    orphanAction?: unknown;
+  };
   const action: DeprovisioningAction = d.action === 'disable' || d.action === 'none' ? d.action : 'delete';
   const given = d.disableAttributes && typeof d.disableAttributes === 'object' ? { ...(d.disableAttributes as Record<string, AttributeValue>) } : {};
   const disableAttributes: Record<string, AttributeValue> = {};
@@ -31,7 +39,13 @@ export function deprovisioningSettings(config: Record<string, unknown>, connecto
     disableAttributes[AD_DISABLED] = true;
   Object.assign(disableAttributes, given);
   const graceDays = typeof d.graceDays === 'number' && d.graceDays > 0 ? d.graceDays : 0;
-  return { action, disableAttributes, graceDays, onConditionFalse: d.onConditionFalse === true };
+  return {
+    action,
+    disableAttributes,
+    graceDays,
+    onConditionFalse: d.onConditionFalse === true,
+    orphanAction: d.orphanAction === 'delete' ? 'delete' : 'disable',
+  };
 }
 
 /** The checks the schema does not express: `disable` needs `disableAttributes`, except on Active Directory. */
@@ -95,3 +109,23 @@ export function enableValues(marker: NonNullable<CsObject['deprovisioned']>, flo
 
 /** Attributes a target never shows on import (not recorded as exported values awaiting confirmation). */
 export const isPseudoAttribute = (name: string) => name.toLowerCase() === AD_DISABLED.toLowerCase();
+
+const valueStrings = (v: AttributeValue | undefined): string =>
+  (Array.isArray(v) ? v : [v])
+    .filter((x) => x !== null && x !== undefined)
+    .map((x) => String(x).toLowerCase())
+    .sort()
+    .join('\u0000');
+
+/**
+ * Whether these attributes (as an import showed them) carry every disable value of the setting, compared
+ * case-insensitively; a pseudo-attribute (AD's accountDisabled) is never imported and is not compared.
+ */
+export function showsDisableValues(attributes: Record<string, AttributeValue>, settings: DeprovisioningSettings): boolean {
+  const shown = new Map(Object.entries(attributes).map(([k, v]) => [k.toLowerCase(), v]));
+  for (const [k, v] of Object.entries(settings.disableAttributes)) {
+    if (isPseudoAttribute(k)) continue;
+    if (valueStrings(shown.get(k.toLowerCase())) !== valueStrings(v)) return false;
+  }
+  return true;
+}

@@ -1,4 +1,3 @@
-import type { AttributeValue } from '../connectors/sdk';
 import { areaLog } from '../core/log';
 import { displayAttributes, displayNameOf } from '../mesh/displayName';
 import type { MeshObject } from '../mesh/model';
@@ -16,7 +15,7 @@ import {
 } from '../storage/leavers';
 import { listRules, type Rule } from '../storage/rules';
 import { leaverSeconds } from '../telemetry/metrics';
-import { deprovisioningSettings, dueAt, isPseudoAttribute, type DeprovisioningSettings } from './deprovisioning';
+import { deprovisioningSettings, dueAt, showsDisableValues, type DeprovisioningSettings } from './deprovisioning';
 import type { CsObject } from './model';
 import { readCsObjects } from './space/connectorSpace';
 
@@ -260,7 +259,7 @@ export async function recordGoneLeavers(
       meshObjectId: row.meshId,
       anchor: row.anchor,
       operation,
-      reason: row.deprovisioned?.reason ?? 'gone',
+      reason: row.deprovisioned?.reason === 'condition' ? 'condition' : 'gone',
       seenOn: row.deprovisioned?.at ?? now,
       dueOn: row.deprovisioned?.due ?? null,
       objectType: row.objectType,
@@ -268,13 +267,6 @@ export async function recordGoneLeavers(
   });
   await recordLeaversSent(run, sent);
 }
-
-const valueStrings = (v: AttributeValue | undefined): string =>
-  (Array.isArray(v) ? v : [v])
-    .filter((x) => x !== null && x !== undefined)
-    .map((x) => String(x).toLowerCase())
-    .sort()
-    .join('\u0000');
 
 /**
  * Whether an import of the target shows the leaver's change (pure): a delete, the object gone from the
@@ -284,12 +276,7 @@ const valueStrings = (v: AttributeValue | undefined): string =>
 export function confirmedBy(r: LeaverRecord, row: CsObject | undefined, settings: DeprovisioningSettings): boolean {
   if (r.operation === 'delete') return !row || !!row.deleted;
   if (!row || row.deleted) return false;
-  const shown = new Map(Object.entries(row.attributes).map(([k, v]) => [k.toLowerCase(), v]));
-  for (const [k, v] of Object.entries(settings.disableAttributes)) {
-    if (isPseudoAttribute(k)) continue;
-    if (valueStrings(shown.get(k.toLowerCase())) !== valueStrings(v)) return false;
-  }
-  return true;
+  return showsDisableValues(row.attributes, settings);
 }
 
 /**

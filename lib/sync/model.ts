@@ -74,11 +74,12 @@ export interface CsObject {
    * Deprovisioning of a target object (the connector's `config.deprovisioning`, lib/sync/deprovisioning.ts):
    * `pending` (grace: due at `due`), `disabled` (the disable values were written: `written`, and the values the
    * target showed for them before, `previous`) or `none` (left as it was, unlinked). `reason`: its mesh object
-   * went away (`gone`) or its provisioning condition stopped holding (`condition`).
+   * went away (`gone`), its provisioning condition stopped holding (`condition`), or an orphan sweep disabled it
+   * (`orphan`: joined to no active identity, lib/sync/orphans/).
    */
   deprovisioned?: {
     state: 'pending' | 'disabled' | 'none';
-    reason: 'gone' | 'condition';
+    reason: 'gone' | 'condition' | 'orphan';
     at: string;
     due?: string;
     written?: string[];

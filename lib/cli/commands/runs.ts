@@ -33,7 +33,7 @@ export const changeColumns = (names: Map<string, string>) => [
  * Print a run and end with its exit code: with --wait, follow it to its end first (live progress on a
  * terminal). The run's stats end the output in table mode; json/yaml print the run as the API answers it.
  */
-async function finish(ctx: Context, run: Run): Promise<ExitCode> {
+export async function finish(ctx: Context, run: Run): Promise<ExitCode> {
   if (!ctx.opts.wait) {
     ctx.print(run);
     return EXIT.ok;

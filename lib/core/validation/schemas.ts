@@ -162,6 +162,13 @@ export const Deprovisioning = () =>
       onConditionFalse: Type.Optional(
         Type.Boolean({ default: false, description: 'true: a provisioned object whose provisioningCondition stops holding is deprovisioned the same way.' }),
       ),
+      orphanAction: Type.Optional(
+        Type.Union([Type.Literal('disable'), Type.Literal('delete')], {
+          default: 'disable',
+          description:
+            'What an orphan sweep (runType OrphanSweep) does with target accounts joined to no active identity: disable writes disableAttributes (a target with none refuses the sweep), delete deletes them.',
+        }),
+      ),
       deadlineMinutes: Type.Optional(
         Type.Integer({
           minimum: 1,

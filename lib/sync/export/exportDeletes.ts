@@ -108,7 +108,31 @@ async function deprovisionWith(
       ? await tombstoneDeletedOn([...prev.values()].filter((r) => r.meshId && !r.deprovisioned).map((r) => r.meshId!))
       : new Map<string, string>();
   const retry = ExportRetry.forRows(info, now);
-  const { deletes, disables, left, marks, lapsed } = planGone(settings, gone, prev, deletedOn, at, (row) => retry.skipRow(row));
+  const plan = planGone(settings, gone, prev, deletedOn, at, (row) => retry.skipRow(row));
+  return applyGone(connector, info, totals, config, plan, existing, { retry, at });
+}
+
+/**
+ * Apply a {@link GonePlan} to the target, as the run's gate says: over the deletes threshold nothing is deleted
+ * (the deletes are planned and the run waits for approval); a dry run plans; a run applying a plan applies only
+ * what it planned (the rest drifted or left out). The deletes pass and the orphan sweep (lib/sync/orphans/) apply
+ * their plans with it. `reason`: the marker given to a disabled or left object that carries none yet.
+ */
+export async function applyGone(
+  connector: Connector,
+  info: RunInfo,
+  totals: RunTotals,
+  config: ExportConfig,
+  gonePlan: GonePlan,
+  existing: number,
+  opts: { retry: ExportRetry; at: Date; reason?: NonNullable<CsObject['deprovisioned']>['reason'] },
+): Promise<RunTotals> {
+  const { retry, at } = opts;
+  const now = at.toISOString();
+  const settings = settingsOf(config);
+  const markReason = (row: CsObject) => row.deprovisioned?.reason ?? opts.reason ?? 'gone';
+  const result: PageResult = { created: 0, updated: 0, deleted: 0, processed: 0, errors: [] };
+  const { deletes, disables, left, marks, lapsed } = gonePlan;
   const record = pageKey('z', 0);
   const planned = () =>
     exportItems(info.connectorId, null, [
@@ -197,14 +221,14 @@ async function deprovisionWith(
     const exported = { ...(row.exported ?? {}) };
     for (const [k, v] of Object.entries(d.attributes)) if (!isPseudoAttribute(k)) exported[k] = v;
     const out: CsObject = {
-      ...unlinked(row, { state: 'disabled', reason: row.deprovisioned?.reason ?? 'gone', at: now, written: Object.keys(d.attributes), previous: d.previous }),
+      ...unlinked(row, { state: 'disabled', reason: markReason(row), at: now, written: Object.keys(d.attributes), previous: d.previous }),
       // Nothing awaits confirmation when only a pseudo-attribute was written (AD's accountDisabled).
       exported: Object.keys(exported).length ? exported : undefined,
     };
     retry.succeeded(undefined, out);
     rows.push(out);
   });
-  for (const row of left) rows.push(unlinked(row, { state: 'none', reason: row.deprovisioned?.reason ?? 'gone', at: now }));
+  for (const row of left) rows.push(unlinked(row, { state: 'none', reason: markReason(row), at: now }));
   for (const row of lapsed) rows.push(unlinked(row, row.deprovisioned!));
   await retry.stage();
   await writeCsObjects(info.connectorId, rows);

@@ -300,6 +300,7 @@ function scheduledOf(connectorId: string, settings: DeprovisioningSettings, row:
     attributeCount: settings.action === 'disable' ? Object.keys(disableValues(settings, row).attributes).length : 0,
     stagedOn,
     dueOn: m.due ?? m.at,
-    reason: m.reason,
+    // Only a leaver waits for its grace (an orphan sweep marks nothing pending).
+    reason: m.reason === 'condition' ? 'condition' : 'gone',
   };
 }

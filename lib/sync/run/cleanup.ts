@@ -9,6 +9,7 @@ import { DEFAULT_PAGE_SIZE, type RunInfo } from './runTypes';
 import { deleteSyncState } from './state';
 import { deleteConnectorCorrelation } from '../correlation/caseStore';
 import { deleteTargetDue } from '../../storage/dueInstants';
+import { deleteConnectorOrphanKeeps } from '../../storage/orphanKeeps';
 
 /**
  * The sync engine's steps of a connector delete (run by lib/api/connectors.ts after the connector's rules and
@@ -23,6 +24,7 @@ export const SYNC_CONNECTOR_CLEANUPS: readonly ConnectorCleanupStep[] = [
   { name: 'syncState', run: deleteSyncState },
   { name: 'correlation', run: deleteConnectorCorrelation },
   { name: 'dueInstants', run: deleteTargetDue },
+  { name: 'orphanKeeps', run: deleteConnectorOrphanKeeps },
 ];
 
 /**

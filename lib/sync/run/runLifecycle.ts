@@ -47,6 +47,9 @@ export async function beginRun(runId: string): Promise<RunInfo | (StepFailure & 
   return info;
 }
 
+/** An export or an orphan sweep: it writes the target, reads no source (no watermark, no lastSync). */
+const writesTarget = (info: RunInfo) => info.runType === 'Export' || info.runType === 'OrphanSweep';
+
 export interface FinishInput {
   info: RunInfo;
   status: TerminalRunStatus;
@@ -90,7 +93,7 @@ export async function finishRun(input: FinishInput): Promise<void> {
   // A run that applied a plan and left objects out (not in the plan, or drifted) moves no watermark and records
   // no export state: the next run reads those objects again.
   const whole = completed && !info.dryRun && !input.totals.leftOut;
-  if (whole && input.watermark !== undefined && info.runType !== 'Export') await saveWatermark(info.connectorId, input.watermark);
+  if (whole && input.watermark !== undefined && !writesTarget(info)) await saveWatermark(info.connectorId, input.watermark);
   if (whole && input.fullPass) await saveFullRulesHash(info.connectorId, compileRuleSet(info.connectorId, await listRules()).hash);
   if (whole && input.fullRead) await recordFullRead(info.connectorId);
   // An import of a target confirms the leavers sent to it before it started (lib/sync/leavers.ts).
@@ -104,7 +107,7 @@ export async function finishRun(input: FinishInput): Promise<void> {
   const now = new Date().toISOString();
   if (input.status === 'Failed') await setConnectorRunState(info.connectorId, { status: 'error' }).catch(() => undefined);
   else if (completed)
-    await setConnectorRunState(info.connectorId, { status: 'active', ...(info.runType !== 'Export' && !info.dryRun ? { lastSync: now } : {}) }).catch(
+    await setConnectorRunState(info.connectorId, { status: 'active', ...(!writesTarget(info) && !info.dryRun ? { lastSync: now } : {}) }).catch(
       () => undefined,
     );
   const outcome: Parameters<typeof completeRun>[1] = { status: input.status, stats: input.totals.stats };

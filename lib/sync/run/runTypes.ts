@@ -61,7 +61,7 @@ export type ExportPlan =
 export interface RunInfo {
   runId: string;
   connectorId: string;
-  runType: 'FullImport' | 'DeltaImport' | 'Export' | 'FullSync';
+  runType: 'FullImport' | 'DeltaImport' | 'Export' | 'FullSync' | 'OrphanSweep';
   dryRun: boolean;
   /** The run's trace context, when tracing was on as it started (lib/telemetry/tracing.ts). */
   trace?: RunTrace;

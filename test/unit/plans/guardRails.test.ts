@@ -40,6 +40,11 @@ describe('loosenedGuardRails', () => {
     ]);
     expect(loosen({ deprovisioning: { action: 'none' } }, {})).toEqual([{ setting: 'deprovisioning.action', before: 'none', after: 'delete' }]);
     expect(loosen({}, { deprovisioning: { action: 'none' } })).toEqual([]);
+    // An orphan sweep that deletes instead of disabling is harsher (absent is disable).
+    expect(loosen({}, { deprovisioning: { orphanAction: 'delete' } })).toEqual([
+      { setting: 'deprovisioning.orphanAction', before: 'disable', after: 'delete' },
+    ]);
+    expect(loosen({ deprovisioning: { orphanAction: 'delete' } }, { deprovisioning: { orphanAction: 'disable' } })).toEqual([]);
     expect(loosen({}, { approvals: { requireSecondPerson: false } })).toEqual([{ setting: 'approvals.requireSecondPerson', before: true, after: false }]);
     // Globally off: turning a connector's own rule off changes nothing.
     expect(loosen({}, { approvals: { requireSecondPerson: false } }, false)).toEqual([]);

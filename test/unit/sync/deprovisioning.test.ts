@@ -18,7 +18,13 @@ const row = (attributes: CsObject['attributes'], exported?: CsObject['exported']
 
 describe('deprovisioning settings', () => {
   it('defaults: delete, no grace, not on a false condition', () => {
-    expect(deprovisioningSettings({}, 'ldap')).toEqual({ action: 'delete', disableAttributes: {}, graceDays: 0, onConditionFalse: false });
+    expect(deprovisioningSettings({}, 'ldap')).toEqual({
+      action: 'delete',
+      disableAttributes: {},
+      graceDays: 0,
+      onConditionFalse: false,
+      orphanAction: 'disable',
+    });
   });
 
   it('Active Directory disables through accountDisabled (bit 2 of the current userAccountControl) unless the setting names it', () => {

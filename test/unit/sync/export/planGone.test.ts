@@ -22,6 +22,7 @@ const settings = (s: Partial<DeprovisioningSettings> = {}): DeprovisioningSettin
   disableAttributes: {},
   graceDays: 0,
   onConditionFalse: false,
+  orphanAction: 'disable',
   ...s,
 });
 const rows = (...list: CsObject[]) => new Map(list.map((r) => [r.anchor, r]));

@@ -4,9 +4,11 @@ import { api, type Page } from '../api';
 import { can, type Session } from '../auth';
 import { href, navigate, setQuery, type Route } from '../router';
 import { Action, ErrorBox, Field, Link, Named, Pager, Status, Table, useLoad, value, When, num } from '../ui';
+import { Orphans } from './orphans';
 import { useNames } from './runs';
 
 export function ConnectorsScreen({ route, session }: { route: Route; session: Session }) {
+  if (route.segments[1] && route.segments[2] === 'orphans') return <Orphans key={route.segments[1]} id={route.segments[1]} route={route} session={session} />;
   return route.segments[1] ? <Space key={route.segments[1]} id={route.segments[1]} route={route} session={session} /> : <ConnectorList session={session} />;
 }
 
@@ -17,7 +19,7 @@ function StartRun({ connector, session }: { connector: any; session: Session }) 
   return (
     <span class="inline-form">
       <select aria-label={`Run type for ${connector.name}`} value={runType} onChange={(e) => setRunType(e.currentTarget.value)}>
-        {['DeltaImport', 'FullImport', 'FullSync', 'Export'].map((t) => (
+        {['DeltaImport', 'FullImport', 'FullSync', 'Export', 'OrphanSweep'].map((t) => (
           <option key={t}>{t}</option>
         ))}
       </select>
@@ -29,9 +31,10 @@ function StartRun({ connector, session }: { connector: any; session: Session }) 
         kind="primary"
         allowed
         run={async () => {
+          const exporting = runType === 'Export' || runType === 'OrphanSweep';
           const body: Record<string, unknown> = runType === 'Export' ? {} : { runType };
           if (dryRun) body.dryRun = true;
-          const run: any = await api('POST', `connectors/${connector.id}/${runType === 'Export' ? 'export' : 'import'}`, { body });
+          const run: any = await api('POST', `connectors/${connector.id}/${exporting ? 'export' : 'import'}`, { body });
           navigate(href(['runs', run.runId]));
         }}
       />
@@ -94,7 +97,8 @@ function Space({ id, route, session }: { id: string; route: Route; session: Sess
           <StartRun connector={connector.data} session={session} />{' '}
           <Link to={['runs']} query={{ connector: id }}>
             Runs of this connector
-          </Link>
+          </Link>{' '}
+          <Link to={['connectors', id, 'orphans']}>Orphans</Link>
         </p>
       )}
       <form
