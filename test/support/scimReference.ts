@@ -61,6 +61,10 @@ export interface ReferenceServer {
   configure(c: { patch?: boolean; etag?: boolean; bulkMaxOperations?: number }): void;
   /** Change a user behind the client's back (as another admin would), bumping its version and lastModified. */
   touch(type: 'User' | 'Group', id: string, change: Json): void;
+  /** Create or replace a resource with this id server-side (a fixture's seed), with meta as a write would set it. */
+  put(type: 'User' | 'Group', id: string, data: Json): void;
+  /** Forget every resource, request and fault (a fresh server for the next test). */
+  clear(): void;
   stop(): Promise<void>;
 }
 
@@ -220,6 +224,16 @@ export async function startScimReference(): Promise<ReferenceServer> {
       const prev = map.get(id);
       if (!prev) throw new Error(`no ${type} ${id}`);
       map.set(id, stamp({ ...prev, ...change }, type, prev));
+    },
+    put(type, id, data) {
+      const map = store(type);
+      map.set(id, stamp({ ...data, id }, type, map.get(id)));
+    },
+    clear() {
+      users.clear();
+      groups.clear();
+      requests.length = 0;
+      faults = [];
     },
     stop: () =>
       new Promise<void>((resolve) => {

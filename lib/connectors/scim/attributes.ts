@@ -162,16 +162,34 @@ export const SCIM_CONNECTOR_SCHEMA: ConnectorSchema = {
 /** An attribute an export cannot write: the message names it and says why. */
 export class UnwritableAttributeError extends Error {}
 
+/**
+ * The multi-valued attributes an export writes by value: a group's `members` (ids), a user's `emails` (the
+ * addresses besides the work one, written with type `other`; the work address is `email`).
+ */
+interface ValueList {
+  list: string;
+  type?: string;
+}
+const LISTS: Record<ScimResourceType, Map<string, ValueList>> = {
+  User: new Map([['emails', { list: 'emails', type: 'other' }]]),
+  Group: new Map([['members', { list: 'members' }]]),
+};
+
+/** Adds and removes of single values of multi-valued attributes, by attribute name (ExportChange's). */
+export type ValueChanges = Readonly<Record<string, readonly ScalarValue[]>>;
+
 function field(type: ScimResourceType, name: string): Field {
   const f = FIELDS[type].get(name.toLowerCase());
   if (f) return f;
-  const readOnly = ['id', 'emails'].includes(name.toLowerCase());
+  const writable = [...[...FIELDS[type].values()].map((x) => x.name), ...LISTS[type].keys()];
   throw new UnwritableAttributeError(
-    readOnly
-      ? `The attribute '${name}' of a SCIM ${type} is read only (write ${name.toLowerCase() === 'emails' ? "'email'" : 'other attributes'} instead).`
-      : `The SCIM connector does not write the attribute '${name}' of a ${type}; it writes: ${[...FIELDS[type].values()].map((x) => x.name).join(', ')}${type === 'Group' ? ', members' : ''}.`,
+    name.toLowerCase() === 'id'
+      ? `The attribute 'id' of a SCIM ${type} is read only: the server assigns it.`
+      : `The SCIM connector does not write the attribute '${name}' of a ${type}; it writes: ${writable.join(', ')}.`,
   );
 }
+
+const listOf = (type: ScimResourceType, name: string): ValueList | undefined => LISTS[type].get(name.toLowerCase());
 
 /** A value as the SCIM attribute's type wants it (flows may give `"true"` for a boolean, a number for a string). */
 function scimValue(f: Field, v: AttributeValue | undefined): string | boolean | null {
@@ -187,15 +205,13 @@ function scimValue(f: Field, v: AttributeValue | undefined): string | boolean | 
   return String(one);
 }
 
-const isMembers = (type: ScimResourceType, name: string) => type === 'Group' && name.toLowerCase() === 'members';
-
-function memberList(v: AttributeValue | undefined): { value: string }[] {
-  return (Array.isArray(v) ? v : v === null || v === undefined ? [] : [v])
-    .filter((x): x is string | number => x !== null && x !== '')
-    .map((x) => ({ value: String(x) }));
+function values(v: AttributeValue | undefined | readonly ScalarValue[]): string[] {
+  return (Array.isArray(v) ? v : v === null || v === undefined ? [] : [v]).filter((x): x is string | number | boolean => x !== null && x !== '').map(String);
 }
 
-/** Set one field in a resource (copy-on-write below the top level is not needed: the resource is ours). */
+const entry = (l: ValueList, value: string): Json => (l.type ? { value, type: l.type } : { value });
+
+/** Set one field in a resource (the resource is the caller's own copy). */
 function setField(r: Json, f: Field, value: string | boolean | null): void {
   if (f.typed) {
     const list = Array.isArray(r[f.typed.list]) ? (r[f.typed.list] as Json[]).filter((i) => i && typeof i === 'object') : [];
@@ -203,7 +219,7 @@ function setField(r: Json, f: Field, value: string | boolean | null): void {
     if (value === null) {
       if (i >= 0) list.splice(i, 1);
     } else if (i >= 0) list[i] = { ...list[i], value };
-    else list.push({ value, type: f.typed.type, ...(list.length === 0 ? { primary: true } : {}) });
+    else list.unshift({ value, type: f.typed.type, ...(list.some((e) => e.primary === true) ? {} : { primary: true }) });
     if (list.length) r[f.typed.list] = list;
     else delete r[f.typed.list];
     return;
@@ -222,34 +238,52 @@ function setField(r: Json, f: Field, value: string | boolean | null): void {
 }
 
 /**
- * `resource` with the flat `attributes` written into it (a new object: `resource` is not changed), and group
- * members added or removed. For an add (from `{}`) and for a replace (PUT) of the resource read from the server.
- * Throws {@link UnwritableAttributeError} for an attribute the mapping does not write.
+ * Write a value list: `whole` replaces the values the list holds (for `emails`, those besides the work one), then
+ * `adds` and `removes` change single values. The work email (an `email` field) is never touched here.
+ */
+function setList(r: Json, l: ValueList, whole: string[] | undefined, adds: string[], removes: string[]): void {
+  const items = (Array.isArray(r[l.list]) ? (r[l.list] as unknown[]) : []).map((i) => (i && typeof i === 'object' ? (i as Json) : { value: i }));
+  const kept = l.type ? items.filter((i) => String(i.type).toLowerCase() === 'work') : [];
+  let own = l.type ? items.filter((i) => String(i.type).toLowerCase() !== 'work') : items;
+  if (whole) own = whole.filter((v) => !kept.some((k) => String(k.value) === v)).map((v) => entry(l, v));
+  const gone = new Set(removes);
+  own = own.filter((i) => !gone.has(String(i.value)));
+  for (const a of adds) if (![...kept, ...own].some((i) => String(i.value) === a)) own.push(entry(l, a));
+  const all = [...kept, ...own];
+  if (all.length || l.list === 'members') r[l.list] = all;
+  else delete r[l.list];
+}
+
+/**
+ * `resource` with the flat `attributes` written into it (a new object: `resource` is not changed), and single
+ * values of `members` or `emails` added and removed. For an add (from `{}`) and for a replace (PUT) of the resource
+ * read from the server. Throws {@link UnwritableAttributeError} for an attribute the mapping does not write.
  */
 export function writeAttributes(
   type: ScimResourceType,
   resource: Json,
   attributes: Record<string, AttributeValue>,
-  memberAdds: readonly ScalarValue[] = [],
-  memberRemoves: readonly ScalarValue[] = [],
+  adds: ValueChanges = {},
+  removes: ValueChanges = {},
 ): Json {
   const r = structuredClone(resource);
   delete r.meta;
   const schemas = new Set(Array.isArray(r.schemas) ? (r.schemas as string[]) : [type === 'User' ? CORE_USER : CORE_GROUP]);
+  const wholeLists = new Map<ValueList, string[]>();
   for (const [name, v] of Object.entries(attributes)) {
-    if (isMembers(type, name)) {
-      r.members = memberList(v);
+    const l = listOf(type, name);
+    if (l) {
+      wholeLists.set(l, values(v));
       continue;
     }
     const f = field(type, name);
     setField(r, f, scimValue(f, v));
     if (f.at[0] === ENTERPRISE_USER && r[ENTERPRISE_USER]) schemas.add(ENTERPRISE_USER);
   }
-  if (memberAdds.length || memberRemoves.length) {
-    const remove = new Set(memberRemoves.map(String));
-    const current = (Array.isArray(r.members) ? (r.members as Json[]) : []).filter((m) => !remove.has(String(m.value)));
-    for (const a of memberList(memberAdds as ScalarValue[])) if (!current.some((m) => String(m.value) === a.value)) current.push(a);
-    r.members = current;
+  for (const l of LISTS[type].values()) {
+    const add = values(adds[l.list]);
+    const remove = values(removes[l.list]);
+    if (wholeLists.has(l) || add.length || remove.length) setList(r, l, wholeLists.get(l), add, remove);
   }
   r.schemas = [...schemas];
   return r;
@@ -268,21 +302,34 @@ function patchPath(f: Field): string {
   return f.at.join('.');
 }
 
+const quoted = (v: string) => `"${v.replace(/["\\]/g, '\\$&')}"`;
+
+/**
+ * Whether an update must be a read-modify-write (GET, then PUT) rather than a PATCH: a user's `emails` given
+ * whole means "these addresses besides the work one", which no PATCH path says portably.
+ */
+export function needsReplace(type: ScimResourceType, attributes: Record<string, AttributeValue>): boolean {
+  return type === 'User' && Object.keys(attributes).some((k) => listOf(type, k) !== undefined);
+}
+
 /**
  * The PATCH operations (RFC 7644 3.5.2) of an update: `replace` for each value given, `remove` for each cleared
- * one; group members by `add` and `remove` of single members (`members[value eq "<id>"]`), or a `replace` of
- * the whole list when the change gives it whole. The manager is written as `{ "value": "<id>" }`.
+ * one; single values of `members` (or `emails`) by `add` and by `remove` with a value filter
+ * (`members[value eq "<id>"]`), or a `replace` of a group's whole member list when the change gives it whole.
+ * The manager is written as `{ "value": "<id>" }`. A user's whole `emails` is not a PATCH ({@link needsReplace}).
  */
 export function patchOperations(
   type: ScimResourceType,
   attributes: Record<string, AttributeValue>,
-  memberAdds: readonly ScalarValue[] = [],
-  memberRemoves: readonly ScalarValue[] = [],
+  adds: ValueChanges = {},
+  removes: ValueChanges = {},
 ): PatchOperation[] {
   const ops: PatchOperation[] = [];
   for (const [name, v] of Object.entries(attributes)) {
-    if (isMembers(type, name)) {
-      ops.push({ op: 'replace', path: 'members', value: memberList(v) });
+    const l = listOf(type, name);
+    if (l) {
+      if (needsReplace(type, { [name]: v })) throw new Error(`${name} is written by a replace (needsReplace)`);
+      ops.push({ op: 'replace', path: l.list, value: values(v).map((x) => entry(l, x)) });
       continue;
     }
     const f = field(type, name);
@@ -291,9 +338,11 @@ export function patchOperations(
     if (value === null) ops.push({ op: 'remove', path });
     else ops.push({ op: 'replace', path, value: f.name === 'manager' ? { value } : value });
   }
-  const adds = memberList(memberAdds as ScalarValue[]);
-  if (adds.length) ops.push({ op: 'add', path: 'members', value: adds });
-  for (const m of memberList(memberRemoves as ScalarValue[])) ops.push({ op: 'remove', path: `members[value eq "${m.value.replace(/["\\]/g, '\\$&')}"]` });
+  for (const l of LISTS[type].values()) {
+    const add = values(adds[l.list]);
+    if (add.length) ops.push({ op: 'add', path: l.list, value: add.map((x) => entry(l, x)) });
+    for (const x of values(removes[l.list])) ops.push({ op: 'remove', path: `${l.list}[value eq ${quoted(x)}]` });
+  }
   return ops;
 }
 
@@ -301,5 +350,5 @@ export function patchOperations(
 export function collisionFilter(type: ScimResourceType, resource: Json): string | undefined {
   const key = type === 'User' ? 'userName' : 'displayName';
   const v = str(resource[key]);
-  return v === null ? undefined : `${key} eq "${v.replace(/["\\]/g, '\\$&')}"`;
+  return v === null ? undefined : `${key} eq ${quoted(v)}`;
 }

@@ -2,6 +2,7 @@ import { ConnectorError, throwIfAborted, withApplied, type ExistingObject, type 
 import {
   collisionFilter,
   flattenResource,
+  needsReplace,
   patchOperations,
   PATCH_OP,
   UnwritableAttributeError,
@@ -75,11 +76,11 @@ async function findExisting(s: WriteSettings, type: ScimResourceType, resource: 
 }
 
 function addBody(type: ScimResourceType, change: ExportChange): Json {
-  return writeAttributes(type, {}, change.attributes, change.multiValueAdds?.members ?? []);
+  return writeAttributes(type, {}, change.attributes, change.multiValueAdds);
 }
 
 function updateOps(type: ScimResourceType, change: ExportChange): PatchOperation[] {
-  return patchOperations(type, change.attributes, change.multiValueAdds?.members ?? [], change.multiValueRemoves?.members ?? []);
+  return patchOperations(type, change.attributes, change.multiValueAdds, change.multiValueRemoves);
 }
 
 async function add(s: WriteSettings, type: ScimResourceType, change: ExportChange, signal?: AbortSignal): Promise<ExportResult> {
@@ -110,7 +111,7 @@ async function replace(s: WriteSettings, type: ScimResourceType, change: ExportC
   for (let attempt = 1; ; attempt++) {
     const got = await s.client.request('GET', path, { signal });
     if (got.status !== 200) return settle(change, s.client.failure(got, `Reading the ${type} '${anchor}' to replace it`, { anchor }));
-    const body = writeAttributes(type, got.body as Json, change.attributes, change.multiValueAdds?.members ?? [], change.multiValueRemoves?.members ?? []);
+    const body = writeAttributes(type, got.body as Json, change.attributes, change.multiValueAdds, change.multiValueRemoves);
     const version = got.headers.get('etag') ?? ((got.body as Json).meta as Json | undefined)?.version;
     const headers: Record<string, string> = etag && typeof version === 'string' ? { 'if-match': version } : {};
     const res = await s.client.request('PUT', path, { body, headers, signal });
@@ -124,9 +125,9 @@ async function update(s: WriteSettings, type: ScimResourceType, change: ExportCh
   const anchor = change.anchor;
   if (!anchor)
     return errorResult(change, new ConnectorError('object_error', `The change has no anchor (SCIM id): cannot update the ${type}.`, { retriable: false }));
+  if (needsReplace(type, change.attributes) || !(await s.features()).patch) return replace(s, type, change, anchor, signal);
   const ops = updateOps(type, change);
   if (!ops.length) return { status: 'success', anchor };
-  if (!(await s.features()).patch) return replace(s, type, change, anchor, signal);
   const res = await s.client.request('PATCH', `${endpointOf(type)}/${encodeURIComponent(anchor)}`, { body: { schemas: [PATCH_OP], Operations: ops }, signal });
   if (res.status >= 200 && res.status < 300) return { status: 'success', anchor };
   return settle(change, s.client.failure(res, `Updating the ${type} '${anchor}'`, { anchor }));
@@ -159,6 +160,8 @@ export async function exportOne(s: WriteSettings, change: ExportChange, signal?:
 interface BulkItem {
   index: number;
   type: ScimResourceType;
+  /** Applied by a single request (a read-modify-write), not in the Bulk request. */
+  single?: boolean;
   op: { method: string; bulkId: string; path: string; data?: unknown };
   body?: Json;
 }
@@ -179,6 +182,7 @@ function bulkItem(s: WriteSettings, change: ExportChange, index: number): BulkIt
       );
     const path = `${endpointOf(type)}/${encodeURIComponent(change.anchor)}`;
     if (change.kind === 'delete') return { index, type, op: { method: 'DELETE', bulkId, path } };
+    if (needsReplace(type, change.attributes)) return { index, type, single: true, op: { method: 'PUT', bulkId, path } };
     const ops = updateOps(type, change);
     if (!ops.length) return { status: 'success', anchor: change.anchor };
     return { index, type, op: { method: 'PATCH', bulkId, path, data: { schemas: [PATCH_OP], Operations: ops } } };
@@ -218,10 +222,12 @@ export async function exportBulk(s: WriteSettings, changes: ExportChange[], sign
   };
   try {
     const items: BulkItem[] = [];
+    const singles: BulkItem[] = [];
     changes.forEach((c, i) => {
       const it = bulkItem(s, c, i);
-      if ('op' in it) items.push(it);
-      else results[i] = it;
+      if (!('op' in it)) results[i] = it;
+      else if (it.single) singles.push(it);
+      else items.push(it);
     });
     for (let k = 0; k < items.length; k += size) {
       throwIfAborted(signal);
@@ -242,6 +248,7 @@ export async function exportBulk(s: WriteSettings, changes: ExportChange[], sign
         else results[item.index] = settle(change, s.client.failure(r, `${item.op.method} ${item.op.path} in a Bulk request`, { anchor: change.anchor }));
       }
     }
+    for (const it of singles) results[it.index] = await exportOne(s, changes[it.index], signal);
     return results;
   } catch (err) {
     throw withApplied(err, applied());

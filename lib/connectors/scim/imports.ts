@@ -111,7 +111,26 @@ export async function* fullImport(s: ReadSettings, options: { pageSize: number; 
       yield { objects: slice.filter((o): o is ConnectorObject => !isError(o)), errors: slice.filter(isError), cursor: JSON.stringify(cur) };
     }
   }
-  yield { objects: [], errors: [], cursor: null, watermark: watermarkAfter(cur.t ?? Date.now(), s.overlapSeconds, seen) };
+  const t = cur.t ?? Date.now();
+  // A resumed import did not see the pages before its cursor: what of them falls inside the overlap is listed
+  // again, so the next delta knows their versions and does not report them as changes.
+  if (options.cursor && (await s.filter())) seen.push(...(await recentlyModified(s, t, count, options.signal)));
+  yield { objects: [], errors: [], cursor: null, watermark: watermarkAfter(t, s.overlapSeconds, seen) };
+}
+
+/** The versions of every resource modified inside the overlap before `t`. */
+async function recentlyModified(s: ReadSettings, t: number, count: number, signal?: AbortSignal): Promise<SeenResource[]> {
+  const wm = { t, seen: {} };
+  const out: SeenResource[] = [];
+  for (const type of s.types) {
+    for (let start = 1; ;) {
+      const { resources, total } = await list(s, type, start, count, deltaFilter(wm, s.overlapSeconds), signal);
+      out.push(...resources.map((r) => seenOf(type, r)));
+      start += resources.length;
+      if (listDone(start, resources.length, total)) break;
+    }
+  }
+  return out;
 }
 
 export async function* deltaImport(s: ReadSettings, watermark: string | null, options: { pageSize: number; signal?: AbortSignal }): AsyncGenerator<DeltaPage> {

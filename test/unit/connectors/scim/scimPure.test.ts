@@ -1,4 +1,11 @@
-import { ENTERPRISE_USER, flattenResource, patchOperations, UnwritableAttributeError, writeAttributes } from '../../../../lib/connectors/scim/attributes';
+import {
+  ENTERPRISE_USER,
+  flattenResource,
+  needsReplace,
+  patchOperations,
+  UnwritableAttributeError,
+  writeAttributes,
+} from '../../../../lib/connectors/scim/attributes';
 import { MAX_WAIT_MS, MIN_WAIT_MS, parseRetryAfter, retryDelayMs } from '../../../../lib/connectors/scim/backoff';
 import { scimChecks } from '../../../../lib/connectors/scim/schema';
 import { serverFeatures } from '../../../../lib/connectors/scim/serverConfig';
@@ -82,7 +89,28 @@ describe('attribute mapping', () => {
 
   it('writes group members: a whole list, or single adds and removes', () => {
     expect(writeAttributes('Group', {}, { displayName: 'G', members: ['a', 'b'] }).members).toEqual([{ value: 'a' }, { value: 'b' }]);
-    expect(writeAttributes('Group', { members: [{ value: 'a' }, { value: 'b' }] }, {}, ['c', 'a'], ['b']).members).toEqual([{ value: 'a' }, { value: 'c' }]);
+    expect(writeAttributes('Group', { members: [{ value: 'a' }, { value: 'b' }] }, {}, { members: ['c', 'a'] }, { members: ['b'] }).members).toEqual([
+      { value: 'a' },
+      { value: 'c' },
+    ]);
+  });
+
+  it('writes emails besides the work one (type other), whole or one by one; the work email stays', () => {
+    const r = writeAttributes('User', user, { emails: ['x@contoso.example', 'ada@contoso.example'] });
+    expect(r.emails).toEqual([
+      { value: 'ada@contoso.example', type: 'work' },
+      { value: 'x@contoso.example', type: 'other' },
+    ]);
+    expect(writeAttributes('User', r, {}, { emails: ['y@contoso.example'] }, { emails: ['x@contoso.example'] }).emails).toEqual([
+      { value: 'ada@contoso.example', type: 'work' },
+      { value: 'y@contoso.example', type: 'other' },
+    ]);
+    expect(needsReplace('User', { emails: ['x'] })).toBe(true);
+    expect(needsReplace('User', { email: 'x' })).toBe(false);
+    expect(patchOperations('User', {}, { emails: ['y@x'] }, { emails: ['z@x'] })).toEqual([
+      { op: 'add', path: 'emails', value: [{ value: 'y@x', type: 'other' }] },
+      { op: 'remove', path: 'emails[value eq "z@x"]' },
+    ]);
   });
 
   it('PATCH operations: replace with paths, remove for cleared values, the manager as an object, members one by one', () => {
@@ -94,7 +122,7 @@ describe('attribute mapping', () => {
       { op: 'remove', path: 'title' },
       { op: 'replace', path: 'active', value: false },
     ]);
-    expect(patchOperations('Group', { displayName: 'G2' }, ['u3'], ['u"1'])).toEqual([
+    expect(patchOperations('Group', { displayName: 'G2' }, { members: ['u3'] }, { members: ['u"1'] })).toEqual([
       { op: 'replace', path: 'displayName', value: 'G2' },
       { op: 'add', path: 'members', value: [{ value: 'u3' }] },
       { op: 'remove', path: 'members[value eq "u\\"1"]' },
@@ -104,7 +132,7 @@ describe('attribute mapping', () => {
   it('an attribute the mapping does not write, or a read-only one, is refused by name', () => {
     expect(() => patchOperations('User', { shoeSize: 44 })).toThrow(UnwritableAttributeError);
     expect(() => patchOperations('User', { shoeSize: 44 })).toThrow(/'shoeSize'/);
-    expect(() => patchOperations('User', { emails: ['x'] })).toThrow(/read only \(write 'email' instead\)/);
+    expect(() => patchOperations('User', { id: 'x' })).toThrow(/'id' of a SCIM User is read only/);
     expect(() => patchOperations('User', { active: 'maybe' })).toThrow(/boolean/);
   });
 });
