@@ -223,3 +223,21 @@ test('A provisions B over SCIM: adds, updates, disable and delete land in B; A r
   expect(await runExport(a, target)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0, errors: 0 } });
   expect(await spaceAttributes(a, target)).toEqual(await spaceAttributes(b, inbound));
 });
+
+test("B's endpoint sorts (sortBy, sortOrder) and answers /Me with 501", async () => {
+  expect((await scimOnB('/ServiceProviderConfig')).sort).toEqual({ supported: true });
+  const names = (list: { Resources: { userName: string }[] }) => list.Resources.map((u) => u.userName);
+  const all = names(await scimOnB('/Users?count=100'));
+  const asc = [...all].sort();
+  expect(names(await scimOnB('/Users?count=100&sortBy=userName'))).toEqual(asc);
+  expect(names(await scimOnB('/Users?count=100&sortBy=UserName&sortOrder=descending'))).toEqual([...asc].reverse());
+  // A multi-valued attribute sorts by its primary (else first) value; paging applies after sorting.
+  const byEmail = names(await scimOnB('/Users?sortBy=emails&startIndex=2&count=3'));
+  expect(byEmail).toEqual(asc.slice(1, 4));
+  const bad = await fetch(`${b.baseUrl}/scim/v2/Users?sortBy=userName&sortOrder=sideways`, { headers: { authorization: `Bearer ${bToken}` } });
+  expect(bad.status).toBe(400);
+  expect(await bad.json()).toMatchObject({ status: '400', scimType: 'invalidValue' });
+  const me = await fetch(`${b.baseUrl}/scim/v2/Me`, { headers: { authorization: `Bearer ${bToken}` } });
+  expect(me.status).toBe(501);
+  expect(await me.json()).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '501' });
+});
