@@ -117,6 +117,14 @@ export class ScimClient {
       const e = err as Error & { cause?: { code?: string } };
       if (e.name === 'TimeoutError')
         throw new ConnectorError('timeout', `${init.what} did not answer within ${this.timeoutMs / 1000} s (timeoutSeconds).`, { cause: err });
+      if (/redirect/i.test(String((e.cause as Error | undefined)?.message)))
+        throw new ConnectorError(
+          'configuration_invalid',
+          `${init.what} answered with a redirect, which is not followed (the token would go along): set the URL it redirects to.`,
+          {
+            retriable: false,
+          },
+        );
       const code = e.cause?.code ? ` (${e.cause.code})` : '';
       throw new ConnectorError('connection_failed', this.safe(`${init.what} could not be reached${code}: ${url.replace(/\?.*$/, '')}.`), { cause: err });
     }

@@ -89,21 +89,28 @@ function parseCursor(text: string | null | undefined, types: number): Cursor {
   throw new ConnectorError('cursor_invalid', 'The full import cursor is not one this connector wrote.');
 }
 
-/** Whether a list is read to its end: nothing came back, or the server said how many there are and we have them. */
-const listDone = (next: number, got: number, total: number | undefined) => got === 0 || (total !== undefined && next > total);
+/**
+ * Whether a list is read to its end: nothing came back, or we have as many as the server said there are (a
+ * server that says no total: a page shorter than asked for is the last).
+ */
+const listDone = (next: number, got: number, total: number | undefined, count: number) => got === 0 || (total !== undefined ? next > total : got < count);
 
 export async function* fullImport(s: ReadSettings, options: { pageSize: number; cursor?: string | null; signal?: AbortSignal }): AsyncGenerator<ImportPage> {
   const count = Math.max(1, Math.min(s.pageSize, options.pageSize));
   let cur = parseCursor(options.cursor, s.types.length);
   const seen: SeenResource[] = [];
+  // A resource a server lists twice (its order shifted under the paging: a create or delete meanwhile) is
+  // given to the engine once.
+  const given = new Set<string>();
   while (cur.i < s.types.length) {
     throwIfAborted(options.signal);
     const type = s.types[cur.i];
     const { res, resources, total } = await list(s, type, cur.s, count, undefined, options.signal);
     const t = cur.t ?? serverTime(res);
     const next = cur.s + resources.length;
-    cur = listDone(next, resources.length, total) ? { i: cur.i + 1, s: 1, t } : { i: cur.i, s: next, t };
-    const read = resources.map((r) => toObject(type, r));
+    cur = listDone(next, resources.length, total, count) ? { i: cur.i + 1, s: 1, t } : { i: cur.i, s: next, t };
+    const read = resources.map((r) => toObject(type, r)).filter((o) => isError(o) || !given.has(`${type}/${o.anchor}`));
+    for (const o of read) if (!isError(o)) given.add(`${type}/${o.anchor}`);
     for (const r of resources) seen.push(seenOf(type, r));
     // A server may answer more than `count`: the engine's pages are never larger than it asked.
     for (let k = 0; k < read.length || k === 0; k += options.pageSize) {
@@ -127,7 +134,7 @@ async function recentlyModified(s: ReadSettings, t: number, count: number, signa
       const { resources, total } = await list(s, type, start, count, deltaFilter(wm, s.overlapSeconds), signal);
       out.push(...resources.map((r) => seenOf(type, r)));
       start += resources.length;
-      if (listDone(start, resources.length, total)) break;
+      if (listDone(start, resources.length, total, count)) break;
     }
   }
   return out;
@@ -179,7 +186,7 @@ export async function* deltaImport(s: ReadSettings, watermark: string | null, op
       for (let k = 0; k < changes.length || (k === 0 && errors.length); k += options.pageSize)
         yield { changes: changes.slice(k, k + options.pageSize), errors: k === 0 ? errors : [] };
       start += resources.length;
-      if (listDone(start, resources.length, total)) break;
+      if (listDone(start, resources.length, total, count)) break;
     }
   }
   yield { changes: [], errors: [], nextWatermark: watermarkAfter(t ?? Date.now(), s.overlapSeconds, seen) };

@@ -7,6 +7,7 @@ import {
   type ConnectorSchema,
   type DeltaImportOptions,
   type DeltaPage,
+  type Export,
   type ExportChange,
   type ExportOptions,
   type ExportResult,
@@ -126,7 +127,8 @@ export class ScimConnector implements Connector {
   /** Through Bulk when `useBulk` is set and the server supports it (with PATCH); else one change at a time. */
   async exportBatch(changes: ExportChange[], options: ExportOptions = {}): Promise<ExportResult[]> {
     const bulk = this.config.useBulk ? await exportBulk(this.write, changes, options.signal) : undefined;
-    return bulk ?? exportChanges({ type: this.type, export: (c, o) => this.export(c, o) } as Connector & Pick<ScimConnector, 'export'>, changes, options);
+    // One change at a time through the SDK's loop (it records what was applied before a run-level failure).
+    return bulk ?? exportChanges({ export: (c, o) => this.export(c, o) } as Connector & Export, changes, options);
   }
 }
 
