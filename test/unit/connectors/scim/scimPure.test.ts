@@ -11,6 +11,8 @@ import { scimChecks } from '../../../../lib/connectors/scim/schema';
 import { serverFeatures } from '../../../../lib/connectors/scim/serverConfig';
 import { deltaFilter, deltaSince, isFresh, MAX_SEEN, parseWatermark, watermarkAfter } from '../../../../lib/connectors/scim/watermark';
 import { deprovisioningChecks, deprovisioningSettings } from '../../../../lib/sync/deprovisioning';
+import { connectorTypeConfig } from '../../../../lib/connectors/registry';
+import { secretPaths } from '../../../../lib/secrets/fields';
 
 /** The SCIM client connector's pure parts: the attribute mapping, the backoff, the delta watermark and filter. */
 
@@ -194,6 +196,27 @@ describe('delta watermark and filter', () => {
 });
 
 describe('settings', () => {
+  it('the token and the client secret are secrets; the address and the identity are endpoints', () => {
+    const schema = connectorTypeConfig('scim').configSchema;
+    const config = {
+      baseUrl: 'https://x.example/scim',
+      auth: { type: 'oauthClientCredentials', tokenUrl: 'https://x/t', clientId: 'c', clientSecret: 's', token: 't' },
+    };
+    expect(secretPaths(schema, config)).toEqual([
+      ['auth', 'clientSecret'],
+      ['auth', 'token'],
+    ]);
+    expect(connectorTypeConfig('scim').endpoints(config)).toEqual([
+      ['baseUrl'],
+      ['allowHttp'],
+      ['auth', 'type'],
+      ['auth', 'tokenUrl'],
+      ['auth', 'clientId'],
+      ['auth', 'scope'],
+    ]);
+    expect(connectorTypeConfig('scim').testOnSave).toBe(true);
+  });
+
   it('each auth type needs its fields, and http:// needs allowHttp', () => {
     expect(scimChecks({ baseUrl: 'https://x.example/scim', auth: { type: 'bearer' } })).toEqual([
       { path: '/auth/token', message: "is required with auth type 'bearer'" },
