@@ -130,9 +130,12 @@ export class ScimClient {
     }
   }
 
-  /** The URL of `path` (relative to baseUrl, or absolute: a `Location` the server gave) with `query`. */
+  /**
+   * The URL of `path` below baseUrl, with `query`. Never another origin: the token goes only where baseUrl says
+   * (a `Location` or `meta.location` the server gives is not followed).
+   */
   url(path: string, query: RequestOptions['query'] = {}): string {
-    const u = new URL(/^https?:\/\//i.test(path) ? path : this.base + (path.startsWith('/') ? path : '/' + path));
+    const u = new URL(this.base + (path.startsWith('/') ? path : '/' + path));
     for (const [k, v] of Object.entries(query)) if (v !== undefined) u.searchParams.set(k, String(v));
     return u.toString();
   }
