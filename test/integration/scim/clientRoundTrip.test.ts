@@ -7,7 +7,7 @@ import { folder, outboundRule, rule, runExport, runImport, sourceRules, writeCsv
  * (`Scim__Enabled=true`) and a `scim_inbound` connector; instance A imports an HR file and provisions B through a
  * `scim` target with a Bearer token of B's OIDC issuer. What A exports lands in B's connector space and mesh; A's
  * full import of its target reads back the same users (anchors are B's SCIM ids), then updates, disables
- * (deprovisioning `disable`: `active=false`) and deletes travel the same way. Also: the test on save of a `scim`
+ * (deprovisioning `disable`: `active=false`) and deletes travel the same way, through Bulk requests. Also: the test on save of a `scim`
  * connector with a wrong token is a 400 that does not echo the token.
  */
 jest.setTimeout(300_000);
@@ -126,6 +126,7 @@ test('A provisions B over SCIM: adds, updates, disable and delete land in B; A r
         auth: { type: 'bearer', token: bToken },
         resourceTypes: ['User'],
         pageSize: 5,
+        useBulk: true,
       },
     },
   });
@@ -144,6 +145,11 @@ test('A provisions B over SCIM: adds, updates, disable and delete land in B; A r
 
   expect(await runImport(a, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 12 } });
   expect(await runExport(a, target)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 12, errors: 0 } });
+  // Through Bulk (useBulk; B supports it): the 12 adds were one request, imported by B's connector in one run
+  // (12 single POSTs would have been 12 runs).
+  const bRuns = await b.call('GET', `runs?connectorId=${inbound}&take=100`);
+  expect(bRuns.body.items.length).toBeGreaterThanOrEqual(1);
+  expect(bRuns.body.items.length).toBeLessThanOrEqual(2);
 
   // B: every user pushed, in its connector space and behind its SCIM endpoint, with the values A gave.
   const listed = await scimOnB('/Users?count=100');
