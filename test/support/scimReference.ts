@@ -157,6 +157,12 @@ export async function startScimReference(): Promise<ReferenceServer> {
     }
     next();
   });
+  // A moved endpoint: everything below /moved answers 302 to the same path without it.
+  app.use('/moved', (req: Req, res: Res) => {
+    res.statusCode = 302;
+    res.setHeader('Location', req.originalUrl.replace(/^\/moved/, ''));
+    res.end();
+  });
   app.post('/oauth/token', express.urlencoded({ extended: false }), (req: Req, res: Res) => {
     const [id, secret] = Buffer.from(String(req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64')
       .toString()

@@ -106,6 +106,16 @@ describe('test connection', () => {
     expect((err as Error).message).toMatch(/does not look like a SCIM 2.0 base URL/);
   });
 
+  it('a redirect is not followed (the token would go along): configuration_invalid', async () => {
+    const before = ref.requests.length;
+    const err = await connector({ baseUrl: ref.baseUrl.replace('/scim/v2', '/moved/scim/v2') })
+      .testConnection()
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'configuration_invalid' });
+    expect((err as Error).message).toMatch(/redirect, which is not followed/);
+    expect(ref.requests.slice(before).map((q) => [q.path, q.status])).toEqual([['/moved/scim/v2/ServiceProviderConfig', 302]]);
+  });
+
   it('an unreachable server is connection_failed', async () => {
     const err = await connector({ baseUrl: 'http://127.0.0.1:1/scim/v2' })
       .testConnection()
