@@ -2,6 +2,7 @@ import { activeDirectoryConnectorDefinition, ldapConnectorDefinition } from './l
 import { fileConnectorImplementation } from './file';
 import type { CustomConnectorImplementation } from './custom';
 import type { ConnectorDefinition } from './sdk';
+import { scimConnectorDefinition } from './scim';
 import { scimInboundConnectorDefinition } from './scimInbound';
 import { sqlConnectorDefinition } from './sql';
 
@@ -15,6 +16,7 @@ export const BUILTIN_CONNECTORS: readonly ConnectorDefinition[] = [
   activeDirectoryConnectorDefinition as unknown as ConnectorDefinition,
   sqlConnectorDefinition as unknown as ConnectorDefinition,
   scimInboundConnectorDefinition as unknown as ConnectorDefinition,
+  scimConnectorDefinition as unknown as ConnectorDefinition,
 ];
 
 /** The implementations a `custom` connector can name without registering anything: `file` (CSV or JSON files). */

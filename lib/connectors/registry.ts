@@ -7,6 +7,7 @@ import { SQL_EXPRESSIONS, SqlConfigSchema, sqlChecks, sqlDefaults, type SqlConfi
 import { validateSqlConfig } from './sql/validate';
 import { CUSTOM_EXPRESSIONS, CustomConfigSchema } from './custom/schema';
 import { ScimInboundConfigSchema } from './scimInbound/schema';
+import { SCIM_EXPRESSIONS, ScimConfigSchema, scimChecks, type ScimConfig } from './scim/schema';
 import { fromOperations, isOperations, type CustomConnectorConfig, type CustomConnectorFactory, type CustomConnectorImplementation } from './custom';
 import { BUILTIN_CONNECTORS, BUILTIN_CUSTOM_IMPLEMENTATIONS } from './builtin';
 import { AppError } from '../core/errors';
@@ -22,7 +23,7 @@ import { validate } from '../core/validation/ajv';
  * - the implementations a `custom` connector can name (`config.implementation`): the built-in file connector,
  *   and any registered with {@link registerCustomConnector}.
  */
-export const CONNECTOR_TYPES = ['active_directory', 'ldap', 'sql', 'custom', 'scim_inbound'] as const;
+export const CONNECTOR_TYPES = ['active_directory', 'ldap', 'sql', 'custom', 'scim_inbound', 'scim'] as const;
 export type ConnectorType = (typeof CONNECTOR_TYPES)[number];
 
 export interface ConnectorTypeConfig {
@@ -52,6 +53,9 @@ export interface ConnectorTypeConfig {
 const DIRECTORY_ENDPOINTS: FieldPath[] = [['host'], ['port'], ['security'], ['allowInsecure'], ['caCertificate'], ['bindDN']];
 /** SQL: the server, the database and account, and the TLS settings (`ssl`, its `ca` and `rejectUnauthorized`). */
 const SQL_ENDPOINTS: FieldPath[] = [['dialect'], ['host'], ['port'], ['database'], ['user'], ['ssl']];
+
+/** SCIM: the fields its schema marks `x-endpoint` (baseUrl, allowHttp, the auth type, token URL, client id, scope). */
+const SCIM_ENDPOINTS: FieldPath[] = endpointPaths(ScimConfigSchema);
 
 /**
  * Custom: the implementation, and the settings its schema marks `x-endpoint: true`; an implementation that marks
@@ -104,6 +108,16 @@ const TYPES: Record<ConnectorType, ConnectorTypeConfig> = {
     checks: () => [],
     expressions: [],
     endpoints: () => [],
+  },
+  // A SCIM 2.0 server the service reads and provisions (docs/scim.md, "SCIM client connector").
+  scim: {
+    type: 'scim',
+    configSchema: ScimConfigSchema,
+    defaults: (c) => c,
+    checks: (c) => scimChecks(c as ScimConfig),
+    expressions: SCIM_EXPRESSIONS,
+    testOnSave: true,
+    endpoints: () => SCIM_ENDPOINTS,
   },
 };
 

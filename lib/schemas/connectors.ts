@@ -12,7 +12,7 @@ const ConnectorType = Type.Union(
   CONNECTOR_TYPES.map((t) => Type.Literal(t)),
   {
     description:
-      'active_directory and ldap: directory connector; sql: SQL connector; custom: an implementation registered in code; scim_inbound: what SCIM clients push to the SCIM endpoint (docs/scim.md).',
+      'active_directory and ldap: directory connector; sql: SQL connector; custom: an implementation registered in code; scim_inbound: what SCIM clients push to the SCIM endpoint; scim: a SCIM 2.0 server the service reads and provisions (docs/scim.md).',
   },
 );
 const ConfigObject = (description: string) => Type.Object({}, { additionalProperties: true, description });

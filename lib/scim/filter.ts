@@ -357,6 +357,26 @@ export function matches(filter: Filter, resource: Json): boolean {
   }
 }
 
+/**
+ * The value a resource sorts by (RFC 7644 3.4.2.3): a multi-valued attribute's primary value, else its first;
+ * dates as instants, strings in lower case unless the attribute is case-exact. Undefined: no value (sorted last
+ * whatever the order).
+ */
+export function sortValue(resource: Json, path: AttrPath): string | number | boolean | undefined {
+  const v = container(resource, path);
+  const items = Array.isArray(v) ? v : v === undefined || v === null ? [] : [v];
+  const chosen = items.find((i) => i && typeof i === 'object' && (i as Json).primary === true) ?? items[0];
+  const one = valuesAt(path.extension ? { [path.extension]: { [path.attr]: chosen } } : { [path.attr]: chosen }, path)[0];
+  if (one === undefined || one === null || one === '') return undefined;
+  const def = path.subDef ?? path.def;
+  if (def.type === 'dateTime') {
+    const t = timeOf(one);
+    return Number.isNaN(t) ? undefined : t;
+  }
+  if (typeof one === 'string') return def.caseExact ? one : one.toLowerCase();
+  return typeof one === 'number' || typeof one === 'boolean' ? one : undefined;
+}
+
 /** `userName eq "x"` (the one filter a uniqueness lookup can answer from an index): the value, else undefined. */
 export function simpleEquality(filter: Filter, attr: string): string | undefined {
   if (filter.op === 'eq' && !filter.path.extension && filter.path.attr === attr && !filter.path.sub && typeof filter.value === 'string') return filter.value;

@@ -11,7 +11,7 @@ import {
   type StoredScimResource,
 } from '../storage/scimResources';
 import { badRequest, notFound, ScimError } from './errors';
-import { matches, parseFilter, simpleEquality } from './filter';
+import { matches, parseFilter, resolvePath, simpleEquality, sortValue } from './filter';
 import { applyPatch } from './patch';
 import { normalizeResource, parseProjection, project, type Json } from './resource';
 import { LIST_RESPONSE, MAX_RESULTS, RESOURCE_TYPES, type ResourceTypeDef, type ResourceTypeName } from './schema';
@@ -99,7 +99,26 @@ function intParam(query: URLSearchParams, name: string): number | undefined {
   return n;
 }
 
-/** GET /Users, /Groups (and POST /.search): filter, startIndex (1-based), count, attributes. */
+/**
+ * Sort `reps` in place by `sortBy` (any attribute path, any case) in `sortOrder` (`ascending`, the default, or
+ * `descending`); resources without a value come last either way. Without `sortBy` the order stays (creation).
+ */
+function sortResources(rt: ResourceTypeDef, reps: Json[], sortBy: string | null, sortOrder: string | null): void {
+  if (!sortBy || !sortBy.trim()) return;
+  const path = resolvePath(rt, sortBy.trim(), 'path');
+  const order = (sortOrder ?? 'ascending').trim().toLowerCase();
+  if (order !== 'ascending' && order !== 'descending') throw badRequest(`'sortOrder' must be 'ascending' or 'descending', not '${sortOrder}'.`, 'invalidValue');
+  const sign = order === 'descending' ? -1 : 1;
+  const keyed = reps.map((rep, i) => ({ rep, i, key: sortValue(rep, path) }));
+  keyed.sort((a, b) => {
+    if (a.key === undefined || b.key === undefined) return a.key === b.key ? a.i - b.i : a.key === undefined ? 1 : -1;
+    const c = a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+    return c === 0 ? a.i - b.i : sign * c;
+  });
+  keyed.forEach((k, i) => (reps[i] = k.rep));
+}
+
+/** GET /Users, /Groups (and POST /.search): filter, startIndex (1-based), count, sortBy, sortOrder, attributes. */
 export async function listResources(rt: ResourceTypeDef, query: URLSearchParams, ctx: ScimContext): Promise<Json> {
   const filterText = param(query, 'filter');
   const filter = filterText && filterText.trim() ? parseFilter(rt, filterText) : undefined;
@@ -119,6 +138,7 @@ export async function listResources(rt: ResourceTypeDef, query: URLSearchParams,
 
   const reps = stored.map((r) => representation(r, ctx));
   const hits = filter ? reps.filter((rep) => matches(filter, rep)) : reps;
+  sortResources(rt, hits, param(query, 'sortBy'), param(query, 'sortOrder'));
   const pageReps = hits.slice(startIndex - 1, startIndex - 1 + count);
   const pageIds = new Set(pageReps.map((r) => r.id));
   const displays = rt.name === 'Group' ? await memberDisplays(stored.filter((s) => pageIds.has(s.id))) : undefined;

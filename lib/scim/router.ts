@@ -121,6 +121,11 @@ export async function routeScim(req: ScimRequest, ctx: ScimContext, hooks: ScimH
     if (second) throw notFound(`No SCIM endpoint at ${path}.`);
     return bulk(req.body, ctx, hooks);
   }
+  if (s === 'me') {
+    // RFC 7644 3.11: a service provider without /Me answers 501. A caller here is a provisioning client's
+    // token, not a user the service holds as a SCIM resource.
+    throw new ScimError(501, 'The /Me endpoint is not implemented: callers are provisioning clients, not SCIM users of this service.');
+  }
   const rt = resourceType(first);
   if (!rt) throw notFound(`No SCIM endpoint at ${path}.`);
 

@@ -220,7 +220,7 @@ export function serviceProviderConfig(baseUrl: string, documentationUri?: string
     bulk: { supported: true, maxOperations: MAX_BULK_OPERATIONS, maxPayloadSize: MAX_BULK_PAYLOAD },
     filter: { supported: true, maxResults: MAX_RESULTS },
     changePassword: { supported: false },
-    sort: { supported: false },
+    sort: { supported: true },
     etag: { supported: true },
     authenticationSchemes: [
       {

@@ -23,6 +23,9 @@ export interface DeprovisioningSettings {
 /** The pseudo-attribute of the Active Directory connector that sets or clears bit 2 of userAccountControl. */
 export const AD_DISABLED = 'accountDisabled';
 
+/** What a SCIM server's user has for enabled: `disable` on a `scim` connector writes `active: false` by default. */
+export const SCIM_ACTIVE = 'active';
+
 /** The setting with its defaults, from a stored (validated) connector config. */
 export function deprovisioningSettings(config: Record<string, unknown>, connectorType: string): DeprovisioningSettings {
   const d = (config.deprovisioning ?? {}) as {
@@ -37,6 +40,7 @@ export function deprovisioningSettings(config: Record<string, unknown>, connecto
   const disableAttributes: Record<string, AttributeValue> = {};
   if (connectorType === 'active_directory' && !Object.keys(given).some((k) => /^(accountdisabled|useraccountcontrol)$/i.test(k)))
     disableAttributes[AD_DISABLED] = true;
+  if (connectorType === 'scim' && !Object.keys(given).some((k) => /^active$/i.test(k))) disableAttributes[SCIM_ACTIVE] = false;
   Object.assign(disableAttributes, given);
   const graceDays = typeof d.graceDays === 'number' && d.graceDays > 0 ? d.graceDays : 0;
   return {
@@ -48,16 +52,16 @@ export function deprovisioningSettings(config: Record<string, unknown>, connecto
   };
 }
 
-/** The checks the schema does not express: `disable` needs `disableAttributes`, except on Active Directory. */
+/** The checks the schema does not express: `disable` needs `disableAttributes`, except on Active Directory and SCIM. */
 export function deprovisioningChecks(connectorType: string, config: Record<string, unknown>): FieldError[] {
   const d = config.deprovisioning as { action?: unknown; disableAttributes?: Record<string, unknown> } | undefined;
-  if (!d || d.action !== 'disable' || connectorType === 'active_directory') return [];
+  if (!d || d.action !== 'disable' || connectorType === 'active_directory' || connectorType === 'scim') return [];
   if (d.disableAttributes && Object.keys(d.disableAttributes).length) return [];
   return [
     {
       path: '/deprovisioning/disableAttributes',
       message:
-        'is required with action \'disable\' (the attributes and values that mark an object disabled, e.g. { "employeeStatus": "disabled" }); only active_directory has a default (accountDisabled)',
+        'is required with action \'disable\' (the attributes and values that mark an object disabled, e.g. { "employeeStatus": "disabled" }); only active_directory (accountDisabled) and scim (active: false) have a default',
     },
   ];
 }

@@ -1,15 +1,6 @@
-import type { AttributeValue } from '../../core/values';
 import { listScimResources, scimChangesSince, type ScimResourceType, type StoredScimResource } from '../../storage/scimResources';
-import {
-  ConnectorError,
-  type Connector,
-  type ConnectorDefinition,
-  type ConnectorObject,
-  type ConnectorSchema,
-  type DeltaChange,
-  type DeltaPage,
-  type ImportPage,
-} from '../sdk';
+import { ConnectorError, type Connector, type ConnectorDefinition, type ConnectorObject, type DeltaChange, type DeltaPage, type ImportPage } from '../sdk';
+import { flattenResource, SCIM_CONNECTOR_SCHEMA } from '../scim/attributes';
 import { ScimInboundConfigSchema, type ScimInboundConfig } from './schema';
 
 /**
@@ -23,113 +14,11 @@ export const SCIM_INBOUND_TYPE = 'scim_inbound';
 export const DELTA_MARGIN_MS = 2_000;
 const TYPES: ScimResourceType[] = ['User', 'Group'];
 
-type Json = Record<string, unknown>;
-const ENT = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
-
-const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null);
-
-function multiValues(list: unknown, pick: (item: Json) => unknown = (i) => i.value): string[] {
-  if (!Array.isArray(list)) return [];
-  return list.map((i) => (i && typeof i === 'object' ? str(pick(i as Json)) : null)).filter((v): v is string => v !== null);
-}
-
-function preferred(list: unknown, type?: string): string | null {
-  if (!Array.isArray(list)) return null;
-  const items = list.filter((i): i is Json => !!i && typeof i === 'object');
-  const hit = items.find((i) => i.primary === true) ?? (type ? items.find((i) => String(i.type).toLowerCase() === type) : undefined) ?? items[0];
-  return hit ? str(hit.value) : null;
-}
-
-/** A stored SCIM resource as a connector object. */
+/** A stored SCIM resource as a connector object (the mapping both SCIM connector types share). */
 export function toConnectorObject(r: StoredScimResource): ConnectorObject {
-  const d = r.data;
-  const attributes: Record<string, AttributeValue> = { id: r.id, externalId: str(d.externalId), displayName: str(d.displayName) };
-  const references: Record<string, string[]> = {};
-  if (r.resourceType === 'User') {
-    const name = (d.name ?? {}) as Json;
-    const ent = (d[ENT] ?? {}) as Json;
-    const phones = Array.isArray(d.phoneNumbers) ? (d.phoneNumbers as Json[]) : [];
-    Object.assign(attributes, {
-      userName: str(d.userName),
-      givenName: str(name.givenName),
-      familyName: str(name.familyName),
-      middleName: str(name.middleName),
-      formattedName: str(name.formatted),
-      nickName: str(d.nickName),
-      title: str(d.title),
-      userType: str(d.userType),
-      preferredLanguage: str(d.preferredLanguage),
-      locale: str(d.locale),
-      timezone: str(d.timezone),
-      active: typeof d.active === 'boolean' ? d.active : null,
-      email: preferred(d.emails, 'work'),
-      emails: multiValues(d.emails),
-      phoneNumber: preferred(phones.filter((p) => String(p.type).toLowerCase() !== 'mobile')),
-      mobile: str(phones.find((p) => String(p.type).toLowerCase() === 'mobile')?.value),
-      employeeNumber: str(ent.employeeNumber),
-      department: str(ent.department),
-      costCenter: str(ent.costCenter),
-      organization: str(ent.organization),
-      division: str(ent.division),
-    });
-    const manager = ent.manager && typeof ent.manager === 'object' ? str((ent.manager as Json).value) : null;
-    attributes.manager = manager;
-    if (manager) references.manager = [manager];
-  } else {
-    const members = multiValues(d.members);
-    attributes.members = members;
-    if (members.length) references.members = members;
-  }
+  const { attributes, references } = flattenResource(r.resourceType, r.id, r.data);
   return { anchor: r.id, objectType: r.resourceType, attributes, references };
 }
-
-const SCHEMA: ConnectorSchema = {
-  objectTypes: [
-    {
-      name: 'User',
-      anchorAttribute: 'id',
-      attributes: [
-        ...[
-          'id',
-          'externalId',
-          'userName',
-          'displayName',
-          'givenName',
-          'familyName',
-          'middleName',
-          'formattedName',
-          'nickName',
-          'title',
-          'userType',
-          'preferredLanguage',
-          'locale',
-          'timezone',
-          'email',
-          'phoneNumber',
-          'mobile',
-          'employeeNumber',
-          'department',
-          'costCenter',
-          'organization',
-          'division',
-        ].map((name) => ({ name, type: 'string' as const, multiValued: false, ...(name === 'userName' ? { required: true } : {}) })),
-        { name: 'active', type: 'boolean', multiValued: false },
-        { name: 'emails', type: 'string', multiValued: true },
-        { name: 'manager', type: 'string', multiValued: false, reference: { objectType: 'User', resolveBy: 'anchor' } },
-      ],
-    },
-    {
-      name: 'Group',
-      anchorAttribute: 'id',
-      attributes: [
-        { name: 'id', type: 'string', multiValued: false },
-        { name: 'externalId', type: 'string', multiValued: false },
-        { name: 'displayName', type: 'string', multiValued: false, required: true },
-        { name: 'members', type: 'string', multiValued: true, reference: { objectType: 'User', resolveBy: 'anchor' } },
-      ],
-    },
-  ],
-};
 
 function wrap(err: unknown): never {
   if (err instanceof ConnectorError) throw err;
@@ -191,7 +80,7 @@ export function createScimInboundConnector(store: ScimStoreReader = STORE): Conn
       }
     },
     async schema() {
-      return SCHEMA;
+      return SCIM_CONNECTOR_SCHEMA;
     },
     async close() {},
     async *fullImport(options): AsyncIterable<ImportPage> {

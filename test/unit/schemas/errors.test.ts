@@ -31,7 +31,7 @@ describe('a value outside a choice lists the allowed values', () => {
       { path: '/ruleType', message: 'must be one of: JoinRule, FlowRule, ProjectionRule, MeshComposerRule' },
     ]);
     expect(errorsOf(() => validate(CreateConnectorRequest, { name: 'x', type: 'ftp', config: {} }))).toEqual([
-      { path: '/type', message: 'must be one of: active_directory, ldap, sql, custom, scim_inbound' },
+      { path: '/type', message: 'must be one of: active_directory, ldap, sql, custom, scim_inbound, scim' },
     ]);
   });
 

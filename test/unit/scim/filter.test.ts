@@ -1,5 +1,5 @@
 import { ScimError } from '../../../lib/scim/errors';
-import { matches, parseFilter, parsePatchPath } from '../../../lib/scim/filter';
+import { matches, parseFilter, parsePatchPath, resolvePath, sortValue } from '../../../lib/scim/filter';
 import { RESOURCE_TYPES, ENTERPRISE_USER } from '../../../lib/scim/schema';
 
 const User = RESOURCE_TYPES.User;
@@ -89,5 +89,21 @@ describe('SCIM filters', () => {
     expect(parsePatchPath(User, `${ENTERPRISE_USER}.manager`).path).toMatchObject({ attr: 'manager', extension: ENTERPRISE_USER });
     expect(parsePatchPath(Group, 'members[value eq "1"]').path.attr).toBe('members');
     expect(() => parsePatchPath(User, 'nosuch')).toThrow(ScimError);
+  });
+});
+
+describe('SCIM sort values', () => {
+  const key = (path: string, r: Record<string, unknown> = omalley) => sortValue(r, resolvePath(User, path, 'path'));
+
+  it('strings without case, a multi-valued attribute by its primary value, dates as instants, extensions by URN', () => {
+    expect(key('userName')).toBe('omalley');
+    expect(key('id')).toBe('A1');
+    expect(key('emails')).toBe('anna33@example.com');
+    expect(key('emails', { emails: [{ value: 'B@x' }, { value: 'a@x' }] })).toBe('b@x');
+    expect(key('name.familyName')).toBe('employee');
+    expect(key('meta.lastModified')).toBe(Date.parse('2026-11-29T11:00:00.000Z'));
+    expect(key(`${ENTERPRISE_USER}:department`)).toBe('sales');
+    expect(key('active')).toBe(true);
+    expect(key('title')).toBeUndefined();
   });
 });
