@@ -485,7 +485,8 @@ async function launchSamba(dir: string): Promise<ChildProcess> {
   for (;;) {
     const up = (await portAnswers('127.0.0.1', 636, 300)) && (await portAnswers('127.0.0.1', 389, 300)) && (await portAnswers('127.0.0.1', 88, 300));
     if (up) return child;
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`samba exited (${child.exitCode ?? child.signalCode}) during start; see ${dir}/samba.log`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`samba exited (${child.exitCode ?? child.signalCode}) during start; see ${dir}/samba.log`);
     if (Date.now() > deadline) {
       await stopChild(child);
       throw new Error(`samba did not listen on 389/636/88 within 60 s; see ${dir}/samba.log`);

@@ -75,7 +75,10 @@ export async function streamSearchFor(session: DirectorySession, baseDN: string)
       base: nc,
       scope: 'sub',
       filter: '(objectClass=*)',
-      controls: [new Control(NOTIFICATION_OID, { critical: true }), ...(controls.has(SHOW_DELETED_OID) ? [new Control(SHOW_DELETED_OID, { critical: false })] : [])],
+      controls: [
+        new Control(NOTIFICATION_OID, { critical: true }),
+        ...(controls.has(SHOW_DELETED_OID) ? [new Control(SHOW_DELETED_OID, { critical: false })] : []),
+      ],
     };
   }
   return null;

@@ -23,7 +23,16 @@ import { anchorOf, classFilter, DEFAULT_MEMBER_RANGE_SIZE, isObjectError, REFERE
 import { canonicalAttributeNames, referenceAttributes, schemaAttributeTypes } from './schemaReferences';
 import { park, unpark } from './parked';
 import { directoryDefaults, DN_ATTRIBUTES, type DirectoryConfig } from './schema';
-import { BINARY_ATTRIBUTES, Control, isNoSuchObject, openSession, type DirectorySession, type LdapEntry, type SearchRequest, type SessionConfig } from './session';
+import {
+  BINARY_ATTRIBUTES,
+  Control,
+  isNoSuchObject,
+  openSession,
+  type DirectorySession,
+  type LdapEntry,
+  type SearchRequest,
+  type SessionConfig,
+} from './session';
 import { streamSearchFor } from './changeStream';
 import { openStream, type StreamSearch } from './streamReader';
 import { EqualityFilter, OrFilter, type Filter } from 'ldapts';

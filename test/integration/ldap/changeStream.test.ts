@@ -131,7 +131,7 @@ describeWithServer('samba')('change stream: Samba AD change notification', () =>
     await dc?.release();
   });
 
-  test('a change under the connector base is notified', async () => {
+  test('an add, a modify and a delete under the connector base are notified', async () => {
     const connector = new LdapConnector('active_directory', { ...dc.connection, baseDN: ou(), deltaStrategy: 'usn' });
     const { stream, count } = await counted(connector);
     try {
@@ -141,6 +141,10 @@ describeWithServer('samba')('change stream: Samba AD change notification', () =>
       const before = count();
       await dc.ldap((c) => c.modify(dn, [new Change({ operation: 'replace', modification: new Attribute({ type: 'description', values: ['changed'] }) })]));
       await waitFor('a notification of the modify', async () => count() > before, 30_000);
+      // With Show Deleted, a delete is notified too.
+      const beforeDelete = count();
+      await dc.ldap((c) => c.del(dn));
+      await waitFor('a notification of the delete', async () => count() > beforeDelete, 30_000);
     } finally {
       stream.close();
       await connector.close();

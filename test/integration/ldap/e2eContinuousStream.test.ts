@@ -234,11 +234,11 @@ describeWithServer('samba')('continuous mode with the change stream: Samba AD ch
           expect(res.status).toBe(201);
           const id = res.body.id as string;
           await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'User' });
-          for (const a of ['sAMAccountName', 'sn']) await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+          for (const a of ['sAMAccountName', 'sn'])
+            await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
           return id;
         },
-        setSn: (value) =>
-          dc.ldap((c) => c.modify(dn, [new Change({ operation: 'replace', modification: new Attribute({ type: 'sn', values: [value] }) })])),
+        setSn: (value) => dc.ldap((c) => c.modify(dn, [new Change({ operation: 'replace', modification: new Attribute({ type: 'sn', values: [value] }) })])),
         halt: () => dc.halt(),
         restart: () => dc.restart(),
       };
