@@ -385,12 +385,39 @@ export interface Export {
   plannedDn?(change: ExportChange): string | undefined;
 }
 
+/**
+ * A source's own push stream of change notifications (a directory's persistent search, syncrepl or change
+ * notification): it only says that something changed, never what. The engine then reads the delta import from its
+ * stored watermark, so nothing depends on the stream being complete; it only cuts the time before the next look.
+ */
+export interface ChangeStream {
+  /** What the source offered, for logs and the admin ("syncrepl", "persistent search", "change notification"). */
+  readonly kind: string;
+  /**
+   * Settles (never rejects) when the stream stops on its own: the server closed it, the connection dropped, the
+   * server refused the request. It carries the reason. Not settled by {@link ChangeStream.close}.
+   */
+  readonly ended: Promise<Error>;
+  /** Stop the stream and release its connection. Idempotent. */
+  close(): void;
+}
+
+export interface ChangeNotifications {
+  /**
+   * Open the source's change stream, resolved once the server accepted it; null when the source offers none.
+   * `onChange` is called for each notification (possibly several for one change). Throws a
+   * {@link ConnectorError} when the source cannot be reached or refuses the credentials.
+   */
+  openChangeStream(onChange: () => void): Promise<ChangeStream | null>;
+}
+
 /** A connector: the base plus whichever capabilities it implements. */
-export type Connector = ConnectorBase & Partial<FullImport> & Partial<DeltaImport> & Partial<Export>;
+export type Connector = ConnectorBase & Partial<FullImport> & Partial<DeltaImport> & Partial<Export> & Partial<ChangeNotifications>;
 
 export const hasFullImport = (c: Connector): c is Connector & FullImport => typeof c.fullImport === 'function';
 export const hasDeltaImport = (c: Connector): c is Connector & DeltaImport => typeof c.deltaImport === 'function';
 export const hasExport = (c: Connector): c is Connector & Export => typeof c.export === 'function';
+export const hasChangeStream = (c: Connector): c is Connector & ChangeNotifications => typeof c.openChangeStream === 'function';
 
 /**
  * Apply a batch through `exportBatch` when the connector has it, else one change at a time. A run-level

@@ -12,6 +12,7 @@ import { exportTargets } from '../sync/import/importTargets';
 import { importConnectorFor } from '../sync/import/readAttributes';
 import { withConnector } from '../sync/run/runConnector';
 import { readSyncState } from '../sync/run/state';
+import { StreamKeeper } from './continuousStream';
 import { isRunOver } from './status';
 
 const log = areaLog('continuous');
@@ -22,8 +23,8 @@ const log = areaLog('continuous');
  * one run at a time through). The loop (`continuousPass`, called every second by a timer,
  * orchestrations/continuousTicks.ts) does, per followed connector:
  *
- * 1. **Look** every `intervalSeconds` (default 5), or at once when the source's folder changed (a file
- *    connector's folder is watched): while no run of the connector is active, the connector's delta import is
+ * 1. **Look** every `intervalSeconds` (default 5), or at once when the source says something changed (a file
+ *    connector's folder is watched; a directory's change stream is kept open, continuousStream.ts): while no run of the connector is active, the connector's delta import is
  *    read from its stored watermark without applying anything (a look). A look that sees a change (or an
  *    unreadable object) starts a `DeltaImport` run with trigger `continuous`: the batch is a run like any other
  *    (history, thresholds, approval). A look that sees nothing starts no run.
@@ -49,14 +50,16 @@ export interface ContinuousHost {
 export interface ContinuousSettings {
   intervalSeconds: number;
   reconcileMinutes: number;
+  /** `auto`: keep the source's change stream open when it offers one; `off`: look every intervalSeconds only. */
+  stream: 'auto' | 'off';
 }
 
 /** The connector's continuous settings, or null when continuous mode is off. */
 export function continuousSettings(config: Record<string, unknown>): ContinuousSettings | null {
-  const c = config.continuous as { enabled?: unknown; intervalSeconds?: unknown; reconcileMinutes?: unknown } | undefined;
+  const c = config.continuous as { enabled?: unknown; intervalSeconds?: unknown; reconcileMinutes?: unknown; stream?: unknown } | undefined;
   if (!c || typeof c !== 'object' || c.enabled !== true) return null;
   const int = (v: unknown, d: number, max: number) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= max ? v : d);
-  return { intervalSeconds: int(c.intervalSeconds, 5, 3600), reconcileMinutes: int(c.reconcileMinutes, 15, 1440) };
+  return { intervalSeconds: int(c.intervalSeconds, 5, 3600), reconcileMinutes: int(c.reconcileMinutes, 15, 1440), stream: c.stream === 'off' ? 'off' : 'auto' };
 }
 
 /** The folder a file connector reads (a `custom` connector of implementation `file`), watched for changes. */
@@ -72,9 +75,12 @@ interface Follower {
   settings: ContinuousSettings;
   folder: string | null;
   watcher: FSWatcher | null;
+  /** The source's change stream (`stream: "auto"`), and the connector config it was opened with. */
+  stream: StreamKeeper | null;
+  streamConfig: string;
   nextLook: number;
   nextReconcile: number;
-  /** A change event came in (the watched folder): look at the next pass. */
+  /** A change event came in (the watched folder, the change stream): look at the next pass. */
   woken: boolean;
   busy: boolean;
   /** The DeltaImport run this follower started, until it is over. */
@@ -93,7 +99,7 @@ const state = { followers: new Map<string, Follower>(), loadedAt: 0 };
 
 /** Stop every follower (tests, shutdown). */
 export function resetContinuous(): void {
-  for (const f of state.followers.values()) f.watcher?.close();
+  for (const f of state.followers.values()) stopFollowing(f);
   state.followers = new Map();
   state.loadedAt = 0;
 }
@@ -112,7 +118,7 @@ async function reload(now: number): Promise<void> {
   }
   for (const [id, f] of state.followers) {
     if (!wanted.has(id)) {
-      f.watcher?.close();
+      stopFollowing(f);
       state.followers.delete(id);
       log.info(`Continuous mode of '${f.name}' stopped on this instance.`);
     }
@@ -135,6 +141,12 @@ async function reload(now: number): Promise<void> {
         f.folder = folder;
         f.watcher = watchFolder(f);
       }
+      // Another server, account or base (or the stream turned off or on): the stream is opened again.
+      if (f.streamConfig !== streamConfigOf(c)) {
+        f.stream?.close();
+        f.streamConfig = streamConfigOf(c);
+        f.stream = followStream(f);
+      } else f.stream?.rename(c.name);
       continue;
     }
     const follower: Follower = {
@@ -143,6 +155,8 @@ async function reload(now: number): Promise<void> {
       settings,
       folder,
       watcher: null,
+      stream: null,
+      streamConfig: streamConfigOf(c),
       nextLook: now,
       nextReconcile: now + settings.reconcileMinutes * 60_000,
       woken: false,
@@ -151,9 +165,29 @@ async function reload(now: number): Promise<void> {
       owed: new Map(targets.filter((t) => t !== c.id).map((t) => [t, null])),
     };
     follower.watcher = watchFolder(follower);
+    follower.stream = followStream(follower);
     state.followers.set(c.id, follower);
     log.info(`Continuous mode of '${c.name}': looking every ${settings.intervalSeconds} s, reconciling every ${settings.reconcileMinutes} min.`);
   }
+}
+
+function stopFollowing(f: Follower): void {
+  f.watcher?.close();
+  f.stream?.close();
+}
+
+/** What the change stream depends on: the connector's config apart from the look and reconcile intervals. */
+function streamConfigOf(c: Pick<StoredConnector, 'type' | 'config'>): string {
+  const continuous = c.config.continuous as { stream?: unknown } | undefined;
+  return JSON.stringify([c.type, { ...c.config, continuous: continuous?.stream === 'off' ? 'off' : 'auto' }]);
+}
+
+/** Keep the source's change stream open (`stream: "auto"`, the default): a notification wakes the follower. */
+function followStream(f: Follower): StreamKeeper | null {
+  if (f.settings.stream === 'off') return null;
+  return new StreamKeeper(f.connectorId, f.name, () => {
+    f.woken = true;
+  });
 }
 
 /** Watch the folder: any event wakes the follower (the look decides whether anything changed). */

@@ -63,6 +63,18 @@ export const leaverSeconds = new Histogram({
   registers: [registry],
 });
 
+/**
+ * Whether the change stream of a connector in continuous mode is open in this process (1) or down and being
+ * reopened (0); no sample when the connector has no stream (`continuous.stream: "off"`, a source that offers
+ * none). Set by the follower (lib/schedules/continuousStream.ts).
+ */
+export const continuousStreamUp = new Gauge({
+  name: 'meshsync_continuous_stream_up',
+  help: 'Change stream of a connector in continuous mode: 1 open, 0 down and being reopened (the looks every intervalSeconds go on), by connector name (see docs/continuous.md).',
+  labelNames: ['connector'] as const,
+  registers: [registry],
+});
+
 /** The engine's state as the gauges show it: label value -> number, per series. */
 export interface EngineState {
   /** Connector name -> changes waiting for the connector's next export. */

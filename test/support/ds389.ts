@@ -37,6 +37,10 @@ export interface Ds389 {
   pid: number;
   /** Make the retro changelog keep 2 s of changes (trimmed every second; a restart applies it) and wait until it trimmed past `changeNumber`. */
   trimChangelogPast(changeNumber: number): Promise<void>;
+  /** Stop ns-slapd and keep the instance: the server is down until {@link Ds389.restart}. */
+  halt(): Promise<void>;
+  /** Start a halted server again, on the same ports with the same data (`pid` changes). */
+  restart(): Promise<void>;
   /** Stop ns-slapd and remove the instance (its temp directory and /etc/dirsrv/slapd-<instance>). */
   stop(): Promise<void>;
 }
@@ -247,6 +251,16 @@ nsslapd-changelog-trim-interval: 1
         if (Date.now() > deadline) throw new Error(`the retro changelog was not trimmed past ${changeNumber} within 60 s (first is ${first})`);
         await new Promise((r) => setTimeout(r, 500));
       }
+    },
+    async halt() {
+      await systemctl('stop');
+    },
+    async restart() {
+      if (existsSync(pidFile)) await systemctl('stop');
+      await systemctl('start');
+      server.pid = track();
+      await waitPort(port, 60);
+      await waitPort(ldapsPort, 60);
     },
     stop: remove,
   };

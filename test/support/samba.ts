@@ -93,6 +93,10 @@ export interface SambaAd {
    * keytab path and the env a Negotiate acceptor needs (env plus KRB5_KTNAME).
    */
   exportKeytab(spn?: string): Promise<{ keytab: string; env: Record<string, string> }>;
+  /** Stop samba (SIGTERM) and keep its data and the lock: the DC is down until {@link SambaAd.restart}. */
+  halt(): Promise<void>;
+  /** Start samba again on the same data (stopping it first if it runs); `pid` changes. */
+  restart(): Promise<void>;
   /** Stop samba, remove the temp dir, release the machine-wide lock. Safe to call twice. */
   release(): Promise<void>;
 }
@@ -300,39 +304,7 @@ export async function startSambaAd(options: SambaAdOptions = {}): Promise<SambaA
       '--option=bind interfaces only=yes',
     ]);
     mkdirSync(path.join(dir, 'run'));
-    const conf = path.join(dir, 'etc/smb.conf');
-    child = spawn(
-      '/usr/sbin/samba',
-      [
-        '-i',
-        '-M',
-        'single',
-        '-s',
-        conf,
-        '--option=server services=ldap,kdc',
-        // Simple binds over plain LDAP for test tools; the connector's own rules (LDAPS for passwords) are tested on top.
-        '--option=ldap server require strong auth=no',
-        '--option=tls enabled=yes',
-        `--option=tls keyfile=${dir}/tls/key.pem`,
-        `--option=tls certfile=${dir}/tls/cert.pem`,
-        `--option=tls cafile=${dir}/tls/ca.pem`,
-        `--option=pid directory=${dir}/run`,
-        `--option=log file=${dir}/samba.log`,
-      ],
-      // stdin stays our pipe: samba -i exits when it closes, so the DC never outlives the test process.
-      { stdio: ['pipe', 'ignore', 'ignore'] },
-    );
-    trackPid(child.pid);
-    writeFileSync(stateFile(), JSON.stringify({ pid: child.pid ?? 0, dir } satisfies State));
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const up = (await portAnswers('127.0.0.1', 636, 300)) && (await portAnswers('127.0.0.1', 389, 300)) && (await portAnswers('127.0.0.1', 88, 300));
-      if (up) break;
-      if (child.exitCode !== null || child.signalCode !== null)
-        throw new Error(`samba exited (${child.exitCode ?? child.signalCode}) during start; see ${dir}/samba.log`);
-      if (Date.now() > deadline) throw new Error(`samba did not listen on 389/636/88 within 60 s; see ${dir}/samba.log`);
-      await sleep(100);
-    }
+    child = await launchSamba(dir);
   } catch (err) {
     if (child) await stopChild(child);
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -341,7 +313,7 @@ export async function startSambaAd(options: SambaAdOptions = {}): Promise<SambaA
     throw err;
   }
 
-  const samba = child;
+  let samba = child;
   const conf = path.join(dir, 'etc/smb.conf');
   const krb5Conf = path.join(dir, 'krb5.conf');
   writeFileSync(
@@ -463,6 +435,14 @@ export async function startSambaAd(options: SambaAdOptions = {}): Promise<SambaA
       chmodSync(keytab, 0o600);
       return { keytab, env: { ...env, KRB5_KTNAME: `FILE:${keytab}` } };
     },
+    async halt() {
+      await stopChild(samba);
+    },
+    async restart() {
+      await stopChild(samba);
+      samba = await launchSamba(dir);
+      dc.pid = samba.pid!;
+    },
     async release() {
       if (released) return;
       released = true;
@@ -473,6 +453,46 @@ export async function startSambaAd(options: SambaAdOptions = {}): Promise<SambaA
     },
   };
   return dc;
+}
+
+/** Spawn samba on a provisioned directory and wait until LDAP, LDAPS and Kerberos answer. */
+async function launchSamba(dir: string): Promise<ChildProcess> {
+  const conf = path.join(dir, 'etc/smb.conf');
+  const child = spawn(
+    '/usr/sbin/samba',
+    [
+      '-i',
+      '-M',
+      'single',
+      '-s',
+      conf,
+      '--option=server services=ldap,kdc',
+      // Simple binds over plain LDAP for test tools; the connector's own rules (LDAPS for passwords) are tested on top.
+      '--option=ldap server require strong auth=no',
+      '--option=tls enabled=yes',
+      `--option=tls keyfile=${dir}/tls/key.pem`,
+      `--option=tls certfile=${dir}/tls/cert.pem`,
+      `--option=tls cafile=${dir}/tls/ca.pem`,
+      `--option=pid directory=${dir}/run`,
+      `--option=log file=${dir}/samba.log`,
+    ],
+    // stdin stays our pipe: samba -i exits when it closes, so the DC never outlives the test process.
+    { stdio: ['pipe', 'ignore', 'ignore'] },
+  );
+  trackPid(child.pid);
+  writeFileSync(stateFile(), JSON.stringify({ pid: child.pid ?? 0, dir } satisfies State));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const up = (await portAnswers('127.0.0.1', 636, 300)) && (await portAnswers('127.0.0.1', 389, 300)) && (await portAnswers('127.0.0.1', 88, 300));
+    if (up) return child;
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`samba exited (${child.exitCode ?? child.signalCode}) during start; see ${dir}/samba.log`);
+    if (Date.now() > deadline) {
+      await stopChild(child);
+      throw new Error(`samba did not listen on 389/636/88 within 60 s; see ${dir}/samba.log`);
+    }
+    await sleep(100);
+  }
 }
 
 /** SIGTERM, then SIGKILL after 10 s; resolves when samba is gone and its ports are released. */

@@ -3,6 +3,7 @@ import { compileExpression, type CompiledExpression } from '../../expression';
 import {
   ConnectorError,
   throwIfAborted,
+  type ChangeStream,
   type ConnectionTestResult,
   type Connector,
   type ConnectorObject,
@@ -22,7 +23,18 @@ import { anchorOf, classFilter, DEFAULT_MEMBER_RANGE_SIZE, isObjectError, REFERE
 import { canonicalAttributeNames, referenceAttributes, schemaAttributeTypes } from './schemaReferences';
 import { park, unpark } from './parked';
 import { directoryDefaults, DN_ATTRIBUTES, type DirectoryConfig } from './schema';
-import { BINARY_ATTRIBUTES, Control, isNoSuchObject, openSession, type DirectorySession, type LdapEntry, type SearchRequest } from './session';
+import {
+  BINARY_ATTRIBUTES,
+  Control,
+  isNoSuchObject,
+  openSession,
+  type DirectorySession,
+  type LdapEntry,
+  type SearchRequest,
+  type SessionConfig,
+} from './session';
+import { streamSearchFor } from './changeStream';
+import { openStream, type StreamSearch } from './streamReader';
 import { EqualityFilter, OrFilter, type Filter } from 'ldapts';
 import { testDirectorySession } from './test';
 import { LdapExporter } from './ldapExport';
@@ -367,8 +379,12 @@ export class LdapConnector implements Connector {
 
   /** A session of the import's own (it may be parked and outlive this connector instance). */
   private openPrivate(): Promise<DirectorySession> {
+    return openSession(this.sessionConfig());
+  }
+
+  private sessionConfig(): SessionConfig {
     const c = this.config;
-    return openSession({
+    return {
       host: c.host,
       port: c.port,
       bindDN: c.bindDN,
@@ -377,7 +393,19 @@ export class LdapConnector implements Connector {
       allowInsecure: c.allowInsecure,
       caCertificate: c.caCertificate,
       timeoutSeconds: c.timeoutSeconds ?? 30,
-    });
+    };
+  }
+
+  /** The server's push stream of changes, on a connection of its own (changeStream.ts); null when it offers none. */
+  async openChangeStream(onChange: () => void): Promise<ChangeStream | null> {
+    const session = await this.openPrivate();
+    let search: StreamSearch | null;
+    try {
+      search = await streamSearchFor(session, this.config.baseDN);
+    } finally {
+      await session.close();
+    }
+    return search ? openStream(this.sessionConfig(), search, onChange) : null;
   }
 
   fullSearch(base: string): SearchRequest {

@@ -164,7 +164,7 @@ export function isNoSuchObject(err: unknown): boolean {
   return err instanceof ConnectorError && noSuchObject.has(err);
 }
 
-function tlsOptions(c: SessionConfig): ConnectionOptions {
+export function tlsOptions(c: SessionConfig): ConnectionOptions {
   const o: ConnectionOptions = { minVersion: 'TLSv1.2', rejectUnauthorized: true };
   if (c.caCertificate) o.ca = [c.caCertificate];
   if (!isIP(c.host)) o.servername = c.host;

@@ -221,6 +221,12 @@ export const Continuous = () =>
           description: 'Minutes between two reconciling delta imports, run whether or not a change was seen; what it finds was missed by the stream.',
         }),
       ),
+      stream: Type.Optional(
+        Type.Union([Type.Literal('auto'), Type.Literal('off')], {
+          description:
+            "auto (when absent): keep the source's change stream open where the server offers one (syncrepl, persistent search, AD change notification), so a change is looked at at once; off: look every intervalSeconds only.",
+        }),
+      ),
     },
     { additionalProperties: false },
   );

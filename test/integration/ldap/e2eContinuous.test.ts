@@ -1,10 +1,10 @@
 import type { Client } from 'ldapts';
 import type { LeaverView } from '../../../lib/api/leavers';
 import { describeWithServer } from '../../support/servers';
-import { startService, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
+import { startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { folder, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
-import { engineeringDirectory, meshOf, stopSlapdSuite, waitFor } from './e2eSupport';
+import { engineeringDirectory, meshOf, putConnectorConfig, stopSlapdSuite, waitFor } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -40,16 +40,7 @@ describeWithServer('slapd')('continuous delta mode (HR file source, slapd target
     expect(res.status).toBe(200);
     return res.body.items;
   };
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  async function putConfig(id: string, patch: Record<string, unknown>): Promise<{ status: number; body: any }> {
-    const current = await rt.call('GET', `connectors/${id}`);
-    const res = await rt.call('PUT', `connectors/${id}`, { body: { name: current.body.name, config: { ...current.body.config, ...patch } } });
-    if (res.status === 202) {
-      expect((await rt.call('POST', `config/changes/${res.body.changeId}/approve`, { as: SECOND_ADMIN })).status).toBe(200);
-      return { status: 200, body: res.body };
-    }
-    return res;
-  }
+  const putConfig = (id: string, patch: Record<string, unknown>) => putConnectorConfig(rt, id, patch);
   const leaverOf = async (id: string): Promise<LeaverView | undefined> =>
     ((await rt.call('GET', 'leavers', { role: 'Viewer' })).body.items as LeaverView[]).find((l) => l.meshObjectId === id && l.connectorId === dir);
 

@@ -2,7 +2,7 @@ import type { Client } from 'ldapts';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { iterateMesh } from '../../../lib/mesh/store';
 import type { MeshObject } from '../../../lib/mesh/model';
-import type { ServiceUnderTest } from '../../support/service';
+import { SECOND_ADMIN, type ServiceUnderTest } from '../../support/service';
 import { outboundRule, rule, waitRun } from '../sync/syncSupport';
 
 /**
@@ -68,6 +68,22 @@ export const plainRelationships = (o: MeshObject | undefined) =>
 
 /** The mesh ids of these anchors, sorted. */
 export const idsOf = (mesh: Map<string, MeshObject>, anchors: string[]): string[] => anchors.map((a) => mesh.get(a)!.id).sort();
+
+/**
+ * PUT a connector with `patch` merged into its config (a key set to undefined is dropped); a change that waits
+ * for a second Admin (202) is approved by {@link SECOND_ADMIN}. Answers 200 when the change is in effect.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function putConnectorConfig(rt: ServiceUnderTest, id: string, patch: Record<string, unknown>): Promise<{ status: number; body: any }> {
+  const current = await rt.call('GET', `connectors/${id}`);
+  const res = await rt.call('PUT', `connectors/${id}`, { body: { name: current.body.name, config: { ...current.body.config, ...patch } } });
+  if (res.status === 202) {
+    const approved = await rt.call('POST', `config/changes/${res.body.changeId}/approve`, { as: SECOND_ADMIN });
+    if (approved.status !== 200) throw new Error(`approving the config change: ${approved.status} ${approved.text}`);
+    return { status: 200, body: res.body };
+  }
+  return res;
+}
 
 /** Poll `check` until it is true (directory overlays and the mesh read model work in the background). */
 export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {

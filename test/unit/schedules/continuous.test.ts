@@ -7,16 +7,18 @@ describe('continuous mode settings (pure)', () => {
     expect(continuousSettings({ continuous: 'yes' })).toBeNull();
   });
   test('defaults: a look every 5 s, a reconciling delta every 15 min; given values kept', () => {
-    expect(continuousSettings({ continuous: { enabled: true } })).toEqual({ intervalSeconds: 5, reconcileMinutes: 15 });
-    expect(continuousSettings({ continuous: { enabled: true, intervalSeconds: 1, reconcileMinutes: 60 } })).toEqual({
+    expect(continuousSettings({ continuous: { enabled: true } })).toEqual({ intervalSeconds: 5, reconcileMinutes: 15, stream: 'auto' });
+    expect(continuousSettings({ continuous: { enabled: true, intervalSeconds: 1, reconcileMinutes: 60, stream: 'off' } })).toEqual({
       intervalSeconds: 1,
       reconcileMinutes: 60,
+      stream: 'off',
     });
   });
   test('a stored value out of range falls back to the default', () => {
-    expect(continuousSettings({ continuous: { enabled: true, intervalSeconds: 0, reconcileMinutes: 1.5 } })).toEqual({
+    expect(continuousSettings({ continuous: { enabled: true, intervalSeconds: 0, reconcileMinutes: 1.5, stream: 'sometimes' } })).toEqual({
       intervalSeconds: 5,
       reconcileMinutes: 15,
+      stream: 'auto',
     });
   });
   test('only a file connector has a folder to watch', () => {

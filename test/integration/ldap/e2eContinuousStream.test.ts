@@ -1,0 +1,251 @@
+import { execFile } from 'node:child_process';
+import { Attribute, Change } from 'ldapts';
+import { closeParkedSearches } from '../../../lib/connectors/ldap';
+import { PEOPLE } from '../../support/connectorContract';
+import { startDs389, type Ds389 } from '../../support/ds389';
+import { SAMBA_START_TIMEOUT_MS, startSambaAd, type SambaAd } from '../../support/samba';
+import { describeWithServer } from '../../support/servers';
+import { startService, type ServiceUnderTest } from '../../support/service';
+import { startSlapd, type Slapd } from '../../support/slapd';
+import { rule, runImport, valueOf } from '../sync/syncSupport';
+import { directoryRules, ldapConnector, meshOf, putConnectorConfig, waitFor } from './e2eSupport';
+import { SlapdFixture } from './ldapFixture';
+
+/**
+ * Continuous mode with the directory's change stream, end to end (the built service over HTTP, the real servers):
+ * an OpenLDAP (syncrepl), a 389 DS (persistent search) and a Samba AD DC (change notification) source followed
+ * with `intervalSeconds: 300`, so that only the stream can explain a batch that starts within a minute of a
+ * change. Per server: a change (made by another client) is imported by a continuous DeltaImport run; the server
+ * restarts, the stream drops (the gauge shows 0) and comes back (1), and changes made around the restart arrive;
+ * a kill -9 of the service loses no change and the new process opens the stream again; the reconciling delta
+ * finds nothing missed. `stream: "off"` closes the stream.
+ */
+jest.setTimeout(600_000);
+
+/** Well under intervalSeconds (300 s): a batch within this is the stream's doing. */
+const STREAM_MS = 60_000;
+
+/** What the suite needs of one directory. */
+interface DirectoryUnderTest {
+  kind: string;
+  /** Make the connector (named `name`) and its rules in the service, with `sn` flowing in; returns its id. */
+  connector(rt: ServiceUnderTest, name: string): Promise<string>;
+  /** The anchor value (mesh) of the entry {@link DirectoryUnderTest.setSn} changes. */
+  anchor: string;
+  /** Replace the entry's sn (as another client of the directory). */
+  setSn(value: string): Promise<void>;
+  halt(): Promise<void>;
+  restart(): Promise<void>;
+}
+
+function ldapmodify(url: string, bindDN: string, password: string, ldif: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('ldapmodify', ['-x', '-H', url, '-D', bindDN, '-w', password], { timeout: 30_000 }, (err, _out, stderr) =>
+      err ? reject(new Error(`ldapmodify: ${stderr || err.message}`)) : resolve(),
+    );
+    child.stdin?.end(ldif);
+  });
+}
+
+/** The suite's tests, for one directory (set up by `start`, torn down by `stop`). */
+function streamSuite(start: () => Promise<DirectoryUnderTest>, stop: () => Promise<void>, startTimeoutMs = 300_000): void {
+  const NAME = 'Streamed';
+  let d: DirectoryUnderTest;
+  let rt: ServiceUnderTest;
+  let id = '';
+  let n = 0;
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const runsOf = async (): Promise<any[]> => (await rt.call('GET', `runs?connectorId=${id}&take=100`, { role: 'Viewer' })).body.items;
+  /** The gauge's sample for the connector: 1, 0, or undefined (none). */
+  const streamUp = async (): Promise<number | undefined> => {
+    const text = (await rt.call('GET', 'metrics', { role: 'Viewer' })).text;
+    const m = new RegExp(`^meshsync_continuous_stream_up\\{connector="${NAME}"\\} (\\d+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : undefined;
+  };
+  const snInMesh = async () => valueOf((await meshOf(id)).get(d.anchor), 'sn');
+  /**
+   * Change sn and wait until a continuous DeltaImport run brought it into the mesh; returns that run. `before` runs
+   * before the change, `after` after it (before the wait).
+   */
+  async function changeArrives(what: string, timeoutMs = STREAM_MS, around: { before?: () => Promise<void>; after?: () => Promise<void> } = {}) {
+    const value = `Stream${++n}`;
+    const known = new Set((await runsOf()).map((r) => r.runId));
+    await around.before?.();
+    await d.setSn(value);
+    await around.after?.();
+    await waitFor(`${what}: sn ${value} in the mesh`, async () => (await snInMesh()) === value, timeoutMs);
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    let batch: any;
+    await waitFor(
+      `${what}: its batch over`,
+      async () => {
+        batch = (await runsOf()).find((r) => !known.has(r.runId) && r.runType === 'DeltaImport' && r.stats.objectsUpdated >= 1);
+        return !!batch && !['Running', 'Queued'].includes(batch.status);
+      },
+      timeoutMs,
+    );
+    expect(batch).toMatchObject({ status: 'Completed', trigger: { type: 'continuous', actorUpn: `continuous:${NAME}` } });
+    return batch;
+  }
+
+  beforeAll(async () => {
+    d = await start();
+    rt = await startService();
+    id = await d.connector(rt, NAME);
+    expect(await runImport(rt, id)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    expect(await snInMesh()).toBeDefined();
+    const on = await putConnectorConfig(rt, id, { continuous: { enabled: true, intervalSeconds: 300, reconcileMinutes: 60 } });
+    expect(on.status).toBe(200);
+    await waitFor('the change stream open (gauge 1)', async () => (await streamUp()) === 1, 60_000);
+    await rt.untilLogged(`change stream open (${d.kind})`, 0, 10_000);
+  }, startTimeoutMs);
+  afterAll(async () => {
+    await rt?.dispose();
+    await closeParkedSearches();
+    await stop();
+  });
+
+  test('a change in the directory is imported by a continuous batch within a minute, twice (the next look is 5 minutes away)', async () => {
+    const first = await changeArrives('the first change');
+    expect(first.trigger.reconcile).toBeUndefined();
+    // After that batch the follower's next look is intervalSeconds away: only the stream explains this one.
+    await changeArrives('the second change');
+  });
+
+  test('the server restarts: the stream drops (gauge 0), comes back (1); a change made as it came back and one after arrive', async () => {
+    const mark = rt.logMark();
+    await d.halt();
+    await waitFor('the stream down (gauge 0)', async () => (await streamUp()) === 0, 60_000);
+    await rt.untilLogged(/the change stream \([^)]+\) dropped/, mark, 10_000);
+    await d.restart();
+    // Made at once: the stream is normally still down (it is reopened after 1, 2, 4... s); its reopening wakes the follower.
+    await changeArrives('the change made while the stream was down', 120_000);
+    await waitFor('the stream up again (gauge 1)', async () => (await streamUp()) === 1, 120_000);
+    await changeArrives('the change after the stream came back');
+  });
+
+  test('kill -9 of the service: a change made while it was down arrives after the restart, and the new process opens the stream', async () => {
+    await changeArrives('the change made while the service was down', 180_000, { before: () => rt.kill(), after: () => rt.start() });
+    await waitFor('the stream open in the new process', async () => (await streamUp()) === 1, 120_000);
+    await changeArrives('a change after the restart');
+  });
+
+  test('the reconciling delta finds nothing missed', async () => {
+    const mark = rt.logMark();
+    expect((await putConnectorConfig(rt, id, { continuous: { enabled: true, intervalSeconds: 300, reconcileMinutes: 1 } })).status).toBe(200);
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    let reconciled: any;
+    await waitFor(
+      'a reconciling delta',
+      async () => {
+        reconciled = (await runsOf()).find((r) => r.trigger.reconcile === true && !['Running', 'Queued'].includes(r.status));
+        return !!reconciled;
+      },
+      180_000,
+    );
+    expect(reconciled).toMatchObject({ runType: 'DeltaImport', status: 'Completed', stats: { objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0 } });
+    await rt.untilLogged(`the reconciling delta ${reconciled.runId} found nothing missed`, mark, 30_000);
+  });
+
+  test('stream "off" closes the stream (no gauge sample); a wrong value is a 400 naming the path', async () => {
+    const bad = await putConnectorConfig(rt, id, { continuous: { enabled: true, stream: 'sometimes' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors).toContainEqual(expect.objectContaining({ path: '/config/continuous/stream' }));
+    expect((await putConnectorConfig(rt, id, { continuous: { enabled: true, intervalSeconds: 300, reconcileMinutes: 60, stream: 'off' } })).status).toBe(200);
+    await waitFor('no gauge sample', async () => (await streamUp()) === undefined, 60_000);
+  });
+}
+
+describeWithServer('slapd')('continuous mode with the change stream: OpenLDAP syncrepl', () => {
+  let slapd: Slapd;
+  let f: SlapdFixture;
+  streamSuite(
+    async () => {
+      slapd = await startSlapd();
+      f = await new SlapdFixture(slapd).init();
+      await f.seed(PEOPLE);
+      return {
+        kind: 'syncrepl',
+        anchor: 'E001',
+        connector: async (rt, name) => {
+          const id = await ldapConnector(rt, name, f.config({ deletionThreshold: { objects: 10, percent: 100 } }));
+          await directoryRules(rt, id);
+          return id;
+        },
+        setSn: (value) => ldapmodify(slapd.url, slapd.rootDN, slapd.rootPassword, `dn: ${f.dns.get('E001')}\nchangetype: modify\nreplace: sn\nsn: ${value}\n`),
+        halt: () => slapd.halt(),
+        restart: () => slapd.restart(),
+      };
+    },
+    async () => {
+      await f?.cleanup().catch(() => undefined);
+      await slapd?.stop();
+    },
+  );
+});
+
+describeWithServer('ds389')('continuous mode with the change stream: 389 DS persistent search', () => {
+  let ds: Ds389;
+  let f: SlapdFixture;
+  streamSuite(
+    async () => {
+      ds = await startDs389();
+      f = await new SlapdFixture(ds as unknown as Slapd).init();
+      await f.seed(PEOPLE);
+      return {
+        kind: 'persistent search',
+        anchor: 'E001',
+        connector: async (rt, name) => {
+          const id = await ldapConnector(rt, name, f.config({ deltaStrategy: 'auto', deletionThreshold: { objects: 10, percent: 100 } }));
+          await directoryRules(rt, id);
+          return id;
+        },
+        setSn: (value) => ldapmodify(ds.url, ds.rootDN, ds.rootPassword, `dn: ${f.dns.get('E001')}\nchangetype: modify\nreplace: sn\nsn: ${value}\n`),
+        halt: () => ds.halt(),
+        restart: () => ds.restart(),
+      };
+    },
+    async () => {
+      await f?.cleanup().catch(() => undefined);
+      await ds?.stop();
+    },
+  );
+});
+
+describeWithServer('samba')('continuous mode with the change stream: Samba AD change notification', () => {
+  let dc: SambaAd;
+  streamSuite(
+    async () => {
+      dc = await startSambaAd();
+      const ou = await dc.addOU(`OU=Streamed${process.pid},${dc.baseDN}`);
+      const dn = await dc.addUser({ sAMAccountName: 'streamed', parentDN: ou, attributes: { sn: 'Before' } });
+      return {
+        kind: 'change notification',
+        anchor: 'streamed',
+        connector: async (rt, name) => {
+          const res = await rt.call('POST', 'connectors', {
+            body: {
+              name,
+              type: 'active_directory',
+              config: { ...dc.connection, containers: { include: [ou] }, deltaStrategy: 'usn', deletionThreshold: { objects: 10, percent: 100 } },
+            },
+          });
+          expect(res.status).toBe(201);
+          const id = res.body.id as string;
+          await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'User' });
+          for (const a of ['sAMAccountName', 'sn'])
+            await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+          return id;
+        },
+        setSn: (value) => dc.ldap((c) => c.modify(dn, [new Change({ operation: 'replace', modification: new Attribute({ type: 'sn', values: [value] }) })])),
+        halt: () => dc.halt(),
+        restart: () => dc.restart(),
+      };
+    },
+    async () => {
+      await dc?.release();
+    },
+    SAMBA_START_TIMEOUT_MS,
+  );
+});
