@@ -231,13 +231,16 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
   );
   if (tombs) tr.mark(`tombstones(${tombs})`);
 
-  const count = (w: WorkItem, plan: ObjectPlan) => {
+  // `outside`: recorded from outside the plan being applied; one with its stored content (only the rules' hash
+  // is renewed) is counted unchanged, not as an update the plan did not show.
+  const count = (w: WorkItem, plan: ObjectPlan, outside = false) => {
     if (w.item.force) keepExportState(plan.cs, w.item.force.row);
     cs.note(plan.cs);
     plans.push(plan);
     if (plan.outcome === 'created') result.created++;
     else if (
       plan.outcome === 'updated' &&
+      !(outside && w.sum && !w.sum.deleted && w.sum.hash === w.hash) &&
       valuesChanged(w.item.object, prevOf(w), ctx.refs?.policy ? (k, names) => ctx.refs!.policy.dnValued(k, names) : undefined)
     )
       result.updated++;
@@ -259,7 +262,7 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     count(w, plan);
   }
   for (const { w, plan } of recorded) {
-    count(w, plan);
+    count(w, plan, true);
     work.push(w);
   }
   tr.mark('plan');
