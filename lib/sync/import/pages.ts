@@ -20,6 +20,7 @@ import { importFingerprint, meshItems, type MeshPair, type PlannedObject } from 
 import { deleteRunChangeRow, previewKey, writeRunChanges, type StoredChange } from '../../storage/runChanges';
 import { listRules } from '../../storage/rules';
 import { importTargetItems } from './importTargets';
+import { planOutside } from './outsidePlan';
 
 /**
  * The sync engine's steps, one per orchestration activity (orchestrations/syncRun.ts). Each step is
@@ -197,18 +198,30 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
   };
   await load(need);
   tr.mark(`loadDocs(${need.size})`);
+  // Applying a plan: objects outside it that the apply records all the same (lib/sync/import/outsidePlan.ts).
+  const recorded: { w: WorkItem; plan: ObjectPlan }[] = [];
   if (ctx.plan) {
-    // Applying a plan: only its objects, and only those whose inputs are as planned (lib/plans/planIndex.ts).
+    // Applying a plan: its objects whose inputs are as planned (lib/plans/planIndex.ts), and those outside it
+    // that change only the connector space; the others are left out, for the next run.
     const plan = ctx.plan;
     const before = work.length;
-    const kept = work.filter((w) => {
+    const kept: WorkItem[] = [];
+    const outside: WorkItem[] = [];
+    for (const w of work) {
       const verdict = plan.verdict(w.item.anchor, importFingerprint(w.hash, linkedDoc(ws, w)));
       if (verdict === 'drifted') drifted.push(plan.drifted(w.item.anchor, 'Its source object or its mesh object changed since the plan: not applied.'));
-      return verdict === 'apply';
-    });
+      else if (verdict === 'apply') kept.push(w);
+      else outside.push(w);
+    }
+    const csOnly = planOutside(
+      { rules, now, clock: ctx.clock, refs: ctx.refs, runId: ctx.info.runId, ...(ctx.correlation ? { correlation: ctx.correlation } : {}) },
+      ws,
+      outside.map((w) => ({ anchor: w.item.anchor, object: w.item.object, hash: w.hash, prev: prevOf(w) })),
+    );
+    for (const [i, p] of csOnly) recorded.push({ w: outside[i], plan: p });
     work.splice(0, work.length, ...kept);
-    result.leftOut = before - kept.length;
-    if (!work.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr, drifted };
+    result.leftOut = before - kept.length - recorded.length;
+    if (!work.length && !recorded.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr, drifted };
   }
   // Objects about to be projected that may be coming back to their tombstones (nothing is read without any).
   const tombs = await loadPageTombstones(
@@ -218,20 +231,16 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
   );
   if (tombs) tr.mark(`tombstones(${tombs})`);
 
-  for (const w of work) {
-    const plan = planImport(
-      { rules, now, clock: ctx.clock, ws, refs: ctx.refs, runId: ctx.info.runId, ...(ctx.correlation ? { correlation: ctx.correlation } : {}) },
-      w.item.anchor,
-      w.item.object,
-      w.hash,
-      prevOf(w),
-    );
+  // `outside`: recorded from outside the plan being applied; one with its stored content (only the rules' hash
+  // is renewed) is counted unchanged, not as an update the plan did not show.
+  const count = (w: WorkItem, plan: ObjectPlan, outside = false) => {
     if (w.item.force) keepExportState(plan.cs, w.item.force.row);
     cs.note(plan.cs);
     plans.push(plan);
     if (plan.outcome === 'created') result.created++;
     else if (
       plan.outcome === 'updated' &&
+      !(outside && w.sum && !w.sum.deleted && w.sum.hash === w.hash) &&
       valuesChanged(w.item.object, prevOf(w), ctx.refs?.policy ? (k, names) => ctx.refs!.policy.dnValued(k, names) : undefined)
     )
       result.updated++;
@@ -241,8 +250,21 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     if (plan.cs.unconfirmed?.length && !w.item.force) {
       result.errors.push({ object: w.item.anchor, message: `Exported values did not come back in the confirming import: ${plan.cs.unconfirmed.join(', ')}.` });
     }
+  };
+  for (const w of work) {
+    const plan = planImport(
+      { rules, now, clock: ctx.clock, ws, refs: ctx.refs, runId: ctx.info.runId, ...(ctx.correlation ? { correlation: ctx.correlation } : {}) },
+      w.item.anchor,
+      w.item.object,
+      w.hash,
+      prevOf(w),
+    );
+    count(w, plan);
   }
-
+  for (const { w, plan } of recorded) {
+    count(w, plan, true);
+    work.push(w);
+  }
   tr.mark('plan');
   // Late arrivals and removed targets: objects whose references now resolve differently.
   const follow = new Set<string>();

@@ -34,8 +34,9 @@ export interface RunTotals {
   /** Export: objects skipped for reaching Export__MaxAttempts (lib/sync/export/exportRetry.ts), counted once per run. */
   skipped?: string[];
   /**
-   * Applying a plan: objects left out (not in the plan, or drifted). The run then commits no watermark and no
-   * export state, so the next run reads them again.
+   * Applying a plan: objects left out (drifted, or not in the plan and changing more than their connector-space
+   * object: lib/sync/import/outsidePlan.ts). The run then commits no watermark and no export state, so the next
+   * run reads them again.
    */
   leftOut?: number;
   /** A threshold the run would exceed (its deletes, counted before any is applied): the run waits for approval. */
