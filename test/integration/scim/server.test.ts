@@ -436,6 +436,48 @@ describe('bulk', () => {
   });
 });
 
+describe('inbound full and delta sync reads', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const window = (from: string, to: string) =>
+    encodeURIComponent(`userName sw "delta-" and active eq true and (meta.lastModified ge "${from}" and meta.lastModified le "${to}")`);
+  const ids = (res: Res) => (res.body.Resources as { id: string }[]).map((r) => r.id).sort();
+
+  it('pages a lastModified window from year 0001, then a delta window holds only what changed after the watermark', async () => {
+    const made: string[] = [];
+    for (const [n, active] of [
+      [1, true],
+      [2, true],
+      [3, true],
+      [4, false],
+    ] as const) {
+      const res = await scim('POST', '/Users', user(`delta-${n}`, { active, schemas: [CORE, ENT], [ENT]: { employeeNumber: `9${n}`, department: 'Ops' } }));
+      expect(res.status).toBe(201);
+      made.push(res.body.id);
+    }
+    await sleep(10);
+    const w0 = new Date().toISOString();
+
+    const first = await scim('GET', `/Users?filter=${window('0001-01-03T00:00:00.0000000Z', w0)}&count=2&startIndex=1`);
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ totalResults: 3, itemsPerPage: 2, startIndex: 1 });
+    const second = await scim('GET', `/Users?filter=${window('0001-01-03T00:00:00.0000000Z', w0)}&count=2&startIndex=3`);
+    expect(second.body).toMatchObject({ totalResults: 3, itemsPerPage: 1, startIndex: 3 });
+    expect([...ids(first), ...ids(second)].sort()).toEqual(made.slice(0, 3).sort());
+
+    await sleep(10);
+    const activated = await scim('PATCH', `/Users/${made[3]}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'active', value: true }] });
+    expect(activated.status).toBe(204);
+    const managed = await scim('PATCH', `/Users/${made[2]}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: `${ENT}.manager`, value: made[0] }] });
+    expect(managed.status).toBe(204);
+    const w1 = new Date().toISOString();
+
+    const delta = await scim('GET', `/Users?filter=${window(w0, w1)}&count=100&startindex=0`);
+    expect(delta.status).toBe(200);
+    expect(ids(delta)).toEqual([made[2], made[3]].sort());
+    expect((await scim('GET', `/Users/${made[2]}`)).body[ENT].manager).toEqual({ value: made[0] });
+  });
+});
+
 describe('audit', () => {
   it('records every request under targetType scimResource: writes by resource, reads by path, refusals as failures', async () => {
     const created = await scim('POST', '/Users', user('audited'));
