@@ -53,12 +53,17 @@ function errorAnswer(err: ScimError): HttpResponseInit {
   return answer(err.status, err.body(), err.headers);
 }
 
-/** The part of the path after `/scim/v2/`, as segments. */
+/**
+ * The part of the path after `/scim/v2/`, as segments. A client whose configured base already ends in `/scim/v2`
+ * and that adds `/scim/` itself (Microsoft's inbound provisioning samples write `https://{endpoint}/scim/Users`)
+ * reaches `/scim/v2/scim/Users`: that extra `scim` segment is dropped.
+ */
 function segmentsOf(url: URL): string[] {
   const p = url.pathname;
   const at = p.toLowerCase().indexOf('/scim/v2');
   const rest = at < 0 ? '' : p.slice(at + '/scim/v2'.length);
-  return rest.split('/').filter(Boolean);
+  const segments = rest.split('/').filter(Boolean);
+  return segments.length > 1 && segments[0].toLowerCase() === 'scim' ? segments.slice(1) : segments;
 }
 
 function baseUrlOf(url: URL): string {

@@ -476,6 +476,17 @@ describe('inbound full and delta sync reads', () => {
     expect(ids(delta)).toEqual([made[2], made[3]].sort());
     expect((await scim('GET', `/Users/${made[2]}`)).body[ENT].manager).toEqual({ value: made[0] });
   });
+
+  it('answers a base that already ends in /scim/v2 with /scim/ added again, as inbound provisioning samples write it', async () => {
+    const made = await scim('POST', '/scim/Users', user('doubled-base'));
+    expect(made.status).toBe(201);
+    const got = await scim('GET', `/scim/Users?filter=${encodeURIComponent('userName eq "doubled-base"')}`);
+    expect(got.status).toBe(200);
+    expect(got.body.totalResults).toBe(1);
+    expect(got.body.Resources[0].id).toBe(made.body.id);
+    expect((await scim('GET', `/SCIM/Users/${made.body.id}`)).body.userName).toBe('doubled-base');
+    expect((await scim('GET', '/scim')).status).toBe(404);
+  });
 });
 
 describe('audit', () => {
