@@ -1,14 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import {
-  Dictionary,
-  DeletionThreshold,
-  ConnectorApprovals,
-  Thresholds,
-  Deprovisioning,
-  FullSyncOnRuleChange,
-  Correlation,
-  Continuous,
-} from '../../core/validation/schemas';
+import { ConnectorPolicyFields, Continuous, Dictionary } from '../../core/validation/schemas';
 
 /**
  * Configuration of a custom connector (type `custom`): `implementation` names a connector registered in
@@ -32,13 +23,7 @@ export const CustomConfigSchema = Type.Object(
       }),
     ),
     objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256, default: 'User' })),
-    provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
-    deletionThreshold: Type.Optional(DeletionThreshold()),
-    thresholds: Type.Optional(Thresholds()),
-    approvals: Type.Optional(ConnectorApprovals()),
-    deprovisioning: Type.Optional(Deprovisioning()),
-    fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
-    correlation: Type.Optional(Correlation()),
+    ...ConnectorPolicyFields(),
     continuous: Type.Optional(Continuous()),
   },
   { $id: 'CustomConnectorConfig', additionalProperties: false },

@@ -1,14 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import {
-  Dictionary,
-  DeletionThreshold,
-  ConnectorApprovals,
-  Thresholds,
-  Deprovisioning,
-  FullSyncOnRuleChange,
-  Correlation,
-  Continuous,
-} from '../../core/validation/schemas';
+import { ConnectorPolicyFields, Continuous, Dictionary } from '../../core/validation/schemas';
 import type { FieldError } from '../../core/errors';
 
 /**
@@ -79,13 +70,7 @@ function directorySchema(type: 'ldap' | 'active_directory') {
       ),
       exportDnTemplate: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression giving the DN of an object to add.' })),
       objectType: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
-      provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
-      deletionThreshold: Type.Optional(DeletionThreshold()),
-      thresholds: Type.Optional(Thresholds()),
-      approvals: Type.Optional(ConnectorApprovals()),
-      deprovisioning: Type.Optional(Deprovisioning()),
-      fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
-      correlation: Type.Optional(Correlation()),
+      ...ConnectorPolicyFields(),
       continuous: Type.Optional(Continuous()),
       createContainers: Type.Optional(
         Type.Boolean({

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FieldError } from '../../core/errors';
-import { ConnectorApprovals, Correlation, DeletionThreshold, Deprovisioning, FullSyncOnRuleChange, Thresholds } from '../../core/validation/schemas';
+import { ConnectorPolicyFields } from '../../core/validation/schemas';
 
 /**
  * Configuration of the SCIM client connector (type `scim`, docs/scim.md "SCIM client connector"): a SCIM 2.0
@@ -88,13 +88,7 @@ export const ScimConfigSchema = Type.Object(
         description: 'A delta import reads what was modified since the last watermark less this margin (servers keep seconds; clocks drift).',
       }),
     ),
-    provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
-    deletionThreshold: Type.Optional(DeletionThreshold()),
-    thresholds: Type.Optional(Thresholds()),
-    approvals: Type.Optional(ConnectorApprovals()),
-    deprovisioning: Type.Optional(Deprovisioning()),
-    fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
-    correlation: Type.Optional(Correlation()),
+    ...ConnectorPolicyFields(),
   },
   { $id: 'ScimConnectorConfig', additionalProperties: false },
 );

@@ -1,14 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import {
-  Dictionary,
-  DeletionThreshold,
-  ConnectorApprovals,
-  Thresholds,
-  Deprovisioning,
-  FullSyncOnRuleChange,
-  Correlation,
-  Continuous,
-} from '../../core/validation/schemas';
+import { ConnectorPolicyFields, Continuous, Dictionary } from '../../core/validation/schemas';
 import type { FieldError } from '../../core/errors';
 
 /**
@@ -74,13 +65,7 @@ export const SqlConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
-    provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
-    deletionThreshold: Type.Optional(DeletionThreshold()),
-    thresholds: Type.Optional(Thresholds()),
-    approvals: Type.Optional(ConnectorApprovals()),
-    deprovisioning: Type.Optional(Deprovisioning()),
-    fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
-    correlation: Type.Optional(Correlation()),
+    ...ConnectorPolicyFields(),
     continuous: Type.Optional(Continuous()),
   },
   { $id: 'SqlConnectorConfig', additionalProperties: false, dependentRequired: { deltaImportQuery: ['deltaColumn'] } },

@@ -230,3 +230,18 @@ export const Continuous = () =>
     },
     { additionalProperties: false },
   );
+
+/**
+ * The fields every connector type's `config` carries beside its own settings: the provisioning condition, the
+ * guard rails (deletion threshold, thresholds, approvals), deprovisioning, the full sync on a rule change and
+ * correlation. Spread into each type's config schema.
+ */
+export const ConnectorPolicyFields = () => ({
+  provisioningCondition: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An expression over the mesh object attributes.' })),
+  deletionThreshold: Type.Optional(DeletionThreshold()),
+  thresholds: Type.Optional(Thresholds()),
+  approvals: Type.Optional(ConnectorApprovals()),
+  deprovisioning: Type.Optional(Deprovisioning()),
+  fullSyncOnRuleChange: Type.Optional(FullSyncOnRuleChange()),
+  correlation: Type.Optional(Correlation()),
+});
