@@ -68,3 +68,21 @@ export async function uniqueExportState(
   }
   return { value: h?.value ?? null, state: 'pendingExport', unique };
 }
+
+/**
+ * Explain of a unique computed attribute (a MeshComposerRule with `unique`): the value reserved for the object in
+ * the rule's pool, which candidate won and why the earlier ones were skipped (its holding, written when the value
+ * was chosen at projection time).
+ */
+export async function uniqueComputedState(doc: MeshObject, rule: Rule): Promise<UniqueExplanation> {
+  const pool = poolOf(rule, rule.unique!);
+  const h = (await readHoldings(pool, [doc.id])).get(doc.id);
+  return {
+    pool,
+    value: h?.value ?? null,
+    candidate: h ? h.candidate : null,
+    counter: h?.counter ?? null,
+    reservedOn: h?.reservedOn ?? null,
+    skipped: h?.skipped ?? [],
+  };
+}
