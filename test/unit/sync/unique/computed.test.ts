@@ -2,7 +2,8 @@ import type { ConnectorObject } from '../../../../lib/connectors/sdk';
 import { MeshIndex } from '../../../../lib/mesh/joinIndex';
 import { cloneMeshObject, projectedMeshId } from '../../../../lib/mesh/model';
 import { compose, planImport, WorkingSet } from '../../../../lib/sync/planner';
-import { compileRuleSet } from '../../../../lib/sync/rules';
+import { compileRuleSet, RuleEvaluationError } from '../../../../lib/sync/rules';
+import { basisOf, poolOf, uniqueRulesOf } from '../../../../lib/sync/unique/candidates';
 import type { Rule } from '../../../../lib/storage/rules';
 import type { UniqueRule } from '../../../../lib/storage/uniqueValues';
 import { A, ruleBuilder } from '../syncSupport';
@@ -95,4 +96,20 @@ test('revert puts a held object back as it was before the page: a new one leaves
   expect(ws.get(id)).toBeNull();
   expect(ws.dirty.has(id)).toBe(false);
   expect(ws.index.info(id)).toBeUndefined();
+});
+
+test('a candidate that fails gives no value for a computed attribute (a group has no givenName), an error for an outbound flow', () => {
+  const all = rules(unique());
+  const computed = compileRuleSet(A, all).composers.find((cr) => cr.rule.unique)!;
+  const group = { cn: 'Admins' };
+  expect(basisOf(uniqueRulesOf([computed])[0], { source: group, object: group, related: {} })).toBe('');
+  const flow = { ...computed, rule: { ...computed.rule, ruleType: 'FlowRule' as const, direction: 'outbound' as const, connectorId: A } };
+  expect(() => basisOf(uniqueRulesOf([flow])[0], { source: null, object: group, related: {} })).toThrow(RuleEvaluationError);
+});
+
+test('a computed attribute and an outbound flow of scope mesh on the same attribute share one pool', () => {
+  const computed = rules(unique()).find((x) => x.unique)!;
+  const flow = { ...computed, ruleType: 'FlowRule' as const, direction: 'outbound' as const, connectorId: A, targetAttribute: 'sAMAccountName' };
+  expect(poolOf(computed, computed.unique!)).toBe('mesh/uid');
+  expect(poolOf(flow, { ...computed.unique!, meshAttribute: 'uid' })).toBe('mesh/uid');
 });
