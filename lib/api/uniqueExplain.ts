@@ -1,10 +1,10 @@
 import type { AttributeValue } from '../connectors/sdk';
-import { sameValue, type MeshObject } from '../mesh/model';
+import { COMPOSER, sameValue, type MeshObject } from '../mesh/model';
 import type { StoredConnector } from '../storage/connectors';
 import type { Rule } from '../storage/rules';
-import { readHoldings, type SkippedCandidate } from '../storage/uniqueValues';
+import { readHoldings, readReservation, type SkippedCandidate } from '../storage/uniqueValues';
 import { readCsObjects } from '../sync/space/connectorSpace';
-import { basisOf, poolOf, uniqueRulesOf } from '../sync/unique/candidates';
+import { basisOf, normaliseValue, poolOf, uniqueRulesOf } from '../sync/unique/candidates';
 import { attributeValues } from '../sync/planner';
 import { scriptInputs } from '../mesh/explain';
 import type { ExportState } from './flowState';
@@ -77,12 +77,11 @@ export async function uniqueExportState(
 export async function uniqueComputedState(doc: MeshObject, rule: Rule): Promise<UniqueExplanation> {
   const pool = poolOf(rule, rule.unique!);
   const h = (await readHoldings(pool, [doc.id])).get(doc.id);
-  return {
-    pool,
-    value: h?.value ?? null,
-    candidate: h ? h.candidate : null,
-    counter: h?.counter ?? null,
-    reservedOn: h?.reservedOn ?? null,
-    skipped: h?.skipped ?? [],
-  };
+  if (h) return { pool, value: h.value, candidate: h.candidate, counter: h.counter ?? null, reservedOn: h.reservedOn, skipped: h.skipped };
+  // No holding: the object won its first candidate (nothing skipped); its reservation says when.
+  const shown = doc.contributions[rule.targetAttribute ?? '']?.find((c) => c.c === COMPOSER && c.r === rule.ruleId)?.v;
+  const value = typeof shown === 'string' ? shown : null;
+  const reservation = value === null ? null : await readReservation(pool, normaliseValue(value, rule.unique!.caseSensitive));
+  const mine = reservation?.owner === doc.id;
+  return { pool, value, candidate: mine ? 0 : null, counter: null, reservedOn: mine ? reservation.reservedOn : null, skipped: [] };
 }

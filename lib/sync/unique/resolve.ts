@@ -233,8 +233,10 @@ export async function claimValues(
     out.set(o.doc.id, { value: w.value, key: w.key });
     // A holding records what the reservation alone cannot say: why earlier candidates were skipped (explain),
     // the basis a rule that chooses again compares, the value a second target of a shared pool reuses. An
-    // object that won its first candidate in a pool of one target needs none (its reservation names it).
-    if (!chosen.skipped.length && c.unique.keepOnRename && c.unique.scope === 'connector' && !holdings.has(o.doc.id)) continue;
+    // object that won its first candidate in a pool of one target needs none (its reservation names it), nor
+    // does a computed attribute's (the mesh object shows the value; a flow of the pool finds its reservation).
+    const alone = c.unique.scope === 'connector' || c.rule.ruleType === 'MeshComposerRule';
+    if (!chosen.skipped.length && c.unique.keepOnRename && alone && !holdings.has(o.doc.id)) continue;
     kept.push({
       meshId: o.doc.id,
       pool: c.pool,

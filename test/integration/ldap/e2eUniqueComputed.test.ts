@@ -183,6 +183,14 @@ describeWithServer('slapd')('unique computed attributes: projected by two engine
     const skipped = ex.body.composedBy.unique.skipped as { candidate: number; value: string; reason: string }[];
     expect(skipped.slice(0, 2).map((s) => s.candidate)).toEqual([0, 1]);
     for (const s of skipped) expect(s.reason).toMatch(/^(reserved by|held by) mesh object /);
+    // One that won its first candidate: nothing skipped (no holding is written for it; its reservation says when).
+    const firstWon = people.find((p) => {
+      const given = String(p.attributes.givenName.value).toLowerCase();
+      return p.attributes.uid.value === `${given[0]}${String(p.attributes.sn.value).toLowerCase()}`;
+    })!;
+    const exFirst = await a.call('GET', `mesh/objects/${firstWon.id}/attributes/uid/explain`);
+    expect(exFirst.body.composedBy.unique).toMatchObject({ pool: 'mesh/uid', value: firstWon.attributes.uid.value, candidate: 0, counter: null, skipped: [] });
+    expect(exFirst.body.composedBy.unique.reservedOn).toEqual(expect.any(String));
   });
 
   test('exported by a plain flow into slapd: ldapsearch reads back every mesh uid, none twice', async () => {
