@@ -15,6 +15,12 @@
  *    into two slapd directories whose uid rules share a pool (scope targets), by two exports started at once;
  *    every uid read back with ldapsearch must be distinct, and each run Completed with no error.
  *
+ * 3. Projection time (--projection N, default the --users count; 0: skipped): full imports of N new people from a
+ *    fresh HR file each, with a computed mesh attribute `login` (a MeshComposerRule): a plain transformScript of
+ *    the first candidate, or `unique` with the three candidates (scope mesh), in the order plain, unique, unique,
+ *    plain (the other rule deleted before each import; names distinct, so each person reserves its first
+ *    candidate). Cost measured as for the exports.
+ *
  * The machine these run on may be shared: besides wall seconds, each export's CPU seconds (the service and the
  * storage process) and its storage requests (a counting proxy in front of the table endpoint) are measured, and
  * their costs computed the same way.
@@ -33,6 +39,7 @@ const { arg, onInterrupt, peakRssMB, startService } = require('../support');
 
 const N = arg('users', 20000);
 const HIRES = arg('hires', 500);
+const PROJECTION = arg('projection', N);
 const GOAL = 0.1;
 const r2 = (x) => Math.round(x * 100) / 100;
 
@@ -153,11 +160,19 @@ async function main() {
     const requests = (e) => e.storageRequests.reads + e.storageRequests.writes;
     const requestCost = mean('unique', requests) / mean('plain', requests) - 1;
 
+    // 3. Projection time: a computed attribute, plain or unique, over imports of new people.
+    const projection = PROJECTION ? await projectionCost(svc, connector, rule) : undefined;
+
     // 2. The issue's figure: H colliding hires, two directories sharing a pool, two exports at once.
     if (!HIRES) {
       console.log(
         JSON.stringify(
-          { bench: 'unique', date: new Date().toISOString(), cost: { users: N, exports, cost: r2(cost), cpuCost: r2(cpuCost), requestCost: r2(requestCost) } },
+          {
+            bench: 'unique',
+            date: new Date().toISOString(),
+            cost: { users: N, exports, cost: r2(cost), cpuCost: r2(cpuCost), requestCost: r2(requestCost) },
+            projection,
+          },
           null,
           2,
         ),
@@ -264,6 +279,7 @@ async function main() {
         cpuMet: cpuCost <= GOAL && exports.every((e) => e.status === 'Completed'),
       },
       collisions,
+      projection,
       servicePeakRssMB: peakRssMB(svc.pid),
     };
     console.log(JSON.stringify(result, null, 2));
@@ -272,6 +288,70 @@ async function main() {
     await slapd?.stop().catch(() => undefined);
     for (const s of stops) s?.();
   }
+}
+
+/**
+ * Imports of PROJECTION new people each (a fresh HR file and connector), with the mesh attribute `login` computed
+ * by a plain MeshComposerRule (the first candidate's script) or a unique one (three candidates, scope mesh), in
+ * the order plain, unique, unique, plain; only the step's rule exists during its import.
+ */
+async function projectionCost(svc, connector, rule) {
+  const { call, must } = svc;
+  const steps = ['plain', 'unique', 'unique', 'plain'];
+  const imports = [];
+  for (const [k, kind] of steps.entries()) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-unique-proj-'));
+    writeCsv(
+      dir,
+      Array.from({ length: PROJECTION }, (_, i) => ({
+        id: `p${k}-${i}`,
+        employeeId: `P${k}${String(i).padStart(6, '0')}`,
+        givenName: `Given${k}x${i}`,
+        sn: `Surname${k}x${i}`,
+        mail: `p${k}.${i}@example.test`,
+        department: `Dept ${i % 40}`,
+      })),
+    );
+    const hr = await connector({
+      name: `HR projection ${k}`,
+      type: 'custom',
+      config: { implementation: 'file', objectType: 'User', settings: { path: dir, anchorColumn: 'id' } },
+    });
+    await rule({ ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId' });
+    for (const a of ['employeeId', 'givenName', 'sn', 'mail', 'department'])
+      await rule({ ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+    const login = await rule(
+      kind === 'unique'
+        ? { ruleType: 'MeshComposerRule', targetAttribute: 'login', unique: { candidates: [INITIAL, FULL, COUNTED] } }
+        : { ruleType: 'MeshComposerRule', targetAttribute: 'login', transformScript: INITIAL },
+    );
+    svc.storageRequests();
+    console.error(`${kind} projection import of ${PROJECTION}...`);
+    const r = await svc.runImport(hr, 'FullImport');
+    const storageRequests = svc.storageRequests();
+    imports.push({
+      kind,
+      seconds: r2(r.seconds),
+      status: r.run.status,
+      stats: r.run.stats,
+      cpu: r.cpu,
+      cpuSeconds: r2((r.cpu.serviceCpuSeconds ?? 0) + (r.cpu.azuriteCpuSeconds ?? 0)),
+      storageRequests,
+      ...(r.run.status !== 'Completed' ? { firstErrors: (r.run.errors ?? []).slice(0, 3) } : {}),
+    });
+    console.error(`${kind} projection import ${r2(r.seconds)} s (${r.run.status})`);
+    await must(call('DELETE', `rules/${login.ruleId}`), 204);
+  }
+  const mean = (kind, f = (e) => e.seconds) => imports.filter((e) => e.kind === kind).reduce((s, e) => s + f(e), 0) / 2;
+  const requests = (e) => e.storageRequests.reads + e.storageRequests.writes;
+  return {
+    users: PROJECTION,
+    order: steps.join(', '),
+    imports,
+    cost: r2(mean('unique') / mean('plain') - 1),
+    cpuCost: r2(mean('unique', (e) => e.cpuSeconds) / mean('plain', (e) => e.cpuSeconds) - 1),
+    requestCost: r2(mean('unique', requests) / mean('plain', requests) - 1),
+  };
 }
 
 main().catch((err) => {

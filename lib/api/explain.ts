@@ -16,7 +16,7 @@ import { anchoredCsObjectId, readCsObjects } from '../sync/space/connectorSpace'
 import { attributeValues } from '../sync/planner';
 import { listConnectorRecords, type StoredConnector } from '../storage/connectors';
 import { listRules, type Rule } from '../storage/rules';
-import { uniqueExportState, uniqueInputs, type UniqueExplanation } from './uniqueExplain';
+import { uniqueComputedState, uniqueExportState, uniqueInputs, type UniqueExplanation } from './uniqueExplain';
 
 /**
  * `GET /mesh/objects/{id}/attributes/{name}/explain` and `GET /mesh/objects/{id}/history`: why a mesh
@@ -71,8 +71,14 @@ export async function explainAttribute(id: string, attribute: string) {
     ? {
         ruleId: composer.r,
         inputs: [
-          ...new Set([...(composerRule?.sourceAttribute ? [composerRule.sourceAttribute] : []), ...scriptInputs(composerRule?.transformScript ?? null)]),
+          ...new Set([
+            ...(composerRule?.sourceAttribute ? [composerRule.sourceAttribute] : []),
+            ...scriptInputs(composerRule?.transformScript ?? null),
+            ...(composerRule ? uniqueInputs(composerRule) : []),
+          ]),
         ],
+        // A unique computed attribute: the value reserved, which candidate won and why the earlier ones were skipped.
+        ...(composerRule?.unique ? { unique: await uniqueComputedState(doc, composerRule) } : {}),
       }
     : null;
   const pending = await pendingOf(doc, attribute, rules, connectorById);

@@ -40,7 +40,10 @@ function requirementErrors(body: RuleRequest): FieldError[] {
   const errors: FieldError[] = [];
   const required = [...REQUIRED[body.ruleType]];
   if (body.ruleType === 'MeshComposerRule')
-    required.push(...((body.relationshipType ? ['sourceAttribute'] : ['targetAttribute', 'transformScript']) as (keyof RuleRequest)[]));
+    // A unique computed attribute's candidates replace its transformScript (docs/unique-values.md).
+    required.push(
+      ...((body.relationshipType ? ['sourceAttribute'] : body.unique ? ['targetAttribute'] : ['targetAttribute', 'transformScript']) as (keyof RuleRequest)[]),
+    );
   // Only a valid inbound direction (or none) asks for confidence: with a misspelt one the schema's error says it.
   if (body.ruleType === 'FlowRule' && (body.direction === undefined || body.direction === null || body.direction === 'inbound')) required.push('confidence');
   for (const field of required) {
@@ -131,7 +134,11 @@ export function toRule(ruleId: string, body: RuleRequest, createdOn: string, upd
     if (body.effectiveFromAttribute && rule.direction === 'inbound') rule.effectiveFromAttribute = body.effectiveFromAttribute;
   }
   if (body.ruleType === 'ProjectionRule') rule.objectType = body.objectType ?? 'User';
-  if (body.ruleType === 'MeshComposerRule') rule.relationshipType = body.relationshipType ?? null;
+  if (body.ruleType === 'MeshComposerRule') {
+    rule.relationshipType = body.relationshipType ?? null;
+    const unique = rule.relationshipType ? undefined : toUniqueRule(body);
+    if (unique) rule.unique = unique;
+  }
   // Left out unless given, so that join rules without them stay as they were stored.
   if (body.ruleType === 'JoinRule' && body.match) rule.match = body.match;
   if (body.ruleType === 'JoinRule' && body.match === 'fuzzy') rule.fuzzyThreshold = body.fuzzyThreshold ?? 0.9;

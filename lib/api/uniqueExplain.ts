@@ -1,10 +1,10 @@
 import type { AttributeValue } from '../connectors/sdk';
-import { sameValue, type MeshObject } from '../mesh/model';
+import { COMPOSER, sameValue, type MeshObject } from '../mesh/model';
 import type { StoredConnector } from '../storage/connectors';
 import type { Rule } from '../storage/rules';
-import { readHoldings, type SkippedCandidate } from '../storage/uniqueValues';
+import { readHoldings, readReservation, type SkippedCandidate } from '../storage/uniqueValues';
 import { readCsObjects } from '../sync/space/connectorSpace';
-import { basisOf, poolOf, uniqueRulesOf } from '../sync/unique/candidates';
+import { basisOf, normaliseValue, poolOf, uniqueRulesOf } from '../sync/unique/candidates';
 import { attributeValues } from '../sync/planner';
 import { scriptInputs } from '../mesh/explain';
 import type { ExportState } from './flowState';
@@ -67,4 +67,21 @@ export async function uniqueExportState(
     return { value: shown, state: confirmed ? 'confirmed' : 'awaitingConfirmation', unique: { ...unique, value: unique.value ?? String(shown) } };
   }
   return { value: h?.value ?? null, state: 'pendingExport', unique };
+}
+
+/**
+ * Explain of a unique computed attribute (a MeshComposerRule with `unique`): the value reserved for the object in
+ * the rule's pool, which candidate won and why the earlier ones were skipped (its holding, written when the value
+ * was chosen at projection time).
+ */
+export async function uniqueComputedState(doc: MeshObject, rule: Rule): Promise<UniqueExplanation> {
+  const pool = poolOf(rule, rule.unique!);
+  const h = (await readHoldings(pool, [doc.id])).get(doc.id);
+  if (h) return { pool, value: h.value, candidate: h.candidate, counter: h.counter ?? null, reservedOn: h.reservedOn, skipped: h.skipped };
+  // No holding: the object won its first candidate (nothing skipped); its reservation says when.
+  const shown = doc.contributions[rule.targetAttribute ?? '']?.find((c) => c.c === COMPOSER && c.r === rule.ruleId)?.v;
+  const value = typeof shown === 'string' ? shown : null;
+  const reservation = value === null ? null : await readReservation(pool, normaliseValue(value, rule.unique!.caseSensitive));
+  const mine = reservation?.owner === doc.id;
+  return { pool, value, candidate: mine ? 0 : null, counter: null, reservedOn: mine ? reservation.reservedOn : null, skipped: [] };
 }

@@ -15,6 +15,8 @@ import { children } from './parser';
  *   (`related.manager.mail`).
  * - `uniqueCandidate`: a candidate of an outbound FlowRule's `unique` list: the names of `outboundFlow` and
  *   `counter`, the counter value the candidate is tried with (lib/sync/unique).
+ * - `uniqueComputed`: a candidate of a computed attribute's `unique` list (projection time): the names of
+ *   `rule` and `counter`.
  * - `provisioningCondition`: `source` and `object`, both the consolidated mesh attributes of the object.
  * - `exportDnTemplate`: `source` (the connector-side attributes of the change), `baseDN`, `objectType`
  *   and `container`.
@@ -23,6 +25,7 @@ export const SCOPE_NAMES = {
   rule: ['source', 'object'],
   outboundFlow: ['source', 'object', 'related'],
   uniqueCandidate: ['source', 'object', 'related', 'counter'],
+  uniqueComputed: ['source', 'object', 'counter'],
   provisioningCondition: ['source', 'object'],
   exportDnTemplate: ['source', 'baseDN', 'objectType', 'container'],
 } as const satisfies Record<string, readonly string[]>;

@@ -6,7 +6,7 @@ import { Guid, Nullable, Timestamp } from '../core/validation/schemas';
 const Scalar = Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]);
 const Value = Type.Union([Scalar, Type.Array(Scalar)]);
 
-/** An outbound flow with `unique` (docs/unique-values.md): the value held, the candidate that won, the ones skipped and why. */
+/** An outbound flow or computed attribute with `unique` (docs/unique-values.md): the value held, the candidate that won, the ones skipped and why. */
 const UniqueExplanationSchema = Type.Object(
   {
     pool: Type.String({ description: 'Where the value is reserved: connector/<id>/<attribute>, targets/<ids> or mesh/<attribute>.' }),
@@ -55,7 +55,16 @@ export const AttributeExplanation = defineSchema(
       value: Value,
       winner: Nullable(Candidate),
       candidates: Type.Array(Candidate),
-      composedBy: Nullable(Type.Object({ ruleId: Guid(), inputs: Type.Array(Type.String()) }, { additionalProperties: false })),
+      composedBy: Nullable(
+        Type.Object(
+          {
+            ruleId: Guid(),
+            inputs: Type.Array(Type.String()),
+            unique: Type.Optional(UniqueExplanationSchema),
+          },
+          { additionalProperties: false },
+        ),
+      ),
       pending: Type.Optional(
         Type.Array(
           Type.Object(

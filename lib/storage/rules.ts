@@ -33,7 +33,7 @@ export interface Rule {
    * the attribute (inbound), or the attribute is left out of an add and cleared by an update (outbound).
    */
   evaluateWhenAbsent?: boolean;
-  /** Outbound FlowRule only: the value is generated unique from candidates (lib/sync/unique, docs/unique-values.md). */
+  /** Outbound FlowRule or computed attribute (MeshComposerRule): the value is generated unique from candidates (lib/sync/unique, docs/unique-values.md). */
   unique?: UniqueRule;
   /**
    * Inbound FlowRule only: the source attribute holding the date the value takes effect; before it the mesh

@@ -18,6 +18,7 @@ import {
 import { type CsObject } from './model';
 import { applyConnectorReferences, dedupeComposed, referencesOf, refreshConnectorReferences, type CsLookup } from './references';
 import { applyScript, ruleFailureMessage, ruleValue, toAttributeValue, type CompiledRule, type RuleSet } from './rules';
+import { basisOf, uniqueRulesOf } from './unique/candidates';
 import { caseDraft, correlate, decisionOf, type CaseDraft, type CorrelationContext } from './correlation/plan';
 
 /**
@@ -95,6 +96,22 @@ export class WorkingSet {
   readonly revived = new Map<string, MeshObject>();
   loadTombstones(states: Iterable<MeshObject>): void {
     for (const t of states) if (!this.docs.get(t.id)) this.tombs.set(t.id, t);
+  }
+  /**
+   * Put an object back as it was before the page (its changes are held: lib/sync/unique/computed.ts). Nothing of
+   * it is written; the index shows its state before.
+   */
+  revert(id: string): void {
+    const before = this.before.get(id) ?? null;
+    // Not back from its tombstone after all: the tombstone stays (and its leavers go on).
+    const tomb = this.revived.get(id);
+    if (tomb) {
+      this.revived.delete(id);
+      this.tombs.set(id, tomb);
+    }
+    this.docs.set(id, before);
+    this.dirty.delete(id);
+    this.index.apply(id, before);
   }
   /** Ids not loaded yet among `ids`. */
   missing(ids: Iterable<string>): string[] {
@@ -605,21 +622,31 @@ export function attributeValues(doc: MeshObject): Record<string, AttributeValue>
  * Mesh-composer rules on one object: computed attributes (in priority order, each sees the ones before it),
  * then relationships resolved through the index (unresolved ones stay pending until their target arrives).
  */
-export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: string, runId?: string, clock?: EvaluationClock): string[] {
+export function compose(
+  doc: MeshObject,
+  rules: RuleSet,
+  index: IndexView,
+  now: string,
+  runId?: string,
+  clock?: EvaluationClock,
+  assigned?: ReadonlyMap<string, string>,
+): string[] {
   const computed: Record<string, { v: AttributeValue; rule: CompiledRule }> = {};
   for (const cr of rules.composers) {
     const target = cr.rule.targetAttribute;
     if (cr.rule.relationshipType || !target) continue;
     const values = attributeValues(doc);
     let v: AttributeValue = null;
-    try {
-      const scope = clock ? { source: values, object: values, [CLOCK]: clock } : { source: values, object: values };
-      v = toAttributeValue((cr.script ? cr.script.evaluate(scope) : values[cr.rule.sourceAttribute ?? '']) ?? null);
-    } catch {
-      // A computed attribute whose script fails on this object (an attribute it reads is missing) has no value:
-      // one object's missing attribute must not block every connector that contributes to it.
-      v = null;
-    }
+    if (cr.rule.unique) v = uniqueProposal(doc, cr, values, assigned);
+    else
+      try {
+        const scope = clock ? { source: values, object: values, [CLOCK]: clock } : { source: values, object: values };
+        v = toAttributeValue((cr.script ? cr.script.evaluate(scope) : values[cr.rule.sourceAttribute ?? '']) ?? null);
+      } catch {
+        // A computed attribute whose script fails on this object (an attribute it reads is missing) has no value:
+        // one object's missing attribute must not block every connector that contributes to it.
+        v = null;
+      }
     if (!isEmptyValue(v)) computed[target] = { v, rule: { ...cr, rule: { ...cr.rule, confidence: cr.rule.confidence ?? 100 } } };
     else delete computed[target];
     setContributions(doc, COMPOSER, computed, now, undefined, runId);
@@ -628,6 +655,25 @@ export function compose(doc: MeshObject, rules: RuleSet, index: IndexView, now: 
   // contributions are already what they would be set to, and the consolidated attributes with them.
   if (Object.keys(computed).length || hasContributor(doc, COMPOSER)) setContributions(doc, COMPOSER, computed, now, undefined, runId);
   return resolveReferences(doc, rules, index);
+}
+
+/**
+ * A unique computed attribute's value in a plan (docs/unique-values.md): the value reserved for the object
+ * (`assigned`, by rule id: the reserve step between planning and applying, lib/sync/unique/computed.ts), else the
+ * value it holds (keepOnRename), else the first candidate's value, which the reserve step checks and reserves (or
+ * replaces with the first free one). A candidate that fails gives no proposal: the reserve step reports it.
+ */
+function uniqueProposal(doc: MeshObject, cr: CompiledRule, values: Record<string, AttributeValue>, assigned?: ReadonlyMap<string, string>): AttributeValue {
+  const given = assigned?.get(cr.rule.ruleId);
+  if (given !== undefined) return given;
+  const prior = doc.contributions[cr.rule.targetAttribute ?? '']?.find((c) => c.c === COMPOSER && c.r === cr.rule.ruleId);
+  if (prior && cr.rule.unique!.keepOnRename && !isEmptyValue(prior.v)) return prior.v;
+  const [c] = uniqueRulesOf([cr]);
+  try {
+    return basisOf(c, { source: values, object: values, related: {} }) || null;
+  } catch {
+    return null;
+  }
 }
 
 /** The earlier of two instants (undefined: none). */

@@ -20,6 +20,7 @@ import { importFingerprint, meshItems, type MeshPair, type PlannedObject } from 
 import { deleteRunChangeRow, previewKey, writeRunChanges, type StoredChange } from '../../storage/runChanges';
 import { listRules } from '../../storage/rules';
 import { importTargetItems } from './importTargets';
+import { reserveComputedValues } from '../unique/computed';
 import { planOutside } from './outsidePlan';
 
 /**
@@ -47,6 +48,7 @@ export interface Item {
  */
 export async function processItems(ctx: Context, items: Item[], held?: Held, flush = false, record?: string): Promise<PageResult> {
   const page = await planItems(ctx, items, held, flush);
+  await reserveItems(ctx, page);
   // A run applying its own plan (approved) drops the page's preview of the targets: the export that follows does it.
   const ownPlan = !!record && !ctx.info.dryRun && ctx.info.planRunId === ctx.info.runId;
   if (!page.planned) {
@@ -99,7 +101,11 @@ export interface PagePlan {
   tr: Trace;
   /** Applying a plan: the objects of the plan whose inputs changed since (not planned, not touched). */
   drifted: StoredChange[];
+  /** How each plan was counted in `result` (a held object is counted again as an error). */
+  counted: (Counted | null)[];
 }
+
+type Counted = 'created' | 'updated' | 'unchanged' | 'deleted';
 
 /**
  * Whether an imported object's values differ from what the engine knew of it: what it last imported, then what
@@ -153,7 +159,8 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
   const stored = new Set<string>();
   const plans: ObjectPlan[] = [];
   const drifted: StoredChange[] = [];
-  if (!work.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr, drifted };
+  const counted: (Counted | null)[] = [];
+  if (!work.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr, drifted, counted };
 
   const fullAnchors = work.filter((w) => !w.item.force && (w.sum?.exported || w.sum?.deprov || !w.item.object)).map((w) => w.item.anchor);
   // Rows read whole must be the committed ones: the previous page's write lands first.
@@ -221,7 +228,7 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     for (const [i, p] of csOnly) recorded.push({ w: outside[i], plan: p });
     work.splice(0, work.length, ...kept);
     result.leftOut = before - kept.length - recorded.length;
-    if (!work.length && !recorded.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr, drifted };
+    if (!work.length && !recorded.length && !(flush && held?.rows.size)) return { planned: false, result, work, plans, ws, stored, tr, drifted, counted };
   }
   // Objects about to be projected that may be coming back to their tombstones (nothing is read without any).
   const tombs = await loadPageTombstones(
@@ -237,15 +244,18 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     if (w.item.force) keepExportState(plan.cs, w.item.force.row);
     cs.note(plan.cs);
     plans.push(plan);
-    if (plan.outcome === 'created') result.created++;
+    let as: Counted | null = null;
+    if (plan.outcome === 'created') as = 'created';
     else if (
       plan.outcome === 'updated' &&
       !(outside && w.sum && !w.sum.deleted && w.sum.hash === w.hash) &&
       valuesChanged(w.item.object, prevOf(w), ctx.refs?.policy ? (k, names) => ctx.refs!.policy.dnValued(k, names) : undefined)
     )
-      result.updated++;
-    else if (plan.outcome === 'updated') result.unchanged!++;
-    else if (plan.outcome === 'deleted') result.deleted++;
+      as = 'updated';
+    else if (plan.outcome === 'updated') as = 'unchanged';
+    else if (plan.outcome === 'deleted') as = 'deleted';
+    if (as) result[as]!++;
+    counted.push(as);
     if (plan.error) result.errors.push({ object: w.item.anchor, message: plan.error });
     if (plan.cs.unconfirmed?.length && !w.item.force) {
       result.errors.push({ object: w.item.anchor, message: `Exported values did not come back in the confirming import: ${plan.cs.unconfirmed.join(', ')}.` });
@@ -292,7 +302,51 @@ export async function planItems(ctx: Context, items: Item[], held?: Held, flush 
     reresolve(ws, rules, follow, now, ctx.refs);
   }
   tr.mark(`follow(${follow.size})`);
-  return { planned: true, result, work, plans, ws, stored, tr, drifted };
+  return { planned: true, result, work, plans, ws, stored, tr, drifted, counted };
+}
+
+/**
+ * The reserve step between planning and applying (docs/unique-values.md): the unique values of computed
+ * attributes (MeshComposerRule with `unique`) the page's objects need are chosen and reserved
+ * (lib/sync/unique/computed.ts); a dry run chooses the same way, reading reservations only. An object whose
+ * candidates are all taken is held: it is put back as it was before the page (a new object is not projected),
+ * and the connector-space objects that brought it keep their state with the error and no content hash, so the
+ * next run of the connector tries them again (as any failed object, "Failed objects" in docs/sync-engine.md).
+ */
+export async function reserveItems(ctx: Context, page: PagePlan, reserve = !ctx.info.dryRun): Promise<void> {
+  if (!page.planned || !ctx.rules.composers.some((cr) => cr.rule.unique && !cr.rule.relationshipType)) return;
+  const held = await reserveComputedValues(
+    {
+      runKey: ctx.info.runId,
+      connectorId: ctx.info.connectorId,
+      reserve,
+      at: new Date(ctx.clock ?? Date.now()),
+      rules: ctx.rules,
+      allRules: ctx.allRules ?? (await listRules()),
+      now: ctx.now,
+      runId: ctx.info.runId,
+      clock: { now: ctx.clock ?? Date.parse(ctx.now) },
+    },
+    page.ws,
+    page.stored,
+  );
+  page.tr.mark(`unique(${held.size} held)`);
+  if (!held.size) return;
+  for (const id of held.keys()) page.ws.revert(id);
+  page.plans.forEach((p, i) => {
+    const err = p.cs.meshId ? held.get(p.cs.meshId) : undefined;
+    if (!err) return;
+    const w = page.work[i];
+    const before = w.item.force?.row ?? w.sum;
+    const meshId = before && !before.deleted ? (before.meshId ?? null) : null;
+    const next: ObjectPlan = { ...p, cs: { ...p.cs, hash: '', meshId, error: err.message }, outcome: 'error', error: err.message, followUps: [] };
+    page.plans[i] = next;
+    ctx.cs.note(next.cs);
+    const as = page.counted[i];
+    if (as) page.result[as]!--;
+    page.counted[i] = null;
+    page.result.errors.push({ object: w.item.anchor, message: err.message });
+  });
 }
 
 /** Write a planned page: mesh rows, the feed, then the connector-space rows (see the order above). */

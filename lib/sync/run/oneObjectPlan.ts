@@ -13,7 +13,7 @@ import { previewExport } from '../export/exportPage';
 import { operationOf, type NextOperation } from '../export/next';
 import { exportTargets } from '../import/importTargets';
 import type { CsObject } from '../model';
-import { planItems, applyItems, storedItem } from '../import/pages';
+import { planItems, applyItems, reserveItems, storedItem } from '../import/pages';
 import type { ObjectPlan } from '../planner';
 import { referencePolicy } from '../references';
 import { compileRuleSet, indexedAttributes } from '../rules';
@@ -65,6 +65,8 @@ export async function planOneObject(info: RunInfo, row: CsObject, apply: boolean
   const ctx = apply ? await context(info) : await previewContext(info);
   const page = await planItems(ctx, [storedItem(row)]);
   try {
+    // A sync reserves the unique values of computed attributes as a run's page does; a preview shows the proposal.
+    if (apply) await reserveItems(ctx, page);
     const plan = page.plans[0];
     const ids = new Set(page.ws.dirty);
     if (plan.cs.meshId) ids.add(plan.cs.meshId);

@@ -18,6 +18,11 @@ export interface UniqueCandidates {
   unique: UniqueRule;
   pool: string;
   compiled: { script: CompiledExpression; counted: boolean }[];
+  /**
+   * A candidate that fails on an object gives no value instead of being the object's error: a computed attribute
+   * (MeshComposerRule), whose scripts give no value on an object they do not apply to (a group has no givenName).
+   */
+  lenient: boolean;
 }
 
 /** One value to try: candidate `candidate` (index), with `counter` when it reads it; null value: the expression gave nothing. */
@@ -41,6 +46,7 @@ export function uniqueRulesOf(outbound: readonly CompiledRule[]): UniqueCandidat
         rule: fr.rule,
         unique,
         pool: poolOf(fr.rule, unique),
+        lenient: fr.rule.ruleType === 'MeshComposerRule',
         compiled: unique.candidates.map((source) => {
           const script = compileExpression(source);
           // A candidate that reads `counter` is tried once per counter value; the others once.
@@ -76,7 +82,8 @@ function asCandidateValue(v: unknown): string | null {
 
 /**
  * The values to try for one object, in order: each candidate once, or once per counter value when it reads
- * `counter`. A candidate whose script fails is a RuleEvaluationError naming the rule (the object's error).
+ * `counter`. A candidate whose script fails is a RuleEvaluationError naming the rule (the object's error), or no
+ * value for a lenient rule.
  */
 export function* candidateValues(
   c: UniqueCandidates,
@@ -89,6 +96,7 @@ export function* candidateValues(
       try {
         return asCandidateValue(script.evaluate({ ...scope, source: scope.source ?? null, counter: counter ?? null }));
       } catch (err) {
+        if (c.lenient) return null;
         throw new RuleEvaluationError(c.rule, err);
       }
     };

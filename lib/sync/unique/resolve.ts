@@ -43,7 +43,7 @@ export interface ResolveContext {
   at: Date;
 }
 
-type Scope = { source: unknown; object: Record<string, unknown>; related: Record<string, unknown> };
+export type Scope = { source: unknown; object: Record<string, unknown>; related: Record<string, unknown> };
 
 /**
  * The values of a pool this process saw reserved during a run (its own reservations and the refusals it met):
@@ -103,8 +103,13 @@ export async function resolveUniqueValues(
       out.values.set(w.doc.id, { ...(out.values.get(w.doc.id) ?? {}), [attribute]: value });
       if (w.isAdd) out.used.set(w.doc.id, [...(out.used.get(w.doc.id) ?? []), { attribute, pool: c.pool, key, value, ruleId: c.rule.ruleId }]);
     };
-    // 1. The value the target shows (kept), else the object's holding in the pool (read for the page at once).
-    const open: { w: (typeof wanted)[number]; scope: Scope; basis: string }[] = [];
+    // 1. The value the target shows (kept), else the object's holding in the pool or a new choice (claimValues).
+    const open: Claimant[] = [];
+    const byId = new Map<string, (typeof wanted)[number]>();
+    // Only an object that may hold a value in the pool is looked up: one in (or once provisioned into) a target of
+    // the pool, or whose rule chooses again. A new object finds any reservation of its own as it walks its
+    // candidates (its own value counts as free for it).
+    const poolTargets = c.unique.scope === 'targets' ? (c.unique.connectorIds ?? []) : [cid];
     for (const w of wanted) {
       if (out.errors.has(w.doc.id)) continue;
       const name = c.rule.sourceAttribute ?? '';
@@ -116,103 +121,143 @@ export async function resolveUniqueValues(
         set(w, held, normaliseValue(held, c.unique.caseSensitive));
         continue;
       }
+      const mayHold =
+        !w.isAdd ||
+        !c.unique.keepOnRename ||
+        c.unique.scope === 'mesh' ||
+        poolTargets.some((id) => w.doc.links[id] !== undefined || (w.doc.provisioned ?? []).includes(id));
       try {
-        open.push({ w, scope, basis: basisOf(c, scope) });
+        open.push({ doc: w.doc, scope, basis: basisOf(c, scope), mayHold });
+        byId.set(w.doc.id, w);
       } catch (err) {
         fail(w.doc, err);
       }
     }
     if (!open.length) continue;
-    // Only an object that may hold a value in the pool is looked up: one in (or once provisioned into) a target of
-    // the pool, or whose rule chooses again. A new object finds any reservation of its own as it walks its
-    // candidates (its own value counts as free for it).
-    const poolTargets = c.unique.scope === 'targets' ? (c.unique.connectorIds ?? []) : [cid];
-    const mayHold = (w: (typeof wanted)[number]) =>
-      !w.isAdd ||
-      !c.unique.keepOnRename ||
-      c.unique.scope === 'mesh' ||
-      poolTargets.some((id) => w.doc.links[id] !== undefined || (w.doc.provisioned ?? []).includes(id));
-    const lookup = open.filter((o) => mayHold(o.w)).map((o) => o.w.doc.id);
-    const holdings = lookup.length ? await readHoldings(c.pool, lookup) : new Map<string, Holding>();
-    const choosing: typeof open = [];
-    for (const o of open) {
-      const h = holdings.get(o.w.doc.id);
-      if (h && (c.unique.keepOnRename || h.basis === o.basis)) set(o.w, h.value, h.key);
-      else choosing.push(o);
+    for (const [id, claim] of await claimValues(ctx, c, everyRule, open)) {
+      const w = byId.get(id)!;
+      if ('error' in claim) fail(w.doc, claim.error);
+      else set(w, claim.value, claim.key);
     }
-    if (!choosing.length) continue;
-    // 2. The first candidate each object may have (nothing in the scope shows it), reserved for the page in one
-    //    transaction when no two objects want the same value and none is taken (the common case)...
-    const indexes = await scopeIndexes(ctx, c, everyRule);
-    const first = new Map<string, { o: (typeof open)[number]; chosen: Chosen }>();
-    const oneByOne: typeof open = [];
-    for (const o of choosing) {
-      let chosen: Chosen;
-      try {
-        chosen = firstFree(c, indexes, ctx.reserve ? seenIn(ctx, c.pool) : new Map(), o.w.doc, o.scope);
-      } catch (err) {
-        fail(o.w.doc, err);
-        continue;
-      }
-      if (!chosen.winner || first.has(chosen.winner.key)) oneByOne.push(o);
-      else first.set(chosen.winner.key, { o, chosen });
+  }
+  return out;
+}
+
+/** An object that wants a value of one unique rule: its candidates' scope, its first candidate's value, whether it may hold one already. */
+export interface Claimant {
+  doc: MeshObject;
+  scope: Scope;
+  basis: string;
+  /** Its holding in the pool is looked up (an object that cannot hold one yet is not: nothing to read). */
+  mayHold: boolean;
+}
+
+/** The value an object got, or why it got none (every candidate taken, a candidate's script failed). */
+export type Claim = { value: string; key: string } | { error: RuleEvaluationError };
+
+/**
+ * The values of one unique rule for some objects, shared by outbound flows (an export page) and computed
+ * attributes (an import page, lib/sync/unique/computed.ts): the object's holding in the pool when it may have one
+ * (kept, unless keepOnRename is false and the first candidate's value changed), else the candidates tried in order
+ * (skipped when the scope shows the value or its reservation is another's), the first free one reserved: for the
+ * page in one transaction when no two objects want the same value and none is taken (the common case), else one
+ * by one. Holdings are written for what the reservation alone cannot say, and a value chosen again is released.
+ */
+export async function claimValues(
+  ctx: ResolveContext,
+  c: UniqueCandidates,
+  everyRule: readonly Rule[],
+  open: readonly Claimant[],
+  /** What happens to an object whose candidates are all taken (the end of its error). */
+  held = 'The object is not exported until a candidate is free.',
+): Promise<Map<string, Claim>> {
+  const out = new Map<string, Claim>();
+  const fail = (doc: MeshObject, err: unknown) => {
+    if (!(err instanceof RuleEvaluationError)) throw err;
+    out.set(doc.id, { error: err });
+  };
+  const lookup = open.filter((o) => o.mayHold).map((o) => o.doc.id);
+  const holdings = lookup.length ? await readHoldings(c.pool, lookup) : new Map<string, Holding>();
+  const choosing: Claimant[] = [];
+  for (const o of open) {
+    const h = holdings.get(o.doc.id);
+    if (h && (c.unique.keepOnRename || h.basis === o.basis)) out.set(o.doc.id, { value: h.value, key: h.key });
+    else choosing.push(o);
+  }
+  if (!choosing.length) return out;
+  // 2. The first candidate each object may have (nothing in the scope shows it), reserved for the page in one
+  //    transaction when no two objects want the same value and none is taken (the common case)...
+  const indexes = await scopeIndexes(ctx, c, everyRule);
+  const first = new Map<string, { o: Claimant; chosen: Chosen }>();
+  const oneByOne: Claimant[] = [];
+  for (const o of choosing) {
+    let chosen: Chosen;
+    try {
+      chosen = firstFree(c, indexes, ctx.reserve ? seenIn(ctx, c.pool) : new Map(), o.doc, o.scope);
+    } catch (err) {
+      fail(o.doc, err);
+      continue;
     }
-    const won = new Map<string, Chosen>();
-    if (ctx.reserve && first.size) {
-      const list = [...first.values()];
-      const reservations = list.map(({ o, chosen }) => reservationOf(ctx, c, o.w.doc, chosen.winner!));
-      const ok = await reserveAll(reservations);
-      list.forEach((x, i) => {
-        if (!ok[i]) return oneByOne.push(x.o);
-        won.set(x.o.w.doc.id, x.chosen);
-        noteTaken(ctx, reservations[i]);
-      });
-    } else oneByOne.push(...[...first.values()].map((x) => x.o));
-    // 3. ...else one by one, each value a conditional insert of its own.
-    await mapLimit(oneByOne, 16, async (o) => {
-      try {
-        won.set(o.w.doc.id, await choose(ctx, c, indexes, o.w.doc, o.scope));
-      } catch (err) {
-        fail(o.w.doc, err);
-      }
+    if (!chosen.winner || first.has(chosen.winner.key)) oneByOne.push(o);
+    else first.set(chosen.winner.key, { o, chosen });
+  }
+  const won = new Map<string, Chosen>();
+  if (ctx.reserve && first.size) {
+    const list = [...first.values()];
+    const reservations = list.map(({ o, chosen }) => reservationOf(ctx, c, o.doc, chosen.winner!));
+    const ok = await reserveAll(reservations);
+    list.forEach((x, i) => {
+      if (!ok[i]) return oneByOne.push(x.o);
+      won.set(x.o.doc.id, x.chosen);
+      noteTaken(ctx, reservations[i]);
     });
-    const kept: Holding[] = [];
-    const released: Holding[] = [];
-    for (const o of choosing) {
-      const chosen = won.get(o.w.doc.id);
-      if (!chosen) continue;
-      if (!chosen.winner) {
-        fail(o.w.doc, new RuleEvaluationError(c.rule, new Error(allTaken(chosen.skipped, chosen.tried))));
-        continue;
-      }
-      const w = chosen.winner;
-      set(o.w, w.value, w.key);
-      // A holding records what the reservation alone cannot say: why earlier candidates were skipped (explain),
-      // the basis a rule that chooses again compares, the value a second target of a shared pool reuses. An
-      // object that won its first candidate in a pool of one target needs none (its reservation names it).
-      if (!chosen.skipped.length && c.unique.keepOnRename && c.unique.scope === 'connector' && !holdings.has(o.w.doc.id)) continue;
-      kept.push({
-        meshId: o.w.doc.id,
-        pool: c.pool,
-        value: w.value,
-        key: w.key,
-        ruleId: c.rule.ruleId,
-        connectorId: cid,
-        basis: o.basis,
-        candidate: w.candidate,
-        ...(w.counter !== undefined ? { counter: w.counter } : {}),
-        skipped: chosen.skipped,
-        reservedOn: ctx.at.toISOString(),
-        quarantineDays: c.unique.quarantineDays,
-      });
-      const h = holdings.get(o.w.doc.id);
-      if (h && h.key !== w.key) released.push(h);
+  } else oneByOne.push(...[...first.values()].map((x) => x.o));
+  // 3. ...else one by one, each value a conditional insert of its own.
+  await mapLimit(oneByOne, 16, async (o) => {
+    try {
+      won.set(o.doc.id, await choose(ctx, c, indexes, o.doc, o.scope));
+    } catch (err) {
+      fail(o.doc, err);
     }
-    if (ctx.reserve) {
-      await writeHoldings(kept);
-      // A rule that chose again (keepOnRename false, its inputs changed): the old value goes into quarantine.
-      for (const h of released) await releaseValue(h.pool, h.key, h.meshId, c.unique.quarantineDays, ctx.at);
+  });
+  const kept: Holding[] = [];
+  const released: Holding[] = [];
+  for (const o of choosing) {
+    const chosen = won.get(o.doc.id);
+    if (!chosen) continue;
+    if (!chosen.winner) {
+      fail(o.doc, new RuleEvaluationError(c.rule, new Error(allTaken(chosen.skipped, chosen.tried, held))));
+      continue;
     }
+    const w = chosen.winner;
+    out.set(o.doc.id, { value: w.value, key: w.key });
+    // A holding records what the reservation alone cannot say: why earlier candidates were skipped (explain),
+    // the basis a rule that chooses again compares, the value a second target of a shared pool reuses. An
+    // object that won its first candidate in a pool of one target needs none (its reservation names it), nor
+    // does a computed attribute's (the mesh object shows the value; a flow of the pool finds its reservation).
+    const alone = c.unique.scope === 'connector' || c.rule.ruleType === 'MeshComposerRule';
+    if (!chosen.skipped.length && c.unique.keepOnRename && alone && !holdings.has(o.doc.id)) continue;
+    kept.push({
+      meshId: o.doc.id,
+      pool: c.pool,
+      value: w.value,
+      key: w.key,
+      ruleId: c.rule.ruleId,
+      connectorId: ctx.connectorId,
+      basis: o.basis,
+      candidate: w.candidate,
+      ...(w.counter !== undefined ? { counter: w.counter } : {}),
+      skipped: chosen.skipped,
+      reservedOn: ctx.at.toISOString(),
+      quarantineDays: c.unique.quarantineDays,
+    });
+    const h = holdings.get(o.doc.id);
+    if (h && h.key !== w.key) released.push(h);
+  }
+  if (ctx.reserve) {
+    await writeHoldings(kept);
+    // A rule that chose again (keepOnRename false, its inputs changed): the old value goes into quarantine.
+    for (const h of released) await releaseValue(h.pool, h.key, h.meshId, c.unique.quarantineDays, ctx.at);
   }
   return out;
 }
@@ -311,11 +356,21 @@ async function scopeIndexes(ctx: ResolveContext, c: UniqueCandidates, everyRule:
   const cs = c.unique.caseSensitive;
   if (c.unique.scope === 'mesh') return [await meshScopeValues(ctx.runKey, c.unique.meshAttribute ?? attribute, cs)];
   if (c.unique.scope === 'connector') return [await connectorScopeValues(ctx.runKey, ctx.connectorId, [attribute], cs)];
-  // A targets list: in each connector, the attributes its own rules of the same pool write (else this one's).
+  // A targets list: in each connector, the attributes its own rules of the same pool write (else this one's). A
+  // computed attribute's values reach a target through its outbound flows of that attribute: their target
+  // attributes too.
+  const computed = c.rule.ruleType === 'MeshComposerRule' ? attribute.toLowerCase() : null;
   return Promise.all(
     (c.unique.connectorIds ?? []).map((id) => {
       const attrs = everyRule
-        .filter((r) => r.isEnabled && r.connectorId === id && r.direction === 'outbound' && r.unique && r.targetAttribute && poolOf(r, r.unique) === c.pool)
+        .filter(
+          (r) =>
+            r.isEnabled &&
+            r.connectorId === id &&
+            r.direction === 'outbound' &&
+            r.targetAttribute &&
+            ((r.unique && poolOf(r, r.unique) === c.pool) || (computed !== null && r.sourceAttribute?.toLowerCase() === computed)),
+        )
         .map((r) => r.targetAttribute!);
       return connectorScopeValues(ctx.runKey, id, attrs.length ? attrs : [attribute], cs);
     }),
@@ -338,12 +393,12 @@ function describeReservation(r: Reservation): string {
   return `reserved by mesh object ${r.owner}`;
 }
 
-function allTaken(skipped: readonly SkippedCandidate[], tried: number): string {
+function allTaken(skipped: readonly SkippedCandidate[], tried: number, held: string): string {
   const shown = skipped
     .filter((s) => s.value !== null)
     .slice(0, 5)
     .map((s) => `'${s.value}' (${s.reason})`);
-  return `every candidate is taken: ${tried} value(s) tried${shown.length ? `, among them ${shown.join(', ')}` : ''}. The object is not exported until a candidate is free.`;
+  return `every candidate is taken: ${tried} value(s) tried${shown.length ? `, among them ${shown.join(', ')}` : ''}. ${held}`;
 }
 
 function firstString(attrs: Record<string, AttributeValue>, name: string): string | null {

@@ -113,7 +113,7 @@ describeWithServer('slapd')('unique values provisioned into slapd by two engine 
     expect(missing.body.errors).toEqual([{ path: '/unique/connectorIds/0', message: 'is not an existing connector' }]);
     const inbound = await a.call('POST', 'rules', { body: { ...base, direction: 'inbound', confidence: 10, unique: { candidates: [INITIAL] } } });
     expect(inbound.status).toBe(400);
-    expect(inbound.body.errors).toEqual([{ path: '/unique', message: 'applies only to an outbound FlowRule' }]);
+    expect(inbound.body.errors).toEqual([{ path: '/unique', message: 'applies only to an outbound FlowRule or a computed attribute (MeshComposerRule)' }]);
     const saved = (await a.call('GET', `rules/${uidRuleA}`)).body;
     expect(saved.unique).toEqual({
       candidates: [INITIAL, FULL, COUNTED],

@@ -24,7 +24,7 @@ test('each candidate is parsed and may read source, object, related and counter 
 
 test('only an outbound FlowRule; counter bounds; connectorIds with scope targets only, meshAttribute with scope mesh only', () => {
   expect(uniqueErrors(body({ candidates: ['source'] }, { direction: 'inbound' }))).toEqual([
-    { path: '/unique', message: 'applies only to an outbound FlowRule' },
+    { path: '/unique', message: 'applies only to an outbound FlowRule or a computed attribute (MeshComposerRule)' },
   ]);
   expect(uniqueErrors(body({ candidates: ['source'], counter: { from: 5, to: 2 } }))).toEqual([
     { path: '/unique/counter', message: 'from must not be greater than to' },
@@ -48,4 +48,21 @@ test('stored with its defaults; a targets list includes the rule own connector, 
   });
   expect(toUniqueRule(body({ candidates: ['source'], scope: 'targets', connectorIds: [B.toUpperCase()] }))?.connectorIds).toEqual([A, B]);
   expect(toUniqueRule(body({ candidates: ['source'], scope: 'mesh' }))?.meshAttribute).toBe('uid');
+});
+
+test('a computed attribute (MeshComposerRule): scope mesh by default, or targets; candidates read source, object and counter', () => {
+  const computed = (unique: RuleRequest['unique'], over: Partial<RuleRequest> = {}) =>
+    body(unique, { ruleType: 'MeshComposerRule', direction: undefined, connectorId: null, sourceAttribute: null, ...over });
+  expect(uniqueErrors(computed({ candidates: ['object.sn + counter'] }))).toEqual([]);
+  expect(toUniqueRule(computed({ candidates: ['source.sn'] }))).toMatchObject({ scope: 'mesh', meshAttribute: 'uid' });
+  expect(toUniqueRule(computed({ candidates: ['source.sn'], scope: 'targets', connectorIds: [B] }, { connectorId: A }))?.connectorIds).toEqual([B]);
+  const related = uniqueErrors(computed({ candidates: ['related.manager.uid'] }));
+  expect(related.map((e) => e.path)).toEqual(['/unique/candidates/0']);
+  expect(related[0].message).toMatch(/'related' is not defined/);
+  expect(uniqueErrors(computed({ candidates: ['source.sn'], scope: 'connector' }))).toEqual([
+    { path: '/unique/scope', message: "must be 'mesh' or 'targets' for a computed attribute" },
+  ]);
+  expect(uniqueErrors(computed({ candidates: ['source.sn'] }, { relationshipType: 'manager' }))).toEqual([
+    { path: '/unique', message: 'applies only to an outbound FlowRule or a computed attribute (MeshComposerRule)' },
+  ]);
 });
