@@ -333,7 +333,17 @@ async function orchestration(svc, runId) {
   if (partitions.length === 0)
     // A full export in reference order (up to Export__OrderedMax objects): syncExportIds steps only, its pages and
     // a second pass when one was needed (not told apart here: the run's changes list has any update it made).
-    return { activities, activitySeconds: steps, orderedPages: true, idsSteps: ids.length, idsSeconds: sum(ids) };
+    return {
+      activities,
+      activitySeconds: steps,
+      orderedPages: true,
+      idsSteps: ids.length,
+      idsSeconds: sum(ids),
+      idsStepSeconds: ids.map((e) => r2(seconds(e))),
+      // Between the activities (the orchestration's own turns): the time from the first scheduled to the last
+      // completed that no activity was running.
+      betweenSeconds: r2((Date.parse(done[done.length - 1].Timestamp) - Date.parse(done[0].ScheduledTime)) / 1000 - sum(done)),
+    };
   return {
     activities,
     activitySeconds: steps,
