@@ -13,7 +13,8 @@ import { saveExportPage } from '../run/state';
  * The scope step ({@link orderFullExport}) reads every mesh object of the connector's type once, gives each a
  * level (0: it names no object this export is about to add; else one more than the highest level of the objects
  * to add it names) and writes the ids in pages (at most DEFAULT_PAGE_SIZE, never two levels in one page). The
- * pages then run one after the other as the incremental export's pages do (exportIdsPage): a manager is added
+ * pages then run one after the other as the incremental export's pages do (exportIdsPage; small consecutive
+ * pages in one step, {@link stepsOf}): a manager is added
  * by an earlier page than the people who report to them, so their references are written by their own add and
  * the second pass has (nearly) nothing left to do; and a page spans every partition, so its writes go out in
  * transactions of many rows instead of a few.
