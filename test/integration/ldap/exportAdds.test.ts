@@ -1,6 +1,7 @@
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
 import { openSession } from '../../../lib/connectors/ldap/session';
 import { ConnectorError, type ExportChange, type ExportResult } from '../../../lib/connectors/sdk';
+import { startDs389, type Ds389 } from '../../support/ds389';
 import { describeWithServer } from '../../support/servers';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { SlapdFixture } from './ldapFixture';
@@ -8,6 +9,8 @@ import { SlapdFixture } from './ldapFixture';
 /**
  * The directory's adds on slapd: the new entry's anchor read by the add itself (the post-read control, which
  * slapd offers), and a batch whose adds go several at a time on one connection, in OUs that do not exist yet.
+ * The same batch on 389 Directory Server, anchored by nsUniqueId. (Active Directory's adds, by objectGUID:
+ * test/integration/ldap/adExport.test.ts.)
  */
 describeWithServer('slapd')('directory export: adds (slapd)', () => {
   let slapd: Slapd;
@@ -96,4 +99,42 @@ describeWithServer('slapd')('directory export: adds (slapd)', () => {
     const { searchEntries } = await (await f.client()).search(f.base, { scope: 'sub', filter: '(objectClass=inetOrgPerson)', attributes: ['1.1'] });
     expect(searchEntries).toHaveLength(0);
   });
+});
+
+describeWithServer('ds389')('directory export: adds (389 Directory Server, nsUniqueId)', () => {
+  let ds: Ds389;
+  beforeAll(async () => {
+    ds = await startDs389();
+  }, 300_000);
+  afterAll(async () => {
+    await closeParkedSearches();
+    await ds?.stop();
+  });
+
+  test('a batch of adds several at a time: each result carries the nsUniqueId the server gave the entry', async () => {
+    // The fixture's subtree and people helpers need only the server's address, root account, suffix and CA.
+    const f = await new SlapdFixture(ds as unknown as Slapd).init();
+    const depts = ['North', 'South'];
+    const changes: ExportChange[] = Array.from({ length: 20 }, (_, i) => ({
+      kind: 'add',
+      objectType: 'User',
+      dn: `uid=q${i},ou=${depts[i % 2]},${f.base}`,
+      attributes: { objectClass: 'inetOrgPerson', uid: `q${i}`, cn: `q${i}`, sn: `q${i}` },
+    }));
+    // No anchorAttribute: decided from the root DSE (nsUniqueId on 389 Directory Server).
+    const c = f.connector({ createContainers: true });
+    let results: ExportResult[];
+    try {
+      results = await c.exportBatch(changes);
+    } finally {
+      await c.close();
+    }
+    const admin = await f.client();
+    for (const [i, r] of results.entries()) {
+      const [e] = (await admin.search(changes[i].dn!, { scope: 'base', attributes: ['nsUniqueId'] })).searchEntries;
+      expect(r).toMatchObject({ status: 'success', dn: changes[i].dn, anchor: String(e.nsUniqueId) });
+    }
+    expect(results).toHaveLength(20);
+    await f.cleanup();
+  }, 120_000);
 });
