@@ -339,10 +339,8 @@ async function orchestration(svc, runId) {
       orderedPages: true,
       idsSteps: ids.length,
       idsSeconds: sum(ids),
+      // Each step from scheduled to completed (the orchestration's turn between two steps is in the later one).
       idsStepSeconds: ids.map((e) => r2(seconds(e))),
-      // Between the activities (the orchestration's own turns): the time from the first scheduled to the last
-      // completed that no activity was running.
-      betweenSeconds: r2((Date.parse(done[done.length - 1].Timestamp) - Date.parse(done[0].ScheduledTime)) / 1000 - sum(done)),
     };
   return {
     activities,
