@@ -107,11 +107,13 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       return end(completedStatus(totals), plan.targeted ? {} : { exportState });
     }
     if (plan.pages !== undefined) {
-      // Pages of ids over the whole mesh in reference order (lib/sync/export/exportRun.ts).
-      for (let page = 0; page < plan.pages; page++) {
-        const r = yield* step(EXPORT_IDS, { input: { info, page, totals } satisfies ExportIdsInput, config });
+      // Pages of ids over the whole mesh in reference order (lib/sync/export/exportRun.ts), a few small ones a step.
+      for (let page = 0, s = 0; page < plan.pages; s++) {
+        const through = Math.min(plan.pages, page + (plan.steps?.[s] ?? 1)) - 1;
+        const r = yield* step(EXPORT_IDS, { input: { info, page, through, totals } satisfies ExportIdsInput, config });
         if (isEnd(r)) return r;
         totals = r;
+        page = through + 1;
       }
     } else
       for (let partition = 0; partition < 16; partition++) {

@@ -333,7 +333,15 @@ async function orchestration(svc, runId) {
   if (partitions.length === 0)
     // A full export in reference order (up to Export__OrderedMax objects): syncExportIds steps only, its pages and
     // a second pass when one was needed (not told apart here: the run's changes list has any update it made).
-    return { activities, activitySeconds: steps, orderedPages: true, idsSteps: ids.length, idsSeconds: sum(ids) };
+    return {
+      activities,
+      activitySeconds: steps,
+      orderedPages: true,
+      idsSteps: ids.length,
+      idsSeconds: sum(ids),
+      // Each step from scheduled to completed (the orchestration's turn between two steps is in the later one).
+      idsStepSeconds: ids.map((e) => r2(seconds(e))),
+    };
   return {
     activities,
     activitySeconds: steps,

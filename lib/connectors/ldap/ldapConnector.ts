@@ -11,6 +11,7 @@ import {
   type DeltaImportOptions,
   type DeltaPage,
   type ExportChange,
+  type ExportOptions,
   type ExportResult,
   type FullImportOptions,
   type ImportPage,
@@ -505,11 +506,16 @@ export class LdapConnector implements Connector {
   /**
    * Apply one change. Per-object failures (entryAlreadyExists, noSuchObject, constraint violations) resolve to
    * an error result; a lost connection throws `connection_failed` so the run fails and nothing after it is
-   * reported as done. No `exportBatch`: the engine applies a batch one change at a time through the SDK's
-   * `exportChanges`, which hands the results applied before a lost connection to the engine (`applied`).
+   * reported as done. A batch goes through `exportBatch` (consecutive adds several at a time), which hands the
+   * results applied before a lost connection to the engine (`applied`).
    */
   async export(change: ExportChange): Promise<ExportResult> {
     return this.exporter.export(await this.open(), change);
+  }
+
+  /** Apply changes in order, consecutive adds several at a time on the one connection ({@link LdapExporter.exportAll}). */
+  async exportBatch(changes: ExportChange[], options: ExportOptions = {}): Promise<ExportResult[]> {
+    return this.exporter.exportAll(await this.open(), changes, options.signal);
   }
 
   /** The DN an add of this change would get (undefined: none, see {@link LdapExporter.plannedDn}). */

@@ -1,6 +1,16 @@
 import { firstRdn, unescapeDnValue } from '../../core/ldapName';
 import { type CompiledExpression } from '../../expression';
-import { ConnectorError, valuesOf, type AttributeValue, type ExistingObject, type ExportChange, type ExportResult, type ScalarValue } from '../sdk';
+import {
+  ConnectorError,
+  throwIfAborted,
+  valuesOf,
+  withApplied,
+  type AttributeValue,
+  type ExistingObject,
+  type ExportChange,
+  type ExportResult,
+  type ScalarValue,
+} from '../sdk';
 import {
   accountParts,
   DISABLED_ATTRIBUTE,
@@ -31,6 +41,9 @@ export interface ExportHost {
   lookup(session: DirectorySession, anchors: string[]): Promise<Map<string, LdapEntry>>;
   locateOutside(session: DirectorySession, anchor: string): Promise<{ state: 'gone'; how: string } | { state: 'outside'; dn: string }>;
 }
+
+/** Adds outstanding at once on the connection ({@link LdapExporter.exportAll}). */
+export const ADDS_IN_FLIGHT = 8;
 
 const SKIP_ON_WRITE = new Set([
   'dn',
@@ -65,10 +78,69 @@ export class LdapExporter {
   }
 
   /**
+   * Apply changes in order, as {@link export} one at a time, except that a run of consecutive adds is sent with
+   * up to {@link ADDS_IN_FLIGHT} outstanding on the one connection (LDAP answers each operation by its message
+   * id): a page's adds do not depend on each other (the engine adds a referenced object in an earlier page), and
+   * a round trip per add one after the other is most of an add's time. Updates, moves and deletes stay one at a
+   * time, and an add never starts before the change ahead of it in a run of another kind has ended.
+   *
+   * A run-level failure (a lost connection) or a cancel stops any new change from starting; the changes in
+   * flight are waited for, and the failure is thrown with `applied` set to the results of the changes up to the
+   * first that did not end (as {@link export} one at a time would). An add in flight behind it that the directory
+   * did make is not among them: the export sends it again and finds its own entry there (`already_exists` with
+   * `existing`), which the engine takes over.
+   */
+  async exportAll(session: DirectorySession, changes: ExportChange[], signal?: AbortSignal): Promise<ExportResult[]> {
+    const out: ExportResult[] = [];
+    try {
+      for (let i = 0; i < changes.length;) {
+        throwIfAborted(signal);
+        if (changes[i].kind !== 'add') {
+          out.push(await this.export(session, changes[i++]));
+          continue;
+        }
+        let end = i;
+        while (end < changes.length && changes[end].kind === 'add') end++;
+        const done = await this.addsInFlight(session, changes.slice(i, end), signal);
+        out.push(...done.results);
+        if (done.failure !== undefined) throw done.failure;
+        i = end;
+      }
+      return out;
+    } catch (err) {
+      throw withApplied(err, out);
+    }
+  }
+
+  /** Adds with up to ADDS_IN_FLIGHT outstanding: the results up to the first failure, and that failure. */
+  private async addsInFlight(session: DirectorySession, adds: ExportChange[], signal?: AbortSignal): Promise<{ results: ExportResult[]; failure?: unknown }> {
+    const results: (ExportResult | undefined)[] = new Array(adds.length);
+    let next = 0;
+    let failedAt = adds.length;
+    let failure: unknown;
+    const worker = async () => {
+      while (next < adds.length && next < failedAt) {
+        const i = next++;
+        try {
+          throwIfAborted(signal);
+          results[i] = await this.export(session, adds[i]);
+        } catch (err) {
+          if (i < failedAt) {
+            failedAt = i;
+            failure = err;
+          }
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(ADDS_IN_FLIGHT, adds.length) }, worker));
+    return { results: results.slice(0, failedAt) as ExportResult[], ...(failedAt < adds.length ? { failure } : {}) };
+  }
+
+  /**
    * Apply one change. Per-object failures (entryAlreadyExists, noSuchObject, constraint violations) resolve to
    * an error result; a lost connection throws `connection_failed` so the run fails and nothing after it is
-   * reported as done. No `exportBatch`: the engine applies a batch one change at a time through the SDK's
-   * `exportChanges`, which hands the results applied before a lost connection to the engine (`applied`).
+   * reported as done. A batch goes through `exportBatch` (consecutive adds several at a time), which hands the
+   * results applied before a lost connection to the engine (`applied`).
    */
   async export(session: DirectorySession, change: ExportChange): Promise<ExportResult> {
     try {
@@ -178,9 +250,14 @@ export class LdapExporter {
       attrs.objectClass = [cls];
     }
     const write = this.accountAdd(attrs, account);
+    const anchorAttribute = this.scope.anchorAttribute;
     let created: string[];
+    // The new entry's anchor, read by the add itself where the directory offers the post-read control.
+    let entry: LdapEntry | undefined;
     try {
-      created = await this.withParents(session, dn, () => session.add(dn, write));
+      created = await this.withParents(session, dn, async () => {
+        entry = await session.add(dn, write, [anchorAttribute]);
+      });
     } catch (err) {
       if (err instanceof ConnectorError && err.code === 'already_exists') {
         const existing = await this.existingAt(session, dn, change);
@@ -188,9 +265,12 @@ export class LdapExporter {
       }
       throw err;
     }
-    const [entry] = await session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: [this.scope.anchorAttribute] });
-    const anchor = entry && anchorOf(entry, this.scope.anchorAttribute);
-    if (!anchor) throw new ConnectorError('object_error', `Added ${dn} but could not read its ${this.scope.anchorAttribute}.`);
+    let anchor = entry && anchorOf(entry, anchorAttribute);
+    if (!anchor) {
+      [entry] = await session.search({ base: dn, scope: 'base', filter: '(objectClass=*)', attributes: [anchorAttribute] });
+      anchor = entry && anchorOf(entry, anchorAttribute);
+    }
+    if (!anchor) throw new ConnectorError('object_error', `Added ${dn} but could not read its ${anchorAttribute}.`);
     return { status: 'success', anchor, dn, ...containerNotes(created, dn) };
   }
 
@@ -426,7 +506,8 @@ export class LdapExporter {
    * (noSuchObject), the missing parents of `dn` between it and baseDN are looked for: with `createContainers`
    * they are created from the top down (only `OU=` parents: organizational units) and the write is tried
    * again; without it, or when a missing parent is not an OU, the change fails naming the topmost missing
-   * parent. Returns the DNs created. The parents are only looked for after a refusal, so a write whose
+   * parent. Returns the DNs created (none when the parents are there: made meanwhile by another add in flight,
+   * the write is tried again all the same). The parents are only looked for after a refusal, so a write whose
    * parents exist costs nothing more.
    */
   private async withParents(session: DirectorySession, dn: string, write: () => Promise<void>): Promise<string[]> {
@@ -436,7 +517,8 @@ export class LdapExporter {
     } catch (err) {
       if (!(err instanceof ConnectorError && err.code === 'not_found')) throw err;
       const created = await this.ensureParents(session, dn);
-      if (!created.length) throw err;
+      // Nothing created: every parent is there, perhaps made meanwhile by an add in flight beside this one
+      // (exportAll); the write is tried once more, and a refusal for another reason stays that refusal.
       await write();
       return created;
     }

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
-import { Attribute, Change, Client, Control, type Entry, type Filter } from 'ldapts';
+import { Attribute, Ber, BerWriter, Change, Client, Control, SearchEntry, type BerReader, type Entry, type Filter } from 'ldapts';
 import { ConnectorError, redactSecrets, type ConnectorErrorCode } from '../sdk';
 import { isSecretAttribute } from '../../core/secretAttributes';
 import { writeRefusal, type WriteOperation } from './writeErrors';
@@ -32,8 +32,12 @@ export interface DirectorySession {
   search(req: SearchRequest): Promise<LdapEntry[]>;
   /** A paged search (RFC 2696), one page of at most `pageSize` entries at a time. */
   searchPages(req: SearchRequest, pageSize: number): AsyncGenerator<LdapEntry[]>;
-  /** Buffer values are written as bytes (AD's unicodePwd). */
-  add(dn: string, attributes: Record<string, string[] | Buffer[]>): Promise<void>;
+  /**
+   * Buffer values are written as bytes (AD's unicodePwd). `readBack`: attributes of the new entry to return,
+   * read by the add itself (RFC 4527 post-read control) when the directory lists that control in its root DSE;
+   * undefined when it does not (or did not answer with them): the caller searches for them.
+   */
+  add(dn: string, attributes: Record<string, string[] | Buffer[]>, readBack?: string[]): Promise<LdapEntry | undefined>;
   modify(dn: string, changes: Change[]): Promise<void>;
   del(dn: string): Promise<void>;
   modifyDN(dn: string, newDn: string): Promise<void>;
@@ -193,8 +197,43 @@ export async function openSession(c: SessionConfig): Promise<DirectorySession> {
   return new LdaptsSession(client, secrets, c.bindDN);
 }
 
+/** The LDAP Post-Read control (RFC 4527): the add's response carries the new entry's requested attributes. */
+export const POST_READ_OID = '1.3.6.1.1.13.2';
+
+/**
+ * A post-read request control that keeps the entry of its response: ldapts hands a response control of the
+ * request control's type to that request control's `parseControl`. A value it cannot parse leaves `entry`
+ * undefined (the caller reads the entry instead) and never fails the add, which the directory did.
+ */
+export class PostReadControl extends Control {
+  entry?: LdapEntry;
+  constructor(private readonly attributes: string[]) {
+    super(POST_READ_OID, { critical: false });
+  }
+  protected override writeControl(writer: BerWriter): void {
+    const value = new BerWriter();
+    value.startSequence();
+    for (const a of this.attributes) value.writeString(a);
+    value.endSequence();
+    writer.writeBuffer(value.buffer, Ber.OctetString);
+  }
+  protected override parseControl(reader: BerReader): void {
+    try {
+      // SearchResultEntry ::= [APPLICATION 4] SEQUENCE { objectName, attributes }
+      if (reader.readSequence(0x64) === null) return;
+      const e = new SearchEntry({ messageId: 0 });
+      e.parseMessage(reader);
+      this.entry = e.toObject(this.attributes, BINARY_ATTRIBUTES);
+    } catch {
+      this.entry = undefined;
+    }
+  }
+}
+
 class LdaptsSession implements DirectorySession {
   private closed = false;
+  /** Whether the root DSE lists the post-read control (read once, at the first add that asks to read back). */
+  private postRead: Promise<boolean> | undefined;
   constructor(
     private readonly client: Client,
     private readonly secrets: string[],
@@ -254,11 +293,26 @@ class LdaptsSession implements DirectorySession {
     }
   }
 
-  async add(dn: string, attributes: Record<string, string[] | Buffer[]>): Promise<void> {
+  async add(dn: string, attributes: Record<string, string[] | Buffer[]>, readBack?: string[]): Promise<LdapEntry | undefined> {
     const written = Object.entries(attributes).flatMap(([name, values]) => (SECRET_ATTRIBUTE.test(name) ? secretTexts(values) : []));
     const binary = Object.values(attributes).some((values) => values.some((v) => Buffer.isBuffer(v)));
     const entry = binary ? Object.entries(attributes).map(([type, values]) => new Attribute({ type, values })) : (attributes as Record<string, string[]>);
-    await this.op(() => this.client.add(dn, entry), `Adding ${dn}`, { kind: 'add', dn }, written);
+    const control = readBack?.length && (await this.offersPostRead()) ? new PostReadControl(readBack) : undefined;
+    await this.op(() => this.client.add(dn, entry, control), `Adding ${dn}`, { kind: 'add', dn }, written);
+    return control?.entry;
+  }
+
+  /** Whether the directory lists the post-read control in its root DSE's supportedControl (asked once per session). */
+  private offersPostRead(): Promise<boolean> {
+    this.postRead ??= this.search({ base: '', scope: 'base', filter: '(objectClass=*)', attributes: ['supportedControl'] }).then(
+      ([root]) => {
+        const key = Object.keys(root ?? {}).find((k) => k.toLowerCase() === 'supportedcontrol');
+        const v = key ? root?.[key] : undefined;
+        return (Array.isArray(v) ? v : v === undefined ? [] : [v]).some((x) => String(x) === POST_READ_OID);
+      },
+      () => false,
+    );
+    return this.postRead;
   }
   async modify(dn: string, changes: Change[]): Promise<void> {
     const written = changes.flatMap((c) => (SECRET_ATTRIBUTE.test(c.modification.type) ? secretTexts(c.modification.values) : []));

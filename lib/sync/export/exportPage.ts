@@ -73,11 +73,14 @@ export async function saveAgain(
   added: string[] = [],
   moved: string[] = [],
 ): Promise<void> {
-  if (moved.length) await markExportDirty(movedKey(runId), moved);
-  if (ids.length) await markExportDirty(againKey(runId), ids);
-  if (changed.length) await markExportDirty(againChangedKey(runId), changed);
-  if (failed.length) await markExportDirty(againFailedKey(runId), failed);
-  if (added.length) await markExportDirty(addedKey(runId), added);
+  // Each a row of its own (markExportDirty appends): written at the same time.
+  await Promise.all([
+    markExportDirty(movedKey(runId), moved),
+    markExportDirty(againKey(runId), ids),
+    markExportDirty(againChangedKey(runId), changed),
+    markExportDirty(againFailedKey(runId), failed),
+    markExportDirty(addedKey(runId), added),
+  ]);
 }
 export async function loadAgain(runId: string): Promise<string[]> {
   return (await readExportDirty(againKey(runId))).ids;
@@ -109,12 +112,17 @@ export async function loadExportInput(
       if (sm.deprov === 'pending' && !sm.deleted && sm.meshId && ids.has(sm.meshId)) waiting.set(sm.meshId, a);
   }
   const anchors = docs.map((d) => d.links[cid] ?? waiting.get(d.id)).filter((a): a is string => !!a);
-  const rows = await readCsObjects(cid, anchors);
-  const targetCs = exportNeedsRelations(rules, docs) ? await csCache(cid, claim) : null;
-  const record = await readConnectorRow(cid);
+  const relating = exportNeedsRelations(rules, docs);
+  // Independent reads, at the same time.
+  const [rows, targetCs, record, allRules] = await Promise.all([
+    readCsObjects(cid, anchors),
+    relating ? csCache(cid, claim) : null,
+    readConnectorRow(cid),
+    relating ? listRules() : undefined,
+  ]);
   const policy = referencePolicy(cid, record?.type ?? 'custom', record?.config ?? {}, []);
   const targetKind = targetCs ? policy.targetKind : 'anchor';
-  const echoes = targetCs ? relationshipEchoes(await listRules()) : undefined;
+  const echoes = targetCs && allRules ? relationshipEchoes(allRules) : undefined;
   // Applying a plan, the first pass computes references as its dry run did: none to an object the run added, and
   // the DN an object the run moved had before (the second pass writes both, as the plan's own consequences).
   const frozen = targetCs && info.planRunId && !second;
@@ -356,30 +364,53 @@ export async function exportDocs(
     const owned = c.change.kind === 'add' || (c.tag === 'clear' && !!c.prev?.provisioned && !(c.doc.provisioned ?? []).includes(cid));
     if (c.doc.links[cid] !== r.anchor || owned) links.push({ id: c.doc.id, anchor: r.anchor, ...(owned ? { provisioned: true } : {}) });
   });
-  await retry.stage();
-  await recordPageLeavers(info, changes, results);
+  await Promise.all([retry.stage(), recordPageLeavers(info, changes, results)]);
   // The target's rows first, then the links: a stop in between leaves rows naming their mesh objects, which the
   // next export's take-over recognises as its own (a link with no row would leave the object unnamed there).
   await writeCsObjects(cid, csRows);
-  const upserts = await commitLinks(cid, links, now, knownRow(info.runId));
+  // For a second pass of an incremental export: the objects that name a moved one, and those with related
+  // objects not in the target yet (not when the target's call was interrupted: the step ends or fails).
+  const again = interrupted === undefined ? [...loaded.relations.missingIn] : [];
+  if (interrupted === undefined && movedIds.length) {
+    const index = (await context(info)).index;
+    for (const id of movedIds) again.push(...index.incoming(id));
+  }
+  const changedSet = new Set(changedIds);
+  // Beside the links, what names no row of the target and waits for nothing of theirs, written at the same time:
+  // the staged adds that went, the objects the next export looks at again, the page's recorded changes and the
+  // second pass's list.
+  const [upserts] = await Promise.all([
+    commitLinks(cid, links, now, knownRow(info.runId)),
+    retry.commit(),
+    // A change the target refused is looked at again by the next export (an incremental one would not see it),
+    // and so is an object whose reference named one not in the target yet (an owed reference: the first export
+    // that finds the referenced object there writes it).
+    markExportDirty(cid, [...failedIds, ...loaded.relations.missingIn]),
+    // The page's changes as the target answered them (those answered before an interruption), the drifted ones
+    // and the deletes held for approval.
+    record
+      ? writeRunChanges(info.runId, record, [
+          ...exportItems(cid, connector, changes.slice(0, results.length).map(recordOf), results),
+          ...drifted,
+          ...planned(held),
+        ])
+      : undefined,
+    interrupted === undefined
+      ? saveAgain(
+          info.runId,
+          again,
+          again.filter((id) => changedSet.has(id)),
+          failedIds,
+          info.planRunId ? addedIds : [],
+          info.planRunId ? movedFrom : [],
+        )
+      : undefined,
+  ]);
   for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
   noteWritten(info.runId, upserts);
-  await retry.commit();
   // This process's summaries follow its own writes (a reload per page would read the whole space again).
   const cached = csCaches.get(cid);
   if (cached) for (const r of csRows) cached.set(r.anchor, summarize(cid, r));
-  // A change the target refused is looked at again by the next export (an incremental one would not see it),
-  // and so is an object whose reference named one not in the target yet (an owed reference: the first export
-  // that finds the referenced object there writes it).
-  await markExportDirty(cid, [...failedIds, ...loaded.relations.missingIn]);
-  // The page's changes as the target answered them (those answered before an interruption), the drifted ones
-  // and the deletes held for approval.
-  if (record)
-    await writeRunChanges(info.runId, record, [
-      ...exportItems(cid, connector, changes.slice(0, results.length).map(recordOf), results),
-      ...drifted,
-      ...planned(held),
-    ]);
   if (interrupted !== undefined) {
     if (!isAborted(interrupted)) throw interrupted;
     // Cancelled while the target worked on the page: what it committed is recorded above and counted; the
@@ -391,22 +422,6 @@ export async function exportDocs(
   // What the connector did besides the changes (containers it created): listed in the run, not counted as errors.
   for (const message of notes) if (next.errors.length < 100) next.errors.push({ message });
   if (moved) next.movedInTarget = (totals.movedInTarget ?? 0) + moved;
-  // For a second pass of an incremental export: the objects that name a moved one, and those with related
-  // objects not in the target yet.
-  const again = [...loaded.relations.missingIn];
-  if (movedIds.length) {
-    const index = (await context(info)).index;
-    for (const id of movedIds) again.push(...index.incoming(id));
-  }
-  const changedSet = new Set(changedIds);
-  await saveAgain(
-    info.runId,
-    again,
-    again.filter((id) => changedSet.has(id)),
-    failedIds,
-    info.planRunId ? addedIds : [],
-    info.planRunId ? movedFrom : [],
-  );
   return withStop(next);
 }
 

@@ -13,7 +13,8 @@ import { saveExportPage } from '../run/state';
  * The scope step ({@link orderFullExport}) reads every mesh object of the connector's type once, gives each a
  * level (0: it names no object this export is about to add; else one more than the highest level of the objects
  * to add it names) and writes the ids in pages (at most DEFAULT_PAGE_SIZE, never two levels in one page). The
- * pages then run one after the other as the incremental export's pages do (exportIdsPage): a manager is added
+ * pages then run one after the other as the incremental export's pages do (exportIdsPage; small consecutive
+ * pages in one step, {@link stepsOf}): a manager is added
  * by an earlier page than the people who report to them, so their references are written by their own add and
  * the second pass has (nearly) nothing left to do; and a page spans every partition, so its writes go out in
  * transactions of many rows instead of a few.
@@ -63,10 +64,11 @@ export function dropRunDocs(runId?: string): void {
 
 /**
  * The scope step of a full export: reads the type's mesh objects, orders them (see the module comment), writes
- * the pages of ids and keeps the objects for the pages. Undefined (nothing written, nothing kept) when there are
- * more than `Export:OrderedMax` ({@link readExportOrderedMax}): the export then goes partition by partition.
+ * the pages of ids and keeps the objects for the pages. Answers how many pages, and how many of them each step
+ * runs ({@link stepsOf}). Undefined (nothing written, nothing kept) when there are more than `Export:OrderedMax`
+ * ({@link readExportOrderedMax}): the export then goes partition by partition.
  */
-export async function orderFullExport(info: RunInfo, objectType: string): Promise<number | undefined> {
+export async function orderFullExport(info: RunInfo, objectType: string): Promise<{ pages: number; steps: number[] } | undefined> {
   dropRunDocs();
   const max = readExportOrderedMax();
   if (max === 0) return undefined;
@@ -86,7 +88,28 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   const pages = pagesInOrder(docs, info.connectorId);
   for (let i = 0; i < pages.length; i++) await saveExportPage(info.runId, i, pages[i]);
   if (!info.dryRun) current = kept;
-  return pages.length;
+  return { pages: pages.length, steps: stepsOf(pages.map((p) => p.length)) };
+}
+
+/**
+ * How many pages each step runs: consecutive pages share a step while they hold at most `size` ids together
+ * (the first levels of an org chart are pages of 1, 10 and 100 ids, each a whole durable step otherwise). A
+ * step runs its pages one after the other, each planned after the one before it was applied and recorded, so
+ * the order is the pages' order either way.
+ */
+export function stepsOf(sizes: readonly number[], size = DEFAULT_PAGE_SIZE): number[] {
+  const steps: number[] = [];
+  let ids = Infinity;
+  for (const n of sizes) {
+    if (ids + n <= size) {
+      steps[steps.length - 1]++;
+      ids += n;
+    } else {
+      steps.push(1);
+      ids = n;
+    }
+  }
+  return steps;
 }
 
 /** Levels at most: an org chart is far shallower; a chain of thousands must not make thousands of steps. */

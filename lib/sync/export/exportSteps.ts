@@ -110,8 +110,8 @@ export async function scopeExport(info: RunInfo, config: ExportConfig): Promise<
     const { seq, hash, dirtyKeys } = scope;
     if (scope.mode === 'full') {
       // Up to ORDERED_EXPORT_MAX objects: pages over the whole mesh in reference order (lib/sync/export/exportRun.ts).
-      const pages = await orderFullExport(info, typeof config.objectType === 'string' ? config.objectType : 'User');
-      return pages === undefined ? { mode: 'full', seq, hash, dirtyKeys } : { mode: 'full', seq, hash, dirtyKeys, pages };
+      const ordered = await orderFullExport(info, typeof config.objectType === 'string' ? config.objectType : 'User');
+      return ordered === undefined ? { mode: 'full', seq, hash, dirtyKeys } : { mode: 'full', seq, hash, dirtyKeys, ...ordered };
     }
     let pages = 0;
     for (let i = 0; i < scope.changed.length; i += DEFAULT_PAGE_SIZE) await saveExportPage(info.runId, pages++, scope.changed.slice(i, i + DEFAULT_PAGE_SIZE));
@@ -205,6 +205,8 @@ export interface ExportIdsInput {
   info: RunInfo;
   /** A page written by {@link scopeExport}; -2: the objects the pages asked to look at again (see `again`). */
   page: number;
+  /** The last page this step runs, from `page` on, one after the other (a full export's `steps`); default `page`. */
+  through?: number;
   totals: RunTotals;
 }
 
@@ -224,20 +226,28 @@ function exportIdsStep(input: ExportIdsInput, config: ExportConfig): Promise<Run
   const { info } = input;
   return exportStep(info, config, async (connector, rules, objectType) => {
     const second = input.page === -2;
-    const ids = second ? await loadAgain(info.runId) : await loadExportPage(info.runId, input.page);
     let totals = input.totals;
+    if (!second) {
+      // The step's pages one after the other: each planned once the one before it is applied and recorded.
+      const last = Math.max(input.page, input.through ?? input.page);
+      for (let page = input.page; page <= last; page++) {
+        const docs = await pageDocs(info.runId, await loadExportPage(info.runId, page), objectType);
+        totals = await exportDocs(info, connector, rules, docs, totals, config, { record: pageKey('x', page) });
+        const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
+        if (totals.parked || totals.cancelled) break;
+        if (cancelAsked(run) && page < last) return { ...totals, cancelled: true };
+      }
+      return totals;
+    }
+    const ids = await loadAgain(info.runId);
     // The second pass's objects (those that name one the run added or moved), a page at a time.
     for (let start = 0, n = 0; start < ids.length || (start === 0 && !ids.length); start += DEFAULT_PAGE_SIZE, n++) {
       // A full export's objects as its scope step read them when this process kept them (exportRun.ts).
       const docs = await pageDocs(info.runId, ids.slice(start, start + DEFAULT_PAGE_SIZE), objectType);
-      totals = await exportDocs(info, connector, rules, docs, totals, config, {
-        record: second ? pageKey('y', n) : pageKey('x', input.page),
-        second,
-      });
+      totals = await exportDocs(info, connector, rules, docs, totals, config, { record: pageKey('y', n), second });
       const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
       if (totals.parked || totals.cancelled) break;
       if (cancelAsked(run) && start + DEFAULT_PAGE_SIZE < ids.length) return { ...totals, cancelled: true };
-      if (!second) break;
     }
     return totals;
   });

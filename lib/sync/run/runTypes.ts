@@ -55,8 +55,12 @@ export interface RunTotals {
  */
 export type ExportPlan =
   | { mode: 'none' }
-  /** `pages`: the export runs pages of ids in reference order (lib/sync/export/exportRun.ts), not the 16 partitions. */
-  | { mode: 'full'; seq: number; hash: string; dirtyKeys: string[]; pages?: number }
+  /**
+   * `pages`: the export runs pages of ids in reference order (lib/sync/export/exportRun.ts), not the 16 partitions;
+   * `steps`: how many of those pages each step runs, in order (small pages of the first levels share a step);
+   * absent, one page a step.
+   */
+  | { mode: 'full'; seq: number; hash: string; dirtyKeys: string[]; pages?: number; steps?: number[] }
   | { mode: 'incremental'; seq: number; hash: string; dirtyKeys: string[]; pages: number; deleted: number; targeted?: true };
 
 export interface RunInfo {

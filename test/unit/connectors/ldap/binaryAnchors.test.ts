@@ -34,7 +34,9 @@ class Session implements DirectorySession {
   async *searchPages(req: SearchRequest): AsyncGenerator<LdapEntry[]> {
     yield await this.search(req);
   }
-  async add(): Promise<void> {}
+  async add(): Promise<undefined> {
+    return undefined;
+  }
   async modify(): Promise<void> {}
   async del(dn: string): Promise<void> {
     this.deleted.push(dn);

@@ -21,7 +21,9 @@ class ScriptedSession implements DirectorySession {
   async *searchPages(req: SearchRequest): AsyncGenerator<LdapEntry[]> {
     yield await this.search(req);
   }
-  async add(): Promise<void> {}
+  async add(): Promise<undefined> {
+    return undefined;
+  }
   async modify(): Promise<void> {}
   async del(): Promise<void> {}
   async modifyDN(): Promise<void> {}

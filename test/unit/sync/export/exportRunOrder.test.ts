@@ -1,6 +1,6 @@
 import type { MeshObject } from '../../../../lib/mesh/model';
 import { ConfigError, SettingsReader } from '../../../../lib/core/config';
-import { MAX_LEVELS, pagesInOrder, readExportOrderedMax } from '../../../../lib/sync/export/exportRun';
+import { MAX_LEVELS, pagesInOrder, readExportOrderedMax, stepsOf } from '../../../../lib/sync/export/exportRun';
 
 const TARGET = 'c-target';
 const id = (i: number) => `a${String(i).padStart(7, '0')}`;
@@ -78,5 +78,23 @@ describe('Export:OrderedMax', () => {
   it.each(['-1', '100001', '2.5', 'many'])('refuses %s with a message naming the setting', (v) => {
     expect(() => read({ Export__OrderedMax: v })).toThrow(ConfigError);
     expect(() => read({ Export__OrderedMax: v })).toThrow(/setting 'Export:OrderedMax'/);
+  });
+});
+
+describe('steps of a full export in reference order', () => {
+  it('puts consecutive small pages in one step while they hold at most a page of ids together', () => {
+    // The bench's org chart of 5,000: levels of 1, 10, 100, 1,000, then 2,000 and 1,889 ids.
+    expect(stepsOf([1, 10, 100, 1000, 2000, 1889])).toEqual([4, 1, 1]);
+    expect(stepsOf([1, 10, 100, 1000, 889])).toEqual([5]);
+    expect(stepsOf([1, 1999, 1])).toEqual([2, 1]);
+    expect(stepsOf([2000, 2000])).toEqual([1, 1]);
+    expect(stepsOf([])).toEqual([]);
+  });
+
+  it('covers every page once, in order', () => {
+    const sizes = [3, 500, 1700, 40, 40, 2000, 7];
+    const steps = stepsOf(sizes, 2000);
+    expect(steps.reduce((a, b) => a + b, 0)).toBe(sizes.length);
+    expect(steps).toEqual([2, 3, 1, 1]);
   });
 });
