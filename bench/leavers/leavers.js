@@ -157,6 +157,8 @@ async function main() {
       if (accounts[tg.kind] !== PEOPLE) throw new Error(`${tg.kind} holds ${accounts[tg.kind]} active accounts after the set-up, not ${PEOPLE}`);
     }
 
+    // On stderr at once: a long set-up's figures are kept even if the leaver phase is cut short.
+    console.error(JSON.stringify({ serverStart, setup, accountsAfterSetup: accounts, load: os.loadavg() }));
     const schedule = await must(
       call('POST', 'schedules', {
         name: 'leavers',
