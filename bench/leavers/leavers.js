@@ -75,9 +75,18 @@ const pct = (xs, p) => {
 const summary = (xs) => ({ n: xs.length, p50: pct(xs, 50), p95: pct(xs, 95), max: xs.length ? +Math.max(...xs).toFixed(2) : null });
 const round1 = (x) => (x === null || x === undefined ? null : +x.toFixed(1));
 
-/** A timed step of the set-up: one run, which must complete. */
+/**
+ * A timed step of the set-up: one run, which must complete. A run that fails is started once more (a lost
+ * connection under load is retriable, as a schedule would run it again); the failure is kept in the step.
+ */
 async function timedRun(label, op) {
-  const r = await op();
+  let r = await op();
+  let failed;
+  if (r.run.status === 'Failed') {
+    failed = { seconds: round1(r.seconds), error: r.run.error, objectsProcessed: r.run.stats?.objectsProcessed };
+    console.error(`${label}: run failed (${r.run.error}); once more`);
+    r = await op();
+  }
   if (r.run.status !== 'Completed') throw new Error(`${label}: ${JSON.stringify(r.run)}`);
   const s = r.run.stats ?? {};
   return {
@@ -88,6 +97,7 @@ async function timedRun(label, op) {
     created: s.objectsCreated,
     processed: s.objectsProcessed,
     errors: s.errors,
+    ...(failed ? { failedFirst: failed } : {}),
   };
 }
 
