@@ -319,12 +319,24 @@ export class LdapConnector implements Connector {
     }
     let parkedAs: string | null = null;
     let finished = false;
-    const unwatch = closeOnAbort(options.signal, session);
+    let unwatch = closeOnAbort(options.signal, session);
     try {
       let objects: ConnectorObject[] = [];
       let errors: ObjectError[] = [];
       for (;;) {
         throwIfAborted(options.signal);
+        if (buffer.length === 0 && session.isOpen?.() === false) {
+          // The server closed the connection between two of its pages (389 DS does after its ioblocktimeout,
+          // 10 s, while the engine plans and writes a page): search again on a new one and skip to the last
+          // entry read, as a resumed cursor does.
+          await pages?.return(undefined).catch(() => undefined);
+          await session.close().catch(() => undefined);
+          unwatch();
+          session = await this.loadReferences(await this.openPrivate());
+          unwatch = closeOnAbort(options.signal, session);
+          pages = undefined;
+          skipTo = cur.l;
+        }
         // The directory's page (config pageSize, RFC 2696) is independent of the engine's page: several of
         // one fill one of the other, and a server's own limit (AD's MaxPageSize) is respected.
         if (!pages) pages = session.searchPages(this.fullSearch(this.scope.include[cur.b]), this.config.pageSize ?? 1000);

@@ -30,14 +30,19 @@ export function park(cursor: string, p: ParkedSearch): void {
   parked.set(cursor, p);
 }
 
-/** Take the search parked under `cursor` (undefined when none, or when it belongs to another configuration). */
+/**
+ * Take the search parked under `cursor`: undefined when none, when it belongs to another configuration, or when
+ * its connection was closed meanwhile (389 Directory Server closes a connection whose paged search waits longer
+ * than its `nsslapd-ioblocktimeout`, 10 s by default, for the next page request; a busy engine can take that
+ * long between two pages). The caller then resumes from the cursor itself, as after a crash.
+ */
 export function unpark(cursor: string, fingerprint: string): ParkedSearch | undefined {
   const p = parked.get(cursor);
   if (!p) return undefined;
   parked.delete(cursor);
   if (p.timer) clearTimeout(p.timer);
-  if (p.fingerprint !== fingerprint) {
-    void p.session.close();
+  if (p.fingerprint !== fingerprint || p.session.isOpen?.() === false) {
+    void discard(cursor, p);
     return undefined;
   }
   return p;

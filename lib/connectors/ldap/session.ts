@@ -42,6 +42,8 @@ export interface DirectorySession {
   del(dn: string): Promise<void>;
   modifyDN(dn: string, newDn: string): Promise<void>;
   close(): Promise<void>;
+  /** False once the connection is gone (closed by the server or the network); a session without it counts as open. */
+  isOpen?(): boolean;
 }
 
 /** What a session needs from the connector configuration. */
@@ -244,6 +246,10 @@ class LdaptsSession implements DirectorySession {
    * ldapts reconnects by itself when the socket was closed, but unbound (and, after StartTLS, without TLS): an
    * anonymous search sees nothing, which a delta would read as deletes. A session that lost its bind fails.
    */
+  isOpen(): boolean {
+    return !this.closed && this.client.isBound;
+  }
+
   private ensureBound(what: string): void {
     if (!this.client.isBound) throw new ConnectorError('connection_failed', `${what}: the connection to the directory was lost.`, { retriable: true });
   }
