@@ -517,6 +517,7 @@ withServers('docs/tutorial.md, run as written (service, slapd, PostgreSQL)', () 
         graceDays: 7,
         onConditionFalse: false,
         deadlineMinutes: 60,
+        orphanAction: 'disable',
       });
       expect((await rt.call('GET', 'config/changes?status=AwaitingApproval')).body.items).toEqual([]);
       // The leaver's import waited for the threshold, the requester was refused, the second Admin approved.
