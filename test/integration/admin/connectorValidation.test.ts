@@ -195,11 +195,12 @@ describe('config.deprovisioning', () => {
       graceDays: 0.5,
       onConditionFalse: true,
       deadlineMinutes: 60,
+      orphanAction: 'disable',
     });
     const none = await svc.call('POST', 'connectors', {
       body: { name: 'Files none', type: 'custom', config: fileConfig({ deprovisioning: { action: 'none' } }) },
     });
     expect(none.status).toBe(201);
-    expect(none.body.config.deprovisioning).toEqual({ action: 'none', graceDays: 0, onConditionFalse: false, deadlineMinutes: 60 });
+    expect(none.body.config.deprovisioning).toEqual({ action: 'none', graceDays: 0, onConditionFalse: false, deadlineMinutes: 60, orphanAction: 'disable' });
   });
 });

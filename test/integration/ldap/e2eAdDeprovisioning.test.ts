@@ -78,7 +78,13 @@ describeWithServer('samba')('Active Directory deprovisioning by disable (Samba A
     expect(created.status).toBe(201);
     ad = created.body.id;
     // The defaults applied are shown.
-    expect(created.body.config.deprovisioning).toEqual({ action: 'disable', graceDays: 0, onConditionFalse: false, deadlineMinutes: 60 });
+    expect(created.body.config.deprovisioning).toEqual({
+      action: 'disable',
+      graceDays: 0,
+      onConditionFalse: false,
+      deadlineMinutes: 60,
+      orphanAction: 'disable',
+    });
     const out = outboundRule(rt, ad, { confidence: 50 });
     await out('employeeId', 'employeeID');
     await out('employeeId', 'sAMAccountName');
