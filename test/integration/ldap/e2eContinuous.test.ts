@@ -1,10 +1,10 @@
 import type { Client } from 'ldapts';
 import type { LeaverView } from '../../../lib/api/leavers';
 import { describeWithServer } from '../../support/servers';
-import { startService, type ServiceUnderTest } from '../../support/service';
-import { startSlapd, type Slapd } from '../../support/slapd';
-import { folder, runExport, runImport, sourceRules, writeCsv } from '../sync/syncSupport';
-import { engineeringDirectory, meshOf, putConnectorConfig, stopSlapdSuite, waitFor } from './e2eSupport';
+import { type ServiceUnderTest } from '../../support/service';
+import type { Slapd } from '../../support/slapd';
+import { folder, writeCsv } from '../sync/syncSupport';
+import { meshOf, putConnectorConfig, stopSlapdSuite, waitFor, NO_DELETION_LIMIT, startHrDirectory } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -45,25 +45,14 @@ describeWithServer('slapd')('continuous delta mode (HR file source, slapd target
     ((await rt.call('GET', 'leavers', { role: 'Viewer' })).body.items as LeaverView[]).find((l) => l.meshObjectId === id && l.connectorId === dir);
 
   beforeAll(async () => {
-    slapd = await startSlapd();
-    rt = await startService();
-    f = await new SlapdFixture(slapd).init();
-    admin = await f.client();
     writeHr();
-    const res = await rt.call('POST', 'connectors', {
-      body: {
-        name: 'HR',
-        type: 'custom',
-        config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } },
-      },
-    });
-    expect(res.status).toBe(201);
-    hr = res.body.id;
-    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn']);
-    dir = await engineeringDirectory(rt, f.config({ deletionThreshold: { objects: 10, percent: 100 } }));
-    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 4, errors: 0 } });
-    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 4, errors: 0 } });
-    expect(await runImport(rt, dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    ({ slapd, rt, f, admin, hr, dir } = await startHrDirectory({
+      hrDir,
+      people: 4,
+      hrFlows: ['employeeId', 'givenName', 'sn'],
+      hrConfig: NO_DELETION_LIMIT,
+      directory: NO_DELETION_LIMIT,
+    }));
   });
   afterAll(async () => {
     await stopSlapdSuite({ admin, rt, f, slapd });

@@ -1,10 +1,10 @@
 import type { Client } from 'ldapts';
 import { loadCsSummaries, readCsObjects } from '../../../lib/sync/space/connectorSpace';
 import { describeWithServer } from '../../support/servers';
-import { startService, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
-import { startSlapd, type Slapd } from '../../support/slapd';
-import { folder, rule, runExport, runImport, sourceRules, writeCsv, outboundRule } from '../sync/syncSupport';
-import { ldapConnector, meshOf, stopSlapdSuite } from './e2eSupport';
+import { type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
+import type { Slapd } from '../../support/slapd';
+import { folder, runExport, runImport, writeCsv } from '../sync/syncSupport';
+import { meshOf, stopSlapdSuite, NO_DELETION_LIMIT, startHrDirectory } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -51,44 +51,15 @@ describeWithServer('slapd')('deprovisioning of a directory target: delete, disab
   }
 
   beforeAll(async () => {
-    slapd = await startSlapd();
-    rt = await startService();
-    f = await new SlapdFixture(slapd).init();
-    admin = await f.client();
     writeHr();
-    const res = await rt.call('POST', 'connectors', {
-      body: {
-        name: 'HR',
-        type: 'custom',
-        config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } },
-      },
-    });
-    expect(res.status).toBe(201);
-    hr = res.body.id;
-    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'status']);
-
-    dir = await ldapConnector(
-      rt,
-      'Directory',
-      f.config({
-        provisioningCondition: 'source.status == "active"',
-        deletionThreshold: { objects: 10, percent: 100 },
-        exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN',
-      }),
-    );
-    const out = outboundRule(rt, dir, { confidence: 50 });
-    await out('employeeId', 'uid');
-    await out('employeeId', 'employeeNumber');
-    await out('givenName', 'givenName');
-    await out('sn', 'sn');
-    await out('givenName', 'cn', 'object.givenName + " " + object.sn');
-    await out('status', 'employeeType');
-    await rule(rt, { ruleType: 'JoinRule', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
-
-    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 7, errors: 0 } });
-    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 7, errors: 0 } });
-    // The confirming import: the entries' values (employeeNumber for the join rule) are in the connector space.
-    expect(await runImport(rt, dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    ({ slapd, rt, f, admin, hr, dir } = await startHrDirectory({
+      hrDir,
+      people: 7,
+      hrFlows: ['employeeId', 'givenName', 'sn', 'status'],
+      hrConfig: NO_DELETION_LIMIT,
+      directory: { provisioningCondition: 'source.status == "active"', ...NO_DELETION_LIMIT },
+      moreFlows: [['status', 'employeeType']],
+    }));
   });
   afterAll(async () => {
     await stopSlapdSuite({ admin, rt, f, slapd });

@@ -1,10 +1,10 @@
 import type { Client } from 'ldapts';
 import type { OrphanView } from '../../../lib/api/orphans';
 import { describeWithServer } from '../../support/servers';
-import { startService, type ServiceUnderTest } from '../../support/service';
-import { startSlapd, type Slapd } from '../../support/slapd';
-import { folder, meshByAnchor, outboundRule, rule, runExport, runImport, sourceRules, waitRun, writeCsv } from '../sync/syncSupport';
-import { ldapConnector, stopSlapdSuite } from './e2eSupport';
+import { type ServiceUnderTest } from '../../support/service';
+import type { Slapd } from '../../support/slapd';
+import { folder, meshByAnchor, runImport, waitRun, writeCsv } from '../sync/syncSupport';
+import { stopSlapdSuite, startHrDirectory } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -55,37 +55,14 @@ describeWithServer('slapd')('a gated import records disconnectors (HR file sourc
   };
 
   beforeAll(async () => {
-    slapd = await startSlapd();
-    rt = await startService();
-    f = await new SlapdFixture(slapd).init();
-    admin = await f.client();
     writeHr();
-    const res = await rt.call('POST', 'connectors', {
-      body: { name: 'HR', type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' } } },
-    });
-    expect(res.status).toBe(201);
-    hr = res.body.id;
-    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn']);
-    dir = await ldapConnector(
-      rt,
-      'Directory',
-      f.config({
-        exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN',
-        // A limit on updates (never reached here): every run of the directory is planned first, then applied.
-        thresholds: { updates: { count: 1000 } },
-      }),
-    );
-    const out = outboundRule(rt, dir, { confidence: 50 });
-    await out('employeeId', 'uid');
-    await out('employeeId', 'employeeNumber');
-    await out('givenName', 'givenName');
-    await out('sn', 'sn');
-    await out('givenName', 'cn', 'object.givenName + " " + object.sn');
-    await rule(rt, { ruleType: 'JoinRule', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
-
-    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 3, errors: 0 } });
-    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 3, errors: 0 } });
-    expect(await runImport(rt, dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    ({ slapd, rt, f, admin, hr, dir } = await startHrDirectory({
+      hrDir,
+      people: 3,
+      hrFlows: ['employeeId', 'givenName', 'sn'],
+      // A limit on updates (never reached here): every run of the directory is planned first, then applied.
+      directory: { thresholds: { updates: { count: 1000 } } },
+    }));
   });
   afterAll(async () => {
     await stopSlapdSuite({ admin, rt, f, slapd });

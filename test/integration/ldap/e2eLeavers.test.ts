@@ -2,12 +2,12 @@ import type { Client } from 'ldapts';
 import type { LeaverView } from '../../../lib/api/leavers';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { describeWithServer, serverAvailable } from '../../support/servers';
-import { startService, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
-import { startSlapd, type Slapd } from '../../support/slapd';
+import { type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
+import type { Slapd } from '../../support/slapd';
 import { meshsync, newHome } from '../cli/cliSupport';
 import { parseExposition, valueOf, type Sample } from '../telemetry/prometheus';
-import { folder, rule, runExport, runImport, sourceRules, writeCsv, outboundRule } from '../sync/syncSupport';
-import { ldapConnector, meshOf, stopSlapdSuite, waitFor } from './e2eSupport';
+import { folder, rule, runExport, runImport, writeCsv, outboundRule } from '../sync/syncSupport';
+import { meshOf, stopSlapdSuite, waitFor, NO_DELETION_LIMIT, startHrDirectory } from './e2eSupport';
 import { pgServer, SqlContractFixture } from '../sql/sqlFixture';
 import { SlapdFixture } from './ldapFixture';
 
@@ -80,40 +80,16 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
   }
 
   beforeAll(async () => {
-    slapd = await startSlapd();
-    rt = await startService({ env: { Metrics__StateMaxAgeSeconds: '1' } });
-    f = await new SlapdFixture(slapd).init();
-    admin = await f.client();
     writeHr();
-    const res = await rt.call('POST', 'connectors', {
-      body: {
-        name: 'HR',
-        type: 'custom',
-        config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } },
-      },
-    });
-    expect(res.status).toBe(201);
-    hr = res.body.id;
-    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn', 'status']);
-    dir = await ldapConnector(
-      rt,
-      'Directory',
-      f.config({
-        deletionThreshold: { objects: 10, percent: 100 },
-        exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN',
-      }),
-    );
-    const out = outboundRule(rt, dir, { confidence: 50 });
-    await out('employeeId', 'uid');
-    await out('employeeId', 'employeeNumber');
-    await out('givenName', 'givenName');
-    await out('sn', 'sn');
-    await out('givenName', 'cn', 'object.givenName + " " + object.sn');
-    await out('status', 'employeeType');
-    await rule(rt, { ruleType: 'JoinRule', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
-    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 5, errors: 0 } });
-    expect(await runExport(rt, dir)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 5, errors: 0 } });
-    expect(await runImport(rt, dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    ({ slapd, rt, f, admin, hr, dir } = await startHrDirectory({
+      hrDir,
+      people: 5,
+      hrFlows: ['employeeId', 'givenName', 'sn', 'status'],
+      hrConfig: NO_DELETION_LIMIT,
+      directory: NO_DELETION_LIMIT,
+      moreFlows: [['status', 'employeeType']],
+      service: { env: { Metrics__StateMaxAgeSeconds: '1' } },
+    }));
 
     // The second target: a PostgreSQL table (delete by default).
     pg = await startPostgres();

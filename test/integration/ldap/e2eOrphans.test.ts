@@ -2,13 +2,13 @@ import type { Client } from 'ldapts';
 import type { OrphanView } from '../../../lib/api/orphans';
 import { startPostgres, type Postgres } from '../../support/postgres';
 import { describeWithServer, serverAvailable } from '../../support/servers';
-import { startService, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
-import { startSlapd, type Slapd } from '../../support/slapd';
+import { type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
+import type { Slapd } from '../../support/slapd';
 import { meshsync, newHome } from '../cli/cliSupport';
 import { createSchedule, waitScheduleRun } from '../schedules/scheduleSupport';
-import { folder, rule, runExport, runImport, sourceRules, writeCsv, outboundRule, waitRun } from '../sync/syncSupport';
+import { folder, rule, runExport, runImport, writeCsv, outboundRule, waitRun } from '../sync/syncSupport';
 import { pgServer, type SqlServer } from '../sql/sqlFixture';
-import { ldapConnector, meshOf, stopSlapdSuite, waitFor } from './e2eSupport';
+import { meshOf, stopSlapdSuite, waitFor, NO_DELETION_LIMIT, startHrDirectory } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
@@ -78,37 +78,15 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
     admin.add(dnOf(uid), { objectClass: ['inetOrgPerson'], uid, cn: `${uid} account`, sn: 'Outside', ...extra });
 
   beforeAll(async () => {
-    slapd = await startSlapd();
-    rt = await startService();
-    f = await new SlapdFixture(slapd).init();
-    admin = await f.client();
     writeHr();
-    const res = await rt.call('POST', 'connectors', {
-      body: {
-        name: 'HR',
-        type: 'custom',
-        config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 10, percent: 100 } },
-      },
-    });
-    expect(res.status).toBe(201);
-    hr = res.body.id;
-    await sourceRules(rt, hr, 'employeeId', ['employeeId', 'givenName', 'sn']);
-    dir = await ldapConnector(
-      rt,
-      'Directory',
-      f.config({
-        deletionThreshold: { objects: 10, percent: 100 },
-        exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN',
-        deprovisioning: { action: 'disable', disableAttributes: { employeeType: 'disabled' }, graceDays: GRACE },
-      }),
-    );
-    const out = outboundRule(rt, dir, { confidence: 50 });
-    await out('employeeId', 'uid');
-    await out('employeeId', 'employeeNumber');
-    await out('givenName', 'givenName');
-    await out('sn', 'sn');
-    await out('givenName', 'cn', 'object.givenName + " " + object.sn');
-    await rule(rt, { ruleType: 'JoinRule', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
+    ({ slapd, rt, f, admin, hr, dir } = await startHrDirectory({
+      hrDir,
+      people: 5,
+      hrFlows: ['employeeId', 'givenName', 'sn'],
+      hrConfig: NO_DELETION_LIMIT,
+      directory: { ...NO_DELETION_LIMIT, deprovisioning: { action: 'disable', disableAttributes: { employeeType: 'disabled' }, graceDays: GRACE } },
+    }));
+    for (const [id, o] of await meshOf(hr)) ids.set(id, o.id);
 
     // The second target: a PostgreSQL table whose status column disables an account.
     pg = await startPostgres();
@@ -155,12 +133,8 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
     await toTable('sn', 'sn');
     await rule(rt, { ruleType: 'JoinRule', connectorId: table, sourceAttribute: 'employee_id', targetAttribute: 'employeeId' });
 
-    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 5, errors: 0 } });
-    for (const [id, o] of await meshOf(hr)) ids.set(id, o.id);
-    for (const target of [dir, table]) {
-      expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 5, errors: 0 } });
-      expect(await runImport(rt, target)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
-    }
+    expect(await runExport(rt, table)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 5, errors: 0 } });
+    expect(await runImport(rt, table)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
   });
   afterAll(async () => {
     await stopSlapdSuite({ admin, rt, f, slapd });

@@ -1,9 +1,12 @@
 import type { Client } from 'ldapts';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
+import type { DirectoryConfig } from '../../../lib/connectors/ldap/schema';
 import { iterateMesh } from '../../../lib/mesh/store';
 import type { MeshObject } from '../../../lib/mesh/model';
-import { SECOND_ADMIN, type ServiceUnderTest } from '../../support/service';
-import { outboundRule, rule, waitRun } from '../sync/syncSupport';
+import { SECOND_ADMIN, startService, type ServiceOptions, type ServiceUnderTest } from '../../support/service';
+import { startSlapd, type Slapd } from '../../support/slapd';
+import { outboundRule, rule, runExport, runImport, sourceRules, waitRun } from '../sync/syncSupport';
+import { SlapdFixture } from './ldapFixture';
 
 /**
  * Helpers of the directory connector's end-to-end tests (the running service over HTTP, real slapd): a
@@ -145,7 +148,11 @@ export async function stopSlapdSuite(parts: {
  * employeeNumber, givenName, sn and cn flowing out, joined back by employeeNumber. `config`: the fixture's
  * connector config (its DN template is set here).
  */
-export async function engineeringDirectory(rt: ServiceUnderTest, config: Record<string, unknown>): Promise<string> {
+export async function engineeringDirectory(
+  rt: ServiceUnderTest,
+  config: Record<string, unknown>,
+  moreFlows: ReadonlyArray<readonly [string, string]> = [],
+): Promise<string> {
   const dir = await ldapConnector(rt, 'Directory', { ...config, exportDnTemplate: '"uid=" + dnEscape(source.uid) + ",ou=Engineering," + baseDN' });
   const out = outboundRule(rt, dir, { confidence: 50 });
   await out('employeeId', 'uid');
@@ -153,6 +160,74 @@ export async function engineeringDirectory(rt: ServiceUnderTest, config: Record<
   await out('givenName', 'givenName');
   await out('sn', 'sn');
   await out('givenName', 'cn', 'object.givenName + " " + object.sn');
+  for (const [from, to] of moreFlows) await out(from, to);
   await rule(rt, { ruleType: 'JoinRule', connectorId: dir, sourceAttribute: 'employeeNumber', targetAttribute: 'employeeId' });
   return dir;
+}
+
+/** What {@link startHrDirectory} starts and makes: stop it with {@link stopSlapdSuite}. */
+export interface HrDirectory {
+  slapd: Slapd;
+  rt: ServiceUnderTest;
+  f: SlapdFixture;
+  admin: Client;
+  /** The HR file connector's id (named HR). */
+  hr: string;
+  /** The directory connector's id (named Directory, see {@link engineeringDirectory}). */
+  dir: string;
+}
+
+/** Both deletion thresholds out of the way (a test removes most of its few people). */
+export const NO_DELETION_LIMIT = { deletionThreshold: { objects: 10, percent: 100 } } as const;
+
+/**
+ * The set-up of the suites with an HR file source and a slapd target: a slapd and the service (started side by
+ * side), a fixture subtree, the HR connector (`custom` file connector over `hrDir`, anchor column id, whose
+ * hr.csv the suite wrote) projecting on employeeId with `hrFlows` flowing in, the {@link engineeringDirectory}
+ * (its config from the fixture, `directory` merged in, `moreFlows` flowing out besides), then the first sync:
+ * an HR full import and a directory export that each create `people`, and the directory's confirming import.
+ * What started is stopped again when a step fails.
+ */
+export async function startHrDirectory(o: {
+  hrDir: string;
+  people: number;
+  hrFlows: readonly string[];
+  /** Merged into the HR connector's config (e.g. {@link NO_DELETION_LIMIT}). */
+  hrConfig?: Record<string, unknown>;
+  directory?: Partial<DirectoryConfig>;
+  moreFlows?: ReadonlyArray<readonly [string, string]>;
+  service?: ServiceOptions;
+}): Promise<HrDirectory> {
+  const [slapd, rt] = await Promise.allSettled([startSlapd(), startService(o.service)]);
+  const parts: Partial<HrDirectory> = {
+    slapd: slapd.status === 'fulfilled' ? slapd.value : undefined,
+    rt: rt.status === 'fulfilled' ? rt.value : undefined,
+  };
+  try {
+    if (slapd.status === 'rejected') throw slapd.reason;
+    if (rt.status === 'rejected') throw rt.reason;
+    const s = { slapd: slapd.value, rt: rt.value } as HrDirectory;
+    s.f = parts.f = await new SlapdFixture(s.slapd).init();
+    s.admin = parts.admin = await s.f.client();
+    const res = await s.rt.call('POST', 'connectors', {
+      body: {
+        name: 'HR',
+        type: 'custom',
+        config: { implementation: 'file', objectType: 'User', settings: { path: o.hrDir, anchorColumn: 'id' }, ...o.hrConfig },
+      },
+    });
+    if (res.status !== 201) throw new Error(`create HR connector: ${res.status} ${res.text}`);
+    s.hr = res.body.id as string;
+    await sourceRules(s.rt, s.hr, 'employeeId', o.hrFlows);
+    s.dir = await engineeringDirectory(s.rt, s.f.config(o.directory), o.moreFlows);
+    const created = { status: 'Completed', stats: { objectsCreated: o.people, errors: 0 } };
+    expect(await runImport(s.rt, s.hr)).toMatchObject(created);
+    expect(await runExport(s.rt, s.dir)).toMatchObject(created);
+    // The confirming import: the entries' values (employeeNumber for the join rule) are in the connector space.
+    expect(await runImport(s.rt, s.dir)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+    return s;
+  } catch (err) {
+    await stopSlapdSuite(parts);
+    throw err;
+  }
 }
