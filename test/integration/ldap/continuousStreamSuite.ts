@@ -1,32 +1,27 @@
 import { execFile } from 'node:child_process';
-import { Attribute, Change } from 'ldapts';
 import { closeParkedSearches } from '../../../lib/connectors/ldap';
+import type { DirectoryConfig } from '../../../lib/connectors/ldap/schema';
 import { PEOPLE } from '../../support/connectorContract';
-import { startDs389, type Ds389 } from '../../support/ds389';
-import { SAMBA_START_TIMEOUT_MS, startSambaAd, type SambaAd } from '../../support/samba';
-import { describeWithServer } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
-import { startSlapd, type Slapd } from '../../support/slapd';
-import { rule, runImport, valueOf } from '../sync/syncSupport';
+import type { Slapd } from '../../support/slapd';
+import { runImport, valueOf } from '../sync/syncSupport';
 import { directoryRules, ldapConnector, meshOf, putConnectorConfig, waitFor } from './e2eSupport';
 import { SlapdFixture } from './ldapFixture';
 
 /**
  * Continuous mode with the directory's change stream, end to end (the built service over HTTP, the real servers):
- * an OpenLDAP (syncrepl), a 389 DS (persistent search) and a Samba AD DC (change notification) source followed
- * with `intervalSeconds: 300`, so that only the stream can explain a batch that starts within a minute of a
- * change. Per server: a change (made by another client) is imported by a continuous DeltaImport run; the server
- * restarts, the stream drops (the gauge shows 0) and comes back (1), and changes made around the restart arrive;
- * a kill -9 of the service loses no change and the new process opens the stream again; the reconciling delta
- * finds nothing missed. `stream: "off"` closes the stream.
+ * the tests one directory source passes, followed with `intervalSeconds: 300`, so that only the stream can explain
+ * a batch that starts within a minute of a change. A change (made by another client) is imported by a continuous
+ * DeltaImport run; the server restarts, the stream drops (the gauge shows 0) and comes back (1), and changes made
+ * around the restart arrive; a kill -9 of the service loses no change and the new process opens the stream again;
+ * the reconciling delta finds nothing missed. `stream: "off"` closes the stream. One suite file per server
+ * (e2eContinuousStreamSlapd, e2eContinuousStreamDs389, e2eContinuousStreamSamba), so that jest runs them side by side.
  */
-jest.setTimeout(600_000);
-
 /** Well under intervalSeconds (300 s): a batch within this is the stream's doing. */
 const STREAM_MS = 60_000;
 
 /** What the suite needs of one directory. */
-interface DirectoryUnderTest {
+export interface DirectoryUnderTest {
   kind: string;
   /** Make the connector (named `name`) and its rules in the service, with `sn` flowing in; returns its id. */
   connector(rt: ServiceUnderTest, name: string): Promise<string>;
@@ -38,6 +33,7 @@ interface DirectoryUnderTest {
   restart(): Promise<void>;
 }
 
+/** Apply an LDIF change with ldapmodify (another client of the directory than the service). */
 function ldapmodify(url: string, bindDN: string, password: string, ldif: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = execFile('ldapmodify', ['-x', '-H', url, '-D', bindDN, '-w', password], { timeout: 30_000 }, (err, _out, stderr) =>
@@ -48,7 +44,7 @@ function ldapmodify(url: string, bindDN: string, password: string, ldif: string)
 }
 
 /** The suite's tests, for one directory (set up by `start`, torn down by `stop`). */
-function streamSuite(start: () => Promise<DirectoryUnderTest>, stop: () => Promise<void>, startTimeoutMs = 300_000): void {
+export function streamSuite(start: () => Promise<DirectoryUnderTest>, stop: () => Promise<void>, startTimeoutMs = 300_000): void {
   const NAME = 'Streamed';
   let d: DirectoryUnderTest;
   let rt: ServiceUnderTest;
@@ -157,95 +153,35 @@ function streamSuite(start: () => Promise<DirectoryUnderTest>, stop: () => Promi
   });
 }
 
-describeWithServer('slapd')('continuous mode with the change stream: OpenLDAP syncrepl', () => {
-  let slapd: Slapd;
-  let f: SlapdFixture;
+/**
+ * {@link streamSuite} for an LDAP server with slapd's interface (OpenLDAP, 389 DS): a fixture subtree seeded with
+ * the contract's people, an `ldap` connector (`extra` merged into its config) with the directory rules, E001's sn
+ * changed with ldapmodify.
+ */
+export function ldapStreamSuite(kind: string, startServer: () => Promise<Slapd>, extra: Partial<DirectoryConfig> = {}): void {
+  let server: Slapd | undefined;
+  let f: SlapdFixture | undefined;
   streamSuite(
     async () => {
-      slapd = await startSlapd();
-      f = await new SlapdFixture(slapd).init();
-      await f.seed(PEOPLE);
+      const s = (server = await startServer());
+      const fx = (f = await new SlapdFixture(s).init());
+      await fx.seed(PEOPLE);
       return {
-        kind: 'syncrepl',
+        kind,
         anchor: 'E001',
         connector: async (rt, name) => {
-          const id = await ldapConnector(rt, name, f.config({ deletionThreshold: { objects: 10, percent: 100 } }));
+          const id = await ldapConnector(rt, name, fx.config({ ...extra, deletionThreshold: { objects: 10, percent: 100 } }));
           await directoryRules(rt, id);
           return id;
         },
-        setSn: (value) => ldapmodify(slapd.url, slapd.rootDN, slapd.rootPassword, `dn: ${f.dns.get('E001')}\nchangetype: modify\nreplace: sn\nsn: ${value}\n`),
-        halt: () => slapd.halt(),
-        restart: () => slapd.restart(),
+        setSn: (value) => ldapmodify(s.url, s.rootDN, s.rootPassword, `dn: ${fx.dns.get('E001')}\nchangetype: modify\nreplace: sn\nsn: ${value}\n`),
+        halt: () => s.halt(),
+        restart: () => s.restart(),
       };
     },
     async () => {
       await f?.cleanup().catch(() => undefined);
-      await slapd?.stop();
+      await server?.stop();
     },
   );
-});
-
-describeWithServer('ds389')('continuous mode with the change stream: 389 DS persistent search', () => {
-  let ds: Ds389;
-  let f: SlapdFixture;
-  streamSuite(
-    async () => {
-      ds = await startDs389();
-      f = await new SlapdFixture(ds as unknown as Slapd).init();
-      await f.seed(PEOPLE);
-      return {
-        kind: 'persistent search',
-        anchor: 'E001',
-        connector: async (rt, name) => {
-          const id = await ldapConnector(rt, name, f.config({ deltaStrategy: 'auto', deletionThreshold: { objects: 10, percent: 100 } }));
-          await directoryRules(rt, id);
-          return id;
-        },
-        setSn: (value) => ldapmodify(ds.url, ds.rootDN, ds.rootPassword, `dn: ${f.dns.get('E001')}\nchangetype: modify\nreplace: sn\nsn: ${value}\n`),
-        halt: () => ds.halt(),
-        restart: () => ds.restart(),
-      };
-    },
-    async () => {
-      await f?.cleanup().catch(() => undefined);
-      await ds?.stop();
-    },
-  );
-});
-
-describeWithServer('samba')('continuous mode with the change stream: Samba AD change notification', () => {
-  let dc: SambaAd;
-  streamSuite(
-    async () => {
-      dc = await startSambaAd();
-      const ou = await dc.addOU(`OU=Streamed${process.pid},${dc.baseDN}`);
-      const dn = await dc.addUser({ sAMAccountName: 'streamed', parentDN: ou, attributes: { sn: 'Before' } });
-      return {
-        kind: 'change notification',
-        anchor: 'streamed',
-        connector: async (rt, name) => {
-          const res = await rt.call('POST', 'connectors', {
-            body: {
-              name,
-              type: 'active_directory',
-              config: { ...dc.connection, containers: { include: [ou] }, deltaStrategy: 'usn', deletionThreshold: { objects: 10, percent: 100 } },
-            },
-          });
-          expect(res.status).toBe(201);
-          const id = res.body.id as string;
-          await rule(rt, { ruleType: 'ProjectionRule', connectorId: id, sourceAttribute: 'sAMAccountName', objectType: 'User' });
-          for (const a of ['sAMAccountName', 'sn'])
-            await rule(rt, { ruleType: 'FlowRule', connectorId: id, sourceAttribute: a, targetAttribute: a, confidence: 50 });
-          return id;
-        },
-        setSn: (value) => dc.ldap((c) => c.modify(dn, [new Change({ operation: 'replace', modification: new Attribute({ type: 'sn', values: [value] }) })])),
-        halt: () => dc.halt(),
-        restart: () => dc.restart(),
-      };
-    },
-    async () => {
-      await dc?.release();
-    },
-    SAMBA_START_TIMEOUT_MS,
-  );
-});
+}
