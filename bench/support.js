@@ -146,17 +146,25 @@ function onInterrupt(fn) {
 async function countingProxy(targetPort, freePort) {
   const http = require('node:http');
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  let counts = { reads: 0, writes: 0, batchedWrites: 0 };
+  let counts = { reads: 0, writes: 0, batchedWrites: 0, byKind: {} };
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
+      // By kind: the method and the table (a batch's table is its first operation's), e.g. `GET Mesh`, `batch UniqueValues`.
+      let kind;
       if (req.method === 'GET') counts.reads++;
       else {
         counts.writes++;
-        if (req.url.includes('$batch')) counts.batchedWrites += (body.toString('latin1').match(/^(PUT|POST|MERGE|PATCH|DELETE) http/gm) ?? []).length;
+        if (req.url.includes('$batch')) {
+          const text = body.toString('latin1');
+          counts.batchedWrites += (text.match(/^(PUT|POST|MERGE|PATCH|DELETE) http/gm) ?? []).length;
+          kind = `batch ${/^(?:PUT|POST|MERGE|PATCH|DELETE) http[^ ]*?\/([A-Za-z0-9]+)[(? ]/m.exec(text)?.[1] ?? '?'}`;
+        }
       }
+      if (!kind) kind = `${req.method} ${/^\/[^/]+\/([A-Za-z0-9]+)/.exec(req.url)?.[1] ?? req.url.slice(0, 40)}`;
+      counts.byKind[kind] = (counts.byKind[kind] ?? 0) + 1;
       const up = http.request({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers, agent }, (r) => {
         res.writeHead(r.statusCode, r.headers);
         r.pipe(res);
@@ -171,7 +179,7 @@ async function countingProxy(targetPort, freePort) {
     port,
     take() {
       const out = counts;
-      counts = { reads: 0, writes: 0, batchedWrites: 0 };
+      counts = { reads: 0, writes: 0, batchedWrites: 0, byKind: {} };
       return out;
     },
     close: () => new Promise((r) => server.close(r)),

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { TableClient } from '@azure/data-tables';
 import { mapLimit } from './tableUtil';
-import { encodeKey, isStatus, odata, submitTransaction, table } from './tables';
+import { decodeKey, encodeKey, isStatus, odata, submitTransaction, table } from './tables';
 
 /**
  * Unique values repository (table `UniqueValues`): the values an outbound flow's `unique` rule handed out
@@ -108,11 +108,13 @@ const shortPool = (pool: string) => (pool.length <= 200 ? pool : `h.${createHash
 
 type Entity = Record<string, unknown> & { partitionKey: string; rowKey: string; etag?: string };
 
-function toReservation(e: Entity): Reservation {
+function toReservation(e: Entity, pool: string): Reservation {
+  // The pool is the caller's (the partition's); the key is the RowKey's; the value is kept only when it is not the key.
+  const key = e.key !== undefined ? String(e.key) : decodeKey(e.rowKey);
   const r: Reservation = {
-    pool: String(e.pool),
-    key: String(e.key),
-    value: String(e.value),
+    pool,
+    key,
+    value: e.value !== undefined ? String(e.value) : key,
     owner: String(e.owner),
     ruleId: String(e.ruleId ?? ''),
     connectorId: String(e.connectorId ?? ''),
@@ -128,14 +130,14 @@ function reservationEntity(r: Reservation): Entity {
   const e: Entity = {
     partitionKey: reservationPk(r.pool),
     rowKey: encodeKey(r.key),
-    pool: r.pool,
-    key: r.key,
-    value: r.value,
     owner: r.owner,
     ruleId: r.ruleId,
     connectorId: r.connectorId,
     reservedOn: r.reservedOn,
   };
+  // A reservation per value is the unique rules' one write per object: kept small (no pool, no key; the value
+  // only when it differs from the normalised key, e.g. its case).
+  if (r.value !== r.key) e.value = r.value;
   if (r.reason) e.reason = r.reason;
   if (r.releasedOn) e.releasedOn = r.releasedOn;
   if (r.quarantineUntil) e.quarantineUntil = r.quarantineUntil;
@@ -161,7 +163,7 @@ export async function reserveValue(r: Reservation, now = new Date()): Promise<Re
     }
     const current = await readEntity(client, reservationPk(r.pool), encodeKey(r.key));
     if (!current) continue; // swept in between: insert again
-    const holder = toReservation(current);
+    const holder = toReservation(current, r.pool);
     if (holder.owner === r.owner && !holder.releasedOn) return { won: true };
     const expired = !!holder.releasedOn && (!holder.quarantineUntil || holder.quarantineUntil <= now.toISOString());
     // The object itself back (restored from its tombstone) reclaims its own released value.
@@ -180,7 +182,7 @@ export async function reserveValue(r: Reservation, now = new Date()): Promise<Re
 /** The reservation of a normalised value, or null. */
 export async function readReservation(pool: string, key: string): Promise<Reservation | null> {
   const e = await readEntity(await table(TABLE), reservationPk(pool), encodeKey(key));
-  return e ? toReservation(e) : null;
+  return e ? toReservation(e, pool) : null;
 }
 
 /**
@@ -191,7 +193,9 @@ export async function readReservation(pool: string, key: string): Promise<Reserv
 export async function markExternal(pool: string, key: string, owner: string, reason: string, now = new Date()): Promise<void> {
   const client = await table(TABLE);
   const current = await readEntity(client, reservationPk(pool), encodeKey(key));
-  const base: Reservation = current ? toReservation(current) : { pool, key, value: key, owner, ruleId: '', connectorId: '', reservedOn: now.toISOString() };
+  const base: Reservation = current
+    ? toReservation(current, pool)
+    : { pool, key, value: key, owner, ruleId: '', connectorId: '', reservedOn: now.toISOString() };
   if (current && base.owner !== owner && base.owner !== EXTERNAL_OWNER) return;
   const next: Reservation = { ...base, owner: EXTERNAL_OWNER, reason, reservedOn: now.toISOString() };
   delete next.releasedOn;
@@ -362,7 +366,7 @@ async function ownedReservations(pool: string, owners: readonly string[]): Promi
   for (let i = 0; i < owners.length; i += IDS_PER_QUERY) {
     const ids = owners.slice(i, i + IDS_PER_QUERY);
     const filter = `PartitionKey eq ${odata(reservationPk(pool))} and (${ids.map((id) => `owner eq ${odata(id)}`).join(' or ')})`;
-    for await (const e of client.listEntities<Entity>({ queryOptions: { filter } })) out.push(toReservation(e as Entity));
+    for await (const e of client.listEntities<Entity>({ queryOptions: { filter } })) out.push(toReservation(e as Entity, pool));
   }
   return out;
 }
@@ -393,7 +397,7 @@ export async function listReservations(pool: string, limit = 10_000): Promise<Re
   const client = await table(TABLE);
   const out: Reservation[] = [];
   for await (const e of client.listEntities<Entity>({ queryOptions: { filter: `PartitionKey eq ${odata(reservationPk(pool))}` } })) {
-    out.push(toReservation(e as Entity));
+    out.push(toReservation(e as Entity, pool));
     if (out.length >= limit) break;
   }
   return out;

@@ -148,13 +148,16 @@ export function toAttributeValue(v: unknown): AttributeValue {
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** The mesh attributes the join index must index for these rules: join targets and relationship matches. */
+/** The mesh attributes the join index must index for these rules: join targets, relationship matches, unique values of scope mesh. */
 export function indexedAttributes(all: readonly Rule[]): Set<string> {
   const attrs = new Set<string>();
   for (const r of all) {
     if (!r.isEnabled) continue;
     if (r.ruleType === 'JoinRule' && r.targetAttribute) attrs.add(r.targetAttribute);
     if (r.ruleType === 'MeshComposerRule' && r.relationshipType && r.targetAttribute) attrs.add(r.targetAttribute);
+    // Unique values of scope mesh (docs/unique-values.md): the values other mesh objects hold are looked up here.
+    if (r.unique?.scope === 'mesh' && !r.unique.caseSensitive && (r.unique.meshAttribute ?? r.targetAttribute))
+      attrs.add(r.unique.meshAttribute ?? r.targetAttribute!);
   }
   return attrs;
 }

@@ -198,9 +198,17 @@ export async function exportDocs(
   const anchorOf = (d: MeshObject) => d.links[cid] ?? loaded.waiting.get(d.id);
   const { retry, docs: attempted } = await ExportRetry.forPage(info, now, docs, (d) => loaded.rows.get(anchorOf(d) ?? ''));
   // Unique values (rules with `unique`) are chosen and reserved first: the planner writes them (lib/sync/unique).
+  // The page's reservation transaction runs while the page is planned (`pending`); when a value was taken after
+  // all (another run reserved it meanwhile: nothing of that transaction was inserted), the page's values are
+  // chosen again (one by one) and the page planned again, before anything reaches the target.
+  const pending: Promise<string[]>[] = [];
   const uniqueCtx = { runKey: info.runId, connectorId: cid, reserve: !info.dryRun && !info.preview, at };
-  const unique = await resolveUniqueValues(uniqueCtx, loaded, attempted);
-  const plan = planExport({ ...loaded, docs: attempted, unique });
+  let unique = await resolveUniqueValues({ ...uniqueCtx, pending }, loaded, attempted);
+  let plan = planExport({ ...loaded, docs: attempted, unique });
+  if ((await Promise.all(pending)).some((lost) => lost.length)) {
+    unique = await resolveUniqueValues(uniqueCtx, loaded, attempted);
+    plan = planExport({ ...loaded, docs: attempted, unique });
+  }
   const { changes, errors, quietRows, quietLinks } = plan;
   // Rules that read the clock: when each object's results here change next (docs/dated-changes.md).
   if (!info.dryRun && !info.preview && plan.due.size) await recordDue(info.runId, cid, plan.due);

@@ -321,6 +321,7 @@ export async function reserveItems(ctx: Context, page: PagePlan, reserve = !ctx.
       connectorId: ctx.info.connectorId,
       reserve,
       at: new Date(ctx.clock ?? Date.now()),
+      index: ctx.index,
       rules: ctx.rules,
       allRules: ctx.allRules ?? (await listRules()),
       now: ctx.now,

@@ -19,7 +19,8 @@ import { attributeValues } from '../planner';
 import { RuleEvaluationError } from '../rules';
 import { basisOf, candidateValues, normaliseValue, poolOf, uniqueRulesOf, type UniqueCandidates } from './candidates';
 import { noAssignments, type UniqueAssignments } from './assignments';
-import { connectorScopeValues, meshScopeValues, type ScopeHolder, type ScopeIndex } from './scopeValues';
+import { connectorScopeValues, meshIndexScope, meshScopeValues, type MeshValueIndex, type ScopeHolder, type ScopeIndex } from './scopeValues';
+import { sharedIndex } from '../../mesh/joinIndex';
 
 /**
  * Unique values of an export page, chosen before it is planned (docs/unique-values.md). For each object the page
@@ -41,6 +42,18 @@ export interface ResolveContext {
   connectorId: string;
   reserve: boolean;
   at: Date;
+  /**
+   * The join index the run plans with (an import page's, with the page's own changes): scope mesh looks values
+   * up in it. Absent (an export): the process's shared index.
+   */
+  index?: MeshValueIndex;
+  /**
+   * An export page's deferred reservations: when given, a page's common case (every object's first free value
+   * reserved in one transaction, nothing else to write) is not awaited here; its promise (the ids of objects
+   * whose value was taken after all) is pushed here, and the caller plans meanwhile and awaits it before
+   * anything reaches the target (lib/sync/export/exportPage.ts).
+   */
+  pending?: Promise<string[]>[];
 }
 
 export type Scope = { source: unknown; object: Record<string, unknown>; related: Record<string, unknown> };
@@ -127,7 +140,20 @@ export async function resolveUniqueValues(
         c.unique.scope === 'mesh' ||
         poolTargets.some((id) => w.doc.links[id] !== undefined || (w.doc.provisioned ?? []).includes(id));
       try {
-        open.push({ doc: w.doc, scope, basis: basisOf(c, scope), mayHold });
+        // The first candidate's value is only compared by a rule that chooses again; else it is read (lazily) for a
+        // holding, once a value is won: a page of adds does not evaluate its first candidate twice.
+        if (!c.unique.keepOnRename) open.push({ doc: w.doc, scope, basis: basisOf(c, scope), mayHold });
+        else {
+          let basis: string | undefined;
+          open.push({
+            doc: w.doc,
+            scope,
+            get basis() {
+              return (basis ??= basisOf(c, scope));
+            },
+            mayHold,
+          });
+        }
         byId.set(w.doc.id, w);
       } catch (err) {
         fail(w.doc, err);
@@ -187,7 +213,7 @@ export async function claimValues(
   if (!choosing.length) return out;
   // 2. The first candidate each object may have (nothing in the scope shows it), reserved for the page in one
   //    transaction when no two objects want the same value and none is taken (the common case)...
-  const indexes = await scopeIndexes(ctx, c, everyRule);
+  const indexes = await scopeIndexes(ctx, c, everyRule, new Set(choosing.map((o) => o.doc.id)));
   const first = new Map<string, { o: Claimant; chosen: Chosen }>();
   const oneByOne: Claimant[] = [];
   for (const o of choosing) {
@@ -202,6 +228,30 @@ export async function claimValues(
     else first.set(chosen.winner.key, { o, chosen });
   }
   const won = new Map<string, Chosen>();
+  // The common case of an export page: nothing to do but the page's transaction (no value to choose one by one, no
+  // holding to write): sent, and planned over while it runs (ctx.pending).
+  const alone = c.unique.scope === 'connector' || c.rule.ruleType === 'MeshComposerRule';
+  const quiet =
+    ctx.pending !== undefined &&
+    ctx.reserve &&
+    first.size > 0 &&
+    !oneByOne.length &&
+    c.unique.keepOnRename &&
+    alone &&
+    [...first.values()].every(({ o, chosen }) => !chosen.skipped.length && !holdings.has(o.doc.id));
+  if (quiet) {
+    const list = [...first.values()];
+    const reservations = list.map(({ o, chosen }) => reservationOf(ctx, c, o.doc, chosen.winner!));
+    const sent = reserveAll(reservations).then((ok) => {
+      const lost: string[] = [];
+      ok.forEach((w, i) => (w ? noteTaken(ctx, reservations[i]) : lost.push(list[i].o.doc.id)));
+      return lost;
+    });
+    sent.catch(() => undefined); // awaited by the caller; not unhandled if planning throws first
+    ctx.pending!.push(sent);
+    for (const { o, chosen } of list) out.set(o.doc.id, { value: chosen.winner!.value, key: chosen.winner!.key });
+    return out;
+  }
   if (ctx.reserve && first.size) {
     const list = [...first.values()];
     const reservations = list.map(({ o, chosen }) => reservationOf(ctx, c, o.doc, chosen.winner!));
@@ -235,7 +285,6 @@ export async function claimValues(
     // the basis a rule that chooses again compares, the value a second target of a shared pool reuses. An
     // object that won its first candidate in a pool of one target needs none (its reservation names it), nor
     // does a computed attribute's (the mesh object shows the value; a flow of the pool finds its reservation).
-    const alone = c.unique.scope === 'connector' || c.rule.ruleType === 'MeshComposerRule';
     if (!chosen.skipped.length && c.unique.keepOnRename && alone && !holdings.has(o.doc.id)) continue;
     kept.push({
       meshId: o.doc.id,
@@ -351,10 +400,16 @@ async function peek(r: Reservation, at: Date): Promise<Reservation | null> {
   return expired ? null : holder;
 }
 
-async function scopeIndexes(ctx: ResolveContext, c: UniqueCandidates, everyRule: readonly Rule[]): Promise<ScopeIndex[]> {
+async function scopeIndexes(ctx: ResolveContext, c: UniqueCandidates, everyRule: readonly Rule[], proposed: ReadonlySet<string>): Promise<ScopeIndex[]> {
   const attribute = c.rule.targetAttribute!;
   const cs = c.unique.caseSensitive;
-  if (c.unique.scope === 'mesh') return [await meshScopeValues(ctx.runKey, c.unique.meshAttribute ?? attribute, cs)];
+  if (c.unique.scope === 'mesh') {
+    const name = c.unique.meshAttribute ?? attribute;
+    // The join index indexes the attribute (lib/sync/rules.ts `indexedAttributes`): a lookup per value, no read.
+    // The claimants' own values there are the page's proposals (an import page), not holdings.
+    const looked = cs ? undefined : meshIndexScope(ctx.index ?? (await sharedIndex([name])), name, proposed);
+    return [looked ?? (await meshScopeValues(ctx.runKey, name, cs))];
+  }
   if (c.unique.scope === 'connector') return [await connectorScopeValues(ctx.runKey, ctx.connectorId, [attribute], cs)];
   // A targets list: in each connector, the attributes its own rules of the same pool write (else this one's). A
   // computed attribute's values reach a target through its outbound flows of that attribute: their target

@@ -1,5 +1,6 @@
 import type { AttributeValue } from '../../connectors/sdk';
 import { iterateMesh } from '../../mesh/store';
+import type { IndexView } from '../planner';
 import { iterateCsObjects } from '../space/connectorSpace';
 import { normaliseValue } from './candidates';
 
@@ -18,7 +19,10 @@ export interface ScopeHolder {
   meshId: string | null;
 }
 
-export type ScopeIndex = ReadonlyMap<string, ScopeHolder>;
+/** Who holds a normalised value in a scope, if anyone. A read map, or a view of the process's join index. */
+export interface ScopeIndex {
+  get(key: string): ScopeHolder | undefined;
+}
 
 const MAX_CACHED = 8;
 const cached = new Map<string, Promise<ScopeIndex>>();
@@ -65,7 +69,32 @@ export function connectorScopeValues(runKey: string, connectorId: string, attrib
   });
 }
 
-/** The values mesh objects hold in attribute `attribute` (scope mesh). */
+/** The join index as a scope mesh needs it: lookups by an attribute's case-folded values, and what it indexes. */
+export type MeshValueIndex = Pick<IndexView, 'find'> & { readonly attributes: ReadonlySet<string> };
+
+/**
+ * The values mesh objects hold in `attribute` (scope mesh, not case-sensitive), looked up in the process's join
+ * index (lib/mesh/joinIndex.ts), which indexes the mesh attribute of every enabled unique rule of scope mesh
+ * (lib/sync/rules.ts `indexedAttributes`) and is kept current by the process's own commits and the change feed:
+ * no read per run. `proposed`: objects whose value in the index is only a proposal of the page being planned
+ * (the claimants themselves), not a holding. Undefined when the index does not cover the attribute.
+ */
+export function meshIndexScope(index: MeshValueIndex, attribute: string, proposed: ReadonlySet<string>): ScopeIndex | undefined {
+  if (!index.attributes.has(attribute)) return undefined;
+  return {
+    get(key: string): ScopeHolder | undefined {
+      // The index folds case only; a value stored decomposed (NFD) is found by its decomposed key too.
+      const nfd = key.normalize('NFD');
+      for (const k of nfd === key ? [key] : [key, nfd]) for (const id of index.find(attribute, k)) if (!proposed.has(id)) return { meshId: id };
+      return undefined;
+    },
+  };
+}
+
+/**
+ * The values mesh objects hold in attribute `attribute` (scope mesh): a read of the whole mesh, once per run. Used
+ * when the join index does not cover the attribute (a case-sensitive rule, whose values the index folds).
+ */
 export function meshScopeValues(runKey: string, attribute: string, caseSensitive: boolean): Promise<ScopeIndex> {
   const key = `${runKey}|mesh|${attribute.toLowerCase()}|${caseSensitive}`;
   return remember(key, async () => {
