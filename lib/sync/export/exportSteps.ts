@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ConnectorError, hasExport, type Connector } from '../../connectors/sdk';
 import { engineNow } from '../../core/clock';
 import type { MeshObject } from '../../mesh/model';
@@ -86,10 +87,23 @@ async function exportStep(
   }
 }
 
-/** What an export runs with: its rules (outbound and the rest) and its connector's configuration. */
-async function exportHash(connectorId: string, rules: RuleSet): Promise<string> {
+/**
+ * What an export runs with: its rules (outbound and the rest) and its connector's configuration, less the
+ * settings no export reads (continuous mode, the leaver clock's deadline): turning continuous mode on, or
+ * changing its intervals, does not make the next export look at every object again. A digest: nothing of the
+ * configuration is kept in it.
+ */
+export async function exportHash(connectorId: string, rules: RuleSet): Promise<string> {
   const record = await readConnectorRow(connectorId);
-  return `${rules.hash}/${record?.updatedOn ?? ''}`;
+  if (!record) return `${rules.hash}/`;
+  const { continuous: _continuous, ...config } = record.config as Record<string, unknown>;
+  const deprovisioning = config.deprovisioning;
+  if (deprovisioning && typeof deprovisioning === 'object' && !Array.isArray(deprovisioning)) {
+    const { deadlineMinutes: _deadline, ...rest } = deprovisioning as Record<string, unknown>;
+    config.deprovisioning = rest;
+  }
+  const digest = createHash('sha256').update(JSON.stringify([record.type, config])).digest('base64url');
+  return `${rules.hash}/${digest}`;
 }
 
 /**
