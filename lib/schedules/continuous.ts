@@ -290,7 +290,13 @@ async function step(f: Follower, host: ContinuousHost, now: number): Promise<voi
   if (!reconcile && !(await deltaHasChanges(f.connectorId))) return;
   const trigger: RunTrigger = { type: 'continuous', actorUpn: actorOf(f), ...(reconcile ? { reconcile: true } : {}) };
   const runId = await start(host, f.connectorId, 'DeltaImport', trigger);
-  if (!runId) return;
+  if (!runId) {
+    // Another run (a targeted export to this connector) took its lock between the look and the start: look again
+    // at the next pass, not intervalSeconds later (a target exported to every second or two would otherwise
+    // wait many intervals for its confirming batch).
+    f.woken = true;
+    return;
+  }
   f.importRun = { runId, reconcile };
   if (reconcile) f.nextReconcile = now + f.settings.reconcileMinutes * 60_000;
 }
