@@ -48,6 +48,9 @@ const CYCLE_S = arg('cycle', 15);
 const TIMEOUT_MIN = arg('timeout-minutes', 10);
 const CONTINUOUS = process.argv.includes('--continuous');
 const INTERVAL_S = arg('interval', 5);
+const IDLE_S = arg('idle-seconds', 30);
+// BENCH_LEAVERS_RUNS=<file>: every run of the leaver phase (type, trigger, start, end, stats) written there.
+const RUNS_FILE = process.env.BENCH_LEAVERS_RUNS;
 const KINDS = arg('targets', 'slapd')
   .split(',')
   .map((t) => t.trim())
@@ -197,6 +200,22 @@ async function main() {
       }
     }
 
+    // Idle: with continuous mode on and nothing changing, the service's and Azurite's CPU over --idle-seconds
+    // (default 30), after a 15 s settle (the followers' first untargeted exports).
+    let idle = null;
+    if (CONTINUOUS && IDLE_S > 0) {
+      await sleep(15_000);
+      const c = { service: cpuSeconds(svc.pid), azurite: cpuSeconds(svc.tablePid) };
+      await sleep(IDLE_S * 1000);
+      idle = {
+        seconds: IDLE_S,
+        serviceCpuSeconds: round1(cpuSeconds(svc.pid) - c.service),
+        azuriteCpuSeconds: round1(cpuSeconds(svc.tablePid) - c.azurite),
+        load: os.loadavg()[0],
+      };
+      console.error(JSON.stringify({ idle }));
+    }
+
     // The leavers, in order: every other person first, so leavers are spread over the directory.
     const leavers = present
       .filter((i) => i % 2 === 0)
@@ -290,6 +309,30 @@ async function main() {
       wallSeconds: round1((endedAt - t0) / 1000),
     };
 
+    const runTypes = {};
+    {
+      const since = new Date(t0).toISOString();
+      const all = [];
+      for (const id of [hr.id, ...ids]) {
+        for (let skip = 0; ; skip += 200) {
+          const page = await must(call('GET', `runs?connectorId=${id}&take=200&skip=${skip}`), 200);
+          const items = page.items ?? page;
+          const recent = items.filter((r) => (r.startedAt ?? '') >= since);
+          all.push(...recent);
+          if (recent.length < items.length || items.length < 200) break;
+        }
+      }
+      const nameOf = new Map([[hr.id, 'hr'], ...ids.map((id, k) => [id, targets[k].kind])]);
+      for (const r of all) {
+        const kind = r.trigger?.sourceRunId ? 'targeted' : r.trigger?.reconcile ? 'reconcile' : r.trigger?.type ?? 'other';
+        const key = `${nameOf.get(r.connectorId)} ${r.runType} ${kind}`;
+        const secs = r.completedAt && r.startedAt ? (Date.parse(r.completedAt) - Date.parse(r.startedAt)) / 1000 : null;
+        (runTypes[key] ??= []).push(secs);
+      }
+      for (const k of Object.keys(runTypes)) runTypes[k] = summary(runTypes[k].filter((x) => x !== null));
+      if (RUNS_FILE) fs.writeFileSync(RUNS_FILE, JSON.stringify(all.map((r) => ({ ...r, connector: nameOf.get(r.connectorId) })), null, 1));
+    }
+
     const perTarget = {};
     for (let k = 0; k < targets.length; k++) {
       const id = ids[k];
@@ -344,7 +387,9 @@ async function main() {
       serverStart,
       setup,
       accountsAfterSetup: accounts,
+      ...(idle ? { idle } : {}),
       leaverPhase: cpu,
+      runs: runTypes,
       targets: perTarget,
       ...(CONTINUOUS
         ? {}

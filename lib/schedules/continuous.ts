@@ -11,6 +11,7 @@ import { findActiveRun, getRun, type RunTrigger } from '../storage/runs';
 import { exportTargets } from '../sync/import/importTargets';
 import { importConnectorFor } from '../sync/import/readAttributes';
 import { withConnector } from '../sync/run/runConnector';
+import { csCaches } from '../sync/run/runContext';
 import { readSyncState } from '../sync/run/state';
 import { StreamKeeper } from './continuousStream';
 import { isRunOver } from './status';
@@ -102,6 +103,7 @@ export function resetContinuous(): void {
   for (const f of state.followers.values()) stopFollowing(f);
   state.followers = new Map();
   state.loadedAt = 0;
+  csCaches.pin([]);
 }
 
 const actorOf = (f: Follower): `continuous:${string}` => `continuous:${f.name}`;
@@ -169,6 +171,10 @@ async function reload(now: number): Promise<void> {
     state.followers.set(c.id, follower);
     log.info(`Continuous mode of '${c.name}': looking every ${settings.intervalSeconds} s, reconciling every ${settings.reconcileMinutes} min.`);
   }
+  // The followed connectors and their targets run every few seconds: their connector-space summaries stay in
+  // memory (each run would otherwise read the whole space again when more connectors than
+  // Sync__IdleConnectorSpaceCaches take turns).
+  csCaches.pin(state.followers.size ? [...state.followers.keys(), ...targets] : []);
 }
 
 function stopFollowing(f: Follower): void {
@@ -284,7 +290,13 @@ async function step(f: Follower, host: ContinuousHost, now: number): Promise<voi
   if (!reconcile && !(await deltaHasChanges(f.connectorId))) return;
   const trigger: RunTrigger = { type: 'continuous', actorUpn: actorOf(f), ...(reconcile ? { reconcile: true } : {}) };
   const runId = await start(host, f.connectorId, 'DeltaImport', trigger);
-  if (!runId) return;
+  if (!runId) {
+    // Another run (a targeted export to this connector) took its lock between the look and the start: look again
+    // at the next pass, not intervalSeconds later (a target exported to every second or two would otherwise
+    // wait many intervals for its confirming batch).
+    f.woken = true;
+    return;
+  }
   f.importRun = { runId, reconcile };
   if (reconcile) f.nextReconcile = now + f.settings.reconcileMinutes * 60_000;
 }

@@ -280,6 +280,17 @@ export function confirmedBy(r: LeaverRecord, row: CsObject | undefined, settings
 }
 
 /**
+ * Whether a leaver whose send was not recorded is shown done (pure): its object is in the connector space,
+ * marked by the export that deprovisioned it (deleted; or disabled, with the disable values shown), so a
+ * target object merely still there (an import that ran before the export sent anything) confirms nothing.
+ */
+export function markedDone(r: LeaverRecord, row: CsObject | undefined, settings: DeprovisioningSettings): boolean {
+  if (!row) return false;
+  if (r.operation === 'delete') return !!row.deleted;
+  return !row.deleted && row.deprovisioned?.state === 'disabled' && confirmedBy(r, row, settings);
+}
+
+/**
  * An import of `connectorId` that started at `startedOn` completed: the leavers sent to it before that are
  * confirmed when what it read shows them (see {@link confirmedBy}); each is moved to done and observed in
  * `meshsync_leaver_seconds`.
@@ -296,9 +307,10 @@ export async function confirmLeavers(run: { connectorId: string; runId: string }
     open.map((r) => r.anchor),
   );
   const now = new Date().toISOString();
-  // A leaver whose send was not recorded is confirmed only by its object there, marked done (never by its absence).
+  // A leaver whose send was not recorded is confirmed only by its object there, marked done by an export (never
+  // by its absence, nor by values an import never shows: an unsent disable of AD's accountDisabled would look done).
   const done = open
-    .filter((r) => (r.sentOn || rows.has(r.anchor)) && confirmedBy(r, rows.get(r.anchor), settings))
+    .filter((r) => (r.sentOn ? confirmedBy(r, rows.get(r.anchor), settings) : markedDone(r, rows.get(r.anchor), settings)))
     .map((r) => ({ ...r, confirmedOn: now, confirmedRunId: run.runId }));
   await moveLeaversToDone(done);
   for (const r of done) leaverSeconds.observe({ target: connector.name }, Math.max(0, (Date.parse(now) - Date.parse(clockStart(r))) / 1000));

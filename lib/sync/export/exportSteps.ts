@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ConnectorError, hasExport, type Connector } from '../../connectors/sdk';
 import { engineNow } from '../../core/clock';
 import type { MeshObject } from '../../mesh/model';
@@ -86,10 +87,23 @@ async function exportStep(
   }
 }
 
-/** What an export runs with: its rules (outbound and the rest) and its connector's configuration. */
-async function exportHash(connectorId: string, rules: RuleSet): Promise<string> {
+/**
+ * What an export runs with: its rules (outbound and the rest) and its connector's configuration, less the
+ * settings no export reads (continuous mode, the leaver clock's deadline): turning continuous mode on, or
+ * changing its intervals, does not make the next export look at every object again. A digest: nothing of the
+ * configuration is kept in it.
+ */
+export async function exportHash(connectorId: string, rules: RuleSet): Promise<string> {
   const record = await readConnectorRow(connectorId);
-  return `${rules.hash}/${record?.updatedOn ?? ''}`;
+  if (!record) return `${rules.hash}/`;
+  const { continuous: _continuous, ...config } = record.config as Record<string, unknown>;
+  const deprovisioning = config.deprovisioning;
+  if (deprovisioning && typeof deprovisioning === 'object' && !Array.isArray(deprovisioning)) {
+    const { deadlineMinutes: _deadline, ...rest } = deprovisioning as Record<string, unknown>;
+    config.deprovisioning = rest;
+  }
+  const digest = createHash('sha256').update(JSON.stringify([record.type, config])).digest('base64url');
+  return `${rules.hash}/${digest}`;
 }
 
 /**
@@ -146,7 +160,10 @@ export async function readExportScope(connectorId: string, config: ExportConfig,
   const deleted = new Set<string>();
   for (let from = state.exportSeq; from < seq;) {
     // A few rows at a time: a row holds up to a page of whole states, and only their ids are kept.
-    const rows = await readFeed(from, { limit: 5, skipExportOf: connectorId });
+    // Rows of any connector's export are skipped: an export writes only its own link (links[<that connector>],
+    // `provisioned`) on the objects it added, which no other target's export reads (an export reads the mesh
+    // attributes and its own links); this one's own link writes say nothing new to it either.
+    const rows = await readFeed(from, { limit: 5, skipExports: true });
     if (!rows.length) break;
     if (rows[0].seq > from + 1) {
       // The feed no longer holds the changes since this connector's last export (trimmed after
@@ -160,8 +177,8 @@ export async function readExportScope(connectorId: string, config: ExportConfig,
     for (const r of rows) {
       if (r.seq > seq) break;
       for (const en of r.entries) {
-        // This connector's own export wrote it (a link to what it added): nothing new for it.
-        if (en.objectType !== objectType || ('x' in en && en.x === connectorId)) continue;
+        // An export wrote it (a link to what that export added): nothing new for this one.
+        if (en.objectType !== objectType || ('x' in en && en.x !== undefined)) continue;
         if ('deleted' in en) {
           changed.delete(en.id);
           deleted.add(en.id);

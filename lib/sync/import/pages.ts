@@ -350,6 +350,20 @@ export async function reserveItems(ctx: Context, page: PagePlan, reserve = !ctx.
   });
 }
 
+/** The stored state of a mesh object without its `updatedOn`, to see whether a page changed anything else. */
+const withoutUpdatedOn = (d: MeshObject): string => JSON.stringify({ ...d, updatedOn: '' });
+
+/**
+ * Whether the page's state of a stored object is the state it loaded, `updatedOn` aside. Only a state the
+ * planner made anew (a copy, not the loaded object changed in place) of an object already stored, not held
+ * back and not back from a tombstone, is compared; anything else counts as changed.
+ */
+function unchangedStored(id: string, doc: MeshObject, ws: WorkingSet, stored: ReadonlySet<string>): boolean {
+  const before = ws.before.get(id);
+  if (!before || before === doc || !stored.has(id) || ws.revived.has(id)) return false;
+  return withoutUpdatedOn(before) === withoutUpdatedOn(doc);
+}
+
 /** Write a planned page: mesh rows, the feed, then the connector-space rows (see the order above). */
 export async function applyItems(ctx: Context, page: PagePlan, held?: Held, flush = false): Promise<void> {
   const { rules, cs } = ctx;
@@ -364,7 +378,12 @@ export async function applyItems(ctx: Context, page: PagePlan, held?: Held, flus
       if (doc && held && !flush && doc.pendingReferences.length && !stored.has(id) && !ws.revived.has(id)) {
         holdNow.add(id);
         waitingDocs.set(id, encodeMeshObject(doc));
-      } else if (doc) upserts.push(doc);
+      } else if (doc) {
+        // A stored object the page left as it was (only its updatedOn renewed: a target's import of what its
+        // export wrote, a value read again) is not written: no mesh row, no feed entry, so no export looks at it.
+        if (unchangedStored(id, doc, ws, stored)) continue;
+        upserts.push(doc);
+      }
       // Deleted with its last state: it becomes a tombstone (lib/mesh/tombstones.ts).
       else deletes.push({ id, objectType: ws.removedTypes.get(id) ?? ctx.index.info(id)?.objectType ?? 'User', last: ws.removedStates.get(id) });
     }
@@ -442,12 +461,14 @@ export async function applyItems(ctx: Context, page: PagePlan, held?: Held, flus
       await recordDue(ctx.info.runId, importDueTarget(ctx.info.connectorId), due);
     }
     // A target's own import: the objects it saw differ (drift, values not confirmed) and those that name one
-    // it saw moved are for its next export to look at (an incremental export reads only what changed).
+    // it saw moved are for its next export to look at (an incremental export reads only what changed). An
+    // object that shows what the engine knew of it and what its export wrote (counted unchanged: the
+    // confirming import of an export, a first read of what an export added) has nothing new for the export.
     if (rules.outbound.length) {
       const marked = new Set<string>();
       plans.forEach((p, i) => {
         if (!p.cs.meshId) return;
-        marked.add(p.cs.meshId);
+        if (page.counted[i] !== 'unchanged' || p.cs.unconfirmed?.length || p.cs.error) marked.add(p.cs.meshId);
         const before = work[i].sum;
         if (before?.dn && p.cs.dn && dnKey(before.dn) !== dnKey(p.cs.dn)) for (const r of ctx.index.incoming(p.cs.meshId)) marked.add(r);
       });

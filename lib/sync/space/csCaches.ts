@@ -21,6 +21,8 @@ export class CsCaches {
   private readonly caches = new Map<string, CsCache>();
   /** Run id -> its connector and when this process last heard of it. */
   private readonly runs = new Map<string, { connectorId: string; at: number }>();
+  /** Connectors whose cache is kept like a running one's: those this process follows in continuous mode, and their targets. */
+  private pinned = new Set<string>();
 
   constructor(
     private readonly idleLimit: () => number = () => readIdleCsCaches(),
@@ -60,6 +62,7 @@ export class CsCaches {
   clear(): void {
     this.caches.clear();
     this.runs.clear();
+    this.pinned.clear();
   }
 
   /** A run of the connector is going (its first step, or one of its pages). */
@@ -83,10 +86,20 @@ export class CsCaches {
     return out;
   }
 
+  /**
+   * Keep these connectors' caches as if a run of each were going (continuous mode, docs/continuous.md: runs of
+   * them follow one another every few seconds, and each would otherwise read the whole space again). Replaces
+   * the previous set; the caches no longer pinned become idle ones.
+   */
+  pin(connectorIds: Iterable<string>): void {
+    this.pinned = new Set(connectorIds);
+    this.trim();
+  }
+
   /** Drop the least recently used idle caches over the limit. */
   private trim(): void {
     const running = this.running();
-    const idle = [...this.caches.keys()].filter((id) => !running.has(id));
+    const idle = [...this.caches.keys()].filter((id) => !running.has(id) && !this.pinned.has(id));
     const limit = this.idleLimit();
     for (const id of idle.slice(0, Math.max(0, idle.length - limit))) this.caches.delete(id);
   }

@@ -4,7 +4,7 @@ import type { LeaverRecord } from '../../../lib/storage/leavers';
 import type { Rule } from '../../../lib/storage/rules';
 import { leaverView } from '../../../lib/api/leavers';
 import { deprovisioningSettings } from '../../../lib/sync/deprovisioning';
-import { clockStart, confirmedBy, deadlineMinutesOf, leaversSeen, leaverState, leaverTargets } from '../../../lib/sync/leavers';
+import { clockStart, confirmedBy, deadlineMinutesOf, markedDone, leaversSeen, leaverState, leaverTargets } from '../../../lib/sync/leavers';
 import type { CsObject } from '../../../lib/sync/model';
 
 /** The leaver clock's pure parts: which targets a deleted object leaves, the deadline, the state, the confirmation. */
@@ -165,5 +165,21 @@ describe('confirmation by an import of the target', () => {
     // Active Directory's accountDisabled is never imported: the export's success is the confirmation.
     const ad = deprovisioningSettings({ deprovisioning: { action: 'disable' } }, 'active_directory');
     expect(confirmedBy(r, row({ attributes: {} }), ad)).toBe(true);
+  });
+
+  test('a leaver whose send was not recorded: confirmed only by its object there, marked by the export that deprovisioned it', () => {
+    const r = record({ operation: 'disable', sentOn: null });
+    const ad = deprovisioningSettings({ deprovisioning: { action: 'disable' } }, 'active_directory');
+    const marked = { state: 'disabled' as const, reason: 'gone' as const, at: '2026-11-29T09:00:01.000Z' };
+    // An AD account still there and enabled (an import that ran before the export sent the disable) is not done.
+    expect(markedDone(r, row({ attributes: { employeeID: 'E1' } }), ad)).toBe(false);
+    expect(markedDone(r, row({ attributes: {}, deprovisioned: marked }), ad)).toBe(true);
+    expect(markedDone(r, undefined, ad)).toBe(false);
+    expect(markedDone(r, row({ attributes: { employeeType: 'active' }, deprovisioned: marked }), dis)).toBe(false);
+    expect(markedDone(r, row({ attributes: { employeeType: 'disabled' }, deprovisioned: marked }), dis)).toBe(true);
+    const d = record({ sentOn: null });
+    expect(markedDone(d, undefined, del)).toBe(false);
+    expect(markedDone(d, row({ deleted: true }), del)).toBe(true);
+    expect(markedDone(d, row({ attributes: { uid: 'E1' } }), del)).toBe(false);
   });
 });

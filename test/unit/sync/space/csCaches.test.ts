@@ -97,4 +97,17 @@ describe('CsCaches: connector-space caches kept while a run goes, and for a few 
     expect(() => readIdleCsCaches(new SettingsReader({ Sync__IdleConnectorSpaceCaches: 'two' }))).toThrow(/IdleConnectorSpaceCaches/);
     expect(() => readIdleCsCaches(new SettingsReader({ Sync__IdleConnectorSpaceCaches: '1001' }))).toThrow(/IdleConnectorSpaceCaches/);
   });
+  it('keeps pinned connectors (continuous mode) like running ones, until they are pinned no more', () => {
+    idle = 0;
+    const c = make();
+    c.pin(['a', 'b']);
+    c.set('a', cache());
+    c.set('b', cache());
+    c.set('c', cache());
+    expect([c.has('a'), c.has('b'), c.has('c')]).toEqual([true, true, false]);
+    c.pin(['b']);
+    expect([c.has('a'), c.has('b')]).toEqual([false, true]);
+    c.pin([]);
+    expect(c.size).toBe(0);
+  });
 });
