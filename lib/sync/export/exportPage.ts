@@ -12,7 +12,7 @@ import { engineNow } from '../../core/clock';
 import { recordDue } from '../dueRecords';
 import { encodeMeshObject } from '../../mesh/codec';
 import { dnKey, indexKeys, isEmptyValue, type MeshObject } from '../../mesh/model';
-import { patchMeshObjects } from '../../mesh/store';
+import { patchMeshLinks } from '../../mesh/store';
 import { readConnectorRow } from '../../storage/connectors';
 import type { RunObjectError } from '../../storage/runs';
 import { readCsObjects, summarize, writeCsObjects } from '../space/connectorSpace';
@@ -537,15 +537,15 @@ function holdsAll(loaded: ExportPlanInput, attributes: Record<string, AttributeV
 
 /**
  * Link changes written on the mesh objects as stored now (read again, and written only if nobody wrote them
- * since: lib/mesh/store.ts patchMeshObjects), not on the states the page loaded: another run (an export to
+ * since: lib/mesh/store.ts patchMeshLinks), not on the states the page loaded: another run (an export to
  * another target, an import) may write them at the same time, and a whole-state write from the page's copy
  * would undo its links (the next export would add those objects again).
  */
-async function commitLinks(cid: string, links: readonly LinkChange[], now: string, known?: Parameters<typeof patchMeshObjects>[3]): Promise<MeshObject[]> {
+async function commitLinks(cid: string, links: readonly LinkChange[], now: string, known?: Parameters<typeof patchMeshLinks>[3]): Promise<MeshObject[]> {
   if (!links.length) return [];
   const byId = new Map<string, LinkChange[]>();
   for (const l of links) byId.set(l.id, [...(byId.get(l.id) ?? []), l]);
-  return patchMeshObjects(
+  return patchMeshLinks(
     byId.keys(),
     (d) => {
       const before = JSON.stringify([d.links[cid] ?? null, d.provisioned ?? []]);
