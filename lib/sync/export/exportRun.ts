@@ -242,6 +242,9 @@ export function noteWritten(runId: string, written: readonly MeshObject[]): void
   for (const d of written) {
     const e = run.docs.get(d.id);
     if (e)
-      run.docs.set(d.id, { text: e.text, link: { links: { ...d.links }, ...(d.provisioned?.length ? { provisioned: [...d.provisioned] } : {}), updatedOn: d.updatedOn } });
+      run.docs.set(d.id, {
+        text: e.text,
+        link: { links: { ...d.links }, ...(d.provisioned?.length ? { provisioned: [...d.provisioned] } : {}), updatedOn: d.updatedOn },
+      });
   }
 }
