@@ -4,7 +4,7 @@ import { isStatus, odata, submitTransaction, table } from '../storage/tables';
 import type { MeshObject } from './model';
 import { encodeMeshObject, encodeMeshTexts, fromStoredMeshObject, fromStoredMeshObjectConsolidated } from './codec';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
-import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
+import { getJson, getJsonText, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
 import { readTombstoneRetentionDays } from '../core/config';
 import { deleteTombstones, putTombstones, type Tombstone } from './tombstones';
 import { noteTombstones } from './tombstoneIndex';
@@ -272,12 +272,21 @@ export async function* iterateMesh(objectType?: string, partition?: number, form
  * Every mesh object of a type with its row's ETag, page by page over the 16 partitions or one (a full export's scope
  * step: lib/sync/export/exportRun.ts keeps them for its pages, and its link writes start from these ETags).
  */
-export async function* iterateMeshRows(objectType: string, partition?: number): AsyncGenerator<{ doc: MeshObject; etag: string }[]> {
+export async function* iterateMeshRows(
+  objectType: string,
+  partition?: number,
+): AsyncGenerator<{ doc: MeshObject; etag: string; text: string; link?: LinkState }[]> {
   for (const pk of partition === undefined ? MESH_PARTITIONS : [MESH_PARTITIONS[partition]]) {
     const client = await meshTable(pk);
     const queryOptions = { filter: `objectType eq ${odata(objectType)}` };
     for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions }).byPage({ maxPageSize: 1000 }))
-      yield (await inflateRows(page)).map((e) => ({ doc: fromMeshEntity(e), etag: String(e.etag) }));
+      yield (await inflateRows(page)).map((e) => {
+        // The stored form's text as read (a caller keeping it need not encode the object again), the link state beside it.
+        const text = getJsonText(e, 'd') ?? 'null';
+        const link = linkStateOf(e);
+        const doc = fromStoredMeshObject(JSON.parse(text));
+        return { doc: link ? applyLinkState(doc, link) : doc, etag: String(e.etag), text, ...(link ? { link } : {}) };
+      });
   }
 }
 

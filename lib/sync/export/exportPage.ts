@@ -380,7 +380,7 @@ export async function exportDocs(
   // the staged adds that went, the objects the next export looks at again, the page's recorded changes and the
   // second pass's list.
   const [upserts] = await Promise.all([
-    commitLinks(cid, links, now, knownRow(info.runId)),
+    commitLinks(cid, links, now, knownRow(info.runId, new Map(docs.map((d) => [d.id, d])))),
     retry.commit(),
     // A change the target refused is looked at again by the next export (an incremental one would not see it),
     // and so is an object whose reference named one not in the target yet (an owed reference: the first export

@@ -1,5 +1,5 @@
 import { SettingsReader } from '../../core/config';
-import { decodeMeshObject, encodeMeshObject } from '../../mesh/codec';
+import { decodeMeshObject } from '../../mesh/codec';
 import type { MeshObject } from '../../mesh/model';
 import { MESH_PARTITIONS, applyLinkState, getMeshObjects, iterateMeshRows, type LinkState } from '../../mesh/store';
 import { loadDocs } from '../run/runContext';
@@ -81,9 +81,9 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   const docs: MeshObject[] = [];
   for (let partition = 0; partition < MESH_PARTITIONS.length; partition++) {
     for await (const page of iterateMeshRows(objectType, partition)) {
-      for (const { doc, etag } of page) {
+      for (const { doc, etag, text, link } of page) {
         docs.push(doc);
-        kept.docs.set(doc.id, { text: encodeMeshObject(doc), etag });
+        kept.docs.set(doc.id, { text, etag, ...(link ? { link } : {}) });
       }
       if (docs.length > max) return undefined;
     }
@@ -223,12 +223,17 @@ export function relatedLoader(runId: string): (ids: string[]) => Promise<Map<str
 }
 
 /** The run's copy of a mesh object with the ETag it was read with, for a conditional write (patchMeshLinks `known`). */
-export function knownRow(runId: string): ((id: string) => { doc: MeshObject; etag: string } | undefined) | undefined {
+export function knownRow(runId: string, given?: ReadonlyMap<string, MeshObject>): ((id: string) => { doc: MeshObject; etag: string } | undefined) | undefined {
   const run = of(runId);
   if (!run) return undefined;
   return (id) => {
     const e = run.docs.get(id);
-    return e?.etag ? { doc: docOf(e), etag: e.etag } : undefined;
+    if (!e?.etag) return undefined;
+    // The page's own copy when it has one (not decoded again): taken from this entry, or read since, and then as
+    // new as the ETag or newer (a row written since fails the conditional write and is read again). Its links
+    // are copied: the link write changes them.
+    const d = given?.get(id);
+    return { doc: d ? { ...d, links: { ...d.links }, ...(d.provisioned ? { provisioned: [...d.provisioned] } : {}) } : docOf(e), etag: e.etag };
   };
 }
 
