@@ -197,6 +197,11 @@ export class MeshIndex {
       const written: string[] = [];
       for (const r of rows) {
         for (const en of r.entries) {
+          // A link entry (an export linked the object) changes nothing this index keeps.
+          if ('link' in en) {
+            this.onForeignChange?.(en.id);
+            continue;
+          }
           this.apply(en.id, 'state' in en ? en.state : null);
           ('state' in en ? written : deleted).push(en.id);
           this.onForeignChange?.(en.id);

@@ -213,7 +213,27 @@ export class MeshReadModel {
   }
 
   applyEntries(entries: FeedEntry[]): void {
-    this.applyStates(entries.map((e) => ({ id: e.id, state: 'state' in e ? e.state : null })));
+    // A link entry (an export linked the object: lib/mesh/store.ts patchMeshLinks) changes nothing the model
+    // keeps but the object's updatedOn; a later state or deletion of the same object supersedes it.
+    const states: { id: string; state: MeshObject | null }[] = [];
+    const touched = new Map<string, string>();
+    for (const e of entries) {
+      const id = e.id.toLowerCase();
+      if ('link' in e) {
+        if (e.link.updatedOn) touched.set(id, e.link.updatedOn);
+        continue;
+      }
+      touched.delete(id);
+      states.push({ id: e.id, state: 'state' in e ? e.state : null });
+    }
+    if (states.length) this.applyStates(states);
+    if (!touched.size) return;
+    this.changes++;
+    for (const [id, updatedOn] of touched) {
+      const rec = this.byId.get(id);
+      // The sorted indexes order by anchor and id: a new updatedOn leaves every position as it is.
+      if (rec) (rec as { updatedOn: string }).updatedOn = this.stamp(updatedOn);
+    }
   }
 
   /** Apply states in order (null: deleted); the last state of an id wins. */

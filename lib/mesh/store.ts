@@ -4,7 +4,7 @@ import { isStatus, odata, submitTransaction, table } from '../storage/tables';
 import type { MeshObject } from './model';
 import { encodeMeshObject, encodeMeshTexts, fromStoredMeshObject, fromStoredMeshObjectConsolidated } from './codec';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
-import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
+import { getJson, getJsonText, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
 import { readTombstoneRetentionDays } from '../core/config';
 import { deleteTombstones, putTombstones, type Tombstone } from './tombstones';
 import { noteTombstones } from './tombstoneIndex';
@@ -57,7 +57,46 @@ export const PROCESS_WRITER = randomUUID();
  * A state read from the table has its connectors' relationships without `c`, `ca`, `v` and `by` (see
  * lib/mesh/codec.ts `encodeMeshTexts`; the mesh row has them).
  */
-export type FeedEntry = { id: string; objectType: string; state: MeshObject; x?: string } | { id: string; objectType: string; deleted: true };
+export type FeedEntry =
+  | { id: string; objectType: string; state: MeshObject; x?: string }
+  | { id: string; objectType: string; deleted: true }
+  | { id: string; objectType: string; link: LinkState; x?: string };
+
+/**
+ * An object's links as an export writes them (lib/sync/export/exportPage.ts commitLinks): every link and
+ * provisioned connector of the object and its new `updatedOn`. Kept on the mesh row as the column `lk` beside
+ * the stored form `d` (a Merge of that column, not a rewrite of the whole object: {@link patchMeshLinks}), and
+ * appended to the feed as a link entry instead of the whole state. A row read with `lk` takes its links,
+ * provisioned connectors and updatedOn from it ({@link fromMeshEntity}); a whole-state write of the row
+ * (commitMeshWrite) carries the links in `d` and drops `lk`.
+ */
+export interface LinkState {
+  links: Record<string, string>;
+  provisioned?: string[];
+  updatedOn: string;
+}
+
+/** The link state of a row (`lk`), or undefined. */
+function linkStateOf(e: Record<string, unknown>): LinkState | undefined {
+  if (typeof e.lk !== 'string' || !e.lk) return undefined;
+  return linkStateFromText(JSON.parse(e.lk) as { l?: Record<string, string>; p?: string[]; u?: string });
+}
+
+/** The text of a link state (the row's `lk` and the feed's link entry). */
+function linkText(l: LinkState): string {
+  return JSON.stringify({ l: l.links, ...(l.provisioned?.length ? { p: l.provisioned } : {}), u: l.updatedOn });
+}
+
+/** A link state over an object (in place): its links, provisioned connectors and updatedOn. `linksToo` false: updatedOn only. */
+export function applyLinkState(o: MeshObject, l: LinkState, linksToo = true): MeshObject {
+  if (linksToo) {
+    o.links = { ...l.links };
+    if (l.provisioned?.length) o.provisioned = [...l.provisioned];
+    else delete o.provisioned;
+  }
+  if (l.updatedOn) o.updatedOn = l.updatedOn;
+  return o;
+}
 
 export interface FeedRow {
   seq: number;
@@ -95,7 +134,9 @@ export function toMeshEntity(o: MeshObject, json = encodeMeshObject(o), overflow
 
 /** A mesh row as an object; a row whose stored form is kept apart must have gone through {@link inflateRows}. */
 export function fromMeshEntity(e: Record<string, unknown>): MeshObject {
-  return fromStoredMeshObject(getJson<unknown>(e, 'd'));
+  const o = fromStoredMeshObject(getJson<unknown>(e, 'd'));
+  const l = linkStateOf(e);
+  return l ? applyLinkState(o, l) : o;
 }
 
 /** Bring the stored forms kept apart (`dref`) into their rows, in memory. */
@@ -119,10 +160,16 @@ async function feedEntries(e: Record<string, unknown>): Promise<FeedEntry[]> {
       out.push({ id: en.id, objectType: en.objectType, state: fromStoredMeshObject(JSON.parse(await getOverflow(en.ref))), ...(en.x ? { x: en.x } : {}) });
     else {
       if ('state' in en) en.state = fromStoredMeshObject(en.state);
+      else if ('link' in en) en.link = linkStateFromText(en.link as unknown as { l?: Record<string, string>; p?: string[]; u?: string });
       out.push(en);
     }
   }
   return out;
+}
+
+/** A feed link entry's `link` as stored ({@link linkText}'s form) to a {@link LinkState}. */
+function linkStateFromText(x: { l?: Record<string, string>; p?: string[]; u?: string }): LinkState {
+  return { links: x.l ?? {}, ...(x.p?.length ? { provisioned: x.p } : {}), updatedOn: String(x.u ?? '') };
 }
 
 /** One mesh object, or null. */
@@ -211,7 +258,12 @@ export async function* iterateMesh(objectType?: string, partition?: number, form
     // The table holds mesh rows only: every partition of it.
     const queryOptions = objectType ? { filter: `objectType eq ${odata(objectType)}` } : {};
     for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions }).byPage({ maxPageSize: 1000 })) {
-      yield (await inflateRows(page)).map((e) => decode(getJson<unknown>(e, 'd')));
+      yield (await inflateRows(page)).map((e) => {
+        const o = decode(getJson<unknown>(e, 'd'));
+        const l = linkStateOf(e);
+        // The consolidated form has no links: only the row's updatedOn is taken from its link state.
+        return l ? applyLinkState(o, l, form === 'whole') : o;
+      });
     }
   }
 }
@@ -220,12 +272,21 @@ export async function* iterateMesh(objectType?: string, partition?: number, form
  * Every mesh object of a type with its row's ETag, page by page over the 16 partitions or one (a full export's scope
  * step: lib/sync/export/exportRun.ts keeps them for its pages, and its link writes start from these ETags).
  */
-export async function* iterateMeshRows(objectType: string, partition?: number): AsyncGenerator<{ doc: MeshObject; etag: string }[]> {
+export async function* iterateMeshRows(
+  objectType: string,
+  partition?: number,
+): AsyncGenerator<{ doc: MeshObject; etag: string; text: string; link?: LinkState }[]> {
   for (const pk of partition === undefined ? MESH_PARTITIONS : [MESH_PARTITIONS[partition]]) {
     const client = await meshTable(pk);
     const queryOptions = { filter: `objectType eq ${odata(objectType)}` };
     for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions }).byPage({ maxPageSize: 1000 }))
-      yield (await inflateRows(page)).map((e) => ({ doc: fromMeshEntity(e), etag: String(e.etag) }));
+      yield (await inflateRows(page)).map((e) => {
+        // The stored form's text as read (a caller keeping it need not encode the object again), the link state beside it.
+        const text = getJsonText(e, 'd') ?? 'null';
+        const link = linkStateOf(e);
+        const doc = fromStoredMeshObject(JSON.parse(text));
+        return { doc: link ? applyLinkState(doc, link) : doc, etag: String(e.etag), text, ...(link ? { link } : {}) };
+      });
   }
 }
 
@@ -301,19 +362,22 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
 }
 
 /**
- * Change mesh objects as they are stored now, not as a caller loaded them earlier: each is read with its ETag,
- * `patch` changes it (false: nothing to write), and it is written back only if no other writer wrote it since;
- * a conflict reads it again and patches again. Then one feed append with the new states. An export records its
- * links so: two exports (to two targets) or an import writing the same objects at the same time each keep what
- * the other wrote. Objects that are gone are skipped. Returns the written states.
+ * Change the links of mesh objects as they are stored now, not as a caller loaded them earlier: each is read
+ * with its ETag, `patch` changes its links and provisioned connectors (false: nothing to write), and its link
+ * state ({@link LinkState}: the links, the provisioned connectors, updatedOn) is merged into its row as the
+ * column `lk` only if no other writer wrote the row since; a conflict reads it again and patches again. The
+ * stored form `d` is not written again: a link is a few dozen bytes where the whole object is hundreds. Then
+ * one feed append with a link entry per object. An export records its links so: two exports (to two targets)
+ * or an import writing the same objects at the same time each keep what the other wrote. Objects that are gone
+ * are skipped. `patch` may change only `links`, `provisioned` and `updatedOn`. Returns the written states.
  */
-export async function patchMeshObjects(
+export async function patchMeshLinks(
   ids: Iterable<string>,
   patch: (doc: MeshObject) => boolean,
   exportOf?: string,
   known?: (id: string) => { doc: MeshObject; etag: string } | undefined,
 ): Promise<MeshObject[]> {
-  const written = new Map<string, { doc: MeshObject; texts: { row: string; feed: string } }>();
+  const written = new Map<string, MeshObject>();
   let todo = [...new Set(ids)];
   for (let attempt = 0; todo.length; attempt++) {
     const read: { doc: MeshObject; etag: string }[] = [];
@@ -338,20 +402,18 @@ export async function patchMeshObjects(
       else byPk.set(pk, [r]);
     }
     const chunks: { pk: string; chunk: { doc: MeshObject; etag: string }[] }[] = [];
-    for (const [pk, list] of byPk) for (let i = 0; i < list.length; i += 50) chunks.push({ pk, chunk: list.slice(i, i + 50) });
+    for (const [pk, list] of byPk) for (let i = 0; i < list.length; i += 100) chunks.push({ pk, chunk: list.slice(i, i + 100) });
     await mapLimit(chunks, 4, async ({ pk, chunk }) => {
       const client = await meshTable(pk);
-      const actions: TransactionAction[] = [];
-      const texts: { row: string; feed: string }[] = [];
-      for (const r of chunk) {
-        const both = encodeMeshTexts(r.doc);
-        texts.push(both);
-        const ref = both.row.length > OVERFLOW_OVER ? await putOverflow(both.row) : undefined;
-        actions.push(['update', toMeshEntity(r.doc, both.row, ref), 'Replace', { etag: r.etag }]);
-      }
+      const actions: TransactionAction[] = chunk.map((r) => [
+        'update',
+        { partitionKey: pk, rowKey: r.doc.id, lk: linkText(linkStateOfDoc(r.doc)), updatedOn: r.doc.updatedOn },
+        'Merge',
+        { etag: r.etag },
+      ]);
       try {
         await submitTransaction(client, actions);
-        chunk.forEach((r, i) => written.set(r.doc.id, { doc: r.doc, texts: texts[i] }));
+        for (const r of chunk) written.set(r.doc.id, r.doc);
       } catch (err) {
         const conflict = isStatus(err, 412) || isStatus(err, 404) || (err instanceof Error && /UpdateConditionNotSatisfied|ResourceNotFound/.test(err.message));
         if (!conflict || attempt >= 20) throw err;
@@ -361,19 +423,20 @@ export async function patchMeshObjects(
     todo = conflicted;
   }
   const states = [...written.values()];
-  if (states.length) await appendStates(states, exportOf);
-  return states.map((w) => w.doc);
+  if (states.length) {
+    const entries: FeedEntry[] = states.map((o) => ({ id: o.id, objectType: o.objectType, link: linkStateOfDoc(o), ...(exportOf ? { x: exportOf } : {}) }));
+    const texts = entries.map((en) => {
+      const l = (en as { link: LinkState }).link;
+      return `{"id":${JSON.stringify(en.id)},"objectType":${JSON.stringify(en.objectType)},${exportOf ? `"x":${JSON.stringify(exportOf)},` : ''}"link":${linkText(l)}}`;
+    });
+    await appendFeedText(texts, entries, exportOf);
+  }
+  return states;
 }
 
-/** The feed append of states whose rows are written (see {@link commitMeshWrite}). */
-async function appendStates(states: { doc: MeshObject; texts: { row: string; feed: string } }[], exportOf?: string): Promise<number> {
-  const entries: FeedEntry[] = states.map(({ doc: o }): FeedEntry => ({ id: o.id, objectType: o.objectType, state: o, ...(exportOf ? { x: exportOf } : {}) }));
-  const texts: string[] = [];
-  for (const { doc: o, texts: both } of states) {
-    const head = `{"id":${JSON.stringify(o.id)},"objectType":${JSON.stringify(o.objectType)},${exportOf ? `"x":${JSON.stringify(exportOf)},` : ''}`;
-    texts.push(both.row.length > OVERFLOW_OVER ? `${head}"ref":${JSON.stringify(await putOverflow(both.row))}}` : `${head}"state":${both.feed}}`);
-  }
-  return appendFeedText(texts, entries, exportOf);
+/** An object's link state ({@link LinkState}). */
+function linkStateOfDoc(o: MeshObject): LinkState {
+  return { links: o.links, ...(o.provisioned?.length ? { provisioned: o.provisioned } : {}), updatedOn: o.updatedOn };
 }
 
 /** The tombstones of a write's deletes that carry their last state (purged `Mesh:TombstoneRetentionDays` later). */

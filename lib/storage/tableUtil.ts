@@ -30,6 +30,15 @@ export function putJsonText(entity: Record<string, unknown>, prefix: string, jso
   pieces.forEach((piece, i) => (entity[`${prefix}${i}`] = piece));
 }
 
+/** The JSON text {@link putJson} wrote, unparsed; undefined when absent. */
+export function getJsonText(entity: Record<string, unknown>, prefix: string): string | undefined {
+  const n = Number(entity[`${prefix}n`] ?? 0);
+  if (!n) return undefined;
+  let json = '';
+  for (let i = 0; i < n; i++) json += String(entity[`${prefix}${i}`] ?? '');
+  return json;
+}
+
 /** Read what {@link putJson} wrote; undefined when absent. */
 export function getJson<T>(entity: Record<string, unknown>, prefix: string): T | undefined {
   const n = Number(entity[`${prefix}n`] ?? 0);

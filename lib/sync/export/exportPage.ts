@@ -12,7 +12,7 @@ import { engineNow } from '../../core/clock';
 import { recordDue } from '../dueRecords';
 import { encodeMeshObject } from '../../mesh/codec';
 import { dnKey, indexKeys, isEmptyValue, type MeshObject } from '../../mesh/model';
-import { patchMeshObjects } from '../../mesh/store';
+import { patchMeshLinks } from '../../mesh/store';
 import { readConnectorRow } from '../../storage/connectors';
 import type { RunObjectError } from '../../storage/runs';
 import { readCsObjects, summarize, writeCsObjects } from '../space/connectorSpace';
@@ -388,7 +388,7 @@ export async function exportDocs(
   // the staged adds that went, the objects the next export looks at again, the page's recorded changes and the
   // second pass's list.
   const [upserts] = await Promise.all([
-    commitLinks(cid, links, now, knownRow(info.runId)),
+    commitLinks(cid, links, now, knownRow(info.runId, new Map(docs.map((d) => [d.id, d])))),
     retry.commit(),
     // A change the target refused is looked at again by the next export (an incremental one would not see it),
     // and so is an object whose reference named one not in the target yet (an owed reference: the first export
@@ -545,15 +545,15 @@ function holdsAll(loaded: ExportPlanInput, attributes: Record<string, AttributeV
 
 /**
  * Link changes written on the mesh objects as stored now (read again, and written only if nobody wrote them
- * since: lib/mesh/store.ts patchMeshObjects), not on the states the page loaded: another run (an export to
+ * since: lib/mesh/store.ts patchMeshLinks), not on the states the page loaded: another run (an export to
  * another target, an import) may write them at the same time, and a whole-state write from the page's copy
  * would undo its links (the next export would add those objects again).
  */
-async function commitLinks(cid: string, links: readonly LinkChange[], now: string, known?: Parameters<typeof patchMeshObjects>[3]): Promise<MeshObject[]> {
+async function commitLinks(cid: string, links: readonly LinkChange[], now: string, known?: Parameters<typeof patchMeshLinks>[3]): Promise<MeshObject[]> {
   if (!links.length) return [];
   const byId = new Map<string, LinkChange[]>();
   for (const l of links) byId.set(l.id, [...(byId.get(l.id) ?? []), l]);
-  return patchMeshObjects(
+  return patchMeshLinks(
     byId.keys(),
     (d) => {
       const before = JSON.stringify([d.links[cid] ?? null, d.provisioned ?? []]);

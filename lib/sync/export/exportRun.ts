@@ -1,7 +1,7 @@
 import { SettingsReader } from '../../core/config';
-import { decodeMeshObject, encodeMeshObject } from '../../mesh/codec';
+import { decodeMeshObject } from '../../mesh/codec';
 import type { MeshObject } from '../../mesh/model';
-import { MESH_PARTITIONS, getMeshObjects, iterateMeshRows } from '../../mesh/store';
+import { MESH_PARTITIONS, applyLinkState, getMeshObjects, iterateMeshRows, type LinkState } from '../../mesh/store';
 import { loadDocs } from '../run/runContext';
 import { DEFAULT_PAGE_SIZE, type RunInfo } from '../run/runTypes';
 import { saveExportPage } from '../run/state';
@@ -43,7 +43,12 @@ interface Entry {
   text: string;
   /** The row's ETag as read, while no write of this process changed it. */
   etag?: string;
+  /** The links this run wrote since (lib/mesh/store.ts patchMeshLinks), over the stored form. */
+  link?: LinkState;
 }
+
+/** An entry's object: its stored form decoded, with the links the run wrote over it. */
+const docOf = (e: Entry): MeshObject => (e.link ? applyLinkState(decodeMeshObject(e.text), e.link) : decodeMeshObject(e.text));
 
 class RunDocs {
   readonly docs = new Map<string, Entry>();
@@ -76,9 +81,9 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   const docs: MeshObject[] = [];
   for (let partition = 0; partition < MESH_PARTITIONS.length; partition++) {
     for await (const page of iterateMeshRows(objectType, partition)) {
-      for (const { doc, etag } of page) {
+      for (const { doc, etag, text, link } of page) {
         docs.push(doc);
-        kept.docs.set(doc.id, { text: encodeMeshObject(doc), etag });
+        kept.docs.set(doc.id, { text, etag, ...(link ? { link } : {}) });
       }
       if (docs.length > max) return undefined;
     }
@@ -187,7 +192,7 @@ export async function pageDocs(runId: string, ids: readonly string[], objectType
     const e = run && !run.taken.has(id) ? run.docs.get(id) : undefined;
     if (e) {
       run!.taken.add(id);
-      out.push(decodeMeshObject(e.text));
+      out.push(docOf(e));
     } else read.push(id);
   }
   if (read.length) out.push(...(await getMeshObjects(read)).values());
@@ -209,7 +214,7 @@ export function relatedLoader(runId: string): (ids: string[]) => Promise<Map<str
     const rest: string[] = [];
     for (const id of ids) {
       const e = run.docs.get(id);
-      if (e) out.set(id, decodeMeshObject(e.text));
+      if (e) out.set(id, docOf(e));
       else rest.push(id);
     }
     if (rest.length) for (const [id, d] of await loadDocs(rest)) out.set(id, d);
@@ -217,19 +222,34 @@ export function relatedLoader(runId: string): (ids: string[]) => Promise<Map<str
   };
 }
 
-/** The run's copy of a mesh object with the ETag it was read with, for a conditional write (patchMeshObjects `known`). */
-export function knownRow(runId: string): ((id: string) => { doc: MeshObject; etag: string } | undefined) | undefined {
+/** The run's copy of a mesh object with the ETag it was read with, for a conditional write (patchMeshLinks `known`). */
+export function knownRow(runId: string, given?: ReadonlyMap<string, MeshObject>): ((id: string) => { doc: MeshObject; etag: string } | undefined) | undefined {
   const run = of(runId);
   if (!run) return undefined;
   return (id) => {
     const e = run.docs.get(id);
-    return e?.etag ? { doc: decodeMeshObject(e.text), etag: e.etag } : undefined;
+    if (!e?.etag) return undefined;
+    // The page's own copy when it has one (not decoded again): taken from this entry, or read since, and then as
+    // new as the ETag or newer (a row written since fails the conditional write and is read again). Its links
+    // are copied: the link write changes them.
+    const d = given?.get(id);
+    return { doc: d ? { ...d, links: { ...d.links }, ...(d.provisioned ? { provisioned: [...d.provisioned] } : {}) } : docOf(e), etag: e.etag };
   };
 }
 
-/** States the run wrote (its links): kept as the run's copies, their ETags no longer known. */
+/**
+ * States the run wrote (its links, lib/mesh/store.ts patchMeshLinks: nothing else of the object changed): kept
+ * as the run's copies (the stored form as read, the links over it), their ETags no longer known.
+ */
 export function noteWritten(runId: string, written: readonly MeshObject[]): void {
   const run = of(runId);
   if (!run) return;
-  for (const d of written) if (run.docs.has(d.id)) run.docs.set(d.id, { text: encodeMeshObject(d) });
+  for (const d of written) {
+    const e = run.docs.get(d.id);
+    if (e)
+      run.docs.set(d.id, {
+        text: e.text,
+        link: { links: { ...d.links }, ...(d.provisioned?.length ? { provisioned: [...d.provisioned] } : {}), updatedOn: d.updatedOn },
+      });
+  }
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { MeshFeedReader } from '../../../lib/mesh/feed';
 import { dropSharedIndex, MeshIndex, preloadInProgress, preloadSharedIndex, sharedIndex } from '../../../lib/mesh/joinIndex';
 import { MeshReadModel } from '../../../lib/mesh/readModel';
-import { commitMeshWrite, iterateMesh, readFeed, seqKey } from '../../../lib/mesh/store';
+import { commitMeshWrite, getMeshObject, getMeshObjects, iterateMesh, meshPartition, patchMeshLinks, readFeed, seqKey } from '../../../lib/mesh/store';
 import { resetTableClients, table } from '../../../lib/storage/tables';
 import type { MeshObject } from '../../../lib/mesh/model';
 import { gid, meshObject } from '../../unit/mesh/meshSupport';
@@ -199,4 +199,68 @@ describe("the sync engine's join index from the read model's scan (one scan of t
     await expect(failing.load()).rejects.toThrow('the read model failed');
     expect((await sharedIndex(attrs)).builtFrom).toBe('scan');
   });
+});
+
+test("an export's link write: a link column on the row and a link entry in the feed, read by every reader; a whole-state write folds it back", async () => {
+  const a = meshObject(gid(900), 'linked-a', { mail: 'a@example.com' });
+  const b = meshObject(gid(901), 'linked-b', { mail: 'b@example.com' });
+  await commitMeshWrite({ upserts: [a, b], deletes: [] });
+  const m = new MeshReadModel();
+  const reader = new MeshFeedReader(m);
+  await reader.load();
+  const from = reader.position;
+  const at = '2026-02-02T00:00:00.000Z';
+  const written = await patchMeshLinks(
+    [a.id, b.id],
+    (d) => {
+      if (d.id !== a.id) return false;
+      d.links.cx = 'uid=a,dc=example';
+      d.provisioned = ['cx'];
+      d.updatedOn = at;
+      return true;
+    },
+    'cx',
+  );
+  expect(written.map((d) => d.id)).toEqual([a.id]);
+  // The row: its stored form as before, the links beside it.
+  const row = await (await table('Mesh' + a.id[0])).getEntity<Record<string, unknown>>(meshPartition(a.id), a.id);
+  expect(typeof row.lk).toBe('string');
+  const got = (await getMeshObject(a.id))!;
+  expect(got.links).toEqual({ cx: 'uid=a,dc=example' });
+  expect(got.provisioned).toEqual(['cx']);
+  expect(got.updatedOn).toBe(at);
+  expect(got.attributes.mail.value).toBe('a@example.com');
+  expect((await getMeshObjects([a.id, b.id])).get(b.id)!.links).toEqual({});
+  const whole: MeshObject[] = [];
+  for await (const page of iterateMesh()) whole.push(...page.filter((o) => o.id === a.id));
+  expect(whole[0].links).toEqual({ cx: 'uid=a,dc=example' });
+  const consolidated: MeshObject[] = [];
+  for await (const page of iterateMesh(undefined, undefined, 'consolidated')) consolidated.push(...page.filter((o) => o.id === a.id));
+  expect(consolidated[0].updatedOn).toBe(at);
+  // The feed: one small link entry, not the whole state; the read model takes its updatedOn, keeps the object.
+  const rows = await readFeed(from);
+  const entries = rows.flatMap((r) => r.entries);
+  expect(entries).toEqual([{ id: a.id, objectType: 'User', x: 'cx', link: { links: { cx: 'uid=a,dc=example' }, provisioned: ['cx'], updatedOn: at } }]);
+  await reader.poll();
+  expect(view(m)).toEqual(await tableView());
+  expect(m.all.all.find((r) => r.id === a.id)!.updatedOn).toBe(at);
+  // A whole-state write from the object as read carries the links in its stored form; the column goes.
+  got.contributions.mail[0].v = 'a2@example.com';
+  await commitMeshWrite({ upserts: [got], deletes: [] });
+  const after = await (await table('Mesh' + a.id[0])).getEntity<Record<string, unknown>>(meshPartition(a.id), a.id);
+  expect(after.lk).toBeUndefined();
+  const again = (await getMeshObject(a.id))!;
+  expect(again.links).toEqual({ cx: 'uid=a,dc=example' });
+  expect(again.provisioned).toEqual(['cx']);
+  // A link write after it, conditional on the ETag read: the links replaced, the other values kept.
+  await patchMeshLinks([a.id], (d) => {
+    delete d.links.cx;
+    delete d.provisioned;
+    return true;
+  });
+  const unlinked = (await getMeshObject(a.id))!;
+  expect(unlinked.links).toEqual({});
+  expect(unlinked.provisioned).toBeUndefined();
+  await reader.poll();
+  expect(view(m)).toEqual(await tableView());
 });

@@ -4,7 +4,7 @@ import { serverAvailable } from '../../support/servers';
 import { rawTable, startService, type ServiceUnderTest } from '../../support/service';
 import { startSlapd, type Slapd } from '../../support/slapd';
 import { SlapdFixture } from '../ldap/ldapFixture';
-import { patchMeshObjects } from '../../../lib/mesh/store';
+import { patchMeshLinks } from '../../../lib/mesh/store';
 import { readCsObjects, toCsEntity } from '../../../lib/sync/space/connectorSpace';
 import { meshByAnchor } from './syncSupport';
 import { person, TutorialDesign, type HrRow } from './tutorialDesign';
@@ -198,7 +198,7 @@ jest.setTimeout(600_000);
     const id = 'E5003';
     const o = (await meshByAnchor()).get(id)!;
     // The link to both targets lost (as a whole-state write from a stale copy did before).
-    await patchMeshObjects([o.id], (d) => {
+    await patchMeshLinks([o.id], (d) => {
       delete d.links[t.dir];
       delete d.links[t.staff];
       delete d.provisioned;

@@ -157,6 +157,22 @@ describe('MeshReadModel', () => {
     expect(m.all.all.map((r) => r.anchorValue)).toEqual(['uno']);
   });
 
+  test("an export's link entry keeps the object and takes its updatedOn; a later state in the batch supersedes it; an unknown id is harmless", () => {
+    const m = new MeshReadModel();
+    m.loadPage([meshObject(gid(1), 'a', { mail: 'a@x' }), meshObject(gid(2), 'b')]);
+    const link = (id: string, updatedOn: string) => ({ id, objectType: 'User', x: 'c1', link: { links: { c1: 'uid=x' }, updatedOn } });
+    m.applyEntries([link(gid(1), '2026-03-01T00:00:00.000Z'), link(gid(9), '2026-03-01T00:00:00.000Z')]);
+    expect(m.get(gid(1))!.updatedOn).toBe('2026-03-01T00:00:00.000Z');
+    expect(m.get(gid(1))!.anchorValue).toBe('a');
+    expect(m.size).toBe(2);
+    const later = { ...meshObject(gid(2), 'b2'), updatedOn: '2026-03-03T00:00:00.000Z' };
+    m.applyEntries([link(gid(2), '2026-03-02T00:00:00.000Z'), { id: gid(2), objectType: 'User', state: later }]);
+    expect(m.get(gid(2))!.updatedOn).toBe('2026-03-03T00:00:00.000Z');
+    expect(m.get(gid(2))!.anchorValue).toBe('b2');
+    m.applyEntries([{ id: gid(1), objectType: 'User', deleted: true }, link(gid(1), '2026-03-04T00:00:00.000Z')]);
+    expect(m.get(gid(1))).toBeUndefined();
+  });
+
   test('an updated object reuses its slot without keeping attributes it lost; a freed slot starts clean', () => {
     const m = new MeshReadModel();
     m.loadPage([meshObject(gid(1), 'a', { mail: 'a@x', dept: 'Sales' })]);
