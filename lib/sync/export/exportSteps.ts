@@ -7,7 +7,7 @@ import { readConnectorRow } from '../../storage/connectors';
 import { listRules } from '../../storage/rules';
 import { updateRun } from '../../storage/runs';
 import { pageKey } from '../../storage/runChanges';
-import { isDue } from '../deprovisioning';
+import { deprovisioningSettings, isDue } from '../deprovisioning';
 import { loadAgain, exportDocs } from './exportPage';
 import { dropGoneStagedAdds } from './exportRetry';
 import { dropRunDocs, orderFullExport, pageDocs } from './exportRun';
@@ -89,20 +89,20 @@ async function exportStep(
 
 /**
  * What an export runs with: its rules (outbound and the rest) and its connector's configuration, less the
- * settings no export reads (continuous mode, the leaver clock's deadline): turning continuous mode on, or
- * changing its intervals, does not make the next export look at every object again. A digest: nothing of the
- * configuration is kept in it.
+ * settings no export reads (continuous mode, the leaver clock's deadline) and with the deprovisioning setting's
+ * defaults filled in: turning continuous mode on, changing its intervals, or writing out a default does not make
+ * the next export look at every object again. A digest: nothing of the configuration is kept in it.
  */
 export async function exportHash(connectorId: string, rules: RuleSet): Promise<string> {
   const record = await readConnectorRow(connectorId);
   if (!record) return `${rules.hash}/`;
   const { continuous: _continuous, ...config } = record.config as Record<string, unknown>;
-  const deprovisioning = config.deprovisioning;
-  if (deprovisioning && typeof deprovisioning === 'object' && !Array.isArray(deprovisioning)) {
-    const { deadlineMinutes: _deadline, ...rest } = deprovisioning as Record<string, unknown>;
-    config.deprovisioning = rest;
-  }
-  const digest = createHash('sha256').update(JSON.stringify([record.type, config])).digest('base64url');
+  // The deprovisioning setting as it takes effect (its defaults filled in, the deadline left out): the same
+  // setting written out in full (as a GET shows it, then PUT back) is no change.
+  config.deprovisioning = deprovisioningSettings(record.config, record.type);
+  const digest = createHash('sha256')
+    .update(JSON.stringify([record.type, config]))
+    .digest('base64url');
   return `${rules.hash}/${digest}`;
 }
 

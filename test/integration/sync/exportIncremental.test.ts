@@ -1,5 +1,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { readExportScope } from '../../../lib/sync/export/exportSteps';
+import { configOfRun, type ExportConfig } from '../../../lib/sync/run/runConnector';
+import { compileRuleSet } from '../../../lib/sync/rules';
+import { readConnectorRow } from '../../../lib/storage/connectors';
+import { listRules } from '../../../lib/storage/rules';
 import { startService, type ServiceUnderTest } from '../../support/service';
 import { fileConnector, folder, rule, runExport, runImport, writeCsv } from './syncSupport';
 
@@ -82,4 +87,54 @@ test('idle exports look at nothing; a change exports just that; new rules or con
   expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 1, errors: 0 } });
   expect(rows()).toEqual(expect.arrayContaining(['E20,New R&D']));
   expect(rows().some((r) => r.startsWith('E21,'))).toBe(false);
+});
+
+test('settings no export reads (continuous mode, the leaver deadline) leave the next export incremental', async () => {
+  const src = folder();
+  const dst = folder();
+  // People of their own (the first test's stay in the mesh): X0..X9, exported by this test's target only.
+  writeCsv(
+    src,
+    'hr.csv',
+    COLS,
+    people(10).map((p) => ({ ...p, id: `x${p.id}`, employeeId: `X${p.employeeId}` })),
+  );
+  writeCsv(dst, 'export.csv', ['uid', 'name'], []);
+  const hr = await fileConnector(rt, 'HR source 2', src);
+  await rule(rt, { ruleType: 'ProjectionRule', connectorId: hr, sourceAttribute: 'employeeId' });
+  for (const a of ['employeeId', 'name']) await rule(rt, { ruleType: 'FlowRule', connectorId: hr, sourceAttribute: a, targetAttribute: a, confidence: 50 });
+  const target = await fileConnector(rt, 'HR target 2', dst, { anchorColumn: 'uid' });
+  await rule(rt, { ruleType: 'FlowRule', connectorId: target, direction: 'outbound', sourceAttribute: 'employeeId', targetAttribute: 'uid' });
+  await rule(rt, { ruleType: 'FlowRule', connectorId: target, direction: 'outbound', sourceAttribute: 'name', targetAttribute: 'name' });
+  expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsCreated: 10 } });
+  // The target provisions every person of the mesh (the first test's too): this test's ten among them.
+  expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
+  const exported = readFileSync(path.join(dst, 'export.csv'), 'utf8');
+  for (let i = 0; i < 10; i++) expect(exported).toContain(`XE${i},Person ${i}`);
+  expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 0 } });
+
+  const put = async (config: Record<string, unknown>) => {
+    const current = (await rt.call('GET', `connectors/${target}`)).body;
+    const res = await rt.call('PUT', `connectors/${target}`, { body: { name: current.name, config: { ...current.config, ...config } } });
+    expect(res.status).toBe(200);
+    return res.body;
+  };
+  // The scope the next export takes (read in this process from the service's tables).
+  const scope = async () => {
+    const record = await readConnectorRow(target);
+    return (await readExportScope(target, configOfRun(record!.type, record!.config) as ExportConfig, compileRuleSet(target, await listRules()), false)).mode;
+  };
+  expect(await scope()).toBe('incremental');
+  // Continuous mode's settings, the leaver deadline and the deprovisioning defaults written out (as a GET shows
+  // them): the configuration changed, the export looks at nothing.
+  const current = (await rt.call('GET', `connectors/${target}`)).body;
+  await put({
+    continuous: { enabled: false, intervalSeconds: 60, reconcileMinutes: 30 },
+    deprovisioning: { ...current.config.deprovisioning, deadlineMinutes: 7 },
+  });
+  expect(await scope()).toBe('incremental');
+  expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsProcessed: 0, objectsCreated: 0, objectsUpdated: 0, errors: 0 } });
+  // A setting an export reads (the provisioning condition): the next export looks at every object again.
+  await put({ provisioningCondition: 'source.dept != "nobody"' });
+  expect(await scope()).toBe('full');
 });
