@@ -324,13 +324,21 @@ async function main() {
       }
       const nameOf = new Map([[hr.id, 'hr'], ...ids.map((id, k) => [id, targets[k].kind])]);
       for (const r of all) {
-        const kind = r.trigger?.sourceRunId ? 'targeted' : r.trigger?.reconcile ? 'reconcile' : r.trigger?.type ?? 'other';
+        const kind = r.trigger?.sourceRunId ? 'targeted' : r.trigger?.reconcile ? 'reconcile' : (r.trigger?.type ?? 'other');
         const key = `${nameOf.get(r.connectorId)} ${r.runType} ${kind}`;
         const secs = r.completedAt && r.startedAt ? (Date.parse(r.completedAt) - Date.parse(r.startedAt)) / 1000 : null;
         (runTypes[key] ??= []).push(secs);
       }
       for (const k of Object.keys(runTypes)) runTypes[k] = summary(runTypes[k].filter((x) => x !== null));
-      if (RUNS_FILE) fs.writeFileSync(RUNS_FILE, JSON.stringify(all.map((r) => ({ ...r, connector: nameOf.get(r.connectorId) })), null, 1));
+      if (RUNS_FILE)
+        fs.writeFileSync(
+          RUNS_FILE,
+          JSON.stringify(
+            all.map((r) => ({ ...r, connector: nameOf.get(r.connectorId) })),
+            null,
+            1,
+          ),
+        );
     }
 
     const perTarget = {};

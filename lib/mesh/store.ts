@@ -667,7 +667,11 @@ export async function readFeed(
     }
     await mapLimit(heads, 8, async (h) => {
       // Rows of that writer, or of that connector's export, come back without their entries.
-      if (h.writer === options.skipWriter || (options.skipExportOf !== undefined && h.x === options.skipExportOf) || (options.skipExports && h.x !== undefined)) {
+      if (
+        h.writer === options.skipWriter ||
+        (options.skipExportOf !== undefined && h.x === options.skipExportOf) ||
+        (options.skipExports && h.x !== undefined)
+      ) {
         out.push({ seq: h.seq, writer: h.writer, entries: [] });
         return;
       }

@@ -46,7 +46,12 @@ const row = (i: number) => ({ id: `h${i}`, employeeId: emp(i), givenName: `Given
       body: {
         name: 'HR',
         type: 'custom',
-        config: { implementation: 'file', objectType: 'User', settings: { path: hrDir, anchorColumn: 'id' }, deletionThreshold: { objects: 100, percent: 100 } },
+        config: {
+          implementation: 'file',
+          objectType: 'User',
+          settings: { path: hrDir, anchorColumn: 'id' },
+          deletionThreshold: { objects: 100, percent: 100 },
+        },
       },
     });
     expect(res.status).toBe(201);
