@@ -3,7 +3,7 @@ import { startLeaverTarget, type LeaverTarget } from '../../support/leaverTarget
 import { SAMBA_START_TIMEOUT_MS } from '../../support/samba';
 import { serverAvailable } from '../../support/servers';
 import { startService, type ServiceUnderTest } from '../../support/service';
-import { folder, rule, runExport, runImport, sourceRules, writeCsv } from './syncSupport';
+import { folder, LEAVER_HR, leaverHrSource, leaverRow, rule, runExport, runImport, writeCsv } from './syncSupport';
 
 /**
  * One leaver, one row per target, against a real Samba AD DC (leavers disabled through userAccountControl,
@@ -16,9 +16,9 @@ jest.setTimeout(600_000);
 
 const PEOPLE = 12;
 const LEAVERS = [3, 8, 11];
-const HR = ['id', 'employeeId', 'givenName', 'sn'];
-const emp = (i: number) => `E${String(i).padStart(6, '0')}`;
-const row = (i: number) => ({ id: `h${i}`, employeeId: emp(i), givenName: `Given${i}`, sn: `Sn${i}` });
+const HR = LEAVER_HR;
+const row = leaverRow;
+const emp = (i: number) => leaverRow(i).employeeId;
 
 (serverAvailable('samba') ? describe : describe.skip)('leavers against a Samba AD DC: one row per leaver', () => {
   let rt: ServiceUnderTest;
@@ -36,27 +36,7 @@ const row = (i: number) => ({ id: `h${i}`, employeeId: emp(i), givenName: `Given
   beforeAll(async () => {
     ad = await startLeaverTarget('samba', { deadlineMinutes: 30 });
     rt = await startService();
-    writeCsv(
-      hrDir,
-      'hr.csv',
-      HR,
-      Array.from({ length: PEOPLE }, (_, i) => row(i + 1)),
-    );
-    const res = await rt.call('POST', 'connectors', {
-      body: {
-        name: 'HR',
-        type: 'custom',
-        config: {
-          implementation: 'file',
-          objectType: 'User',
-          settings: { path: hrDir, anchorColumn: 'id' },
-          deletionThreshold: { objects: 100, percent: 100 },
-        },
-      },
-    });
-    expect(res.status).toBe(201);
-    hr = res.body.id;
-    await sourceRules(rt, hr, 'employeeId', HR.slice(1));
+    hr = await leaverHrSource(rt, hrDir, PEOPLE, 100);
     const created = await rt.call('POST', 'connectors', { body: ad.connector });
     expect(created.status).toBe(201);
     target = created.body.id;

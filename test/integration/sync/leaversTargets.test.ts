@@ -4,7 +4,7 @@ import { SAMBA_START_TIMEOUT_MS } from '../../support/samba';
 import { serverAvailable } from '../../support/servers';
 import { startService, type ServiceUnderTest, SECOND_ADMIN } from '../../support/service';
 import { waitFor } from '../ldap/e2eSupport';
-import { folder, rule, runExport, runImport, sourceRules, writeCsv } from './syncSupport';
+import { folder, LEAVER_HR, leaverHrSource, leaverRow, rule, runExport, runImport, writeCsv } from './syncSupport';
 
 /**
  * Leavers in continuous delta mode against the four kinds of target at once (real servers: OpenLDAP slapd and
@@ -19,9 +19,9 @@ jest.setTimeout(900_000);
 
 const PEOPLE = 200;
 const LEAVERS = 10;
-const HR = ['id', 'employeeId', 'givenName', 'sn'];
-const emp = (i: number) => `E${String(i).padStart(6, '0')}`;
-const row = (i: number) => ({ id: `h${i}`, employeeId: emp(i), givenName: `Given${i}`, sn: `Sn${i}` });
+const HR = LEAVER_HR;
+const row = leaverRow;
+const emp = (i: number) => leaverRow(i).employeeId;
 const all = (['slapd', 'ds389', 'samba', 'postgres'] as const).every((s) => serverAvailable(s));
 
 (all ? describe : describe.skip)('leavers in continuous mode: slapd, 389 DS, Samba AD and PostgreSQL targets', () => {
@@ -48,27 +48,7 @@ const all = (['slapd', 'ds389', 'samba', 'postgres'] as const).every((s) => serv
   beforeAll(async () => {
     for (const kind of LEAVER_TARGET_KINDS) targets.push(await startLeaverTarget(kind, { deadlineMinutes: 30 }));
     rt = await startService();
-    writeCsv(
-      hrDir,
-      'hr.csv',
-      HR,
-      Array.from({ length: PEOPLE }, (_, i) => row(i + 1)),
-    );
-    const res = await rt.call('POST', 'connectors', {
-      body: {
-        name: 'HR',
-        type: 'custom',
-        config: {
-          implementation: 'file',
-          objectType: 'User',
-          settings: { path: hrDir, anchorColumn: 'id' },
-          deletionThreshold: { objects: 1000, percent: 100 },
-        },
-      },
-    });
-    expect(res.status).toBe(201);
-    hr = res.body.id;
-    await sourceRules(rt, hr, 'employeeId', HR.slice(1));
+    hr = await leaverHrSource(rt, hrDir, PEOPLE, 1000);
     for (const t of targets) {
       const created = await rt.call('POST', 'connectors', { body: t.connector });
       expect(created.status).toBe(201);

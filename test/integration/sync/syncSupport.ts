@@ -127,3 +127,35 @@ export async function meshByAnchor(): Promise<Map<string, MeshObject>> {
 }
 
 export const valueOf = (o: MeshObject | undefined, attr: string) => o?.attributes[attr]?.value;
+
+/** The leaver suites' HR file: its columns, and person i (employeeId E000001...). */
+export const LEAVER_HR = ['id', 'employeeId', 'givenName', 'sn'];
+export const leaverRow = (i: number) => ({ id: `h${i}`, employeeId: `E${String(i).padStart(6, '0')}`, givenName: `Given${i}`, sn: `Sn${i}` });
+
+/**
+ * The leaver suites' HR source: `people` rows (persons 1..people) written to `dir`, a file connector 'HR' on it
+ * that may delete up to `maxDeletions` objects a run, and its source rules (projection on employeeId). Its id.
+ */
+export async function leaverHrSource(rt: ServiceUnderTest, dir: string, people: number, maxDeletions: number): Promise<string> {
+  writeCsv(
+    dir,
+    'hr.csv',
+    LEAVER_HR,
+    Array.from({ length: people }, (_, i) => leaverRow(i + 1)),
+  );
+  const res = await rt.call('POST', 'connectors', {
+    body: {
+      name: 'HR',
+      type: 'custom',
+      config: {
+        implementation: 'file',
+        objectType: 'User',
+        settings: { path: dir, anchorColumn: 'id' },
+        deletionThreshold: { objects: maxDeletions, percent: 100 },
+      },
+    },
+  });
+  expect(res.status).toBe(201);
+  await sourceRules(rt, res.body.id, 'employeeId', LEAVER_HR.slice(1));
+  return res.body.id;
+}
