@@ -21,9 +21,15 @@ export function writeCsv(dir: string, file: string, header: string[], rows: Reco
   writeFileSync(path.join(dir, file), text);
 }
 
-export async function fileConnector(rt: ServiceUnderTest, name: string, dir: string, settings: Record<string, unknown> = {}): Promise<string> {
+export async function fileConnector(
+  rt: ServiceUnderTest,
+  name: string,
+  dir: string,
+  settings: Record<string, unknown> = {},
+  config: Record<string, unknown> = {},
+): Promise<string> {
   const res = await rt.call('POST', 'connectors', {
-    body: { name, type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: dir, anchorColumn: 'id', ...settings } } },
+    body: { name, type: 'custom', config: { implementation: 'file', objectType: 'User', settings: { path: dir, anchorColumn: 'id', ...settings }, ...config } },
   });
   if (res.status !== 201) throw new Error(`create connector: ${res.status} ${res.text}`);
   return res.body.id as string;
@@ -143,19 +149,7 @@ export async function leaverHrSource(rt: ServiceUnderTest, dir: string, people: 
     LEAVER_HR,
     Array.from({ length: people }, (_, i) => leaverRow(i + 1)),
   );
-  const res = await rt.call('POST', 'connectors', {
-    body: {
-      name: 'HR',
-      type: 'custom',
-      config: {
-        implementation: 'file',
-        objectType: 'User',
-        settings: { path: dir, anchorColumn: 'id' },
-        deletionThreshold: { objects: maxDeletions, percent: 100 },
-      },
-    },
-  });
-  expect(res.status).toBe(201);
-  await sourceRules(rt, res.body.id, 'employeeId', LEAVER_HR.slice(1));
-  return res.body.id;
+  const id = await fileConnector(rt, 'HR', dir, {}, { deletionThreshold: { objects: maxDeletions, percent: 100 } });
+  await sourceRules(rt, id, 'employeeId', LEAVER_HR.slice(1));
+  return id;
 }
