@@ -646,32 +646,27 @@ export async function feedRowTag(seq: number): Promise<string | undefined> {
 /**
  * Feed rows after `afterSeq`, in order, at most `limit` rows. With `skipWriter`, rows written by that writer
  * come back without entries (their `entries` is empty): a process skips its own writes cheaply; with
- * `skipExportOf`, so do the rows of that connector's export (its link writes); with `skipExports`, the rows of
- * any connector's export. With
+ * `skipExports`, so do the rows of every connector's export (their link writes). With
  * `ownFromMemory`, rows this process appended come from memory when still kept ({@link keepOwnFeedRows}),
  * the others from the table.
  */
 export async function readFeed(
   afterSeq: number,
-  options: { limit?: number; skipWriter?: string; ownFromMemory?: boolean; skipExportOf?: string; skipExports?: boolean } = {},
+  options: { limit?: number; skipWriter?: string; ownFromMemory?: boolean; skipExports?: boolean } = {},
 ): Promise<FeedRow[]> {
   const client = await table(FEED);
   const limit = options.limit ?? 1000;
   const filter = `PartitionKey eq '${FEED_PK}' and RowKey gt '${seqKey(afterSeq)}' and RowKey lt '~'`;
   const out: FeedRow[] = [];
   const heads: { seq: number; writer: string; x?: string }[] = [];
-  if (options.skipWriter || options.ownFromMemory || options.skipExportOf || options.skipExports) {
+  if (options.skipWriter || options.ownFromMemory || options.skipExports) {
     for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'writer', 'x'] } })) {
       heads.push({ seq: Number(e.rowKey), writer: String(e.writer), ...(e.x ? { x: String(e.x) } : {}) });
       if (heads.length >= limit) break;
     }
     await mapLimit(heads, 8, async (h) => {
-      // Rows of that writer, or of that connector's export, come back without their entries.
-      if (
-        h.writer === options.skipWriter ||
-        (options.skipExportOf !== undefined && h.x === options.skipExportOf) ||
-        (options.skipExports && h.x !== undefined)
-      ) {
+      // Rows of that writer, or of any export, come back without their entries.
+      if (h.writer === options.skipWriter || (options.skipExports && h.x !== undefined)) {
         out.push({ seq: h.seq, writer: h.writer, entries: [] });
         return;
       }
