@@ -1,5 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, portAnswers } from '../../lib/runtime/azurite';
@@ -208,8 +209,6 @@ export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
   const rootPassword = options.rootPassword ?? 'secret';
   const dir = mkdtempSync(path.join(os.tmpdir(), 'slapd-'));
   for (const sub of ['slapd.d', 'data', 'accesslog', 'tls']) mkdirSync(path.join(dir, sub));
-  const [port, ldapsPort] = [await freePort(), await freePort()];
-
   await run('openssl', [
     'req',
     '-x509',
@@ -242,8 +241,22 @@ export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
   if (options.ldifFile)
     await run('slapadd', ['-q', '-F', path.join(dir, 'slapd.d'), '-b', suffix, '-l', options.ldifFile], (options.bulkLoadTimeoutSeconds ?? 120) * 1000);
 
-  const urls = `ldap://127.0.0.1:${port}/ ldaps://127.0.0.1:${ldapsPort}/`;
-  let child: ChildProcess = await launch(dir, urls, port, ldapsPort);
+  // The free ports are picked just before slapd binds them, and another process (a parallel suite, Azurite)
+  // can take one in between: slapd then exits with "Address already in use". Such a start is tried again on
+  // two new ports; any other failure is reported at once with slapd's own words.
+  let port = 0;
+  let ldapsPort = 0;
+  let child!: ChildProcess;
+  for (let attempt = 1; ; attempt++) {
+    [port, ldapsPort] = [await freePort(), await freePort()];
+    if (port === ldapsPort) continue;
+    try {
+      child = await launch(dir, port, ldapsPort);
+      break;
+    } catch (error) {
+      if (attempt >= 5 || !(error instanceof PortTaken)) throw error;
+    }
+  }
   const halt = async () => {
     const running = child;
     if (running.exitCode !== null || running.signalCode !== null) return;
@@ -277,26 +290,55 @@ export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
     halt,
     async restart() {
       await halt();
-      child = await launch(dir, urls, port, ldapsPort);
+      child = await launch(dir, port, ldapsPort);
       server.pid = child.pid!;
     },
   };
   return server;
 }
 
+/** Whether the port on 127.0.0.1 can be bound (nothing else holds it). */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+/** slapd could not bind one of its ports: another process took it after it was picked. */
+class PortTaken extends Error {}
+
 /** Spawn slapd on the prepared directory and wait until both ports answer. */
-async function launch(dir: string, urls: string, port: number, ldapsPort: number): Promise<ChildProcess> {
-  // -d 0 keeps slapd in the foreground, so the child we track is slapd itself.
-  const child: ChildProcess = spawn('/usr/sbin/slapd', ['-F', path.join(dir, 'slapd.d'), '-h', urls, '-d', '0'], { stdio: 'ignore' });
+async function launch(dir: string, port: number, ldapsPort: number): Promise<ChildProcess> {
+  const urls = `ldap://127.0.0.1:${port}/ ldaps://127.0.0.1:${ldapsPort}/`;
+  // -d 0 keeps slapd in the foreground, so the child we track is slapd itself. Its stderr is kept (the
+  // last 4 KB) to say why a start failed.
+  const child: ChildProcess = spawn('/usr/sbin/slapd', ['-F', path.join(dir, 'slapd.d'), '-h', urls, '-d', '0'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   trackPid(child.pid);
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString('utf8')).slice(-4096);
+  });
   const deadline = Date.now() + 15_000;
   while (!(await portAnswers('127.0.0.1', port)) || !(await portAnswers('127.0.0.1', ldapsPort))) {
-    if (child.exitCode !== null) throw new Error(`slapd exited with ${child.exitCode} during start (config in ${dir})`);
+    if (child.exitCode !== null) {
+      const said = stderr.trim();
+      const message = `slapd exited with ${child.exitCode} during start (config in ${dir})${said ? `: ${said}` : ''}`;
+      // slapd does not say why on stderr (it logs to syslog): a port that cannot be bound now was taken.
+      const taken = !(await portFree(port)) || !(await portFree(ldapsPort));
+      throw taken ? new PortTaken(message) : new Error(message);
+    }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error('slapd did not listen within 15 s');
+      throw new Error(`slapd did not listen within 15 s${stderr.trim() ? `: ${stderr.trim()}` : ''}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+  // Once started, slapd's stderr is no longer needed; keep draining it so it never blocks.
+  child.stderr!.removeAllListeners('data');
+  child.stderr!.resume();
   return child;
 }
