@@ -274,6 +274,30 @@ export async function exportDocs(
     await saveAgain(info.runId, [...loaded.relations.missingIn]);
     return withStop(owed(addPage(totals, result, [])));
   }
+  const applied = changes.length
+    ? await exportRecordingApplied(
+        connector,
+        changes.map((c) => c.change),
+        info,
+      )
+    : { results: [] as ExportResult[], interrupted: undefined };
+  const taken = await takeOver(info, connector, loaded, changes, applied.results);
+  const { notes } = taken;
+  let { results } = taken;
+  let interrupted = applied.interrupted ?? taken.interrupted;
+  // An add refused because a unique value is held in the target outside the engine: the next candidate.
+  if (unique && interrupted === undefined) {
+    const retried = await retryUniqueCollisions({
+      ctx: uniqueCtx,
+      loaded: { ...loaded, docs: attempted },
+      unique,
+      changes,
+      results,
+      apply: (list) => exportRecordingApplied(connector, list, info),
+    });
+    results = retried.results;
+    interrupted = retried.interrupted;
+  }
   const csRows: CsObject[] = [...quietRows];
   const links: LinkChange[] = [...quietLinks];
   let moved = 0;
@@ -282,15 +306,14 @@ export async function exportDocs(
   const failedIds: string[] = [];
   const changedIds: string[] = [];
   const addedIds: string[] = [];
-  const docsById = new Map(docs.map((d) => [d.id, d]));
-  /** One answered change counted, and what records it (its row, its link) added to `rows` and `linked`. */
-  const settle = (r: ExportResult, i: number, rows: CsObject[], linked: LinkChange[]): void => {
+  results.forEach((r, i) => {
     const c = changes[i];
+    if (r.status === 'success' && r.notes) notes.push(...r.notes);
     if (r.status === 'error') {
       errors.push({ object: c.doc.anchorValue, message: r.error.message });
       failedIds.push(c.doc.id);
       const pending = retry.failed(c.change, c.doc, c.prev, r.error.message);
-      if (pending) rows.push(pending);
+      if (pending) csRows.push(pending);
       return;
     }
     changedIds.push(c.doc.id);
@@ -299,8 +322,8 @@ export async function exportDocs(
       const row: CsObject = { ...c.prev!, meshId: null, deleted: true, hash: '', exported: undefined, updatedOn: now };
       delete row.deprovisioned;
       retry.succeeded(c.doc, row);
-      rows.push(row);
-      linked.push({ id: c.doc.id, anchor: null, provisioned: false });
+      csRows.push(row);
+      links.push({ id: c.doc.id, anchor: null, provisioned: false });
       return;
     }
     if (c.change.kind === 'add') {
@@ -343,65 +366,11 @@ export async function exportDocs(
       }
       row.dn = r.dn;
     }
-    rows.push(row);
+    csRows.push(row);
     // An object this connector added, linked again after its deprovisioning (a rehire joined to it, a return
     // inside the grace): its link is a provisioned one again.
     const owned = c.change.kind === 'add' || (c.tag === 'clear' && !!c.prev?.provisioned && !(c.doc.provisioned ?? []).includes(cid));
-    if (c.doc.links[cid] !== r.anchor || owned) linked.push({ id: c.doc.id, anchor: r.anchor, ...(owned ? { provisioned: true } : {}) });
-  };
-  /** What follows the page's writes in this process: the run's copies of the objects and the space's summaries. */
-  const written = (rows: readonly CsObject[], upserts: readonly MeshObject[]): void => {
-    for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
-    noteWritten(info.runId, upserts);
-    // This process's summaries follow its own writes (a reload per page would read the whole space again).
-    const cached = csCaches.get(cid);
-    if (cached) for (const r of rows) cached.set(r.anchor, summarize(cid, r));
-  };
-  // Adds and updates the target accepted, of objects with no staged add and no deprovisioning, are recorded while
-  // the target works on the rest of the page (applyOverlapped): their rows, then their links, as at the page's end.
-  // The others (refusals, which a take-over or a unique value's next candidate may change; staged adds, whose ids
-  // are written first; deprovisioning, whose leavers are written first) are recorded with the page's end.
-  const early = new Set<number>();
-  const recordEarly = async (answered: readonly ExportResult[], from: number): Promise<void> => {
-    const rows: CsObject[] = [];
-    const linked: LinkChange[] = [];
-    answered.forEach((r, k) => {
-      const c = changes[from + k];
-      if (r.status !== 'success' || c.tag || retry.hasStaged(c.doc)) return;
-      early.add(from + k);
-      settle(r, from + k, rows, linked);
-    });
-    await writeCsObjects(cid, rows);
-    written(rows, await commitLinks(cid, linked, now, knownRow(info.runId, docsById)));
-  };
-  const applied = changes.length
-    ? await applyOverlapped(
-        connector,
-        changes.map((c) => c.change),
-        info,
-        recordEarly,
-      )
-    : { results: [] as ExportResult[], interrupted: undefined };
-  const taken = await takeOver(info, connector, loaded, changes, applied.results);
-  const { notes } = taken;
-  let { results } = taken;
-  let interrupted = applied.interrupted ?? taken.interrupted;
-  // An add refused because a unique value is held in the target outside the engine: the next candidate.
-  if (unique && interrupted === undefined) {
-    const retried = await retryUniqueCollisions({
-      ctx: uniqueCtx,
-      loaded: { ...loaded, docs: attempted },
-      unique,
-      changes,
-      results,
-      apply: (list) => exportRecordingApplied(connector, list, info),
-    });
-    results = retried.results;
-    interrupted = retried.interrupted;
-  }
-  results.forEach((r, i) => {
-    if (r.status === 'success' && r.notes) notes.push(...r.notes);
-    if (!early.has(i)) settle(r, i, csRows, links);
+    if (c.doc.links[cid] !== r.anchor || owned) links.push({ id: c.doc.id, anchor: r.anchor, ...(owned ? { provisioned: true } : {}) });
   });
   await Promise.all([retry.stage(), recordPageLeavers(info, changes, results)]);
   // The target's rows first, then the links: a stop in between leaves rows naming their mesh objects, which the
@@ -419,7 +388,7 @@ export async function exportDocs(
   // the staged adds that went, the objects the next export looks at again, the page's recorded changes and the
   // second pass's list.
   const [upserts] = await Promise.all([
-    commitLinks(cid, links, now, knownRow(info.runId, docsById)),
+    commitLinks(cid, links, now, knownRow(info.runId, new Map(docs.map((d) => [d.id, d])))),
     retry.commit(),
     // A change the target refused is looked at again by the next export (an incremental one would not see it),
     // and so is an object whose reference named one not in the target yet (an owed reference: the first export
@@ -445,7 +414,11 @@ export async function exportDocs(
         )
       : undefined,
   ]);
-  written(csRows, upserts);
+  for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
+  noteWritten(info.runId, upserts);
+  // This process's summaries follow its own writes (a reload per page would read the whole space again).
+  const cached = csCaches.get(cid);
+  if (cached) for (const r of csRows) cached.set(r.anchor, summarize(cid, r));
   if (interrupted !== undefined) {
     if (!isAborted(interrupted)) throw interrupted;
     // Cancelled while the target worked on the page: what it committed is recorded above and counted; the
@@ -598,64 +571,6 @@ async function commitLinks(cid: string, links: readonly LinkChange[], now: strin
     cid,
     known,
   );
-}
-
-/** Pages of more changes than this go to the target in parts (applyOverlapped). */
-const OVERLAP_OVER = 400;
-const OVERLAP_PARTS = 4;
-
-/**
- * Apply a page's changes in order; a large page in parts, and while the target works on a part, `record` writes
- * what the parts before it answered (one write at a time, each taking every answer not yet taken), so such a
- * page costs about the larger of the target's time and the storage's rather than their sum. A record always
- * follows the target's answer; the answers of the last part (and any not taken by then) are left to the caller,
- * with every answer in `results`. A failed record stops the parts after it and is thrown once no record is in
- * flight; a run-level failure of the target is returned as `interrupted` with the answers before it (see
- * {@link exportRecordingApplied}).
- */
-async function applyOverlapped(
-  connector: Connector,
-  changes: ExportChange[],
-  info: Pick<RunInfo, 'runId' | 'preview'>,
-  record: (answered: readonly ExportResult[], from: number) => Promise<void>,
-): Promise<{ results: ExportResult[]; interrupted?: unknown }> {
-  if (changes.length <= OVERLAP_OVER) return exportRecordingApplied(connector, changes, info);
-  const size = Math.ceil(changes.length / OVERLAP_PARTS);
-  const results: ExportResult[] = [];
-  let taken = 0;
-  let closed = false;
-  let writing: Promise<void> | undefined;
-  let failure: { err: unknown } | undefined;
-  const write = (): void => {
-    if (closed || writing || failure || taken === results.length) return;
-    const from = taken;
-    taken = results.length;
-    writing = record(results.slice(from), from).then(
-      () => {
-        writing = undefined;
-        write();
-      },
-      (err: unknown) => {
-        failure = { err };
-        writing = undefined;
-      },
-    );
-  };
-  let interrupted: unknown;
-  for (let at = 0; at < changes.length && !failure; at += size) {
-    const part = await exportRecordingApplied(connector, changes.slice(at, at + size), info);
-    if (at + size >= changes.length || part.interrupted !== undefined) closed = true;
-    results.push(...part.results);
-    if (part.interrupted !== undefined) {
-      interrupted = part.interrupted;
-      break;
-    }
-    write();
-  }
-  closed = true;
-  while (writing) await writing;
-  if (failure) throw failure.err;
-  return interrupted === undefined ? { results } : { results, interrupted };
 }
 
 /**

@@ -160,11 +160,6 @@ export class ExportRetry {
     };
   }
 
-  /** Whether the object has a staged add: its success names the staged add's id, written by {@link stage} first. */
-  hasStaged(doc: MeshObject): boolean {
-    return this.staged.has(doc.id);
-  }
-
   /** A change applied: the row about to be written loses its failure; an add that had failed keeps its id. */
   succeeded(doc: MeshObject | undefined, row: CsObject): void {
     delete row.exportError;
