@@ -5,7 +5,8 @@
  * HTTP request), and writes the counts as JSON to $COUNT_STORAGE_FILE when it gets SIGUSR2. The bench asks
  * before and after a step and subtracts (bench/support.js storageCounter).
  *
- * Counted: getEntity (a point read), listEntities (a query; `listMorePages` its pages after the first, read through byPage), createEntity, upsertEntity,
+ * Counted: getEntity (a point read), listEntities (a query; `listMorePages` its pages after the first, read through byPage,
+ * or read any way when the lean client of dist/lib/storage/fastTable.js sends them), createEntity, upsertEntity,
  * updateEntity, deleteEntity (one write each), submitTransaction (one request; `actions` the operations in it),
  * and the table-level calls (createTable, deleteTable).
  */
@@ -57,6 +58,30 @@ Module._load = function (request, parent, ...rest) {
       bump(client.tableName, 'submitTransaction');
       bump(client.tableName, 'transactionActions', actions.length);
       return fast.call(this, client, actions, ...more);
+    };
+    exported.__counted = true;
+  }
+  // The lean client (dist/lib/storage/fastTable.js) sends the other entity requests of the hot paths: each
+  // counted under the library method it stands for; a query's pages after its first as listMorePages (every
+  // page is one request, however the caller reads them).
+  if (exported && typeof exported.leanTable === 'function' && !exported.__counted) {
+    const make = exported.leanTable;
+    exported.leanTable = function (settings, ...more) {
+      const lean = make.call(this, settings, ...more);
+      const t = settings.tableName;
+      const wrap = (method, name) => {
+        const original = lean[method];
+        lean[method] = function (...args) {
+          bump(t, typeof name === 'function' ? name(...args) : name);
+          return original.apply(this, args);
+        };
+      };
+      wrap('getEntity', 'getEntity');
+      wrap('queryPage', (query, token) => (token ? 'listMorePages' : 'listEntities'));
+      wrap('insert', 'createEntity');
+      wrap('write', (entity, mode, ifMatch) => (ifMatch === undefined ? 'upsertEntity' : 'updateEntity'));
+      wrap('delete', 'deleteEntity');
+      return lean;
     };
     exported.__counted = true;
   }

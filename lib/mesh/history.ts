@@ -1,6 +1,6 @@
 import { MASK, shownValue } from '../core/secretAttributes';
 import type { AttributeValue } from '../core/values';
-import { isStatus, odata, table } from '../storage/tables';
+import { getEntity, isStatus, listEntities, odata, table, upsertEntity } from '../storage/tables';
 import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
 import { getMeshObject } from './store';
 import { sameValue, type MeshObject } from './model';
@@ -128,7 +128,7 @@ export async function writeHistory(runId: string, connectorId: string, timestamp
   } catch (err) {
     // A page written again (activities are at-least-once) finds some of its rows there: one by one, as upserts.
     if (!isStatus(err, 409)) throw err;
-    await mapLimit(rows, 8, async (e) => (await historyTable(e.partitionKey[1])).upsertEntity(e, 'Replace'));
+    await mapLimit(rows, 8, async (e) => upsertEntity(await historyTable(e.partitionKey[1]), e, 'Replace'));
   }
   return rows.length;
 }
@@ -205,7 +205,7 @@ const PURGED = { partitionKey: 'purged', rowKey: '' };
 /** How far the purge of a history table has gone (the cutoff of its last complete pass), if it has run. */
 async function purgedUpTo(digit: string): Promise<string | undefined> {
   try {
-    const e = await (await historyTable(digit)).getEntity<Record<string, unknown>>(PURGED.partitionKey, PURGED.rowKey);
+    const e = await getEntity<Record<string, unknown>>(await historyTable(digit), PURGED.partitionKey, PURGED.rowKey);
     return typeof e.upTo === 'string' ? e.upTo : undefined;
   } catch (err) {
     if (isStatus(err, 404)) return undefined;
@@ -229,7 +229,7 @@ export async function readHistory(
   const filter = `PartitionKey eq ${odata('h' + digit)} and RowKey gt ${odata(key + '_')} and RowKey lt ${odata(key + '`')}`;
   const list = async () => {
     const rows: Record<string, unknown>[] = [];
-    for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) rows.push(e);
+    for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter } })) rows.push(e);
     return rows;
   };
   const [rows, doc, upTo] = await Promise.all([list(), current === undefined ? getMeshObject(id) : current, purgedUpTo(digit)]);
@@ -252,7 +252,7 @@ export async function purgeHistory(retentionDays: number, now: Date = new Date()
   const client = await historyTable(digit);
   const keys: { partitionKey: string; rowKey: string }[] = [];
   const filter = `PartitionKey eq ${odata('h' + digit)} and t lt ${odata(cutoff)}`;
-  const iter = client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['PartitionKey', 'RowKey'] } });
+  const iter = listEntities<Record<string, unknown>>(client, { queryOptions: { filter, select: ['PartitionKey', 'RowKey'] } });
   for await (const e of iter) {
     keys.push({ partitionKey: String(e.partitionKey), rowKey: String(e.rowKey) });
     if (keys.length >= budget) break;
@@ -264,7 +264,7 @@ export async function purgeHistory(retentionDays: number, now: Date = new Date()
     );
   if (keys.length < budget) {
     const upTo = await purgedUpTo(digit);
-    if (upTo === undefined || upTo < cutoff) await client.upsertEntity({ ...PURGED, upTo: cutoff }, 'Replace');
+    if (upTo === undefined || upTo < cutoff) await upsertEntity(client, { ...PURGED, upTo: cutoff }, 'Replace');
   }
   return keys.length;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TableClient, TransactionAction } from '@azure/data-tables';
-import { isStatus, odata, submitTransaction, table } from '../storage/tables';
+import { deleteEntity, getEntity, isStatus, listEntities, odata, submitTransaction, table, upsertEntity } from '../storage/tables';
 import type { MeshObject } from './model';
 import { encodeMeshObject, encodeMeshTexts, fromStoredMeshObject, fromStoredMeshObjectConsolidated } from './codec';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
@@ -178,7 +178,7 @@ export async function getMeshObject(id: string): Promise<MeshObject | null> {
   const pk = meshPartition(id);
   const client = await meshTable(pk);
   try {
-    const [row] = await inflateRows([await client.getEntity<Record<string, unknown>>(pk, id.toLowerCase())]);
+    const [row] = await inflateRows([await getEntity<Record<string, unknown>>(client, pk, id.toLowerCase())]);
     return fromMeshEntity(row);
   } catch (err) {
     if (isStatus(err, 404)) return null;
@@ -240,8 +240,7 @@ async function queryByIds(
     const wanted = new Map(some.map((id) => [id.toLowerCase(), id]));
     const filter = `PartitionKey eq '${pk}' and (${[...wanted.keys()].map((id) => `RowKey eq ${odata(id)}`).join(' or ')})`;
     const rows: Record<string, unknown>[] = [];
-    for await (const e of (await meshTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter, ...(select ? { select } : {}) } }))
-      rows.push(e);
+    for await (const e of listEntities<Record<string, unknown>>(await meshTable(pk), { queryOptions: { filter, ...(select ? { select } : {}) } })) rows.push(e);
     await take(rows, wanted);
   });
 }
@@ -257,7 +256,7 @@ export async function* iterateMesh(objectType?: string, partition?: number, form
     const client = await meshTable(pk);
     // The table holds mesh rows only: every partition of it.
     const queryOptions = objectType ? { filter: `objectType eq ${odata(objectType)}` } : {};
-    for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions }).byPage({ maxPageSize: 1000 })) {
+    for await (const page of listEntities<Record<string, unknown>>(client, { queryOptions }).byPage({ maxPageSize: 1000 })) {
       yield (await inflateRows(page)).map((e) => {
         const o = decode(getJson<unknown>(e, 'd'));
         const l = linkStateOf(e);
@@ -279,7 +278,7 @@ export async function* iterateMeshRows(
   for (const pk of partition === undefined ? MESH_PARTITIONS : [MESH_PARTITIONS[partition]]) {
     const client = await meshTable(pk);
     const queryOptions = { filter: `objectType eq ${odata(objectType)}` };
-    for await (const page of client.listEntities<Record<string, unknown>>({ queryOptions }).byPage({ maxPageSize: 1000 }))
+    for await (const page of listEntities<Record<string, unknown>>(client, { queryOptions }).byPage({ maxPageSize: 1000 }))
       yield (await inflateRows(page)).map((e) => {
         // The stored form's text as read (a caller keeping it need not encode the object again), the link state beside it.
         const text = getJsonText(e, 'd') ?? 'null';
@@ -531,7 +530,7 @@ async function deleteRows(ids: string[]): Promise<void> {
     if (!isStatus(err, 404)) throw err;
     await mapLimit(ids, 8, async (id) => {
       try {
-        await (await meshTable(meshPartition(id))).deleteEntity(meshPartition(id), id);
+        await deleteEntity(await meshTable(meshPartition(id)), meshPartition(id), id);
       } catch (e) {
         if (!isStatus(e, 404)) throw e;
       }
@@ -615,7 +614,7 @@ async function appendFeedText(entries: string[], objects: FeedEntry[], exportOf?
 
 async function readCounter(client: TableClient): Promise<{ seq: number; etag: string | null }> {
   try {
-    const e = await client.getEntity<{ seq: number }>(FEED_PK, COUNTER);
+    const e = await getEntity<{ seq: number }>(client, FEED_PK, COUNTER);
     return { seq: Number(e.seq), etag: e.etag };
   } catch (err) {
     if (isStatus(err, 404)) return { seq: 0, etag: null };
@@ -636,7 +635,7 @@ export async function currentFeedSeq(): Promise<number> {
 export async function feedRowTag(seq: number): Promise<string | undefined> {
   const client = await table(FEED);
   try {
-    return (await client.getEntity(FEED_PK, seqKey(seq), { queryOptions: { select: ['RowKey'] } })).etag;
+    return (await getEntity(client, FEED_PK, seqKey(seq), { queryOptions: { select: ['RowKey'] } })).etag;
   } catch (err) {
     if (isStatus(err, 404)) return undefined;
     throw err;
@@ -660,7 +659,7 @@ export async function readFeed(
   const out: FeedRow[] = [];
   const heads: { seq: number; writer: string; x?: string }[] = [];
   if (options.skipWriter || options.ownFromMemory || options.skipExports) {
-    for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'writer', 'x'] } })) {
+    for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter, select: ['RowKey', 'writer', 'x'] } })) {
       heads.push({ seq: Number(e.rowKey), writer: String(e.writer), ...(e.x ? { x: String(e.x) } : {}) });
       if (heads.length >= limit) break;
     }
@@ -675,12 +674,12 @@ export async function readFeed(
         out.push({ seq: h.seq, writer: h.writer, entries: kept });
         return;
       }
-      const e = await client.getEntity<Record<string, unknown>>(FEED_PK, seqKey(h.seq));
+      const e = await getEntity<Record<string, unknown>>(client, FEED_PK, seqKey(h.seq));
       out.push({ seq: h.seq, writer: h.writer, entries: await feedEntries(e) });
     });
     return out.sort((a, b) => a.seq - b.seq);
   }
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter } })) {
     out.push({ seq: Number(e.rowKey), writer: String(e.writer), entries: await feedEntries(e) });
     if (out.length >= limit) break;
   }
@@ -703,13 +702,13 @@ export interface FeedHold {
 
 export async function writeFeedHold(seq: number, at = new Date()): Promise<void> {
   const client = await table(FEED);
-  await client.upsertEntity({ partitionKey: HOLD_PK, rowKey: PROCESS_WRITER, seq, at: at.toISOString() }, 'Replace');
+  await upsertEntity(client, { partitionKey: HOLD_PK, rowKey: PROCESS_WRITER, seq, at: at.toISOString() }, 'Replace');
 }
 
 export async function readFeedHolds(): Promise<FeedHold[]> {
   const client = await table(FEED);
   const out: FeedHold[] = [];
-  for await (const e of client.listEntities<{ seq: number; at: string }>({ queryOptions: { filter: `PartitionKey eq '${HOLD_PK}'` } })) {
+  for await (const e of listEntities<{ seq: number; at: string }>(client, { queryOptions: { filter: `PartitionKey eq '${HOLD_PK}'` } })) {
     out.push({ writer: e.rowKey!, seq: Number(e.seq), at: String(e.at) });
   }
   return out;
@@ -718,7 +717,7 @@ export async function readFeedHolds(): Promise<FeedHold[]> {
 export async function deleteFeedHold(writer: string): Promise<void> {
   const client = await table(FEED);
   try {
-    await client.deleteEntity(HOLD_PK, writer);
+    await deleteEntity(client, HOLD_PK, writer);
   } catch (err) {
     if (!isStatus(err, 404)) throw err;
   }
@@ -729,7 +728,7 @@ export async function oldestFeedRows(beforeSeq: number, limit: number): Promise<
   const client = await table(FEED);
   const out: { seq: number; at: number }[] = [];
   const filter = `PartitionKey eq '${FEED_PK}' and RowKey lt '${seqKey(beforeSeq)}'`;
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'Timestamp'] } })) {
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter, select: ['RowKey', 'Timestamp'] } })) {
     out.push({ seq: Number(e.rowKey), at: Date.parse(String(e.timestamp)) });
     if (out.length >= limit) break;
   }
@@ -753,7 +752,7 @@ export async function deleteFeedRows(seqs: number[]): Promise<void> {
     if (!isStatus(err, 404)) throw err;
     await mapLimit(seqs, 8, async (s) => {
       try {
-        await client.deleteEntity(FEED_PK, seqKey(s));
+        await deleteEntity(client, FEED_PK, seqKey(s));
       } catch (e) {
         if (!isStatus(e, 404)) throw e;
       }

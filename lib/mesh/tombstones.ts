@@ -1,5 +1,5 @@
 import type { TransactionAction } from '@azure/data-tables';
-import { isStatus, odata, table } from '../storage/tables';
+import { deleteEntity, getEntity, isStatus, listEntities, odata, table } from '../storage/tables';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../storage/overflow';
 import { getJson, mapLimit, putJsonText, submitBatched } from '../storage/tableUtil';
 import { encodeMeshObject, fromStoredMeshObject } from './codec';
@@ -106,7 +106,7 @@ export async function deleteTombstones(ids: readonly string[]): Promise<void> {
     if (!isStatus(err, 404)) throw err;
     await mapLimit(keys, 8, async (id) => {
       try {
-        await client.deleteEntity(partitionOf(id), id);
+        await deleteEntity(client, partitionOf(id), id);
       } catch (e) {
         if (!isStatus(e, 404)) throw e;
       }
@@ -118,7 +118,7 @@ export async function deleteTombstones(ids: readonly string[]): Promise<void> {
 export async function getTombstone(id: string): Promise<Tombstone | null> {
   if (!/^[0-9a-f]/i.test(id)) return null;
   try {
-    return await fromEntity(await (await table(TABLE)).getEntity<Record<string, unknown>>(partitionOf(id), id.toLowerCase()));
+    return await fromEntity(await getEntity<Record<string, unknown>>(await table(TABLE), partitionOf(id), id.toLowerCase()));
   } catch (err) {
     if (isStatus(err, 404)) return null;
     throw err;
@@ -149,7 +149,7 @@ export async function getTombstones(ids: Iterable<string>): Promise<Map<string, 
   await mapLimit(queries, 8, async ({ pk, ids: some }) => {
     const wanted = new Map(some);
     const filter = `PartitionKey eq '${pk}' and (${[...wanted.keys()].map((id) => `RowKey eq ${odata(id)}`).join(' or ')})`;
-    for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
+    for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter } })) {
       const id = wanted.get(String(e.rowKey));
       if (id !== undefined) out.set(id, await fromEntity(e));
     }
@@ -176,7 +176,7 @@ export async function tombstoneDeletedOn(ids: Iterable<string>): Promise<Map<str
   const client = await table(TABLE);
   await mapLimit(queries, 8, async ({ pk, ids: some }) => {
     const filter = `PartitionKey eq '${pk}' and (${some.map((id) => `RowKey eq ${odata(id)}`).join(' or ')})`;
-    for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'deletedOn'] } }))
+    for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter, select: ['RowKey', 'deletedOn'] } }))
       out.set(String(e.rowKey), String(e.deletedOn));
   });
   return out;
@@ -187,14 +187,14 @@ export async function listTombstoneHeads(): Promise<TombstoneHead[]> {
   const client = await table(TABLE);
   const out: TombstoneHead[] = [];
   const select = ['RowKey', 'objectType', 'anchorValue', 'deletedOn', 'purgeOn'];
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { select } })) out.push(headOf(e));
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { select } })) out.push(headOf(e));
   return out;
 }
 
 /** Every tombstone, page by page (the join index's load). */
 export async function* iterateTombstones(): AsyncGenerator<Tombstone[]> {
   const client = await table(TABLE);
-  for await (const page of client.listEntities<Record<string, unknown>>().byPage({ maxPageSize: 1000 })) yield await Promise.all(page.map(fromEntity));
+  for await (const page of listEntities<Record<string, unknown>>(client).byPage({ maxPageSize: 1000 })) yield await Promise.all(page.map(fromEntity));
 }
 
 let purgeCursor = 0;
@@ -208,7 +208,7 @@ export async function purgeTombstones(now: Date = new Date(), budget = 500): Pro
   const client = await table(TABLE);
   const filter = `PartitionKey eq ${odata('t' + digit)} and purgeOn lt ${odata(now.toISOString())}`;
   const ids: string[] = [];
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey'] } })) {
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter, select: ['RowKey'] } })) {
     ids.push(String(e.rowKey));
     if (ids.length >= budget) break;
   }

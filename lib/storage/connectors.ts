@@ -1,6 +1,6 @@
 import type { TableClient } from '@azure/data-tables';
 import { AppError, conflict, notFound } from '../core/errors';
-import { encodeKey, isStatus, table } from './tables';
+import { createEntity, deleteEntity, encodeKey, getEntity, isStatus, listEntities, table, updateEntity } from './tables';
 import { splitText } from './tableUtil';
 
 /**
@@ -100,7 +100,7 @@ const nameKey = (name: string) => encodeKey(name.toLowerCase());
 export async function readConnectorRow(id: string): Promise<StoredConnector | null> {
   const client = await table(TABLE);
   try {
-    return fromEntity(await client.getEntity(PK, id));
+    return fromEntity(await getEntity(client, PK, id));
   } catch (err) {
     if (isStatus(err, 404)) return null;
     throw err;
@@ -124,7 +124,7 @@ export async function connectorExists(id: string): Promise<boolean> {
 export async function listConnectorRows(): Promise<StoredConnector[]> {
   const client = await table(TABLE);
   const out: StoredConnector[] = [];
-  for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq '${PK}'` } })) out.push(fromEntity(e));
+  for await (const e of listEntities(client, { queryOptions: { filter: `PartitionKey eq '${PK}'` } })) out.push(fromEntity(e));
   return out;
 }
 
@@ -139,14 +139,14 @@ export async function listConnectorRecords(): Promise<StoredConnector[]> {
  */
 export async function insertConnector(c: Omit<StoredConnector, 'etag' | 'state' | 'pendingName'>): Promise<StoredConnector> {
   const client = await table(TABLE);
-  await client.createEntity(toEntity({ ...c, state: 'creating', pendingName: null }));
+  await createEntity(client, toEntity({ ...c, state: 'creating', pendingName: null }));
   try {
     await claimName(c.name, c.id);
   } catch (err) {
-    await client.deleteEntity(PK, c.id).catch(() => undefined);
+    await deleteEntity(client, PK, c.id).catch(() => undefined);
     throw err;
   }
-  await client.updateEntity({ partitionKey: PK, rowKey: c.id, state: 'ready' }, 'Merge');
+  await updateEntity(client, { partitionKey: PK, rowKey: c.id, state: 'ready' }, 'Merge');
   return (await readConnectorRow(c.id))!;
 }
 
@@ -167,7 +167,7 @@ export async function replaceConnector(
   }
   const entity = toEntity({ ...current, ...next, pendingName: null, state: 'ready' });
   try {
-    await client.updateEntity(entity, 'Replace', { etag });
+    await updateEntity(client, entity, 'Replace', { etag });
   } catch (err) {
     if (renamed) await releaseName(next.name, current.id);
     if (isStatus(err, 412)) throw conflict('The connector was changed by another request; read it again and retry.');
@@ -184,7 +184,7 @@ export async function setConnectorRunState(id: string, fields: { status?: Connec
   const patch: Entity = { partitionKey: PK, rowKey: id };
   if (fields.status) patch.status = fields.status;
   if (fields.lastSync) patch.lastSync = fields.lastSync;
-  await client.updateEntity(patch, 'Merge');
+  await updateEntity(client, patch, 'Merge');
 }
 
 /** Mark the connector `deleting` (ETag-checked): from now on it is a 404 to readers. */
@@ -196,7 +196,7 @@ export async function markConnectorDeleting(current: StoredConnector): Promise<v
 /** Undo {@link markConnectorDeleting}: the connector is `ready` again (a configuration import that is undone). */
 export async function markConnectorReady(id: string): Promise<void> {
   const client = await table(TABLE);
-  await client.updateEntity({ partitionKey: PK, rowKey: id, state: 'ready' }, 'Merge');
+  await updateEntity(client, { partitionKey: PK, rowKey: id, state: 'ready' }, 'Merge');
 }
 
 /** Remove the connector row and its name claim(s). Safe to repeat. */
@@ -208,7 +208,7 @@ export async function removeConnectorRow(id: string): Promise<void> {
   }
   const client = await table(TABLE);
   try {
-    await client.deleteEntity(PK, id);
+    await deleteEntity(client, PK, id);
   } catch (err) {
     if (!isStatus(err, 404)) throw err;
   }
@@ -216,7 +216,7 @@ export async function removeConnectorRow(id: string): Promise<void> {
 
 async function mergeChecked(client: TableClient, id: string, fields: Record<string, unknown>, etag: string): Promise<string> {
   try {
-    const r = await client.updateEntity({ partitionKey: PK, rowKey: id, ...fields }, 'Merge', { etag });
+    const r = await updateEntity(client, { partitionKey: PK, rowKey: id, ...fields }, 'Merge', { etag });
     return r.etag ?? (await readConnectorRow(id))!.etag;
   } catch (err) {
     if (isStatus(err, 412)) throw conflict('The connector was changed by another request; read it again and retry.');
@@ -230,7 +230,7 @@ async function claimName(name: string, connectorId: string): Promise<void> {
   const names = await table(NAMES);
   const key = nameKey(name);
   try {
-    await names.createEntity({ partitionKey: NAME_PK, rowKey: key, connectorId });
+    await createEntity(names, { partitionKey: NAME_PK, rowKey: key, connectorId });
     return;
   } catch (err) {
     if (!isStatus(err, 409)) throw err;
@@ -238,7 +238,7 @@ async function claimName(name: string, connectorId: string): Promise<void> {
   const taken = () => conflict(`A connector named '${name}' already exists.`);
   let claim: { connectorId: string; etag: string };
   try {
-    claim = await names.getEntity<{ connectorId: string }>(NAME_PK, key);
+    claim = await getEntity<{ connectorId: string }>(names, NAME_PK, key);
   } catch (err) {
     if (isStatus(err, 404)) return claimName(name, connectorId);
     throw err;
@@ -248,7 +248,7 @@ async function claimName(name: string, connectorId: string): Promise<void> {
   const lower = name.toLowerCase();
   if (holder && (holder.name.toLowerCase() === lower || holder.pendingName?.toLowerCase() === lower)) throw taken();
   try {
-    await names.updateEntity({ partitionKey: NAME_PK, rowKey: key, connectorId }, 'Replace', { etag: claim.etag });
+    await updateEntity(names, { partitionKey: NAME_PK, rowKey: key, connectorId }, 'Replace', { etag: claim.etag });
   } catch (err) {
     if (isStatus(err, 412) || isStatus(err, 404)) throw taken();
     throw err;
@@ -259,9 +259,9 @@ async function releaseName(name: string, connectorId: string): Promise<void> {
   const names = await table(NAMES);
   const key = nameKey(name);
   try {
-    const claim = await names.getEntity<{ connectorId: string }>(NAME_PK, key);
+    const claim = await getEntity<{ connectorId: string }>(names, NAME_PK, key);
     if (claim.connectorId !== connectorId) return;
-    await names.deleteEntity(NAME_PK, key, { etag: claim.etag });
+    await deleteEntity(names, NAME_PK, key, { etag: claim.etag });
   } catch (err) {
     if (!isStatus(err, 404) && !isStatus(err, 412)) throw err;
   }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { TransactionAction } from '@azure/data-tables';
-import { odata, submitTransaction, table } from './tables';
+import { listEntities, odata, submitTransaction, table } from './tables';
 import { PROPERTY_CHARS, splitText } from './tableUtil';
 
 /**
@@ -55,7 +55,7 @@ export async function putOverflow(text: string): Promise<string> {
 export async function getOverflow(key: string): Promise<string> {
   const client = await table(TABLE);
   const rows: Record<string, unknown>[] = [];
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(key)}` } })) rows.push(e);
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter: `PartitionKey eq ${odata(key)}` } })) rows.push(e);
   rows.sort((a, b) => (String(a.rowKey) < String(b.rowKey) ? -1 : 1));
   let text = '';
   for (const e of rows) for (let i = 0; e[`p${i}`] !== undefined; i++) text += String(e[`p${i}`]);

@@ -1,5 +1,5 @@
 import { conflict, notFound } from '../core/errors';
-import { isStatus, odata, table } from './tables';
+import { createEntity, deleteEntity, getEntity, isStatus, listEntities, odata, table, updateEntity } from './tables';
 import type { UniqueRule } from './uniqueValues';
 
 /**
@@ -68,7 +68,7 @@ function toEntity(rule: Rule) {
 export async function getRule(ruleId: string): Promise<StoredRule | null> {
   const client = await table(TABLE);
   try {
-    return fromEntity(await client.getEntity(PK, ruleId));
+    return fromEntity(await getEntity(client, PK, ruleId));
   } catch (err) {
     if (isStatus(err, 404)) return null;
     throw err;
@@ -77,14 +77,14 @@ export async function getRule(ruleId: string): Promise<StoredRule | null> {
 
 export async function insertRule(rule: Rule): Promise<StoredRule> {
   const client = await table(TABLE);
-  await client.createEntity(toEntity(rule));
+  await createEntity(client, toEntity(rule));
   return (await getRule(rule.ruleId))!;
 }
 
 export async function replaceRule(rule: Rule, etag: string): Promise<StoredRule> {
   const client = await table(TABLE);
   try {
-    await client.updateEntity(toEntity(rule), 'Replace', { etag });
+    await updateEntity(client, toEntity(rule), 'Replace', { etag });
   } catch (err) {
     if (isStatus(err, 412)) throw conflict('The rule was changed by another request; read it again and retry.');
     if (isStatus(err, 404)) throw notFound(`Rule '${rule.ruleId}' does not exist.`);
@@ -97,7 +97,7 @@ export async function replaceRule(rule: Rule, etag: string): Promise<StoredRule>
 export async function deleteRule(ruleId: string, etag?: string): Promise<boolean> {
   const client = await table(TABLE);
   try {
-    await client.deleteEntity(PK, ruleId, etag ? { etag } : undefined);
+    await deleteEntity(client, PK, ruleId, etag ? { etag } : undefined);
     return true;
   } catch (err) {
     if (isStatus(err, 404)) return false;
@@ -118,7 +118,7 @@ export async function listRules(q: RuleQuery = {}): Promise<StoredRule[]> {
   if (q.connectorId) filters.push(`connectorId eq ${odata(q.connectorId)}`);
   if (q.ruleType) filters.push(`ruleType eq ${odata(q.ruleType)}`);
   const out: StoredRule[] = [];
-  for await (const e of client.listEntities({ queryOptions: { filter: filters.join(' and ') } })) out.push(fromEntity(e));
+  for await (const e of listEntities(client, { queryOptions: { filter: filters.join(' and ') } })) out.push(fromEntity(e));
   return out.sort((a, b) => a.priority - b.priority || cmp(a.ruleName.toLowerCase(), b.ruleName.toLowerCase()) || cmp(a.ruleId, b.ruleId));
 }
 

@@ -1,7 +1,7 @@
 import type { TableEntityResult } from '@azure/data-tables';
 import { FORMAT, packItems, unpackItems } from './changeCodec';
 import { type ChangeOperation, type ChangeOutcome, type RunChange, type StoredChange } from './runChangeTypes';
-import { isStatus, odata, table } from './tables';
+import { deleteEntity, getEntity, isStatus, listEntities, odata, table, upsertEntity } from './tables';
 import { mapLimit } from './tableUtil';
 
 /**
@@ -83,7 +83,7 @@ export async function writeRunChanges(runId: string, key: string, items: readonl
       ...(opts.preview && r === 0 ? { p: true } : {}),
     };
     part.forEach((c, i) => (entity[`z${i}`] = c));
-    await client.upsertEntity(entity, 'Replace');
+    await upsertEntity(client, entity, 'Replace');
   }
 }
 
@@ -108,7 +108,7 @@ export const previewKey = (key: string): string => `${key}t`;
 export async function deleteRunChangeRow(runId: string, key: string): Promise<void> {
   const client = await table(TABLE);
   try {
-    await client.deleteEntity(runId, key);
+    await deleteEntity(client, runId, key);
   } catch (err) {
     if (!isStatus(err, 404)) throw err;
   }
@@ -117,7 +117,7 @@ export async function deleteRunChangeRow(runId: string, key: string): Promise<vo
 async function heads(runId: string): Promise<RowHead[]> {
   const client = await table(TABLE);
   const out: RowHead[] = [];
-  for await (const e of client.listEntities<Record<string, unknown>>({
+  for await (const e of listEntities<Record<string, unknown>>(client, {
     queryOptions: { filter: `PartitionKey eq ${odata(runId)}`, select: ['RowKey', 'k', 'parts', 'p'] },
   })) {
     const rowKey = String(e.rowKey);
@@ -140,7 +140,7 @@ async function readPage(runId: string, head: RowHead): Promise<StoredChange[]> {
   const rows = await Promise.all(
     keys.map(async (rk) => {
       try {
-        return await client.getEntity<Record<string, unknown>>(runId, rk);
+        return await getEntity<Record<string, unknown>>(client, runId, rk);
       } catch (err) {
         if (isStatus(err, 404)) return null;
         throw err;
@@ -240,10 +240,10 @@ export async function runChangeCounts(runId: string): Promise<ChangeCounts> {
 export async function deleteRunChanges(runId: string): Promise<void> {
   const client = await table(TABLE);
   const keys: string[] = [];
-  for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(runId)}`, select: ['RowKey'] } })) keys.push(String(e.rowKey));
+  for await (const e of listEntities(client, { queryOptions: { filter: `PartitionKey eq ${odata(runId)}`, select: ['RowKey'] } })) keys.push(String(e.rowKey));
   await mapLimit(keys, 4, async (rk) => {
     try {
-      await client.deleteEntity(runId, rk);
+      await deleteEntity(client, runId, rk);
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
     }
@@ -255,10 +255,10 @@ export async function deleteRunChangePages(runId: string, step: string): Promise
   const client = await table(TABLE);
   const keys: string[] = [];
   const filter = `PartitionKey eq ${odata(runId)} and RowKey ge ${odata(step)} and RowKey lt ${odata(step + '~')}`;
-  for await (const e of client.listEntities({ queryOptions: { filter, select: ['RowKey'] } })) keys.push(String(e.rowKey));
+  for await (const e of listEntities(client, { queryOptions: { filter, select: ['RowKey'] } })) keys.push(String(e.rowKey));
   await mapLimit(keys, 4, async (rk) => {
     try {
-      await client.deleteEntity(runId, rk);
+      await deleteEntity(client, runId, rk);
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
     }

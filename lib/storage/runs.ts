@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TableClient, TableEntity, TableEntityResult, TransactionAction } from '@azure/data-tables';
 import { AppError } from '../core/errors';
 import { legacyPrincipal, parsePrincipalRecord, type PrincipalRecord } from '../core/principal';
-import { isStatus, odata, submitTransaction, table } from './tables';
+import { createEntity, deleteEntity, getEntity, isStatus, listEntities, odata, submitTransaction, table, updateEntity, upsertEntity } from './tables';
 
 /**
  * Runs repository (table `Runs`): import and export runs, their history, and the one-active-run-per-connector
@@ -343,7 +343,7 @@ interface Pointer {
 
 async function pointer(client: TableClient, runId: string): Promise<Pointer | null> {
   try {
-    const p = await client.getEntity<{ connectorId: string; runKey: string }>(ID_PK, runId);
+    const p = await getEntity<{ connectorId: string; runKey: string }>(client, ID_PK, runId);
     return { connectorId: p.connectorId, runKey: p.runKey };
   } catch (err) {
     if (isStatus(err, 404)) return null;
@@ -353,7 +353,7 @@ async function pointer(client: TableClient, runId: string): Promise<Pointer | nu
 
 async function readPrimary(client: TableClient, p: Pointer): Promise<StoredRun | null> {
   try {
-    return fromEntity(await client.getEntity(connectorPk(p.connectorId), p.runKey));
+    return fromEntity(await getEntity(client, connectorPk(p.connectorId), p.runKey));
   } catch (err) {
     if (isStatus(err, 404)) return null;
     throw err;
@@ -372,7 +372,7 @@ export async function findActiveRun(connectorId: string): Promise<StoredRun | nu
   const client = await table(TABLE);
   let lock: { runId: string; runKey: string };
   try {
-    lock = await client.getEntity<{ runId: string; runKey: string }>(connectorPk(connectorId), LOCK_ROW);
+    lock = await getEntity<{ runId: string; runKey: string }>(client, connectorPk(connectorId), LOCK_ROW);
   } catch (err) {
     if (isStatus(err, 404)) return null;
     throw err;
@@ -421,7 +421,7 @@ export async function createRun(input: CreateRunInput): Promise<StoredRun> {
   };
   if (input.dryRun !== undefined) run.dryRun = input.dryRun;
   // The pointer goes first: a crash after it leaves a pointer to nothing, which reads as "no such run".
-  await client.createEntity({ partitionKey: ID_PK, rowKey: runId, connectorId: input.connectorId, runKey: key });
+  await createEntity(client, { partitionKey: ID_PK, rowKey: runId, connectorId: input.connectorId, runKey: key });
   const pk = connectorPk(input.connectorId);
   const primary = toEntity(pk, run, key);
   if (input.actorId) primary.actorId = input.actorId;
@@ -433,11 +433,11 @@ export async function createRun(input: CreateRunInput): Promise<StoredRun> {
   try {
     await submitTransaction(client, actions);
   } catch (err) {
-    await client.deleteEntity(ID_PK, runId).catch(() => undefined);
+    await deleteEntity(client, ID_PK, runId).catch(() => undefined);
     if (isStatus(err, 409)) throw new AppError('conflict', 'A run of this connector is already Running, Queued or AwaitingApproval.');
     throw err;
   }
-  for (const cp of copyPartitions(run)) await client.upsertEntity(toEntity(cp, run, key), 'Replace');
+  for (const cp of copyPartitions(run)) await upsertEntity(client, toEntity(cp, run, key), 'Replace');
   const stored = await readPrimary(client, { connectorId: run.connectorId, runKey: key });
   return stored!;
 }
@@ -477,10 +477,10 @@ function patchEntity(pk: string, key: string, patch: RunProgress & { completedAt
 async function mergeCopies(client: TableClient, run: Run, key: string, patch: Parameters<typeof patchEntity>[2]): Promise<void> {
   for (const cp of copyPartitions(run)) {
     try {
-      await client.updateEntity(patchEntity(cp, key, patch), 'Merge');
+      await updateEntity(client, patchEntity(cp, key, patch), 'Merge');
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
-      await client.upsertEntity(toEntity(cp, run, key), 'Replace');
+      await upsertEntity(client, toEntity(cp, run, key), 'Replace');
     }
   }
 }
@@ -500,7 +500,7 @@ export async function updateRun(runId: string, progress: RunProgress, options: {
   const client = await table(TABLE);
   const p = await mustPointer(client, runId);
   try {
-    await client.updateEntity(patchEntity(connectorPk(p.connectorId), p.runKey, progress), 'Merge', { etag: options.etag ?? '*' });
+    await updateEntity(client, patchEntity(connectorPk(p.connectorId), p.runKey, progress), 'Merge', { etag: options.etag ?? '*' });
   } catch (err) {
     if (isStatus(err, 412)) throw new AppError('conflict', 'The run changed since it was read.');
     if (isStatus(err, 404)) throw new AppError('not_found', 'The run does not exist.');
@@ -523,7 +523,7 @@ export async function markRunDispatched(runId: string, taskHub: string | null, a
   const e: TableEntity<Record<string, unknown>> = { partitionKey: connectorPk(p.connectorId), rowKey: p.runKey, dispatchedAt: at.toISOString() };
   if (taskHub) e.taskHub = taskHub;
   try {
-    await client.updateEntity(e, 'Merge');
+    await updateEntity(client, e, 'Merge');
   } catch (err) {
     if (!isStatus(err, 404)) throw err;
   }
@@ -539,7 +539,7 @@ export async function requestRunCancel(run: StoredRun, requestedBy: string | nul
   const e: TableEntity<Record<string, unknown>> = { partitionKey: connectorPk(p.connectorId), rowKey: p.runKey, cancelRequestedAt: at.toISOString() };
   if (requestedBy) e.cancelRequestedBy = requestedBy;
   try {
-    await client.updateEntity(e, 'Merge', { etag: run.etag });
+    await updateEntity(client, e, 'Merge', { etag: run.etag });
   } catch (err) {
     if (isStatus(err, 412)) throw new AppError('conflict', 'The run changed since it was read.');
     if (isStatus(err, 404)) throw new AppError('not_found', 'The run does not exist.');
@@ -570,7 +570,7 @@ export async function completeRun(runId: string, outcome: RunOutcome, options: {
   const patch = { ...outcome, completedAt: (outcome.completedAt ?? new Date()).toISOString() };
   const actions: TransactionAction[] = [['update', patchEntity(pk, p.runKey, patch), 'Merge', { etag: options.etag ?? '*' }]];
   try {
-    const lock = await client.getEntity<{ runId: string }>(pk, LOCK_ROW);
+    const lock = await getEntity<{ runId: string }>(client, pk, LOCK_ROW);
     // No other run can take the lock while it names this run, so an unconditional delete is safe.
     if (lock.runId === runId) actions.push(['delete', { partitionKey: pk, rowKey: LOCK_ROW }]);
   } catch (err) {
@@ -605,7 +605,7 @@ export async function listRuns(q: RunQuery): Promise<{ items: StoredRun[]; total
   if (q.status) filters.push(`status eq ${odata(q.status)}`);
   const items: StoredRun[] = [];
   let totalCount = 0;
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: filters.join(' and ') } })) {
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter: filters.join(' and ') } })) {
     if (totalCount >= q.skip && items.length < q.take) items.push(fromEntity(e));
     totalCount++;
   }
@@ -620,14 +620,14 @@ export async function renameInstanceInRuns(instanceId: string, name: string): Pr
   const client = await table(TABLE);
   let changed = 0;
   const filter = `PartitionKey eq ${odata(instancePk(instanceId))} and ${RUN_ROWS}`;
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'connectorId', 'instanceName'] } })) {
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter, select: ['RowKey', 'connectorId', 'instanceName'] } })) {
     if (e.instanceName === name) continue;
     const key = e.rowKey!;
     // The primary and the `all` copy first, the instance copy (the one this loop reads) last: a crash
     // in between leaves this run unchanged here, so the next pass visits it again.
     for (const pk of [connectorPk(String(e.connectorId)), ALL_PK, instancePk(instanceId)]) {
       try {
-        await client.updateEntity({ partitionKey: pk, rowKey: key, instanceName: name }, 'Merge');
+        await updateEntity(client, { partitionKey: pk, rowKey: key, instanceName: name }, 'Merge');
       } catch (err) {
         if (!isStatus(err, 404)) throw err;
       }
@@ -643,13 +643,13 @@ export async function instanceNamesInRuns(instanceId: string): Promise<Set<strin
   const names = new Set<string>();
   const keys: Array<{ connectorId: string; rowKey: string }> = [];
   const filter = `PartitionKey eq ${odata(instancePk(instanceId))} and ${RUN_ROWS}`;
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter } })) {
     names.add(String(e.instanceName));
     keys.push({ connectorId: String(e.connectorId), rowKey: e.rowKey! });
   }
   for (const k of keys) {
     for (const pk of [connectorPk(k.connectorId), ALL_PK]) {
-      const e = await client.getEntity<Record<string, unknown>>(pk, k.rowKey);
+      const e = await getEntity<Record<string, unknown>>(client, pk, k.rowKey);
       names.add(String(e.instanceName));
     }
   }
@@ -664,7 +664,7 @@ export async function newestRun(connectorId: string, statuses: readonly RunStatu
   const client = await table(TABLE);
   const filters = [`PartitionKey eq ${odata(connectorPk(connectorId))}`, RUN_ROWS, `(${statuses.map((s) => `status eq ${odata(s)}`).join(' or ')})`];
   if (runType) filters.push(`runType eq ${odata(runType)}`);
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: filters.join(' and ') } })) return fromEntity(e);
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter: filters.join(' and ') } })) return fromEntity(e);
   return null;
 }
 
@@ -682,7 +682,7 @@ export async function findScheduleRunRun(
 ): Promise<StoredRun | null> {
   const client = await table(TABLE);
   let seen = 0;
-  for await (const e of client.listEntities<Record<string, unknown>>({
+  for await (const e of listEntities<Record<string, unknown>>(client, {
     queryOptions: { filter: `PartitionKey eq ${odata(connectorPk(connectorId))} and ${RUN_ROWS}` },
   })) {
     if (typeof e.trigger === 'string' && e.trigger.includes(scheduleRunId)) {
@@ -699,9 +699,9 @@ export async function findScheduleRunRun(
  * ETag; a run updates its row at every page). One query of one row.
  */
 export async function newestRunToken(connectorId: string): Promise<string> {
-  const pages = (await table(TABLE))
-    .listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(connectorPk(connectorId))}`, select: ['RowKey'] } })
-    .byPage({ maxPageSize: 1 });
+  const pages = listEntities<Record<string, unknown>>(await table(TABLE), {
+    queryOptions: { filter: `PartitionKey eq ${odata(connectorPk(connectorId))}`, select: ['RowKey'] },
+  }).byPage({ maxPageSize: 1 });
   for await (const page of pages) {
     const e = page[0];
     return e ? `${String(e.rowKey)}|${String(e.etag)}` : '';
@@ -717,7 +717,7 @@ export async function* recentRuns(connectorId: string, statuses: readonly RunSta
   const client = await table(TABLE);
   const filter = [`PartitionKey eq ${odata(connectorPk(connectorId))}`, RUN_ROWS, `(${statuses.map((s) => `status eq ${odata(s)}`).join(' or ')})`];
   let seen = 0;
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: filter.join(' and ') } })) {
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter: filter.join(' and ') } })) {
     yield fromEntity(e);
     if (++seen >= within) return;
   }

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createDefaultHttpClient, createHttpHeaders, createPipelineRequest, RestError, type HttpClient } from '@azure/core-rest-pipeline';
+import { createDefaultHttpClient, createHttpHeaders, createPipelineRequest, type HttpClient } from '@azure/core-rest-pipeline';
 import type { TableClient, TransactionAction } from '@azure/data-tables';
+import { serviceError as serviceErrorOf } from './entityCodec';
+import type { LeanTable } from './fastTable';
 
 /**
  * Entity-group transactions with the request body built here, sent through the table client's own pipeline
@@ -94,9 +96,15 @@ const etagOf = (action: TransactionAction): string | undefined => (action[0] ===
 
 /**
  * Submit `actions` (one partition, at most 100) as one entity-group transaction on `client`'s table. Throws a
- * `RestError` with the failing sub-request's status and error code, as `submitTransaction` does.
+ * `RestError` with the failing sub-request's status and error code, as `submitTransaction` does. Sent by the
+ * table's lean client when it has one (lib/storage/fastTable.ts), else through `client`'s pipeline.
  */
-export async function submitTransactionFast(client: TableClient, actions: readonly TransactionAction[], allowInsecureConnection: boolean): Promise<void> {
+export async function submitTransactionFast(
+  client: TableClient,
+  actions: readonly TransactionAction[],
+  allowInsecureConnection: boolean,
+  lean?: LeanTable,
+): Promise<void> {
   const [base, sas] = client.url.split('?');
   const account = base.endsWith('/') ? base.slice(0, -1) : base;
   const tableUrl = `${account}/${client.tableName}`;
@@ -110,24 +118,11 @@ export async function submitTransactionFast(client: TableClient, actions: readon
     `--${batch}${CRLF}content-type: multipart/mixed; boundary=${changeset}${CRLF}${CRLF}${CRLF}${parts.join(CRLF)}${CRLF}--${changeset}--${CRLF}--${batch}--${CRLF}`,
     'utf8',
   );
-  const request = createPipelineRequest({
-    url: `${account}/$batch${sas ? `?${sas}` : ''}`,
-    method: 'POST',
-    body,
-    headers: createHttpHeaders({
-      accept: 'application/json',
-      'x-ms-version': '2019-02-02',
-      DataServiceVersion: '3.0;',
-      MaxDataServiceVersion: '3.0;NetFx',
-      'Content-Type': `multipart/mixed; boundary=${batch}`,
-      'Accept-Charset': 'UTF-8',
-    }),
-    allowInsecureConnection,
-  });
-  httpClient ??= createDefaultHttpClient();
-  const response = await client.pipeline.sendRequest(httpClient, request);
-  const text = response.bodyAsText ?? '';
-  if (response.status < 200 || response.status >= 300) throw serviceError(text, response.status);
+  const contentType = `multipart/mixed; boundary=${batch}`;
+  const { status, text } = lean
+    ? await lean.batch(body, contentType)
+    : await viaPipeline(client, `${account}/$batch${sas ? `?${sas}` : ''}`, body, contentType, allowInsecureConnection);
+  if (status < 200 || status >= 300) throw serviceError(text, status);
   // A failed changeset answers with the one failing sub-response; a good one with a 2xx per action.
   for (const part of text.split('--changesetresponse_').slice(1)) {
     const m = /HTTP\/1\.1 (\d{3})/.exec(part);
@@ -140,18 +135,30 @@ export async function submitTransactionFast(client: TableClient, actions: readon
   }
 }
 
-function serviceError(bodyText: string, statusCode: number): RestError {
-  let message = 'Transaction Failed';
-  let code: string | undefined;
-  try {
-    const parsed = JSON.parse(bodyText) as { 'odata.error'?: { code?: string; message?: { value?: string } } };
-    const e = parsed['odata.error'];
-    if (e) {
-      message = e.message?.value ?? message;
-      code = e.code;
-    }
-  } catch {
-    // not JSON: keep the generic message
-  }
-  return new RestError(message, { code, statusCode });
+async function viaPipeline(
+  client: TableClient,
+  url: string,
+  body: Buffer,
+  contentType: string,
+  allowInsecureConnection: boolean,
+): Promise<{ status: number; text: string }> {
+  const request = createPipelineRequest({
+    url,
+    method: 'POST',
+    body,
+    headers: createHttpHeaders({
+      accept: 'application/json',
+      'x-ms-version': '2019-02-02',
+      DataServiceVersion: '3.0;',
+      MaxDataServiceVersion: '3.0;NetFx',
+      'Content-Type': contentType,
+      'Accept-Charset': 'UTF-8',
+    }),
+    allowInsecureConnection,
+  });
+  httpClient ??= createDefaultHttpClient();
+  const response = await client.pipeline.sendRequest(httpClient, request);
+  return { status: response.status, text: response.bodyAsText ?? '' };
 }
+
+const serviceError = (bodyText: string, statusCode: number) => serviceErrorOf(bodyText, statusCode, 'Transaction Failed');

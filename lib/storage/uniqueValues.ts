@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { TableClient } from '@azure/data-tables';
 import { mapLimit } from './tableUtil';
-import { decodeKey, encodeKey, isStatus, odata, submitTransaction, table } from './tables';
+import { createEntity, decodeKey, deleteEntity, encodeKey, getEntity, isStatus, listEntities, odata, submitTransaction, table, updateEntity } from './tables';
 
 /**
  * Unique values repository (table `UniqueValues`): the values an outbound flow's `unique` rule handed out
@@ -156,7 +156,7 @@ export async function reserveValue(r: Reservation, now = new Date()): Promise<Re
   const client = await table(TABLE);
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      await client.createEntity(reservationEntity(r));
+      await createEntity(client, reservationEntity(r));
       return { won: true };
     } catch (err) {
       if (!isStatus(err, 409)) throw err;
@@ -169,7 +169,7 @@ export async function reserveValue(r: Reservation, now = new Date()): Promise<Re
     // The object itself back (restored from its tombstone) reclaims its own released value.
     if (!expired && !(holder.releasedOn && holder.owner === r.owner)) return { won: false, holder };
     try {
-      await client.updateEntity(reservationEntity(r), 'Replace', { etag: current.etag });
+      await updateEntity(client, reservationEntity(r), 'Replace', { etag: current.etag });
       return { won: true };
     } catch (err) {
       if (!isStatus(err, 412) && !isStatus(err, 404)) throw err;
@@ -201,13 +201,13 @@ export async function markExternal(pool: string, key: string, owner: string, rea
   delete next.releasedOn;
   delete next.quarantineUntil;
   try {
-    if (current) await client.updateEntity(reservationEntity(next), 'Replace', { etag: current.etag });
-    else await client.createEntity(reservationEntity(next));
+    if (current) await updateEntity(client, reservationEntity(next), 'Replace', { etag: current.etag });
+    else await createEntity(client, reservationEntity(next));
   } catch (err) {
     if (!isStatus(err, 412) && !isStatus(err, 409) && !isStatus(err, 404)) throw err;
   }
   const holding = await readEntity(client, holdingPk(pool), encodeKey(owner));
-  if (holding && String(holding.key) === key) await client.deleteEntity(holdingPk(pool), encodeKey(owner)).catch(ignore404);
+  if (holding && String(holding.key) === key) await deleteEntity(client, holdingPk(pool), encodeKey(owner)).catch(ignore404);
 }
 
 function toHolding(e: Entity): Holding {
@@ -237,7 +237,7 @@ export async function readHoldings(pool: string, meshIds: readonly string[]): Pr
   for (let i = 0; i < meshIds.length; i += IDS_PER_QUERY) chunks.push(meshIds.slice(i, i + IDS_PER_QUERY));
   await mapLimit(chunks, 4, async (ids) => {
     const filter = `PartitionKey eq ${odata(holdingPk(pool))} and (${ids.map((id) => `RowKey eq ${odata(encodeKey(id))}`).join(' or ')})`;
-    for await (const e of client.listEntities<Entity>({ queryOptions: { filter } })) {
+    for await (const e of listEntities<Entity>(client, { queryOptions: { filter } })) {
       const h = toHolding(e as Entity);
       out.set(h.meshId, h);
     }
@@ -311,9 +311,10 @@ export async function releaseValue(pool: string, key: string, owner: string, qua
   const current = await readEntity(client, reservationPk(pool), encodeKey(key));
   if (!current || String(current.owner) !== owner || current.releasedOn) return;
   try {
-    if (quarantineDays <= 0) await client.deleteEntity(reservationPk(pool), encodeKey(key), { etag: current.etag });
+    if (quarantineDays <= 0) await deleteEntity(client, reservationPk(pool), encodeKey(key), { etag: current.etag });
     else
-      await client.updateEntity(
+      await updateEntity(
+        client,
         {
           partitionKey: reservationPk(pool),
           rowKey: encodeKey(key),
@@ -346,7 +347,7 @@ export async function releaseUniqueValues(
     const held = await readHoldings(pool, meshIds);
     await mapLimit([...held.values()], 8, async (h) => {
       await releaseValue(h.pool, h.key, h.meshId, h.quarantineDays, now);
-      await client.deleteEntity(holdingPk(pool), encodeKey(h.meshId)).catch(ignore404);
+      await deleteEntity(client, holdingPk(pool), encodeKey(h.meshId)).catch(ignore404);
       n++;
     });
     // Values reserved without a holding (a first candidate won): found by their owner.
@@ -366,7 +367,7 @@ async function ownedReservations(pool: string, owners: readonly string[]): Promi
   for (let i = 0; i < owners.length; i += IDS_PER_QUERY) {
     const ids = owners.slice(i, i + IDS_PER_QUERY);
     const filter = `PartitionKey eq ${odata(reservationPk(pool))} and (${ids.map((id) => `owner eq ${odata(id)}`).join(' or ')})`;
-    for await (const e of client.listEntities<Entity>({ queryOptions: { filter } })) out.push(toReservation(e as Entity, pool));
+    for await (const e of listEntities<Entity>(client, { queryOptions: { filter } })) out.push(toReservation(e as Entity, pool));
   }
   return out;
 }
@@ -376,14 +377,14 @@ export async function sweepUniqueValues(now = new Date(), budget = 1000): Promis
   const client = await table(TABLE);
   const filter = `quarantineUntil lt ${odata(now.toISOString())}`;
   const expired: Entity[] = [];
-  for await (const e of client.listEntities<Entity>({ queryOptions: { filter, select: ['PartitionKey', 'RowKey'] } })) {
+  for await (const e of listEntities<Entity>(client, { queryOptions: { filter, select: ['PartitionKey', 'RowKey'] } })) {
     expired.push(e as Entity);
     if (expired.length >= budget) break;
   }
   let n = 0;
   await mapLimit(expired, 8, async (e) => {
     try {
-      await client.deleteEntity(e.partitionKey, e.rowKey, e.etag ? { etag: e.etag } : undefined);
+      await deleteEntity(client, e.partitionKey, e.rowKey, e.etag ? { etag: e.etag } : undefined);
       n++;
     } catch (err) {
       if (!isStatus(err, 404) && !isStatus(err, 412)) throw err;
@@ -396,7 +397,7 @@ export async function sweepUniqueValues(now = new Date(), budget = 1000): Promis
 export async function listReservations(pool: string, limit = 10_000): Promise<Reservation[]> {
   const client = await table(TABLE);
   const out: Reservation[] = [];
-  for await (const e of client.listEntities<Entity>({ queryOptions: { filter: `PartitionKey eq ${odata(reservationPk(pool))}` } })) {
+  for await (const e of listEntities<Entity>(client, { queryOptions: { filter: `PartitionKey eq ${odata(reservationPk(pool))}` } })) {
     out.push(toReservation(e as Entity, pool));
     if (out.length >= limit) break;
   }
@@ -405,7 +406,7 @@ export async function listReservations(pool: string, limit = 10_000): Promise<Re
 
 async function readEntity(client: TableClient, pk: string, rk: string): Promise<Entity | null> {
   try {
-    return (await client.getEntity<Entity>(pk, rk)) as Entity;
+    return (await getEntity<Entity>(client, pk, rk)) as Entity;
   } catch (err) {
     if (isStatus(err, 404)) return null;
     throw err;

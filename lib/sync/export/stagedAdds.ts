@@ -1,5 +1,5 @@
 import type { TransactionAction } from '@azure/data-tables';
-import { isStatus, odata, table } from '../../storage/tables';
+import { deleteEntity, getEntity, isStatus, listEntities, odata, table, updateEntity } from '../../storage/tables';
 import { getJson, putJson, submitBatched } from '../../storage/tableUtil';
 import type { ExportError, PendingExport } from '../model';
 
@@ -60,7 +60,7 @@ function fromEntity(e: Record<string, unknown>): StagedAdd {
 export async function loadStagedAdds(connectorId: string): Promise<Map<string, StagedAdd>> {
   const out = new Map<string, StagedAdd>();
   const client = await table(TABLE);
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(connectorId)}` } })) {
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter: `PartitionKey eq ${odata(connectorId)}` } })) {
     const s = fromEntity(e);
     out.set(s.meshId, s);
   }
@@ -71,7 +71,7 @@ export async function loadStagedAdds(connectorId: string): Promise<Map<string, S
 export async function readStagedAdd(connectorId: string, meshId: string): Promise<StagedAdd | null> {
   const client = await table(TABLE);
   try {
-    return fromEntity(await client.getEntity<Record<string, unknown>>(connectorId, meshId));
+    return fromEntity(await getEntity<Record<string, unknown>>(client, connectorId, meshId));
   } catch (err) {
     if (isStatus(err, 404)) return null;
     throw err;
@@ -91,7 +91,7 @@ export async function writeStagedAdds(connectorId: string, adds: readonly Staged
 export async function deleteStagedAdds(connectorId: string, meshIds: Iterable<string>): Promise<void> {
   const client = await table(TABLE);
   for (const id of new Set(meshIds)) {
-    await client.deleteEntity(connectorId, id).catch((err: unknown) => {
+    await deleteEntity(client, connectorId, id).catch((err: unknown) => {
       if (!isStatus(err, 404)) throw err;
     });
   }
@@ -105,7 +105,7 @@ export async function deleteConnectorStagedAdds(connectorId: string): Promise<vo
 /** Reset the failure of a staged add (the add stays pending). False when it is gone. */
 export async function clearStagedAddError(connectorId: string, meshId: string): Promise<boolean> {
   try {
-    await (await table(TABLE)).updateEntity({ partitionKey: connectorId, rowKey: meshId, xe: '' }, 'Merge');
+    await updateEntity(await table(TABLE), { partitionKey: connectorId, rowKey: meshId, xe: '' }, 'Merge');
     return true;
   } catch (err) {
     if (isStatus(err, 404)) return false;

@@ -1,6 +1,6 @@
 import type { TransactionAction } from '@azure/data-tables';
 import { yieldToLoop } from '../../core/yieldLoop';
-import { isStatus, odata, table } from '../../storage/tables';
+import { deleteEntity, getEntity, isStatus, listEntities, odata, table, upsertEntity } from '../../storage/tables';
 import { getJson, putJson, submitBatched } from '../../storage/tableUtil';
 
 /**
@@ -34,7 +34,7 @@ export interface ConnectorSyncState {
 export async function readSyncState(connectorId: string): Promise<ConnectorSyncState> {
   const client = await table(TABLE);
   try {
-    const e = await client.getEntity<Record<string, unknown>>(CONNECTOR_PK, connectorId);
+    const e = await getEntity<Record<string, unknown>>(client, CONNECTOR_PK, connectorId);
     return {
       watermark: getJson<string>(e, 'w') ?? null,
       csOwner: e.csOwner ? String(e.csOwner) : null,
@@ -52,7 +52,7 @@ export async function readSyncState(connectorId: string): Promise<ConnectorSyncS
 /** Record what a completed export considered: the feed position and what it ran with. */
 export async function saveExportState(connectorId: string, seq: number, hash: string): Promise<void> {
   const client = await table(TABLE);
-  await client.upsertEntity({ partitionKey: CONNECTOR_PK, rowKey: connectorId, xseq: seq, xh: hash }, 'Merge');
+  await upsertEntity(client, { partitionKey: CONNECTOR_PK, rowKey: connectorId, xseq: seq, xh: hash }, 'Merge');
 }
 
 /**
@@ -69,7 +69,7 @@ export async function markExportDirty(connectorId: string, meshIds: Iterable<str
     rowKey: `${String(Date.now()).padStart(15, '0')}-${Math.random().toString(36).slice(2, 10)}`,
   };
   putJson(e, 'a', ids);
-  await client.upsertEntity(e, 'Replace');
+  await upsertEntity(client, e, 'Replace');
 }
 
 /** The marks of {@link markExportDirty}: their row keys (to clear them once handled) and the ids. */
@@ -77,7 +77,7 @@ export async function readExportDirty(connectorId: string): Promise<{ keys: stri
   const client = await table(TABLE);
   const keys: string[] = [];
   const ids = new Set<string>();
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(`xd_${connectorId}`)}` } })) {
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter: `PartitionKey eq ${odata(`xd_${connectorId}`)}` } })) {
     keys.push(String(e.rowKey));
     for (const id of getJson<string[]>(e, 'a') ?? []) ids.add(id);
   }
@@ -99,7 +99,7 @@ export async function clearExportDirty(connectorId: string, keys: string[]): Pro
 /** Record the rules hash a full pass (full import or FullSync) of the connector completed with. */
 export async function saveFullRulesHash(connectorId: string, hash: string): Promise<void> {
   const client = await table(TABLE);
-  await client.upsertEntity({ partitionKey: CONNECTOR_PK, rowKey: connectorId, frh: hash }, 'Merge');
+  await upsertEntity(client, { partitionKey: CONNECTOR_PK, rowKey: connectorId, frh: hash }, 'Merge');
 }
 
 /** Record what a completed full import read (see ConnectorSyncState.fullReadAttributes). */
@@ -107,25 +107,25 @@ export async function saveFullReadAttributes(connectorId: string, read: string[]
   const client = await table(TABLE);
   const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = { partitionKey: CONNECTOR_PK, rowKey: connectorId };
   putJson(e, 'fra', read);
-  await client.upsertEntity(e, 'Merge');
+  await upsertEntity(client, e, 'Merge');
 }
 
 export async function saveWatermark(connectorId: string, watermark: string | null): Promise<void> {
   const client = await table(TABLE);
   const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = { partitionKey: CONNECTOR_PK, rowKey: connectorId };
   putJson(e, 'w', watermark);
-  await client.upsertEntity(e, 'Merge');
+  await upsertEntity(client, e, 'Merge');
 }
 
 export async function claimCsOwner(connectorId: string, owner: string): Promise<void> {
   const client = await table(TABLE);
-  await client.upsertEntity({ partitionKey: CONNECTOR_PK, rowKey: connectorId, csOwner: owner }, 'Merge');
+  await upsertEntity(client, { partitionKey: CONNECTOR_PK, rowKey: connectorId, csOwner: owner }, 'Merge');
 }
 
 export async function deleteSyncState(connectorId: string): Promise<void> {
   const client = await table(TABLE);
   try {
-    await client.deleteEntity(CONNECTOR_PK, connectorId);
+    await deleteEntity(client, CONNECTOR_PK, connectorId);
   } catch (err) {
     if (!isStatus(err, 404)) throw err;
   }
@@ -135,13 +135,13 @@ async function writeList(pk: string, page: number, anchors: string[]): Promise<v
   const client = await table(TABLE);
   const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = { partitionKey: pk, rowKey: pageKey(page) };
   putJson(e, 'a', anchors);
-  await client.upsertEntity(e, 'Replace');
+  await upsertEntity(client, e, 'Replace');
 }
 
 async function readLists(pk: string): Promise<string[][]> {
   const client = await table(TABLE);
   const out: string[][] = [];
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } }))
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } }))
     out.push(getJson<string[]>(e, 'a') ?? []);
   return out;
 }
@@ -167,7 +167,7 @@ export const loadExportPage = (runId: string, page: number) => readList(`xp_${ru
 async function readList(pk: string, page: number): Promise<string[]> {
   const client = await table(TABLE);
   try {
-    return getJson<string[]>(await client.getEntity(pk, pageKey(page)), 'a') ?? [];
+    return getJson<string[]>(await getEntity(client, pk, pageKey(page)), 'a') ?? [];
   } catch (err) {
     if (isStatus(err, 404)) return [];
     throw err;
@@ -179,7 +179,7 @@ export async function deleteRunState(runId: string): Promise<void> {
   const client = await table(TABLE);
   for (const pk of [`seen_${runId}`, `del_${runId}`, `xp_${runId}`]) {
     const actions: TransactionAction[] = [];
-    for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } })) {
+    for await (const e of listEntities(client, { queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } })) {
       actions.push(['delete', { partitionKey: pk, rowKey: String(e.rowKey) }]);
     }
     await submitBatched(client, actions).catch((err: unknown) => {
@@ -193,7 +193,7 @@ export async function listExportSeqs(): Promise<{ connectorId: string; exportSeq
   const client = await table(TABLE);
   const out: { connectorId: string; exportSeq: number }[] = [];
   const filter = `PartitionKey eq ${odata(CONNECTOR_PK)}`;
-  for await (const e of client.listEntities<Record<string, unknown>>({ queryOptions: { filter, select: ['RowKey', 'xseq'] } })) {
+  for await (const e of listEntities<Record<string, unknown>>(client, { queryOptions: { filter, select: ['RowKey', 'xseq'] } })) {
     if (typeof e.xseq === 'number' || typeof e.xseq === 'string') out.push({ connectorId: e.rowKey!, exportSeq: Number(e.xseq) });
   }
   return out;

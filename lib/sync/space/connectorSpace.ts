@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { TableEntityResult, TransactionAction } from '@azure/data-tables';
-import { decodeKey, encodeKey, isStatus, odata, table } from '../../storage/tables';
+import { decodeKey, encodeKey, getEntity, isStatus, listEntities, odata, table, updateEntity } from '../../storage/tables';
 import type { CsObject } from '../model';
 import { getOverflow, OVERFLOW_OVER, putOverflow } from '../../storage/overflow';
 import { getJson, mapLimit, putJson, putJsonText, submitBatched } from '../../storage/tableUtil';
@@ -185,7 +185,7 @@ const isFailed = (o: CsObject) => !!o.error && !o.hash && !o.deleted && Object.k
 export async function loadCsSummaries(connectorId: string): Promise<CsSummaries> {
   const out = new CsSummaries();
   await mapLimit(partitions(connectorId), 4, async (pk) => {
-    const it = (await csTable(pk)).listEntities<Record<string, unknown>>({
+    const it = listEntities<Record<string, unknown>>(await csTable(pk), {
       queryOptions: {
         filter: `PartitionKey eq ${odata(pk)}`,
         select: ['RowKey', 'hash', 'rh', 'meshId', 'deleted', 'xn', 'xref', 'pn', 'dn', 'jk', 'failed', 'dps', 'dpd', 'pv', 'cid', 'eo'],
@@ -202,7 +202,7 @@ export async function readCsObjects(connectorId: string, anchors: readonly strin
   await mapLimit(anchors, 16, async (a) => {
     try {
       const pk = csPartition(connectorId, a);
-      const [e] = await inflateCsRows([(await (await csTable(pk)).getEntity(pk, encodeKey(a))) as Row]);
+      const [e] = await inflateCsRows([(await getEntity(await csTable(pk), pk, encodeKey(a))) as Row]);
       out.set(a, fromCsEntity(e));
     } catch (err) {
       if (!isStatus(err, 404)) throw err;
@@ -219,7 +219,7 @@ export async function readCsPartition(connectorId: string, index: number): Promi
   const pk = partitions(connectorId)[index];
   const out: CsObject[] = [];
   const rows: Record<string, unknown>[] = [];
-  for await (const e of (await csTable(pk)).listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } })) rows.push(e);
+  for await (const e of listEntities<Record<string, unknown>>(await csTable(pk), { queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } })) rows.push(e);
   for (const e of await inflateCsRows(rows)) out.push(fromCsEntity(e));
   return out;
 }
@@ -227,9 +227,9 @@ export async function readCsPartition(connectorId: string, index: number): Promi
 /** Every full row of a connector, page by page (export and deletes). */
 export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsObject[]> {
   for (const pk of partitions(connectorId)) {
-    const pages = (await csTable(pk))
-      .listEntities<Record<string, unknown>>({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } })
-      .byPage({ maxPageSize: 1000 });
+    const pages = listEntities<Record<string, unknown>>(await csTable(pk), { queryOptions: { filter: `PartitionKey eq ${odata(pk)}` } }).byPage({
+      maxPageSize: 1000,
+    });
     for await (const page of pages) yield (await inflateCsRows(page)).map(fromCsEntity);
   }
 }
@@ -265,7 +265,7 @@ export async function writeCsObjects(connectorId: string, objects: readonly CsOb
 export async function deleteConnectorSpace(connectorId: string): Promise<void> {
   const keys: TransactionAction[] = [];
   for (const pk of partitions(connectorId)) {
-    for await (const e of (await csTable(pk)).listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } })) {
+    for await (const e of listEntities(await csTable(pk), { queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } })) {
       keys.push(['delete', { partitionKey: pk, rowKey: String(e.rowKey) }]);
     }
   }
@@ -279,7 +279,7 @@ export async function deleteConnectorSpace(connectorId: string): Promise<void> {
 export async function clearCsExportError(connectorId: string, anchor: string): Promise<boolean> {
   const pk = csPartition(connectorId, anchor);
   try {
-    await (await csTable(pk)).updateEntity({ partitionKey: pk, rowKey: encodeKey(anchor), xe: '' }, 'Merge');
+    await updateEntity(await csTable(pk), { partitionKey: pk, rowKey: encodeKey(anchor), xe: '' }, 'Merge');
     return true;
   } catch (err) {
     if (isStatus(err, 404)) return false;

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { TransactionAction } from '@azure/data-tables';
-import { isStatus, odata, table } from '../../storage/tables';
+import { getEntity, isStatus, listEntities, odata, table } from '../../storage/tables';
 import { submitBatched } from '../../storage/tableUtil';
 
 /**
@@ -84,7 +84,7 @@ export async function indexCsObjectIds(connectorId: string, entries: readonly ({
 export async function findCsObjectRef(connectorId: string, csObjectId: string): Promise<CsObjectRef | null> {
   const client = await table(TABLE);
   try {
-    const e = await client.getEntity<Record<string, unknown>>(pkOf(connectorId, csObjectId), csObjectId);
+    const e = await getEntity<Record<string, unknown>>(client, pkOf(connectorId, csObjectId), csObjectId);
     if (typeof e.anchor === 'string') return { anchor: e.anchor };
     if (typeof e.meshId === 'string') return { stagedMeshId: e.meshId };
     return null;
@@ -100,7 +100,7 @@ export async function deleteCsObjectIds(connectorId: string): Promise<void> {
   const actions: TransactionAction[] = [];
   for (const h of HEX) {
     const pk = `${connectorId}_${h}`;
-    for await (const e of client.listEntities({ queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } }))
+    for await (const e of listEntities(client, { queryOptions: { filter: `PartitionKey eq ${odata(pk)}`, select: ['RowKey'] } }))
       actions.push(['delete', { partitionKey: pk, rowKey: String(e.rowKey) }]);
   }
   await submitBatched(client, actions).catch((err: unknown) => {

@@ -1,5 +1,5 @@
 import { newestRunToken } from '../../storage/runs';
-import { decodeKey, odata, table } from '../../storage/tables';
+import { decodeKey, listEntities, odata, table } from '../../storage/tables';
 import { getJson, mapLimit } from '../../storage/tableUtil';
 import { csObjectIdOf } from './csIds';
 import type { AttributeValue } from '../../connectors/sdk';
@@ -262,7 +262,7 @@ class ConnectorSpaceIndex {
     let changed = false;
     await mapLimit(partitions(this.connectorId), 4, async (pk) => {
       const filter = `PartitionKey eq ${odata(pk)}` + (since ? ` and Timestamp ge datetime'${since}'` : '');
-      const it = (await table('ConnectorSpace' + pk.slice(-2, -1))).listEntities<Record<string, unknown>>({ queryOptions: { filter, select: SELECT } });
+      const it = listEntities<Record<string, unknown>>(await table('ConnectorSpace' + pk.slice(-2, -1)), { queryOptions: { filter, select: SELECT } });
       for await (const row of it) {
         this.put(decodeKey(String(row.rowKey)), entryOfRow(this.connectorId, row));
         changed = true;
