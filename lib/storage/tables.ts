@@ -36,8 +36,17 @@ function tablePrefix(): string {
   return process.env.Storage__TablePrefix ?? process.env['Storage:TablePrefix'] ?? '';
 }
 
-function isLoopbackHttp(cs: string): boolean {
-  return /TableEndpoint=http:\/\/(127\.0\.0\.1|localhost|\[::1\])/i.test(cs) || /UseDevelopmentStorage=true/i.test(cs);
+/**
+ * Plain HTTP is used when the connection string asks for it (an `http://` endpoint, `DefaultEndpointsProtocol=http`,
+ * or the development storage): an Azurite on loopback, or one on another host of a private network. The
+ * account key is never sent (requests carry its signature), but the data is: docs/scaling.md says where that fits.
+ */
+function plainHttpChosen(cs: string): boolean {
+  return (
+    /(?:^|;)\s*TableEndpoint\s*=\s*http:/i.test(cs) ||
+    /(?:^|;)\s*DefaultEndpointsProtocol\s*=\s*http\s*(?:;|$)/i.test(cs) ||
+    /UseDevelopmentStorage=true/i.test(cs)
+  );
 }
 
 /**
@@ -66,7 +75,7 @@ export function table(name: string): Promise<TableClient> {
   if (!p) {
     p = (async () => {
       const cs = storageConnectionString();
-      const client = TableClient.fromConnectionString(cs, full, { allowInsecureConnection: isLoopbackHttp(cs) });
+      const client = TableClient.fromConnectionString(cs, full, { allowInsecureConnection: plainHttpChosen(cs) });
       client.pipeline.addPolicy(brokenSocketRetry, { phase: 'Retry' });
       const lean = leanTableFor(cs, client.url, full);
       if (lean) leanTables.set(client, lean);
@@ -113,7 +122,7 @@ export function leanTableFor(cs: string, clientUrl: string, tableName: string): 
     return undefined;
   }
   if (/\.table\.cosmos(db)?\./i.test(url.hostname) || (url.hostname === 'localhost' && !url.pathname.startsWith('/devstoreaccount1'))) return undefined;
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHttp(cs))) return undefined;
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && plainHttpChosen(cs))) return undefined;
   const accountName = setting(cs, 'AccountName');
   const accountKey = setting(cs, 'AccountKey');
   if (sas) return leanTable({ endpoint, tableName, sas });
@@ -123,7 +132,7 @@ export function leanTableFor(cs: string, clientUrl: string, tableName: string): 
 
 export function tableService(): TableServiceClient {
   const cs = storageConnectionString();
-  return TableServiceClient.fromConnectionString(cs, { allowInsecureConnection: isLoopbackHttp(cs) });
+  return TableServiceClient.fromConnectionString(cs, { allowInsecureConnection: plainHttpChosen(cs) });
 }
 
 /**
@@ -132,7 +141,7 @@ export function tableService(): TableServiceClient {
  * else by `client.submitTransaction`. Either way a failure is a `RestError` with the failing status.
  */
 export async function submitTransaction(client: TableClient, actions: TransactionAction[]): Promise<void> {
-  if (canBuild(actions)) await submitTransactionFast(client, actions, isLoopbackHttp(storageConnectionString()), leanTables.get(client));
+  if (canBuild(actions)) await submitTransactionFast(client, actions, plainHttpChosen(storageConnectionString()), leanTables.get(client));
   else await client.submitTransaction(actions);
 }
 

@@ -198,10 +198,12 @@ test('a SAS connection string: requests carry the SAS instead of a signature', a
   await expect(unsigned.getEntity('p', 'r')).rejects.toMatchObject({ statusCode: 403 });
 });
 
-test('no lean client where the library must stay: plain HTTP off loopback, a proxy, no credential', () => {
+test('no lean client where the library must stay: a proxy, no credential; plain HTTP to another host when the connection string asks for it', () => {
   const key = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
   const remote = `DefaultEndpointsProtocol=http;AccountName=a;AccountKey=${key};TableEndpoint=http://10.1.2.3:10002/a`;
-  expect(leanTableFor(remote, 'http://10.1.2.3:10002/a', 'T')).toBeUndefined();
+  expect(leanTableFor(remote, 'http://10.1.2.3:10002/a', 'T')).toBeDefined();
+  const httpsAsked = `DefaultEndpointsProtocol=https;AccountName=a;AccountKey=${key};EndpointSuffix=core.windows.net`;
+  expect(leanTableFor(httpsAsked, 'http://a.table.core.windows.net', 'T')).toBeUndefined();
   const azure = `DefaultEndpointsProtocol=https;AccountName=a;AccountKey=${key};EndpointSuffix=core.windows.net`;
   expect(leanTableFor(azure, 'https://a.table.core.windows.net', 'T')).toBeDefined();
   expect(leanTableFor(azure, 'https://a.table.cosmos.azure.com', 'T')).toBeUndefined();
