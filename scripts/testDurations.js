@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Records how long each test suite took, for the test sequencer (test/support/sequencer.js starts the longest first).
 //   npx jest --json --outputFile=/tmp/jest.json && node scripts/testDurations.js /tmp/jest.json [--top 25]
-// Writes test/support/durations.json (seconds per suite, by path relative to the repository) and prints the
+// Writes test/support/durations.json (seconds per suite, by path relative to the repository; the report may come
+// from another checkout, e.g. a CI run's clean clone) and prints the
 // total of the suites' durations and the slowest suites. Commit the list after a whole run when suites were
 // added or got much faster or slower.
 'use strict';
@@ -15,8 +16,20 @@ if (!file) {
 }
 const topAt = rest.indexOf('--top');
 const top = topAt >= 0 ? Number(rest[topAt + 1]) : 25;
-const root = path.resolve(__dirname, '..');
 const report = JSON.parse(readFileSync(file, 'utf8'));
+/**
+ * The checkout the report was made in: this one, or another (a CI run's clean clone): every suite is under its
+ * `test/` folder, so the root is what the suites' paths share before that folder.
+ */
+function rootOf(names) {
+  const here = path.resolve(__dirname, '..');
+  if (names.every((n) => n.startsWith(here + path.sep))) return here;
+  let common = names[0] ?? '';
+  for (const n of names) while (!n.startsWith(common)) common = common.slice(0, -1);
+  const at = common.lastIndexOf(`${path.sep}test${path.sep}`);
+  return at >= 0 ? common.slice(0, at) : here;
+}
+const root = rootOf(report.testResults.map((r) => r.name));
 
 const suites = report.testResults
   .map((r) => ({
@@ -40,5 +53,5 @@ for (const [i, s] of suites.slice(0, top).entries())
 
 if (!rest.includes('--no-write')) {
   const list = Object.fromEntries(suites.map((s) => [s.path, Math.round(s.seconds)]));
-  writeFileSync(path.join(root, 'test/support/durations.json'), JSON.stringify(list, null, 2) + '\n');
+  writeFileSync(path.join(__dirname, '..', 'test/support/durations.json'), JSON.stringify(list, null, 2) + '\n');
 }

@@ -18,6 +18,7 @@ import { decryptSecret, setPath } from '../secrets';
 import type { SecretEntry } from '../secrets/connectorSecrets';
 import type { RuleRequest } from '../schemas/rules';
 import type { ScheduleRequest } from '../schemas/schedules';
+import { continuousChanged } from '../schedules/continuous';
 import { schedulesChanged } from '../schedules/scheduler';
 import { connectorExists, readConnectorRow } from '../storage/connectors';
 import { getRule } from '../storage/rules';
@@ -174,5 +175,6 @@ export async function restoreVersion(versionId: string, caller: Caller): Promise
   const applied = await storageWriter.apply(write, caller);
   await recordAudit(caller, 'restore', v.targetType, v.targetId);
   if (v.targetType === 'schedule') schedulesChanged();
+  if (v.targetType === 'connector') continuousChanged();
   return versionView((await readVersion(applied.versionId))!);
 }

@@ -18,6 +18,7 @@ import { storageWriter, type PlannedWrite } from '../config/writer';
 import { loosenedGuardRails, requiresSecondPerson, type GuardRailReason } from '../plans/guardRails';
 import { readPlanSettings } from '../plans/settings';
 import { exceeded, thresholdsOf } from '../plans/thresholds';
+import { continuousChanged } from '../schedules/continuous';
 import { schedulesChanged } from '../schedules/scheduler';
 import { listSchedules } from '../storage/schedules';
 import { connectorDeleteImpact } from '../sync/run/cleanup';
@@ -259,6 +260,7 @@ async function saveOrHold(write: PlannedWrite, caller: Caller): Promise<Connecto
       ),
     };
   await storageWriter.apply(write, caller);
+  continuousChanged();
   await recordAudit(caller, write.action === 'create' ? 'create' : 'update', 'connector', write.targetId);
   return getConnector(write.targetId);
 }
@@ -401,6 +403,7 @@ export async function deleteConnector(
     return { held: await holdChange({ targetType: 'connector', targetId: id, action: 'delete', reasons, writes: [write], requireSecondPerson }, caller) };
   }
   const { operation: op } = await storageWriter.apply(write, caller);
+  continuousChanged();
   await recordAudit(
     caller,
     'delete',

@@ -4,6 +4,7 @@ import { notFound } from '../core/errors';
 import { assignConnector, unassignConnector } from '../instances/assignments';
 import { isInstanceId } from '../instances/config';
 import { listInstances, removeInstance, renameInstanceByApi, setPaused } from '../instances/instances';
+import { continuousChanged } from '../schedules/continuous';
 
 /** An instance id from a route, lower-cased; a value that cannot be an instance id is a 404. */
 export function instanceIdFromRoute(value: string | undefined): string {
@@ -36,11 +37,13 @@ export async function removeEngineInstance(id: string, caller: Caller): Promise<
 
 export async function assignConnectorTo(connectorId: string, instanceId: string, caller: Caller) {
   const { assignment } = await assignConnector(connectorId, instanceId.toLowerCase());
+  continuousChanged();
   await recordAudit(caller, 'assign', 'connector', connectorId);
   return assignment;
 }
 
 export async function unassignConnectorFrom(connectorId: string, caller: Caller): Promise<void> {
   await unassignConnector(connectorId);
+  continuousChanged();
   await recordAudit(caller, 'unassign', 'connector', connectorId);
 }

@@ -17,6 +17,7 @@ import { setEngineStateSource } from '../telemetry/metrics';
 import { startTracing, stopTracing } from '../telemetry/tracing';
 import { readEngineState } from './engineGauges';
 import { readSchedulesConfig } from '../schedules/config';
+import { reconcileMinuteMs } from '../schedules/continuous';
 import { readExportMaxAttempts, readIdleCsCaches } from '../core/config';
 import { configureClock } from '../core/clock';
 import { readExportOrderedMax } from '../sync/export/exportRun';
@@ -80,11 +81,12 @@ export const fileRootsStep: ServiceStep = {
   },
 };
 
-/** `schedules`: read the `Schedules:*` settings, so a malformed one stops the start naming it. */
+/** `schedules`: read the `Schedules:*` settings and the continuous test hook, so a malformed one stops the start naming it. */
 export const schedulesConfigStep: ServiceStep = {
   name: 'schedules',
   async start() {
     readSchedulesConfig();
+    reconcileMinuteMs();
   },
 };
 

@@ -1,4 +1,5 @@
 import { watch, type FSWatcher } from 'node:fs';
+import { SettingsReader } from '../core/config';
 import { areaLog } from '../core/log';
 import { AppError } from '../core/errors';
 import { hasDeltaImport } from '../connectors/sdk';
@@ -96,14 +97,33 @@ interface Follower {
 
 export const RELOAD_MS = 10_000;
 
-const state = { followers: new Map<string, Follower>(), loadedAt: 0 };
+/**
+ * How long one of `reconcileMinutes`' minutes lasts, in ms: 60,000, unless the test-only setting
+ * `Continuous:TestHooks:ReconcileMinuteSeconds` (1 to 60, honoured only when AZURE_FUNCTIONS_ENVIRONMENT is
+ * Development) shortens it, so that an integration test sees a reconciling delta within seconds of asking for one.
+ */
+export function reconcileMinuteMs(settings = new SettingsReader()): number {
+  const isDevelopment = settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development';
+  return (isDevelopment ? settings.int('Continuous:TestHooks:ReconcileMinuteSeconds', 60, { min: 1, max: 60 }) : 60) * 1000;
+}
+
+const state = { followers: new Map<string, Follower>(), loadedAt: 0, stale: true, minuteMs: 60_000 };
 
 /** Stop every follower (tests, shutdown). */
 export function resetContinuous(): void {
   for (const f of state.followers.values()) stopFollowing(f);
   state.followers = new Map();
   state.loadedAt = 0;
+  state.stale = true;
   csCaches.pin([]);
+}
+
+/**
+ * A connector (its config or assignment) was written through this process: reload at the next pass, so that
+ * this instance follows the new settings within a second. Other instances reload within RELOAD_MS.
+ */
+export function continuousChanged(): void {
+  state.stale = true;
 }
 
 const actorOf = (f: Follower): `continuous:${string}` => `continuous:${f.name}`;
@@ -111,6 +131,8 @@ const actorOfTrigger = (t: RunTrigger): `continuous:${string}` => `continuous:${
 
 async function reload(now: number): Promise<void> {
   state.loadedAt = now;
+  state.stale = false;
+  state.minuteMs = reconcileMinuteMs();
   const here = currentInstanceId();
   const wanted = new Map<string, StoredConnector>();
   for (const c of await listConnectorRecords()) {
@@ -136,7 +158,7 @@ async function reload(now: number): Promise<void> {
       f.settings = settings;
       if (changed) {
         f.nextLook = Math.min(f.nextLook, now + settings.intervalSeconds * 1000);
-        f.nextReconcile = Math.min(f.nextReconcile, now + settings.reconcileMinutes * 60_000);
+        f.nextReconcile = Math.min(f.nextReconcile, now + settings.reconcileMinutes * state.minuteMs);
       }
       if (f.folder !== folder) {
         f.watcher?.close();
@@ -160,7 +182,7 @@ async function reload(now: number): Promise<void> {
       stream: null,
       streamConfig: streamConfigOf(c),
       nextLook: now,
-      nextReconcile: now + settings.reconcileMinutes * 60_000,
+      nextReconcile: now + settings.reconcileMinutes * state.minuteMs,
       woken: false,
       busy: false,
       importRun: null,
@@ -298,12 +320,12 @@ async function step(f: Follower, host: ContinuousHost, now: number): Promise<voi
     return;
   }
   f.importRun = { runId, reconcile };
-  if (reconcile) f.nextReconcile = now + f.settings.reconcileMinutes * 60_000;
+  if (reconcile) f.nextReconcile = now + f.settings.reconcileMinutes * state.minuteMs;
 }
 
 /** One pass of the loop at `now`: reload when due, then each follower not already busy takes a step. */
 export async function continuousPass(host: ContinuousHost, now: number = Date.now()): Promise<void> {
-  if (now - state.loadedAt >= RELOAD_MS) await reload(now);
+  if (state.stale || now - state.loadedAt >= RELOAD_MS) await reload(now);
   await Promise.all(
     [...state.followers.values()]
       .filter((f) => !f.busy)

@@ -20,6 +20,12 @@ import { SlapdFixture } from './ldapFixture';
 /** Well under intervalSeconds (300 s): a batch within this is the stream's doing. */
 const STREAM_MS = 60_000;
 
+/**
+ * The service's reconcile minute (the Development-only test hook Continuous__TestHooks__ReconcileMinuteSeconds):
+ * `reconcileMinutes: 1` reconciles 10 s after it is set, `60` not within 10 minutes, longer than the suite.
+ */
+const RECONCILE_MINUTE = { Continuous__TestHooks__ReconcileMinuteSeconds: '10' };
+
 /** What the suite needs of one directory. */
 export interface DirectoryUnderTest {
   kind: string;
@@ -87,7 +93,7 @@ export function streamSuite(start: () => Promise<DirectoryUnderTest>, stop: () =
 
   beforeAll(async () => {
     d = await start();
-    rt = await startService();
+    rt = await startService({ env: RECONCILE_MINUTE });
     id = await d.connector(rt, NAME);
     expect(await runImport(rt, id)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
     expect(await snInMesh()).toBeDefined();

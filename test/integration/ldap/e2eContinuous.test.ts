@@ -52,6 +52,8 @@ describeWithServer('slapd')('continuous delta mode (HR file source, slapd target
       hrFlows: ['employeeId', 'givenName', 'sn'],
       hrConfig: NO_DELETION_LIMIT,
       directory: NO_DELETION_LIMIT,
+      // reconcileMinutes counts 10 s minutes (a Development-only test hook): 1 reconciles within seconds, 60 not in this suite.
+      service: { env: { Continuous__TestHooks__ReconcileMinuteSeconds: '10' } },
     }));
   });
   afterAll(async () => {
@@ -146,6 +148,8 @@ describeWithServer('slapd')('continuous delta mode (HR file source, slapd target
       stats: { objectsCreated: 0, objectsUpdated: 0, objectsDeleted: 0 },
     });
     expect(await entry('C004')).toBeDefined();
+    // Reconciling an hour (of test minutes) away again: the next test's batch is a look's, not a reconcile.
+    expect((await putConfig(hr, { continuous: { enabled: true, intervalSeconds: 1, reconcileMinutes: 60 } })).status).toBe(200);
   });
   test('a batch over the deletes threshold waits for approval (no other batch meanwhile); approved, it is applied and exported', async () => {
     expect((await putConfig(hr, { deletionThreshold: undefined, thresholds: { deletes: { count: 1 } } })).status).toBe(200);

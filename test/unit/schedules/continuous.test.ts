@@ -1,4 +1,5 @@
-import { continuousSettings, watchedFolder } from '../../../lib/schedules/continuous';
+import { SettingsReader } from '../../../lib/core/config';
+import { continuousSettings, reconcileMinuteMs, watchedFolder } from '../../../lib/schedules/continuous';
 
 describe('continuous mode settings (pure)', () => {
   test('off unless enabled is true', () => {
@@ -25,5 +26,13 @@ describe('continuous mode settings (pure)', () => {
     expect(watchedFolder({ type: 'custom', config: { implementation: 'file', settings: { path: '/srv/hr' } } })).toBe('/srv/hr');
     expect(watchedFolder({ type: 'custom', config: { implementation: 'other', settings: { path: '/srv/hr' } } })).toBeNull();
     expect(watchedFolder({ type: 'ldap', config: { host: 'x' } })).toBeNull();
+  });
+  test('a reconcile minute lasts 60 s; the test hook shortens it in Development only, and a value out of range names the setting', () => {
+    const hook = 'Continuous__TestHooks__ReconcileMinuteSeconds';
+    expect(reconcileMinuteMs(new SettingsReader({}))).toBe(60_000);
+    expect(reconcileMinuteMs(new SettingsReader({ AZURE_FUNCTIONS_ENVIRONMENT: 'Development', [hook]: '10' }))).toBe(10_000);
+    expect(reconcileMinuteMs(new SettingsReader({ AZURE_FUNCTIONS_ENVIRONMENT: 'Production', [hook]: '10' }))).toBe(60_000);
+    expect(reconcileMinuteMs(new SettingsReader({ [hook]: '10' }))).toBe(60_000);
+    expect(() => reconcileMinuteMs(new SettingsReader({ AZURE_FUNCTIONS_ENVIRONMENT: 'Development', [hook]: '0' }))).toThrow(/ReconcileMinuteSeconds/);
   });
 });
