@@ -2,7 +2,8 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, portAnswers } from '../../lib/runtime/azurite';
+import { portAnswers } from '../../lib/runtime/azurite';
+import { onFreePorts } from './ports';
 import { trackPid } from './processes';
 
 /**
@@ -45,11 +46,13 @@ export async function startKdc(options: KdcOptions = {}): Promise<Kdc> {
   const realm = options.realm ?? 'EXAMPLE.TEST';
   const services = options.services ?? ['HTTP/localhost'];
   const dir = mkdtempSync(path.join(os.tmpdir(), 'kdc-'));
-  const port = await freePort();
   const keytab = path.join(dir, 'service.keytab');
-  writeFileSync(
-    path.join(dir, 'krb5.conf'),
-    `[libdefaults]
+  // The port goes into both files; the database tools do not use it, so it is picked just before krb5kdc starts
+  // (a port picked earlier could be taken by another process while the database is made).
+  const writeConfig = (port: number) => {
+    writeFileSync(
+      path.join(dir, 'krb5.conf'),
+      `[libdefaults]
     default_realm = ${realm}
     dns_lookup_kdc = false
     dns_lookup_realm = false
@@ -64,10 +67,10 @@ export async function startKdc(options: KdcOptions = {}): Promise<Kdc> {
     localhost = ${realm}
     .localhost = ${realm}
 `,
-  );
-  writeFileSync(
-    path.join(dir, 'kdc.conf'),
-    `[kdcdefaults]
+    );
+    writeFileSync(
+      path.join(dir, 'kdc.conf'),
+      `[kdcdefaults]
     kdc_listen = 127.0.0.1:${port}
     kdc_tcp_listen = 127.0.0.1:${port}
 [realms]
@@ -84,7 +87,9 @@ export async function startKdc(options: KdcOptions = {}): Promise<Kdc> {
     kdc = FILE:${dir}/kdc.log
     default = FILE:${dir}/kdc.log
 `,
-  );
+    );
+  };
+  writeConfig(0);
   writeFileSync(path.join(dir, 'kadm5.acl'), '');
   const env = {
     KRB5_CONFIG: path.join(dir, 'krb5.conf'),
@@ -99,14 +104,21 @@ export async function startKdc(options: KdcOptions = {}): Promise<Kdc> {
   }
   chmodSync(keytab, 0o600);
 
-  const child: ChildProcess = spawn('krb5kdc', ['-n', '-P', path.join(dir, 'krb5kdc.pid')], { env: { ...process.env, ...env }, stdio: 'ignore' });
-  trackPid(child.pid);
-  const deadline = Date.now() + 15_000;
-  while (!(await portAnswers('127.0.0.1', port))) {
-    if (child.exitCode !== null) throw new Error(`krb5kdc exited with ${child.exitCode}; see ${dir}/kdc.log`);
-    if (Date.now() > deadline) throw new Error('krb5kdc did not listen within 15 s');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const { port, child } = await onFreePorts(1, async ([candidate]) => {
+    writeConfig(candidate);
+    const child: ChildProcess = spawn('krb5kdc', ['-n', '-P', path.join(dir, 'krb5kdc.pid')], { env: { ...process.env, ...env }, stdio: 'ignore' });
+    trackPid(child.pid);
+    const deadline = Date.now() + 15_000;
+    while (!(await portAnswers('127.0.0.1', candidate))) {
+      if (child.exitCode !== null) throw new Error(`krb5kdc exited with ${child.exitCode}; see ${dir}/kdc.log`);
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error('krb5kdc did not listen within 15 s');
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return { port: candidate, child };
+  });
 
   let ccaches = 0;
   return {

@@ -1,9 +1,9 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, portAnswers } from '../../lib/runtime/azurite';
+import { portAnswers } from '../../lib/runtime/azurite';
+import { onFreePorts } from './ports';
 import { trackPid } from './processes';
 
 /**
@@ -241,22 +241,13 @@ export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
   if (options.ldifFile)
     await run('slapadd', ['-q', '-F', path.join(dir, 'slapd.d'), '-b', suffix, '-l', options.ldifFile], (options.bulkLoadTimeoutSeconds ?? 120) * 1000);
 
-  // The free ports are picked just before slapd binds them, and another process (a parallel suite, Azurite)
-  // can take one in between: slapd then exits with "Address already in use". Such a start is tried again on
-  // two new ports; any other failure is reported at once with slapd's own words.
-  let port = 0;
-  let ldapsPort = 0;
+  // The ports are picked just before slapd binds them (onFreePorts: tried again on new ports if another process
+  // took one in between).
   let child!: ChildProcess;
-  for (let attempt = 1; ; attempt++) {
-    [port, ldapsPort] = [await freePort(), await freePort()];
-    if (port === ldapsPort) continue;
-    try {
-      child = await launch(dir, port, ldapsPort);
-      break;
-    } catch (error) {
-      if (attempt >= 5 || !(error instanceof PortTaken)) throw error;
-    }
-  }
+  const [port, ldapsPort] = await onFreePorts(2, async ([p, ps]) => {
+    child = await launch(dir, p, ps);
+    return [p, ps];
+  });
   const halt = async () => {
     const running = child;
     if (running.exitCode !== null || running.signalCode !== null) return;
@@ -297,18 +288,6 @@ export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
   return server;
 }
 
-/** Whether the port on 127.0.0.1 can be bound (nothing else holds it). */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = net.createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-  });
-}
-
-/** slapd could not bind one of its ports: another process took it after it was picked. */
-class PortTaken extends Error {}
-
 /** Spawn slapd on the prepared directory and wait until both ports answer. */
 async function launch(dir: string, port: number, ldapsPort: number): Promise<ChildProcess> {
   const urls = `ldap://127.0.0.1:${port}/ ldaps://127.0.0.1:${ldapsPort}/`;
@@ -327,9 +306,7 @@ async function launch(dir: string, port: number, ldapsPort: number): Promise<Chi
     if (child.exitCode !== null) {
       const said = stderr.trim();
       const message = `slapd exited with ${child.exitCode} during start (config in ${dir})${said ? `: ${said}` : ''}`;
-      // slapd does not say why on stderr (it logs to syslog): a port that cannot be bound now was taken.
-      const taken = !(await portFree(port)) || !(await portFree(ldapsPort));
-      throw taken ? new PortTaken(message) : new Error(message);
+      throw new Error(message);
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
