@@ -107,9 +107,9 @@ function setting(cs: string, name: string): string {
 /**
  * The lean client (lib/storage/fastTable.ts) for table `tableName` at `clientUrl` (the library's endpoint for
  * the connection string, with the SAS when it has one), or undefined where the library's client must stay:
- * a token credential or no credential, a Cosmos DB endpoint (it wants MERGE for PATCH), plain HTTP that is not
- * a loopback emulator (the library refuses it), or an HTTP(S) proxy configured in the environment (the
- * library's pipeline goes through it).
+ * a token credential or no credential, a Cosmos DB endpoint (it wants MERGE for PATCH), plain HTTP the
+ * connection string did not ask for (the library refuses it), or an HTTP(S) proxy configured in the
+ * environment (the library's pipeline goes through it).
  */
 export function leanTableFor(cs: string, clientUrl: string, tableName: string): LeanTable | undefined {
   const env = process.env;
