@@ -4,6 +4,7 @@ import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFile
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, portAnswers } from '../../lib/runtime/azurite';
+import { onFreePorts } from './ports';
 import { pidFile as trackedPidFile, trackPid } from './processes';
 
 /**
@@ -113,7 +114,7 @@ export async function startDs389(options: Ds389Options = {}): Promise<Ds389> {
   writeFileSync(path.join(dir, 'bin/systemctl'), SYSTEMCTL, { mode: 0o755 });
   const instance = `t${randomBytes(5).toString('hex')}`;
   const configDir = `/etc/dirsrv/slapd-${instance}`;
-  const [port, ldapsPort] = [await freePort(), await freePort()];
+  let [port, ldapsPort] = [await freePort(), await freePort()];
   const env = { ...process.env, PATH: `${path.join(dir, 'bin')}:${process.env.PATH ?? ''}` };
   writeFileSync(
     path.join(dir, 'inst.inf'),
@@ -162,9 +163,30 @@ suffix = dc=example,dc=com
   appendFileSync(instancesFile(), `${configDir}\n`);
   try {
     await run('dscreate', ['from-file', path.join(dir, 'inst.inf')], env);
-    await systemctl('start');
-    track();
-    await waitPort(port, 60);
+    // dscreate takes seconds, and another process can take a port picked before it: the ports are picked
+    // again just before ns-slapd starts (written into dse.ldif), and again on new ones if one was taken.
+    [port, ldapsPort] = await onFreePorts(2, async ([p, ps]) => {
+      const dse = path.join(configDir, 'dse.ldif');
+      let text = readFileSync(dse, 'utf8');
+      for (const [name, value] of [
+        ['nsslapd-port', p],
+        ['nsslapd-secureport', ps],
+      ] as const) {
+        const line = new RegExp(`^${name}: \\d+$`, 'im');
+        if (!line.test(text)) throw new Error(`${dse} has no ${name} line`);
+        text = text.replace(line, `${name}: ${value}`);
+      }
+      writeFileSync(dse, text);
+      try {
+        await systemctl('start');
+        track();
+        await waitPort(p, 60);
+      } catch (err) {
+        await systemctl('stop').catch(() => undefined);
+        throw err;
+      }
+      return [p, ps];
+    });
     const modify = (ldif: string) => run('ldapmodify', ['-x', '-H', `ldap://127.0.0.1:${port}`, '-D', ROOT_DN, '-w', ROOT_PASSWORD], env, ldif);
     await modify(`dn: cn=config
 changetype: modify
