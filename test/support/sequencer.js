@@ -5,7 +5,7 @@ const Sequencer = require('@jest/test-sequencer').default;
 
 /**
  * Longest suites first, by the durations recorded in test/support/durations.json (seconds per suite, relative
- * path; `node scripts/testDurations.js <jest --json output>` writes it). With two workers the run ends when the
+ * path; `node scripts/testDurations.js <jest --json output>` writes it). With a few workers the run ends when the
  * last suite does: a ten-minute suite started last would keep one worker busy long after the other is idle.
  * Jest's own sequencer orders by durations it cached on this machine, so a clean checkout (CI) had only file
  * sizes to go by. A suite missing from the list (a new one) counts as long and starts early; suites that failed
