@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createConnection } from 'mysql2/promise';
-import { freePort } from '../../lib/runtime/azurite';
+import { onFreePorts } from './ports';
 import { trackPid } from './processes';
 
 const run = promisify(execFile);
@@ -40,40 +40,45 @@ export async function startMariaDb(options: { password?: string } = {}): Promise
   await run('mariadb-install-db', ['--no-defaults', `--user=${user}`, `--datadir=${data}`, '--auth-root-authentication-method=socket', '--skip-test-db'], {
     maxBuffer: 1 << 24,
   });
-  const port = await freePort();
-  const child: ChildProcess = spawn(
-    'mariadbd',
-    [
-      '--no-defaults',
-      `--user=${user}`,
-      `--datadir=${data}`,
-      `--socket=${sock}`,
-      `--pid-file=${path.join(dir, 'mariadbd.pid')}`,
-      `--port=${port}`,
-      '--bind-address=127.0.0.1',
-      `--log-error=${path.join(dir, 'error.log')}`,
-      '--skip-log-bin',
-      '--innodb-buffer-pool-size=64M',
-      '--innodb-flush-log-at-trx-commit=0',
-      '--innodb-doublewrite=0',
-      '--skip-name-resolve',
-    ],
-    { stdio: 'ignore' },
-  );
-  trackPid(child.pid);
-  let exited = false;
-  child.on('exit', () => (exited = true));
   const cli = (sql: string) => run('mariadb', ['--no-defaults', '-S', sock, '-uroot', '-e', sql]);
-  for (let i = 0; ; i++) {
-    if (exited) throw new Error(`mariadbd exited at start; see ${path.join(dir, 'error.log')}`);
-    try {
-      await run('mariadb-admin', ['--no-defaults', '-S', sock, '-uroot', 'ping']);
-      break;
-    } catch {
-      if (i > 600) throw new Error('mariadbd did not start in 30 s');
-      await new Promise((r) => setTimeout(r, 50));
+  // The port is picked just before mariadbd binds it, and again on a new one if another process took it meanwhile.
+  const { port, child } = await onFreePorts(1, async ([candidate]) => {
+    const server: ChildProcess = spawn(
+      'mariadbd',
+      [
+        '--no-defaults',
+        `--user=${user}`,
+        `--datadir=${data}`,
+        `--socket=${sock}`,
+        `--pid-file=${path.join(dir, 'mariadbd.pid')}`,
+        `--port=${candidate}`,
+        '--bind-address=127.0.0.1',
+        `--log-error=${path.join(dir, 'error.log')}`,
+        '--skip-log-bin',
+        '--innodb-buffer-pool-size=64M',
+        '--innodb-flush-log-at-trx-commit=0',
+        '--innodb-doublewrite=0',
+        '--skip-name-resolve',
+      ],
+      { stdio: 'ignore' },
+    );
+    trackPid(server.pid);
+    for (let i = 0; ; i++) {
+      if (server.exitCode !== null || server.signalCode !== null) throw new Error(`mariadbd exited at start; see ${path.join(dir, 'error.log')}`);
+      try {
+        await run('mariadb-admin', ['--no-defaults', '-S', sock, '-uroot', 'ping']);
+        return { port: candidate, child: server };
+      } catch {
+        if (i > 600) {
+          server.kill('SIGKILL');
+          throw new Error('mariadbd did not start in 30 s');
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
     }
-  }
+  });
+  let exited = child.exitCode !== null;
+  child.on('exit', () => (exited = true));
   const quoted = password.replace(/\\/g, '\\\\').replace(/'/g, "\\'");
   await cli(
     `CREATE USER 'test'@'127.0.0.1' IDENTIFIED BY '${quoted}'; GRANT ALL ON *.* TO 'test'@'127.0.0.1'; CREATE DATABASE fixture CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;`,

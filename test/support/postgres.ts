@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
-import { freePort } from '../../lib/runtime/azurite';
+import { onFreePorts } from './ports';
 import { trackPid } from './processes';
 
 const run = promisify(execFile);
@@ -113,7 +113,7 @@ export async function startPostgres(options: { password?: string; tls?: boolean 
     const hba = path.join(data, 'pg_hba.conf');
     writeFileSync(hba, readFileSync(hba, 'utf8').replace(/^host(\s)/gm, 'hostssl$1'));
   }
-  const port = await freePort();
+  let port = 0;
   let pid = 0;
   const start = async () => {
     await as(path.join(bin, 'pg_ctl'), [
@@ -131,7 +131,11 @@ export async function startPostgres(options: { password?: string; tls?: boolean 
     pid = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
     trackPid(pid);
   };
-  await start();
+  // The port is picked just before postgres binds it, and again on a new one if another process took it meanwhile.
+  await onFreePorts(1, async ([candidate]) => {
+    port = candidate;
+    await start();
+  });
   let stopped = false;
   const pg: Postgres = {
     dir,
