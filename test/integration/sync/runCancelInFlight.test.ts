@@ -124,7 +124,7 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
     expect(ended.stats.objectsCreated).toBeGreaterThan(0);
     expect(ended.stats.objectsCreated).toBeLessThan(ROWS);
     // The query was cancelled in the database, not left sleeping there.
-    await until('the stuck query gone from pg_stat_activity', async () => ((await inFlight()).some((q) => q.pid === stuck.pid) ? undefined : true), 5_000);
+    await until('the stuck query gone from pg_stat_activity', async () => ((await inFlight()).some((q) => q.pid === stuck.pid) ? undefined : true), 30_000);
 
     // The connector is free: with the gate open, the next full import reads every row, the cancelled run's included.
     await gate(0);
@@ -170,7 +170,7 @@ describeWithServer('postgres')('cancel with a connector call in flight (PostgreS
       // The changes were being read: none was applied, and the watermark stays where the full import left it.
       expect(ended.stats.objectsProcessed).toBe(0);
       expect((await readSyncState(deltaId)).watermark).toBe(watermark);
-      await until('the delta query gone from pg_stat_activity', async () => ((await inFlight()).some((q) => q.pid === stuck.pid) ? undefined : true), 5_000);
+      await until('the delta query gone from pg_stat_activity', async () => ((await inFlight()).some((q) => q.pid === stuck.pid) ? undefined : true), 30_000);
     } finally {
       await f.exec(`ALTER DATABASE ${f.db} RESET test.delta_sleep`);
     }
