@@ -1,3 +1,4 @@
+import { SettingsReader } from '../core/config';
 import { areaLog } from '../core/log';
 import { displayAttributes, displayNameOf } from '../mesh/displayName';
 import type { MeshObject } from '../mesh/model';
@@ -42,8 +43,20 @@ export function deadlineMinutesOf(config: Record<string, unknown>): number {
 /** When the clock starts: the end of the grace when there is one, else when the leave was seen. */
 export const clockStart = (r: Pick<LeaverRecord, 'seenOn' | 'dueOn'>): string => (r.dueOn && r.dueOn > r.seenOn ? r.dueOn : r.seenOn);
 
+/**
+ * How long one of `deadlineMinutes`' minutes lasts, in ms: 60,000, unless the test-only setting
+ * `Leavers:TestHooks:DeadlineMinuteSeconds` (1 to 60, honoured only when AZURE_FUNCTIONS_ENVIRONMENT is
+ * Development) shortens it, so that an integration test sees a leaver turn late within seconds. Read once.
+ */
+export function deadlineMinuteMs(settings = new SettingsReader()): number {
+  const isDevelopment = settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development';
+  return (isDevelopment ? settings.int('Leavers:TestHooks:DeadlineMinuteSeconds', 60, { min: 1, max: 60 }) : 60) * 1000;
+}
+
+let minuteMs: number | undefined;
+
 export const deadlineOf = (seenOn: string, dueOn: string | null, minutes: number): string =>
-  new Date(Date.parse(clockStart({ seenOn, dueOn })) + minutes * 60_000).toISOString();
+  new Date(Date.parse(clockStart({ seenOn, dueOn })) + minutes * (minuteMs ??= deadlineMinuteMs())).toISOString();
 
 /** A leaver's state at `now`: confirmed is done; past its deadline and not confirmed is late (whether or not it was sent). */
 export function leaverState(r: Pick<LeaverRecord, 'confirmedOn' | 'deadlineOn'>, now: Date): LeaverState {

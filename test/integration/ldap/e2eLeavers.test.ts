@@ -32,6 +32,12 @@ const person = (n: number, givenName: string): Row => ({
   status: 'active',
 });
 const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person(4, 'Dee'), person(5, 'Eve')];
+/**
+ * One minute of deadlineMinutes in the service under test (the Development-only test hook
+ * Leavers__TestHooks__DeadlineMinuteSeconds, docs/leavers.md): `deadlineMinutes: 1` is over 10 s after the leave
+ * was seen, the default 60 after 10 minutes, longer than the suite.
+ */
+const MINUTE_MS = 10_000;
 
 (serverAvailable('postgres') ? describeWithServer('slapd') : describe.skip)('the leaver clock (HR file source; slapd and PostgreSQL targets)', () => {
   let slapd: Slapd;
@@ -88,7 +94,7 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
       hrConfig: NO_DELETION_LIMIT,
       directory: NO_DELETION_LIMIT,
       moreFlows: [['status', 'employeeType']],
-      service: { env: { Metrics__StateMaxAgeSeconds: '1' } },
+      service: { env: { Metrics__StateMaxAgeSeconds: '1', Leavers__TestHooks__DeadlineMinuteSeconds: String(MINUTE_MS / 1000) } },
     }));
 
     // The second target: a PostgreSQL table (delete by default).
@@ -166,7 +172,7 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
     });
     expect(await leaverIn('?state=pending', id, table)).toMatchObject({ connectorName: 'Table', operation: 'delete', seenOn: pending.seenOn, sentOn: null });
     // The default deadline: 60 minutes after it was seen.
-    expect(Date.parse(pending.deadlineOn) - Date.parse(pending.seenOn)).toBe(60 * 60_000);
+    expect(Date.parse(pending.deadlineOn) - Date.parse(pending.seenOn)).toBe(60 * MINUTE_MS);
 
     const exported = await runExport(rt, dir);
     expect(exported).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 1, errors: 0 } });
@@ -233,7 +239,7 @@ const ROWS: Row[] = [person(1, 'Ann'), person(2, 'Bob'), person(3, 'Cy'), person
     await deprovisioning({ action: 'delete', deadlineMinutes: 1 });
     const id = await leave('E204');
     const pending = (await leaverIn('?state=pending', id))!;
-    expect(Date.parse(pending.deadlineOn) - Date.parse(pending.seenOn)).toBe(60_000);
+    expect(Date.parse(pending.deadlineOn) - Date.parse(pending.seenOn)).toBe(MINUTE_MS);
     // No export yet: the leaver turns late when its minute is over, at the read (no sweep).
     await waitFor('the leaver to be late', async () => !!(await leaverIn('?state=late', id)), 180_000);
     expect(await leaverIn('?state=late', id)).toMatchObject({ state: 'late', late: true, sentOn: null });

@@ -4,7 +4,8 @@ import type { LeaverRecord } from '../../../lib/storage/leavers';
 import type { Rule } from '../../../lib/storage/rules';
 import { leaverView } from '../../../lib/api/leavers';
 import { deprovisioningSettings } from '../../../lib/sync/deprovisioning';
-import { clockStart, confirmedBy, deadlineMinutesOf, markedDone, leaversSeen, leaverState, leaverTargets } from '../../../lib/sync/leavers';
+import { SettingsReader } from '../../../lib/core/config';
+import { clockStart, confirmedBy, deadlineMinuteMs, deadlineMinutesOf, markedDone, leaversSeen, leaverState, leaverTargets } from '../../../lib/sync/leavers';
 import type { CsObject } from '../../../lib/sync/model';
 
 /** The leaver clock's pure parts: which targets a deleted object leaves, the deadline, the state, the confirmation. */
@@ -62,6 +63,15 @@ describe('leaver targets and the leavers a deletion starts', () => {
     expect(t.get(LDAP)!.deadlineMinutes).toBe(15);
     expect(t.get(AD)!.deadlineMinutes).toBe(60);
     expect(deadlineMinutesOf({ deprovisioning: { deadlineMinutes: 2.5 } })).toBe(60);
+  });
+
+  test('a deadline minute lasts 60 s; the test hook shortens it in Development only, and a value out of range names the setting', () => {
+    const hook = 'Leavers__TestHooks__DeadlineMinuteSeconds';
+    expect(deadlineMinuteMs(new SettingsReader({}))).toBe(60_000);
+    expect(deadlineMinuteMs(new SettingsReader({ AZURE_FUNCTIONS_ENVIRONMENT: 'Development', [hook]: '10' }))).toBe(10_000);
+    expect(deadlineMinuteMs(new SettingsReader({ AZURE_FUNCTIONS_ENVIRONMENT: 'Production', [hook]: '10' }))).toBe(60_000);
+    expect(deadlineMinuteMs(new SettingsReader({ [hook]: '10' }))).toBe(60_000);
+    expect(() => deadlineMinuteMs(new SettingsReader({ AZURE_FUNCTIONS_ENVIRONMENT: 'Development', [hook]: '0' }))).toThrow(/DeadlineMinuteSeconds/);
   });
 
   test('one leaver per target the object was linked to (not the deleting source, not action none): seen now, deadline after the grace', () => {
