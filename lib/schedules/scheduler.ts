@@ -90,7 +90,10 @@ export async function firstTick(schedule: StoredSchedule, cron: CronSchedule, no
   if (previous) {
     const handled = await lastTick(schedule.scheduleId);
     const since = Math.max(handled?.getTime() ?? 0, Date.parse(schedule.updatedOn));
-    if (previous.getTime() > since) return previous;
+    if (previous.getTime() > since) {
+      log.info(`Schedule '${schedule.name}': the tick of ${previous.toISOString()} is past due (no tick handled since); it is due at once.`);
+      return previous;
+    }
   }
   return cron.next(now);
 }
