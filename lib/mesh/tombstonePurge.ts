@@ -1,3 +1,4 @@
+import { engineNow } from '../core/clock';
 import { readTombstonePurgeSeconds, readTombstoneRetentionDays } from '../core/config';
 import { areaLog } from '../core/log';
 import type { ServiceStep } from '../core/service';
@@ -8,7 +9,8 @@ import { poolOf, releaseUniqueValues, sweepUniqueValues } from '../storage/uniqu
 
 /**
  * The background purge of tombstones past their `purgeOn` (set from `Mesh:TombstoneRetentionDays` when the
- * object was deleted): every minute (`Mesh:TombstonePurgeSeconds`, test only), one of the 16 partitions, at
+ * object was deleted), as of the engine's clock (lib/core/clock.ts: the host's, unless a test moved it): every
+ * minute (`Mesh:TombstonePurgeSeconds`, test only), one of the 16 partitions, at
  * most 500 tombstones, so a tick's work stays bounded and a backlog drains over later ticks. A purged
  * tombstone is gone: it can no longer be restored, and an object that comes back is a new one. The start step
  * reads the settings first, so a malformed value stops the start naming it. A purged object's unique values
@@ -26,7 +28,7 @@ export const tombstonePurgeStep: ServiceStep = {
     timer = setInterval(() => {
       if (running) return;
       running = true;
-      purgeTombstones()
+      purgeTombstones(engineNow())
         .then(async (ids) => {
           noteTombstones([], ids);
           if (ids.length) {
