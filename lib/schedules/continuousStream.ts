@@ -1,7 +1,7 @@
 import { areaLog } from '../core/log';
 import { createConnectorFor } from '../connectors/factory';
 import { hasChangeStream, isConnectorError, type ChangeStream, type Connector } from '../connectors/sdk';
-import { continuousStreamUp } from '../telemetry/metrics';
+import { continuousStreamNotifications, continuousStreamUp } from '../telemetry/metrics';
 
 const log = areaLog('continuous');
 
@@ -18,7 +18,7 @@ const log = areaLog('continuous');
  * - `none`: the connector or its server offers no stream (looked for once per follower start).
  *
  * The state is logged at each change and shown by the gauge `meshsync_continuous_stream_up{connector}` (1 up,
- * 0 down, no sample otherwise).
+ * 0 down, no sample otherwise); the notifications are counted by `meshsync_continuous_stream_notifications_total`.
  */
 export type StreamState = 'opening' | 'up' | 'down' | 'none' | 'closed';
 
@@ -95,7 +95,9 @@ export class StreamKeeper {
       // Notifications count from the open on (which wakes the follower anyway), and only those of the current stream.
       let opened: ChangeStream | null = null;
       const stream = await connector.openChangeStream(() => {
-        if (opened && this.stream === opened) this.wake();
+        if (!opened || this.stream !== opened) return;
+        continuousStreamNotifications.inc({ connector: this.name });
+        this.wake();
       });
       opened = stream;
       if (this.isClosed()) {

@@ -75,6 +75,17 @@ export const continuousStreamUp = new Gauge({
   registers: [registry],
 });
 
+/**
+ * Notifications of the change streams of connectors in continuous mode, in this process (each wakes the follower,
+ * which then looks at the delta). Counted by the follower (lib/schedules/continuousStream.ts).
+ */
+export const continuousStreamNotifications = new Counter({
+  name: 'meshsync_continuous_stream_notifications_total',
+  help: 'Notifications received on the change stream of a connector in continuous mode, by connector name (see docs/continuous.md).',
+  labelNames: ['connector'] as const,
+  registers: [registry],
+});
+
 /** The engine's state as the gauges show it: label value -> number, per series. */
 export interface EngineState {
   /** Connector name -> changes waiting for the connector's next export. */

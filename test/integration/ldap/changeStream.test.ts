@@ -155,11 +155,18 @@ describeWithServer('samba')('change stream: Samba AD change notification', () =>
 
   test('an add, a modify and a delete under the connector base are notified', async () => {
     const connector = new LdapConnector('active_directory', { ...dc.connection, baseDN: ou(), deltaStrategy: 'usn' });
+    const probe = await dc.addUser({ sAMAccountName: `pr${process.pid}`, parentDN: ou() });
     const { stream, count } = await counted(connector);
     try {
       expect(stream.kind).toBe('change notification');
+      // A change notification has no answer that says the DC registered it either: once a change to another entry
+      // is notified, the add is.
+      await untilNotified('a notification of the probe', count, (i) =>
+        dc.ldap((c) => c.modify(probe, [new Change({ operation: 'replace', modification: new Attribute({ type: 'description', values: [`probe ${i}`] }) })])),
+      );
+      const beforeAdd = count();
       const dn = await dc.addUser({ sAMAccountName: `st${process.pid}`, parentDN: ou() });
-      await waitFor('a notification of the add', async () => count() > 0, 30_000);
+      await waitFor('a notification of the add', async () => count() > beforeAdd, 30_000);
       const before = count();
       await dc.ldap((c) => c.modify(dn, [new Change({ operation: 'replace', modification: new Attribute({ type: 'description', values: ['changed'] }) })]));
       await waitFor('a notification of the modify', async () => count() > before, 30_000);

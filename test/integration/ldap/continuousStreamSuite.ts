@@ -65,7 +65,35 @@ export function streamSuite(start: () => Promise<DirectoryUnderTest>, stop: () =
     const m = new RegExp(`^meshsync_continuous_stream_up\\{connector="${NAME}"\\} (\\d+)$`, 'm').exec(text);
     return m ? Number(m[1]) : undefined;
   };
+  /** The service's count of the stream's notifications (meshsync_continuous_stream_notifications_total). */
+  const notifications = async (): Promise<number> => {
+    const text = (await rt.call('GET', 'metrics', { role: 'Viewer' })).text;
+    const m = new RegExp(`^meshsync_continuous_stream_notifications_total\\{connector="${NAME}"\\} (\\d+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : 0;
+  };
   const snInMesh = async () => valueOf((await meshOf(id)).get(d.anchor), 'sn');
+  const idle = async () => (await runsOf()).every((r) => !['Running', 'Queued'].includes(r.status));
+  /**
+   * Wait until the open stream is seen registered by the server. A persistent search (389 DS) and a change
+   * notification (AD) get no answer when the server registered them: a change applied in the instant before is
+   * not notified (docs/continuous.md), and a test that changes an entry right after the gauge shows 1 would wait
+   * for the look every intervalSeconds (300 s). So sn is changed once a second until the service counts a
+   * notification, and the batch that brings the last value in is waited for, so that it is not taken for the
+   * batch of the change the test asserts on.
+   */
+  async function streamHeard(what: string): Promise<void> {
+    const before = await notifications();
+    const deadline = Date.now() + STREAM_MS;
+    let value = '';
+    while ((await notifications()) === before) {
+      if (Date.now() > deadline) throw new Error(`${what}: no notification counted in ${STREAM_MS / 1000} s of changes`);
+      value = `Probe${++n}`;
+      await d.setSn(value);
+      const until = Date.now() + 1000;
+      while ((await notifications()) === before && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    }
+    await waitFor(`${what}: the probe's sn ${value} in the mesh, its batch over`, async () => (await snInMesh()) === value && (await idle()), STREAM_MS);
+  }
   /**
    * Change sn and wait until a continuous DeltaImport run brought it into the mesh; returns that run. `before` runs
    * before the change, `after` after it (before the wait).
@@ -109,6 +137,7 @@ export function streamSuite(start: () => Promise<DirectoryUnderTest>, stop: () =
   });
 
   test('a change in the directory is imported by a continuous batch within a minute, twice (the next look is 5 minutes away)', async () => {
+    await streamHeard('the stream registered');
     const first = await changeArrives('the first change');
     expect(first.trigger.reconcile).toBeUndefined();
     // After that batch the follower's next look is intervalSeconds away: only the stream explains this one.
@@ -124,12 +153,14 @@ export function streamSuite(start: () => Promise<DirectoryUnderTest>, stop: () =
     // Made at once: the stream is normally still down (it is reopened after 1, 2, 4... s); its reopening wakes the follower.
     await changeArrives('the change made while the stream was down', 120_000);
     await waitFor('the stream up again (gauge 1)', async () => (await streamUp()) === 1, 120_000);
+    await streamHeard('the stream registered again');
     await changeArrives('the change after the stream came back');
   });
 
   test('kill -9 of the service: a change made while it was down arrives after the restart, and the new process opens the stream', async () => {
     await changeArrives('the change made while the service was down', 180_000, { before: () => rt.kill(), after: () => rt.start() });
     await waitFor('the stream open in the new process', async () => (await streamUp()) === 1, 120_000);
+    await streamHeard('the stream registered in the new process');
     await changeArrives('a change after the restart');
   });
 

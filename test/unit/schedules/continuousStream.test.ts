@@ -1,6 +1,6 @@
 import { ConnectorError, type ChangeStream, type Connector } from '../../../lib/connectors/sdk';
 import { StreamKeeper } from '../../../lib/schedules/continuousStream';
-import { continuousStreamUp } from '../../../lib/telemetry/metrics';
+import { continuousStreamNotifications, continuousStreamUp } from '../../../lib/telemetry/metrics';
 
 /**
  * The follower's stream keeper (lib/schedules/continuousStream.ts) over a stand-in connector whose stream the test
@@ -41,9 +41,10 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
 }
 
 const gauge = async (name: string) => (await continuousStreamUp.get()).values.find((v) => v.labels.connector === name)?.value;
+const notified = async (name: string) => (await continuousStreamNotifications.get()).values.find((v) => v.labels.connector === name)?.value ?? 0;
 
 describe('the change stream keeper', () => {
-  test('open: the follower is woken once, then at each notification; the gauge shows 1; closed, the stream and the sample go', async () => {
+  test('open: the follower is woken once, then at each notification (counted); the gauge shows 1; closed, the stream and the sample go', async () => {
     const s = standIn(['open']);
     let wakes = 0;
     const keeper = new StreamKeeper('c1', 'Dir1', () => wakes++, s.make);
@@ -51,9 +52,11 @@ describe('the change stream keeper', () => {
     expect(keeper.kind).toBe('test stream');
     expect(wakes).toBe(1);
     expect(await gauge('Dir1')).toBe(1);
+    expect(await notified('Dir1')).toBe(0);
     s.streams[0].notify();
     s.streams[0].notify();
     expect(wakes).toBe(3);
+    expect(await notified('Dir1')).toBe(2);
     keeper.close();
     expect(s.streams[0].closed).toBe(true);
     expect(await gauge('Dir1')).toBeUndefined();
@@ -76,6 +79,7 @@ describe('the change stream keeper', () => {
       expect(await gauge('Dir2')).toBe(1);
       s.streams[0].notify();
       expect(wakes).toBe(3);
+      expect(await notified('Dir2')).toBe(0);
     } finally {
       keeper.close();
     }
