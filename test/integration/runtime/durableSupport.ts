@@ -30,7 +30,22 @@ export class RuntimeProcess {
     return `${this.base}/runtime/webhooks/durabletask`;
   }
 
+  /**
+   * Start the runtime on `port`, or on a free one picked just before: a port another process took between the pick
+   * and the bind (other suites pick ports too) is tried again on a new one.
+   */
   async start(port?: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const mark = this.output.length;
+      try {
+        return await this.startOnce(port);
+      } catch (err) {
+        if (port !== undefined || attempt >= 4 || !/EADDRINUSE/.test(this.output.slice(mark))) throw err;
+      }
+    }
+  }
+
+  private async startOnce(port?: number): Promise<void> {
     if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build first.`);
     this.port = port ?? (await freePort());
     const child = spawn(process.execPath, [CLI, 'start', '--app', APP, '--port', String(this.port), '--data-dir', this.dataDir], {
