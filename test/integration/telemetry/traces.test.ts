@@ -123,5 +123,9 @@ test('a graceful stop sends the spans still waiting in the batch', async () => {
   await new Promise((r) => setTimeout(r, 500));
   expect(receiver.spans.filter((s) => s.traceId === traceId)).toEqual([]);
   await rt.stop();
-  await receiver.waitFor((all) => all.filter((s) => s.traceId === traceId && s.attributes['http.route'] === 'health'), 'of the request before the stop', 30_000);
+  await receiver.waitFor(
+    (all) => all.filter((s) => s.traceId === traceId && s.attributes['http.route'] === 'health'),
+    'of the request before the stop',
+    30_000,
+  );
 });
