@@ -70,7 +70,7 @@ describeWithServer('postgres')('schedules: a two-step sequence on PostgreSQL', (
 
   beforeAll(async () => {
     pg = await startPostgres();
-    rt = await startService({ env: { Schedules__MinIntervalSeconds: '5' } });
+    rt = await startService({ env: { Schedules__MinIntervalSeconds: '2' } });
     hr = await SqlContractFixture.create(pgServer(pg));
     await hr.seed(people('H'));
     const contractors = await SqlContractFixture.create(pgServer(pg));
@@ -160,13 +160,13 @@ describeWithServer('postgres')('schedules: a two-step sequence on PostgreSQL', (
     const slowId = await createConnector(
       'Slow HR',
       hr.config({
-        // The same people, after an 8 s sleep: a source slower than the schedule's interval.
+        // The same people, after a 5 s sleep: a source slower than the schedule's interval (2 s).
         fullImportQuery:
-          'SELECT employee_id, given_name, sn, mail, manager_employee_id, department, row_version FROM people CROSS JOIN pg_sleep(8) WHERE deleted = false',
+          'SELECT employee_id, given_name, sn, mail, manager_employee_id, department, row_version FROM people CROSS JOIN pg_sleep(5) WHERE deleted = false',
       }),
     );
     await sourceRules(slowId);
-    const body = { name: 'Every five seconds', cron: '*/5 * * * * *', steps: [{ runType: 'FullImport', connectorIds: [slowId] }] };
+    const body = { name: 'Every two seconds', cron: '*/2 * * * * *', steps: [{ runType: 'FullImport', connectorIds: [slowId] }] };
     const s = await createSchedule(rt, body);
     const items = await waitScheduleRuns(rt, s.scheduleId, (xs) => xs.some((x) => x.status === 'Skipped') && xs.some((x) => x.status === 'Completed'), 60_000);
     expect((await rt.call('PUT', `schedules/${s.scheduleId}`, { body: { ...body, isEnabled: false } })).status).toBe(200);
