@@ -8,7 +8,8 @@
  * lock): the server (the test fixtures), the service (local runtime, in-memory Azurite), a directory connector
  * with a projection and an `sn` flow, a full import, then continuous mode with `intervalSeconds: 300` (so a batch
  * within seconds is the stream's doing) and `reconcileMinutes: 60`; once the stream is open
- * (`meshsync_continuous_stream_up` 1), `--changes` (default 20) changes of one entry's sn, one at a time, each
+ * (`meshsync_continuous_stream_up` 1) and seen registered (a probe change counted by
+ * `meshsync_continuous_stream_notifications_total`, its batch over), `--changes` (default 20) changes of one entry's sn, one at a time, each
  * `--gap` seconds (default 2) after the previous batch ended. For each change: the run's `startedAt` minus the
  * moment the bench's modify returned (wake: notification -> look -> run started), and until the run completed.
  * Prints JSON: per server wake and complete p50/p95/max seconds, batches that were not continuous, the service's
@@ -116,6 +117,29 @@ async function measure(name) {
       await sleep(200);
     }
     const runs = async () => (await must(call('GET', `runs?connectorId=${conn.id}&take=100`), 200)).items;
+    // A persistent search or a change notification gets no answer when the server registered it: a change in the
+    // instant before is not notified. The entry is changed once a second until the service counts a notification,
+    // and that batch is waited for, before the changes measured.
+    const notifications = async () => {
+      const text = await fetch(`${svc.base}/metrics`, { headers: { authorization: `Bearer ${svc.token}` } }).then((r) => r.text());
+      requests++;
+      const m = /^meshsync_continuous_stream_notifications_total\{connector="Wake"\} (\d+)$/m.exec(text);
+      return m ? Number(m[1]) : 0;
+    };
+    const probeKnown = new Set((await runs()).map((r) => r.runId));
+    const n0 = await notifications();
+    for (let k = 0; (await notifications()) === n0; k++) {
+      if (Date.now() > deadline + 60_000) throw new Error('no notification of the stream counted within 60 s of changes');
+      await ldap.modify(d.dn, [new Change({ operation: 'replace', modification: new Attribute({ type: 'sn', values: [`Probe${k}`] }) })]);
+      const until = Date.now() + 1000;
+      while ((await notifications()) === n0 && Date.now() < until) await sleep(100);
+    }
+    for (const probeAt = Date.now(); ;) {
+      const all = await runs();
+      if (all.some((r) => !probeKnown.has(r.runId)) && all.every((r) => !['Running', 'Queued'].includes(r.status))) break;
+      if (Date.now() - probeAt > 120_000) throw new Error("the probe's batch did not end within 120 s");
+      await sleep(200);
+    }
     await sleep(GAP_S * 1000);
     const known = new Set((await runs()).map((r) => r.runId));
     const wake = [];
