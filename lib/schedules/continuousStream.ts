@@ -25,6 +25,12 @@ export type StreamState = 'opening' | 'up' | 'down' | 'none' | 'closed';
 export const MAX_BACKOFF_MS = 60_000;
 /** A stream that stayed open this long before it dropped is reopened after the shortest wait again. */
 const STABLE_MS = 30_000;
+/**
+ * A persistent search or a change notification gets no answer when the server has registered it, so a change the
+ * server applies in the instant after the open is neither notified nor always seen by the look at open: the
+ * follower looks again this long after each open.
+ */
+export const SETTLE_LOOK_MS = 3_000;
 
 /** How the keeper makes the connector whose stream it opens (a test may hand its own). */
 export type MakeConnector = (connectorId: string) => Promise<Connector>;
@@ -37,6 +43,7 @@ export class StreamKeeper {
   private stream: ChangeStream | null = null;
   private connector: Connector | null = null;
   private timer: NodeJS.Timeout | null = null;
+  private settle: NodeJS.Timeout | null = null;
   private failures = 0;
 
   constructor(
@@ -66,6 +73,8 @@ export class StreamKeeper {
   }
 
   private release(): void {
+    if (this.settle) clearTimeout(this.settle);
+    this.settle = null;
     this.stream?.close();
     this.stream = null;
     void this.connector?.close().catch(() => undefined);
@@ -118,6 +127,11 @@ export class StreamKeeper {
       const since = Date.now();
       log.info(`Continuous mode of '${this.name}': change stream open (${stream.kind}); a change wakes the follower at once.`);
       this.wake();
+      this.settle = setTimeout(() => {
+        this.settle = null;
+        if (this.stream === stream) this.wake();
+      }, SETTLE_LOOK_MS);
+      this.settle.unref();
       void stream.ended.then((reason) => this.dropped(stream, reason, Date.now() - since));
     } catch (err) {
       if (connector && this.connector !== connector) await connector.close().catch(() => undefined);

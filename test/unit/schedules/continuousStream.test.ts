@@ -1,5 +1,5 @@
 import { ConnectorError, type ChangeStream, type Connector } from '../../../lib/connectors/sdk';
-import { StreamKeeper } from '../../../lib/schedules/continuousStream';
+import { SETTLE_LOOK_MS, StreamKeeper } from '../../../lib/schedules/continuousStream';
 import { continuousStreamNotifications, continuousStreamUp } from '../../../lib/telemetry/metrics';
 
 /**
@@ -83,6 +83,27 @@ describe('the change stream keeper', () => {
     } finally {
       keeper.close();
     }
+  });
+
+  test('the follower looks again SETTLE_LOOK_MS after an open (a change in the instant before the server registered the stream); not after a close', async () => {
+    const s = standIn(['open', 'open']);
+    let wakes = 0;
+    const keeper = new StreamKeeper('c4', 'Dir4', () => wakes++, s.make);
+    try {
+      await until('the stream open', () => keeper.state === 'up');
+      expect(wakes).toBe(1);
+      await new Promise((r) => setTimeout(r, SETTLE_LOOK_MS / 2));
+      expect(wakes).toBe(1);
+      await until('the second look', () => wakes === 2, SETTLE_LOOK_MS + 2_000);
+    } finally {
+      keeper.close();
+    }
+    let closedWakes = 0;
+    const closed = new StreamKeeper('c5', 'Dir5', () => closedWakes++, s.make);
+    await until('the other stream open', () => closed.state === 'up');
+    closed.close();
+    await new Promise((r) => setTimeout(r, SETTLE_LOOK_MS + 500));
+    expect(closedWakes).toBe(1);
   });
 
   test('a source that offers no stream: state none, no sample, nothing reopened', async () => {
