@@ -166,8 +166,13 @@ async function flush(client: TableClient, s: PoolState, legacyPk: string, legacy
 async function commit(client: TableClient, s: PoolState, entries: LogEntry[]): Promise<boolean> {
   const seq = s.seq + 1;
   // ASCII only (other characters as \u escapes), so a cut between two properties never splits a character.
-  const json = JSON.stringify(entries).replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
   const page: Record<string, unknown> & { partitionKey: string; rowKey: string } = { partitionKey: s.pk, rowKey: pageKey(seq) };
+  // The rule, connector and time most entries of a page share are written once, as the page's own (a page of
+  // adds: every entry's): the entries then say their value and owner.
+  const shared = { r: entries[0].r, c: entries[0].c, t: entries[0].t };
+  for (const k of ['r', 'c', 't'] as const) if (shared[k] !== undefined) page[k] = shared[k];
+  const written = entries.map((e) => (e.r === shared.r && e.c === shared.c && e.t === shared.t ? { ...e, r: undefined, c: undefined, t: undefined } : e));
+  const json = JSON.stringify(written).replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
   for (let i = 0, n = 0; i < json.length; i += CHUNK, n++) page[`e${n}`] = json.slice(i, i + CHUNK);
   const head = { partitionKey: s.pk, rowKey: 'head', seq };
   let etags: (string | undefined)[];
@@ -233,5 +238,13 @@ async function catchUp(client: TableClient, s: PoolState, legacyPk?: string, leg
 function entriesOfPage(row: Record<string, unknown>): LogEntry[] {
   let json = '';
   for (let n = 0; typeof row[`e${n}`] === 'string'; n++) json += row[`e${n}`] as string;
-  return json ? (JSON.parse(json) as LogEntry[]) : [];
+  const entries = json ? (JSON.parse(json) as LogEntry[]) : [];
+  // An entry without its rule, connector and time has the page's (see commit).
+  for (const e of entries)
+    if (e.r === undefined && e.c === undefined && e.t === undefined) {
+      if (typeof row.r === 'string') e.r = row.r;
+      if (typeof row.c === 'string') e.c = row.c;
+      if (typeof row.t === 'string') e.t = row.t;
+    }
+  return entries;
 }

@@ -296,7 +296,11 @@ export async function writeHoldings(holdings: readonly Holding[]): Promise<void>
  */
 export async function reserveAll(reservations: readonly Reservation[], now = new Date()): Promise<boolean[]> {
   const byPool = new Map<string, number[]>();
-  reservations.forEach((r, i) => byPool.set(r.pool, [...(byPool.get(r.pool) ?? []), i]));
+  reservations.forEach((r, i) => {
+    const list = byPool.get(r.pool);
+    if (list) list.push(i);
+    else byPool.set(r.pool, [i]);
+  });
   const out: boolean[] = reservations.map(() => false);
   for (const [pool, indexes] of byPool)
     for (let i = 0; i < indexes.length; i += 100) {

@@ -131,3 +131,14 @@ test('a page of 100 long values in any script (several properties of the page ro
   expect(read).toHaveLength(100);
   expect(new Map(read.map((r) => [r.owner, r.value]))).toEqual(new Map(values.map((v, i) => [`m${i}`, v])));
 });
+
+test("entries read back by another instance keep their own rule, connector and time, or the page's they share", async () => {
+  const pool = 'targets/c5,c6';
+  const u = instance();
+  const shared = claim(pool, 's1', 'shared1');
+  const own = { ...claim(pool, 's2', 'own2'), ruleId: 'r2', connectorId: 'c6', reservedOn: '2026-11-28T00:00:00.000Z' };
+  expect(await u.reserveAll([shared, { ...claim(pool, 's3', 'shared3'), reservedOn: shared.reservedOn }, own])).toEqual([true, true, true]);
+  const other = instance();
+  expect(await other.readReservation(pool, 'shared3')).toEqual({ ...claim(pool, 's3', 'shared3'), reservedOn: shared.reservedOn });
+  expect(await other.readReservation(pool, 'own2')).toEqual(own);
+});
