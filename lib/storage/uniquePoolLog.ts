@@ -119,6 +119,12 @@ export function entriesOf(client: TableClient, pk: string): IterableIterator<Log
  */
 export function append<T>(client: TableClient, pk: string, legacyPk: string, legacy: Legacy, decide: Decide<T>): Promise<T> {
   const s = stateOf(client, pk);
+  // A decision that writes nothing (the value is another's, or already this owner's) is answered from memory at
+  // once, as of the head this process last saw: only writes wait for their turn on the head.
+  if (s.loaded) {
+    const { entries, result } = decide((key) => s.entries.get(key));
+    if (!entries.length) return Promise.resolve(result);
+  }
   return new Promise<T>((resolve, reject) => {
     s.queue.push({ decide, resolve: resolve as (v: unknown) => void, reject });
     // One step takes every request waiting then (a later step may find the queue empty).
