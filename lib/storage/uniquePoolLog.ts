@@ -14,7 +14,10 @@ import { getEntity, isStatus, listEntities, odata, submitTransaction } from './t
  * against every page before its own: one whose head was stale loses the whole transaction (412; 409 for the
  * head's first insert or a page already there), reads the pages added since, and decides again. Writers of
  * one process and pool are combined: while one transaction is out, the next requests wait and go together in
- * the following one (a page of up to 100 entries).
+ * the following one (a page of up to 100 entries). A request whose decision writes nothing (the value is
+ * another's, or already the claimant's) is answered from memory at once, as of the head last seen: a refusal on
+ * an older view is never a second owner. The rule, connector and time a page's entries share are written once,
+ * as the page row's `r`, `c` and `t`.
  *
  * Each process keeps each pool it used in memory (read whole on first use, then kept current by its own
  * transactions' answers and by reading the pages added since when it lost a race or a reader asks for the
