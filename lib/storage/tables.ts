@@ -138,11 +138,12 @@ export function tableService(): TableServiceClient {
 /**
  * One entity-group transaction (one partition, at most 100 actions) on `client`: the body is built by
  * lib/storage/transaction.ts when the entities are plain (much less CPU than the library's own builder),
- * else by `client.submitTransaction`. Either way a failure is a `RestError` with the failing status.
+ * else by `client.submitTransaction`. Either way a failure is a `RestError` with the failing status, and a success
+ * answers each action's new ETag (in the actions' order).
  */
-export async function submitTransaction(client: TableClient, actions: TransactionAction[]): Promise<void> {
-  if (canBuild(actions)) await submitTransactionFast(client, actions, plainHttpChosen(storageConnectionString()), leanTables.get(client));
-  else await client.submitTransaction(actions);
+export async function submitTransaction(client: TableClient, actions: TransactionAction[]): Promise<(string | undefined)[]> {
+  if (canBuild(actions)) return submitTransactionFast(client, actions, plainHttpChosen(storageConnectionString()), leanTables.get(client));
+  return (await client.submitTransaction(actions)).subResponses.map((r) => r.etag);
 }
 
 /*

@@ -97,14 +97,15 @@ const etagOf = (action: TransactionAction): string | undefined => (action[0] ===
 /**
  * Submit `actions` (one partition, at most 100) as one entity-group transaction on `client`'s table. Throws a
  * `RestError` with the failing sub-request's status and error code, as `submitTransaction` does. Sent by the
- * table's lean client when it has one (lib/storage/fastTable.ts), else through `client`'s pipeline.
+ * table's lean client when it has one (lib/storage/fastTable.ts), else through `client`'s pipeline. Answers each
+ * action's new ETag, in the actions' order (a conditional writer goes on from it without reading the row again).
  */
 export async function submitTransactionFast(
   client: TableClient,
   actions: readonly TransactionAction[],
   allowInsecureConnection: boolean,
   lean?: LeanTable,
-): Promise<void> {
+): Promise<(string | undefined)[]> {
   const [base, sas] = client.url.split('?');
   const account = base.endsWith('/') ? base.slice(0, -1) : base;
   const tableUrl = `${account}/${client.tableName}`;
@@ -124,6 +125,7 @@ export async function submitTransactionFast(
     : await viaPipeline(client, `${account}/$batch${sas ? `?${sas}` : ''}`, body, contentType, allowInsecureConnection);
   if (status < 200 || status >= 300) throw serviceError(text, status);
   // A failed changeset answers with the one failing sub-response; a good one with a 2xx per action.
+  const etags: (string | undefined)[] = [];
   for (const part of text.split('--changesetresponse_').slice(1)) {
     const m = /HTTP\/1\.1 (\d{3})/.exec(part);
     if (!m) continue;
@@ -132,7 +134,9 @@ export async function submitTransactionFast(
       const json = /\{[\s\S]*\}/.exec(part);
       throw serviceError(json ? json[0] : '', status);
     }
+    etags.push(/^etag:[ \t]*(.+?)[ \t]*\r?$/im.exec(part)?.[1]);
   }
+  return etags;
 }
 
 async function viaPipeline(

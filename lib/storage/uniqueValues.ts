@@ -1,26 +1,29 @@
 import { createHash } from 'node:crypto';
 import type { TableClient } from '@azure/data-tables';
 import { mapLimit } from './tableUtil';
-import { createEntity, decodeKey, deleteEntity, encodeKey, getEntity, isStatus, listEntities, odata, submitTransaction, table, updateEntity } from './tables';
+import { decodeKey, deleteEntity, encodeKey, getEntity, isStatus, listEntities, odata, submitTransaction, table } from './tables';
+import { append, entriesOf, latest, type LogEntry } from './uniquePoolLog';
 
 /**
  * Unique values repository (table `UniqueValues`): the values an outbound flow's `unique` rule handed out
  * (docs/unique-values.md). Two kinds of rows:
  *
- * - a **reservation**, one per value in a pool: PartitionKey `v.<pool key>`, RowKey the normalised value
- *   (both {@link encodeKey}-encoded, so `/`, `\`, `#`, `?` and control characters are allowed in values). It names
- *   its owner (a mesh object id, or `external`: a value the target holds for an object the engine does not
- *   know), the rule and connector that reserved it, when; once released, `releasedOn` and `quarantineUntil`.
- *   A reservation is made by a conditional insert ({@link reserveValue}): of two runs or two engine instances
- *   that want the same value at the same moment, exactly one insert succeeds, the other is told who holds it.
+ * - the **reservations** of a pool, as the pool's log (lib/storage/uniquePoolLog.ts: PartitionKey `l.<pool key>`,
+ *   a head row and a row per page of entries): each names a normalised value, its owner (a mesh object id, or
+ *   `external`: a value the target holds for an object the engine does not know), the rule and connector that
+ *   reserved it, when; once released, `releasedOn` and `quarantineUntil`. Every change is appended in one
+ *   transaction with the head's ETag-checked merge, decided against every entry before it: of two runs or two
+ *   engine instances that want the same value at the same moment, exactly one appends it, the other reads what
+ *   was added and is told who holds it. Rows of the earlier shape (one per value, PartitionKey `v.<pool key>`,
+ *   RowKey the normalised value, {@link encodeKey}-encoded) are still read; the log's entry of a key replaces them.
  * - a **holding**, one per mesh object and pool: PartitionKey `h.<pool key>`, RowKey the mesh object id; the
  *   value the object keeps for life, the first candidate's value when it was chosen (`basis`: a rule with
  *   keepOnRename false chooses again when it changes), and why earlier candidates were skipped (`why`, JSON).
  *
  * Both kinds live in the pool's partitions, so a page of objects reads its holdings in a few queries and writes
- * its reservations and holdings in a transaction each (a page of 100 adds: about 10 requests, not 300).
- * Releasing an object's values (after its tombstone is purged) marks its reservations released with a
- * quarantine and deletes its holdings; {@link sweepUniqueValues} deletes reservations whose quarantine is over.
+ * its reservations (one page of the log) and holdings in a transaction each. Releasing an object's values (after
+ * its tombstone is purged) appends them released with a quarantine and deletes its holdings; a value past its
+ * quarantine is free to the next claimant; {@link sweepUniqueValues} deletes old-shape rows whose quarantine is over.
  * Nothing here knows rules or connectors beyond their ids: lib/sync/unique decides what to reserve.
  */
 const TABLE = 'UniqueValues';
@@ -126,86 +129,94 @@ function toReservation(e: Entity, pool: string): Reservation {
   return r;
 }
 
-function reservationEntity(r: Reservation): Entity {
-  const e: Entity = {
-    partitionKey: reservationPk(r.pool),
-    rowKey: encodeKey(r.key),
-    owner: r.owner,
-    ruleId: r.ruleId,
-    connectorId: r.connectorId,
-    reservedOn: r.reservedOn,
-  };
-  // A reservation per value is the unique rules' one write per object: kept small (no pool, no key; the value
-  // only when it differs from the normalised key, e.g. its case).
-  if (r.value !== r.key) e.value = r.value;
-  if (r.reason) e.reason = r.reason;
+export type ReserveOutcome = { won: true } | { won: false; holder: Reservation };
+
+const logPk = (pool: string) => 'l.' + encodeKey(shortPool(pool));
+
+function entryOf(r: Reservation): LogEntry {
+  const e: LogEntry = { k: r.key, o: r.owner, r: r.ruleId, c: r.connectorId, t: r.reservedOn };
+  if (r.value !== r.key) e.v = r.value;
+  if (r.reason) e.why = r.reason.slice(0, 1000);
   if (r.releasedOn) e.releasedOn = r.releasedOn;
   if (r.quarantineUntil) e.quarantineUntil = r.quarantineUntil;
   return e;
 }
 
-export type ReserveOutcome = { won: true } | { won: false; holder: Reservation };
+/** A reservation of the log (null: the value is free). */
+function reservationOf(e: LogEntry | undefined, pool: string): Reservation | null {
+  if (!e || e.o === undefined) return null;
+  const r: Reservation = { pool, key: e.k, value: e.v ?? e.k, owner: e.o, ruleId: e.r ?? '', connectorId: e.c ?? '', reservedOn: e.t ?? '' };
+  if (e.why) r.reason = e.why;
+  if (e.releasedOn) r.releasedOn = e.releasedOn;
+  if (e.quarantineUntil) r.quarantineUntil = e.quarantineUntil;
+  return r;
+}
+
+/** A row of the earlier shape (a row per value) as the log's entry of its key. */
+function legacyEntry(e: Record<string, unknown> & { rowKey: string }): LogEntry {
+  return entryOf(toReservation(e as Entity, ''));
+}
+
+/** Append to a pool's log (lib/storage/uniquePoolLog.ts): `decide` sees the pool's reservations as its head orders them. */
+async function appendTo<T>(
+  pool: string,
+  decide: (current: (key: string) => Reservation | null) => { write: Reservation[]; free?: string[]; result: T },
+): Promise<T> {
+  return append(await table(TABLE), logPk(pool), reservationPk(pool), legacyEntry, (lookup) => {
+    const { write, free = [], result } = decide((key) => reservationOf(lookup(key), pool));
+    return { entries: [...write.map(entryOf), ...free.map((k) => ({ k }))], result };
+  });
+}
+
+/** The pool's reservations as of now (its head read, and the pages added since this process last saw them). */
+async function current(pool: string): Promise<(key: string) => Reservation | null> {
+  const lookup = await latest(await table(TABLE), logPk(pool), reservationPk(pool), legacyEntry);
+  return (key) => reservationOf(lookup(key), pool);
+}
+
+const expiredAt = (holder: Reservation, now: Date) => !!holder.releasedOn && (!holder.quarantineUntil || holder.quarantineUntil <= now.toISOString());
+
+/** What a claim of `r` meets: won (with a write, or none when it is already the owner's), or the holder. */
+function claim(r: Reservation, holder: Reservation | null, now: Date): { write: boolean; outcome: ReserveOutcome } {
+  if (!holder) return { write: true, outcome: { won: true } };
+  if (holder.owner === r.owner && !holder.releasedOn) return { write: false, outcome: { won: true } };
+  // Past its quarantine, or the object itself back (restored from its tombstone) reclaiming its own released value.
+  if (expiredAt(holder, now) || (holder.releasedOn && holder.owner === r.owner)) return { write: true, outcome: { won: true } };
+  return { write: false, outcome: { won: false, holder } };
+}
 
 /**
- * Reserve `r.value` in its pool for `r.owner`: a conditional insert. Won when the insert succeeds, when the
- * value is already this owner's (a page sent again, the other target of a shared pool), or when its holder's
- * quarantine is over (replaced under its ETag, so two claimants of an expired value cannot both win). Else the
- * holder (another mesh object, `external`, or a released value still in quarantine).
+ * Reserve `r.value` in its pool for `r.owner`, appended to the pool's log in the order its head gives. Won when
+ * the value is free, already this owner's (a page sent again, the other target of a shared pool), or its holder's
+ * quarantine is over. Else the holder (another mesh object, `external`, or a released value still in quarantine).
  */
 export async function reserveValue(r: Reservation, now = new Date()): Promise<ReserveOutcome> {
-  const client = await table(TABLE);
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      await createEntity(client, reservationEntity(r));
-      return { won: true };
-    } catch (err) {
-      if (!isStatus(err, 409)) throw err;
-    }
-    const current = await readEntity(client, reservationPk(r.pool), encodeKey(r.key));
-    if (!current) continue; // swept in between: insert again
-    const holder = toReservation(current, r.pool);
-    if (holder.owner === r.owner && !holder.releasedOn) return { won: true };
-    const expired = !!holder.releasedOn && (!holder.quarantineUntil || holder.quarantineUntil <= now.toISOString());
-    // The object itself back (restored from its tombstone) reclaims its own released value.
-    if (!expired && !(holder.releasedOn && holder.owner === r.owner)) return { won: false, holder };
-    try {
-      await updateEntity(client, reservationEntity(r), 'Replace', { etag: current.etag });
-      return { won: true };
-    } catch (err) {
-      if (!isStatus(err, 412) && !isStatus(err, 404)) throw err;
-    }
-  }
-  const holder = await readReservation(r.pool, r.key);
-  return holder ? { won: false, holder } : { won: false, holder: { ...r, owner: EXTERNAL_OWNER, reason: 'contended' } };
+  return appendTo(r.pool, (current) => {
+    const { write, outcome } = claim(r, current(r.key), now);
+    return { write: write ? [r] : [], result: outcome };
+  });
 }
 
 /** The reservation of a normalised value, or null. */
 export async function readReservation(pool: string, key: string): Promise<Reservation | null> {
-  const e = await readEntity(await table(TABLE), reservationPk(pool), encodeKey(key));
-  return e ? toReservation(e, pool) : null;
+  return (await current(pool))(key);
 }
 
 /**
  * The target refused a value this owner reserved because something the engine does not know holds it there:
- * the reservation passes to {@link EXTERNAL_OWNER} with the reason (only if it is still this owner's), and
- * the owner's holding of the pool goes.
+ * the reservation passes to {@link EXTERNAL_OWNER} with the reason (only if it is still this owner's, or free),
+ * and the owner's holding of the pool goes.
  */
 export async function markExternal(pool: string, key: string, owner: string, reason: string, now = new Date()): Promise<void> {
   const client = await table(TABLE);
-  const current = await readEntity(client, reservationPk(pool), encodeKey(key));
-  const base: Reservation = current
-    ? toReservation(current, pool)
-    : { pool, key, value: key, owner, ruleId: '', connectorId: '', reservedOn: now.toISOString() };
-  if (current && base.owner !== owner && base.owner !== EXTERNAL_OWNER) return;
-  const next: Reservation = { ...base, owner: EXTERNAL_OWNER, reason, reservedOn: now.toISOString() };
-  delete next.releasedOn;
-  delete next.quarantineUntil;
-  try {
-    if (current) await updateEntity(client, reservationEntity(next), 'Replace', { etag: current.etag });
-    else await createEntity(client, reservationEntity(next));
-  } catch (err) {
-    if (!isStatus(err, 412) && !isStatus(err, 409) && !isStatus(err, 404)) throw err;
-  }
+  await appendTo(pool, (current) => {
+    const base = current(key) ?? { pool, key, value: key, owner, ruleId: '', connectorId: '', reservedOn: now.toISOString() };
+    if (base.owner !== owner && base.owner !== EXTERNAL_OWNER) return { write: [], result: undefined };
+    const next: Reservation = { ...base, owner: EXTERNAL_OWNER, reason, reservedOn: now.toISOString() };
+    delete next.releasedOn;
+    delete next.quarantineUntil;
+    return { write: [next], result: undefined };
+  });
   const holding = await readEntity(client, holdingPk(pool), encodeKey(owner));
   if (holding && String(holding.key) === key) await deleteEntity(client, holdingPk(pool), encodeKey(owner)).catch(ignore404);
 }
@@ -279,54 +290,51 @@ export async function writeHoldings(holdings: readonly Holding[]): Promise<void>
 }
 
 /**
- * Reserve several values of one pool at once, all or nothing (one entity-group transaction per 100, keys
- * distinct): true when every insert succeeded; false when any value was taken (then nothing of that transaction
- * was inserted, and the caller reserves them one by one with {@link reserveValue}). Other failures throw.
+ * Reserve several values of one pool at once (keys distinct; appended to the pool's log, 100 a page): for each,
+ * true when it is now its owner's, false when another holds it (the caller chooses that object's value again).
+ * Other failures throw.
  */
-export async function reserveAll(reservations: readonly Reservation[]): Promise<boolean[]> {
-  const client = await table(TABLE);
-  const out: boolean[] = [];
-  for (let i = 0; i < reservations.length; i += 100) {
-    const chunk = reservations.slice(i, i + 100);
-    try {
-      await submitTransaction(
-        client,
-        chunk.map((r) => ['create', reservationEntity(r)] as const),
-      );
-      out.push(...chunk.map(() => true));
-    } catch (err) {
-      if (!isStatus(err, 409)) throw err;
-      out.push(...chunk.map(() => false));
+export async function reserveAll(reservations: readonly Reservation[], now = new Date()): Promise<boolean[]> {
+  const byPool = new Map<string, number[]>();
+  reservations.forEach((r, i) => {
+    const list = byPool.get(r.pool);
+    if (list) list.push(i);
+    else byPool.set(r.pool, [i]);
+  });
+  const out: boolean[] = reservations.map(() => false);
+  for (const [pool, indexes] of byPool)
+    for (let i = 0; i < indexes.length; i += 100) {
+      const chunk = indexes.slice(i, i + 100);
+      const won = await appendTo(pool, (current) => {
+        const write: Reservation[] = [];
+        const result = chunk.map((j) => {
+          const c = claim(reservations[j], current(reservations[j].key), now);
+          if (c.write) write.push(reservations[j]);
+          return c.outcome.won;
+        });
+        return { write, result };
+      });
+      chunk.forEach((j, k) => (out[j] = won[k]));
     }
-  }
   return out;
 }
 
 /**
  * Release one value of an owner: its reservation is kept, marked released, until `quarantineDays` have passed
- * (deleted at once for 0). Only a reservation that is still this owner's is touched.
+ * (freed at once for 0). Only a reservation that is still this owner's is touched.
  */
 export async function releaseValue(pool: string, key: string, owner: string, quarantineDays: number, now = new Date()): Promise<void> {
-  const client = await table(TABLE);
-  const current = await readEntity(client, reservationPk(pool), encodeKey(key));
-  if (!current || String(current.owner) !== owner || current.releasedOn) return;
-  try {
-    if (quarantineDays <= 0) await deleteEntity(client, reservationPk(pool), encodeKey(key), { etag: current.etag });
-    else
-      await updateEntity(
-        client,
-        {
-          partitionKey: reservationPk(pool),
-          rowKey: encodeKey(key),
-          releasedOn: now.toISOString(),
-          quarantineUntil: new Date(now.getTime() + quarantineDays * 86_400_000).toISOString(),
-        },
-        'Merge',
-        { etag: current.etag },
-      );
-  } catch (err) {
-    if (!isStatus(err, 412) && !isStatus(err, 404)) throw err;
-  }
+  await appendTo(pool, (current) => {
+    const r = current(key);
+    if (!r || r.owner !== owner || r.releasedOn) return { write: [], result: undefined };
+    if (quarantineDays <= 0) return { write: [], free: [key], result: undefined };
+    const released: Reservation = {
+      ...r,
+      releasedOn: now.toISOString(),
+      quarantineUntil: new Date(now.getTime() + quarantineDays * 86_400_000).toISOString(),
+    };
+    return { write: [released], result: undefined };
+  });
 }
 
 /**
@@ -360,19 +368,23 @@ export async function releaseUniqueValues(
   return n;
 }
 
-/** The live reservations of a pool these owners hold (a scan of the pool's partition, 14 owners per query). */
+/** The live reservations of a pool these owners hold (the pool's log, as of now). */
 async function ownedReservations(pool: string, owners: readonly string[]): Promise<Reservation[]> {
   const client = await table(TABLE);
+  await current(pool);
+  const wanted = new Set(owners);
   const out: Reservation[] = [];
-  for (let i = 0; i < owners.length; i += IDS_PER_QUERY) {
-    const ids = owners.slice(i, i + IDS_PER_QUERY);
-    const filter = `PartitionKey eq ${odata(reservationPk(pool))} and (${ids.map((id) => `owner eq ${odata(id)}`).join(' or ')})`;
-    for await (const e of listEntities<Entity>(client, { queryOptions: { filter } })) out.push(toReservation(e as Entity, pool));
+  for (const e of entriesOf(client, logPk(pool))) {
+    const r = reservationOf(e, pool);
+    if (r && wanted.has(r.owner)) out.push(r);
   }
   return out;
 }
 
-/** Delete reservations whose quarantine ended before `now` (at most `budget`): the number deleted. */
+/**
+ * Delete rows of the earlier shape (a row per value) whose quarantine ended before `now` (at most `budget`): the
+ * number deleted. A value of the log past its quarantine is free as it is (a claimant takes it over).
+ */
 export async function sweepUniqueValues(now = new Date(), budget = 1000): Promise<number> {
   const client = await table(TABLE);
   const filter = `quarantineUntil lt ${odata(now.toISOString())}`;
@@ -396,9 +408,11 @@ export async function sweepUniqueValues(now = new Date(), budget = 1000): Promis
 /** Every reservation of a pool (tests, explain of a pool): at most `limit`. */
 export async function listReservations(pool: string, limit = 10_000): Promise<Reservation[]> {
   const client = await table(TABLE);
+  await current(pool);
   const out: Reservation[] = [];
-  for await (const e of listEntities<Entity>(client, { queryOptions: { filter: `PartitionKey eq ${odata(reservationPk(pool))}` } })) {
-    out.push(toReservation(e as Entity, pool));
+  for (const e of entriesOf(client, logPk(pool))) {
+    const r = reservationOf(e, pool);
+    if (r) out.push(r);
     if (out.length >= limit) break;
   }
   return out;

@@ -30,7 +30,7 @@ import { sharedIndex } from '../../mesh/joinIndex';
  *   the first candidate's value changed;
  * - else the candidates are tried in order: a value another object holds in the scope (the target's connector
  *   space, the connectors of a targets list, the mesh attribute) is skipped, then the value is reserved by a
- *   conditional insert (lib/storage/uniqueValues.ts): a value reserved by another object, by the target
+ *   append to the pool's log (lib/storage/uniqueValues.ts): a value reserved by another object, by the target
  *   (`external`) or in quarantine is skipped. The first reserved one is the object's, recorded with why the
  *   earlier ones were skipped; a value it held before goes into quarantine.
  * Every candidate taken: the object's error names the rule and the values tried; the planner holds it.
@@ -186,8 +186,9 @@ export type Claim = { value: string; key: string } | { error: RuleEvaluationErro
  * attributes (an import page, lib/sync/unique/computed.ts): the object's holding in the pool when it may have one
  * (kept, unless keepOnRename is false and the first candidate's value changed), else the candidates tried in order
  * (skipped when the scope shows the value or its reservation is another's), the first free one reserved: for the
- * page in one transaction when no two objects want the same value and none is taken (the common case), else one
- * by one. Holdings are written for what the reservation alone cannot say, and a value chosen again is released.
+ * page in one append to the pool's log when no two objects want the same value (the common case; a value found
+ * taken there is refused to its object alone), else one by one. Holdings are written for what the reservation
+ * alone cannot say, and a value chosen again is released.
  */
 export async function claimValues(
   ctx: ResolveContext,
@@ -242,7 +243,7 @@ export async function claimValues(
   if (quiet) {
     const list = [...first.values()];
     const reservations = list.map(({ o, chosen }) => reservationOf(ctx, c, o.doc, chosen.winner!));
-    const sent = reserveAll(reservations).then((ok) => {
+    const sent = reserveAll(reservations, ctx.at).then((ok) => {
       const lost: string[] = [];
       ok.forEach((w, i) => (w ? noteTaken(ctx, reservations[i]) : lost.push(list[i].o.doc.id)));
       return lost;
@@ -255,14 +256,14 @@ export async function claimValues(
   if (ctx.reserve && first.size) {
     const list = [...first.values()];
     const reservations = list.map(({ o, chosen }) => reservationOf(ctx, c, o.doc, chosen.winner!));
-    const ok = await reserveAll(reservations);
+    const ok = await reserveAll(reservations, ctx.at);
     list.forEach((x, i) => {
       if (!ok[i]) return oneByOne.push(x.o);
       won.set(x.o.doc.id, x.chosen);
       noteTaken(ctx, reservations[i]);
     });
   } else oneByOne.push(...[...first.values()].map((x) => x.o));
-  // 3. ...else one by one, each value a conditional insert of its own.
+  // 3. ...else one by one, each value an append of its own (those waiting together go in one page).
   await mapLimit(oneByOne, 16, async (o) => {
     try {
       won.set(o.doc.id, await choose(ctx, c, indexes, o.doc, o.scope));

@@ -96,3 +96,21 @@ test('entities with typed values the builder does not handle go through the libr
   expect(Array.from((await c.getEntity<{ data: Uint8Array }>('p', 'bin')).data)).toEqual([1, 2, 3]);
   expect((await c.getEntity<{ big: { value: string } }>('p', 'i64', { disableTypeConversion: true })).big.value).toBe('12345678901234');
 });
+
+test("a transaction answers each action's new ETag, the one a later conditional write must name", async () => {
+  const c = await table('TxEtags');
+  const etags = await submitTransaction(c, [
+    ['create', { partitionKey: 'p', rowKey: 'head', seq: 1 }],
+    ['create', { partitionKey: 'p', rowKey: 'page1', v: 'x' }],
+  ]);
+  expect(etags).toHaveLength(2);
+  expect(etags[0]).toBe((await c.getEntity('p', 'head')).etag);
+  expect(etags[1]).toBe((await c.getEntity('p', 'page1')).etag);
+  // Conditional on the answered ETag: accepted once, then stale (412).
+  const next = await submitTransaction(c, [['update', { partitionKey: 'p', rowKey: 'head', seq: 2 }, 'Merge', { etag: etags[0]! }]]);
+  expect(next[0]).toBe((await c.getEntity('p', 'head')).etag);
+  const stale = await submitTransaction(c, [['update', { partitionKey: 'p', rowKey: 'head', seq: 3 }, 'Merge', { etag: etags[0]! }]]).catch(
+    (err: unknown) => err,
+  );
+  expect(isStatus(stale, 412)).toBe(true);
+});

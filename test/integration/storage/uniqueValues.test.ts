@@ -15,10 +15,10 @@ import {
 } from '../../../lib/storage/uniqueValues';
 
 /**
- * The UniqueValues reservations on Azurite (lib/storage/uniqueValues.ts): a conditional insert, so of many
- * claimants of one value at the same moment exactly one wins; an owner's own value is its own again; a value
- * the target refused passes to `external`; release after purge keeps the value in quarantine, and the sweep
- * deletes it when the quarantine is over. Keys with characters Table Storage refuses (`/`, `#`, `?`, `\`).
+ * The UniqueValues reservations on Azurite (lib/storage/uniqueValues.ts): appended to the pool's log in the order
+ * of its head, so of many claimants of one value at the same moment exactly one wins; an owner's own value is its own again; a value
+ * the target refused passes to `external`; release after purge keeps the value in quarantine, and another
+ * object takes it when the quarantine is over. Keys with characters Table Storage refuses (`/`, `#`, `?`, `\`).
  */
 jest.setTimeout(60_000);
 
@@ -107,10 +107,19 @@ test('release after purge: the value stays in quarantine, then the sweep frees i
   // In quarantine: refused to another object, and the sweep of today leaves it.
   expect(await reserveValue(claim('m10', 'qvalue'), now)).toMatchObject({ won: false, holder: { owner: 'm9' } });
   expect(await sweepUniqueValues(now)).toBe(0);
-  // Past the quarantine: another object may take it (replacing it under its ETag), or the sweep deletes it.
+  // Past the quarantine: another object takes it (appended after the release, in the order of the pool's head).
   const later = new Date(now.getTime() + 31 * 86_400_000);
-  expect(await sweepUniqueValues(later)).toBe(1);
-  expect(await readReservation(POOL, 'qvalue')).toBeNull();
+  expect(await reserveValue(claim('m10', 'qvalue'), later)).toEqual({ won: true });
+  expect(await readReservation(POOL, 'qvalue')).toMatchObject({ owner: 'm10' });
+  expect((await readReservation(POOL, 'qvalue'))?.releasedOn).toBeUndefined();
+});
+
+test('a release without quarantine frees the value at once', async () => {
+  const pool = 'connector/c4/uid';
+  expect(await reserveValue(claim('z1', 'zero', pool))).toEqual({ won: true });
+  expect(await releaseUniqueValues(['z1'], [pool], new Date(), () => 0)).toBe(1);
+  expect(await readReservation(pool, 'zero')).toBeNull();
+  expect(await reserveValue(claim('z2', 'zero', pool))).toEqual({ won: true });
 });
 
 test('an expired value is won by exactly one of two claimants', async () => {
@@ -139,15 +148,14 @@ test('an expired value is won by exactly one of two claimants', async () => {
   expect((await readReservation(POOL, 'expired'))?.owner).toBe(x.won ? 'm21' : 'm22');
 });
 
-test('a page reserves its values in one transaction, all or nothing: one value taken fails the whole transaction', async () => {
+test('a page reserves its free values in one transaction; a value another holds is refused to its claimant alone', async () => {
   const pool = 'connector/c2/uid';
   const page = Array.from({ length: 30 }, (_, i) => claim(`p${i}`, `value${i}`, pool));
   expect(await reserveAll(page)).toEqual(page.map(() => true));
   expect(await listReservations(pool)).toHaveLength(30);
-  const next = [claim('q1', 'fresh1', pool), claim('q2', 'value3', pool), claim('q3', 'fresh3', pool)];
-  expect(await reserveAll(next)).toEqual([false, false, false]);
-  // Nothing of the failed transaction was inserted; value3 is still p3's.
-  expect(await readReservation(pool, 'fresh1')).toBeNull();
+  const next = [claim('q1', 'fresh1', pool), claim('q2', 'value3', pool), claim('q3', 'fresh3', pool), claim('p4', 'value4', pool)];
+  expect(await reserveAll(next)).toEqual([true, false, true, true]);
+  expect((await readReservation(pool, 'fresh1'))?.owner).toBe('q1');
   expect((await readReservation(pool, 'value3'))?.owner).toBe('p3');
   // Holdings of a page are read back in queries of 14 ids.
   await writeHoldings(
