@@ -3,7 +3,7 @@ import { engineNow } from '../../core/clock';
 import { existingMeshIds } from '../../mesh/store';
 import { tombstoneDeletedOn } from '../../mesh/tombstones';
 import { listRules } from '../../storage/rules';
-import { loadCsSummaries, readCsObjects, summarize, writeCsObjects } from '../space/connectorSpace';
+import { readCsObjects, summarize, writeCsObjects } from '../space/connectorSpace';
 import { exportItems, filterByPlan, type ExportRecord } from './exportChanges';
 import { exceeded, thresholdsOf } from '../../plans/thresholds';
 import { planIndex } from '../../plans/planIndex';
@@ -51,12 +51,15 @@ export async function exportDeletedSince(info: RunInfo, totals: RunTotals, confi
  * the target.
  */
 export async function exportDeletes(info: RunInfo, totals: RunTotals, config: ExportConfig = {}): Promise<RunTotals | StepFailure> {
+  noteRun(info);
   try {
     return await withConnector(info.connectorId, async (connector) => {
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
       const rules = compileRuleSet(info.connectorId, await listRules());
       if (!rules.outbound.length) return totals;
-      const summaries = await loadCsSummaries(info.connectorId);
+      // The process's summaries, exactly what storage holds while it is the space's owner (the export's pages
+      // set them as they write; another writer since makes it reload): no read of the whole space per export.
+      const { summaries } = await csCache(info.connectorId);
       const linked = [...summaries].filter(([, s]) => !s.deleted && s.meshId);
       // The objects a full export's first step read in this process exist as of that step (one deleted since is
       // in the feed after the export's position: the next export deprovisions it); the others are asked.

@@ -42,7 +42,7 @@ import { referencePolicy } from '../references';
 import type { RuleSet } from '../rules';
 import { type ExportConfig, settingsOf } from '../run/runConnector';
 import { csCaches, csCache, waitingDocs, context } from '../run/runContext';
-import { knownRow, noteWritten, relatedLoader } from './exportRun';
+import { knownRow, notePending, noteWritten, relatedLoader } from './exportRun';
 import { cancellable } from '../run/runProgress';
 import { type RunTotals, type RunInfo, type PageResult, addPage } from '../run/runTypes';
 import { markExportDirty, readExportDirty } from '../run/state';
@@ -175,6 +175,88 @@ export interface ExportPageOptions {
   record?: string;
   /** A second pass (references to objects the first added or moved): its objects are not counted again. */
   second?: boolean;
+  /** The step's writes: the page's connector-space rows and links wait there for the step's end (see {@link StepWrites}). */
+  writes?: StepWrites;
+}
+
+/**
+ * The connector-space rows and link changes of a step's pages, written once when the step ends (or stops)
+ * instead of after each page: a page's rows span the 64 connector-space and the 64 mesh partitions, so every
+ * page costs a transaction per partition, however few rows it has (the first levels of an org chart are pages
+ * of 1, 10 and 100 objects). Meanwhile this process's views show them, as they would after a write: the
+ * connector-space summaries (the step's failure drops them) and the run's copies of the objects (the next
+ * page's references resolve to the objects just added). Only for a run whose objects this process keeps
+ * (lib/sync/export/exportRun.ts); otherwise each page writes its own, as a page read from storage needs.
+ *
+ * A stop before the write (a crash, a kill) leaves objects in the target that nothing records, as a stop
+ * between a page's target call and its write always could: the step runs again, and its adds find them
+ * there and take them over ({@link takeOver}).
+ */
+export class StepWrites {
+  private rows: CsObject[] = [];
+  private readonly links = new Map<string, { changes: LinkChange[]; now: string }>();
+  private readonly docs = new Map<string, MeshObject>();
+  private readonly retries: ExportRetry[] = [];
+
+  constructor(
+    private readonly info: RunInfo,
+    /** Rows beyond which a page writes the step's rows at once (a large step does not hold everything). */
+    private readonly max = 12_800,
+  ) {}
+
+  /** Whether the step has rows or links not written yet. */
+  get pending(): boolean {
+    return this.rows.length > 0 || this.links.size > 0 || this.retries.length > 0;
+  }
+
+  /** Queue a page's rows and links (its copies of the objects: the link write starts from them). */
+  add(rows: readonly CsObject[], links: readonly LinkChange[], docs: readonly MeshObject[], now: string, retry: ExportRetry): MeshObject[] {
+    const cid = this.info.connectorId;
+    this.rows.push(...rows);
+    for (const d of docs) this.docs.set(d.id, d);
+    for (const l of links) {
+      const e = this.links.get(l.id);
+      if (e) e.changes.push(l);
+      else this.links.set(l.id, { changes: [l], now });
+    }
+    this.retries.push(retry);
+    const cached = csCaches.get(cid);
+    if (cached) for (const r of rows) cached.set(r.anchor, summarize(cid, r));
+    // The objects as the write will leave them, for the run's copies.
+    const linked: MeshObject[] = [];
+    for (const id of new Set(links.map((l) => l.id))) {
+      const d = this.docs.get(id);
+      if (!d) continue;
+      const copy: MeshObject = { ...d, links: { ...d.links }, ...(d.provisioned ? { provisioned: [...d.provisioned] } : {}) };
+      if (linkPatch(cid, this.links)(copy)) linked.push(copy);
+    }
+    notePending(this.info.runId, linked);
+    return linked;
+  }
+
+  /** Whether the rows queued call for a write before the next page. */
+  get full(): boolean {
+    return this.rows.length >= this.max;
+  }
+
+  /** Write what is queued: the rows first, then the links (as a page does), then the staged adds that went. */
+  async flush(): Promise<void> {
+    if (!this.pending) return;
+    const cid = this.info.connectorId;
+    const rows = this.rows;
+    const links = new Map(this.links);
+    const retries = this.retries.splice(0);
+    this.rows = [];
+    this.links.clear();
+    await writeCsObjects(cid, rows);
+    const [upserts] = await Promise.all([
+      links.size ? patchMeshLinks(links.keys(), linkPatch(cid, links), cid, knownRow(this.info.runId, this.docs)) : [],
+      ...retries.map((r) => r.commit()),
+    ]);
+    this.docs.clear();
+    for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
+    noteWritten(this.info.runId, upserts);
+  }
 }
 
 export async function exportDocs(
@@ -188,6 +270,8 @@ export async function exportDocs(
 ): Promise<RunTotals> {
   const cid = info.connectorId;
   const { record, second } = options;
+  // A page cut short by the target writes at once, after what the step's pages before it queued.
+  let writes = options.writes;
   const at = engineNow();
   const now = at.toISOString();
   // A second pass looks again only at the objects the first asked it to (and not at those the target refused).
@@ -373,9 +457,13 @@ export async function exportDocs(
     if (c.doc.links[cid] !== r.anchor || owned) links.push({ id: c.doc.id, anchor: r.anchor, ...(owned ? { provisioned: true } : {}) });
   });
   await Promise.all([retry.stage(), recordPageLeavers(info, changes, results)]);
+  if (writes && interrupted !== undefined) {
+    await writes.flush();
+    writes = undefined;
+  }
   // The target's rows first, then the links: a stop in between leaves rows naming their mesh objects, which the
   // next export's take-over recognises as its own (a link with no row would leave the object unnamed there).
-  await writeCsObjects(cid, csRows);
+  if (!writes) await writeCsObjects(cid, csRows);
   // For a second pass of an incremental export: the objects that name a moved one, and those with related
   // objects not in the target yet (not when the target's call was interrupted: the step ends or fails).
   const again = interrupted === undefined ? [...loaded.relations.missingIn] : [];
@@ -388,8 +476,8 @@ export async function exportDocs(
   // the staged adds that went, the objects the next export looks at again, the page's recorded changes and the
   // second pass's list.
   const [upserts] = await Promise.all([
-    commitLinks(cid, links, now, knownRow(info.runId, new Map(docs.map((d) => [d.id, d])))),
-    retry.commit(),
+    writes ? [] : commitLinks(cid, links, now, knownRow(info.runId, new Map(docs.map((d) => [d.id, d])))),
+    writes ? undefined : retry.commit(),
     // A change the target refused is looked at again by the next export (an incremental one would not see it),
     // and so is an object whose reference named one not in the target yet (an owed reference: the first export
     // that finds the referenced object there writes it).
@@ -414,11 +502,16 @@ export async function exportDocs(
         )
       : undefined,
   ]);
-  for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
-  noteWritten(info.runId, upserts);
-  // This process's summaries follow its own writes (a reload per page would read the whole space again).
-  const cached = csCaches.get(cid);
-  if (cached) for (const r of csRows) cached.set(r.anchor, summarize(cid, r));
+  if (writes) {
+    writes.add(csRows, links, docs, now, retry);
+    if (writes.full) await writes.flush();
+  } else {
+    for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
+    noteWritten(info.runId, upserts);
+    // This process's summaries follow its own writes (a reload per page would read the whole space again).
+    const cached = csCaches.get(cid);
+    if (cached) for (const r of csRows) cached.set(r.anchor, summarize(cid, r));
+  }
   if (interrupted !== undefined) {
     if (!isAborted(interrupted)) throw interrupted;
     // Cancelled while the target worked on the page: what it committed is recorded above and counted; the
@@ -551,26 +644,32 @@ function holdsAll(loaded: ExportPlanInput, attributes: Record<string, AttributeV
  */
 async function commitLinks(cid: string, links: readonly LinkChange[], now: string, known?: Parameters<typeof patchMeshLinks>[3]): Promise<MeshObject[]> {
   if (!links.length) return [];
-  const byId = new Map<string, LinkChange[]>();
-  for (const l of links) byId.set(l.id, [...(byId.get(l.id) ?? []), l]);
-  return patchMeshLinks(
-    byId.keys(),
-    (d) => {
-      const before = JSON.stringify([d.links[cid] ?? null, d.provisioned ?? []]);
-      for (const l of byId.get(d.id) ?? []) {
-        if (l.anchor === null) delete d.links[cid];
-        else d.links[cid] = l.anchor;
-        if (l.provisioned === true) d.provisioned = [...new Set([...(d.provisioned ?? []), cid])];
-        else if (l.provisioned === false && d.provisioned) d.provisioned = d.provisioned.filter((c) => c !== cid);
-      }
-      if (d.provisioned && !d.provisioned.length) delete d.provisioned;
-      if (JSON.stringify([d.links[cid] ?? null, d.provisioned ?? []]) === before) return false;
-      d.updatedOn = now;
-      return true;
-    },
-    cid,
-    known,
-  );
+  const byId = new Map<string, { changes: LinkChange[]; now: string }>();
+  for (const l of links) {
+    const e = byId.get(l.id);
+    if (e) e.changes.push(l);
+    else byId.set(l.id, { changes: [l], now });
+  }
+  return patchMeshLinks(byId.keys(), linkPatch(cid, byId), cid, known);
+}
+
+/** The patch of {@link patchMeshLinks} that applies each object's link changes (false: nothing changes). */
+function linkPatch(cid: string, byId: ReadonlyMap<string, { changes: readonly LinkChange[]; now: string }>): (d: MeshObject) => boolean {
+  return (d) => {
+    const e = byId.get(d.id);
+    if (!e) return false;
+    const before = JSON.stringify([d.links[cid] ?? null, d.provisioned ?? []]);
+    for (const l of e.changes) {
+      if (l.anchor === null) delete d.links[cid];
+      else d.links[cid] = l.anchor;
+      if (l.provisioned === true) d.provisioned = [...new Set([...(d.provisioned ?? []), cid])];
+      else if (l.provisioned === false && d.provisioned) d.provisioned = d.provisioned.filter((c) => c !== cid);
+    }
+    if (d.provisioned && !d.provisioned.length) delete d.provisioned;
+    if (JSON.stringify([d.links[cid] ?? null, d.provisioned ?? []]) === before) return false;
+    d.updatedOn = e.now;
+    return true;
+  };
 }
 
 /**

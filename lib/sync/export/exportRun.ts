@@ -93,8 +93,21 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   const pages = pagesInOrder(docs, info.connectorId);
   for (let i = 0; i < pages.length; i++) await saveExportPage(info.runId, i, pages[i]);
   if (!info.dryRun) current = kept;
-  return { pages: pages.length, steps: stepsOf(pages.map((p) => p.length)) };
+  return {
+    pages: pages.length,
+    steps: stepsOf(
+      pages.map((p) => p.length),
+      STEP_IDS,
+    ),
+  };
 }
+
+/**
+ * The most ids a step of a full export in reference order runs: its pages write their connector-space rows and
+ * links together at its end (StepWrites in exportPage.ts), so a larger step fills each partition's transaction
+ * where a step per page wrote one transaction per partition per page.
+ */
+export const STEP_IDS = 4 * DEFAULT_PAGE_SIZE;
 
 /**
  * How many pages each step runs: consecutive pages share a step while they hold at most `size` ids together
@@ -235,6 +248,30 @@ export function knownRow(runId: string, given?: ReadonlyMap<string, MeshObject>)
     const d = given?.get(id);
     return { doc: d ? { ...d, links: { ...d.links }, ...(d.provisioned ? { provisioned: [...d.provisioned] } : {}) } : docOf(e), etag: e.etag };
   };
+}
+
+/** Whether this process keeps the run's objects (the pages' link changes can then wait for the step's end). */
+export function keepsRun(runId: string): boolean {
+  return !!of(runId);
+}
+
+/**
+ * Link states a step planned and has not written yet (see StepWrites in exportPage.ts): the run's copies show them
+ * (the next page's references resolve to the objects just added), and keep the ETag read, which the write at the
+ * step's end is conditional on (its patch starts from the page's own copy, not from these).
+ */
+export function notePending(runId: string, linked: readonly MeshObject[]): void {
+  const run = of(runId);
+  if (!run) return;
+  for (const d of linked) {
+    const e = run.docs.get(d.id);
+    if (e)
+      run.docs.set(d.id, {
+        text: e.text,
+        ...(e.etag ? { etag: e.etag } : {}),
+        link: { links: { ...d.links }, ...(d.provisioned?.length ? { provisioned: [...d.provisioned] } : {}), updatedOn: d.updatedOn },
+      });
+  }
 }
 
 /**

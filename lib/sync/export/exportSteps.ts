@@ -8,14 +8,14 @@ import { listRules } from '../../storage/rules';
 import { updateRun } from '../../storage/runs';
 import { pageKey } from '../../storage/runChanges';
 import { deprovisioningSettings, isDue } from '../deprovisioning';
-import { loadAgain, exportDocs } from './exportPage';
+import { loadAgain, exportDocs, StepWrites } from './exportPage';
 import { dropGoneStagedAdds } from './exportRetry';
-import { dropRunDocs, orderFullExport, pageDocs } from './exportRun';
+import { dropRunDocs, keepsRun, orderFullExport, pageDocs } from './exportRun';
 import { idsChangedBy, targetedScope } from './targeted';
 import { rejoinAtStart } from '../import/fullSync';
 import { compileRuleSet, type RuleSet } from '../rules';
 import { type ExportConfig, settingsOf, withConnector } from '../run/runConnector';
-import { csCache, noteRun } from '../run/runContext';
+import { csCache, csCaches, noteRun } from '../run/runContext';
 import { cancelAsked, progressOf } from '../run/runProgress';
 import { DEFAULT_PAGE_SIZE, type RunTotals, type ExportPlan, type RunInfo, emptyTotals, type StepFailure, failure } from '../run/runTypes';
 import { loadExportPage, readExportDirty, readSyncState, saveExportPage } from '../run/state';
@@ -83,6 +83,9 @@ async function exportStep(
       return body(connector as ExportingConnector, rules, typeof config.objectType === 'string' ? config.objectType : 'User');
     });
   } catch (err) {
+    // Nor are the connector's summaries: a write cut part way leaves rows they do not show (the deletes step
+    // and the next pages read them), so the next step reloads them.
+    csCaches.delete(info.connectorId);
     return failure(err);
   }
 }
@@ -245,15 +248,27 @@ function exportIdsStep(input: ExportIdsInput, config: ExportConfig): Promise<Run
     const second = input.page === -2;
     let totals = input.totals;
     if (!second) {
-      // The step's pages one after the other: each planned once the one before it is applied and recorded.
+      // The step's pages one after the other: each planned once the one before it is applied and recorded (its
+      // connector-space rows and links written at the step's end when this process keeps the run's objects).
       const last = Math.max(input.page, input.through ?? input.page);
-      for (let page = input.page; page <= last; page++) {
-        const docs = await pageDocs(info.runId, await loadExportPage(info.runId, page), objectType);
-        totals = await exportDocs(info, connector, rules, docs, totals, config, { record: pageKey('x', page) });
-        const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
-        if (totals.parked || totals.cancelled) break;
-        if (cancelAsked(run) && page < last) return { ...totals, cancelled: true };
+      const writes = keepsRun(info.runId) && !info.dryRun ? new StepWrites(info) : undefined;
+      try {
+        for (let page = input.page; page <= last; page++) {
+          const docs = await pageDocs(info.runId, await loadExportPage(info.runId, page), objectType);
+          totals = await exportDocs(info, connector, rules, docs, totals, config, { record: pageKey('x', page), writes });
+          const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
+          if (totals.parked || totals.cancelled) break;
+          if (cancelAsked(run) && page < last) {
+            totals = { ...totals, cancelled: true };
+            break;
+          }
+        }
+      } catch (err) {
+        // What the pages before the failure applied is still recorded (the step's retry then finds it).
+        await writes?.flush().catch(() => undefined);
+        throw err;
       }
+      await writes?.flush();
       return totals;
     }
     const ids = await loadAgain(info.runId);

@@ -1,6 +1,6 @@
 import type { MeshObject } from '../../../../lib/mesh/model';
 import { ConfigError, SettingsReader } from '../../../../lib/core/config';
-import { MAX_LEVELS, pagesInOrder, readExportOrderedMax, stepsOf } from '../../../../lib/sync/export/exportRun';
+import { MAX_LEVELS, STEP_IDS, pagesInOrder, readExportOrderedMax, stepsOf } from '../../../../lib/sync/export/exportRun';
 
 const TARGET = 'c-target';
 const id = (i: number) => `a${String(i).padStart(7, '0')}`;
@@ -89,6 +89,14 @@ describe('steps of a full export in reference order', () => {
     expect(stepsOf([1, 1999, 1])).toEqual([2, 1]);
     expect(stepsOf([2000, 2000])).toEqual([1, 1]);
     expect(stepsOf([])).toEqual([]);
+  });
+
+  it('gives a full export steps of up to STEP_IDS ids: the 5,000 of the bench in one step, 20,000 in three', () => {
+    expect(STEP_IDS).toBe(8000);
+    expect(stepsOf([1, 10, 100, 1000, 2000, 1889], STEP_IDS)).toEqual([6]);
+    // 20,000 people: levels of 1, 10, 100, 1,000, 10,000 (five pages of 2,000) and 8,889 (4 pages and 889).
+    const sizes = [1, 10, 100, 1000, 2000, 2000, 2000, 2000, 2000, 2000, 2000, 2000, 2000, 889];
+    expect(stepsOf(sizes, STEP_IDS)).toEqual([7, 4, 3]);
   });
 
   it('covers every page once, in order', () => {
