@@ -37,9 +37,28 @@ export function consoleUrl(rt: ServiceUnderTest, rel = ''): string {
 export async function signIn(browser: Browser, rt: ServiceUnderTest, user: string, role: Role, rel = ''): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
+  watch(page, user);
   await page.goto(consoleUrl(rt, rel));
   await signInHere(page, user, role);
+  // The console comes back to the page it was opened at (a failure here names the page it showed instead).
+  if (rel) await page.waitForURL((url) => url.pathname.endsWith(`/console/${rel.split('?')[0]}`), { timeout: 30_000 });
   return { context, page };
+}
+
+/**
+ * What no console test expects, printed when it happens so that a test waiting in vain for a page's content says
+ * why: an error thrown in the page, an API answer of 401 (the console then signs out) or 5xx, a request that failed.
+ */
+function watch(page: Page, user: string): void {
+  page.on('pageerror', (err) => console.warn(`[console ${user}] page error: ${err.message}`));
+  page.on('response', (r) => {
+    if (r.status() === 401 || r.status() >= 500) console.warn(`[console ${user}] ${r.request().method()} ${new URL(r.url()).pathname} answered ${r.status()}`);
+  });
+  page.on('requestfailed', (r) => {
+    // A fetch the console dropped when it moved to another page is aborted: not a fault.
+    if (!page.isClosed() && r.failure()?.errorText !== 'net::ERR_ABORTED')
+      console.warn(`[console ${user}] ${r.method()} ${new URL(r.url()).pathname} failed: ${r.failure()?.errorText}`);
+  });
 }
 
 /** On a page showing the console's sign-in screen: sign in; the console comes back to the URL it was opened at. */
