@@ -41,18 +41,28 @@ export async function signIn(browser: Browser, rt: ServiceUnderTest, user: strin
   await page.goto(consoleUrl(rt, rel));
   await signInHere(page, user, role);
   // The console comes back to the page it was opened at (a failure here names the page it showed instead).
-  if (rel) await page.waitForURL((url) => url.pathname.endsWith(`/console/${rel.split('?')[0]}`), { timeout: 30_000 });
+  if (rel) {
+    const wanted = `/console/${rel.split('?')[0]}`;
+    const deadline = Date.now() + 30_000;
+    while (!new URL(page.url()).pathname.endsWith(wanted)) {
+      if (Date.now() > deadline)
+        throw new Error(`signed in, the console shows ${page.url()}, not ${wanted}: ${(await page.locator('body').innerText()).slice(0, 300)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
   return { context, page };
 }
 
 /**
  * What no console test expects, printed when it happens so that a test waiting in vain for a page's content says
- * why: an error thrown in the page, an API answer of 401 (the console then signs out) or 5xx, a request that failed.
+ * why: an error thrown in the page, an API answer of 401 (the console then signs out; the keyboard test breaks its
+ * token on purpose and shows one) or 5xx, a request that failed.
  */
 function watch(page: Page, user: string): void {
   page.on('pageerror', (err) => console.warn(`[console ${user}] page error: ${err.message}`));
   page.on('response', (r) => {
-    if (r.status() === 401 || r.status() >= 500) console.warn(`[console ${user}] ${r.request().method()} ${new URL(r.url()).pathname} answered ${r.status()}`);
+    if (r.status() === 401 || r.status() >= 500)
+      console.warn(`[console ${user}, ${expect.getState().currentTestName}] ${r.request().method()} ${new URL(r.url()).pathname} answered ${r.status()}`);
   });
   page.on('requestfailed', (r) => {
     // A fetch the console dropped when it moved to another page is aborted: not a fault.
