@@ -261,17 +261,7 @@ export function keepsRun(runId: string): boolean {
  * step's end is conditional on (its patch starts from the page's own copy, not from these).
  */
 export function notePending(runId: string, linked: readonly MeshObject[]): void {
-  const run = of(runId);
-  if (!run) return;
-  for (const d of linked) {
-    const e = run.docs.get(d.id);
-    if (e)
-      run.docs.set(d.id, {
-        text: e.text,
-        ...(e.etag ? { etag: e.etag } : {}),
-        link: { links: { ...d.links }, ...(d.provisioned?.length ? { provisioned: [...d.provisioned] } : {}), updatedOn: d.updatedOn },
-      });
-  }
+  noteLinks(runId, linked, true);
 }
 
 /**
@@ -279,13 +269,19 @@ export function notePending(runId: string, linked: readonly MeshObject[]): void 
  * as the run's copies (the stored form as read, the links over it), their ETags no longer known.
  */
 export function noteWritten(runId: string, written: readonly MeshObject[]): void {
+  noteLinks(runId, written, false);
+}
+
+/** The run's copies of `docs` with their link states over the stored form as read (and its ETag when `keepEtag`). */
+function noteLinks(runId: string, docs: readonly MeshObject[], keepEtag: boolean): void {
   const run = of(runId);
   if (!run) return;
-  for (const d of written) {
+  for (const d of docs) {
     const e = run.docs.get(d.id);
     if (e)
       run.docs.set(d.id, {
         text: e.text,
+        ...(keepEtag && e.etag ? { etag: e.etag } : {}),
         link: { links: { ...d.links }, ...(d.provisioned?.length ? { provisioned: [...d.provisioned] } : {}), updatedOn: d.updatedOn },
       });
   }
