@@ -25,6 +25,7 @@ async function getConsole(request: HttpRequest): Promise<HttpResponseInit> {
     ifNoneMatch: request.headers.get('if-none-match'),
     base,
     config,
+    query: url.search.slice(1),
   });
   return { status: answer.status, headers: answer.headers, body: answer.body };
 }

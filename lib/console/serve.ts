@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { SettingsReader } from '../core/config';
 import { ConsoleFiles, type ConsoleFile } from './static';
 
@@ -40,12 +41,13 @@ export interface ConsoleAnswer {
  * The answer to GET <base>/console/<path>: a file of the build, `config.json`, or index.html for any path
  * without a file extension (a deep link: the console routes it itself). Assets requested with `?v=` (the
  * build's content hash, as index.html names them) are immutable for a year; everything else is revalidated
- * (`no-cache` with an ETag). `base` is the path the console is served under (`/console/`).
+ * (`no-cache` with an ETag). `base` is the path the console is served under (`/console/`); `query` is the
+ * request's query string (without `?`): a deep link's page carries it in its pre-script sign-in form.
  */
 export function answerConsole(
   files: ConsoleFiles,
   rel: string,
-  opts: { versioned: boolean; ifNoneMatch: string | null; base: string; config: ConsoleConfig },
+  opts: { versioned: boolean; ifNoneMatch: string | null; base: string; config: ConsoleConfig; query?: string },
 ): ConsoleAnswer {
   const security = securityHeaders(opts.config.authority);
   if (rel.split('/').some((s) => s === '..' || s === '.' || s.includes('\\') || s.includes('\0'))) {
@@ -76,8 +78,9 @@ export function answerConsole(
   }
   isIndex ||= rel === 'index.html';
   const cacheControl = opts.versioned && !isIndex ? 'public, max-age=31536000, immutable' : 'no-cache';
-  const body = isIndex ? withBase(file.body, opts.base) : file.body;
-  const etag = isIndex ? `"${file.etag.slice(1, -1)}-${Buffer.from(opts.base).toString('base64url')}"` : file.etag;
+  const returnTo = isIndex ? deepLink(rel, opts.query) : '';
+  const body = isIndex ? withReturnTo(withBase(file.body, opts.base), returnTo) : file.body;
+  const etag = isIndex ? `"${file.etag.slice(1, -1)}-${createHash('sha256').update(`${opts.base}\n${returnTo}`).digest('base64url').slice(0, 16)}"` : file.etag;
   const headers = { 'content-type': file.contentType, 'cache-control': cacheControl, etag, ...security };
   if (opts.ifNoneMatch && opts.ifNoneMatch.split(',').some((t) => t.trim() === etag)) return { status: 304, headers };
   return { status: 200, headers, body };
@@ -87,6 +90,26 @@ export function answerConsole(
 function withBase(body: Buffer, base: string): Buffer {
   if (base === '/console/') return body;
   return Buffer.from(body.toString('utf8').replace('<base href="/console/">', `<base href="${base.replace(/["<>&]/g, '')}">`));
+}
+
+/** The page a deep link names (path under the base and query), for the sign-in to come back to; '' for the overview. */
+function deepLink(rel: string, query: string | undefined): string {
+  if (rel === '' || rel === 'index.html' || rel === 'signin' || rel === 'callback') return '';
+  return rel + (query ? `?${query}` : '');
+}
+
+/**
+ * index.html's Sign in form works before the script has loaded (it opens /console/signin); on a deep link it
+ * carries the page as `returnTo`, so that an early click comes back to the page it was opened at.
+ */
+function withReturnTo(body: Buffer, returnTo: string): Buffer {
+  if (!returnTo) return body;
+  const input = `<input type="hidden" name="returnTo" value="${escapeAttribute(returnTo)}">`;
+  return Buffer.from(body.toString('utf8').replace('<form action="signin" method="get">', (form) => form + input));
+}
+
+function escapeAttribute(value: string): string {
+  return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/'/g, '&#39;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
 /** The page may talk to its own origin and to the OIDC authority (discovery and token endpoint), nothing else. */

@@ -86,7 +86,13 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     expect((await fetch(base + 'app.js', { headers: { 'if-none-match': etag } })).status).toBe(304);
     const deep = await fetch(base + 'mesh/0f8fad5b-d9cb-469f-a165-70867728950e?tab=history');
     expect(deep.status).toBe(200);
-    expect(await deep.text()).toBe(html);
+    // The same page, its pre-script Sign in form carrying the deep link to come back to.
+    expect(await deep.text()).toBe(
+      html.replace(
+        '<form action="signin" method="get">',
+        '<form action="signin" method="get"><input type="hidden" name="returnTo" value="mesh/0f8fad5b-d9cb-469f-a165-70867728950e?tab=history">',
+      ),
+    );
     expect((await fetch(base + 'nothing-here.js')).status).toBe(404);
     const config = (await (await fetch(base + 'config.json')).json()) as { authority: string };
     expect(config).toMatchObject({ clientId: 'meshsync-console', apiBase: '/api', developmentIssuer: true, roles: { Admin: ['Service.Admin'] } });
@@ -95,7 +101,7 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     expect((await fetch(`${rt.baseUrl}/console/`)).status).toBe(404);
   });
 
-  test('the first click on "Sign in" works before the script has loaded; no page logs a Content Security Policy complaint; Connectors shows when each was updated', async () => {
+  test('the first click on "Sign in" works before the script has loaded and comes back to the page opened; no page logs a Content Security Policy complaint; Connectors shows when each was updated', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     const logged: string[] = [];
@@ -110,7 +116,7 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
       await released;
       await route.continue();
     });
-    await page.goto(consoleUrl(rt, 'connectors'), { waitUntil: 'commit' });
+    await page.goto(consoleUrl(rt, 'connectors?q=HR%20console'), { waitUntil: 'commit' });
     await scriptRequested;
     await page.getByText('Loading the console…').waitFor();
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -119,10 +125,11 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     // /console/signin starts the sign-in as soon as the script runs: the issuer's form, then back, signed in.
     await fillIssuerForm(page, 'olga@example.test', 'Operator');
     expect(await page.getByTestId('who').textContent()).toContain('olga@example.test · Operator');
-    expect(new URL(page.url()).pathname).toBe('/console/');
+    // ... at the page it was opened at, query and all (the served page's form carries it).
+    await page.waitForURL((url) => url.pathname === '/console/connectors' && url.search === '?q=HR%20console');
     // Signed in already, /console/signin goes on to where it was asked to.
     await page.goto(consoleUrl(rt, 'signin?returnTo=connectors'));
-    await page.waitForURL((url) => url.pathname === '/console/connectors');
+    await page.waitForURL((url) => url.pathname === '/console/connectors' && url.search === '');
     const row = page.getByRole('table', { name: 'Connectors' }).getByRole('row').filter({ hasText: 'HR console' });
     const updatedOn = (await devCall(rt, admin, 'GET', `connectors/${connectorId}`)).body.updatedOn as string;
     expect(await row.locator('td:nth-child(4) time').getAttribute('datetime')).toBe(updatedOn);
