@@ -20,7 +20,10 @@ describe('console file serving', () => {
 
   beforeAll(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'console-files-'));
-    writeFileSync(path.join(dir, 'index.html'), '<html><head><base href="/console/"></head><body><form action="signin" method="get"><button>Sign in</button></form></body></html>');
+    writeFileSync(
+      path.join(dir, 'index.html'),
+      '<html><head><base href="/console/"></head><body><form action="signin" method="get"><button>Sign in</button></form></body></html>',
+    );
     writeFileSync(path.join(dir, 'app.js'), 'console.log(1)');
     writeFileSync(path.join(dir, 'app.css'), 'body{}');
     writeFileSync(path.join(dir, 'secret.pem'), 'not served: no known type');
@@ -64,8 +67,13 @@ describe('console file serving', () => {
 
   it("carries a deep link's page and query in the pre-script Sign in form, escaped; the overview and sign-in pages carry none", () => {
     const deep = answerConsole(files, 'mesh/0f8f', { ...opts, query: 'q=a"b<c>&x=1' });
-    expect(String(deep.body)).toContain('<form action="signin" method="get"><input type="hidden" name="returnTo" value="mesh/0f8f?q=a&quot;b&lt;c&gt;&amp;x=1"><button>');
-    for (const rel of ['', 'index.html', 'signin', 'callback']) expect({ rel, body: String(answerConsole(files, rel, { ...opts, query: 'returnTo=runs' }).body) }).not.toMatchObject({ body: expect.stringContaining('type="hidden"') });
+    expect(String(deep.body)).toContain(
+      '<form action="signin" method="get"><input type="hidden" name="returnTo" value="mesh/0f8f?q=a&quot;b&lt;c&gt;&amp;x=1"><button>',
+    );
+    for (const rel of ['', 'index.html', 'signin', 'callback'])
+      expect({ rel, body: String(answerConsole(files, rel, { ...opts, query: 'returnTo=runs' }).body) }).not.toMatchObject({
+        body: expect.stringContaining('type="hidden"'),
+      });
     // Each page has its own ETag: a cached page never comes back with another page's returnTo.
     const tags = ['mesh', 'runs', ''].map((rel) => answerConsole(files, rel, opts).headers.etag);
     expect(new Set(tags).size).toBe(3);
