@@ -50,6 +50,14 @@ export interface SqlSession {
    * the session is then closed by its owner.
    */
   stream(stmt: CompiledStatement, values: Record<string, unknown>, chunk: number): AsyncGenerator<Row[]>;
+  /**
+   * Run statements in order, sent to the server together where the driver can (PostgreSQL: pipelined, written
+   * to the connection at once, each with its own sync point), instead of one round trip each. Each answer is the
+   * statement's result or its error ({@link ConnectorError}); a statement after one that failed inside a
+   * transaction fails too (the transaction is aborted). Sent together only on a session opened with `pipeline`
+   * (see {@link connect}); absent where the driver sends one statement at a time (MySQL/MariaDB, SQL Server).
+   */
+  queryMany?(items: readonly { stmt: CompiledStatement; values: Record<string, unknown> }[]): Promise<(QueryResult | ConnectorError)[]>;
   /** Start a transaction; `snapshot` asks for one consistent read-only snapshot (a full import's reads). */
   begin(snapshot?: boolean): Promise<void>;
   commit(): Promise<void>;
@@ -88,17 +96,25 @@ function load<T>(dialect: SqlDialect, name: string): T {
   }
 }
 
+export interface SessionOptions {
+  /**
+   * A session for many small statements (an export's batch): where the driver can, it offers
+   * {@link SqlSession.queryMany}. Such a session does not stream (PostgreSQL's pipelined connection cannot hold a cursor).
+   */
+  pipeline?: boolean;
+}
+
 /**
  * Open a session; failures are {@link ConnectorError}s without secrets. With `signal`, an abort stops the
  * statement the session is running in the server (PostgreSQL `pg_cancel_backend`, MySQL/MariaDB `KILL QUERY`,
  * each from a second short connection, since a connection busy with a statement cannot be asked anything) and
  * drops the connection: the call in flight then fails with `aborted`, and so does every later one.
  */
-export async function connect(s: ConnectionSettings, signal?: AbortSignal): Promise<SqlSession> {
+export async function connect(s: ConnectionSettings, signal?: AbortSignal, options: SessionOptions = {}): Promise<SqlSession> {
   throwIfAborted(signal);
   let session: PgSession | MysqlSession | MssqlSession;
   try {
-    if (s.dialect === 'postgres') session = await PgSession.open(s);
+    if (s.dialect === 'postgres') session = await PgSession.open(s, options.pipeline === true);
     else if (s.dialect === 'mysql') session = await MysqlSession.open(s);
     else session = await MssqlSession.open(s);
   } catch (err) {
@@ -151,6 +167,8 @@ class PgSession implements SqlSession {
     private readonly secrets: string[],
     /** Opens the second connection an abort cancels the running statement from. */
     private readonly another: () => PgModule.Client,
+    /** The client sends statements without waiting for the answers before (pg's `pipeline`). */
+    private readonly pipelined = false,
   ) {
     this.gone = new Promise<never>((_, reject) => {
       // A connection that drops emits 'error' (or just 'end') on the client: remember it instead of crashing.
@@ -163,7 +181,7 @@ class PgSession implements SqlSession {
     this.gone.catch(() => undefined);
   }
 
-  static async open(s: ConnectionSettings): Promise<PgSession> {
+  static async open(s: ConnectionSettings, pipeline = false): Promise<PgSession> {
     const pg = load<typeof PgModule>('postgres', 'pg');
     const Cursor = load<typeof PgCursorClass>('postgres', 'pg-cursor');
     const options = (connectMs: number) => ({
@@ -177,8 +195,8 @@ class PgSession implements SqlSession {
       statement_timeout: s.timeoutSeconds * 1000,
       application_name: 'identity-sync',
     });
-    const client = new pg.Client(options(s.timeoutSeconds * 1000));
-    const session = new PgSession(client, Cursor, s.timeoutSeconds * 1000, [s.password], () => new pg.Client(options(CANCEL_CONNECT_MS)));
+    const client = new pg.Client({ ...options(s.timeoutSeconds * 1000), pipeline });
+    const session = new PgSession(client, Cursor, s.timeoutSeconds * 1000, [s.password], () => new pg.Client(options(CANCEL_CONNECT_MS)), pipeline);
     try {
       await client.connect();
     } catch (err) {
@@ -234,6 +252,35 @@ class PgSession implements SqlSession {
     } catch (err) {
       throw this.fail(err, 'query');
     }
+  }
+
+  /**
+   * Statements pipelined: every message written to the socket in one go (the stream corked around them), the
+   * answers read in order. On a session opened without `pipeline`, one after another.
+   */
+  async queryMany(items: readonly { stmt: CompiledStatement; values: Record<string, unknown> }[]): Promise<(QueryResult | ConnectorError)[]> {
+    if (!this.pipelined) {
+      const out: (QueryResult | ConnectorError)[] = [];
+      for (const { stmt, values } of items) out.push(await this.query(stmt, values).catch((err: ConnectorError) => err));
+      return out;
+    }
+    const stream = (this.client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+    const sent: Promise<PgModule.QueryResult>[] = [];
+    stream?.cork?.();
+    try {
+      for (const { stmt, values } of items)
+        sent.push(this.client.query({ text: stmt.text, values: bindValues(stmt, values, 'postgres') as unknown[] }));
+    } finally {
+      stream?.uncork?.();
+    }
+    const settled = await Promise.race([Promise.allSettled(sent), this.gone]).catch((err: unknown) => {
+      throw this.fail(err, 'query');
+    });
+    return settled.map((r) => {
+      if (r.status === 'rejected') return this.fail(r.reason, 'query');
+      const fields = r.value.fields ?? [];
+      return { rows: r.value.rows as Row[], fields: fields.map((f) => f.name), rowCount: r.value.rowCount ?? 0, types: fields.map((f) => pgType(f.dataTypeID)) };
+    });
   }
 
   /**

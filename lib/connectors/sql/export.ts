@@ -84,14 +84,28 @@ function exportValues(c: ResolvedSqlConfig, change: ExportChange): Record<string
   return values;
 }
 
-function statements(c: ResolvedSqlConfig, kind: 'insert' | 'update' | 'delete'): CompiledStatement[] | undefined {
+/** Each configuration's compiled export statements (compiled once, not once per row). */
+const compiledStatements = new WeakMap<ResolvedSqlConfig, Map<StatementKind, CompiledStatement[] | undefined>>();
+
+type StatementKind = 'insert' | 'update' | 'delete';
+
+function statements(c: ResolvedSqlConfig, kind: StatementKind): CompiledStatement[] | undefined {
+  let byKind = compiledStatements.get(c);
+  if (!byKind) compiledStatements.set(c, (byKind = new Map()));
+  if (byKind.has(kind)) return byKind.get(kind);
   const sql = c.exportStatements?.[kind];
-  if (!sql) return undefined;
-  const r = compileSql(sql, c.dialect);
-  if (r.rawPlaceholders.length)
-    throw new ConnectorError('configuration_invalid', `exportStatements.${kind} uses driver placeholders (${r.rawPlaceholders[0]}): use :name parameters.`);
-  return r.statements;
+  let compiled: CompiledStatement[] | undefined;
+  if (sql) {
+    const r = compileSql(sql, c.dialect);
+    if (r.rawPlaceholders.length)
+      throw new ConnectorError('configuration_invalid', `exportStatements.${kind} uses driver placeholders (${r.rawPlaceholders[0]}): use :name parameters.`);
+    compiled = r.statements;
+  }
+  byKind.set(kind, compiled);
+  return compiled;
 }
+
+const statementKind = (change: ExportChange): StatementKind => (change.kind === 'add' ? 'insert' : change.kind === 'delete' ? 'delete' : 'update');
 
 /** The error result of a change (the change's own anchor on it, when it has one). */
 function errorResult(change: ExportChange, err: ConnectorError, existing?: ExistingObject): ExportResult {
@@ -102,20 +116,44 @@ function errorResult(change: ExportChange, err: ConnectorError, existing?: Exist
   return r;
 }
 
+/** A change's error result that no statement gave (the connector's own checks). */
+function failed(change: ExportChange, code: ObjectError['code'], message: string, anchor?: string): ExportResult {
+  const error: ObjectError = { code, message, objectType: change.objectType, retriable: false };
+  if (anchor !== undefined) error.anchor = anchor;
+  return anchor === undefined ? { status: 'error', error } : { status: 'error', anchor, error };
+}
+
+const anchorValue = (values: Record<string, unknown>): string | undefined => (values.anchor === null ? undefined : String(values.anchor));
+
+/** The result of a change no statement is configured for. */
+function unsupported(change: ExportChange, values: Record<string, unknown>): ExportResult {
+  const kind = statementKind(change);
+  return failed(change, 'unsupported', `No exportStatements.${kind} is configured: cannot ${change.kind} objects.`, anchorValue(values));
+}
+
+/** A change's result from the answer to its first statement. */
+function changeResult(c: ResolvedSqlConfig, change: ExportChange, values: Record<string, unknown>, first: QueryResult | undefined): ExportResult {
+  const kind = statementKind(change);
+  const anchor = anchorValue(values);
+  if (kind === 'insert') {
+    const returned = first?.rows[0];
+    const a = anchor ?? (returned ? keyText(returned[c.anchorColumn] ?? Object.values(returned)[0]) : '');
+    if (!a) return failed(change, 'object_error', 'The insert did not give the new row an anchor: set the anchor attribute or RETURN it.');
+    return { status: 'success', anchor: a };
+  }
+  if (anchor === undefined) return failed(change, 'object_error', `The change has no anchor: cannot ${change.kind} it.`);
+  if (kind === 'update' && (first?.rowCount ?? 0) === 0) return failed(change, 'not_found', `No row has the anchor '${anchor}'.`, anchor);
+  return { status: 'success', anchor };
+}
+
 /**
  * Apply one change on an open session with its parameter values (see {@link exportValues}). DB errors throw
  * (the caller decides whether they are per-object).
  */
 async function exportOne(c: ResolvedSqlConfig, s: SqlSession, change: ExportChange, values: Record<string, unknown>): Promise<ExportResult> {
-  const fail = (code: ObjectError['code'], message: string, anchor?: string): ExportResult => {
-    const error: ObjectError = { code, message, objectType: change.objectType, retriable: false };
-    if (anchor !== undefined) error.anchor = anchor;
-    return anchor === undefined ? { status: 'error', error } : { status: 'error', anchor, error };
-  };
-  const kind = change.kind === 'add' ? 'insert' : change.kind === 'delete' ? 'delete' : 'update';
+  const kind = statementKind(change);
   const stmts = statements(c, kind);
-  const anchor = values.anchor === null ? undefined : String(values.anchor);
-  if (!stmts) return fail('unsupported', `No exportStatements.${kind} is configured: cannot ${change.kind} objects.`, anchor);
+  if (!stmts) return unsupported(change, values);
   let first: QueryResult | undefined;
   for (const st of stmts) {
     const r = await s.query(st, values);
@@ -123,15 +161,53 @@ async function exportOne(c: ResolvedSqlConfig, s: SqlSession, change: ExportChan
     // An update whose first statement matched no row stops there: the object is not in the table.
     if (kind === 'update' && r === first && r.rowCount === 0) break;
   }
-  if (kind === 'insert') {
-    const returned = first?.rows[0];
-    const a = anchor ?? (returned ? keyText(returned[c.anchorColumn] ?? Object.values(returned)[0]) : '');
-    if (!a) return fail('object_error', 'The insert did not give the new row an anchor: set the anchor attribute or RETURN it.');
-    return { status: 'success', anchor: a };
+  return changeResult(c, change, values, first);
+}
+
+/**
+ * The batch's changes on an open session, in a transaction begun by the caller: their results in order, or
+ * `failed` at the first change the database refused for that row (the caller rolls back and goes row by row).
+ * Where the session sends statements together ({@link SqlSession.queryMany}) and every change is one statement
+ * (an update of two statements stops when the first matched no row: one at a time), they go at once.
+ */
+async function applyInTransaction(
+  c: ResolvedSqlConfig,
+  s: SqlSession,
+  prepared: readonly { change: ExportChange; values?: Record<string, unknown>; refused?: ExportResult }[],
+): Promise<{ results: ExportResult[]; failed: boolean }> {
+  const results: ExportResult[] = [];
+  const together = s.queryMany && prepared.every((p) => p.refused || (statements(c, statementKind(p.change))?.length ?? 0) <= 1);
+  if (together) {
+    const sent = prepared.filter((p) => !p.refused && statements(c, statementKind(p.change)));
+    const answers = await s.queryMany!(sent.map((p) => ({ stmt: statements(c, statementKind(p.change))![0], values: p.values! })));
+    let k = 0;
+    for (const p of prepared) {
+      if (p.refused) results.push(p.refused);
+      else if (!statements(c, statementKind(p.change))) results.push(unsupported(p.change, p.values!));
+      else {
+        const answer = answers[k++];
+        if (answer instanceof ConnectorError) {
+          if (!isObjectLevel(answer)) throw answer;
+          return { results, failed: true };
+        }
+        results.push(changeResult(c, p.change, p.values!, answer));
+      }
+    }
+    return { results, failed: false };
   }
-  if (anchor === undefined) return fail('object_error', `The change has no anchor: cannot ${change.kind} it.`);
-  if (kind === 'update' && (first?.rowCount ?? 0) === 0) return fail('not_found', `No row has the anchor '${anchor}'.`, anchor);
-  return { status: 'success', anchor };
+  for (const p of prepared) {
+    if (p.refused) {
+      results.push(p.refused);
+      continue;
+    }
+    try {
+      results.push(await exportOne(c, s, p.change, p.values!));
+    } catch (err) {
+      if (!isObjectLevel(err)) throw err;
+      return { results, failed: true };
+    }
+  }
+  return { results, failed: false };
 }
 
 /**
@@ -215,29 +291,17 @@ export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[],
       return { change, refused: errorResult(change, err) };
     }
   });
-  const s = await openSession(c, signal);
+  const s = await openSession(c, signal, { pipeline: true });
   try {
-    const results: ExportResult[] = [];
-    let failed = false;
     await s.begin();
+    let applied: { results: ExportResult[]; failed: boolean };
     try {
-      for (const p of prepared) {
-        if (p.refused) {
-          results.push(p.refused);
-          continue;
-        }
-        try {
-          results.push(await exportOne(c, s, p.change, p.values!));
-        } catch (err) {
-          if (!isObjectLevel(err)) throw err;
-          failed = true;
-          break;
-        }
-      }
+      applied = await applyInTransaction(c, s, prepared);
     } catch (err) {
       await s.rollback().catch(() => undefined);
       throw err;
     }
+    const { results, failed } = applied;
     if (!failed) {
       try {
         await s.commit();

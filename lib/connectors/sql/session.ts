@@ -1,13 +1,13 @@
 import { ConnectorError } from '../sdk';
 import type { ResolvedSqlConfig } from './config';
-import { connect, type SqlSession } from './drivers';
+import { connect, type SessionOptions, type SqlSession } from './drivers';
 import { compileSql, type CompiledStatement, type SqlDialect } from './params';
 
 /**
  * A new session with the connector's connection settings; each operation opens its own and closes it. An abort
  * of `signal` cancels the statement in flight and fails the session's calls with `aborted` (see `connect`).
  */
-export function openSession(c: ResolvedSqlConfig, signal?: AbortSignal): Promise<SqlSession> {
+export function openSession(c: ResolvedSqlConfig, signal?: AbortSignal, options?: SessionOptions): Promise<SqlSession> {
   return connect(
     {
       dialect: c.dialect,
@@ -20,6 +20,7 @@ export function openSession(c: ResolvedSqlConfig, signal?: AbortSignal): Promise
       timeoutSeconds: c.timeoutSeconds,
     },
     signal,
+    options,
   );
 }
 

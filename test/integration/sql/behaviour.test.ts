@@ -137,6 +137,41 @@ function behaviour(label: string, server: () => SqlServer, kill: () => Promise<v
     expect(byKey.get('E002')!.attributes.mail).toBe('batch@example.test');
   });
 
+  test(`${label}: a batch of one-statement changes (sent together on PostgreSQL): results in order; a row refused in the middle goes row by row, every other row lands`, async () => {
+    // One statement per change: on PostgreSQL the whole batch is pipelined in one transaction.
+    const single = {
+      exportStatements: {
+        insert: 'INSERT INTO people (employee_id, given_name, sn, mail, manager_employee_id, department) VALUES (:employee_id, :given_name, :sn, :mail, :manager_employee_id, :department)',
+        update: 'UPDATE people SET mail = :mail WHERE employee_id = :anchor',
+        delete: 'DELETE FROM people WHERE employee_id = :anchor',
+      },
+    };
+    const c = f.connector(single);
+    const adds = Array.from({ length: 300 }, (_, i) => f.exportAdd({ key: `P${String(i).padStart(3, '0')}`, givenName: `G${i}`, sn: `S${i}` }));
+    const clean = await c.exportBatch(adds);
+    expect(clean.map((r) => (r.status === 'success' ? r.anchor : r.error.message))).toEqual(adds.map((_, i) => `P${String(i).padStart(3, '0')}`));
+    expect(Number((await f.exec("SELECT count(*) AS n FROM people WHERE employee_id LIKE 'P%'"))[0].n)).toBe(300);
+    // A duplicate at 150 of 300 (refused by its statement) and an update of a row that is not there.
+    const mixed = [
+      ...Array.from({ length: 150 }, (_, i) => f.exportAdd({ key: `Q${String(i).padStart(3, '0')}`, givenName: 'Q', sn: 'Q' })),
+      f.exportAdd({ key: 'P007', givenName: 'Dup', sn: 'Dup' }),
+      f.exportUpdate('NOPE', 'NOPE', { mail: 'x@example.test' }),
+      ...Array.from({ length: 148 }, (_, i) => f.exportUpdate(`P${String(i).padStart(3, '0')}`, `P${String(i).padStart(3, '0')}`, { mail: `p${i}@example.test` })),
+    ];
+    const results = await c.exportBatch(mixed);
+    expect(results).toHaveLength(300);
+    expect(results.filter((r) => r.status === 'error').map((r) => (r.status === 'error' ? [r.anchor, r.error.code] : []))).toEqual([
+      ['P007', 'already_exists'],
+      ['NOPE', 'not_found'],
+    ]);
+    const rows = await f.exec("SELECT employee_id, given_name, mail FROM people WHERE employee_id LIKE 'P%' OR employee_id LIKE 'Q%' ORDER BY employee_id");
+    expect(rows).toHaveLength(450);
+    const byKey = new Map(rows.map((r) => [r.employee_id as string, r]));
+    expect(byKey.get('P007')!.given_name).toBe('G7');
+    for (let i = 0; i < 148; i++) expect(byKey.get(`P${String(i).padStart(3, '0')}`)!.mail).toBe(`p${i}@example.test`);
+    expect(byKey.get('P149')!.mail).toBeNull();
+  });
+
   test(`${label}: wrong password, unknown table, unknown column, timeout: clear codes, no secret`, async () => {
     const wrong = await rejects(f.unreachableConnector().testConnection());
     expect(wrong.code).toBe('authentication_failed');
