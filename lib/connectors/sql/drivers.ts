@@ -268,8 +268,7 @@ class PgSession implements SqlSession {
     const sent: Promise<PgModule.QueryResult>[] = [];
     stream?.cork?.();
     try {
-      for (const { stmt, values } of items)
-        sent.push(this.client.query({ text: stmt.text, values: bindValues(stmt, values, 'postgres') as unknown[] }));
+      for (const { stmt, values } of items) sent.push(this.client.query({ text: stmt.text, values: bindValues(stmt, values, 'postgres') as unknown[] }));
     } finally {
       stream?.uncork?.();
     }
@@ -279,7 +278,12 @@ class PgSession implements SqlSession {
     return settled.map((r) => {
       if (r.status === 'rejected') return this.fail(r.reason, 'query');
       const fields = r.value.fields ?? [];
-      return { rows: r.value.rows as Row[], fields: fields.map((f) => f.name), rowCount: r.value.rowCount ?? 0, types: fields.map((f) => pgType(f.dataTypeID)) };
+      return {
+        rows: r.value.rows as Row[],
+        fields: fields.map((f) => f.name),
+        rowCount: r.value.rowCount ?? 0,
+        types: fields.map((f) => pgType(f.dataTypeID)),
+      };
     });
   }
 

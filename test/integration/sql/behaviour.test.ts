@@ -141,7 +141,8 @@ function behaviour(label: string, server: () => SqlServer, kill: () => Promise<v
     // One statement per change: on PostgreSQL the whole batch is pipelined in one transaction.
     const single = {
       exportStatements: {
-        insert: 'INSERT INTO people (employee_id, given_name, sn, mail, manager_employee_id, department) VALUES (:employee_id, :given_name, :sn, :mail, :manager_employee_id, :department)',
+        insert:
+          'INSERT INTO people (employee_id, given_name, sn, mail, manager_employee_id, department) VALUES (:employee_id, :given_name, :sn, :mail, :manager_employee_id, :department)',
         update: 'UPDATE people SET mail = :mail WHERE employee_id = :anchor',
         delete: 'DELETE FROM people WHERE employee_id = :anchor',
       },
@@ -156,7 +157,9 @@ function behaviour(label: string, server: () => SqlServer, kill: () => Promise<v
       ...Array.from({ length: 150 }, (_, i) => f.exportAdd({ key: `Q${String(i).padStart(3, '0')}`, givenName: 'Q', sn: 'Q' })),
       f.exportAdd({ key: 'P007', givenName: 'Dup', sn: 'Dup' }),
       f.exportUpdate('NOPE', 'NOPE', { mail: 'x@example.test' }),
-      ...Array.from({ length: 148 }, (_, i) => f.exportUpdate(`P${String(i).padStart(3, '0')}`, `P${String(i).padStart(3, '0')}`, { mail: `p${i}@example.test` })),
+      ...Array.from({ length: 148 }, (_, i) =>
+        f.exportUpdate(`P${String(i).padStart(3, '0')}`, `P${String(i).padStart(3, '0')}`, { mail: `p${i}@example.test` }),
+      ),
     ];
     const results = await c.exportBatch(mixed);
     expect(results).toHaveLength(300);
