@@ -58,6 +58,11 @@ export interface SqlSession {
    * (see {@link connect}); absent where the driver sends one statement at a time (MySQL/MariaDB, SQL Server).
    */
   queryMany?(items: readonly { stmt: CompiledStatement; values: Record<string, unknown> }[]): Promise<(QueryResult | ConnectorError)[]>;
+  /**
+   * Watch `signal` instead of the signal watched before (none: watch nothing): its abort cancels the statement in
+   * flight and drops the connection (see {@link connect}). For a session kept across calls with their own signals.
+   */
+  abortOn(signal?: AbortSignal): void;
   /** Start a transaction; `snapshot` asks for one consistent read-only snapshot (a full import's reads). */
   begin(snapshot?: boolean): Promise<void>;
   commit(): Promise<void>;
@@ -211,8 +216,9 @@ class PgSession implements SqlSession {
     return sqlError(this.broken ?? err, 'postgres', this.secrets, what);
   }
 
-  abortOn(signal: AbortSignal): void {
-    this.unwatch = onAbort(signal, () => void this.interrupt());
+  abortOn(signal?: AbortSignal): void {
+    this.unwatch();
+    this.unwatch = signal ? onAbort(signal, () => void this.interrupt()) : () => undefined;
   }
 
   /**
@@ -380,8 +386,9 @@ class MysqlSession implements SqlSession {
     return this.aborted ? abortedError() : sqlError(err, 'mysql', this.secrets, 'query');
   }
 
-  abortOn(signal: AbortSignal): void {
-    this.unwatch = onAbort(signal, () => void this.interrupt());
+  abortOn(signal?: AbortSignal): void {
+    this.unwatch();
+    this.unwatch = signal ? onAbort(signal, () => void this.interrupt()) : () => undefined;
   }
 
   /** `KILL QUERY` the running statement from a second connection (the server rolls it back), then drop the connection. */
@@ -527,12 +534,17 @@ class MssqlSession implements SqlSession {
   }
 
   /** An abort closes the pool: tedious cancels the request in flight with it (untested here, like all of SQL Server). */
-  abortOn(signal: AbortSignal): void {
-    onAbort(signal, () => {
-      this.aborted = true;
-      void this.close();
-    });
+  abortOn(signal?: AbortSignal): void {
+    this.unwatch();
+    this.unwatch = signal
+      ? onAbort(signal, () => {
+          this.aborted = true;
+          void this.close();
+        })
+      : () => undefined;
   }
+
+  private unwatch: () => void = () => undefined;
 
   private constructor(
     private readonly mssql: typeof MssqlModule,

@@ -1,5 +1,6 @@
 import {
   ConnectorError,
+  throwIfAborted,
   valuesOf,
   withApplied,
   type AttributeValue,
@@ -281,7 +282,12 @@ function commitError(c: ResolvedSqlConfig, err: ConnectorError, change: ExportCh
  * Run-level failures (connection lost, bad statement) throw. An abort of `signal` cancels the statement in flight
  * (its transaction is rolled back) and throws `aborted`, with the rows committed before it when going row by row.
  */
-export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[], signal?: AbortSignal): Promise<ExportResult[]> {
+export async function exportBatch(
+  c: ResolvedSqlConfig,
+  changes: ExportChange[],
+  signal?: AbortSignal,
+  connection: ExportConnection = new ExportConnection(c),
+): Promise<ExportResult[]> {
   if (!changes.length) return [];
   const prepared = changes.map((change): { change: ExportChange; values?: Record<string, unknown>; refused?: ExportResult } => {
     try {
@@ -291,8 +297,7 @@ export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[],
       return { change, refused: errorResult(change, err) };
     }
   });
-  const s = await openSession(c, signal, { pipeline: true });
-  try {
+  return connection.run(signal, async (s) => {
     await s.begin();
     let applied: { results: ExportResult[]; failed: boolean };
     try {
@@ -343,8 +348,60 @@ export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[],
       out.push(r);
     }
     return out;
-  } finally {
-    await s.close();
+  });
+}
+
+/**
+ * The connection an export's batches share while the connector is open (the pages of an export step): opened by
+ * the first batch (pipelined where the driver can), kept when a batch ends with no transaction open, closed and
+ * dropped when a batch throws (a broken or aborted connection is never used again), and closed by the
+ * connector's close(). Each batch's abort signal is watched only while it runs. Two batches at the same time
+ * each have a connection; one is kept.
+ */
+export class ExportConnection {
+  private idle?: SqlSession;
+  private idleTimer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    private readonly c: ResolvedSqlConfig,
+    /** A connection kept this long with no batch is closed (a connector nobody closed does not hold it for ever). */
+    private readonly idleMs = 30_000,
+  ) {}
+
+  async run<T>(signal: AbortSignal | undefined, fn: (s: SqlSession) => Promise<T>): Promise<T> {
+    throwIfAborted(signal);
+    let s = this.take();
+    if (s) s.abortOn(signal);
+    else s = await openSession(this.c, signal, { pipeline: true });
+    let out: T;
+    try {
+      out = await fn(s);
+    } catch (err) {
+      await s.close();
+      throw err;
+    }
+    s.abortOn(undefined);
+    if (this.closed || this.idle) await s.close();
+    else {
+      this.idle = s;
+      this.idleTimer = setTimeout(() => void this.take()?.close(), this.idleMs);
+      this.idleTimer.unref();
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.take()?.close();
+  }
+
+  /** The idle connection, no longer idle. */
+  private take(): SqlSession | undefined {
+    clearTimeout(this.idleTimer);
+    const s = this.idle;
+    this.idle = undefined;
+    return s;
   }
 }
 

@@ -14,7 +14,7 @@ import { SnapshotStore } from '../file/state';
 import { resolveSqlConfig, settingsFingerprint, type ResolvedSqlConfig } from './config';
 import { schema, testConnection } from './connectionTest';
 import { deltaImport } from './deltaImport';
-import { exportBatch } from './export';
+import { ExportConnection, exportBatch } from './export';
 import { fullImport } from './fullImport';
 import type { CompiledStatement } from './params';
 import type { SqlParts } from './reading';
@@ -36,6 +36,7 @@ export { toScalar } from './values';
  * - Export (export.ts) runs `exportStatements` with `:name` parameters bound by the driver (each from the change,
  *   then its `state`, then `previous`), one transaction per batch; a batch with a row refused by a statement or at
  *   COMMIT is run again row by row, each in its own transaction; an add refused on its anchor returns the row.
+ *   Batches share one connection until close() (PostgreSQL: pipelined, the batch's statements sent together).
  * - The connection test and the schema (connectionTest.ts) run every configured query without rows.
  *
  * Rows become objects in reading.ts; cursors, watermarks and delta marks are in marks.ts.
@@ -45,10 +46,13 @@ export class SqlConnector {
   readonly config: ResolvedSqlConfig;
   /** The configuration, the snapshot store and the settings' fingerprint, handed to the imports. */
   private readonly parts: SqlParts;
+  /** The connection the export batches share until close() (an export step's pages). */
+  private readonly exporting: ExportConnection;
 
   constructor(config: SqlConfig, context: ConnectorContext = {}) {
     this.config = resolveSqlConfig(config, context);
     this.parts = { config: this.config, store: new SnapshotStore(this.config.stateDirectory), settingsPrint: settingsFingerprint(this.config) };
+    this.exporting = new ExportConnection(this.config);
   }
 
   /** `SELECT <cols> FROM (<query>) src [WHERE ...] [ORDER BY ...]` in this connector's dialect (see session.ts). */
@@ -65,7 +69,8 @@ export class SqlConnector {
   }
 
   async close(): Promise<void> {
-    // Sessions are opened and closed by each operation.
+    // The imports open and close their own sessions; the exports share one until now.
+    await this.exporting.close();
   }
 
   fullImport(options: FullImportOptions): AsyncGenerator<ImportPage> {
@@ -88,6 +93,6 @@ export class SqlConnector {
    * and the batch throws `aborted` with the rows committed before.
    */
   exportBatch(changes: ExportChange[], options?: ExportOptions): Promise<ExportResult[]> {
-    return exportBatch(this.config, changes, options?.signal);
+    return exportBatch(this.config, changes, options?.signal, this.exporting);
   }
 }

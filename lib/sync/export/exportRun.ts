@@ -5,6 +5,7 @@ import { MESH_PARTITIONS, applyLinkState, getMeshObjects, iterateMeshRows, type 
 import { loadDocs } from '../run/runContext';
 import { DEFAULT_PAGE_SIZE, type RunInfo } from '../run/runTypes';
 import { saveExportPage } from '../run/state';
+import { mapLimit } from '../../storage/tableUtil';
 
 /**
  * A full export in pages of mesh ids over the whole mesh, in reference order, instead of one step per mesh
@@ -26,6 +27,9 @@ import { saveExportPage } from '../run/state';
  * process, after a restart, or a second time (a retried activity) reads the mesh, as a page always did.
  */
 
+/** How many mesh partitions the scope step reads at the same time. */
+const READ_PARTITIONS_AT_ONCE = 4;
+
 /** Above this many objects of the type a full export keeps its 16 partition steps (nothing held in memory). */
 export const ORDERED_EXPORT_MAX = 20_000;
 
@@ -45,6 +49,11 @@ interface Entry {
   etag?: string;
   /** The links this run wrote since (lib/mesh/store.ts patchMeshLinks), over the stored form. */
   link?: LinkState;
+  /**
+   * The object as the scope step decoded it, until its page takes it (given out once, not decoded again); gone
+   * when the run notes a link state (the entry is replaced).
+   */
+  doc?: MeshObject;
 }
 
 /** An entry's object: its stored form decoded, with the links the run wrote over it. */
@@ -79,19 +88,32 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   if (max === 0) return undefined;
   const kept = new RunDocs(info.runId);
   const docs: MeshObject[] = [];
-  for (let partition = 0; partition < MESH_PARTITIONS.length; partition++) {
+  let over = false;
+  const read = async (partition: number) => {
     for await (const page of iterateMeshRows(objectType, partition)) {
+      if (over) return;
       for (const { doc, etag, text, link } of page) {
         docs.push(doc);
-        kept.docs.set(doc.id, { text, etag, ...(link ? { link } : {}) });
+        kept.docs.set(doc.id, { text, etag, doc, ...(link ? { link } : {}) });
       }
-      if (docs.length > max) return undefined;
+      if (docs.length > max) over = true;
     }
-    // Mesh ids are random, so the first partition tells the size: far over the limit, the rest is not read.
-    if (partition === 0 && docs.length * MESH_PARTITIONS.length > max * 1.5) return undefined;
-  }
+  };
+  await read(0);
+  // Mesh ids are random, so the first partition tells the size: far over the limit, the rest is not read.
+  if (over || docs.length * MESH_PARTITIONS.length > max * 1.5) return undefined;
+  // The other partitions a few at a time: the storage reads one while this process decodes another.
+  await mapLimit(
+    MESH_PARTITIONS.slice(1).map((_, i) => i + 1),
+    READ_PARTITIONS_AT_ONCE,
+    read,
+  );
+  if (over) return undefined;
+  // In id order, as the partitions' reads may finish in any order: the same mesh, the same pages (a cycle is cut
+  // at the same place).
+  docs.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const pages = pagesInOrder(docs, info.connectorId);
-  for (let i = 0; i < pages.length; i++) await saveExportPage(info.runId, i, pages[i]);
+  await Promise.all(pages.map((ids, i) => saveExportPage(info.runId, i, ids)));
   if (!info.dryRun) current = kept;
   return {
     pages: pages.length,
@@ -205,7 +227,8 @@ export async function pageDocs(runId: string, ids: readonly string[], objectType
     const e = run && !run.taken.has(id) ? run.docs.get(id) : undefined;
     if (e) {
       run!.taken.add(id);
-      out.push(docOf(e));
+      out.push(e.doc ?? docOf(e));
+      e.doc = undefined;
     } else read.push(id);
   }
   if (read.length) out.push(...(await getMeshObjects(read)).values());

@@ -41,6 +41,8 @@ interface Dialect {
   slowQuery: string;
   /** An insert that sleeps STUCK seconds for the anchor S2, at once for the others. */
   slowInsert: string;
+  /** The ids of the connections open to the fixture's database, other than the one asking. */
+  connections: (f: SqlContractFixture) => Promise<number[]>;
 }
 
 function aborts(label: string, d: Dialect) {
@@ -87,6 +89,39 @@ function aborts(label: string, d: Dialect) {
     expect(await c.exportBatch([add('S1')])).toEqual([{ status: 'success', anchor: 'S1' }]);
     await c.close();
   });
+
+  test(`${label}: a connector's export batches share one connection until it closes; a batch's signal aborted after it ended cancels nothing`, async () => {
+    const c = f.connector(quiet);
+    const add = (key: string): ExportChange => ({ kind: 'add', anchor: key, objectType: 'User', attributes: { employee_id: key, sn: `Row ${key}` } });
+    const before = new Set(await d.connections(f));
+    const controller = new AbortController();
+    expect(await c.exportBatch([add('K1'), add('K2')], { signal: controller.signal })).toEqual([
+      { status: 'success', anchor: 'K1' },
+      { status: 'success', anchor: 'K2' },
+    ]);
+    const kept = (await d.connections(f)).filter((id) => !before.has(id));
+    expect(kept).toHaveLength(1);
+    // The first batch's run is over: its abort no longer reaches the connection the next batches use.
+    controller.abort();
+    expect(await c.exportBatch([add('K3')])).toEqual([{ status: 'success', anchor: 'K3' }]);
+    expect(await c.exportBatch([add('K4')], { signal: new AbortController().signal })).toEqual([{ status: 'success', anchor: 'K4' }]);
+    expect((await d.connections(f)).filter((id) => !before.has(id))).toEqual(kept);
+    expect((await f.exec("SELECT employee_id FROM people WHERE employee_id LIKE 'K%' ORDER BY employee_id")).map((r) => r.employee_id)).toEqual([
+      'K1',
+      'K2',
+      'K3',
+      'K4',
+    ]);
+    // A batch that fails for the run (a statement the server cannot run) drops the connection; the next opens another.
+    const broken = f.connector({
+      ...quiet,
+      exportStatements: { ...f.config().exportStatements, insert: 'INSERT INTO no_such_table (a) VALUES (:employee_id)' },
+    });
+    await failure(broken.exportBatch([add('K5')]));
+    expect((await d.connections(f)).filter((id) => !before.has(id))).toEqual(kept);
+    await c.close();
+    await until('the connection closed', async () => ((await d.connections(f)).some((id) => !before.has(id)) ? undefined : true), 30_000);
+  });
 }
 
 describeWithServer('postgres')('SQL connector abort (PostgreSQL)', () => {
@@ -108,6 +143,8 @@ describeWithServer('postgres')('SQL connector abort (PostgreSQL)', () => {
       ).map((r) => ({ id: r.pid, text: r.query })),
     slowQuery: `SELECT employee_id, given_name, sn FROM people, pg_sleep(${STUCK}) AS s`,
     slowInsert: `INSERT INTO people (employee_id, sn) SELECT :employee_id, :sn FROM pg_sleep(CASE WHEN :employee_id = 'S2' THEN ${STUCK} ELSE 0 END) AS s`,
+    connections: async (f) =>
+      (await pg.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = 'identity-sync' AND datname = $1", [f.db])).map((r) => r.pid),
   });
 });
 
@@ -130,5 +167,9 @@ describeWithServer('mariadb')('SQL connector abort (MariaDB)', () => {
       ).map((r) => ({ id: Number(r.id), text: r.info })),
     slowQuery: `SELECT employee_id, given_name, sn FROM people WHERE SLEEP(${STUCK}) = 0`,
     slowInsert: `INSERT INTO people (employee_id, sn) SELECT :employee_id, :sn FROM DUAL WHERE SLEEP(CASE WHEN :employee_id = 'S2' THEN ${STUCK} ELSE 0 END) = 0`,
+    connections: async (f) =>
+      (await maria.query<{ id: number }>('SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()', [f.db])).map((r) =>
+        Number(r.id),
+      ),
   });
 });

@@ -168,8 +168,13 @@ export class SqlContractFixture implements ContractFixture {
   /** Connectors with the same overrides share their state (like one stored connector); others do not. */
   connector(overrides: Partial<SqlConfig> = {}): SqlConnector {
     const id = 'c' + createHash('sha256').update(JSON.stringify(overrides)).digest('hex').slice(0, 12);
-    return new SqlConnector(this.config(overrides), { connectorId: id, stateDirectory: this.stateDir });
+    const c = new SqlConnector(this.config(overrides), { connectorId: id, stateDirectory: this.stateDir });
+    this.made.push(c);
+    return c;
   }
+
+  /** The connectors made, closed by cleanup() (an export keeps its connection until the connector closes). */
+  private readonly made: SqlConnector[] = [];
 
   unreachableConnector(): SqlConnector {
     return this.connector({ password: 'wrong-' + this.server.password });
@@ -280,6 +285,7 @@ export class SqlContractFixture implements ContractFixture {
   }
 
   async cleanup(): Promise<void> {
+    await Promise.all(this.made.splice(0).map((c) => c.close()));
     rmSync(this.stateDir, { recursive: true, force: true });
   }
 }
