@@ -271,10 +271,12 @@ class PgSession implements SqlSession {
       return out;
     }
     const stream = (this.client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+    // Bound first: nothing is sent unless every statement is (a statement sent is always awaited below).
+    const bound = items.map(({ stmt, values }) => ({ text: stmt.text, values: bindValues(stmt, values, 'postgres') as unknown[] }));
     const sent: Promise<PgModule.QueryResult>[] = [];
     stream?.cork?.();
     try {
-      for (const { stmt, values } of items) sent.push(this.client.query({ text: stmt.text, values: bindValues(stmt, values, 'postgres') as unknown[] }));
+      for (const q of bound) sent.push(this.client.query(q));
     } finally {
       stream?.uncork?.();
     }

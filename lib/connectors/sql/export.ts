@@ -282,13 +282,17 @@ function commitError(c: ResolvedSqlConfig, err: ConnectorError, change: ExportCh
  * Run-level failures (connection lost, bad statement) throw. An abort of `signal` cancels the statement in flight
  * (its transaction is rolled back) and throws `aborted`, with the rows committed before it when going row by row.
  */
-export async function exportBatch(
-  c: ResolvedSqlConfig,
-  changes: ExportChange[],
-  signal?: AbortSignal,
-  connection: ExportConnection = new ExportConnection(c),
-): Promise<ExportResult[]> {
+export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[], signal?: AbortSignal, connection?: ExportConnection): Promise<ExportResult[]> {
   if (!changes.length) return [];
+  // Without a connection to share, one for this batch alone.
+  if (!connection) {
+    const own = new ExportConnection(c);
+    try {
+      return await exportBatch(c, changes, signal, own);
+    } finally {
+      await own.close();
+    }
+  }
   const prepared = changes.map((change): { change: ExportChange; values?: Record<string, unknown>; refused?: ExportResult } => {
     try {
       return { change, values: exportValues(c, change) };
