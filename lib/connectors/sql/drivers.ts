@@ -63,6 +63,11 @@ export interface SqlSession {
    * flight and drops the connection (see {@link connect}). For a session kept across calls with their own signals.
    */
   abortOn(signal?: AbortSignal): void;
+  /**
+   * Whether another call may use the session: not closed, not aborted, its connection not dropped (by the server,
+   * a failover, a DBA), and no transaction open where the driver tells. A session kept between calls is asked first.
+   */
+  usable(): boolean;
   /** Start a transaction; `snapshot` asks for one consistent read-only snapshot (a full import's reads). */
   begin(snapshot?: boolean): Promise<void>;
   commit(): Promise<void>;
@@ -219,6 +224,11 @@ class PgSession implements SqlSession {
   abortOn(signal?: AbortSignal): void {
     this.unwatch();
     this.unwatch = signal ? onAbort(signal, () => void this.interrupt()) : () => undefined;
+  }
+
+  usable(): boolean {
+    const status = (this.client as unknown as { getTransactionStatus?(): string | null }).getTransactionStatus?.();
+    return !this.closed && !this.aborted && this.broken === undefined && (status === 'I' || status === null || status === undefined);
   }
 
   /**
@@ -393,6 +403,11 @@ class MysqlSession implements SqlSession {
     this.unwatch = signal ? onAbort(signal, () => void this.interrupt()) : () => undefined;
   }
 
+  usable(): boolean {
+    const c = this.conn as unknown as { _fatalError?: unknown; _closing?: boolean };
+    return !this.closed && !this.aborted && !c._fatalError && !c._closing;
+  }
+
   /** `KILL QUERY` the running statement from a second connection (the server rolls it back), then drop the connection. */
   private async interrupt(): Promise<void> {
     if (this.closed || this.aborted) return;
@@ -547,6 +562,10 @@ class MssqlSession implements SqlSession {
   }
 
   private unwatch: () => void = () => undefined;
+
+  usable(): boolean {
+    return !this.closed && !this.aborted && this.pool.connected;
+  }
 
   private constructor(
     private readonly mssql: typeof MssqlModule,

@@ -165,6 +165,9 @@ async function exportOne(c: ResolvedSqlConfig, s: SqlSession, change: ExportChan
   return changeResult(c, change, values, first);
 }
 
+/** The most statements sent together before their answers are read (see {@link applyInTransaction}). */
+const PIPELINE_PART = 250;
+
 /**
  * The batch's changes on an open session, in a transaction begun by the caller: their results in order, or
  * `failed` at the first change the database refused for that row (the caller rolls back and goes row by row).
@@ -179,19 +182,24 @@ async function applyInTransaction(
   const results: ExportResult[] = [];
   const together = s.queryMany && prepared.every((p) => p.refused || (statements(c, statementKind(p.change))?.length ?? 0) <= 1);
   if (together) {
-    const sent = prepared.filter((p) => !p.refused && statements(c, statementKind(p.change)));
-    const answers = await s.queryMany!(sent.map((p) => ({ stmt: statements(c, statementKind(p.change))![0], values: p.values! })));
-    let k = 0;
-    for (const p of prepared) {
-      if (p.refused) results.push(p.refused);
-      else if (!statements(c, statementKind(p.change))) results.push(unsupported(p.change, p.values!));
-      else {
-        const answer = answers[k++];
-        if (answer instanceof ConnectorError) {
-          if (!isObjectLevel(answer)) throw answer;
-          return { results, failed: true };
+    // In parts of PIPELINE_PART statements, each sent once the part before it was answered without a refusal:
+    // after a refused statement the server refuses every statement of the aborted transaction, and logs each.
+    for (let start = 0; start < prepared.length; start += PIPELINE_PART) {
+      const part = prepared.slice(start, start + PIPELINE_PART);
+      const sent = part.filter((p) => !p.refused && statements(c, statementKind(p.change)));
+      const answers = sent.length ? await s.queryMany!(sent.map((p) => ({ stmt: statements(c, statementKind(p.change))![0], values: p.values! }))) : [];
+      let k = 0;
+      for (const p of part) {
+        if (p.refused) results.push(p.refused);
+        else if (!statements(c, statementKind(p.change))) results.push(unsupported(p.change, p.values!));
+        else {
+          const answer = answers[k++];
+          if (answer instanceof ConnectorError) {
+            if (!isObjectLevel(answer)) throw answer;
+            return { results, failed: true };
+          }
+          results.push(changeResult(c, p.change, p.values!, answer));
         }
-        results.push(changeResult(c, p.change, p.values!, answer));
       }
     }
     return { results, failed: false };
@@ -302,7 +310,6 @@ export async function exportBatch(c: ResolvedSqlConfig, changes: ExportChange[],
     }
   });
   return connection.run(signal, async (s) => {
-    await s.begin();
     let applied: { results: ExportResult[]; failed: boolean };
     try {
       applied = await applyInTransaction(c, s, prepared);
@@ -368,16 +375,42 @@ export class ExportConnection {
   private closed = false;
 
   constructor(
-    private readonly c: ResolvedSqlConfig,
+    c: ResolvedSqlConfig,
     /** A connection kept this long with no batch is closed (a connector nobody closed does not hold it for ever). */
     private readonly idleMs = 30_000,
+    /** Opens a connection (the connector's settings; pipelined where the driver can). */
+    private readonly open: (signal?: AbortSignal) => Promise<SqlSession> = (signal) => openSession(c, signal, { pipeline: true }),
   ) {}
 
+  /** `fn` on a connection with a transaction begun; it leaves none open when it returns (commit or rollback). */
   async run<T>(signal: AbortSignal | undefined, fn: (s: SqlSession) => Promise<T>): Promise<T> {
     throwIfAborted(signal);
     let s = this.take();
-    if (s) s.abortOn(signal);
-    else s = await openSession(this.c, signal, { pipeline: true });
+    // A kept connection the server closed since (a restart, a failover, a DBA) is not used: a new one is opened.
+    if (s && !s.usable()) {
+      await s.close();
+      s = undefined;
+    }
+    if (s) {
+      s.abortOn(signal);
+      try {
+        await s.begin();
+      } catch {
+        // Closed by the server before this process noticed: nothing was sent yet, so a new connection goes on.
+        await s.close();
+        s = undefined;
+      }
+    }
+    if (!s) {
+      throwIfAborted(signal);
+      s = await this.open(signal);
+      try {
+        await s.begin();
+      } catch (err) {
+        await s.close();
+        throw err;
+      }
+    }
     let out: T;
     try {
       out = await fn(s);
@@ -386,7 +419,9 @@ export class ExportConnection {
       throw err;
     }
     s.abortOn(undefined);
-    if (this.closed || this.idle) await s.close();
+    // Not kept when the batch's cancel came as it ended (the cancel may still be on its way to the server), nor
+    // with a transaction open.
+    if (this.closed || this.idle || signal?.aborted || !s.usable()) await s.close();
     else {
       this.idle = s;
       this.idleTimer = setTimeout(() => void this.take()?.close(), this.idleMs);

@@ -114,14 +114,19 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   docs.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const pages = pagesInOrder(docs, info.connectorId);
   await Promise.all(pages.map((ids, i) => saveExportPage(info.runId, i, ids)));
+  // The decoded objects are kept for the first step's pages only (they run next); the others keep the stored
+  // form alone (a decoded object weighs about four times its text).
+  const steps = stepsOf(
+    pages.map((p) => p.length),
+    STEP_IDS,
+  );
+  const later = pages.slice(steps[0] ?? 0).flat();
+  for (const id of later) {
+    const e = kept.docs.get(id);
+    if (e) e.doc = undefined;
+  }
   if (!info.dryRun) current = kept;
-  return {
-    pages: pages.length,
-    steps: stepsOf(
-      pages.map((p) => p.length),
-      STEP_IDS,
-    ),
-  };
+  return { pages: pages.length, steps };
 }
 
 /**

@@ -43,6 +43,8 @@ interface Dialect {
   slowInsert: string;
   /** The ids of the connections open to the fixture's database, other than the one asking. */
   connections: (f: SqlContractFixture) => Promise<number[]>;
+  /** End a connection from the server's side (a DBA's terminate, a failover). */
+  terminate: (id: number) => Promise<void>;
 }
 
 function aborts(label: string, d: Dialect) {
@@ -90,7 +92,7 @@ function aborts(label: string, d: Dialect) {
     await c.close();
   });
 
-  test(`${label}: a connector's export batches share one connection until it closes; a batch's signal aborted after it ended cancels nothing`, async () => {
+  test(`${label}: a connector's export batches share one connection until it closes; a batch's signal aborted after it ended cancels nothing; a connection the server ended is replaced`, async () => {
     const c = f.connector(quiet);
     const add = (key: string): ExportChange => ({ kind: 'add', anchor: key, objectType: 'User', attributes: { employee_id: key, sn: `Row ${key}` } });
     const before = new Set(await d.connections(f));
@@ -112,6 +114,13 @@ function aborts(label: string, d: Dialect) {
       'K3',
       'K4',
     ]);
+    // The server ends the kept connection (a DBA, a restart): the next batch does not fail, it opens another.
+    await d.terminate(kept[0]);
+    expect(await c.exportBatch([add('K6')])).toEqual([{ status: 'success', anchor: 'K6' }]);
+    const renewed = (await d.connections(f)).filter((id) => !before.has(id));
+    expect(renewed).toHaveLength(1);
+    expect(renewed).not.toEqual(kept);
+    kept.splice(0, 1, ...renewed);
     // A batch that fails for the run (a statement the server cannot run) drops the connection; the next opens another.
     const broken = f.connector({
       ...quiet,
@@ -145,6 +154,9 @@ describeWithServer('postgres')('SQL connector abort (PostgreSQL)', () => {
     slowInsert: `INSERT INTO people (employee_id, sn) SELECT :employee_id, :sn FROM pg_sleep(CASE WHEN :employee_id = 'S2' THEN ${STUCK} ELSE 0 END) AS s`,
     connections: async (f) =>
       (await pg.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = 'identity-sync' AND datname = $1", [f.db])).map((r) => r.pid),
+    terminate: async (id) => {
+      await pg.query('SELECT pg_terminate_backend($1)', [id]);
+    },
   });
 });
 
@@ -171,5 +183,8 @@ describeWithServer('mariadb')('SQL connector abort (MariaDB)', () => {
       (await maria.query<{ id: number }>('SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()', [f.db])).map((r) =>
         Number(r.id),
       ),
+    terminate: async (id) => {
+      await maria.query(`KILL ${Number(id)}`);
+    },
   });
 });
