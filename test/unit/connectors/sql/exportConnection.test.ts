@@ -15,7 +15,6 @@ class FakeSession implements SqlSession {
   async query(): Promise<QueryResult> {
     return { rows: [], fields: [], rowCount: 1 };
   }
-  // eslint-disable-next-line require-yield
   async *stream(): AsyncGenerator<never> {
     throw new Error('not used');
   }
