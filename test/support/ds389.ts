@@ -98,6 +98,43 @@ case "$cmd" in
 esac
 `;
 
+/**
+ * dse.ldif with the attributes of the named entries replaced (an attribute not there is added). An entry's folded
+ * lines are unfolded; the server reads long lines as they are. Throws if an entry is missing.
+ */
+export function setDseAttributes(text: string, changes: Record<string, Record<string, string[]>>): string {
+  const blocks = text.split(/\n\n/);
+  for (const [dn, attrs] of Object.entries(changes)) {
+    const i = blocks.findIndex((b) => b.split('\n', 1)[0].toLowerCase() === `dn: ${dn.toLowerCase()}`);
+    if (i < 0) throw new Error(`dse.ldif has no entry ${dn}`);
+    const names = new Set(Object.keys(attrs).map((a) => a.toLowerCase()));
+    const lines = blocks[i].replace(/\n /g, '').split('\n');
+    const kept = lines.filter((l) => !names.has(l.slice(0, l.indexOf(':')).toLowerCase()));
+    blocks[i] = [...kept, ...Object.entries(attrs).flatMap(([a, values]) => values.map((v) => `${a}: ${v}`))].join('\n');
+  }
+  return blocks.join('\n\n');
+}
+
+/** SIGKILL `pid` and wait (up to 10 s) until it has exited: gone, or a zombie its new parent has not reaped yet. */
+async function killAndWait(pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    return; // gone
+  }
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    let state = '';
+    try {
+      state = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0];
+    } catch {
+      return;
+    }
+    if (state === 'Z' || state === 'X') return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 async function waitPort(port: number, seconds: number): Promise<void> {
   const deadline = Date.now() + seconds * 1000;
   while (!(await portAnswers('127.0.0.1', port))) {
@@ -148,25 +185,38 @@ suffix = dc=example,dc=com
     trackPid(pid);
     return pid;
   };
+  // The instance is thrown away, so ns-slapd is killed rather than stopped: a clean stop takes 389 DS seconds
+  // (its database threads wind down), and nothing of the instance is kept.
   const remove = async () => {
-    if (existsSync(pidFile)) await systemctl('stop').catch(() => undefined);
-    if (existsSync(pidFile)) {
-      try {
-        process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
+    if (existsSync(pidFile)) await killAndWait(Number(readFileSync(pidFile, 'utf8').trim()));
     rmSync(configDir, { recursive: true, force: true });
     rmSync(dir, { recursive: true, force: true });
   };
   appendFileSync(instancesFile(), `${configDir}\n`);
   try {
     await run('dscreate', ['from-file', path.join(dir, 'inst.inf')], env);
+    // Configured in dse.ldif before the first start (dscreate leaves the server stopped): enabling a plugin over
+    // LDAP needs a restart, and a 389 DS stop takes seconds (its database threads wind down).
+    const dse = path.join(configDir, 'dse.ldif');
+    writeFileSync(
+      dse,
+      setDseAttributes(readFileSync(dse, 'utf8'), {
+        'cn=config': { 'nsslapd-listenhost': ['127.0.0.1'], 'nsslapd-securelistenhost': ['127.0.0.1'] },
+        'cn=Retro Changelog Plugin,cn=plugins,cn=config': {
+          'nsslapd-pluginEnabled': ['on'],
+          ...(options.changelogUniqueId ? { 'nsslapd-attribute': ['nsuniqueid:targetUniqueId'] } : {}),
+        },
+        'cn=MemberOf Plugin,cn=plugins,cn=config': { 'nsslapd-pluginEnabled': ['on'] },
+        'cn=referential integrity postoperation,cn=plugins,cn=config': {
+          'nsslapd-pluginEnabled': ['on'],
+          'referint-membership-attr': ['member', 'uniquemember', 'owner', 'seeAlso', 'manager'],
+          'referint-update-delay': ['0'],
+        },
+      }),
+    );
     // dscreate takes seconds, and another process can take a port picked before it: the ports are picked
     // again just before ns-slapd starts (written into dse.ldif), and again on new ones if one was taken.
     [port, ldapsPort] = await onFreePorts(2, async ([p, ps]) => {
-      const dse = path.join(configDir, 'dse.ldif');
       let text = readFileSync(dse, 'utf8');
       for (const [name, value] of [
         ['nsslapd-port', p],
@@ -187,42 +237,6 @@ suffix = dc=example,dc=com
       }
       return [p, ps];
     });
-    const modify = (ldif: string) => run('ldapmodify', ['-x', '-H', `ldap://127.0.0.1:${port}`, '-D', ROOT_DN, '-w', ROOT_PASSWORD], env, ldif);
-    await modify(`dn: cn=config
-changetype: modify
-replace: nsslapd-listenhost
-nsslapd-listenhost: 127.0.0.1
--
-replace: nsslapd-securelistenhost
-nsslapd-securelistenhost: 127.0.0.1
-
-dn: cn=Retro Changelog Plugin,cn=plugins,cn=config
-changetype: modify
-replace: nsslapd-pluginEnabled
-nsslapd-pluginEnabled: on
-${options.changelogUniqueId ? '-\nadd: nsslapd-attribute\nnsslapd-attribute: nsuniqueid:targetUniqueId\n' : ''}
-dn: cn=MemberOf Plugin,cn=plugins,cn=config
-changetype: modify
-replace: nsslapd-pluginEnabled
-nsslapd-pluginEnabled: on
-
-dn: cn=referential integrity postoperation,cn=plugins,cn=config
-changetype: modify
-replace: nsslapd-pluginEnabled
-nsslapd-pluginEnabled: on
--
-replace: referint-membership-attr
-referint-membership-attr: member
-referint-membership-attr: uniquemember
-referint-membership-attr: owner
-referint-membership-attr: seeAlso
-referint-membership-attr: manager
--
-replace: referint-update-delay
-referint-update-delay: 0
-`);
-    await systemctl('restart');
-    await waitPort(port, 60);
     await waitPort(ldapsPort, 60);
   } catch (err) {
     await remove();

@@ -120,8 +120,12 @@ export function streamSuite(start: () => Promise<DirectoryUnderTest>, stop: () =
   }
 
   beforeAll(async () => {
-    d = await start();
-    rt = await startService({ env: RECONCILE_MINUTE });
+    // The directory and the service start side by side; afterAll stops whichever of them started.
+    const [dir, service] = await Promise.allSettled([start(), startService({ env: RECONCILE_MINUTE })]);
+    if (service.status === 'fulfilled') rt = service.value;
+    if (dir.status === 'rejected') throw dir.reason;
+    if (service.status === 'rejected') throw service.reason;
+    d = dir.value;
     id = await d.connector(rt, NAME);
     expect(await runImport(rt, id)).toMatchObject({ status: 'Completed', stats: { errors: 0 } });
     expect(await snInMesh()).toBeDefined();

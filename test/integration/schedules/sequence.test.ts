@@ -127,7 +127,7 @@ describeWithServer('postgres')('schedules: a two-step sequence on PostgreSQL', (
   });
 
   test('kill -9 during the export step: after restart the schedule run resumes and completes, and no run was started twice', async () => {
-    const t = await target('Slow target', 1);
+    const t = await target('Slow target', 0.5);
     const at = secondsFromNow(4);
     const s = await createSchedule(rt, {
       name: 'Survives a crash',

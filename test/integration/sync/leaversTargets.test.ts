@@ -46,8 +46,14 @@ const all = (['slapd', 'ds389', 'samba', 'postgres'] as const).every((s) => serv
   };
 
   beforeAll(async () => {
-    for (const kind of LEAVER_TARGET_KINDS) targets.push(await startLeaverTarget(kind, { deadlineMinutes: 30 }));
-    rt = await startService();
+    // The four servers and the service start side by side; afterAll stops whichever of them started.
+    const [service, ...started] = await Promise.allSettled([
+      startService(),
+      ...LEAVER_TARGET_KINDS.map((kind) => startLeaverTarget(kind, { deadlineMinutes: 30 })),
+    ]);
+    for (const s of started) if (s.status === 'fulfilled') targets.push(s.value);
+    if (service.status === 'fulfilled') rt = service.value;
+    for (const s of [service, ...started]) if (s.status === 'rejected') throw s.reason;
     hr = await leaverHrSource(rt, hrDir, PEOPLE, 1000);
     for (const t of targets) {
       const created = await rt.call('POST', 'connectors', { body: t.connector });
