@@ -128,8 +128,13 @@ describe('GET /api/metrics', () => {
       transformScript: 'source.toLowerCase()',
     });
     expect(await runImport(rt, src)).toMatchObject({ status: 'CompletedWithErrors', stats: { objectsProcessed: 3, errors: 2 } });
-    const s = await scrapeUntil((x) => valueOf(x, 'meshsync_connector_space_errors', { connector: 'Metrics errors' }) === 2, 'two objects in error');
-    expect(valueOf(s, 'meshsync_runs_total', { connector: 'Metrics errors', run_type: 'FullImport', status: 'CompletedWithErrors' })).toBe(1);
+    // The run is counted just after its final status is stored (its connector's name read first): the scrape waits for it.
+    const s = await scrapeUntil(
+      (x) =>
+        valueOf(x, 'meshsync_connector_space_errors', { connector: 'Metrics errors' }) === 2 &&
+        valueOf(x, 'meshsync_runs_total', { connector: 'Metrics errors', run_type: 'FullImport', status: 'CompletedWithErrors' }) === 1,
+      'two objects in error and the run counted',
+    );
     expect(valueOf(s, 'meshsync_runs_total', { connector: 'Metrics errors', run_type: 'FullImport', status: 'Completed' })).toBe(0);
     const contacts = [...(await meshByAnchor()).values()].filter((o) => o.objectType === 'Contact').length;
     await scrapeUntil((x) => valueOf(x, 'meshsync_mesh_objects', { object_type: 'Contact' }) === contacts, `${contacts} Contact objects`);
