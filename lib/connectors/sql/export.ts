@@ -182,16 +182,20 @@ async function applyInTransaction(
   const results: ExportResult[] = [];
   const together = s.queryMany && prepared.every((p) => p.refused || (statements(c, statementKind(p.change))?.length ?? 0) <= 1);
   if (together) {
+    // Each change's one statement, looked up once (undefined: refused before, or none configured for its kind).
+    const single = prepared.map((p) => (p.refused ? undefined : statements(c, statementKind(p.change))?.[0]));
     // In parts of PIPELINE_PART statements, each sent once the part before it was answered without a refusal:
     // after a refused statement the server refuses every statement of the aborted transaction, and logs each.
     for (let start = 0; start < prepared.length; start += PIPELINE_PART) {
-      const part = prepared.slice(start, start + PIPELINE_PART);
-      const sent = part.filter((p) => !p.refused && statements(c, statementKind(p.change)));
-      const answers = sent.length ? await s.queryMany!(sent.map((p) => ({ stmt: statements(c, statementKind(p.change))![0], values: p.values! }))) : [];
+      const end = Math.min(start + PIPELINE_PART, prepared.length);
+      const sent: { stmt: CompiledStatement; values: Record<string, unknown> }[] = [];
+      for (let i = start; i < end; i++) if (single[i]) sent.push({ stmt: single[i]!, values: prepared[i].values! });
+      const answers = sent.length ? await s.queryMany!(sent) : [];
       let k = 0;
-      for (const p of part) {
+      for (let i = start; i < end; i++) {
+        const p = prepared[i];
         if (p.refused) results.push(p.refused);
-        else if (!statements(c, statementKind(p.change))) results.push(unsupported(p.change, p.values!));
+        else if (!single[i]) results.push(unsupported(p.change, p.values!));
         else {
           const answer = answers[k++];
           if (answer instanceof ConnectorError) {
