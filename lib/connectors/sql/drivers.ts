@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type * as PgModule from 'pg';
 import type PgCursorClass from 'pg-cursor';
@@ -160,6 +161,24 @@ function tlsOptions(ssl: ConnectionSettings['ssl']): false | { ca?: string; reje
 // ---------------------------------------------------------------------------------------------------------
 // PostgreSQL: pg + pg-cursor
 
+/** Servers (`host:port/database`) whose connections lost a prepared statement: their batches send statements unnamed. */
+const unnamedServers = new Set<string>();
+
+/** Each statement's server-side name (see {@link statementName}). */
+const statementNames = new WeakMap<CompiledStatement, string>();
+
+/**
+ * The name a pipelined batch prepares a statement under on its connection: `ims_` and a digest of its text, so
+ * the same text has the same name and another text another (pg refuses one name for two texts). A connection
+ * parses it at its first use and binds it for every later row; the server replans it by itself after a change
+ * of the table (DDL). A failed batch drops its connection (lib/connectors/sql/export.ts), and so what it prepared.
+ */
+function statementName(stmt: CompiledStatement): string {
+  let name = statementNames.get(stmt);
+  if (!name) statementNames.set(stmt, (name = `ims_${createHash('sha256').update(stmt.text).digest('hex').slice(0, 40)}`));
+  return name;
+}
+
 class PgSession implements SqlSession {
   readonly dialect = 'postgres' as const;
   private closed = false;
@@ -179,6 +198,8 @@ class PgSession implements SqlSession {
     private readonly another: () => PgModule.Client,
     /** The client sends statements without waiting for the answers before (pg's `pipeline`). */
     private readonly pipelined = false,
+    /** `host:port/database`: where a pooler that loses prepared statements was found (see unnamedServers). */
+    private readonly server = '',
   ) {
     this.gone = new Promise<never>((_, reject) => {
       // A connection that drops emits 'error' (or just 'end') on the client: remember it instead of crashing.
@@ -206,7 +227,15 @@ class PgSession implements SqlSession {
       application_name: 'identity-sync',
     });
     const client = new pg.Client({ ...options(s.timeoutSeconds * 1000), pipeline });
-    const session = new PgSession(client, Cursor, s.timeoutSeconds * 1000, [s.password], () => new pg.Client(options(CANCEL_CONNECT_MS)), pipeline);
+    const session = new PgSession(
+      client,
+      Cursor,
+      s.timeoutSeconds * 1000,
+      [s.password],
+      () => new pg.Client(options(CANCEL_CONNECT_MS)),
+      pipeline,
+      `${s.host}:${s.port}/${s.database}`,
+    );
     try {
       await client.connect();
     } catch (err) {
@@ -281,8 +310,14 @@ class PgSession implements SqlSession {
       return out;
     }
     const stream = (this.client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
-    // Bound first: nothing is sent unless every statement is (a statement sent is always awaited below).
-    const bound = items.map(({ stmt, values }) => ({ text: stmt.text, values: bindValues(stmt, values, 'postgres') as unknown[] }));
+    // Bound first: nothing is sent unless every statement is (a statement sent is always awaited below). Named:
+    // the server parses and plans each statement once per connection, not once per row (see statementName).
+    const named = !unnamedServers.has(this.server);
+    const bound = items.map(({ stmt, values }) => ({
+      ...(named ? { name: statementName(stmt) } : {}),
+      text: stmt.text,
+      values: bindValues(stmt, values, 'postgres') as unknown[],
+    }));
     const sent: Promise<PgModule.QueryResult>[] = [];
     stream?.cork?.();
     try {
@@ -294,7 +329,22 @@ class PgSession implements SqlSession {
       throw this.fail(err, 'query');
     });
     return settled.map((r) => {
-      if (r.status === 'rejected') return this.fail(r.reason, 'query');
+      if (r.status === 'rejected') {
+        // A pooler between here and the server that does not keep a connection's prepared statements (PgBouncer in
+        // transaction mode before 1.21): this server's batches send their statements unnamed from now on, and this
+        // one goes row by row (an object-level refusal does that; the rows' own statements then give their results).
+        if (named && (r.reason as { code?: unknown }).code === '26000' && !this.aborted) {
+          unnamedServers.add(this.server);
+          return new ConnectorError(
+            'object_error',
+            'The connection no longer holds the statements it prepared (a pooler in between?): the batch goes row by row.',
+            {
+              retriable: true,
+            },
+          );
+        }
+        return this.fail(r.reason, 'query');
+      }
       const fields = r.value.fields ?? [];
       return {
         rows: r.value.rows as Row[],

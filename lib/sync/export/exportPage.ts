@@ -239,24 +239,66 @@ export class StepWrites {
     return this.rows.length >= this.max;
   }
 
-  /** Write what is queued: the rows first, then the links (as a page does), then the staged adds that went. */
-  async flush(): Promise<void> {
+  /** How many connector-space rows are queued. */
+  get queued(): number {
+    return this.rows.length;
+  }
+
+  /**
+   * Start writing what is queued while the step goes on (its next page is planned and sent to the target
+   * meanwhile), after the write before it. {@link flush} waits for it; a failure of it fails the step's next
+   * page before that page reaches the target ({@link check}) or the flush.
+   */
+  writeSoon(): void {
     if (!this.pending) return;
-    const cid = this.info.connectorId;
-    const rows = this.rows;
-    const links = new Map(this.links);
-    const retries = this.retries.splice(0);
+    const batch = this.take();
+    this.inFlight = this.inFlight.then(() => this.write(batch));
+    this.inFlight.catch((err: unknown) => {
+      this.failure ??= { err };
+    });
+  }
+
+  /** Throws the failure of a write started by {@link writeSoon}, if one failed. */
+  check(): void {
+    if (this.failure) throw this.failure.err;
+  }
+
+  /** Write what is queued (after any write in flight): the rows first, then the links (as a page does), then the staged adds that went. */
+  async flush(): Promise<void> {
+    this.writeSoon();
+    await this.inFlight;
+  }
+
+  private inFlight: Promise<void> = Promise.resolve();
+  private failure: { err: unknown } | undefined;
+
+  /** What is queued, taken for one write (the queue starts again empty). */
+  private take(): WriteBatch {
+    const batch: WriteBatch = { rows: this.rows, links: new Map(this.links), retries: this.retries.splice(0), docs: new Map(this.docs) };
     this.rows = [];
     this.links.clear();
+    this.docs.clear();
+    return batch;
+  }
+
+  private async write({ rows, links, retries, docs }: WriteBatch): Promise<void> {
+    const cid = this.info.connectorId;
     await writeCsObjects(cid, rows);
     const [upserts] = await Promise.all([
-      links.size ? patchMeshLinks(links.keys(), linkPatch(cid, links), cid, knownRow(this.info.runId, this.docs)) : [],
+      links.size ? patchMeshLinks(links.keys(), linkPatch(cid, links), cid, knownRow(this.info.runId, docs)) : [],
       ...retries.map((r) => r.commit()),
     ]);
-    this.docs.clear();
     for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
     noteWritten(this.info.runId, upserts);
   }
+}
+
+/** One write of a step's queued rows and links ({@link StepWrites}). */
+interface WriteBatch {
+  rows: CsObject[];
+  links: Map<string, { changes: LinkChange[]; now: string }>;
+  retries: ExportRetry[];
+  docs: Map<string, MeshObject>;
 }
 
 export async function exportDocs(
@@ -658,15 +700,16 @@ function linkPatch(cid: string, byId: ReadonlyMap<string, { changes: readonly Li
   return (d) => {
     const e = byId.get(d.id);
     if (!e) return false;
-    const before = JSON.stringify([d.links[cid] ?? null, d.provisioned ?? []]);
+    const before = [d.links[cid] ?? null, ...(d.provisioned ?? [])];
     for (const l of e.changes) {
       if (l.anchor === null) delete d.links[cid];
       else d.links[cid] = l.anchor;
-      if (l.provisioned === true) d.provisioned = [...new Set([...(d.provisioned ?? []), cid])];
+      if (l.provisioned === true) d.provisioned = d.provisioned?.includes(cid) ? d.provisioned : [...(d.provisioned ?? []), cid];
       else if (l.provisioned === false && d.provisioned) d.provisioned = d.provisioned.filter((c) => c !== cid);
     }
     if (d.provisioned && !d.provisioned.length) delete d.provisioned;
-    if (JSON.stringify([d.links[cid] ?? null, d.provisioned ?? []]) === before) return false;
+    const after = [d.links[cid] ?? null, ...(d.provisioned ?? [])];
+    if (after.length === before.length && after.every((v, i) => v === before[i])) return false;
     d.updatedOn = e.now;
     return true;
   };

@@ -42,6 +42,15 @@ export function readExportOrderedMax(settings = new SettingsReader()): number {
   return settings.int('Export:OrderedMax', ORDERED_EXPORT_MAX, { min: 0, max: 100_000 });
 }
 
+/**
+ * `Export:OrderedPageSize` (default {@link DEFAULT_PAGE_SIZE}, 1 to DEFAULT_PAGE_SIZE): the most ids in a page of
+ * a full export in reference order. Read at start (a malformed value stops the service, naming it) and by every
+ * full export.
+ */
+export function readExportOrderedPageSize(settings = new SettingsReader()): number {
+  return settings.int('Export:OrderedPageSize', DEFAULT_PAGE_SIZE, { min: 1, max: DEFAULT_PAGE_SIZE });
+}
+
 interface Entry {
   /** The stored form (lib/mesh/codec.ts): decoded when used. */
   text: string;
@@ -112,7 +121,7 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   // In id order, as the partitions' reads may finish in any order: the same mesh, the same pages (a cycle is cut
   // at the same place).
   docs.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const pages = pagesInOrder(docs, info.connectorId);
+  const pages = pagesInOrder(docs, info.connectorId, readExportOrderedPageSize());
   await Promise.all(pages.map((ids, i) => saveExportPage(info.runId, i, ids)));
   // The decoded objects are kept for the first step's pages only (they run next); the others keep the stored
   // form alone (a decoded object weighs about four times its text).

@@ -3,7 +3,8 @@ import { missingForFullSync, newlyReadNote } from './readAttributes';
 import { readCsObjects, readCsPartition } from '../space/connectorSpace';
 import { processItems, storedItem } from './pages';
 import { pageKey } from '../../storage/runChanges';
-import { type Context, context } from '../run/runContext';
+import { type Context, context, csCache } from '../run/runContext';
+import type { CsSummary } from '../space/connectorSpace';
 import { cancelAsked, progressOf } from '../run/runProgress';
 import { DEFAULT_PAGE_SIZE, type RunTotals, type RunInfo, type StepFailure, failure, type PageResult, addPage } from '../run/runTypes';
 
@@ -59,8 +60,17 @@ export async function rejoinDisconnectors(ctx: Context): Promise<PageResult | nu
 
 /** Join re-evaluation at the start of a run, counted in the run's stats when `count` (an export's count its exports only). */
 export async function rejoinAtStart(info: RunInfo, totals: RunTotals, count: boolean): Promise<RunTotals> {
+  // A space with no object to look at (a new target's, one whose objects are all joined) needs neither the rules
+  // nor the join index: the run's context is not loaded for nothing.
+  if (!mayRejoin((await csCache(info.connectorId)).summaries)) return totals;
   const r = await rejoinDisconnectors(await context(info));
   return r && count ? addRejoined(totals, r) : totals;
+}
+
+/** Whether {@link rejoinDisconnectors} could find anything: an object whose rules failed, or a disconnector with join keys. */
+function mayRejoin(summaries: Iterable<[string, CsSummary]>): boolean {
+  for (const [, s] of summaries) if (!s.deleted && (s.failed || (!s.meshId && s.joinKeys?.length))) return true;
+  return false;
 }
 
 /** Objects re-evaluated at the start of a run count as updates of the connector space, not new objects of the source. */

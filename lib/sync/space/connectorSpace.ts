@@ -55,7 +55,7 @@ type Row = TableEntityResult<Record<string, unknown>>;
 export function toCsEntity(
   connectorId: string,
   o: CsObject,
-  apart: { a?: string; x?: string; aText?: string } = {},
+  apart: { a?: string; x?: string; aText?: string; xText?: string } = {},
 ): Record<string, unknown> & { partitionKey: string; rowKey: string } {
   const e: Record<string, unknown> & { partitionKey: string; rowKey: string } = {
     partitionKey: csPartition(connectorId, o.anchor),
@@ -71,6 +71,7 @@ export function toCsEntity(
   if (apart.a) e.aref = apart.a;
   else putJsonText(e, 'a', apart.aText ?? JSON.stringify(o.attributes));
   if (apart.x) e.xref = apart.x;
+  else if (apart.xText !== undefined) putJsonText(e, 'x', apart.xText);
   else if (o.exported) putJson(e, 'x', o.exported);
   if (o.pendingExport) putJson(e, 'p', o.pendingExport);
   if (o.unconfirmed?.length) e.u = JSON.stringify(o.unconfirmed);
@@ -242,16 +243,16 @@ export async function writeCsObjects(connectorId: string, objects: readonly CsOb
   if (!objects.length) return;
   // Attributes or exported values too large for a row (a group of many members) are kept apart first: a row
   // never names a text that is not stored yet.
-  const apart = new Map<string, { a?: string; x?: string; aText?: string }>();
+  const apart = new Map<string, { a?: string; x?: string; aText?: string; xText?: string }>();
   for (const o of objects) {
     const a = JSON.stringify(o.attributes);
     const x = o.exported ? JSON.stringify(o.exported) : '';
     if (a.length > OVERFLOW_OVER || x.length > OVERFLOW_OVER) {
       apart.set(o.anchor, {
         ...(a.length > OVERFLOW_OVER ? { a: await putOverflow(a) } : { aText: a }),
-        ...(x.length > OVERFLOW_OVER ? { x: await putOverflow(x) } : {}),
+        ...(x.length > OVERFLOW_OVER ? { x: await putOverflow(x) } : x ? { xText: x } : {}),
       });
-    } else apart.set(o.anchor, { aText: a });
+    } else apart.set(o.anchor, x ? { aText: a, xText: x } : { aText: a });
   }
   const actions: TransactionAction[] = objects.map((o) => {
     const e = toCsEntity(connectorId, o, apart.get(o.anchor));

@@ -1,6 +1,6 @@
 import type { MeshObject } from '../../../../lib/mesh/model';
 import { ConfigError, SettingsReader } from '../../../../lib/core/config';
-import { MAX_LEVELS, STEP_IDS, pagesInOrder, readExportOrderedMax, stepsOf } from '../../../../lib/sync/export/exportRun';
+import { MAX_LEVELS, STEP_IDS, pagesInOrder, readExportOrderedMax, readExportOrderedPageSize, stepsOf } from '../../../../lib/sync/export/exportRun';
 
 const TARGET = 'c-target';
 const id = (i: number) => `a${String(i).padStart(7, '0')}`;
@@ -104,5 +104,20 @@ describe('steps of a full export in reference order', () => {
     const steps = stepsOf(sizes, 2000);
     expect(steps.reduce((a, b) => a + b, 0)).toBe(sizes.length);
     expect(steps).toEqual([2, 3, 1, 1]);
+  });
+});
+
+describe('Export:OrderedPageSize', () => {
+  const read = (env: Record<string, string>) => readExportOrderedPageSize(new SettingsReader(env));
+
+  it('defaults to 2,000 (the page size of every export) and reads either spelling', () => {
+    expect(read({})).toBe(2000);
+    expect(read({ Export__OrderedPageSize: '1' })).toBe(1);
+    expect(read({ 'Export:OrderedPageSize': '500' })).toBe(500);
+  });
+
+  it.each(['0', '2001', '2.5', 'many'])('refuses %s with a message naming the setting', (v) => {
+    expect(() => read({ Export__OrderedPageSize: v })).toThrow(ConfigError);
+    expect(() => read({ Export__OrderedPageSize: v })).toThrow(/setting 'Export:OrderedPageSize'/);
   });
 });
