@@ -369,14 +369,18 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
  * one feed append with a link entry per object. An export records its links so: two exports (to two targets)
  * or an import writing the same objects at the same time each keep what the other wrote. Objects that are gone
  * are skipped. `patch` may change only `links`, `provisioned` and `updatedOn`. Returns the written states.
+ * `concurrency`: transactions at a time.
  */
 export async function patchMeshLinks(
   ids: Iterable<string>,
   patch: (doc: MeshObject) => boolean,
   exportOf?: string,
   known?: (id: string) => { doc: MeshObject; etag: string } | undefined,
+  concurrency = 4,
 ): Promise<MeshObject[]> {
   const written = new Map<string, MeshObject>();
+  /** The link text each written row got (its feed entry carries the same). */
+  const linkTexts = new Map<string, string>();
   let todo = [...new Set(ids)];
   for (let attempt = 0; todo.length; attempt++) {
     const read: { doc: MeshObject; etag: string }[] = [];
@@ -402,17 +406,21 @@ export async function patchMeshLinks(
     }
     const chunks: { pk: string; chunk: { doc: MeshObject; etag: string }[] }[] = [];
     for (const [pk, list] of byPk) for (let i = 0; i < list.length; i += 100) chunks.push({ pk, chunk: list.slice(i, i + 100) });
-    await mapLimit(chunks, 4, async ({ pk, chunk }) => {
+    await mapLimit(chunks, concurrency, async ({ pk, chunk }) => {
       const client = await meshTable(pk);
-      const actions: TransactionAction[] = chunk.map((r) => [
+      const texts = chunk.map((r) => linkText(linkStateOfDoc(r.doc)));
+      const actions: TransactionAction[] = chunk.map((r, i) => [
         'update',
-        { partitionKey: pk, rowKey: r.doc.id, lk: linkText(linkStateOfDoc(r.doc)), updatedOn: r.doc.updatedOn },
+        { partitionKey: pk, rowKey: r.doc.id, lk: texts[i], updatedOn: r.doc.updatedOn },
         'Merge',
         { etag: r.etag },
       ]);
       try {
         await submitTransaction(client, actions);
-        for (const r of chunk) written.set(r.doc.id, r.doc);
+        chunk.forEach((r, i) => {
+          written.set(r.doc.id, r.doc);
+          linkTexts.set(r.doc.id, texts[i]);
+        });
       } catch (err) {
         const conflict = isStatus(err, 412) || isStatus(err, 404) || (err instanceof Error && /UpdateConditionNotSatisfied|ResourceNotFound/.test(err.message));
         if (!conflict || attempt >= 20) throw err;
@@ -426,7 +434,7 @@ export async function patchMeshLinks(
     const entries: FeedEntry[] = states.map((o) => ({ id: o.id, objectType: o.objectType, link: linkStateOfDoc(o), ...(exportOf ? { x: exportOf } : {}) }));
     const texts = entries.map((en) => {
       const l = (en as { link: LinkState }).link;
-      return `{"id":${JSON.stringify(en.id)},"objectType":${JSON.stringify(en.objectType)},${exportOf ? `"x":${JSON.stringify(exportOf)},` : ''}"link":${linkText(l)}}`;
+      return `{"id":${JSON.stringify(en.id)},"objectType":${JSON.stringify(en.objectType)},${exportOf ? `"x":${JSON.stringify(exportOf)},` : ''}"link":${linkTexts.get(en.id) ?? linkText(l)}}`;
     });
     await appendFeedText(texts, entries, exportOf);
   }

@@ -249,10 +249,10 @@ export class StepWrites {
    * meanwhile), after the write before it. {@link flush} waits for it; a failure of it fails the step's next
    * page before that page reaches the target ({@link check}) or the flush.
    */
-  writeSoon(): void {
+  writeSoon(concurrency = BACKGROUND_TRANSACTIONS): void {
     if (!this.pending) return;
     const batch = this.take();
-    this.inFlight = this.inFlight.then(() => this.write(batch));
+    this.inFlight = this.inFlight.then(() => this.write(batch, concurrency));
     this.inFlight.catch((err: unknown) => {
       this.failure ??= { err };
     });
@@ -265,7 +265,7 @@ export class StepWrites {
 
   /** Write what is queued (after any write in flight): the rows first, then the links (as a page does), then the staged adds that went. */
   async flush(): Promise<void> {
-    this.writeSoon();
+    this.writeSoon(4);
     await this.inFlight;
   }
 
@@ -281,17 +281,23 @@ export class StepWrites {
     return batch;
   }
 
-  private async write({ rows, links, retries, docs }: WriteBatch): Promise<void> {
+  private async write({ rows, links, retries, docs }: WriteBatch, concurrency: number): Promise<void> {
     const cid = this.info.connectorId;
-    await writeCsObjects(cid, rows);
+    await writeCsObjects(cid, rows, undefined, concurrency);
     const [upserts] = await Promise.all([
-      links.size ? patchMeshLinks(links.keys(), linkPatch(cid, links), cid, knownRow(this.info.runId, docs)) : [],
+      links.size ? patchMeshLinks(links.keys(), linkPatch(cid, links), cid, knownRow(this.info.runId, docs), concurrency) : [],
       ...retries.map((r) => r.commit()),
     ]);
     for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
     noteWritten(this.info.runId, upserts);
   }
 }
+
+/**
+ * Transactions at a time of a write while the next page runs ({@link StepWrites.writeSoon}): fewer than a write
+ * that is waited for (4), so the page's own small reads and writes do not queue behind many large transactions.
+ */
+const BACKGROUND_TRANSACTIONS = Number(process.env.BGT ?? 2);
 
 /** One write of a step's queued rows and links ({@link StepWrites}). */
 interface WriteBatch {
