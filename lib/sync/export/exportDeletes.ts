@@ -60,15 +60,13 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals, config: Ex
       // The process's summaries, exactly what storage holds while it is the space's owner (the export's pages
       // set them as they write; another writer since makes it reload): no read of the whole space per export.
       const { summaries } = await csCache(info.connectorId);
-      const linked = [...summaries].filter(([, s]) => !s.deleted && s.meshId);
+      const linked = [...summaries.meshLinks()];
       // The objects a full export's first step read in this process exist as of that step (one deleted since is
       // in the feed after the export's position: the next export deprovisions it); the others are asked.
       const read = runDocIds(info.runId);
-      const there = await existingMeshIds(linked.map(([, s]) => s.meshId!).filter((id) => !read?.has(id)));
-      const gone = linked.filter(([, s]) => !there.has(s.meshId!) && !read?.has(s.meshId!)).map(([a]) => a);
-      let existing = 0;
-      for (const s of summaries.values()) if (!s.deleted) existing++;
-      return await deprovisionWith(connector, info, totals, config, gone, existing);
+      const there = await existingMeshIds(linked.map(([, meshId]) => meshId).filter((id) => !read?.has(id)));
+      const gone = linked.filter(([, meshId]) => !there.has(meshId) && !read?.has(meshId)).map(([a]) => a);
+      return await deprovisionWith(connector, info, totals, config, gone, summaries.liveCount());
     });
   } catch (err) {
     return failure(err);

@@ -59,8 +59,10 @@ export interface ExportRelationsSources {
 const NONE: ExportRelations = { types: new Set(), valueOf: () => null, relatedOf: () => ({}), notInTarget: 0, missingIn: new Set() };
 
 /** Whether the page's outbound rules need relationships at all (no read otherwise). */
-export function exportNeedsRelations(rules: RuleSet, docs: readonly MeshObject[]): boolean {
-  return rules.outbound.some((fr) => relationTypes(rules, docs).has(fr.rule.sourceAttribute ?? '') || usesRelated(fr.script?.source));
+export function exportNeedsRelations(rules: RuleSet, docs: readonly MeshObject[], types?: ReadonlySet<string>): boolean {
+  if (rules.outbound.some((fr) => usesRelated(fr.script?.source))) return true;
+  const all = types ?? relationTypes(rules, docs);
+  return rules.outbound.some((fr) => all.has(fr.rule.sourceAttribute ?? ''));
 }
 
 const usesRelated = (source: string | undefined) => !!source && /\brelated\b/.test(source);
@@ -77,8 +79,8 @@ function relationTypes(rules: RuleSet, docs: readonly MeshObject[]): Set<string>
 
 /** Read what the page's relationship flows and `related` need: the related mesh objects, once each. */
 export async function exportRelations(rules: RuleSet, docs: readonly MeshObject[], src: ExportRelationsSources): Promise<ExportRelations> {
-  if (!exportNeedsRelations(rules, docs)) return NONE;
   const all = relationTypes(rules, docs);
+  if (!exportNeedsRelations(rules, docs, all)) return NONE;
   const types = new Set(rules.outbound.map((fr) => fr.rule.sourceAttribute ?? '').filter((t) => all.has(t)));
   const wantRelated = rules.outbound.some((fr) => usesRelated(fr.script?.source));
   const ids = new Set<string>();

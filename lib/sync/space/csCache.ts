@@ -98,7 +98,7 @@ export class CsCache {
 
   /** The object with this anchor (planned, else written): undefined when absent or deleted. Not to be changed. */
   entry(anchor: string): { readonly meshId: string | null; readonly dn?: string } | undefined {
-    const e = this.overlay.get(anchor) ?? this.summaries.get(anchor);
+    const e = this.overlay.get(anchor) ?? this.summaries.brief(anchor);
     return e && !e.deleted ? e : undefined;
   }
 

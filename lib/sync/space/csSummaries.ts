@@ -90,6 +90,16 @@ export class CsSummaries implements ReadonlyMap<string, CsSummary> {
     return slot === undefined ? undefined : this.at(slot);
   }
 
+  /** A row's mesh id, DN and whether it is deleted, without making its whole summary (references resolve with these). */
+  brief(anchor: string): { meshId: string | null; dn?: string; deleted: boolean } | undefined {
+    const slot = this.slots.get(anchor);
+    if (slot === undefined) return undefined;
+    const f = this.flags[slot];
+    const meshId = f & MESH_BYTES ? uuidAt(this.meshIds, slot) : (this.odd.get(slot)?.meshId ?? null);
+    const dn = this.dns[slot];
+    return dn === undefined ? { meshId, deleted: (f & DELETED) !== 0 } : { meshId, dn, deleted: (f & DELETED) !== 0 };
+  }
+
   set(anchor: string, s: CsSummary): this {
     let slot = this.slots.get(anchor);
     if (slot === undefined) {
@@ -134,6 +144,16 @@ export class CsSummaries implements ReadonlyMap<string, CsSummary> {
     let n = 0;
     for (let i = 0; i < this.anchors.length; i++) if (!(this.flags[i] & DELETED)) n++;
     return n;
+  }
+
+  /** Each row's anchor and mesh id, of the rows not deleted that name a mesh object, without making the summaries. */
+  *meshLinks(): IterableIterator<[string, string]> {
+    for (let i = 0; i < this.anchors.length; i++) {
+      const f = this.flags[i];
+      if (f & DELETED) continue;
+      const meshId = f & MESH_BYTES ? uuidAt(this.meshIds, i) : this.odd.get(i)?.meshId;
+      if (meshId) yield [this.anchors[i], meshId];
+    }
   }
 
   /** Each anchor's DN and whether its row is deleted, without making the summaries (the DN index). */

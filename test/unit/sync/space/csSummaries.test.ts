@@ -107,6 +107,11 @@ describe('CsSummaries: connector-space summaries kept compactly, read back exact
     const dns = [...m.dnsOf()];
     expect(dns).toHaveLength(2500);
     expect(dns[0]).toStrictEqual(['a1', 'uid=u1', false]);
+    // The rows not deleted that name a mesh object, as the summaries say: i % 3 and not i % 10.
+    const links = [...m.meshLinks()];
+    const expected = [...m].filter(([, s]) => !s.deleted && s.meshId).map(([a, s]) => [a, s.meshId]);
+    expect(links).toStrictEqual(expected);
+    expect(links).toHaveLength(Array.from({ length: 5000 }, (_, i) => i).filter((i) => i % 3 && i % 10).length);
     // Fitted to its rows (as a load leaves it), it still takes more and gives every row back.
     m.fit();
     m.set('more', shapes.everything);
@@ -114,6 +119,14 @@ describe('CsSummaries: connector-space summaries kept compactly, read back exact
     expect(m.size).toBe(5001);
     expect(m.get('more')).toStrictEqual(shapes.everything);
     expect(m.get('a3')).toStrictEqual(shapes.odd);
+    // The brief form: the mesh id, DN and deleted flag as the whole summary has them.
+    for (const a of ['a0', 'a1', 'a3', 'a4999', 'more']) {
+      const whole = m.get(a)!;
+      expect(m.brief(a)).toStrictEqual({ meshId: whole.meshId, ...(whole.dn !== undefined ? { dn: whole.dn } : {}), deleted: whole.deleted });
+    }
+    expect(m.brief('absent')).toBeUndefined();
+    // A mesh id kept apart (not a lower-case UUID) is given as it was set.
+    expect([...m.meshLinks()].find(([a]) => a === 'a3')).toStrictEqual(['a3', UUID_A.toUpperCase()]);
     expect(m.get('a4999')?.dn).toBe('uid=u4999');
     expect(m.get('a4998')?.hash).toBe(sha('h4998'));
     expect(new CsSummaries().fit().set('x', shapes.joined).get('x')).toStrictEqual(shapes.joined);
