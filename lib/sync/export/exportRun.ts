@@ -171,7 +171,8 @@ export const MAX_LEVELS = 32;
 
 /**
  * The ids in pages: by level (an object after every object to add that it names; a cycle is cut where it
- * closes; levels from MAX_LEVELS - 1 on are one), each level in pages of at most `size`, in id order within a level.
+ * closes; levels from MAX_LEVELS - 1 on are one), each level in pages of at most `size`, in id order within a level;
+ * the last page of all holds at most a quarter of `size` (its level's page before it the rest).
  */
 export function pagesInOrder(docs: readonly MeshObject[], connectorId: string, size = DEFAULT_PAGE_SIZE): string[][] {
   const byId = new Map(docs.map((d) => [d.id, d]));
@@ -226,6 +227,11 @@ export function pagesInOrder(docs: readonly MeshObject[], connectorId: string, s
     ids.sort();
     for (let i = 0; i < ids.length; i += size) pages.push(ids.slice(i, i + size));
   }
+  // The last page holds at most a quarter of a page: a page's rows and links are written while the next page runs,
+  // but the last one's are written after it, with nothing else to do meanwhile (exportSteps.ts).
+  const tail = Math.max(1, Math.floor(size / 4));
+  const last = pages[pages.length - 1];
+  if (last && last.length > tail) pages.splice(pages.length - 1, 1, last.slice(0, last.length - tail), last.slice(last.length - tail));
   return pages;
 }
 

@@ -10,7 +10,7 @@ import { person, TutorialDesign, type HrRow } from './tutorialDesign';
  * slapd and a real PostgreSQL with the tutorial's design: 40 new people in a tree (person i reports to person
  * (i - 1) / 3 rounded down, four levels), listed in the HR file reports first. With the default settings every
  * manager is added before the page of their reports, so every reference goes with its person's add: the runs'
- * changes are 40 adds and no update, and so with `Export__OrderedPageSize=4` (12 pages, each page's rows and links
+ * changes are 40 adds and no update, and so with `Export__OrderedPageSize=4` (13 pages, each page's rows and links
  * written while the next page goes to the target). With `Export__OrderedMax=0` the same export goes partition by partition
  * (the path of a type over the limit) and a second pass writes the references the first left out. Either way
  * the targets, read back from outside, hold exactly what the HR rows imply, and a second export has nothing to do.
@@ -25,7 +25,7 @@ const rows = (): HrRow[] => Array.from({ length: N }, (_, k) => N - 1 - k).map((
 
 const modes: [string, Record<string, string>][] = [
   ['in reference order (the default)', {}],
-  // Levels of 1, 3, 9 and 27 in pages of at most 4 (12 pages in one step): each page's rows and links are written
+  // Levels of 1, 3, 9 and 27 in pages of at most 4 (13 pages in one step): each page's rows and links are written
   // while the next page goes to the target.
   ['in reference order in pages of 4, rows written while the next page runs (Export__OrderedPageSize=4)', { Export__OrderedPageSize: '4' }],
   ['partition by partition (Export__OrderedMax=0)', { Export__OrderedMax: '0' }],

@@ -38,6 +38,19 @@ describe('pagesInOrder: a full export in reference order', () => {
     expect(pagesInOrder(docs, TARGET, 2)).toEqual([[id(0), id(1)], [id(2), id(3)], [id(4)]]);
   });
 
+  it('leaves at most a quarter of a page in the last page (the page before it takes the rest of its level)', () => {
+    // Levels of 1, 10, 100, 1,000 and 3,889 (5,000 people, fan-out 10) in pages of 2,000.
+    const docs = Array.from({ length: 5000 }, (_, i) => person(i, i === 0 ? null : Math.floor((i - 1) / 10)));
+    const pages = pagesInOrder(docs, TARGET, 2000);
+    expect(pages.map((p) => p.length)).toEqual([1, 10, 100, 1000, 2000, 1389, 500]);
+    // Still in id order within the level, each id once.
+    expect([...pages[5], ...pages[6]]).toEqual([...pages[5], ...pages[6]].sort());
+    expect(new Set(pages.flat()).size).toBe(5000);
+    // A last level of 1,000: 500 and 500. A last page of at most 500 stays as it is.
+    expect(pagesInOrder(docs.slice(0, 1111), TARGET, 2000).map((p) => p.length)).toEqual([1, 10, 100, 500, 500]);
+    expect(pagesInOrder(docs.slice(0, 111), TARGET, 2000).map((p) => p.length)).toEqual([1, 10, 100]);
+  });
+
   it('does not hold an object back for one that is in the target already', () => {
     const docs = [person(0, null, true), person(1, 0), person(2, 1)];
     // 0 is linked: 1 does not wait for it; 2 waits for 1 (to be added).
@@ -59,9 +72,10 @@ describe('pagesInOrder: a full export in reference order', () => {
   it('walks a chain of 30,000 without overflowing the stack, and puts what is deeper than MAX_LEVELS in one level', () => {
     const docs = Array.from({ length: 30_000 }, (_, i) => person(i, i === 0 ? null : i - 1));
     const pages = pagesInOrder(docs, TARGET, 2000);
-    // One page per level up to the last, whose 30,000 - 31 objects go in pages of 2,000.
+    // One page per level up to the last, whose 30,000 - 31 objects go in pages of 2,000, the last 1,969 as 1,469 and
+    // a last page of 500 (a quarter of a page).
     expect(pages.slice(0, MAX_LEVELS - 1)).toEqual(Array.from({ length: MAX_LEVELS - 1 }, (_, i) => [id(i)]));
-    expect(pages.slice(MAX_LEVELS - 1).map((p) => p.length)).toEqual([...Array(14).fill(2000), 30_000 - (MAX_LEVELS - 1) - 14 * 2000]);
+    expect(pages.slice(MAX_LEVELS - 1).map((p) => p.length)).toEqual([...Array(14).fill(2000), 30_000 - (MAX_LEVELS - 1) - 14 * 2000 - 500, 500]);
     expect(new Set(pages.flat()).size).toBe(30_000);
   });
 });
