@@ -20,7 +20,7 @@ import { readSchedulesConfig } from '../schedules/config';
 import { reconcileMinuteMs } from '../schedules/continuous';
 import { readExportMaxAttempts, readIdleCsCaches } from '../core/config';
 import { configureClock } from '../core/clock';
-import { readExportOrderedMax, readExportOrderedPageSize } from '../sync/export/exportRun';
+import { readExportOrderedMax } from '../sync/export/exportRun';
 import { readSecretAttributes, useSecretAttributes } from '../core/secretAttributes';
 import { readDisplayAttributes, useDisplayAttributes } from '../mesh/displayName';
 import { readPlanSettings } from '../plans/settings';
@@ -33,7 +33,7 @@ const log = areaLog('api');
  * - `license`: read the `License:*` settings, so a malformed one stops the start naming it.
  * - `fileRoots`: read `Connectors:File:Roots` (a malformed value or a missing folder stops the start naming
  *   the setting); unset, the default root under the data folder is created.
- * - `exportSettings`: read `Export:MaxAttempts`, `Export:OrderedMax`, `Export:OrderedPageSize` and `Sync:IdleConnectorSpaceCaches`, so a malformed value stops
+ * - `exportSettings`: read `Export:MaxAttempts`, `Export:OrderedMax` and `Sync:IdleConnectorSpaceCaches`, so a malformed value stops
  *   the start naming it.
  * - `planSettings`: read `Plans:ExpireHours`, `Approvals:ExpireHours` and `Approvals:RequireSecondPerson` likewise.
  * - `secretAttributes`: read `Mesh:SecretAttributes`, the attributes whose values are masked, likewise.
@@ -90,14 +90,13 @@ export const schedulesConfigStep: ServiceStep = {
   },
 };
 
-/** `exportSettings`: read `Export:MaxAttempts`, `Export:OrderedMax`, `Export:OrderedPageSize` and `Sync:IdleConnectorSpaceCaches`, so a malformed one stops the start naming it. */
+/** `exportSettings`: read `Export:MaxAttempts`, `Export:OrderedMax` and `Sync:IdleConnectorSpaceCaches`, so a malformed one stops the start naming it. */
 export const exportSettingsStep: ServiceStep = {
   name: 'exportSettings',
   async start() {
     readExportMaxAttempts();
     readIdleCsCaches();
     readExportOrderedMax();
-    readExportOrderedPageSize();
   },
 };
 

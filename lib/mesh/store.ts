@@ -369,14 +369,12 @@ export async function commitMeshWrite(w: MeshWrite): Promise<number> {
  * one feed append with a link entry per object. An export records its links so: two exports (to two targets)
  * or an import writing the same objects at the same time each keep what the other wrote. Objects that are gone
  * are skipped. `patch` may change only `links`, `provisioned` and `updatedOn`. Returns the written states.
- * `concurrency`: transactions at a time.
  */
 export async function patchMeshLinks(
   ids: Iterable<string>,
   patch: (doc: MeshObject) => boolean,
   exportOf?: string,
   known?: (id: string) => { doc: MeshObject; etag: string } | undefined,
-  concurrency = 4,
 ): Promise<MeshObject[]> {
   const written = new Map<string, MeshObject>();
   /** The link text each written row got (its feed entry carries the same). */
@@ -406,7 +404,7 @@ export async function patchMeshLinks(
     }
     const chunks: { pk: string; chunk: { doc: MeshObject; etag: string }[] }[] = [];
     for (const [pk, list] of byPk) for (let i = 0; i < list.length; i += 100) chunks.push({ pk, chunk: list.slice(i, i + 100) });
-    await mapLimit(chunks, concurrency, async ({ pk, chunk }) => {
+    await mapLimit(chunks, 4, async ({ pk, chunk }) => {
       const client = await meshTable(pk);
       const texts = chunk.map((r) => linkText(linkStateOfDoc(r.doc)));
       const actions: TransactionAction[] = chunk.map((r, i) => [

@@ -239,72 +239,24 @@ export class StepWrites {
     return this.rows.length >= this.max;
   }
 
-  /** How many connector-space rows are queued. */
-  get queued(): number {
-    return this.rows.length;
-  }
-
-  /**
-   * Start writing what is queued while the step goes on (its next page is planned and sent to the target
-   * meanwhile), after the write before it. {@link flush} waits for it; a failure of it fails the step's next
-   * page before that page reaches the target ({@link check}) or the flush.
-   */
-  writeSoon(concurrency = BACKGROUND_TRANSACTIONS): void {
-    if (!this.pending) return;
-    const batch = this.take();
-    this.inFlight = this.inFlight.then(() => this.write(batch, concurrency));
-    this.inFlight.catch((err: unknown) => {
-      this.failure ??= { err };
-    });
-  }
-
-  /** Throws the failure of a write started by {@link writeSoon}, if one failed. */
-  check(): void {
-    if (this.failure) throw this.failure.err;
-  }
-
-  /** Write what is queued (after any write in flight): the rows first, then the links (as a page does), then the staged adds that went. */
+  /** Write what is queued: the rows first, then the links (as a page does), then the staged adds that went. */
   async flush(): Promise<void> {
-    this.writeSoon(4);
-    await this.inFlight;
-  }
-
-  private inFlight: Promise<void> = Promise.resolve();
-  private failure: { err: unknown } | undefined;
-
-  /** What is queued, taken for one write (the queue starts again empty). */
-  private take(): WriteBatch {
-    const batch: WriteBatch = { rows: this.rows, links: new Map(this.links), retries: this.retries.splice(0), docs: new Map(this.docs) };
+    if (!this.pending) return;
+    const cid = this.info.connectorId;
+    const rows = this.rows;
+    const links = new Map(this.links);
+    const retries = this.retries.splice(0);
     this.rows = [];
     this.links.clear();
-    this.docs.clear();
-    return batch;
-  }
-
-  private async write({ rows, links, retries, docs }: WriteBatch, concurrency: number): Promise<void> {
-    const cid = this.info.connectorId;
-    await writeCsObjects(cid, rows, undefined, concurrency);
+    await writeCsObjects(cid, rows);
     const [upserts] = await Promise.all([
-      links.size ? patchMeshLinks(links.keys(), linkPatch(cid, links), cid, knownRow(this.info.runId, docs), concurrency) : [],
+      links.size ? patchMeshLinks(links.keys(), linkPatch(cid, links), cid, knownRow(this.info.runId, this.docs)) : [],
       ...retries.map((r) => r.commit()),
     ]);
+    this.docs.clear();
     for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
     noteWritten(this.info.runId, upserts);
   }
-}
-
-/**
- * Transactions at a time of a write while the next page runs ({@link StepWrites.writeSoon}): fewer than a write
- * that is waited for (4), so the page's own small reads and writes do not queue behind many large transactions.
- */
-const BACKGROUND_TRANSACTIONS = Number(process.env.BGT ?? 2);
-
-/** One write of a step's queued rows and links ({@link StepWrites}). */
-interface WriteBatch {
-  rows: CsObject[];
-  links: Map<string, { changes: LinkChange[]; now: string }>;
-  retries: ExportRetry[];
-  docs: Map<string, MeshObject>;
 }
 
 export async function exportDocs(

@@ -42,15 +42,6 @@ export function readExportOrderedMax(settings = new SettingsReader()): number {
   return settings.int('Export:OrderedMax', ORDERED_EXPORT_MAX, { min: 0, max: 100_000 });
 }
 
-/**
- * `Export:OrderedPageSize` (default {@link DEFAULT_PAGE_SIZE}, 1 to DEFAULT_PAGE_SIZE): the most ids in a page of
- * a full export in reference order. Read at start (a malformed value stops the service, naming it) and by every
- * full export.
- */
-export function readExportOrderedPageSize(settings = new SettingsReader()): number {
-  return settings.int('Export:OrderedPageSize', DEFAULT_PAGE_SIZE, { min: 1, max: DEFAULT_PAGE_SIZE });
-}
-
 interface Entry {
   /** The stored form (lib/mesh/codec.ts): decoded when used. */
   text: string;
@@ -121,7 +112,7 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   // In id order, as the partitions' reads may finish in any order: the same mesh, the same pages (a cycle is cut
   // at the same place).
   docs.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const pages = pagesInOrder(docs, info.connectorId, readExportOrderedPageSize());
+  const pages = pagesInOrder(docs, info.connectorId);
   await Promise.all(pages.map((ids, i) => saveExportPage(info.runId, i, ids)));
   // The decoded objects are kept for the first step's pages only (they run next); the others keep the stored
   // form alone (a decoded object weighs about four times its text).
@@ -171,8 +162,7 @@ export const MAX_LEVELS = 32;
 
 /**
  * The ids in pages: by level (an object after every object to add that it names; a cycle is cut where it
- * closes; levels from MAX_LEVELS - 1 on are one), each level in pages of at most `size`, in id order within a level;
- * the last page of all holds at most a quarter of `size` (its level's page before it the rest).
+ * closes; levels from MAX_LEVELS - 1 on are one), each level in pages of at most `size`, in id order within a level.
  */
 export function pagesInOrder(docs: readonly MeshObject[], connectorId: string, size = DEFAULT_PAGE_SIZE): string[][] {
   const byId = new Map(docs.map((d) => [d.id, d]));
@@ -227,11 +217,6 @@ export function pagesInOrder(docs: readonly MeshObject[], connectorId: string, s
     ids.sort();
     for (let i = 0; i < ids.length; i += size) pages.push(ids.slice(i, i + size));
   }
-  // The last page holds at most a quarter of a page: a page's rows and links are written while the next page runs,
-  // but the last one's are written after it, with nothing else to do meanwhile (exportSteps.ts).
-  const tail = Math.max(1, Math.floor(size / 4));
-  const last = pages[pages.length - 1];
-  if (last && last.length > tail) pages.splice(pages.length - 1, 1, last.slice(0, last.length - tail), last.slice(last.length - tail));
   return pages;
 }
 

@@ -10,7 +10,7 @@ import { pageKey } from '../../storage/runChanges';
 import { deprovisioningSettings, isDue } from '../deprovisioning';
 import { loadAgain, exportDocs, StepWrites } from './exportPage';
 import { dropGoneStagedAdds } from './exportRetry';
-import { dropRunDocs, keepsRun, orderFullExport, pageDocs, readExportOrderedPageSize } from './exportRun';
+import { dropRunDocs, keepsRun, orderFullExport, pageDocs } from './exportRun';
 import { idsChangedBy, targetedScope } from './targeted';
 import { rejoinAtStart } from '../import/fullSync';
 import { compileRuleSet, type RuleSet } from '../rules';
@@ -252,15 +252,10 @@ function exportIdsStep(input: ExportIdsInput, config: ExportConfig): Promise<Run
       // connector-space rows and links written at the step's end when this process keeps the run's objects).
       const last = Math.max(input.page, input.through ?? input.page);
       const writes = keepsRun(info.runId) && !info.dryRun ? new StepWrites(info) : undefined;
-      // From a quarter of a page of rows queued, they are written while the next page goes to the target.
-      const writeWhileNext = Math.max(1, Math.floor(readExportOrderedPageSize() / 4));
       try {
         for (let page = input.page; page <= last; page++) {
           const docs = await pageDocs(info.runId, await loadExportPage(info.runId, page), objectType);
-          writes?.check();
           totals = await exportDocs(info, connector, rules, docs, totals, config, { record: pageKey('x', page), writes });
-          // A large page's rows and links are written while the next page goes to the target.
-          if (writes && writes.queued >= writeWhileNext && page < last) writes.writeSoon();
           const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
           if (totals.parked || totals.cancelled) break;
           if (cancelAsked(run) && page < last) {

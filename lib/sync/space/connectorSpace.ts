@@ -237,15 +237,9 @@ export async function* iterateCsObjects(connectorId: string): AsyncGenerator<CsO
 
 /**
  * Write whole rows in transactions of 100: with `known` (anchor -> present in storage, as the caller's cache
- * says), an insert or a replace, else an upsert (see submitBatched for a cache that was wrong); `concurrency`
- * transactions at a time.
+ * says), an insert or a replace, else an upsert (see submitBatched for a cache that was wrong).
  */
-export async function writeCsObjects(
-  connectorId: string,
-  objects: readonly CsObject[],
-  known?: (anchor: string) => boolean | undefined,
-  concurrency = 4,
-): Promise<void> {
+export async function writeCsObjects(connectorId: string, objects: readonly CsObject[], known?: (anchor: string) => boolean | undefined): Promise<void> {
   if (!objects.length) return;
   // Attributes or exported values too large for a row (a group of many members) are kept apart first: a row
   // never names a text that is not stored yet.
@@ -265,7 +259,7 @@ export async function writeCsObjects(
     const present = known?.(o.anchor);
     return present === undefined ? ['upsert', e, 'Replace'] : present ? ['update', e, 'Replace'] : ['create', e];
   });
-  await submitBatched(csTable, actions, concurrency);
+  await submitBatched(csTable, actions);
 }
 
 /** Remove a connector's whole space (connector deletion). Safe to repeat. */

@@ -1,6 +1,6 @@
 import type { MeshObject } from '../../../../lib/mesh/model';
 import { ConfigError, SettingsReader } from '../../../../lib/core/config';
-import { MAX_LEVELS, STEP_IDS, pagesInOrder, readExportOrderedMax, readExportOrderedPageSize, stepsOf } from '../../../../lib/sync/export/exportRun';
+import { MAX_LEVELS, STEP_IDS, pagesInOrder, readExportOrderedMax, stepsOf } from '../../../../lib/sync/export/exportRun';
 
 const TARGET = 'c-target';
 const id = (i: number) => `a${String(i).padStart(7, '0')}`;
@@ -38,19 +38,6 @@ describe('pagesInOrder: a full export in reference order', () => {
     expect(pagesInOrder(docs, TARGET, 2)).toEqual([[id(0), id(1)], [id(2), id(3)], [id(4)]]);
   });
 
-  it('leaves at most a quarter of a page in the last page (the page before it takes the rest of its level)', () => {
-    // Levels of 1, 10, 100, 1,000 and 3,889 (5,000 people, fan-out 10) in pages of 2,000.
-    const docs = Array.from({ length: 5000 }, (_, i) => person(i, i === 0 ? null : Math.floor((i - 1) / 10)));
-    const pages = pagesInOrder(docs, TARGET, 2000);
-    expect(pages.map((p) => p.length)).toEqual([1, 10, 100, 1000, 2000, 1389, 500]);
-    // Still in id order within the level, each id once.
-    expect([...pages[5], ...pages[6]]).toEqual([...pages[5], ...pages[6]].sort());
-    expect(new Set(pages.flat()).size).toBe(5000);
-    // A last level of 1,000: 500 and 500. A last page of at most 500 stays as it is.
-    expect(pagesInOrder(docs.slice(0, 1111), TARGET, 2000).map((p) => p.length)).toEqual([1, 10, 100, 500, 500]);
-    expect(pagesInOrder(docs.slice(0, 111), TARGET, 2000).map((p) => p.length)).toEqual([1, 10, 100]);
-  });
-
   it('does not hold an object back for one that is in the target already', () => {
     const docs = [person(0, null, true), person(1, 0), person(2, 1)];
     // 0 is linked: 1 does not wait for it; 2 waits for 1 (to be added).
@@ -72,10 +59,9 @@ describe('pagesInOrder: a full export in reference order', () => {
   it('walks a chain of 30,000 without overflowing the stack, and puts what is deeper than MAX_LEVELS in one level', () => {
     const docs = Array.from({ length: 30_000 }, (_, i) => person(i, i === 0 ? null : i - 1));
     const pages = pagesInOrder(docs, TARGET, 2000);
-    // One page per level up to the last, whose 30,000 - 31 objects go in pages of 2,000, the last 1,969 as 1,469 and
-    // a last page of 500 (a quarter of a page).
+    // One page per level up to the last, whose 30,000 - 31 objects go in pages of 2,000.
     expect(pages.slice(0, MAX_LEVELS - 1)).toEqual(Array.from({ length: MAX_LEVELS - 1 }, (_, i) => [id(i)]));
-    expect(pages.slice(MAX_LEVELS - 1).map((p) => p.length)).toEqual([...Array(14).fill(2000), 30_000 - (MAX_LEVELS - 1) - 14 * 2000 - 500, 500]);
+    expect(pages.slice(MAX_LEVELS - 1).map((p) => p.length)).toEqual([...Array(14).fill(2000), 30_000 - (MAX_LEVELS - 1) - 14 * 2000]);
     expect(new Set(pages.flat()).size).toBe(30_000);
   });
 });
@@ -118,20 +104,5 @@ describe('steps of a full export in reference order', () => {
     const steps = stepsOf(sizes, 2000);
     expect(steps.reduce((a, b) => a + b, 0)).toBe(sizes.length);
     expect(steps).toEqual([2, 3, 1, 1]);
-  });
-});
-
-describe('Export:OrderedPageSize', () => {
-  const read = (env: Record<string, string>) => readExportOrderedPageSize(new SettingsReader(env));
-
-  it('defaults to 2,000 (the page size of every export) and reads either spelling', () => {
-    expect(read({})).toBe(2000);
-    expect(read({ Export__OrderedPageSize: '1' })).toBe(1);
-    expect(read({ 'Export:OrderedPageSize': '500' })).toBe(500);
-  });
-
-  it.each(['0', '2001', '2.5', 'many'])('refuses %s with a message naming the setting', (v) => {
-    expect(() => read({ Export__OrderedPageSize: v })).toThrow(ConfigError);
-    expect(() => read({ Export__OrderedPageSize: v })).toThrow(/setting 'Export:OrderedPageSize'/);
   });
 });
