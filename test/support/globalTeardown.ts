@@ -1,10 +1,12 @@
 import type { Azurite } from '../../lib/runtime/azurite';
 import { removeLeftoverInstances } from './ds389';
+import { removeClusterTemplates } from './postgres';
 import { killTracked } from './processes';
 
 export default async function globalTeardown(): Promise<void> {
   killTracked();
   removeLeftoverInstances();
+  removeClusterTemplates();
   const azurite = (globalThis as { __AZURITE__?: Azurite }).__AZURITE__;
   await azurite?.stop();
 }
