@@ -7,8 +7,9 @@ import { AppError, type FieldError } from '../errors';
 
 /**
  * The one Ajv instance of the service (JSON Schema 2020-12, the dialect of OpenAPI 3.1). Every request schema is a TypeBox schema with an `$id`, added here
- * once at load (`defineSchema`) and compiled once; the OpenAPI document (lib/api/openapi.ts) is generated from
- * the same registered schemas, so validation and documentation cannot drift.
+ * once at load (`defineSchema`) and compiled once, at load (on first use with the Development test hook
+ * below); the OpenAPI document (lib/api/openapi.ts) is generated from the same registered schemas, so
+ * validation and documentation cannot drift.
  *
  * - `allErrors`: a 400 lists every offending field, not only the first.
  * - `useDefaults`: documented defaults (`priority: 100`, `isEnabled: true`...) are filled in by validation.
