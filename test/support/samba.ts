@@ -1,10 +1,11 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Attribute, Change, Client } from 'ldapts';
 import { portAnswers } from '../../lib/runtime/azurite';
-import { trackPid } from './processes';
+import { pidFile, trackPid } from './processes';
 
 /**
  * A real Active Directory domain controller for the tests: Samba 4's AD DC (Debian samba-ad-dc), provisioned
@@ -15,8 +16,8 @@ import { trackPid } from './processes';
  * run on the machine at a time. {@link startSambaAd} first takes a machine-wide exclusive lock (a kernel flock held
  * by a `flock` child whose stdin is our pipe: if the test process dies, the lock goes with it), waiting for suites
  * of other jest workers, other test runs and other users of the machine; then it stops a DC a dead holder left
- * (recorded in the state file beside the lock), waits until the three ports are free, provisions (about 4 s) and
- * starts samba (about 2 s). samba runs with `-i`, which makes it exit when its stdin (our pipe) closes, so it dies
+ * (recorded in the state file beside the lock), waits until the three ports are free, provisions (about 4 s; once
+ * per test run, later suites copy the fresh domain: see dcDir) and starts samba (about 2 s). samba runs with `-i`, which makes it exit when its stdin (our pipe) closes, so it dies
  * with the test process too; its pid is tracked for globalTeardown and .ci/run's trap. Call
  * {@link SambaAd.release} in afterAll: it stops samba, removes the temp dir and frees the lock.
  *
@@ -236,6 +237,24 @@ async function clearLeftover(): Promise<void> {
   rmSync(stateFile(), { force: true });
 }
 
+/**
+ * Where the DC runs: one folder per test run and administrator password, the same for every suite of the run
+ * (only one DC runs at a time: the lock). Provisioning (about 4 s) happens once per run: the first suite keeps
+ * a copy of the fresh domain beside it (`.template`), later suites start from a copy of that copy, in the same
+ * folder, since the provisioned configuration and databases name it. globalTeardown removes both
+ * ({@link removeDcFolders}).
+ */
+function dcDir(adminPassword: string): string {
+  const password = createHash('sha256').update(adminPassword).digest('hex').slice(0, 8);
+  return path.join(os.tmpdir(), `samba-ad-${path.basename(pidFile())}-${password}`);
+}
+
+/** Remove this test run's DC folders and domain templates (globalTeardown: no suite of the run holds the DC). */
+export function removeDcFolders(): void {
+  const prefix = `samba-ad-${path.basename(pidFile())}-`;
+  for (const name of readdirSync(os.tmpdir())) if (name.startsWith(prefix)) rmSync(path.join(os.tmpdir(), name), { recursive: true, force: true });
+}
+
 /** Wait until nothing listens on 389, 636 and 88 of 127.0.0.1 (a DC this fixture did not start may hold them). */
 async function waitForFreePorts(waitMs: number): Promise<void> {
   const deadline = Date.now() + waitMs;
@@ -286,24 +305,36 @@ export async function startSambaAd(options: SambaAdOptions = {}): Promise<SambaA
   let child: ChildProcess | undefined;
   try {
     await clearLeftover();
-    dir = mkdtempSync(path.join(os.tmpdir(), 'samba-ad-'));
-    // Certificates while waiting for the ports costs nothing.
-    await makeCertificates(path.join(dir, 'tls'));
-    await waitForFreePorts(Math.min(lockWaitMs, 5 * 60_000));
-    await run('samba-tool', [
-      'domain',
-      'provision',
-      `--realm=${REALM}`,
-      `--domain=${DOMAIN}`,
-      '--server-role=dc',
-      '--dns-backend=NONE',
-      `--adminpass=${adminPassword}`,
-      '--use-rfc2307',
-      `--targetdir=${dir}`,
-      '--option=interfaces=lo',
-      '--option=bind interfaces only=yes',
-    ]);
-    mkdirSync(path.join(dir, 'run'));
+    dir = dcDir(adminPassword);
+    const template = `${dir}.template`;
+    rmSync(dir, { recursive: true, force: true });
+    if (existsSync(path.join(template, 'etc/smb.conf'))) {
+      // The run's provisioned domain, as it was before its first start (the provisioned paths name `dir`).
+      await run('cp', ['-a', template, dir]);
+      await waitForFreePorts(Math.min(lockWaitMs, 5 * 60_000));
+    } else {
+      mkdirSync(dir);
+      // Certificates while waiting for the ports costs nothing.
+      await makeCertificates(path.join(dir, 'tls'));
+      await waitForFreePorts(Math.min(lockWaitMs, 5 * 60_000));
+      await run('samba-tool', [
+        'domain',
+        'provision',
+        `--realm=${REALM}`,
+        `--domain=${DOMAIN}`,
+        '--server-role=dc',
+        '--dns-backend=NONE',
+        `--adminpass=${adminPassword}`,
+        '--use-rfc2307',
+        `--targetdir=${dir}`,
+        '--option=interfaces=lo',
+        '--option=bind interfaces only=yes',
+      ]);
+      mkdirSync(path.join(dir, 'run'));
+      rmSync(`${template}.part`, { recursive: true, force: true });
+      await run('cp', ['-a', dir, `${template}.part`]);
+      renameSync(`${template}.part`, template);
+    }
     child = await launchSamba(dir);
   } catch (err) {
     if (child) await stopChild(child);

@@ -107,6 +107,9 @@ export class ServiceUnderTest {
       // The suites point file connectors at temporary folders; the product default (a folder under the data
       // folder) stays strict. A suite can narrow it with its own env.
       Connectors__File__Roots: os.tmpdir(),
+      // Development test hook: request schemas compile when first used, not all ~140 at load (about 1 s of a
+      // start; docs/admin-api.md). The unit tests still compile every schema at load.
+      Validation__TestHooks__CompileOnFirstUse: 'true',
       ...this.env,
       ...extraEnv,
     };
@@ -139,7 +142,7 @@ export class ServiceUnderTest {
       } catch {
         // not listening yet
       }
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 50));
     }
   }
 

@@ -1,10 +1,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { portAnswers } from '../../lib/runtime/azurite';
 import { onFreePorts } from './ports';
-import { trackPid } from './processes';
+import { pidFile, trackPid } from './processes';
 
 /**
  * A private, throwaway OpenLDAP slapd for the tests (authentication's group lookup, the LDAP connector).
@@ -203,29 +203,66 @@ ou: groups
 `;
 }
 
+/** Slapd fixtures this suite (this module instance: jest loads modules once per test file) has started. */
+let started = 0;
+
+/** Where this test run keeps the certificates of fixtures (removed by globalTeardown, {@link removeCertificates}). */
+const certificatePrefix = () => `slapd-tls-${path.basename(pidFile())}-`;
+
+/**
+ * A self-signed certificate (CN=localhost, SAN localhost and 127.0.0.1) and its key into `tls`. Generating the
+ * RSA key is most of a fixture's start, so the test run keeps the ones it made: the nth slapd of every suite
+ * gets the run's nth certificate. Within a suite every slapd still has a certificate of its own (tests
+ * check that one server's CA does not trust another), and the first suite to need the nth one makes it in a
+ * directory of its own renamed into place.
+ */
+async function certificate(tls: string): Promise<void> {
+  const kept = path.join(os.tmpdir(), `${certificatePrefix()}${started++}`);
+  if (!existsSync(path.join(kept, 'cert.pem'))) {
+    const staging = mkdtempSync(path.join(os.tmpdir(), 'slapd-tls-staging-'));
+    try {
+      await run('openssl', [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+        '-keyout',
+        path.join(staging, 'key.pem'),
+        '-out',
+        path.join(staging, 'cert.pem'),
+      ]);
+      try {
+        renameSync(staging, kept);
+      } catch (err) {
+        // Another suite kept its nth certificate first: use that one.
+        if (!existsSync(path.join(kept, 'cert.pem'))) throw err;
+      }
+    } finally {
+      rmSync(staging, { recursive: true, force: true });
+    }
+  }
+  for (const f of ['key.pem', 'cert.pem']) copyFileSync(path.join(kept, f), path.join(tls, f));
+}
+
+/** Remove this test run's kept certificates (globalTeardown). */
+export function removeCertificates(): void {
+  for (const name of readdirSync(os.tmpdir())) if (name.startsWith(certificatePrefix())) rmSync(path.join(os.tmpdir(), name), { recursive: true, force: true });
+}
+
 export async function startSlapd(options: SlapdOptions = {}): Promise<Slapd> {
   const suffix = options.suffix ?? 'dc=example,dc=com';
   const rootDN = `cn=admin,${suffix}`;
   const rootPassword = options.rootPassword ?? 'secret';
   const dir = mkdtempSync(path.join(os.tmpdir(), 'slapd-'));
   for (const sub of ['slapd.d', 'data', 'accesslog', 'tls']) mkdirSync(path.join(dir, sub));
-  await run('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=localhost',
-    '-addext',
-    'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    '-keyout',
-    path.join(dir, 'tls/key.pem'),
-    '-out',
-    path.join(dir, 'tls/cert.pem'),
-  ]);
+  await certificate(path.join(dir, 'tls'));
   const hash = (await run('slappasswd', ['-s', rootPassword])).trim();
   writeFileSync(
     path.join(dir, 'config.ldif'),

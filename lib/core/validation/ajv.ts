@@ -2,12 +2,14 @@ import Ajv2020 from 'ajv/dist/2020';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Static, TSchema } from '@sinclair/typebox';
+import { SettingsReader } from '../config';
 import { AppError, type FieldError } from '../errors';
 
 /**
  * The one Ajv instance of the service (JSON Schema 2020-12, the dialect of OpenAPI 3.1). Every request schema is a TypeBox schema with an `$id`, added here
- * once at load (`defineSchema`) and compiled once; the OpenAPI document (lib/api/openapi.ts) is generated from
- * the same registered schemas, so validation and documentation cannot drift.
+ * once at load (`defineSchema`) and compiled once, at load (on first use with the Development test hook
+ * below); the OpenAPI document (lib/api/openapi.ts) is generated from the same registered schemas, so
+ * validation and documentation cannot drift.
  *
  * - `allErrors`: a 400 lists every offending field, not only the first.
  * - `useDefaults`: documented defaults (`priority: 100`, `isEnabled: true`...) are filled in by validation.
@@ -35,7 +37,24 @@ ajv.addKeyword({ keyword: 'x-summary', schemaType: 'string' });
 const registered = new Map<string, TSchema>();
 const compiled = new Map<string, ValidateFunction>();
 
-/** Register a schema (it must have an `$id`) with the one Ajv instance and compile it now. Returns the schema. */
+/**
+ * `Validation:TestHooks:CompileOnFirstUse` (TEST ONLY, honoured in Development only): a schema is registered at
+ * load but compiled when it first validates, so a test service that answers a handful of routes does not
+ * compile the ~140 schemas of the whole API at every start (about 0.7 s of CPU). Outside Development, or unset,
+ * every schema is compiled at load and a schema that does not compile stops the load.
+ */
+const compileOnFirstUse = (() => {
+  const settings = new SettingsReader();
+  return (
+    settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development' &&
+    settings.bool('Validation:TestHooks:CompileOnFirstUse', false)
+  );
+})();
+
+/**
+ * Register a schema (it must have an `$id`) with the one Ajv instance and compile it now (with the test hook
+ * above, when it first validates). Returns the schema.
+ */
 export function defineSchema<T extends TSchema>(schema: T): T {
   const id = schema.$id;
   if (!id) throw new Error('defineSchema: the schema needs an $id.');
@@ -44,16 +63,26 @@ export function defineSchema<T extends TSchema>(schema: T): T {
     return schema;
   }
   ajv.addSchema(schema);
-  let fn: ValidateFunction | undefined;
+  if (!compileOnFirstUse) compile(id);
+  registered.set(id, schema);
+  return schema;
+}
+
+/** Compile the added schema `id` (once). A schema that does not compile is removed again: the next define reports the same error. */
+function compile(id: string): ValidateFunction {
+  let fn = compiled.get(id);
+  if (fn) return fn;
   try {
     fn = ajv.getSchema(id);
   } finally {
-    // A schema that does not compile is not registered: the next define reports the same error again.
-    if (!fn) ajv.removeSchema(id);
+    if (!fn) {
+      ajv.removeSchema(id);
+      registered.delete(id);
+    }
   }
-  registered.set(id, schema);
-  compiled.set(id, fn!);
-  return schema;
+  if (!fn) throw new Error(`Ajv has no schema with $id '${id}'.`);
+  compiled.set(id, fn);
+  return fn;
 }
 
 /** Every schema registered so far, by `$id` (the OpenAPI generator reads these). */
@@ -85,7 +114,7 @@ export function schemaErrors(schema: TSchema, data: unknown, pathPrefix = ''): F
 
 function defineAndGet(schema: TSchema): ValidateFunction {
   defineSchema(schema);
-  return compiled.get(schema.$id!)!;
+  return compile(schema.$id!);
 }
 
 /**
