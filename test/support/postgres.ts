@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
+import { selfSignedLocalhost } from './certificates';
 import { onFreePorts } from './ports';
 import { pidFile, trackPid } from './processes';
 
@@ -125,23 +126,7 @@ export async function startPostgres(options: { password?: string; tls?: boolean 
   if (options.tls) {
     const cert = path.join(dir, 'server.crt');
     const key = path.join(dir, 'server.key');
-    await run('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ]);
+    await selfSignedLocalhost(key, cert);
     if (asRoot) {
       const { stdout } = await run('id', ['-u', 'postgres']);
       const { stdout: gid } = await run('id', ['-g', 'postgres']);

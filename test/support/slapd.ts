@@ -3,6 +3,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import os from 'node:os';
 import path from 'node:path';
 import { portAnswers } from '../../lib/runtime/azurite';
+import { selfSignedLocalhost } from './certificates';
 import { onFreePorts } from './ports';
 import { pidFile, trackPid } from './processes';
 
@@ -221,23 +222,7 @@ async function certificate(tls: string): Promise<void> {
   if (!existsSync(path.join(kept, 'cert.pem'))) {
     const staging = mkdtempSync(path.join(os.tmpdir(), 'slapd-tls-staging-'));
     try {
-      await run('openssl', [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-days',
-        '2',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
-        '-keyout',
-        path.join(staging, 'key.pem'),
-        '-out',
-        path.join(staging, 'cert.pem'),
-      ]);
+      await selfSignedLocalhost(path.join(staging, 'key.pem'), path.join(staging, 'cert.pem'));
       try {
         renameSync(staging, kept);
       } catch (err) {
