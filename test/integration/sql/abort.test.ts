@@ -143,10 +143,12 @@ describeWithServer('postgres')('SQL connector abort (PostgreSQL)', () => {
   });
   aborts('PostgreSQL', {
     server: () => pgServer(pg),
+    // The statement's text is read from a snapshot taken as the query starts, the wait event live: a backend that
+    // moved from BEGIN to the insert between the two shows BEGIN sleeping. So the text must show the sleep too.
     sleeping: async (f) =>
       (
         await pg.query<{ pid: number; query: string }>(
-          "SELECT pid, query FROM pg_stat_activity WHERE application_name = 'identity-sync' AND datname = $1 AND wait_event = 'PgSleep'",
+          "SELECT pid, query FROM pg_stat_activity WHERE application_name = 'identity-sync' AND datname = $1 AND wait_event = 'PgSleep' AND query LIKE '%pg_sleep(%'",
           [f.db],
         )
       ).map((r) => ({ id: r.pid, text: r.query })),

@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// The closing lines of a CI run, from jest's JSON summary: the counts, then each failed test by its full name
+// with the first lines of its failure (colour codes removed), so the end of the log says what failed and where.
+//   node scripts/ciFailures.js /tmp/jest.json
+'use strict';
+const fs = require('fs');
+
+const file = process.argv[2];
+if (!file || !fs.existsSync(file)) {
+  console.log('tests: no summary was written (jest did not finish)');
+  process.exit(0);
+}
+const r = JSON.parse(fs.readFileSync(file, 'utf8'));
+const plain = (s) => String(s).replace(/\u001b\[[0-9;]*m/g, '');
+const LINES = 12;
+for (const suite of r.testResults ?? []) {
+  const name = suite.name.replace(process.cwd() + '/', '');
+  const failed = (suite.assertionResults ?? []).filter((a) => a.status === 'failed');
+  if (suite.status === 'failed' && failed.length === 0) {
+    console.log(`\nFAILED ${name} (the suite itself)`);
+    console.log(plain(suite.message).split('\n').filter((l) => l.trim() && !/^\s+at /.test(l)).slice(0, LINES).join('\n'));
+  }
+  for (const a of failed) {
+    console.log(`\nFAILED ${name} › ${a.fullName}`);
+    console.log(plain((a.failureMessages ?? []).join('\n')).split('\n').filter((l) => l.trim() && !/^\s+at /.test(l)).slice(0, LINES).join('\n'));
+  }
+}
+console.log(`\ntests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`);
