@@ -18,11 +18,23 @@ for (const suite of r.testResults ?? []) {
   const failed = (suite.assertionResults ?? []).filter((a) => a.status === 'failed');
   if (suite.status === 'failed' && failed.length === 0) {
     console.log(`\nFAILED ${name} (the suite itself)`);
-    console.log(plain(suite.message).split('\n').filter((l) => l.trim() && !/^\s+at /.test(l)).slice(0, LINES).join('\n'));
+    console.log(
+      plain(suite.message)
+        .split('\n')
+        .filter((l) => l.trim() && !/^\s+at /.test(l))
+        .slice(0, LINES)
+        .join('\n'),
+    );
   }
   for (const a of failed) {
     console.log(`\nFAILED ${name} › ${a.fullName}`);
-    console.log(plain((a.failureMessages ?? []).join('\n')).split('\n').filter((l) => l.trim() && !/^\s+at /.test(l)).slice(0, LINES).join('\n'));
+    console.log(
+      plain((a.failureMessages ?? []).join('\n'))
+        .split('\n')
+        .filter((l) => l.trim() && !/^\s+at /.test(l))
+        .slice(0, LINES)
+        .join('\n'),
+    );
   }
 }
 console.log(`\ntests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`);
