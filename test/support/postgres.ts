@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
+import { placeOnce } from './placeOnce';
 import { selfSignedLocalhost } from './certificates';
 import { onFreePorts } from './ports';
 import { pidFile, trackPid } from './processes';
@@ -85,12 +86,7 @@ async function clusterTemplate(bin: string, asRoot: boolean): Promise<string> {
       '--no-sync',
     ];
     await (asRoot ? run('runuser', ['-u', 'postgres', '--', path.join(bin, 'initdb'), ...initdbArgs]) : run(path.join(bin, 'initdb'), initdbArgs));
-    try {
-      renameSync(data, template);
-    } catch (err) {
-      // Another fixture put its template in place first: use that one.
-      if (!existsSync(path.join(template, 'PG_VERSION'))) throw err;
-    }
+    placeOnce(data, template, 'PG_VERSION');
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }

@@ -1,8 +1,9 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { portAnswers } from '../../lib/runtime/azurite';
+import { placeOnce } from './placeOnce';
 import { selfSignedLocalhost } from './certificates';
 import { onFreePorts } from './ports';
 import { pidFile, trackPid } from './processes';
@@ -223,12 +224,7 @@ async function certificate(tls: string): Promise<void> {
     const staging = mkdtempSync(path.join(os.tmpdir(), 'slapd-tls-staging-'));
     try {
       await selfSignedLocalhost(path.join(staging, 'key.pem'), path.join(staging, 'cert.pem'));
-      try {
-        renameSync(staging, kept);
-      } catch (err) {
-        // Another suite kept its nth certificate first: use that one.
-        if (!existsSync(path.join(kept, 'cert.pem'))) throw err;
-      }
+      placeOnce(staging, kept, 'cert.pem');
     } finally {
       rmSync(staging, { recursive: true, force: true });
     }
