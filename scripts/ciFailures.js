@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The closing lines of a CI run, from jest's JSON summary: the counts, then each failed test by its full name
-// with the first lines of its failure (colour codes removed), so the end of the log says what failed and where.
+// The closing lines of a CI run, from jest's JSON summary: each failed test by its full name with the first lines
+// of its failure (colour codes and stack lines removed), then the counts, so the end of the log says what failed.
 //   node scripts/ciFailures.js /tmp/jest.json
 'use strict';
 const fs = require('fs');

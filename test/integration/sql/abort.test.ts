@@ -143,8 +143,9 @@ describeWithServer('postgres')('SQL connector abort (PostgreSQL)', () => {
   });
   aborts('PostgreSQL', {
     server: () => pgServer(pg),
-    // The statement's text is read from a snapshot taken as the query starts, the wait event live: a backend that
-    // moved from BEGIN to the insert between the two shows BEGIN sleeping. So the text must show the sleep too.
+    // pg_stat_activity copies each backend's statement text when this probe starts reading it, but reads the wait
+    // event live: a backend that moved from BEGIN to the insert in between shows BEGIN sleeping. So the text must
+    // show the sleep too.
     sleeping: async (f) =>
       (
         await pg.query<{ pid: number; query: string }>(
