@@ -1,5 +1,6 @@
 import type { SystemActor } from '../audit';
 import { engineNow } from '../core/clock';
+import { SettingsReader } from '../core/config';
 import { AppError } from '../core/errors';
 import { areaLog } from '../core/log';
 import { claimDueRow, readDuePointers, readDueRows, releaseDueRows, removeDueRows, writeDueChanges, type DueRow } from '../storage/dueInstants';
@@ -33,6 +34,18 @@ export const DUE_CLAIM_MS = 120_000;
 /** Rows read per tick; the rest wait for the next one. */
 const ROWS_PER_TICK = 2000;
 const IMPORT_PREFIX = 'import:';
+
+/**
+ * The due timer's schedule (NCRONTAB, seconds first): every 10 seconds, unless the test-only setting
+ * `DueChanges:TestHooks:IntervalSeconds` (1 to 10, honoured only when AZURE_FUNCTIONS_ENVIRONMENT is
+ * Development) makes it tick more often, so that an integration test sees a due export soon after it moves the
+ * engine clock. Read once, when the timer is registered.
+ */
+export function dueTimerSchedule(settings = new SettingsReader()): string {
+  const isDevelopment = settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development';
+  const seconds = isDevelopment ? settings.int('DueChanges:TestHooks:IntervalSeconds', 10, { min: 1, max: 10 }) : 10;
+  return `*/${seconds} * * * * *`;
+}
 
 export interface DueTickResult {
   /** Rows claimed by this process. */

@@ -139,7 +139,8 @@ describeWithServer('slapd')('dated changes: hires and leavers on their dates wit
   beforeAll(async () => {
     slapd = await startSlapd();
     writeFileSync(clockFile, '0');
-    rt = await startService({ env: { Testing__ClockOffsetFile: clockFile } });
+    // The due timer ticks every 2 s instead of 10 (a Development-only test hook): each test below waits for a tick.
+    rt = await startService({ env: { Testing__ClockOffsetFile: clockFile, DueChanges__TestHooks__IntervalSeconds: '2' } });
     f = await new SlapdFixture(slapd).init();
     admin = await f.client();
     writeCsv(hrDir, 'hr.csv', HR, [ann, bob, cy]);

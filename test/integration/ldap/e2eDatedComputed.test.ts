@@ -80,7 +80,8 @@ describeWithServer('slapd')('a computed attribute that reads now() flips on its 
   beforeAll(async () => {
     slapd = await startSlapd();
     writeFileSync(clockFile, '0');
-    a = await startService({ env: { Testing__ClockOffsetFile: clockFile, Engine__InstanceName: 'dated-a' } });
+    // The due timers tick every 2 s instead of 10 (a Development-only test hook): the hire date takes two ticks.
+    a = await startService({ env: { Testing__ClockOffsetFile: clockFile, Engine__InstanceName: 'dated-a', DueChanges__TestHooks__IntervalSeconds: '2' } });
     f = await new SlapdFixture(slapd).init();
     admin = await f.client();
     writeCsv(hrDir, 'hr.csv', HR, [dee, eve]);
@@ -133,7 +134,10 @@ describeWithServer('slapd')('a computed attribute that reads now() flips on its 
   });
 
   test('with a second process on the same storage, the hire date passes: one due export, the directory gets active once, no import', async () => {
-    b = await startService({ prefix: a.prefix, env: { Testing__ClockOffsetFile: clockFile, Engine__InstanceName: 'dated-b' } });
+    b = await startService({
+      prefix: a.prefix,
+      env: { Testing__ClockOffsetFile: clockFile, Engine__InstanceName: 'dated-b', DueChanges__TestHooks__IntervalSeconds: '2' },
+    });
     setClock(hireAt + 60_000);
     // Waits for the due export of the directory (both processes' timers tick), then for it to finish.
     let runId = '';
