@@ -95,7 +95,7 @@ export class CsSummaries implements ReadonlyMap<string, CsSummary> {
     const slot = this.slots.get(anchor);
     if (slot === undefined) return undefined;
     const f = this.flags[slot];
-    const meshId = f & MESH_BYTES ? uuidAt(this.meshIds, slot) : (this.odd.get(slot)?.meshId ?? null);
+    const meshId = this.meshIdAt(slot, f);
     const dn = this.dns[slot];
     return dn === undefined ? { meshId, deleted: (f & DELETED) !== 0 } : { meshId, dn, deleted: (f & DELETED) !== 0 };
   }
@@ -151,7 +151,7 @@ export class CsSummaries implements ReadonlyMap<string, CsSummary> {
     for (let i = 0; i < this.anchors.length; i++) {
       const f = this.flags[i];
       if (f & DELETED) continue;
-      const meshId = f & MESH_BYTES ? uuidAt(this.meshIds, i) : this.odd.get(i)?.meshId;
+      const meshId = this.meshIdAt(i, f);
       if (meshId) yield [this.anchors[i], meshId];
     }
   }
@@ -184,13 +184,18 @@ export class CsSummaries implements ReadonlyMap<string, CsSummary> {
     for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
   }
 
+  /** A slot's mesh id: packed when it is a UUID, else kept with the slot's odd values (`flags`: the slot's flags). */
+  private meshIdAt(slot: number, flags: number, odd = this.odd.get(slot)): string | null {
+    return flags & MESH_BYTES ? uuidAt(this.meshIds, slot) : (odd?.meshId ?? null);
+  }
+
   private at(slot: number): CsSummary {
     const f = this.flags[slot];
     const odd = this.odd.get(slot);
     const s: CsSummary = {
       hash: f & HASH_BYTES ? Buffer.from(this.hashes.buffer, this.hashes.byteOffset + slot * 32, 32).toString('base64url') : (odd?.hash ?? ''),
       rulesHash: this.rulesHashes[this.rules[slot]],
-      meshId: f & MESH_BYTES ? uuidAt(this.meshIds, slot) : (odd?.meshId ?? null),
+      meshId: this.meshIdAt(slot, f, odd),
       deleted: (f & DELETED) !== 0,
       exported: (f & EXPORTED) !== 0,
     };
