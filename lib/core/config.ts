@@ -45,6 +45,11 @@ export class SettingsReader {
     return this.raw(name) ?? fallback;
   }
 
+  /** Whether AZURE_FUNCTIONS_ENVIRONMENT is Development (any case): the only place test hooks are honoured. */
+  isDevelopment(): boolean {
+    return this.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development';
+  }
+
   requiredString(name: string, why: string): string {
     const v = this.raw(name);
     if (v === undefined) throw new ConfigError(name, `is required ${why}.`);

@@ -41,7 +41,7 @@ export function isInstanceId(value: string): boolean {
 
 export function readEngineConfig(settings = new SettingsReader()): EngineConfig {
   const id = (settings.string('WEBSITE_INSTANCE_ID') ?? (fallbackId ??= randomUUID())).toLowerCase();
-  const isDevelopment = settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development';
+  const isDevelopment = settings.isDevelopment();
   const name = settings.string('Engine:InstanceName', os.hostname()).trim();
   return {
     instanceId: id,

@@ -42,7 +42,7 @@ const IMPORT_PREFIX = 'import:';
  * engine clock. Read once, when the timer is registered.
  */
 export function dueTimerSchedule(settings = new SettingsReader()): string {
-  const isDevelopment = settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development';
+  const isDevelopment = settings.isDevelopment();
   const seconds = isDevelopment ? settings.int('DueChanges:TestHooks:IntervalSeconds', 10, { min: 1, max: 10 }) : 10;
   return `*/${seconds} * * * * *`;
 }

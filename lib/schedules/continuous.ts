@@ -103,7 +103,7 @@ export const RELOAD_MS = 10_000;
  * Development) shortens it, so that an integration test sees a reconciling delta within seconds of asking for one.
  */
 export function reconcileMinuteMs(settings = new SettingsReader()): number {
-  const isDevelopment = settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development';
+  const isDevelopment = settings.isDevelopment();
   return (isDevelopment ? settings.int('Continuous:TestHooks:ReconcileMinuteSeconds', 60, { min: 1, max: 60 }) : 60) * 1000;
 }
 

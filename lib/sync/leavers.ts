@@ -49,7 +49,7 @@ export const clockStart = (r: Pick<LeaverRecord, 'seenOn' | 'dueOn'>): string =>
  * Development) shortens it, so that an integration test sees a leaver turn late within seconds. Read once.
  */
 export function deadlineMinuteMs(settings = new SettingsReader()): number {
-  const isDevelopment = settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development';
+  const isDevelopment = settings.isDevelopment();
   return (isDevelopment ? settings.int('Leavers:TestHooks:DeadlineMinuteSeconds', 60, { min: 1, max: 60 }) : 60) * 1000;
 }
 

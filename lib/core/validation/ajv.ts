@@ -45,10 +45,7 @@ const compiled = new Map<string, ValidateFunction>();
  */
 const compileOnFirstUse = (() => {
   const settings = new SettingsReader();
-  return (
-    settings.string('AZURE_FUNCTIONS_ENVIRONMENT', 'Production').toLowerCase() === 'development' &&
-    settings.bool('Validation:TestHooks:CompileOnFirstUse', false)
-  );
+  return settings.isDevelopment() && settings.bool('Validation:TestHooks:CompileOnFirstUse', false);
 })();
 
 /**
