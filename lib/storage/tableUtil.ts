@@ -66,48 +66,75 @@ export async function submitBatched(
   actions: TransactionAction[],
   concurrency = 4,
 ): Promise<void> {
+  await submitBatchedLazy(
+    client,
+    actions,
+    (a) => String(a[1].partitionKey),
+    async (chunk) => chunk,
+    concurrency,
+  );
+}
+
+/**
+ * {@link submitBatched} of items whose actions are made only when their transaction is about to go: `partitionOf`
+ * gives an item's partition key, `build` the actions of a transaction's items (in their order). The first
+ * transactions go at once and the later ones are built while the storage works on those in flight, instead of
+ * every action being built (and serialized) before the first request. A transaction whose built actions pass
+ * the size limit is sent in parts.
+ */
+export async function submitBatchedLazy<T>(
+  client: TableClient | ((partitionKey: string) => Promise<TableClient>),
+  items: readonly T[],
+  partitionOf: (item: T) => string,
+  build: (items: T[]) => Promise<TransactionAction[]>,
+  concurrency = 4,
+): Promise<void> {
   const clientOf = typeof client === 'function' ? client : async () => client;
-  const byPk = new Map<string, TransactionAction[]>();
-  for (const a of actions) {
-    const pk = String(a[1].partitionKey);
+  const byPk = new Map<string, T[]>();
+  for (const item of items) {
+    const pk = partitionOf(item);
     const list = byPk.get(pk);
-    if (list) list.push(a);
-    else byPk.set(pk, [a]);
+    if (list) list.push(item);
+    else byPk.set(pk, [item]);
   }
-  const batches: TransactionAction[][] = [];
-  for (const list of byPk.values()) {
-    let cur: TransactionAction[] = [];
-    let bytes = 0;
-    for (const a of list) {
-      const size = approxSize(a[1]);
-      if (cur.length && (cur.length >= MAX_ACTIONS || bytes + size > MAX_BYTES)) {
-        batches.push(cur);
-        cur = [];
-        bytes = 0;
-      }
-      cur.push(a);
-      bytes += size;
-    }
-    if (cur.length) batches.push(cur);
-  }
+  const chunks: T[][] = [];
+  for (const list of byPk.values()) for (let i = 0; i < list.length; i += MAX_ACTIONS) chunks.push(list.slice(i, i + MAX_ACTIONS));
   let next = 0;
   const worker = async () => {
-    while (next < batches.length) {
-      const b = batches[next++];
-      const c = await clientOf(String(b[0][1].partitionKey));
-      try {
-        await submitTransaction(c, b);
-      } catch (err) {
-        const guessed = (a: TransactionAction) => a[0] === 'create' || (a[0] === 'update' && a[3] === undefined);
-        if (!((isStatus(err, 409) || isStatus(err, 404)) && b.some(guessed))) throw err;
-        await submitTransaction(
-          c,
-          b.map((a): TransactionAction => (guessed(a) ? ['upsert', a[1], 'Replace'] : a)),
-        );
+    while (next < chunks.length) {
+      const actions = await build(chunks[next++]);
+      if (!actions.length) continue;
+      const c = await clientOf(String(actions[0][1].partitionKey));
+      let cur: TransactionAction[] = [];
+      let bytes = 0;
+      for (const a of actions) {
+        const size = approxSize(a[1]);
+        if (cur.length && bytes + size > MAX_BYTES) {
+          await submitOrUpsert(c, cur);
+          cur = [];
+          bytes = 0;
+        }
+        cur.push(a);
+        bytes += size;
       }
+      await submitOrUpsert(c, cur);
     }
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(concurrency, chunks.length) }, worker));
+}
+
+/** One transaction; a `create` or an ETag-less `update` that guessed wrong sends it again with upserts (see submitBatched). */
+async function submitOrUpsert(c: TableClient, b: TransactionAction[]): Promise<void> {
+  try {
+    await submitTransaction(c, b);
+  } catch (err) {
+    const guessed = (a: TransactionAction) => a[0] === 'create' || (a[0] === 'update' && a[3] === undefined);
+    if (!((isStatus(err, 409) || isStatus(err, 404)) && b.some(guessed))) throw err;
+    await submitTransaction(
+      c,
+      b.map((a): TransactionAction => (guessed(a) ? ['upsert', a[1], 'Replace'] : a)),
+    );
+  }
 }
 
 function approxSize(e: Record<string, unknown>): number {

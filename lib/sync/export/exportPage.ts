@@ -197,6 +197,8 @@ export class StepWrites {
   private readonly links = new Map<string, { changes: LinkChange[]; now: string }>();
   private readonly docs = new Map<string, MeshObject>();
   private readonly retries: ExportRetry[] = [];
+  /** Anchors of queued rows that no row was found for (adds): written as inserts. */
+  private created = new Set<string>();
 
   constructor(
     private readonly info: RunInfo,
@@ -210,9 +212,17 @@ export class StepWrites {
   }
 
   /** Queue a page's rows and links (its copies of the objects: the link write starts from them). */
-  add(rows: readonly CsObject[], links: readonly LinkChange[], docs: readonly MeshObject[], now: string, retry: ExportRetry): MeshObject[] {
+  add(
+    rows: readonly CsObject[],
+    links: readonly LinkChange[],
+    docs: readonly MeshObject[],
+    now: string,
+    retry: ExportRetry,
+    created: ReadonlySet<string> = new Set(),
+  ): MeshObject[] {
     const cid = this.info.connectorId;
     this.rows.push(...rows);
+    for (const a of created) this.created.add(a);
     for (const d of docs) this.docs.set(d.id, d);
     for (const l of links) {
       const e = this.links.get(l.id);
@@ -246,9 +256,11 @@ export class StepWrites {
     const rows = this.rows;
     const links = new Map(this.links);
     const retries = this.retries.splice(0);
+    const created = this.created;
     this.rows = [];
+    this.created = new Set();
     this.links.clear();
-    await writeCsObjects(cid, rows);
+    await writeCsObjects(cid, rows, insertsOf(created));
     const [upserts] = await Promise.all([
       links.size ? patchMeshLinks(links.keys(), linkPatch(cid, links), cid, knownRow(this.info.runId, this.docs)) : [],
       ...retries.map((r) => r.commit()),
@@ -257,6 +269,15 @@ export class StepWrites {
     for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));
     noteWritten(this.info.runId, upserts);
   }
+}
+
+/**
+ * The `known` of writeCsObjects for a page's rows: the rows of adds that found no row are inserts (Azurite looks
+ * for the row once instead of twice), the rest upserts. An insert that meets a row after all (a replayed add
+ * whose row a stopped run wrote) goes again as an upsert (submitBatched).
+ */
+function insertsOf(created: ReadonlySet<string>): ((anchor: string) => boolean | undefined) | undefined {
+  return created.size ? (anchor) => (created.has(anchor) ? false : undefined) : undefined;
 }
 
 export async function exportDocs(
@@ -390,6 +411,8 @@ export async function exportDocs(
   const failedIds: string[] = [];
   const changedIds: string[] = [];
   const addedIds: string[] = [];
+  /** Anchors of rows this page makes (an add with no row before): written as inserts, cheaper than upserts. */
+  const created = new Set<string>();
   results.forEach((r, i) => {
     const c = changes[i];
     if (r.status === 'success' && r.notes) notes.push(...r.notes);
@@ -436,7 +459,10 @@ export async function exportDocs(
       exportedOn: now,
       updatedOn: now,
     };
-    if (c.change.kind === 'add') row.provisioned = true;
+    if (c.change.kind === 'add') {
+      row.provisioned = true;
+      if (!c.prev) created.add(r.anchor);
+    }
     retry.succeeded(c.doc, row);
     if (c.tag === 'disable')
       row.deprovisioned = { state: 'disabled', reason: 'condition', at: now, written: c.disabled!.written, previous: c.disabled!.previous };
@@ -463,7 +489,7 @@ export async function exportDocs(
   }
   // The target's rows first, then the links: a stop in between leaves rows naming their mesh objects, which the
   // next export's take-over recognises as its own (a link with no row would leave the object unnamed there).
-  if (!writes) await writeCsObjects(cid, csRows);
+  if (!writes) await writeCsObjects(cid, csRows, insertsOf(created));
   // For a second pass of an incremental export: the objects that name a moved one, and those with related
   // objects not in the target yet (not when the target's call was interrupted: the step ends or fails).
   const again = interrupted === undefined ? [...loaded.relations.missingIn] : [];
@@ -503,7 +529,7 @@ export async function exportDocs(
       : undefined,
   ]);
   if (writes) {
-    writes.add(csRows, links, docs, now, retry);
+    writes.add(csRows, links, docs, now, retry, created);
     if (writes.full) await writes.flush();
   } else {
     for (const d of upserts) if (waitingDocs.has(d.id)) waitingDocs.set(d.id, encodeMeshObject(d));

@@ -1,7 +1,8 @@
 import { newestRunToken } from '../../storage/runs';
-import { decodeKey, listEntities, odata, table } from '../../storage/tables';
+import { decodeKey, listEntities, table } from '../../storage/tables';
 import { getJson, mapLimit } from '../../storage/tableUtil';
 import { csObjectIdOf } from './csIds';
+import { csTableRanges } from './connectorSpace';
 import type { AttributeValue } from '../../connectors/sdk';
 import type { ExportError, PendingExport } from '../model';
 import { loadStagedAdds } from '../export/stagedAdds';
@@ -84,8 +85,6 @@ const MAX_CONNECTORS = 8;
 const RUN_CHECK_MS = 250;
 /** Rows whose Timestamp is this close before the last read are read again (clock of the storage vs ours). */
 const OVERLAP_MS = 5_000;
-const BUCKETS = '0123456789abcdef'.split('');
-const partitions = (connectorId: string) => BUCKETS.flatMap((b) => [0, 1, 2, 3].map((i) => `${connectorId}_${b}${i}`));
 
 function pendingOf(p: PendingExport | undefined, fallbackOn: string): SpaceEntry['pendingExport'] {
   if (!p) return null;
@@ -260,9 +259,9 @@ class ConnectorSpaceIndex {
     const started = Date.now();
     const since = this.readAt ? new Date(this.readAt - OVERLAP_MS).toISOString() : null;
     let changed = false;
-    await mapLimit(partitions(this.connectorId), 4, async (pk) => {
-      const filter = `PartitionKey eq ${odata(pk)}` + (since ? ` and Timestamp ge datetime'${since}'` : '');
-      const it = listEntities<Record<string, unknown>>(await table('ConnectorSpace' + pk.slice(-2, -1)), { queryOptions: { filter, select: SELECT } });
+    await mapLimit(csTableRanges(this.connectorId), 4, async (range) => {
+      const filter = since ? `${range.filter} and Timestamp ge datetime'${since}'` : range.filter;
+      const it = listEntities<Record<string, unknown>>(await table(range.table), { queryOptions: { filter, select: SELECT } });
       for await (const row of it) {
         this.put(decodeKey(String(row.rowKey)), entryOfRow(this.connectorId, row));
         changed = true;
