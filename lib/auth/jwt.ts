@@ -1,3 +1,4 @@
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import jwt, { type JwtPayload } from 'jsonwebtoken';
 import { JwksClient } from 'jwks-rsa';
 import { ConfigError } from '../core/config';
@@ -59,7 +60,8 @@ const SETTING = 'Authentication:Jwt:Authority';
  */
 export class JwtValidator {
   private metadata: Metadata | undefined;
-  private keys = new Map<string, string>();
+  /** Parsed once per fetch (a PEM given to each verify is parsed again for every token). */
+  private keys = new Map<string, KeyObject | string>();
   private refetches: number[] = [];
   private inflight: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -176,8 +178,8 @@ export class JwtValidator {
     const metadata = await this.fetchMetadata();
     const client = new JwksClient({ jwksUri: metadata.jwksUri, cache: false, rateLimit: false, timeout: this.config.httpTimeoutSeconds * 1000 });
     const signingKeys = await client.getSigningKeys();
-    const keys = new Map<string, string>();
-    for (const k of signingKeys) keys.set(k.kid, k.getPublicKey());
+    const keys = new Map<string, KeyObject | string>();
+    for (const k of signingKeys) keys.set(k.kid, publicKeyOf(k.getPublicKey()));
     if (!keys.size) throw new Error('the JWKS holds no signing keys');
     const added = [...keys.keys()].filter((k) => !this.keys.has(k));
     this.metadata = metadata;
@@ -221,4 +223,13 @@ function mapVerifyError(err: unknown): TokenRejectedError {
   if (/invalid signature/.test(msg)) return new TokenRejectedError('SecurityTokenInvalidSignature', 'The token signature is invalid.');
   if (/algorithm/.test(msg)) return new TokenRejectedError('SecurityTokenInvalidAlgorithm', 'The token algorithm does not match the signing key.');
   return new TokenRejectedError('SecurityTokenMalformed', 'The token could not be validated.');
+}
+
+/** The key as a KeyObject; a PEM Node cannot parse stays a PEM (verify then rejects the tokens it signs, as before). */
+function publicKeyOf(pem: string): KeyObject | string {
+  try {
+    return createPublicKey(pem);
+  } catch {
+    return pem;
+  }
 }

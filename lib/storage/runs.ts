@@ -17,7 +17,8 @@ import { createEntity, deleteEntity, getEntity, isStatus, listEntities, odata, s
  * - `all` / `<runKey>` and `i_<instanceId>` / `<runKey>`: copies of the run for the history without a
  *   connector filter and for the per-instance history. Copies are written after the primary with Merge, so a
  *   copy only ever lags by the write in flight.
- * - `id` / `<runId>`: pointer `{ connectorId, runKey }`, so `getRun(id)` is two point reads.
+ * - `id` / `<runId>`: pointer `{ connectorId, runKey }`, so `getRun(id)` is two point reads, and one once this
+ *   process has read or written the pointer (it never changes, so it is kept).
  *
  * `listRuns` counts exactly: Table Storage has no COUNT, so it reads the one chosen partition (connector,
  * instance or all, newest first, status filtered server-side) and keeps only the requested window.
@@ -341,10 +342,26 @@ interface Pointer {
   runKey: string;
 }
 
+/**
+ * Pointers read or written by this process. A run's pointer never changes (its connector and row key are fixed
+ * when it is created), so a read of an active run, which a client polls, costs one storage request, not two. A
+ * pointer whose run row is gone still reads as "no such run": every reader of the run row answers its 404.
+ */
+const pointers = new Map<string, Pointer>();
+const POINTERS_KEPT = 2000;
+
+function keepPointer(runId: string, p: Pointer): Pointer {
+  if (pointers.size >= POINTERS_KEPT) pointers.delete(pointers.keys().next().value!);
+  pointers.set(runId, p);
+  return p;
+}
+
 async function pointer(client: TableClient, runId: string): Promise<Pointer | null> {
+  const known = pointers.get(runId);
+  if (known) return known;
   try {
     const p = await getEntity<{ connectorId: string; runKey: string }>(client, ID_PK, runId);
-    return { connectorId: p.connectorId, runKey: p.runKey };
+    return keepPointer(runId, { connectorId: p.connectorId, runKey: p.runKey });
   } catch (err) {
     if (isStatus(err, 404)) return null;
     throw err;
@@ -437,8 +454,8 @@ export async function createRun(input: CreateRunInput): Promise<StoredRun> {
     if (isStatus(err, 409)) throw new AppError('conflict', 'A run of this connector is already Running, Queued or AwaitingApproval.');
     throw err;
   }
-  for (const cp of copyPartitions(run)) await upsertEntity(client, toEntity(cp, run, key), 'Replace');
-  const stored = await readPrimary(client, { connectorId: run.connectorId, runKey: key });
+  await Promise.all(copyPartitions(run).map((cp) => upsertEntity(client, toEntity(cp, run, key), 'Replace')));
+  const stored = await readPrimary(client, keepPointer(runId, { connectorId: run.connectorId, runKey: key }));
   return stored!;
 }
 
@@ -475,14 +492,17 @@ function patchEntity(pk: string, key: string, patch: RunProgress & { completedAt
 
 /** Apply a patch to the run's history copies; a copy whose first write was interrupted is written whole. */
 async function mergeCopies(client: TableClient, run: Run, key: string, patch: Parameters<typeof patchEntity>[2]): Promise<void> {
-  for (const cp of copyPartitions(run)) {
-    try {
-      await updateEntity(client, patchEntity(cp, key, patch), 'Merge');
-    } catch (err) {
-      if (!isStatus(err, 404)) throw err;
-      await upsertEntity(client, toEntity(cp, run, key), 'Replace');
-    }
-  }
+  // The copies are rows of their own (history, the instance's history): written at the same time.
+  await Promise.all(
+    copyPartitions(run).map(async (cp) => {
+      try {
+        await updateEntity(client, patchEntity(cp, key, patch), 'Merge');
+      } catch (err) {
+        if (!isStatus(err, 404)) throw err;
+        await upsertEntity(client, toEntity(cp, run, key), 'Replace');
+      }
+    }),
+  );
 }
 
 async function mustPointer(client: TableClient, runId: string): Promise<Pointer> {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { TableEntityResult, TransactionAction } from '@azure/data-tables';
 import { decodeKey, encodeKey, getEntity, isStatus, listEntities, odata, table, updateEntity } from '../../storage/tables';
 import type { CsObject } from '../model';
@@ -39,7 +39,7 @@ const csTable = (pk: string) => table(TABLE + pk.slice(-2, -1));
  * table: Azurite finds the row a write targets by scanning its partition).
  */
 export function csPartition(connectorId: string, anchor: string): string {
-  const h = createHash('md5').update(anchor).digest();
+  const h = hash('md5', anchor, 'buffer');
   return `${connectorId}_${BUCKETS[h[0] >> 4]}${h[0] & 3}`;
 }
 const partitions = (connectorId: string) => BUCKETS.flatMap((b) => [0, 1, 2, 3].map((i) => `${connectorId}_${b}${i}`));
