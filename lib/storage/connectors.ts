@@ -152,7 +152,9 @@ export async function insertConnector(c: Omit<StoredConnector, 'etag' | 'state' 
 
 /**
  * Replace name, config and secrets, ETag-checked against `current`. A changed name is claimed first
- * (`pendingName` marks the claim as live while the rename is under way), the old claim released last.
+ * (`pendingName` marks the claim as live while the rename is under way), the old claim released last. A row that
+ * moved only in the fields runs write (`status`, `lastSync`: a run of the connector ended meanwhile) is written
+ * over as it is now; any other change since `current` is a 409.
  */
 export async function replaceConnector(
   current: StoredConnector,
@@ -160,14 +162,13 @@ export async function replaceConnector(
 ): Promise<StoredConnector> {
   const client = await table(TABLE);
   const renamed = next.name.toLowerCase() !== current.name.toLowerCase();
-  let etag = current.etag;
+  let found = current;
   if (renamed) {
-    etag = await mergeChecked(client, current.id, { pendingName: next.name }, etag);
+    found = await mergeChecked(client, current, { pendingName: next.name });
     await claimName(next.name, current.id);
   }
-  const entity = toEntity({ ...current, ...next, pendingName: null, state: 'ready' });
   try {
-    await updateEntity(client, entity, 'Replace', { etag });
+    await despiteRuns(found, (row) => updateEntity(client, toEntity({ ...row, ...next, pendingName: null, state: 'ready' }), 'Replace', { etag: row.etag }));
   } catch (err) {
     if (renamed) await releaseName(next.name, current.id);
     if (isStatus(err, 412)) throw conflict('The connector was changed by another request; read it again and retry.');
@@ -176,6 +177,31 @@ export async function replaceConnector(
   }
   if (renamed) await releaseName(current.name, current.id);
   return (await readConnectorRow(current.id))!;
+}
+
+/**
+ * `write(row)`, conditional on `row.etag`, made again on the row as it is now when the ETag moved only because a
+ * run of the connector ended meanwhile (it merges `status` and `lastSync`): that is no configuration change, so
+ * the caller's write is not refused for it, and what the run wrote is kept. Any other change: the 412 is thrown.
+ */
+async function despiteRuns<T>(expected: StoredConnector, write: (row: StoredConnector) => Promise<T>): Promise<T> {
+  let row = expected;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await write(row);
+    } catch (err) {
+      const now = isStatus(err, 412) && attempt < 5 ? await readConnectorRow(expected.id) : null;
+      if (!now || !sameConfiguration(now, row)) throw err;
+      row = now;
+    }
+  }
+}
+
+/** Whether two reads of a row differ at most in the fields runs write (`status`, `lastSync`) and the ETag. */
+function sameConfiguration(a: StoredConnector, b: StoredConnector): boolean {
+  const { status: _s1, lastSync: _l1, etag: _e1, ...restA } = a;
+  const { status: _s2, lastSync: _l2, etag: _e2, ...restB } = b;
+  return JSON.stringify(restA) === JSON.stringify(restB);
 }
 
 /** Merge run-related fields (the engine sets `status` and `lastSync`). */
@@ -190,7 +216,7 @@ export async function setConnectorRunState(id: string, fields: { status?: Connec
 /** Mark the connector `deleting` (ETag-checked): from now on it is a 404 to readers. */
 export async function markConnectorDeleting(current: StoredConnector): Promise<void> {
   const client = await table(TABLE);
-  await mergeChecked(client, current.id, { state: 'deleting' }, current.etag);
+  await mergeChecked(client, current, { state: 'deleting' });
 }
 
 /** Undo {@link markConnectorDeleting}: the connector is `ready` again (a configuration import that is undone). */
@@ -214,13 +240,19 @@ export async function removeConnectorRow(id: string): Promise<void> {
   }
 }
 
-async function mergeChecked(client: TableClient, id: string, fields: Record<string, unknown>, etag: string): Promise<string> {
+async function mergeChecked(
+  client: TableClient,
+  current: StoredConnector,
+  fields: Partial<Pick<StoredConnector, 'pendingName' | 'state'>>,
+): Promise<StoredConnector> {
   try {
-    const r = await updateEntity(client, { partitionKey: PK, rowKey: id, ...fields }, 'Merge', { etag });
-    return r.etag ?? (await readConnectorRow(id))!.etag;
+    return await despiteRuns(current, async (row) => {
+      const r = await updateEntity(client, { partitionKey: PK, rowKey: row.id, ...fields }, 'Merge', { etag: row.etag });
+      return r.etag ? { ...row, ...fields, etag: r.etag } : (await readConnectorRow(row.id))!;
+    });
   } catch (err) {
     if (isStatus(err, 412)) throw conflict('The connector was changed by another request; read it again and retry.');
-    if (isStatus(err, 404)) throw notFound(`Connector '${id}' does not exist.`);
+    if (isStatus(err, 404)) throw notFound(`Connector '${current.id}' does not exist.`);
     throw err;
   }
 }
