@@ -289,7 +289,12 @@ async function textOf(page: Page, testId: string, re: RegExp): Promise<string> {
     await page.reload();
     const schedules = page.getByRole('table', { name: 'Schedules' });
     await schedules.getByRole('cell', { name: 'Europe/Paris' }).waitFor();
+    // The schedule's page reads its runs once: it opens after the run now was answered (else it may read none).
+    const ranNow = page.waitForResponse(
+      (r) => r.request().method() === 'POST' && new URL(r.url()).pathname.endsWith(`/schedules/${created.body.scheduleId}/run`),
+    );
     await schedules.getByRole('button', { name: 'Run now' }).click();
+    expect((await ranNow).status()).toBe(202);
     await schedules.getByRole('link', { name: 'nightly HR' }).click();
     await page.waitForURL(new RegExp(`/console/schedules/${created.body.scheduleId}$`));
     const scheduleRuns = page.getByRole('table', { name: 'Schedule runs' });
