@@ -47,10 +47,11 @@ const peakRssMB = (pid) => statusMB(pid, 'VmHWM');
 /** Resident set now (VmRSS) of a process in MB, or null when /proc does not have it. */
 const rssMB = (pid) => statusMB(pid, 'VmRSS');
 
-/** CPU seconds (user + system) a process has used so far, from /proc; null when not available. */
-function cpuSeconds(pid) {
+/** CPU seconds (user + system) a process (or one of its threads) has used so far, from /proc; null when not available. */
+function cpuSeconds(pid, tid) {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // With a thread id: that thread alone (/proc/<pid>/task/<tid>/stat has the same fields).
+    const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
     // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
     const f = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
     return (Number(f[11]) + Number(f[12])) / 100;
@@ -331,7 +332,7 @@ async function startService(o = {}) {
   /** POSTs `body` to `route` (a run starts: 202 with runId) and polls the run until it ends (see runImport). */
   const runOp = async (route, body, label) => {
     const t = performance.now();
-    const c0 = { service: cpuSeconds(child.pid), azurite: cpuSeconds(tablePid), steal: stealSeconds() };
+    const c0 = { service: cpuSeconds(child.pid), main: cpuSeconds(child.pid, child.pid), azurite: cpuSeconds(tablePid), steal: stealSeconds() };
     const started = await must(call('POST', route, body), 202);
     for (;;) {
       if (child.exitCode !== null) throw new Error(`service exited during the ${label}:\n${logs.slice(-4000)}`);
@@ -340,6 +341,9 @@ async function startService(o = {}) {
         const used = (now, before) => (now === null || before === null ? null : +(now - before).toFixed(1));
         const cpu = {
           serviceCpuSeconds: used(cpuSeconds(child.pid), c0.service),
+          // Its main thread (the JavaScript); the rest of serviceCpuSeconds is V8's helper threads (optimizing
+          // compiles, parallel and concurrent garbage collection) and libuv's.
+          serviceMainThreadCpuSeconds: used(cpuSeconds(child.pid, child.pid), c0.main),
           azuriteCpuSeconds: used(cpuSeconds(tablePid), c0.azurite),
           stealSeconds: used(stealSeconds(), c0.steal),
           load: os.loadavg()[0],
@@ -351,8 +355,8 @@ async function startService(o = {}) {
   };
   /**
    * Triggers an import and polls the run until it is neither Queued nor Running. `seconds` is trigger to end;
-   * `cpu` holds the CPU seconds the service and the Azurite table process used meanwhile, the CPU seconds the
-   * hypervisor stole from the machine meanwhile (all CPUs), and the 1-min load.
+   * `cpu` holds the CPU seconds the service (and its main thread alone) and the Azurite table process used
+   * meanwhile, the CPU seconds the hypervisor stole from the machine meanwhile (all CPUs), and the 1-min load.
    */
   const runImport = (connectorId, runType) => runOp(`connectors/${connectorId}/import`, { runType }, runType);
   /** An export run of the connector, measured as {@link runImport}. */

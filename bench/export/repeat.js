@@ -77,6 +77,8 @@ async function main() {
               ratio: q.ratio,
               completed: q.completed,
               targetRight: q.targetRight,
+              // The export's CPU: the service (its main thread apart), Azurite, the target.
+              cpu: r.exports?.[t]?.cpu,
             },
           ];
         }),
