@@ -13,6 +13,9 @@ import { SettingsReader } from '../core/config';
  *   its live data (948 MB peak RSS for a 100,000-object import whose live heap was ~250 MB). 50 costs about
  *   10 % more CPU in collections; 30 took another 20 MB off the 100k directory import's peak (536 -> 517 MB)
  *   for no measurable wall time. See docs/sync-engine.md (memory).
+ * - `Engine:HeapFloorMB`: while the live heap is small, the percent above is raised so the heap may grow to this
+ *   size (at most 4x the live data) before a full collection (default 128; 0: the percent alone). A 60 MB heap
+ *   otherwise ran 2-3 full collections a second during an export (lib/instances/heapGrowth.ts).
  * - `Engine:TestHooks:RenamePauseMs`: TEST ONLY, honoured in Development only: the rename cascade sleeps this
  *   long after its journal row, name claim and instance row are written, so a test can kill the process in
  *   the middle of a rename.
@@ -26,6 +29,7 @@ export interface EngineConfig {
   offlineAfterSeconds: number;
   renamePauseMs: number;
   heapGrowingPercent: number;
+  heapFloorMB: number;
 }
 
 let fallbackId: string | undefined;
@@ -39,8 +43,16 @@ export function isInstanceId(value: string): boolean {
   return INSTANCE_ID.test(value);
 }
 
+/**
+ * This process's instance id alone (lower-cased). Read on every run read and trigger, so it reads one setting, not
+ * the whole section: an unset setting costs a scan of the environment for another spelling of its name.
+ */
+export function readInstanceId(settings = new SettingsReader()): string {
+  return (settings.string('WEBSITE_INSTANCE_ID') ?? (fallbackId ??= randomUUID())).toLowerCase();
+}
+
 export function readEngineConfig(settings = new SettingsReader()): EngineConfig {
-  const id = (settings.string('WEBSITE_INSTANCE_ID') ?? (fallbackId ??= randomUUID())).toLowerCase();
+  const id = readInstanceId(settings);
   const isDevelopment = settings.isDevelopment();
   const name = settings.string('Engine:InstanceName', os.hostname()).trim();
   return {
@@ -49,6 +61,7 @@ export function readEngineConfig(settings = new SettingsReader()): EngineConfig 
     heartbeatSeconds: settings.int('Engine:HeartbeatSeconds', 15, { min: 1, max: 3600 }),
     offlineAfterSeconds: settings.int('Engine:OfflineAfterSeconds', 60, { min: 2, max: 86400 }),
     heapGrowingPercent: settings.int('Engine:HeapGrowingPercent', 30, { min: 0, max: 1000 }),
+    heapFloorMB: settings.int('Engine:HeapFloorMB', 128, { min: 0, max: 65_536 }),
     renamePauseMs: isDevelopment ? settings.int('Engine:TestHooks:RenamePauseMs', 0, { min: 0, max: 600_000 }) : 0,
   };
 }

@@ -1,4 +1,4 @@
-import { setFlagsFromString } from 'node:v8';
+import { startHeapGrowth, stopHeapGrowth } from './heapGrowth';
 import { conflict, notFound } from '../core/errors';
 import type { ServiceStep } from '../core/service';
 import { deleteAssignment, listAssignments } from '../storage/assignments';
@@ -17,7 +17,7 @@ import {
   updateInstance,
   type InstanceRecord,
 } from '../storage/instances';
-import { readEngineConfig, type EngineConfig } from './config';
+import { readEngineConfig, readInstanceId, type EngineConfig } from './config';
 import { claimNameFor, recoverRename, recoverRenames, renameInstance } from './rename';
 import { effectiveStatus, type InstanceStatus } from './status';
 import { areaLog } from '../core/log';
@@ -105,7 +105,7 @@ export async function isPaused(instanceId: string): Promise<boolean> {
 
 /** This process's engine instance id (`WEBSITE_INSTANCE_ID`). */
 export function currentInstanceId(): string {
-  return readEngineConfig().instanceId;
+  return readInstanceId();
 }
 
 /** Pause or resume. Idempotent: setting the state it already has changes nothing. Returns the instance. */
@@ -231,7 +231,7 @@ function schedule(cfg: EngineConfig): void {
 export async function startEngineInstance(): Promise<void> {
   const cfg = readEngineConfig();
   // Read by V8 at every full collection, so setting it at start takes effect for the whole life of the process.
-  if (cfg.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${cfg.heapGrowingPercent}`);
+  startHeapGrowth(cfg.heapGrowingPercent, cfg.heapFloorMB);
   for (const r of await recoverRenames(cfg.instanceId)) log.warn(`Engine instance ${r.instanceId}: interrupted rename recovered (${r.action}).`);
   await sweepRemovedInstances();
   await registerInstance(cfg);
@@ -239,6 +239,7 @@ export async function startEngineInstance(): Promise<void> {
 }
 
 export async function stopEngineInstance(): Promise<void> {
+  stopHeapGrowth();
   if (timer) clearTimeout(timer);
   timer = undefined;
   await beating;
