@@ -14,8 +14,8 @@ import { SettingsReader } from '../core/config';
  *   10 % more CPU in collections; 30 took another 20 MB off the 100k directory import's peak (536 -> 517 MB)
  *   for no measurable wall time. See docs/sync-engine.md (memory).
  * - `Engine:HeapFloorMB`: while the live heap is small, the percent above is raised so the heap may grow to this
- *   size (at most 4x the live data) before a full collection (default 128; 0: the percent alone). A 60 MB heap
- *   otherwise ran 2-3 full collections a second during an export (lib/instances/heapGrowth.ts).
+ *   size (at most 4x the live data) before a full collection (default 128; 0: the percent alone). A 50-75 MB heap
+ *   otherwise ran three full collections in a 4-second export (lib/instances/heapGrowth.ts).
  * - `Engine:TestHooks:RenamePauseMs`: TEST ONLY, honoured in Development only: the rename cascade sleeps this
  *   long after its journal row, name claim and instance row are written, so a test can kill the process in
  *   the middle of a rename.
