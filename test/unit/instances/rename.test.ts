@@ -37,6 +37,7 @@ const cfg = (name: string, id = randomUUID()): EngineConfig => ({
   offlineAfterSeconds: 60,
   renamePauseMs: 0,
   heapGrowingPercent: 0,
+  heapFloorMB: 0,
 });
 const uniq = () => randomUUID().slice(0, 8);
 
