@@ -183,7 +183,9 @@ export interface ExportPageOptions {
  * The connector-space rows and link changes of a step's pages, written once when the step ends (or stops)
  * instead of after each page: a page's rows span the 64 connector-space and the 64 mesh partitions, so every
  * page costs a transaction per partition, however few rows it has (the first levels of an org chart are pages
- * of 1, 10 and 100 objects). Meanwhile this process's views show them, as they would after a write: the
+ * of 1, 10 and 100 objects). The pages' records (their changes, the marks, the second pass's lists) are written
+ * while the next pages run, and the step's end waits for them too ({@link StepWrites.behind}).
+ * Meanwhile this process's views show them, as they would after a write: the
  * connector-space summaries (the step's failure drops them) and the run's copies of the objects (the next
  * page's references resolve to the objects just added). Only for a run whose objects this process keeps
  * (lib/sync/export/exportRun.ts); otherwise each page writes its own, as a page read from storage needs.
@@ -206,9 +208,30 @@ export class StepWrites {
     private readonly max = 12_800,
   ) {}
 
+  /** Writes of the pages' records under way (see {@link behind}), and the first of them that failed. */
+  private readonly records: Promise<void>[] = [];
+  private failure: { err: unknown } | undefined;
+
   /** Whether the step has rows or links not written yet. */
   get pending(): boolean {
-    return this.rows.length > 0 || this.links.size > 0 || this.retries.length > 0;
+    return this.rows.length > 0 || this.links.size > 0 || this.retries.length > 0 || this.records.length > 0;
+  }
+
+  /**
+   * A page's records (its changes, the second pass's lists, the objects the next export looks at again): they
+   * name no row of the target and wait for nothing of theirs, so they are written while the next pages run,
+   * and {@link flush} waits for them. A failure is kept and thrown by the flush (the step fails and runs again).
+   */
+  behind(write: Promise<unknown>): undefined {
+    this.records.push(
+      write.then(
+        () => undefined,
+        (err: unknown) => {
+          this.failure ??= { err };
+        },
+      ),
+    );
+    return undefined;
   }
 
   /** Queue a page's rows and links (its copies of the objects: the link write starts from them). */
@@ -252,6 +275,16 @@ export class StepWrites {
   /** Write what is queued: the rows first, then the links (as a page does), then the staged adds that went. */
   async flush(): Promise<void> {
     if (!this.pending) return;
+    // The pages' records, then the rows and links (written even when a record failed: what the target holds is
+    // recorded), then the record's failure fails the step.
+    if (this.records.length) await Promise.all(this.records.splice(0));
+    await this.writeRows();
+    const failure = this.failure;
+    this.failure = undefined;
+    if (failure) throw failure.err;
+  }
+
+  private async writeRows(): Promise<void> {
     const cid = this.info.connectorId;
     const rows = this.rows;
     const links = new Map(this.links);
@@ -501,9 +534,7 @@ export async function exportDocs(
   // Beside the links, what names no row of the target and waits for nothing of theirs, written at the same time:
   // the staged adds that went, the objects the next export looks at again, the page's recorded changes and the
   // second pass's list.
-  const [upserts] = await Promise.all([
-    writes ? [] : commitLinks(cid, links, now, knownRow(info.runId, new Map(docs.map((d) => [d.id, d])))),
-    writes ? undefined : retry.commit(),
+  const records = Promise.all([
     // A change the target refused is looked at again by the next export (an incremental one would not see it),
     // and so is an object whose reference named one not in the target yet (an owed reference: the first export
     // that finds the referenced object there writes it).
@@ -527,6 +558,13 @@ export async function exportDocs(
           info.planRunId ? movedFrom : [],
         )
       : undefined,
+  ]);
+  // With the step's writes, the records go on while the next page is planned and applied: the step's end waits
+  // for them (StepWrites.flush), as it waits for the rows and links.
+  const [upserts] = await Promise.all([
+    writes ? [] : commitLinks(cid, links, now, knownRow(info.runId, new Map(docs.map((d) => [d.id, d])))),
+    writes ? undefined : retry.commit(),
+    writes ? writes.behind(records) : records,
   ]);
   if (writes) {
     writes.add(csRows, links, docs, now, retry, created);
