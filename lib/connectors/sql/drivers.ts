@@ -57,6 +57,8 @@ export interface SqlSession {
    * statement's result or its error ({@link ConnectorError}); a statement after one that failed inside a
    * transaction fails too (the transaction is aborted). Sent together only on a session opened with `pipeline`
    * (see {@link connect}); absent where the driver sends one statement at a time (MySQL/MariaDB, SQL Server).
+   * Calls may overlap (the next part of a batch sent while the answers of the one before are read): the
+   * statements go, and are answered, in the order of the calls.
    */
   queryMany?(items: readonly { stmt: CompiledStatement; values: Record<string, unknown> }[]): Promise<(QueryResult | ConnectorError)[]>;
   /**
@@ -303,11 +305,20 @@ class PgSession implements SqlSession {
    * Statements pipelined: every message written to the socket in one go (the stream corked around them), the
    * answers read in order. On a session opened without `pipeline`, one after another.
    */
+  /** The last call of queryMany on a session that is not pipelined (the next one waits for it). */
+  private oneByOne: Promise<unknown> = Promise.resolve();
+
   async queryMany(items: readonly { stmt: CompiledStatement; values: Record<string, unknown> }[]): Promise<(QueryResult | ConnectorError)[]> {
     if (!this.pipelined) {
-      const out: (QueryResult | ConnectorError)[] = [];
-      for (const { stmt, values } of items) out.push(await this.query(stmt, values).catch((err: ConnectorError) => err));
-      return out;
+      // One after another, and a call made while another runs waits for it: the statements go in the calls' order.
+      const run = async () => {
+        const out: (QueryResult | ConnectorError)[] = [];
+        for (const { stmt, values } of items) out.push(await this.query(stmt, values).catch((err: ConnectorError) => err));
+        return out;
+      };
+      const done = this.oneByOne.then(run, run);
+      this.oneByOne = done.catch(() => undefined);
+      return done;
     }
     const stream = (this.client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
     // Bound first: nothing is sent unless every statement is (a statement sent is always awaited below). Named:

@@ -184,27 +184,53 @@ async function applyInTransaction(
   if (together) {
     // Each change's one statement, looked up once (undefined: refused before, or none configured for its kind).
     const single = prepared.map((p) => (p.refused ? undefined : statements(c, statementKind(p.change))?.[0]));
-    // In parts of PIPELINE_PART statements, each sent once the part before it was answered without a refusal:
-    // after a refused statement the server refuses every statement of the aborted transaction, and logs each.
-    for (let start = 0; start < prepared.length; start += PIPELINE_PART) {
+    // In parts of PIPELINE_PART statements, two parts on the wire at a time: the next part goes once the part
+    // before the one in flight was answered without a refusal, so the server works on one part while this
+    // process reads the answers of the other. After a refused statement the server refuses every statement of
+    // the aborted transaction (and logs each): at most the rest of its part and the part after it.
+    const send = (start: number) => {
       const end = Math.min(start + PIPELINE_PART, prepared.length);
       const sent: { stmt: CompiledStatement; values: Record<string, unknown> }[] = [];
       for (let i = start; i < end; i++) if (single[i]) sent.push({ stmt: single[i]!, values: prepared[i].values! });
-      const answers = sent.length ? await s.queryMany!(sent) : [];
-      let k = 0;
-      for (let i = start; i < end; i++) {
-        const p = prepared[i];
-        if (p.refused) results.push(p.refused);
-        else if (!single[i]) results.push(unsupported(p.change, p.values!));
-        else {
-          const answer = answers[k++];
-          if (answer instanceof ConnectorError) {
-            if (!isObjectLevel(answer)) throw answer;
-            return { results, failed: true };
+      const answers = sent.length ? s.queryMany!(sent) : Promise.resolve([]);
+      // Awaited below, or settled before this returns; never an unhandled rejection meanwhile.
+      answers.catch(() => undefined);
+      return { start, end, answers };
+    };
+    const onWire: ReturnType<typeof send>[] = [];
+    let next = 0;
+    const more = () => {
+      if (next < prepared.length) {
+        onWire.push(send(next));
+        next += PIPELINE_PART;
+      }
+    };
+    more();
+    more();
+    try {
+      while (onWire.length) {
+        const { start, end, answers: answered } = onWire.shift()!;
+        const answers = await answered;
+        if (!answers.some((a) => a instanceof ConnectorError)) more();
+        let k = 0;
+        for (let i = start; i < end; i++) {
+          const p = prepared[i];
+          if (p.refused) results.push(p.refused);
+          else if (!single[i]) results.push(unsupported(p.change, p.values!));
+          else {
+            const answer = answers[k++];
+            if (answer instanceof ConnectorError) {
+              if (!isObjectLevel(answer)) throw answer;
+              return { results, failed: true };
+            }
+            results.push(changeResult(c, p.change, p.values!, answer));
           }
-          results.push(changeResult(c, p.change, p.values!, answer));
         }
       }
+    } finally {
+      // A part still on the wire (the one after a refusal, or a failure): its answers are read before the caller
+      // rolls back, on the same connection.
+      await Promise.allSettled(onWire.map((w) => w.answers));
     }
     return { results, failed: false };
   }

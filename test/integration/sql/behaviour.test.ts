@@ -175,6 +175,42 @@ function behaviour(label: string, server: () => SqlServer, kill: () => Promise<v
     expect(byKey.get('P149')!.mail).toBeNull();
   });
 
+  test(`${label}: a batch of 800 one-statement changes, a row refused at 300 and another at 700 (on PostgreSQL the part after each is on the wire already): results in order, every other row lands`, async () => {
+    const c = f.connector({
+      exportStatements: {
+        insert: 'INSERT INTO people (employee_id, given_name, sn) VALUES (:employee_id, :given_name, :sn)',
+        update: 'UPDATE people SET mail = :mail WHERE employee_id = :anchor',
+        delete: 'DELETE FROM people WHERE employee_id = :anchor',
+      },
+    });
+    const key = (i: number) => `R${String(i).padStart(3, '0')}`;
+    // Row 300 adds a key the table holds already (E001, seeded); row 700 updates a row that is not there.
+    const batch = Array.from({ length: 800 }, (_, i) =>
+      i === 300
+        ? f.exportAdd({ key: 'E001', givenName: 'Dup', sn: 'Dup' })
+        : i === 700
+          ? f.exportUpdate('NOPE', 'NOPE', { mail: 'x@example.test' })
+          : f.exportAdd({ key: key(i), givenName: `G${i}`, sn: `S${i}` }),
+    );
+    const results = await c.exportBatch(batch);
+    expect(results.map((r) => (r.status === 'success' ? r.anchor : `${r.anchor}:${r.error.code}`))).toEqual(
+      batch.map((_, i) => (i === 300 ? 'E001:already_exists' : i === 700 ? 'NOPE:not_found' : key(i))),
+    );
+    const rows = await f.exec("SELECT employee_id, given_name FROM people WHERE employee_id LIKE 'R%' ORDER BY employee_id");
+    expect(rows.map((r) => r.employee_id)).toEqual(batch.flatMap((_, i) => (i === 300 || i === 700 ? [] : [key(i)])));
+    expect(rows.every((r) => r.given_name === `G${Number(String(r.employee_id).slice(1))}`)).toBe(true);
+    const e001 = await f.exec("SELECT given_name FROM people WHERE employee_id = 'E001'");
+    expect(e001[0].given_name).not.toBe('Dup');
+    // The same 800 once more as updates, none refused: every row's mail in one transaction (parts overlapping).
+    const updates = Array.from({ length: 800 }, (_, i) => (i === 300 || i === 700 ? undefined : f.exportUpdate(key(i), key(i), { mail: `r${i}@example.test` }))).filter(
+      (u): u is NonNullable<typeof u> => !!u,
+    );
+    const updated = await c.exportBatch(updates);
+    expect(updated.every((r) => r.status === 'success')).toBe(true);
+    const mails = await f.exec("SELECT employee_id, mail FROM people WHERE employee_id LIKE 'R%' ORDER BY employee_id");
+    expect(mails.map((r) => r.mail)).toEqual(updates.map((_, k) => `r${Number(String(mails[k].employee_id).slice(1))}@example.test`));
+  });
+
   test(`${label}: wrong password, unknown table, unknown column, timeout: clear codes, no secret`, async () => {
     const wrong = await rejects(f.unreachableConnector().testConnection());
     expect(wrong.code).toBe('authentication_failed');
