@@ -5,7 +5,7 @@ import type { MeshObject } from '../../mesh/model';
 import { currentFeedSeq, existingMeshIds, iterateMesh, readFeed } from '../../mesh/store';
 import { readConnectorRow } from '../../storage/connectors';
 import { listRules } from '../../storage/rules';
-import { updateRun } from '../../storage/runs';
+import { updateRun, type StoredRun } from '../../storage/runs';
 import { pageKey } from '../../storage/runChanges';
 import { deprovisioningSettings, isDue } from '../deprovisioning';
 import { loadAgain, exportDocs, StepWrites } from './exportPage';
@@ -252,17 +252,26 @@ function exportIdsStep(input: ExportIdsInput, config: ExportConfig): Promise<Run
       // connector-space rows and links written at the step's end when this process keeps the run's objects).
       const last = Math.max(input.page, input.through ?? input.page);
       const writes = keepsRun(info.runId) && !info.dryRun ? new StepWrites(info) : undefined;
+      // Each page's progress is written while the next page runs, each write after the one before it (the run
+      // shows the pages in order). The cancel a write reads back is looked at once the next page is done: a cancel
+      // stops a page's target call in flight anyway (`cancellable`), and the step's end waits for the last write.
+      let progress: Promise<StoredRun> | undefined;
       try {
         for (let page = input.page; page <= last; page++) {
           const docs = await pageDocs(info.runId, await loadExportPage(info.runId, page), objectType);
           totals = await exportDocs(info, connector, rules, docs, totals, config, { record: pageKey('x', page), writes });
-          const run = await updateRun(info.runId, { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) });
+          const before = progress;
+          const shown = { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) };
+          progress = (before ?? Promise.resolve()).then(() => updateRun(info.runId, shown));
+          // Awaited below or at the step's end; a failure meanwhile is no unhandled rejection.
+          progress.catch(() => undefined);
           if (totals.parked || totals.cancelled) break;
-          if (cancelAsked(run) && page < last) {
+          if (before && cancelAsked(await before) && page < last) {
             totals = { ...totals, cancelled: true };
             break;
           }
         }
+        await progress;
       } catch (err) {
         // What the pages before the failure applied is still recorded (the step's retry then finds it).
         await writes?.flush().catch(() => undefined);
