@@ -301,13 +301,13 @@ class PgSession implements SqlSession {
     }
   }
 
+  /** The last call of queryMany on a session that is not pipelined (the next one waits for it). */
+  private oneByOne: Promise<unknown> = Promise.resolve();
+
   /**
    * Statements pipelined: every message written to the socket in one go (the stream corked around them), the
    * answers read in order. On a session opened without `pipeline`, one after another.
    */
-  /** The last call of queryMany on a session that is not pipelined (the next one waits for it). */
-  private oneByOne: Promise<unknown> = Promise.resolve();
-
   async queryMany(items: readonly { stmt: CompiledStatement; values: Record<string, unknown> }[]): Promise<(QueryResult | ConnectorError)[]> {
     if (!this.pipelined) {
       // One after another, and a call made while another runs waits for it: the statements go in the calls' order.
