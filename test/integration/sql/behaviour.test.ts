@@ -202,9 +202,9 @@ function behaviour(label: string, server: () => SqlServer, kill: () => Promise<v
     const e001 = await f.exec("SELECT given_name FROM people WHERE employee_id = 'E001'");
     expect(e001[0].given_name).not.toBe('Dup');
     // The same 800 once more as updates, none refused: every row's mail in one transaction (parts overlapping).
-    const updates = Array.from({ length: 800 }, (_, i) => (i === 300 || i === 700 ? undefined : f.exportUpdate(key(i), key(i), { mail: `r${i}@example.test` }))).filter(
-      (u): u is NonNullable<typeof u> => !!u,
-    );
+    const updates = Array.from({ length: 800 }, (_, i) =>
+      i === 300 || i === 700 ? undefined : f.exportUpdate(key(i), key(i), { mail: `r${i}@example.test` }),
+    ).filter((u): u is NonNullable<typeof u> => !!u);
     const updated = await c.exportBatch(updates);
     expect(updated.every((r) => r.status === 'success')).toBe(true);
     const mails = await f.exec("SELECT employee_id, mail FROM people WHERE employee_id LIKE 'R%' ORDER BY employee_id");
