@@ -7,7 +7,7 @@ import type { FullPageInput, FullPageOutput } from '../lib/sync/import/fullImpor
 import type { FullSyncPageInput } from '../lib/sync/import/fullSync';
 import { CS_PARTITIONS } from '../lib/sync/space/connectorSpace';
 import type { FinishInput } from '../lib/sync/run/runLifecycle';
-import { withOwedAsErrors, type ExportPlan, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/run/runTypes';
+import { needsSecondPass, withOwedAsErrors, type ExportPlan, type RunInfo, type RunTotals, type StepFailure } from '../lib/sync/run/runTypes';
 import type { ApprovalReason, RunStats, TerminalRunStatus } from '../lib/storage/runs';
 
 /**
@@ -64,7 +64,7 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     if (isCancelledTotals(r)) totals = { ...r, cancelled: undefined };
     return end('Cancelled');
   };
-  const parked = (t: RunTotals): PassEnd => ({ parked: t.parked!, totals: { ...t, parked: undefined } });
+  const parked = (t: RunTotals): PassEnd => ({ parked: t.parked!, totals: { ...t, parked: undefined, deletesDone: undefined } });
   /** One step that answers the run's totals: its totals, or the pass's end (it failed, stopped, or parked). */
   function* step(name: string, input: unknown): Generator<Task, RunTotals | PassEnd, unknown> {
     const r = (yield context.df.callActivity(name, input)) as RunTotals | StepFailure | Stop;
@@ -94,7 +94,7 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
         totals = r;
       }
       // A second look at the objects that name one this export moved or added.
-      if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
+      if (needsSecondPass(totals, info.dryRun)) {
         totals = { ...totals, notInTarget: 0, movedInTarget: 0, owed: undefined, owedCount: 0 };
         const r = yield* step(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config });
         if (isEnd(r)) return r;
@@ -108,9 +108,11 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
     }
     if (plan.pages !== undefined) {
       // Pages of ids over the whole mesh in reference order (lib/sync/export/exportRun.ts), a few small ones a step.
+      // The last step runs the deprovisioning pass itself when it needs no second pass (`deletesDone`).
       for (let page = 0, s = 0; page < plan.pages; s++) {
         const through = Math.min(plan.pages, page + (plan.steps?.[s] ?? 1)) - 1;
-        const r = yield* step(EXPORT_IDS, { input: { info, page, through, totals } satisfies ExportIdsInput, config });
+        const deletes = through === plan.pages - 1 ? { deletes: true } : {};
+        const r = yield* step(EXPORT_IDS, { input: { info, page, through, totals, ...deletes } satisfies ExportIdsInput, config });
         if (isEnd(r)) return r;
         totals = r;
         page = through + 1;
@@ -123,14 +125,14 @@ export function* runPass(context: OrchestrationContext, info: RunInfo, config: R
       }
     // References to objects this pass added (a manager provisioned with the reports) or moved (a manager
     // moved to another OU): one more pass writes them in the objects that name them.
-    if (((totals.notInTarget && totals.stats.objectsCreated > 0) || totals.movedInTarget) && !info.dryRun) {
+    if (!totals.deletesDone && needsSecondPass(totals, info.dryRun)) {
       totals = { ...totals, notInTarget: 0, movedInTarget: 0, owed: undefined, owedCount: 0 };
       // Only the objects the first pass asked to look at again, not the mesh partitions once more.
       const r = yield* step(EXPORT_IDS, { input: { info, page: -2, totals } satisfies ExportIdsInput, config });
       if (isEnd(r)) return r;
       totals = r;
     }
-    const d = yield* step(EXPORT_DELETES, { info, totals, config });
+    const d = totals.deletesDone ? totals : yield* step(EXPORT_DELETES, { info, totals, config });
     if (isEnd(d)) return d;
     totals = withOwedAsErrors(d, info.dryRun);
     return end(completedStatus(totals), { exportState });

@@ -330,12 +330,18 @@ async function orchestration(svc, runId) {
   const ids = done.filter((e) => e.FunctionName === 'syncExportIds');
   const steps = {};
   for (const e of done) steps[e.FunctionName] = r2((steps[e.FunctionName] ?? 0) + seconds(e));
+  // Each activity from the orchestration's start: [name, scheduled, completed] in seconds (the gaps between two
+  // steps are the orchestration's turns).
+  const began = r.body.historyEvents.find((e) => e.EventType === 'ExecutionStarted');
+  const at = (t) => r2((Date.parse(t) - Date.parse(began?.Timestamp ?? r.body.createdTime)) / 1000);
+  const timeline = done.map((e) => [e.FunctionName, at(e.ScheduledTime), at(e.Timestamp)]);
   if (partitions.length === 0)
     // A full export in reference order (up to Export__OrderedMax objects): syncExportIds steps only, its pages and
     // a second pass when one was needed (not told apart here: the run's changes list has any update it made).
     return {
       activities,
       activitySeconds: steps,
+      timeline,
       orderedPages: true,
       idsSteps: ids.length,
       idsSeconds: sum(ids),
@@ -345,6 +351,7 @@ async function orchestration(svc, runId) {
   return {
     activities,
     activitySeconds: steps,
+    timeline,
     // A full export runs 16 partitions, then its second pass: the objects the first asked to look at again (one
     // syncExportIds step; code before it ran the 16 partitions again). An incremental one runs pages of ids.
     secondPass: partitions.length > 16 || (partitions.length === 16 && ids.length > 0) || (partitions.length === 0 && ids.length > 1),
@@ -446,6 +453,8 @@ async function main() {
       const targetCpu = targetPid ? { slapdCpuSeconds: r2(cpuSeconds(targetPid) - cpu0) } : {};
       return {
         seconds: r2(r.seconds),
+        // The run's own figure (completedAt - startedAt), as its history shows it, beside the poller's.
+        runSeconds: r.run.completedAt && r.run.startedAt ? r2((Date.parse(r.run.completedAt) - Date.parse(r.run.startedAt)) / 1000) : null,
         objectsPerSecond: Math.round(N / r.seconds),
         status: r.run.status,
         stats: r.run.stats,

@@ -16,7 +16,7 @@ import { runDocIds } from './exportRun';
 import type { CsObject } from '../model';
 import { storedObject } from '../import/pages';
 import { disconnectorJoinKeys } from '../planner';
-import { compileRuleSet } from '../rules';
+import { compileRuleSet, type RuleSet } from '../rules';
 import { type ExportConfig, settingsOf, withConnector } from '../run/runConnector';
 import { csCaches, csCache, noteRun } from '../run/runContext';
 import { type RunTotals, type RunInfo, type StepFailure, failure, type PageResult, addPage } from '../run/runTypes';
@@ -55,22 +55,29 @@ export async function exportDeletes(info: RunInfo, totals: RunTotals, config: Ex
   try {
     return await withConnector(info.connectorId, async (connector) => {
       if (!hasExport(connector)) throw new ConnectorError('unsupported', 'This connector cannot export.');
-      const rules = compileRuleSet(info.connectorId, await listRules());
-      if (!rules.outbound.length) return totals;
-      // The process's summaries, exactly what storage holds while it is the space's owner (the export's pages
-      // set them as they write; another writer since makes it reload): no read of the whole space per export.
-      const { summaries } = await csCache(info.connectorId);
-      const linked = [...summaries.meshLinks()];
-      // The objects a full export's first step read in this process exist as of that step (one deleted since is
-      // in the feed after the export's position: the next export deprovisions it); the others are asked.
-      const read = runDocIds(info.runId);
-      const there = await existingMeshIds(linked.map(([, meshId]) => meshId).filter((id) => !read?.has(id)));
-      const gone = linked.filter(([, meshId]) => !there.has(meshId) && !read?.has(meshId)).map(([a]) => a);
-      return await deprovisionWith(connector, info, totals, config, gone, summaries.liveCount());
+      return await deprovisionGone(connector, info, totals, config, compileRuleSet(info.connectorId, await listRules()));
     });
   } catch (err) {
     return failure(err);
   }
+}
+
+/**
+ * The deprovisioning pass of a full export (its own step, or the end of its last step: exportSteps.ts): the
+ * connector-space objects whose mesh object is gone.
+ */
+export async function deprovisionGone(connector: Connector, info: RunInfo, totals: RunTotals, config: ExportConfig, rules: RuleSet): Promise<RunTotals> {
+  if (!rules.outbound.length) return totals;
+  // The process's summaries, exactly what storage holds while it is the space's owner (the export's pages
+  // set them as they write; another writer since makes it reload): no read of the whole space per export.
+  const { summaries } = await csCache(info.connectorId);
+  const linked = [...summaries.meshLinks()];
+  // The objects a full export's first step read in this process exist as of that step (one deleted since is
+  // in the feed after the export's position: the next export deprovisions it); the others are asked.
+  const read = runDocIds(info.runId);
+  const there = await existingMeshIds(linked.map(([, meshId]) => meshId).filter((id) => !read?.has(id)));
+  const gone = linked.filter(([, meshId]) => !there.has(meshId) && !read?.has(meshId)).map(([a]) => a);
+  return deprovisionWith(connector, info, totals, config, gone, summaries.liveCount());
 }
 
 /** Delete these anchors in the target (their mesh objects are gone), within the deletion threshold. */

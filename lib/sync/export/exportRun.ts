@@ -63,6 +63,8 @@ class RunDocs {
   readonly docs = new Map<string, Entry>();
   /** Ids whose page took them already: a page run again reads them from the mesh. */
   readonly taken = new Set<string>();
+  /** The pages of ids as the scope step wrote them (a page's list never changes once written). */
+  pages: readonly (readonly string[])[] = [];
   constructor(readonly runId: string) {}
 }
 
@@ -114,6 +116,7 @@ export async function orderFullExport(info: RunInfo, objectType: string): Promis
   docs.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const pages = pagesInOrder(docs, info.connectorId);
   await Promise.all(pages.map((ids, i) => saveExportPage(info.runId, i, ids)));
+  kept.pages = pages;
   // The decoded objects are kept for the first step's pages only (they run next); the others keep the stored
   // form alone (a decoded object weighs about four times its text).
   const steps = stepsOf(
@@ -238,6 +241,12 @@ export async function pageDocs(runId: string, ids: readonly string[], objectType
   }
   if (read.length) out.push(...(await getMeshObjects(read)).values());
   return out.filter((d) => d.objectType === objectType);
+}
+
+/** A page's ids as the scope step wrote them, when this process kept the run (undefined otherwise: read them). */
+export function keptPage(runId: string, page: number): string[] | undefined {
+  const ids = of(runId)?.pages[page];
+  return ids ? [...ids] : undefined;
 }
 
 /** The ids of the objects the run's first step read, when this process kept them (undefined otherwise). */

@@ -9,15 +9,16 @@ import { updateRun, type StoredRun } from '../../storage/runs';
 import { pageKey } from '../../storage/runChanges';
 import { deprovisioningSettings, isDue } from '../deprovisioning';
 import { loadAgain, exportDocs, StepWrites } from './exportPage';
+import { deprovisionGone } from './exportDeletes';
 import { dropGoneStagedAdds } from './exportRetry';
-import { dropRunDocs, keepsRun, orderFullExport, pageDocs } from './exportRun';
+import { dropRunDocs, keepsRun, keptPage, orderFullExport, pageDocs } from './exportRun';
 import { idsChangedBy, targetedScope } from './targeted';
 import { rejoinAtStart } from '../import/fullSync';
 import { compileRuleSet, type RuleSet } from '../rules';
 import { type ExportConfig, settingsOf, withConnector } from '../run/runConnector';
 import { csCache, csCaches, noteRun } from '../run/runContext';
-import { cancelAsked, progressOf } from '../run/runProgress';
-import { DEFAULT_PAGE_SIZE, type RunTotals, type ExportPlan, type RunInfo, emptyTotals, type StepFailure, failure } from '../run/runTypes';
+import { cancelAsked, pageMustStop, progressOf } from '../run/runProgress';
+import { DEFAULT_PAGE_SIZE, type RunTotals, type ExportPlan, type RunInfo, emptyTotals, needsSecondPass, type StepFailure, failure } from '../run/runTypes';
 import { loadExportPage, readExportDirty, readSyncState, saveExportPage } from '../run/state';
 import { areaLog } from '../../core/log';
 
@@ -228,6 +229,11 @@ export interface ExportIdsInput {
   /** The last page this step runs, from `page` on, one after the other (a full export's `steps`); default `page`. */
   through?: number;
   totals: RunTotals;
+  /**
+   * The last step of a full export: it runs the deprovisioning pass itself when the pass needs no second look
+   * (no step more for the deletes), and says so with `deletesDone`.
+   */
+  deletes?: boolean;
 }
 
 /**
@@ -237,8 +243,9 @@ export interface ExportIdsInput {
 export async function exportIdsPage(input: ExportIdsInput, config: ExportConfig): Promise<RunTotals | StepFailure> {
   const { info } = input;
   const out = await exportIdsStep(input, config);
-  // A failed page: nothing kept of the run is trusted any more (its copies may miss what the page wrote).
-  if ('failed' in out) dropRunDocs(info.runId);
+  // A failed page: nothing kept of the run is trusted any more (its copies may miss what the page wrote). A step
+  // that ran the deletes was the run's last: what its scope step kept is no longer needed.
+  if ('failed' in out || out.deletesDone) dropRunDocs(info.runId);
   return out;
 }
 
@@ -246,7 +253,9 @@ function exportIdsStep(input: ExportIdsInput, config: ExportConfig): Promise<Run
   const { info } = input;
   return exportStep(info, config, async (connector, rules, objectType) => {
     const second = input.page === -2;
-    let totals = input.totals;
+    // `deletesDone` is this step's answer only, never carried over from a step before.
+    const { deletesDone: _done, ...start } = input.totals;
+    let totals: RunTotals = start;
     if (!second) {
       // The step's pages one after the other: each planned once the one before it is applied and recorded (its
       // connector-space rows and links written at the step's end when this process keeps the run's objects).
@@ -258,11 +267,11 @@ function exportIdsStep(input: ExportIdsInput, config: ExportConfig): Promise<Run
       let progress: Promise<StoredRun> | undefined;
       try {
         for (let page = input.page; page <= last; page++) {
-          const docs = await pageDocs(info.runId, await loadExportPage(info.runId, page), objectType);
+          const docs = await pageDocs(info.runId, keptPage(info.runId, page) ?? (await loadExportPage(info.runId, page)), objectType);
           totals = await exportDocs(info, connector, rules, docs, totals, config, { record: pageKey('x', page), writes });
           const before = progress;
-          const shown = { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) };
-          progress = (before ?? Promise.resolve()).then(() => updateRun(info.runId, shown));
+          const update = { stats: totals.stats, errors: totals.errors, progress: progressOf('exporting', totals) };
+          progress = (before ?? Promise.resolve()).then(() => updateRun(info.runId, update));
           // Awaited below or at the step's end; a failure meanwhile is no unhandled rejection.
           progress.catch(() => undefined);
           if (totals.parked || totals.cancelled) break;
@@ -278,7 +287,11 @@ function exportIdsStep(input: ExportIdsInput, config: ExportConfig): Promise<Run
         throw err;
       }
       await writes?.flush();
-      return totals;
+      if (!input.deletes || totals.parked || totals.cancelled || needsSecondPass(totals, info.dryRun)) return totals;
+      // The deletes as their own step would run them: the run read first (asked to stop meanwhile, or over: the
+      // step ends there, as that step's guard would end it).
+      if (await pageMustStop(info.runId)) return { ...totals, cancelled: true };
+      return { ...(await deprovisionGone(connector, info, totals, config, rules)), deletesDone: true };
     }
     const ids = await loadAgain(info.runId);
     // The second pass's objects (those that name one the run added or moved), a page at a time.

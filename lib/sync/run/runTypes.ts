@@ -41,6 +41,11 @@ export interface RunTotals {
   leftOut?: number;
   /** A threshold the run would exceed (its deletes, counted before any is applied): the run waits for approval. */
   parked?: ApprovalReason[];
+  /**
+   * Export: the last step of a full export in reference order ran the deprovisioning pass itself (it needed no
+   * second pass), so the orchestration runs no deletes step after it. Set only on that step's answer.
+   */
+  deletesDone?: boolean;
 }
 
 /**
@@ -101,11 +106,20 @@ export function failure(err: unknown): StepFailure {
 }
 
 /**
+ * Whether an export's pass must look again at the objects that name one it added or moved: references to objects
+ * it added (a manager provisioned with the reports) or moved (a manager moved to another OU). A dry run writes
+ * nothing, so it has nothing to look at again.
+ */
+export function needsSecondPass(t: RunTotals, dryRun: boolean): boolean {
+  return !dryRun && ((!!t.notInTarget && t.stats.objectsCreated > 0) || !!t.movedInTarget);
+}
+
+/**
  * An export's totals at its end: references still owed become errors (the run is not a plain `Completed` while
  * the target lacks what the mesh says); a dry run lists none (its second pass would have written them).
  */
 export function withOwedAsErrors(t: RunTotals, dryRun: boolean): RunTotals {
-  const { owed, owedCount, ...rest } = t;
+  const { owed, owedCount, deletesDone: _deletesDone, ...rest } = t;
   if (!owedCount || dryRun) return rest;
   return { ...rest, stats: { ...rest.stats, errors: rest.stats.errors + owedCount }, errors: [...rest.errors, ...(owed ?? [])].slice(0, 100) };
 }

@@ -396,10 +396,51 @@ describe('export: deprovisioning stops at the deletion threshold', () => {
     expect(put.status).toBe(202);
     const second = SECOND_ADMIN;
     expect((await rt.call('POST', `config/changes/${put.body.changeId}/approve`, { as: second })).status).toBe(200);
-    expect(await runExport(rt, target)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
+    const through = await runExport(rt, target);
+    expect(through).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
     expect(dataRows()).toBe(6);
+    // A full export of 10 in reference order: its one page step ran the deletes at its end (no step of their own),
+    // parking the first run there as the deletes step would have.
+    // The connector's configuration changed, so this export was a full one in reference order (10 objects): its one
+    // page step ran the deletes at its end, with no step of their own.
+    expect(await activitiesOf(through.runId)).toEqual(['syncBeginRun', 'syncExportPlan', 'syncExportIds', 'syncFinishRun']);
+  });
+
+  test('a full export whose last page step finds too many deletes waits for approval; approved, it deletes them', async () => {
+    // 4 of the 6 leave (the limit is 50 % of 6: 3). A tighter threshold (no second Admin needed) changes the
+    // connector's configuration: the next export is a full one, in reference order.
+    writeCsv(src, 'contractors.csv', H, people(2));
+    expect(await runImport(rt, hr)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
+    const put = await rt.call('PUT', `connectors/${target}`, { body: { name: 'Contractor directory', config: targetConfig({ objects: 400, percent: 50 }) } });
+    expect(put.status).toBe(200);
+    const stopped = await runExport(rt, target);
+    expect(stopped).toMatchObject({ status: 'AwaitingApproval', approval: { reasons: [{ operation: 'deletes', count: 4, limit: 3 }] } });
+    expect(dataRows()).toBe(6);
+    // Parked by its page step, which ran the deletes pass at its end: no deletes step of its own.
+    const approved = await rt.call('POST', `runs/${stopped.runId}/approve`, { as: SECOND_ADMIN });
+    expect(approved.status).toBe(202);
+    expect(await waitRun(rt, stopped.runId)).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4, errors: 0 } });
+    expect(dataRows()).toBe(2);
+    const steps = await activitiesOf(stopped.runId);
+    expect(steps.slice(0, 4)).toEqual(['syncBeginRun', 'syncExportPlan', 'syncExportIds', 'syncParkRun']);
+    expect(steps).not.toContain('syncExportDeletes');
+    expect(steps[steps.length - 1]).toBe('syncFinishRun');
   });
 });
+
+/** The activities a run's orchestration completed, in order, once it has ended (202 until then). */
+async function activitiesOf(runId: string): Promise<string[]> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const res = await rt.call('GET', `../runtime/webhooks/durabletask/instances/${runId}?showHistory=true`);
+    if (res.status !== 202 || Date.now() > deadline) {
+      expect(res.status).toBe(200);
+      const events = res.body.historyEvents as { EventType: string; FunctionName?: string }[];
+      return events.filter((e) => e.EventType === 'TaskCompleted').map((e) => String(e.FunctionName));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 describe('delta import over the deletes threshold', () => {
   const dir = folder();
