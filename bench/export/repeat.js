@@ -7,7 +7,8 @@
  * minute to the next (the service's CPU seconds for identical work do too), so one run's ratio can land on
  * either side of the goal. Each run is a whole bench (fresh floors, fresh service, fresh targets); the ratio of
  * each export to the larger floor of its own run is taken, and the goal (at most 2x) is judged on the median
- * ratio, with every run Completed and its target read back right.
+ * ratio, with every run Completed and its target read back right. An export's seconds are its run's own
+ * (completedAt - startedAt); the poller's figure is shown beside them (`observedSeconds`, `medianObservedRatio`).
  *
  * Prints JSON: each run's export seconds, larger floor and ratio per target, then the medians and the goal.
  * The progress of each run goes to stderr.
@@ -72,6 +73,9 @@ async function main() {
             t,
             {
               exportSeconds: q.exportSeconds,
+              // The poller's figure (export.js `observedSeconds`), and its ratio to the same floor.
+              observedSeconds: r.exports?.[t]?.observedSeconds,
+              observedRatio: r.exports?.[t]?.observedSeconds ? Math.round((100 * r.exports[t].observedSeconds) / q.largerFloorSeconds) / 100 : undefined,
               largerFloor: q.largerFloor,
               largerFloorSeconds: q.largerFloorSeconds,
               ratio: q.ratio,
@@ -98,6 +102,8 @@ async function main() {
           medianLargerFloorSeconds: median(runs.map((r) => r[t].largerFloorSeconds)),
           medianRatio,
           ratios: runs.map((r) => r[t].ratio),
+          // As the poller saw the runs end (trigger to the poll that saw it, every 100 ms): for comparison only.
+          medianObservedRatio: median(runs.map((r) => r[t].observedRatio).filter((x) => x !== undefined)),
           goalRatio: GOAL_RATIO,
           everyRunCompletedAndRight: allRight,
           goalMet: medianRatio <= GOAL_RATIO && allRight,

@@ -5,7 +5,8 @@ import type { WorkMessage } from './store';
 /**
  * Activity work items run through the host, and their results stored: results finishing within a few
  * milliseconds share one transaction, then the work items are deleted (a group row records its finished task
- * ids until every item is done). A work item goes only after its result is stored (at-least-once).
+ * ids until every item is done). A work item goes only after its result is stored (at-least-once); the
+ * orchestration takes the result as soon as it is stored, while the item is being deleted.
  */
 export abstract class ActivityRunner extends WorkCache {
   /** Activity functions executing right now (the concurrency limit counts these, not results awaiting storage). */
@@ -75,6 +76,10 @@ export abstract class ActivityRunner extends WorkCache {
         this.timerHandles.add(h);
         return;
       }
+      // The results are stored: the orchestrations go on from them now, while their work items are settled (a
+      // poll meanwhile does not take an item again: it stays among the running ones until it is settled).
+      for (const m of messages) this.accept(m);
+      this.kick();
       // Work items whose result is stored: single rows are deleted, groups record the task ids as done
       // (and are deleted once every item is), all in one transaction where possible.
       const deletes: string[] = [];
@@ -107,7 +112,6 @@ export abstract class ActivityRunner extends WorkCache {
         this.runningActivities.delete(c.item.rk);
         this.itemGroup.delete(c.item.rk);
       }
-      for (const m of messages) this.accept(m);
       this.kick();
     };
     const p = (this.flushing ?? Promise.resolve()).then(run);

@@ -76,6 +76,13 @@ export async function releaseRun(runId: string): Promise<void> {
   await closeLiveReader(runId).catch(() => undefined);
 }
 
+/** Wait for every one of `writes`, then throw the first failure among them (none is left running behind a throw). */
+async function settleAll(writes: readonly (Promise<unknown> | undefined)[]): Promise<void> {
+  const settled = await Promise.allSettled(writes);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 /** Commit the watermark (only now: the data it covers is committed), set lastSync/status, finish the run. */
 export async function finishRun(input: FinishInput): Promise<void> {
   const { info } = input;
@@ -89,27 +96,36 @@ export async function finishRun(input: FinishInput): Promise<void> {
   const run = await getRun(info.runId);
   if (!run || !['Running', 'Queued'].includes(run.status)) return;
   const completed = input.status === 'Completed' || input.status === 'CompletedWithErrors';
-  if (completed && !info.dryRun) await updateRun(info.runId, { stats: input.totals.stats, progress: progressOf('finishing', input.totals) });
   // A run that applied a plan and left objects out (not in the plan, or drifted) moves no watermark and records
   // no export state: the next run reads those objects again.
   const whole = completed && !info.dryRun && !input.totals.leftOut;
-  if (whole && input.watermark !== undefined && !writesTarget(info)) await saveWatermark(info.connectorId, input.watermark);
-  if (whole && input.fullPass) await saveFullRulesHash(info.connectorId, compileRuleSet(info.connectorId, await listRules()).hash);
-  if (whole && input.fullRead) await recordFullRead(info.connectorId);
-  // An import of a target confirms the leavers sent to it before it started (lib/sync/leavers.ts).
-  if (whole && (info.runType === 'FullImport' || info.runType === 'DeltaImport')) await confirmLeaversAfter(info, run.startedAt);
-  if (whole && input.exportState) {
-    await saveExportState(info.connectorId, input.exportState.seq, input.exportState.hash);
-    await clearExportDirty(info.connectorId, input.exportState.dirtyKeys);
-  }
-  // An export's list of objects to look at again (see saveAgain) goes with the run.
-  if (info.runType === 'Export') await clearExportDirty(againKey(info.runId), (await readExportDirty(againKey(info.runId))).keys).catch(() => undefined);
   const now = new Date().toISOString();
-  if (input.status === 'Failed') await setConnectorRunState(info.connectorId, { status: 'error' }).catch(() => undefined);
-  else if (completed)
-    await setConnectorRunState(info.connectorId, { status: 'active', ...(!writesTarget(info) && !info.dryRun ? { lastSync: now } : {}) }).catch(
-      () => undefined,
-    );
+  // What the run's end records, each independent of the others: written side by side, every one of them settled
+  // before the first failure (if any) fails the step; the run is completed only after all of them.
+  await settleAll([
+    completed && !info.dryRun ? updateRun(info.runId, { stats: input.totals.stats, progress: progressOf('finishing', input.totals) }) : undefined,
+    whole && input.watermark !== undefined && !writesTarget(info) ? saveWatermark(info.connectorId, input.watermark) : undefined,
+    whole && input.fullPass ? listRules().then((rules) => saveFullRulesHash(info.connectorId, compileRuleSet(info.connectorId, rules).hash)) : undefined,
+    whole && input.fullRead ? recordFullRead(info.connectorId) : undefined,
+    // An import of a target confirms the leavers sent to it before it started (lib/sync/leavers.ts).
+    whole && (info.runType === 'FullImport' || info.runType === 'DeltaImport') ? confirmLeaversAfter(info, run.startedAt) : undefined,
+    whole && input.exportState
+      ? saveExportState(info.connectorId, input.exportState.seq, input.exportState.hash).then(() =>
+          clearExportDirty(info.connectorId, input.exportState!.dirtyKeys),
+        )
+      : undefined,
+    // An export's list of objects to look at again (see saveAgain) goes with the run.
+    info.runType === 'Export'
+      ? readExportDirty(againKey(info.runId))
+          .then((again) => clearExportDirty(againKey(info.runId), again.keys))
+          .catch(() => undefined)
+      : undefined,
+    input.status === 'Failed'
+      ? setConnectorRunState(info.connectorId, { status: 'error' }).catch(() => undefined)
+      : completed
+        ? setConnectorRunState(info.connectorId, { status: 'active', ...(!writesTarget(info) && !info.dryRun ? { lastSync: now } : {}) }).catch(() => undefined)
+        : undefined,
+  ]);
   const outcome: Parameters<typeof completeRun>[1] = { status: input.status, stats: input.totals.stats };
   // A completed dry run is a plan, applicable until it expires.
   if (completed && info.dryRun) outcome.plan = { expiresOn: hoursAfter(new Date(), readPlanSettings().planExpireHours) };
