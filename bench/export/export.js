@@ -22,10 +22,11 @@
  * 2. The service (local runtime, in-memory Azurite), the connectors and rules, a full import of the HR file.
  * 3. One export to the directory, then one to the table, each timed from the trigger to the run's end: the
  *    run's own startedAt and completedAt as GET /runs/{id} answers them (`observedSeconds`: the poller's
- *    figure, bench/support.js runExport, up to a poll later); with its stats, its errors, and the activities of its orchestration from
- *    the Durable Functions HTTP API (a full export in reference order: its syncExportIds pages; partition by
- *    partition: 16 export partitions, then one syncExportIds step when it made a second pass for references
- *    to objects the first pass added; the time of each pass).
+ *    figure, bench/support.js runExport, up to a poll later); with its stats, its errors, the activities of its
+ *    orchestration from the Durable Functions HTTP API (`timeline`: each one's scheduled and completed time; a
+ *    full export in reference order: its syncExportIds pages; partition by partition: 16 export partitions,
+ *    then one syncExportIds step when it made a second pass for references to objects the first pass added;
+ *    the time of each pass).
  * 4. Verification from outside: ldapsearch and psql read every entry and row back; each is compared with what
  *    the tutorial's rules give (DN, attributes, the manager's DN / key), and the count must be N.
  *

@@ -399,8 +399,6 @@ describe('export: deprovisioning stops at the deletion threshold', () => {
     const through = await runExport(rt, target);
     expect(through).toMatchObject({ status: 'Completed', stats: { objectsDeleted: 4 } });
     expect(dataRows()).toBe(6);
-    // A full export of 10 in reference order: its one page step ran the deletes at its end (no step of their own),
-    // parking the first run there as the deletes step would have.
     // The connector's configuration changed, so this export was a full one in reference order (10 objects): its one
     // page step ran the deletes at its end, with no step of their own.
     expect(await activitiesOf(through.runId)).toEqual(['syncBeginRun', 'syncExportPlan', 'syncExportIds', 'syncFinishRun']);
